@@ -1,0 +1,36 @@
+# Parley: the two commands are `make run` and `make test`; each installs what it needs first.
+SWIFT      ?= swift
+HOST       ?= 127.0.0.1
+PORT       ?= 8080
+RELEASE    := .build/release
+SERVE_ARGS ?=
+
+.PHONY: run test build release deps autobahn bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+release: deps
+	$(SWIFT) build -c release
+
+build: deps
+	$(SWIFT) build
+
+run: release
+	@echo "Parley: open http://$(HOST):$(PORT)/  (metrics at /metrics; Ctrl-C stops)"
+	$(RELEASE)/parley serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+# RFC 6455 conformance: Autobahn|Testsuite fuzzingclient, groups 1-10, against /echo.
+autobahn: release
+	scripts/autobahn.sh
+
+# Load figures: idle connections held and echo throughput (see docs/benchmarks.md).
+bench: release
+	scripts/bench.sh
+
+clean:
+	rm -rf .build

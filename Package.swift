@@ -1,0 +1,46 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Parley",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "parley", targets: ["parley"]),
+        .executable(name: "parley-load", targets: ["parley-load"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL.
+        .target(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(
+            name: "COpus", path: "Sources/COpus", pkgConfig: "opus",
+            providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "Server", dependencies: ["CLinux", "COpenSSL"]),
+        .target(name: "Codec", dependencies: ["COpus"]),
+        .target(name: "Session", dependencies: ["Server", "Codec"]),
+        .executableTarget(
+            name: "parley",
+            dependencies: [
+                "Server", "Session", "Codec",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .executableTarget(
+            name: "parley-load",
+            dependencies: [
+                "Server", "CLinux",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "LoadTests/parley-load"),
+
+        .testTarget(name: "ServerTests", dependencies: ["Server", "CLinux"]),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Server"]),
+        .testTarget(name: "CodecTests", dependencies: ["Codec"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,2 @@
+// The CLinux target is headers only; SwiftPM needs one source file to build it.
+#include "CLinux.h"

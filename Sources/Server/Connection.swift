@@ -1,0 +1,415 @@
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client socket on one loop, for its whole life: the HTTP request, the upgrade, the
+/// WebSocket frames, the close. Holds heap only while bytes are pending (see `account()`).
+final class Connection {
+    enum Mode {
+        /// Reading HTTP requests (and serving plain ones, with keep-alive).
+        case http
+        case webSocket
+        /// Our side is done and shut down for writing; reading and discarding until the peer's EOF,
+        /// so that unread input cannot turn our last bytes into a reset.
+        case lingering
+        case closed
+    }
+
+    let fd: Int32
+    let slot: Int32
+    let generation: UInt32
+    unowned(unsafe) let loop: EventLoop
+
+    private(set) var mode = Mode.http
+    private var http: HTTPRequestParser
+    private var reader: WebSocketFrameReader
+    private var handler: (any WebSocketHandler)?
+    private(set) var subprotocol: String?
+    /// Index into the per-endpoint metrics: 0 until upgraded.
+    private var endpoint = 0
+
+    /// An unfinished frame header or control frame, at most 131 bytes.
+    private var pending = ByteBuffer()
+    /// A fragmented message being put together.
+    private var message = ByteBuffer()
+    /// Bytes the socket would not take yet.
+    private var outbound = ByteBuffer()
+
+    private var writeArmed = false
+    private var readPaused = false
+    var inReadyList = false
+    /// Close (or linger) once the outbound queue drains.
+    private var finishing = false
+    private var closeSent = false
+    private var pingOutstanding = false
+    /// The code of the first close frame sent or received; reported in metrics.
+    private var closeCode: WebSocketCloseCode?
+    /// Tick of the last byte received.
+    private var lastActivity: UInt32
+    /// Bytes currently reported to the loop's memory account.
+    private var accounted = 0
+
+    init(fd: Int32, slot: Int32, generation: UInt32, loop: EventLoop) {
+        self.fd = fd
+        self.slot = slot
+        self.generation = generation
+        self.loop = loop
+        let config = loop.context.configuration
+        http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes)
+        reader = WebSocketFrameReader(maxMessageBytes: config.maxMessageBytes)
+        lastActivity = loop.timers.now
+        account()
+    }
+
+    var isOpenWebSocket: Bool { mode == .webSocket && !closeSent }
+
+    // MARK: Reading
+
+    /// Reads until the socket is drained, the read budget is spent, or reading must pause.
+    func readable() {
+        var budget = 16
+        while budget > 0 {
+            guard mode != .closed, !readPaused else { return }
+            budget -= 1
+            let buffer = loop.readBuffer
+            let prefix = pending.count
+            if prefix > 0 { buffer.baseAddress!.copyMemory(from: pending.readable.baseAddress!, byteCount: prefix) }
+            let space = UnsafeMutableRawBufferPointer(rebasing: buffer[prefix...])
+            let result: Sys.IOResult
+            do { result = try Sys.read(fd, into: space) } catch { return close() }
+            switch result {
+            case .wouldBlock: return
+            case .endOfFile: return close()
+            case .transferred(let n):
+                pending.release()
+                loop.metrics.bytesIn.add(n)
+                lastActivity = loop.timers.now
+                pingOutstanding = false
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<(prefix + n)])
+                let consumed = process(bytes)
+                if consumed < bytes.count && mode != .closed {
+                    pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
+                }
+                account()
+                // Edge-triggered: a short read means the socket is drained, and new data brings a new edge.
+                if n < space.count { return }
+            }
+        }
+        loop.markReady(self)
+    }
+
+    /// Feeds freshly read bytes to the current protocol; returns how many it used.
+    private func process(_ bytes: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            let rest = UnsafeMutableRawBufferPointer(rebasing: bytes[offset...])
+            switch mode {
+            case .http:
+                offset += processHTTP(UnsafeRawBufferPointer(rest))
+            case .webSocket:
+                return offset + processFrames(rest)
+            case .lingering, .closed:
+                return bytes.count
+            }
+        }
+        return offset
+    }
+
+    // MARK: HTTP
+
+    private func processHTTP(_ bytes: UnsafeRawBufferPointer) -> Int {
+        switch http.parse(bytes) {
+        case .needMore:
+            return bytes.count
+        case .failure(let status):
+            respond(.error(status), keepAlive: false)
+            return bytes.count
+        case .request(let request, let consumed):
+            handle(request)
+            return consumed
+        }
+    }
+
+    private func handle(_ request: HTTPRequest) {
+        guard let route = loop.context.router.route(request.path) else {
+            return respond(.error(.notFound), keepAlive: request.keepAlive)
+        }
+        switch route {
+        case .http(let serve):
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return respond(.error(.methodNotAllowed, headers: [("Allow", "GET, HEAD")]), keepAlive: request.keepAlive)
+            }
+            respond(serve(request), keepAlive: request.keepAlive, includeBody: request.method == "GET")
+        case .webSocket(let endpoint):
+            switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
+            case .refuse(let response):
+                respond(response, keepAlive: false)
+            case .accept(let response, let subprotocol):
+                respondRaw(response.serialized(keepAlive: true), keepAlive: true)
+                upgrade(endpoint, request: request, subprotocol: subprotocol)
+            }
+        }
+    }
+
+    private func respond(_ response: HTTPResponse, keepAlive: Bool, includeBody: Bool = true) {
+        let bytes = response.serialized(keepAlive: keepAlive && !loop.shuttingDown, includeBody: includeBody)
+        respondRaw(bytes, keepAlive: keepAlive)
+    }
+
+    private func respondRaw(_ bytes: [UInt8], keepAlive: Bool) {
+        bytes.withUnsafeBytes { write($0, UnsafeRawBufferPointer(start: nil, count: 0)) }
+        if !keepAlive || loop.shuttingDown {
+            mode = mode == .http ? .lingering : mode
+            finishAfterFlush()
+        } else if mode == .http {
+            loop.timers.schedule(slot, after: loop.handshakeTicks)
+        }
+    }
+
+    private func upgrade(_ endpoint: Router.WebSocketEndpoint, request: HTTPRequest, subprotocol: String?) {
+        mode = .webSocket
+        http = HTTPRequestParser(maxRequestLineBytes: 0, maxHeadBytes: 0)
+        self.subprotocol = subprotocol
+        loop.metrics.open[self.endpoint].add(-1)
+        self.endpoint = endpoint.metricsIndex
+        loop.metrics.open[self.endpoint].add(1)
+        loop.timers.schedule(slot, after: loop.idleTicks)
+        let handler = endpoint.factory(request, subprotocol)
+        self.handler = handler
+        handler.webSocketDidOpen(WebSocket(connection: self))
+    }
+
+    // MARK: WebSocket
+
+    private func processFrames(_ bytes: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        while mode == .webSocket {
+            let (consumed, event) = reader.read(UnsafeMutableRawBufferPointer(rebasing: bytes[offset...]))
+            offset += consumed
+            switch event {
+            case .needMore:
+                return offset
+            case .data(let kind, let chunk, let first, let last):
+                deliver(kind, UnsafeRawBufferPointer(chunk), first: first, last: last)
+            case .ping(let payload):
+                if !closeSent { writeFrame(.pong, UnsafeRawBufferPointer(payload)) }
+            case .pong:
+                break  // any traffic already counts as a sign of life
+            case .close(let code, let reason):
+                peerClosed(code, reason: UnsafeRawBufferPointer(reason))
+                return bytes.count
+            case .failure(let code, let reason):
+                failWebSocket(code, reason: reason)
+                return bytes.count
+            }
+            if offset == bytes.count && !reader.isInsideFrame { return offset }
+        }
+        return bytes.count
+    }
+
+    private func deliver(_ kind: WebSocketMessageKind, _ chunk: UnsafeRawBufferPointer, first: Bool, last: Bool) {
+        // After our close frame, the RFC lets us drop whatever data still arrives.
+        guard !closeSent else { return }
+        if first && last {
+            loop.metrics.messagesIn.add(1)
+            handler?.webSocket(WebSocket(connection: self), didReceive: chunk, kind: kind)
+            return
+        }
+        message.append(chunk)
+        guard last else { return }
+        loop.metrics.messagesIn.add(1)
+        handler?.webSocket(WebSocket(connection: self), didReceive: UnsafeRawBufferPointer(message.readable), kind: kind)
+        message.release()
+    }
+
+    func sendMessage(_ payload: UnsafeRawBufferPointer, opcode: WebSocketOpcode) {
+        guard mode == .webSocket, !closeSent else { return }
+        loop.metrics.messagesOut.add(1)
+        writeFrame(opcode, payload)
+    }
+
+    private func writeFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
+        withUnsafeTemporaryAllocation(byteCount: WebSocketFrameWriter.maxHeaderBytes, alignment: 1) { header in
+            let n = WebSocketFrameWriter.header(opcode, payloadLength: payload.count, into: header)
+            write(UnsafeRawBufferPointer(rebasing: header[..<n]), payload)
+        }
+    }
+
+    /// Our close frame; after it, no more data frames go out.
+    private func sendClose(_ code: WebSocketCloseCode?, reason: String) {
+        guard !closeSent else { return }
+        closeSent = true
+        if closeCode == nil { closeCode = code }
+        let payload = code.map { WebSocketFrameWriter.closePayload($0, reason: reason) } ?? []
+        payload.withUnsafeBytes { writeFrame(.close, $0) }
+    }
+
+    /// Server-initiated close: send ours, wait (bounded) for theirs.
+    func closeWebSocket(_ code: WebSocketCloseCode, reason: String) {
+        guard mode == .webSocket, !closeSent else { return }
+        sendClose(code, reason: reason)
+        loop.timers.schedule(slot, after: loop.closeTicks)
+    }
+
+    private func peerClosed(_ code: WebSocketCloseCode, reason: UnsafeRawBufferPointer) {
+        if closeCode == nil { closeCode = code }
+        // Echo the code (RFC 6455 section 5.5.1); a close without a code is answered without one.
+        sendClose(code == .noStatus ? nil : code, reason: "")
+        finishAfterFlush()
+    }
+
+    /// "Fail the WebSocket Connection" (RFC 6455 section 7.1.7): say why, then stop.
+    private func failWebSocket(_ code: WebSocketCloseCode, reason: String) {
+        sendClose(code, reason: reason)
+        finishAfterFlush()
+    }
+
+    // MARK: Writing
+
+    /// Writes `a` then `b`, straight to the socket when nothing is queued; what the socket will not
+    /// take is queued, up to the configured cap.
+    private func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
+        guard mode != .closed else { return }
+        guard outbound.isEmpty else { return enqueue(a, b) }
+        let total = a.count + b.count
+        var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
+                   iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))
+        let result: Sys.IOResult
+        do {
+            result = try withUnsafePointer(to: &iov) { pointer throws(SystemError) in
+                try pointer.withMemoryRebound(to: iovec.self, capacity: 2) { vector throws(SystemError) in
+                    try Sys.writev(fd, vector, count: b.isEmpty ? 1 : 2)
+                }
+            }
+        } catch {
+            return close()
+        }
+        switch result {
+        case .transferred(let n):
+            loop.metrics.bytesOut.add(n)
+            if n == total { return }
+            if n < a.count {
+                enqueue(UnsafeRawBufferPointer(rebasing: a[n...]), b)
+            } else {
+                enqueue(UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(rebasing: b[(n - a.count)...]))
+            }
+        case .wouldBlock, .endOfFile:
+            enqueue(a, b)
+        }
+    }
+
+    private func enqueue(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
+        let cap = loop.context.configuration.maxOutboundBytes
+        // One message may always be queued whole; past that, a client that does not read is dropped.
+        if !outbound.isEmpty && outbound.count + a.count + b.count > cap {
+            if closeCode == nil { closeCode = .policyViolation }
+            return close()
+        }
+        outbound.append(a)
+        outbound.append(b)
+        if outbound.count > cap / 2 { readPaused = true }
+        armWrite(true)
+        account()
+    }
+
+    /// The socket can take bytes again.
+    func writable() {
+        while !outbound.isEmpty {
+            let result: Sys.IOResult
+            let queued = UnsafeRawBufferPointer(outbound.readable)
+            var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: queued.baseAddress), iov_len: queued.count)
+            do { result = try Sys.writev(fd, &iov, count: 1) } catch { return close() }
+            guard case .transferred(let n) = result else { return }
+            loop.metrics.bytesOut.add(n)
+            outbound.consume(n)
+        }
+        armWrite(false)
+        account()
+        if readPaused {
+            readPaused = false
+            loop.markReady(self)
+        }
+        if finishing { linger() }
+    }
+
+    private func armWrite(_ on: Bool) {
+        guard writeArmed != on, mode != .closed else { return }
+        writeArmed = on
+        try? loop.epoll.modify(fd, on ? [.readable, .writable, .edge] : [.readable, .edge], token: loop.token(of: self))
+    }
+
+    private func finishAfterFlush() {
+        finishing = true
+        if outbound.isEmpty { linger() }
+    }
+
+    /// Half-close, then wait (bounded) for the peer's EOF before letting go of the socket.
+    private func linger() {
+        guard mode != .closed else { return }
+        finishing = false
+        mode = .lingering
+        readPaused = false
+        message.release()
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        loop.timers.schedule(slot, after: loop.closeTicks)
+        account()
+    }
+
+    // MARK: Time
+
+    /// The connection's one deadline has passed; what it meant depends on the mode.
+    func timerFired() {
+        switch mode {
+        case .http, .lingering:
+            close()  // the request head never completed, or the peer never finished closing
+        case .webSocket:
+            if closeSent || pingOutstanding { return close() }
+            let idle = loop.idleTicks
+            let quiet = loop.timers.now &- lastActivity
+            if quiet < idle { return loop.timers.schedule(slot, after: idle - quiet) }
+            pingOutstanding = true
+            writeFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0))
+            loop.timers.schedule(slot, after: loop.pingTicks)
+        case .closed:
+            break
+        }
+    }
+
+    /// Graceful shutdown: WebSocket sessions get 1001, idle HTTP connections are let go.
+    func shutdown() {
+        switch mode {
+        case .webSocket: closeWebSocket(.goingAway, reason: "server shutting down")
+        case .http: outbound.isEmpty ? close() : finishAfterFlush()
+        case .lingering, .closed: break
+        }
+    }
+
+    // MARK: Teardown and memory
+
+    /// Releases everything now. Safe to call more than once.
+    func close() {
+        guard mode != .closed else { return }
+        let wasWebSocket = handler != nil
+        mode = .closed
+        pending.release()
+        message.release()
+        outbound.release()
+        accounted = loop.release(self, accounted: accounted, closeCode: wasWebSocket ? (closeCode ?? .abnormal) : nil, endpoint: endpoint)
+        if let handler {
+            self.handler = nil
+            handler.webSocketDidClose(WebSocket(connection: self), code: closeCode ?? .abnormal)
+        }
+    }
+
+    /// Reports this connection's heap to the loop: the object itself and every buffer it holds.
+    private func account() {
+        guard mode != .closed else { return }
+        let now = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
+            + pending.allocatedBytes + message.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
+        if now != accounted {
+            loop.metrics.accountedBytes.add(now - accounted)
+            accounted = now
+        }
+    }
+}

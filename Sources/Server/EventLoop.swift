@@ -1,0 +1,290 @@
+import CLinux
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the server shares with one loop across threads: its wake-up descriptor, its counters and
+/// the shutdown request. Everything else of a loop stays on the loop's own thread.
+final class LoopHandle: Sendable {
+    let index: Int
+    let wakeFD: Int32
+    let listenFD: Int32
+    let metrics: LoopMetrics
+    private let shutdownRequested = Atomic<Bool>(false)
+
+    init(index: Int, listenFD: Int32, endpoints: Int) throws(SystemError) {
+        self.index = index
+        self.listenFD = listenFD
+        wakeFD = try Sys.eventfd()
+        metrics = LoopMetrics(endpoints: endpoints)
+    }
+
+    func requestShutdown() {
+        shutdownRequested.store(true, ordering: .releasing)
+        Sys.signal(eventfd: wakeFD)
+    }
+
+    var isShutdownRequested: Bool { shutdownRequested.load(ordering: .acquiring) }
+}
+
+/// State every loop reads and none owns.
+final class ServerContext: Sendable {
+    let configuration: ServerConfiguration
+    let router: Router
+    /// Open connections across all loops, for `maxConnections`.
+    let openConnections = Atomic<Int>(0)
+
+    init(configuration: ServerConfiguration, router: Router) {
+        self.configuration = configuration
+        self.router = router
+    }
+}
+
+/// One event loop: a thread's epoll instance, its listening socket, its connections (a slab
+/// indexed by slot), one shared read buffer and a timer wheel. Nothing here takes a lock.
+///
+/// Each epoll registration carries a token: the connection's slot and generation, so that an event
+/// for a connection that closed, and whose slot was reused, within one batch is recognised and dropped.
+final class EventLoop {
+    private static let listenerToken = UInt64.max
+    private static let wakeToken = UInt64.max - 1
+    /// Room in front of the read buffer for a connection's pending partial frame.
+    static let readHeadroom = 256
+    static let readBufferBytes = 64 * 1024
+
+    let handle: LoopHandle
+    let context: ServerContext
+    let epoll: Epoll
+    var metrics: LoopMetrics { handle.metrics }
+    /// The one read buffer of this loop; idle connections own none.
+    let readBuffer: UnsafeMutableRawBufferPointer
+    var timers: TimerWheel
+
+    private var connections: [Connection?] = []
+    private var generations: [UInt32] = []
+    private var freeSlots: [Int32] = []
+    /// Connections to read again without a new edge: budget spent, or reading resumed.
+    private var ready: [Connection] = []
+
+    private var listening = true
+    /// Kept open so that at the descriptor limit we can still accept-and-close (see `refuseOverLimit`).
+    private var spareFD: Int32 = -1
+    private var acceptResumeTick: UInt32?
+    private(set) var shuttingDown = false
+    private var shutdownDeadline: UInt32 = 0
+    private var openCount = 0
+    private let startNanoseconds = MonotonicClock.nanoseconds()
+
+    let handshakeTicks: UInt32
+    let idleTicks: UInt32
+    let pingTicks: UInt32
+    let closeTicks: UInt32
+
+    init(handle: LoopHandle, context: ServerContext) throws(SystemError) {
+        self.handle = handle
+        self.context = context
+        epoll = try Epoll()
+        readBuffer = .allocate(byteCount: Self.readHeadroom + Self.readBufferBytes, alignment: 16)
+        timers = TimerWheel(startTick: 0)
+        let c = context.configuration
+        handshakeTicks = timers.ticks(seconds: c.handshakeTimeout)
+        idleTicks = timers.ticks(seconds: c.idleTimeout)
+        pingTicks = timers.ticks(seconds: c.pingTimeout)
+        closeTicks = timers.ticks(seconds: c.closeTimeout)
+        try epoll.add(handle.listenFD, .readable, token: Self.listenerToken)
+        try epoll.add(handle.wakeFD, [.readable, .edge], token: Self.wakeToken)
+        spareFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+        if spareFD >= 0 { Sys.close(spareFD) }
+    }
+
+    /// Runs until a requested shutdown has finished.
+    func run() {
+        while true {
+            let timeout: Int32 = ready.isEmpty ? Int32(timers.resolution) : 0
+            var handled = 0
+            epoll.wait(timeoutMilliseconds: timeout) { readiness in
+                handled += 1
+                dispatch(readiness)
+            }
+            let started = MonotonicClock.nanoseconds()
+            handled += readAgain()
+            handled += advanceTimers()
+            if handled > 0 { metrics.observeLag(nanoseconds: MonotonicClock.nanoseconds() - started) }
+            if shuttingDown && (openCount == 0 || Int32(bitPattern: timers.now &- shutdownDeadline) >= 0) { break }
+        }
+        for case let connection? in connections { connection.close() }
+        if listening { Sys.close(handle.listenFD) }
+    }
+
+    func token(of connection: Connection) -> UInt64 {
+        UInt64(connection.generation) << 32 | UInt64(UInt32(bitPattern: connection.slot))
+    }
+
+    private func dispatch(_ readiness: Readiness) {
+        switch readiness.token {
+        case Self.listenerToken:
+            acceptConnections()
+        case Self.wakeToken:
+            Sys.drain(eventfd: handle.wakeFD)
+            if handle.isShutdownRequested && !shuttingDown { beginShutdown() }
+        default:
+            let slot = Int(UInt32(truncatingIfNeeded: readiness.token))
+            guard slot < connections.count, let connection = connections[slot],
+                  connection.generation == UInt32(truncatingIfNeeded: readiness.token >> 32) else { return }
+            if readiness.writable { connection.writable() }
+            if readiness.readable { connection.readable() }
+        }
+    }
+
+    // MARK: Accepting
+
+    private func acceptConnections() {
+        // Level-triggered listener: take a batch, and epoll reports the rest next time round.
+        for _ in 0..<64 {
+            let fd: Int32
+            do {
+                guard let accepted = try Sys.accept(handle.listenFD) else { return }
+                fd = accepted
+            } catch {
+                if error.errno == EMFILE || error.errno == ENFILE { refuseOverLimit() }
+                return
+            }
+            admit(fd)
+        }
+    }
+
+    /// Out of descriptors: a pending connection would make the listener report forever. Give up the
+    /// spare descriptor to accept it and close it at once; without a spare, stop listening briefly.
+    private func refuseOverLimit() {
+        guard spareFD >= 0 else { return pauseAccepting() }
+        Sys.close(spareFD)
+        spareFD = -1
+        if let fd = try? Sys.accept(handle.listenFD) {
+            Sys.close(fd)
+            metrics.refused[RefusalReason.descriptorLimit.rawValue].add(1)
+        }
+        spareFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if spareFD < 0 { pauseAccepting() }
+    }
+
+    private func pauseAccepting() {
+        guard listening, acceptResumeTick == nil else { return }
+        epoll.remove(handle.listenFD)
+        acceptResumeTick = timers.now &+ 1
+        metrics.refused[RefusalReason.descriptorLimit.rawValue].add(1)
+    }
+
+    private func resumeAccepting() {
+        acceptResumeTick = nil
+        if spareFD < 0 { spareFD = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+        if listening { try? epoll.add(handle.listenFD, .readable, token: Self.listenerToken) }
+    }
+
+    private func admit(_ fd: Int32) {
+        let limit = context.configuration.maxConnections
+        if context.openConnections.add(1, ordering: .relaxed).newValue > limit {
+            context.openConnections.subtract(1, ordering: .relaxed)
+            metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
+            let busy = HTTPResponse.error(.serviceUnavailable, headers: [("Retry-After", "1")]).serialized(keepAlive: false)
+            _ = busy.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return Sys.close(fd)
+        }
+        try? Sys.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        let slot = allocateSlot()
+        let connection = Connection(fd: fd, slot: slot, generation: generations[Int(slot)], loop: self)
+        do {
+            try epoll.add(fd, [.readable, .edge], token: token(of: connection))
+        } catch {
+            connections[Int(slot)] = nil
+            freeSlots.append(slot)
+            context.openConnections.subtract(1, ordering: .relaxed)
+            return Sys.close(fd)
+        }
+        connections[Int(slot)] = connection
+        openCount += 1
+        metrics.accepted.add(1)
+        metrics.open[0].add(1)
+        timers.schedule(slot, after: handshakeTicks)
+    }
+
+    private func allocateSlot() -> Int32 {
+        if let slot = freeSlots.popLast() { return slot }
+        let slot = Int32(connections.count)
+        connections.append(nil)
+        generations.append(0)
+        timers.grow(toSlots: connections.count)
+        return slot
+    }
+
+    /// Called by a closing connection: gives back its slot, descriptor and counters. Returns the
+    /// connection's accounted bytes after release (zero).
+    func release(_ connection: Connection, accounted: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
+        let slot = Int(connection.slot)
+        timers.cancel(connection.slot)
+        connections[slot] = nil
+        generations[slot] &+= 1
+        freeSlots.append(connection.slot)
+        Sys.close(connection.fd)
+        openCount -= 1
+        context.openConnections.subtract(1, ordering: .relaxed)
+        metrics.open[endpoint].add(-1)
+        metrics.closed[CloseLabel.index(closeCode)].add(1)
+        metrics.accountedBytes.add(-accounted)
+        return 0
+    }
+
+    // MARK: Readiness without an edge
+
+    func markReady(_ connection: Connection) {
+        guard !connection.inReadyList else { return }
+        connection.inReadyList = true
+        ready.append(connection)
+    }
+
+    private func readAgain() -> Int {
+        guard !ready.isEmpty else { return 0 }
+        let batch = ready
+        ready.removeAll(keepingCapacity: true)
+        for connection in batch {
+            connection.inReadyList = false
+            connection.readable()
+        }
+        return batch.count
+    }
+
+    // MARK: Time
+
+    private var currentTick: UInt32 {
+        UInt32(truncatingIfNeeded: (MonotonicClock.nanoseconds() - startNanoseconds) / (timers.resolution * 1_000_000))
+    }
+
+    private func advanceTimers() -> Int {
+        let tick = currentTick
+        guard tick != timers.now else { return 0 }
+        var fired = 0
+        timers.advance(to: tick) { slot in
+            fired += 1
+            connections[Int(slot)]?.timerFired()
+        }
+        if let resume = acceptResumeTick, Int32(bitPattern: tick &- resume) >= 0 { resumeAccepting() }
+        return fired
+    }
+
+    // MARK: Shutdown
+
+    private func beginShutdown() {
+        shuttingDown = true
+        shutdownDeadline = timers.now &+ timers.ticks(seconds: context.configuration.shutdownTimeout)
+        if listening {
+            listening = false
+            epoll.remove(handle.listenFD)
+            Sys.close(handle.listenFD)
+        }
+        for case let connection? in connections { connection.shutdown() }
+    }
+}

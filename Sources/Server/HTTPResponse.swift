@@ -1,0 +1,55 @@
+/// HTTP status codes Parley answers with.
+public struct HTTPStatus: Error, Hashable, Sendable {
+    public let code: Int
+    public let reason: String
+
+    public static let ok = HTTPStatus(code: 200, reason: "OK")
+    public static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
+    public static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
+    public static let forbidden = HTTPStatus(code: 403, reason: "Forbidden")
+    public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
+    public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")
+    public static let contentTooLarge = HTTPStatus(code: 413, reason: "Content Too Large")
+    public static let uriTooLong = HTTPStatus(code: 414, reason: "URI Too Long")
+    public static let upgradeRequired = HTTPStatus(code: 426, reason: "Upgrade Required")
+    public static let headersTooLarge = HTTPStatus(code: 431, reason: "Request Header Fields Too Large")
+    public static let serviceUnavailable = HTTPStatus(code: 503, reason: "Service Unavailable")
+    public static let httpVersionNotSupported = HTTPStatus(code: 505, reason: "HTTP Version Not Supported")
+}
+
+/// A complete response, serialised in one piece: Parley's HTTP responses are small.
+public struct HTTPResponse: Sendable {
+    public var status: HTTPStatus
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: HTTPStatus, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public init(status: HTTPStatus, contentType: String, body: String) {
+        self.init(status: status, headers: [("Content-Type", contentType)], body: Array(body.utf8))
+    }
+
+    /// A plain-text error response whose body repeats the status line.
+    static func error(_ status: HTTPStatus, headers: [(String, String)] = []) -> HTTPResponse {
+        var response = HTTPResponse(status: status, contentType: "text/plain; charset=utf-8", body: "\(status.code) \(status.reason)\n")
+        response.headers += headers
+        return response
+    }
+
+    /// The wire form. `keepAlive` decides the `Connection` header; 101 responses carry no length.
+    /// A response to HEAD keeps the body's length but not the body.
+    func serialized(keepAlive: Bool, includeBody: Bool = true) -> [UInt8] {
+        var head = "HTTP/1.1 \(status.code) \(status.reason)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if status.code != 101 {
+            head += "Content-Length: \(body.count)\r\n"
+            head += keepAlive ? "" : "Connection: close\r\n"
+        }
+        head += "\r\n"
+        return Array(head.utf8) + (includeBody ? body : [])
+    }
+}

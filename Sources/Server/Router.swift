@@ -1,0 +1,71 @@
+/// What a WebSocket endpoint's handler sees. Called on the connection's event loop only.
+public protocol WebSocketHandler: AnyObject {
+    func webSocketDidOpen(_ socket: WebSocket)
+    /// `message` is valid only during the call; copy what must outlive it.
+    func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind)
+    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode)
+}
+
+extension WebSocketHandler {
+    public func webSocketDidOpen(_ socket: WebSocket) {}
+    public func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {}
+}
+
+/// Maps paths to plain HTTP handlers and WebSocket endpoints. Built before the server starts and
+/// read-only afterwards, so every loop can share it.
+public final class Router: Sendable {
+    public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// Makes the handler for one upgraded connection, on its loop.
+    public typealias WebSocketFactory = @Sendable (HTTPRequest, _ subprotocol: String?) -> any WebSocketHandler
+    public typealias Negotiate = @Sendable (HTTPRequest, _ offered: [String]) -> Result<String?, HTTPStatus>
+
+    struct WebSocketEndpoint: Sendable {
+        let name: String
+        let negotiate: Negotiate?
+        let factory: WebSocketFactory
+        /// Index into the per-endpoint metrics; 0 is plain HTTP.
+        let metricsIndex: Int
+    }
+
+    enum Route {
+        case http(HTTPHandler)
+        case webSocket(WebSocketEndpoint)
+    }
+
+    private let routes: [String: Route]
+    /// Metric label per endpoint index: "http", then each WebSocket endpoint.
+    let endpointNames: [String]
+
+    public struct Builder {
+        var routes: [String: Route] = [:]
+        var endpointNames = ["http"]
+
+        public init() {}
+
+        public mutating func get(_ path: String, _ handler: @escaping HTTPHandler) {
+            routes[path] = .http(handler)
+        }
+
+        /// A WebSocket endpoint; `name` labels its metrics. `negotiate` picks a subprotocol.
+        public mutating func webSocket(_ path: String, name: String, negotiate: Negotiate? = nil, _ factory: @escaping WebSocketFactory) {
+            routes[path] = .webSocket(WebSocketEndpoint(name: name, negotiate: negotiate, factory: factory, metricsIndex: endpointNames.count))
+            endpointNames.append(name)
+        }
+    }
+
+    public init(_ builder: Builder) {
+        routes = builder.routes
+        endpointNames = builder.endpointNames
+    }
+
+    func route(_ path: Substring) -> Route? { routes[String(path)] }
+}
+
+/// `/echo`: sends every message back as it came. Stateless, so one instance serves every connection.
+public final class EchoHandler: WebSocketHandler, Sendable {
+    public static let shared = EchoHandler()
+
+    public func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        socket.send(message, kind: kind)
+    }
+}

@@ -1,0 +1,33 @@
+/// Everything `parley serve` can tune. Defaults are what `make run` uses.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port (tests); `Server.port` tells which.
+    public var port = 8080
+    /// Event loops, one thread each; defaults to one per core.
+    public var loops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// Largest WebSocket message accepted; larger ones close with 1009.
+    public var maxMessageBytes = 1 << 20
+    /// Open connections across all loops; past it new connections get 503.
+    public var maxConnections = 100_000
+    /// Bytes queued for a client that is not reading, beyond the message being written; past it the
+    /// client is closed. Reading from a client pauses at half of it.
+    public var maxOutboundBytes = 1 << 20
+    public var maxRequestLineBytes = 8192
+    public var maxHeadBytes = 16384
+    /// Seconds a new connection has to send a complete request head (also the keep-alive idle time).
+    public var handshakeTimeout = 10.0
+    /// Seconds without traffic before the server pings a WebSocket client.
+    public var idleTimeout = 60.0
+    /// Seconds to wait for any traffic after that ping before dropping the connection.
+    public var pingTimeout = 15.0
+    /// Seconds to wait for the peer's half of a close handshake.
+    public var closeTimeout = 5.0
+    /// Seconds a graceful shutdown waits for sessions to close before dropping them.
+    public var shutdownTimeout = 10.0
+
+    public init() {}
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

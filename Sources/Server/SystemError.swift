@@ -1,0 +1,18 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed system call: which call, and the `errno` it left.
+public struct SystemError: Error, CustomStringConvertible, Equatable {
+    public let call: String
+    public let errno: Int32
+
+    public init(_ call: String, errno: Int32 = Glibc.errno) {
+        self.call = call
+        self.errno = errno
+    }
+
+    public var description: String { "\(call): \(String(cString: strerror(errno))) (errno \(errno))" }
+
+    var wouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
+}

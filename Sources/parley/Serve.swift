@@ -1,0 +1,88 @@
+import ArgumentParser
+import Server
+import Session
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the server.",
+        discussion: "Every option can also be set with the environment variable named after it, e.g. PARLEY_PORT, PARLEY_MAX_CONNECTIONS.")
+
+    @Option(help: "Address to listen on (PARLEY_HOST).")
+    var host = Environment.string("PARLEY_HOST") ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one (PARLEY_PORT).")
+    var port = Environment.int("PARLEY_PORT") ?? 8080
+
+    @Option(help: "Event loops, one thread each; default one per core (PARLEY_LOOPS).")
+    var loops = Environment.int("PARLEY_LOOPS") ?? ServerConfiguration().loops
+
+    @Option(help: "Largest WebSocket message in bytes; larger ones close with 1009 (PARLEY_MAX_MESSAGE_BYTES).")
+    var maxMessageBytes = Environment.int("PARLEY_MAX_MESSAGE_BYTES") ?? ServerConfiguration().maxMessageBytes
+
+    @Option(help: "Most open connections; past it new ones get 503 (PARLEY_MAX_CONNECTIONS).")
+    var maxConnections = Environment.int("PARLEY_MAX_CONNECTIONS") ?? ServerConfiguration().maxConnections
+
+    @Option(help: "Bytes queued for a client that does not read before it is dropped (PARLEY_MAX_OUTBOUND_BYTES).")
+    var maxOutboundBytes = Environment.int("PARLEY_MAX_OUTBOUND_BYTES") ?? ServerConfiguration().maxOutboundBytes
+
+    @Option(help: "Seconds to send a complete request head; also the HTTP keep-alive idle time (PARLEY_HANDSHAKE_TIMEOUT).")
+    var handshakeTimeout = Environment.double("PARLEY_HANDSHAKE_TIMEOUT") ?? ServerConfiguration().handshakeTimeout
+
+    @Option(help: "Seconds of WebSocket silence before a server ping (PARLEY_IDLE_TIMEOUT).")
+    var idleTimeout = Environment.double("PARLEY_IDLE_TIMEOUT") ?? ServerConfiguration().idleTimeout
+
+    @Option(help: "Seconds to wait for traffic after that ping before dropping (PARLEY_PING_TIMEOUT).")
+    var pingTimeout = Environment.double("PARLEY_PING_TIMEOUT") ?? ServerConfiguration().pingTimeout
+
+    @Option(help: "Seconds to wait for the peer's side of a close (PARLEY_CLOSE_TIMEOUT).")
+    var closeTimeout = Environment.double("PARLEY_CLOSE_TIMEOUT") ?? ServerConfiguration().closeTimeout
+
+    @Option(help: "Seconds a graceful shutdown waits before dropping sessions (PARLEY_SHUTDOWN_TIMEOUT).")
+    var shutdownTimeout = Environment.double("PARLEY_SHUTDOWN_TIMEOUT") ?? ServerConfiguration().shutdownTimeout
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard loops >= 1 else { throw ValidationError("--loops must be at least 1") }
+        guard maxMessageBytes >= 125 else { throw ValidationError("--max-message-bytes must be at least 125") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard maxOutboundBytes >= 1024 else { throw ValidationError("--max-outbound-bytes must be at least 1024") }
+        for (name, value) in [("handshake", handshakeTimeout), ("idle", idleTimeout), ("ping", pingTimeout),
+                              ("close", closeTimeout), ("shutdown", shutdownTimeout)] where value <= 0 {
+            throw ValidationError("--\(name)-timeout must be positive")
+        }
+    }
+
+    func run() throws {
+        var config = ServerConfiguration()
+        config.host = host
+        config.port = port
+        config.loops = loops
+        config.maxMessageBytes = maxMessageBytes
+        config.maxConnections = maxConnections
+        config.maxOutboundBytes = maxOutboundBytes
+        config.handshakeTimeout = handshakeTimeout
+        config.idleTimeout = idleTimeout
+        config.pingTimeout = pingTimeout
+        config.closeTimeout = closeTimeout
+        config.shutdownTimeout = shutdownTimeout
+
+        var routes = Router.Builder()
+        routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
+        routes.webSocket("/ws", name: "ws") { _, _ in PlaceholderSessionHandler.shared }
+
+        let server: Server
+        do {
+            server = try Server(configuration: config, routes: routes)
+        } catch {
+            throw ValidationError("cannot listen on \(host):\(port): \(error)")
+        }
+        let shown = host.contains(":") ? "[\(host)]" : host
+        print("parley listening on http://\(shown):\(server.port)/  (\(loops) loops; WebSocket /ws and /echo; /healthz, /metrics)")
+        fflush(nil)  // flush every stream: make run and tests read this line through a pipe
+        try server.runUntilTerminated()
+        print("parley stopped")
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Parley builds and tests with, only those that are missing.
+# Called by `make run` and `make test`, so that on a fresh machine those two commands are the set-up.
+set -euo pipefail
+
+packages=(libopus-dev libssl-dev pkg-config curl "$@")
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
