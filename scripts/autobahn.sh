@@ -164,7 +164,17 @@ rm -rf "$REPORT_DIR" "$SUMMARY_MD"
 mkdir -p "$REPORT_DIR"
 
 SERVER_PID=""
+WSTEST_PID=""
+TAIL_PID=""
 cleanup() {
+  if [[ -n "$WSTEST_PID" ]] && kill -0 "$WSTEST_PID" 2>/dev/null; then
+    log "stopping wstest (pid $WSTEST_PID)"
+    kill -TERM "$WSTEST_PID" 2>/dev/null || true   # timeout(1) passes it on to wstest
+    wait "$WSTEST_PID" 2>/dev/null || true
+  fi
+  if [[ -n "$TAIL_PID" ]]; then
+    kill "$TAIL_PID" 2>/dev/null || true
+  fi
   if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
     log "stopping server (pid $SERVER_PID)"
     kill -TERM "$SERVER_PID" 2>/dev/null || true
@@ -249,8 +259,17 @@ PY
 log "running wstest fuzzingclient against $URL: $expected cases from $CASES (timeout ${WSTEST_TIMEOUT}s)"
 start=$SECONDS
 rc=0
+# Run in the background and `wait`, so INT/TERM traps (and the cleanup) fire at
+# once instead of after wstest ends; its output goes to the log and to stderr.
 PYTHONUNBUFFERED=1 timeout --kill-after=10 "$WSTEST_TIMEOUT" \
-  "$WSTEST" -m fuzzingclient -s "$SPEC" 2>&1 | tee "$REPORT_DIR/wstest.log" >&2 || rc=$?
+  "$WSTEST" -m fuzzingclient -s "$SPEC" >"$REPORT_DIR/wstest.log" 2>&1 &
+WSTEST_PID=$!
+tail -n +1 -f --pid="$WSTEST_PID" "$REPORT_DIR/wstest.log" >&2 &
+TAIL_PID=$!
+wait "$WSTEST_PID" || rc=$?
+WSTEST_PID=""
+wait "$TAIL_PID" 2>/dev/null || true
+TAIL_PID=""
 log "wstest finished in $((SECONDS - start)) s (exit $rc)"
 if (( rc == 124 || rc == 137 )); then
   die 1 "wstest timed out after ${WSTEST_TIMEOUT}s (log: $REPORT_DIR/wstest.log)"
