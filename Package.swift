@@ -38,9 +38,13 @@ let package = Package(
             ],
             path: "LoadTests/parley-load"),
 
-        .testTarget(name: "ServerTests", dependencies: ["Server", "CLinux"]),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Server"]),
+        // Real-socket clients and servers shared by the test targets.
+        .target(name: "TestSupport", dependencies: ["Server"], path: "Tests/TestSupport"),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec"]),
+        // Runs the built `parley` executable as a child process.
+        .testTarget(name: "ParleyTests", dependencies: ["parley", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -66,6 +66,8 @@ final class EventLoop {
     private var freeSlots: [Int32] = []
     /// Connections to read again without a new edge: budget spent, or reading resumed.
     private var ready: [Connection] = []
+    /// Slots whose deadline passed this tick; kept to reuse its storage.
+    private var expired: [Int32] = []
 
     private var listening = true
     /// Kept open so that at the descriptor limit we can still accept-and-close (see `refuseOverLimit`).
@@ -266,11 +268,10 @@ final class EventLoop {
     private func advanceTimers() -> Int {
         let tick = currentTick
         guard tick != timers.now else { return 0 }
-        var fired = 0
-        timers.advance(to: tick) { slot in
-            fired += 1
-            connections[Int(slot)]?.timerFired()
-        }
+        timers.advance(to: tick, expired: &expired)
+        let fired = expired.count
+        for slot in expired { connections[Int(slot)]?.timerFired() }
+        expired.removeAll(keepingCapacity: true)
         if let resume = acceptResumeTick, Int32(bitPattern: tick &- resume) >= 0 { resumeAccepting() }
         return fired
     }

@@ -165,7 +165,7 @@ enum Thread {
             Unmanaged<Start>.fromOpaque(start).release()
             throw SystemError("pthread_create", errno: rc)
         }
-        pthread_setname_np(thread, String(name.prefix(15)))
+        _ = parley_set_thread_name(thread, String(name.prefix(15)))
         return thread
     }
 }

@@ -59,9 +59,9 @@ struct TimerWheel {
 
     func deadline(of slot: Int32) -> UInt32? { scheduled[Int(slot)] ? deadline[Int(slot)] : nil }
 
-    /// Moves time forward to `tick`, calling `fire` for every slot whose deadline has passed.
-    /// A fired slot is unscheduled before `fire` runs, which may schedule it again.
-    mutating func advance(to tick: UInt32, _ fire: (Int32) -> Void) {
+    /// Moves time forward to `tick` and appends to `expired` every slot whose deadline has passed,
+    /// unscheduling it. The caller fires them afterwards, free to schedule again.
+    mutating func advance(to tick: UInt32, expired: inout [Int32]) {
         // Past a full turn every bucket is visited once; visiting more would only repeat.
         var steps = min(tick &- now, UInt32(buckets.count))
         while steps > 0 {
@@ -72,7 +72,7 @@ struct TimerWheel {
                 let following = next[Int(slot)]
                 if Int32(bitPattern: deadline[Int(slot)] &- tick) <= 0 {
                     cancel(slot)
-                    fire(slot)
+                    expired.append(slot)
                 }
                 slot = following
             }

@@ -2,12 +2,6 @@
 #ifndef PARLEY_CLINUX_H
 #define PARLEY_CLINUX_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE  // accept4, pthread_setname_np
-#endif
-#include <sys/socket.h>
-#include <pthread.h>
-
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
@@ -16,11 +10,12 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <malloc.h>
+#include <pthread.h>
 
-// accept4(2) for a non-blocking, close-on-exec socket. (Under _GNU_SOURCE its address parameter is
-// a transparent union that Swift cannot pass nil to.)
-static inline int parley_accept(int fd) {
-    return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-}
+// accept4(2) for a non-blocking, close-on-exec socket, and pthread_setname_np(3). Both need
+// _GNU_SOURCE, which this header must not define: it would change glibc's types here and make them
+// clash with Swift's own Glibc module. CLinux.c defines it and implements these.
+int parley_accept(int fd);
+int parley_set_thread_name(pthread_t thread, const char *name);
 
 #endif

@@ -1,0 +1,60 @@
+import Glibc
+import Testing
+import TestSupport
+
+/// The `parley serve` executable, as an operator runs it.
+@Suite struct ServeCommandTests {
+    @Test func sigtermClosesSessionsWith1001AndExitsZero() throws {
+        let process = try ServerProcess()
+        let client = try TestClient(port: process.port)
+        #expect(try client.upgrade().status == 101)
+        process.signal(SIGTERM)
+        #expect(try client.readClose() == 1001)
+        try client.send(TestClient.frame(0x8, [0x03, 0xE9]))
+        #expect(client.readsEOF())
+        client.hangUp()
+        #expect(process.waitForExit(seconds: 10) == 0)
+    }
+
+    @Test func shutdownIsBoundedWhenClientsNeverAnswer() throws {
+        let process = try ServerProcess(arguments: "--shutdown-timeout 0.5 --close-timeout 5")
+        let client = try TestClient(port: process.port)
+        #expect(try client.upgrade().status == 101)
+        process.signal(SIGINT)
+        #expect(try client.readClose() == 1001)
+        // The client never answers; the server must still be gone soon after the shutdown timeout.
+        #expect(process.waitForExit(seconds: 5) == 0)
+    }
+
+    @Test func environmentVariablesSetTheOptions() throws {
+        let process = try ServerProcess(environment: "PARLEY_MAX_MESSAGE_BYTES=200")
+        let client = try TestClient(port: process.port)
+        #expect(try client.upgrade().status == 101)
+        try client.send(TestClient.frame(0x2, Array(repeating: 1, count: 300)))
+        #expect(try client.readClose() == 1009)
+    }
+
+    @Test func invalidOptionsAreRefusedWithAMessage() throws {
+        #expect(throws: ServerProcess.StartFailure.self) { try ServerProcess(arguments: "--loops 0") }
+    }
+
+    @Test func atTheDescriptorLimitAcceptRefusesWithoutSpinning() throws {
+        // 32 descriptors: after stdio, epoll, eventfds, listeners and the spare, about 20 connections.
+        let process = try ServerProcess(arguments: "--loops 1", descriptorLimit: 32)
+        var clients: [TestClient] = []
+        for _ in 0..<60 { if let client = try? TestClient(port: process.port, timeoutSeconds: 2) { clients.append(client) } }
+        let before = process.cpuSeconds()
+        usleep(1_000_000)
+        let spent = process.cpuSeconds() - before
+        #expect(spent < 0.3, "the loop spun for \(spent) s of CPU in one second")
+        // Some were refused (accepted and closed at once); the rest are served.
+        #expect(clients.contains { $0.readsEOF() })
+        clients.removeAll()
+        usleep(200_000)
+        let probe = try TestClient(port: process.port)
+        try probe.send("GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+        let metrics = try probe.readResponse().body
+        let refused = metrics.split(separator: "\n").first { $0.hasPrefix("parley_connections_refused_total{reason=\"descriptor_limit\"}") }
+        #expect(refused.flatMap { Double($0.split(separator: " ").last!) }.map { $0 > 0 } == true)
+    }
+}

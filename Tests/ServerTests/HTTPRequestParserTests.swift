@@ -1,0 +1,95 @@
+import Testing
+@testable import Server
+
+@Suite struct HTTPRequestParserTests {
+    func parse(_ text: String, parser: HTTPRequestParser = HTTPRequestParser()) -> HTTPRequestParser.Result {
+        var parser = parser
+        return Array(text.utf8).withUnsafeBytes { parser.parse($0) }
+    }
+
+    func status(_ text: String, parser: HTTPRequestParser = HTTPRequestParser()) -> Int? {
+        if case .failure(let status) = parse(text, parser: parser) { return status.code }
+        return nil
+    }
+
+    @Test func parsesARequestHead() throws {
+        let text = "GET /metrics?x=1 HTTP/1.1\r\nHost: example.com\r\nAccept:  text/plain \r\nX-Empty:\r\n\r\n"
+        guard case .request(let request, let consumed) = parse(text) else { Issue.record("no request"); return }
+        #expect(consumed == text.utf8.count)
+        #expect(request.method == "GET" && request.target == "/metrics?x=1" && request.path == "/metrics")
+        #expect(request.queryValue("x") == "1")
+        #expect(request.header("ACCEPT") == "text/plain")
+        #expect(request.header("x-empty") == "")
+        #expect(request.keepAlive)
+    }
+
+    @Test func isIncrementalDownToSingleBytes() {
+        var parser = HTTPRequestParser()
+        let bytes = Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        for (i, byte) in bytes.enumerated() {
+            let result = [byte].withUnsafeBytes { parser.parse($0) }
+            if i < bytes.count - 1 {
+                #expect(result == .needMore)
+            } else if case .request(let request, let consumed) = result {
+                #expect(request.target == "/" && consumed == 1)
+            } else {
+                Issue.record("last byte did not complete the request: \(result)")
+            }
+        }
+    }
+
+    @Test func leavesPipelinedBytesUnconsumed() {
+        let first = "GET /a HTTP/1.1\r\nHost: a\r\n\r\n"
+        guard case .request(_, let consumed) = parse(first + "GET /b HTTP/1.1\r\n") else { Issue.record("no request"); return }
+        #expect(consumed == first.utf8.count)
+    }
+
+    @Test func keepAliveFollowsVersionAndConnectionHeader() {
+        func keepAlive(_ text: String) -> Bool? {
+            if case .request(let r, _) = parse(text) { return r.keepAlive }
+            return nil
+        }
+        #expect(keepAlive("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n") == false)
+        #expect(keepAlive("GET / HTTP/1.0\r\n\r\n") == false)
+        #expect(keepAlive("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n") == true)
+    }
+
+    @Test(arguments: [
+        "GET /\r\nHost: a\r\n\r\n",                      // no version
+        "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",            // double space
+        "GET / HTTP/1.1 extra\r\nHost: a\r\n\r\n",
+        "G(T / HTTP/1.1\r\nHost: a\r\n\r\n",             // method is not a token
+        "GET / HTTX/1.1\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost : a\r\n\r\n",            // space before the colon
+        "GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",  // obsolete line folding
+        "GET / HTTP/1.1\r\nNoColon\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\n: empty-name\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n",       // bare LF inside the head
+        "GET / HTTP/1.1\r\nX: a\u{7F}b\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\n\r\n",                         // HTTP/1.1 without Host
+        "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ])
+    func malformedRequestsGet400(_ text: String) {
+        #expect(status(text) == 400)
+    }
+
+    @Test func refusesABodyWith413() {
+        #expect(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n") == 413)
+    }
+
+    @Test func refusesOtherMajorVersionsWith505() {
+        #expect(status("GET / HTTP/2.0\r\nHost: a\r\n\r\n") == 505)
+    }
+
+    @Test func boundsTheRequestLine() {
+        let parser = HTTPRequestParser(maxRequestLineBytes: 64, maxHeadBytes: 1024)
+        #expect(status("GET /" + String(repeating: "a", count: 100), parser: parser) == 414)
+    }
+
+    @Test func boundsTheHeadWith431() {
+        let parser = HTTPRequestParser(maxRequestLineBytes: 64, maxHeadBytes: 1024)
+        let many = (0..<100).map { "X-Header-\($0): value\r\n" }.joined()
+        #expect(status("GET / HTTP/1.1\r\nHost: a\r\n" + many, parser: parser) == 431)
+    }
+}

@@ -1,0 +1,90 @@
+import Glibc
+import Testing
+@testable import Server
+import TestSupport
+
+/// Plain HTTP over real sockets.
+@Suite struct HTTPServingTests {
+    @Test func healthzAnswersAndKeepsTheConnectionAlive() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        for _ in 0..<3 {
+            try client.send("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200 && response.body == "ok\n")
+            #expect(response.headers["connection"] == nil)
+        }
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        try client.send("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\nHEAD /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        #expect(try client.readResponse().status == 404)
+        try client.send("GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        #expect(try client.read(count: 12) == Array("HTTP/1.1 200".utf8))  // HEAD: a head without body
+    }
+
+    @Test func metricsSpeakPrometheusText() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        try client.send("GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        for series in ["parley_connections_open{endpoint=\"http\"} 1", "parley_connections_open{endpoint=\"echo\"} 0",
+                       "parley_connections_accepted_total 1", "parley_process_resident_memory_bytes",
+                       "parley_resident_bytes_per_connection", "parley_accounted_bytes_per_connection",
+                       "parley_loop_iteration_seconds_bucket{le=\"+Inf\"}", "parley_connections_refused_total{reason=\"descriptor_limit\"} 0",
+                       "# TYPE parley_loop_iteration_seconds histogram"] {
+            #expect(response.body.contains(series), "missing \(series)")
+        }
+    }
+
+    @Test func unknownPathGets404AndWrongMethodGets405() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        try client.send("GET /missing HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(try client.readResponse().status == 404)
+        try client.send("DELETE /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 405 && response.headers["allow"] == "GET, HEAD")
+    }
+
+    @Test func malformedRequestGets400AndTheConnectionCloses() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        try client.send("GET / HTTP/1.1\r\nHost : a\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 400 && response.headers["connection"] == "close")
+        #expect(client.readsEOF())
+    }
+
+    @Test func oversizedHeadersGet431() throws {
+        let server = try TestServer { $0.maxHeadBytes = 2048 }
+        let client = try server.client()
+        try client.send("GET / HTTP/1.1\r\nHost: a\r\nX-Big: " + String(repeating: "b", count: 4096) + "\r\n\r\n")
+        #expect(try client.readResponse().status == 431)
+    }
+
+    @Test func slowClientLosesItsSlotAtTheHandshakeDeadline() throws {
+        let server = try TestServer { $0.handshakeTimeout = 0.3 }
+        let client = try server.client()
+        try client.send("GET /echo HTTP/1.1\r\nHost: a\r\n")  // and never finishes
+        #expect(client.readsEOF())
+        #expect(server.metric("parley_connections_open{endpoint=\"http\"}", becomes: 0))
+    }
+
+    @Test func connectionsPastTheLimitGet503() throws {
+        let server = try TestServer { $0.maxConnections = 2 }
+        let a = try server.client(), b = try server.client()
+        try a.send("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        _ = try a.readResponse()
+        try b.send("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n")
+        _ = try b.readResponse()
+        let c = try server.client()
+        #expect(try c.readResponse().status == 503)
+        #expect(server.metric("parley_connections_refused_total{reason=\"connection_limit\"}") == 1)
+    }
+}

@@ -1,0 +1,159 @@
+import Glibc
+import Testing
+@testable import Server
+import TestSupport
+
+/// The WebSocket endpoint over real sockets.
+@Suite struct WebSocketServingTests {
+    func openEcho(_ server: TestServer) throws -> TestClient {
+        let client = try server.client()
+        let (status, headers) = try client.upgrade()
+        #expect(status == 101)
+        #expect(headers["sec-websocket-accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        return client
+    }
+
+    @Test func echoesTextAndBinaryMessages() throws {
+        let server = try TestServer()
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x1, Array("Hello".utf8)))
+        #expect(try client.readFrame() == (true, 0x1, Array("Hello".utf8)))
+        let blob = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try client.send(TestClient.frame(0x2, blob))
+        #expect(try client.readFrame() == (true, 0x2, blob))
+        #expect(server.metric("parley_connections_open{endpoint=\"echo\"}") == 1)
+    }
+
+    @Test func joinsFragmentsAndAnswersPingsBetweenThem() throws {
+        let server = try TestServer()
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x1, Array("Hel".utf8), fin: false) + TestClient.frame(0x9, Array("ping!".utf8)) + TestClient.frame(0x0, Array("lo".utf8)))
+        #expect(try client.readFrame() == (true, 0xA, Array("ping!".utf8)))
+        #expect(try client.readFrame() == (true, 0x1, Array("Hello".utf8)))
+    }
+
+    @Test func framesThatArriveWithTheHandshakeAreRead() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        try client.send("GET /echo HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(TestClient.sampleKey)\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        try client.send(TestClient.frame(0x1, Array("early".utf8)))
+        #expect(try client.readResponse().status == 101)
+        #expect(try client.readFrame() == (true, 0x1, Array("early".utf8)))
+    }
+
+    @Test func closeHandshakeEchoesTheCodeAndTheServerClosesTCP() throws {
+        let server = try TestServer()
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x8, [0x03, 0xE8] + Array("done".utf8)))
+        #expect(try client.readClose() == 1000)
+        #expect(client.readsEOF())
+        client.hangUp()
+        #expect(server.metric("parley_connections_closed_total{code=\"1000\"}", becomes: 1))
+    }
+
+    @Test func unmaskedClientFrameCloses1002() throws {
+        let server = try TestServer()
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x1, Array("Hello".utf8), masked: false))
+        #expect(try client.readClose() == 1002)
+        #expect(client.readsEOF())
+    }
+
+    @Test func invalidUTF8Closes1007() throws {
+        let server = try TestServer()
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x1, [0x48, 0xC0, 0xAF], fin: false))
+        #expect(try client.readClose() == 1007)
+    }
+
+    @Test func messageOverTheLimitCloses1009() throws {
+        let server = try TestServer { $0.maxMessageBytes = 1000 }
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x2, Array(repeating: 1, count: 1001)))
+        #expect(try client.readClose() == 1009)
+    }
+
+    @Test func wrongVersionIsRefusedWith426() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        try client.send("GET /echo HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(TestClient.sampleKey)\r\nSec-WebSocket-Version: 7\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 426 && response.headers["sec-websocket-version"] == "13")
+    }
+
+    @Test func subprotocolIsNegotiatedThroughTheHook() throws {
+        let server = try TestServer()
+        let client = try server.client()
+        let (status, headers) = try client.upgrade(path: "/chat", extraHeaders: "Sec-WebSocket-Protocol: chat.v1, chat.v2\r\n")
+        #expect(status == 101 && headers["sec-websocket-protocol"] == "chat.v1")
+        let refused = try server.client()
+        #expect(try refused.upgrade(path: "/chat", extraHeaders: "Sec-WebSocket-Protocol: forbidden\r\n").status == 403)
+    }
+
+    @Test func idleConnectionIsPingedThenDroppedIfSilent() throws {
+        let server = try TestServer { $0.idleTimeout = 0.3; $0.pingTimeout = 0.3 }
+        let client = try openEcho(server)
+        #expect(try client.readFrame() == (true, 0x9, []))
+        #expect(client.readsEOF())
+        #expect(server.metric("parley_connections_closed_total{code=\"1006\"}", becomes: 1))
+    }
+
+    @Test func answeringThePingKeepsTheConnection() throws {
+        let server = try TestServer { $0.idleTimeout = 0.3; $0.pingTimeout = 0.3 }
+        let client = try openEcho(server)
+        for _ in 0..<3 {
+            #expect(try client.readFrame().opcode == 0x9)
+            try client.send(TestClient.frame(0xA, []))
+        }
+        try client.send(TestClient.frame(0x1, Array("still here".utf8)))
+        #expect(try client.readFrame() == (true, 0x1, Array("still here".utf8)))
+    }
+
+    @Test func shutdownSends1001ToEverySession() throws {
+        let server = try TestServer(loops: 2)
+        let clients = try (0..<6).map { _ in try openEcho(server) }
+        server.server.shutdown()
+        for client in clients {
+            #expect(try client.readClose() == 1001)
+            try client.send(TestClient.frame(0x8, [0x03, 0xE9]))
+            #expect(client.readsEOF())
+            client.hangUp()
+        }
+        server.server.wait()
+        #expect(server.metric("parley_connections_closed_total{code=\"1001\"}") == 6)
+    }
+
+    @Test func clientThatDoesNotReadCannotGrowTheHeap() throws {
+        let cap = 256 * 1024
+        let server = try TestServer { $0.maxOutboundBytes = cap; $0.maxMessageBytes = 64 * 1024 }
+        let hog = try openEcho(server)
+        // Shrink the client's receive window so the server's echoes back up quickly.
+        var small: Int32 = 4096
+        setsockopt(hog.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let message = TestClient.frame(0x2, Array(repeating: 7, count: 60 * 1024))
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(hog.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        for _ in 0..<200 { if (try? hog.send(message)) == nil { break } }  // stops once the server stops reading
+        let accounted = server.metric("parley_accounted_bytes") ?? .infinity
+        #expect(accounted < Double(2 * cap + 512 * 1024), "accounted \(accounted)")
+        // Everyone else is still served.
+        let other = try openEcho(server)
+        try other.send(TestClient.frame(0x1, Array("fine".utf8)))
+        #expect(try other.readFrame() == (true, 0x1, Array("fine".utf8)))
+    }
+
+    @Test func sessionMemoryIsReleasedWhenConnectionsClose() throws {
+        let server = try TestServer()
+        let clients = try (0..<20).map { _ in try openEcho(server) }
+        for client in clients { try client.send(TestClient.frame(0x1, Array("x".utf8), fin: false)) }
+        #expect((server.metric("parley_accounted_bytes") ?? 0) > 0)
+        for client in clients {
+            try client.send(TestClient.frame(0x8, [0x03, 0xE8]))
+            _ = try client.readClose()
+            #expect(client.readsEOF())
+            client.hangUp()
+        }
+        #expect(server.metric("parley_connections_open{endpoint=\"echo\"}", becomes: 0))
+        #expect(server.metric("parley_accounted_bytes") == 0)
+    }
+}

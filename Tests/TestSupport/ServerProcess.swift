@@ -1,0 +1,90 @@
+import Glibc
+
+/// A `parley serve` child process for tests that need the real executable: its exit status, its
+/// signal handling, its behaviour under a descriptor limit.
+public final class ServerProcess {
+    public let pid: pid_t
+    public let port: Int
+    private let output: UnsafeMutablePointer<FILE>
+
+    public struct StartFailure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The executable built beside the test bundle.
+    public static var parleyPath: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let exe = String(decoding: buffer[0..<max(0, n)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)] + "/parley"
+    }
+
+    /// Starts `parley serve --port 0 ARGS` through a shell (so `ulimit` and environment variables
+    /// can be set first) and waits for its "listening" line.
+    public init(arguments: String = "", environment: String = "", descriptorLimit: Int? = nil) throws {
+        let limit = descriptorLimit.map { "ulimit -n \($0); " } ?? ""
+        let command = "\(limit)exec env \(environment) '\(Self.parleyPath)' serve --port 0 \(arguments) 2>&1"
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw StartFailure(description: "pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        var child: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
+        defer { argv.forEach { free($0) } }
+        let rc = posix_spawn(&child, "/bin/sh", &actions, nil, argv, environ)
+        posix_spawn_file_actions_destroy(&actions)
+        close(fds[1])
+        guard rc == 0 else { close(fds[0]); throw StartFailure(description: "posix_spawn: \(rc)") }
+        pid = child
+        output = fdopen(fds[0], "r")
+        // "parley listening on http://127.0.0.1:PORT/  (...)"
+        var line = [CChar](repeating: 0, count: 1024)
+        guard fgets(&line, Int32(line.count), output) != nil else {
+            throw StartFailure(description: "parley exited before listening")
+        }
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let afterHost = text.split(separator: "127.0.0.1:", maxSplits: 1).dropFirst().first
+        guard let port = afterHost.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
+            kill(child, SIGKILL)
+            throw StartFailure(description: "unexpected first line: \(text)")
+        }
+        self.port = port
+    }
+
+    deinit {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        fclose(output)
+    }
+
+    public func signal(_ signal: Int32) { kill(pid, signal) }
+
+    /// Waits up to `seconds` for the process to exit; its exit code, or nil if it did not exit
+    /// normally in time.
+    public func waitForExit(seconds: Double) -> Int32? {
+        var status: Int32 = 0
+        for _ in 0..<Int(seconds * 100) {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                return status & 0x7F == 0 ? (status >> 8) & 0xFF : nil
+            }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    /// CPU seconds (user + system) the process has used so far, from /proc/PID/stat.
+    public func cpuSeconds() -> Double {
+        guard let file = fopen("/proc/\(pid)/stat", "r") else { return 0 }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 2048)
+        guard fgets(&line, Int32(line.count), file) != nil else { return 0 }
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let fields = text[text.lastIndex(of: ")")!...].split(separator: " ")
+        let ticks = (Double(fields[12]) ?? 0) + (Double(fields[13]) ?? 0)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}

@@ -1,0 +1,193 @@
+import Glibc
+import Server
+
+/// A blocking client socket for tests, with a receive time-out so a broken server fails a test
+/// instead of hanging it.
+public final class TestClient {
+    public let fd: Int32
+    private var buffered: [UInt8] = []
+
+    public struct Timeout: Error {}
+    public struct Closed: Error {}
+
+    public init(port: Int, timeoutSeconds: Int = 5) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { Glibc.close(fd); throw SystemError("connect") }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Closes the client's side; later reads or writes fail.
+    public func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw SystemError("send") }
+            offset += n
+        }
+    }
+
+    public func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    /// Reads at least one more byte into the buffer.
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 { throw Closed() }
+        if n < 0 { throw errno == EAGAIN || errno == EWOULDBLOCK ? Timeout() as Error : SystemError("recv") }
+        buffered += chunk[0..<n]
+    }
+
+    public func read(count: Int) throws -> [UInt8] {
+        while buffered.count < count { try fill() }
+        defer { buffered.removeFirst(count) }
+        return Array(buffered[0..<count])
+    }
+
+    /// True if the server has closed the connection (EOF, or reset), within the time-out.
+    public func readsEOF() -> Bool {
+        do {
+            while true { try fill(); buffered.removeAll() }
+        } catch is Closed {
+            return true
+        } catch let error as SystemError {
+            return error.errno == ECONNRESET
+        } catch {
+            return false
+        }
+    }
+
+    /// Reads one HTTP response head and the body its Content-Length announces.
+    public func readResponse() throws -> (status: Int, headers: [String: String], body: String) {
+        while true {
+            if let end = findHeadEnd() {
+                let head = String(decoding: buffered[0..<end], as: UTF8.self)
+                buffered.removeFirst(end + 4)
+                var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+                let status = Int(lines.removeFirst().split(separator: " ")[1])!
+                var headers: [String: String] = [:]
+                for line in lines {
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    headers[parts[0].lowercased()] = parts.count > 1 ? String(parts[1].drop { $0 == " " }) : ""
+                }
+                let length = Int(headers["content-length"] ?? "0") ?? 0
+                let body = try read(count: length)
+                return (status, headers, String(decoding: body, as: UTF8.self))
+            }
+            try fill()
+        }
+    }
+
+    private func findHeadEnd() -> Int? {
+        guard buffered.count >= 4 else { return nil }
+        for i in 0...(buffered.count - 4) where buffered[i] == 13 && buffered[i + 1] == 10 && buffered[i + 2] == 13 && buffered[i + 3] == 10 {
+            return i
+        }
+        return nil
+    }
+
+    // MARK: WebSocket
+
+    public static let sampleKey = "dGhlIHNhbXBsZSBub25jZQ=="
+
+    /// Sends the opening handshake and checks for 101.
+    public func upgrade(path: String = "/echo", extraHeaders: String = "") throws -> (status: Int, headers: [String: String]) {
+        try send("GET \(path) HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(Self.sampleKey)\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n")
+        let response = try readResponse()
+        return (response.status, response.headers)
+    }
+
+    /// A client frame, masked unless told otherwise.
+    public static func frame(_ opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, rsv: UInt8 = 0) -> [UInt8] {
+        var out: [UInt8] = [(fin ? 0x80 : 0) | rsv << 4 | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        switch payload.count {
+        case ..<126: out.append(maskBit | UInt8(payload.count))
+        case ..<65536: out += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        default: out.append(maskBit | 127); out += (0..<8).map { UInt8(truncatingIfNeeded: payload.count >> (56 - 8 * $0)) }
+        }
+        guard masked else { return out + payload }
+        let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+        return out + mask + payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
+    }
+
+    /// Reads one server frame: (fin, opcode, payload). Server frames must not be masked.
+    public func readFrame() throws -> (fin: Bool, opcode: UInt8, payload: [UInt8]) {
+        let head = try read(count: 2)
+        precondition(head[1] & 0x80 == 0, "server frames must not be masked")
+        var length = Int(head[1] & 0x7F)
+        if length == 126 { length = try read(count: 2).reduce(0) { $0 << 8 | Int($1) } }
+        else if length == 127 { length = try read(count: 8).reduce(0) { $0 << 8 | Int($1) } }
+        return (head[0] & 0x80 != 0, head[0] & 0x0F, try read(count: length))
+    }
+
+    /// Reads frames until a close frame; returns its code (nil if it had none).
+    public func readClose() throws -> UInt16? {
+        while true {
+            let frame = try readFrame()
+            if frame.opcode == 8 {
+                return frame.payload.count >= 2 ? UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]) : nil
+            }
+        }
+    }
+}
+
+/// A server on a free port for one test, shut down when the test ends.
+public final class TestServer {
+    public let server: Server
+
+    public init(loops: Int = 1, _ adjust: (inout ServerConfiguration) -> Void = { _ in }, routes extra: (inout Router.Builder) -> Void = { _ in }) throws {
+        var config = ServerConfiguration()
+        config.host = "127.0.0.1"
+        config.port = 0
+        config.loops = loops
+        adjust(&config)
+        var routes = Router.Builder()
+        routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
+        routes.webSocket("/chat", name: "chat", negotiate: { _, offered in
+            if offered.contains("forbidden") { return .failure(.forbidden) }
+            return .success(offered.first { $0 == "chat.v2" || $0 == "chat.v1" })
+        }) { _, _ in EchoHandler.shared }
+        extra(&routes)
+        server = try Server(configuration: config, routes: routes)
+        try server.start()
+    }
+
+    public var port: Int { server.port }
+
+    public func client() throws -> TestClient { try TestClient(port: port) }
+
+    /// The value of an unlabelled or labelled series in /metrics.
+    public func metric(_ series: String) -> Double? {
+        for line in server.renderMetrics().split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1))
+        }
+        return nil
+    }
+
+    /// Waits (up to five seconds) for a series to reach a value: connections finish closing on the
+    /// server's loop, after the client has seen its side of it.
+    public func metric(_ series: String, becomes value: Double) -> Bool {
+        for _ in 0..<500 {
+            if metric(series) == value { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    deinit {
+        server.shutdown()
+        server.wait()
+    }
+}
