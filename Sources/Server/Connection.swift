@@ -145,6 +145,8 @@ final class Connection {
             switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
             case .refuse(let response):
                 respond(response, keepAlive: false)
+            case .accept where !loop.reserveSession():
+                respond(.error(.serviceUnavailable, headers: [("Retry-After", "1")]), keepAlive: false)
             case .accept(let response, let subprotocol):
                 respondRaw(response.serialized(keepAlive: true), keepAlive: true)
                 upgrade(endpoint, request: request, subprotocol: subprotocol)

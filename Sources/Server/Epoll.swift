@@ -59,12 +59,14 @@ struct Epoll: ~Copyable {
         _ = try Sys.retrying("epoll_ctl") { epoll_ctl(fd, op, descriptor, &event) }
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: forever) and calls `body` for each ready descriptor.
-    func wait(timeoutMilliseconds: Int32, _ body: (Readiness) -> Void) {
+    /// Waits up to `timeoutMilliseconds` (-1: forever); returns how many descriptors are ready,
+    /// to be read with `readiness(at:)` before the next wait.
+    func wait(timeoutMilliseconds: Int32) -> Int {
         let n = epoll_wait(fd, events, Int32(capacity), timeoutMilliseconds)
-        guard n > 0 else { return }  // EINTR and time-outs both mean "nothing ready"
-        for i in 0..<Int(n) {
-            body(Readiness(token: events[i].data.u64, events: events[i].events))
-        }
+        return max(0, Int(n))  // EINTR and time-outs both mean "nothing ready"
+    }
+
+    func readiness(at i: Int) -> Readiness {
+        Readiness(token: events[i].data.u64, events: events[i].events)
     }
 }

@@ -32,8 +32,13 @@ final class LoopHandle: Sendable {
 final class ServerContext: Sendable {
     let configuration: ServerConfiguration
     let router: Router
-    /// Open connections across all loops, for `maxConnections`.
+    /// Open connections across all loops, HTTP and WebSocket.
     let openConnections = Atomic<Int>(0)
+    /// Upgraded WebSocket sessions across all loops; `maxConnections` bounds these.
+    let openSessions = Atomic<Int>(0)
+    /// Connections allowed past `maxConnections` for plain HTTP, so a full server can still be
+    /// health-checked and scraped.
+    static let httpReserve = 64
 
     init(configuration: ServerConfiguration, router: Router) {
         self.configuration = configuration
@@ -108,12 +113,9 @@ final class EventLoop {
     func run() {
         while true {
             let timeout: Int32 = ready.isEmpty ? Int32(timers.resolution) : 0
-            var handled = 0
-            epoll.wait(timeoutMilliseconds: timeout) { readiness in
-                handled += 1
-                dispatch(readiness)
-            }
+            var handled = epoll.wait(timeoutMilliseconds: timeout)
             let started = MonotonicClock.nanoseconds()
+            for i in 0..<handled { dispatch(epoll.readiness(at: i)) }
             handled += readAgain()
             handled += advanceTimers()
             if handled > 0 { metrics.observeLag(nanoseconds: MonotonicClock.nanoseconds() - started) }
@@ -188,7 +190,7 @@ final class EventLoop {
     }
 
     private func admit(_ fd: Int32) {
-        let limit = context.configuration.maxConnections
+        let limit = context.configuration.maxConnections + ServerContext.httpReserve
         if context.openConnections.add(1, ordering: .relaxed).newValue > limit {
             context.openConnections.subtract(1, ordering: .relaxed)
             metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
@@ -234,6 +236,7 @@ final class EventLoop {
         Sys.close(connection.fd)
         openCount -= 1
         context.openConnections.subtract(1, ordering: .relaxed)
+        if endpoint > 0 { context.openSessions.subtract(1, ordering: .relaxed) }
         metrics.open[endpoint].add(-1)
         metrics.closed[CloseLabel.index(closeCode)].add(1)
         metrics.accountedBytes.add(-accounted)
@@ -241,6 +244,14 @@ final class EventLoop {
     }
 
     // MARK: Readiness without an edge
+
+    /// Takes a session slot for an upgrade; false when `maxConnections` sessions are open.
+    func reserveSession() -> Bool {
+        if context.openSessions.add(1, ordering: .relaxed).newValue <= context.configuration.maxConnections { return true }
+        context.openSessions.subtract(1, ordering: .relaxed)
+        metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
+        return false
+    }
 
     func markReady(_ connection: Connection) {
         guard !connection.inReadyList else { return }

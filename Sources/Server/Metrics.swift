@@ -28,8 +28,11 @@ enum CloseLabel {
 
 /// Why an accepted-or-attempted connection was turned away.
 enum RefusalReason: Int, CaseIterable {
-    case descriptorLimit, connectionLimit, shuttingDown
-    var label: String { ["descriptor_limit", "connection_limit", "shutting_down"][rawValue] }
+    /// accept(2) failed with EMFILE/ENFILE.
+    case descriptorLimit
+    /// A WebSocket upgrade past `maxConnections` sessions, or any connection past the hard cap.
+    case connectionLimit
+    var label: String { ["descriptor_limit", "connection_limit"][rawValue] }
 }
 
 /// The counters of one event loop.
@@ -76,10 +79,12 @@ struct MetricsRenderer: Sendable {
         func sum(_ pick: (LoopMetrics) -> Counter) -> Int { loops.reduce(0) { $0 + pick($1).current } }
 
         family("parley_connections_open", "gauge", "Open connections by endpoint (http: not upgraded).")
-        var openTotal = 0
+        // Per-session figures divide by upgraded sessions only: transient HTTP requests (this scrape
+        // among them) would otherwise make an idle server report all its memory as one connection's.
+        var sessions = 0
         for (i, name) in endpointNames.enumerated() {
             let n = sum { $0.open[i] }
-            openTotal += n
+            if i > 0 { sessions += n }
             out += "parley_connections_open{endpoint=\"\(name)\"} \(n)\n"
         }
         family("parley_connections_accepted_total", "counter", "Connections accepted.")
@@ -111,10 +116,10 @@ struct MetricsRenderer: Sendable {
         out += "parley_process_resident_memory_bytes \(resident)\n"
         family("parley_process_startup_resident_memory_bytes", "gauge", "Resident set size once the loops had started, before any connection.")
         out += "parley_process_startup_resident_memory_bytes \(startupResidentBytes)\n"
-        family("parley_resident_bytes_per_connection", "gauge", "(resident - startup resident) / open connections; 0 with none open.")
-        out += "parley_resident_bytes_per_connection \(openTotal > 0 ? max(0, resident - startupResidentBytes) / openTotal : 0)\n"
-        family("parley_accounted_bytes_per_connection", "gauge", "Accounted bytes / open connections; 0 with none open.")
-        out += "parley_accounted_bytes_per_connection \(openTotal > 0 ? accounted / openTotal : 0)\n"
+        family("parley_resident_bytes_per_connection", "gauge", "(resident - startup resident) / open WebSocket sessions; 0 with none open.")
+        out += "parley_resident_bytes_per_connection \(sessions > 0 ? max(0, resident - startupResidentBytes) / sessions : 0)\n"
+        family("parley_accounted_bytes_per_connection", "gauge", "Accounted bytes / open WebSocket sessions; 0 with none open.")
+        out += "parley_accounted_bytes_per_connection \(sessions > 0 ? accounted / sessions : 0)\n"
 
         family("parley_loop_iteration_seconds", "histogram", "Time an event-loop iteration spent handling ready events and timers: how late the next event can be served.")
         var cumulative = 0

@@ -2,10 +2,20 @@
 import Glibc
 #endif
 
-enum MonotonicClock {
-    static func nanoseconds() -> UInt64 {
+/// CLOCK_MONOTONIC in nanoseconds: deadlines, latencies and rates must not jump when the wall
+/// clock is set.
+public enum MonotonicClock {
+    public static func nanoseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    public static func seconds(since start: UInt64) -> Double {
+        Double(nanoseconds() &- start) / 1e9
+    }
+
+    public static func nanoseconds(_ seconds: Double) -> UInt64 {
+        UInt64(max(0, seconds) * 1e9)
     }
 }

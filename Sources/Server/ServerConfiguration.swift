@@ -7,7 +7,8 @@ public struct ServerConfiguration: Sendable {
     public var loops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     /// Largest WebSocket message accepted; larger ones close with 1009.
     public var maxMessageBytes = 1 << 20
-    /// Open connections across all loops; past it new connections get 503.
+    /// WebSocket sessions across all loops; past it upgrades get 503. Plain HTTP keeps a small
+    /// reserve beyond it, so a full server still answers /healthz and /metrics.
     public var maxConnections = 100_000
     /// Bytes queued for a client that is not reading, beyond the message being written; past it the
     /// client is closed. Reading from a client pauses at half of it.

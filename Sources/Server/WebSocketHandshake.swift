@@ -1,5 +1,5 @@
 /// Server side of the opening handshake (RFC 6455 section 4.2). Pure: a request in, a verdict out.
-enum WebSocketHandshake {
+public enum WebSocketHandshake {
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     /// Chooses a subprotocol from those the client offered (in its order), or nil for none.
@@ -47,8 +47,8 @@ enum WebSocketHandshake {
         return .accept(HTTPResponse(status: .switchingProtocols, headers: headers), subprotocol: subprotocol)
     }
 
-    /// base64(SHA-1(key + GUID)), RFC 6455 section 4.2.2 step 5.4.
-    static func acceptKey(for key: String) -> String {
+    /// base64(SHA-1(key + GUID)), RFC 6455 section 4.2.2 step 5.4. Clients check it too.
+    public static func acceptKey(for key: String) -> String {
         Base64.encode(OpenSSL.sha1(Array((key + guid).utf8)))
     }
 }

@@ -22,7 +22,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Largest WebSocket message in bytes; larger ones close with 1009 (PARLEY_MAX_MESSAGE_BYTES).")
     var maxMessageBytes = Environment.int("PARLEY_MAX_MESSAGE_BYTES") ?? ServerConfiguration().maxMessageBytes
 
-    @Option(help: "Most open connections; past it new ones get 503 (PARLEY_MAX_CONNECTIONS).")
+    @Option(help: "Most WebSocket sessions; past it upgrades get 503, /healthz and /metrics still answer (PARLEY_MAX_CONNECTIONS).")
     var maxConnections = Environment.int("PARLEY_MAX_CONNECTIONS") ?? ServerConfiguration().maxConnections
 
     @Option(help: "Bytes queued for a client that does not read before it is dropped (PARLEY_MAX_OUTBOUND_BYTES).")

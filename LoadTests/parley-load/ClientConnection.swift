@@ -1,0 +1,43 @@
+/// One client WebSocket, from connect to close. Only state lives here; `ConnectionPool` does the
+/// system calls, so that the thousands of held connections cost a small object each.
+final class ClientConnection {
+    enum Phase {
+        /// connect(2) issued; waiting for the socket to become writable.
+        case connecting
+        /// Upgrade request sent; reading the response head.
+        case handshaking
+        case open
+        /// Our close frame is out; waiting for the server's.
+        case closing
+        case closed
+    }
+
+    let fd: Int32
+    /// Index in the pool, and the epoll token.
+    let slot: Int
+    /// When connect(2) was called: handshake latency runs from here to the 101.
+    let startedAt: UInt64
+    let handshake: UpgradeHandshake
+    var phase = Phase.connecting
+
+    /// Bytes received but not yet a whole response head or frame.
+    var inbound: [UInt8] = []
+    /// Bytes the socket would not take yet.
+    var outbound: [UInt8] = []
+    var wantsWritable = true
+    /// A fragmented message being put together (the echo server sends whole ones, but may not always).
+    var fragments: [UInt8] = []
+    var fragmentOpcode: UInt8 = 0
+
+    /// Echo test: when the message in flight was sent, 0 when none is.
+    var sentAt: UInt64 = 0
+
+    init(fd: Int32, slot: Int, startedAt: UInt64, handshake: UpgradeHandshake) {
+        self.fd = fd
+        self.slot = slot
+        self.startedAt = startedAt
+        self.handshake = handshake
+    }
+
+    var isOpen: Bool { phase == .open }
+}

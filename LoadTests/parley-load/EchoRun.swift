@@ -1,0 +1,154 @@
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The echo test in one process: C connections in a closed loop, each sending one masked text
+/// message, waiting for its echo, and sending the next. Round trips are timed from just before the
+/// send to the moment the whole echo has been read, on the monotonic clock.
+final class EchoRun: ConnectionEvents {
+    struct Settings {
+        let target: LoadTarget
+        let connections: Int
+        /// Index of this run's first connection across processes, for source addresses.
+        let firstIndex: Int
+        let size: Int
+        let warmup: Double
+        let duration: Double
+        let connectTimeout: Double
+    }
+
+    enum Phase: String {
+        case connecting, warmup, measuring, done
+    }
+
+    static let sources = 16
+    static let connectRate = 5000.0
+    /// How often progress is reported.
+    private static let reportInterval: UInt64 = 500_000_000
+
+    private let settings: Settings
+    private let pool: ConnectionPool
+    private let payload: [UInt8]
+    private(set) var phase = Phase.connecting
+    /// Messages sent from here on count; nothing is sent after `runEnd`.
+    private var measureStart = UInt64.max
+    private var runEnd = UInt64.max
+    private var latency = LatencyRecorder()
+    private var measured = 0
+    private var answered = 0
+    private var badEchoes = 0
+
+    init(_ settings: Settings) throws(ClientSocket.Failure) {
+        self.settings = settings
+        pool = try ConnectionPool(.init(
+            target: settings.target, count: settings.connections, firstIndex: settings.firstIndex,
+            sources: Self.sources, rate: Self.connectRate, connectTimeout: settings.connectTimeout))
+        // Printable ASCII: the message is text, and the server checks text is UTF-8.
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        payload = (0..<settings.size).map { alphabet[$0 % alphabet.count] }
+        pool.events = self
+    }
+
+    /// Runs to the end and returns what it measured. `hangUpFD` (a worker's stdin) stops the run
+    /// early on end-of-file; `report` hears about progress twice a second.
+    func run(hangUpFD: Int32?, report: (JSON) -> Void) -> EchoResult {
+        if let hangUpFD { pool.watchForHangUp(hangUpFD) }
+        var nextReport = MonotonicClock.nanoseconds() + Self.reportInterval
+        func reportIfDue(_ now: UInt64) {
+            guard now >= nextReport else { return }
+            nextReport = now + Self.reportInterval
+            report(progressJSON)
+        }
+
+        while !pool.settled && !pool.hungUp {
+            pool.step(timeoutMilliseconds: 100)
+            reportIfDue(MonotonicClock.nanoseconds())
+        }
+
+        var cpuAtStart = CPUTime.zero
+        var stoppedAt = MonotonicClock.nanoseconds()
+        if pool.open > 0 && !pool.hungUp {
+            let start = MonotonicClock.nanoseconds()
+            phase = .warmup
+            measureStart = start + MonotonicClock.nanoseconds(settings.warmup)
+            runEnd = measureStart + MonotonicClock.nanoseconds(settings.duration)
+            if settings.warmup == 0 { startMeasuring(&cpuAtStart) }
+            for connection in pool.openConnections { send(on: connection, at: start) }
+            while !pool.hungUp && pool.open > 0 {
+                pool.step(timeoutMilliseconds: 5)
+                let now = MonotonicClock.nanoseconds()
+                if phase == .warmup && now >= measureStart { startMeasuring(&cpuAtStart) }
+                if now >= runEnd { break }
+                reportIfDue(now)
+            }
+            stoppedAt = min(MonotonicClock.nanoseconds(), runEnd)
+        }
+
+        var result = EchoResult()
+        if phase == .measuring {
+            result.measuredSeconds = Double(stoppedAt - measureStart) / 1e9
+            result.cpuMeasured = CPUTime.ofSelf() - cpuAtStart
+        }
+        phase = .done
+        result.connections = settings.connections
+        result.opened = pool.connected
+        result.failed = pool.failed
+        result.dropped = pool.dropped
+        result.badEchoes = badEchoes
+        result.messages = measured
+        result.messagesPerSecond = result.measuredSeconds > 0 ? Double(measured) / result.measuredSeconds : 0
+        result.latency = latency
+        pool.closeAll()
+        return result
+    }
+
+    private func startMeasuring(_ cpuAtStart: inout CPUTime) {
+        phase = .measuring
+        cpuAtStart = .ofSelf()
+    }
+
+    var progressJSON: JSON {
+        .object([
+            ("kind", .string("progress")),
+            ("phase", .string(phase.rawValue)),
+            ("connected", .int(pool.connected)),
+            ("open", .int(pool.open)),
+            ("errors", .int(pool.failedCount + pool.droppedCount + badEchoes)),
+            ("answered", .int(answered)),
+            ("measured", .int(measured)),
+        ])
+    }
+
+    // MARK: The closed loop
+
+    private func isPayload(_ message: UnsafeRawBufferPointer) -> Bool {
+        guard message.count == payload.count else { return false }
+        guard !payload.isEmpty else { return true }
+        return payload.withUnsafeBytes { memcmp($0.baseAddress!, message.baseAddress!, message.count) == 0 }
+    }
+
+    private func send(on connection: ClientConnection, at now: UInt64) {
+        connection.sentAt = now
+        payload.withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: connection) }
+    }
+
+    func received(_ opcode: UInt8, _ message: UnsafeRawBufferPointer, on connection: ClientConnection, in pool: ConnectionPool) {
+        let now = MonotonicClock.nanoseconds()
+        let sentAt = connection.sentAt
+        // Unasked: the message in flight is still in flight.
+        guard sentAt != 0 else { badEchoes += 1; return }
+        connection.sentAt = 0
+        guard opcode == ClientFrame.text, isPayload(message) else {
+            badEchoes += 1
+            if now < runEnd { send(on: connection, at: now) }
+            return
+        }
+        answered += 1
+        if sentAt >= measureStart && now <= runEnd {
+            latency.record(now - sentAt)
+            measured += 1
+        }
+        if now < runEnd { send(on: connection, at: now) }
+    }
+}

@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The load-test harness for parley: `hold` measures what idle sessions cost the server, `echo`
+/// measures round trips under a closed-loop load. Both reach only loopback addresses.
+@main
+struct ParleyLoad: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parley-load",
+        abstract: "Load tests for a parley server on this machine.",
+        subcommands: [HoldCommand.self, EchoCommand.self, HoldWorkerCommand.self, EchoWorkerCommand.self])
+}
