@@ -49,6 +49,8 @@ final class Connection {
     private var lastActivity: UInt32
     /// Bytes currently reported to the loop's memory account.
     private var accounted = 0
+    /// What malloc gave this object; fixed for its life, so measured once.
+    private var objectBytes = 0
 
     init(fd: Int32, slot: Int32, generation: UInt32, loop: EventLoop) {
         self.fd = fd
@@ -59,6 +61,7 @@ final class Connection {
         http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes)
         reader = WebSocketFrameReader(maxMessageBytes: config.maxMessageBytes)
         lastActivity = loop.timers.now
+        objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
         account()
     }
 
@@ -407,8 +410,7 @@ final class Connection {
     /// Reports this connection's heap to the loop: the object itself and every buffer it holds.
     private func account() {
         guard mode != .closed else { return }
-        let now = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
-            + pending.allocatedBytes + message.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
+        let now = objectBytes + pending.allocatedBytes + message.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
         if now != accounted {
             loop.metrics.accountedBytes.add(now - accounted)
             accounted = now
