@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test build release deps autobahn bench clean
+.PHONY: run test build release deps autobahn bench fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -31,6 +31,11 @@ autobahn: release
 # Load figures: idle connections held and echo throughput (see docs/benchmarks.md).
 bench: release
 	scripts/bench.sh
+
+# The fuzz tests of make test, with many more seeds (random and mutated HTTP heads and frames).
+fuzz: deps
+	$(SWIFT) build --build-tests
+	PARLEY_FUZZ_SEEDS=$${SEEDS:-5000} $(SWIFT) test --skip-build --filter FuzzTests
 
 clean:
 	rm -rf .build
