@@ -70,6 +70,7 @@ struct Serve: ParsableCommand {
         config.shutdownTimeout = shutdownTimeout
 
         var routes = Router.Builder()
+        routes.get("/") { _ in LandingPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         routes.webSocket("/ws", name: "ws") { _, _ in PlaceholderSessionHandler.shared }
 

@@ -26,6 +26,18 @@ import TestSupport
         #expect(process.waitForExit(seconds: 5) == 0)
     }
 
+    @Test func rootServesTheLandingPageAndSessionsOpenOnWs() throws {
+        let process = try ServerProcess()
+        let client = try TestClient(port: process.port)
+        try client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+        let page = try client.readResponse()
+        #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
+        #expect(page.body.contains("/echo"))
+        let session = try TestClient(port: process.port)
+        #expect(try session.upgrade(path: "/ws").status == 101)
+        #expect(String(decoding: try session.readFrame().payload, as: UTF8.self).contains("session.created"))
+    }
+
     @Test func environmentVariablesSetTheOptions() throws {
         let process = try ServerProcess(environment: "PARLEY_MAX_MESSAGE_BYTES=200")
         let client = try TestClient(port: process.port)
