@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "CodecTests", dependencies: ["Codec"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "TestSupport"]),
+        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load"]),
     ],
     swiftLanguageModes: [.v6]
 )
