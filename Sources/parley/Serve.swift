@@ -78,7 +78,9 @@ struct Serve: ParsableCommand {
         do {
             server = try Server(configuration: config, routes: routes)
         } catch {
-            throw ValidationError("cannot listen on \(host):\(port): \(error)")
+            // Not a usage error: say what failed, without the usage text.
+            printError("parley: cannot listen on \(host):\(port): \(error)")
+            throw ExitCode.failure
         }
         let shown = host.contains(":") ? "[\(host)]" : host
         print("parley listening on http://\(shown):\(server.port)/  (\(loops) loops; WebSocket /ws and /echo; /healthz, /metrics)")
