@@ -18,11 +18,14 @@ let package = Package(
             name: "COpus", path: "Sources/COpus", pkgConfig: "opus",
             providers: [.apt(["libopus-dev"])]),
         .systemLibrary(
+            name: "CSpeexDSP", path: "Sources/CSpeexDSP", pkgConfig: "speexdsp",
+            providers: [.apt(["libspeexdsp-dev"])]),
+        .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
 
         .target(name: "Server", dependencies: ["CLinux", "COpenSSL"]),
-        .target(name: "Codec", dependencies: ["COpus"]),
+        .target(name: "Codec", dependencies: ["COpus", "CSpeexDSP"]),
         .target(name: "Session", dependencies: ["Server", "Codec"]),
         .executableTarget(
             name: "parley",
@@ -30,10 +33,12 @@ let package = Package(
                 "Server", "Session", "Codec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        // The plain-C libopus loop that `parley-load codec` measures the Swift wrapper against.
+        .target(name: "CCodecBench", dependencies: ["COpus"], path: "LoadTests/CCodecBench"),
         .executableTarget(
             name: "parley-load",
             dependencies: [
-                "Server", "CLinux",
+                "Server", "CLinux", "Codec", "CCodecBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "LoadTests/parley-load"),
@@ -42,7 +47,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Server"], path: "Tests/TestSupport"),
         .testTarget(name: "ServerTests", dependencies: ["Server", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "TestSupport"]),
-        .testTarget(name: "CodecTests", dependencies: ["Codec"]),
+        .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load"]),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make bench: how many idle sessions one parley process holds and at what memory, and echo
-# throughput and latency at 100 and 1,000 connections. Loopback only; every run is bounded.
+# make bench: how many idle sessions one parley process holds and at what memory; echo throughput
+# and latency at 100 and 1,000 connections; Opus decode and encode speed against raw libopus.
+# Loopback only; every run is bounded.
 # The load client shares the machine's cores with the server: its CPU is reported beside each figure.
 #
 #   HOLD=19000 ECHO_SECONDS=10 PORT=9200 scripts/bench.sh
@@ -43,5 +44,11 @@ run echo-1000 echo --url "$url" --connections 1000 --duration "$ECHO_SECONDS"
 kill -TERM "$server"
 wait "$server" && echo "server exited 0 after SIGTERM" | tee "$OUT/shutdown.txt"
 trap - EXIT
+
+# The codec runs with no server: its figures are CPU time of one thread, i.e. per core.
+espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \
+  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
+run codec codec --input "$OUT/speech.wav"
+
 ln -sfn "$(basename "$OUT")" LoadTests/reports/latest
 echo "bench: reports in $OUT (LoadTests/reports/latest)"

@@ -3,7 +3,8 @@
 # Called by `make run` and `make test`, so that on a fresh machine those two commands are the set-up.
 set -euo pipefail
 
-packages=(libopus-dev libssl-dev pkg-config curl "$@")
+# Build: libopus, OpenSSL, libspeexdsp (resampling). Tests: espeak-ng and opus-tools make speech vectors.
+packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,11 +1,12 @@
 import ArgumentParser
 
 /// The load-test harness for parley: `hold` measures what idle sessions cost the server, `echo`
-/// measures round trips under a closed-loop load. Both reach only loopback addresses.
+/// measures round trips under a closed-loop load (both reach only loopback addresses), and `codec`
+/// measures Opus decoding and encoding against raw libopus.
 @main
 struct ParleyLoad: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-load",
         abstract: "Load tests for a parley server on this machine.",
-        subcommands: [HoldCommand.self, EchoCommand.self, HoldWorkerCommand.self, EchoWorkerCommand.self])
+        subcommands: [HoldCommand.self, EchoCommand.self, CodecCommand.self, HoldWorkerCommand.self, EchoWorkerCommand.self])
 }

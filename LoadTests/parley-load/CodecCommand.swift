@@ -1,0 +1,216 @@
+import ArgumentParser
+import CCodecBench
+import Codec
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley-load codec`: Opus frames per CPU-second through Parley's Swift wrapper and through a
+/// plain C loop over libopus, alternated in the same run on the same packets, so the ratio shows
+/// what the wrapper costs and nothing else.
+struct CodecCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "codec",
+        abstract: "Measure Opus decode and encode speed: the Swift wrapper against raw libopus.",
+        discussion: """
+            The input speech (a WAV file, e.g. from `espeak-ng -w speech.wav "..."`) is resampled to \
+            48 kHz mono and encoded into 20 ms packets (VoIP, --bitrate) by Parley's encoder; those \
+            packets are what both decoders decode. Times are the thread's CPU time, so the figures \
+            are per core.
+            """)
+
+    @Option(help: "Speech to use, as a 16-bit PCM WAV file.")
+    var input: String
+
+    @Option(help: "Trials of each loop; the median is reported.")
+    var trials = 5
+
+    @Option(help: "CPU seconds each trial should take, roughly.")
+    var trialSeconds = 1.0
+
+    @Option(help: "Bitrate of the packets decoded, bits per second.")
+    var bitrate = 32_000
+
+    @Option(parsing: .upToNextOption, help: "Encoder complexities to measure.")
+    var complexities: [Int] = [10, 5, 1]
+
+    @Option(help: "Also write the summary as JSON to this file.")
+    var json: String?
+
+    func validate() throws {
+        guard trials >= 1, trialSeconds > 0 else { throw ValidationError("--trials and --trial-seconds must be positive") }
+        guard complexities.allSatisfy({ (0...10).contains($0) }) else { throw ValidationError("complexities are 0...10") }
+    }
+
+    func run() throws {
+        let speech = try CodecInput(wavPath: input, bitrate: bitrate)
+        print("parley-load codec: \(speech.packets.count) packets of 20 ms (\(Format.fixed(speech.seconds, 2)) s of speech, \(bitrate / 1000) kbit/s), \(trials) trials, \(OpusLibrary.version)")
+        let decode = try CodecTrial.compare(trials: trials, trialSeconds: trialSeconds, frames: speech.packets.count,
+                                            swift: { rounds in try speech.decodeWithSwift(rounds: rounds) },
+                                            c: { rounds in speech.decodeWithC(rounds: rounds) })
+        print(decode.line("decode"))
+        var encodes: [(Int, CodecTrial.Comparison)] = []
+        for complexity in complexities {
+            let result = try CodecTrial.compare(trials: trials, trialSeconds: trialSeconds, frames: speech.frames,
+                                                swift: { rounds in try speech.encodeWithSwift(rounds: rounds, complexity: complexity) },
+                                                c: { rounds in speech.encodeWithC(rounds: rounds, complexity: complexity) })
+            print(result.line("encode c=\(complexity)"))
+            encodes.append((complexity, result))
+        }
+        let decoderBytes = try OpusDecoder().stateBytes, encoderBytes = try OpusEncoder().stateBytes
+        print("state    decoder \(Format.grouped(decoderBytes)) B, encoder \(Format.grouped(encoderBytes)) B (48 kHz mono, as libopus reports)")
+        print("speakers one core decodes in real time: \(Format.grouped(Int(decode.swiftFramesPerSecond / 50))) (50 frames of 20 ms a second each)")
+        if let json {
+            let report = JSON.object([
+                ("libopus", .string(OpusLibrary.version)),
+                ("packets", .int(speech.packets.count)),
+                ("bitrate", .int(bitrate)),
+                ("decode", decode.json),
+                ("encode", .array(encodes.map { .object([("complexity", .int($0.0)), ("result", $0.1.json)]) })),
+                ("decoder_state_bytes", .int(decoderBytes)),
+                ("encoder_state_bytes", .int(encoderBytes)),
+                ("realtime_speakers_per_core", .int(Int(decode.swiftFramesPerSecond / 50))),
+            ])
+            try TextFile.write(report.description + "\n", to: json)
+        }
+    }
+}
+
+/// The speech and its packets, laid out contiguously for both loops.
+struct CodecInput {
+    let pcm: [Int16]
+    let packets: [[UInt8]]
+    let packetBytes: [UInt8]
+    let lengths: [Int32]
+    let bitrate: Int
+    var frames: Int { pcm.count / 960 }
+    var seconds: Double { Double(pcm.count) / 48000 }
+
+    init(wavPath: String, bitrate: Int) throws {
+        let wav = try WAVFile.read(path: wavPath)
+        let mono = stride(from: 0, to: wav.samples.count, by: wav.channels).map { wav.samples[$0] }
+        let resampled = try Resampler(from: wav.sampleRate, to: 48000, quality: .desktop).process(mono)
+        pcm = Array(resampled.prefix(resampled.count / 960 * 960))
+        guard pcm.count >= 960 * 10 else { throw LoadFailure("\(wavPath): under 0.2 s of audio") }
+        self.bitrate = bitrate
+        let encoder = try OpusEncoder(settings: .init(bitrate: bitrate))
+        let speech = pcm
+        packets = try stride(from: 0, to: speech.count, by: 960).map { try encoder.encode(Array(speech[$0..<($0 + 960)])) }
+        packetBytes = packets.flatMap { $0 }
+        lengths = packets.map { Int32($0.count) }
+    }
+
+    func decodeWithSwift(rounds: Int) throws -> Int {
+        let decoder = try OpusDecoder()
+        let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: decoder.maxSamplesPerChannel)
+        defer { out.deallocate() }
+        var frames = 0
+        try packetBytes.withUnsafeBytes { bytes in
+            for _ in 0..<rounds {
+                var offset = 0
+                for length in lengths {
+                    _ = try decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + Int(length))]), into: out)
+                    offset += Int(length)
+                    frames += 1
+                }
+            }
+        }
+        return frames
+    }
+
+    func decodeWithC(rounds: Int) -> Int {
+        packetBytes.withUnsafeBufferPointer { bytes in
+            lengths.withUnsafeBufferPointer { lengths in
+                parley_bench_decode(bytes.baseAddress, lengths.baseAddress, Int32(lengths.count), Int32(rounds), 48000, 1)
+            }
+        }
+    }
+
+    func encodeWithSwift(rounds: Int, complexity: Int) throws -> Int {
+        let encoder = try OpusEncoder(settings: .init(bitrate: bitrate, complexity: complexity))
+        let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: OpusEncoder.maxPacketBytes, alignment: 1)
+        defer { packet.deallocate() }
+        var frames = 0
+        try pcm.withUnsafeBufferPointer { samples in
+            for _ in 0..<rounds {
+                for start in stride(from: 0, to: samples.count, by: 960) {
+                    _ = try encoder.encode(UnsafeBufferPointer(rebasing: samples[start..<(start + 960)]), into: packet)
+                    frames += 1
+                }
+            }
+        }
+        return frames
+    }
+
+    func encodeWithC(rounds: Int, complexity: Int) -> Int {
+        pcm.withUnsafeBufferPointer { samples in
+            parley_bench_encode(samples.baseAddress, Int32(frames), 960, Int32(rounds), 48000, 1, Int32(bitrate), Int32(complexity))
+        }
+    }
+}
+
+/// Alternating timed trials of two loops over the same work.
+enum CodecTrial {
+    struct Comparison {
+        let swiftFramesPerSecond: Double
+        let cFramesPerSecond: Double
+        var ratio: Double { swiftFramesPerSecond / cFramesPerSecond }
+
+        func line(_ name: String) -> String {
+            let perFrame = 1e6 / swiftFramesPerSecond
+            return "\(name.padding(14))  Swift \(Format.grouped(Int(swiftFramesPerSecond))) frames/s (\(Format.fixed(perFrame, 1)) µs/frame)   C \(Format.grouped(Int(cFramesPerSecond))) frames/s   Swift/C \(Format.fixed(ratio * 100, 1)) %"
+        }
+
+        var json: JSON {
+            .object([("swift_frames_per_cpu_second", .number(swiftFramesPerSecond)),
+                     ("c_frames_per_cpu_second", .number(cFramesPerSecond)),
+                     ("swift_over_c", .number(ratio))])
+        }
+    }
+
+    static func compare(trials: Int, trialSeconds: Double, frames: Int,
+                        swift: (Int) throws -> Int, c: (Int) -> Int) throws -> Comparison {
+        // Calibrate on the C loop: enough rounds for a trial to take about `trialSeconds`.
+        let probe = cpuSeconds { _ = c(1) }
+        let rounds = max(1, Int(trialSeconds / max(probe, 1e-6)))
+        var swiftRates: [Double] = [], cRates: [Double] = []
+        for trial in 0..<trials {
+            // Alternate which goes first, so neither always runs on a warmer cache.
+            var swiftFrames = 0, cFrames = 0
+            let order = trial % 2 == 0
+            var swiftTime = 0.0, cTime = 0.0
+            if order { swiftTime = try cpuSecondsThrowing { swiftFrames = try swift(rounds) } }
+            cTime = cpuSeconds { cFrames = c(rounds) }
+            if !order { swiftTime = try cpuSecondsThrowing { swiftFrames = try swift(rounds) } }
+            guard cFrames > 0 else { throw LoadFailure("the C loop failed with libopus error \(cFrames)") }
+            swiftRates.append(Double(swiftFrames) / swiftTime)
+            cRates.append(Double(cFrames) / cTime)
+        }
+        return Comparison(swiftFramesPerSecond: median(swiftRates), cFramesPerSecond: median(cRates))
+    }
+
+    private static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+    /// CPU time of this thread, so another process on the machine does not count against us.
+    private static func threadCPU() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    private static func cpuSeconds(_ body: () -> Void) -> Double {
+        let start = threadCPU()
+        body()
+        return threadCPU() - start
+    }
+
+    private static func cpuSecondsThrowing(_ body: () throws -> Void) throws -> Double {
+        let start = threadCPU()
+        try body()
+        return threadCPU() - start
+    }
+}
+
+private extension String {
+    func padding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+}

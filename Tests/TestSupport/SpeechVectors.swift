@@ -1,0 +1,91 @@
+import Glibc
+import Synchronization
+
+/// Test vectors made at test time from real speech: espeak-ng says a sentence into a WAV file and
+/// opusenc encodes that. Generated rather than checked in, so the repository holds no binary audio
+/// and a test can use any sentence. Files live in one temporary directory per process, removed at
+/// exit, and are cached by sentence and settings, so asking again costs nothing.
+public enum SpeechVectors {
+    public struct ToolFailure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// espeak-ng's US English voice at 140 words a minute: 22,050 Hz mono PCM16.
+    public static func wav(_ sentence: String) throws -> String {
+        try vector(key: "wav|\(sentence)", suffix: "wav") { path in
+            ["espeak-ng", "-v", "en-us", "-s", "140", "-w", path, sentence]
+        }
+    }
+
+    /// The sentence's WAV encoded by opusenc at `bitrateKbps` in frames of `frameMs`.
+    public static func opus(_ sentence: String, bitrateKbps: Int = 32, frameMs: Int = 20) throws -> String {
+        let wav = try wav(sentence)
+        return try vector(key: "opus|\(bitrateKbps)|\(frameMs)|\(sentence)", suffix: "opus") { path in
+            ["opusenc", "--quiet", "--bitrate", "\(bitrateKbps)", "--framesize", "\(frameMs)", wav, path]
+        }
+    }
+
+    private struct Cache {
+        var directory: String?
+        var paths: [String: String] = [:]
+        var files = 0
+    }
+
+    private static let cache = Mutex(Cache())
+
+    /// The cached file for `key`, or a new one made by `command(path)`. Tests run in parallel, so
+    /// the tool runs outside the lock, writing to a fresh name; two callers racing on one key both
+    /// generate, the first to finish is kept and the other's file removed.
+    private static func vector(key: String, suffix: String, command: (String) -> [String]) throws -> String {
+        let (cached, path) = try cache.withLock { cache throws -> (String?, String) in
+            if let path = cache.paths[key] { return (path, path) }
+            let directory = try cache.directory ?? makeDirectory()
+            cache.directory = directory
+            cache.files += 1
+            return (nil, "\(directory)/\(cache.files).\(suffix)")
+        }
+        if let cached { return cached }
+        try generate(command(path))
+        return cache.withLock { cache in
+            if let winner = cache.paths[key] {
+                unlink(path)
+                return winner
+            }
+            cache.paths[key] = path
+            return path
+        }
+    }
+
+    private static func generate(_ argv: [String]) throws {
+        let hint = "`make test` installs espeak-ng and opus-tools (scripts/install-deps.sh)"
+        let status: Int32
+        do {
+            status = try Subprocess.run(argv)
+        } catch {
+            throw ToolFailure(description: "\(argv[0]) failed to start: \(error); \(hint)")
+        }
+        guard status == 0 else {
+            throw ToolFailure(description: "\(argv[0]) exited with status \(status) for \(argv); \(hint)")
+        }
+    }
+
+    private static func makeDirectory() throws -> String {
+        var template = Array("/tmp/parley-speech-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else {
+            throw ToolFailure(description: "mkdtemp in /tmp: \(String(cString: strerror(errno)))")
+        }
+        atexit { SpeechVectors.removeDirectory() }
+        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Removes the generated files and their directory (it holds nothing else).
+    private static func removeDirectory() {
+        guard let directory = cache.withLock({ $0.directory }), let listing = opendir(directory) else { return }
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { unlink("\(directory)/\(name)") }
+        }
+        closedir(listing)
+        rmdir(directory)
+    }
+}

@@ -1,0 +1,44 @@
+import Glibc
+
+/// Runs a program to completion, for tests that need an outside tool (espeak-ng, opusenc). No
+/// shell: arguments reach the program exactly as given.
+public enum Subprocess {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts `argv[0]` (looked up in PATH) with the test process's standard streams, waits for it
+    /// and returns its exit status, or 128 + the signal number if a signal ended it. The child gets
+    /// descriptors 0 to 2 only: test sockets are opened without O_CLOEXEC, and a child holding
+    /// one would hide a hang-up from the server under test.
+    public static func run(_ argv: [String]) throws -> Int32 {
+        guard let program = argv.first else { throw Failure(description: "Subprocess.run: empty argv") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        closeFrom(3, &actions)
+        let arguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, program, &actions, nil, arguments, environ)
+        guard rc == 0 else {
+            throw Failure(description: "cannot start \(program): \(String(cString: strerror(rc)))")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw Failure(description: "waitpid for \(program): \(String(cString: strerror(errno)))") }
+        }
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+
+    /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34), looked up at run time because Swift's
+    /// Glibc module is built without _GNU_SOURCE and does not declare it. On an older glibc the
+    /// child inherits the descriptors.
+    private static func closeFrom(_ fd: Int32, _ actions: inout posix_spawn_file_actions_t) {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
+        _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, fd)
+    }
+}
