@@ -149,44 +149,56 @@ struct CodecInput {
     }
 }
 
-/// Alternating timed trials of two loops over the same work.
+/// Timed trials of two loops over the same work, interleaved finely: this machine's speed drifts
+/// over seconds (it is a shared VM), so each pass of one loop is timed right beside a pass of the
+/// other, and the order flips every pass.
 enum CodecTrial {
     struct Comparison {
         let swiftFramesPerSecond: Double
         let cFramesPerSecond: Double
+        /// Swift/C of each trial, lowest and highest: how much to trust the median.
+        let ratioRange: ClosedRange<Double>
         var ratio: Double { swiftFramesPerSecond / cFramesPerSecond }
 
         func line(_ name: String) -> String {
             let perFrame = 1e6 / swiftFramesPerSecond
-            return "\(name.padding(14))  Swift \(Format.grouped(Int(swiftFramesPerSecond))) frames/s (\(Format.fixed(perFrame, 1)) µs/frame)   C \(Format.grouped(Int(cFramesPerSecond))) frames/s   Swift/C \(Format.fixed(ratio * 100, 1)) %"
+            return "\(name.padding(14))  Swift \(Format.grouped(Int(swiftFramesPerSecond))) frames/s (\(Format.fixed(perFrame, 1)) µs/frame)   "
+                + "C \(Format.grouped(Int(cFramesPerSecond))) frames/s   Swift/C \(Format.fixed(ratio * 100, 1)) % "
+                + "(trials \(Format.fixed(ratioRange.lowerBound * 100, 1))-\(Format.fixed(ratioRange.upperBound * 100, 1)) %)"
         }
 
         var json: JSON {
             .object([("swift_frames_per_cpu_second", .number(swiftFramesPerSecond)),
                      ("c_frames_per_cpu_second", .number(cFramesPerSecond)),
-                     ("swift_over_c", .number(ratio))])
+                     ("swift_over_c", .number(ratio)),
+                     ("swift_over_c_lowest_trial", .number(ratioRange.lowerBound)),
+                     ("swift_over_c_highest_trial", .number(ratioRange.upperBound))])
         }
     }
 
+    /// `swift(1)` and `c(1)` each run one pass over the input and return the frames they did.
     static func compare(trials: Int, trialSeconds: Double, frames: Int,
                         swift: (Int) throws -> Int, c: (Int) -> Int) throws -> Comparison {
-        // Calibrate on the C loop: enough rounds for a trial to take about `trialSeconds`.
-        let probe = cpuSeconds { _ = c(1) }
-        let rounds = max(1, Int(trialSeconds / max(probe, 1e-6)))
-        var swiftRates: [Double] = [], cRates: [Double] = []
-        for trial in 0..<trials {
-            // Alternate which goes first, so neither always runs on a warmer cache.
-            var swiftFrames = 0, cFrames = 0
-            let order = trial % 2 == 0
-            var swiftTime = 0.0, cTime = 0.0
-            if order { swiftTime = try cpuSecondsThrowing { swiftFrames = try swift(rounds) } }
-            cTime = cpuSeconds { cFrames = c(rounds) }
-            if !order { swiftTime = try cpuSecondsThrowing { swiftFrames = try swift(rounds) } }
-            guard cFrames > 0 else { throw LoadFailure("the C loop failed with libopus error \(cFrames)") }
+        _ = try swift(1)  // warm both up: page in libopus, fill the caches
+        let pass = cpuSeconds { _ = c(1) }
+        let passes = max(2, Int(trialSeconds / max(pass, 1e-6) / 2))
+        var swiftRates: [Double] = [], cRates: [Double] = [], ratios: [Double] = []
+        for _ in 0..<trials {
+            var swiftTime = 0.0, cTime = 0.0, swiftFrames = 0, cFrames = 0
+            for p in 0..<passes {
+                if p % 2 == 0 { swiftTime += try cpuSecondsThrowing { swiftFrames += try swift(1) } }
+                var n = 0
+                cTime += cpuSeconds { n = c(1) }
+                guard n > 0 else { throw LoadFailure("the C loop failed with libopus error \(n)") }
+                cFrames += n
+                if p % 2 == 1 { swiftTime += try cpuSecondsThrowing { swiftFrames += try swift(1) } }
+            }
             swiftRates.append(Double(swiftFrames) / swiftTime)
             cRates.append(Double(cFrames) / cTime)
+            ratios.append(swiftRates.last! / cRates.last!)
         }
-        return Comparison(swiftFramesPerSecond: median(swiftRates), cFramesPerSecond: median(cRates))
+        return Comparison(swiftFramesPerSecond: median(swiftRates), cFramesPerSecond: median(cRates),
+                          ratioRange: ratios.min()!...ratios.max()!)
     }
 
     private static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
