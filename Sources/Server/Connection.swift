@@ -29,10 +29,19 @@ final class Connection {
     /// Index into the per-endpoint metrics: 0 until upgraded.
     private var endpoint = 0
 
-    /// An unfinished frame header or control frame, at most 131 bytes.
+    /// Input not yet used: an unfinished frame header or control frame (at most 131 bytes), or
+    /// pipelined HTTP bytes held while a streamed response is going out (at most one read).
     private var pending = ByteBuffer()
-    /// A fragmented message being put together.
-    private var message = ByteBuffer()
+    /// A fragmented WebSocket message, or an HTTP request body, being put together.
+    private var assembly = ByteBuffer()
+    /// A request whose body is still arriving. Boxed: most connections never have one.
+    private var bodyPending: BodyPending?
+    /// The streamed response in progress; reading waits until it ends.
+    private var stream: HTTPResponseStream?
+    /// Set while `process` runs, so a response that ends inside it does not re-enter it.
+    private var isProcessing = false
+    /// Pending input must be processed before the next read (a stream ended).
+    private var reprocessPending = false
     /// Bytes the socket would not take yet.
     private var outbound = ByteBuffer()
 
@@ -58,7 +67,8 @@ final class Connection {
         self.generation = generation
         self.loop = loop
         let config = loop.context.configuration
-        http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes)
+        http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes,
+                                 maxBodyBytes: config.maxBodyBytes)
         reader = WebSocketFrameReader(maxMessageBytes: config.maxMessageBytes)
         lastActivity = loop.timers.now
         objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
@@ -71,9 +81,13 @@ final class Connection {
 
     /// Reads until the socket is drained, the read budget is spent, or reading must pause.
     func readable() {
+        if reprocessPending {
+            reprocessPending = false
+            processPending()
+        }
         var budget = 16
         while budget > 0 {
-            guard mode != .closed, !readPaused else { return }
+            guard mode != .closed, !readPaused, stream == nil else { return }
             budget -= 1
             let buffer = loop.readBuffer
             let prefix = pending.count
@@ -102,12 +116,31 @@ final class Connection {
         loop.markReady(self)
     }
 
+    /// Runs the held input through the protocol without reading (a streamed response has ended).
+    private func processPending() {
+        let count = pending.count
+        guard count > 0, mode != .closed else { return }
+        let buffer = loop.readBuffer
+        buffer.baseAddress!.copyMemory(from: pending.readable.baseAddress!, byteCount: count)
+        pending.release()
+        let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+        let consumed = process(bytes)
+        if consumed < count && mode != .closed { pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...])) }
+        account()
+    }
+
     /// Feeds freshly read bytes to the current protocol; returns how many it used.
     private func process(_ bytes: UnsafeMutableRawBufferPointer) -> Int {
+        isProcessing = true
+        defer { isProcessing = false }
         var offset = 0
         while offset < bytes.count {
             let rest = UnsafeMutableRawBufferPointer(rebasing: bytes[offset...])
             switch mode {
+            case .http where stream != nil:
+                return offset  // the rest waits for the streamed response to end
+            case .http where bodyPending != nil:
+                offset += readBody(UnsafeRawBufferPointer(rest))
             case .http:
                 offset += processHTTP(UnsafeRawBufferPointer(rest))
             case .webSocket:
@@ -129,9 +162,28 @@ final class Connection {
             respond(.error(status), keepAlive: false)
             return bytes.count
         case .request(let request, let consumed):
-            handle(request)
+            if request.contentLength > 0 {
+                bodyPending = BodyPending(request: request, remaining: request.contentLength)
+            } else {
+                handle(request)
+            }
             return consumed
         }
+    }
+
+    private func readBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let pendingBody = bodyPending!
+        let take = min(pendingBody.remaining, bytes.count)
+        assembly.append(UnsafeRawBufferPointer(rebasing: bytes[..<take]))
+        pendingBody.remaining -= take
+        if pendingBody.remaining == 0 {
+            var request = pendingBody.request
+            request.body = Array(assembly.readable)
+            assembly.release()
+            bodyPending = nil
+            handle(request)
+        }
+        return take
     }
 
     private func handle(_ request: HTTPRequest) {
@@ -139,11 +191,21 @@ final class Connection {
             return respond(.error(.notFound), keepAlive: request.keepAlive)
         }
         switch route {
-        case .http(let serve):
-            guard request.method == "GET" || request.method == "HEAD" else {
-                return respond(.error(.methodNotAllowed, headers: [("Allow", "GET, HEAD")]), keepAlive: request.keepAlive)
+        case .http(let methods):
+            let isHead = request.method == "HEAD"
+            guard let responder = methods[isHead ? "GET" : request.method] else {
+                let allowed = methods.keys.sorted() + (methods["GET"] != nil ? ["HEAD"] : [])
+                return respond(.error(.methodNotAllowed, headers: [("Allow", allowed.joined(separator: ", "))]), keepAlive: request.keepAlive)
             }
-            respond(serve(request), keepAlive: request.keepAlive, includeBody: request.method == "GET")
+            switch responder {
+            case .complete(let serve):
+                respond(serve(request), keepAlive: request.keepAlive, includeBody: !isHead)
+            case .streaming(let serve):
+                let stream = HTTPResponseStream(connection: self, keepAlive: request.keepAlive && !loop.shuttingDown, includeBody: !isHead)
+                self.stream = stream
+                loop.timers.cancel(slot)  // a stream may rightly take longer than any request deadline
+                serve(request, stream)
+            }
         case .webSocket(let endpoint):
             switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
             case .refuse(let response):
@@ -170,6 +232,31 @@ final class Connection {
         } else if mode == .http {
             loop.timers.schedule(slot, after: loop.handshakeTicks)
         }
+    }
+
+    func writeStreamBytes(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { write($0, UnsafeRawBufferPointer(start: nil, count: 0)) }
+    }
+
+    /// The streamed response has been ended by its producer.
+    func streamEnded(keepAlive: Bool) {
+        stream = nil
+        guard mode == .http else { return }
+        guard keepAlive else {
+            mode = .lingering
+            return finishAfterFlush()
+        }
+        loop.timers.schedule(slot, after: loop.handshakeTicks)
+        // Input that waited behind the response is processed by the loop, not from inside a
+        // handler's call stack; when `process` itself is running, its loop simply carries on.
+        guard !isProcessing else { return }
+        reprocessPending = true
+        loop.markReady(self)
+    }
+
+    /// The peer closed or reset the connection, seen while nothing was reading from it.
+    func peerHungUp() {
+        if stream != nil { close() }
     }
 
     private func upgrade(_ endpoint: Router.WebSocketEndpoint, request: HTTPRequest, subprotocol: String?) {
@@ -221,11 +308,11 @@ final class Connection {
             handler?.webSocket(WebSocket(connection: self), didReceive: chunk, kind: kind)
             return
         }
-        message.append(chunk)
+        assembly.append(chunk)
         guard last else { return }
         loop.metrics.messagesIn.add(1)
-        handler?.webSocket(WebSocket(connection: self), didReceive: UnsafeRawBufferPointer(message.readable), kind: kind)
-        message.release()
+        handler?.webSocket(WebSocket(connection: self), didReceive: UnsafeRawBufferPointer(assembly.readable), kind: kind)
+        assembly.release()
     }
 
     func sendMessage(_ payload: UnsafeRawBufferPointer, opcode: WebSocketOpcode) {
@@ -355,7 +442,7 @@ final class Connection {
         finishing = false
         mode = .lingering
         readPaused = false
-        message.release()
+        assembly.release()
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
         loop.timers.schedule(slot, after: loop.closeTicks)
         account()
@@ -398,8 +485,13 @@ final class Connection {
         let wasWebSocket = handler != nil
         mode = .closed
         pending.release()
-        message.release()
+        assembly.release()
         outbound.release()
+        bodyPending = nil
+        if let stream {
+            self.stream = nil
+            stream.connectionClosed()
+        }
         accounted = loop.release(self, accounted: accounted, closeCode: wasWebSocket ? (closeCode ?? .abnormal) : nil, endpoint: endpoint)
         if let handler {
             self.handler = nil
@@ -410,10 +502,21 @@ final class Connection {
     /// Reports this connection's heap to the loop: the object itself and every buffer it holds.
     private func account() {
         guard mode != .closed else { return }
-        let now = objectBytes + pending.allocatedBytes + message.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
+        let now = objectBytes + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
         if now != accounted {
             loop.metrics.accountedBytes.add(now - accounted)
             accounted = now
         }
+    }
+}
+
+/// A request head whose body is still arriving.
+private final class BodyPending {
+    let request: HTTPRequest
+    var remaining: Int
+
+    init(request: HTTPRequest, remaining: Int) {
+        self.request = request
+        self.remaining = remaining
     }
 }

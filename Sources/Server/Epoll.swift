@@ -19,6 +19,7 @@ struct Readiness {
 
     var readable: Bool { events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 }
     var writable: Bool { events & (EPOLLOUT.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 }
+    var hungUp: Bool { events & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 }
 }
 
 /// The OS backend of the event loop: epoll(7) and nothing else. The loop never calls epoll itself.

@@ -47,11 +47,15 @@ final class ServerContext: Sendable {
 }
 
 /// One event loop: a thread's epoll instance, its listening socket, its connections (a slab
-/// indexed by slot), one shared read buffer and a timer wheel. Nothing here takes a lock.
+/// indexed by slot), one shared read buffer, a timer wheel for connection deadlines and a heap for
+/// other timed work. Nothing here takes a lock.
 ///
 /// Each epoll registration carries a token: the connection's slot and generation, so that an event
 /// for a connection that closed, and whose slot was reused, within one batch is recognised and dropped.
-final class EventLoop {
+///
+/// Handlers reach their loop (`WebSocket.loop`, `HTTPResponseStream.loop`) to schedule work; the
+/// public surface is only that. Everything on a loop runs on its thread.
+public final class EventLoop {
     private static let listenerToken = UInt64.max
     private static let wakeToken = UInt64.max - 1
     /// Room in front of the read buffer for a connection's pending partial frame.
@@ -66,6 +70,14 @@ final class EventLoop {
     let readBuffer: UnsafeMutableRawBufferPointer
     var timers: TimerWheel
 
+    private var tasks = TaskScheduler()
+    private var upstreams: [UpstreamConnection?] = []
+    private var upstreamGenerations: [UInt32] = []
+    private var freeUpstreamSlots: [Int32] = []
+    /// Marks an epoll token as an upstream connection's rather than a client's.
+    private static let upstreamBit: UInt64 = 1 << 63
+    /// This loop's HTTP client, for requests to upstream servers (LLM APIs).
+    public private(set) lazy var httpClient = HTTPClient(loop: self)
     private var connections: [Connection?] = []
     private var generations: [UInt32] = []
     private var freeSlots: [Int32] = []
@@ -112,16 +124,17 @@ final class EventLoop {
     /// Runs until a requested shutdown has finished.
     func run() {
         while true {
-            let timeout: Int32 = ready.isEmpty ? Int32(timers.resolution) : 0
-            var handled = epoll.wait(timeoutMilliseconds: timeout)
+            var handled = epoll.wait(timeoutMilliseconds: waitTimeout())
             let started = MonotonicClock.nanoseconds()
             for i in 0..<handled { dispatch(epoll.readiness(at: i)) }
             handled += readAgain()
             handled += advanceTimers()
+            handled += runDueTasks()
             if handled > 0 { metrics.observeLag(nanoseconds: MonotonicClock.nanoseconds() - started) }
             if shuttingDown && (openCount == 0 || Int32(bitPattern: timers.now &- shutdownDeadline) >= 0) { break }
         }
         for case let connection? in connections { connection.close() }
+        for case let upstream? in upstreams { upstream.close() }
         if listening { Sys.close(handle.listenFD) }
     }
 
@@ -136,12 +149,20 @@ final class EventLoop {
         case Self.wakeToken:
             Sys.drain(eventfd: handle.wakeFD)
             if handle.isShutdownRequested && !shuttingDown { beginShutdown() }
+        case let token where token & Self.upstreamBit != 0:
+            let slot = Int(UInt32(truncatingIfNeeded: token))
+            guard slot < upstreams.count, let upstream = upstreams[slot],
+                  upstream.generation == UInt32(truncatingIfNeeded: (token & ~Self.upstreamBit) >> 32) else { return }
+            if readiness.writable { upstream.writable() }
+            if readiness.readable { upstream.readable() }
         default:
             let slot = Int(UInt32(truncatingIfNeeded: readiness.token))
             guard slot < connections.count, let connection = connections[slot],
                   connection.generation == UInt32(truncatingIfNeeded: readiness.token >> 32) else { return }
             if readiness.writable { connection.writable() }
             if readiness.readable { connection.readable() }
+            // A connection that is not reading (a response is streaming) still hears the peer leave.
+            if readiness.hungUp { connection.peerHungUp() }
         }
     }
 
@@ -243,6 +264,50 @@ final class EventLoop {
         return 0
     }
 
+    // MARK: Upstream connections
+
+    /// Starts a non-blocking connect to `address` (the bytes of a sockaddr) and registers it.
+    func openUpstream(address: [UInt8], key: String, client: HTTPClient) throws(HTTPClientError) -> UpstreamConnection {
+        let family = Int32(address[0]) | Int32(address[1]) << 8  // sa_family_t leads every sockaddr
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .connectFailed(String(cString: strerror(errno))) }
+        try? Sys.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+        let rc = address.withUnsafeBytes { connect(fd, $0.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t($0.count)) }
+        guard rc == 0 || errno == EINPROGRESS else {
+            let why = String(cString: strerror(errno))
+            Sys.close(fd)
+            throw .connectFailed(why)
+        }
+        let slot: Int32
+        if let free = freeUpstreamSlots.popLast() {
+            slot = free
+        } else {
+            slot = Int32(upstreams.count)
+            upstreams.append(nil)
+            upstreamGenerations.append(0)
+        }
+        let generation = upstreamGenerations[Int(slot)]
+        let upstream = UpstreamConnection(fd: fd, slot: slot, generation: generation, key: key, loop: self, client: client)
+        let token = Self.upstreamBit | UInt64(generation) << 32 | UInt64(UInt32(bitPattern: slot))
+        do {
+            try epoll.add(fd, [.readable, .writable, .edge], token: token)
+        } catch {
+            Sys.close(fd)
+            freeUpstreamSlots.append(slot)
+            throw .connectFailed(error.description)
+        }
+        upstreams[Int(slot)] = upstream
+        return upstream
+    }
+
+    func releaseUpstream(_ upstream: UpstreamConnection) {
+        let slot = Int(upstream.slot)
+        upstreams[slot] = nil
+        upstreamGenerations[slot] &+= 1
+        freeUpstreamSlots.append(upstream.slot)
+        Sys.close(upstream.fd)
+    }
+
     // MARK: Readiness without an edge
 
     /// Takes a session slot for an upgrade; false when `maxConnections` sessions are open.
@@ -271,6 +336,31 @@ final class EventLoop {
     }
 
     // MARK: Time
+
+    /// Runs `body` on this loop after `seconds`. Cancel the returned task to keep it from running.
+    @discardableResult
+    public func schedule(after seconds: Double, _ body: @escaping () -> Void) -> ScheduledTask {
+        tasks.schedule(at: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(seconds), body)
+    }
+
+    /// How long epoll may sleep: until the next wheel tick or the next task, whichever is first.
+    private func waitTimeout() -> Int32 {
+        guard ready.isEmpty else { return 0 }
+        var milliseconds = Int32(timers.resolution)
+        if let deadline = tasks.nextDeadline() {
+            let now = MonotonicClock.nanoseconds()
+            let until = deadline > now ? Int32(min(UInt64(milliseconds), (deadline - now + 999_999) / 1_000_000)) : 0
+            milliseconds = min(milliseconds, until)
+        }
+        return milliseconds
+    }
+
+    private func runDueTasks() -> Int {
+        guard !tasks.isEmpty else { return 0 }
+        let bodies = tasks.due(at: MonotonicClock.nanoseconds())
+        for body in bodies { body() }
+        return bodies.count
+    }
 
     private var currentTick: UInt32 {
         UInt32(truncatingIfNeeded: (MonotonicClock.nanoseconds() - startNanoseconds) / (timers.resolution * 1_000_000))

@@ -1,4 +1,5 @@
-/// A parsed HTTP/1.1 request head. Parley serves no request bodies.
+/// A parsed HTTP/1.1 request: its head, and its body once read (bodies are framed by
+/// Content-Length only, and bounded).
 public struct HTTPRequest: Sendable, Equatable {
     public var method: String
     /// The request target as sent: path and query.
@@ -6,11 +7,23 @@ public struct HTTPRequest: Sendable, Equatable {
     /// Minor version: 1 for HTTP/1.1, 0 for HTTP/1.0.
     public var minorVersion: Int
     public var headers: [(name: String, value: String)]
+    public var body: [UInt8] = []
+
+    public init(method: String, target: String, minorVersion: Int, headers: [(name: String, value: String)], body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.minorVersion = minorVersion
+        self.headers = headers
+        self.body = body
+    }
 
     public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
-        a.method == b.method && a.target == b.target && a.minorVersion == b.minorVersion
+        a.method == b.method && a.target == b.target && a.minorVersion == b.minorVersion && a.body == b.body
             && a.headers.elementsEqual(b.headers) { $0.name == $1.name && $0.value == $1.value }
     }
+
+    /// The body's length from Content-Length (the parser has validated it); 0 without one.
+    public var contentLength: Int { header("content-length").flatMap { Int($0) } ?? 0 }
 
     /// The target without its query string.
     public var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] }

@@ -15,14 +15,16 @@ struct HTTPRequestParser {
 
     let maxRequestLineBytes: Int
     let maxHeadBytes: Int
+    let maxBodyBytes: Int
     /// The head so far. Empty (and unallocated) between requests.
     private var head: [UInt8] = []
     /// How many bytes of "\r\n\r\n" the head currently ends with.
     private var terminatorMatched = 0
 
-    init(maxRequestLineBytes: Int = 8192, maxHeadBytes: Int = 16384) {
+    init(maxRequestLineBytes: Int = 8192, maxHeadBytes: Int = 16384, maxBodyBytes: Int = 1 << 20) {
         self.maxRequestLineBytes = maxRequestLineBytes
         self.maxHeadBytes = maxHeadBytes
+        self.maxBodyBytes = maxBodyBytes
     }
 
     var bufferedBytes: Int { head.capacity }
@@ -32,7 +34,7 @@ struct HTTPRequestParser {
             head.append(byte)
             terminatorMatched = Self.advance(terminatorMatched, byte)
             if terminatorMatched == 4 {
-                let result = Self.parseHead(head.dropLast(4))
+                let result = Self.parseHead(head.dropLast(4), maxBodyBytes: maxBodyBytes)
                 head = []
                 terminatorMatched = 0
                 switch result {
@@ -60,7 +62,7 @@ struct HTTPRequestParser {
         }
     }
 
-    private static func parseHead(_ bytes: ArraySlice<UInt8>) -> Swift.Result<HTTPRequest, HTTPStatus> {
+    private static func parseHead(_ bytes: ArraySlice<UInt8>, maxBodyBytes: Int) -> Swift.Result<HTTPRequest, HTTPStatus> {
         var lines = split(bytes)
         guard !lines.isEmpty else { return .failure(.badRequest) }
         let requestLine = lines.removeFirst()
@@ -77,10 +79,13 @@ struct HTTPRequestParser {
         if minor >= 1 && headers.filter({ $0.name.lowercased() == "host" }).count != 1 {
             return .failure(.badRequest)
         }
-        // Parley takes no request bodies; refusing them keeps the parser free of body framing.
-        if request.header("transfer-encoding") != nil { return .failure(.badRequest) }
-        if let length = request.header("content-length"), length != "0" {
-            return .failure(UInt(length) == nil ? .badRequest : .contentTooLarge)
+        // Bodies are framed by Content-Length only: chunked uploads get 411, which asks for a length.
+        if request.header("transfer-encoding") != nil { return .failure(.lengthRequired) }
+        let lengths = Set(request.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value))
+        guard lengths.count <= 1 else { return .failure(.badRequest) }  // RFC 9112 section 6.3: conflicting lengths
+        if let length = lengths.first {
+            guard !length.isEmpty, length.utf8.allSatisfy({ (48...57).contains($0) }), let n = Int(length) else { return .failure(.badRequest) }
+            guard n <= maxBodyBytes else { return .failure(.contentTooLarge) }
         }
         return .success(request)
     }

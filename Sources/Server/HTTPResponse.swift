@@ -3,13 +3,22 @@ public struct HTTPStatus: Error, Hashable, Sendable {
     public let code: Int
     public let reason: String
 
+    public init(code: Int, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
     public static let ok = HTTPStatus(code: 200, reason: "OK")
     public static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
     public static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
     public static let forbidden = HTTPStatus(code: 403, reason: "Forbidden")
     public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
     public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")
+    public static let lengthRequired = HTTPStatus(code: 411, reason: "Length Required")
     public static let contentTooLarge = HTTPStatus(code: 413, reason: "Content Too Large")
+    public static let tooManyRequests = HTTPStatus(code: 429, reason: "Too Many Requests")
+    public static let internalServerError = HTTPStatus(code: 500, reason: "Internal Server Error")
+    public static let badGateway = HTTPStatus(code: 502, reason: "Bad Gateway")
     public static let uriTooLong = HTTPStatus(code: 414, reason: "URI Too Long")
     public static let upgradeRequired = HTTPStatus(code: 426, reason: "Upgrade Required")
     public static let headersTooLarge = HTTPStatus(code: 431, reason: "Request Header Fields Too Large")

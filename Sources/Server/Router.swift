@@ -15,6 +15,8 @@ extension WebSocketHandler {
 /// read-only afterwards, so every loop can share it.
 public final class Router: Sendable {
     public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// Answers over time on the request's loop: start, write chunks, end (see `HTTPResponseStream`).
+    public typealias StreamingHandler = @Sendable (HTTPRequest, HTTPResponseStream) -> Void
     /// Makes the handler for one upgraded connection, on its loop.
     public typealias WebSocketFactory = @Sendable (HTTPRequest, _ subprotocol: String?) -> any WebSocketHandler
     public typealias Negotiate = @Sendable (HTTPRequest, _ offered: [String]) -> Result<String?, HTTPStatus>
@@ -27,8 +29,14 @@ public final class Router: Sendable {
         let metricsIndex: Int
     }
 
+    enum Responder {
+        case complete(HTTPHandler)
+        case streaming(StreamingHandler)
+    }
+
     enum Route {
-        case http(HTTPHandler)
+        /// Responders by method; HEAD is served by GET's responder, without the body.
+        case http([String: Responder])
         case webSocket(WebSocketEndpoint)
     }
 
@@ -43,7 +51,23 @@ public final class Router: Sendable {
         public init() {}
 
         public mutating func get(_ path: String, _ handler: @escaping HTTPHandler) {
-            routes[path] = .http(handler)
+            add(path, "GET", .complete(handler))
+        }
+
+        public mutating func post(_ path: String, _ handler: @escaping HTTPHandler) {
+            add(path, "POST", .complete(handler))
+        }
+
+        /// A route whose response is streamed (e.g. server-sent events).
+        public mutating func stream(_ method: String, _ path: String, _ handler: @escaping StreamingHandler) {
+            add(path, method, .streaming(handler))
+        }
+
+        private mutating func add(_ path: String, _ method: String, _ responder: Responder) {
+            var methods: [String: Responder] = [:]
+            if case .http(let existing) = routes[path] { methods = existing }
+            methods[method] = responder
+            routes[path] = .http(methods)
         }
 
         /// A WebSocket endpoint; `name` labels its metrics. `negotiate` picks a subprotocol.

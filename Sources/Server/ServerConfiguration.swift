@@ -15,6 +15,8 @@ public struct ServerConfiguration: Sendable {
     public var maxOutboundBytes = 1 << 20
     public var maxRequestLineBytes = 8192
     public var maxHeadBytes = 16384
+    /// Largest request body (Content-Length) accepted; larger ones get 413.
+    public var maxBodyBytes = 1 << 20
     /// Seconds a new connection has to send a complete request head (also the keep-alive idle time).
     public var handshakeTimeout = 10.0
     /// Seconds without traffic before the server pings a WebSocket client.

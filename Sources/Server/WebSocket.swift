@@ -23,6 +23,8 @@ public struct WebSocket {
     }
 
     public var isOpen: Bool { connection.isOpenWebSocket }
+    /// The loop this connection lives on: schedule work with it, reach upstreams through it.
+    public var loop: EventLoop { connection.loop }
     /// The subprotocol agreed in the handshake, if any.
     public var subprotocol: String? { connection.subprotocol }
 }

@@ -27,7 +27,7 @@ import TestSupport
                 #expect(consumed >= 1 && consumed <= n)
                 offset += consumed
             case .failure(let status):
-                #expect([400, 413, 414, 431, 505].contains(status.code))
+                #expect([400, 411, 413, 414, 431, 505].contains(status.code))
                 return
             }
         }

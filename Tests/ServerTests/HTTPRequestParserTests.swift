@@ -68,14 +68,23 @@ import Testing
         "GET / HTTP/1.1\r\nX: a\u{7F}b\r\nHost: a\r\n\r\n",
         "GET / HTTP/1.1\r\n\r\n",                         // HTTP/1.1 without Host
         "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",  // conflicting lengths
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -5\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5x\r\n\r\n",
     ])
     func malformedRequestsGet400(_ text: String) {
         #expect(status(text) == 400)
     }
 
-    @Test func refusesABodyWith413() {
-        #expect(status("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n") == 413)
+    @Test func bodiesAreBoundedAndFramedByContentLengthOnly() {
+        let parser = HTTPRequestParser(maxBodyBytes: 10)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\n\r\n", parser: parser) == 413)
+        #expect(status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", parser: parser) == 411)
+        guard case .request(let request, _) = parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n", parser: parser) else {
+            Issue.record("a body within the limit was refused")
+            return
+        }
+        #expect(request.contentLength == 10)
     }
 
     @Test func refusesOtherMajorVersionsWith505() {

@@ -89,6 +89,29 @@ public final class TestClient {
         }
     }
 
+    /// Reads a response whose body is chunked; returns the status, headers and the chunks in order.
+    public func readChunkedResponse() throws -> (status: Int, headers: [String: String], chunks: [String]) {
+        let head = try readResponse()  // no Content-Length: the head alone
+        var chunks: [String] = []
+        while true {
+            let sizeLine = try readLine()
+            guard let size = Int(sizeLine, radix: 16) else { throw Closed() }
+            if size == 0 { _ = try readLine(); return (head.status, head.headers, chunks) }
+            chunks.append(String(decoding: try read(count: size), as: UTF8.self))
+            _ = try read(count: 2)
+        }
+    }
+
+    /// One CRLF-terminated line, without the CRLF.
+    public func readLine() throws -> String {
+        var line: [UInt8] = []
+        while true {
+            let byte = try read(count: 1)[0]
+            if byte == 10, line.last == 13 { return String(decoding: line.dropLast(), as: UTF8.self) }
+            line.append(byte)
+        }
+    }
+
     private func findHeadEnd() -> Int? {
         guard buffered.count >= 4 else { return nil }
         for i in 0...(buffered.count - 4) where buffered[i] == 13 && buffered[i + 1] == 10 && buffered[i + 2] == 13 && buffered[i + 3] == 10 {

@@ -1,0 +1,67 @@
+/// A response written over time, with chunked transfer encoding: `start`, then `write` as often
+/// as there is something to send (each write goes out at once, as one chunk), then `end`.
+///
+/// Use it on its loop only (`loop.schedule` paces it). `onClose` runs if the client goes away
+/// first, so the producer can stop; after that every call does nothing.
+public final class HTTPResponseStream {
+    private let connection: Connection
+    private let keepAlive: Bool
+    private let includeBody: Bool
+    private var started = false
+    public private(set) var isOpen = true
+    /// Called once if the connection ends before `end()`.
+    public var onClose: (() -> Void)?
+
+    init(connection: Connection, keepAlive: Bool, includeBody: Bool) {
+        self.connection = connection
+        self.keepAlive = keepAlive
+        self.includeBody = includeBody
+    }
+
+    public var loop: EventLoop { connection.loop }
+
+    /// Sends the status and headers. Without `start`, the first `write` sends 200.
+    public func start(_ status: HTTPStatus = .ok, headers: [(String, String)] = []) {
+        guard isOpen, !started else { return }
+        started = true
+        var head = "HTTP/1.1 \(status.code) \(status.reason)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "Transfer-Encoding: chunked\r\n"
+        head += keepAlive ? "\r\n" : "Connection: close\r\n\r\n"
+        connection.writeStreamBytes(Array(head.utf8))
+    }
+
+    public func write(_ text: String) { write(Array(text.utf8)) }
+
+    public func write(_ bytes: [UInt8]) {
+        guard isOpen, !bytes.isEmpty else { return }
+        if !started { start() }
+        guard includeBody else { return }
+        connection.writeStreamBytes(Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10])
+    }
+
+    /// Finishes the response; the connection goes on to its next request (or closes).
+    public func end() {
+        guard isOpen else { return }
+        if !started { start() }
+        if includeBody { connection.writeStreamBytes(Array("0\r\n\r\n".utf8)) }
+        isOpen = false
+        onClose = nil
+        connection.streamEnded(keepAlive: keepAlive)
+    }
+
+    /// Drops the connection without finishing the response (for fault injection and give-ups).
+    public func abort() {
+        guard isOpen else { return }
+        connection.close()
+    }
+
+    /// The connection is gone.
+    func connectionClosed() {
+        guard isOpen else { return }
+        isOpen = false
+        let callback = onClose
+        onClose = nil
+        callback?()
+    }
+}

@@ -1,0 +1,183 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection to an upstream server, on one loop: connect, send a request, read the
+/// response as it streams, then wait in the pool for the next request or close.
+///
+/// Registered edge-triggered for reading and writing from the start: the first writable edge
+/// reports the non-blocking connect's outcome, and with edges a writable socket costs no wake-ups.
+final class UpstreamConnection {
+    enum State {
+        case connecting, sending, awaitingHead, readingBody, idle, closed
+    }
+
+    let fd: Int32
+    let slot: Int32
+    let generation: UInt32
+    let key: String
+    unowned(unsafe) let loop: EventLoop
+    unowned(unsafe) let client: HTTPClient
+
+    private(set) var state = State.connecting
+    private var call: HTTPClientCall?
+    private var parser = HTTPResponseParser()
+    private var outbound = ByteBuffer()
+    private var timeouts = HTTPClientRequest.Timeouts()
+    private var deadline: ScheduledTask?
+    private var lastActivity: UInt64 = 0
+
+    init(fd: Int32, slot: Int32, generation: UInt32, key: String, loop: EventLoop, client: HTTPClient) {
+        self.fd = fd
+        self.slot = slot
+        self.generation = generation
+        self.key = key
+        self.loop = loop
+        self.client = client
+    }
+
+    /// Takes on a request: a fresh connection sends it once connected, a pooled one at once.
+    func start(_ call: HTTPClientCall, _ request: HTTPClientRequest) {
+        self.call = call
+        call.connection = self
+        timeouts = request.timeouts
+        parser = HTTPResponseParser(bodiless: request.method == "HEAD")
+        request.serialized().withUnsafeBytes { outbound.append($0) }
+        if state == .connecting {
+            arm(timeouts.connect) { $0.fail(.connectTimeout) }
+        } else {
+            state = .sending
+            flush()
+        }
+    }
+
+    // MARK: Events
+
+    func writable() {
+        if state == .connecting {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            guard error == 0 else { return fail(.connectFailed(String(cString: strerror(error)))) }
+            state = .sending
+        }
+        if state == .sending { flush() }
+    }
+
+    func readable() {
+        while state != .closed {
+            let buffer = loop.readBuffer
+            let result: Sys.IOResult
+            do { result = try Sys.read(fd, into: buffer) } catch { return lost() }
+            switch result {
+            case .wouldBlock: return
+            case .endOfFile: return lost()
+            case .transferred(let n):
+                guard state == .awaitingHead || state == .readingBody else { return close() }  // idle: nothing may come
+                lastActivity = MonotonicClock.nanoseconds()
+                guard consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
+                if n < buffer.count { return }
+            }
+        }
+    }
+
+    /// Runs the parser over fresh bytes; false once the response ended or the connection closed.
+    private func consume(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while state != .closed {
+            let (event, next) = parser.next(bytes, from: offset)
+            offset = next
+            switch event {
+            case .needMore:
+                return true
+            case .head(let head):
+                state = .readingBody
+                arm(timeouts.idle) { $0.checkIdle() }
+                call?.onHead?(HTTPClientResponseHead(status: head.status, headers: head.headers))
+            case .body(let range):
+                call?.onBody?(UnsafeRawBufferPointer(rebasing: bytes[range]))
+            case .end(let reusable):
+                complete(reusable: reusable && offset == bytes.count)
+                return false
+            case .failure(let why):
+                fail(.malformedResponse(why))
+                return false
+            }
+        }
+        return false
+    }
+
+    // MARK: Transitions
+
+    private func flush() {
+        while !outbound.isEmpty {
+            let queued = UnsafeRawBufferPointer(outbound.readable)
+            var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: queued.baseAddress), iov_len: queued.count)
+            let result: Sys.IOResult
+            do { result = try Sys.writev(fd, &iov, count: 1) } catch { return lost() }
+            guard case .transferred(let n) = result else { return }  // the next writable edge resumes
+            outbound.consume(n)
+        }
+        state = .awaitingHead
+        arm(timeouts.firstByte) { $0.fail(.firstByteTimeout) }
+    }
+
+    private func complete(reusable: Bool) {
+        deadline?.cancel()
+        let finished = call
+        call = nil
+        if reusable {
+            state = .idle
+            client.returnToPool(self)
+        } else {
+            close()
+        }
+        finished?.finish(.success(()))
+    }
+
+    /// The socket ended under us: a parser framed by the close may still complete.
+    private func lost() {
+        guard state == .readingBody, case .end = parser.connectionClosed() else {
+            return state == .idle ? close() : fail(.connectionLost)
+        }
+        complete(reusable: false)
+    }
+
+    private func fail(_ error: HTTPClientError) {
+        let failed = call
+        call = nil
+        close()
+        failed?.finish(.failure(error))
+    }
+
+    /// The caller cancelled: drop the connection so the upstream stops its work too.
+    func abandon() {
+        call = nil
+        close()
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        state = .closed
+        deadline?.cancel()
+        outbound.release()
+        client.removeFromPool(self)
+        loop.releaseUpstream(self)
+    }
+
+    // MARK: Time
+
+    private func arm(_ seconds: Double, _ expired: @escaping (UpstreamConnection) -> Void) {
+        deadline?.cancel()
+        deadline = loop.schedule(after: seconds) { [weak self] in
+            if let self { expired(self) }
+        }
+    }
+
+    /// The idle deadline is checked lazily, so a streaming body does not reschedule on every read.
+    private func checkIdle() {
+        let quiet = Double(MonotonicClock.nanoseconds() &- lastActivity) / 1e9
+        if quiet >= timeouts.idle { return fail(.idleTimeout) }
+        arm(timeouts.idle - quiet) { $0.checkIdle() }
+    }
+}
