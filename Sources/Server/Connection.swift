@@ -80,7 +80,9 @@ final class Connection {
     // MARK: Reading
 
     /// Reads until the socket is drained, the read budget is spent, or reading must pause.
-    func readable() {
+    /// `hungUp`: the peer's FIN came with this edge, so read on to the end of file even after a
+    /// short read: no further edge will announce it.
+    func readable(hungUp: Bool = false) {
         if reprocessPending {
             reprocessPending = false
             processPending()
@@ -110,7 +112,7 @@ final class Connection {
                 }
                 account()
                 // Edge-triggered: a short read means the socket is drained, and new data brings a new edge.
-                if n < space.count { return }
+                if n < space.count && !hungUp { return }
             }
         }
         loop.markReady(self)

@@ -154,13 +154,13 @@ public final class EventLoop {
             guard slot < upstreams.count, let upstream = upstreams[slot],
                   upstream.generation == UInt32(truncatingIfNeeded: (token & ~Self.upstreamBit) >> 32) else { return }
             if readiness.writable { upstream.writable() }
-            if readiness.readable { upstream.readable() }
+            if readiness.readable { upstream.readable(hungUp: readiness.hungUp) }
         default:
             let slot = Int(UInt32(truncatingIfNeeded: readiness.token))
             guard slot < connections.count, let connection = connections[slot],
                   connection.generation == UInt32(truncatingIfNeeded: readiness.token >> 32) else { return }
             if readiness.writable { connection.writable() }
-            if readiness.readable { connection.readable() }
+            if readiness.readable { connection.readable(hungUp: readiness.hungUp) }
             // A connection that is not reading (a response is streaming) still hears the peer leave.
             if readiness.hungUp { connection.peerHungUp() }
         }

@@ -64,7 +64,8 @@ final class UpstreamConnection {
         if state == .sending { flush() }
     }
 
-    func readable() {
+    /// `hungUp`: the upstream's FIN came with this edge; read on to the end of file.
+    func readable(hungUp: Bool = false) {
         while state != .closed {
             let buffer = loop.readBuffer
             let result: Sys.IOResult
@@ -76,7 +77,7 @@ final class UpstreamConnection {
                 guard state == .awaitingHead || state == .readingBody else { return close() }  // idle: nothing may come
                 lastActivity = MonotonicClock.nanoseconds()
                 guard consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
-                if n < buffer.count { return }
+                if n < buffer.count && !hungUp { return }
             }
         }
     }

@@ -51,6 +51,16 @@ import TestSupport
         #expect(server.metric("parley_connections_closed_total{code=\"1000\"}", becomes: 1))
     }
 
+    @Test func finArrivingWithTheLastDataIsNotMissed() throws {
+        // Edge-triggered epoll reports data and FIN as one edge; a reader that stops at a short read
+        // would miss the FIN and hold the connection until the close time-out.
+        let server = try TestServer { $0.closeTimeout = 60 }
+        let client = try openEcho(server)
+        try client.send(TestClient.frame(0x8, [0x03, 0xE8]))
+        shutdown(client.fd, Int32(SHUT_WR))
+        #expect(server.metric("parley_connections_open{endpoint=\"echo\"}", becomes: 0))
+    }
+
     @Test func unmaskedClientFrameCloses1002() throws {
         let server = try TestServer()
         let client = try openEcho(server)
