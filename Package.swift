@@ -26,7 +26,9 @@ let package = Package(
 
         .target(name: "Server", dependencies: ["CLinux", "COpenSSL"]),
         .target(name: "Codec", dependencies: ["COpus", "CSpeexDSP"]),
-        .target(name: "Session", dependencies: ["Server", "Codec"]),
+        // JSON values, a strict parser for untrusted input and a writer; no Foundation.
+        .target(name: "JSON"),
+        .target(name: "Session", dependencies: ["Server", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
             dependencies: [
@@ -38,7 +40,7 @@ let package = Package(
         .executableTarget(
             name: "parley-load",
             dependencies: [
-                "Server", "CLinux", "Codec", "CCodecBench",
+                "Server", "CLinux", "Codec", "CCodecBench", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "LoadTests/parley-load"),
@@ -46,7 +48,8 @@ let package = Package(
         // Real-socket clients and servers shared by the test targets.
         .target(name: "TestSupport", dependencies: ["Server"], path: "Tests/TestSupport"),
         .testTarget(name: "ServerTests", dependencies: ["Server", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "TestSupport"]),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CCodecBench
 import Codec
+import JSON
 #if canImport(Glibc)
 import Glibc
 #endif

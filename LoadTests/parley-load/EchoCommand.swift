@@ -1,3 +1,4 @@
+import JSON
 import Server
 import ArgumentParser
 #if canImport(Glibc)

@@ -1,3 +1,5 @@
+import JSON
+
 /// What one echo run measured; results from several processes add together.
 struct EchoResult {
     var connections = 0

@@ -1,3 +1,5 @@
+import JSON
+
 /// What `echo` prints and writes: throughput, the latency distribution, errors, and the client's
 /// CPU beside them so that a reader can see whether the client was the bottleneck.
 struct EchoSummary {

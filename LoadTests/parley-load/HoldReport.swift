@@ -1,3 +1,5 @@
+import JSON
+
 /// What a hold worker tells its parent, every half second and once more at the end; the parent
 /// adds the workers' reports together.
 struct HoldReport {

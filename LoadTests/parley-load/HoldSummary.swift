@@ -1,3 +1,5 @@
+import JSON
+
 /// Everything `hold` found, printed in two parts (once connected, then after the hold) and
 /// optionally written as JSON.
 struct HoldSummary {

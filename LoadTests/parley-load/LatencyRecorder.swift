@@ -1,3 +1,5 @@
+import JSON
+
 /// A log-linear latency histogram in nanoseconds, in the manner of HdrHistogram: values below 256
 /// are counted exactly; above, each power of two is split into 128 buckets, so a bucket is never
 /// wider than 1/128 (0.8 %) of the values in it. Recording is an index computation and an

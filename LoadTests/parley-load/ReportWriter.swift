@@ -1,3 +1,4 @@
+import JSON
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import CLinux
+import JSON
 #if canImport(Glibc)
 import Glibc
 #endif

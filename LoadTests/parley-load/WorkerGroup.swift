@@ -1,3 +1,4 @@
+import JSON
 import Server
 #if canImport(Glibc)
 import Glibc

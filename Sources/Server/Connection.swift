@@ -60,6 +60,8 @@ final class Connection {
     private var accounted = 0
     /// What malloc gave this object; fixed for its life, so measured once.
     private var objectBytes = 0
+    /// What the WebSocket handler reports holding for this connection.
+    private var handlerBytes = 0
 
     init(fd: Int32, slot: Int32, generation: UInt32, loop: EventLoop) {
         self.fd = fd
@@ -501,10 +503,15 @@ final class Connection {
         }
     }
 
+    func setHandlerBytes(_ bytes: Int) {
+        handlerBytes = bytes
+        account()
+    }
+
     /// Reports this connection's heap to the loop: the object itself and every buffer it holds.
     private func account() {
         guard mode != .closed else { return }
-        let now = objectBytes + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
+        let now = objectBytes + handlerBytes + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
         if now != accounted {
             loop.metrics.accountedBytes.add(now - accounted)
             accounted = now

@@ -11,6 +11,7 @@ public struct HTTPStatus: Error, Hashable, Sendable {
     public static let ok = HTTPStatus(code: 200, reason: "OK")
     public static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
     public static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
+    public static let unauthorized = HTTPStatus(code: 401, reason: "Unauthorized")
     public static let forbidden = HTTPStatus(code: 403, reason: "Forbidden")
     public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
     public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")

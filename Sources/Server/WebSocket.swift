@@ -23,6 +23,10 @@ public struct WebSocket {
     }
 
     public var isOpen: Bool { connection.isOpenWebSocket }
+
+    /// Tells the connection's memory account what the handler holds for it (history, codec
+    /// state), so that /metrics counts a session's memory, not only its socket's.
+    public func account(handlerBytes: Int) { connection.setHandlerBytes(handlerBytes) }
     /// The loop this connection lives on: schedule work with it, reach upstreams through it.
     public var loop: EventLoop { connection.loop }
     /// The subprotocol agreed in the handshake, if any.

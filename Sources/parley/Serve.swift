@@ -10,6 +10,9 @@ struct Serve: ParsableCommand {
         abstract: "Run the server.",
         discussion: "Every option can also be set with the environment variable named after it, e.g. PARLEY_PORT, PARLEY_MAX_CONNECTIONS.")
 
+    @OptionGroup(title: "Language model")
+    var languageModel: LanguageModelOptions
+
     @Option(help: "Address to listen on (PARLEY_HOST).")
     var host = Environment.string("PARLEY_HOST") ?? "127.0.0.1"
 
@@ -72,7 +75,11 @@ struct Serve: ParsableCommand {
         var routes = Router.Builder()
         routes.get("/") { _ in LandingPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
-        routes.webSocket("/ws", name: "ws") { _, _ in PlaceholderSessionHandler.shared }
+        // PARLEY_API_KEY, when set, is the key session clients must present (kept out of flags,
+        // where it would show in the process list).
+        let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.llmModel ?? "parley-\(languageModel.llm)",
+                                        requiredKey: Environment.string("PARLEY_API_KEY"))
+        sessions.install(on: &routes)
 
         let server: Server
         do {
@@ -83,7 +90,7 @@ struct Serve: ParsableCommand {
             throw ExitCode.failure
         }
         let shown = host.contains(":") ? "[\(host)]" : host
-        print("parley listening on http://\(shown):\(server.port)/  (\(loops) loops; WebSocket /ws and /echo; /healthz, /metrics)")
+        print("parley listening on http://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics)")
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
         try server.runUntilTerminated()
         print("parley stopped")

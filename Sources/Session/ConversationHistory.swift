@@ -1,0 +1,74 @@
+/// The conversation the model sees, within a fixed budget: at most `maxMessages` messages and
+/// `maxTextBytes` bytes of text (UTF-8), by default 64 and 32 KiB, so a long session's memory and
+/// prompt size stay bounded.
+///
+/// Over budget, the oldest messages go first, system messages (client-created ones; the session's
+/// instructions are kept apart and always sent) only when nothing else is left. After trimming, a
+/// leading assistant message goes too, so the model's view still opens with the user. One message
+/// longer than the whole text budget is cut to fit (on a character boundary).
+struct ConversationHistory: Sendable {
+    struct Entry: Sendable {
+        var id: String
+        var message: ChatMessage
+    }
+
+    let maxMessages: Int
+    let maxTextBytes: Int
+    private(set) var entries: [Entry] = []
+    private(set) var textBytes = 0
+    /// The newest item's id, for `previous_item_id`; kept even after that item is trimmed.
+    private(set) var lastItemID: String?
+
+    init(maxMessages: Int = 64, maxTextBytes: Int = 32 * 1024) {
+        self.maxMessages = maxMessages
+        self.maxTextBytes = maxTextBytes
+    }
+
+    var messages: [ChatMessage] { entries.map(\.message) }
+
+    /// Text, ids and the array itself; an approximation of the heap held, for memory accounting.
+    var heapBytes: Int {
+        textBytes + entries.capacity * MemoryLayout<Entry>.stride + entries.reduce(0) { $0 + ($1.id.utf8.count > 15 ? $1.id.utf8.count : 0) }
+    }
+
+    mutating func append(id: String, _ message: ChatMessage) {
+        var message = message
+        if message.text.utf8.count > maxTextBytes { message.text = Self.prefix(of: message.text, bytes: maxTextBytes) }
+        entries.append(Entry(id: id, message: message))
+        textBytes += message.text.utf8.count
+        lastItemID = id
+        trim()
+    }
+
+    private mutating func trim() {
+        var trimmed = false
+        while entries.count > maxMessages || textBytes > maxTextBytes {
+            let victim = entries.firstIndex { $0.message.role != .system } ?? 0
+            remove(at: victim)
+            trimmed = true
+        }
+        guard trimmed else { return }
+        while let first = entries.firstIndex(where: { $0.message.role != .system }),
+              entries[first].message.role == .assistant, first < entries.count - 1 {
+            remove(at: first)
+        }
+    }
+
+    private mutating func remove(at index: Int) {
+        textBytes -= entries[index].message.text.utf8.count
+        entries.remove(at: index)
+    }
+
+    /// The longest prefix of `text` of at most `bytes` UTF-8 bytes that ends on a character.
+    static func prefix(of text: String, bytes: Int) -> String {
+        var count = 0
+        var end = text.startIndex
+        for character in text {
+            let size = character.utf8.count
+            guard count + size <= bytes else { break }
+            count += size
+            end = text.index(after: end)
+        }
+        return String(text[..<end])
+    }
+}

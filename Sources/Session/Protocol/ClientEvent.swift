@@ -1,0 +1,175 @@
+import Codec
+import JSON
+import Server
+
+/// An event a client sends, parsed and validated: the subset of the Realtime API's client events
+/// that a voice agent needs.
+public struct ClientEvent: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// `session.update`: the settings to change.
+        case sessionUpdate(SessionUpdate)
+        /// `input_audio_buffer.append`: pcm16 samples at 24 kHz, decoded from the base64 `audio`.
+        /// The caller resamples them to 16 kHz and hands them to the engine as `.audio`.
+        case inputAudioAppend([Int16])
+        /// `input_audio_buffer.commit`
+        case inputAudioCommit
+        /// `input_audio_buffer.clear`
+        case inputAudioClear
+        /// `conversation.item.create` with a text message.
+        case conversationItemCreate(NewConversationItem)
+        /// `response.create`, with its per-response overrides.
+        case responseCreate(ResponseOverrides)
+        /// `response.cancel`; `responseID` is optional in the API.
+        case responseCancel(responseID: String?)
+    }
+
+    /// The client's own `event_id`, echoed in any `error` event about this one.
+    public var eventID: String?
+    public var kind: Kind
+
+    public init(eventID: String? = nil, _ kind: Kind) {
+        self.eventID = eventID
+        self.kind = kind
+    }
+
+    /// Client events of the Realtime API that Parley does not implement: they get an
+    /// `unsupported_event` error rather than `unknown_event`, so the client knows it was understood.
+    static let unsupportedTypes: Set<String> = [
+        "conversation.item.retrieve", "conversation.item.truncate", "conversation.item.delete",
+        "output_audio_buffer.clear", "transcription_session.update",
+    ]
+
+    /// Parses one client event from a WebSocket text message.
+    public static func parse(_ text: String) throws(ProtocolError) -> ClientEvent {
+        let json: JSON
+        do {
+            json = try JSON(parsing: text)
+        } catch {
+            throw ProtocolError(.invalidJSON, "the event is not valid JSON: \(error)")
+        }
+        guard json.object != nil else { throw ProtocolError(.invalidValue, "an event must be a JSON object") }
+        let event = EventFields(json)
+        // The client's event_id first, so that every later error can carry it.
+        let eventID = try event.string("event_id")
+        do {
+            return ClientEvent(eventID: eventID, try kind(of: event))
+        } catch {
+            var error = error
+            error.eventID = eventID
+            throw error
+        }
+    }
+
+    private static func kind(of event: EventFields) throws(ProtocolError) -> Kind {
+        let type = try event.requiredString("type")
+        switch type {
+        case "session.update":
+            guard let session = try event.object("session") else { throw event.missing("session") }
+            return .sessionUpdate(try SessionUpdate.parse(session))
+        case "input_audio_buffer.append":
+            return .inputAudioAppend(try pcm16(event, "audio"))
+        case "input_audio_buffer.commit":
+            return .inputAudioCommit
+        case "input_audio_buffer.clear":
+            return .inputAudioClear
+        case "conversation.item.create":
+            guard let item = try event.object("item") else { throw event.missing("item") }
+            return .conversationItemCreate(try NewConversationItem.parse(item))
+        case "response.create":
+            return .responseCreate(try ResponseOverrides.parse(try event.object("response")))
+        case "response.cancel":
+            return .responseCancel(responseID: try event.string("response_id"))
+        case _ where unsupportedTypes.contains(type):
+            throw ProtocolError(.unsupportedEvent, "event type '\(type)' is not supported by Parley", param: "type")
+        default:
+            throw ProtocolError(.unknownEvent, "unknown event type '\(type)'", param: "type")
+        }
+    }
+
+    /// Base64 of 16-bit little-endian samples.
+    private static func pcm16(_ event: EventFields, _ key: String) throws(ProtocolError) -> [Int16] {
+        let text = try event.requiredString(key)
+        guard let bytes = Base64.decode(text.utf8) else { throw event.invalid(key, "is not valid base64") }
+        guard bytes.count % 2 == 0 else {
+            throw event.invalid(key, "must hold whole 16-bit samples, got \(bytes.count) bytes")
+        }
+        return bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }
+    }
+}
+
+/// A message a client adds to the conversation with `conversation.item.create`.
+public struct NewConversationItem: Sendable, Equatable {
+    /// The client's id for the item, if it chose one (at most 32 bytes, as in the Realtime API).
+    public var id: String?
+    public var role: ChatMessage.Role
+    /// The item's text parts, joined by newlines.
+    public var text: String
+
+    public init(id: String? = nil, role: ChatMessage.Role, text: String) {
+        self.id = id
+        self.role = role
+        self.text = text
+    }
+
+    static let maxIDBytes = 32
+
+    static func parse(_ item: EventFields) throws(ProtocolError) -> NewConversationItem {
+        if let type = try item.string("type"), type != "message" {
+            throw item.invalid("type", "'\(type)' is not supported; Parley takes 'message' items")
+        }
+        let id = try item.string("id")
+        if let id, id.isEmpty || id.utf8.count > maxIDBytes {
+            throw item.invalid("id", "must be 1 to \(maxIDBytes) bytes")
+        }
+        guard let roleName = try item.string("role") else { throw item.missing("role") }
+        guard let role = ChatMessage.Role(rawValue: roleName) else {
+            throw item.invalid("role", "must be 'user', 'system' or 'assistant', got '\(roleName)'")
+        }
+        guard let content = try item.array("content") else { throw item.missing("content") }
+        guard !content.isEmpty else { throw item.invalid("content", "must hold at least one part") }
+        var texts: [String] = []
+        for (index, part) in content.enumerated() {
+            let fields = EventFields(part, path: item.name("content[\(index)]"))
+            guard part.object != nil else { throw item.invalid("content[\(index)]", "must be an object") }
+            let type = try fields.requiredString("type")
+            switch type {
+            case "input_text", "text", "output_text":
+                texts.append(try fields.requiredString("text"))
+            case "input_audio", "audio", "output_audio":
+                throw fields.invalid("type", "'\(type)' content is not supported; send audio with input_audio_buffer.append")
+            default:
+                throw fields.invalid("type", "must be 'input_text' or 'text', got '\(type)'")
+            }
+        }
+        return NewConversationItem(id: id, role: role, text: texts.joined(separator: "\n"))
+    }
+}
+
+/// What a `response.create` changes for that one response.
+public struct ResponseOverrides: Sendable, Equatable {
+    public var instructions: String?
+    public var outputModalities: OutputModalities?
+    public var maxOutputTokens: SessionUpdate.TokenLimit?
+
+    public init(instructions: String? = nil, outputModalities: OutputModalities? = nil, maxOutputTokens: SessionUpdate.TokenLimit? = nil) {
+        self.instructions = instructions
+        self.outputModalities = outputModalities
+        self.maxOutputTokens = maxOutputTokens
+    }
+
+    static func parse(_ response: EventFields?) throws(ProtocolError) -> ResponseOverrides {
+        guard let response else { return ResponseOverrides() }
+        var overrides = ResponseOverrides()
+        if let instructions = try response.string("instructions") {
+            guard instructions.utf8.count <= SessionConfiguration.maxInstructionBytes else {
+                throw response.invalid("instructions", "is longer than \(SessionConfiguration.maxInstructionBytes) bytes")
+            }
+            overrides.instructions = instructions
+        }
+        overrides.outputModalities = try SessionUpdate.modalities(response, "modalities")
+        if let ga = try SessionUpdate.modalities(response, "output_modalities") { overrides.outputModalities = ga }
+        overrides.maxOutputTokens = try SessionUpdate.tokenLimit(response, "max_response_output_tokens")
+        if let ga = try SessionUpdate.tokenLimit(response, "max_output_tokens") { overrides.maxOutputTokens = ga }
+        return overrides
+    }
+}

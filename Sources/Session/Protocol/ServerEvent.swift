@@ -1,0 +1,56 @@
+/// An event the server sends: what the session engine emits and the connection writes as JSON in
+/// the client's dialect (`json(dialect:)`).
+public struct ServerEvent: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case sessionCreated(SessionInfo)
+        case sessionUpdated(SessionInfo)
+        /// `audioStartMs`: audio since the session's first sample, less the prefix padding.
+        case speechStarted(audioStartMs: Int, itemID: String)
+        case speechStopped(audioEndMs: Int, itemID: String)
+        case inputAudioCommitted(itemID: String, previousItemID: String?)
+        case inputAudioCleared
+        case conversationItemCreated(ConversationItem, previousItemID: String?)
+        case responseCreated(RealtimeResponse)
+        case outputItemAdded(responseID: String, outputIndex: Int, item: ConversationItem)
+        case contentPartAdded(ContentLocation, part: ConversationItem.Content)
+        /// A piece of a text reply (GA `response.output_text.delta`, beta `response.text.delta`).
+        case outputTextDelta(ContentLocation, delta: String)
+        /// A piece of a spoken reply, base64 in the output format (GA `response.output_audio.delta`,
+        /// beta `response.audio.delta`).
+        case outputAudioDelta(ContentLocation, delta: String)
+        /// A piece of a spoken reply's transcript (GA `response.output_audio_transcript.delta`,
+        /// beta `response.audio_transcript.delta`).
+        case outputAudioTranscriptDelta(ContentLocation, delta: String)
+        case outputTextDone(ContentLocation, text: String)
+        case outputAudioDone(ContentLocation)
+        case outputAudioTranscriptDone(ContentLocation, transcript: String)
+        case contentPartDone(ContentLocation, part: ConversationItem.Content)
+        case outputItemDone(responseID: String, outputIndex: Int, item: ConversationItem)
+        case responseDone(RealtimeResponse)
+        case error(EventError)
+    }
+
+    /// Fresh for every event, as in the Realtime API.
+    public var eventID: String
+    public var kind: Kind
+
+    public init(eventID: String, _ kind: Kind) {
+        self.eventID = eventID
+        self.kind = kind
+    }
+}
+
+/// Where a delta goes: which response, item and content part.
+public struct ContentLocation: Sendable, Equatable {
+    public var responseID: String
+    public var itemID: String
+    public var outputIndex: Int
+    public var contentIndex: Int
+
+    public init(responseID: String, itemID: String, outputIndex: Int = 0, contentIndex: Int = 0) {
+        self.responseID = responseID
+        self.itemID = itemID
+        self.outputIndex = outputIndex
+        self.contentIndex = contentIndex
+    }
+}

@@ -1,0 +1,77 @@
+import JSON
+
+extension ServerEvent {
+    /// The event as one JSON text, in the client's dialect.
+    public func json(dialect: Dialect) -> String {
+        jsonValue(dialect: dialect).description
+    }
+
+    /// The event's `type` in `dialect`: the only names that differ are the reply deltas and their
+    /// `.done` events.
+    public func type(in dialect: Dialect) -> String {
+        let ga = dialect == .ga
+        switch kind {
+        case .sessionCreated: return "session.created"
+        case .sessionUpdated: return "session.updated"
+        case .speechStarted: return "input_audio_buffer.speech_started"
+        case .speechStopped: return "input_audio_buffer.speech_stopped"
+        case .inputAudioCommitted: return "input_audio_buffer.committed"
+        case .inputAudioCleared: return "input_audio_buffer.cleared"
+        case .conversationItemCreated: return "conversation.item.created"
+        case .responseCreated: return "response.created"
+        case .outputItemAdded: return "response.output_item.added"
+        case .contentPartAdded: return "response.content_part.added"
+        case .outputTextDelta: return ga ? "response.output_text.delta" : "response.text.delta"
+        case .outputAudioDelta: return ga ? "response.output_audio.delta" : "response.audio.delta"
+        case .outputAudioTranscriptDelta: return ga ? "response.output_audio_transcript.delta" : "response.audio_transcript.delta"
+        case .outputTextDone: return ga ? "response.output_text.done" : "response.text.done"
+        case .outputAudioDone: return ga ? "response.output_audio.done" : "response.audio.done"
+        case .outputAudioTranscriptDone: return ga ? "response.output_audio_transcript.done" : "response.audio_transcript.done"
+        case .contentPartDone: return "response.content_part.done"
+        case .outputItemDone: return "response.output_item.done"
+        case .responseDone: return "response.done"
+        case .error: return "error"
+        }
+    }
+
+    public func jsonValue(dialect: Dialect) -> JSON {
+        var members: [(String, JSON)] = [("type", .string(type(in: dialect))), ("event_id", .string(eventID))]
+        switch kind {
+        case .sessionCreated(let session), .sessionUpdated(let session):
+            members.append(("session", session.json(dialect: dialect)))
+        case .speechStarted(let ms, let itemID):
+            members += [("audio_start_ms", .int(ms)), ("item_id", .string(itemID))]
+        case .speechStopped(let ms, let itemID):
+            members += [("audio_end_ms", .int(ms)), ("item_id", .string(itemID))]
+        case .inputAudioCommitted(let itemID, let previous):
+            members += [("previous_item_id", previous.map(JSON.string) ?? .null), ("item_id", .string(itemID))]
+        case .inputAudioCleared:
+            break
+        case .conversationItemCreated(let item, let previous):
+            members += [("previous_item_id", previous.map(JSON.string) ?? .null), ("item", item.json(dialect: dialect))]
+        case .responseCreated(let response), .responseDone(let response):
+            members.append(("response", response.json(dialect: dialect)))
+        case .outputItemAdded(let responseID, let index, let item), .outputItemDone(let responseID, let index, let item):
+            members += [("response_id", .string(responseID)), ("output_index", .int(index)), ("item", item.json(dialect: dialect))]
+        case .contentPartAdded(let at, let part), .contentPartDone(let at, let part):
+            members += at.members + [("part", part.json(dialect: dialect))]
+        case .outputTextDelta(let at, let delta), .outputAudioDelta(let at, let delta), .outputAudioTranscriptDelta(let at, let delta):
+            members += at.members + [("delta", .string(delta))]
+        case .outputTextDone(let at, let text):
+            members += at.members + [("text", .string(text))]
+        case .outputAudioDone(let at):
+            members += at.members
+        case .outputAudioTranscriptDone(let at, let transcript):
+            members += at.members + [("transcript", .string(transcript))]
+        case .error(let error):
+            members.append(("error", error.json))
+        }
+        return .object(members)
+    }
+}
+
+extension ContentLocation {
+    var members: [(String, JSON)] {
+        [("response_id", .string(responseID)), ("item_id", .string(itemID)), ("output_index", .int(outputIndex)), ("content_index", .int(contentIndex))]
+    }
+}

@@ -1,0 +1,66 @@
+import JSON
+
+/// The session object of `session.created` and `session.updated`.
+public struct SessionInfo: Sendable, Equatable {
+    public var id: String
+    /// The model name reported to clients (e.g. "parley-builtin", or the upstream LLM's).
+    public var model: String
+    public var configuration: SessionConfiguration
+
+    public init(id: String, model: String, configuration: SessionConfiguration) {
+        self.id = id
+        self.model = model
+        self.configuration = configuration
+    }
+
+    func json(dialect: Dialect) -> JSON {
+        let c = configuration
+        let maxTokens: JSON = c.maxOutputTokens.map(JSON.int) ?? .string("inf")
+        let turnDetection = c.turnDetection?.json ?? .null
+        switch dialect {
+        case .ga:
+            return .object([
+                ("type", .string("realtime")),
+                ("object", .string("realtime.session")),
+                ("id", .string(id)),
+                ("model", .string(model)),
+                ("output_modalities", c.outputModalities.json(dialect: dialect)),
+                ("instructions", .string(c.instructions)),
+                ("tools", .array([])),
+                ("tool_choice", .string("auto")),
+                ("max_output_tokens", maxTokens),
+                ("tracing", .null),
+                ("audio", .object([
+                    ("input", .object([
+                        ("format", c.inputAudioFormat.json(dialect: dialect)),
+                        ("transcription", .null),
+                        ("noise_reduction", .null),
+                        ("turn_detection", turnDetection),
+                    ])),
+                    ("output", .object([
+                        ("format", c.outputAudioFormat.json(dialect: dialect)),
+                        ("voice", .string(c.voice)),
+                        ("speed", .number(1)),
+                    ])),
+                ])),
+            ])
+        case .beta:
+            return .object([
+                ("id", .string(id)),
+                ("object", .string("realtime.session")),
+                ("model", .string(model)),
+                ("modalities", c.outputModalities.json(dialect: dialect)),
+                ("instructions", .string(c.instructions)),
+                ("voice", .string(c.voice)),
+                ("input_audio_format", c.inputAudioFormat.json(dialect: dialect)),
+                ("output_audio_format", c.outputAudioFormat.json(dialect: dialect)),
+                ("input_audio_transcription", .null),
+                ("turn_detection", turnDetection),
+                ("tools", .array([])),
+                ("tool_choice", .string("auto")),
+                ("temperature", .number(0.8)),
+                ("max_response_output_tokens", maxTokens),
+            ])
+        }
+    }
+}

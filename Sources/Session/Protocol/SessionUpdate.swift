@@ -1,0 +1,176 @@
+import JSON
+
+/// The fields a `session.update` sets; nil leaves a setting as it is.
+///
+/// Both API generations' shapes are read, whichever dialect the connection speaks: the GA nesting
+/// (`output_modalities`, `audio.input.format` as `{"type":"audio/pcm","rate":24000}`,
+/// `audio.input.turn_detection`, `audio.output.voice`, `max_output_tokens`) and the beta's flat
+/// fields (`modalities`, `input_audio_format: "pcm16"`, `turn_detection`, `voice`,
+/// `max_response_output_tokens`). Fields Parley does not act on (tools, temperature, transcription
+/// and noise-reduction settings) are accepted and ignored, so SDK defaults do not fail.
+public struct SessionUpdate: Sendable, Equatable {
+    public enum TurnDetectionChange: Sendable, Equatable {
+        /// `turn_detection: null`: the client commits turns itself.
+        case manual
+        case serverVAD(ServerVADChange)
+    }
+
+    /// Server VAD fields present in the update; the rest keep their values.
+    public struct ServerVADChange: Sendable, Equatable {
+        public var threshold: Double?
+        public var prefixPaddingMs: Int?
+        public var silenceDurationMs: Int?
+        public var createResponse: Bool?
+        public var interruptResponse: Bool?
+
+        public init(threshold: Double? = nil, prefixPaddingMs: Int? = nil, silenceDurationMs: Int? = nil,
+                    createResponse: Bool? = nil, interruptResponse: Bool? = nil) {
+            self.threshold = threshold
+            self.prefixPaddingMs = prefixPaddingMs
+            self.silenceDurationMs = silenceDurationMs
+            self.createResponse = createResponse
+            self.interruptResponse = interruptResponse
+        }
+    }
+
+    public enum TokenLimit: Sendable, Equatable {
+        case limited(Int)
+        /// "inf"
+        case unlimited
+    }
+
+    public var instructions: String?
+    public var outputModalities: OutputModalities?
+    public var voice: String?
+    public var inputAudioFormat: RealtimeAudioFormat?
+    public var outputAudioFormat: RealtimeAudioFormat?
+    public var turnDetection: TurnDetectionChange?
+    public var maxOutputTokens: TokenLimit?
+    /// Where the formats were given, for an error that names the field.
+    var inputAudioFormatParam = "session.input_audio_format"
+    var outputAudioFormatParam = "session.output_audio_format"
+
+    public init(instructions: String? = nil, outputModalities: OutputModalities? = nil, voice: String? = nil,
+                inputAudioFormat: RealtimeAudioFormat? = nil, outputAudioFormat: RealtimeAudioFormat? = nil,
+                turnDetection: TurnDetectionChange? = nil, maxOutputTokens: TokenLimit? = nil) {
+        self.instructions = instructions
+        self.outputModalities = outputModalities
+        self.voice = voice
+        self.inputAudioFormat = inputAudioFormat
+        self.outputAudioFormat = outputAudioFormat
+        self.turnDetection = turnDetection
+        self.maxOutputTokens = maxOutputTokens
+    }
+
+    static func parse(_ session: EventFields) throws(ProtocolError) -> SessionUpdate {
+        var update = SessionUpdate()
+        if let type = try session.string("type"), type != "realtime" {
+            throw session.invalid("type", "must be 'realtime' (Parley has no transcription-only sessions), got '\(type)'")
+        }
+        if let instructions = try session.string("instructions") {
+            guard instructions.utf8.count <= SessionConfiguration.maxInstructionBytes else {
+                throw session.invalid("instructions", "is longer than \(SessionConfiguration.maxInstructionBytes) bytes")
+            }
+            update.instructions = instructions
+        }
+        update.outputModalities = try modalities(session, "modalities")
+        if let ga = try modalities(session, "output_modalities") { update.outputModalities = ga }
+        update.voice = try voice(session, "voice")
+        update.inputAudioFormat = try format(session, "input_audio_format")
+        update.outputAudioFormat = try format(session, "output_audio_format")
+        update.turnDetection = try turnDetection(session)
+        update.maxOutputTokens = try tokenLimit(session, "max_response_output_tokens")
+        if let ga = try tokenLimit(session, "max_output_tokens") { update.maxOutputTokens = ga }
+
+        if let audio = try session.object("audio") {
+            if let input = try audio.object("input") {
+                if let format = try format(input, "format") {
+                    update.inputAudioFormat = format
+                    update.inputAudioFormatParam = input.name("format")
+                }
+                if let change = try turnDetection(input) { update.turnDetection = change }
+            }
+            if let output = try audio.object("output") {
+                if let format = try format(output, "format") {
+                    update.outputAudioFormat = format
+                    update.outputAudioFormatParam = output.name("format")
+                }
+                if let voice = try voice(output, "voice") { update.voice = voice }
+            }
+        }
+        return update
+    }
+
+    static func modalities(_ fields: EventFields, _ key: String) throws(ProtocolError) -> OutputModalities? {
+        guard let list = try fields.array(key) else { return nil }
+        var modalities: OutputModalities = []
+        for item in list {
+            switch item.string {
+            case "text": modalities.insert(.text)
+            case "audio": modalities.insert(.audio)
+            default: throw fields.invalid(key, "may hold only 'text' and 'audio', got \(item)")
+            }
+        }
+        guard !modalities.isEmpty else { throw fields.invalid(key, "must not be empty") }
+        return modalities
+    }
+
+    private static func voice(_ fields: EventFields, _ key: String) throws(ProtocolError) -> String? {
+        guard let voice = try fields.string(key) else { return nil }
+        guard !voice.isEmpty, voice.utf8.count <= SessionConfiguration.maxVoiceBytes else {
+            throw fields.invalid(key, "must be a voice name of 1 to \(SessionConfiguration.maxVoiceBytes) bytes")
+        }
+        return voice
+    }
+
+    /// A format as the beta's string (`"pcm16"`) or the GA's object (`{"type":"audio/pcm","rate":24000}`).
+    private static func format(_ fields: EventFields, _ key: String) throws(ProtocolError) -> RealtimeAudioFormat? {
+        if let object = try? fields.object(key) {
+            let type = try object.requiredString("type")
+            let format: RealtimeAudioFormat
+            switch type {
+            case "audio/pcm": format = .pcm16
+            case "audio/opus": format = .opus
+            case "audio/pcmu", "audio/pcma":
+                throw object.invalid("type", "'\(type)' is not supported by Parley; use 'audio/pcm'")
+            default:
+                throw object.invalid("type", "must be 'audio/pcm' (or 'audio/opus' on /ws), got '\(type)'")
+            }
+            if let rate = try object.integer("rate", in: 1...1_000_000), rate != format.sampleRate {
+                throw object.invalid("rate", "must be \(format.sampleRate) for \(type), got \(rate)")
+            }
+            return format
+        }
+        guard let name = try fields.string(key) else { return nil }
+        switch name {
+        case "pcm16": return .pcm16
+        case "opus": return .opus
+        case "g711_ulaw", "g711_alaw": throw fields.invalid(key, "'\(name)' is not supported by Parley; use 'pcm16'")
+        default: throw fields.invalid(key, "must be 'pcm16' (or 'opus' on /ws), got '\(name)'")
+        }
+    }
+
+    private static func turnDetection(_ fields: EventFields) throws(ProtocolError) -> TurnDetectionChange? {
+        if fields.isNull("turn_detection") { return .manual }
+        guard let vad = try fields.object("turn_detection") else { return nil }
+        if let type = try vad.string("type"), type != "server_vad" {
+            throw vad.invalid("type", "must be 'server_vad' or turn_detection null (manual turns), got '\(type)'")
+        }
+        return .serverVAD(ServerVADChange(
+            threshold: try vad.number("threshold", in: ServerVAD.thresholdRange),
+            prefixPaddingMs: try vad.integer("prefix_padding_ms", in: ServerVAD.prefixPaddingRange),
+            silenceDurationMs: try vad.integer("silence_duration_ms", in: ServerVAD.silenceDurationRange),
+            createResponse: try vad.bool("create_response"),
+            interruptResponse: try vad.bool("interrupt_response")))
+    }
+
+    static func tokenLimit(_ fields: EventFields, _ key: String) throws(ProtocolError) -> TokenLimit? {
+        if (try? fields.string(key)) == "inf" { return .unlimited }
+        let range = SessionConfiguration.maxOutputTokensRange
+        guard fields.has(key), !fields.isNull(key) else { return nil }
+        guard let n = try? fields.integer(key, in: range) else {
+            throw fields.invalid(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound) or 'inf'")
+        }
+        return .limited(n)
+    }
+}

@@ -1,0 +1,50 @@
+import Server
+
+/// What a response asks of a model.
+public struct ModelRequest: Sendable {
+    public var messages: [ChatMessage]
+    public var maxOutputTokens: Int?
+
+    public init(messages: [ChatMessage], maxOutputTokens: Int? = nil) {
+        self.messages = messages
+        self.maxOutputTokens = maxOutputTokens
+    }
+}
+
+/// Why a model's response failed, in the words the client's `error` event will use.
+public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// e.g. `upstream_error`, `rate_limited`, `upstream_timeout`, `upstream_unavailable`.
+    public let code: String
+    public let message: String
+    /// Seconds the upstream asked us to wait (429 Retry-After), if it said.
+    public let retryAfter: Double?
+
+    public init(code: String, message: String, retryAfter: Double? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// What a streaming model call reports, in order: deltas, then exactly one of finished or failed.
+public enum ModelEvent: Sendable, Equatable {
+    case delta(String)
+    /// Usage when the model reported it.
+    case finished(Usage?)
+    case failed(ModelError)
+}
+
+/// A model call in flight. `cancel()` aborts it upstream; no event follows it.
+public protocol ModelCall: AnyObject {
+    func cancel()
+}
+
+/// A language model provider. Providers are configuration, shared by every loop; each call runs
+/// on the loop it is given, and reports its events there.
+public protocol LanguageModel: Sendable {
+    /// For logs and metrics: "builtin", "openai", "anthropic".
+    var name: String { get }
+    func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall
+}

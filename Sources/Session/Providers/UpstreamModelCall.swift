@@ -1,0 +1,102 @@
+import JSON
+import Server
+
+/// The part every HTTP provider shares: send a JSON request on the loop's client, decode the
+/// server-sent events of a 200 into model events with a provider-specific `decode`, and turn
+/// anything else (a status, a time-out, a dropped connection) into one `.failed`.
+final class UpstreamModelCall: ModelCall {
+    /// Reads one SSE event's data; returns what it means, if anything.
+    typealias Decode = (ServerSentEventParser.Event, inout Usage?) -> DecodeResult
+
+    enum DecodeResult {
+        case nothing
+        case delta(String)
+        case done
+        case failed(ModelError)
+    }
+
+    private let onEvent: (ModelEvent) -> Void
+    private let decode: Decode
+    private var call: HTTPClientCall?
+    private var parser = ServerSentEventParser()
+    private var status = 0
+    private var retryAfter: Double?
+    /// A non-200 answer's body, kept (bounded) to quote its error message.
+    private var errorBody: [UInt8] = []
+    private var usage: Usage?
+    private var finished = false
+
+    init(_ request: HTTPClientRequest, on loop: EventLoop, decode: @escaping Decode, onEvent: @escaping (ModelEvent) -> Void) {
+        self.onEvent = onEvent
+        self.decode = decode
+        call = loop.httpClient.send(request, onHead: { [unowned self] head in
+            status = head.status
+            retryAfter = head.header("retry-after").flatMap(Double.init)
+        }, onBody: { [unowned self] bytes in
+            body(bytes)
+        }, onEnd: { [unowned self] result in
+            end(result)
+        })
+    }
+
+    func cancel() {
+        finished = true
+        call?.cancel()
+        call = nil
+    }
+
+    private func body(_ bytes: UnsafeRawBufferPointer) {
+        guard !finished else { return }
+        guard status == 200 else {
+            if errorBody.count < 8192 { errorBody += bytes.prefix(8192 - errorBody.count) }
+            return
+        }
+        let events: [ServerSentEventParser.Event]
+        do { events = try parser.feed(bytes) } catch { return fail(ModelError(code: "upstream_error", message: "an upstream event was too large")) }
+        for event in events where !finished {
+            switch decode(event, &usage) {
+            case .nothing: break
+            case .delta(let text): onEvent(.delta(text))
+            case .done: finish()
+            case .failed(let error): fail(error)
+            }
+        }
+    }
+
+    private func end(_ result: Result<Void, HTTPClientError>) {
+        call = nil
+        guard !finished else { return }
+        switch result {
+        case .success where status == 200:
+            // Some servers end the stream without [DONE]; a clean end of body is as good.
+            finish()
+        case .success:
+            fail(Self.statusError(status, errorBody, retryAfter: retryAfter))
+        case .failure(let error):
+            let code = [.connectTimeout, .firstByteTimeout, .idleTimeout].contains(error) ? "upstream_timeout" : "upstream_unavailable"
+            fail(ModelError(code: code, message: "the language model upstream failed: \(error)"))
+        }
+    }
+
+    private func finish() {
+        finished = true
+        call?.cancel()  // a server that keeps the stream open after its end marker is not waited for
+        call = nil
+        onEvent(.finished(usage))
+    }
+
+    private func fail(_ error: ModelError) {
+        finished = true
+        call?.cancel()
+        call = nil
+        onEvent(.failed(error))
+    }
+
+    /// An error from a non-200 answer, quoting the API's own message when its body has one.
+    static func statusError(_ status: Int, _ body: [UInt8], retryAfter: Double?) -> ModelError {
+        let json = try? JSON(parsing: String(decoding: body, as: UTF8.self))
+        let said = json?["error"]?["message"]?.string ?? json?["message"]?.string
+        let message = "the language model upstream answered HTTP \(status)" + (said.map { ": \($0)" } ?? "")
+        return ModelError(code: status == 429 ? "rate_limited" : "upstream_error", message: message, retryAfter: retryAfter)
+    }
+}

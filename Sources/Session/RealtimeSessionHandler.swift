@@ -1,0 +1,159 @@
+import Codec
+import Server
+
+/// One session on one connection: the socket edge around a `SessionEngine`. It turns frames into
+/// engine inputs (parsing JSON, decoding Opus, resampling to 16 kHz), carries out the engine's
+/// actions (events to the client in its dialect, model calls on this connection's loop), and keeps
+/// the connection's memory account up to date.
+///
+/// An idle session holds only the engine's small state: the Opus decoder and resamplers exist
+/// while audio flows and are let go after `codecIdleSeconds` without any.
+final class RealtimeSessionHandler: WebSocketHandler {
+    static let codecIdleSeconds = 2.0
+
+    private let endpoint: RealtimeEndpoint
+    private let dialect: Dialect
+    private var engine: SessionEngine
+    private var socket: WebSocket?
+    private var calls: [String: any ModelCall] = [:]
+    private var audio: AudioInput?
+    private var codecCheck: ScheduledTask?
+    private var lastAudio: UInt64 = 0
+
+    init(endpoint: RealtimeEndpoint, request: HTTPRequest, allowsOpus: Bool) {
+        self.endpoint = endpoint
+        dialect = Dialect(openAIBetaHeader: request.header("openai-beta"))
+        var options = SessionEngine.Options(model: request.queryValue("model").map(String.init) ?? endpoint.modelName, allowsOpus: allowsOpus)
+        options.configuration = SessionConfiguration()
+        engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
+    }
+
+    func webSocketDidOpen(_ socket: WebSocket) {
+        self.socket = socket
+        perform(engine.start())
+    }
+
+    func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        switch kind {
+        case .text:
+            let text = String(decoding: message, as: UTF8.self)
+            do {
+                let event = try ClientEvent.parse(text)
+                if case .inputAudioAppend(let samples) = event.kind {
+                    feedAudio { try $0.pcm24k(samples) }
+                } else {
+                    perform(engine.handle(.client(event)))
+                }
+            } catch {
+                perform(engine.handle(.invalidClientEvent(error)))
+            }
+        case .binary:
+            guard engine.allowsOpus else {
+                return perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here"))))
+            }
+            feedAudio { try $0.opus(message) }
+        }
+    }
+
+    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
+        for call in calls.values { call.cancel() }
+        calls = [:]
+        codecCheck?.cancel()
+        audio = nil
+        self.socket = nil
+    }
+
+    // MARK: Audio
+
+    private func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
+        if audio == nil {
+            audio = AudioInput()
+            scheduleCodecCheck()
+        }
+        lastAudio = MonotonicClock.nanoseconds()
+        do {
+            perform(engine.handle(.audio(try convert(audio!))))
+        } catch let error as OpusError {
+            perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "an Opus packet could not be decoded: \(error)"))))
+        } catch {
+            perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "audio could not be processed: \(error)"))))
+        }
+    }
+
+    /// Lets the codec go once audio has stopped for a while; a later packet makes a new one.
+    private func scheduleCodecCheck() {
+        codecCheck = socket?.loop.schedule(after: Self.codecIdleSeconds) { [weak self] in
+            guard let self else { return }
+            if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
+                audio = nil
+                codecCheck = nil
+                updateAccount()
+            } else {
+                scheduleCodecCheck()
+            }
+        }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [SessionAction]) {
+        guard let socket else { return }
+        for action in actions {
+            switch action {
+            case .send(let event):
+                socket.send(text: event.json(dialect: dialect))
+            case .startModel(let id, let messages, let options):
+                let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens)
+                calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
+            case .cancelModel(let id):
+                calls.removeValue(forKey: id)?.cancel()
+            }
+        }
+        updateAccount()
+    }
+
+    private func modelEvent(_ id: String, _ event: ModelEvent) {
+        switch event {
+        case .delta(let text):
+            perform(engine.handle(.modelDelta(responseID: id, text: text)))
+        case .finished(let usage):
+            calls[id] = nil
+            perform(engine.handle(.modelFinished(responseID: id, usage: usage)))
+        case .failed(let error):
+            calls[id] = nil
+            perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
+        }
+    }
+
+    private func updateAccount() {
+        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0))
+    }
+}
+
+/// What turns a session's incoming audio into 16 kHz mono for the engine: an Opus decoder (48 kHz)
+/// or the pcm16 path (24 kHz), each with its resampler, made on first use.
+final class AudioInput {
+    private var decoder: OpusDecoder?
+    private var from48k: Resampler?
+    private var from24k: Resampler?
+    private var decoded = [Int16](repeating: 0, count: 0)
+
+    /// libopus reports its decoder's size; libspeexdsp does not report its resampler's, so each
+    /// counts as a 4 KiB estimate (filter history and coefficients at quality 3).
+    var stateBytes: Int { (decoder?.stateBytes ?? 0) + decoded.capacity * 2 + (from48k == nil ? 0 : 4096) + (from24k == nil ? 0 : 4096) }
+
+    func opus(_ packet: UnsafeRawBufferPointer) throws -> [Int16] {
+        if decoder == nil {
+            decoder = try OpusDecoder(format: .voice)
+            decoded = [Int16](repeating: 0, count: decoder!.maxSamplesPerChannel)
+        }
+        let n = try decoded.withUnsafeMutableBufferPointer { try decoder!.decode(packet, into: $0) }
+        if from48k == nil { from48k = try Resampler(from: 48000, to: 16000) }
+        return from48k!.process(Array(decoded.prefix(n)))
+    }
+
+    func pcm24k(_ samples: [Int16]) throws -> [Int16] {
+        if from24k == nil { from24k = try Resampler(from: 24000, to: 16000) }
+        return from24k!.process(samples)
+    }
+}

@@ -1,0 +1,67 @@
+/// A session's settings: what `session.created` and `session.updated` report and `session.update`
+/// changes.
+///
+/// Defaults follow the Realtime API's except for the output modality: replies are text until a
+/// synthesizer is configured, so a client that asks for nothing gets what the server can give.
+public struct SessionConfiguration: Sendable, Equatable {
+    /// Instructions are held for the session's life and sent with every model call: bounded like
+    /// the conversation history.
+    public static let maxInstructionBytes = 32 * 1024
+    /// As the Realtime API: an integer from 1 to 4096, or "inf" (nil here).
+    public static let maxOutputTokensRange = 1...4096
+    public static let maxVoiceBytes = 64
+
+    /// The system prompt sent before the conversation; empty for none.
+    public var instructions = ""
+    public var outputModalities: OutputModalities = .text
+    public var voice = "alloy"
+    public var inputAudioFormat: RealtimeAudioFormat = .pcm16
+    public var outputAudioFormat: RealtimeAudioFormat = .pcm16
+    /// nil: the client commits turns itself (`input_audio_buffer.commit`, then `response.create`).
+    public var turnDetection: ServerVAD? = ServerVAD()
+    /// nil: no limit beyond the model's own ("inf").
+    public var maxOutputTokens: Int?
+
+    public init() {}
+
+    /// Applies a `session.update`. All or nothing: a rejected update leaves the settings unchanged.
+    /// `allowsOpus` is true on `/ws`, where binary frames carry Opus; `/v1/realtime` has pcm16 only.
+    public mutating func apply(_ update: SessionUpdate, allowsOpus: Bool) throws(ProtocolError) {
+        if !allowsOpus {
+            for (format, param) in [(update.inputAudioFormat, update.inputAudioFormatParam), (update.outputAudioFormat, update.outputAudioFormatParam)]
+            where format == .opus {
+                throw ProtocolError(.invalidValue, "'\(param)' opus is only available on Parley's /ws endpoint; use pcm16 here", param: param)
+            }
+        }
+        var next = self
+        if let instructions = update.instructions { next.instructions = instructions }
+        if let modalities = update.outputModalities { next.outputModalities = modalities }
+        if let voice = update.voice { next.voice = voice }
+        if let format = update.inputAudioFormat { next.inputAudioFormat = format }
+        if let format = update.outputAudioFormat { next.outputAudioFormat = format }
+        switch update.turnDetection {
+        case nil: break
+        case .manual: next.turnDetection = nil
+        case .serverVAD(let change):
+            // Fields left out keep their current values (or the defaults when VAD was off).
+            var vad = next.turnDetection ?? ServerVAD()
+            if let v = change.threshold { vad.threshold = v }
+            if let v = change.prefixPaddingMs { vad.prefixPaddingMs = v }
+            if let v = change.silenceDurationMs { vad.silenceDurationMs = v }
+            if let v = change.createResponse { vad.createResponse = v }
+            if let v = change.interruptResponse { vad.interruptResponse = v }
+            next.turnDetection = vad
+        }
+        switch update.maxOutputTokens {
+        case nil: break
+        case .unlimited: next.maxOutputTokens = nil
+        case .limited(let n): next.maxOutputTokens = n
+        }
+        self = next
+    }
+
+    /// Bytes held on the heap beyond the struct itself (strings too long to be stored inline).
+    var heapBytes: Int {
+        (instructions.utf8.count > 15 ? instructions.utf8.count : 0) + (voice.utf8.count > 15 ? voice.utf8.count : 0)
+    }
+}

@@ -1,0 +1,351 @@
+/// One agent session's protocol logic, as a pure state machine: client events, audio and model
+/// output in; events to send and model calls to start or stop out. It knows nothing of sockets,
+/// threads or clocks, so every turn of a conversation is a plain unit test.
+///
+/// A value type, as the framers are: the caller owns it (inside a connection's state) and calls it
+/// from one thread. An idle engine allocates nothing: history, audio and the response in flight
+/// are empty until used, and the audio is released at every commit.
+///
+/// A turn with server VAD: audio → `input_audio_buffer.speech_started` → (silence) →
+/// `speech_stopped` → `committed` → `conversation.item.created` → `response.created` and
+/// `.startModel` → for each model delta, `response.output_text.delta` at once → `response.done`.
+/// Speech during a reply cancels it (barge-in) and keeps in the history only what was delivered.
+public struct SessionEngine: Sendable {
+    public struct Options: Sendable {
+        /// The model name reported in `session.created`.
+        public var model: String
+        /// True on `/ws`, where Opus is an audio format; false on `/v1/realtime`.
+        public var allowsOpus: Bool
+        /// The settings before any `session.update`.
+        public var configuration: SessionConfiguration
+        /// The history budget (see `ConversationHistory`).
+        public var maxHistoryMessages: Int
+        public var maxHistoryTextBytes: Int
+
+        public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
+                    maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024) {
+            self.model = model
+            self.allowsOpus = allowsOpus
+            self.configuration = configuration
+            self.maxHistoryMessages = maxHistoryMessages
+            self.maxHistoryTextBytes = maxHistoryTextBytes
+        }
+    }
+
+    /// A turn the detector has heard start and not yet end.
+    private struct Speech: Sendable {
+        let itemID: String
+        /// Where the speech itself began (without the padding), in session milliseconds.
+        let onsetMs: Int
+    }
+
+    /// The response being generated.
+    private struct Response: Sendable {
+        let id: String
+        let itemID: String
+        let modalities: OutputModalities
+        let voice: String
+        let outputAudioFormat: RealtimeAudioFormat
+        let maxOutputTokens: Int?
+        let inputTokens: Int
+        var text = ""
+        var itemStarted = false
+
+        init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?, inputTokens: Int) {
+            self.id = id
+            self.itemID = itemID
+            self.modalities = modalities
+            self.voice = voice
+            self.outputAudioFormat = outputAudioFormat
+            self.maxOutputTokens = maxOutputTokens
+            self.inputTokens = inputTokens
+        }
+    }
+
+    public let sessionID: String
+    public let model: String
+    public let allowsOpus: Bool
+    public private(set) var configuration: SessionConfiguration
+    private let conversationID: String
+    private var ids: IDGenerator
+    private var conversation: ConversationHistory
+    private var audio = InputAudioBuffer()
+    private var vad: VoiceActivityDetector?
+    /// Session milliseconds at which the detector started (it counts from its own start).
+    private var vadOriginMs = 0
+    private var speech: Speech?
+    private var response: Response?
+    /// What one call to `handle` produces; always empty between calls.
+    private var outbox: [SessionAction] = []
+
+    /// `seed` names the session's ids (`sess_…`, `event_…`); pass a random one per session.
+    public init(seed: UInt64, options: Options = Options()) {
+        ids = IDGenerator(seed: seed)
+        sessionID = "sess_\(ids.tag)"
+        conversationID = "conv_\(ids.tag)"
+        model = options.model
+        allowsOpus = options.allowsOpus
+        configuration = options.configuration
+        conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
+        if let settings = configuration.turnDetection { vad = VoiceActivityDetector(settings: Self.detectorSettings(settings)) }
+    }
+
+    /// The conversation as the model will next see it (without the instructions).
+    public var history: [ChatMessage] { conversation.messages }
+
+    /// The id of the response being generated, if any.
+    public var activeResponseID: String? { response?.id }
+
+    /// Heap bytes the engine holds (history text, buffered audio, long strings), for the
+    /// connection's memory account. Zero for a new session.
+    public var accountedBytes: Int {
+        conversation.heapBytes + audio.heapBytes + configuration.heapBytes + (response?.text.utf8.count ?? 0)
+    }
+
+    /// The first actions of a session: `session.created`.
+    public mutating func start() -> [SessionAction] {
+        emit(.sessionCreated(sessionInfo))
+        return takeOutbox()
+    }
+
+    public mutating func handle(_ input: SessionInput) -> [SessionAction] {
+        switch input {
+        case .client(let event): handle(event)
+        case .invalidClientEvent(let error): emit(.error(EventError(error)))
+        case .audio(let samples): receive(samples)
+        case .modelDelta(let id, let text): delta(id, text)
+        case .modelFinished(let id, let usage):
+            guard response?.id == id else { break }
+            finish(.completed, usage: usage)
+        case .modelFailed(let id, let code, let message):
+            guard response?.id == id else { break }
+            let error = EventError(type: .server, code: code, message: message)
+            emit(.error(error))
+            finish(.failed, details: .failed(error))
+        }
+        return takeOutbox()
+    }
+
+    // MARK: Client events
+
+    private mutating func handle(_ event: ClientEvent) {
+        switch event.kind {
+        case .sessionUpdate(let update):
+            do {
+                try configuration.apply(update, allowsOpus: allowsOpus)
+            } catch {
+                var error = error
+                error.eventID = event.eventID
+                emit(.error(EventError(error)))
+                return
+            }
+            turnDetectionChanged()
+            emit(.sessionUpdated(sessionInfo))
+        case .inputAudioAppend:
+            // The caller's job (it owns the resampler): handing it here is a wiring mistake.
+            assertionFailure("input_audio_buffer.append must reach the engine as .audio, resampled to 16 kHz")
+        case .inputAudioCommit:
+            guard audio.pendingSamples > 0 else {
+                emitError(.invalidRequest, "input_audio_buffer_commit_empty", "the input audio buffer is empty: append audio before committing it", event)
+                return
+            }
+            if let speech {
+                self.speech = nil
+                vad?.endSpeech()
+                commit(itemID: speech.itemID, spokenMs: audio.totalMs - speech.onsetMs)
+            } else {
+                commit(itemID: ids.make("item"), spokenMs: audio.pendingMs)
+            }
+        case .inputAudioClear:
+            audio.clear()
+            if speech != nil {
+                speech = nil
+                vad?.endSpeech()
+            }
+            emit(.inputAudioCleared)
+        case .conversationItemCreate(let new):
+            let id = new.id ?? ids.make("item")
+            let content: ConversationItem.Content = new.role == .assistant ? .outputText(new.text) : .inputText(new.text)
+            emit(.conversationItemCreated(ConversationItem(id: id, role: new.role, status: .completed, content: [content]), previousItemID: conversation.lastItemID))
+            conversation.append(id: id, ChatMessage(role: new.role, text: new.text))
+        case .responseCreate(let overrides):
+            if let response {
+                emitError(.invalidRequest, "conversation_already_has_active_response",
+                          "the conversation already has an active response in progress: \(response.id); cancel it or wait for response.done", event)
+                return
+            }
+            startResponse(overrides)
+        case .responseCancel(let id):
+            guard let response, id == nil || id == response.id else {
+                let message = id.map { "response \($0) is not in progress" } ?? "there is no response in progress to cancel"
+                emitError(.invalidRequest, "response_cancel_not_active", message, event)
+                return
+            }
+            cancel(response.id, reason: "client_cancelled")
+        }
+    }
+
+    private mutating func turnDetectionChanged() {
+        switch (configuration.turnDetection, vad) {
+        case (nil, nil): break
+        case (nil, .some):
+            // Manual turns from now on; audio already buffered stays for the client to commit.
+            vad = nil
+            speech = nil
+        case (let settings?, nil):
+            vad = VoiceActivityDetector(settings: Self.detectorSettings(settings))
+            vadOriginMs = audio.totalMs
+        case (let settings?, .some):
+            vad?.settings = Self.detectorSettings(settings)
+        }
+    }
+
+    private static func detectorSettings(_ vad: ServerVAD) -> VoiceActivityDetector.Settings {
+        .init(threshold: vad.threshold, prefixPaddingMs: vad.prefixPaddingMs, silenceDurationMs: vad.silenceDurationMs)
+    }
+
+    // MARK: Audio and turns
+
+    private mutating func receive(_ samples: [Int16]) {
+        guard !samples.isEmpty else { return }
+        let events = vad?.process(samples) ?? []
+        audio.append(samples)
+        for event in events {
+            switch event {
+            case .speechStarted(let ms): speechStarted(atMs: vadOriginMs + ms)
+            case .speechStopped(let ms): speechStopped(atMs: vadOriginMs + ms)
+            }
+        }
+        if let vad, speech == nil {
+            // Between turns only the padding the next start may reach back for is worth keeping
+            // (plus the detector's look-back of up to 130 ms, and some margin).
+            audio.keepLast((vad.settings.prefixPaddingMs + 300) * InputAudioBuffer.samplesPerMs)
+        }
+    }
+
+    private mutating func speechStarted(atMs ms: Int) {
+        let itemID = ids.make("item")
+        speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0))
+        audio.keep(from: ms * InputAudioBuffer.samplesPerMs)
+        emit(.speechStarted(audioStartMs: ms, itemID: itemID))
+        if let response, configuration.turnDetection?.interruptResponse ?? true {
+            cancel(response.id, reason: "turn_detected")
+        }
+    }
+
+    private mutating func speechStopped(atMs ms: Int) {
+        guard let speech else { return }
+        self.speech = nil
+        emit(.speechStopped(audioEndMs: ms, itemID: speech.itemID))
+        commit(itemID: speech.itemID, spokenMs: ms - speech.onsetMs)
+        if configuration.turnDetection?.createResponse ?? true, response == nil {
+            startResponse(ResponseOverrides())
+        }
+    }
+
+    /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
+    /// there is one, will take them first.
+    private mutating func commit(itemID: String, spokenMs: Int) {
+        let previous = conversation.lastItemID
+        _ = audio.take()
+        emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
+        let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)])
+        emit(.conversationItemCreated(item, previousItemID: previous))
+        conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)))
+    }
+
+    // MARK: Responses
+
+    private mutating func startResponse(_ overrides: ResponseOverrides) {
+        let instructions = overrides.instructions ?? configuration.instructions
+        let maxTokens: Int? = switch overrides.maxOutputTokens {
+        case nil: configuration.maxOutputTokens
+        case .unlimited: nil
+        case .limited(let n): n
+        }
+        var messages = conversation.messages
+        if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
+        // A few tokens of framing per message, as chat formats add.
+        let inputTokens = messages.reduce(0) { $0 + Usage.estimatedTokens($1.text) + 4 }
+        let new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
+                           voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens, inputTokens: inputTokens)
+        response = new
+        emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
+        outbox.append(.startModel(responseID: new.id, messages: messages, options: ModelOptions(
+            maxOutputTokens: maxTokens, outputModalities: new.modalities, voice: new.voice, outputAudioFormat: new.outputAudioFormat)))
+    }
+
+    private mutating func delta(_ id: String, _ text: String) {
+        // Deltas of a response already cancelled or finished are late arrivals: dropped.
+        guard var current = response, current.id == id, !text.isEmpty else { return }
+        let at = ContentLocation(responseID: current.id, itemID: current.itemID)
+        if !current.itemStarted {
+            current.itemStarted = true
+            let item = ConversationItem(id: current.itemID, role: .assistant, status: .inProgress, content: [])
+            emit(.outputItemAdded(responseID: current.id, outputIndex: 0, item: item))
+            emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
+            emit(.contentPartAdded(at, part: Self.part(current.modalities, text: "")))
+        }
+        emit(current.modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: text) : .outputTextDelta(at, delta: text))
+        current.text += text
+        response = current
+        // A reply is held whole until done; past the history's whole budget it could never be
+        // kept anyway, so a runaway model is stopped there.
+        if current.text.utf8.count > conversation.maxTextBytes {
+            outbox.append(.cancelModel(responseID: id))
+            finish(.incomplete, details: .incomplete(reason: "max_output_tokens"))
+        }
+    }
+
+    private mutating func cancel(_ id: String, reason: String) {
+        outbox.append(.cancelModel(responseID: id))
+        finish(.cancelled, details: .cancelled(reason: reason))
+    }
+
+    /// Closes the response in flight: the item's `.done` events if it has begun, then
+    /// `response.done`. Whatever text was delivered joins the history, whatever the status: it is
+    /// what the user saw.
+    private mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
+        guard let current = response else { return }
+        response = nil
+        var output: [ConversationItem] = []
+        if current.itemStarted {
+            let at = ContentLocation(responseID: current.id, itemID: current.itemID)
+            let part = Self.part(current.modalities, text: current.text)
+            emit(current.modalities.contains(.audio) ? .outputAudioTranscriptDone(at, transcript: current.text) : .outputTextDone(at, text: current.text))
+            emit(.contentPartDone(at, part: part))
+            let item = ConversationItem(id: current.itemID, role: .assistant, status: status == .completed ? .completed : .incomplete, content: [part])
+            emit(.outputItemDone(responseID: current.id, outputIndex: 0, item: item))
+            output = [item]
+            conversation.append(id: current.itemID, ChatMessage(role: .assistant, text: current.text))
+        }
+        let usage = usage ?? Usage(inputTokens: current.inputTokens, outputTokens: Usage.estimatedTokens(current.text))
+        emit(.responseDone(snapshot(current, status: status, details: details, output: output, usage: usage)))
+    }
+
+    private static func part(_ modalities: OutputModalities, text: String) -> ConversationItem.Content {
+        modalities.contains(.audio) ? .outputAudio(transcript: text) : .outputText(text)
+    }
+
+    private func snapshot(_ r: Response, status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails?, output: [ConversationItem], usage: Usage?) -> RealtimeResponse {
+        RealtimeResponse(id: r.id, conversationID: conversationID, status: status, statusDetails: details, output: output, usage: usage,
+                         outputModalities: r.modalities, voice: r.voice, outputAudioFormat: r.outputAudioFormat, maxOutputTokens: r.maxOutputTokens)
+    }
+
+    // MARK: Emitting
+
+    private var sessionInfo: SessionInfo { SessionInfo(id: sessionID, model: model, configuration: configuration) }
+
+    private mutating func emit(_ kind: ServerEvent.Kind) {
+        outbox.append(.send(ServerEvent(eventID: ids.make("event"), kind)))
+    }
+
+    private mutating func emitError(_ type: EventError.Kind, _ code: String, _ message: String, _ event: ClientEvent) {
+        emit(.error(EventError(type: type, code: code, message: message, eventID: event.eventID)))
+    }
+
+    private mutating func takeOutbox() -> [SessionAction] {
+        defer { outbox = [] }
+        return outbox
+    }
+}

@@ -1,0 +1,16 @@
+/// What drives a session engine: the client's events, its audio, and the model's output.
+public enum SessionInput: Sendable {
+    /// A parsed client event. `input_audio_buffer.append` is not one of these: the caller decodes
+    /// and resamples its audio and passes `.audio`.
+    case client(ClientEvent)
+    /// A client event that failed to parse: the engine answers with an `error` event.
+    case invalidClientEvent(ProtocolError)
+    /// The user's audio: 16 kHz mono, already decoded (Opus) or resampled (pcm16 at 24 kHz).
+    case audio([Int16])
+    /// A piece of the model's reply.
+    case modelDelta(responseID: String, text: String)
+    /// The model finished; `usage` as it reported it, or nil to have the engine estimate it.
+    case modelFinished(responseID: String, usage: Usage?)
+    /// The model call failed (network, upstream error): the response fails, the session goes on.
+    case modelFailed(responseID: String, code: String, message: String)
+}

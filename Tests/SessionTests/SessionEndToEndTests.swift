@@ -1,0 +1,162 @@
+import Codec
+import JSON
+import Server
+import Session
+import Testing
+import TestSupport
+
+/// Whole sessions over real sockets: the handshake, the engine, a model, events back.
+@Suite struct SessionEndToEndTests {
+    /// A server with the session endpoints over `model`, and mock-llm routes for upstream tests.
+    func server(model: (Int) -> any LanguageModel = { _ in BuiltinModel(wordInterval: 0.001) }, requiredKey: String? = nil) throws -> TestServer {
+        // The model may need the server's own port (mock-llm on the same server): built lazily.
+        let box = ModelBox()
+        let server = try TestServer({ $0.loops = 2 }, routes: { routes in
+            MockLLMServer.install(on: &routes, options: MockLLMOptions())
+            RealtimeEndpoint(model: box, modelName: "test-model", requiredKey: requiredKey).install(on: &routes)
+        })
+        box.set(model(server.port))
+        return server
+    }
+
+    func connect(_ server: TestServer, path: String = "/v1/realtime", headers: String = "") throws -> TestClient {
+        let client = try server.client()
+        #expect(try client.upgrade(path: path, extraHeaders: headers).status == 101)
+        return client
+    }
+
+    func readEvent(_ client: TestClient) throws -> JSON {
+        let frame = try client.readFrame()
+        #expect(frame.opcode == 0x1)
+        return try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))
+    }
+
+    /// Reads events up to and including the first of type `last`.
+    func readUntil(_ last: String, _ client: TestClient) throws -> [JSON] {
+        var events: [JSON] = []
+        while events.last?["type"]?.string != last { events.append(try readEvent(client)) }
+        return events
+    }
+
+    func textTurn(_ text: String) -> String {
+        #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"\#(text)"}]}}"#
+    }
+
+    @Test func textTurnStreamsDeltasAndCompletes() throws {
+        let server = try server()
+        let client = try connect(server)
+        #expect(try readEvent(client)["type"]?.string == "session.created")
+        try client.send(TestClient.frame(0x1, Array(textTurn("what is 12 times 7").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let events = try readUntil("response.done", client)
+        let types = events.map { $0["type"]?.string ?? "?" }
+        #expect(types.first == "conversation.item.created")
+        #expect(types.contains("response.created"))
+        let deltas = events.filter { $0["type"]?.string == "response.output_text.delta" }.compactMap { $0["delta"]?.string }
+        #expect(deltas.count > 1, "the reply streams in pieces")
+        #expect(deltas.joined().contains("84"))
+        let done = events.last!
+        #expect(done["response"]?["status"]?.string == "completed")
+        #expect((done["response"]?["usage"]?["output_tokens"]?.int ?? 0) > 0)
+    }
+
+    @Test func betaClientsGetTheBetaEventNames() throws {
+        let server = try server()
+        let client = try connect(server, headers: "OpenAI-Beta: realtime=v1\r\n")
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("hello").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let types = try readUntil("response.done", client).map { $0["type"]?.string ?? "?" }
+        #expect(types.contains("response.text.delta") && !types.contains("response.output_text.delta"))
+    }
+
+    @Test func openAICompatibleUpstreamStreamsThroughAndFaultsBecomeFailedResponses() throws {
+        let server = try server(model: { port in OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(port)/v1")!, model: "m", apiKey: nil) })
+        let client = try connect(server)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("tell me a story").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let events = try readUntil("response.done", client)
+        let text = events.filter { $0["type"]?.string == "response.output_text.delta" }.compactMap { $0["delta"]?.string }.joined()
+        #expect(text.hasPrefix("You said: tell me a story"))
+        #expect(events.last?["response"]?["status"]?.string == "completed")
+    }
+
+    @Test func failingUpstreamGivesAnErrorAndAFailedResponseAndTheSessionGoesOn() throws {
+        let server = try server(model: { port in
+            OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(port)/v1")!, model: "m", apiKey: nil)
+        })
+        // A second mock whose every answer is a 500.
+        let failing = try TestServer({ $0.loops = 1 }, routes: { routes in
+            var options = MockLLMOptions()
+            options.fault = .serverError
+            MockLLMServer.install(on: &routes, options: options)
+        })
+        let broken = try self.server(model: { _ in OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(failing.port)/v1")!, model: "m", apiKey: nil) })
+        let client = try connect(broken)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("hi").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let events = try readUntil("response.done", client)
+        #expect(events.contains { $0["type"]?.string == "error" && ($0["error"]?["message"]?.string ?? "").contains("HTTP 500") })
+        #expect(events.last?["response"]?["status"]?.string == "failed")
+        // Still usable: a malformed event gets an error naming the problem, the socket stays open.
+        try client.send(TestClient.frame(0x1, Array("{not json".utf8)))
+        let error = try readEvent(client)
+        #expect(error["type"]?.string == "error" && error["error"]?["code"]?.string == "invalid_json")
+        withExtendedLifetime((server, failing)) {}
+    }
+
+    @Test func responseCancelStopsTheStreamMidway() throws {
+        let server = try server(model: { port in OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(port)/v1")!, model: "m", apiKey: nil) })
+        let client = try connect(server)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("go on").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        _ = try readUntil("response.output_text.delta", client)
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.cancel"}"#.utf8)))
+        let done = try readUntil("response.done", client).last!
+        #expect(done["response"]?["status"]?.string == "cancelled")
+    }
+
+    @Test func browsersAuthenticateWithSubprotocols() throws {
+        let server = try server(requiredKey: "sekret")
+        let refused = try server.client()
+        #expect(try refused.upgrade(path: "/v1/realtime").status == 401)
+        let browser = try server.client()
+        let (status, headers) = try browser.upgrade(path: "/v1/realtime", extraHeaders: "Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.sekret\r\n")
+        #expect(status == 101 && headers["sec-websocket-protocol"] == "realtime")
+        let sdk = try server.client()
+        #expect(try sdk.upgrade(path: "/v1/realtime?model=gpt-realtime", extraHeaders: "Authorization: Bearer sekret\r\n").status == 101)
+    }
+
+    @Test func opusFramesOnWsAreHeardAsSpeech() throws {
+        let server = try server()
+        let client = try connect(server, path: "/ws")
+        _ = try readEvent(client)
+        // Real speech, encoded in 20 ms Opus packets, then a second of silence.
+        let wav = try WAVFile.read(path: try SpeechVectors.wav("What is the weather like in Paris"))
+        let speech = try Resampler(from: wav.sampleRate, to: 48000).process(wav.samples) + [Int16](repeating: 0, count: 48000)
+        let encoder = try OpusEncoder()
+        for start in stride(from: 0, to: speech.count - 959, by: 960) {
+            try client.send(TestClient.frame(0x2, try encoder.encode(Array(speech[start..<(start + 960)]))))
+        }
+        let events = try readUntil("response.done", client)
+        let types = events.map { $0["type"]?.string ?? "?" }
+        #expect(types.starts(with: ["input_audio_buffer.speech_started"]))
+        #expect(types.contains("input_audio_buffer.speech_stopped") && types.contains("input_audio_buffer.committed"))
+        #expect(events.last?["response"]?["status"]?.string == "completed")
+    }
+}
+
+/// A model chosen after the server is up (so it can point at the server's own port).
+final class ModelBox: LanguageModel, @unchecked Sendable {
+    let name = "box"
+    private var model: (any LanguageModel)?
+
+    func set(_ model: any LanguageModel) { self.model = model }
+
+    func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall {
+        model!.stream(request, on: loop, onEvent)
+    }
+}
