@@ -70,6 +70,8 @@ struct MetricsRenderer: Sendable {
     let loops: [LoopMetrics]
     let endpointNames: [String]
     let baseline: ResidentBaseline
+    /// Series other modules add (sessions, model latencies).
+    let sections: [@Sendable () -> String]
 
     func render() -> String {
         var out = ""
@@ -131,6 +133,7 @@ struct MetricsRenderer: Sendable {
         out += "parley_loop_iteration_seconds_bucket{le=\"+Inf\"} \(count)\n"
         out += "parley_loop_iteration_seconds_sum \(Double(sum { $0.lagNanoseconds }) / 1e9)\n"
         out += "parley_loop_iteration_seconds_count \(count)\n"
+        for section in sections { out += section() }
         return out
     }
 }

@@ -43,10 +43,17 @@ public final class Router: Sendable {
     private let routes: [String: Route]
     /// Metric label per endpoint index: "http", then each WebSocket endpoint.
     let endpointNames: [String]
+    let metricsSections: [@Sendable () -> String]
 
     public struct Builder {
         var routes: [String: Route] = [:]
         var endpointNames = ["http"]
+        var metricsSections: [@Sendable () -> String] = []
+
+        /// Adds series to /metrics: `render` returns them in the Prometheus text format.
+        public mutating func addMetrics(_ render: @escaping @Sendable () -> String) {
+            metricsSections.append(render)
+        }
 
         public init() {}
 
@@ -80,6 +87,7 @@ public final class Router: Sendable {
     public init(_ builder: Builder) {
         routes = builder.routes
         endpointNames = builder.endpointNames
+        metricsSections = builder.metricsSections
     }
 
     func route(_ path: Substring) -> Route? { routes[String(path)] }

@@ -40,7 +40,8 @@ public final class Server: Sendable {
         self.handles = handles
 
         var builder = routes
-        let renderer = MetricsRenderer(loops: handles.map(\.metrics), endpointNames: routes.endpointNames, baseline: baseline)
+        let renderer = MetricsRenderer(loops: handles.map(\.metrics), endpointNames: routes.endpointNames, baseline: baseline,
+                                       sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         builder.get("/metrics") { _ in
             HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: renderer.render())
@@ -99,7 +100,8 @@ public final class Server: Sendable {
 
     /// The Prometheus text the `/metrics` route serves.
     public func renderMetrics() -> String {
-        MetricsRenderer(loops: handles.map(\.metrics), endpointNames: context.router.endpointNames, baseline: baseline).render()
+        MetricsRenderer(loops: handles.map(\.metrics), endpointNames: context.router.endpointNames, baseline: baseline,
+                        sections: context.router.metricsSections).render()
     }
 }
 

@@ -20,6 +20,7 @@ public struct RealtimeEndpoint: Sendable {
     }
 
     public func install(on routes: inout Router.Builder) {
+        routes.addMetrics { SessionMetrics.shared.render() }
         routes.webSocket("/v1/realtime", name: "realtime", negotiate: negotiate) { request, _ in
             RealtimeSessionHandler(endpoint: self, request: request, allowsOpus: false)
         }

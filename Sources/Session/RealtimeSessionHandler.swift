@@ -19,6 +19,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
     private var audio: AudioInput?
     private var codecCheck: ScheduledTask?
     private var lastAudio: UInt64 = 0
+    private var speechStoppedAt: UInt64?
+    private let metrics = SessionMetrics.shared
 
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, allowsOpus: Bool) {
         self.endpoint = endpoint
@@ -30,6 +32,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
 
     func webSocketDidOpen(_ socket: WebSocket) {
         self.socket = socket
+        metrics.sessionsOpen.add(1)
         perform(engine.start())
     }
 
@@ -56,6 +59,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
+        metrics.sessionsOpen.add(-1)
         for call in calls.values { call.cancel() }
         calls = [:]
         codecCheck?.cancel()
@@ -102,6 +106,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
             switch action {
             case .send(let event):
                 socket.send(text: event.json(dialect: dialect))
+                metrics.record(event)
+                timeTurnTaking(event)
             case .startModel(let id, let messages, let options):
                 let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
@@ -110,6 +116,16 @@ final class RealtimeSessionHandler: WebSocketHandler {
             }
         }
         updateAccount()
+    }
+
+    private func timeTurnTaking(_ event: ServerEvent) {
+        switch event.kind {
+        case .speechStopped: speechStoppedAt = MonotonicClock.nanoseconds()
+        case .responseCreated:
+            if let stopped = speechStoppedAt { metrics.speechToResponse.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped) }
+            speechStoppedAt = nil
+        default: break
+        }
     }
 
     private func modelEvent(_ id: String, _ event: ModelEvent) {

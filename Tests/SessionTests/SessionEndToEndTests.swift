@@ -80,6 +80,15 @@ import TestSupport
         let text = events.filter { $0["type"]?.string == "response.output_text.delta" }.compactMap { $0["delta"]?.string }.joined()
         #expect(text.hasPrefix("You said: tell me a story"))
         #expect(events.last?["response"]?["status"]?.string == "completed")
+        // The latencies of this turn are in /metrics (the counters are process-wide, so only
+        // presence and movement are asserted).
+        let metrics = server.server.renderMetrics()
+        for series in ["parley_sessions_open ", "parley_session_responses_total{status=\"completed\"}",
+                       "parley_server_added_latency_seconds_count ", "parley_upstream_first_token_seconds_bucket{le=\"+Inf\"}"] {
+            #expect(metrics.contains(series), "missing \(series)")
+        }
+        #expect((server.metric("parley_server_added_latency_seconds_count") ?? 0) >= 20)
+        #expect((server.metric("parley_accounted_bytes_per_connection") ?? 0) > 0)
     }
 
     @Test func failingUpstreamGivesAnErrorAndAFailedResponseAndTheSessionGoesOn() throws {

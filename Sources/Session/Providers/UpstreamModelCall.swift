@@ -25,6 +25,8 @@ final class UpstreamModelCall: ModelCall {
     private var errorBody: [UInt8] = []
     private var usage: Usage?
     private var finished = false
+    private let startedAt = MonotonicClock.nanoseconds()
+    private var firstDeltaSeen = false
 
     init(_ request: HTTPClientRequest, on loop: EventLoop, decode: @escaping Decode, onEvent: @escaping (ModelEvent) -> Void) {
         self.onEvent = onEvent
@@ -47,6 +49,9 @@ final class UpstreamModelCall: ModelCall {
 
     private func body(_ bytes: UnsafeRawBufferPointer) {
         guard !finished else { return }
+        // Server-added latency runs from here, the upstream bytes in hand, to each delta's frame
+        // having been written by the session (which happens inside `onEvent`).
+        let receivedAt = MonotonicClock.nanoseconds()
         guard status == 200 else {
             if errorBody.count < 8192 { errorBody += bytes.prefix(8192 - errorBody.count) }
             return
@@ -56,7 +61,13 @@ final class UpstreamModelCall: ModelCall {
         for event in events where !finished {
             switch decode(event, &usage) {
             case .nothing: break
-            case .delta(let text): onEvent(.delta(text))
+            case .delta(let text):
+                if !firstDeltaSeen {
+                    firstDeltaSeen = true
+                    SessionMetrics.shared.firstToken.observe(nanoseconds: receivedAt &- startedAt)
+                }
+                onEvent(.delta(text))
+                SessionMetrics.shared.serverAdded.observe(nanoseconds: MonotonicClock.nanoseconds() &- receivedAt)
             case .done: finish()
             case .failed(let error): fail(error)
             }
