@@ -31,6 +31,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Bytes queued for a client that does not read before it is dropped (PARLEY_MAX_OUTBOUND_BYTES).")
     var maxOutboundBytes = Environment.int("PARLEY_MAX_OUTBOUND_BYTES") ?? ServerConfiguration().maxOutboundBytes
 
+    @Option(help: "Largest HTTP request body in bytes; larger gets 413 (PARLEY_MAX_BODY_BYTES).")
+    var maxBodyBytes = Environment.int("PARLEY_MAX_BODY_BYTES") ?? ServerConfiguration().maxBodyBytes
+
     @Option(help: "Seconds to send a complete request head; also the HTTP keep-alive idle time (PARLEY_HANDSHAKE_TIMEOUT).")
     var handshakeTimeout = Environment.double("PARLEY_HANDSHAKE_TIMEOUT") ?? ServerConfiguration().handshakeTimeout
 
@@ -52,6 +55,7 @@ struct Serve: ParsableCommand {
         guard maxMessageBytes >= 125 else { throw ValidationError("--max-message-bytes must be at least 125") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxOutboundBytes >= 1024 else { throw ValidationError("--max-outbound-bytes must be at least 1024") }
+        guard maxBodyBytes >= 0 else { throw ValidationError("--max-body-bytes must not be negative") }
         for (name, value) in [("handshake", handshakeTimeout), ("idle", idleTimeout), ("ping", pingTimeout),
                               ("close", closeTimeout), ("shutdown", shutdownTimeout)] where value <= 0 {
             throw ValidationError("--\(name)-timeout must be positive")
@@ -66,6 +70,7 @@ struct Serve: ParsableCommand {
         config.maxMessageBytes = maxMessageBytes
         config.maxConnections = maxConnections
         config.maxOutboundBytes = maxOutboundBytes
+        config.maxBodyBytes = maxBodyBytes
         config.handshakeTimeout = handshakeTimeout
         config.idleTimeout = idleTimeout
         config.pingTimeout = pingTimeout
