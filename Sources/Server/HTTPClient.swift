@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// An upstream's address, from an `http://` or `https://` URL.
