@@ -23,6 +23,7 @@ run: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/realtime-sdk-test.sh
 
 # RFC 6455 conformance: Autobahn|Testsuite fuzzingclient, groups 1-10, against /echo.
 autobahn: release

@@ -30,11 +30,12 @@ struct InputAudioBuffer: Sendable {
         }
     }
 
-    /// Keeps only the last `count` samples as the next item's audio (audio before a turn starts
-    /// is not part of it, beyond the padding the detector may reach back for).
+    /// Keeps only the last `count` samples (or up to twice that) as the next item's audio: audio
+    /// before a turn starts is not part of it, beyond the padding the detector may reach back for.
+    /// Trimming only once the buffer has doubled moves each sample about once, rather than the
+    /// whole padding on every append of every listening session.
     mutating func keepLast(_ count: Int) {
-        guard samples.count > count else { return }
-        samples.removeFirst(samples.count - count)
+        if samples.count > 2 * count { samples.removeFirst(samples.count - count) }
         pendingSamples = samples.count
     }
 

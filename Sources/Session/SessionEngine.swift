@@ -8,8 +8,12 @@
 ///
 /// A turn with server VAD: audio → `input_audio_buffer.speech_started` → (silence) →
 /// `speech_stopped` → `committed` → `conversation.item.created` → `response.created` and
-/// `.startModel` → for each model delta, `response.output_text.delta` at once → `response.done`.
-/// Speech during a reply cancels it (barge-in) and keeps in the history only what was delivered.
+/// `.startModel`. The model's first delta opens the reply item as the Realtime API does
+/// (`response.output_item.added`, `conversation.item.created`, `response.content_part.added`);
+/// every delta becomes one `response.output_text.delta` at once, never batched; the end closes it
+/// (`response.output_text.done`, `response.content_part.done`, `response.output_item.done`) and
+/// `response.done` reports status and usage. Speech during a reply cancels it (barge-in) and keeps
+/// in the history only what was delivered.
 public struct SessionEngine: Sendable {
     public struct Options: Sendable {
         /// The model name reported in `session.created`.
@@ -62,11 +66,9 @@ public struct SessionEngine: Sendable {
         }
     }
 
-    public let sessionID: String
     public let model: String
     public let allowsOpus: Bool
     public private(set) var configuration: SessionConfiguration
-    private let conversationID: String
     private var ids: IDGenerator
     private var conversation: ConversationHistory
     private var audio = InputAudioBuffer()
@@ -81,14 +83,17 @@ public struct SessionEngine: Sendable {
     /// `seed` names the session's ids (`sess_…`, `event_…`); pass a random one per session.
     public init(seed: UInt64, options: Options = Options()) {
         ids = IDGenerator(seed: seed)
-        sessionID = "sess_\(ids.tag)"
-        conversationID = "conv_\(ids.tag)"
         model = options.model
         allowsOpus = options.allowsOpus
         configuration = options.configuration
         conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
         if let settings = configuration.turnDetection { vad = VoiceActivityDetector(settings: Self.detectorSettings(settings)) }
     }
+
+    /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
+    /// inline, and an idle session should own no heap at all.
+    public var sessionID: String { "sess_\(ids.tag)" }
+    private var conversationID: String { "conv_\(ids.tag)" }
 
     /// The conversation as the model will next see it (without the instructions).
     public var history: [ChatMessage] { conversation.messages }
@@ -142,8 +147,9 @@ public struct SessionEngine: Sendable {
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
         case .inputAudioAppend:
-            // The caller's job (it owns the resampler): handing it here is a wiring mistake.
-            assertionFailure("input_audio_buffer.append must reach the engine as .audio, resampled to 16 kHz")
+            // The caller's job (it owns the resampler): arriving here is a wiring mistake. Said
+            // out loud rather than trapped, so it shows in any test and crashes nothing.
+            emitError(.server, "internal_error", "input_audio_buffer.append reached the session engine undecoded; the server must pass its audio as .audio", event)
         case .inputAudioCommit:
             guard audio.pendingSamples > 0 else {
                 emitError(.invalidRequest, "input_audio_buffer_commit_empty", "the input audio buffer is empty: append audio before committing it", event)
@@ -277,21 +283,22 @@ public struct SessionEngine: Sendable {
 
     private mutating func delta(_ id: String, _ text: String) {
         // Deltas of a response already cancelled or finished are late arrivals: dropped.
-        guard var current = response, current.id == id, !text.isEmpty else { return }
-        let at = ContentLocation(responseID: current.id, itemID: current.itemID)
-        if !current.itemStarted {
-            current.itemStarted = true
-            let item = ConversationItem(id: current.itemID, role: .assistant, status: .inProgress, content: [])
-            emit(.outputItemAdded(responseID: current.id, outputIndex: 0, item: item))
+        guard response?.id == id, !text.isEmpty, let itemID = response?.itemID, let modalities = response?.modalities else { return }
+        let at = ContentLocation(responseID: id, itemID: itemID)
+        if response?.itemStarted == false {
+            response?.itemStarted = true
+            let item = ConversationItem(id: itemID, role: .assistant, status: .inProgress, content: [])
+            emit(.outputItemAdded(responseID: id, outputIndex: 0, item: item))
             emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
-            emit(.contentPartAdded(at, part: Self.part(current.modalities, text: "")))
+            emit(.contentPartAdded(at, part: Self.part(modalities, text: "")))
         }
-        emit(current.modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: text) : .outputTextDelta(at, delta: text))
-        current.text += text
-        response = current
+        emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: text) : .outputTextDelta(at, delta: text))
+        // Appended in place: no copy of the response is held, so the reply so far is not copied
+        // on every delta.
+        response?.text += text
         // A reply is held whole until done; past the history's whole budget it could never be
         // kept anyway, so a runaway model is stopped there.
-        if current.text.utf8.count > conversation.maxTextBytes {
+        if let length = response?.text.utf8.count, length > conversation.maxTextBytes {
             outbox.append(.cancelModel(responseID: id))
             finish(.incomplete, details: .incomplete(reason: "max_output_tokens"))
         }

@@ -1,7 +1,8 @@
 /// What drives a session engine: the client's events, its audio, and the model's output.
 public enum SessionInput: Sendable {
     /// A parsed client event. `input_audio_buffer.append` is not one of these: the caller decodes
-    /// and resamples its audio and passes `.audio`.
+    /// and resamples its audio and passes `.audio` (handed over as a client event, it gets a
+    /// `server_error` event back).
     case client(ClientEvent)
     /// A client event that failed to parse: the engine answers with an `error` event.
     case invalidClientEvent(ProtocolError)

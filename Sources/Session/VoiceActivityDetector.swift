@@ -98,7 +98,7 @@ public struct VoiceActivityDetector: Sendable {
 
     public mutating func process(_ samples: some Collection<Int16>) -> [Event] {
         var events: [Event] = []
-        let done = samples.withContiguousStorageIfAvailable { buffer in
+        let done: Void? = samples.withContiguousStorageIfAvailable { buffer in
             for sample in buffer { add(sample, &events) }
         }
         if done == nil {

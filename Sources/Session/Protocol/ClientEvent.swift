@@ -45,7 +45,7 @@ public struct ClientEvent: Sendable, Equatable {
         do {
             json = try JSON(parsing: text)
         } catch {
-            throw ProtocolError(.invalidJSON, "the event is not valid JSON: \(error)")
+            throw ProtocolError(.invalidJSON, "the event is not valid JSON: \(error.reason) at byte \(error.offset)")
         }
         guard json.object != nil else { throw ProtocolError(.invalidValue, "an event must be a JSON object") }
         let event = EventFields(json)

@@ -54,7 +54,9 @@ extension ServerEvent {
         case .outputItemAdded(let responseID, let index, let item), .outputItemDone(let responseID, let index, let item):
             members += [("response_id", .string(responseID)), ("output_index", .int(index)), ("item", item.json(dialect: dialect))]
         case .contentPartAdded(let at, let part), .contentPartDone(let at, let part):
-            members += at.members + [("part", part.json(dialect: dialect))]
+            // The part of a content_part event is typed "text" or "audio" in both dialects (the GA
+            // API's ResponseContentPartAddedEvent.Part); only an item's content says output_text.
+            members += at.members + [("part", part.json(dialect: .beta))]
         case .outputTextDelta(let at, let delta), .outputAudioDelta(let at, let delta), .outputAudioTranscriptDelta(let at, let delta):
             members += at.members + [("delta", .string(delta))]
         case .outputTextDone(let at, let text):

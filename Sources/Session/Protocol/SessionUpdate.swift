@@ -7,7 +7,8 @@ import JSON
 /// `audio.input.turn_detection`, `audio.output.voice`, `max_output_tokens`) and the beta's flat
 /// fields (`modalities`, `input_audio_format: "pcm16"`, `turn_detection`, `voice`,
 /// `max_response_output_tokens`). Fields Parley does not act on (tools, temperature, transcription
-/// and noise-reduction settings) are accepted and ignored, so SDK defaults do not fail.
+/// and noise-reduction settings, `semantic_vad`'s eagerness) are accepted and ignored, so SDK
+/// defaults do not fail.
 public struct SessionUpdate: Sendable, Equatable {
     public enum TurnDetectionChange: Sendable, Equatable {
         /// `turn_detection: null`: the client commits turns itself.
@@ -153,7 +154,9 @@ public struct SessionUpdate: Sendable, Equatable {
     private static func turnDetection(_ fields: EventFields) throws(ProtocolError) -> TurnDetectionChange? {
         if fields.isNull("turn_detection") { return .manual }
         guard let vad = try fields.object("turn_detection") else { return nil }
-        if let type = try vad.string("type"), type != "server_vad" {
+        // Parley has one detector. `semantic_vad` (which SDKs may send by default) is served by
+        // it rather than refused, since refusing would reject the whole update, instructions and all.
+        if let type = try vad.string("type"), type != "server_vad", type != "semantic_vad" {
             throw vad.invalid("type", "must be 'server_vad' or turn_detection null (manual turns), got '\(type)'")
         }
         return .serverVAD(ServerVADChange(

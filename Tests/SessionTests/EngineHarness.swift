@@ -1,0 +1,83 @@
+import Codec
+import Server
+import Session
+
+/// Drives a session engine as a connection will: client JSON text in (appends decoded, resampled
+/// from 24 to 16 kHz and handed over as audio), actions out.
+struct EngineHarness {
+    var engine: SessionEngine
+    private let resampler: Resampler
+
+    init(seed: UInt64 = 1, options: SessionEngine.Options = .init()) throws {
+        engine = SessionEngine(seed: seed, options: options)
+        resampler = try Resampler(from: 24_000, to: 16_000)
+    }
+
+    /// A harness whose session has manual turns (turn_detection null).
+    static func manual(options: SessionEngine.Options = .init()) throws -> EngineHarness {
+        var options = options
+        options.configuration.turnDetection = nil
+        return try EngineHarness(options: options)
+    }
+
+    mutating func start() -> [SessionAction] { engine.start() }
+
+    mutating func client(_ text: String) -> [SessionAction] {
+        do {
+            let event = try ClientEvent.parse(text)
+            if case .inputAudioAppend(let samples) = event.kind { return engine.handle(.audio(resampler.process(samples))) }
+            return engine.handle(.client(event))
+        } catch {
+            return engine.handle(.invalidClientEvent(error))
+        }
+    }
+
+    mutating func audio(_ samples: [Int16]) -> [SessionAction] { engine.handle(.audio(samples)) }
+
+    mutating func audio(_ chunks: [[Int16]]) -> [SessionAction] { chunks.flatMap { engine.handle(.audio($0)) } }
+
+    mutating func say(_ text: String) -> [SessionAction] {
+        client(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"\#(text)"}]}}"#)
+    }
+
+    /// Starts a response and returns its id.
+    mutating func respond() throws -> String {
+        try client(#"{"type":"response.create"}"#).model().id
+    }
+
+    mutating func delta(_ id: String, _ text: String) -> [SessionAction] { engine.handle(.modelDelta(responseID: id, text: text)) }
+
+    mutating func finish(_ id: String, usage: Usage? = nil) -> [SessionAction] { engine.handle(.modelFinished(responseID: id, usage: usage)) }
+}
+
+struct HarnessFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+extension [SessionAction] {
+    var events: [ServerEvent] { compactMap { if case .send(let event) = $0 { event } else { nil } } }
+
+    /// Event types (GA names) and, in their places, `startModel` and `cancelModel`.
+    var types: [String] {
+        map { action in
+            switch action {
+            case .send(let event): event.type(in: .ga)
+            case .startModel: "startModel"
+            case .cancelModel: "cancelModel"
+            }
+        }
+    }
+
+    /// The model call these actions start; a test failure if they start none.
+    func model() throws -> (id: String, messages: [ChatMessage], options: ModelOptions) {
+        for case .startModel(let id, let messages, let options) in self { return (id, messages, options) }
+        throw HarnessFailure(description: "no model call started; got \(types)")
+    }
+
+    var errors: [EventError] { events.compactMap { if case .error(let error) = $0.kind { error } else { nil } } }
+
+    var responseDone: RealtimeResponse? {
+        for event in events { if case .responseDone(let response) = event.kind { return response } }
+        return nil
+    }
+}

@@ -1,0 +1,205 @@
+import Testing
+import Server
+import Codec
+import Session
+
+@Suite struct SessionEngineAudioTests {
+    static let question = "What is twelve times seven?"
+
+    @Test func serverVADTurnCommitsTheSpeechAndStartsAResponse() throws {
+        var h = try EngineHarness()
+        _ = h.start()
+        let clip = try SpeechClip.make(Self.question)
+        let actions = h.audio(clip.chunks(ms: 20))
+        #expect(actions.types == [
+            "input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
+            "conversation.item.created", "response.created", "startModel",
+        ])
+        guard case .speechStarted(let startMs, let itemID) = actions.events[0].kind,
+              case .speechStopped(let endMs, let stoppedID) = actions.events[1].kind,
+              case .inputAudioCommitted(let committedID, let previous) = actions.events[2].kind,
+              case .conversationItemCreated(let item, _) = actions.events[3].kind
+        else { Issue.record("unexpected events \(actions.types)"); return }
+        // audio_start_ms is the start less the 300 ms default padding.
+        #expect(abs(startMs + 300 - clip.speechStartMs) <= 150, "start \(startMs) + 300 vs \(clip.speechStartMs)")
+        #expect(abs(endMs - clip.speechEndMs) <= 150, "end \(endMs) vs \(clip.speechEndMs)")
+        #expect(stoppedID == itemID && committedID == itemID && item.id == itemID)
+        #expect(previous == nil)
+        #expect(item == ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)]))
+
+        let model = try actions.model()
+        let spoken = try #require(model.messages.last?.spokenMilliseconds)
+        #expect(abs(spoken - (clip.speechEndMs - clip.speechStartMs)) <= 300)
+        #expect(model.messages.last?.text.hasPrefix("[the user spoke for ") == true)
+        #expect(model.messages.last?.text.hasSuffix(" s; no transcriber is configured]") == true)
+        // The built-in agent answers it.
+        #expect(BuiltinAgent().reply(to: model.messages).contains("no transcriber is configured"))
+    }
+
+    @Test func appendedBase64PCM16At24kHzMakesTheSameTurn() throws {
+        var h = try EngineHarness()
+        let clip = try SpeechClip.make(Self.question, rate: 24_000)
+        var actions: [SessionAction] = []
+        for chunk in clip.chunks(ms: 40) {
+            let audio = Base64.encode(PCM.littleEndianBytes(chunk))
+            actions += h.client(#"{"type":"input_audio_buffer.append","audio":"\#(audio)"}"#)
+        }
+        #expect(actions.types == [
+            "input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
+            "conversation.item.created", "response.created", "startModel",
+        ])
+        guard case .speechStopped(let endMs, _) = actions.events[1].kind else { return }
+        #expect(abs(endMs - clip.speechEndMs) <= 150)
+    }
+
+    @Test func noisyBackgroundAloneStartsNoTurn() throws {
+        var h = try EngineHarness()
+        #expect(h.audio(SpeechClip.noise(ms: 4000, dBFS: -35, seed: 11)).isEmpty)
+    }
+
+    @Test func twoUtterancesMakeTwoTurnsWithChainedItems() throws {
+        var h = try EngineHarness()
+        let clip = try SpeechClip.make(Self.question)
+        let firstModel = try h.audio(clip.chunks(ms: 20)).model()
+        _ = h.delta(firstModel.id, "84.")
+        let done = h.finish(firstModel.id)
+        let reply = try #require(done.responseDone?.output.first)
+        let second = h.audio(clip.chunks(ms: 20))
+        guard case .speechStarted(let startMs, _) = second.events[0].kind,
+              case .inputAudioCommitted(_, let previous) = second.events[2].kind else { Issue.record("\(second.types)"); return }
+        // Offsets count from the session's first sample.
+        #expect(abs(startMs + 300 - (clip.durationMs + clip.speechStartMs)) <= 150)
+        #expect(previous == reply.id)
+        let model = try second.model()
+        #expect(model.messages.map(\.role) == [.user, .assistant, .user])
+        #expect(model.messages[1] == ChatMessage(role: .assistant, text: "84."))
+    }
+
+    @Test func speechDuringAReplyCancelsItAndKeepsOnlyWhatWasDelivered() throws {
+        var h = try EngineHarness()
+        _ = h.say("Tell me a story")
+        let id = try h.respond()
+        _ = h.delta(id, "Once upon")
+        _ = h.delta(id, " a time")
+        let clip = try SpeechClip.make("Stop, wait a moment.")
+        var actions: [SessionAction] = []
+        var chunks = clip.chunks(ms: 20)[...]
+        while let chunk = chunks.popFirst(), !actions.types.contains("input_audio_buffer.speech_started") { actions += h.audio(chunk) }
+        #expect(actions.types == [
+            "input_audio_buffer.speech_started", "cancelModel", "response.output_text.done", "response.content_part.done",
+            "response.output_item.done", "response.done",
+        ])
+        #expect(actions[1] == .cancelModel(responseID: id))
+        let response = try #require(actions.responseDone)
+        #expect(response.status == .cancelled && response.statusDetails == .cancelled(reason: "turn_detected"))
+        #expect(response.output.first?.content == [.outputText("Once upon a time")])
+        #expect(response.output.first?.status == .incomplete)
+        // What the model sends after the cancel never reaches the client or the history.
+        #expect(h.delta(id, " there was a dragon").isEmpty)
+        #expect(h.finish(id).isEmpty)
+
+        let rest = h.audio(Array(chunks))
+        #expect(rest.types == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "conversation.item.created", "response.created", "startModel"])
+        let model = try rest.model()
+        #expect(model.messages.map(\.role) == [.user, .assistant, .user])
+        #expect(model.messages[1].text == "Once upon a time")
+        #expect(model.messages[2].spokenMilliseconds != nil)
+    }
+
+    @Test func interruptResponseFalseLetsTheReplyFinish() throws {
+        var h = try EngineHarness()
+        _ = h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","interrupt_response":false}}}"#)
+        _ = h.say("hi")
+        let id = try h.respond()
+        let actions = h.audio(try SpeechClip.make(Self.question).chunks(ms: 20))
+        // Speech is committed, but no second response starts while the first is active.
+        #expect(actions.types == ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "conversation.item.created"])
+        #expect(h.engine.activeResponseID == id)
+    }
+
+    @Test func createResponseFalseCommitsWithoutAnswering() throws {
+        var h = try EngineHarness()
+        _ = h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","create_response":false}}}"#)
+        let actions = h.audio(try SpeechClip.make(Self.question).chunks(ms: 20))
+        #expect(actions.types.last == "conversation.item.created")
+        #expect(!actions.types.contains("startModel"))
+    }
+
+    @Test func manualModeCommitsOnlyWhenAskedAndAnswersOnlyWhenAsked() throws {
+        var h = try EngineHarness()
+        let update = h.client(#"{"type":"session.update","session":{"audio":{"input":{"turn_detection":null}}}}"#)
+        #expect(update.types == ["session.updated"])
+        guard case .sessionUpdated(let info) = update.events[0].kind else { return }
+        #expect(info.configuration.turnDetection == nil)
+
+        let empty = h.client(#"{"type":"input_audio_buffer.commit","event_id":"c2"}"#)
+        #expect(empty.types == ["error"])
+        #expect(empty.errors.first?.code == "input_audio_buffer_commit_empty")
+        #expect(empty.errors.first?.eventID == "c2")
+
+        // Speech alone does nothing: no detector is listening.
+        #expect(h.audio(try SpeechClip.make(Self.question).chunks(ms: 20)).isEmpty)
+        let committed = h.client(#"{"type":"input_audio_buffer.commit"}"#)
+        #expect(committed.types == ["input_audio_buffer.committed", "conversation.item.created"])
+        let spoken = try #require(h.engine.history.last?.spokenMilliseconds)
+        #expect(spoken >= 3000 && spoken < 5000)
+
+        let response = h.client(#"{"type":"response.create"}"#)
+        #expect(response.types == ["response.created", "startModel"])
+        #expect(try response.model().messages.count == 1)
+    }
+
+    @Test func clearEmptiesTheBufferSoTheNextCommitFails() throws {
+        var h = try EngineHarness.manual()
+        _ = h.audio([Int16](repeating: 100, count: 16_000))
+        #expect(h.client(#"{"type":"input_audio_buffer.clear"}"#).types == ["input_audio_buffer.cleared"])
+        #expect(h.client(#"{"type":"input_audio_buffer.commit"}"#).errors.first?.code == "input_audio_buffer_commit_empty")
+        #expect(h.engine.accountedBytes == 0)
+    }
+
+    @Test func clearDuringSpeechForgetsTheTurn() throws {
+        var h = try EngineHarness()
+        let clip = try SpeechClip.make(Self.question)
+        let half = (clip.speechStartMs + clip.speechEndMs) / 2 * 16
+        #expect(h.audio(Array(clip.samples[..<half])).types == ["input_audio_buffer.speech_started"])
+        #expect(h.client(#"{"type":"input_audio_buffer.clear"}"#).types == ["input_audio_buffer.cleared"])
+        // The rest of the sentence is a new turn; the cleared half is no item.
+        let rest = h.audio(Array(clip.samples[half...]))
+        #expect(rest.types.first == "input_audio_buffer.speech_started")
+        #expect(rest.types.filter { $0 == "input_audio_buffer.committed" }.count == 1)
+    }
+
+    @Test func idleSessionHoldsNoAudioAndListeningHoldsOnlyThePadding() throws {
+        var h = try EngineHarness()
+        _ = h.start()
+        #expect(h.engine.accountedBytes == 0)
+        _ = h.audio((0..<250).map { _ in [Int16](repeating: 0, count: 320) })  // 5 s of silence in 20 ms chunks
+        // 300 ms of padding and 300 ms of margin, up to twice that between trims: not the 5 s.
+        #expect(h.engine.accountedBytes < 64_000)
+    }
+
+    @Test func audioIsReleasedAtCommitAndCappedAt30Seconds() throws {
+        var h = try EngineHarness.manual()
+        let second = [Int16](repeating: 200, count: 16_000)
+        _ = h.audio(second)
+        #expect(h.engine.accountedBytes >= 32_000)
+        for _ in 0..<39 { _ = h.audio(second) }
+        // 40 s appended; at most 31 s held.
+        #expect(h.engine.accountedBytes <= 31 * 32_000 + 64 * 1024)
+        _ = h.client(#"{"type":"input_audio_buffer.commit"}"#)
+        // All 40 s count toward the item, though only 30 were kept.
+        #expect(h.engine.history.last?.spokenMilliseconds == 40_000)
+        #expect(h.engine.accountedBytes < 1024)
+    }
+
+    @Test func switchingToServerVADMidSessionCountsFromTheSessionsStart() throws {
+        var h = try EngineHarness.manual()
+        _ = h.audio([Int16](repeating: 0, count: 32_000))  // 2 s before VAD is on
+        _ = h.client(#"{"type":"input_audio_buffer.clear"}"#)
+        _ = h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","prefix_padding_ms":0}}}"#)
+        let clip = try SpeechClip.make(Self.question)
+        let actions = h.audio(clip.chunks(ms: 20))
+        guard case .speechStarted(let startMs, _) = actions.events.first?.kind else { Issue.record("\(actions.types)"); return }
+        #expect(abs(startMs - (2000 + clip.speechStartMs)) <= 150)
+    }
+}

@@ -1,0 +1,64 @@
+import Testing
+import Session
+
+@Suite struct SessionEngineErrorTests {
+    /// Each malformed event yields one `error` event whose message names the problem, and the
+    /// session carries on.
+    @Test(arguments: [
+        (#"{"type":"response.create""#, "invalid_json", "not valid JSON", nil),
+        (#"{"type":"response.explode","event_id":"e1"}"#, "unknown_event", "'response.explode'", "type"),
+        (#"{"event_id":"e1"}"#, "missing_field", "'type'", "type"),
+        (#"{"type":"input_audio_buffer.append","event_id":"e1"}"#, "missing_field", "'audio'", "audio"),
+        (#"{"type":"input_audio_buffer.append","event_id":"e1","audio":"@@@@"}"#, "invalid_value", "'audio' is not valid base64", "audio"),
+        (#"{"type":"conversation.item.create","event_id":"e1","item":{"type":"message","role":"user"}}"#, "missing_field", "'item.content'", "item.content"),
+        (#"{"type":"session.update","event_id":"e1","session":{"turn_detection":{"type":"server_vad","threshold":7}}}"#,
+         "invalid_value", "'session.turn_detection.threshold' must be a number from 0 to 1", "session.turn_detection.threshold"),
+        (#"{"type":"session.update","event_id":"e1","session":{"audio":{"input":{"format":{"type":"audio/pcm","rate":8000}}}}}"#,
+         "invalid_value", "'session.audio.input.format.rate' must be 24000", "session.audio.input.format.rate"),
+        (#"{"type":"session.update","event_id":"e1","session":{"output_modalities":["smell"]}}"#, "invalid_value", "'session.output_modalities'", "session.output_modalities"),
+    ] as [(String, String, String, String?)])
+    func malformedEventsYieldAnErrorNamingTheProblem(text: String, code: String, mentions: String, param: String?) throws {
+        var h = try EngineHarness()
+        _ = h.start()
+        let actions = h.client(text)
+        #expect(actions.types == ["error"])
+        let error = try #require(actions.errors.first)
+        #expect(error.type == .invalidRequest)
+        #expect(error.code == code)
+        #expect(error.message.contains(mentions), "\(error.message)")
+        #expect(error.param == param)
+        if text.contains(#""event_id":"e1""#) { #expect(error.eventID == "e1") }
+        // Still usable.
+        #expect(h.say("hello").types == ["conversation.item.created"])
+        #expect(h.engine.configuration == SessionConfiguration())
+    }
+
+    @Test func opusIsRefusedOnTheRealtimeEndpointAndAcceptedOnWs() throws {
+        let update = #"{"type":"session.update","event_id":"u1","session":{"audio":{"input":{"format":{"type":"audio/opus","rate":48000}}}}}"#
+        var realtime = try EngineHarness(options: .init(allowsOpus: false))
+        let refused = realtime.client(update)
+        #expect(refused.types == ["error"])
+        #expect(refused.errors.first?.param == "session.audio.input.format")
+        #expect(refused.errors.first?.eventID == "u1")
+        #expect(realtime.engine.configuration.inputAudioFormat == .pcm16)
+
+        var ws = try EngineHarness(options: .init(allowsOpus: true))
+        #expect(ws.client(update).types == ["session.updated"])
+        #expect(ws.engine.configuration.inputAudioFormat == .opus)
+    }
+
+    @Test func unsupportedRealtimeEventsSaySo() throws {
+        var h = try EngineHarness()
+        let actions = h.client(#"{"type":"conversation.item.truncate","item_id":"x","content_index":0,"audio_end_ms":10}"#)
+        #expect(actions.errors.first?.code == "unsupported_event")
+        #expect(actions.errors.first?.message == "event type 'conversation.item.truncate' is not supported by Parley")
+    }
+
+    @Test func anAppendHandedOverUndecodedIsReportedNotDropped() throws {
+        var h = try EngineHarness()
+        let actions = h.engine.handle(.client(ClientEvent(eventID: "a1", .inputAudioAppend([1, 2, 3]))))
+        #expect(actions.types == ["error"])
+        #expect(actions.errors.first?.type == .server)
+        #expect(actions.errors.first?.eventID == "a1")
+    }
+}

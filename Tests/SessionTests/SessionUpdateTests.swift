@@ -1,0 +1,134 @@
+import Testing
+import Session
+
+@Suite struct SessionUpdateTests {
+    private func update(_ session: String) throws(ProtocolError) -> SessionUpdate {
+        let event = try ClientEvent.parse(#"{"type":"session.update","session":\#(session)}"#)
+        guard case .sessionUpdate(let update) = event.kind else { fatalError("not a session.update") }
+        return update
+    }
+
+    private func rejection(_ session: String) -> ProtocolError? {
+        do {
+            _ = try update(session)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func gaShapeParses() throws {
+        let u = try update(#"""
+            {"type":"realtime","instructions":"Be kind.","output_modalities":["audio"],"max_output_tokens":200,
+             "audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"server_vad","threshold":0.7,"silence_duration_ms":800}},
+                      "output":{"format":{"type":"audio/pcm"},"voice":"marin"}},
+             "tools":[],"tracing":null}
+            """#)
+        #expect(u.instructions == "Be kind.")
+        #expect(u.outputModalities == .audio)
+        #expect(u.maxOutputTokens == .limited(200))
+        #expect(u.inputAudioFormat == .pcm16 && u.outputAudioFormat == .pcm16)
+        #expect(u.voice == "marin")
+        #expect(u.turnDetection == .serverVAD(SessionUpdate.ServerVADChange(threshold: 0.7, silenceDurationMs: 800)))
+    }
+
+    @Test func betaShapeParses() throws {
+        let u = try update(#"""
+            {"modalities":["text","audio"],"voice":"alloy","input_audio_format":"pcm16","output_audio_format":"pcm16",
+             "turn_detection":null,"max_response_output_tokens":"inf","temperature":0.8,"input_audio_transcription":null}
+            """#)
+        #expect(u.outputModalities == [.text, .audio])
+        #expect(u.voice == "alloy")
+        #expect(u.turnDetection == .manual)
+        #expect(u.maxOutputTokens == .unlimited)
+    }
+
+    @Test func opusFormatsParseInBothShapes() throws {
+        #expect(try update(#"{"audio":{"input":{"format":{"type":"audio/opus","rate":48000}}}}"#).inputAudioFormat == .opus)
+        #expect(try update(#"{"output_audio_format":"opus"}"#).outputAudioFormat == .opus)
+    }
+
+    @Test func badValuesNameTheField() {
+        let cases: [(String, String)] = [
+            (#"{"audio":{"input":{"turn_detection":{"type":"server_vad","threshold":1.5}}}}"#, "session.audio.input.turn_detection.threshold"),
+            (#"{"turn_detection":{"type":"server_vad","silence_duration_ms":-1}}"#, "session.turn_detection.silence_duration_ms"),
+            (#"{"turn_detection":{"type":"server_vad","prefix_padding_ms":12.5}}"#, "session.turn_detection.prefix_padding_ms"),
+            (#"{"turn_detection":{"type":"near_field_vad"}}"#, "session.turn_detection.type"),
+            (#"{"turn_detection":{"create_response":"yes"}}"#, "session.turn_detection.create_response"),
+            (#"{"output_modalities":["video"]}"#, "session.output_modalities"),
+            (#"{"modalities":[]}"#, "session.modalities"),
+            (#"{"input_audio_format":"g711_ulaw"}"#, "session.input_audio_format"),
+            (#"{"audio":{"input":{"format":{"type":"audio/pcm","rate":16000}}}}"#, "session.audio.input.format.rate"),
+            (#"{"audio":{"output":{"format":{"type":"audio/mp3"}}}}"#, "session.audio.output.format.type"),
+            (#"{"max_output_tokens":0}"#, "session.max_output_tokens"),
+            (#"{"max_response_output_tokens":"lots"}"#, "session.max_response_output_tokens"),
+            (#"{"voice":""}"#, "session.voice"),
+            (#"{"instructions":7}"#, "session.instructions"),
+            (#"{"type":"transcription"}"#, "session.type"),
+            (#"{"audio":"loud"}"#, "session.audio"),
+        ]
+        for (session, param) in cases {
+            let error = rejection(session)
+            #expect(error?.code == .invalidValue, "\(session)")
+            #expect(error?.param == param, "\(session): \(String(describing: error))")
+            #expect(error?.message.hasPrefix("'\(param)'") == true, "\(session): \(String(describing: error))")
+        }
+    }
+
+    @Test func semanticVADIsServedByTheServerDetector() throws {
+        let u = try update(#"{"instructions":"Hi.","audio":{"input":{"turn_detection":{"type":"semantic_vad","eagerness":"auto","interrupt_response":false}}}}"#)
+        #expect(u.instructions == "Hi.")
+        #expect(u.turnDetection == .serverVAD(SessionUpdate.ServerVADChange(interruptResponse: false)))
+    }
+
+    @Test func outOfRangeMessageSaysTheRangeAndTheValue() {
+        #expect(rejection(#"{"turn_detection":{"threshold":2}}"#)?.message == "'session.turn_detection.threshold' must be a number from 0 to 1, got 2")
+    }
+
+    @Test func missingSessionObjectIsAMissingField() {
+        #expect(throws: ProtocolError(.missingField, "missing required field 'session'", param: "session")) {
+            try ClientEvent.parse(#"{"type":"session.update"}"#)
+        }
+    }
+
+    @Test func instructionsAreBounded() {
+        let long = String(repeating: "a", count: SessionConfiguration.maxInstructionBytes + 1)
+        #expect(rejection(#"{"instructions":"\#(long)"}"#)?.param == "session.instructions")
+    }
+
+    @Test func applyingMergesServerVADFieldsIntoTheCurrentSettings() throws {
+        var configuration = SessionConfiguration()
+        try configuration.apply(try update(#"{"turn_detection":{"type":"server_vad","threshold":0.8}}"#), allowsOpus: false)
+        try configuration.apply(try update(#"{"turn_detection":{"silence_duration_ms":900}}"#), allowsOpus: false)
+        #expect(configuration.turnDetection == ServerVAD(threshold: 0.8, silenceDurationMs: 900))
+        try configuration.apply(try update(#"{"turn_detection":null}"#), allowsOpus: false)
+        #expect(configuration.turnDetection == nil)
+        try configuration.apply(try update(#"{"turn_detection":{"type":"server_vad"}}"#), allowsOpus: false)
+        #expect(configuration.turnDetection == ServerVAD())
+    }
+
+    @Test func opusIsOnlyAllowedWhereTheEndpointCarriesIt() throws {
+        var configuration = SessionConfiguration()
+        let opus = try update(#"{"instructions":"x","audio":{"input":{"format":{"type":"audio/opus"}}}}"#)
+        #expect(throws: ProtocolError.self) { try configuration.apply(opus, allowsOpus: false) }
+        // All or nothing: the instructions of the rejected update did not apply either.
+        #expect(configuration == SessionConfiguration())
+        do {
+            try configuration.apply(opus, allowsOpus: false)
+        } catch {
+            #expect(error.param == "session.audio.input.format")
+            #expect(error.message.contains("/ws"))
+        }
+        try configuration.apply(opus, allowsOpus: true)
+        #expect(configuration.inputAudioFormat == .opus)
+        #expect(configuration.instructions == "x")
+    }
+
+    @Test func tokenLimitsApply() throws {
+        var configuration = SessionConfiguration()
+        try configuration.apply(try update(#"{"max_output_tokens":300}"#), allowsOpus: false)
+        #expect(configuration.maxOutputTokens == 300)
+        try configuration.apply(try update(#"{"max_output_tokens":"inf"}"#), allowsOpus: false)
+        #expect(configuration.maxOutputTokens == nil)
+    }
+}

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""A real round trip against Parley with the official `openai` Python SDK's realtime clients.
+
+Run by scripts/realtime-sdk-test.sh (which makes the venv and starts the server):
+
+    .venv-sdk/bin/python scripts/realtime_sdk_client.py --base-url http://127.0.0.1:PORT/v1
+
+For the GA client (`client.realtime.connect`) and, if the installed SDK still has it, the beta
+client (`client.beta.realtime.connect`, `OpenAI-Beta: realtime=v1`) it connects, waits for
+`session.created`, updates the session, asks the built-in agent "what is 12 times 7" as a text
+item, streams the reply to `response.done`, appends a second of silence and clears it, and sends
+malformed events (each must get an `error` event and leave the connection open).
+
+Every server event is also validated against the SDK's own pydantic model for its `type`, so a
+field Parley names or shapes differently from what the SDK declares fails a check here, even
+though the SDK's `recv()` itself would accept it (it builds models without validating).
+
+One line per check; the last line is `sdk: N passed, M failed`. Exit status 0 only if none failed.
+Every wait is bounded (`--timeout` seconds each, default 10).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import sys
+import typing
+from typing import Any, Callable
+
+import openai
+import pydantic
+from openai import AsyncOpenAI
+
+QUESTION = "what is 12 times 7"
+ANSWER = "84"
+INSTRUCTIONS = "You are Parley's SDK round-trip test. Answer briefly."
+# One second of silence: pcm16 little-endian, mono, 24 kHz.
+SILENCE_1S = base64.b64encode(b"\x00\x00" * 24000).decode("ascii")
+
+
+class Abort(Exception):
+    """A step could not go on (a timeout, a closed connection): the rest of that client is skipped."""
+
+
+class Checks:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, label: str, ok: bool, detail: str = "") -> bool:
+        if ok:
+            self.passed += 1
+            print(f"ok   {label}" + (f" ({detail})" if detail else ""), flush=True)
+        else:
+            self.failed += 1
+            print(f"FAIL {label}" + (f": {detail}" if detail else ""), flush=True)
+        return ok
+
+    def note(self, text: str) -> None:
+        print(f"note {text}", flush=True)
+
+
+def models_by_type(union: Any) -> dict[str, type[pydantic.BaseModel]]:
+    """Maps each event `type` literal of the SDK's server-event union to its model class."""
+    inner = typing.get_args(union)[0] if typing.get_origin(union) is typing.Annotated else union
+    table: dict[str, type[pydantic.BaseModel]] = {}
+    for cls in typing.get_args(inner):
+        for literal in typing.get_args(cls.model_fields["type"].annotation):
+            table[literal] = cls
+    return table
+
+
+def short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class Session:
+    """One SDK connection with bounded waits and validation of everything received."""
+
+    def __init__(self, name: str, conn: Any, models: dict[str, type[pydantic.BaseModel]], checks: Checks, timeout: float) -> None:
+        self.name = name
+        self.conn = conn
+        self.models = models
+        self.checks = checks
+        self.timeout = timeout
+        self.received = 0
+        self.shape_errors: list[str] = []
+
+    async def next_event(self, waiting_for: str) -> tuple[dict[str, Any], Any]:
+        """The next event as raw JSON and as the SDK parses it (`parse_event`, what `recv()` returns)."""
+        try:
+            raw = await asyncio.wait_for(self.conn.recv_bytes(), self.timeout)
+        except asyncio.TimeoutError:
+            raise Abort(f"no event within {self.timeout:g} s while waiting for {waiting_for}") from None
+        except Exception as error:  # websockets.ConnectionClosed and friends
+            raise Abort(f"connection failed while waiting for {waiting_for}: {type(error).__name__}: {error}") from None
+        self.received += 1
+        try:
+            data = json.loads(raw)
+        except ValueError as error:
+            raise Abort(f"server sent a message that is not JSON ({error}): {short(raw.decode('utf-8', 'replace'))}") from None
+        parsed = self.conn.parse_event(raw)
+        self.validate(data)
+        return data, parsed
+
+    def validate(self, data: Any) -> None:
+        kind = data.get("type") if isinstance(data, dict) else None
+        model = self.models.get(kind) if isinstance(kind, str) else None
+        if model is None:
+            self.shape_errors.append(f"{kind!r}: not an event type this SDK knows; event: {short(data)}")
+            return
+        try:
+            model.model_validate(data)
+        except pydantic.ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {short(e.get('input'), 80)})" for e in error.errors()[:6])
+            self.shape_errors.append(f"{kind}: {problems}")
+
+    async def expect(self, wanted: str, *, allow: Callable[[dict[str, Any]], bool] = lambda _: False) -> tuple[dict[str, Any], Any]:
+        """Reads until an event of type `wanted`; an `error` or any other event not allowed aborts."""
+        while True:
+            data, parsed = await self.next_event(wanted)
+            if data.get("type") == wanted:
+                return data, parsed
+            if data.get("type") == "error" or not allow(data):
+                raise Abort(f"expected {wanted}, got {short(data)}")
+
+    async def expect_error(self, label: str, code: str, event_id: str | None) -> None:
+        data, parsed = await self.expect("error")
+        error = data.get("error") or {}
+        ok = error.get("code") == code and error.get("type") == "invalid_request_error"
+        if event_id is not None:
+            ok = ok and error.get("event_id") == event_id
+        self.checks.check(f"{self.name}: {label} -> error {code}", ok and getattr(parsed, "type", None) == "error",
+                          f"{error.get('message')}" if ok else f"got {short(data)}")
+
+
+async def round_trip(s: Session, *, ga: bool, model: str) -> None:
+    c = s.checks
+    n = s.name
+    text_delta = "response.output_text.delta" if ga else "response.text.delta"
+    text_done = "response.output_text.done" if ga else "response.text.done"
+
+    # session.created: the first event.
+    data, parsed = await s.next_event("session.created")
+    session = data.get("session") or {}
+    c.check(f"{n}: session.created first", data.get("type") == "session.created" and getattr(parsed, "type", None) == "session.created",
+            f"session {session.get('id')}, model {session.get('model')}" if data.get("type") == "session.created" else f"got {short(data)}")
+    if data.get("type") != "session.created":
+        raise Abort("no session.created")
+    c.check(f"{n}: session model is the ?model= asked for", session.get("model") == model, f"got {session.get('model')!r}")
+    if ga:
+        fmt = ((session.get("audio") or {}).get("input") or {}).get("format")
+        c.check(f"{n}: session.audio.input.format is audio/pcm 24000", fmt == {"type": "audio/pcm", "rate": 24000}, f"got {fmt!r}")
+    else:
+        c.check(f"{n}: session.input_audio_format is pcm16", session.get("input_audio_format") == "pcm16", f"got {session.get('input_audio_format')!r}")
+
+    # session.update -> session.updated
+    if ga:
+        await s.conn.session.update(session={"type": "realtime", "instructions": INSTRUCTIONS, "output_modalities": ["text"]})
+    else:
+        await s.conn.session.update(session={"instructions": INSTRUCTIONS, "modalities": ["text"]})
+    data, _ = await s.expect("session.updated")
+    session = data.get("session") or {}
+    modalities = session.get("output_modalities" if ga else "modalities")
+    c.check(f"{n}: session.update -> session.updated (text only, instructions set)",
+            modalities == ["text"] and session.get("instructions") == INSTRUCTIONS,
+            f"modalities {modalities!r}, instructions {session.get('instructions')!r}")
+
+    # A user text item, then a response.
+    await s.conn.conversation.item.create(item={
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text": QUESTION}],
+    })
+    data, _ = await s.expect("conversation.item.created")
+    item = data.get("item") or {}
+    content = item.get("content") or [{}]
+    c.check(f"{n}: conversation.item.create -> conversation.item.created",
+            item.get("role") == "user" and content[0].get("text") == QUESTION, f"item {item.get('id')}")
+
+    await s.conn.response.create()
+    seen: list[str] = []
+    deltas: list[str] = []
+    done_text = None
+    while True:
+        data, parsed = await s.next_event("response.done")
+        kind = data.get("type")
+        seen.append(kind)
+        if kind == "error":
+            raise Abort(f"error during the response: {short(data)}")
+        if kind == text_delta:
+            deltas.append(getattr(parsed, "delta", None) or "")
+        elif kind == text_done:
+            done_text = data.get("text")
+        elif kind == "response.done":
+            break
+    response = data.get("response") or {}
+    text = "".join(deltas)
+    # Parley, like the beta API, announces the assistant item with conversation.item.created right
+    # after response.output_item.added (GA servers may send conversation.item.added instead).
+    expected_order = ["response.created", "response.output_item.added", "conversation.item.created", "response.content_part.added", text_delta,
+                      text_done, "response.content_part.done", "response.output_item.done", "response.done"]
+    order = [k for i, k in enumerate(seen) if k != text_delta or (i == 0 or seen[i - 1] != text_delta)]
+    c.check(f"{n}: response events in order", order == expected_order, " ".join(order) if order == expected_order else f"got {order}")
+    c.check(f"{n}: {text_delta} deltas joined contain {ANSWER!r}", bool(deltas) and ANSWER in text, f"{len(deltas)} deltas: {text!r}")
+    c.check(f"{n}: {text_done} text equals the joined deltas", done_text == text, f"got {done_text!r}")
+    c.check(f"{n}: response.done status completed", response.get("status") == "completed",
+            f"got {response.get('status')!r} {short(response.get('status_details'))}")
+    usage = response.get("usage") or {}
+    c.check(f"{n}: response.done usage present", isinstance(usage.get("total_tokens"), int) and usage["total_tokens"] > 0
+            and usage.get("total_tokens") == (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0), short(usage))
+    output = response.get("output") or [{}]
+    parts = output[0].get("content") or [{}]
+    part_type = "output_text" if ga else "text"
+    c.check(f"{n}: response.done output holds the {part_type} reply", parts[0].get("type") == part_type and parts[0].get("text") == text,
+            f"got {short(parts[0])}")
+
+    # A second of silence, then clear it.
+    await s.conn.input_audio_buffer.append(audio=SILENCE_1S)
+    await s.conn.input_audio_buffer.clear()
+    # With server VAD, silence must not start speech; any event but these two fails.
+    await s.expect("input_audio_buffer.cleared")
+    c.check(f"{n}: input_audio_buffer.append 1 s silence + clear -> input_audio_buffer.cleared", True)
+
+    # Malformed events: each gets an error event, and the session goes on.
+    await s.conn.send({"type": "parley.no_such_event", "event_id": "evt_sdk_unknown"})
+    await s.expect_error("unknown event type (sent as a dict)", "unknown_event", "evt_sdk_unknown")
+    await s.conn.send({"type": "conversation.item.create", "event_id": "evt_sdk_noitem"})
+    await s.expect_error("conversation.item.create without item", "missing_field", "evt_sdk_noitem")
+    send_raw = getattr(s.conn, "send_raw", None)
+    if send_raw is not None:
+        await send_raw('{"type": "session.update", "session": ')
+        await s.expect_error("text that is not JSON (send_raw)", "invalid_json", None)
+    else:
+        c.note(f"{n}: this client has no send_raw; invalid JSON not sent")
+    await s.conn.input_audio_buffer.clear()
+    await s.expect("input_audio_buffer.cleared")
+    c.check(f"{n}: connection still open after the errors", True, "input_audio_buffer.clear answered")
+
+
+async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any], models: dict[str, type[pydantic.BaseModel]],
+                     *, ga: bool, model: str, timeout: float) -> None:
+    try:
+        async with asyncio.timeout(timeout * 6):
+            manager = open_manager()
+            try:
+                conn = await asyncio.wait_for(manager.__aenter__(), timeout)
+            except asyncio.TimeoutError:
+                raise Abort(f"connect did not complete within {timeout:g} s") from None
+            except Exception as error:
+                raise Abort(f"connect failed: {type(error).__name__}: {error}") from None
+            s = Session(name, conn, models, checks, timeout)
+            try:
+                checks.check(f"{name}: connected", True)
+                await round_trip(s, ga=ga, model=model)
+            finally:
+                try:
+                    await asyncio.wait_for(manager.__aexit__(None, None, None), timeout)
+                except Exception as error:
+                    checks.note(f"{name}: close: {type(error).__name__}: {error}")
+                if s.received:
+                    checks.check(f"{name}: all {s.received} server events validate against the SDK's models", not s.shape_errors,
+                                 "\n       ".join([""] + s.shape_errors))
+    except Abort as error:
+        checks.check(f"{name}: round trip", False, str(error))
+    except TimeoutError:
+        checks.check(f"{name}: round trip", False, f"did not finish within {timeout * 6:g} s")
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", required=True, help="http://127.0.0.1:PORT/v1")
+    parser.add_argument("--model", default="gpt-realtime")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds for each wait")
+    args = parser.parse_args()
+
+    checks = Checks()
+    print(f"openai {openai.__version__}, pydantic {pydantic.VERSION}, base_url {args.base_url}", flush=True)
+
+    from openai.types.realtime.realtime_server_event import RealtimeServerEvent as GAEvent
+
+    client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
+    await run_client(checks, "ga", lambda: client.realtime.connect(model=args.model), models_by_type(GAEvent),
+                     ga=True, model=args.model, timeout=args.timeout)
+
+    beta = getattr(getattr(client, "beta", None), "realtime", None)
+    if beta is None or not hasattr(beta, "connect"):
+        checks.note("this SDK has no beta realtime client; beta skipped")
+    else:
+        from openai.types.beta.realtime.realtime_server_event import RealtimeServerEvent as BetaEvent
+
+        # The beta client always dials wss:// from base_url (resources/beta/realtime/realtime.py,
+        # _prepare_url: copy_with(scheme="wss")); for a plain ws:// server it needs websocket_base_url.
+        ws_url = args.base_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+        checks.note(f"beta: the SDK's beta client dials wss:// whatever base_url says; using websocket_base_url={ws_url}")
+        beta_client = AsyncOpenAI(base_url=args.base_url, websocket_base_url=ws_url, api_key="sk-parley-sdk-test", max_retries=0)
+        await run_client(checks, "beta", lambda: beta_client.beta.realtime.connect(model=args.model), models_by_type(BetaEvent),
+                         ga=False, model=args.model, timeout=args.timeout)
+
+    print(f"sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
+    return 0 if checks.failed == 0 and checks.passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
