@@ -128,6 +128,36 @@ import TestSupport
         #expect(done["response"]?["status"]?.string == "cancelled")
     }
 
+    @Test func speakingDuringAReplyCancelsItUpstream() throws {
+        // A slow upstream: 400 words at 40 a second, so the reply is still streaming when speech comes.
+        let slow = try TestServer({ $0.loops = 1 }, routes: { routes in
+            var options = MockLLMOptions()
+            options.replyTokens = 400
+            options.tokensPerSecond = 40
+            MockLLMServer.install(on: &routes, options: options)
+        })
+        let server = try server(model: { _ in OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(slow.port)/v1")!, model: "m", apiKey: nil) })
+        let client = try connect(server, path: "/ws")
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("talk for a while").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        _ = try readUntil("response.output_text.delta", client)
+        let wav = try WAVFile.read(path: try SpeechVectors.wav("Stop please"))
+        let speech = try Resampler(from: wav.sampleRate, to: 48000).process(wav.samples)
+        let encoder = try OpusEncoder()
+        for start in stride(from: 0, to: speech.count - 959, by: 960) {
+            try client.send(TestClient.frame(0x2, try encoder.encode(Array(speech[start..<(start + 960)]))))
+        }
+        let events = try readUntil("response.done", client)
+        let types = events.map { $0["type"]?.string ?? "?" }
+        #expect(types.contains("input_audio_buffer.speech_started"))
+        let done = events.last!
+        #expect(done["response"]?["status"]?.string == "cancelled")
+        let delivered = events.filter { $0["type"]?.string == "response.output_text.delta" }.count
+        #expect(delivered < 399, "the reply was cut short")
+        withExtendedLifetime(slow) {}
+    }
+
     @Test func browsersAuthenticateWithSubprotocols() throws {
         let server = try server(requiredKey: "sekret")
         let refused = try server.client()
