@@ -24,9 +24,13 @@ final class RealtimeSessionHandler: WebSocketHandler {
 
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, allowsOpus: Bool) {
         self.endpoint = endpoint
-        dialect = Dialect(openAIBetaHeader: request.header("openai-beta"))
+        // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
+        let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
+        dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
         var options = SessionEngine.Options(model: request.queryValue("model").map(String.init) ?? endpoint.modelName, allowsOpus: allowsOpus)
         options.configuration = SessionConfiguration()
+        // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
+        if allowsOpus { options.configuration.inputAudioFormat = .opus }
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
     }
 
@@ -43,6 +47,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
             do {
                 let event = try ClientEvent.parse(text)
                 if case .inputAudioAppend(let samples) = event.kind {
+                    guard engine.configuration.inputAudioFormat == .pcm16 else {
+                        return refuse("input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update", eventID: event.eventID)
+                    }
                     feedAudio { try $0.pcm24k(samples) }
                 } else {
                     perform(engine.handle(.client(event)))
@@ -52,7 +59,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
             }
         case .binary:
             guard engine.allowsOpus else {
-                return perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here"))))
+                return refuse("binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here")
+            }
+            guard engine.configuration.inputAudioFormat == .opus else {
+                return refuse("binary frames carry Opus packets, but this session's input format is pcm16: set the input format to opus with session.update, or send input_audio_buffer.append")
             }
             feedAudio { try $0.opus(message) }
         }
@@ -65,6 +75,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
         codecCheck?.cancel()
         audio = nil
         self.socket = nil
+    }
+
+    private func refuse(_ message: String, eventID: String? = nil) {
+        perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, message, eventID: eventID))))
     }
 
     // MARK: Audio

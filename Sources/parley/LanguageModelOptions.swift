@@ -29,10 +29,10 @@ struct LanguageModelOptions: ParsableArguments {
         switch llm {
         case "openai":
             let (url, key) = try upstream(defaultURL: "https://api.openai.com/v1", keyVariable: "OPENAI_API_KEY")
-            return OpenAIChatModel(baseURL: url, model: llmModel ?? "gpt-4o-mini", apiKey: key)
+            return OpenAIChatModel(baseURL: url, model: modelName, apiKey: key)
         case "anthropic":
             let (url, key) = try upstream(defaultURL: "https://api.anthropic.com/v1", keyVariable: "ANTHROPIC_API_KEY")
-            return AnthropicModel(baseURL: url, model: llmModel ?? "claude-3-5-haiku-latest", apiKey: key)
+            return AnthropicModel(baseURL: url, model: modelName, apiKey: key)
         default:
             return BuiltinModel()
         }
@@ -48,7 +48,16 @@ struct LanguageModelOptions: ParsableArguments {
         return (url, Environment.string(llmApiKeyEnv ?? keyVariable))
     }
 
+    /// The model asked for: the flag, or the provider's default. Sessions report it too.
+    var modelName: String {
+        switch llm {
+        case "openai": llmModel ?? "gpt-4o-mini"
+        case "anthropic": llmModel ?? "claude-3-5-haiku-latest"
+        default: "parley-builtin"
+        }
+    }
+
     var summary: String {
-        llm == "builtin" ? "builtin agent (offline)" : "\(llm) \(llmModel ?? "(default model)") at \(llmBaseUrl ?? "(default URL)")"
+        llm == "builtin" ? "builtin agent (offline)" : "\(llm) \(modelName) at \(llmBaseUrl ?? "(default URL)")"
     }
 }

@@ -82,7 +82,7 @@ struct Serve: ParsableCommand {
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         // PARLEY_API_KEY, when set, is the key session clients must present (kept out of flags,
         // where it would show in the process list).
-        let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.llmModel ?? "parley-\(languageModel.llm)",
+        let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
                                         requiredKey: Environment.string("PARLEY_API_KEY"))
         sessions.install(on: &routes)
 

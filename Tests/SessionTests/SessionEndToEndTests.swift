@@ -38,6 +38,10 @@ import TestSupport
         return events
     }
 
+    func errorMessage(_ event: JSON) -> String {
+        event["error"]?["message"]?.string ?? ""
+    }
+
     func textTurn(_ text: String) -> String {
         #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"\#(text)"}]}}"#
     }
@@ -128,6 +132,25 @@ import TestSupport
         #expect(done["response"]?["status"]?.string == "cancelled")
     }
 
+    @Test func upstreamConnectionsAreReusedAcrossTurns() throws {
+        // One server hosts both the session endpoint and the mock upstream, on one loop, so its
+        // accepted connections are this client's plus the upstream ones.
+        let box = ModelBox()
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            MockLLMServer.install(on: &routes, options: MockLLMOptions())
+            RealtimeEndpoint(model: box, modelName: "m").install(on: &routes)
+        })
+        box.set(OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(server.port)/v1")!, model: "m", apiKey: nil))
+        let client = try connect(server)
+        _ = try readEvent(client)
+        for turn in 1...3 {
+            try client.send(TestClient.frame(0x1, Array(textTurn("turn \(turn)").utf8)))
+            try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+            #expect(try readUntil("response.done", client).last?["response"]?["status"]?.string == "completed")
+        }
+        #expect(server.metric("parley_connections_accepted_total") == 2, "one client connection and one upstream connection")
+    }
+
     @Test func speakingDuringAReplyCancelsItUpstream() throws {
         // A slow upstream: 400 words at 40 a second, so the reply is still streaming when speech comes.
         let slow = try TestServer({ $0.loops = 1 }, routes: { routes in
@@ -156,6 +179,32 @@ import TestSupport
         let delivered = events.filter { $0["type"]?.string == "response.output_text.delta" }.count
         #expect(delivered < 399, "the reply was cut short")
         withExtendedLifetime(slow) {}
+    }
+
+    @Test func audioMustMatchTheSessionsInputFormat() throws {
+        let server = try server()
+        // /ws expects Opus by default: a pcm16 append is refused with a message that says so.
+        let ws = try connect(server, path: "/ws")
+        _ = try readEvent(ws)
+        try ws.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","event_id":"e1","audio":"AAAAAA=="}"#.utf8)))
+        let refused = try readEvent(ws)
+        #expect(refused["type"]?.string == "error" && refused["error"]?["event_id"]?.string == "e1")
+        #expect(errorMessage(refused).contains("input format is opus"))
+        // /v1/realtime takes no binary frames at all.
+        let realtime = try connect(server)
+        _ = try readEvent(realtime)
+        try realtime.send(TestClient.frame(0x2, [0xF8, 0xFF, 0xFE]))
+        #expect(errorMessage(try readEvent(realtime)).contains("/ws only"))
+    }
+
+    @Test func browsersChooseTheBetaDialectBySubprotocol() throws {
+        let server = try server()
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/v1/realtime", extraHeaders: "Sec-WebSocket-Protocol: realtime, openai-beta.realtime-v1\r\n").status == 101)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("hello").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        #expect(try readUntil("response.done", client).contains { $0["type"]?.string == "response.text.delta" })
     }
 
     @Test func browsersAuthenticateWithSubprotocols() throws {

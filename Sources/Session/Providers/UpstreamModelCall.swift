@@ -31,17 +31,22 @@ final class UpstreamModelCall: ModelCall {
     init(_ request: HTTPClientRequest, on loop: EventLoop, decode: @escaping Decode, onEvent: @escaping (ModelEvent) -> Void) {
         self.onEvent = onEvent
         self.decode = decode
-        call = loop.httpClient.send(request, onHead: { [unowned self] head in
+        // The callbacks hold this object until the HTTP call ends (it drops them then), so a
+        // response still ending after the model finished has somewhere to go.
+        call = loop.httpClient.send(request, onHead: { [self] head in
             status = head.status
             retryAfter = head.header("retry-after").flatMap(Double.init)
-        }, onBody: { [unowned self] bytes in
+        }, onBody: { [self] bytes in
             body(bytes)
-        }, onEnd: { [unowned self] result in
+        }, onEnd: { [self] result in
             end(result)
         })
     }
 
+    /// Aborts the call, unless the model already finished: then the response is left to
+    /// complete and keep its connection.
     func cancel() {
+        guard !finished else { return }
         finished = true
         call?.cancel()
         call = nil
@@ -89,10 +94,11 @@ final class UpstreamModelCall: ModelCall {
         }
     }
 
+    /// The model is done. The HTTP response is left to end by itself, so its connection goes
+    /// back to the pool (cancelling here would close it before the chunked terminator is read);
+    /// a server that never ends it is cut off by the client's idle time-out.
     private func finish() {
         finished = true
-        call?.cancel()  // a server that keeps the stream open after its end marker is not waited for
-        call = nil
         onEvent(.finished(usage))
     }
 
