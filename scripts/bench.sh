@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # make bench: how many idle sessions one parley process holds and at what memory; echo throughput
-# and latency at 100 and 1,000 connections; Opus decode and encode speed against raw libopus.
+# and latency at 100 and 1,000 connections; agent turns in 2,000 Realtime sessions against a mock
+# model; Opus decode and encode speed against raw libopus.
 # Loopback only; every run is bounded.
 # The load client shares the machine's cores with the server: its CPU is reported beside each figure.
 #
-#   HOLD=19000 ECHO_SECONDS=10 PORT=9200 scripts/bench.sh
+#   HOLD=19000 ECHO_SECONDS=10 TURNS=2000 TURNS_SECONDS=20 PORT=9200 scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,10 @@ PORT="${PORT:-9200}"
 HOLD="${HOLD:-19000}"
 ECHO_SECONDS="${ECHO_SECONDS:-10}"
 LOOPS="${LOOPS:-2}"
+TURNS="${TURNS:-2000}"
+TURNS_SECONDS="${TURNS_SECONDS:-20}"
+TURNS_PORT="${TURNS_PORT:-$((PORT + 1))}"
+MOCK_PORT="${MOCK_PORT:-$((PORT + 2))}"
 OUT="LoadTests/reports/bench-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
 
@@ -20,14 +25,25 @@ for tool in parley parley-load; do
   [ -x "$BIN/$tool" ] || { echo "bench: $BIN/$tool is missing; run 'swift build -c release' (make bench does)" >&2; exit 2; }
 done
 
+# Every process started here, so that an early exit leaves none behind.
+started=()
+trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+
+# Waits until the server with pid $1 answers /healthz on port $2; shows its log $3 if it dies.
+wait_healthy() {
+  for _ in $(seq 100); do
+    curl -fsS "http://127.0.0.1:$2/healthz" >/dev/null 2>&1 && return 0
+    kill -0 "$1" 2>/dev/null || { cat "$3" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "bench: nothing answered on port $2 within 10 s" >&2
+  exit 1
+}
+
 "$BIN/parley" serve --host 127.0.0.1 --port "$PORT" --loops "$LOOPS" > "$OUT/server.log" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
-  kill -0 "$server" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
-  sleep 0.1
-done
+started+=("$server")
+wait_healthy "$server" "$PORT" "$OUT/server.log"
 
 run() {
   local name=$1; shift
@@ -43,6 +59,26 @@ run echo-1000 echo --url "$url" --connections 1000 --duration "$ECHO_SECONDS"
 
 kill -TERM "$server"
 wait "$server" && echo "server exited 0 after SIGTERM" | tee "$OUT/shutdown.txt"
+
+# Agent turns: Realtime sessions on a server whose model is parley's mock (200 ms to the first
+# token, then 50 tokens/s, 20 tokens a reply), each session sending a text turn every 5 s. A
+# separate server, so that the idle and echo figures above are not disturbed by a model upstream.
+# The 10,000-session run (two client processes; client, server and mock share the cores):
+#   parley-load turns 10000 --url ws://127.0.0.1:9201/v1/realtime --duration 30 --turn-interval 10
+"$BIN/parley" mock-llm --host 127.0.0.1 --port "$MOCK_PORT" --loops 1 \
+  --first-token-ms 200 --tokens-per-second 50 --reply-tokens 20 > "$OUT/mock-llm.log" 2>&1 &
+mock=$!
+started+=("$mock")
+wait_healthy "$mock" "$MOCK_PORT" "$OUT/mock-llm.log"
+"$BIN/parley" serve --host 127.0.0.1 --port "$TURNS_PORT" --loops "$LOOPS" \
+  --llm openai --llm-base-url "http://127.0.0.1:$MOCK_PORT/v1" --llm-model mock > "$OUT/server-turns.log" 2>&1 &
+turns_server=$!
+started+=("$turns_server")
+wait_healthy "$turns_server" "$TURNS_PORT" "$OUT/server-turns.log"
+run "turns-$TURNS" turns "$TURNS" --url "ws://127.0.0.1:$TURNS_PORT/v1/realtime" --duration "$TURNS_SECONDS"
+kill -TERM "$turns_server" "$mock"
+wait "$turns_server" && echo "turns server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
+wait "$mock" || true
 trap - EXIT
 
 # The codec runs with no server: its figures are CPU time of one thread, i.e. per core.

@@ -73,6 +73,8 @@ final class ConnectionPool {
     private(set) var pongsSent = 0
     /// The parent closed our stdin: it wants us gone.
     private(set) var hungUp = false
+    /// What the parent wrote on our stdin and no one has taken yet (`turns` sends "start" lines).
+    private var fromParent: [UInt8] = []
 
     init(_ plan: Plan) throws(ClientSocket.Failure) {
         self.plan = plan
@@ -92,7 +94,8 @@ final class ConnectionPool {
     var failedCount: Int { failed.values.reduce(0, +) }
     var droppedCount: Int { dropped.values.reduce(0, +) }
 
-    /// Watches `fd` (the worker's stdin) for end-of-file, which sets `hungUp`.
+    /// Watches `fd` (the worker's stdin) for end-of-file, which sets `hungUp`, and for lines,
+    /// which `lineFromParent` hands out.
     func watchForHangUp(_ fd: Int32) {
         // epoll refuses regular files (stdin from /dev/null); such a worker relies on its time bound.
         try? poller.add(fd, events: EPOLLIN.rawValue, token: Self.hangUpToken)
@@ -189,9 +192,18 @@ final class ConnectionPool {
     }
 
     private func checkHangUp() {
-        var byte: UInt8 = 0
-        let n = Glibc.read(0, &byte, 1)
+        var chunk = [UInt8](repeating: 0, count: 256)
+        let n = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+        if n > 0 { fromParent += chunk[0..<n] }
         if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { hungUp = true }
+    }
+
+    /// The next whole line the parent wrote, without its newline; nil until one has arrived.
+    func lineFromParent() -> String? {
+        guard let newline = fromParent.firstIndex(of: 0x0A) else { return nil }
+        let line = String(decoding: fromParent[..<newline], as: UTF8.self)
+        fromParent.removeFirst(newline + 1)
+        return line
     }
 
     private func readable(_ connection: ClientConnection) {

@@ -1,12 +1,14 @@
 import ArgumentParser
 
 /// The load-test harness for parley: `hold` measures what idle sessions cost the server, `echo`
-/// measures round trips under a closed-loop load (both reach only loopback addresses), and `codec`
-/// measures Opus decoding and encoding against raw libopus.
+/// measures round trips under a closed-loop load, `turns` times agent replies in many Realtime
+/// sessions at once (all three reach only loopback addresses), and `codec` measures Opus decoding
+/// and encoding against raw libopus.
 @main
 struct ParleyLoad: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-load",
         abstract: "Load tests for a parley server on this machine.",
-        subcommands: [HoldCommand.self, EchoCommand.self, CodecCommand.self, HoldWorkerCommand.self, EchoWorkerCommand.self])
+        subcommands: [HoldCommand.self, EchoCommand.self, TurnsCommand.self, CodecCommand.self,
+                      HoldWorkerCommand.self, EchoWorkerCommand.self, TurnsWorkerCommand.self])
 }

@@ -37,6 +37,8 @@ struct ServerMetrics {
     }
 
     var echoOpen: Int { Int(value("parley_connections_open", labels: #"endpoint="echo""#) ?? 0) }
+    /// Sessions on /v1/realtime.
+    var realtimeOpen: Int { Int(value("parley_connections_open", labels: #"endpoint="realtime""#) ?? 0) }
     /// All endpoints, plain HTTP included (this scrape's own connection among them).
     var openTotal: Int { Int(series("parley_connections_open").values.reduce(0, +)) }
     var residentBytes: Double { value("parley_process_resident_memory_bytes") ?? 0 }
@@ -49,6 +51,18 @@ struct ServerMetrics {
         for (labels, value) in series("parley_connections_refused_total") {
             let reason = labels.replacingPrefix("reason=\"", with: "").dropLast(labels.hasSuffix("\"") ? 1 : 0)
             out[String(reason)] = Int(value)
+        }
+        return out
+    }
+
+    /// A labelled counter's series keyed by one label's value:
+    /// `counts("parley_session_responses_total", by: "status")` → `["completed": 12, …]`.
+    func counts(_ name: String, by label: String) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for (labels, value) in series(name) {
+            for pair in labels.split(separator: ",") where pair.hasPrefix(label + "=\"") && pair.hasSuffix("\"") {
+                out[String(pair.dropFirst(label.count + 2).dropLast()), default: 0] += Int(value)
+            }
         }
         return out
     }

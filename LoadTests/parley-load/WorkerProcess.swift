@@ -121,6 +121,19 @@ final class WorkerProcess {
         return reports
     }
 
+    /// Writes one line to the worker's stdin (`turns` says when the turns begin this way). A line
+    /// is far below the pipe's capacity, so the write does not block; a worker that has gone
+    /// gives EPIPE, which is ignored: its missing reports say the rest.
+    func send(line: String) {
+        guard stdinFD >= 0 else { return }
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(stdinFD, $0.baseAddress, $0.count) }
+            if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return }
+        }
+    }
+
     /// Asks the worker to finish: it sees end-of-file on its stdin.
     func requestStop() {
         guard stdinFD >= 0 else { return }
