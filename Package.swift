@@ -53,7 +53,7 @@ let package = Package(
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "TestSupport"]),
-        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load"]),
+        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Server"]),
     ],
     swiftLanguageModes: [.v6]
 )
