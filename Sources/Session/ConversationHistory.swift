@@ -40,6 +40,17 @@ struct ConversationHistory: Sendable {
         trim()
     }
 
+    /// Gives message `id` its final text: a reply joins the history, empty, when it opens (so
+    /// that items added while it streams come after it, as their `previous_item_id` says) and is
+    /// filled in when it ends. Nothing happens if it was trimmed meanwhile.
+    mutating func setText(_ text: String, of id: String) {
+        guard let index = entries.lastIndex(where: { $0.id == id }) else { return }
+        let text = text.utf8.count > maxTextBytes ? Self.prefix(of: text, bytes: maxTextBytes) : text
+        textBytes += text.utf8.count - entries[index].message.text.utf8.count
+        entries[index].message.text = text
+        trim()
+    }
+
     private mutating func trim() {
         var trimmed = false
         while entries.count > maxMessages || textBytes > maxTextBytes {

@@ -146,9 +146,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
         switch event {
         case .delta(let text):
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
-        case .finished(let usage):
+        case .finished(let usage, let reason):
             calls[id] = nil
-            perform(engine.handle(.modelFinished(responseID: id, usage: usage)))
+            perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .failed(let error):
             calls[id] = nil
             perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))

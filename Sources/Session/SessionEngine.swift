@@ -9,11 +9,13 @@
 /// A turn with server VAD: audio → `input_audio_buffer.speech_started` → (silence) →
 /// `speech_stopped` → `committed` → `conversation.item.created` → `response.created` and
 /// `.startModel`. The model's first delta opens the reply item as the Realtime API does
-/// (`response.output_item.added`, `conversation.item.created`, `response.content_part.added`);
-/// every delta becomes one `response.output_text.delta` at once, never batched; the end closes it
-/// (`response.output_text.done`, `response.content_part.done`, `response.output_item.done`) and
-/// `response.done` reports status and usage. Speech during a reply cancels it (barge-in) and keeps
-/// in the history only what was delivered.
+/// (`response.output_item.added`, `conversation.item.created`, `response.content_part.added`) and
+/// gives it its place in the history; every delta becomes one `response.output_text.delta` at
+/// once, never batched, until the reply's budget (`max_output_tokens`, the history's text budget)
+/// is spent; the end closes it (`response.output_text.done`, `response.content_part.done`,
+/// `response.output_item.done`) and `response.done` reports status and usage. Speech during a
+/// reply cancels it (barge-in) and keeps in the history only what was delivered; a turn that ends
+/// while a reply runs on (`interrupt_response: false`) is answered when the reply ends.
 public struct SessionEngine: Sendable {
     public struct Options: Sendable {
         /// The model name reported in `session.created`.
@@ -51,17 +53,22 @@ public struct SessionEngine: Sendable {
         let voice: String
         let outputAudioFormat: RealtimeAudioFormat
         let maxOutputTokens: Int?
+        /// The most text the reply may have: the history's whole text budget, and at most four
+        /// bytes a token of `maxOutputTokens` (the usage estimate's rate).
+        let maxTextBytes: Int
         let inputTokens: Int
         var text = ""
         var itemStarted = false
 
-        init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?, inputTokens: Int) {
+        init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
+             maxTextBytes: Int, inputTokens: Int) {
             self.id = id
             self.itemID = itemID
             self.modalities = modalities
             self.voice = voice
             self.outputAudioFormat = outputAudioFormat
             self.maxOutputTokens = maxOutputTokens
+            self.maxTextBytes = maxOutputTokens.map { min(maxTextBytes, 4 * $0) } ?? maxTextBytes
             self.inputTokens = inputTokens
         }
     }
@@ -77,6 +84,10 @@ public struct SessionEngine: Sendable {
     private var vadOriginMs = 0
     private var speech: Speech?
     private var response: Response?
+    /// A turn server VAD committed while a response was in flight, to be answered (with
+    /// `create_response`) when that response ends. One flag covers any number of turns: they are
+    /// all in the history the next response sees.
+    private var turnAwaitingResponse = false
     /// What one call to `handle` produces; always empty between calls.
     private var outbox: [SessionAction] = []
 
@@ -95,7 +106,8 @@ public struct SessionEngine: Sendable {
     public var sessionID: String { "sess_\(ids.tag)" }
     private var conversationID: String { "conv_\(ids.tag)" }
 
-    /// The conversation as the model will next see it (without the instructions).
+    /// The conversation as the model will next see it (without the instructions). A reply still
+    /// streaming is in its place with no text yet; it gets the text delivered when it ends.
     public var history: [ChatMessage] { conversation.messages }
 
     /// The id of the response being generated, if any.
@@ -119,9 +131,12 @@ public struct SessionEngine: Sendable {
         case .invalidClientEvent(let error): emit(.error(EventError(error)))
         case .audio(let samples): receive(samples)
         case .modelDelta(let id, let text): delta(id, text)
-        case .modelFinished(let id, let usage):
+        case .modelFinished(let id, let usage, let reason):
             guard response?.id == id else { break }
-            finish(.completed, usage: usage)
+            switch reason {
+            case .stop: finish(.completed, usage: usage)
+            case .length: finish(.incomplete, details: .incomplete(reason: "max_output_tokens"), usage: usage)
+            }
         case .modelFailed(let id, let code, let message):
             guard response?.id == id else { break }
             let error = EventError(type: .server, code: code, message: message)
@@ -159,16 +174,22 @@ public struct SessionEngine: Sendable {
                 self.speech = nil
                 vad?.endSpeech()
                 commit(itemID: speech.itemID, spokenMs: audio.totalMs - speech.onsetMs)
+            } else if vad != nil {
+                // Between turns server VAD keeps only the padding for the next one: silence, not a turn.
+                emitError(.invalidRequest, "input_audio_buffer_commit_empty",
+                          "no speech since the last commit: server VAD has heard no turn to commit", event)
             } else {
                 commit(itemID: ids.make("item"), spokenMs: audio.pendingMs)
             }
         case .inputAudioClear:
             audio.clear()
+            emit(.inputAudioCleared)
             if speech != nil {
                 speech = nil
                 vad?.endSpeech()
+                // A waiting turn deferred to the cleared one's end is answered now.
+                answerWaitingTurn()
             }
-            emit(.inputAudioCleared)
         case .conversationItemCreate(let new):
             let id = new.id ?? ids.make("item")
             let content: ConversationItem.Content = new.role == .assistant ? .outputText(new.text) : .inputText(new.text)
@@ -198,6 +219,7 @@ public struct SessionEngine: Sendable {
             // Manual turns from now on; audio already buffered stays for the client to commit.
             vad = nil
             speech = nil
+            turnAwaitingResponse = false
         case (let settings?, nil):
             vad = VoiceActivityDetector(settings: Self.detectorSettings(settings))
             vadOriginMs = audio.totalMs
@@ -244,9 +266,21 @@ public struct SessionEngine: Sendable {
         self.speech = nil
         emit(.speechStopped(audioEndMs: ms, itemID: speech.itemID))
         commit(itemID: speech.itemID, spokenMs: ms - speech.onsetMs)
-        if configuration.turnDetection?.createResponse ?? true, response == nil {
+        guard configuration.turnDetection?.createResponse ?? true else { return }
+        if response == nil {
             startResponse(ResponseOverrides())
+        } else {
+            turnAwaitingResponse = true
         }
+    }
+
+    /// Answers the turn that waited for a response to end, once nothing stands in its way: no
+    /// response in flight, and the user not speaking (a turn in progress gets its own response
+    /// when it ends, which covers the waiting one too).
+    private mutating func answerWaitingTurn() {
+        guard turnAwaitingResponse, response == nil, speech == nil else { return }
+        turnAwaitingResponse = false
+        if configuration.turnDetection?.createResponse == true { startResponse(ResponseOverrides()) }
     }
 
     /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
@@ -271,11 +305,12 @@ public struct SessionEngine: Sendable {
         }
         var messages = conversation.messages
         if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
-        // A few tokens of framing per message, as chat formats add.
-        let inputTokens = messages.reduce(0) { $0 + Usage.estimatedTokens($1.text) + 4 }
         let new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
-                           voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens, inputTokens: inputTokens)
+                           voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens,
+                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages))
         response = new
+        // It sees the whole history, so it answers any turn that was waiting too.
+        turnAwaitingResponse = false
         emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
         outbox.append(.startModel(responseID: new.id, messages: messages, options: ModelOptions(
             maxOutputTokens: maxTokens, outputModalities: new.modalities, voice: new.voice, outputAudioFormat: new.outputAudioFormat)))
@@ -283,22 +318,34 @@ public struct SessionEngine: Sendable {
 
     private mutating func delta(_ id: String, _ text: String) {
         // Deltas of a response already cancelled or finished are late arrivals: dropped.
-        guard response?.id == id, !text.isEmpty, let itemID = response?.itemID, let modalities = response?.modalities else { return }
-        let at = ContentLocation(responseID: id, itemID: itemID)
-        if response?.itemStarted == false {
-            response?.itemStarted = true
-            let item = ConversationItem(id: itemID, role: .assistant, status: .inProgress, content: [])
-            emit(.outputItemAdded(responseID: id, outputIndex: 0, item: item))
-            emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
-            emit(.contentPartAdded(at, part: Self.part(modalities, text: "")))
+        guard response?.id == id, !text.isEmpty, let itemID = response?.itemID, let modalities = response?.modalities,
+              let delivered = response?.text.utf8.count, let maxTextBytes = response?.maxTextBytes else { return }
+        // Only what fits the reply's budget is delivered: a delta that crosses it is cut (on a
+        // character), so what the client saw, the history and the usage all agree.
+        let piece = delivered + text.utf8.count <= maxTextBytes ? text : ConversationHistory.prefix(of: text, bytes: maxTextBytes - delivered)
+        if !piece.isEmpty {
+            let at = ContentLocation(responseID: id, itemID: itemID)
+            if response?.itemStarted == false {
+                response?.itemStarted = true
+                let item = ConversationItem(id: itemID, role: .assistant, status: .inProgress, content: [])
+                emit(.outputItemAdded(responseID: id, outputIndex: 0, item: item))
+                emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
+                emit(.contentPartAdded(at, part: Self.part(modalities, text: "")))
+                // Its place in the conversation is taken now, empty until it ends: an item added
+                // while it streams comes after it, in the history as in `previous_item_id`.
+                conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""))
+            }
+            emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
+            // Appended in place: no copy of the response is held, so the reply so far is not
+            // copied on every delta.
+            response?.text += piece
         }
-        emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: text) : .outputTextDelta(at, delta: text))
-        // Appended in place: no copy of the response is held, so the reply so far is not copied
-        // on every delta.
-        response?.text += text
-        // A reply is held whole until done; past the history's whole budget it could never be
-        // kept anyway, so a runaway model is stopped there.
-        if let length = response?.text.utf8.count, length > conversation.maxTextBytes {
+        // Stopped once the estimated output reaches max_output_tokens, or when a delta did not
+        // fit: the history's whole budget stops a runaway model, as a reply past it could never
+        // be kept anyway.
+        let estimated = Usage.estimatedTokens(response?.text ?? "")
+        let limitReached = response?.maxOutputTokens.map { estimated >= $0 } ?? false
+        if piece.utf8.count < text.utf8.count || limitReached {
             outbox.append(.cancelModel(responseID: id))
             finish(.incomplete, details: .incomplete(reason: "max_output_tokens"))
         }
@@ -310,8 +357,8 @@ public struct SessionEngine: Sendable {
     }
 
     /// Closes the response in flight: the item's `.done` events if it has begun, then
-    /// `response.done`. Whatever text was delivered joins the history, whatever the status: it is
-    /// what the user saw.
+    /// `response.done`, then the response a waiting turn is owed, if any. Whatever text was
+    /// delivered is the reply's text in the history, whatever the status: it is what the user saw.
     private mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         guard let current = response else { return }
         response = nil
@@ -324,10 +371,11 @@ public struct SessionEngine: Sendable {
             let item = ConversationItem(id: current.itemID, role: .assistant, status: status == .completed ? .completed : .incomplete, content: [part])
             emit(.outputItemDone(responseID: current.id, outputIndex: 0, item: item))
             output = [item]
-            conversation.append(id: current.itemID, ChatMessage(role: .assistant, text: current.text))
+            conversation.setText(current.text, of: current.itemID)
         }
         let usage = usage ?? Usage(inputTokens: current.inputTokens, outputTokens: Usage.estimatedTokens(current.text))
         emit(.responseDone(snapshot(current, status: status, details: details, output: output, usage: usage)))
+        answerWaitingTurn()
     }
 
     private static func part(_ modalities: OutputModalities, text: String) -> ConversationItem.Content {

@@ -10,8 +10,9 @@ public enum SessionInput: Sendable {
     case audio([Int16])
     /// A piece of the model's reply.
     case modelDelta(responseID: String, text: String)
-    /// The model finished; `usage` as it reported it, or nil to have the engine estimate it.
-    case modelFinished(responseID: String, usage: Usage?)
+    /// The model finished; `usage` as it reported it, or nil to have the engine estimate it. A
+    /// `.length` stop ends the response `incomplete` (`max_output_tokens`).
+    case modelFinished(responseID: String, usage: Usage?, reason: FinishReason = .stop)
     /// The model call failed (network, upstream error): the response fails, the session goes on.
     case modelFailed(responseID: String, code: String, message: String)
 }

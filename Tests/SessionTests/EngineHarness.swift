@@ -47,7 +47,9 @@ struct EngineHarness {
 
     mutating func delta(_ id: String, _ text: String) -> [SessionAction] { engine.handle(.modelDelta(responseID: id, text: text)) }
 
-    mutating func finish(_ id: String, usage: Usage? = nil) -> [SessionAction] { engine.handle(.modelFinished(responseID: id, usage: usage)) }
+    mutating func finish(_ id: String, usage: Usage? = nil, reason: FinishReason = .stop) -> [SessionAction] {
+        engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason))
+    }
 }
 
 struct HarnessFailure: Error, CustomStringConvertible {

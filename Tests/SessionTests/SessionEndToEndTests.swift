@@ -64,6 +64,41 @@ import TestSupport
         #expect((done["response"]?["usage"]?["output_tokens"]?.int ?? 0) > 0)
     }
 
+    @Test func theBuiltinAgentsUsageIsTheSessionsEstimate() throws {
+        let server = try server()
+        let client = try connect(server)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("what is 12 times 7").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let usage = try readUntil("response.done", client).last?["response"]?["usage"]
+        // Input: ⌈18 / 4⌉ + 4 of framing; output: "12 times 7 is 84.", ⌈17 / 4⌉. As a cancelled
+        // response would count them.
+        #expect(usage?["input_tokens"]?.int == 9)
+        #expect(usage?["output_tokens"]?.int == 5)
+    }
+
+    @Test func anUpstreamThatStopsAtItsTokenLimitEndsTheResponseIncomplete() throws {
+        let upstream = try TestServer({ $0.loops = 1 }, routes: { routes in
+            routes.stream("POST", "/v1/chat/completions") { _, stream in
+                stream.start(.ok, headers: [("Content-Type", "text/event-stream")])
+                stream.write(#"data: {"choices":[{"index":0,"delta":{"content":"Once upon"},"finish_reason":null}]}"# + "\n\n")
+                stream.write(#"data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"# + "\n\ndata: [DONE]\n\n")
+                stream.end()
+            }
+        })
+        let server = try server(model: { _ in OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(upstream.port)/v1")!, model: "m", apiKey: nil) })
+        let client = try connect(server)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("tell me a story").utf8)))
+        // No limit of Parley's own: the upstream's (for Anthropic, its required default) stops it.
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let response = try readUntil("response.done", client).last?["response"]
+        #expect(response?["status"]?.string == "incomplete")
+        #expect(response?["status_details"]?["reason"]?.string == "max_output_tokens")
+        #expect(response?["output"]?.array?.first?["content"]?.array?.first?["text"]?.string == "Once upon")
+        withExtendedLifetime(upstream) {}
+    }
+
     @Test func betaClientsGetTheBetaEventNames() throws {
         let server = try server()
         let client = try connect(server, headers: "OpenAI-Beta: realtime=v1\r\n")

@@ -117,6 +117,135 @@ import Session
         #expect(h.engine.activeResponseID == id)
     }
 
+    /// How a response can end; a turn waiting for it is answered after each.
+    enum Ending: String, CaseIterable { case completed, failed, cancelled, stoppedForLength }
+
+    private func end(_ id: String, _ ending: Ending, _ h: inout EngineHarness) -> [SessionAction] {
+        switch ending {
+        case .completed: h.finish(id)
+        case .failed: h.engine.handle(.modelFailed(responseID: id, code: "upstream_error", message: "boom"))
+        case .cancelled: h.client(#"{"type":"response.cancel"}"#)
+        case .stoppedForLength: h.finish(id, reason: .length)
+        }
+    }
+
+    private static let noInterrupt = #"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","interrupt_response":false}}}"#
+
+    @Test(arguments: Ending.allCases)
+    func aTurnCommittedDuringAReplyIsAnsweredWhenTheReplyEnds(ending: Ending) throws {
+        var h = try EngineHarness()
+        _ = h.client(Self.noInterrupt)
+        _ = h.say("hi")
+        let id = try h.respond()
+        _ = h.delta(id, "Hello")
+        let heard = h.audio(try SpeechClip.make(Self.question).chunks(ms: 20))
+        #expect(!heard.types.contains("startModel"))
+        let ended = end(id, ending, &h)
+        #expect(ended.types.suffix(3) == ["response.done", "response.created", "startModel"])
+        let model = try ended.model()
+        #expect(model.messages.map(\.role) == [.user, .assistant, .user])
+        #expect(model.messages.last?.spokenMilliseconds != nil)
+        // Once: the end of that response starts nothing more.
+        _ = h.delta(model.id, "I heard you.")
+        #expect(h.finish(model.id).types.last == "response.done")
+        #expect(h.engine.activeResponseID == nil)
+    }
+
+    @Test func severalTurnsCommittedDuringAReplyGetOneResponse() throws {
+        var h = try EngineHarness()
+        _ = h.client(Self.noInterrupt)
+        _ = h.say("hi")
+        let id = try h.respond()
+        let clip = try SpeechClip.make(Self.question)
+        let heard = h.audio(clip.chunks(ms: 20)) + h.audio(clip.chunks(ms: 20))
+        #expect(heard.types.filter { $0 == "input_audio_buffer.committed" }.count == 2)
+        let ended = h.finish(id)
+        #expect(ended.types.filter { $0 == "startModel" }.count == 1)
+        let model = try ended.model()
+        #expect(model.messages.map(\.role) == [.user, .user, .user])
+        #expect(model.messages.suffix(2).allSatisfy { $0.spokenMilliseconds != nil })
+    }
+
+    @Test func aTurnThatEndsWhileAClientResponseRunsIsAnsweredAfterIt() throws {
+        // interrupt_response is on, but the response began during the turn, so nothing cancels it.
+        var h = try EngineHarness()
+        let clip = try SpeechClip.make(Self.question)
+        let half = (clip.speechStartMs + clip.speechEndMs) / 2 * 16
+        #expect(h.audio(Array(clip.samples[..<half])).types == ["input_audio_buffer.speech_started"])
+        let id = try h.respond()
+        let rest = h.audio(Array(clip.samples[half...]))
+        #expect(rest.types == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "conversation.item.created"])
+        #expect(h.finish(id).types == ["response.done", "response.created", "startModel"])
+    }
+
+    @Test func aWaitingTurnIsAnsweredWhenTheTurnInProgressEndsNotBefore() throws {
+        var h = try EngineHarness()
+        _ = h.client(Self.noInterrupt)
+        _ = h.say("hi")
+        let id = try h.respond()
+        let clip = try SpeechClip.make(Self.question)
+        _ = h.audio(clip.chunks(ms: 20))
+        let half = (clip.speechStartMs + clip.speechEndMs) / 2 * 16
+        #expect(h.audio(Array(clip.samples[..<half])).types == ["input_audio_buffer.speech_started"])
+        // The user is speaking: the waiting turn is answered with this one, when it ends.
+        #expect(h.finish(id).types == ["response.done"])
+        let rest = h.audio(Array(clip.samples[half...]))
+        #expect(rest.types == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "conversation.item.created", "response.created", "startModel"])
+        #expect(try rest.model().messages.map(\.role) == [.user, .user, .user])
+    }
+
+    @Test func aWaitingTurnIsAnsweredWhenTheTurnInProgressIsCleared() throws {
+        var h = try EngineHarness()
+        _ = h.client(Self.noInterrupt)
+        _ = h.say("hi")
+        let id = try h.respond()
+        let clip = try SpeechClip.make(Self.question)
+        _ = h.audio(clip.chunks(ms: 20))
+        let half = (clip.speechStartMs + clip.speechEndMs) / 2 * 16
+        _ = h.audio(Array(clip.samples[..<half]))
+        #expect(h.finish(id).types == ["response.done"])
+        #expect(h.client(#"{"type":"input_audio_buffer.clear"}"#).types == ["input_audio_buffer.cleared", "response.created", "startModel"])
+    }
+
+    @Test func createResponseFalseLeavesATurnCommittedDuringAReplyUnanswered() throws {
+        var h = try EngineHarness()
+        _ = h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","interrupt_response":false,"create_response":false}}}"#)
+        _ = h.say("hi")
+        let id = try h.respond()
+        #expect(h.audio(try SpeechClip.make(Self.question).chunks(ms: 20)).types.last == "conversation.item.created")
+        #expect(h.finish(id).types == ["response.done"])
+        #expect(h.engine.activeResponseID == nil)
+    }
+
+    @Test func serverVADCommitWithNoSpeechSinceTheLastCommitIsEmpty() throws {
+        var h = try EngineHarness()
+        _ = h.audio([Int16](repeating: 0, count: 32_000))  // 2 s of silence: only padding is kept
+        let silent = h.client(#"{"type":"input_audio_buffer.commit","event_id":"c1"}"#)
+        #expect(silent.types == ["error"])
+        let error = try #require(silent.errors.first)
+        #expect(error.code == "input_audio_buffer_commit_empty" && error.eventID == "c1")
+        #expect(error.message.hasPrefix("no speech since the last commit"))
+        #expect(h.engine.history.isEmpty)
+        // Nor after a turn server VAD committed itself.
+        let model = try h.audio(try SpeechClip.make(Self.question).chunks(ms: 20)).model()
+        _ = h.finish(model.id)
+        #expect(h.client(#"{"type":"input_audio_buffer.commit"}"#).errors.first?.code == "input_audio_buffer_commit_empty")
+        #expect(h.engine.history.count == 1)
+    }
+
+    @Test func serverVADCommitDuringSpeechCommitsTheTurnSoFarWithoutAResponse() throws {
+        var h = try EngineHarness()
+        let clip = try SpeechClip.make(Self.question)
+        let half = (clip.speechStartMs + clip.speechEndMs) / 2 * 16
+        let started = h.audio(Array(clip.samples[..<half]))
+        guard case .speechStarted(_, let itemID) = started.events.first?.kind else { Issue.record("\(started.types)"); return }
+        let committed = h.client(#"{"type":"input_audio_buffer.commit"}"#)
+        #expect(committed.types == ["input_audio_buffer.committed", "conversation.item.created"])
+        guard case .inputAudioCommitted(let committedID, _) = committed.events[0].kind else { return }
+        #expect(committedID == itemID)
+        #expect(h.engine.history.last?.spokenMilliseconds != nil)
+    }
+
     @Test func createResponseFalseCommitsWithoutAnswering() throws {
         var h = try EngineHarness()
         _ = h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","create_response":false}}}"#)

@@ -204,14 +204,116 @@ import Session
         #expect(h.engine.handle(.modelFailed(responseID: "resp_nope", code: "c", message: "m")).isEmpty)
     }
 
-    @Test func aRunawayReplyIsStoppedAtTheHistoryBudget() throws {
+    @Test func aRunawayReplyIsCutAtTheHistoryBudgetAndCountsOnlyWhatWasDelivered() throws {
         var h = try EngineHarness(options: .init(maxHistoryTextBytes: 100))
         let id = try h.respond()
         _ = h.delta(id, String(repeating: "a", count: 90))
         let over = h.delta(id, String(repeating: "b", count: 20))
         #expect(over.types == ["response.output_text.delta", "cancelModel", "response.output_text.done", "response.content_part.done", "response.output_item.done", "response.done"])
-        #expect(over.responseDone?.statusDetails == .incomplete(reason: "max_output_tokens"))
-        #expect(h.engine.history.last?.text.utf8.count == 100)
+        // The delta that crossed the budget is cut to fit: the client sees what the history keeps.
+        guard case .outputTextDelta(_, let delta) = over.events[0].kind else { Issue.record("\(over.types)"); return }
+        #expect(delta == String(repeating: "b", count: 10))
+        let response = try #require(over.responseDone)
+        #expect(response.status == .incomplete && response.statusDetails == .incomplete(reason: "max_output_tokens"))
+        #expect(response.maxOutputTokens == nil)  // "inf": the cap is the history's, reported the closest way the API has
+        let delivered = String(repeating: "a", count: 90) + String(repeating: "b", count: 10)
+        #expect(response.output.first?.content == [.outputText(delivered)])
+        #expect(response.usage?.outputTokens == 25)
+        #expect(h.engine.history.last?.text == delivered)
+    }
+
+    @Test func maxOutputTokensStopsTheReplyOnceTheEstimateReachesIt() throws {
+        var h = try EngineHarness()
+        _ = h.client(#"{"type":"session.update","session":{"max_output_tokens":2}}"#)
+        _ = h.say("hi")
+        let id = try h.respond()
+        #expect(h.delta(id, "Hi").types.last == "response.output_text.delta")  // 1 token
+        let reached = h.delta(id, " there")  // 8 bytes: 2 tokens
+        #expect(reached.types == ["response.output_text.delta", "cancelModel", "response.output_text.done", "response.content_part.done", "response.output_item.done", "response.done"])
+        #expect(reached[1] == .cancelModel(responseID: id))
+        let response = try #require(reached.responseDone)
+        #expect(response.status == .incomplete && response.statusDetails == .incomplete(reason: "max_output_tokens"))
+        #expect(response.output.first?.status == .incomplete)
+        #expect(response.usage?.outputTokens == 2)
+        #expect(response.maxOutputTokens == 2)
+        // The model's later output is not delivered.
+        #expect(h.delta(id, ", friend").isEmpty)
+        #expect(h.finish(id).isEmpty)
+        #expect(h.engine.history.last == ChatMessage(role: .assistant, text: "Hi there"))
+    }
+
+    @Test func aDeltaCrossingMaxOutputTokensIsCutToTheLimit() throws {
+        var h = try EngineHarness()
+        _ = h.say("hi")
+        let id = try h.client(#"{"type":"response.create","response":{"max_output_tokens":1}}"#).model().id
+        let cut = h.delta(id, "Hello! I'm Parley's built-in agent.")
+        #expect(cut.types.contains("cancelModel"))
+        guard let delta = cut.events.compactMap({ if case .outputTextDelta(_, let d) = $0.kind { d } else { nil } }).first else {
+            Issue.record("\(cut.types)"); return
+        }
+        #expect(delta == "Hell")
+        #expect(cut.responseDone?.usage?.outputTokens == 1)
+        #expect(cut.responseDone?.statusDetails == .incomplete(reason: "max_output_tokens"))
+    }
+
+    @Test func aModelThatStopsForLengthEndsTheResponseIncomplete() throws {
+        var h = try EngineHarness()
+        _ = h.say("Tell me a story")
+        let id = try h.respond()
+        _ = h.delta(id, "Once upon")
+        let done = h.finish(id, usage: Usage(inputTokens: 12, outputTokens: 2), reason: .length)
+        #expect(done.types == ["response.output_text.done", "response.content_part.done", "response.output_item.done", "response.done"])
+        let response = try #require(done.responseDone)
+        #expect(response.status == .incomplete && response.statusDetails == .incomplete(reason: "max_output_tokens"))
+        #expect(response.output.first?.status == .incomplete)
+        #expect(response.usage == Usage(inputTokens: 12, outputTokens: 2))
+    }
+
+    @Test func completedCancelledAndFailedResponsesEstimateUsageAlike() throws {
+        var usages: [Usage] = []
+        for ending in ["completed", "cancelled", "failed"] {
+            var h = try EngineHarness()
+            _ = h.say("Hello there")  // 11 bytes: 3 tokens, plus 4 of framing
+            let id = try h.respond()
+            _ = h.delta(id, "Hi! How are you?")  // 16 bytes: 4 tokens
+            let done = switch ending {
+            case "completed": h.finish(id)
+            case "cancelled": h.client(#"{"type":"response.cancel"}"#)
+            default: h.engine.handle(.modelFailed(responseID: id, code: "upstream_error", message: "boom"))
+            }
+            usages.append(try #require(done.responseDone?.usage))
+        }
+        #expect(usages == Array(repeating: Usage(inputTokens: 7, outputTokens: 4), count: 3))
+    }
+
+    @Test func anItemAddedDuringAReplyFollowsTheReplyInHistoryAndPreviousItemID() throws {
+        var h = try EngineHarness()
+        guard case .conversationItemCreated(let question, _) = h.say("Tell me a story").events.first?.kind else { return }
+        let id = try h.respond()
+        let opened = h.delta(id, "Once")
+        guard case .conversationItemCreated(let reply, let replyPrevious) = opened.events[1].kind else { Issue.record("\(opened.types)"); return }
+        #expect(replyPrevious == question.id)
+        guard case .conversationItemCreated(let aside, let asidePrevious) = h.say("make it short").events.first?.kind else { return }
+        #expect(asidePrevious == reply.id)
+        _ = h.delta(id, " upon a time.")
+        _ = h.finish(id)
+        #expect(h.engine.history == [ChatMessage(role: .user, text: "Tell me a story"), ChatMessage(role: .assistant, text: "Once upon a time."),
+                                     ChatMessage(role: .user, text: "make it short")])
+        #expect(try h.respond() != id)
+        guard case .conversationItemCreated(_, let nextPrevious) = h.say("thanks").events.first?.kind else { return }
+        #expect(nextPrevious == aside.id)
+    }
+
+    @Test func anItemAddedBeforeTheReplysFirstTextPrecedesTheReply() throws {
+        var h = try EngineHarness()
+        _ = h.say("Tell me a story")
+        let id = try h.respond()
+        guard case .conversationItemCreated(let aside, _) = h.say("make it short").events.first?.kind else { return }
+        let opened = h.delta(id, "Once.")
+        guard case .conversationItemCreated(_, let replyPrevious) = opened.events[1].kind else { Issue.record("\(opened.types)"); return }
+        #expect(replyPrevious == aside.id)
+        _ = h.finish(id)
+        #expect(h.engine.history.map(\.text) == ["Tell me a story", "make it short", "Once."])
     }
 
     @Test func sessionUpdateAnswersWithTheWholeNewSession() throws {

@@ -48,7 +48,9 @@ public struct AnthropicModel: LanguageModel {
         return turns.map { .object([("role", .string($0.role.rawValue)), ("content", .string($0.text))]) }
     }
 
-    static func decode(_ event: ServerSentEventParser.Event, _ usage: inout Usage?) -> UpstreamModelCall.DecodeResult {
+    /// One event of the stream. `message_delta` carries the output usage and why the model stopped
+    /// (`stop_reason`: `end_turn`, or `max_tokens` at the token limit).
+    static func decode(_ event: ServerSentEventParser.Event, _ ending: inout UpstreamModelCall.Ending) -> UpstreamModelCall.DecodeResult {
         guard let data = try? JSON(parsing: event.data) else {
             return .failed(ModelError(code: "upstream_error", message: "the upstream sent an event that is not JSON"))
         }
@@ -56,10 +58,11 @@ public struct AnthropicModel: LanguageModel {
         case "content_block_delta":
             return data["delta"]?["text"].flatMap(\.string).map { .delta($0) } ?? .nothing
         case "message_start":
-            usage = Usage(inputTokens: data["message"]?["usage"]?["input_tokens"]?.int ?? 0, outputTokens: 0)
+            ending.usage = Usage(inputTokens: data["message"]?["usage"]?["input_tokens"]?.int ?? 0, outputTokens: 0)
             return .nothing
         case "message_delta":
-            if let output = data["usage"]?["output_tokens"]?.int { usage = Usage(inputTokens: usage?.inputTokens ?? 0, outputTokens: output) }
+            if let output = data["usage"]?["output_tokens"]?.int { ending.usage = Usage(inputTokens: ending.usage?.inputTokens ?? 0, outputTokens: output) }
+            if data["delta"]?["stop_reason"]?.string == "max_tokens" { ending.reason = .length }
             return .nothing
         case "message_stop":
             return .done

@@ -1,7 +1,8 @@
 import Server
 
 /// The offline default: `BuiltinAgent` writes the reply at once, and this streams it a word at a
-/// time, so clients see the same delta stream as from a real model.
+/// time, so clients see the same delta stream as from a real model. It reports no usage: the
+/// session estimates it, as for every response whose model counts nothing.
 public struct BuiltinModel: LanguageModel {
     public let name = "builtin"
     /// Seconds between words: quick, but visibly streaming.
@@ -14,7 +15,7 @@ public struct BuiltinModel: LanguageModel {
     public func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall {
         let reply = BuiltinAgent().reply(to: request.messages)
         let call = PacedReply(words: Self.words(reply), interval: wordInterval, loop: loop, onEvent: onEvent)
-        call.start(inputTokens: request.messages.reduce(0) { $0 + ($1.text.utf8.count + 3) / 4 })
+        call.start()
         return call
     }
 
@@ -41,7 +42,6 @@ final class PacedReply: ModelCall {
     private let loop: EventLoop
     private let onEvent: (ModelEvent) -> Void
     private var next = 0
-    private var inputTokens = 0
     private var pending: ScheduledTask?
 
     init(words: [String], interval: Double, loop: EventLoop, onEvent: @escaping (ModelEvent) -> Void) {
@@ -51,8 +51,7 @@ final class PacedReply: ModelCall {
         self.onEvent = onEvent
     }
 
-    func start(inputTokens: Int) {
-        self.inputTokens = inputTokens
+    func start() {
         pending = loop.schedule(after: 0) { self.step() }
     }
 
@@ -64,8 +63,7 @@ final class PacedReply: ModelCall {
     private func step() {
         guard next < words.count else {
             pending = nil
-            let output = words.reduce(0) { $0 + ($1.utf8.count + 3) / 4 }
-            return onEvent(.finished(Usage(inputTokens: inputTokens, outputTokens: output)))
+            return onEvent(.finished(nil))
         }
         onEvent(.delta(words[next]))
         next += 1

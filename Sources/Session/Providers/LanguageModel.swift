@@ -31,9 +31,18 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
 /// What a streaming model call reports, in order: deltas, then exactly one of finished or failed.
 public enum ModelEvent: Sendable, Equatable {
     case delta(String)
-    /// Usage when the model reported it.
-    case finished(Usage?)
+    /// Usage when the model reported it (nil to have the session estimate it), and why it stopped.
+    case finished(Usage?, reason: FinishReason = .stop)
     case failed(ModelError)
+}
+
+/// Why a model ended its reply.
+public enum FinishReason: Sendable, Equatable {
+    /// It said all it meant to.
+    case stop
+    /// It reached its output token limit (OpenAI `finish_reason: "length"`, Anthropic
+    /// `stop_reason: "max_tokens"`): the reply is cut short.
+    case length
 }
 
 /// A model call in flight. `cancel()` aborts it upstream; no event follows it.

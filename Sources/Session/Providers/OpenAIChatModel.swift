@@ -35,16 +35,20 @@ public struct OpenAIChatModel: LanguageModel {
     }
 
     /// One chunk: `data: {"choices":[{"delta":{"content":"…"}}]}`, a usage chunk, or `[DONE]`.
-    static func decode(_ event: ServerSentEventParser.Event, _ usage: inout Usage?) -> UpstreamModelCall.DecodeResult {
+    /// The last choice chunk says why the model stopped (`finish_reason`: `stop`, or `length` at
+    /// the token limit); some servers put text in that chunk too.
+    static func decode(_ event: ServerSentEventParser.Event, _ ending: inout UpstreamModelCall.Ending) -> UpstreamModelCall.DecodeResult {
         if event.data == "[DONE]" { return .done }
         guard let chunk = try? JSON(parsing: event.data) else {
             return .failed(ModelError(code: "upstream_error", message: "the upstream sent an event that is not JSON"))
         }
         if let message = chunk["error"]?["message"]?.string { return .failed(ModelError(code: "upstream_error", message: message)) }
         if let reported = chunk["usage"], let prompt = reported["prompt_tokens"]?.int, let completion = reported["completion_tokens"]?.int {
-            usage = Usage(inputTokens: prompt, outputTokens: completion)
+            ending.usage = Usage(inputTokens: prompt, outputTokens: completion)
         }
-        if let text = chunk["choices"]?.array?.first?["delta"]?["content"]?.string, !text.isEmpty { return .delta(text) }
+        let choice = chunk["choices"]?.array?.first
+        if choice?["finish_reason"]?.string == "length" { ending.reason = .length }
+        if let text = choice?["delta"]?["content"]?.string, !text.isEmpty { return .delta(text) }
         return .nothing
     }
 }

@@ -5,8 +5,16 @@ import Server
 /// server-sent events of a 200 into model events with a provider-specific `decode`, and turn
 /// anything else (a status, a time-out, a dropped connection) into one `.failed`.
 final class UpstreamModelCall: ModelCall {
-    /// Reads one SSE event's data; returns what it means, if anything.
-    typealias Decode = (ServerSentEventParser.Event, inout Usage?) -> DecodeResult
+    /// Reads one SSE event's data; returns what it means, if anything, and notes in `Ending`
+    /// what it says about the end of the reply.
+    typealias Decode = (ServerSentEventParser.Event, inout Ending) -> DecodeResult
+
+    /// What the stream has said about how the reply ends: providers report usage and the stop
+    /// reason in events before the last.
+    struct Ending {
+        var usage: Usage?
+        var reason = FinishReason.stop
+    }
 
     enum DecodeResult {
         case nothing
@@ -23,7 +31,7 @@ final class UpstreamModelCall: ModelCall {
     private var retryAfter: Double?
     /// A non-200 answer's body, kept (bounded) to quote its error message.
     private var errorBody: [UInt8] = []
-    private var usage: Usage?
+    private var ending = Ending()
     private var finished = false
     private let startedAt = MonotonicClock.nanoseconds()
     private var firstDeltaSeen = false
@@ -64,7 +72,7 @@ final class UpstreamModelCall: ModelCall {
         let events: [ServerSentEventParser.Event]
         do { events = try parser.feed(bytes) } catch { return fail(ModelError(code: "upstream_error", message: "an upstream event was too large")) }
         for event in events where !finished {
-            switch decode(event, &usage) {
+            switch decode(event, &ending) {
             case .nothing: break
             case .delta(let text):
                 if !firstDeltaSeen {
@@ -99,7 +107,7 @@ final class UpstreamModelCall: ModelCall {
     /// a server that never ends it is cut off by the client's idle time-out.
     private func finish() {
         finished = true
-        onEvent(.finished(usage))
+        onEvent(.finished(ending.usage, reason: ending.reason))
     }
 
     private func fail(_ error: ModelError) {
