@@ -41,4 +41,9 @@ enum Format {
         guard !nonzero.isEmpty else { return "none" }
         return nonzero.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key): \(grouped($0.value))" }.joined(separator: ", ")
     }
+
+    /// One line of a summary: the label in a field of `width` columns, then the value.
+    static func row(_ label: String, _ value: String, width: Int = 17) -> String {
+        "  " + label + String(repeating: " ", count: max(1, width - label.count)) + value
+    }
 }

@@ -41,20 +41,20 @@ struct HoldSummary {
 
     var connectSection: String {
         var lines = ["", "== connected  (\(Format.grouped(requested)) sessions to \(target), \(processes) process\(processes == 1 ? "" : "es"), \(sources) source addresses)"]
-        lines.append(row("sessions open", "\(Format.grouped(connect.open)) of \(Format.grouped(requested))  (connected \(Format.grouped(connect.connected)), failed \(Format.grouped(connect.failedCount)), dropped \(Format.grouped(connect.droppedCount)))"))
-        lines.append(row("connect rate", "\(Format.grouped(Int(connectRate.rounded()))) conn/s  (\(Format.fixed(connectSeconds, 2)) s from first connect to last open; limit \(Format.grouped(Int(rate))) conn/s per process)"))
+        lines.append(Format.row("sessions open", "\(Format.grouped(connect.open)) of \(Format.grouped(requested))  (connected \(Format.grouped(connect.connected)), failed \(Format.grouped(connect.failedCount)), dropped \(Format.grouped(connect.droppedCount)))"))
+        lines.append(Format.row("connect rate", "\(Format.grouped(Int(connectRate.rounded()))) conn/s  (\(Format.fixed(connectSeconds, 2)) s from first connect to last open; limit \(Format.grouped(Int(rate))) conn/s per process)"))
         if connect.handshake.count > 0 {
             let h = connect.handshake
-            lines.append(row("connect to 101", "p50 \(LatencyRecorder.format(nanoseconds: h.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: h.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: h.maximum))"))
+            lines.append(Format.row("connect to 101", "p50 \(LatencyRecorder.format(nanoseconds: h.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: h.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: h.maximum))"))
         }
-        lines.append(row("failures", Format.reasons(connect.failed)))
-        if connect.droppedCount > 0 { lines.append(row("dropped", Format.reasons(connect.dropped))) }
+        lines.append(Format.row("failures", Format.reasons(connect.failed)))
+        if connect.droppedCount > 0 { lines.append(Format.row("dropped", Format.reasons(connect.dropped))) }
         if let server = serverConnected {
             lines += serverRows(server)
         } else {
-            lines.append(row("server", "metrics unavailable"))
+            lines.append(Format.row("server", "metrics unavailable"))
         }
-        lines.append(row("client CPU", "\(Format.fixed(cpuAtConnect.total, 2)) s user+sys so far  (user \(Format.fixed(cpuAtConnect.user, 2)) s, sys \(Format.fixed(cpuAtConnect.system, 2)) s; all workers and parent)"))
+        lines.append(Format.row("client CPU", "\(Format.fixed(cpuAtConnect.total, 2)) s user+sys so far  (user \(Format.fixed(cpuAtConnect.user, 2)) s, sys \(Format.fixed(cpuAtConnect.system, 2)) s; all workers and parent)"))
         return lines.joined(separator: "\n")
     }
 
@@ -62,34 +62,34 @@ struct HoldSummary {
         let open = server.echoOpen
         let rss = server.residentBytes, startup = server.startupResidentBytes
         var rows = [
-            row("server open", "\(Format.grouped(open)) echo sessions (\(Format.grouped(server.openTotal)) connections in all, this scrape included)"),
-            row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)), growth \(Format.bytes(rss - startup)))"),
+            Format.row("server open", "\(Format.grouped(open)) echo sessions (\(Format.grouped(server.openTotal)) connections in all, this scrape included)"),
+            Format.row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)), growth \(Format.bytes(rss - startup)))"),
         ]
         if open > 0 {
             let growth = Int(((rss - startup) / Double(open)).rounded())
             let whole = Int((rss / Double(open)).rounded())
-            rows.append(row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)   \(Format.grouped(whole)) B  (rss / open)   server gauge \(Format.grouped(Int(server.residentBytesPerConnection))) B"))
-            rows.append(row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (heap the server's memory accounts attribute to each connection)"))
+            rows.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)   \(Format.grouped(whole)) B  (rss / open)   server gauge \(Format.grouped(Int(server.residentBytesPerConnection))) B"))
+            rows.append(Format.row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (heap the server's memory accounts attribute to each connection)"))
         }
-        rows.append(row("server refused", Format.reasons(server.refused)))
+        rows.append(Format.row("server refused", Format.reasons(server.refused)))
         return rows
     }
 
     var holdSection: String {
         var lines = ["", "== after holding \(Format.fixed(heldSeconds, 1)) s"]
-        lines.append(row("client open", "\(Format.grouped(atEnd.open)) of \(Format.grouped(requested))  (dropped during the run: \(Format.reasons(atEnd.dropped)); server pings answered: \(Format.grouped(atEnd.pongs)))"))
+        lines.append(Format.row("client open", "\(Format.grouped(atEnd.open)) of \(Format.grouped(requested))  (dropped during the run: \(Format.reasons(atEnd.dropped)); server pings answered: \(Format.grouped(atEnd.pongs)))"))
         if let server = serverAfterHold {
-            lines.append(row("server open", "\(Format.grouped(server.echoOpen)) echo sessions"))
-            lines.append(row("server RSS", Format.bytes(server.residentBytes)))
+            lines.append(Format.row("server open", "\(Format.grouped(server.echoOpen)) echo sessions"))
+            lines.append(Format.row("server RSS", Format.bytes(server.residentBytes)))
             if server.echoOpen > 0 {
                 let growth = Int(((server.residentBytes - server.startupResidentBytes) / Double(server.echoOpen)).rounded())
-                lines.append(row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)"))
+                lines.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)"))
             }
         } else {
-            lines.append(row("server", "metrics unavailable"))
+            lines.append(Format.row("server", "metrics unavailable"))
         }
-        lines.append(row("client CPU", "\(Format.fixed(cpuTotal.total, 2)) s user+sys in all  (user \(Format.fixed(cpuTotal.user, 2)) s, sys \(Format.fixed(cpuTotal.system, 2)) s; workers reaped, plus parent)"))
-        for note in notes { lines.append(row("note", note)) }
+        lines.append(Format.row("client CPU", "\(Format.fixed(cpuTotal.total, 2)) s user+sys in all  (user \(Format.fixed(cpuTotal.user, 2)) s, sys \(Format.fixed(cpuTotal.system, 2)) s; workers reaped, plus parent)"))
+        for note in notes { lines.append(Format.row("note", note)) }
         lines.append("")
         if passed {
             lines.append("PASS: all \(Format.grouped(requested)) sessions connected and were still open after the hold")
@@ -99,9 +99,6 @@ struct HoldSummary {
         return lines.joined(separator: "\n")
     }
 
-    private func row(_ label: String, _ value: String) -> String {
-        "  " + label + String(repeating: " ", count: max(1, 17 - label.count)) + value
-    }
 
     // MARK: JSON
 

@@ -61,18 +61,18 @@ struct TurnsSummary {
 
     var connectSection: String {
         var lines = ["", "== sessions  (\(Format.grouped(requested)) to \(target), \(processes) process\(processes == 1 ? "" : "es"), \(sources) source addresses)"]
-        lines.append(row("sessions open", "\(Format.grouped(connect.open)) of \(Format.grouped(requested))  (session.created on \(Format.grouped(connect.ready)); connected \(Format.grouped(connect.connected)), failed \(Format.grouped(connect.failedCount)), dropped \(Format.grouped(connect.droppedCount)))"))
-        lines.append(row("connect rate", "\(Format.grouped(Int(connectRate.rounded()))) conn/s  (\(Format.fixed(connectSeconds, 2)) s from first connect to last open)"))
+        lines.append(Format.row("sessions open", "\(Format.grouped(connect.open)) of \(Format.grouped(requested))  (session.created on \(Format.grouped(connect.ready)); connected \(Format.grouped(connect.connected)), failed \(Format.grouped(connect.failedCount)), dropped \(Format.grouped(connect.droppedCount)))"))
+        lines.append(Format.row("connect rate", "\(Format.grouped(Int(connectRate.rounded()))) conn/s  (\(Format.fixed(connectSeconds, 2)) s from first connect to last open)"))
         if connect.handshake.count > 0 {
             let h = connect.handshake
-            lines.append(row("connect to 101", "p50 \(LatencyRecorder.format(nanoseconds: h.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: h.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: h.maximum))"))
+            lines.append(Format.row("connect to 101", "p50 \(LatencyRecorder.format(nanoseconds: h.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: h.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: h.maximum))"))
         }
-        lines.append(row("failures", Format.reasons(connect.failed)))
-        if connect.droppedCount > 0 { lines.append(row("dropped", Format.reasons(connect.dropped))) }
+        lines.append(Format.row("failures", Format.reasons(connect.failed)))
+        if connect.droppedCount > 0 { lines.append(Format.row("dropped", Format.reasons(connect.dropped))) }
         if let server = serverConnected {
             lines += memoryRows(server)
         } else {
-            lines.append(row("server", "metrics unavailable"))
+            lines.append(Format.row("server", "metrics unavailable"))
         }
         return lines.joined(separator: "\n")
     }
@@ -81,12 +81,12 @@ struct TurnsSummary {
         let open = server.realtimeOpen
         let rss = server.residentBytes, startup = server.startupResidentBytes
         var rows = [
-            row("server open", "\(Format.grouped(open)) realtime sessions"),
-            row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)), growth \(Format.bytes(rss - startup)))"),
+            Format.row("server open", "\(Format.grouped(open)) realtime sessions"),
+            Format.row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)), growth \(Format.bytes(rss - startup)))"),
         ]
         if open > 0 {
-            rows.append(row("resident/conn", "\(Format.grouped(Int(server.residentBytesPerConnection))) B  (parley_resident_bytes_per_connection: (rss - startup) / open sessions)"))
-            rows.append(row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (parley_accounted_bytes_per_connection)"))
+            rows.append(Format.row("resident/conn", "\(Format.grouped(Int(server.residentBytesPerConnection))) B  (parley_resident_bytes_per_connection: (rss - startup) / open sessions)"))
+            rows.append(Format.row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (parley_accounted_bytes_per_connection)"))
         }
         return rows
     }
@@ -95,43 +95,43 @@ struct TurnsSummary {
         let r = result
         func ms(_ h: LatencyRecorder, _ p: Double) -> String { LatencyRecorder.format(nanoseconds: h.percentile(p)) }
         var lines = ["", "== turns  (a text turn every \(Format.fixed(turnInterval, 1)) s per session, phases spread evenly; \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(r.measuredSeconds, 1)) s measured)"]
-        lines.append(row("sessions open", "\(Format.grouped(atEnd.open)) of \(Format.grouped(requested)) at the end  (dropped during the run: \(Format.reasons(atEnd.dropped)); server pings answered: \(Format.grouped(atEnd.pongs)))"))
-        lines.append(row("turns", "\(Format.grouped(r.turns)) sent = \(Format.fixed(r.turnsPerSecond, 1)) turns/s  (schedule \(Format.fixed(scheduledPerSecond, 1))/s; sent up to \(LatencyRecorder.format(nanoseconds: r.maxSendLag)) late)"))
+        lines.append(Format.row("sessions open", "\(Format.grouped(atEnd.open)) of \(Format.grouped(requested)) at the end  (dropped during the run: \(Format.reasons(atEnd.dropped)); server pings answered: \(Format.grouped(atEnd.pongs)))"))
+        lines.append(Format.row("turns", "\(Format.grouped(r.turns)) sent = \(Format.fixed(r.turnsPerSecond, 1)) turns/s  (schedule \(Format.fixed(scheduledPerSecond, 1))/s; sent up to \(LatencyRecorder.format(nanoseconds: r.maxSendLag)) late)"))
         if r.skippedBusy + r.skippedClosed > 0 {
-            lines.append(row("skipped", "\(Format.grouped(r.skippedBusy)) turns came due with the previous reply still running, \(Format.grouped(r.skippedClosed)) on closed sessions"))
+            lines.append(Format.row("skipped", "\(Format.grouped(r.skippedBusy)) turns came due with the previous reply still running, \(Format.grouped(r.skippedClosed)) on closed sessions"))
         }
         var answers = "\(Format.reasons(r.statuses))"
         if r.refused > 0 { answers += "; refused with an error: \(Format.grouped(r.refused))" }
         if r.unanswered > 0 { answers += "; no response.done \(Format.fixed(TurnsRun.drainSeconds, 0)) s after the period: \(Format.grouped(r.unanswered))" }
         if r.lostInFlight > 0 { answers += "; session lost mid-reply: \(Format.grouped(r.lostInFlight))" }
-        lines.append(row("responses", answers))
-        if !r.notCompleted.isEmpty { lines.append(row("not completed", Format.reasons(r.notCompleted))) }
-        lines.append(row("errors", Format.reasons(r.errors) + (r.strays > 0 ? "  (and \(Format.grouped(r.strays)) response.done for no turn in flight)" : "")))
+        lines.append(Format.row("responses", answers))
+        if !r.notCompleted.isEmpty { lines.append(Format.row("not completed", Format.reasons(r.notCompleted))) }
+        lines.append(Format.row("errors", Format.reasons(r.errors) + (r.strays > 0 ? "  (and \(Format.grouped(r.strays)) response.done for no turn in flight)" : "")))
         let d = r.firstDelta, done = r.done
-        lines.append(row("first delta", d.count == 0 ? "none measured" : "p50 \(ms(d, 50))   p99 \(ms(d, 99))   p99.9 \(ms(d, 99.9))   max \(LatencyRecorder.format(nanoseconds: d.maximum))  (client: response.create sent → first response.output_text.delta; \(Format.grouped(Int(d.count))) turns)"))
-        lines.append(row("response.done", done.count == 0 ? "none measured" : "p50 \(ms(done, 50))   p99 \(ms(done, 99))   max \(LatencyRecorder.format(nanoseconds: done.maximum))  (client: response.create sent → response.done)"))
+        lines.append(Format.row("first delta", d.count == 0 ? "none measured" : "p50 \(ms(d, 50))   p99 \(ms(d, 99))   p99.9 \(ms(d, 99.9))   max \(LatencyRecorder.format(nanoseconds: d.maximum))  (client: response.create sent → first response.output_text.delta; \(Format.grouped(Int(d.count))) turns)"))
+        lines.append(Format.row("response.done", done.count == 0 ? "none measured" : "p50 \(ms(done, 50))   p99 \(ms(done, 99))   max \(LatencyRecorder.format(nanoseconds: done.maximum))  (client: response.create sent → response.done)"))
         if let server = serverEnd {
             lines += memoryRows(server)
             if let responses = serverCounts("parley_session_responses_total", by: "status") {
-                lines.append(row("server replies", "\(Format.reasons(responses))  (parley_session_responses_total over the period, warm-up turns finishing in it included)"))
+                lines.append(Format.row("server replies", "\(Format.reasons(responses))  (parley_session_responses_total over the period, warm-up turns finishing in it included)"))
             }
         } else {
-            lines.append(row("server", "metrics unavailable at the end"))
+            lines.append(Format.row("server", "metrics unavailable at the end"))
         }
         for (label, name) in [("server added", Self.addedLatency), ("upstream TTFT", Self.firstToken)] {
             if let histogram = serverHistogram(name) {
-                lines.append(row(label, "\(histogram.summaryLine)  (\(name))"))
+                lines.append(Format.row(label, "\(histogram.summaryLine)  (\(name))"))
             } else if serverStart == nil || serverEnd == nil {
-                lines.append(row(label, "n/a  (the server was not read at both ends of a measured period)"))
+                lines.append(Format.row(label, "n/a  (the server was not read at both ends of a measured period)"))
             } else {
-                lines.append(row(label, "n/a  (\(name) is not in the server's /metrics)"))
+                lines.append(Format.row(label, "n/a  (\(name) is not in the server's /metrics)"))
             }
         }
-        lines.append(row("client CPU", "\(Format.fixed(cpuMeasured.total, 2)) s user+sys while measuring = \(Format.fixed(clientCores, 2)) of \(Cores.online) cores  (user \(Format.fixed(cpuMeasured.user, 2)) s, sys \(Format.fixed(cpuMeasured.system, 2)) s; \(Format.fixed(cpuTotal.total, 2)) s over the whole run, workers and parent)"))
+        lines.append(Format.row("client CPU", "\(Format.fixed(cpuMeasured.total, 2)) s user+sys while measuring = \(Format.fixed(clientCores, 2)) of \(Cores.online) cores  (user \(Format.fixed(cpuMeasured.user, 2)) s, sys \(Format.fixed(cpuMeasured.system, 2)) s; \(Format.fixed(cpuTotal.total, 2)) s over the whole run, workers and parent)"))
         if clientCores >= 0.5 * Double(Cores.online) {
-            lines.append(row("note", "the client used \(Int((100 * clientCores / Double(Cores.online)).rounded()))% of this machine's \(Cores.online) cores while measuring, cores the server shares"))
+            lines.append(Format.row("note", "the client used \(Int((100 * clientCores / Double(Cores.online)).rounded()))% of this machine's \(Cores.online) cores while measuring, cores the server shares"))
         }
-        for note in notes { lines.append(row("note", note)) }
+        for note in notes { lines.append(Format.row("note", note)) }
         lines.append("")
         if passed {
             lines.append("PASS: all \(Format.grouped(requested)) sessions opened and every measured turn completed")
@@ -141,9 +141,6 @@ struct TurnsSummary {
         return lines.joined(separator: "\n")
     }
 
-    private func row(_ label: String, _ value: String) -> String {
-        "  " + label + String(repeating: " ", count: max(1, 17 - label.count)) + value
-    }
 
     // MARK: JSON
 
