@@ -31,6 +31,10 @@ struct HTTPRequestParser {
 
     mutating func parse(_ input: UnsafeRawBufferPointer) -> Result {
         for (i, byte) in input.enumerated() {
+            // Fail at once on what cannot be HTTP (a TLS ClientHello starts with 0x16, for one)
+            // rather than when the head completes, which such a peer never makes happen.
+            if head.isEmpty && !Self.isTokenByte(byte) { return .failure(.badRequest) }
+            if byte < 0x20 && byte != 13 && byte != 10 && byte != 9 { return .failure(.badRequest) }
             head.append(byte)
             terminatorMatched = Self.advance(terminatorMatched, byte)
             if terminatorMatched == 4 {

@@ -87,6 +87,14 @@ import Testing
         #expect(request.contentLength == 10)
     }
 
+    @Test func notHTTPFailsAtTheFirstByteNotAtTheDeadline() {
+        // A TLS ClientHello to a plain port: the head never completes, so waiting would only time out.
+        var parser = HTTPRequestParser()
+        #expect(([0x16, 0x03, 0x01, 0x02, 0x00] as [UInt8]).withUnsafeBytes { parser.parse($0) } == .failure(.badRequest))
+        var control = HTTPRequestParser()
+        #expect(Array("GET /\u{01}".utf8).withUnsafeBytes { control.parse($0) } == .failure(.badRequest))
+    }
+
     @Test func refusesOtherMajorVersionsWith505() {
         #expect(status("GET / HTTP/2.0\r\nHost: a\r\n\r\n") == 505)
     }
