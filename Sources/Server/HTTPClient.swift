@@ -194,6 +194,22 @@ public final class HTTPClient {
             connection.start(call, request)
             return call
         }
+        connectFresh(call, request)
+        return call
+    }
+
+    /// Sends again, on a new connection, a request whose pooled connection the upstream had
+    /// closed before answering (see `UpstreamConnection.retryable`). Once: a fresh connection is
+    /// never retried.
+    func retry(_ call: HTTPClientCall, _ request: HTTPClientRequest) {
+        retries += 1
+        connectFresh(call, request)
+    }
+
+    /// Requests sent again after a pooled connection failed under them; for tests and metrics.
+    public private(set) var retries = 0
+
+    private func connectFresh(_ call: HTTPClientCall, _ request: HTTPClientRequest) {
         do {
             let address = try resolve(request.url)
             let connection = try loop.openUpstream(address: address, key: request.url.poolKey, client: self)
@@ -201,7 +217,6 @@ public final class HTTPClient {
         } catch {
             loop.schedule(after: 0) { call.finish(.failure(error)) }
         }
-        return call
     }
 
     func returnToPool(_ connection: UpstreamConnection) {

@@ -26,6 +26,10 @@ final class UpstreamConnection {
     private var timeouts = HTTPClientRequest.Timeouts()
     private var deadline: ScheduledTask?
     private var lastActivity: UInt64 = 0
+    /// The request, kept while it may be retried: it went out on a pooled connection and no byte
+    /// of an answer has come back. An upstream may close an idle keep-alive connection at the very
+    /// moment we reuse it; that is no reason to fail the caller.
+    private var retryable: HTTPClientRequest?
 
     init(fd: Int32, slot: Int32, generation: UInt32, key: String, loop: EventLoop, client: HTTPClient) {
         self.fd = fd
@@ -40,6 +44,7 @@ final class UpstreamConnection {
     func start(_ call: HTTPClientCall, _ request: HTTPClientRequest) {
         self.call = call
         call.connection = self
+        retryable = state == .idle ? request : nil
         timeouts = request.timeouts
         parser = HTTPResponseParser(bodiless: request.method == "HEAD")
         request.serialized().withUnsafeBytes { outbound.append($0) }
@@ -76,6 +81,7 @@ final class UpstreamConnection {
             case .transferred(let n):
                 guard state == .awaitingHead || state == .readingBody else { return close() }  // idle: nothing may come
                 lastActivity = MonotonicClock.nanoseconds()
+                retryable = nil
                 guard consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
                 if n < buffer.count && !hungUp { return }
             }
@@ -146,8 +152,12 @@ final class UpstreamConnection {
 
     private func fail(_ error: HTTPClientError) {
         let failed = call
+        let retry = error == .connectionLost ? retryable : nil
         call = nil
         close()
+        if let failed, let retry, !failed.isFinished {
+            return client.retry(failed, retry)
+        }
         failed?.finish(.failure(error))
     }
 
