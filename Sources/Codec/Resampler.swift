@@ -67,14 +67,15 @@ public final class Resampler {
         return (Int(inLength) * channels.rawValue, Int(outLength) * channels.rawValue)
     }
 
-    /// Resamples a whole buffer into a new array. Allocates: streams use `process(_:into:)`.
-    public func process(_ input: [Int16]) -> [Int16] {
-        var output = [Int16](repeating: 0, count: outputCapacity(forInput: input.count))
-        let produced = input.withUnsafeBufferPointer { inBuffer in
-            output.withUnsafeMutableBufferPointer { process(inBuffer, into: $0).produced }
+    /// Resamples a whole buffer into a new array, allocated once at its final capacity.
+    public func process(_ input: UnsafeBufferPointer<Int16>) -> [Int16] {
+        [Int16](unsafeUninitializedCapacity: outputCapacity(forInput: input.count)) { output, count in
+            count = process(input, into: output).produced
         }
-        output.removeLast(output.count - produced)
-        return output
+    }
+
+    public func process(_ input: [Int16]) -> [Int16] {
+        input.withUnsafeBufferPointer { process($0) }
     }
 
     /// Input samples per channel the filter holds back: the delay it adds.

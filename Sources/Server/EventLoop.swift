@@ -83,6 +83,7 @@ public final class EventLoop {
     private var freeSlots: [Int32] = []
     /// Connections to read again without a new edge: budget spent, or reading resumed.
     private var ready: [Connection] = []
+    private var readyBatch: [Connection] = []
     /// Slots whose deadline passed this tick; kept to reuse its storage.
     private var expired: [Int32] = []
 
@@ -326,13 +327,16 @@ public final class EventLoop {
 
     private func readAgain() -> Int {
         guard !ready.isEmpty else { return 0 }
-        let batch = ready
-        ready.removeAll(keepingCapacity: true)
-        for connection in batch {
+        // Two arrays swapped, not one copied: reads may mark connections ready again meanwhile, and
+        // neither array's storage is ever shared, so neither reallocates.
+        swap(&ready, &readyBatch)
+        for connection in readyBatch {
             connection.inReadyList = false
             connection.readable()
         }
-        return batch.count
+        let count = readyBatch.count
+        readyBatch.removeAll(keepingCapacity: true)
+        return count
     }
 
     // MARK: Time

@@ -179,7 +179,8 @@ final class AudioInput {
         }
         let n = try decoded.withUnsafeMutableBufferPointer { try decoder!.decode(packet, into: $0) }
         if from48k == nil { from48k = try Resampler(from: 48000, to: 16000) }
-        return from48k!.process(Array(decoded.prefix(n)))
+        // Straight from the decode buffer: one allocation per packet, the array the engine keeps.
+        return decoded.withUnsafeBufferPointer { from48k!.process(UnsafeBufferPointer(rebasing: $0[..<n])) }
     }
 
     func pcm24k(_ samples: [Int16]) throws -> [Int16] {
