@@ -24,7 +24,9 @@ let package = Package(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
 
-        .target(name: "Server", dependencies: ["CLinux", "COpenSSL"]),
+        // OpenSSL's macros, callbacks and allocator hooks, which Swift cannot reach directly.
+        .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
+        .target(name: "Server", dependencies: ["CLinux", "COpenSSL", "CTLS"]),
         .target(name: "Codec", dependencies: ["COpus", "CSpeexDSP"]),
         // JSON values, a strict parser for untrusted input and a writer; no Foundation.
         .target(name: "JSON"),

@@ -28,6 +28,14 @@ final class Connection {
     private(set) var subprotocol: String?
     /// Index into the per-endpoint metrics: 0 until upgraded.
     private var endpoint = 0
+    /// The TLS session on a port that serves TLS; nil on a plain one.
+    private var tls: TLSStream?
+    /// A TLS read must wait for the socket to be writable (it has a key update to answer), or a
+    /// TLS write for it to be readable. Rare; without these flags such a connection would stall.
+    private var readWaitsForWritable = false
+    private var writeWaitsForReadable = false
+    /// Counted in the loop's handshakes in progress (which the handshake cap bounds).
+    private var handshaking: Bool
 
     /// Input not yet used: an unfinished frame header or control frame (at most 131 bytes), or
     /// pipelined HTTP bytes held while a streamed response is going out (at most one read).
@@ -63,8 +71,10 @@ final class Connection {
     /// What the WebSocket handler reports holding for this connection.
     private var handlerBytes = 0
 
-    init(fd: Int32, slot: Int32, generation: UInt32, loop: EventLoop) {
+    init(fd: Int32, slot: Int32, generation: UInt32, loop: EventLoop, tls: TLSStream? = nil) {
         self.fd = fd
+        self.tls = tls
+        handshaking = tls != nil
         self.slot = slot
         self.generation = generation
         self.loop = loop
@@ -85,6 +95,13 @@ final class Connection {
     /// `hungUp`: the peer's FIN came with this edge, so read on to the end of file even after a
     /// short read: no further edge will announce it.
     func readable(hungUp: Bool = false) {
+        if let tls, !tls.isEstablished {
+            guard continueHandshake(tls) else { return }
+        }
+        if writeWaitsForReadable {
+            writeWaitsForReadable = false
+            writable()
+        }
         if reprocessPending {
             reprocessPending = false
             processPending()
@@ -98,7 +115,7 @@ final class Connection {
             if prefix > 0 { buffer.baseAddress!.copyMemory(from: pending.readable.baseAddress!, byteCount: prefix) }
             let space = UnsafeMutableRawBufferPointer(rebasing: buffer[prefix...])
             let result: Sys.IOResult
-            do { result = try Sys.read(fd, into: space) } catch { return close() }
+            do { result = try receive(into: space) } catch { return close() }
             switch result {
             case .wouldBlock: return
             case .endOfFile: return close()
@@ -113,11 +130,56 @@ final class Connection {
                     pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
                 }
                 account()
-                // Edge-triggered: a short read means the socket is drained, and new data brings a new edge.
-                if n < space.count && !hungUp { return }
+                // Edge-triggered: a short read means the socket is drained, and new data brings a new
+                // edge. Not so for TLS, which reads a record at a time: it reads on to `wantRead`.
+                if n < space.count && !hungUp && tls == nil { return }
             }
         }
         loop.markReady(self)
+    }
+
+    /// One read from the socket, through TLS when the port serves it.
+    private func receive(into space: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
+        guard let tls else { return try Sys.read(fd, into: space) }
+        switch tls.read(into: space) {
+        case .transferred(let n): return .transferred(n)
+        case .wantRead: return .wouldBlock
+        case .wantWrite:
+            readWaitsForWritable = true
+            armWrite(true)
+            return .wouldBlock
+        case .closed, .failed: return .endOfFile
+        }
+    }
+
+    /// Moves the TLS handshake on; true once it is complete and the connection can read HTTP.
+    private func continueHandshake(_ tls: TLSStream) -> Bool {
+        let outcome = tls.handshake()
+        switch outcome {
+        case .transferred:
+            handshakeEnded(.established)
+            armWrite(false)
+            // The request head now gets the whole of its own deadline.
+            loop.timers.schedule(slot, after: loop.handshakeTicks)
+        case .wantRead:
+            armWrite(false)
+        case .wantWrite:
+            armWrite(true)
+        case .closed:
+            handshakeEnded(.closed)
+            close()
+        case .failed:
+            handshakeEnded(.failed)
+            close()
+        }
+        account()
+        return outcome == .transferred(0)
+    }
+
+    private func handshakeEnded(_ result: TLSHandshakeResult) {
+        guard handshaking else { return }
+        handshaking = false
+        loop.tlsHandshakeEnded(result)
     }
 
     /// Runs the held input through the protocol without reading (a streamed response has ended).
@@ -368,6 +430,7 @@ final class Connection {
     private func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         guard mode != .closed else { return }
         guard outbound.isEmpty else { return enqueue(a, b) }
+        if let tls { return writeTLS(tls, a, b) }
         let total = a.count + b.count
         var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
                    iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))
@@ -395,6 +458,40 @@ final class Connection {
         }
     }
 
+    /// `write` over TLS: a frame's header and payload go out as one record when they fit in one.
+    private func writeTLS(_ tls: TLSStream, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
+        let total = a.count + b.count
+        let scratch = loop.tlsWriteScratch
+        if !a.isEmpty && !b.isEmpty && total <= scratch.count {
+            UnsafeMutableRawBufferPointer(rebasing: scratch[..<a.count]).copyMemory(from: a)
+            UnsafeMutableRawBufferPointer(rebasing: scratch[a.count..<total]).copyMemory(from: b)
+            guard let n = sendTLS(tls, UnsafeRawBufferPointer(rebasing: scratch[..<total])) else { return close() }
+            if n < total { enqueue(UnsafeRawBufferPointer(rebasing: scratch[n..<total]), UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return
+        }
+        guard let n = sendTLS(tls, a) else { return close() }
+        guard n == a.count else { return enqueue(UnsafeRawBufferPointer(rebasing: a[n...]), b) }
+        guard let m = sendTLS(tls, b) else { return close() }
+        if m < b.count { enqueue(UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(rebasing: b[m...])) }
+    }
+
+    /// Bytes TLS took (possibly none: the socket is full); nil when the session failed.
+    private func sendTLS(_ tls: TLSStream, _ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard !bytes.isEmpty else { return 0 }
+        switch tls.write(bytes) {
+        case .transferred(let n):
+            loop.metrics.bytesOut.add(n)
+            return n
+        case .wantWrite:
+            return 0
+        case .wantRead:
+            writeWaitsForReadable = true
+            return 0
+        case .closed, .failed:
+            return nil
+        }
+    }
+
     private func enqueue(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         let cap = loop.context.configuration.maxOutboundBytes
         // One message may always be queued whole; past that, a client that does not read is dropped.
@@ -411,7 +508,23 @@ final class Connection {
 
     /// The socket can take bytes again.
     func writable() {
+        if let tls {
+            if !tls.isEstablished {
+                if continueHandshake(tls) { loop.markReady(self) }
+                return
+            }
+            if readWaitsForWritable {
+                readWaitsForWritable = false
+                loop.markReady(self)
+            }
+        }
         while !outbound.isEmpty {
+            if let tls {
+                guard let n = sendTLS(tls, UnsafeRawBufferPointer(outbound.readable)) else { return close() }
+                guard n > 0 else { return }
+                outbound.consume(n)
+                continue
+            }
             let result: Sys.IOResult
             let queued = UnsafeRawBufferPointer(outbound.readable)
             var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: queued.baseAddress), iov_len: queued.count)
@@ -447,6 +560,7 @@ final class Connection {
         mode = .lingering
         readPaused = false
         assembly.release()
+        tls?.shutdown()
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
         loop.timers.schedule(slot, after: loop.closeTicks)
         account()
@@ -458,7 +572,9 @@ final class Connection {
     func timerFired() {
         switch mode {
         case .http, .lingering:
-            close()  // the request head never completed, or the peer never finished closing
+            // The TLS handshake or the request head never completed, or the peer never finished closing.
+            handshakeEnded(.timedOut)
+            close()
         case .webSocket:
             if closeSent || pingOutstanding { return close() }
             let idle = loop.idleTicks
@@ -492,6 +608,8 @@ final class Connection {
         assembly.release()
         outbound.release()
         bodyPending = nil
+        handshakeEnded(.closed)
+        tls = nil
         if let stream {
             self.stream = nil
             stream.connectionClosed()
@@ -511,7 +629,7 @@ final class Connection {
     /// Reports this connection's heap to the loop: the object itself and every buffer it holds.
     private func account() {
         guard mode != .closed else { return }
-        let now = objectBytes + handlerBytes + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
+        let now = objectBytes + handlerBytes + (tls?.heapBytes ?? 0) + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
         if now != accounted {
             loop.metrics.accountedBytes.add(now - accounted)
             accounted = now

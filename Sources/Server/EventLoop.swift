@@ -32,6 +32,10 @@ final class LoopHandle: Sendable {
 final class ServerContext: Sendable {
     let configuration: ServerConfiguration
     let router: Router
+    /// The certificate clients are served, when the port serves TLS.
+    let tls: TLSCredentials?
+    /// What https upstreams are verified against.
+    let upstreamTLS: TLSContext
     /// Open connections across all loops, HTTP and WebSocket.
     let openConnections = Atomic<Int>(0)
     /// Upgraded WebSocket sessions across all loops; `maxConnections` bounds these.
@@ -40,9 +44,11 @@ final class ServerContext: Sendable {
     /// health-checked and scraped.
     static let httpReserve = 64
 
-    init(configuration: ServerConfiguration, router: Router) {
+    init(configuration: ServerConfiguration, router: Router, tls: TLSCredentials?, upstreamTLS: TLSContext) {
         self.configuration = configuration
         self.router = router
+        self.tls = tls
+        self.upstreamTLS = upstreamTLS
     }
 }
 
@@ -68,6 +74,8 @@ public final class EventLoop {
     var metrics: LoopMetrics { handle.metrics }
     /// The one read buffer of this loop; idle connections own none.
     let readBuffer: UnsafeMutableRawBufferPointer
+    /// Where a frame's header and payload are put together to be encrypted as one TLS record.
+    let tlsWriteScratch: UnsafeMutableRawBufferPointer
     var timers: TimerWheel
 
     private var tasks = TaskScheduler()
@@ -94,24 +102,31 @@ public final class EventLoop {
     private(set) var shuttingDown = false
     private var shutdownDeadline: UInt32 = 0
     private var openCount = 0
+    private var tlsHandshakesInProgress = 0
+    private let maxTLSHandshakes: Int
     private let startNanoseconds = MonotonicClock.nanoseconds()
 
     let handshakeTicks: UInt32
     let idleTicks: UInt32
     let pingTicks: UInt32
     let closeTicks: UInt32
+    let tlsHandshakeTicks: UInt32
 
     init(handle: LoopHandle, context: ServerContext) throws(SystemError) {
         self.handle = handle
         self.context = context
         epoll = try Epoll()
         readBuffer = .allocate(byteCount: Self.readHeadroom + Self.readBufferBytes, alignment: 16)
+        // 16 KiB is TLS's largest record; 14 bytes the largest frame header.
+        tlsWriteScratch = .allocate(byteCount: context.tls == nil ? 0 : 16384 + 14, alignment: 16)
         timers = TimerWheel(startTick: 0)
         let c = context.configuration
         handshakeTicks = timers.ticks(seconds: c.handshakeTimeout)
         idleTicks = timers.ticks(seconds: c.idleTimeout)
         pingTicks = timers.ticks(seconds: c.pingTimeout)
         closeTicks = timers.ticks(seconds: c.closeTimeout)
+        tlsHandshakeTicks = timers.ticks(seconds: c.tlsHandshakeTimeout)
+        maxTLSHandshakes = max(1, c.maxTLSHandshakes / max(1, c.loops))
         try epoll.add(handle.listenFD, .readable, token: Self.listenerToken)
         try epoll.add(handle.wakeFD, [.readable, .edge], token: Self.wakeToken)
         spareFD = open("/dev/null", O_RDONLY | O_CLOEXEC)
@@ -119,6 +134,7 @@ public final class EventLoop {
 
     deinit {
         readBuffer.deallocate()
+        tlsWriteScratch.deallocate()
         if spareFD >= 0 { Sys.close(spareFD) }
     }
 
@@ -216,13 +232,25 @@ public final class EventLoop {
         if context.openConnections.add(1, ordering: .relaxed).newValue > limit {
             context.openConnections.subtract(1, ordering: .relaxed)
             metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
-            let busy = HTTPResponse.error(.serviceUnavailable, headers: [("Retry-After", "1")]).serialized(keepAlive: false)
-            _ = busy.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            // A 503 in the clear means nothing to a TLS client; it just sees the connection close.
+            if context.tls == nil {
+                let busy = HTTPResponse.error(.serviceUnavailable, headers: [("Retry-After", "1")]).serialized(keepAlive: false)
+                _ = busy.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
             return Sys.close(fd)
+        }
+        var tls: TLSStream?
+        if let credentials = context.tls {
+            guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: credentials.context, fd: fd) else {
+                context.openConnections.subtract(1, ordering: .relaxed)
+                metrics.refused[RefusalReason.tlsHandshakeLimit.rawValue].add(1)
+                return Sys.close(fd)
+            }
+            tls = session
         }
         try? Sys.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
         let slot = allocateSlot()
-        let connection = Connection(fd: fd, slot: slot, generation: generations[Int(slot)], loop: self)
+        let connection = Connection(fd: fd, slot: slot, generation: generations[Int(slot)], loop: self, tls: tls)
         do {
             try epoll.add(fd, [.readable, .edge], token: token(of: connection))
         } catch {
@@ -235,7 +263,18 @@ public final class EventLoop {
         openCount += 1
         metrics.accepted.add(1)
         metrics.open[0].add(1)
-        timers.schedule(slot, after: handshakeTicks)
+        if tls != nil {
+            tlsHandshakesInProgress += 1
+            metrics.tlsHandshakesInProgress.add(1)
+        }
+        timers.schedule(slot, after: tls == nil ? handshakeTicks : tlsHandshakeTicks)
+    }
+
+    /// A connection's TLS handshake is over, one way or another.
+    func tlsHandshakeEnded(_ result: TLSHandshakeResult) {
+        tlsHandshakesInProgress -= 1
+        metrics.tlsHandshakesInProgress.add(-1)
+        metrics.tlsHandshakes[result.rawValue].add(1)
     }
 
     private func allocateSlot() -> Int32 {
@@ -268,7 +307,7 @@ public final class EventLoop {
     // MARK: Upstream connections
 
     /// Starts a non-blocking connect to `address` (the bytes of a sockaddr) and registers it.
-    func openUpstream(address: [UInt8], key: String, client: HTTPClient) throws(HTTPClientError) -> UpstreamConnection {
+    func openUpstream(address: [UInt8], key: String, tlsServerName: String?, client: HTTPClient) throws(HTTPClientError) -> UpstreamConnection {
         let family = Int32(address[0]) | Int32(address[1]) << 8  // sa_family_t leads every sockaddr
         let fd = socket(family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .connectFailed(String(cString: strerror(errno))) }
@@ -288,7 +327,8 @@ public final class EventLoop {
             upstreamGenerations.append(0)
         }
         let generation = upstreamGenerations[Int(slot)]
-        let upstream = UpstreamConnection(fd: fd, slot: slot, generation: generation, key: key, loop: self, client: client)
+        let upstream = UpstreamConnection(fd: fd, slot: slot, generation: generation, key: key, tlsServerName: tlsServerName,
+                                          loop: self, client: client)
         let token = Self.upstreamBit | UInt64(generation) << 32 | UInt64(UInt32(bitPattern: slot))
         do {
             try epoll.add(fd, [.readable, .writable, .edge], token: token)

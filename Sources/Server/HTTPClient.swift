@@ -99,7 +99,8 @@ public struct HTTPClientResponseHead: Sendable {
 }
 
 public enum HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible {
-    case tlsUnavailable(String)
+    /// The TLS handshake failed: a certificate that does not verify, or no common protocol.
+    case tls(String)
     case resolveFailed(String)
     case connectFailed(String)
     case connectTimeout
@@ -111,7 +112,7 @@ public enum HTTPClientError: Error, Equatable, Sendable, CustomStringConvertible
 
     public var description: String {
         switch self {
-        case .tlsUnavailable(let url): return "https upstreams are not supported yet (\(url))"
+        case .tls(let why): return why
         case .resolveFailed(let host): return "cannot resolve \(host)"
         case .connectFailed(let why): return "cannot connect: \(why)"
         case .connectTimeout: return "connect timed out"
@@ -162,8 +163,9 @@ public final class HTTPClientCall {
 
 /// The HTTP/1.1 client of one event loop: non-blocking connects, a keep-alive pool per upstream,
 /// Content-Length, chunked and close-delimited bodies, time-outs. No thread per request: every
-/// callback runs on the loop. (Name resolution is a blocking getaddrinfo, cached per host:
-/// upstreams are few and long-lived; https arrives with the TLS work.)
+/// callback runs on the loop. https goes through OpenSSL on the same loop, verified against the
+/// system's trust store and `ServerConfiguration.upstreamCAFile`. (Name resolution is a blocking
+/// getaddrinfo, cached per host: upstreams are few and long-lived.)
 public final class HTTPClient {
     /// Idle connections kept per upstream on each loop: enough for the concurrency a loop reaches
     /// (hundreds of replies streaming at once at 10,000 sessions), so bursts do not churn
@@ -186,10 +188,6 @@ public final class HTTPClient {
                      onBody: @escaping (UnsafeRawBufferPointer) -> Void = { _ in },
                      onEnd: @escaping (Result<Void, HTTPClientError>) -> Void) -> HTTPClientCall {
         let call = HTTPClientCall(onHead: onHead, onBody: onBody, onEnd: onEnd)
-        guard !request.url.isTLS else {
-            loop.schedule(after: 0) { call.finish(.failure(.tlsUnavailable(request.url.description))) }
-            return call
-        }
         if let connection = takeIdle(request.url.poolKey) {
             connection.start(call, request)
             return call
@@ -212,7 +210,8 @@ public final class HTTPClient {
     private func connectFresh(_ call: HTTPClientCall, _ request: HTTPClientRequest) {
         do {
             let address = try resolve(request.url)
-            let connection = try loop.openUpstream(address: address, key: request.url.poolKey, client: self)
+            let connection = try loop.openUpstream(address: address, key: request.url.poolKey,
+                                                   tlsServerName: request.url.isTLS ? request.url.host : nil, client: self)
             connection.start(call, request)
         } catch {
             loop.schedule(after: 0) { call.finish(.failure(error)) }

@@ -32,7 +32,21 @@ enum RefusalReason: Int, CaseIterable {
     case descriptorLimit
     /// A WebSocket upgrade past `maxConnections` sessions, or any connection past the hard cap.
     case connectionLimit
-    var label: String { ["descriptor_limit", "connection_limit"][rawValue] }
+    /// A TLS connection while `maxTLSHandshakes` handshakes were already in progress.
+    case tlsHandshakeLimit
+    var label: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit"][rawValue] }
+}
+
+/// How a TLS handshake ended.
+enum TLSHandshakeResult: Int, CaseIterable {
+    case established
+    /// A protocol or certificate error.
+    case failed
+    /// Not complete within `tlsHandshakeTimeout`.
+    case timedOut
+    /// The client left first (or the server shut down).
+    case closed
+    var label: String { ["ok", "failed", "timeout", "closed"][rawValue] }
 }
 
 /// The counters of one event loop.
@@ -49,6 +63,8 @@ final class LoopMetrics: Sendable {
     let bytesIn = Counter()
     let bytesOut = Counter()
     let accountedBytes = Counter()
+    let tlsHandshakes = TLSHandshakeResult.allCases.map { _ in Counter() }
+    let tlsHandshakesInProgress = Counter()
     let lagBuckets = LoopMetrics.lagBounds.map { _ in Counter() }
     let lagCount = Counter()
     let lagNanoseconds = Counter()
@@ -65,11 +81,31 @@ final class LoopMetrics: Sendable {
     }
 }
 
+extension MetricsRenderer {
+    private func renderTLS(_ tls: TLSCredentials, into out: inout String, sum: ((LoopMetrics) -> Counter) -> Int) {
+        func family(_ name: String, _ type: String, _ help: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
+        family("parley_tls_handshakes_total", "counter", "TLS handshakes with clients, by how they ended.")
+        for result in TLSHandshakeResult.allCases {
+            out += "parley_tls_handshakes_total{result=\"\(result.label)\"} \(sum { $0.tlsHandshakes[result.rawValue] })\n"
+        }
+        family("parley_tls_handshakes_in_progress", "gauge", "TLS handshakes under way (capped by --max-tls-handshakes).")
+        out += "parley_tls_handshakes_in_progress \(sum { $0.tlsHandshakesInProgress })\n"
+        family("parley_tls_certificate_reloads_total", "counter", "Certificate reloads (SIGHUP), by outcome.")
+        out += "parley_tls_certificate_reloads_total{result=\"ok\"} \(tls.reloads.current)\n"
+        out += "parley_tls_certificate_reloads_total{result=\"failed\"} \(tls.reloadFailures.current)\n"
+        family("parley_tls_certificate_expiry_timestamp_seconds", "gauge", "When the served certificate expires (Unix time).")
+        out += "parley_tls_certificate_expiry_timestamp_seconds \(tls.context.certificateNotAfter ?? 0)\n"
+    }
+}
+
 /// Renders every loop's counters, summed, in the Prometheus text exposition format (0.0.4).
 struct MetricsRenderer: Sendable {
     let loops: [LoopMetrics]
     let endpointNames: [String]
     let baseline: ResidentBaseline
+    let tls: TLSCredentials?
     /// Series other modules add (sessions, model latencies).
     let sections: [@Sendable () -> String]
 
@@ -122,6 +158,8 @@ struct MetricsRenderer: Sendable {
         out += "parley_resident_bytes_per_connection \(sessions > 0 ? max(0, resident - startupResidentBytes) / sessions : 0)\n"
         family("parley_accounted_bytes_per_connection", "gauge", "Accounted bytes / open WebSocket sessions; 0 with none open.")
         out += "parley_accounted_bytes_per_connection \(sessions > 0 ? accounted / sessions : 0)\n"
+
+        if let tls { renderTLS(tls, into: &out, sum: sum) }
 
         family("parley_loop_iteration_seconds", "histogram", "Time an event-loop iteration spent handling ready events and timers: how late the next event can be served.")
         var cumulative = 0

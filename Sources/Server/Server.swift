@@ -19,8 +19,15 @@ public final class Server: Sendable {
     private let threads = Mutex<[pthread_t]>([])
     private let baseline = ResidentBaseline()
 
-    public init(configuration: ServerConfiguration, routes: Router.Builder) throws(SystemError) {
+    /// Throws `SystemError` when it cannot listen, `TLSError` when a certificate, key or CA file
+    /// cannot be used.
+    public init(configuration: ServerConfiguration, routes: Router.Builder) throws {
         self.configuration = configuration
+        var credentials: TLSCredentials?
+        if let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile {
+            credentials = try TLSCredentials(certificateFile: certificate, keyFile: key)
+        }
+        let upstreamTLS = try TLSContext.client(caFile: configuration.upstreamCAFile)
         var listeners: [Int32] = []
         var port = configuration.port
         do {
@@ -41,12 +48,12 @@ public final class Server: Sendable {
 
         var builder = routes
         let renderer = MetricsRenderer(loops: handles.map(\.metrics), endpointNames: routes.endpointNames, baseline: baseline,
-                                       sections: routes.metricsSections)
+                                       tls: credentials, sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         builder.get("/metrics") { _ in
             HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: renderer.render())
         }
-        context = ServerContext(configuration: configuration, router: Router(builder))
+        context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials, upstreamTLS: upstreamTLS)
     }
 
     /// Starts the loops and returns once all of them are running.
@@ -83,17 +90,30 @@ public final class Server: Sendable {
         for thread in started { pthread_join(thread, nil) }
     }
 
-    /// Runs until SIGINT or SIGTERM, then shuts down gracefully and returns.
-    public func runUntilTerminated() throws(SystemError) {
+    /// Loads the TLS certificate and key again from their files. New connections use them; open
+    /// sessions carry on with the old ones. On failure the old ones stay in service.
+    public func reloadCertificates() throws(TLSError) {
+        guard let tls = context.tls else { throw TLSError("this server does not serve TLS") }
+        try tls.reload()
+    }
+
+    /// Runs until SIGINT or SIGTERM, then shuts down gracefully and returns. SIGHUP reloads the TLS
+    /// certificate (`reload`, called with the outcome, reports it).
+    public func runUntilTerminated(reloaded report: (Result<Void, TLSError>) -> Void = { _ in }) throws(SystemError) {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
         // Blocked before the loops start, so their threads inherit the mask and only sigwait sees them.
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         try start()
         var received: Int32 = 0
-        sigwait(&signals, &received)
+        while true {
+            sigwait(&signals, &received)
+            guard received == SIGHUP else { break }
+            report(Result { () throws(TLSError) in try reloadCertificates() })
+        }
         shutdown()
         wait()
     }
@@ -101,7 +121,7 @@ public final class Server: Sendable {
     /// The Prometheus text the `/metrics` route serves.
     public func renderMetrics() -> String {
         MetricsRenderer(loops: handles.map(\.metrics), endpointNames: context.router.endpointNames, baseline: baseline,
-                        sections: context.router.metricsSections).render()
+                        tls: context.tls, sections: context.router.metricsSections).render()
     }
 }
 

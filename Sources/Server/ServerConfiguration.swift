@@ -28,6 +28,21 @@ public struct ServerConfiguration: Sendable {
     /// Seconds a graceful shutdown waits for sessions to close before dropping them.
     public var shutdownTimeout = 10.0
 
+    /// PEM certificate chain (leaf first) and private key. With both, the port serves HTTPS and wss
+    /// only; SIGHUP (`Server.reloadCertificates`) loads them again without dropping sessions.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
+    /// Seconds a new TLS connection has to complete its handshake; the request head then gets
+    /// `handshakeTimeout` of its own.
+    public var tlsHandshakeTimeout = 5.0
+    /// TLS handshakes in progress at once, across all loops. Past it new connections are closed at
+    /// once: a flood of handshakes costs CPU, and must not be able to take all of it.
+    public var maxTLSHandshakes = 1024
+    /// CA certificates (PEM) trusted for https upstreams besides the system's store: for a private CA.
+    public var upstreamCAFile: String?
+
+    public var servesTLS: Bool { tlsCertificateFile != nil && tlsKeyFile != nil }
+
     public init() {}
 }
 

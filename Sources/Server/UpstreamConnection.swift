@@ -7,15 +7,21 @@ import Glibc
 ///
 /// Registered edge-triggered for reading and writing from the start: the first writable edge
 /// reports the non-blocking connect's outcome, and with edges a writable socket costs no wake-ups.
+/// For https, a TLS handshake follows the connect; the connect time-out covers both.
 final class UpstreamConnection {
     enum State {
-        case connecting, sending, awaitingHead, readingBody, idle, closed
+        case connecting, tlsHandshaking, sending, awaitingHead, readingBody, idle, closed
     }
 
     let fd: Int32
     let slot: Int32
     let generation: UInt32
     let key: String
+    /// The host to verify (and send as SNI) for https; nil for http.
+    private let tlsServerName: String?
+    private var tls: TLSStream?
+    /// A TLS read stopped until the socket is writable; the writable edge must read again.
+    private var readWaitsForWritable = false
     unowned(unsafe) let loop: EventLoop
     unowned(unsafe) let client: HTTPClient
 
@@ -31,11 +37,12 @@ final class UpstreamConnection {
     /// moment we reuse it; that is no reason to fail the caller.
     private var retryable: HTTPClientRequest?
 
-    init(fd: Int32, slot: Int32, generation: UInt32, key: String, loop: EventLoop, client: HTTPClient) {
+    init(fd: Int32, slot: Int32, generation: UInt32, key: String, tlsServerName: String?, loop: EventLoop, client: HTTPClient) {
         self.fd = fd
         self.slot = slot
         self.generation = generation
         self.key = key
+        self.tlsServerName = tlsServerName
         self.loop = loop
         self.client = client
     }
@@ -64,17 +71,26 @@ final class UpstreamConnection {
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
             guard error == 0 else { return fail(.connectFailed(String(cString: strerror(error)))) }
-            state = .sending
+            guard startTLS() else { return }
         }
+        if state == .tlsHandshaking && !continueHandshake() { return }
         if state == .sending { flush() }
+        if readWaitsForWritable {
+            readWaitsForWritable = false
+            readable()
+        }
     }
 
     /// `hungUp`: the upstream's FIN came with this edge; read on to the end of file.
     func readable(hungUp: Bool = false) {
+        if state == .tlsHandshaking {
+            guard continueHandshake() else { return }
+            flush()
+        }
         while state != .closed {
             let buffer = loop.readBuffer
             let result: Sys.IOResult
-            do { result = try Sys.read(fd, into: buffer) } catch { return lost() }
+            do { result = try receive(into: buffer) } catch { return lost() }
             switch result {
             case .wouldBlock: return
             case .endOfFile: return lost()
@@ -83,8 +99,57 @@ final class UpstreamConnection {
                 lastActivity = MonotonicClock.nanoseconds()
                 retryable = nil
                 guard consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
-                if n < buffer.count && !hungUp { return }
+                // TLS reads a record at a time, so only `wantRead` says the socket is drained.
+                if n < buffer.count && !hungUp && tls == nil { return }
             }
+        }
+    }
+
+    private func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
+        guard let tls else { return try Sys.read(fd, into: buffer) }
+        switch tls.read(into: buffer) {
+        case .transferred(let n): return .transferred(n)
+        case .wantRead: return .wouldBlock
+        case .wantWrite:
+            readWaitsForWritable = true
+            return .wouldBlock
+        case .closed, .failed: return .endOfFile
+        }
+    }
+
+    // MARK: TLS
+
+    /// After the connect: begins the TLS handshake for https, or goes straight to sending.
+    private func startTLS() -> Bool {
+        guard let serverName = tlsServerName else {
+            state = .sending
+            return true
+        }
+        do {
+            tls = try TLSStream(context: loop.context.upstreamTLS, fd: fd, serverName: serverName)
+        } catch {
+            fail(.tls("\(serverName): \(error)"))
+            return false
+        }
+        state = .tlsHandshaking
+        return true
+    }
+
+    /// True once the handshake is complete and the request can go out.
+    private func continueHandshake() -> Bool {
+        let serverName = tlsServerName ?? ""
+        switch tls!.handshake() {
+        case .transferred:
+            state = .sending
+            return true
+        case .wantRead, .wantWrite:
+            return false  // registered for both edges: whichever it waits for will come
+        case .closed:
+            fail(.tls("\(serverName): the server closed the connection during the TLS handshake"))
+            return false
+        case .failed(let error):
+            fail(.tls("\(serverName): \(error)"))
+            return false
         }
     }
 
@@ -119,6 +184,14 @@ final class UpstreamConnection {
     private func flush() {
         while !outbound.isEmpty {
             let queued = UnsafeRawBufferPointer(outbound.readable)
+            if let tls {
+                switch tls.write(queued) {
+                case .transferred(let n): outbound.consume(n)
+                case .wantRead, .wantWrite: return  // the next edge resumes
+                case .closed, .failed: return lost()
+                }
+                continue
+            }
             var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: queued.baseAddress), iov_len: queued.count)
             let result: Sys.IOResult
             do { result = try Sys.writev(fd, &iov, count: 1) } catch { return lost() }
@@ -172,6 +245,7 @@ final class UpstreamConnection {
         state = .closed
         deadline?.cancel()
         outbound.release()
+        tls = nil
         client.removeFromPool(self)
         loop.releaseUpstream(self)
     }

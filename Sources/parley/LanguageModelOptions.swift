@@ -41,10 +41,6 @@ struct LanguageModelOptions: ParsableArguments {
     private func upstream(defaultURL: String, keyVariable: String) throws -> (UpstreamURL, String?) {
         let text = llmBaseUrl ?? defaultURL
         guard let url = UpstreamURL(text) else { throw ValidationError("--llm-base-url \(text) is not an http:// or https:// URL") }
-        // Said at start-up rather than at every turn: TLS for upstreams is the TLS issue's work.
-        guard !url.isTLS else {
-            throw ValidationError("--llm-base-url \(text): https upstreams are not supported yet; use an http:// server (Ollama, vLLM, llama.cpp, parley mock-llm)")
-        }
         return (url, Environment.string(llmApiKeyEnv ?? keyVariable))
     }
 

@@ -36,7 +36,14 @@ struct MockLLMCommand: ParsableCommand {
     @Option(help: "Fault to inject in every response: none, 500, 429, stall, drop.")
     var fault = "none"
 
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: serve https (with --tls-key).", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert.", valueName: "file"))
+    var tlsKey: String?
+
     func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard MockFault(rawValue: fault) != nil else { throw ValidationError("--fault must be one of none, 500, 429, stall, drop") }
         guard tokensPerSecond > 0, firstTokenMs >= 0, replyTokens >= 0, loops >= 1 else {
             throw ValidationError("rates and counts must be positive")
@@ -55,16 +62,21 @@ struct MockLLMCommand: ParsableCommand {
         config.loops = loops
         // Replies stream for as long as they are configured to; the keep-alive idle time covers the gaps.
         config.handshakeTimeout = 60
+        config.tlsCertificateFile = tlsCert
+        config.tlsKeyFile = tlsKey
         var routes = Router.Builder()
         MockLLMServer.install(on: &routes, options: options)
         let server: Server
         do {
             server = try Server(configuration: config, routes: routes)
+        } catch let error as TLSError {
+            printError("parley mock-llm: TLS: \(error)")
+            throw ExitCode.failure
         } catch {
             printError("parley mock-llm: cannot listen on \(host):\(port): \(error)")
             throw ExitCode.failure
         }
-        print("parley mock-llm listening on http://\(host):\(server.port)/v1  (fault: \(fault), \(replyTokens) tokens at \(tokensPerSecond)/s after \(firstTokenMs) ms)")
+        print("parley mock-llm listening on \(config.servesTLS ? "https" : "http")://\(host):\(server.port)/v1  (fault: \(fault), \(replyTokens) tokens at \(tokensPerSecond)/s after \(firstTokenMs) ms)")
         fflush(nil)
         try server.runUntilTerminated()
     }

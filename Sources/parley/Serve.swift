@@ -49,7 +49,28 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a graceful shutdown waits before dropping sessions (PARLEY_SHUTDOWN_TIMEOUT).")
     var shutdownTimeout = Environment.double("PARLEY_SHUTDOWN_TIMEOUT") ?? ServerConfiguration().shutdownTimeout
 
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain; with --tls-key the port serves HTTPS and wss only, and SIGHUP reloads both (PARLEY_TLS_CERT).", valueName: "file"))
+    var tlsCertFlag: String?
+    var tlsCert: String? { tlsCertFlag ?? Environment.string("PARLEY_TLS_CERT") }
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key for --tls-cert (PARLEY_TLS_KEY).", valueName: "file"))
+    var tlsKeyFlag: String?
+    var tlsKey: String? { tlsKeyFlag ?? Environment.string("PARLEY_TLS_KEY") }
+
+    @Option(name: .customLong("tls-handshake-timeout"), help: "Seconds a client has to complete the TLS handshake (PARLEY_TLS_HANDSHAKE_TIMEOUT).")
+    var tlsHandshakeTimeout = Environment.double("PARLEY_TLS_HANDSHAKE_TIMEOUT") ?? ServerConfiguration().tlsHandshakeTimeout
+
+    @Option(name: .customLong("max-tls-handshakes"), help: "TLS handshakes in progress at once; past it new connections are closed (PARLEY_MAX_TLS_HANDSHAKES).")
+    var maxTLSHandshakes = Environment.int("PARLEY_MAX_TLS_HANDSHAKES") ?? ServerConfiguration().maxTLSHandshakes
+
+    @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("PEM CA certificates trusted for https LLM upstreams, besides the system store (PARLEY_UPSTREAM_CA).", valueName: "file"))
+    var upstreamCAFlag: String?
+    var upstreamCA: String? { upstreamCAFlag ?? Environment.string("PARLEY_UPSTREAM_CA") }
+
     func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard maxTLSHandshakes >= 1 else { throw ValidationError("--max-tls-handshakes must be at least 1") }
+        guard tlsHandshakeTimeout > 0 else { throw ValidationError("--tls-handshake-timeout must be positive") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         guard loops >= 1 else { throw ValidationError("--loops must be at least 1") }
         guard maxMessageBytes >= 125 else { throw ValidationError("--max-message-bytes must be at least 125") }
@@ -76,6 +97,11 @@ struct Serve: ParsableCommand {
         config.pingTimeout = pingTimeout
         config.closeTimeout = closeTimeout
         config.shutdownTimeout = shutdownTimeout
+        config.tlsCertificateFile = tlsCert
+        config.tlsKeyFile = tlsKey
+        config.tlsHandshakeTimeout = tlsHandshakeTimeout
+        config.maxTLSHandshakes = maxTLSHandshakes
+        config.upstreamCAFile = upstreamCA
 
         var routes = Router.Builder()
         routes.get("/") { _ in LandingPage.response }
@@ -89,15 +115,27 @@ struct Serve: ParsableCommand {
         let server: Server
         do {
             server = try Server(configuration: config, routes: routes)
+        } catch let error as TLSError {
+            printError("parley: TLS: \(error)")
+            throw ExitCode.failure
         } catch {
             // Not a usage error: say what failed, without the usage text.
             printError("parley: cannot listen on \(host):\(port): \(error)")
             throw ExitCode.failure
         }
         let shown = host.contains(":") ? "[\(host)]" : host
-        print("parley listening on http://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics)")
+        let scheme = config.servesTLS ? "https" : "http"
+        print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics)")
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
-        try server.runUntilTerminated()
+        try server.runUntilTerminated(reloaded: Self.reportReload)
         print("parley stopped")
+    }
+
+    static func reportReload(_ outcome: Result<Void, TLSError>) {
+        switch outcome {
+        case .success: print("parley: SIGHUP: TLS certificate reloaded")
+        case .failure(let error): printError("parley: SIGHUP: TLS certificate not reloaded, the old one stays in service: \(error)")
+        }
+        fflush(nil)
     }
 }

@@ -11,11 +11,16 @@ public enum Subprocess {
     /// and returns its exit status, or 128 + the signal number if a signal ended it. The child gets
     /// descriptors 0 to 2 only: test sockets are opened without O_CLOEXEC, and a child holding
     /// one would hide a hang-up from the server under test.
-    public static func run(_ argv: [String]) throws -> Int32 {
+    /// `quiet`: the program's output goes to /dev/null.
+    public static func run(_ argv: [String], quiet: Bool = false) throws -> Int32 {
         guard let program = argv.first else { throw Failure(description: "Subprocess.run: empty argv") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if quiet {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         closeFrom(3, &actions)
         let arguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }

@@ -6,11 +6,15 @@ import Server
 public final class TestClient {
     public let fd: Int32
     private var buffered: [UInt8] = []
+    /// The TLS session, for a client of a TLS port.
+    public private(set) var tls: TLSStream?
 
     public struct Timeout: Error {}
     public struct Closed: Error {}
 
-    public init(port: Int, timeoutSeconds: Int = 5) throws {
+    /// `tls`: make the TLS handshake at once, verifying the server as `serverName`; a handshake that
+    /// fails throws its `TLSError`.
+    public init(port: Int, timeoutSeconds: Int = 5, tls context: TLSContext? = nil, serverName: String = "localhost") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -22,6 +26,16 @@ public final class TestClient {
         guard rc == 0 else { Glibc.close(fd); throw SystemError("connect") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard let context else { return }
+        let session = try TLSStream(context: context, fd: fd, serverName: serverName)
+        tls = session
+        // A blocking socket: the handshake runs to its end, or to the receive time-out.
+        switch session.handshake() {
+        case .transferred: break
+        case .wantRead, .wantWrite: throw Timeout()
+        case .closed: throw Closed()
+        case .failed(let error): throw error
+        }
     }
 
     deinit { Glibc.close(fd) }
@@ -32,6 +46,14 @@ public final class TestClient {
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
+            if let tls {
+                switch bytes[offset...].withUnsafeBytes({ tls.write($0) }) {
+                case .transferred(let n): offset += n
+                case .failed(let error): throw error
+                default: throw Closed()
+                }
+                continue
+            }
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard n > 0 else { throw SystemError("send") }
             offset += n
@@ -43,6 +65,15 @@ public final class TestClient {
     /// Reads at least one more byte into the buffer.
     private func fill() throws {
         var chunk = [UInt8](repeating: 0, count: 65536)
+        if let tls {
+            switch chunk.withUnsafeMutableBytes({ tls.read(into: $0) }) {
+            case .transferred(let n): buffered += chunk[0..<n]
+            case .wantRead, .wantWrite: throw Timeout()  // the blocking read timed out
+            case .closed: throw Closed()
+            case .failed(let error): throw error
+            }
+            return
+        }
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n == 0 { throw Closed() }
         if n < 0 { throw errno == EAGAIN || errno == EWOULDBLOCK ? Timeout() as Error : SystemError("recv") }
@@ -63,6 +94,8 @@ public final class TestClient {
             return true
         } catch let error as SystemError {
             return error.errno == ECONNRESET
+        } catch is TLSError {
+            return true  // the connection ended without close_notify: a reset, or a server that let go
         } catch {
             return false
         }

@@ -1,0 +1,67 @@
+#include "CTLS.h"
+#include <malloc.h>
+#include <string.h>
+
+static _Thread_local long heap_bytes;
+static int tracked;
+
+static void *counting_malloc(size_t size, const char *file, int line) {
+    (void)file; (void)line;
+    void *p = malloc(size);
+    if (p) heap_bytes += (long)malloc_usable_size(p);
+    return p;
+}
+
+static void *counting_realloc(void *old, size_t size, const char *file, int line) {
+    (void)file; (void)line;
+    long before = old ? (long)malloc_usable_size(old) : 0;
+    void *p = realloc(old, size);
+    if (p) heap_bytes += (long)malloc_usable_size(p) - before;
+    return p;
+}
+
+static void counting_free(void *p, const char *file, int line) {
+    (void)file; (void)line;
+    if (!p) return;
+    heap_bytes -= (long)malloc_usable_size(p);
+    free(p);
+}
+
+// Before main, so before OpenSSL's first allocation: OpenSSL refuses new hooks after that.
+__attribute__((constructor)) static void install_counting_allocator(void) {
+    tracked = CRYPTO_set_mem_functions(counting_malloc, counting_realloc, counting_free);
+}
+
+long parley_tls_thread_heap_bytes(void) { return heap_bytes; }
+int parley_tls_memory_tracked(void) { return tracked; }
+
+void parley_tls_ctx_configure(SSL_CTX *ctx) {
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
+static const unsigned char http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+static int select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                         unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    unsigned char *selected;
+    if (SSL_select_next_proto(&selected, outlen, http11, sizeof http11, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+void parley_tls_ctx_configure_server(SSL_CTX *ctx) {
+    SSL_CTX_set_alpn_select_cb(ctx, select_http11, NULL);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    // One ticket, not the default two: it is enough to resume, and each costs an encryption and 255
+    // bytes on every handshake.
+    SSL_CTX_set_num_tickets(ctx, 1);
+}
+
+int parley_tls_offer_http11(SSL *ssl) { return SSL_set_alpn_protos(ssl, http11, sizeof http11) == 0; }
+
+int parley_tls_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }

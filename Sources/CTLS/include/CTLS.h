@@ -1,0 +1,26 @@
+// OpenSSL's function-like macros, its callbacks and its allocator hooks: the parts of OpenSSL that
+// Swift cannot call directly. Everything else in OpenSSL is called from Server/TLS*.swift.
+#ifndef PARLEY_CTLS_H
+#define PARLEY_CTLS_H
+
+#include <openssl/ssl.h>
+
+// Heap bytes OpenSSL holds that were allocated, net of frees, on the calling thread. Sampled before
+// and after each call on a connection's SSL object, the difference is that connection's TLS memory.
+long parley_tls_thread_heap_bytes(void);
+// 1 if OpenSSL's allocations are being counted (the hooks went in before OpenSSL's first malloc).
+int parley_tls_memory_tracked(void);
+
+// TLS 1.2 minimum; renegotiation and compression off; partial writes and moving write buffers (the
+// retry of a write may come from the connection's queue); buffers released while idle.
+void parley_tls_ctx_configure(SSL_CTX *ctx);
+// Server: answer ALPN with http/1.1 when the client offers it (and carry on without ALPN otherwise);
+// no server-side session cache (resumption uses stateless tickets, so idle memory stays flat); a
+// client that drops the TCP connection without close_notify is an ordinary EOF, as browsers do it.
+void parley_tls_ctx_configure_server(SSL_CTX *ctx);
+// Client: offer ALPN http/1.1.
+int parley_tls_offer_http11(SSL *ssl);
+// Client: the server name for SNI (never an IP address; RFC 6066 section 3).
+int parley_tls_set_server_name(SSL *ssl, const char *name);
+
+#endif
