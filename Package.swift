@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
-        .testTarget(name: "ParleyTests", dependencies: ["parley", "TestSupport"]),
+        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "JSON", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Server"]),
     ],
     swiftLanguageModes: [.v6]

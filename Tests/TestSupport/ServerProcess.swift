@@ -19,11 +19,11 @@ public final class ServerProcess {
         return exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)] + "/parley"
     }
 
-    /// Starts `parley serve --port 0 ARGS` through a shell (so `ulimit` and environment variables
-    /// can be set first) and waits for its "listening" line.
-    public init(arguments: String = "", environment: String = "", descriptorLimit: Int? = nil) throws {
+    /// Starts `parley COMMAND --port 0 ARGS` (`serve`, or `mock-llm`) through a shell (so `ulimit`
+    /// and environment variables can be set first) and waits for its "listening" line.
+    public init(command subcommand: String = "serve", arguments: String = "", environment: String = "", descriptorLimit: Int? = nil) throws {
         let limit = descriptorLimit.map { "ulimit -n \($0); " } ?? ""
-        let command = "\(limit)exec env \(environment) '\(Self.parleyPath)' serve --port 0 \(arguments) 2>&1"
+        let command = "\(limit)exec env \(environment) '\(Self.parleyPath)' \(subcommand) --port 0 \(arguments) 2>&1"
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw StartFailure(description: "pipe failed") }
         var actions = posix_spawn_file_actions_t()
@@ -39,7 +39,7 @@ public final class ServerProcess {
         guard rc == 0 else { close(fds[0]); throw StartFailure(description: "posix_spawn: \(rc)") }
         pid = child
         output = fdopen(fds[0], "r")
-        // "parley listening on http://127.0.0.1:PORT/  (...)"
+        // "parley listening on http://127.0.0.1:PORT/  (...)", or https, or "parley mock-llm listening on ..."
         var line = [CChar](repeating: 0, count: 1024)
         guard fgets(&line, Int32(line.count), output) != nil else {
             throw StartFailure(description: "parley exited before listening")
