@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test build release deps autobahn bench fuzz clean
+.PHONY: run test build release deps autobahn autobahn-wss bench fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -16,9 +16,17 @@ release: deps
 build: deps
 	$(SWIFT) build
 
+# TLS=1 serves https/wss with a self-signed certificate made in .tls/ (your browser will ask you to
+# accept it once); plain http on localhost is already a secure context for the microphone.
 run: release
+ifeq ($(TLS),1)
+	@set -e; pair=$$(scripts/self-signed-cert.sh .tls); set -- $$pair; \
+	echo "Parley: open https://localhost:$(PORT)/  (self-signed certificate $$1; metrics at /metrics; Ctrl-C stops)"; \
+	exec $(RELEASE)/parley serve --host $(HOST) --port $(PORT) --tls-cert $$1 --tls-key $$2 $(SERVE_ARGS)
+else
 	@echo "Parley: open http://$(HOST):$(PORT)/  (metrics at /metrics; Ctrl-C stops)"
 	$(RELEASE)/parley serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
+endif
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -27,7 +35,11 @@ test: deps
 
 # RFC 6455 conformance: Autobahn|Testsuite fuzzingclient, groups 1-10, against /echo.
 autobahn: release
-	scripts/autobahn.sh
+	TLS=0 scripts/autobahn.sh
+
+# The same over wss: a throwaway self-signed certificate, Parley with --tls-cert/--tls-key.
+autobahn-wss: release
+	TLS=1 scripts/autobahn.sh
 
 # Load figures: idle connections held and echo throughput (see docs/benchmarks.md).
 bench: release

@@ -6,6 +6,7 @@
 #   scripts/autobahn.sh                      # build first: swift build -c release
 #   CASES='["1.*"]' scripts/autobahn.sh      # subset of cases
 #   AUTOBAHN_URL=ws://127.0.0.1:9002/echo scripts/autobahn.sh   # external server
+#   TLS=1 scripts/autobahn.sh                # the same over wss (TLS), see below
 #
 # Environment:
 #   PYTHON2        Python 2.7 interpreter (default: $(pyenv root)/versions/2.7.18/bin/python)
@@ -14,13 +15,20 @@
 #   PORT           port for the server started here (default: 9001)
 #   AUTOBAHN_URL   test this URL instead of starting Parley (loopback only unless
 #                  AUTOBAHN_ALLOW_REMOTE=1)
-#   AGENT          agent name in the reports (default: Parley)
+#   TLS            1: test over wss. A throwaway self-signed EC P-256 certificate for
+#                  localhost/127.0.0.1 is made with the openssl CLI in a temp dir, Parley
+#                  is started with --tls-cert/--tls-key and tested at
+#                  wss://127.0.0.1:PORT/echo (with AUTOBAHN_URL: it must be wss://).
+#                  0 (default): plain ws.
+#   AGENT          agent name in the reports (default: Parley; with TLS=1: Parley (wss))
 #   CASES          JSON list of case patterns (default: groups 1-10)
 #   EXCLUDE_CASES  JSON list of case patterns to skip (default: [])
 #   WSTEST_TIMEOUT seconds before wstest is killed (default: 1200)
 #
 # Output: LoadTests/reports/autobahn/ (index.json, HTML/JSON per case, wstest.log,
-# server.log, spec.json) and LoadTests/reports/autobahn-summary.md.
+# server.log, spec.json) and LoadTests/reports/autobahn-summary.md; with TLS=1
+# LoadTests/reports/autobahn-wss/ and LoadTests/reports/autobahn-wss-summary.md
+# instead (the ws reports are left alone).
 #
 # Exit status: 0 all cases OK/NON-STRICT/INFORMATIONAL; 1 failing cases, an
 # incomplete run, or a wstest error/timeout; 2 missing prerequisites / setup error.
@@ -31,7 +39,16 @@ cd "$ROOT"
 
 PORT="${PORT:-9001}"
 PARLEY_BIN="${PARLEY_BIN:-.build/release/parley}"
-AGENT="${AGENT:-Parley}"
+TLS="${TLS:-0}"
+case "$TLS" in
+  0|1) ;;
+  *) printf '[autobahn] ERROR: TLS must be 0 or 1, got %s\n' "$TLS" >&2; exit 2 ;;
+esac
+if [[ "$TLS" == 1 ]]; then
+  AGENT="${AGENT:-Parley (wss)}"
+else
+  AGENT="${AGENT:-Parley}"
+fi
 CASES="${CASES:-[\"1.*\",\"2.*\",\"3.*\",\"4.*\",\"5.*\",\"6.*\",\"7.*\",\"8.*\",\"9.*\",\"10.*\"]}"
 EXCLUDE_CASES="${EXCLUDE_CASES:-[]}"
 WSTEST_TIMEOUT="${WSTEST_TIMEOUT:-1200}"
@@ -39,14 +56,22 @@ PYTHON3="${PYTHON3:-python3}"
 
 TOOLS_VENV="$ROOT/.venv-tools"
 AB_VENV="$ROOT/.venv-autobahn"
-REPORT_DIR="LoadTests/reports/autobahn"
-SUMMARY_MD="LoadTests/reports/autobahn-summary.md"
+if [[ "$TLS" == 1 ]]; then
+  REPORT_DIR="LoadTests/reports/autobahn-wss"
+  SUMMARY_MD="LoadTests/reports/autobahn-wss-summary.md"
+else
+  REPORT_DIR="LoadTests/reports/autobahn"
+  SUMMARY_MD="LoadTests/reports/autobahn-summary.md"
+fi
 
 VIRTUALENV_VERSION="20.21.1"
 AUTOBAHNTESTSUITE_VERSION="25.10.1"
 # Known-good Python 2.7 dependency set for autobahntestsuite 25.10.1 (it pins
 # autobahn 0.10.9, Twisted 19.10.0, ... itself; the rest are frozen here so a
-# new PyPI release cannot break the py2 install).
+# new PyPI release cannot break the py2 install). pyOpenSSL, service-identity,
+# cryptography, cffi/pycparser, pyasn1(-modules), idna and ipaddress are what
+# Twisted's TLS (twisted.internet.ssl) needs for TLS=1; autobahntestsuite
+# requires pyOpenSSL and service-identity itself, so they are always installed.
 AB_CONSTRAINTS="Automat==22.10.0
 PyHamcrest==1.10.1
 Twisted==19.10.0
@@ -119,6 +144,9 @@ if ! command -v "$PYTHON3" >/dev/null 2>&1 || ! "$PYTHON3" -c 'import venv' >/de
 fi
 command -v curl >/dev/null 2>&1 || die 2 "curl not found (apt-get install curl)"
 command -v timeout >/dev/null 2>&1 || die 2 "timeout not found (coreutils)"
+if [[ "$TLS" == 1 && -z "${AUTOBAHN_URL:-}" ]]; then
+  command -v openssl >/dev/null 2>&1 || die 2 "openssl CLI not found (apt-get install openssl); TLS=1 needs it for the test certificate"
+fi
 
 # Validate CASES / EXCLUDE_CASES before spending time on installs or servers.
 CASES="$CASES" EXCLUDE_CASES="$EXCLUDE_CASES" "$PYTHON3" - <<'PY' || die 2 "invalid CASES / EXCLUDE_CASES"
@@ -157,6 +185,10 @@ if [[ ! -f "$AB_MARKER" || "$(cat "$AB_MARKER")" != "$AB_RECIPE" ]]; then
   "$AB_VENV/bin/wstest" --autobahnversion >/dev/null
   printf '%s' "$AB_RECIPE" >"$AB_MARKER"
 fi
+if [[ "$TLS" == 1 ]]; then
+  "$AB_VENV/bin/python" -W ignore -c 'import OpenSSL.SSL, service_identity, twisted.internet.ssl' 2>/dev/null \
+    || die 2 "$AB_VENV lacks TLS support for Twisted (pyOpenSSL / service_identity); remove $AB_VENV and run again"
+fi
 WSTEST="$AB_VENV/bin/wstest"
 
 # --- 3. Server under test ----------------------------------------------------------
@@ -166,6 +198,7 @@ mkdir -p "$REPORT_DIR"
 SERVER_PID=""
 WSTEST_PID=""
 TAIL_PID=""
+CERT_DIR=""
 cleanup() {
   if [[ -n "$WSTEST_PID" ]] && kill -0 "$WSTEST_PID" 2>/dev/null; then
     log "stopping wstest (pid $WSTEST_PID)"
@@ -185,6 +218,9 @@ cleanup() {
     kill -KILL "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
   fi
+  if [[ -n "$CERT_DIR" ]]; then
+    rm -rf "$CERT_DIR"
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -199,19 +235,45 @@ if [[ -n "${AUTOBAHN_URL:-}" ]]; then
     *) [[ "${AUTOBAHN_ALLOW_REMOTE:-0}" == 1 ]] \
          || die 2 "AUTOBAHN_URL host '$host' is not a loopback address; set AUTOBAHN_ALLOW_REMOTE=1 to allow" ;;
   esac
+  if [[ "$TLS" == 1 && "$URL" != wss://* ]]; then
+    die 2 "TLS=1 needs a wss:// AUTOBAHN_URL, got '$URL'"
+  fi
   log "testing external server at $URL"
 else
   [[ -x "$PARLEY_BIN" ]] || die 2 "server binary '$PARLEY_BIN' not found or not executable; build it with 'swift build -c release' or set PARLEY_BIN (or AUTOBAHN_URL to test a running server)"
   if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     die 2 "port $PORT on 127.0.0.1 is already in use; stop whatever listens there or set PORT"
   fi
-  URL="ws://127.0.0.1:$PORT/echo"
-  log "starting $PARLEY_BIN on 127.0.0.1:$PORT (log: $REPORT_DIR/server.log)"
-  "$PARLEY_BIN" serve --host 127.0.0.1 --port "$PORT" --max-message-bytes 16777216 \
-    >"$REPORT_DIR/server.log" 2>&1 &
+  server_args=(serve --host 127.0.0.1 --port "$PORT" --max-message-bytes 16777216)
+  health_url="http://127.0.0.1:$PORT/healthz"
+  curl_tls=()
+  if [[ "$TLS" == 1 ]]; then
+    # Throwaway self-signed certificate (EC P-256, 1 day) for localhost/127.0.0.1,
+    # deleted on exit. The fuzzingclient does not check it: with no "hostname" in
+    # its spec's server entry, autobahntestsuite 0.x (fuzzing.py,
+    # FuzzingClientFactory.nextServer) connects with Twisted's plain
+    # ssl.ClientContextFactory(), a bare pyOpenSSL context (SSLv23 method, SSLv2
+    # off) with no set_verify call, i.e. VERIFY_NONE: no chain or hostname check
+    # and no SNI. (A "hostname" would switch it to ssl.optionsForClientTLS, which
+    # verifies against the platform trust store and would reject this
+    # certificate.) The health probe below does verify it, with curl --cacert.
+    CERT_DIR="$(mktemp -d "${TMPDIR:-/tmp}/parley-autobahn-tls.XXXXXX")"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+      -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+      -keyout "$CERT_DIR/key.pem" -out "$CERT_DIR/cert.pem" >"$CERT_DIR/openssl.log" 2>&1 \
+      || { cat "$CERT_DIR/openssl.log" >&2; die 2 "openssl could not make the test certificate"; }
+    server_args+=(--tls-cert "$CERT_DIR/cert.pem" --tls-key "$CERT_DIR/key.pem")
+    health_url="https://127.0.0.1:$PORT/healthz"
+    curl_tls=(--cacert "$CERT_DIR/cert.pem")
+    URL="wss://127.0.0.1:$PORT/echo"
+  else
+    URL="ws://127.0.0.1:$PORT/echo"
+  fi
+  log "starting $PARLEY_BIN on 127.0.0.1:$PORT${CERT_DIR:+ (TLS)} (log: $REPORT_DIR/server.log)"
+  "$PARLEY_BIN" "${server_args[@]}" >"$REPORT_DIR/server.log" 2>&1 &
   SERVER_PID=$!
   deadline=$((SECONDS + 20))
-  until curl -fsS --max-time 1 -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null; do
+  until curl -fsS --max-time 1 "${curl_tls[@]}" -o /dev/null "$health_url" 2>/dev/null; do
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
       tail -n 20 "$REPORT_DIR/server.log" >&2 || true
       SERVER_PID=""
@@ -219,7 +281,7 @@ else
     fi
     if (( SECONDS >= deadline )); then
       tail -n 20 "$REPORT_DIR/server.log" >&2 || true
-      die 1 "server did not answer http://127.0.0.1:$PORT/healthz within 20 s"
+      die 1 "server did not answer $health_url within 20 s"
     fi
     sleep 0.2
   done

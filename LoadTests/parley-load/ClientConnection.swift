@@ -1,9 +1,13 @@
+import Server
+
 /// One client WebSocket, from connect to close. Only state lives here; `ConnectionPool` does the
 /// system calls, so that the thousands of held connections cost a small object each.
 final class ClientConnection {
     enum Phase {
         /// connect(2) issued; waiting for the socket to become writable.
         case connecting
+        /// Connected to a wss:// target; the TLS handshake is under way.
+        case tlsHandshaking
         /// Upgrade request sent; reading the response head.
         case handshaking
         case open
@@ -19,6 +23,10 @@ final class ClientConnection {
     let startedAt: UInt64
     let handshake: UpgradeHandshake
     var phase = Phase.connecting
+    /// The TLS session of a wss:// connection.
+    var tls: TLSStream?
+    /// The TLS handshake waits for the socket to be writable (rather than readable).
+    var tlsWantsWrite = false
 
     /// Bytes received but not yet a whole response head or frame.
     var inbound: [UInt8] = []

@@ -24,6 +24,8 @@ enum ClientSocket {
         case wouldBlock
         case endOfFile
         case failed(Int32)
+        /// A TLS session failed (only from `ClientTransport`).
+        case tlsFailed(String)
     }
 
     /// Starts a non-blocking connect to `remote`, from `source` when given. Returns the descriptor;

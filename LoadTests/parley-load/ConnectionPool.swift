@@ -149,8 +149,13 @@ final class ConnectionPool {
 
     /// The connect deadline passed: whatever is not open by now has failed.
     private func expire() {
-        for case let connection? in connections where connection.phase == .connecting || connection.phase == .handshaking {
-            lose(connection, connection.phase == .connecting ? "timeout connecting" : "timeout in handshake")
+        for case let connection? in connections where [.connecting, .tlsHandshaking, .handshaking].contains(connection.phase) {
+            let reason = switch connection.phase {
+            case .connecting: "timeout connecting"
+            case .tlsHandshaking: "timeout in TLS handshake"
+            default: "timeout in handshake"
+            }
+            lose(connection, reason)
         }
         if started < plan.count {
             failed["not started before the connect timeout", default: 0] += plan.count - started
@@ -161,6 +166,35 @@ final class ConnectionPool {
     private func connectFinished(_ connection: ClientConnection) {
         let error = ClientSocket.pendingError(connection.fd)
         guard error == 0 else { return lose(connection, ErrnoName.of(error)) }
+        guard let context = plan.target.tls else { return sendUpgrade(connection) }
+        do {
+            connection.tls = try TLSStream(context: context, fd: connection.fd, serverName: plan.target.serverName)
+        } catch {
+            return lose(connection, "TLS: \(error)")
+        }
+        connection.phase = .tlsHandshaking
+        continueTLSHandshake(connection)
+    }
+
+    private func continueTLSHandshake(_ connection: ClientConnection) {
+        switch connection.tls!.handshake() {
+        case .transferred:
+            connection.tlsWantsWrite = false
+            sendUpgrade(connection)
+        case .wantRead:
+            connection.tlsWantsWrite = false
+            updateInterest(connection)
+        case .wantWrite:
+            connection.tlsWantsWrite = true
+            updateInterest(connection)
+        case .closed:
+            lose(connection, "EOF in TLS handshake")
+        case .failed(let error):
+            lose(connection, "\(error)")
+        }
+    }
+
+    private func sendUpgrade(_ connection: ClientConnection) {
         connection.phase = .handshaking
         connection.handshake.request(for: plan.target).withUnsafeBytes { send($0, on: connection) }
         updateInterest(connection)
@@ -187,6 +221,7 @@ final class ConnectionPool {
             if ready & Poller.writable != 0 || failedOrHungUp { connectFinished(connection) }
             return
         }
+        if connection.phase == .tlsHandshaking { return continueTLSHandshake(connection) }
         if ready & Poller.writable != 0 { flush(connection) }
         if ready & Poller.readable != 0 || failedOrHungUp { readable(connection) }
     }
@@ -208,7 +243,7 @@ final class ConnectionPool {
 
     private func readable(_ connection: ClientConnection) {
         for _ in 0..<Self.readBudget {
-            switch ClientSocket.read(connection.fd, into: scratch) {
+            switch ClientTransport.read(connection.fd, connection.tls, into: scratch) {
             case .transferred(let n):
                 consume(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), on: connection)
                 if connection.phase == .closed || n < scratch.count { return }
@@ -218,6 +253,8 @@ final class ConnectionPool {
                 return lose(connection, connection.phase == .handshaking ? "EOF in handshake" : "EOF")
             case .failed(let code):
                 return lose(connection, ErrnoName.of(code))
+            case .tlsFailed(let why):
+                return lose(connection, why)
             }
         }
         // Budget spent: level-triggered epoll reports the rest on the next wait.
@@ -327,7 +364,7 @@ final class ConnectionPool {
     func send(_ bytes: UnsafeRawBufferPointer, on connection: ClientConnection) {
         guard connection.phase != .closed else { return }
         guard connection.outbound.isEmpty else { return connection.outbound.append(contentsOf: bytes) }
-        switch ClientSocket.write(connection.fd, bytes) {
+        switch ClientTransport.write(connection.fd, connection.tls, bytes) {
         case .transferred(let n) where n == bytes.count:
             return
         case .transferred(let n):
@@ -336,6 +373,8 @@ final class ConnectionPool {
             connection.outbound.append(contentsOf: bytes)
         case .failed(let code):
             return lose(connection, ErrnoName.of(code))
+        case .tlsFailed(let why):
+            return lose(connection, why)
         }
         updateInterest(connection)
     }
@@ -350,6 +389,7 @@ final class ConnectionPool {
 
     private func updateInterest(_ connection: ClientConnection) {
         let wantsWritable = connection.phase == .connecting || !connection.outbound.isEmpty
+            || (connection.phase == .tlsHandshaking && connection.tlsWantsWrite)
         guard wantsWritable != connection.wantsWritable, connection.phase != .closed else { return }
         connection.wantsWritable = wantsWritable
         poller.modify(connection.fd, events: Poller.readable | (wantsWritable ? Poller.writable : 0), token: UInt64(connection.slot))
@@ -368,6 +408,7 @@ final class ConnectionPool {
             failed[reason, default: 0] += 1
         }
         connection.phase = .closed
+        connection.tls = nil
         ClientSocket.close(connection.fd)
         connections[connection.slot] = nil
         events?.lost(connection, reason: reason, in: self)
@@ -386,6 +427,7 @@ final class ConnectionPool {
                 inFlight -= 1
             }
             connection.phase = .closed
+            connection.tls = nil
             ClientSocket.close(connection.fd)
             connections[connection.slot] = nil
         }

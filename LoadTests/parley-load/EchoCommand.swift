@@ -17,6 +17,9 @@ struct EchoCommand: ParsableCommand {
     @Option(help: "WebSocket echo endpoint; loopback addresses only.")
     var url = "ws://127.0.0.1:8080/echo"
 
+    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
+    var ca: String?
+
     @Option(help: "Connections, each with one message in flight.")
     var connections = 100
 
@@ -53,7 +56,7 @@ struct EchoCommand: ParsableCommand {
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let target = try LoadTarget(url)
+        let target = try LoadTarget(url, caFile: ca)
         DescriptorLimit.raiseToHard()
         do {
             _ = try ServerMetrics.fetch(from: target)
@@ -100,7 +103,7 @@ struct EchoCommand: ParsableCommand {
             defer { first += share }
             return ["echo-worker", "--url", url, "--connections", String(share), "--first-index", String(first),
                     "--size", String(size), "--warmup", String(warmup), "--duration", String(duration),
-                    "--connect-timeout", String(connectTimeout)]
+                    "--connect-timeout", String(connectTimeout)] + (ca.map { ["--ca", $0] } ?? [])
         })
         let startedAt = MonotonicClock.nanoseconds()
         // The workers bound themselves; this bounds the wait for them, with a margin.

@@ -12,6 +12,7 @@ struct EchoWorkerCommand: ParsableCommand {
         shouldDisplay: false)
 
     @Option var url: String
+    @Option var ca: String?
     @Option var connections: Int
     @Option var firstIndex: Int
     @Option var size: Int
@@ -23,7 +24,7 @@ struct EchoWorkerCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         DescriptorLimit.raiseToHard()
         let run = try EchoRun(.init(
-            target: try LoadTarget(url), connections: connections, firstIndex: firstIndex, size: size,
+            target: try LoadTarget(url, caFile: ca), connections: connections, firstIndex: firstIndex, size: size,
             warmup: warmup, duration: duration, connectTimeout: connectTimeout))
         // Bounded by the connect timeout and the duration; stdin's end-of-file stops it sooner.
         let result = run.run(hangUpFD: 0) { ReportWriter.emit($0) }

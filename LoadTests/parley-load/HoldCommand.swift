@@ -29,6 +29,9 @@ struct HoldCommand: ParsableCommand {
     @Option(help: "WebSocket endpoint; loopback addresses only.")
     var url = "ws://127.0.0.1:8080/echo"
 
+    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
+    var ca: String?
+
     @Option(help: "Worker processes (default: enough that each holds at most \(Self.perProcess); at least 2 above that).")
     var processes: Int?
 
@@ -63,7 +66,7 @@ struct HoldCommand: ParsableCommand {
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let target = try LoadTarget(url)
+        let target = try LoadTarget(url, caFile: ca)
         let limit = DescriptorLimit.raiseToHard()
         let processes = self.processes ?? Self.defaultProcesses(for: count)
         let largestShare = (count + processes - 1) / processes
@@ -169,7 +172,7 @@ struct HoldCommand: ParsableCommand {
             return ["hold-worker", "--url", url, "--count", String(share), "--first-index", String(first),
                     "--sources", String(sources), "--rate", String(rate), "--connect-timeout", String(connectTimeout),
                     // A worker outlives no parent by much: connect, hold, and a margin.
-                    "--max-seconds", String(connectTimeout + holdSeconds + 60)]
+                    "--max-seconds", String(connectTimeout + holdSeconds + 60)] + (ca.map { ["--ca", $0] } ?? [])
         }
     }
 

@@ -13,6 +13,7 @@ struct HoldWorkerCommand: ParsableCommand {
         shouldDisplay: false)
 
     @Option var url: String
+    @Option var ca: String?
     @Option var count: Int
     @Option(help: "Index of this worker's first connection across all workers.") var firstIndex: Int
     @Option var sources: Int
@@ -26,7 +27,7 @@ struct HoldWorkerCommand: ParsableCommand {
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
         DescriptorLimit.raiseToHard()
-        let target = try LoadTarget(url)
+        let target = try LoadTarget(url, caFile: ca)
         let pool = try ConnectionPool(.init(
             target: target, count: count, firstIndex: firstIndex, sources: sources, rate: rate, connectTimeout: connectTimeout))
         pool.watchForHangUp(0)

@@ -1,11 +1,15 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Server
 
-/// Where the load goes: a `ws://` URL on a loopback address. Anything else is refused, because a
-/// load generator that can open 20,000 sockets must not be pointed at someone else's machine.
+/// Where the load goes: a `ws://` or `wss://` URL on a loopback address. Anything else is refused,
+/// because a load generator that can open 20,000 sockets must not be pointed at someone else's machine.
 struct LoadTarget: CustomStringConvertible {
     let url: String
+    /// For wss://: the client TLS context, which verifies the server against the system store and
+    /// the `--ca` file.
+    let tls: TLSContext?
     /// As written in the URL, for the Host header and for messages.
     let hostText: String
     let port: UInt16
@@ -18,20 +22,28 @@ struct LoadTarget: CustomStringConvertible {
 
     var description: String { url }
     var hostHeader: String { "\(hostText):\(port)" }
+    /// The name the server's certificate must carry (the host without IPv6 brackets).
+    var serverName: String { hostText.hasPrefix("[") ? String(hostText.dropFirst().dropLast()) : hostText }
 
-    init(_ url: String) throws(Invalid) {
+    /// `caFile`: PEM CA certificates to trust for wss:// besides the system store (for a test CA).
+    init(_ url: String, caFile: String? = nil) throws(Invalid) {
         self.url = url
-        guard url.hasPrefix("ws://") else {
-            if url.hasPrefix("wss://") { throw Invalid(description: "\(url): wss:// is not supported; use ws:// (loopback needs no TLS)") }
-            throw Invalid(description: "\(url): expected a ws:// URL such as ws://127.0.0.1:8080/echo")
+        let secure = url.hasPrefix("wss://")
+        guard secure || url.hasPrefix("ws://") else {
+            throw Invalid(description: "\(url): expected a ws:// or wss:// URL such as ws://127.0.0.1:8080/echo")
         }
-        let rest = url.dropFirst("ws://".count)
+        do {
+            tls = secure ? try TLSContext.client(caFile: caFile) : nil
+        } catch {
+            throw Invalid(description: "\(url): \(error)")
+        }
+        let rest = url.dropFirst(secure ? "wss://".count : "ws://".count)
         let authority = rest.prefix { $0 != "/" && $0 != "?" }
         let tail = rest.dropFirst(authority.count)
         path = tail.isEmpty ? "/" : (tail.first == "?" ? "/" + tail : String(tail))
 
         var host = Substring(authority)
-        var portText: Substring = "80"
+        var portText: Substring = secure ? "443" : "80"
         if host.first == "[" {
             // [::1]:8080
             guard let close = host.firstIndex(of: "]") else { throw Invalid(description: "\(url): unterminated [IPv6] host") }

@@ -87,14 +87,15 @@ struct ServerMetrics {
         guard error == 0 else {
             throw Unreachable(description: "cannot reach \(whereTo): connect: \(String(cString: strerror(error))) (\(ErrnoName.of(error)))")
         }
+        let tls = try handshake(fd, target, until: deadline, whereTo: whereTo)
         let request = Array("GET /metrics HTTP/1.1\r\nHost: \(target.hostHeader)\r\nConnection: close\r\nUser-Agent: parley-load\r\n\r\n".utf8)
         var sent = 0
         while sent < request.count {
             guard wait(fd, for: Int16(POLLOUT), until: deadline) else { throw Unreachable(description: "\(whereTo) did not take the request in time") }
-            switch request[sent...].withUnsafeBytes({ ClientSocket.write(fd, $0) }) {
+            switch request[sent...].withUnsafeBytes({ ClientTransport.write(fd, tls, $0) }) {
             case .transferred(let n): sent += n
             case .wouldBlock: continue
-            case .endOfFile, .failed: throw Unreachable(description: "\(whereTo) closed the connection during GET /metrics")
+            case .endOfFile, .failed, .tlsFailed: throw Unreachable(description: "\(whereTo) closed the connection during GET /metrics")
             }
         }
 
@@ -105,14 +106,35 @@ struct ServerMetrics {
             guard wait(fd, for: Int16(POLLIN), until: deadline) else {
                 throw Unreachable(description: "\(whereTo) did not answer GET /metrics within \(timeoutSeconds) s")
             }
-            switch chunk.withUnsafeMutableBytes({ ClientSocket.read(fd, into: $0) }) {
+            switch chunk.withUnsafeMutableBytes({ ClientTransport.read(fd, tls, into: $0) }) {
             case .transferred(let n): response += chunk[0..<n]
             case .wouldBlock: continue
             case .endOfFile: break reading
             case .failed(let code): throw Unreachable(description: "\(whereTo): reading /metrics: \(ErrnoName.of(code))")
+            case .tlsFailed(let why): throw Unreachable(description: "\(whereTo): reading /metrics: \(why)")
             }
         }
         return try parse(response, whereTo: whereTo)
+    }
+
+    /// For a wss:// target, the TLS handshake on the connected socket; nil for ws://.
+    private static func handshake(_ fd: Int32, _ target: LoadTarget, until deadline: UInt64, whereTo: String) throws(Unreachable) -> TLSStream? {
+        guard let context = target.tls else { return nil }
+        let tls: TLSStream
+        do { tls = try TLSStream(context: context, fd: fd, serverName: target.serverName) } catch {
+            throw Unreachable(description: "\(whereTo): \(error)")
+        }
+        while true {
+            let event: Int16
+            switch tls.handshake() {
+            case .transferred: return tls
+            case .wantRead: event = Int16(POLLIN)
+            case .wantWrite: event = Int16(POLLOUT)
+            case .closed: throw Unreachable(description: "\(whereTo) closed the connection in the TLS handshake")
+            case .failed(let error): throw Unreachable(description: "\(whereTo): \(error)")
+            }
+            guard wait(fd, for: event, until: deadline) else { throw Unreachable(description: "\(whereTo): TLS handshake timed out") }
+        }
     }
 
     /// poll(2) for one descriptor, until the monotonic deadline.

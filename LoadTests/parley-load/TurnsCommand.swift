@@ -35,6 +35,9 @@ struct TurnsCommand: ParsableCommand {
     @Option(help: "Realtime endpoint; loopback addresses only.")
     var url = "ws://127.0.0.1:8080/v1/realtime"
 
+    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
+    var ca: String?
+
     @Option(help: "Worker processes (default: enough that each holds at most \(HoldCommand.perProcess); at least 2 above that).")
     var processes: Int?
 
@@ -68,7 +71,7 @@ struct TurnsCommand: ParsableCommand {
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let target = try LoadTarget(url)
+        let target = try LoadTarget(url, caFile: ca)
         let limit = DescriptorLimit.raiseToHard()
         let processes = self.processes ?? HoldCommand.defaultProcesses(for: count)
         let warmup = self.warmup ?? turnInterval
@@ -212,7 +215,7 @@ struct TurnsCommand: ParsableCommand {
                     "--connect-timeout", String(connectTimeout), "--turn-interval", String(turnInterval),
                     "--warmup", String(warmup), "--duration", String(duration),
                     // A worker outlives no parent by much: connect, turns, drain, and a margin.
-                    "--max-seconds", String(connectTimeout + warmup + duration + TurnsRun.drainSeconds + 60)]
+                    "--max-seconds", String(connectTimeout + warmup + duration + TurnsRun.drainSeconds + 60)] + (ca.map { ["--ca", $0] } ?? [])
         }
     }
 

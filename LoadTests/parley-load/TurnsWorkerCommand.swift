@@ -15,6 +15,7 @@ struct TurnsWorkerCommand: ParsableCommand {
         shouldDisplay: false)
 
     @Option var url: String
+    @Option var ca: String?
     @Option var count: Int
     @Option(help: "Index of this worker's first session across all workers.") var firstIndex: Int
     @Option var sources: Int
@@ -31,7 +32,7 @@ struct TurnsWorkerCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         DescriptorLimit.raiseToHard()
         let run = try TurnsRun(.init(
-            target: try LoadTarget(url), count: count, firstIndex: firstIndex, sources: sources, rate: rate,
+            target: try LoadTarget(url, caFile: ca), count: count, firstIndex: firstIndex, sources: sources, rate: rate,
             connectTimeout: connectTimeout, turnInterval: turnInterval, warmup: warmup, duration: duration))
         run.pool.watchForHangUp(0)
 
