@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: how many idle sessions one parley process holds and at what memory; echo throughput
-# and latency at 100 and 1,000 connections; agent turns in 2,000 Realtime sessions against a mock
+# and latency at 100 and 1,000 connections; the same over TLS (scripts/bench-tls.sh); agent turns in 2,000 Realtime sessions against a mock
 # model; Opus decode and encode speed against raw libopus.
 # Loopback only; every run is bounded.
 # The load client shares the machine's cores with the server: its CPU is reported beside each figure.
@@ -80,6 +80,9 @@ kill -TERM "$turns_server" "$mock"
 wait "$turns_server" && echo "turns server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
 wait "$mock" || true
 trap - EXIT
+
+# TLS: wss beside ws (idle memory at 10,000, echo, handshakes per core), in $OUT/tls.
+PORT=$((PORT + 10)) scripts/bench-tls.sh "$OUT/tls"
 
 # The codec runs with no server: its figures are CPU time of one thread, i.e. per core.
 espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \

@@ -11,8 +11,9 @@ import Glibc
 /// - a call that answered `wantRead`/`wantWrite` is repeated when that edge comes, and a write is
 ///   repeated with the same bytes (they may have moved: SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 /// - a read may need the socket writable (a TLS 1.3 key update to answer), and a write readable;
-/// - data is read a record at a time, so a short read does not mean the socket is drained: read
-///   until `wantRead`.
+/// - a short read does not mean the socket is drained (a read returns one record at most, and a
+///   server session reads ahead into OpenSSL's buffer): read until `wantRead`, and a reader that
+///   stops for any other reason must come back without waiting for an edge.
 ///
 /// What OpenSSL allocates for this session is counted in `heapBytes` (see CTLS's allocator hooks).
 public final class TLSStream {

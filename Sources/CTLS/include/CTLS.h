@@ -16,7 +16,8 @@ int parley_tls_memory_tracked(void);
 void parley_tls_ctx_configure(SSL_CTX *ctx);
 // Server: answer ALPN with http/1.1 when the client offers it (and carry on without ALPN otherwise);
 // no server-side session cache (resumption uses stateless tickets, so idle memory stays flat); a
-// client that drops the TCP connection without close_notify is an ordinary EOF, as browsers do it.
+// client that drops the TCP connection without close_notify is an ordinary EOF, as browsers do it;
+// read-ahead on (see CTLS.c).
 void parley_tls_ctx_configure_server(SSL_CTX *ctx);
 // Client: offer ALPN http/1.1.
 int parley_tls_offer_http11(SSL *ssl);
