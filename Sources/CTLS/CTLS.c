@@ -70,3 +70,8 @@ void parley_tls_ctx_configure_server(SSL_CTX *ctx) {
 int parley_tls_offer_http11(SSL *ssl) { return SSL_set_alpn_protos(ssl, http11, sizeof http11) == 0; }
 
 int parley_tls_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
+int parley_tls_ctx_set_versions(SSL_CTX *ctx, int minimum, int maximum, int security_level) {
+    SSL_CTX_set_security_level(ctx, security_level);
+    return SSL_CTX_set_min_proto_version(ctx, minimum) && SSL_CTX_set_max_proto_version(ctx, maximum);
+}

@@ -83,6 +83,20 @@ public final class TLSContext: @unchecked Sendable {
         return TLSContext(raw: ctx, isServer: false, certificateNotAfter: nil)
     }
 
+    /// Protocol versions, as OpenSSL numbers them.
+    enum Version: Int32 {
+        case tls11 = 0x0302, tls12 = 0x0303, tls13 = 0x0304
+    }
+
+    /// A client limited to the protocol versions `minimum...maximum`, at OpenSSL security level 0
+    /// so that old versions are really offered: tests play old clients with it.
+    static func client(caFile: String?, minimum: Version, maximum: Version) throws(TLSError) -> TLSContext {
+        let context = try client(caFile: caFile)
+        guard parley_tls_ctx_set_versions(context.raw, minimum.rawValue, maximum.rawValue, 0) == 1,
+              SSL_CTX_set_cipher_list(context.raw, "DEFAULT:@SECLEVEL=0") == 1 else { throw .fromQueue("protocol versions") }
+        return context
+    }
+
     private static func notAfter(_ certificate: OpaquePointer?) -> Int? {
         guard let certificate, let time = X509_get0_notAfter(certificate) else { return nil }
         var days: Int32 = 0, seconds: Int32 = 0

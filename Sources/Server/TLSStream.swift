@@ -94,6 +94,12 @@ public final class TLSStream {
         if counted({ SSL_shutdown(ssl) }) < 0 { ERR_clear_error() }
     }
 
+    /// Asks for a TLS 1.2 renegotiation and runs it (tests: the server must refuse).
+    func renegotiate() -> Outcome {
+        guard SSL_renegotiate(ssl) == 1 else { return .failed(.fromQueue("SSL_renegotiate")) }
+        return handshake()
+    }
+
     /// The protocol agreed by ALPN ("http/1.1"), if any.
     public var negotiatedProtocol: String? {
         var data: UnsafePointer<UInt8>?

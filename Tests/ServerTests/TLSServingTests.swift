@@ -77,6 +77,36 @@ import TestSupport
         }
     }
 
+    @Test func tls12IsServedAndTLS11IsRefusedByTheServer() throws {
+        let server = try server()
+        let tls12 = try TLSContext.client(caFile: certificates.caCertificate, minimum: .tls12, maximum: .tls12)
+        let client = try TestClient(port: server.port, tls: tls12)
+        #expect(client.tls?.protocolVersion == "TLSv1.2")
+        #expect(try client.upgrade().status == 101)
+        // The client really offers TLS 1.1 (security level 0): the refusal is the server's.
+        let tls11 = try TLSContext.client(caFile: certificates.caCertificate, minimum: .tls11, maximum: .tls11)
+        #expect {
+            _ = try TestClient(port: server.port, tls: tls11)
+        } throws: { error in
+            "\(error)".contains("protocol version")
+        }
+        #expect(server.metric("parley_tls_handshakes_total{result=\"failed\"}", becomes: 1))
+    }
+
+    @Test func renegotiationIsRefusedAndTheServerCarriesOn() throws {
+        let server = try server()
+        let tls12 = try TLSContext.client(caFile: certificates.caCertificate, minimum: .tls12, maximum: .tls12)
+        let client = try TestClient(port: server.port, tls: tls12)
+        #expect(try client.upgrade().status == 101)
+        let outcome = client.tls!.renegotiate()
+        // OpenSSL's server answers a no_renegotiation alert; the client gives up on the session.
+        #expect("\(outcome)".contains("no renegotiation"), "\(outcome)")
+        // Whatever became of that session, the server serves the next one as before.
+        let next = try trustingClient(server)
+        #expect(try next.upgrade().status == 101)
+        #expect(try echo(next, [7]) == [7])
+    }
+
     @Test func plainHTTPOnTheTLSPortIsClosedAndCountedAsAFailedHandshake() throws {
         let server = try server()
         let client = try TestClient(port: server.port)

@@ -24,4 +24,8 @@ int parley_tls_offer_http11(SSL *ssl);
 // Client: the server name for SNI (never an IP address; RFC 6066 section 3).
 int parley_tls_set_server_name(SSL *ssl, const char *name);
 
+// The protocol versions a context allows, and OpenSSL's security level: for tests that play an old
+// or misbehaving client.
+int parley_tls_ctx_set_versions(SSL_CTX *ctx, int minimum, int maximum, int security_level);
+
 #endif
