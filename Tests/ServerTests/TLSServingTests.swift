@@ -44,6 +44,9 @@ import TestSupport
         #expect(try echo(client, big) == big)
         try client.send(TestClient.frame(8, [0x03, 0xE8]))
         #expect(try client.readClose() == 1000)
+        // A clean TLS shutdown: the server's close_notify, not a bare end of the TCP stream.
+        var rest = [UInt8](repeating: 0, count: 64)
+        #expect(rest.withUnsafeMutableBytes { client.tls!.read(into: $0) } == .closed)
         #expect(server.metric("parley_tls_handshakes_total{result=\"ok\"}") == 1)
     }
 
