@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A real round trip with the official openai Python SDK's realtime clients (GA, and beta while the
-# SDK has it) against a Parley server started here on loopback. Run by `make test` after the
+# SDK has it) against a Parley server started here on loopback, over ws and then over wss (with a
+# CA made here by the openssl CLI). Run by `make test` after the
 # Swift tests; the checks themselves are in scripts/realtime_sdk_client.py.
 #
 # Usage:
@@ -54,47 +55,72 @@ fi
 
 WORK="$(mktemp -d)"
 SERVER_PID=""
-cleanup() {
+stop_server() {
     if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
         kill "$SERVER_PID" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
         kill -9 "$SERVER_PID" 2>/dev/null || true
     fi
-    rm -rf "$WORK"
+    SERVER_PID=""
 }
+cleanup() { stop_server; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 > "$WORK/server.out" 2> "$WORK/server.err" &
-SERVER_PID=$!
-
 server_log() { echo "--- server stdout:"; cat "$WORK/server.out"; echo "--- server stderr:"; cat "$WORK/server.err"; } >&2
 
-PORT=""
-for _ in $(seq 100); do   # up to 10 s for the first line
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then server_log; die "$PARLEY_BIN exited before listening" 2; fi
-    line="$(head -n 1 "$WORK/server.out")"
-    if [[ "$line" =~ ^parley\ listening\ on\ http://127\.0\.0\.1:([0-9]+)/ ]]; then PORT="${BASH_REMATCH[1]}"; break; fi
-    sleep 0.1
-done
-[[ -n "$PORT" ]] || { server_log; die "no 'parley listening on http://127.0.0.1:PORT/' line from the server within 10 s" 2; }
+# round_trip SCHEME [client options] -- [serve options]: starts a server, waits for it, runs the
+# SDK clients against it, stops it. SCHEME is http or https (the server's listening line and the
+# health check follow it).
+round_trip() {
+    local scheme=$1; shift
+    local client_options=()
+    while [[ $# -gt 0 && "$1" != "--" ]]; do client_options+=("$1"); shift; done
+    [[ $# -gt 0 ]] && shift
+    "$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 "$@" > "$WORK/server.out" 2> "$WORK/server.err" &
+    SERVER_PID=$!
 
-healthy=""
-for _ in $(seq 50); do   # up to about 10 s
-    if curl -fsS --max-time 1 -o /dev/null "http://127.0.0.1:$PORT/healthz" 2>/dev/null; then healthy=1; break; fi
-    sleep 0.1
-done
-[[ -n "$healthy" ]] || { server_log; die "http://127.0.0.1:$PORT/healthz did not answer 200" 2; }
-say "$PARLEY_BIN serving on 127.0.0.1:$PORT"
+    local port="" line
+    for _ in $(seq 100); do   # up to 10 s for the first line
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then server_log; die "$PARLEY_BIN exited before listening" 2; fi
+        line="$(head -n 1 "$WORK/server.out")"
+        if [[ "$line" =~ ^parley\ listening\ on\ $scheme://127\.0\.0\.1:([0-9]+)/ ]]; then port="${BASH_REMATCH[1]}"; break; fi
+        sleep 0.1
+    done
+    [[ -n "$port" ]] || { server_log; die "no 'parley listening on $scheme://127.0.0.1:PORT/' line from the server within 10 s" 2; }
 
-# --- the clients ----------------------------------------------------------------------------------
-status=0
-timeout 120 "$VENV/bin/python" scripts/realtime_sdk_client.py --base-url "http://127.0.0.1:$PORT/v1" --timeout "$SDK_TIMEOUT" \
-    || status=$?
-if [[ $status -ne 0 ]]; then
-    server_log
-    [[ $status -eq 124 ]] && die "the SDK client did not finish within 120 s"
-    die "SDK round trip against Parley failed (exit $status; see the FAIL lines above)"
-fi
-kill -0 "$SERVER_PID" 2>/dev/null || { server_log; die "the server died during the run"; }
-say "passed (openai $OPENAI_VERSION)"
+    local healthy=""
+    for _ in $(seq 50); do   # up to about 10 s; -k: a probe only, the SDK client checks the certificate
+        if curl -fsSk --max-time 1 -o /dev/null "$scheme://127.0.0.1:$port/healthz" 2>/dev/null; then healthy=1; break; fi
+        sleep 0.1
+    done
+    [[ -n "$healthy" ]] || { server_log; die "$scheme://127.0.0.1:$port/healthz did not answer 200" 2; }
+    say "$PARLEY_BIN serving $scheme on 127.0.0.1:$port"
+
+    local status=0
+    timeout 120 "$VENV/bin/python" scripts/realtime_sdk_client.py --base-url "$scheme://127.0.0.1:$port/v1" \
+        --timeout "$SDK_TIMEOUT" "${client_options[@]}" || status=$?
+    if [[ $status -ne 0 ]]; then
+        server_log
+        [[ $status -eq 124 ]] && die "the SDK client did not finish within 120 s ($scheme)"
+        die "SDK round trip against Parley over $scheme failed (exit $status; see the FAIL lines above)"
+    fi
+    kill -0 "$SERVER_PID" 2>/dev/null || { server_log; die "the server died during the $scheme run"; }
+    stop_server
+}
+
+# --- the clients, over ws and then over wss -------------------------------------------------------
+round_trip http
+
+# TLS: a CA and a server certificate it signed for 127.0.0.1, made here with the openssl CLI; the
+# SDK's websockets client verifies the server against that CA.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=SDK test CA" \
+    -keyout "$WORK/ca.key" -out "$WORK/ca.pem" >/dev/null 2>&1 || die "openssl could not make the test CA" 2
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$WORK/server.key" -out "$WORK/server.csr" >/dev/null 2>&1 \
+    || die "openssl could not make the server key" 2
+openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial -days 1 \
+    -copy_extensions copyall -out "$WORK/server.pem" >/dev/null 2>&1 || die "openssl could not sign the server certificate" 2
+round_trip https --ca "$WORK/ca.pem" -- --tls-cert "$WORK/server.pem" --tls-key "$WORK/server.key"
+
+say "passed over ws and wss (openai $OPENAI_VERSION)"

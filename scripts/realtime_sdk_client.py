@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import base64
 import json
+import ssl
 import sys
 import typing
 from typing import Any, Callable
@@ -272,7 +273,10 @@ async def main() -> int:
     parser.add_argument("--base-url", required=True, help="http://127.0.0.1:PORT/v1")
     parser.add_argument("--model", default="gpt-realtime")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds for each wait")
+    parser.add_argument("--ca", help="PEM CA certificate to trust for an https:// base URL (wss)")
     args = parser.parse_args()
+    # For wss: the websockets client verifies the server against this CA (and checks the name).
+    options = {"ssl": ssl.create_default_context(cafile=args.ca)} if args.ca else {}
 
     checks = Checks()
     print(f"openai {openai.__version__}, pydantic {pydantic.VERSION}, base_url {args.base_url}", flush=True)
@@ -280,7 +284,7 @@ async def main() -> int:
     from openai.types.realtime.realtime_server_event import RealtimeServerEvent as GAEvent
 
     client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
-    await run_client(checks, "ga", lambda: client.realtime.connect(model=args.model), models_by_type(GAEvent),
+    await run_client(checks, "ga", lambda: client.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(GAEvent),
                      ga=True, model=args.model, timeout=args.timeout)
 
     beta = getattr(getattr(client, "beta", None), "realtime", None)
@@ -294,7 +298,7 @@ async def main() -> int:
         ws_url = args.base_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
         checks.note(f"beta: the SDK's beta client dials wss:// whatever base_url says; using websocket_base_url={ws_url}")
         beta_client = AsyncOpenAI(base_url=args.base_url, websocket_base_url=ws_url, api_key="sk-parley-sdk-test", max_retries=0)
-        await run_client(checks, "beta", lambda: beta_client.beta.realtime.connect(model=args.model), models_by_type(BetaEvent),
+        await run_client(checks, "beta", lambda: beta_client.beta.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(BetaEvent),
                          ga=False, model=args.model, timeout=args.timeout)
 
     print(f"sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
