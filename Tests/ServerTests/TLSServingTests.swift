@@ -118,6 +118,25 @@ import TestSupport
         #expect(server.metric("parley_tls_handshakes_total{result=\"failed\"}", becomes: 1))
     }
 
+    @Test func garbageAndBrokenHandshakeRecordsAreClosedAndTheServerGoesOn() throws {
+        let server = try server { $0.tlsHandshakeTimeout = 0.3 }
+        var random = SeededRandom(seed: 11)
+        // Half pure noise, half noise behind a TLS handshake record header, so that OpenSSL's
+        // ClientHello parser, not just its record layer, gets to read it.
+        let clients = try (0..<40).map { i -> TestClient in
+            let client = try TestClient(port: server.port)
+            let body = random.bytes(Int.random(in: 1...2000, using: &random))
+            let header: [UInt8] = i % 2 == 0 ? [] : [0x16, 0x03, 0x01, UInt8(body.count >> 8), UInt8(body.count & 0xFF), 0x01]
+            try client.send(header + body)
+            return client
+        }
+        for client in clients { #expect(client.readsEOF()) }
+        #expect(server.metric("parley_tls_handshakes_in_progress", becomes: 0))
+        let client = try trustingClient(server)
+        #expect(try client.upgrade().status == 101)
+        #expect(try echo(client, [1, 2, 3]) == [1, 2, 3])
+    }
+
     @Test func aSilentClientIsDroppedAtTheHandshakeDeadline() throws {
         let server = try server { $0.tlsHandshakeTimeout = 0.3 }
         let client = try TestClient(port: server.port)
