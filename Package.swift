@@ -34,7 +34,7 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Codec",
+                "Server", "Session", "Codec", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The plain-C libopus loop that `parley-load codec` measures the Swift wrapper against.

@@ -50,8 +50,13 @@ public final class Server: Sendable {
         let renderer = MetricsRenderer(loops: handles.map(\.metrics), endpointNames: routes.endpointNames, baseline: baseline,
                                        tls: credentials, sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
+        let group = configuration.workerGroup
         builder.get("/metrics") { _ in
-            HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: renderer.render())
+            var text = renderer.render()
+            if let group {
+                text = MetricsMerge.merge([MetricsMerge.Source(worker: group.label(group.name), text: text)] + group.others())
+            }
+            return HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
         }
         context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials, upstreamTLS: upstreamTLS)
     }
@@ -71,13 +76,28 @@ public final class Server: Sendable {
                 loop.run()
             })
         }
-        threads.withLock { $0 = started }
         while running.load(ordering: .acquiring) < handles.count { usleep(1000) }
         baseline.record()
+        if let group = configuration.workerGroup {
+            group.publish(renderMetrics())
+            started.append(try Thread.spawn(name: "parley-metrics") { [self] in publishUntilShutdown(group) })
+        }
+        threads.withLock { $0 = started }
+    }
+
+    private let stopping = Atomic<Bool>(false)
+
+    /// A worker's metrics, for the other workers to merge, until shutdown.
+    private func publishUntilShutdown(_ group: WorkerGroupMembership) {
+        while !stopping.load(ordering: .acquiring) {
+            usleep(UInt32(WorkerGroupMembership.interval * 1_000_000))
+            group.publish(renderMetrics())
+        }
     }
 
     /// Begins a graceful shutdown; callable from any thread, more than once.
     public func shutdown() {
+        stopping.store(true, ordering: .releasing)
         for handle in handles { handle.requestShutdown() }
     }
 

@@ -41,6 +41,10 @@ public struct ServerConfiguration: Sendable {
     /// CA certificates (PEM) trusted for https upstreams besides the system's store: for a private CA.
     public var upstreamCAFile: String?
 
+    /// Set in each worker of `parley serve --workers N`: the process publishes its metrics for the
+    /// others and answers `/metrics` with the sum over all of them.
+    public var workerGroup: WorkerGroupMembership?
+
     public var servesTLS: Bool { tlsCertificateFile != nil && tlsKeyFile != nil }
 
     public init() {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Server
 import Session
+import CLinux
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,7 +68,17 @@ struct Serve: ParsableCommand {
     var upstreamCAFlag: String?
     var upstreamCA: String? { upstreamCAFlag ?? Environment.string("PARLEY_UPSTREAM_CA") }
 
+    @Option(help: "Worker processes sharing the port (SO_REUSEPORT), each with --loops loops and its own descriptor limit; a supervisor restarts any that dies and /metrics sums them all (PARLEY_WORKERS).")
+    var workers = Environment.int("PARLEY_WORKERS") ?? 1
+
+    @Option(name: .customLong("worker-dir"), help: .hidden)
+    var workerDir: String?
+
+    @Option(name: .customLong("worker-name"), help: .hidden)
+    var workerName: String?
+
     func validate() throws {
+        guard (1...64).contains(workers) else { throw ValidationError("--workers must be 1...64") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard maxTLSHandshakes >= 1 else { throw ValidationError("--max-tls-handshakes must be at least 1") }
         guard tlsHandshakeTimeout > 0 else { throw ValidationError("--tls-handshake-timeout must be positive") }
@@ -103,6 +114,19 @@ struct Serve: ParsableCommand {
         config.maxTLSHandshakes = maxTLSHandshakes
         config.upstreamCAFile = upstreamCA
 
+        let shown = host.contains(":") ? "[\(host)]" : host
+        let scheme = config.servesTLS ? "https" : "http"
+        if workers > 1 && workerName == nil { return try supervise(shown: shown, scheme: scheme) }
+        if let workerDir, let workerName {
+            config.workerGroup = WorkerGroupMembership(directory: workerDir, name: workerName)
+            // A worker goes when its supervisor goes, however the supervisor ended.
+            guard let parent = Environment.int("PARLEY_SUPERVISOR_PID").map(Int32.init),
+                  parley_die_with_parent(SIGTERM, parent) == 0 else {
+                printError("parley: \(workerName): no supervisor; a worker is started by parley serve --workers N")
+                throw ExitCode.failure
+            }
+        }
+
         var routes = Router.Builder()
         routes.get("/") { _ in LandingPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
@@ -123,12 +147,51 @@ struct Serve: ParsableCommand {
             printError("parley: cannot listen on \(host):\(port): \(error)")
             throw ExitCode.failure
         }
-        let shown = host.contains(":") ? "[\(host)]" : host
-        let scheme = config.servesTLS ? "https" : "http"
-        print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics)")
+        // A worker stays quiet: its supervisor says when all of them listen.
+        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics)")
+        }
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
         try server.runUntilTerminated(reloaded: Self.reportReload)
+        if workerName == nil { print("parley stopped") }
+    }
+
+    /// The supervisor of `--workers N`: the workers get these same arguments, with the port made
+    /// concrete (so that port 0 means one free port for all of them).
+    private func supervise(shown: String, scheme: String) throws {
+        let shared: Int
+        let supervisor: Supervisor
+        do {
+            shared = try Supervisor.concretePort(host: host, port: port)
+            supervisor = try Supervisor(count: workers, arguments: Self.workerArguments(port: shared), shutdownTimeout: shutdownTimeout)
+        } catch {
+            printError("parley: cannot start the workers: \(error)")
+            throw ExitCode.failure
+        }
+        do {
+            try supervisor.run {
+                print("parley listening on \(scheme)://\(shown):\(shared)/  (\(workers) workers × \(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics summed over the workers)")
+                fflush(nil)
+            }
+        } catch {
+            printError("parley: \(error)")
+            throw ExitCode.failure
+        }
         print("parley stopped")
+    }
+
+    /// This process's arguments for a worker: without the subcommand name, --workers and --port.
+    static func workerArguments(port: Int) -> [String] {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "serve" { arguments.removeFirst() }
+        var kept: [String] = []
+        var skipNext = false
+        for argument in arguments {
+            if skipNext { skipNext = false; continue }
+            if argument == "--workers" || argument == "--port" { skipNext = true; continue }
+            if argument.hasPrefix("--workers=") || argument.hasPrefix("--port=") { continue }
+            kept.append(argument)
+        }
+        return kept + ["--port", String(port)]
     }
 
     static func reportReload(_ outcome: Result<Void, TLSError>) {

@@ -17,5 +17,8 @@
 // clash with Swift's own Glibc module. CLinux.c defines it and implements these.
 int parley_accept(int fd);
 int parley_set_thread_name(pthread_t thread, const char *name);
+// prctl(PR_SET_PDEATHSIG): `signal` comes when the parent process dies (a worker of `parley serve
+// --workers` must not outlive its supervisor). -1 if the parent is no longer `expected_parent`.
+int parley_die_with_parent(int signal, int expected_parent);
 
 #endif

@@ -1,0 +1,214 @@
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley serve --workers N`: N worker processes share one port through SO_REUSEPORT, as nginx's
+/// workers do, each with its own loops and its own descriptor limit. This process only supervises:
+/// it starts them, restarts one that dies (with a back-off if it keeps dying), forwards SIGHUP
+/// (certificate reload) and SIGTERM/SIGINT (graceful shutdown), and publishes its own figures
+/// (workers running, restarts) beside theirs for the merged `/metrics`.
+final class Supervisor {
+    private struct Worker {
+        var pid: pid_t = 0
+        var startedAt = 0.0
+        /// When to start it again after it died; nil while it runs.
+        var restartAt: Double?
+        var quickDeaths = 0
+    }
+
+    private let count: Int
+    private let arguments: [String]
+    private let shutdownTimeout: Double
+    private let directory: String
+    private var workers: [Worker]
+    private var restarts = 0
+    private let group: WorkerGroupMembership
+
+    /// `arguments`: the serve arguments each worker gets, without --workers and --port, which the
+    /// supervisor sets.
+    init(count: Int, arguments: [String], shutdownTimeout: Double) throws {
+        self.count = count
+        self.arguments = arguments
+        self.shutdownTimeout = shutdownTimeout
+        var template = Array("/tmp/parley-workers-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp") }
+        directory = String(cString: made)
+        workers = Array(repeating: Worker(), count: count)
+        group = WorkerGroupMembership(directory: directory, name: "supervisor")
+    }
+
+    /// A port for the workers: the given one, or for 0 a free one, found by binding and letting go.
+    static func concretePort(host: String, port: Int) throws -> Int {
+        guard port == 0 else { return port }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, "0", &hints, &list) == 0, let info = list else { throw SystemError("getaddrinfo(\(host))", errno: EINVAL) }
+        defer { freeaddrinfo(list) }
+        let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket") }
+        defer { close(fd) }
+        guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else { throw SystemError("bind(\(host):0)") }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return withUnsafeBytes(of: storage) { Int(UInt16($0[2]) << 8 | UInt16($0[3])) }
+    }
+
+    /// Starts the workers, waits until each has published its first figures (it is listening), and
+    /// calls `ready`; then supervises until SIGTERM or SIGINT, and returns once every worker is gone.
+    func run(ready: () -> Void) throws {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&signals, signal) }
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        defer { removeDirectory() }
+
+        for index in 0..<count { try start(index) }
+        guard waitForWorkers() else {
+            stopAll(SIGKILL)
+            throw SystemError("the workers did not start (see their messages above)", errno: ECHILD)
+        }
+        publish()
+        ready()
+
+        var timeout = timespec(tv_sec: 0, tv_nsec: 250_000_000)
+        while true {
+            let received = sigtimedwait(&signals, nil, &timeout)
+            if received == SIGINT || received == SIGTERM { break }
+            if received == SIGHUP { forward(SIGHUP) }
+            reap()
+            try restartDue()
+            publish()
+        }
+        forward(SIGTERM)
+        waitForExit(deadline: now() + shutdownTimeout + 5)
+    }
+
+    // MARK: Workers
+
+    private func start(_ index: Int) throws {
+        let argv = [ServerProcessPath.executable, "serve"] + arguments
+            + ["--worker-dir", directory, "--worker-name", "worker-\(index)"]
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The child starts with the signals unblocked and at their defaults.
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        setenv("PARLEY_SUPERVISOR_PID", String(getpid()), 1)
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], nil, &attributes, cArguments, environ)
+        guard rc == 0 else { throw SystemError("posix_spawn(\(argv[0]))", errno: rc) }
+        workers[index].pid = pid
+        workers[index].startedAt = now()
+        workers[index].restartAt = nil
+    }
+
+    /// Until every worker has written its metrics file (it does so once listening), or one exits.
+    private func waitForWorkers() -> Bool {
+        let deadline = now() + 30
+        while now() < deadline {
+            let ready = (0..<count).filter { access("\(directory)/worker-\($0).prom", F_OK) == 0 }.count
+            if ready == count { return true }
+            var status: Int32 = 0
+            if waitpid(-1, &status, WNOHANG) > 0 { return false }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Collects workers that exited and schedules their restart: at once the first time, then
+    /// with a back-off doubling up to 30 s while they keep dying within a second of starting.
+    private func reap() {
+        var status: Int32 = 0
+        while case let pid = waitpid(-1, &status, WNOHANG), pid > 0 {
+            guard let index = workers.firstIndex(where: { $0.pid == pid }) else { continue }
+            let lived = now() - workers[index].startedAt
+            workers[index].quickDeaths = lived < 1 ? workers[index].quickDeaths + 1 : 0
+            let delay = workers[index].quickDeaths == 0 ? 0 : min(30, 0.5 * Double(1 << min(6, workers[index].quickDeaths)))
+            workers[index].pid = 0
+            workers[index].restartAt = now() + delay
+            unlink("\(directory)/worker-\(index).prom")
+            let how = status & 0x7F == 0 ? "exited with \((status >> 8) & 0xFF)" : "was killed by signal \(status & 0x7F)"
+            printError("parley: worker \(index) (pid \(pid)) \(how); restarting it\(delay > 0 ? " in \(delay) s" : "")")
+        }
+    }
+
+    private func restartDue() throws {
+        for index in 0..<count {
+            guard let at = workers[index].restartAt, now() >= at else { continue }
+            try start(index)
+            restarts += 1
+        }
+    }
+
+    private func forward(_ signal: Int32) {
+        for worker in workers where worker.pid > 0 { kill(worker.pid, signal) }
+    }
+
+    private func stopAll(_ signal: Int32) {
+        forward(signal)
+        waitForExit(deadline: now() + 5)
+    }
+
+    /// Waits for every worker to exit; past the deadline, kills what is left.
+    private func waitForExit(deadline: Double) {
+        var status: Int32 = 0
+        while workers.contains(where: { $0.pid > 0 }) {
+            let pid = waitpid(-1, &status, WNOHANG)
+            if pid > 0, let index = workers.firstIndex(where: { $0.pid == pid }) { workers[index].pid = 0; continue }
+            if pid < 0 { break }
+            if now() >= deadline { forward(SIGKILL) }
+            usleep(20_000)
+        }
+    }
+
+    // MARK: Figures
+
+    private func publish() {
+        let running = workers.filter { $0.pid > 0 }.count
+        var text = "# HELP parley_workers Worker processes of parley serve --workers, by state.\n# TYPE parley_workers gauge\n"
+        text += "parley_workers{state=\"running\"} \(running)\nparley_workers{state=\"configured\"} \(count)\n"
+        text += "# HELP parley_worker_restarts_total Workers started again after they died.\n# TYPE parley_worker_restarts_total counter\n"
+        text += "parley_worker_restarts_total \(restarts)\n"
+        text += "# HELP parley_worker_info Each running worker's process id.\n# TYPE parley_worker_info gauge\n"
+        for (index, worker) in workers.enumerated() where worker.pid > 0 {
+            text += "parley_worker_info{worker=\"\(index)\",pid=\"\(worker.pid)\"} 1\n"
+        }
+        group.publish(text)
+    }
+
+    private func removeDirectory() {
+        if let entries = opendir(directory) {
+            while let entry = readdir(entries) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { unlink("\(directory)/\(name)") }
+            }
+            closedir(entries)
+        }
+        rmdir(directory)
+    }
+
+    private func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
+}
+
+/// This executable's own path, to start workers of the same build.
+enum ServerProcessPath {
+    static var executable: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    }
+}
