@@ -98,7 +98,7 @@ struct HoldCommand: ParsableCommand {
         }.max() ?? 0
         summary.cpuAtConnect = CPUTime.ofSelf() + summary.connect.cpu
         do {
-            summary.serverConnected = try ServerMetrics.fetch(from: target)
+            summary.serverConnected = try Self.settledMetrics(target, open: summary.connect.open)
         } catch {
             summary.problems.append("could not read the server's metrics once connected: \(error)")
         }
@@ -107,7 +107,7 @@ struct HoldCommand: ParsableCommand {
 
         summary.heldSeconds = hold(group, progress)
         do {
-            summary.serverAfterHold = try ServerMetrics.fetch(from: target)
+            summary.serverAfterHold = try Self.settledMetrics(target, open: Self.merge(group).open)
         } catch {
             summary.problems.append("could not read the server's metrics after the hold: \(error)")
         }
@@ -174,6 +174,17 @@ struct HoldCommand: ParsableCommand {
                     // A worker outlives no parent by much: connect, hold, and a margin.
                     "--max-seconds", String(connectTimeout + holdSeconds + 60)] + (ca.map { ["--ca", $0] } ?? [])
         }
+    }
+
+    /// The server's metrics once they show the sessions the clients hold. With `--workers`, the
+    /// other workers' figures reach /metrics up to 250 ms late; a single process is current at once.
+    static func settledMetrics(_ target: LoadTarget, open: Int) throws(ServerMetrics.Unreachable) -> ServerMetrics {
+        var metrics = try ServerMetrics.fetch(from: target)
+        for _ in 0..<10 where metrics.workers > 1 && metrics.echoOpen != open {
+            usleep(200_000)
+            metrics = try ServerMetrics.fetch(from: target)
+        }
+        return metrics
     }
 
     private static func merge(_ group: WorkerGroup) -> HoldReport {

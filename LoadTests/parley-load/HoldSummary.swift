@@ -69,6 +69,12 @@ struct HoldSummary {
             let growth = Int(((rss - startup) / Double(open)).rounded())
             let whole = Int((rss / Double(open)).rounded())
             rows.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)   \(Format.grouped(whole)) B  (rss / open)   server gauge \(Format.grouped(Int(server.residentBytesPerConnection))) B"))
+            if server.proportionalBytes > 0 {
+                rows.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int((server.proportionalBytes / Double(open)).rounded()))) B per session, everything included (\(server.workers) process\(server.workers == 1 ? "" : "es"), shared pages counted once)"))
+            }
+            if server.workers > 1, let low = server.workerResidentBytes.min(), let high = server.workerResidentBytes.max() {
+                rows.append(Format.row("per worker", "RSS \(Format.bytes(low)) to \(Format.bytes(high)) each, \(Format.grouped(open / server.workers)) sessions each on average"))
+            }
             rows.append(Format.row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (heap the server's memory accounts attribute to each connection)"))
         }
         rows.append(Format.row("server refused", Format.reasons(server.refused)))
@@ -84,6 +90,9 @@ struct HoldSummary {
             if server.echoOpen > 0 {
                 let growth = Int(((server.residentBytes - server.startupResidentBytes) / Double(server.echoOpen)).rounded())
                 lines.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)"))
+                if server.proportionalBytes > 0 {
+                    lines.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int((server.proportionalBytes / Double(server.echoOpen)).rounded()))) B per session, everything included"))
+                }
             }
         } else {
             lines.append(Format.row("server", "metrics unavailable"))
@@ -115,6 +124,10 @@ struct HoldSummary {
                 ("resident_bytes_per_connection_whole", open > 0 ? .number((m.residentBytes / Double(open)).rounded()) : .null),
                 ("server_resident_bytes_per_connection", .number(m.residentBytesPerConnection)),
                 ("server_accounted_bytes_per_connection", .number(m.accountedBytesPerConnection)),
+                ("proportional_bytes", .number(m.proportionalBytes)),
+                ("proportional_bytes_per_connection", open > 0 && m.proportionalBytes > 0 ? .number((m.proportionalBytes / Double(open)).rounded()) : .null),
+                ("workers", .int(m.workers)),
+                ("worker_resident_bytes", .array(m.workerResidentBytes.map { .number($0) })),
                 ("refused", .counts(m.refused)),
             ])
         }

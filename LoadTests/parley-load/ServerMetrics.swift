@@ -44,6 +44,12 @@ struct ServerMetrics {
     var residentBytes: Double { value("parley_process_resident_memory_bytes") ?? 0 }
     var startupResidentBytes: Double { value("parley_process_startup_resident_memory_bytes") ?? 0 }
     var residentBytesPerConnection: Double { value("parley_resident_bytes_per_connection") ?? 0 }
+    /// PSS, summed over the processes: what the whole server really takes, shared pages counted once.
+    var proportionalBytes: Double { value("parley_process_proportional_memory_bytes") ?? 0 }
+    /// Worker processes behind the port (1 without --workers).
+    var workers: Int { max(1, series("parley_worker_resident_memory_bytes").count) }
+    /// Each worker's resident memory (empty without --workers).
+    var workerResidentBytes: [Double] { series("parley_worker_resident_memory_bytes").map(\.1) }
     var accountedBytesPerConnection: Double { value("parley_accounted_bytes_per_connection") ?? 0 }
     /// Refusals by reason, `descriptor_limit` rather than `reason="descriptor_limit"`.
     var refused: [String: Int] {

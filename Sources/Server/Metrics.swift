@@ -152,6 +152,8 @@ struct MetricsRenderer: Sendable {
         out += "parley_accounted_bytes \(accounted)\n"
         family("parley_process_resident_memory_bytes", "gauge", "Resident set size of the process.")
         out += "parley_process_resident_memory_bytes \(resident)\n"
+        family("parley_process_proportional_memory_bytes", "gauge", "Proportional set size (PSS) of the process: shared pages divided among the processes sharing them, so that it sums across workers.")
+        out += "parley_process_proportional_memory_bytes \(ProcessMemory.proportionalBytes())\n"
         family("parley_process_startup_resident_memory_bytes", "gauge", "Resident set size once the loops had started, before any connection.")
         out += "parley_process_startup_resident_memory_bytes \(startupResidentBytes)\n"
         family("parley_resident_bytes_per_connection", "gauge", "(resident - startup resident) / open WebSocket sessions; 0 with none open.")
@@ -189,6 +191,21 @@ final class ResidentBaseline: Sendable {
 }
 
 enum ProcessMemory {
+    /// PSS from /proc/self/smaps_rollup ("Pss:  N kB"); 0 where the kernel has no such file.
+    static func proportionalBytes() -> Int {
+        let fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = read(fd, &buffer, buffer.count)
+        guard n > 0 else { return 0 }
+        for line in buffer[0..<n].split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Pss:".utf8)) {
+            let digits = line.drop { !(48...57).contains($0) }.prefix { (48...57).contains($0) }
+            return (Int(String(decoding: digits, as: UTF8.self)) ?? 0) * 1024
+        }
+        return 0
+    }
+
     /// Resident bytes from /proc/self/statm (its second field, in pages).
     static func residentBytes() -> Int {
         let fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)

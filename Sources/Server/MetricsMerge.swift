@@ -58,20 +58,24 @@ public enum MetricsMerge {
     private static func perWorker(_ sources: [Source]) -> String {
         var out = "# HELP parley_worker_resident_memory_bytes Resident set size of each worker process.\n"
         out += "# TYPE parley_worker_resident_memory_bytes gauge\n"
+        var proportional = "# HELP parley_worker_proportional_memory_bytes Proportional set size (PSS) of each worker process.\n"
+        proportional += "# TYPE parley_worker_proportional_memory_bytes gauge\n"
         var sessions = "# HELP parley_worker_sessions_open WebSocket sessions open in each worker process.\n"
         sessions += "# TYPE parley_worker_sessions_open gauge\n"
         for source in sources {
-            var rss = 0.0, open = 0.0, found = false
+            var rss = 0.0, pss = 0.0, open = 0.0, found = false
             for line in source.text.split(separator: "\n") where !line.hasPrefix("#") {
                 guard let (key, value) = sample(line) else { continue }
                 if key == "parley_process_resident_memory_bytes" { rss = value; found = true }
+                if key == "parley_process_proportional_memory_bytes" { pss = value }
                 if key.hasPrefix("parley_connections_open{") && !key.contains("endpoint=\"http\"") { open += value }
             }
             guard found else { continue }  // the supervisor's own series have no process figures
             out += "parley_worker_resident_memory_bytes{worker=\"\(source.worker)\"} \(format(rss))\n"
+            proportional += "parley_worker_proportional_memory_bytes{worker=\"\(source.worker)\"} \(format(pss))\n"
             sessions += "parley_worker_sessions_open{worker=\"\(source.worker)\"} \(format(open))\n"
         }
-        return out + sessions
+        return out + proportional + sessions
     }
 
     /// "name{labels} value" → (name{labels}, value); nil for a line that is not a sample.
