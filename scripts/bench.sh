@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: how many idle sessions one parley process holds and at what memory; echo throughput
-# and latency at 100 and 1,000 connections; the same over TLS (scripts/bench-tls.sh); agent turns in 2,000 Realtime sessions against a mock
+# and latency at 100 and 1,000 connections; 100,000 idle sessions on six worker processes; the same
+# over TLS (scripts/bench-tls.sh); agent turns in 2,000 Realtime sessions against a mock
 # model; Opus decode and encode speed against raw libopus.
 # Loopback only; every run is bounded.
 # The load client shares the machine's cores with the server: its CPU is reported beside each figure.
@@ -79,6 +80,16 @@ run "turns-$TURNS" turns "$TURNS" --url "ws://127.0.0.1:$TURNS_PORT/v1/realtime"
 kill -TERM "$turns_server" "$mock"
 wait "$turns_server" && echo "turns server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
 wait "$mock" || true
+
+# Past one process's descriptor limit: 100,000 idle sessions on six worker processes.
+WORKERS_PORT=$((PORT + 20))
+"$BIN/parley" serve --host 127.0.0.1 --port "$WORKERS_PORT" --workers 6 --loops 1 > "$OUT/server-workers.log" 2>&1 &
+workers=$!
+started+=("$workers")
+wait_healthy "$workers" "$WORKERS_PORT" "$OUT/server-workers.log"
+run hold-100000-workers hold 100000 --url "ws://127.0.0.1:$WORKERS_PORT/echo" --hold-seconds 5 --connect-timeout 120
+kill -TERM "$workers"
+wait "$workers" && echo "workers server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
 trap - EXIT
 
 # TLS: wss beside ws (idle memory at 10,000, echo, handshakes per core), in $OUT/tls.

@@ -113,7 +113,9 @@ struct HoldCommand: ParsableCommand {
         }
 
         let vanishedEarly = group.vanished
-        let signalled = group.stop(graceSeconds: 10)
+        // Closing takes time at large counts (every session gets a close frame, and the server and
+        // the clients share two cores): about a second per 10,000 sessions is allowed, 10 s at least.
+        let signalled = group.stop(graceSeconds: max(10, Double(count) / 10_000))
         summary.atEnd = Self.merge(group)
         summary.cpuTotal = CPUTime.ofSelf() + CPUTime.ofWaitedChildren()
         judge(&summary, vanished: vanishedEarly, signalled: signalled, reports: group.workers.map(\.latest))
