@@ -38,6 +38,9 @@ struct EchoCommand: ParsableCommand {
     @Option(help: "Seconds allowed for every connection to open.")
     var connectTimeout = 30.0
 
+    @Option(help: "The server's process id, for a server without Parley's /metrics (the peers of `compare`): skips the /metrics check.")
+    var serverPid: Int32?
+
     @Option(help: "Also write the summary as JSON to this file.")
     var json: String?
 
@@ -58,10 +61,14 @@ struct EchoCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let target = try LoadTarget(url, caFile: ca)
         DescriptorLimit.raiseToHard()
-        do {
-            _ = try ServerMetrics.fetch(from: target)
-        } catch {
-            throw LoadFailure.unreachable(error, target)
+        // Reachable? A server without /metrics (a peer, given by --server-pid) is checked by the
+        // echo connections themselves.
+        if serverPid == nil {
+            do {
+                _ = try ServerMetrics.fetch(from: target)
+            } catch {
+                throw LoadFailure.unreachable(error, target)
+            }
         }
         print("parley-load echo: \(Format.grouped(connections)) connections to \(target), \(size)-byte messages, \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(duration, 1)) s, \(processes) process\(processes == 1 ? "" : "es")")
         Console.flush()

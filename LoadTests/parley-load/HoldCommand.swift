@@ -32,6 +32,9 @@ struct HoldCommand: ParsableCommand {
     @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
     var ca: String?
 
+    @Option(help: "Read the server's memory from /proc/PID rather than its /metrics: for servers without Parley's metrics (the peers of `compare`).")
+    var serverPid: Int32?
+
     @Option(help: "Worker processes (default: enough that each holds at most \(Self.perProcess); at least 2 above that).")
     var processes: Int?
 
@@ -76,11 +79,19 @@ struct HoldCommand: ParsableCommand {
         }
 
         var summary = HoldSummary(target: target, requested: count, processes: processes, sources: sources, rate: rate, holdSeconds: holdSeconds)
+        let figures = serverPid.map(ProcessFigures.init)
+        let startupResident = figures?.residentBytes ?? 0
+        /// The server's figures now: from /metrics, or from /proc for a server without them.
+        func server(open: Int) throws(ServerMetrics.Unreachable) -> ServerMetrics {
+            guard let figures else { return try Self.settledMetrics(target, open: open) }
+            return try figures.metrics(sessions: open, startupResident: startupResident)
+        }
         do {
-            summary.serverBefore = try ServerMetrics.fetch(from: target)
+            summary.serverBefore = try server(open: 0)
         } catch {
             throw LoadFailure.unreachable(error, target)
         }
+        if let serverPid { summary.notes.append("server figures from /proc/\(serverPid), not /metrics; its sessions are those the clients hold") }
         print("parley-load hold: \(Format.grouped(count)) sessions to \(target) from \(processes) process\(processes == 1 ? "" : "es"), \(sources) source addresses, \(Format.grouped(Int(rate))) conn/s per process")
         if let before = summary.serverBefore, before.echoOpen > 0 {
             summary.notes.append("the server already had \(Format.grouped(before.echoOpen)) echo sessions open before this run")
@@ -98,7 +109,7 @@ struct HoldCommand: ParsableCommand {
         }.max() ?? 0
         summary.cpuAtConnect = CPUTime.ofSelf() + summary.connect.cpu
         do {
-            summary.serverConnected = try Self.settledMetrics(target, open: summary.connect.open)
+            summary.serverConnected = try server(open: summary.connect.open)
         } catch {
             summary.problems.append("could not read the server's metrics once connected: \(error)")
         }
@@ -107,7 +118,7 @@ struct HoldCommand: ParsableCommand {
 
         summary.heldSeconds = hold(group, progress)
         do {
-            summary.serverAfterHold = try Self.settledMetrics(target, open: Self.merge(group).open)
+            summary.serverAfterHold = try server(open: Self.merge(group).open)
         } catch {
             summary.problems.append("could not read the server's metrics after the hold: \(error)")
         }

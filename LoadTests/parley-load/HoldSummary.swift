@@ -75,7 +75,9 @@ struct HoldSummary {
             if server.workers > 1, let low = server.workerResidentBytes.min(), let high = server.workerResidentBytes.max() {
                 rows.append(Format.row("per worker", "RSS \(Format.bytes(low)) to \(Format.bytes(high)) each, \(Format.grouped(open / server.workers)) sessions each on average"))
             }
-            rows.append(Format.row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (heap the server's memory accounts attribute to each connection)"))
+            if server.samples["parley_accounted_bytes_per_connection"] != nil {
+                rows.append(Format.row("accounted/conn", "\(Format.grouped(Int(server.accountedBytesPerConnection))) B  (heap the server's memory accounts attribute to each connection)"))
+            }
         }
         rows.append(Format.row("server refused", Format.reasons(server.refused)))
         return rows

@@ -1,0 +1,158 @@
+import ArgumentParser
+import JSON
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley-load compare`: the same scenarios against Parley and against the peers (FastAPI on
+/// uvicorn, and the `websockets` library), one after the other in one run, each server a single
+/// process started here; then the table of ratios. Every server's memory is read the same way, from
+/// /proc (`hold --server-pid`), so that the figures compare like with like.
+struct CompareCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compare",
+        abstract: "Run idle-hold and echo against Parley and the Python peers in one run and print the ratio table.",
+        discussion: """
+            The peers are installed into .venv-peers by scripts/peers.sh (run from the repository root). \
+            Each server is one process; Parley runs with --loops 1, so every server has one thread of \
+            event loop. Reports: one text and JSON file per run in --out, plus compare.md and compare.json.
+            """)
+
+    @Option(help: "Idle sessions each server is asked to hold (one process may have 20,000 descriptors here).")
+    var sessions = 19_000
+
+    @Option(help: "Seconds of each echo measurement.")
+    var echoSeconds = 10.0
+
+    @Option(help: "Servers to run, in order: parley, fastapi, websockets.")
+    var servers = "parley,fastapi,websockets"
+
+    @Option(help: "The parley executable to compare.")
+    var parley = ".build/release/parley"
+
+    @Option(help: "Directory for the reports (default LoadTests/reports/compare-<UTC time>).")
+    var out: String?
+
+    @Option(help: "First port to use; each server gets the next one.")
+    var port = 9500
+
+    func validate() throws {
+        guard (100...19_900).contains(sessions) else { throw ValidationError("--sessions must be 100...19900 (one server process)") }
+        guard echoSeconds > 0, echoSeconds <= 120 else { throw ValidationError("--echo-seconds must be in (0, 120]") }
+        for name in servers.split(separator: ",") where Peer(rawValue: String(name)) == nil {
+            throw ValidationError("unknown server \(name); use parley, fastapi, websockets")
+        }
+    }
+
+    func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let directory = out ?? "LoadTests/reports/compare-\(UTCStamp.now())"
+        guard Subprocess.run(["/bin/mkdir", "-p", directory]) == 0 else { throw LoadFailure("cannot make \(directory)") }
+        let command = CommandLine.arguments.joined(separator: " ")
+        print("$ \(command)")
+        var results: [CompareResult] = []
+        for (i, name) in servers.split(separator: ",").enumerated() {
+            let peer = Peer(rawValue: String(name))!
+            results.append(try measure(peer, port: port + i, directory: directory))
+        }
+        let table = CompareResult.table(results, command: command)
+        print("\n" + table)
+        try TextFile.write(table, to: "\(directory)/compare.md")
+        try TextFile.write(JSON.array(results.map(\.json)).pretty + "\n", to: "\(directory)/compare.json")
+        print("reports in \(directory)")
+    }
+
+    /// Starts `peer`, holds idle sessions, echoes at 100 and 1,000 connections, stops it.
+    private func measure(_ peer: Peer, port: Int, directory: String) throws -> CompareResult {
+        print("\n== \(peer.title) on port \(port)")
+        Console.flush()
+        let server = try ServerUnderTest(peer, port: port, parley: parley, log: "\(directory)/\(peer.rawValue)-server.log")
+        defer { server.stop() }
+        let url = "ws://127.0.0.1:\(port)/echo"
+        let pid = String(server.pid)
+        var result = CompareResult(peer: peer)
+        result.hold = try load(["hold", String(sessions), "--url", url, "--hold-seconds", "5", "--connect-timeout", "120",
+                                "--server-pid", pid], report: "\(directory)/\(peer.rawValue)-hold")
+        // The held sessions close before the echo runs start.
+        usleep(3_000_000)
+        for connections in [100, 1000] {
+            let echo = try load(["echo", "--url", url, "--connections", String(connections), "--duration", String(echoSeconds),
+                                 "--server-pid", pid], report: "\(directory)/\(peer.rawValue)-echo-\(connections)")
+            if connections == 100 { result.echo100 = echo } else { result.echo1000 = echo }
+        }
+        return result
+    }
+
+    /// Runs this executable with `arguments`, its output to REPORT.txt (and shown), JSON to REPORT.json.
+    private func load(_ arguments: [String], report: String) throws -> JSON? {
+        let status = Subprocess.run(["/proc/self/exe"] + arguments + ["--json", report + ".json"], output: report + ".txt", echo: true)
+        if status != 0 { print("   (exit \(status); the report says why)") }
+        guard let text = try? TextFile.read(report + ".json") else { return nil }
+        return try? JSON(parsing: text)
+    }
+}
+
+/// The servers `compare` knows how to start.
+enum Peer: String {
+    case parley, fastapi, websockets
+
+    var title: String {
+        switch self {
+        case .parley: "Parley (1 process, --loops 1)"
+        case .fastapi: "FastAPI + uvicorn (1 process)"
+        case .websockets: "websockets (1 process)"
+        }
+    }
+
+    func command(port: Int, parley: String) -> [String] {
+        switch self {
+        case .parley: [parley, "serve", "--host", "127.0.0.1", "--port", String(port), "--loops", "1"]
+        case .fastapi, .websockets: ["scripts/peers.sh", "run", rawValue, String(port)]
+        }
+    }
+}
+
+/// One server process for the length of its measurements.
+final class ServerUnderTest {
+    let pid: pid_t
+
+    init(_ peer: Peer, port: Int, parley: String, log: String) throws {
+        guard let pid = Subprocess.start(peer.command(port: port, parley: parley), output: log) else {
+            throw LoadFailure("cannot start \(peer.title)")
+        }
+        self.pid = pid
+        // Up until it accepts connections, at most 60 s (a first peer start installs nothing; the
+        // venv must exist: scripts/peers.sh install).
+        for _ in 0..<600 {
+            if Self.accepts(port: port) { return }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                throw LoadFailure("\(peer.title) exited before listening; see \(log)")
+            }
+            usleep(100_000)
+        }
+        stop()
+        throw LoadFailure("\(peer.title) did not listen on port \(port) within 60 s; see \(log)")
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<100 where waitpid(pid, &status, WNOHANG) != pid { usleep(100_000) }
+        if kill(pid, 0) == 0 {
+            kill(pid, SIGKILL)
+            waitpid(pid, &status, 0)
+        }
+    }
+
+    private static func accepts(port: Int) -> Bool {
+        switch ClientSocket.connect(to: .ipv4(127, 0, 0, 1, port: UInt16(port)), from: nil) {
+        case .failure: return false
+        case .success(let fd):
+            defer { ClientSocket.close(fd) }
+            var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            return poll(&entry, 1, 1000) > 0 && ClientSocket.pendingError(fd) == 0
+        }
+    }
+}

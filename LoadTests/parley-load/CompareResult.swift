@@ -1,0 +1,70 @@
+import JSON
+
+/// One server's figures in a `compare` run, read from the scenario reports, and the ratio table.
+struct CompareResult {
+    let peer: Peer
+    var hold: JSON?
+    var echo100: JSON?
+    var echo1000: JSON?
+
+    init(peer: Peer) { self.peer = peer }
+
+    /// Sessions still open after the hold.
+    var held: Int? { hold?["open_after_hold"]?.int }
+    /// (RSS − RSS before the run) / sessions held, from /proc.
+    var residentPerSession: Double? { hold?["server_connected"]?["resident_growth_bytes_per_connection"]?.double }
+    /// The whole process's PSS / sessions held.
+    var proportionalPerSession: Double? { hold?["server_connected"]?["proportional_bytes_per_connection"]?.double }
+    func rate(_ echo: JSON?) -> Double? { echo?["result"]?["messages_per_second"]?.double }
+    func p99(_ echo: JSON?) -> Double? { echo?["latency_ns"]?["p99"]?.double }
+    func clientCores(_ echo: JSON?) -> Double? { echo?["client_cores_while_measuring"]?.double }
+
+    var json: JSON {
+        func number(_ value: Double?) -> JSON { value.map(JSON.number) ?? .null }
+        return .object([
+            ("server", .string(peer.rawValue)),
+            ("sessions_held", held.map { .int($0) } ?? .null),
+            ("resident_bytes_per_session", number(residentPerSession)),
+            ("proportional_bytes_per_session", number(proportionalPerSession)),
+            ("echo_100_msgs_per_second", number(rate(echo100))),
+            ("echo_100_p99_ns", number(p99(echo100))),
+            ("echo_1000_msgs_per_second", number(rate(echo1000))),
+            ("echo_1000_p99_ns", number(p99(echo1000))),
+        ])
+    }
+
+    /// The Markdown table: each server's figures, then Parley's ratio to it (higher is better for
+    /// Parley on every ratio: sessions and msg/s divide Parley by the peer, memory and p99 the peer
+    /// by Parley).
+    static func table(_ results: [CompareResult], command: String) -> String {
+        func integer(_ value: Double?) -> String { value.map { Format.grouped(Int($0.rounded())) } ?? "n/a" }
+        func milliseconds(_ ns: Double?) -> String { ns.map { Format.fixed($0 / 1e6, 2) + " ms" } ?? "n/a" }
+        func bytes(_ value: Double?) -> String { value.map { Format.grouped(Int($0.rounded())) + " B" } ?? "n/a" }
+        var out = "Command: `\(command)`\n\n"
+        out += "| server | idle sessions held | memory / session (RSS growth) | memory / session (whole process, PSS) | echo msg/s @100 | p99 @100 | echo msg/s @1,000 | p99 @1,000 | voice sessions in real time |\n"
+        out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+        for r in results {
+            out += "| \(r.peer.title) | \(r.held.map { Format.grouped($0) } ?? "n/a") | \(bytes(r.residentPerSession)) | \(bytes(r.proportionalPerSession)) | "
+            out += "\(integer(r.rate(r.echo100))) | \(milliseconds(r.p99(r.echo100))) | \(integer(r.rate(r.echo1000))) | \(milliseconds(r.p99(r.echo1000))) | not measured |\n"
+        }
+        guard let parley = results.first(where: { $0.peer == .parley }) else { return out }
+        let peers = results.filter { $0.peer != .parley }
+        guard !peers.isEmpty else { return out }
+        func ratio(_ a: Double?, _ b: Double?) -> String {
+            guard let a, let b, a > 0, b > 0 else { return "n/a" }
+            return Format.fixed(a / b, 1) + "×"
+        }
+        out += "\nParley against each peer (above 1× means Parley is ahead):\n\n"
+        out += "| against | sessions held | memory / session (RSS) | memory / session (PSS) | msg/s @100 | p99 @100 | msg/s @1,000 | p99 @1,000 |\n"
+        out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        for peer in peers {
+            out += "| \(peer.peer.title) | \(ratio(parley.held.map(Double.init), peer.held.map(Double.init))) | "
+            out += "\(ratio(peer.residentPerSession, parley.residentPerSession)) | \(ratio(peer.proportionalPerSession, parley.proportionalPerSession)) | "
+            out += "\(ratio(parley.rate(parley.echo100), peer.rate(peer.echo100))) | \(ratio(peer.p99(peer.echo100), parley.p99(parley.echo100))) | "
+            out += "\(ratio(parley.rate(parley.echo1000), peer.rate(peer.echo1000))) | \(ratio(peer.p99(peer.echo1000), parley.p99(parley.echo1000))) |\n"
+        }
+        let cores = results.compactMap { r in r.clientCores(r.echo100).map { "\(r.peer.rawValue) \(Format.fixed($0, 2))" } }
+        out += "\nThe load client shared the two cores: its CPU while measuring echo @100, in cores: \(cores.joined(separator: ", ")).\n"
+        return out
+    }
+}

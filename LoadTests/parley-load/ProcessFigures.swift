@@ -1,0 +1,55 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A server's memory and CPU read from /proc/PID, for servers that have no Parley `/metrics` (the
+/// Python peers of `parley-load compare`). The figures come out as a `ServerMetrics` with Parley's
+/// series names, so that every report reads them the same way.
+struct ProcessFigures {
+    let pid: Int32
+
+    /// Resident bytes (/proc/PID/statm's second field).
+    var residentBytes: Double? {
+        guard let text = read("statm"), let pages = text.split(separator: " ").dropFirst().first.flatMap({ Double($0) }) else { return nil }
+        return pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// PSS (/proc/PID/smaps_rollup).
+    var proportionalBytes: Double? {
+        guard let text = read("smaps_rollup") else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("Pss:") {
+            return Double(line.dropFirst(4).filter(\.isNumber)).map { $0 * 1024 }
+        }
+        return nil
+    }
+
+    /// User + system CPU seconds so far (/proc/PID/stat fields 14 and 15).
+    var cpuSeconds: Double? {
+        guard let text = read("stat"), let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Parley's series for this process: `sessions` is what the client counts as open, and
+    /// `startupResident` the resident memory measured before the run.
+    func metrics(sessions: Int, startupResident: Double) throws(ServerMetrics.Unreachable) -> ServerMetrics {
+        guard let resident = residentBytes else { throw ServerMetrics.Unreachable(description: "no process \(pid) to read /proc/\(pid) from") }
+        var text = "parley_process_resident_memory_bytes \(resident)\n"
+        text += "parley_process_startup_resident_memory_bytes \(startupResident)\n"
+        text += "parley_connections_open{endpoint=\"echo\"} \(sessions)\n"
+        if let proportional = proportionalBytes { text += "parley_process_proportional_memory_bytes \(proportional)\n" }
+        if sessions > 0 { text += "parley_resident_bytes_per_connection \(((resident - startupResident) / Double(sessions)).rounded(.down))\n" }
+        return ServerMetrics(parsing: text)
+    }
+
+    private func read(_ file: String) -> String? {
+        let fd = open("/proc/\(pid)/\(file)", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while case let n = Glibc.read(fd, &chunk, chunk.count), n > 0 { bytes += chunk[0..<n] }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
