@@ -1,0 +1,123 @@
+"""A FastAPI WebSocket echo server: one of the Python peers Parley's load figures are compared with.
+
+    /echo     WebSocket; every message comes back with the same type (text as text, binary as
+              binary) until the client closes.
+    /healthz  GET, 200 "ok".
+
+One uvicorn process (no workers) on uvloop and httptools, as uvicorn[standard] runs in production;
+WebSockets by uvicorn's "websockets-sansio" protocol, the one its "auto" choice picks when the
+websockets package is installed. Keepalive pings are uvicorn's defaults (every 20 s, 20 s to answer);
+messages up to 1 MiB. Loopback addresses only.
+
+Run it with scripts/peers.sh (which installs the pinned versions into .venv-peers):
+    scripts/peers.sh run fastapi 8081
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import resource
+import sys
+
+import uvicorn
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from fastapi.responses import PlainTextResponse
+
+NAME = "fastapi-echo"
+MAX_MESSAGE = 1 << 20  # 1 MiB
+
+app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+
+
+@app.get("/healthz", response_class=PlainTextResponse)
+async def healthz() -> str:
+    return "ok"
+
+
+@app.websocket("/echo")
+async def echo(websocket: WebSocket) -> None:
+    await websocket.accept()
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if text is not None:
+                await websocket.send_text(text)
+            else:
+                await websocket.send_bytes(message["bytes"])
+    except WebSocketDisconnect:  # the client went away while its echo was being sent
+        return
+
+
+def loopback_host(value: str) -> str:
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an IP address (loopback only: 127.0.0.0/8 or ::1)")
+    if not address.is_loopback:
+        raise argparse.ArgumentTypeError(f"{value} is not a loopback address (127.0.0.0/8 or ::1 only)")
+    return value
+
+
+def port_number(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535; 0 picks a free one)")
+    return port
+
+
+def raise_nofile_limit() -> None:
+    """Raises the open-files soft limit to the hard limit: each connection is a descriptor."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as error:
+        print(f"{NAME}: could not raise the open-files limit from {soft} to {hard}: {error}", file=sys.stderr, flush=True)
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, printing the listening line once its socket listens."""
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            shown = f"[{host}]" if ":" in host else host
+            print(f"{NAME} listening on http://{shown}:{port}/ (pid {os.getpid()})", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", type=loopback_host, default="127.0.0.1", help="loopback address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=port_number, required=True, help="port to listen on; 0 picks a free one")
+    parser.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug", "trace"],
+                        help="uvicorn's log level (default: warning; info logs every connection)")
+    args = parser.parse_args()
+
+    raise_nofile_limit()
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        ws="websockets-sansio",
+        ws_max_size=MAX_MESSAGE,
+        log_level=args.log_level,
+        access_log=False,  # no log line per connection: it would cost as much as the echo
+        backlog=4096,  # the same listen backlog as Parley's, so connection bursts meet the same queue
+    )
+    Server(config).run()
+
+
+if __name__ == "__main__":
+    main()
