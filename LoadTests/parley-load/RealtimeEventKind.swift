@@ -9,6 +9,8 @@ enum RealtimeEventKind: Equatable {
     case responseCreated
     case outputTextDelta
     case responseDone
+    case speechStarted
+    case speechStopped
     case error
     case other
 
@@ -19,6 +21,8 @@ enum RealtimeEventKind: Equatable {
         (Array("response.done".utf8), .responseDone),
         (Array("response.created".utf8), .responseCreated),
         (Array("session.created".utf8), .sessionCreated),
+        (Array("input_audio_buffer.speech_started".utf8), .speechStarted),
+        (Array("input_audio_buffer.speech_stopped".utf8), .speechStopped),
         (Array("error".utf8), .error),
     ]
 

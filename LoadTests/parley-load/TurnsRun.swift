@@ -237,7 +237,7 @@ final class TurnsRun: ConnectionEvents {
                 if sessions[slot].measured { result.refused += 1 }
                 endTurn(slot)
             }
-        case .other:
+        case .other, .speechStarted, .speechStopped:
             break
         }
     }

@@ -19,6 +19,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
     private var audio: AudioInput?
     private var codecCheck: ScheduledTask?
     private var lastAudio: UInt64 = 0
+    private var streamClock = AudioStreamClock()
     private var speechStoppedAt: UInt64?
     private let metrics = SessionMetrics.shared
 
@@ -88,12 +89,20 @@ final class RealtimeSessionHandler: WebSocketHandler {
             audio = AudioInput()
             scheduleCodecCheck()
         }
-        lastAudio = MonotonicClock.nanoseconds()
+        let arrived = MonotonicClock.nanoseconds()
+        lastAudio = arrived
         do {
-            perform(engine.handle(.audio(try convert(audio!))))
+            let samples = try convert(audio!)
+            let due = streamClock.frameArrived(duration: audio!.lastInputNanoseconds, at: arrived)
+            perform(engine.handle(.audio(samples)))
+            let done = MonotonicClock.nanoseconds()
+            metrics.audioFrames.add(1, labels: "result=\"processed\"")
+            metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
         } catch let error as OpusError {
+            metrics.audioFrames.add(1, labels: "result=\"rejected\"")
             perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "an Opus packet could not be decoded: \(error)"))))
         } catch {
+            metrics.audioFrames.add(1, labels: "result=\"rejected\"")
             perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "audio could not be processed: \(error)"))))
         }
     }
@@ -167,6 +176,8 @@ final class AudioInput {
     private var from48k: Resampler?
     private var from24k: Resampler?
     private var decoded = [Int16](repeating: 0, count: 0)
+    /// The duration of the last input, before resampling (whose filter delay would blur it).
+    private(set) var lastInputNanoseconds: UInt64 = 0
 
     /// libopus reports its decoder's size; libspeexdsp does not report its resampler's, so each
     /// counts as a 4 KiB estimate (filter history and coefficients at quality 3).
@@ -178,6 +189,7 @@ final class AudioInput {
             decoded = [Int16](repeating: 0, count: decoder!.maxSamplesPerChannel)
         }
         let n = try decoded.withUnsafeMutableBufferPointer { try decoder!.decode(packet, into: $0) }
+        lastInputNanoseconds = UInt64(n) * 1_000_000_000 / 48000
         if from48k == nil { from48k = try Resampler(from: 48000, to: 16000) }
         // Straight from the decode buffer: one allocation per packet, the array the engine keeps.
         return decoded.withUnsafeBufferPointer { from48k!.process(UnsafeBufferPointer(rebasing: $0[..<n])) }
@@ -185,6 +197,7 @@ final class AudioInput {
 
     func pcm24k(_ samples: [Int16]) throws -> [Int16] {
         if from24k == nil { from24k = try Resampler(from: 24000, to: 16000) }
+        lastInputNanoseconds = UInt64(samples.count) * 1_000_000_000 / 24000
         return from24k!.process(samples)
     }
 }

@@ -18,8 +18,15 @@ public final class SessionMetrics: Sendable {
                                      help: "From speech_stopped to response.created (transcription and turn-taking).",
                                      bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
 
+    let audioFrames = MetricFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
+                                   labels: ["processed", "rejected"].map { "result=\"\($0)\"" })
+    let audioLag = Histogram(name: "parley_audio_input_lag_seconds",
+                             help: "How far behind real time each audio frame was when its processing (decode, resampling, VAD, turn-taking) ended, by the stream's own clock; meaningful for clients that stream at real-time pace.",
+                             bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10])
+
     public func render() -> String {
         sessionsOpen.render() + turns.render() + responses.render() + firstToken.render() + serverAdded.render() + speechToResponse.render()
+            + audioFrames.render() + audioLag.render()
     }
 
     /// Counts what an outgoing event says about turns and responses.

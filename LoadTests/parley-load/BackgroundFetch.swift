@@ -1,0 +1,51 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A /metrics scrape on its own thread, so that a load loop with a schedule to keep (voice's 20 ms
+/// frames) does not stop for it. Start it, keep working, and take the result once it is done.
+final class BackgroundFetch {
+    /// What the scraping thread and the caller share.
+    private final class Outcome: Sendable {
+        let metrics = Mutex<ServerMetrics?>(nil)
+        let finished = Atomic<Bool>(false)
+    }
+
+    private let outcome = Outcome()
+    private let thread: pthread_t
+    private let started: Bool
+
+    private final class Work {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    init(_ target: LoadTarget) {
+        let outcome = self.outcome
+        let work = Unmanaged.passRetained(Work {
+            let metrics = try? ServerMetrics.fetch(from: target, timeoutSeconds: 30)
+            outcome.metrics.withLock { $0 = metrics }
+            outcome.finished.store(true, ordering: .releasing)
+        }).toOpaque()
+        var thread = pthread_t()
+        started = pthread_create(&thread, nil, { context in
+            Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
+            return nil
+        }, work) == 0
+        if !started {
+            Unmanaged<Work>.fromOpaque(work).release()
+            outcome.finished.store(true, ordering: .releasing)
+        }
+        self.thread = thread
+    }
+
+    var isDone: Bool { outcome.finished.load(ordering: .acquiring) }
+
+    /// Waits for the scrape (it is bounded by its own time-out) and returns it.
+    func take() -> ServerMetrics? {
+        while !isDone { usleep(1000) }
+        if started { pthread_join(thread, nil) }
+        return outcome.metrics.withLock { $0 }
+    }
+}

@@ -1,0 +1,215 @@
+import ArgumentParser
+import JSON
+import Server
+import Codec
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley-load voice`: many sessions, some of them speaking Opus in real time.
+struct VoiceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "voice",
+        abstract: "Hold N sessions on /ws of which K stream Opus at real-time pace; measure how far the server runs behind real time.",
+        discussion: """
+            Each speaking session sends one 20 ms Opus packet every 20 ms, looping the recording given \
+            with --input (a WAV file; `espeak-ng -w speech.wav "..."` makes one), so the server decodes, \
+            resamples and runs every frame through VAD and turn-taking. The server's lag behind real time \
+            is its parley_audio_input_lag_seconds histogram over the measured window; the client's own \
+            lateness against the 20 ms schedule is shown beside it, with its CPU. One client process.
+            """)
+
+    @Argument(help: "Sessions to open (one process: at most about 19,000).")
+    var sessions: Int
+
+    @Option(help: "How many of them speak.")
+    var speaking = 500
+
+    @Option(help: "The /ws endpoint; loopback addresses only.")
+    var url = "ws://127.0.0.1:8080/ws"
+
+    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
+    var ca: String?
+
+    @Option(help: "Speech to stream (WAV, any rate, mono or stereo).")
+    var input: String
+
+    @Option(help: "Seconds of silence streamed after each pass through the recording, so that VAD ends a turn there.")
+    var pause = 1.0
+
+    @Option(help: "Seconds of streaming before measuring starts.")
+    var warmup = 5.0
+
+    @Option(help: "Seconds measured.")
+    var duration = 20.0
+
+    @Option(help: "Seconds allowed for every session to open and say session.created.")
+    var connectTimeout = 60.0
+
+    @Option(help: "Source addresses to connect from: 127.0.0.2 up to 127.0.0.(1 + K).")
+    var sources = 16
+
+    @Option(help: "Also write the summary as JSON to this file.")
+    var json: String?
+
+    func validate() throws {
+        guard (1...19_000).contains(sessions) else { throw ValidationError("sessions must be 1...19000 (one client process)") }
+        guard (0...sessions).contains(speaking) else { throw ValidationError("--speaking must be 0...sessions") }
+        guard warmup >= 0, warmup <= 600, duration > 0, duration <= 3600 else { throw ValidationError("--warmup 0...600 and --duration (0, 3600]") }
+    }
+
+    func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let target = try LoadTarget(url, caFile: ca)
+        DescriptorLimit.raiseToHard()
+        let speech = try CodecInput(wavPath: input, bitrate: 32000)
+        let silence = try OpusEncoder(settings: .init(bitrate: 32000)).encode([Int16](repeating: 0, count: 960))
+        let packets = speech.packets + Array(repeating: silence, count: Int((pause * 50).rounded()))
+        let before: ServerMetrics
+        do { before = try ServerMetrics.fetch(from: target) } catch { throw LoadFailure.unreachable(error, target) }
+        print("parley-load voice: \(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking \(input) (\(Format.fixed(speech.seconds, 1)) s and \(Format.fixed(pause, 1)) s of silence, \(packets.count) Opus packets at 32 kbit/s, looped)")
+        Console.flush()
+
+        let cpuStart = CPUTime.ofSelf()
+        let run = try VoiceRun(.init(target: target, sessions: sessions, speaking: speaking, packets: packets,
+                                     warmup: warmup, duration: duration, connectTimeout: connectTimeout, sources: sources))
+        let progress = Progress()
+        run.connect(progress: progress)
+        run.startSpeakers()
+        run.stream(until: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(warmup), measuring: false, progress: progress)
+        // The scrapes run on their own thread while the frames keep going out on time.
+        let startFetch = BackgroundFetch(target)
+        let cpuMeasureStart = CPUTime.ofSelf()
+        let measureStart = MonotonicClock.nanoseconds()
+        run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
+        let measured = MonotonicClock.seconds(since: measureStart)
+        let cpuMeasured = CPUTime.ofSelf() - cpuMeasureStart
+        let endFetch = BackgroundFetch(target)
+        run.stream(until: .max, measuring: false, progress: progress) { endFetch.isDone }
+        let start = startFetch.take(), end = endFetch.take()
+        // Every frame sent, against every frame the server processed, once it has had a second to
+        // catch up: the frames it dropped or never got to.
+        run.stopSpeaking()
+        run.stream(until: MonotonicClock.nanoseconds() + 1_000_000_000, measuring: false, progress: progress)
+        let final = try? ServerMetrics.fetch(from: target, timeoutSeconds: 30)
+        progress.finish()
+        run.pool.closeAll()
+
+        let summary = VoiceSummary(target: target, sessions: sessions, speakingAsked: speaking, speaking: run.speaking,
+                                   ready: run.ready, before: before, start: start, end: end, measuredSeconds: measured,
+                                   framesSent: run.framesSentMeasuring, framesSentInAll: run.framesSent, final: final,
+                                   sendLateness: run.sendLateness,
+                                   speechStarted: run.speechStarted, speechStopped: run.speechStopped,
+                                   responsesDone: run.responsesDone, errors: run.errors,
+                                   clientCores: cpuMeasured.total / measured, clientCPU: CPUTime.ofSelf() - cpuStart)
+        print(summary.text)
+        if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
+        if !summary.passed { throw ExitCode.failure }
+    }
+}
+
+/// What `voice` measured, as text and JSON.
+struct VoiceSummary {
+    let target: LoadTarget
+    let sessions: Int
+    let speakingAsked: Int
+    let speaking: Int
+    let ready: Int
+    let before: ServerMetrics
+    let start: ServerMetrics?
+    let end: ServerMetrics?
+    let measuredSeconds: Double
+    let framesSent: Int
+    let framesSentInAll: Int
+    let final: ServerMetrics?
+    let sendLateness: LatencyRecorder
+    let speechStarted: Int
+    let speechStopped: Int
+    let responsesDone: Int
+    let errors: Int
+    let clientCores: Double
+    let clientCPU: CPUTime
+
+    static let lagName = "parley_audio_input_lag_seconds"
+    /// The target: the server's p99 lag behind real time.
+    static let lagBudget = 0.005
+
+    var lag: ServerHistogram? {
+        guard let start, let end, let a = ServerHistogram(Self.lagName, in: start), let b = ServerHistogram(Self.lagName, in: end) else { return nil }
+        return b.since(a)
+    }
+
+    /// Frames the server processed over the whole run (its counter is process-wide: a server
+    /// with no other audio clients is assumed).
+    var framesProcessed: Int? {
+        guard let final else { return nil }
+        let name = "parley_audio_input_frames_total"
+        let label = #"result="processed""#
+        return Int((final.value(name, labels: label) ?? 0) - (before.value(name, labels: label) ?? 0))
+    }
+
+    var problems: [String] {
+        var out: [String] = []
+        if ready < sessions { out.append("only \(ready) of \(sessions) sessions became ready") }
+        if speaking < speakingAsked { out.append("only \(speaking) of \(speakingAsked) speakers could start") }
+        guard let lag, let p99 = lag.percentileBound(99) else { return out + ["no server lag measured (is this a Parley server with /ws?)"] }
+        if p99 > Self.lagBudget { out.append("the server's p99 lag behind real time is \(lag.formatPercentile(99)), over the \(Int(Self.lagBudget * 1000)) ms budget") }
+        if let processed = framesProcessed, processed < framesSentInAll {
+            out.append("the server processed \(processed) of the \(framesSentInAll) frames sent")
+        }
+        return out
+    }
+
+    var passed: Bool { problems.isEmpty }
+
+    var text: String {
+        var lines = ["", "== voice  (\(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking Opus in real time)"]
+        lines.append(Format.row("sessions ready", "\(Format.grouped(ready)) of \(Format.grouped(sessions))"))
+        let expected = Double(speaking) * 50 * measuredSeconds
+        lines.append(Format.row("frames sent", "\(Format.grouped(framesSent)) in \(Format.fixed(measuredSeconds, 1)) s = \(Format.grouped(Int(Double(framesSent) / measuredSeconds))) /s  (real time for \(speaking) speakers: \(Format.grouped(Int(expected / measuredSeconds))) /s)"))
+        let h = sendLateness
+        lines.append(Format.row("client sends", h.count == 0 ? "none measured" : "late against the 20 ms schedule by p50 \(LatencyRecorder.format(nanoseconds: h.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: h.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: h.maximum))"))
+        if let lag {
+            lines.append(Format.row("server lag", "p50 \(lag.formatPercentile(50))  p99 \(lag.formatPercentile(99))  p99.9 \(lag.formatPercentile(99.9))  behind real time, \(Format.grouped(lag.observations)) frames (\(Self.lagName))"))
+        } else {
+            lines.append(Format.row("server lag", "not measured: the server has no \(Self.lagName)"))
+        }
+        if let processed = framesProcessed {
+            lines.append(Format.row("frames processed", "\(Format.grouped(processed)) of \(Format.grouped(framesSentInAll)) sent in the whole run (dropped or never processed: \(Format.grouped(max(0, framesSentInAll - processed))))"))
+        }
+        lines.append(Format.row("turns", "speech_started \(Format.grouped(speechStarted))  speech_stopped \(Format.grouped(speechStopped))  response.done \(Format.grouped(responsesDone))  errors \(errors)"))
+        if let end {
+            let rss = end.residentBytes, startup = end.startupResidentBytes
+            lines.append(Format.row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)); \(Format.grouped(Int(((rss - startup) / Double(max(1, ready))).rounded()))) B per session)"))
+        }
+        lines.append(Format.row("client CPU", "\(Format.fixed(clientCores, 2)) of \(Cores.online) cores while measuring  (\(Format.fixed(clientCPU.total, 2)) s over the run)"))
+        lines.append("")
+        lines.append(passed ? "PASS: every speaking session streamed in real time, server p99 lag within \(Int(Self.lagBudget * 1000)) ms" : "FAIL: " + problems.joined(separator: "; "))
+        return lines.joined(separator: "\n")
+    }
+
+    var json: JSON {
+        func bound(_ p: Double) -> JSON { lag?.percentileBound(p).map { $0.isFinite ? JSON.number($0) : .string("+Inf") } ?? .null }
+        return .object([
+            ("command", .string("voice")),
+            ("url", .string(target.url)),
+            ("sessions", .int(sessions)),
+            ("ready", .int(ready)),
+            ("speaking", .int(speaking)),
+            ("measured_seconds", .number(measuredSeconds)),
+            ("frames_sent", .int(framesSent)),
+            ("frames_sent_in_all", .int(framesSentInAll)),
+            ("frames_processed_in_all", framesProcessed.map { .int($0) } ?? .null),
+            ("client_send_lateness_ns", .object([("p50", .number(Double(sendLateness.percentile(50)))), ("p99", .number(Double(sendLateness.percentile(99)))), ("max", .number(Double(sendLateness.maximum)))])),
+            ("server_lag_seconds_bound", .object([("p50", bound(50)), ("p99", bound(99)), ("p99_9", bound(99.9))])),
+            ("speech_started", .int(speechStarted)),
+            ("speech_stopped", .int(speechStopped)),
+            ("responses_done", .int(responsesDone)),
+            ("errors", .int(errors)),
+            ("client_cores_while_measuring", .number(clientCores)),
+            ("server_resident_bytes", end.map { .number($0.residentBytes) } ?? .null),
+            ("passed", .bool(passed)),
+            ("problems", .array(problems.map(JSON.string))),
+        ])
+    }
+}

@@ -1,0 +1,134 @@
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The voice test in one process: N sessions on `/ws`, of which K stream Opus at real-time cadence
+/// (one 20 ms packet every 20 ms, looping a real speech recording), so the server decodes, resamples
+/// and runs every frame through VAD and turn-taking. The others stay idle. The client times its own
+/// sends against the schedule; the server's lag behind real time comes from its /metrics.
+final class VoiceRun: ConnectionEvents {
+    struct Settings {
+        let target: LoadTarget
+        let sessions: Int
+        let speaking: Int
+        let packets: [[UInt8]]
+        let warmup: Double
+        let duration: Double
+        let connectTimeout: Double
+        let sources: Int
+    }
+
+    /// One speaking session's place in the recording and in time.
+    private struct Speaker {
+        let connection: ClientConnection
+        var packet: Int
+        var due: UInt64
+    }
+
+    static let frameNanoseconds: UInt64 = 20_000_000
+    static let connectRate = 5000.0
+
+    private let settings: Settings
+    let pool: ConnectionPool
+    private var speakers: [Speaker] = []
+    private var created = Set<Int>()
+    /// How late each send was against its slot in the schedule, while measuring.
+    private(set) var sendLateness = LatencyRecorder()
+    private(set) var framesSent = 0
+    private(set) var framesSentMeasuring = 0
+    private(set) var speechStarted = 0
+    private(set) var speechStopped = 0
+    private(set) var responsesDone = 0
+    private(set) var errors = 0
+    private var measuring = false
+
+    init(_ settings: Settings) throws(ClientSocket.Failure) {
+        self.settings = settings
+        pool = try ConnectionPool(.init(
+            target: settings.target, count: settings.sessions, firstIndex: 0, sources: settings.sources,
+            rate: Self.connectRate, connectTimeout: settings.connectTimeout))
+        pool.events = self
+    }
+
+    var ready: Int { created.count }
+
+    // MARK: Phases
+
+    /// Until every session has said session.created, or the connect deadline.
+    func connect(progress: Progress) {
+        let deadline = MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(settings.connectTimeout)
+        while MonotonicClock.nanoseconds() < deadline && !(pool.settled && ready == pool.open) {
+            pool.step(timeoutMilliseconds: 10)
+            progress.update("connecting  \(Format.grouped(ready))/\(Format.grouped(settings.sessions)) sessions ready")
+        }
+    }
+
+    /// Picks the speakers among the ready sessions, spread evenly over one frame's time and
+    /// starting at random places in the recording, so that their sends do not come in bursts.
+    func startSpeakers() {
+        let now = MonotonicClock.nanoseconds()
+        var random = FastRandom()
+        let ready = pool.openConnections.filter { created.contains($0.slot) }
+        for (i, connection) in ready.prefix(settings.speaking).enumerated() {
+            let phase = Self.frameNanoseconds * UInt64(i) / UInt64(max(1, settings.speaking))
+            speakers.append(Speaker(connection: connection, packet: Int(random.next() % UInt64(settings.packets.count)), due: now + phase))
+        }
+        speaking = speakers.count
+    }
+
+    private(set) var speaking = 0
+
+    /// The speakers fall silent (the sessions stay open).
+    func stopSpeaking() { speakers.removeAll() }
+
+    /// Streams until `end`, or until `stop` says so; `measuring` counts what is sent and heard.
+    func stream(until end: UInt64, measuring: Bool, progress: Progress, stop: () -> Bool = { false }) {
+        self.measuring = measuring
+        var nextProgress: UInt64 = 0
+        while true {
+            let now = MonotonicClock.nanoseconds()
+            guard now < end, !stop() else { break }
+            sendDue(now)
+            pool.step(timeoutMilliseconds: 1)
+            if now >= nextProgress {
+                nextProgress = now + 500_000_000
+                progress.update("\(measuring ? "measuring" : "warm-up  ")  \(Format.grouped(speakers.count)) speaking of \(Format.grouped(pool.open)) open  \(Format.grouped(framesSent)) frames sent  speech stopped \(Format.grouped(speechStopped))  errors \(errors)")
+            }
+        }
+    }
+
+    /// Sends every frame whose time has come.
+    private func sendDue(_ now: UInt64) {
+        for i in speakers.indices where speakers[i].due <= now {
+            let speaker = speakers[i]
+            guard speaker.connection.isOpen else { continue }
+            settings.packets[speaker.packet].withUnsafeBytes { pool.sendFrame(ClientFrame.binary, $0, on: speaker.connection) }
+            framesSent += 1
+            if measuring {
+                framesSentMeasuring += 1
+                sendLateness.record(now - speaker.due)
+            }
+            speakers[i].packet = (speaker.packet + 1) % settings.packets.count
+            speakers[i].due += Self.frameNanoseconds
+        }
+    }
+
+    // MARK: Events
+
+    func received(_ opcode: UInt8, _ payload: UnsafeRawBufferPointer, on connection: ClientConnection, in pool: ConnectionPool) {
+        guard opcode == ClientFrame.text else { return }
+        switch RealtimeEventKind.of(payload) {
+        case .sessionCreated: created.insert(connection.slot)
+        case .speechStarted: if measuring { speechStarted += 1 }
+        case .speechStopped: if measuring { speechStopped += 1 }
+        case .responseDone: if measuring { responsesDone += 1 }
+        case .error: errors += 1
+        default: break
+        }
+    }
+
+    func lost(_ connection: ClientConnection, reason: String, in pool: ConnectionPool) {
+        created.remove(connection.slot)
+    }
+}
