@@ -100,5 +100,8 @@ espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \
   "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
 run codec codec --input "$OUT/speech.wav"
 
+# One page of charts and a Markdown summary of everything above.
+"$BIN/parley-load" report "$OUT"
+
 ln -sfn "$(basename "$OUT")" LoadTests/reports/latest
 echo "bench: reports in $OUT (LoadTests/reports/latest)"

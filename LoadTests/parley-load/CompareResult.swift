@@ -45,7 +45,7 @@ struct CompareResult {
         out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
         for r in results {
             out += "| \(r.peer.title) | \(r.held.map { Format.grouped($0) } ?? "n/a") | \(bytes(r.residentPerSession)) | \(bytes(r.proportionalPerSession)) | "
-            out += "\(integer(r.rate(r.echo100))) | \(milliseconds(r.p99(r.echo100))) | \(integer(r.rate(r.echo1000))) | \(milliseconds(r.p99(r.echo1000))) | not measured |\n"
+            out += "\(integer(r.rate(r.echo100))) | \(milliseconds(r.p99(r.echo100))) | \(integer(r.rate(r.echo1000))) | \(milliseconds(r.p99(r.echo1000))) | \(r.peer == .parley ? "see `parley-load voice`" : "no voice path") |\n"
         }
         guard let parley = results.first(where: { $0.peer == .parley }) else { return out }
         let peers = results.filter { $0.peer != .parley }

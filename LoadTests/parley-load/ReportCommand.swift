@@ -1,0 +1,169 @@
+import ArgumentParser
+import JSON
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley-load report DIR`: one HTML page with charts (inline SVG) and one Markdown summary from
+/// the JSON reports a run left in DIR (and its subdirectories one level down, such as tls/).
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Write DIR/report.html (charts) and DIR/summary.md from the JSON reports in DIR.")
+
+    @Argument(help: "A report directory, such as LoadTests/reports/latest.")
+    var directory: String
+
+    func run() throws {
+        let runs = Self.jsonFiles(in: directory).compactMap { path -> (String, JSON)? in
+            guard let text = try? TextFile.read(path), let json = try? JSON(parsing: text), json["command"]?.string != nil else { return nil }
+            return (String(path.dropFirst(directory.count + 1).dropLast(5)), json)
+        }
+        guard !runs.isEmpty else { throw LoadFailure("no parley-load JSON reports in \(directory)") }
+        let report = LoadReport(title: directory, runs: runs)
+        try TextFile.write(report.html, to: "\(directory)/report.html")
+        try TextFile.write(report.markdown, to: "\(directory)/summary.md")
+        print("wrote \(directory)/report.html and \(directory)/summary.md from \(runs.count) reports")
+    }
+
+    /// *.json in `directory` and in its subdirectories, sorted.
+    static func jsonFiles(in directory: String) -> [String] {
+        var out: [String] = []
+        for name in entries(directory) where !name.hasPrefix(".") {
+            let path = "\(directory)/\(name)"
+            if name.hasSuffix(".json") { out.append(path) } else if isDirectory(path) {
+                out += entries(path).filter { $0.hasSuffix(".json") }.map { "\(path)/\($0)" }
+            }
+        }
+        return out.sorted()
+    }
+
+    private static func entries(_ directory: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+/// The charts and tables of one report directory.
+struct LoadReport {
+    let title: String
+    let runs: [(name: String, json: JSON)]
+
+    func of(_ command: String) -> [(name: String, json: JSON)] { runs.filter { $0.json["command"]?.string == command } }
+
+    // MARK: Figures
+
+    /// (sessions, resident growth per session, PSS per session) for every hold run.
+    var holdPoints: [(name: String, secure: Bool, sessions: Double, resident: Double?, proportional: Double?)] {
+        of("hold").compactMap { run in
+            let server = run.json["server_connected"]
+            guard let open = server?["echo_open"]?.double, open > 0 else { return nil }
+            let secure = run.json["url"]?.string?.hasPrefix("wss://") == true
+            return (run.name, secure, open, server?["resident_growth_bytes_per_connection"]?.double, server?["proportional_bytes_per_connection"]?.double)
+        }.sorted { $0.sessions < $1.sessions }
+    }
+
+    var html: String {
+        var body = "<h1>parley-load report</h1><p><code>\(SVGChart.escape(title))</code>: \(runs.count) runs. Figures from this machine; the load client shares its cores with the server.</p>"
+        body += memorySection + echoSection + cpuSection
+        body += "<h2>Every run</h2>" + markdownTableHTML
+        return "<!doctype html><html><head><meta charset=\"utf-8\"><title>parley-load report</title><style>body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}h2{margin-top:2em}</style></head><body>\(body)</body></html>\n"
+    }
+
+    private var memorySection: String {
+        let points = holdPoints
+        guard !points.isEmpty else { return "" }
+        var series: [SVGChart.Series] = []
+        for secure in [false, true] {
+            let scheme = secure ? "wss" : "ws"
+            let mine = points.filter { $0.secure == secure }
+            let resident = mine.compactMap { p in p.resident.map { (x: p.sessions, y: $0) } }
+            if !resident.isEmpty { series.append(.init(name: "\(scheme): RSS growth", points: resident)) }
+            let proportional = mine.compactMap { p in p.proportional.map { (x: p.sessions, y: $0) } }
+            if !proportional.isEmpty { series.append(.init(name: "\(scheme): whole (PSS)", points: proportional)) }
+        }
+        var out = "<h2>Resident memory per session against sessions held</h2>"
+        out += SVGChart.lines(series, xLabel: "sessions held (log scale)", yLabel: "bytes per session", logX: true,
+                              xFormat: { Format.grouped(Int($0.rounded())) }, yFormat: { Format.grouped(Int($0.rounded())) })
+        out += "<p>Runs: " + points.map { "\(SVGChart.escape($0.name)) (\(Format.grouped(Int($0.sessions))))" }.joined(separator: ", ") + ".</p>"
+        return out
+    }
+
+    private var echoSection: String {
+        let echoes = of("echo")
+        guard !echoes.isEmpty else { return "" }
+        let percentiles: [Double] = [1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9]
+        let series = echoes.map { run -> SVGChart.Series in
+            let recorder = LatencyRecorder(json: run.json["result"]?["latency"])
+            return .init(name: run.name, points: percentiles.map { (x: Double(recorder.percentile($0)) / 1e6, y: $0) })
+        }
+        var out = "<h2>Echo latency distributions</h2>"
+        out += SVGChart.lines(series, xLabel: "round trip, ms (log scale)", yLabel: "percentile", logX: true, yMax: 100,
+                              xFormat: { Format.fixed($0, $0 < 1 ? 2 : 1) }, yFormat: { Format.fixed($0, 0) })
+        out += "<h2>Echo throughput</h2>"
+        out += SVGChart.bars(echoes.map { (label: $0.name, value: $0.json["result"]?["messages_per_second"]?.double ?? 0) }, unit: "msg/s",
+                             format: { Format.grouped(Int($0.rounded())) })
+        return out
+    }
+
+    private var cpuSection: String {
+        var items: [(label: String, value: Double)] = []
+        for run in runs {
+            if let cores = run.json["client_cores_while_measuring"]?.double { items.append((run.name, cores)) }
+        }
+        guard !items.isEmpty else { return "" }
+        return "<h2>Load client CPU while measuring</h2><p>Cores of the machine's \(Cores.online) the client took: what the server did not have.</p>"
+            + SVGChart.bars(items, unit: "cores", format: { Format.fixed($0, 2) })
+    }
+
+    // MARK: Tables
+
+    /// One row per run: its headline figures.
+    var rows: [[String]] {
+        runs.map { run in
+            let j = run.json
+            switch j["command"]?.string ?? "" {
+            case "hold":
+                let server = j["server_connected"]
+                return [run.name, "hold", "\(Format.grouped(j["open_after_hold"]?.int ?? 0)) of \(Format.grouped(j["requested"]?.int ?? 0)) held",
+                        server?["resident_growth_bytes_per_connection"]?.double.map { "\(Format.grouped(Int($0))) B/session resident" } ?? "",
+                        server?["proportional_bytes_per_connection"]?.double.map { "\(Format.grouped(Int($0))) B/session PSS" } ?? ""]
+            case "echo":
+                let latency = j["latency_ns"]
+                return [run.name, "echo", "\(Format.grouped(Int(j["result"]?["messages_per_second"]?.double ?? 0))) msg/s",
+                        "p99 \(LatencyRecorder.format(nanoseconds: UInt64(latency?["p99"]?.double ?? 0)))",
+                        "client \(Format.fixed(j["client_cores_while_measuring"]?.double ?? 0, 2)) cores"]
+            case "voice":
+                let lag = j["server_lag_seconds_bound"]
+                return [run.name, "voice", "\(j["speaking"]?.int ?? 0) speaking of \(Format.grouped(j["sessions"]?.int ?? 0))",
+                        "lag p99 ≤ \(lag?["p99"]?.double.map { Format.fixed($0 * 1000, 1) + " ms" } ?? "?")",
+                        j["passed"]?.bool == true ? "passed" : "failed"]
+            case let command:
+                return [run.name, command, j["passed"]?.bool.map { $0 ? "passed" : "failed" } ?? "", "", ""]
+            }
+        }
+    }
+
+    var markdown: String {
+        var out = "# parley-load report: \(title)\n\n| run | scenario | result | | |\n| --- | --- | --- | --- | --- |\n"
+        for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
+        return out + "\nCharts: report.html in the same directory.\n"
+    }
+
+    private var markdownTableHTML: String {
+        var out = "<table><tr><th>run</th><th>scenario</th><th>result</th><th></th><th></th></tr>"
+        for row in rows { out += "<tr>" + row.map { "<td>\(SVGChart.escape($0))</td>" }.joined() + "</tr>" }
+        return out + "</table>"
+    }
+}
