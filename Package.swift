@@ -10,6 +10,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Latency histograms in the load harness (HdrHistogram's Swift port).
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL.
@@ -44,6 +46,7 @@ let package = Package(
             dependencies: [
                 "Server", "CLinux", "Codec", "CCodecBench", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "LoadTests/parley-load"),
 

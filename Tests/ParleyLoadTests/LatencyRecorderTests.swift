@@ -2,26 +2,12 @@ import Testing
 @testable import parley_load
 
 @Suite struct LatencyRecorderTests {
-    @Test func bucketsTileTheRangeWithoutGapsOrOverlap() {
-        var expectedLower: UInt64 = 0
-        var index = 0
-        while expectedLower <= 1 << 30 {
-            let range = LatencyRecorder.range(of: index)
-            #expect(range.lowerBound == expectedLower, "bucket \(index)")
-            #expect(LatencyRecorder.index(of: range.lowerBound) == index && LatencyRecorder.index(of: range.upperBound) == index)
-            // Never wider than 1/128 of its values.
-            #expect(Double(range.upperBound - range.lowerBound) <= Double(range.lowerBound) / 128 + 1)
-            expectedLower = range.upperBound + 1
-            index += 1
-        }
-    }
-
-    @Test func percentilesAreWithinABucketOfTheTruth() {
+    @Test func percentilesAreWithinATenthOfAPercentOfTheTruth() {
         var recorder = LatencyRecorder()
         for v in 1...100_000 as ClosedRange<UInt64> { recorder.record(v * 1000) }
         for (percent, truth) in [(50.0, 50_000_000.0), (90, 90_000_000), (99, 99_000_000), (99.9, 99_900_000)] {
             let measured = Double(recorder.percentile(percent))
-            #expect(measured >= truth && measured <= truth * 1.008, "p\(percent): \(measured)")
+            #expect(measured >= truth && measured <= truth * 1.001, "p\(percent): \(measured)")
         }
         #expect(recorder.percentile(100) == 100_000_000)
         #expect(recorder.count == 100_000)
@@ -38,6 +24,13 @@ import Testing
         odd.merge(even)
         for p in [50.0, 99, 99.9] { #expect(odd.percentile(p) == whole.percentile(p)) }
         #expect(odd.count == whole.count && odd.maximum == whole.maximum && odd.minimum == whole.minimum)
+    }
+
+    @Test func extremeValuesAreClampedNotLost() {
+        var recorder = LatencyRecorder()
+        recorder.record(0)
+        recorder.record(LatencyRecorder.highestTrackable * 2)
+        #expect(recorder.count == 2 && recorder.minimum == 0 && recorder.maximum == LatencyRecorder.highestTrackable * 2)
     }
 
     @Test func survivesAJSONRoundTripBetweenProcesses() {
