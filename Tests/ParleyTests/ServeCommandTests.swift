@@ -62,10 +62,15 @@ import TestSupport
         // Some were refused (accepted and closed at once); the rest are served.
         #expect(clients.contains { $0.readsEOF() })
         clients.removeAll()
-        usleep(200_000)
-        let probe = try TestClient(port: process.port)
-        try probe.send("GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
-        let metrics = try probe.readResponse().body
+        // The server frees those descriptors as it reads each hang-up; until it has, a new
+        // connection may still meet the limit and be refused. Try again for a few seconds.
+        var metrics = ""
+        for _ in 0..<30 where metrics.isEmpty {
+            usleep(100_000)
+            guard let probe = try? TestClient(port: process.port) else { continue }
+            try? probe.send("GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+            metrics = (try? probe.readResponse().body) ?? ""
+        }
         let refused = metrics.split(separator: "\n").first { $0.hasPrefix("parley_connections_refused_total{reason=\"descriptor_limit\"}") }
         #expect(refused.flatMap { Double($0.split(separator: " ").last!) }.map { $0 > 0 } == true)
     }
