@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test build release deps autobahn autobahn-wss bench compare fuzz clean
+.PHONY: run test build release deps autobahn autobahn-wss bench compare ladder fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -50,6 +50,10 @@ bench: release
 compare: release
 	scripts/peers.sh install
 	$(RELEASE)/parley-load compare
+
+# Idle sessions from 10,000 to 1,000,000 (MAX=N to stop sooner), on worker processes past 19,000.
+ladder: release
+	scripts/hold-ladder.sh $${MAX:-1000000}
 
 # The fuzz tests of make test, with many more seeds (random and mutated HTTP heads and frames).
 fuzz: deps
