@@ -16,17 +16,16 @@ Run it with scripts/peers.sh (which installs the pinned versions into .venv-peer
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
-import resource
 import sys
 
 import uvicorn
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from fastapi.responses import PlainTextResponse
 
+from peer_common import MAX_MESSAGE, listening_line, loopback_host, port_number, raise_nofile_limit
+
 NAME = "fastapi-echo"
-MAX_MESSAGE = 1 << 20  # 1 MiB
 
 app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -53,35 +52,7 @@ async def echo(websocket: WebSocket) -> None:
         return
 
 
-def loopback_host(value: str) -> str:
-    try:
-        address = ipaddress.ip_address(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an IP address (loopback only: 127.0.0.0/8 or ::1)")
-    if not address.is_loopback:
-        raise argparse.ArgumentTypeError(f"{value} is not a loopback address (127.0.0.0/8 or ::1 only)")
-    return value
 
-
-def port_number(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535; 0 picks a free one)")
-    return port
-
-
-def raise_nofile_limit() -> None:
-    """Raises the open-files soft limit to the hard limit: each connection is a descriptor."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == hard:
-        return
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ValueError, OSError) as error:
-        print(f"{NAME}: could not raise the open-files limit from {soft} to {hard}: {error}", file=sys.stderr, flush=True)
 
 
 class Server(uvicorn.Server):
@@ -91,8 +62,7 @@ class Server(uvicorn.Server):
         await super().startup(sockets=sockets)
         if self.started:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
-            shown = f"[{host}]" if ":" in host else host
-            print(f"{NAME} listening on http://{shown}:{port}/ (pid {os.getpid()})", flush=True)
+            print(listening_line(NAME, host, port, os.getpid()), flush=True)
 
 
 def main() -> None:
@@ -103,7 +73,7 @@ def main() -> None:
                         help="uvicorn's log level (default: warning; info logs every connection)")
     args = parser.parse_args()
 
-    raise_nofile_limit()
+    raise_nofile_limit(NAME)
     config = uvicorn.Config(
         app,
         host=args.host,

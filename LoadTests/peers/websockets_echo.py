@@ -18,17 +18,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import http
-import ipaddress
 import os
-import resource
 import sys
 
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from peer_common import MAX_MESSAGE, listening_line, loopback_host, port_number, raise_nofile_limit
+
 NAME = "websockets-echo"
-MAX_MESSAGE = 1 << 20  # 1 MiB
 
 
 async def echo(websocket: ServerConnection) -> None:
@@ -48,35 +47,7 @@ def route(connection: ServerConnection, request: Request) -> Response | None:
     return None  # go on with the WebSocket handshake
 
 
-def loopback_host(value: str) -> str:
-    try:
-        address = ipaddress.ip_address(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an IP address (loopback only: 127.0.0.0/8 or ::1)")
-    if not address.is_loopback:
-        raise argparse.ArgumentTypeError(f"{value} is not a loopback address (127.0.0.0/8 or ::1 only)")
-    return value
 
-
-def port_number(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number")
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535; 0 picks a free one)")
-    return port
-
-
-def raise_nofile_limit() -> None:
-    """Raises the open-files soft limit to the hard limit: each connection is a descriptor."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == hard:
-        return
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    except (ValueError, OSError) as error:
-        print(f"{NAME}: could not raise the open-files limit from {soft} to {hard}: {error}", file=sys.stderr, flush=True)
 
 
 async def run(host: str, port: int) -> None:
@@ -84,8 +55,7 @@ async def run(host: str, port: int) -> None:
                      # asyncio's default listen backlog is 100; Parley's and uvicorn's are larger.
                      backlog=4096) as server:
         bound_host, bound_port = server.sockets[0].getsockname()[:2]
-        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-        print(f"{NAME} listening on http://{shown}:{bound_port}/ (pid {os.getpid()})", flush=True)
+        print(listening_line(NAME, bound_host, bound_port, os.getpid()), flush=True)
         await server.serve_forever()
 
 
@@ -96,7 +66,7 @@ def main() -> None:
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio", help="event loop (default: asyncio)")
     args = parser.parse_args()
 
-    raise_nofile_limit()
+    raise_nofile_limit(NAME)
     try:
         if args.loop == "uvloop":
             import uvloop

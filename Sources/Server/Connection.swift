@@ -141,15 +141,9 @@ final class Connection {
     /// One read from the socket, through TLS when the port serves it.
     private func receive(into space: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
         guard let tls else { return try Sys.read(fd, into: space) }
-        switch tls.read(into: space) {
-        case .transferred(let n): return .transferred(n)
-        case .wantRead: return .wouldBlock
-        case .wantWrite:
-            readWaitsForWritable = true
-            armWrite(true)
-            return .wouldBlock
-        case .closed, .failed: return .endOfFile
-        }
+        let result = tls.read(into: space, needsWritable: &readWaitsForWritable)
+        if readWaitsForWritable { armWrite(true) }
+        return result
     }
 
     /// Moves the TLS handshake on; true once it is complete and the connection can read HTTP.

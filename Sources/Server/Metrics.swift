@@ -193,13 +193,8 @@ final class ResidentBaseline: Sendable {
 enum ProcessMemory {
     /// PSS from /proc/self/smaps_rollup ("Pss:  N kB"); 0 where the kernel has no such file.
     static func proportionalBytes() -> Int {
-        let fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = read(fd, &buffer, buffer.count)
-        guard n > 0 else { return 0 }
-        for line in buffer[0..<n].split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Pss:".utf8)) {
+        guard let text = readProcFile("/proc/self/smaps_rollup") else { return 0 }
+        for line in text.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Pss:".utf8)) {
             let digits = line.drop { !(48...57).contains($0) }.prefix { (48...57).contains($0) }
             return (Int(String(decoding: digits, as: UTF8.self)) ?? 0) * 1024
         }
@@ -208,14 +203,20 @@ enum ProcessMemory {
 
     /// Resident bytes from /proc/self/statm (its second field, in pages).
     static func residentBytes() -> Int {
-        let fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let n = read(fd, &buffer, buffer.count)
-        guard n > 0 else { return 0 }
-        let fields = buffer[0..<n].split(separator: UInt8(ascii: " "))
+        guard let text = readProcFile("/proc/self/statm") else { return 0 }
+        let fields = text.split(separator: UInt8(ascii: " "))
         guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return 0 }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// The first kilobyte of a /proc file: all that these small files hold. nil if unreadable
+    /// (at the descriptor limit, say).
+    private static func readProcFile(_ path: String) -> ArraySlice<UInt8>? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = read(fd, &buffer, buffer.count)
+        return n > 0 ? buffer[0..<n] : nil
     }
 }

@@ -107,14 +107,8 @@ final class UpstreamConnection {
 
     private func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
         guard let tls else { return try Sys.read(fd, into: buffer) }
-        switch tls.read(into: buffer) {
-        case .transferred(let n): return .transferred(n)
-        case .wantRead: return .wouldBlock
-        case .wantWrite:
-            readWaitsForWritable = true
-            return .wouldBlock
-        case .closed, .failed: return .endOfFile
-        }
+        // Registered for both edges, so a read waiting for writability needs no arming.
+        return tls.read(into: buffer, needsWritable: &readWaitsForWritable)
     }
 
     // MARK: TLS
