@@ -1,3 +1,4 @@
+import Server
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -47,5 +48,42 @@ final class BackgroundFetch {
         while !isDone { usleep(1000) }
         if started { pthread_join(thread, nil) }
         return outcome.metrics.withLock { $0 }
+    }
+}
+
+/// The server's resident memory for a live progress line: from /proc for a server given by pid,
+/// else from /metrics every two seconds on a background scrape, so the line never waits for it.
+final class ServerMemoryMeter {
+    private let target: LoadTarget
+    private let figures: ProcessFigures?
+    private var scrape: BackgroundFetch?
+    private var lastStarted: UInt64 = 0
+    private var shown = ""
+
+    init(target: LoadTarget, pid: Int32?) {
+        self.target = target
+        figures = pid.map(ProcessFigures.init)
+    }
+
+    /// "  server RSS 123 MiB", or nothing until a first figure has come.
+    func line() -> String {
+        if let figures {
+            return figures.residentBytes.map { "  server RSS \(Format.bytes($0))" } ?? ""
+        }
+        let now = MonotonicClock.nanoseconds()
+        if let pending = scrape, pending.isDone {
+            if let metrics = pending.take() { shown = "  server RSS \(Format.bytes(metrics.residentBytes))" }
+            scrape = nil
+        } else if scrape == nil && now - lastStarted >= 2_000_000_000 {
+            scrape = BackgroundFetch(target)
+            lastStarted = now
+        }
+        return shown
+    }
+
+    /// Waits for a scrape still under way (bounded by its time-out).
+    func finish() {
+        _ = scrape?.take()
+        scrape = nil
     }
 }

@@ -140,6 +140,8 @@ struct EchoCommand: ParsableCommand {
         let elapsed = MonotonicClock.seconds(since: startedAt)
         let perSecond = meter.sample(sum("answered"), at: elapsed)
         let phase = phases.count == 1 ? phases.first! : phases.sorted().joined(separator: "/")
-        return "\(phase)  open \(Format.grouped(sum("open")))/\(Format.grouped(connections))  \(Format.grouped(Int(perSecond))) msg/s  errors \(Format.grouped(sum("errors")))  \(Format.fixed(elapsed, 1)) s"
+        // The worst process's p99 so far: a bound on the merged one, cheap to show live.
+        let p99 = reports.compactMap { $0["p99_ns"]?.double }.max().map { "  p99 ≤ \(LatencyRecorder.format(nanoseconds: UInt64($0)))" } ?? ""
+        return "\(phase)  open \(Format.grouped(sum("open")))/\(Format.grouped(connections))  \(Format.grouped(Int(perSecond))) msg/s\(p99)  errors \(Format.grouped(sum("errors")))  \(Format.fixed(elapsed, 1)) s"
     }
 }

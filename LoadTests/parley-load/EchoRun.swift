@@ -118,6 +118,8 @@ final class EchoRun: ConnectionEvents {
             ("errors", .int(pool.failedCount + pool.droppedCount + badEchoes)),
             ("answered", .int(answered)),
             ("measured", .int(measured)),
+            // So far in the measured window (every half second: a walk over the histogram's counts).
+            ("p99_ns", .number(Double(latency.percentile(99)))),
         ])
     }
 

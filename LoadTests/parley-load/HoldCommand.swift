@@ -116,7 +116,7 @@ struct HoldCommand: ParsableCommand {
         print(summary.connectSection)
         Console.flush()
 
-        summary.heldSeconds = hold(group, progress)
+        summary.heldSeconds = hold(group, progress, target: target)
         do {
             summary.serverAfterHold = try server(open: Self.merge(group).open)
         } catch {
@@ -159,19 +159,21 @@ struct HoldCommand: ParsableCommand {
 
     /// Keeps reading the workers' reports for --hold-seconds, so that drops show as they happen.
     /// Returns the seconds actually held (less if every worker died).
-    private func hold(_ group: WorkerGroup, _ progress: Progress) -> Double {
+    private func hold(_ group: WorkerGroup, _ progress: Progress, target: LoadTarget) -> Double {
         let start = MonotonicClock.nanoseconds()
         let end = start + MonotonicClock.nanoseconds(holdSeconds)
         if holdSeconds > 0 {
             print("\nholding for \(Format.fixed(holdSeconds, 1)) s ...")
             Console.flush()
         }
+        let server = ServerMemoryMeter(target: target, pid: serverPid)
         while MonotonicClock.nanoseconds() < end && group.vanished.isEmpty {
             group.pump(timeoutMilliseconds: 100)
             let now = Self.merge(group)
-            progress.update("holding  open \(Format.grouped(now.open))/\(Format.grouped(count))  dropped \(Format.grouped(now.droppedCount))  \(Format.fixed(MonotonicClock.seconds(since: start), 1))/\(Format.fixed(holdSeconds, 1)) s",
+            progress.update("holding  open \(Format.grouped(now.open))/\(Format.grouped(count))  dropped \(Format.grouped(now.droppedCount))\(server.line())  \(Format.fixed(MonotonicClock.seconds(since: start), 1))/\(Format.fixed(holdSeconds, 1)) s",
                             force: MonotonicClock.nanoseconds() >= end)
         }
+        server.finish()
         progress.finish()
         return MonotonicClock.seconds(since: start)
     }
