@@ -30,6 +30,10 @@ public final class ServerProcess {
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addclose(&actions, fds[0])
+        // Only stdio: test sockets are opened without O_CLOEXEC, and the other tests running in
+        // parallel hold many. Inherited, they would hide hang-ups, and under `ulimit -n 32` they
+        // would take the server's few descriptors before it could open its own.
+        Subprocess.closeFrom(3, &actions)
         var child: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
         defer { argv.forEach { free($0) } }
