@@ -37,6 +37,15 @@ struct CompareCommand: ParsableCommand {
     @Option(help: "First port to use; each server gets the next one.")
     var port = 9500
 
+    @Option(help: "Speech (WAV) for the voice scenario, which only Parley has (on /ws); without it the voice column is skipped.")
+    var speech: String?
+
+    @Option(help: "Voice scenario: sessions open, of which --voice-speaking stream Opus in real time.")
+    var voiceSessions = 10_000
+
+    @Option(help: "Voice scenario: speaking sessions (Parley runs one loop here, so one core decodes them all).")
+    var voiceSpeaking = 150
+
     func validate() throws {
         guard (100...19_900).contains(sessions) else { throw ValidationError("--sessions must be 100...19900 (one server process)") }
         guard echoSeconds > 0, echoSeconds <= 120 else { throw ValidationError("--echo-seconds must be in (0, 120]") }
@@ -80,6 +89,11 @@ struct CompareCommand: ParsableCommand {
             let echo = try load(["echo", "--url", url, "--connections", String(connections), "--duration", String(echoSeconds),
                                  "--server-pid", pid], report: "\(directory)/\(peer.rawValue)-echo-\(connections)")
             if connections == 100 { result.echo100 = echo } else { result.echo1000 = echo }
+        }
+        if peer == .parley, let speech {
+            usleep(2_000_000)
+            result.voice = try load(["voice", String(voiceSessions), "--speaking", String(voiceSpeaking), "--url", "ws://127.0.0.1:\(port)/ws",
+                                     "--input", speech, "--warmup", "5", "--duration", "20"], report: "\(directory)/parley-voice")
         }
         return result
     }

@@ -6,6 +6,7 @@ struct CompareResult {
     var hold: JSON?
     var echo100: JSON?
     var echo1000: JSON?
+    var voice: JSON?
 
     init(peer: Peer) { self.peer = peer }
 
@@ -19,6 +20,16 @@ struct CompareResult {
     func p99(_ echo: JSON?) -> Double? { echo?["latency_ns"]?["p99"]?.double }
     func clientCores(_ echo: JSON?) -> Double? { echo?["client_cores_while_measuring"]?.double }
 
+    /// "150 of 10,000, p99 ≤ 2 ms" when the voice run passed; what it reached otherwise.
+    var voiceCell: String {
+        guard peer == .parley else { return "no voice path" }
+        guard let voice else { return "not run (no --speech)" }
+        let speaking = voice["speaking"]?.int ?? 0, sessions = voice["sessions"]?.int ?? 0
+        let p99 = voice["server_lag_seconds_bound"]?["p99"]?.double.map { "p99 ≤ \(LatencyRecorder.format(nanoseconds: UInt64($0 * 1e9)))" } ?? "lag not measured"
+        let verdict = voice["passed"]?.bool == true ? "" : " (over the 5 ms budget)"
+        return "\(Format.grouped(speaking)) of \(Format.grouped(sessions)), \(p99)\(verdict)"
+    }
+
     var json: JSON {
         func number(_ value: Double?) -> JSON { value.map(JSON.number) ?? .null }
         return .object([
@@ -30,6 +41,7 @@ struct CompareResult {
             ("echo_100_p99_ns", number(p99(echo100))),
             ("echo_1000_msgs_per_second", number(rate(echo1000))),
             ("echo_1000_p99_ns", number(p99(echo1000))),
+            ("voice", voice ?? .null),
         ])
     }
 
@@ -45,7 +57,7 @@ struct CompareResult {
         out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
         for r in results {
             out += "| \(r.peer.title) | \(r.held.map { Format.grouped($0) } ?? "n/a") | \(bytes(r.residentPerSession)) | \(bytes(r.proportionalPerSession)) | "
-            out += "\(integer(r.rate(r.echo100))) | \(milliseconds(r.p99(r.echo100))) | \(integer(r.rate(r.echo1000))) | \(milliseconds(r.p99(r.echo1000))) | \(r.peer == .parley ? "see `parley-load voice`" : "no voice path") |\n"
+            out += "\(integer(r.rate(r.echo100))) | \(milliseconds(r.p99(r.echo100))) | \(integer(r.rate(r.echo1000))) | \(milliseconds(r.p99(r.echo1000))) | \(r.voiceCell) |\n"
         }
         guard let parley = results.first(where: { $0.peer == .parley }) else { return out }
         let peers = results.filter { $0.peer != .parley }
