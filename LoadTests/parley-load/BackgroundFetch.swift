@@ -14,39 +14,23 @@ final class BackgroundFetch {
     }
 
     private let outcome = Outcome()
-    private let thread: pthread_t
-    private let started: Bool
-
-    private final class Work {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
-    }
+    private let thread: pthread_t?
 
     init(_ target: LoadTarget) {
         let outcome = self.outcome
-        let work = Unmanaged.passRetained(Work {
+        thread = try? Thread.spawn(name: "parley-load-scrape") {
             let metrics = try? ServerMetrics.fetch(from: target, timeoutSeconds: 30)
             outcome.metrics.withLock { $0 = metrics }
             outcome.finished.store(true, ordering: .releasing)
-        }).toOpaque()
-        var thread = pthread_t()
-        started = pthread_create(&thread, nil, { context in
-            Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
-            return nil
-        }, work) == 0
-        if !started {
-            Unmanaged<Work>.fromOpaque(work).release()
-            outcome.finished.store(true, ordering: .releasing)
         }
-        self.thread = thread
+        if thread == nil { outcome.finished.store(true, ordering: .releasing) }
     }
 
     var isDone: Bool { outcome.finished.load(ordering: .acquiring) }
 
     /// Waits for the scrape (it is bounded by its own time-out) and returns it.
     func take() -> ServerMetrics? {
-        while !isDone { usleep(1000) }
-        if started { pthread_join(thread, nil) }
+        if let thread { pthread_join(thread, nil) }
         return outcome.metrics.withLock { $0 }
     }
 }

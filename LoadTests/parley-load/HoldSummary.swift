@@ -69,8 +69,8 @@ struct HoldSummary {
             let growth = Int(((rss - startup) / Double(open)).rounded())
             let whole = Int((rss / Double(open)).rounded())
             rows.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)   \(Format.grouped(whole)) B  (rss / open)   server gauge \(Format.grouped(Int(server.residentBytesPerConnection))) B"))
-            if server.proportionalBytes > 0 {
-                rows.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int((server.proportionalBytes / Double(open)).rounded()))) B per session, everything included (\(server.workers) process\(server.workers == 1 ? "" : "es"), shared pages counted once)"))
+            if let perSession = server.proportionalBytesPerEchoSession {
+                rows.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int(perSession))) B per session, everything included (\(server.workers) process\(server.workers == 1 ? "" : "es"), shared pages counted once)"))
             }
             if server.workers > 1, let low = server.workerResidentBytes.min(), let high = server.workerResidentBytes.max() {
                 rows.append(Format.row("per worker", "RSS \(Format.bytes(low)) to \(Format.bytes(high)) each, \(Format.grouped(open / server.workers)) sessions each on average"))
@@ -92,8 +92,8 @@ struct HoldSummary {
             if server.echoOpen > 0 {
                 let growth = Int(((server.residentBytes - server.startupResidentBytes) / Double(server.echoOpen)).rounded())
                 lines.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)"))
-                if server.proportionalBytes > 0 {
-                    lines.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int((server.proportionalBytes / Double(server.echoOpen)).rounded()))) B per session, everything included"))
+                if let perSession = server.proportionalBytesPerEchoSession {
+                    lines.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int(perSession))) B per session, everything included"))
                 }
             }
         } else {
@@ -127,7 +127,7 @@ struct HoldSummary {
                 ("server_resident_bytes_per_connection", .number(m.residentBytesPerConnection)),
                 ("server_accounted_bytes_per_connection", .number(m.accountedBytesPerConnection)),
                 ("proportional_bytes", .number(m.proportionalBytes)),
-                ("proportional_bytes_per_connection", open > 0 && m.proportionalBytes > 0 ? .number((m.proportionalBytes / Double(open)).rounded()) : .null),
+                ("proportional_bytes_per_connection", m.proportionalBytesPerEchoSession.map(JSON.number) ?? .null),
                 ("workers", .int(m.workers)),
                 ("worker_resident_bytes", .array(m.workerResidentBytes.map { .number($0) })),
                 ("refused", .counts(m.refused)),

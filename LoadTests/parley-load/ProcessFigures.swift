@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// A server's memory and CPU read from /proc/PID, for servers that have no Parley `/metrics` (the
+/// A server's memory read from /proc/PID, for servers that have no Parley `/metrics` (the
 /// Python peers of `parley-load compare`). The figures come out as a `ServerMetrics` with Parley's
 /// series names, so that every report reads them the same way.
 struct ProcessFigures {
@@ -23,14 +23,6 @@ struct ProcessFigures {
         return nil
     }
 
-    /// User + system CPU seconds so far (/proc/PID/stat fields 14 and 15).
-    var cpuSeconds: Double? {
-        guard let text = read("stat"), let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
     /// Parley's series for this process: `sessions` is what the client counts as open, and
     /// `startupResident` the resident memory measured before the run.
     func metrics(sessions: Int, startupResident: Double) throws(ServerMetrics.Unreachable) -> ServerMetrics {
@@ -43,13 +35,5 @@ struct ProcessFigures {
         return ServerMetrics(parsing: text)
     }
 
-    private func read(_ file: String) -> String? {
-        let fd = open("/proc/\(pid)/\(file)", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while case let n = Glibc.read(fd, &chunk, chunk.count), n > 0 { bytes += chunk[0..<n] }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    private func read(_ file: String) -> String? { try? TextFile.read("/proc/\(pid)/\(file)") }
 }

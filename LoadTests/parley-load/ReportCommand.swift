@@ -1,5 +1,6 @@
 import ArgumentParser
 import JSON
+import Server
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,24 +30,13 @@ struct ReportCommand: ParsableCommand {
     /// *.json in `directory` and in its subdirectories, sorted.
     static func jsonFiles(in directory: String) -> [String] {
         var out: [String] = []
-        for name in entries(directory) where !name.hasPrefix(".") {
+        for name in Directory.names(in: directory) where !name.hasPrefix(".") {
             let path = "\(directory)/\(name)"
             if name.hasSuffix(".json") { out.append(path) } else if isDirectory(path) {
-                out += entries(path).filter { $0.hasSuffix(".json") }.map { "\(path)/\($0)" }
+                out += Directory.names(in: path).filter { $0.hasSuffix(".json") }.map { "\(path)/\($0)" }
             }
         }
         return out.sorted()
-    }
-
-    private static func entries(_ directory: String) -> [String] {
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var names: [String] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 
     private static func isDirectory(_ path: String) -> Bool {

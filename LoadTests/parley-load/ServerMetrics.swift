@@ -46,6 +46,10 @@ struct ServerMetrics {
     var residentBytesPerConnection: Double { value("parley_resident_bytes_per_connection") ?? 0 }
     /// PSS, summed over the processes: what the whole server really takes, shared pages counted once.
     var proportionalBytes: Double { value("parley_process_proportional_memory_bytes") ?? 0 }
+    /// The whole server's PSS per open echo session, rounded; nil without PSS or sessions.
+    var proportionalBytesPerEchoSession: Double? {
+        echoOpen > 0 && proportionalBytes > 0 ? (proportionalBytes / Double(echoOpen)).rounded() : nil
+    }
     /// Worker processes behind the port (1 without --workers).
     var workers: Int { max(1, series("parley_worker_resident_memory_bytes").count) }
     /// Each worker's resident memory (empty without --workers).

@@ -72,7 +72,7 @@ struct VoiceCommand: ParsableCommand {
 
         let cpuStart = CPUTime.ofSelf()
         let run = try VoiceRun(.init(target: target, sessions: sessions, speaking: speaking, packets: packets,
-                                     warmup: warmup, duration: duration, connectTimeout: connectTimeout, sources: sources))
+                                     connectTimeout: connectTimeout, sources: sources))
         let progress = Progress()
         run.connect(progress: progress)
         run.startSpeakers()

@@ -13,8 +13,6 @@ final class VoiceRun: ConnectionEvents {
         let sessions: Int
         let speaking: Int
         let packets: [[UInt8]]
-        let warmup: Double
-        let duration: Double
         let connectTimeout: Double
         let sources: Int
     }
@@ -36,7 +34,8 @@ final class VoiceRun: ConnectionEvents {
     /// How late each send was against its slot in the schedule, while measuring.
     private(set) var sendLateness = LatencyRecorder()
     private(set) var framesSent = 0
-    private(set) var framesSentMeasuring = 0
+    /// Frames sent while measuring: one lateness each.
+    var framesSentMeasuring: Int { Int(sendLateness.count) }
     private(set) var speechStarted = 0
     private(set) var speechStopped = 0
     private(set) var responsesDone = 0
@@ -105,10 +104,7 @@ final class VoiceRun: ConnectionEvents {
             guard speaker.connection.isOpen else { continue }
             settings.packets[speaker.packet].withUnsafeBytes { pool.sendFrame(ClientFrame.binary, $0, on: speaker.connection) }
             framesSent += 1
-            if measuring {
-                framesSentMeasuring += 1
-                sendLateness.record(now - speaker.due)
-            }
+            if measuring { sendLateness.record(now - speaker.due) }
             speakers[i].packet = (speaker.packet + 1) % settings.packets.count
             speakers[i].due += Self.frameNanoseconds
         }

@@ -24,7 +24,9 @@ public enum MetricsMerge {
         var order: [String] = []           // series keys and comment lines, in first-seen order
         var sums: [String: Double] = [:]
         var seenComments = Set<String>()
+        var processes: [ProcessFigures] = []
         for source in sources {
+            var figures = ProcessFigures(worker: source.worker)
             for line in source.text.split(separator: "\n") {
                 if line.hasPrefix("#") {
                     let comment = String(line)
@@ -34,10 +36,12 @@ public enum MetricsMerge {
                 guard let (key, value) = sample(line) else { continue }
                 if sums[key] == nil { order.append(key) }
                 sums[key, default: 0] += value
+                figures.note(key, value)
             }
+            // The supervisor's own series have no process figures.
+            if figures.resident != nil { processes.append(figures) }
         }
-        let sessions = sums.filter { $0.key.hasPrefix("parley_connections_open{") && !$0.key.contains("endpoint=\"http\"") }
-            .values.reduce(0, +)
+        let sessions = processes.reduce(0) { $0 + $1.sessions }
         if sessions > 0 {
             let grown = (sums["parley_process_resident_memory_bytes"] ?? 0) - (sums["parley_process_startup_resident_memory_bytes"] ?? 0)
             sums[ratios[0]] = (max(0, grown) / sessions).rounded(.down)
@@ -50,32 +54,45 @@ public enum MetricsMerge {
         for entry in order {
             if entry.hasPrefix("#") { out += entry + "\n" } else { out += "\(entry) \(format(sums[entry]!))\n" }
         }
-        out += perWorker(sources)
-        return out
+        return out + perWorker(processes)
     }
 
-    /// Each process's resident memory and open sessions, labelled by worker.
-    private static func perWorker(_ sources: [Source]) -> String {
-        var out = "# HELP parley_worker_resident_memory_bytes Resident set size of each worker process.\n"
-        out += "# TYPE parley_worker_resident_memory_bytes gauge\n"
+    /// One process's own figures, kept as its lines go by.
+    private struct ProcessFigures {
+        let worker: String
+        var resident: Double?
+        var proportional = 0.0
+        var sessions = 0.0
+
+        init(worker: String) { self.worker = worker }
+
+        mutating func note(_ key: String, _ value: Double) {
+            if key == "parley_process_resident_memory_bytes" { resident = value }
+            if key == "parley_process_proportional_memory_bytes" { proportional = value }
+            if isSessionCount(key) { sessions += value }
+        }
+    }
+
+    /// Open WebSocket sessions: every endpoint but plain HTTP.
+    private static func isSessionCount(_ key: String) -> Bool {
+        key.hasPrefix("parley_connections_open{") && !key.contains("endpoint=\"http\"")
+    }
+
+    /// Each process's resident memory, PSS and open sessions, labelled by worker.
+    private static func perWorker(_ processes: [ProcessFigures]) -> String {
+        var resident = "# HELP parley_worker_resident_memory_bytes Resident set size of each worker process.\n"
+        resident += "# TYPE parley_worker_resident_memory_bytes gauge\n"
         var proportional = "# HELP parley_worker_proportional_memory_bytes Proportional set size (PSS) of each worker process.\n"
         proportional += "# TYPE parley_worker_proportional_memory_bytes gauge\n"
         var sessions = "# HELP parley_worker_sessions_open WebSocket sessions open in each worker process.\n"
         sessions += "# TYPE parley_worker_sessions_open gauge\n"
-        for source in sources {
-            var rss = 0.0, pss = 0.0, open = 0.0, found = false
-            for line in source.text.split(separator: "\n") where !line.hasPrefix("#") {
-                guard let (key, value) = sample(line) else { continue }
-                if key == "parley_process_resident_memory_bytes" { rss = value; found = true }
-                if key == "parley_process_proportional_memory_bytes" { pss = value }
-                if key.hasPrefix("parley_connections_open{") && !key.contains("endpoint=\"http\"") { open += value }
-            }
-            guard found else { continue }  // the supervisor's own series have no process figures
-            out += "parley_worker_resident_memory_bytes{worker=\"\(source.worker)\"} \(format(rss))\n"
-            proportional += "parley_worker_proportional_memory_bytes{worker=\"\(source.worker)\"} \(format(pss))\n"
-            sessions += "parley_worker_sessions_open{worker=\"\(source.worker)\"} \(format(open))\n"
+        for process in processes {
+            let label = "{worker=\"\(process.worker)\"}"
+            resident += "parley_worker_resident_memory_bytes\(label) \(format(process.resident ?? 0))\n"
+            proportional += "parley_worker_proportional_memory_bytes\(label) \(format(process.proportional))\n"
+            sessions += "parley_worker_sessions_open\(label) \(format(process.sessions))\n"
         }
-        return out + proportional + sessions
+        return resident + proportional + sessions
     }
 
     /// "name{labels} value" → (name{labels}, value); nil for a line that is not a sample.

@@ -188,14 +188,15 @@ enum Listener {
     }
 }
 
-/// A pthread running a closure: the loops want real threads, one each, for their whole life.
-enum Thread {
+/// A pthread running a closure: the loops want real threads, one each, for their whole life; the
+/// load harness uses it for work that must not stop its loop (a background scrape).
+public enum Thread {
     private final class Start {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
-    static func spawn(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> pthread_t {
+    public static func spawn(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> pthread_t {
         var thread = pthread_t()
         let start = Unmanaged.passRetained(Start(body)).toOpaque()
         let rc = pthread_create(&thread, nil, { context in

@@ -30,14 +30,7 @@ public struct WorkerGroupMembership: Sendable {
 
     /// The other processes' latest files, by name.
     func others() -> [MetricsMerge.Source] {
-        guard let directory = opendir(self.directory) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasSuffix(".prom"), name != "\(self.name).prom" else { continue }
-            names.append(String(name.dropLast(5)))
-        }
+        let names = Directory.names(in: directory).filter { $0.hasSuffix(".prom") && $0 != "\(name).prom" }.map { String($0.dropLast(5)) }
         return names.sorted().compactMap { name in
             read("\(self.directory)/\(name).prom").map { MetricsMerge.Source(worker: label(name), text: $0) }
         }

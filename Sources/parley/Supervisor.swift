@@ -65,7 +65,7 @@ final class Supervisor {
         sigemptyset(&signals)
         for signal in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&signals, signal) }
         pthread_sigmask(SIG_BLOCK, &signals, nil)
-        defer { removeDirectory() }
+        defer { Directory.removeFlat(directory) }
 
         for index in 0..<count { try start(index) }
         guard waitForWorkers() else {
@@ -91,7 +91,8 @@ final class Supervisor {
     // MARK: Workers
 
     private func start(_ index: Int) throws {
-        let argv = [ServerProcessPath.executable, "serve"] + arguments
+        // This very executable (/proc/self/exe), so the workers are the same build.
+        let argv = [CommandLine.arguments[0], "serve"] + arguments
             + ["--worker-dir", directory, "--worker-name", "worker-\(index)"]
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -109,8 +110,8 @@ final class Supervisor {
         defer { cArguments.forEach { free($0) } }
         setenv("PARLEY_SUPERVISOR_PID", String(getpid()), 1)
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], nil, &attributes, cArguments, environ)
-        guard rc == 0 else { throw SystemError("posix_spawn(\(argv[0]))", errno: rc) }
+        let rc = posix_spawn(&pid, "/proc/self/exe", nil, &attributes, cArguments, environ)
+        guard rc == 0 else { throw SystemError("posix_spawn(/proc/self/exe)", errno: rc) }
         workers[index].pid = pid
         workers[index].startedAt = now()
         workers[index].restartAt = nil
@@ -190,25 +191,5 @@ final class Supervisor {
         group.publish(text)
     }
 
-    private func removeDirectory() {
-        if let entries = opendir(directory) {
-            while let entry = readdir(entries) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { unlink("\(directory)/\(name)") }
-            }
-            closedir(entries)
-        }
-        rmdir(directory)
-    }
-
     private func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }
-}
-
-/// This executable's own path, to start workers of the same build.
-enum ServerProcessPath {
-    static var executable: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
-    }
 }
