@@ -44,33 +44,43 @@ struct CodecCommand: ParsableCommand {
     }
 
     func run() throws {
-        let speech = try CodecInput(wavPath: input, bitrate: bitrate)
-        print("parley-load codec: \(speech.packets.count) packets of 20 ms (\(Format.fixed(speech.seconds, 2)) s of speech, \(bitrate / 1000) kbit/s), \(trials) trials, \(OpusLibrary.version)")
+        let speech = try CodecInput(wavPath: input, profile: .fullband, bitrate: bitrate)
+        let wideband = try CodecInput(wavPath: input, profile: .wideband)
+        print("parley-load codec: \(speech.packets.count) packets of 20 ms (\(Format.fixed(speech.seconds, 2)) s of speech), \(trials) trials, \(OpusLibrary.version)")
         let decode = try CodecTrial.compare(trials: trials, trialSeconds: trialSeconds, frames: speech.packets.count,
                                             swift: { rounds in try speech.decodeWithSwift(rounds: rounds) },
                                             c: { rounds in speech.decodeWithC(rounds: rounds) })
-        print(decode.line("decode"))
+        print(decode.line("decode FB>48k") + "  fullband \(bitrate / 1000) kbit/s, decoded at 48 kHz")
+        // What the server does with what Parley's clients send: wideband packets decoded at 16 kHz.
+        let serverDecode = try CodecTrial.compare(trials: trials, trialSeconds: trialSeconds, frames: wideband.packets.count,
+                                                  swift: { rounds in try wideband.decodeWithSwift(rounds: rounds, at: .hz16000) },
+                                                  c: { rounds in wideband.decodeWithC(rounds: rounds, at: .hz16000) })
+        print(serverDecode.line("decode WB>16k") + "  wideband \(wideband.bitrate / 1000) kbit/s, decoded at 16 kHz (the server's path)")
         var encodes: [(Int, CodecTrial.Comparison)] = []
         for complexity in complexities {
             let result = try CodecTrial.compare(trials: trials, trialSeconds: trialSeconds, frames: speech.frames,
                                                 swift: { rounds in try speech.encodeWithSwift(rounds: rounds, complexity: complexity) },
                                                 c: { rounds in speech.encodeWithC(rounds: rounds, complexity: complexity) })
-            print(result.line("encode c=\(complexity)"))
+            print(result.line("encode c=\(complexity)") + "  fullband \(bitrate / 1000) kbit/s")
             encodes.append((complexity, result))
         }
         let decoderBytes = try OpusDecoder().stateBytes, encoderBytes = try OpusEncoder().stateBytes
+        let speakers = Int(serverDecode.swiftFramesPerSecond / 50), fullbandSpeakers = Int(decode.swiftFramesPerSecond / 50)
         print("state    decoder \(Format.grouped(decoderBytes)) B, encoder \(Format.grouped(encoderBytes)) B (48 kHz mono, as libopus reports)")
-        print("speakers one core decodes in real time: \(Format.grouped(Int(decode.swiftFramesPerSecond / 50))) (50 frames of 20 ms a second each)")
+        print("speakers one core decodes in real time: \(Format.grouped(speakers)) wideband at 16 kHz, \(Format.grouped(fullbandSpeakers)) fullband at 48 kHz (50 frames of 20 ms a second each)")
         if let json {
             let report = JSON.object([
                 ("libopus", .string(OpusLibrary.version)),
                 ("packets", .int(speech.packets.count)),
                 ("bitrate", .int(bitrate)),
                 ("decode", decode.json),
+                ("decode_wideband_16k", serverDecode.json),
+                ("wideband_bitrate", .int(wideband.bitrate)),
                 ("encode", .array(encodes.map { .object([("complexity", .int($0.0)), ("result", $0.1.json)]) })),
                 ("decoder_state_bytes", .int(decoderBytes)),
                 ("encoder_state_bytes", .int(encoderBytes)),
-                ("realtime_speakers_per_core", .int(Int(decode.swiftFramesPerSecond / 50))),
+                ("realtime_speakers_per_core", .int(speakers)),
+                ("realtime_speakers_per_core_fullband", .int(fullbandSpeakers)),
             ])
             try TextFile.write(report.description + "\n", to: json)
         }
@@ -79,30 +89,39 @@ struct CodecCommand: ParsableCommand {
 
 /// The speech and its packets, laid out contiguously for both loops.
 struct CodecInput {
+    let profile: OpusProfile
     let pcm: [Int16]
     let packets: [[UInt8]]
     let packetBytes: [UInt8]
     let lengths: [Int32]
     let bitrate: Int
-    var frames: Int { pcm.count / 960 }
-    var seconds: Double { Double(pcm.count) / 48000 }
+    var frames: Int { pcm.count / profile.frameSamples }
+    var seconds: Double { Double(pcm.count) / Double(profile.sampleRate) }
 
-    init(wavPath: String, bitrate: Int) throws {
+    init(wavPath: String, profile: OpusProfile = .fullband, bitrate: Int? = nil) throws {
         let wav = try WAVFile.read(path: wavPath)
         let mono = stride(from: 0, to: wav.samples.count, by: wav.channels).map { wav.samples[$0] }
-        let resampled = try Resampler(from: wav.sampleRate, to: 48000, quality: .desktop).process(mono)
-        pcm = Array(resampled.prefix(resampled.count / 960 * 960))
-        guard pcm.count >= 960 * 10 else { throw LoadFailure("\(wavPath): under 0.2 s of audio") }
-        self.bitrate = bitrate
-        let encoder = try OpusEncoder(settings: .init(bitrate: bitrate))
+        let resampled = try Resampler(from: wav.sampleRate, to: profile.sampleRate, quality: .desktop).process(mono)
+        let frame = profile.frameSamples
+        pcm = Array(resampled.prefix(resampled.count / frame * frame))
+        guard pcm.count >= frame * 10 else { throw LoadFailure("\(wavPath): under 0.2 s of audio") }
+        self.profile = profile
+        self.bitrate = bitrate ?? profile.defaultBitrate
+        let encoder = try OpusEncoder(format: profile.format, settings: .init(bitrate: self.bitrate))
         let speech = pcm
-        packets = try stride(from: 0, to: speech.count, by: 960).map { try encoder.encode(Array(speech[$0..<($0 + 960)])) }
+        packets = try stride(from: 0, to: speech.count, by: frame).map { try encoder.encode(Array(speech[$0..<($0 + frame)])) }
         packetBytes = packets.flatMap { $0 }
         lengths = packets.map { Int32($0.count) }
     }
 
-    func decodeWithSwift(rounds: Int) throws -> Int {
-        let decoder = try OpusDecoder()
+    /// One 20 ms packet of silence, encoded the same way.
+    func silencePacket() throws -> [UInt8] {
+        try OpusEncoder(format: profile.format, settings: .init(bitrate: bitrate)).encode([Int16](repeating: 0, count: profile.frameSamples))
+    }
+
+    /// Decodes every packet `rounds` times at `rate` (the server decodes at 16 kHz).
+    func decodeWithSwift(rounds: Int, at rate: SampleRate = .hz48000) throws -> Int {
+        let decoder = try OpusDecoder(format: AudioFormat(sampleRate: rate, channels: .mono))
         let out = UnsafeMutableBufferPointer<Int16>.allocate(capacity: decoder.maxSamplesPerChannel)
         defer { out.deallocate() }
         var frames = 0
@@ -119,23 +138,24 @@ struct CodecInput {
         return frames
     }
 
-    func decodeWithC(rounds: Int) -> Int {
+    func decodeWithC(rounds: Int, at rate: SampleRate = .hz48000) -> Int {
         packetBytes.withUnsafeBufferPointer { bytes in
             lengths.withUnsafeBufferPointer { lengths in
-                parley_bench_decode(bytes.baseAddress, lengths.baseAddress, Int32(lengths.count), Int32(rounds), 48000, 1)
+                parley_bench_decode(bytes.baseAddress, lengths.baseAddress, Int32(lengths.count), Int32(rounds), Int32(rate.rawValue), 1)
             }
         }
     }
 
     func encodeWithSwift(rounds: Int, complexity: Int) throws -> Int {
-        let encoder = try OpusEncoder(settings: .init(bitrate: bitrate, complexity: complexity))
+        let encoder = try OpusEncoder(format: profile.format, settings: .init(bitrate: bitrate, complexity: complexity))
         let packet = UnsafeMutableRawBufferPointer.allocate(byteCount: OpusEncoder.maxPacketBytes, alignment: 1)
         defer { packet.deallocate() }
+        let frame = profile.frameSamples
         var frames = 0
         try pcm.withUnsafeBufferPointer { samples in
             for _ in 0..<rounds {
-                for start in stride(from: 0, to: samples.count, by: 960) {
-                    _ = try encoder.encode(UnsafeBufferPointer(rebasing: samples[start..<(start + 960)]), into: packet)
+                for start in stride(from: 0, to: samples.count, by: frame) {
+                    _ = try encoder.encode(UnsafeBufferPointer(rebasing: samples[start..<(start + frame)]), into: packet)
                     frames += 1
                 }
             }
@@ -145,7 +165,7 @@ struct CodecInput {
 
     func encodeWithC(rounds: Int, complexity: Int) -> Int {
         pcm.withUnsafeBufferPointer { samples in
-            parley_bench_encode(samples.baseAddress, Int32(frames), 960, Int32(rounds), 48000, 1, Int32(bitrate), Int32(complexity))
+            parley_bench_encode(samples.baseAddress, Int32(frames), Int32(profile.frameSamples), Int32(rounds), Int32(profile.sampleRate), 1, Int32(bitrate), Int32(complexity))
         }
     }
 }

@@ -23,6 +23,15 @@ struct ProcessFigures {
         return nil
     }
 
+    /// User plus system CPU seconds (/proc/PID/stat's fields 14 and 15, in clock ticks).
+    var cpuSeconds: Double? {
+        // The command name (field 2) may hold spaces; the fields after it start past its ')'.
+        guard let text = read("stat"), let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Parley's series for this process: `sessions` is what the client counts as open, and
     /// `startupResident` the resident memory measured before the run.
     func metrics(sessions: Int, startupResident: Double) throws(ServerMetrics.Unreachable) -> ServerMetrics {
@@ -31,6 +40,7 @@ struct ProcessFigures {
         text += "parley_process_startup_resident_memory_bytes \(startupResident)\n"
         text += "parley_connections_open{endpoint=\"echo\"} \(sessions)\n"
         if let proportional = proportionalBytes { text += "parley_process_proportional_memory_bytes \(proportional)\n" }
+        if let cpu = cpuSeconds { text += "parley_process_cpu_seconds_total \(cpu)\n" }
         if sessions > 0 { text += "parley_resident_bytes_per_connection \(((resident - startupResident) / Double(sessions)).rounded(.down))\n" }
         return ServerMetrics(parsing: text)
     }

@@ -45,6 +45,8 @@ struct ServerMetrics {
     var startupResidentBytes: Double { value("parley_process_startup_resident_memory_bytes") ?? 0 }
     var residentBytesPerConnection: Double { value("parley_resident_bytes_per_connection") ?? 0 }
     /// PSS, summed over the processes: what the whole server really takes, shared pages counted once.
+    /// The server's CPU seconds so far (all its processes), where it says.
+    var cpuSeconds: Double? { value("parley_process_cpu_seconds_total") }
     var proportionalBytes: Double { value("parley_process_proportional_memory_bytes") ?? 0 }
     /// The whole server's PSS per open echo session, rounded; nil without PSS or sessions.
     var proportionalBytesPerEchoSession: Double? {

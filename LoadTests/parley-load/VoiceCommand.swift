@@ -14,7 +14,9 @@ struct VoiceCommand: ParsableCommand {
         discussion: """
             Each speaking session sends one 20 ms Opus packet every 20 ms, looping the recording given \
             with --input (a WAV file; `espeak-ng -w speech.wav "..."` makes one), so the server decodes, \
-            resamples and runs every frame through VAD and turn-taking. The server's lag behind real time \
+            and runs every frame through VAD and turn-taking. The packets are wideband (16 kHz) by default, \
+            as Parley's own clients send; --opus fullband sends 48 kHz packets, which cost the server's \
+            decoder about twice as much. The server's lag behind real time \
             is its parley_audio_input_lag_seconds histogram over the measured window; the client's own \
             lateness against the 20 ms schedule is shown beside it, with its CPU. One client process.
             """)
@@ -34,6 +36,12 @@ struct VoiceCommand: ParsableCommand {
     @Option(help: "Speech to stream (WAV, any rate, mono or stereo).")
     var input: String
 
+    @Option(help: "The audio band the Opus packets carry: wideband (16 kHz, as Parley's own clients send) or fullband (48 kHz).")
+    var opus: OpusProfile = .wideband
+
+    @Option(help: "Opus bitrate, bits per second (default: 24000 wideband, 32000 fullband).")
+    var bitrate: Int?
+
     @Option(help: "Seconds of silence streamed after each pass through the recording, so that VAD ends a turn there.")
     var pause = 1.0
 
@@ -49,12 +57,16 @@ struct VoiceCommand: ParsableCommand {
     @Option(help: "Source addresses to connect from: 127.0.0.2 up to 127.0.0.(1 + K).")
     var sources = 16
 
+    @Option(help: "The server's process id, to read its CPU from /proc (for a server whose /metrics does not say).")
+    var serverPid: Int32?
+
     @Option(help: "Also write the summary as JSON to this file.")
     var json: String?
 
     func validate() throws {
         guard (1...19_000).contains(sessions) else { throw ValidationError("sessions must be 1...19000 (one client process)") }
         guard (0...sessions).contains(speaking) else { throw ValidationError("--speaking must be 0...sessions") }
+        if let bitrate, !(6_000...128_000).contains(bitrate) { throw ValidationError("--bitrate must be 6000...128000") }
         guard warmup >= 0, warmup <= 600, duration > 0, duration <= 3600 else { throw ValidationError("--warmup 0...600 and --duration (0, 3600]") }
     }
 
@@ -62,12 +74,12 @@ struct VoiceCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         let target = try LoadTarget(url, caFile: ca)
         DescriptorLimit.raiseToHard()
-        let speech = try CodecInput(wavPath: input, bitrate: 32000)
-        let silence = try OpusEncoder(settings: .init(bitrate: 32000)).encode([Int16](repeating: 0, count: 960))
+        let speech = try CodecInput(wavPath: input, profile: opus, bitrate: bitrate)
+        let silence = try speech.silencePacket()
         let packets = speech.packets + Array(repeating: silence, count: Int((pause * 50).rounded()))
         let before: ServerMetrics
         do { before = try ServerMetrics.fetch(from: target) } catch { throw LoadFailure.unreachable(error, target) }
-        print("parley-load voice: \(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking \(input) (\(Format.fixed(speech.seconds, 1)) s and \(Format.fixed(pause, 1)) s of silence, \(packets.count) Opus packets at 32 kbit/s, looped)")
+        print("parley-load voice: \(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking \(input) (\(Format.fixed(speech.seconds, 1)) s and \(Format.fixed(pause, 1)) s of silence, \(packets.count) Opus packets, \(opus.description) at \(speech.bitrate / 1000) kbit/s, looped)")
         Console.flush()
 
         let cpuStart = CPUTime.ofSelf()
@@ -79,14 +91,18 @@ struct VoiceCommand: ParsableCommand {
         run.stream(until: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(warmup), measuring: false, progress: progress)
         // The scrapes run on their own thread while the frames keep going out on time.
         let startFetch = BackgroundFetch(target)
+        let serverCPUStart = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
         let cpuMeasureStart = CPUTime.ofSelf()
         let measureStart = MonotonicClock.nanoseconds()
         run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
         let measured = MonotonicClock.seconds(since: measureStart)
         let cpuMeasured = CPUTime.ofSelf() - cpuMeasureStart
+        let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
         let endFetch = BackgroundFetch(target)
         run.stream(until: .max, measuring: false, progress: progress) { endFetch.isDone }
         let start = startFetch.take(), end = endFetch.take()
+        var serverCPU: Double?
+        if let a = serverCPUStart, let b = serverCPUEnd { serverCPU = b - a } else if let a = start?.cpuSeconds, let b = end?.cpuSeconds { serverCPU = b - a }
         // Every frame sent, against every frame the server processed, once it has had a second to
         // catch up: the frames it dropped or never got to.
         run.stopSpeaking()
@@ -95,12 +111,13 @@ struct VoiceCommand: ParsableCommand {
         progress.finish()
         run.pool.closeAll()
 
-        let summary = VoiceSummary(target: target, sessions: sessions, speakingAsked: speaking, speaking: run.speaking,
+        let summary = VoiceSummary(target: target, opus: opus, bitrate: speech.bitrate, sessions: sessions, speakingAsked: speaking, speaking: run.speaking,
                                    ready: run.ready, before: before, start: start, end: end, measuredSeconds: measured,
                                    framesSent: run.framesSentMeasuring, framesSentInAll: run.framesSent, final: final,
                                    sendLateness: run.sendLateness,
                                    speechStarted: run.speechStarted, speechStopped: run.speechStopped,
                                    responsesDone: run.responsesDone, errors: run.errors,
+                                   serverCores: serverCPU.map { $0 / measured },
                                    clientCores: cpuMeasured.total / measured, clientCPU: CPUTime.ofSelf() - cpuStart)
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
@@ -111,6 +128,8 @@ struct VoiceCommand: ParsableCommand {
 /// What `voice` measured, as text and JSON.
 struct VoiceSummary {
     let target: LoadTarget
+    let opus: OpusProfile
+    let bitrate: Int
     let sessions: Int
     let speakingAsked: Int
     let speaking: Int
@@ -127,6 +146,8 @@ struct VoiceSummary {
     let speechStopped: Int
     let responsesDone: Int
     let errors: Int
+    /// The server's CPU while measuring, in cores, where it could be read.
+    let serverCores: Double?
     let clientCores: Double
     let clientCPU: CPUTime
 
@@ -163,7 +184,7 @@ struct VoiceSummary {
     var passed: Bool { problems.isEmpty }
 
     var text: String {
-        var lines = ["", "== voice  (\(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking Opus in real time)"]
+        var lines = ["", "== voice  (\(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking Opus in real time, \(opus.rawValue) \(bitrate / 1000) kbit/s)"]
         lines.append(Format.row("sessions ready", "\(Format.grouped(ready)) of \(Format.grouped(sessions))"))
         let expected = Double(speaking) * 50 * measuredSeconds
         lines.append(Format.row("frames sent", "\(Format.grouped(framesSent)) in \(Format.fixed(measuredSeconds, 1)) s = \(Format.grouped(Int(Double(framesSent) / measuredSeconds))) /s  (real time for \(speaking) speakers: \(Format.grouped(Int(expected / measuredSeconds))) /s)"))
@@ -182,6 +203,7 @@ struct VoiceSummary {
             let rss = end.residentBytes, startup = end.startupResidentBytes
             lines.append(Format.row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)); \(Format.grouped(Int(((rss - startup) / Double(max(1, ready))).rounded()))) B per session)"))
         }
+        lines.append(Format.row("server CPU", serverCores.map { "\(Format.fixed($0, 2)) of \(Cores.online) cores while measuring" } ?? "not measured (give --server-pid for a server whose /metrics does not say)"))
         lines.append(Format.row("client CPU", "\(Format.fixed(clientCores, 2)) of \(Cores.online) cores while measuring  (\(Format.fixed(clientCPU.total, 2)) s over the run)"))
         lines.append("")
         lines.append(passed ? "PASS: every speaking session streamed in real time, server p99 lag within \(Int(Self.lagBudget * 1000)) ms" : "FAIL: " + problems.joined(separator: "; "))
@@ -196,6 +218,8 @@ struct VoiceSummary {
             ("sessions", .int(sessions)),
             ("ready", .int(ready)),
             ("speaking", .int(speaking)),
+            ("opus", .string(opus.rawValue)),
+            ("opus_bitrate", .int(bitrate)),
             ("measured_seconds", .number(measuredSeconds)),
             ("frames_sent", .int(framesSent)),
             ("frames_sent_in_all", .int(framesSentInAll)),
@@ -207,6 +231,7 @@ struct VoiceSummary {
             ("responses_done", .int(responsesDone)),
             ("errors", .int(errors)),
             ("client_cores_while_measuring", .number(clientCores)),
+            ("server_cores_while_measuring", serverCores.map(JSON.number) ?? .null),
             ("server_resident_bytes", end.map { .number($0.residentBytes) } ?? .null),
             ("passed", .bool(passed)),
             ("problems", .array(problems.map(JSON.string))),

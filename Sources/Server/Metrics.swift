@@ -154,6 +154,8 @@ struct MetricsRenderer: Sendable {
         out += "parley_process_resident_memory_bytes \(resident)\n"
         family("parley_process_proportional_memory_bytes", "gauge", "Proportional set size (PSS) of the process: shared pages divided among the processes sharing them, so that it sums across workers.")
         out += "parley_process_proportional_memory_bytes \(ProcessMemory.proportionalBytes())\n"
+        family("parley_process_cpu_seconds_total", "counter", "User and system CPU time of the process (summed over the workers with --workers).")
+        out += "parley_process_cpu_seconds_total \(ProcessMemory.cpuSeconds())\n"
         family("parley_process_startup_resident_memory_bytes", "gauge", "Resident set size once the loops had started, before any connection.")
         out += "parley_process_startup_resident_memory_bytes \(startupResidentBytes)\n"
         family("parley_resident_bytes_per_connection", "gauge", "(resident - startup resident) / open WebSocket sessions; 0 with none open.")
@@ -199,6 +201,14 @@ enum ProcessMemory {
             return (Int(String(decoding: digits, as: UTF8.self)) ?? 0) * 1024
         }
         return 0
+    }
+
+    /// User plus system CPU seconds of the whole process, every thread, from getrusage(2).
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// Resident bytes from /proc/self/statm (its second field, in pages).

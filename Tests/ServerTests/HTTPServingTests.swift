@@ -37,11 +37,14 @@ import TestSupport
                        "parley_connections_accepted_total 1", "parley_process_resident_memory_bytes",
                        "parley_resident_bytes_per_connection", "parley_accounted_bytes_per_connection",
                        "parley_loop_iteration_seconds_bucket{le=\"+Inf\"}", "parley_connections_refused_total{reason=\"descriptor_limit\"} 0",
-                       "# TYPE parley_loop_iteration_seconds histogram",
+                       "# TYPE parley_loop_iteration_seconds histogram", "# TYPE parley_process_cpu_seconds_total counter",
                        // Only the scrape is open: no sessions, so no per-session figure.
                        "parley_resident_bytes_per_connection 0\n", "parley_accounted_bytes_per_connection 0\n"] {
             #expect(response.body.contains(series), "missing \(series)")
         }
+        // The process has run its loops and this test: some CPU time, and a plain number.
+        let cpu = response.body.split(separator: "\n").first { $0.hasPrefix("parley_process_cpu_seconds_total ") }
+        #expect((cpu?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0)
     }
 
     @Test func unknownPathGets404AndWrongMethodGets405() throws {
