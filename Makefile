@@ -52,7 +52,7 @@ compare: release
 	@mkdir -p LoadTests/reports
 	espeak-ng -v en-us -s 140 -w LoadTests/reports/compare-speech.wav \
 	  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
-	$(RELEASE)/parley-load compare --speech LoadTests/reports/compare-speech.wav
+	$(RELEASE)/parley-load compare --speech LoadTests/reports/compare-speech.wav --docs docs/benchmarks.md
 
 # Idle sessions from 10,000 to 1,000,000 (MAX=N to stop sooner), on worker processes past 19,000.
 ladder: release

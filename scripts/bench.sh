@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# make bench: how many idle sessions one parley process holds and at what memory; echo throughput
-# and latency at 100 and 1,000 connections; 100,000 idle sessions on six worker processes; the same
+# make bench: idle sessions and their memory at 10,000 and 19,000 on one parley process and at
+# 50,000 and 100,000 on six worker processes; echo throughput and latency at 100 and 1,000
+# connections; 10,000 sessions with 200 to 600 of them speaking Opus in real time; the same
 # over TLS (scripts/bench-tls.sh); agent turns in 2,000 Realtime sessions against a mock
-# model; Opus decode and encode speed against raw libopus.
+# model; Opus decode and encode speed against raw libopus. Then the report (charts and tables), whose
+# tables go into docs/benchmarks.md.
 # Loopback only; every run is bounded.
 # The load client shares the machine's cores with the server: its CPU is reported beside each figure.
 #
@@ -53,8 +55,10 @@ run() {
 }
 
 url="ws://127.0.0.1:$PORT/echo"
-run "hold-$HOLD" hold "$HOLD" --url "$url" --hold-seconds 10
+run hold-10000 hold 10000 --url "$url" --hold-seconds 10
 sleep 2  # let the held sessions finish closing
+run "hold-$HOLD" hold "$HOLD" --url "$url" --hold-seconds 10
+sleep 2
 run echo-100 echo --url "$url" --connections 100 --duration "$ECHO_SECONDS"
 run echo-1000 echo --url "$url" --connections 1000 --duration "$ECHO_SECONDS"
 
@@ -81,27 +85,45 @@ kill -TERM "$turns_server" "$mock"
 wait "$turns_server" && echo "turns server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
 wait "$mock" || true
 
-# Past one process's descriptor limit: 100,000 idle sessions on six worker processes.
+# Past one process's descriptor limit: 50,000 and 100,000 idle sessions on six worker processes.
 WORKERS_PORT=$((PORT + 20))
 "$BIN/parley" serve --host 127.0.0.1 --port "$WORKERS_PORT" --workers 6 --loops 1 > "$OUT/server-workers.log" 2>&1 &
 workers=$!
 started+=("$workers")
 wait_healthy "$workers" "$WORKERS_PORT" "$OUT/server-workers.log"
+run hold-50000-workers hold 50000 --url "ws://127.0.0.1:$WORKERS_PORT/echo" --hold-seconds 5 --connect-timeout 120
+sleep 3
 run hold-100000-workers hold 100000 --url "ws://127.0.0.1:$WORKERS_PORT/echo" --hold-seconds 5 --connect-timeout 120
 kill -TERM "$workers"
 wait "$workers" && echo "workers server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
+
+# Voice: 10,000 sessions on the default server (two loops), some of them streaming Opus at
+# real-time pace through decoding, VAD and turns, the built-in agent answering. A step that misses
+# the 5 ms p99 budget is reported as such and the bench goes on.
+espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \
+  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
+VOICE_PORT=$((PORT + 30))
+"$BIN/parley" serve --host 127.0.0.1 --port "$VOICE_PORT" > "$OUT/server-voice.log" 2>&1 &
+voice_server=$!
+started+=("$voice_server")
+wait_healthy "$voice_server" "$VOICE_PORT" "$OUT/server-voice.log"
+for speaking in ${VOICE_STEPS:-200 300 400 500 600}; do
+  sleep 2
+  run "voice-$speaking" voice 10000 --speaking "$speaking" --url "ws://127.0.0.1:$VOICE_PORT/ws" --input "$OUT/speech.wav" \
+    --warmup 3 --duration 10 || true
+done
+kill -TERM "$voice_server"
+wait "$voice_server" && echo "voice server exited 0 after SIGTERM" | tee -a "$OUT/shutdown.txt"
 trap - EXIT
 
 # TLS: wss beside ws (idle memory at 10,000, echo, handshakes per core), in $OUT/tls.
 PORT=$((PORT + 10)) scripts/bench-tls.sh "$OUT/tls"
 
 # The codec runs with no server: its figures are CPU time of one thread, i.e. per core.
-espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \
-  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
 run codec codec --input "$OUT/speech.wav"
 
-# One page of charts and a Markdown summary of everything above.
-"$BIN/parley-load" report "$OUT"
+# One page of charts and a Markdown summary of everything above; its tables into the docs.
+"$BIN/parley-load" report "$OUT" --docs docs/benchmarks.md
 
 ln -sfn "$(basename "$OUT")" LoadTests/reports/latest
 echo "bench: reports in $OUT (LoadTests/reports/latest)"

@@ -49,6 +49,9 @@ while read -r sessions workers sources idle; do
   [ "$status" -eq 0 ] || { echo "ladder: stopped at $sessions sessions" | tee -a "$OUT/summary.txt"; break; }
 done <<< "$steps"
 
-"$BIN/parley-load" report "$OUT" || true
+# The full ladder's table goes into docs/benchmarks.md; a shorter one only into its own report.
+docs=()
+[ "$MAX" -ge 1000000 ] && docs=(--docs docs/benchmarks.md --block-prefix full-)
+"$BIN/parley-load" report "$OUT" "${docs[@]}" || true
 echo "ladder: reports in $OUT"
 exit "$status"

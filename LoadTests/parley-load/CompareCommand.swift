@@ -12,11 +12,13 @@ import Glibc
 struct CompareCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compare",
-        abstract: "Run idle-hold and echo against Parley and the Python peers in one run and print the ratio table.",
+        abstract: "Run idle-hold, echo and voice against Parley and the Python peers in one run and print the ratio table.",
         discussion: """
             The peers are installed into .venv-peers by scripts/peers.sh (run from the repository root). \
             Each server is one process; Parley runs with --loops 1, so every server has one thread of \
-            event loop. Reports: one text and JSON file per run in --out, plus compare.md and compare.json.
+            event loop. With --speech, each server then runs the voice scenario at rising numbers of \
+            speakers (--voice-steps) until one misses the 5 ms p99 budget: the last that passed is its \
+            voice figure. Reports: one text and JSON file per run in --out, plus compare.md and compare.json.
             """)
 
     @Option(help: "Idle sessions each server is asked to hold (one process may have 20,000 descriptors here).")
@@ -37,18 +39,30 @@ struct CompareCommand: ParsableCommand {
     @Option(help: "First port to use; each server gets the next one.")
     var port = 9500
 
-    @Option(help: "Speech (WAV) for the voice scenario, which only Parley has (on /ws); without it the voice column is skipped.")
+    @Option(help: "Speech (WAV) for the voice scenario (on /ws); without it the voice column is skipped.")
     var speech: String?
 
-    @Option(help: "Voice scenario: sessions open, of which --voice-speaking stream Opus in real time.")
+    @Option(help: "Voice scenario: sessions open, of which some stream Opus in real time.")
     var voiceSessions = 10_000
 
-    @Option(help: "Voice scenario: speaking sessions (Parley runs one loop here, so one core decodes them all).")
-    var voiceSpeaking = 150
+    @Option(help: "Voice scenario: the numbers of speakers to try, in rising order, until one fails.")
+    var voiceSteps = "50,100,200,300,400,500"
+
+    @Option(help: "Voice scenario: seconds measured at each step (after 3 s of warm-up).")
+    var voiceSeconds = 10.0
+
+    @Option(help: "A Markdown file whose <!-- report:compare --> block gets the table (docs/benchmarks.md).")
+    var docs: String?
+
+    private var steps: [Int] { voiceSteps.split(separator: ",").compactMap { Int($0) } }
 
     func validate() throws {
         guard (100...19_900).contains(sessions) else { throw ValidationError("--sessions must be 100...19900 (one server process)") }
         guard echoSeconds > 0, echoSeconds <= 120 else { throw ValidationError("--echo-seconds must be in (0, 120]") }
+        guard !steps.isEmpty, steps.count == voiceSteps.split(separator: ",").count, steps.allSatisfy({ (1...voiceSessions).contains($0) }), steps == steps.sorted() else {
+            throw ValidationError("--voice-steps must be rising numbers of speakers, each at most --voice-sessions")
+        }
+        guard voiceSeconds > 0, voiceSeconds <= 120 else { throw ValidationError("--voice-seconds must be in (0, 120]") }
         for name in servers.split(separator: ",") where Peer(rawValue: String(name)) == nil {
             throw ValidationError("unknown server \(name); use parley, fastapi, websockets")
         }
@@ -70,9 +84,15 @@ struct CompareCommand: ParsableCommand {
         try TextFile.write(table, to: "\(directory)/compare.md")
         try TextFile.write(JSON.array(results.map(\.json)).pretty + "\n", to: "\(directory)/compare.json")
         print("reports in \(directory)")
+        if let docs {
+            let (text, replaced) = DocsTables.update(try TextFile.read(docs), with: [LoadReport.Table(name: "compare", title: "", markdown: table)], source: directory)
+            try TextFile.write(text, to: docs)
+            print(replaced.isEmpty ? "\(docs) has no <!-- report:compare --> block" : "\(docs): the comparison table updated")
+        }
     }
 
-    /// Starts `peer`, holds idle sessions, echoes at 100 and 1,000 connections, stops it.
+    /// Starts `peer`, holds idle sessions, echoes at 100 and 1,000 connections, climbs the voice
+    /// steps, stops it.
     private func measure(_ peer: Peer, port: Int, directory: String) throws -> CompareResult {
         print("\n== \(peer.title) on port \(port)")
         Console.flush()
@@ -90,10 +110,15 @@ struct CompareCommand: ParsableCommand {
                                  "--server-pid", pid], report: "\(directory)/\(peer.rawValue)-echo-\(connections)")
             if connections == 100 { result.echo100 = echo } else { result.echo1000 = echo }
         }
-        if peer == .parley, let speech {
-            usleep(2_000_000)
-            result.voice = try load(["voice", String(voiceSessions), "--speaking", String(voiceSpeaking), "--url", "ws://127.0.0.1:\(port)/ws",
-                                     "--input", speech, "--warmup", "5", "--duration", "20"], report: "\(directory)/parley-voice")
+        if let speech {
+            for speaking in steps {
+                usleep(3_000_000)
+                let voice = try load(["voice", String(voiceSessions), "--speaking", String(speaking), "--url", "ws://127.0.0.1:\(port)/ws",
+                                      "--input", speech, "--warmup", "3", "--duration", String(voiceSeconds), "--server-pid", pid],
+                                     report: "\(directory)/\(peer.rawValue)-voice-\(speaking)")
+                result.voices.append(voice ?? .object([("speaking", .int(speaking)), ("passed", .bool(false))]))
+                if voice?["passed"]?.bool != true { break }
+            }
         }
         return result
     }

@@ -6,7 +6,8 @@ struct CompareResult {
     var hold: JSON?
     var echo100: JSON?
     var echo1000: JSON?
-    var voice: JSON?
+    /// The voice steps run, in rising order of speakers; all but perhaps the last passed.
+    var voices: [JSON] = []
 
     init(peer: Peer) { self.peer = peer }
 
@@ -20,14 +21,29 @@ struct CompareResult {
     func p99(_ echo: JSON?) -> Double? { echo?["latency_ns"]?["p99"]?.double }
     func clientCores(_ echo: JSON?) -> Double? { echo?["client_cores_while_measuring"]?.double }
 
-    /// "150 of 10,000, p99 ≤ 2 ms" when the voice run passed; what it reached otherwise.
+    /// The voice step with the most speakers that stayed within the budget.
+    var voice: JSON? { voices.last { $0["passed"]?.bool == true } }
+    /// Speakers kept in real time (0 when even the first step failed), nil when voice did not run.
+    var speakers: Int? { voices.isEmpty ? nil : voice?["speaking"]?.int ?? 0 }
+
+    /// "400 of 10,000, p99 ≤ 4 ms (500: p99 ≤ 25 ms)": the best step that passed, and the first
+    /// that did not.
     var voiceCell: String {
-        guard peer == .parley else { return "no voice path" }
-        guard let voice else { return "not run (no --speech)" }
-        let speaking = voice["speaking"]?.int ?? 0, sessions = voice["sessions"]?.int ?? 0
-        let p99 = voice["server_lag_seconds_bound"]?["p99"]?.double.map { "p99 ≤ \(LatencyRecorder.format(nanoseconds: UInt64($0 * 1e9)))" } ?? "lag not measured"
-        let verdict = voice["passed"]?.bool == true ? "" : " (over the 5 ms budget)"
-        return "\(Format.grouped(speaking)) of \(Format.grouped(sessions)), \(p99)\(verdict)"
+        guard !voices.isEmpty else { return "not run (no --speech)" }
+        func lag(_ run: JSON) -> String {
+            run["server_lag_seconds_bound"]?["p99"]?.double.map { $0.isFinite ? "p99 ≤ \(LatencyRecorder.format(nanoseconds: UInt64($0 * 1e9)))" : "p99 over 10 s" } ?? "no lag measured"
+        }
+        var cell = "none"
+        if let voice {
+            cell = "\(Format.grouped(voice["speaking"]?.int ?? 0)) of \(Format.grouped(voice["sessions"]?.int ?? 0)), \(lag(voice))"
+            if let cores = voice["server_cores_while_measuring"]?.double { cell += ", \(Format.fixed(cores, 2)) cores" }
+        }
+        if let failed = voices.last, failed["passed"]?.bool != true {
+            cell += " (\(Format.grouped(failed["speaking"]?.int ?? 0)): \(lag(failed)))"
+        } else {
+            cell += " (the most tried)"
+        }
+        return cell
     }
 
     var json: JSON {
@@ -41,7 +57,8 @@ struct CompareResult {
             ("echo_100_p99_ns", number(p99(echo100))),
             ("echo_1000_msgs_per_second", number(rate(echo1000))),
             ("echo_1000_p99_ns", number(p99(echo1000))),
-            ("voice", voice ?? .null),
+            ("voice_speakers_in_real_time", speakers.map { .int($0) } ?? .null),
+            ("voice", .array(voices)),
         ])
     }
 
@@ -62,21 +79,28 @@ struct CompareResult {
         guard let parley = results.first(where: { $0.peer == .parley }) else { return out }
         let peers = results.filter { $0.peer != .parley }
         guard !peers.isEmpty else { return out }
+        func speakerRatio(_ a: Int?, _ b: Int?) -> String {
+            guard let a, let b else { return "n/a" }
+            return b == 0 ? (a > 0 ? "\(a) vs 0" : "n/a") : Format.fixed(Double(a) / Double(b), 1) + "×"
+        }
         func ratio(_ a: Double?, _ b: Double?) -> String {
             guard let a, let b, a > 0, b > 0 else { return "n/a" }
             return Format.fixed(a / b, 1) + "×"
         }
         out += "\nParley against each peer (above 1× means Parley is ahead):\n\n"
-        out += "| against | sessions held | memory / session (RSS) | memory / session (PSS) | msg/s @100 | p99 @100 | msg/s @1,000 | p99 @1,000 |\n"
-        out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        out += "| against | sessions held | memory / session (RSS) | memory / session (PSS) | msg/s @100 | p99 @100 | msg/s @1,000 | p99 @1,000 | voice speakers |\n"
+        out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         for peer in peers {
             out += "| \(peer.peer.title) | \(ratio(parley.held.map(Double.init), peer.held.map(Double.init))) | "
             out += "\(ratio(peer.residentPerSession, parley.residentPerSession)) | \(ratio(peer.proportionalPerSession, parley.proportionalPerSession)) | "
             out += "\(ratio(parley.rate(parley.echo100), peer.rate(peer.echo100))) | \(ratio(peer.p99(peer.echo100), parley.p99(parley.echo100))) | "
-            out += "\(ratio(parley.rate(parley.echo1000), peer.rate(peer.echo1000))) | \(ratio(peer.p99(peer.echo1000), parley.p99(parley.echo1000))) |\n"
+            out += "\(ratio(parley.rate(parley.echo1000), peer.rate(peer.echo1000))) | \(ratio(peer.p99(peer.echo1000), parley.p99(parley.echo1000))) | "
+            out += "\(speakerRatio(parley.speakers, peer.speakers)) |\n"
         }
         let cores = results.compactMap { r in r.clientCores(r.echo100).map { "\(r.peer.rawValue) \(Format.fixed($0, 2))" } }
         out += "\nThe load client shared the two cores: its CPU while measuring echo @100, in cores: \(cores.joined(separator: ", ")).\n"
+        let voiceCores = results.compactMap { r in r.voice?["client_cores_while_measuring"]?.double.map { "\(r.peer.rawValue) \(Format.fixed($0, 2))" } }
+        if !voiceCores.isEmpty { out += "Its CPU at each server's best voice step: \(voiceCores.joined(separator: ", ")).\n" }
         return out
     }
 }

@@ -15,6 +15,12 @@ struct ReportCommand: ParsableCommand {
     @Argument(help: "A report directory, such as LoadTests/reports/latest.")
     var directory: String
 
+    @Option(help: "A Markdown file whose <!-- report:NAME --> ... <!-- /report:NAME --> blocks get this report's tables (ladder, voice, echo, tls, codec; compare for a compare directory).")
+    var docs: String?
+
+    @Option(help: "Prefix of the block names this report fills in --docs, e.g. full- for <!-- report:full-ladder -->.")
+    var blockPrefix = ""
+
     func run() throws {
         let runs = Self.jsonFiles(in: directory).compactMap { path -> (String, JSON)? in
             guard let text = try? TextFile.read(path), let json = try? JSON(parsing: text), json["command"]?.string != nil else { return nil }
@@ -25,6 +31,24 @@ struct ReportCommand: ParsableCommand {
         try TextFile.write(report.html, to: "\(directory)/report.html")
         try TextFile.write(report.markdown, to: "\(directory)/summary.md")
         print("wrote \(directory)/report.html and \(directory)/summary.md from \(runs.count) reports")
+        if let docs {
+            let tables = report.tables.map { LoadReport.Table(name: blockPrefix + $0.name, title: $0.title, markdown: $0.markdown) }
+            let (text, replaced) = DocsTables.update(try TextFile.read(docs), with: tables, source: Self.resolved(directory))
+            try TextFile.write(text, to: docs)
+            print(replaced.isEmpty ? "\(docs): no report blocks for these tables" : "\(docs): updated \(replaced.joined(separator: ", "))")
+        }
+    }
+
+    /// The directory's own name when it is the `latest` link, so that the docs name a report that
+    /// stays put.
+    static func resolved(_ directory: String) -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink(directory, &buffer, buffer.count - 1)
+        guard n > 0 else { return directory }
+        let target = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if target.hasPrefix("/") { return target }
+        let parent = directory.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        return parent.isEmpty ? target : parent + "/" + target
     }
 
     /// *.json in `directory` and in its subdirectories, sorted.
@@ -66,7 +90,7 @@ struct LoadReport {
 
     var html: String {
         var body = "<h1>parley-load report</h1><p><code>\(SVGChart.escape(title))</code>: \(runs.count) runs. Figures from this machine; the load client shares its cores with the server.</p>"
-        body += memorySection + echoSection + cpuSection
+        body += memorySection + voiceSection + echoSection + cpuSection
         body += "<h2>Every run</h2>" + markdownTableHTML
         return "<!doctype html><html><head><meta charset=\"utf-8\"><title>parley-load report</title><style>body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}h2{margin-top:2em}</style></head><body>\(body)</body></html>\n"
     }
@@ -87,6 +111,35 @@ struct LoadReport {
         out += SVGChart.lines(series, xLabel: "sessions held (log scale)", yLabel: "bytes per session", logX: true,
                               xFormat: { Format.grouped(Int($0.rounded())) }, yFormat: { Format.grouped(Int($0.rounded())) })
         out += "<p>Runs: " + points.map { "\(SVGChart.escape($0.name)) (\(Format.grouped(Int($0.sessions))))" }.joined(separator: ", ") + ".</p>"
+        return out
+    }
+
+    /// The server's lag behind real time (p50, p99) against speakers, with the budget.
+    private var voiceSection: String {
+        let voices = of("voice").filter { !$0.name.contains("/") }.sorted { ($0.json["speaking"]?.int ?? 0) < ($1.json["speaking"]?.int ?? 0) }
+        guard !voices.isEmpty else { return "" }
+        func points(_ key: String) -> [(x: Double, y: Double)] {
+            voices.compactMap { run in
+                guard let speaking = run.json["speaking"]?.int, let s = run.json["server_lag_seconds_bound"]?[key]?.double, s.isFinite else { return nil }
+                return (x: Double(speaking), y: s * 1000)
+            }
+        }
+        let budget = voices.map { (x: Double($0.json["speaking"]?.int ?? 0), y: VoiceSummary.lagBudget * 1000) }
+        var out = "<h2>Voice: the server's lag behind real time against speakers</h2>"
+        out += "<p>Upper bounds of the histogram buckets the percentiles fall in; the budget is p99 ≤ 5 ms.</p>"
+        out += SVGChart.lines([.init(name: "p50", points: points("p50")), .init(name: "p99", points: points("p99")), .init(name: "budget (5 ms)", points: budget)],
+                              xLabel: "speaking sessions", yLabel: "lag, ms (log scale)", logY: true,
+                              xFormat: { Format.grouped(Int($0.rounded())) }, yFormat: { Format.fixed($0, $0 < 1 ? 2 : 0) })
+        var cores: [SVGChart.Series] = []
+        for (key, name) in [("server_cores_while_measuring", "server"), ("client_cores_while_measuring", "load client")] {
+            let series = voices.compactMap { run in run.json[key]?.double.map { (x: Double(run.json["speaking"]?.int ?? 0), y: $0) } }
+            if !series.isEmpty { cores.append(.init(name: name, points: series)) }
+        }
+        if !cores.isEmpty {
+            out += "<h2>Voice: CPU against speakers</h2>"
+            out += SVGChart.lines(cores, xLabel: "speaking sessions", yLabel: "cores of \(Cores.online)", yMax: Double(Cores.online),
+                                  xFormat: { Format.grouped(Int($0.rounded())) }, yFormat: { Format.fixed($0, 1) })
+        }
         return out
     }
 
@@ -146,9 +199,11 @@ struct LoadReport {
     }
 
     var markdown: String {
-        var out = "# parley-load report: \(title)\n\n| run | scenario | result | | |\n| --- | --- | --- | --- | --- |\n"
+        var out = "# parley-load report: \(title)\n\nCharts: report.html in the same directory.\n"
+        for table in tables { out += "\n## \(table.title)\n\n" + table.markdown }
+        out += "\n## Every run\n\n| run | scenario | result | | |\n| --- | --- | --- | --- | --- |\n"
         for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
-        return out + "\nCharts: report.html in the same directory.\n"
+        return out
     }
 
     private var markdownTableHTML: String {

@@ -14,22 +14,28 @@ enum SVGChart {
     static let left = 80.0, right = 180.0, top = 20.0, bottom = 50.0
     static let colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
-    /// Lines with markers; the x axis logarithmic when `logX`.
-    /// `yMax`: the top of the y axis; by default the data's maximum rounded up to a round number.
-    static func lines(_ series: [Series], xLabel: String, yLabel: String, logX: Bool, yMax: Double? = nil,
+    /// Lines with markers; an axis is logarithmic when `logX` or `logY` says so (a log y axis
+    /// spans whole decades, one tick each).
+    /// `yMax`: the top of a linear y axis; by default the data's maximum rounded up to a round number.
+    static func lines(_ series: [Series], xLabel: String, yLabel: String, logX: Bool = false, logY: Bool = false, yMax: Double? = nil,
                       xFormat: (Double) -> String, yFormat: (Double) -> String) -> String {
         let all = series.flatMap(\.points)
         guard !all.isEmpty else { return "<p>(no data)</p>" }
-        let xs = all.map { logX ? log10(max($0.x, 1e-12)) : $0.x }
+        func tx(_ x: Double) -> Double { logX ? log10(max(x, 1e-12)) : x }
+        func ty(_ y: Double) -> Double { logY ? log10(max(y, 1e-12)) : y }
+        let xs = all.map { tx($0.x) }
         var (x0, x1) = (xs.min()!, xs.max()!)
         if x1 - x0 < 1e-9 { x0 -= 1; x1 += 1 }
-        let y1 = yMax ?? niceCeiling(max(all.map(\.y).max()! * 1.05, 1e-12))
+        let ys = all.map { ty($0.y) }
+        var (y0, y1) = logY ? (floor(ys.min()!), ceil(ys.max()!)) : (0, yMax ?? niceCeiling(max(all.map(\.y).max()! * 1.05, 1e-12)))
+        if y1 - y0 < 1e-9 { y1 = y0 + 1 }
         let plotW = width - left - right, plotH = height - top - bottom
-        func px(_ x: Double) -> Double { left + ((logX ? log10(max(x, 1e-12)) : x) - x0) / (x1 - x0) * plotW }
-        func py(_ y: Double) -> Double { top + plotH - y / y1 * plotH }
+        func px(_ x: Double) -> Double { left + (tx(x) - x0) / (x1 - x0) * plotW }
+        func py(_ y: Double) -> Double { top + plotH - (ty(y) - y0) / (y1 - y0) * plotH }
         var svg = frame(xLabel: xLabel, yLabel: yLabel)
-        for i in 0...4 {
-            let y = y1 * Double(i) / 4
+        let yTicks = logY ? Array(stride(from: y0, through: y1, by: 1)) : (0...4).map { y0 + (y1 - y0) * Double($0) / 4 }
+        for tick in yTicks {
+            let y = logY ? pow10(tick) : tick
             svg += line(left, py(y), left + plotW, py(y), stroke: "#ddd")
             svg += text(left - 6, py(y) + 4, yFormat(y), anchor: "end")
         }
