@@ -49,6 +49,7 @@ bench: release
 # idle sessions held and their memory, echo at 100 and 1,000 connections; the ratio table.
 compare: release
 	scripts/peers.sh install
+	.venv-peers/bin/python LoadTests/peers/test_peer_voice.py
 	@mkdir -p LoadTests/reports
 	espeak-ng -v en-us -s 140 -w LoadTests/reports/compare-speech.wav \
 	  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The two Python WebSocket echo servers that Parley is compared against ("peers"), installed from
+# The two Python WebSocket servers that Parley is compared against ("peers"), installed from
 # PyPI into .venv-peers and run one process each, on loopback only:
-#   fastapi     LoadTests/peers/fastapi_echo.py     FastAPI on uvicorn (uvloop, httptools), /echo and /healthz
-#   websockets  LoadTests/peers/websockets_echo.py  the websockets library's asyncio server, /echo and /healthz
+#   fastapi     LoadTests/peers/fastapi_echo.py     FastAPI on uvicorn (uvloop, httptools)
+#   websockets  LoadTests/peers/websockets_echo.py  the websockets library's asyncio server
+# Both serve /echo, /healthz, and Parley's voice-turn path: /ws (Opus packets in, VAD and turn
+# events out, as Parley's /ws) with /metrics (its lag and frame counts under Parley's names), so
+# `parley-load voice` runs against them unchanged (LoadTests/peers/peer_voice.py; the system's
+# libopus, Debian's libopus0, through ctypes). Self-check of that path, about 20 s:
+#   .venv-peers/bin/python LoadTests/peers/test_peer_voice.py
 #
 # Usage:
 #   scripts/peers.sh install                         # make .venv-peers (once; reused while the pins match)
@@ -25,7 +30,7 @@ cd "$ROOT"
 PYTHON3="${PYTHON3:-python3}"
 
 # Pinned: the peers' versions are part of any comparison with them. Of what fastapi and
-# uvicorn[standard] bring in, the packages the echo path runs through (starlette under FastAPI;
+# uvicorn[standard] bring in, the packages the echo and voice paths run through (starlette under FastAPI;
 # uvloop, httptools and websockets under uvicorn) are pinned too, so that a later release of one of
 # them does not silently change the figures; the rest (pydantic, watchfiles, PyYAML, ...) is not.
 FASTAPI_VERSION="0.165.0"
@@ -88,7 +93,7 @@ case "$1" in
         exec "$VENV/bin/python" -u "LoadTests/peers/${name}_echo.py" --port "$port" "$@"
         ;;
     -h|--help|help)
-        sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
         ;;
     *)
         usage

@@ -1,7 +1,12 @@
-"""A FastAPI WebSocket echo server: one of the Python peers Parley's load figures are compared with.
+"""A FastAPI WebSocket echo and voice server: one of the Python peers Parley's load figures are compared with.
 
     /echo     WebSocket; every message comes back with the same type (text as text, binary as
               binary) until the client closes.
+    /ws       WebSocket; Parley's voice-turn path (peer_voice.py): session.created, then each binary
+              message is a 20 ms Opus packet, decoded at 16 kHz, through voice activity detection,
+              each turn answered with a canned reply a word at a time, in Parley's events.
+    /metrics  GET, the voice path's figures under Parley's names (Prometheus text), which is what
+              `parley-load voice` reads: frames processed and rejected, and their lag behind real time.
     /healthz  GET, 200 "ok".
 
 One uvicorn process (no workers) on uvloop and httptools, as uvicorn[standard] runs in production;
@@ -21,9 +26,10 @@ import sys
 
 import uvicorn
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from peer_common import MAX_MESSAGE, listening_line, loopback_host, port_number, raise_nofile_limit
+from peer_voice import METRICS, METRICS_CONTENT_TYPE, VoiceSession, libopus_warning
 
 NAME = "fastapi-echo"
 
@@ -52,7 +58,31 @@ async def echo(websocket: WebSocket) -> None:
         return
 
 
+@app.get("/metrics")
+async def metrics() -> Response:
+    # A Response rather than PlainTextResponse: the exposition format's version is in its type.
+    return Response(METRICS.render(), media_type=METRICS_CONTENT_TYPE)
 
+
+@app.websocket("/ws")
+async def voice(websocket: WebSocket) -> None:
+    await websocket.accept()
+    session = VoiceSession(websocket.send_text)
+    try:
+        await session.open()
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("bytes")
+            if data is not None:
+                await session.binary(data)
+            else:
+                await session.text(message["text"])
+    except WebSocketDisconnect:  # the client went away while an event was being sent
+        return
+    finally:
+        session.close()  # its reply task, codec and place in parley_sessions_open
 
 
 class Server(uvicorn.Server):
@@ -62,6 +92,7 @@ class Server(uvicorn.Server):
         await super().startup(sockets=sockets)
         if self.started:
             host, port = self.servers[0].sockets[0].getsockname()[:2]
+            METRICS.mark_startup()
             print(listening_line(NAME, host, port, os.getpid()), flush=True)
 
 
@@ -74,6 +105,8 @@ def main() -> None:
     args = parser.parse_args()
 
     raise_nofile_limit(NAME)
+    if (problem := libopus_warning()) is not None:
+        print(f"{NAME}: /ws will reject every packet: {problem}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app,
         host=args.host,
