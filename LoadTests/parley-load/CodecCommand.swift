@@ -70,6 +70,7 @@ struct CodecCommand: ParsableCommand {
         print("speakers one core decodes in real time: \(Format.grouped(speakers)) wideband at 16 kHz, \(Format.grouped(fullbandSpeakers)) fullband at 48 kHz (50 frames of 20 ms a second each)")
         if let json {
             let report = JSON.object([
+                ("command", .string("codec")),
                 ("libopus", .string(OpusLibrary.version)),
                 ("packets", .int(speech.packets.count)),
                 ("bitrate", .int(bitrate)),

@@ -146,7 +146,9 @@ enum Peer: String {
 
     func command(port: Int, parley: String) -> [String] {
         switch self {
-        case .parley: [parley, "serve", "--host", "127.0.0.1", "--port", String(port), "--loops", "1"]
+        // Speech is off: the voice scenario measures decoding, VAD and turns, which the peers
+        // do too; recognition and synthesis are measured on their own (docs/benchmarks.md).
+        case .parley: [parley, "serve", "--host", "127.0.0.1", "--port", String(port), "--loops", "1", "--transcriber", "none", "--synthesizer", "none"]
         case .fastapi, .websockets: ["scripts/peers.sh", "run", rawValue, String(port)]
         }
     }

@@ -23,7 +23,10 @@ struct ReportCommand: ParsableCommand {
 
     func run() throws {
         let runs = Self.jsonFiles(in: directory).compactMap { path -> (String, JSON)? in
-            guard let text = try? TextFile.read(path), let json = try? JSON(parsing: text), json["command"]?.string != nil else { return nil }
+            guard let text = try? TextFile.read(path), var json = try? JSON(parsing: text) else { return nil }
+            // Codec reports before they said their command are known by their shape.
+            if json["command"] == nil, json["libopus"] != nil, case .object(let members) = json { json = .object([("command", .string("codec"))] + members) }
+            guard json["command"]?.string != nil else { return nil }
             return (String(path.dropFirst(directory.count + 1).dropLast(5)), json)
         }
         guard !runs.isEmpty else { throw LoadFailure("no parley-load JSON reports in \(directory)") }
