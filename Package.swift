@@ -23,6 +23,12 @@ let package = Package(
             name: "CSpeexDSP", path: "Sources/CSpeexDSP", pkgConfig: "speexdsp",
             providers: [.apt(["libspeexdsp-dev"])]),
         .systemLibrary(
+            name: "CPocketSphinx", path: "Sources/CPocketSphinx", pkgConfig: "pocketsphinx",
+            providers: [.apt(["libpocketsphinx-dev", "pocketsphinx-en-us"])]),
+        .systemLibrary(
+            name: "CEspeak", path: "Sources/CEspeak", pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]),
+        .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
 
@@ -33,10 +39,12 @@ let package = Package(
         // JSON values, a strict parser for untrusted input and a writer; no Foundation.
         .target(name: "JSON"),
         .target(name: "Session", dependencies: ["Server", "Codec", "JSON"]),
+        // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
+        .target(name: "Speech", dependencies: ["Session", "Server", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Codec", "CLinux",
+                "Server", "Session", "Speech", "Codec", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The plain-C libopus loop that `parley-load codec` measures the Swift wrapper against.
@@ -54,6 +62,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Server"], path: "Tests/TestSupport"),
         .testTarget(name: "ServerTests", dependencies: ["Server", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Server", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.

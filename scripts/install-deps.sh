@@ -3,8 +3,10 @@
 # Called by `make run` and `make test`, so that on a fresh machine those two commands are the set-up.
 set -euo pipefail
 
-# Build: libopus, OpenSSL, libspeexdsp (resampling). Tests: espeak-ng and opus-tools make speech vectors.
-packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools "$@")
+# Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition)
+# and libespeak-ng (synthesis). Tests: espeak-ng and opus-tools make speech vectors.
+packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools
+          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -11,12 +11,15 @@ final class LoopHandle: Sendable {
     let wakeFD: Int32
     let listenFD: Int32
     let metrics: LoopMetrics
+    /// Results of work offloaded to worker pools, on their way back.
+    let inbox: LoopInbox
     private let shutdownRequested = Atomic<Bool>(false)
 
     init(index: Int, listenFD: Int32, endpoints: Int) throws(SystemError) {
         self.index = index
         self.listenFD = listenFD
         wakeFD = try Sys.eventfd()
+        inbox = LoopInbox(wakeFD: wakeFD)
         metrics = LoopMetrics(endpoints: endpoints)
     }
 
@@ -79,6 +82,9 @@ public final class EventLoop {
     var timers: TimerWheel
 
     private var tasks = TaskScheduler()
+    /// Completions of offloaded work, by ticket, until its result arrives or it is cancelled.
+    private var offloads: [UInt64: (any Sendable) -> Void] = [:]
+    private var lastOffloadID: UInt64 = 0
     private var upstreams: [UpstreamConnection?] = []
     private var upstreamGenerations: [UInt32] = []
     private var freeUpstreamSlots: [Int32] = []
@@ -165,6 +171,7 @@ public final class EventLoop {
             acceptConnections()
         case Self.wakeToken:
             Sys.drain(eventfd: handle.wakeFD)
+            deliverOffloads()
             if handle.isShutdownRequested && !shuttingDown { beginShutdown() }
         case let token where token & Self.upstreamBit != 0:
             let slot = Int(UInt32(truncatingIfNeeded: token))
@@ -377,6 +384,28 @@ public final class EventLoop {
         let count = readyBatch.count
         readyBatch.removeAll(keepingCapacity: true)
         return count
+    }
+
+    // MARK: Offloaded work
+
+    func nextOffloadID() -> UInt64 {
+        lastOffloadID &+= 1
+        return lastOffloadID
+    }
+
+    func registerOffload(_ id: UInt64, _ completion: @escaping (any Sendable) -> Void) {
+        offloads[id] = completion
+    }
+
+    func forgetOffload(_ id: UInt64) {
+        offloads[id] = nil
+    }
+
+    /// Runs the completions whose results have come back; a cancelled one's result is dropped.
+    private func deliverOffloads() {
+        for delivery in handle.inbox.take() {
+            offloads.removeValue(forKey: delivery.ticket)?(delivery.result)
+        }
     }
 
     // MARK: Time

@@ -43,6 +43,13 @@ struct ConversationHistory: Sendable {
     /// Gives message `id` its final text: a reply joins the history, empty, when it opens (so
     /// that items added while it streams come after it, as their `previous_item_id` says) and is
     /// filled in when it ends. Nothing happens if it was trimmed meanwhile.
+    /// A spoken turn's words arrived: it is a plain user message from now on.
+    mutating func setTranscript(_ text: String, of id: String) {
+        guard let index = entries.lastIndex(where: { $0.id == id }) else { return }
+        entries[index].message.spokenMilliseconds = nil
+        setText(text, of: id)
+    }
+
     mutating func setText(_ text: String, of id: String) {
         guard let index = entries.lastIndex(where: { $0.id == id }) else { return }
         let text = text.utf8.count > maxTextBytes ? Self.prefix(of: text, bytes: maxTextBytes) : text

@@ -12,15 +12,19 @@ public struct RealtimeEndpoint: Sendable {
     /// When set, clients must present it: `Authorization: Bearer …`, or for browsers the
     /// subprotocol `openai-insecure-api-key.…`. When nil, any key (or none) is accepted.
     public let requiredKey: String?
+    /// Recognition and synthesis, when configured.
+    public let speech: SpeechServices
 
-    public init(model: any LanguageModel, modelName: String, requiredKey: String? = nil) {
+    public init(model: any LanguageModel, modelName: String, requiredKey: String? = nil, speech: SpeechServices = SpeechServices()) {
         self.model = model
         self.modelName = modelName
         self.requiredKey = requiredKey
+        self.speech = speech
     }
 
     public func install(on routes: inout Router.Builder) {
-        routes.addMetrics { SessionMetrics.shared.render() }
+        let pool = speech.pool
+        routes.addMetrics { SessionMetrics.shared.render() + SpeechMetrics.shared.render(pool: pool) }
         routes.webSocket("/v1/realtime", name: "realtime", negotiate: negotiate) { request, _ in
             RealtimeSessionHandler(endpoint: self, request: request, allowsOpus: false)
         }

@@ -21,6 +21,13 @@ final class RealtimeSessionHandler: WebSocketHandler {
     private var lastAudio: UInt64 = 0
     private var streamClock = AudioStreamClock()
     private var speechStoppedAt: UInt64?
+    /// Turns being recognised, by item: the one streaming, and any finished awaiting their text.
+    private var transcriptions: [String: any TranscriptionSession] = [:]
+    private var streamingTranscription: (any TranscriptionSession)?
+    /// Replies being spoken, by response.
+    private var speechOutputs: [String: SpeechOutput] = [:]
+    /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
+    private var replyTurnStoppedAt: UInt64?
     private let metrics = SessionMetrics.shared
 
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, allowsOpus: Bool) {
@@ -28,10 +35,17 @@ final class RealtimeSessionHandler: WebSocketHandler {
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
-        var options = SessionEngine.Options(model: request.queryValue("model").map(String.init) ?? endpoint.modelName, allowsOpus: allowsOpus)
+        var options = SessionEngine.Options(model: request.queryValue("model").map(String.init) ?? endpoint.modelName, allowsOpus: allowsOpus,
+                                            transcribes: endpoint.speech.transcriber != nil,
+                                            synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
         options.configuration = SessionConfiguration()
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
         if allowsOpus { options.configuration.inputAudioFormat = .opus }
+        // ... and whose page plays Opus back: with a synthesiser, /ws replies are spoken.
+        if allowsOpus && options.synthesizes {
+            options.configuration.outputModalities = .audio
+            options.configuration.outputAudioFormat = .opus
+        }
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
     }
 
@@ -73,6 +87,11 @@ final class RealtimeSessionHandler: WebSocketHandler {
         metrics.sessionsOpen.add(-1)
         for call in calls.values { call.cancel() }
         calls = [:]
+        for output in speechOutputs.values { _ = output.stop() }
+        speechOutputs = [:]
+        for transcription in transcriptions.values { transcription.cancel() }
+        transcriptions = [:]
+        streamingTranscription = nil
         codecCheck?.cancel()
         audio = nil
         self.socket = nil
@@ -136,6 +155,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
             case .cancelModel(let id):
                 calls.removeValue(forKey: id)?.cancel()
+            case .transcription(let step):
+                transcribe(step, on: socket.loop)
+            case .speech(let step):
+                speak(step, on: socket)
             }
         }
         updateAccount()
@@ -146,9 +169,82 @@ final class RealtimeSessionHandler: WebSocketHandler {
         case .speechStopped: speechStoppedAt = MonotonicClock.nanoseconds()
         case .responseCreated:
             if let stopped = speechStoppedAt { metrics.speechToResponse.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped) }
+            replyTurnStoppedAt = speechStoppedAt
             speechStoppedAt = nil
         default: break
         }
+    }
+
+    // MARK: Speech
+
+    private func speak(_ step: SpeechStep, on socket: WebSocket) {
+        switch step {
+        case .text(let at, let voice, let format, let piece):
+            if speechOutputs[at.responseID] == nil {
+                guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
+                      let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
+                                                     send: { [weak self] piece in self?.sendAudio(piece, at) },
+                                                     report: { [weak self] event in self?.speechEvent(at.responseID, event) })
+                else { return }
+                let stoppedAt = replyTurnStoppedAt
+                replyTurnStoppedAt = nil
+                output.onFirstAudio = {
+                    if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
+                }
+                speechOutputs[at.responseID] = output
+            }
+            speechOutputs[at.responseID]?.add(piece)
+        case .end(let id):
+            if let output = speechOutputs[id] { output.end() } else { speechEvent(id, .finished) }
+        case .stop(let id):
+            guard let output = speechOutputs.removeValue(forKey: id) else { return }
+            let played = output.stop()
+            speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played))
+        }
+    }
+
+    private func sendAudio(_ piece: SpeechOutput.Piece, _ at: ContentLocation) {
+        switch piece {
+        case .opus(let packet): socket?.send(binary: packet)
+        case .pcm(let base64): socket?.send(text: engine.event(.outputAudioDelta(at, delta: base64)).json(dialect: dialect))
+        }
+    }
+
+    private func speechEvent(_ id: String, _ event: SpeechOutputEvent) {
+        if case .finished = event { speechOutputs[id] = nil }
+        perform(engine.handle(.speechOutput(responseID: id, event)))
+    }
+
+    // MARK: Transcription
+
+    private func transcribe(_ step: TranscriptionStep, on loop: EventLoop) {
+        switch step {
+        case .begin(let itemID, let audio):
+            guard let transcriber = endpoint.speech.transcriber else { return }
+            let session = transcriber.begin(on: loop) { [weak self] event in self?.transcriptionEvent(itemID, event) }
+            transcriptions[itemID] = session
+            streamingTranscription = session
+            session.append(audio)
+        case .audio(let samples):
+            streamingTranscription?.append(samples)
+        case .finish(let itemID):
+            transcriptions[itemID]?.finish()
+            if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }
+        case .cancel(let itemID):
+            let session = transcriptions.removeValue(forKey: itemID)
+            if streamingTranscription === session { streamingTranscription = nil }
+            session?.cancel()
+        }
+    }
+
+    private func transcriptionEvent(_ itemID: String, _ event: TranscriptionEvent) {
+        switch event {
+        case .final, .failed:
+            if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }
+            transcriptions[itemID] = nil
+        case .partial: break
+        }
+        perform(engine.handle(.transcription(itemID: itemID, event)))
     }
 
     private func modelEvent(_ id: String, _ event: ModelEvent) {

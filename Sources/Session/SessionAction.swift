@@ -7,6 +7,43 @@ public enum SessionAction: Sendable, Equatable {
     case startModel(responseID: String, messages: [ChatMessage], options: ModelOptions)
     /// Stop the model call for this response; anything it still delivers is ignored.
     case cancelModel(responseID: String)
+    /// Feed the recogniser; its results come back as `.transcription`.
+    case transcription(TranscriptionStep)
+    /// Speak the reply; the synthesiser's progress comes back as `.speechOutput`.
+    case speech(SpeechStep)
+}
+
+/// What the synthesiser is asked to do for a spoken reply.
+public enum SpeechStep: Sendable, Equatable {
+    /// A piece of the reply's text, as the model streamed it, to be spoken in order.
+    case text(ContentLocation, voice: String, format: RealtimeAudioFormat, String)
+    /// The reply's text is complete: speak what is left, send it, then report `.finished`.
+    case end(responseID: String)
+    /// The reply was cancelled: stop speaking now and report how much the client had played.
+    case stop(responseID: String)
+}
+
+/// What becomes of a spoken reply.
+public enum SpeechOutputEvent: Sendable, Equatable {
+    /// Every sentence was spoken and sent.
+    case finished
+    /// Stopped (barge-in, cancel) after the client had had time to play `playedMs` of it.
+    case interrupted(itemID: String, playedMs: Int)
+    /// Synthesis failed; the reply goes on as text.
+    case failed(ModelError)
+}
+
+/// What the recogniser is asked to do for a spoken turn. A turn's audio streams in while the user
+/// speaks (`begin` with the audio since the speech began, then `audio` for each piece), so the
+/// final text can come soon after speech stops.
+public enum TranscriptionStep: Sendable, Equatable {
+    /// 16 kHz mono samples of the turn so far.
+    case begin(itemID: String, audio: [Int16])
+    case audio([Int16])
+    /// The turn is over: produce the final text.
+    case finish(itemID: String)
+    /// The turn's audio was cleared: no text is wanted.
+    case cancel(itemID: String)
 }
 
 /// The per-response settings a model call needs besides the messages.

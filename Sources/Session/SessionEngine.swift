@@ -27,11 +27,17 @@ public struct SessionEngine: Sendable {
         /// The history budget (see `ConversationHistory`).
         public var maxHistoryMessages: Int
         public var maxHistoryTextBytes: Int
+        /// A recogniser is there: spoken turns are transcribed, and answered once their text is in.
+        public var transcribes: Bool
+        /// A synthesiser is there: replies with the audio modality are spoken.
+        public var synthesizes: Bool
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
-                    maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024) {
+                    maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024, transcribes: Bool = false, synthesizes: Bool = false) {
+            self.synthesizes = synthesizes
             self.model = model
             self.allowsOpus = allowsOpus
+            self.transcribes = transcribes
             self.configuration = configuration
             self.maxHistoryMessages = maxHistoryMessages
             self.maxHistoryTextBytes = maxHistoryTextBytes
@@ -59,6 +65,16 @@ public struct SessionEngine: Sendable {
         let inputTokens: Int
         var text = ""
         var itemStarted = false
+        /// Spoken: its end waits for the speech to be sent.
+        var speaks = false
+        /// How it ended, held while the last of its speech goes out.
+        var ending: Ending?
+
+        struct Ending: Sendable {
+            let status: RealtimeResponse.Status
+            let details: RealtimeResponse.StatusDetails?
+            let usage: Usage?
+        }
 
         init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
              maxTextBytes: Int, inputTokens: Int) {
@@ -75,6 +91,8 @@ public struct SessionEngine: Sendable {
 
     public let model: String
     public let allowsOpus: Bool
+    public let transcribes: Bool
+    public let synthesizes: Bool
     public private(set) var configuration: SessionConfiguration
     private var ids: IDGenerator
     private var conversation: ConversationHistory
@@ -88,6 +106,14 @@ public struct SessionEngine: Sendable {
     /// `create_response`) when that response ends. One flag covers any number of turns: they are
     /// all in the history the next response sees.
     private var turnAwaitingResponse = false
+    /// The turn whose audio is streaming to the recogniser.
+    private var transcribing: String?
+    /// Turns committed whose final text has not come yet; a response waits for them.
+    private var pendingTranscripts: [String] = []
+    /// The latest partial text of the streaming turn, to send only what each one adds.
+    private var partialTranscript = ""
+    /// A response asked for (by VAD or the client) while a transcript was pending.
+    private var deferredResponse: ResponseOverrides?
     /// What one call to `handle` produces; always empty between calls.
     private var outbox: [SessionAction] = []
 
@@ -96,6 +122,8 @@ public struct SessionEngine: Sendable {
         ids = IDGenerator(seed: seed)
         model = options.model
         allowsOpus = options.allowsOpus
+        transcribes = options.transcribes
+        synthesizes = options.synthesizes
         configuration = options.configuration
         conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
         if let settings = configuration.turnDetection { vad = VoiceActivityDetector(settings: Self.detectorSettings(settings)) }
@@ -130,18 +158,22 @@ public struct SessionEngine: Sendable {
         case .client(let event): handle(event)
         case .invalidClientEvent(let error): emit(.error(EventError(error)))
         case .audio(let samples): receive(samples)
+        case .transcription(let itemID, let event): transcription(itemID, event)
         case .modelDelta(let id, let text): delta(id, text)
         case .modelFinished(let id, let usage, let reason):
             guard response?.id == id else { break }
             switch reason {
-            case .stop: finish(.completed, usage: usage)
-            case .length: finish(.incomplete, details: .incomplete(reason: "max_output_tokens"), usage: usage)
+            case .stop: complete(.completed, usage: usage)
+            case .length: complete(.incomplete, details: .incomplete(reason: "max_output_tokens"), usage: usage)
             }
+        case .speechOutput(let id, let event): speechOutput(id, event)
         case .modelFailed(let id, let code, let message):
             guard response?.id == id else { break }
             let error = EventError(type: .server, code: code, message: message)
             emit(.error(error))
+            let speaks = response?.speaks == true
             finish(.failed, details: .failed(error))
+            if speaks { outbox.append(.speech(.stop(responseID: id))) }
         }
         return takeOutbox()
     }
@@ -184,6 +216,7 @@ public struct SessionEngine: Sendable {
         case .inputAudioClear:
             audio.clear()
             emit(.inputAudioCleared)
+            cancelTranscription()
             if speech != nil {
                 speech = nil
                 vad?.endSpeech()
@@ -219,6 +252,7 @@ public struct SessionEngine: Sendable {
             // Manual turns from now on; audio already buffered stays for the client to commit.
             vad = nil
             speech = nil
+            cancelTranscription()
             turnAwaitingResponse = false
         case (let settings?, nil):
             vad = VoiceActivityDetector(settings: Self.detectorSettings(settings))
@@ -236,6 +270,9 @@ public struct SessionEngine: Sendable {
 
     private mutating func receive(_ samples: [Int16]) {
         guard !samples.isEmpty else { return }
+        // Audio of a turn already streaming goes to the recogniser; a turn that starts in this
+        // piece gets it with its beginning.
+        if transcribing != nil { outbox.append(.transcription(.audio(samples))) }
         let events = vad?.process(samples) ?? []
         audio.append(samples)
         for event in events {
@@ -256,6 +293,12 @@ public struct SessionEngine: Sendable {
         speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0))
         audio.keep(from: ms * InputAudioBuffer.samplesPerMs)
         emit(.speechStarted(audioStartMs: ms, itemID: itemID))
+        if transcribes {
+            cancelTranscription()
+            transcribing = itemID
+            partialTranscript = ""
+            outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples)))
+        }
         if let response, configuration.turnDetection?.interruptResponse ?? true {
             cancel(response.id, reason: "turn_detected")
         }
@@ -286,6 +329,16 @@ public struct SessionEngine: Sendable {
     /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
     /// there is one, will take them first.
     private mutating func commit(itemID: String, spokenMs: Int) {
+        if transcribes {
+            // A turn committed by hand was not streaming: all its audio goes now.
+            if transcribing != itemID {
+                cancelTranscription()
+                outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples)))
+            }
+            outbox.append(.transcription(.finish(itemID: itemID)))
+            transcribing = nil
+            pendingTranscripts.append(itemID)
+        }
         let previous = conversation.lastItemID
         _ = audio.take()
         emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
@@ -294,9 +347,54 @@ public struct SessionEngine: Sendable {
         conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)))
     }
 
+    // MARK: Transcription
+
+    private mutating func cancelTranscription() {
+        guard let itemID = transcribing else { return }
+        outbox.append(.transcription(.cancel(itemID: itemID)))
+        transcribing = nil
+    }
+
+    private mutating func transcription(_ itemID: String, _ event: TranscriptionEvent) {
+        let streaming = transcribing == itemID
+        guard streaming || pendingTranscripts.contains(itemID) else { return }  // cancelled: late
+        switch event {
+        case .partial(let text):
+            // Only growth is sent: a hypothesis that rewrites earlier words waits for the final.
+            if text.hasPrefix(partialTranscript), text.count > partialTranscript.count {
+                emit(.inputAudioTranscriptionDelta(itemID: itemID, contentIndex: 0, delta: String(text.dropFirst(partialTranscript.count))))
+                partialTranscript = text
+            }
+        case .final(let text):
+            emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text))
+            if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
+            transcriptArrived(itemID, answer: true)
+        case .failed(let error):
+            let eventError = EventError(type: .server, code: error.code, message: error.message)
+            emit(.inputAudioTranscriptionFailed(itemID: itemID, contentIndex: 0, error: eventError))
+            // Overloaded: the turn is refused, said as an error, rather than answered blind.
+            let overloaded = error.code == "overloaded"
+            if overloaded { emit(.error(eventError)) }
+            transcriptArrived(itemID, answer: !overloaded)
+        }
+    }
+
+    private mutating func transcriptArrived(_ itemID: String, answer: Bool) {
+        pendingTranscripts.removeAll { $0 == itemID }
+        if transcribing == itemID { transcribing = nil }
+        guard pendingTranscripts.isEmpty, let overrides = deferredResponse else { return }
+        deferredResponse = nil
+        if answer && response == nil { startResponse(overrides) }
+    }
+
     // MARK: Responses
 
     private mutating func startResponse(_ overrides: ResponseOverrides) {
+        // The model should read what the user said, so it waits for the words.
+        guard pendingTranscripts.isEmpty else {
+            deferredResponse = overrides
+            return
+        }
         let instructions = overrides.instructions ?? configuration.instructions
         let maxTokens: Int? = switch overrides.maxOutputTokens {
         case nil: configuration.maxOutputTokens
@@ -309,6 +407,7 @@ public struct SessionEngine: Sendable {
                            voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens,
                            maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages))
         response = new
+        response?.speaks = synthesizes && new.modalities.contains(.audio)
         // It sees the whole history, so it answers any turn that was waiting too.
         turnAwaitingResponse = false
         emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
@@ -336,6 +435,9 @@ public struct SessionEngine: Sendable {
                 conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""))
             }
             emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
+            if let r = response, r.speaks {
+                outbox.append(.speech(.text(at, voice: r.voice, format: r.outputAudioFormat, piece)))
+            }
             // Appended in place: no copy of the response is held, so the reply so far is not
             // copied on every delta.
             response?.text += piece
@@ -347,13 +449,40 @@ public struct SessionEngine: Sendable {
         let limitReached = response?.maxOutputTokens.map { estimated >= $0 } ?? false
         if piece.utf8.count < text.utf8.count || limitReached {
             outbox.append(.cancelModel(responseID: id))
-            finish(.incomplete, details: .incomplete(reason: "max_output_tokens"))
+            complete(.incomplete, details: .incomplete(reason: "max_output_tokens"))
         }
     }
 
     private mutating func cancel(_ id: String, reason: String) {
         outbox.append(.cancelModel(responseID: id))
+        let speaks = response?.speaks == true
         finish(.cancelled, details: .cancelled(reason: reason))
+        // After response.done, so that the truncation it brings back follows it.
+        if speaks { outbox.append(.speech(.stop(responseID: id))) }
+    }
+
+    /// The model is done: a spoken reply ends once its speech is out, any other at once.
+    private mutating func complete(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
+        guard let current = response else { return }
+        guard current.speaks else { return finish(status, details: details, usage: usage) }
+        guard current.ending == nil else { return }
+        response?.ending = .init(status: status, details: details, usage: usage)
+        outbox.append(.speech(.end(responseID: current.id)))
+    }
+
+    private mutating func speechOutput(_ id: String, _ event: SpeechOutputEvent) {
+        switch event {
+        case .interrupted(let itemID, let playedMs):
+            // The response is over by now (cancelled); the client learns where its audio stopped.
+            emit(.conversationItemTruncated(itemID: itemID, contentIndex: 0, audioEndMs: playedMs))
+        case .failed(let error):
+            guard response?.id == id else { return }
+            emit(.error(EventError(type: .server, code: error.code, message: "the reply could not be spoken: \(error.message)")))
+        case .finished:
+            guard let current = response, current.id == id, let ending = current.ending else { return }
+            if current.itemStarted { emit(.outputAudioDone(ContentLocation(responseID: id, itemID: current.itemID))) }
+            finish(ending.status, details: ending.details, usage: ending.usage)
+        }
     }
 
     /// Closes the response in flight: the item's `.done` events if it has begun, then
@@ -388,6 +517,11 @@ public struct SessionEngine: Sendable {
     }
 
     // MARK: Emitting
+
+    /// An event with a fresh id, for what the caller sends itself (the reply's audio deltas).
+    public mutating func event(_ kind: ServerEvent.Kind) -> ServerEvent {
+        ServerEvent(eventID: ids.make("event"), kind)
+    }
 
     private var sessionInfo: SessionInfo { SessionInfo(id: sessionID, model: model, configuration: configuration) }
 

@@ -13,6 +13,10 @@ public enum SessionInput: Sendable {
     /// The model finished; `usage` as it reported it, or nil to have the engine estimate it. A
     /// `.length` stop ends the response `incomplete` (`max_output_tokens`).
     case modelFinished(responseID: String, usage: Usage?, reason: FinishReason = .stop)
+    /// The recogniser's word on a spoken turn (see `SessionAction.transcription`).
+    case transcription(itemID: String, TranscriptionEvent)
+    /// How the reply's speech went (see `SessionAction.speech`).
+    case speechOutput(responseID: String, SpeechOutputEvent)
     /// The model call failed (network, upstream error): the response fails, the session goes on.
     case modelFailed(responseID: String, code: String, message: String)
 }

@@ -14,6 +14,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Language model")
     var languageModel: LanguageModelOptions
 
+    @OptionGroup(title: "Speech")
+    var speech: SpeechOptions
+
     @Option(help: "Address to listen on (PARLEY_HOST).")
     var host = Environment.string("PARLEY_HOST") ?? "127.0.0.1"
 
@@ -133,7 +136,7 @@ struct Serve: ParsableCommand {
         // PARLEY_API_KEY, when set, is the key session clients must present (kept out of flags,
         // where it would show in the process list).
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
-                                        requiredKey: Environment.string("PARLEY_API_KEY"))
+                                        requiredKey: Environment.string("PARLEY_API_KEY"), speech: try speech.makeServices())
         sessions.install(on: &routes)
 
         let server: Server

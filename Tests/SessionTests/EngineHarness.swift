@@ -66,6 +66,13 @@ extension [SessionAction] {
             case .send(let event): event.type(in: .ga)
             case .startModel: "startModel"
             case .cancelModel: "cancelModel"
+            case .transcription(.begin): "transcribe.begin"
+            case .transcription(.audio): "transcribe.audio"
+            case .transcription(.finish): "transcribe.finish"
+            case .transcription(.cancel): "transcribe.cancel"
+            case .speech(.text): "speak.text"
+            case .speech(.end): "speak.end"
+            case .speech(.stop): "speak.stop"
             }
         }
     }

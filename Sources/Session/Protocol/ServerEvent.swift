@@ -27,6 +27,13 @@ public struct ServerEvent: Sendable, Equatable {
         case contentPartDone(ContentLocation, part: ConversationItem.Content)
         case outputItemDone(responseID: String, outputIndex: Int, item: ConversationItem)
         case responseDone(RealtimeResponse)
+        /// What the recogniser has added to a spoken turn's transcript while the user speaks.
+        case inputAudioTranscriptionDelta(itemID: String, contentIndex: Int, delta: String)
+        case inputAudioTranscriptionCompleted(itemID: String, contentIndex: Int, transcript: String)
+        case inputAudioTranscriptionFailed(itemID: String, contentIndex: Int, error: EventError)
+        /// A spoken reply cut short (barge-in, cancel): the audio the client had been sent time
+        /// to play, so it can drop the rest; the item's transcript stays whole.
+        case conversationItemTruncated(itemID: String, contentIndex: Int, audioEndMs: Int)
         case error(EventError)
     }
 

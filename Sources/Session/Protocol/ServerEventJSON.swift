@@ -30,6 +30,10 @@ extension ServerEvent {
         case .contentPartDone: return "response.content_part.done"
         case .outputItemDone: return "response.output_item.done"
         case .responseDone: return "response.done"
+        case .inputAudioTranscriptionDelta: return "conversation.item.input_audio_transcription.delta"
+        case .inputAudioTranscriptionCompleted: return "conversation.item.input_audio_transcription.completed"
+        case .inputAudioTranscriptionFailed: return "conversation.item.input_audio_transcription.failed"
+        case .conversationItemTruncated: return "conversation.item.truncated"
         case .error: return "error"
         }
     }
@@ -65,6 +69,14 @@ extension ServerEvent {
             members += at.members
         case .outputAudioTranscriptDone(let at, let transcript):
             members += at.members + [("transcript", .string(transcript))]
+        case .inputAudioTranscriptionDelta(let itemID, let index, let delta):
+            members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("delta", .string(delta))]
+        case .inputAudioTranscriptionCompleted(let itemID, let index, let transcript):
+            members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("transcript", .string(transcript))]
+        case .inputAudioTranscriptionFailed(let itemID, let index, let error):
+            members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("error", error.json)]
+        case .conversationItemTruncated(let itemID, let index, let ms):
+            members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("audio_end_ms", .int(ms))]
         case .error(let error):
             members.append(("error", error.json))
         }

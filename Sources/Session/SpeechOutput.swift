@@ -1,0 +1,264 @@
+import Codec
+import Server
+import Synchronization
+
+/// One reply's speech, on its session's loop: text in as the model streams it, sentences to the
+/// synthesiser one at a time in order, their audio resampled and encoded on the speech workers,
+/// then sent paced to real time with a small lead, so the client's buffer stays small and a
+/// barge-in can stop what it has not yet been sent.
+///
+/// Opus replies (`/ws`) go as binary frames, one 20 ms packet each, 24 kHz mono VoIP at
+/// complexity 5: about a third of complexity 10's cost (measured by `parley-load codec`) for
+/// speech that is synthetic anyway. pcm16 replies (`/v1/realtime`) go as base64
+/// `response.output_audio.delta` events of 100 ms at 24 kHz.
+final class SpeechOutput {
+    static let sampleRate = 24_000
+    static let frameSamples = sampleRate / 50
+    /// Audio sent ahead of real time: what the client buffers, and what a barge-in cannot recall.
+    static let leadMs = 200
+    static let tickSeconds = 0.02
+    static let opusComplexity = 5
+
+    enum Piece {
+        case opus([UInt8])
+        case pcm(String)
+    }
+
+    let location: ContentLocation
+    private let voice: String
+    private let format: RealtimeAudioFormat
+    private let synthesizer: any Synthesizer
+    private let pool: WorkerPool
+    private let loop: EventLoop
+    private let send: (Piece) -> Void
+    private let report: (SpeechOutputEvent) -> Void
+    private let encoder: ReplyEncoder
+
+    private var text = ""
+    private var sentences: [String] = []
+    private var speaking: (any ModelCall)?
+    private var textEnded = false
+    private var audio: [([Int16], Int)] = []
+    private var encoding: OffloadTicket?
+    private var queue: [(piece: Piece, ms: Int)] = []
+    private var queueHead = 0
+    private var startedAt: UInt64?
+    private var sentMs = 0
+    private var tick: ScheduledTask?
+    private var over = false
+    /// Called once, when the first audio goes to the client.
+    var onFirstAudio: (() -> Void)?
+
+    init(location: ContentLocation, voice: String, format: RealtimeAudioFormat, synthesizer: any Synthesizer, pool: WorkerPool,
+         loop: EventLoop, send: @escaping (Piece) -> Void, report: @escaping (SpeechOutputEvent) -> Void) throws {
+        self.location = location
+        self.voice = voice
+        self.format = format
+        self.synthesizer = synthesizer
+        self.pool = pool
+        self.loop = loop
+        self.send = send
+        self.report = report
+        encoder = try ReplyEncoder(opus: format == .opus)
+    }
+
+    func add(_ piece: String) {
+        guard !over else { return }
+        text += piece
+        while let end = Self.sentenceEnd(in: text) {
+            let sentence = String(text[..<end]).trimmed
+            text = String(text[end...])
+            if !sentence.isEmpty { sentences.append(sentence) }
+        }
+        speakNext()
+    }
+
+    func end() {
+        guard !over else { return }
+        let rest = text.trimmed
+        text = ""
+        if !rest.isEmpty { sentences.append(rest) }
+        textEnded = true
+        speakNext()
+        finishIfDone()
+    }
+
+    /// Stops at once; what the client had had time to play.
+    func stop() -> Int {
+        let played = playedMs
+        over = true
+        speaking?.cancel()
+        encoding?.cancel()
+        tick?.cancel()
+        speaking = nil
+        encoding = nil
+        tick = nil
+        return played
+    }
+
+    private var playedMs: Int {
+        guard let startedAt else { return 0 }
+        return min(sentMs, Int((MonotonicClock.nanoseconds() &- startedAt) / 1_000_000))
+    }
+
+    /// After a sentence's closing mark and the space (or end of line) after it.
+    static func sentenceEnd(in text: String) -> String.Index? {
+        var previous: Character?
+        for i in text.indices {
+            let c = text[i]
+            if let p = previous, ".!?".contains(p), c == " " || c == "\n" { return text.index(after: i) }
+            if c == "\n" { return text.index(after: i) }
+            previous = c
+        }
+        return nil
+    }
+
+    private func speakNext() {
+        guard !over, speaking == nil, !sentences.isEmpty else { return }
+        let sentence = sentences.removeFirst()
+        speaking = synthesizer.speak(sentence, voice: voice, on: loop) { [weak self] event in self?.synthesized(event) }
+    }
+
+    private func synthesized(_ event: SynthesisEvent) {
+        guard !over else { return }
+        switch event {
+        case .audio(let samples, let rate):
+            audio.append((samples, rate))
+            encodeNext()
+        case .finished:
+            speaking = nil
+            speakNext()
+            finishIfDone()
+        case .failed(let error):
+            speaking = nil
+            sentences = []
+            report(.failed(error))
+            finishIfDone()
+        }
+    }
+
+    private func encodeNext() {
+        guard !over, encoding == nil, !audio.isEmpty else { return }
+        let (samples, rate) = audio.removeFirst()
+        let encoder = encoder, flush = textEnded && sentences.isEmpty && speaking == nil && audio.isEmpty
+        encoding = loop.offload(to: pool, { encoder.encode(samples, rate: rate, flush: flush) }) { [weak self] pieces in
+            self?.encoded(pieces)
+        }
+        if encoding == nil {
+            report(.failed(ModelError(code: "overloaded", message: "the speech worker queue is full")))
+            audio = []
+            finishIfDone()
+        }
+    }
+
+    private func encoded(_ pieces: [ReplyEncoder.Encoded]) {
+        encoding = nil
+        for piece in pieces { queue.append((piece.opus.map(Piece.opus) ?? .pcm(piece.base64 ?? ""), piece.ms)) }
+        pace()
+        encodeNext()
+        finishIfDone()
+    }
+
+    /// Sends what real time plus the lead allows, and comes back in 20 ms for the rest.
+    private func pace() {
+        guard !over else { return }
+        if startedAt == nil, queueHead < queue.count {
+            startedAt = MonotonicClock.nanoseconds()
+            onFirstAudio?()
+        }
+        let allowed = (startedAt.map { Int((MonotonicClock.nanoseconds() &- $0) / 1_000_000) } ?? 0) + Self.leadMs
+        while queueHead < queue.count, sentMs < allowed {
+            send(queue[queueHead].piece)
+            sentMs += queue[queueHead].ms
+            queueHead += 1
+        }
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        }
+        if tick == nil, queueHead < queue.count {
+            tick = loop.schedule(after: Self.tickSeconds) { [weak self] in
+                self?.tick = nil
+                self?.pace()
+                self?.finishIfDone()
+            }
+        }
+    }
+
+    private func finishIfDone() {
+        guard !over, textEnded, sentences.isEmpty, speaking == nil, encoding == nil, audio.isEmpty, queueHead == queue.count else { return }
+        if encoder.hasRemainder {
+            // The last partial frame, padded with silence.
+            audio.append(([], Self.sampleRate))
+            return encodeNext()
+        }
+        over = true
+        report(.finished)
+    }
+}
+
+/// The reply's encoder state: resampler, Opus encoder and the samples short of a frame. Used by
+/// one job at a time (`SpeechOutput` keeps one encoding in flight), on whichever worker runs it.
+final class ReplyEncoder: @unchecked Sendable {
+    struct Encoded: Sendable {
+        var opus: [UInt8]?
+        var base64: String?
+        var ms: Int
+    }
+
+    private let opus: OpusEncoder?
+    private var resamplers: [Int: Resampler] = [:]
+    private var remainder: [Int16] = []
+    private let lock = Mutex(())
+
+    init(opus: Bool) throws {
+        self.opus = opus ? try OpusEncoder(format: AudioFormat(sampleRate: .hz24000, channels: .mono), application: .voip,
+                                           settings: .init(bitrate: 24_000, complexity: SpeechOutput.opusComplexity)) : nil
+    }
+
+    var hasRemainder: Bool { lock.withLock { _ in !remainder.isEmpty } }
+
+    func encode(_ samples: [Int16], rate: Int, flush: Bool) -> [Encoded] {
+        lock.withLock { _ in
+            let clock = ThreadCPUClock()
+            var pcm = remainder
+            if !samples.isEmpty {
+                if rate == SpeechOutput.sampleRate {
+                    pcm += samples
+                } else if let resampler = resampler(from: rate) {
+                    pcm += resampler.process(samples)
+                }
+            }
+            let frame = opus == nil ? SpeechOutput.sampleRate / 10 : SpeechOutput.frameSamples
+            if (flush || samples.isEmpty), pcm.count % frame != 0 { pcm += [Int16](repeating: 0, count: frame - pcm.count % frame) }
+            var out: [Encoded] = []
+            var start = 0
+            while start + frame <= pcm.count {
+                let chunk = Array(pcm[start..<(start + frame)])
+                if let opus {
+                    if let packet = try? opus.encode(chunk) { out.append(Encoded(opus: packet, ms: 20)) }
+                } else {
+                    out.append(Encoded(base64: Base64.encode(PCM.littleEndianBytes(chunk)), ms: 100))
+                }
+                start += frame
+            }
+            remainder = Array(pcm[start...])
+            let seconds = Double(pcm.count - remainder.count) / Double(SpeechOutput.sampleRate)
+            if seconds > 0 { SpeechMetrics.shared.encodingRealTimeFactor.observe(seconds: clock.elapsed / seconds) }
+            return out
+        }
+    }
+
+    private func resampler(from rate: Int) -> Resampler? {
+        if let r = resamplers[rate] { return r }
+        let r = try? Resampler(from: rate, to: SpeechOutput.sampleRate)
+        resamplers[rate] = r
+        return r
+    }
+}
+
+extension String {
+    var trimmed: String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}

@@ -1,0 +1,72 @@
+import Server
+import Session
+
+/// The embedded synthesiser: espeak-ng, on the speech worker pool. A sentence comes back whole
+/// (espeak-ng speaks one in a few milliseconds); the reply is spoken sentence by sentence as the
+/// model streams it, so the first audio goes out before the reply is complete.
+public struct EspeakSynthesizer: Synthesizer {
+    public let name = "espeak-ng"
+    let pool: WorkerPool
+    public let wordsPerMinute: Int
+
+    public init(pool: WorkerPool, wordsPerMinute: Int = 165) {
+        self.pool = pool
+        self.wordsPerMinute = wordsPerMinute
+    }
+
+    /// The Realtime API's voice names, mapped onto espeak-ng's English variants.
+    static func espeakVoice(_ voice: String) -> String {
+        switch voice {
+        case "nova", "shimmer", "coral", "sage": "en-us+f3"
+        case "fable": "en-gb"
+        case "onyx", "ash", "verse": "en-us+m3"
+        default: "en-us"
+        }
+    }
+
+    public func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        let espeakVoice = Self.espeakVoice(voice), rate = wordsPerMinute
+        let ticket = loop.offload(to: pool, { () -> Result<SynthesizedSpeech, Espeak.Failure> in
+            let clock = ThreadCPUClock()
+            return Espeak.shared.synthesize(text, voice: espeakVoice, wordsPerMinute: rate)
+                .map { SynthesizedSpeech(samples: $0.samples, sampleRate: $0.sampleRate, cpuSeconds: clock.elapsed) }
+        }, then: { result in
+            switch result {
+            case .success(let speech):
+                if !speech.samples.isEmpty {
+                    SpeechMetrics.shared.synthesisRealTimeFactor.observe(seconds: speech.cpuSeconds / (Double(speech.samples.count) / Double(speech.sampleRate)))
+                    onEvent(.audio(speech.samples, sampleRate: speech.sampleRate))
+                }
+                onEvent(.finished)
+            case .failure(let failure):
+                onEvent(.failed(ModelError(code: "synthesis_failed", message: failure.description)))
+            }
+        })
+        guard let ticket else {
+            SpeechMetrics.shared.overloaded.add(1)
+            loop.schedule(after: 0) {
+                onEvent(.failed(ModelError(code: "overloaded", message: "the speech worker queue is full: the server is overloaded")))
+            }
+            return CancelledCall()
+        }
+        return OffloadCall(ticket)
+    }
+}
+
+struct SynthesizedSpeech: Sendable {
+    let samples: [Int16]
+    let sampleRate: Int
+    let cpuSeconds: Double
+}
+
+/// A synthesis on the worker pool; cancelling drops its result.
+final class OffloadCall: ModelCall {
+    private let ticket: OffloadTicket
+    init(_ ticket: OffloadTicket) { self.ticket = ticket }
+    func cancel() { ticket.cancel() }
+}
+
+/// A call refused before it started; its failure is already on its way.
+final class CancelledCall: ModelCall {
+    func cancel() {}
+}

@@ -1,0 +1,178 @@
+import Server
+import Session
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The embedded recogniser: pocketsphinx with Debian's en-us model, streaming while the user
+/// speaks. Decoders are loaded once and lent to one turn at a time; the recognition itself runs on
+/// the speech worker pool, never on an event loop.
+///
+/// A turn keeps at most one job in flight: audio that arrives meanwhile waits on the loop and goes
+/// with the next job, so a slow moment batches up instead of queueing many small jobs, and the
+/// decoder is only ever used by one thread at a time. Each job ends with the best hypothesis so far
+/// (a partial); the last ends the utterance (the final text).
+///
+/// When every decoder is lent, or the pool's queue is full, the turn fails with `overloaded` at
+/// once: the session tells its client, and no other session waits.
+public final class SphinxTranscriber: Transcriber {
+    public let name = "pocketsphinx"
+    let pool: WorkerPool
+    let model: SphinxDecoder.Model
+    /// Decoders loaded and not lent, and how many turns hold one (or are about to).
+    private let state = Mutex<(free: [SphinxDecoder], lent: Int)>(([], 0))
+    /// The most decoders there will be: also the most turns recognised at once.
+    public let decoders: Int
+    /// Audio gathered before a job is sent while the user speaks: a partial about every 300 ms.
+    static let chunkSamples = 16_000 * 3 / 10
+
+    /// Decoders load on first use, on a worker (about 0.4 s and 30 MB each), so a server that
+    /// never hears speech never pays for them; the model files are checked now.
+    public init(decoders: Int, pool: WorkerPool, model: SphinxDecoder.Model = .debianEnglish) throws {
+        try SphinxDecoder.check(model)
+        self.decoders = max(1, decoders)
+        self.pool = pool
+        self.model = model
+    }
+
+    public func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        let reserved = state.withLock { s -> Bool in
+            guard s.lent < decoders else { return false }
+            s.lent += 1
+            return true
+        }
+        if reserved { SpeechMetrics.shared.recognizersBusy.add(1) }
+        return SphinxTranscription(reserved: reserved, owner: self, loop: loop, onEvent: onEvent)
+    }
+
+    /// On a worker: a free decoder, or a new one (its turn reserved the room for it).
+    fileprivate func checkOut() -> Result<SphinxDecoder, SphinxDecoder.LoadError> {
+        if let decoder = state.withLock({ $0.free.popLast() }) { return .success(decoder) }
+        return Result { () throws(SphinxDecoder.LoadError) in try SphinxDecoder(model) }
+    }
+
+    /// The turn is over; its decoder, if it had one, is free for the next.
+    fileprivate func giveBack(_ decoder: SphinxDecoder?) {
+        state.withLock { s in
+            if let decoder { s.free.append(decoder) }
+            s.lent -= 1
+        }
+        SpeechMetrics.shared.recognizersBusy.add(-1)
+    }
+}
+
+/// One turn's recognition, on its session's loop.
+private final class SphinxTranscription: TranscriptionSession {
+    /// The decoder this turn holds, from its first job on (only jobs touch it, one at a time).
+    private final class Lease: @unchecked Sendable {
+        var decoder: SphinxDecoder?
+    }
+
+    private let lease = Lease()
+    private var reserved: Bool
+    private let owner: SphinxTranscriber
+    private let loop: EventLoop
+    private let onEvent: (TranscriptionEvent) -> Void
+    private var pending: [Int16] = []
+    private var inFlight: OffloadTicket?
+    private var started = false
+    private var finishing = false
+    private var over = false
+    /// The turn's audio and the decoder's CPU time on it, for the real-time factor.
+    private var audioSamples = 0
+    private var cpuSeconds = 0.0
+
+    init(reserved: Bool, owner: SphinxTranscriber, loop: EventLoop, onEvent: @escaping (TranscriptionEvent) -> Void) {
+        self.reserved = reserved
+        self.owner = owner
+        self.loop = loop
+        self.onEvent = onEvent
+        if !reserved {
+            fail("overloaded", "every speech recogniser is busy (\(owner.decoders) turns at once): the server is overloaded")
+        }
+    }
+
+    func append(_ samples: [Int16]) {
+        guard !over, !finishing else { return }
+        pending += samples
+        pump()
+    }
+
+    func finish() {
+        guard !over else { return }
+        finishing = true
+        pump()
+    }
+
+    func cancel() {
+        guard !over else { return }
+        over = true
+        // A job still running has the decoder: it comes back when that job's result does.
+        if inFlight == nil { release() }
+    }
+
+    private struct JobResult: Sendable {
+        let text: String
+        let cpuSeconds: Double
+        let loadError: String?
+    }
+
+    private func pump() {
+        guard inFlight == nil, !over else { return }
+        guard finishing || pending.count >= SphinxTranscriber.chunkSamples else { return }
+        let samples = pending, start = !started, end = finishing, lease = lease, owner = owner
+        pending = []
+        started = true
+        audioSamples += samples.count
+        inFlight = loop.offload(to: owner.pool, {
+            if lease.decoder == nil {
+                switch owner.checkOut() {
+                case .success(let decoder): lease.decoder = decoder
+                case .failure(let error): return JobResult(text: "", cpuSeconds: 0, loadError: error.description)
+                }
+            }
+            let decoder = lease.decoder!
+            let clock = ThreadCPUClock()
+            if start { decoder.start() }
+            decoder.process(samples)
+            let text = end ? decoder.end() : decoder.hypothesis
+            return JobResult(text: text, cpuSeconds: clock.elapsed, loadError: nil)
+        }, then: { [self] result in completed(result, final: end) })
+        if inFlight == nil {
+            fail("overloaded", "the speech worker queue is full (\(owner.pool.queueLimit) jobs waiting): the server is overloaded")
+        }
+    }
+
+    private func completed(_ result: JobResult, final: Bool) {
+        inFlight = nil
+        cpuSeconds += result.cpuSeconds
+        if over { return release() }
+        if let problem = result.loadError { return fail("transcription_failed", problem) }
+        if final {
+            over = true
+            release()
+            if audioSamples > 0 { SpeechMetrics.shared.recognitionRealTimeFactor.observe(seconds: cpuSeconds / (Double(audioSamples) / 16_000)) }
+            onEvent(.final(result.text))
+        } else {
+            if !result.text.isEmpty { onEvent(.partial(result.text)) }
+            pump()
+        }
+    }
+
+    /// Reported from the loop, never from inside `begin` or `append`.
+    private func fail(_ code: String, _ message: String) {
+        over = true
+        release()
+        if code == "overloaded" { SpeechMetrics.shared.overloaded.add(1) }
+        let onEvent = onEvent
+        loop.schedule(after: 0) { onEvent(.failed(ModelError(code: code, message: message))) }
+    }
+
+    private func release() {
+        guard reserved else { return }
+        reserved = false
+        owner.giveBack(lease.decoder)
+        lease.decoder = nil
+    }
+}
