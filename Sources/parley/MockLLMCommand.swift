@@ -36,6 +36,9 @@ struct MockLLMCommand: ParsableCommand {
     @Option(help: "Fault to inject in every response: none, 500, 429, stall, drop.")
     var fault = "none"
 
+    @Option(help: "What POST /v1/audio/transcriptions answers for any non-empty upload.")
+    var transcript = "what is the weather like in Paris"
+
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: serve https (with --tls-key).", valueName: "file"))
     var tlsCert: String?
 
@@ -66,6 +69,7 @@ struct MockLLMCommand: ParsableCommand {
         config.tlsKeyFile = tlsKey
         var routes = Router.Builder()
         MockLLMServer.install(on: &routes, options: options)
+        MockSpeechRoutes.install(on: &routes, transcript: transcript)
         let server: Server
         do {
             server = try Server(configuration: config, routes: routes)

@@ -1,0 +1,100 @@
+import Codec
+import JSON
+import Server
+import Session
+
+/// Any OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI's, a local whisper server,
+/// `parley mock-llm`): the turn's audio is kept while the user speaks and uploaded whole, as a
+/// 16 kHz WAV in a multipart form, when the turn ends. No partials: the API gives one text.
+/// The request runs on the session's loop, like the model's.
+public struct OpenAITranscriber: Transcriber {
+    public let name = "openai"
+    public let baseURL: UpstreamURL
+    public let model: String
+    public let apiKey: String?
+    /// The most audio one turn uploads; the rest is dropped (the server's input buffer keeps 30 s).
+    static let maxSamples = 30 * 16_000
+
+    public init(baseURL: UpstreamURL, model: String, apiKey: String?) {
+        self.baseURL = baseURL
+        self.model = model
+        self.apiKey = apiKey
+    }
+
+    public func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        UploadTranscription(transcriber: self, loop: loop, onEvent: onEvent)
+    }
+
+    /// The request for `samples`: a multipart form with the WAV file and the model name.
+    func request(_ samples: [Int16]) -> HTTPClientRequest {
+        let boundary = "parley-\(samples.count)-\(MonotonicClock.nanoseconds())"
+        var body: [UInt8] = []
+        func field(_ name: String, _ value: String) {
+            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
+        }
+        field("model", model)
+        field("response_format", "json")
+        body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"turn.wav\"\r\nContent-Type: audio/wav\r\n\r\n".utf8)
+        body += WAVFile(sampleRate: 16_000, channels: 1, samples: samples).encoded()
+        body += Array("\r\n--\(boundary)--\r\n".utf8)
+        var headers = [("Content-Type", "multipart/form-data; boundary=\(boundary)"), ("Accept", "application/json")]
+        if let apiKey { headers.append(("Authorization", "Bearer \(apiKey)")) }
+        return HTTPClientRequest(method: "POST", url: baseURL.appending("/audio/transcriptions"), headers: headers, body: body)
+    }
+}
+
+/// One turn: audio gathered on the loop, one upload at `finish`.
+private final class UploadTranscription: TranscriptionSession {
+    private let transcriber: OpenAITranscriber
+    private let loop: EventLoop
+    private let onEvent: (TranscriptionEvent) -> Void
+    private var samples: [Int16] = []
+    private var call: HTTPClientCall?
+    private var over = false
+
+    init(transcriber: OpenAITranscriber, loop: EventLoop, onEvent: @escaping (TranscriptionEvent) -> Void) {
+        self.transcriber = transcriber
+        self.loop = loop
+        self.onEvent = onEvent
+    }
+
+    func append(_ new: [Int16]) {
+        guard !over, call == nil else { return }
+        samples += new.prefix(max(0, OpenAITranscriber.maxSamples - samples.count))
+    }
+
+    func finish() {
+        guard !over, call == nil else { return }
+        var status = 0
+        var response: [UInt8] = []
+        let started = MonotonicClock.nanoseconds(), seconds = Double(samples.count) / 16_000
+        call = loop.httpClient.send(transcriber.request(samples), onHead: { status = $0.status }, onBody: { response += $0 }) { [weak self] result in
+            guard let self, !over else { return }
+            over = true
+            switch result {
+            case .failure(let error):
+                onEvent(.failed(ModelError(code: "transcription_failed", message: "\(transcriber.baseURL.host): \(error)")))
+            case .success:
+                let json = try? JSON(parsing: String(decoding: response, as: UTF8.self))
+                if (200..<300).contains(status), let text = json?["text"]?.string {
+                    if seconds > 0 { SpeechMetrics.shared.recognitionRealTimeFactor.observe(seconds: Double(MonotonicClock.nanoseconds() &- started) / 1e9 / seconds) }
+                    onEvent(.final(text.trimmedSpaces))
+                } else {
+                    let message = json?["error"]?["message"]?.string ?? "HTTP \(status)"
+                    onEvent(.failed(ModelError(code: "transcription_failed", message: "\(transcriber.baseURL.host): \(message)")))
+                }
+            }
+        }
+        samples = []
+    }
+
+    func cancel() {
+        over = true
+        call?.cancel()
+        samples = []
+    }
+}
+
+extension String {
+    var trimmedSpaces: String { String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()) }
+}

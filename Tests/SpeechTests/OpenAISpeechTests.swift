@@ -1,0 +1,101 @@
+import Codec
+import JSON
+import Server
+import Session
+import Speech
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `openai` speech providers against `parley mock-llm`'s speech routes over real sockets: the
+/// turn's audio uploaded as a WAV in a multipart form, the reply's speech streamed back as pcm.
+@Suite(.serialized) struct OpenAISpeechTests {
+    static let transcript = "what is the weather like in Paris"
+
+    /// One server with the mock's routes and the sessions, whose providers call the server itself.
+    func server(mockTranscript: String = Self.transcript) throws -> (TestServer, WorkerPool) {
+        let pool = try WorkerPool(name: "test-speech", threads: 1, queueLimit: 16)
+        let box = SpeechBox()
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            MockSpeechRoutes.install(on: &routes, transcript: mockTranscript)
+            RealtimeEndpoint(model: FixedReplyModel(reply: "It is sunny. Take a hat."), modelName: "test",
+                             speech: SpeechServices(transcriber: box, synthesizer: box, pool: pool)).install(on: &routes)
+        })
+        let base = UpstreamURL("http://127.0.0.1:\(server.port)/v1")!
+        box.set(OpenAITranscriber(baseURL: base, model: "whisper-1", apiKey: "k"), OpenAISynthesizer(baseURL: base, model: "tts-1", apiKey: "k"))
+        return (server, pool)
+    }
+
+    @Test func aSpokenTurnIsUploadedAndTheReplyIsSpokenThroughTheAPI() throws {
+        let (server, pool) = try server()
+        defer { pool.stop() }
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/ws").status == 101)
+        _ = try client.readFrame()
+        let file = try OggOpusFile.read(path: try SpeechVectors.opus("What is the weather like in Paris"))
+        let silence = try OpusEncoder().encode([Int16](repeating: 0, count: 960))
+        for packet in file.packets + Array(repeating: silence, count: 60) { try client.send(TestClient.frame(0x2, packet)) }
+        var events: [JSON] = [], packets: [[UInt8]] = []
+        while events.last?["type"]?.string != "response.done" {
+            let frame = try client.readFrame()
+            if frame.opcode == 0x2 { packets.append(frame.payload) } else { events.append(try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))) }
+        }
+        let completed = events.first { $0["type"]?.string == "conversation.item.input_audio_transcription.completed" }
+        #expect(completed?["transcript"]?.string == Self.transcript)
+        #expect(events.last?["response"]?["status"]?.string == "completed")
+        // "It is sunny." and "Take a hat.": 6 words at 0.3 s each from the mock.
+        let decoder = try OpusDecoder(format: AudioFormat(sampleRate: .hz24000, channels: .mono))
+        var pcm: [Int16] = []
+        for packet in packets { pcm += try decoder.decode(packet) }
+        let seconds = Double(pcm.count) / 24_000
+        #expect(seconds >= 1.8 && seconds <= 2.0, "\(seconds) s")
+    }
+
+    @Test func anUnreachableTranscriptionAPIFailsTheTurnWithItsReason() throws {
+        let pool = try WorkerPool(name: "test-speech", threads: 1, queueLimit: 16)
+        defer { pool.stop() }
+        let dead = UpstreamURL("http://127.0.0.1:9/v1")!
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            RealtimeEndpoint(model: FixedReplyModel(reply: "Hello."), modelName: "test",
+                             speech: SpeechServices(transcriber: OpenAITranscriber(baseURL: dead, model: "m", apiKey: nil), pool: pool)).install(on: &routes)
+        })
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        _ = try client.readFrame()
+        let wav = try WAVFile.read(path: try SpeechVectors.wav("What is the weather like in Paris"))
+        let audio = try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples) + [Int16](repeating: 0, count: 24_000)
+        for start in stride(from: 0, to: audio.count, by: 4_800) {
+            let chunk = Array(audio[start..<min(audio.count, start + 4_800)])
+            try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#.utf8)))
+        }
+        var failed: JSON?
+        while failed == nil {
+            let event = try JSON(parsing: String(decoding: try client.readFrame().payload, as: UTF8.self))
+            if event["type"]?.string == "conversation.item.input_audio_transcription.failed" { failed = event }
+        }
+        #expect(failed?["error"]?["code"]?.string == "transcription_failed")
+        #expect(failed?["error"]?["message"]?.string?.hasPrefix("127.0.0.1: ") == true, "\(failed?["error"]?["message"]?.string ?? "")")
+    }
+}
+
+/// Providers chosen after the server is up, so they can call the server's own port.
+final class SpeechBox: Transcriber, Synthesizer, @unchecked Sendable {
+    let name = "box"
+    private var transcriber: (any Transcriber)?
+    private var synthesizer: (any Synthesizer)?
+
+    func set(_ transcriber: any Transcriber, _ synthesizer: any Synthesizer) {
+        self.transcriber = transcriber
+        self.synthesizer = synthesizer
+    }
+
+    func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        transcriber!.begin(on: loop, onEvent)
+    }
+
+    func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        synthesizer!.speak(text, voice: voice, on: loop, onEvent)
+    }
+}
