@@ -121,6 +121,9 @@ trap - EXIT
 # TLS: wss beside ws (idle memory at 10,000, echo, handshakes per core), in $OUT/tls.
 PORT=$((PORT + 10)) scripts/bench-tls.sh "$OUT/tls"
 
+# Speech: recognition on one core, and voice to voice with everything on, in $OUT/speech.
+PORT=$((PORT + 40)) scripts/bench-speech.sh "$OUT/speech" "$OUT/speech.wav"
+
 # The codec runs with no server: its figures are CPU time of one thread, i.e. per core.
 run codec codec --input "$OUT/speech.wav"
 

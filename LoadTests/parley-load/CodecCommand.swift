@@ -64,6 +64,12 @@ struct CodecCommand: ParsableCommand {
             print(result.line("encode c=\(complexity)") + "  fullband \(bitrate / 1000) kbit/s")
             encodes.append((complexity, result))
         }
+        // The server's reply encoder: 24 kHz, complexity 5 (SpeechOutput).
+        let reply = try CodecInput(wavPath: input, profile: .reply)
+        let replyEncode = try CodecTrial.compare(trials: trials, trialSeconds: trialSeconds, frames: reply.frames,
+                                                 swift: { rounds in try reply.encodeWithSwift(rounds: rounds, complexity: 5) },
+                                                 c: { rounds in reply.encodeWithC(rounds: rounds, complexity: 5) })
+        print(replyEncode.line("encode reply") + "  24 kHz \(reply.bitrate / 1000) kbit/s, complexity 5 (the server's spoken replies)")
         let decoderBytes = try OpusDecoder().stateBytes, encoderBytes = try OpusEncoder().stateBytes
         let speakers = Int(serverDecode.swiftFramesPerSecond / 50), fullbandSpeakers = Int(decode.swiftFramesPerSecond / 50)
         print("state    decoder \(Format.grouped(decoderBytes)) B, encoder \(Format.grouped(encoderBytes)) B (48 kHz mono, as libopus reports)")
@@ -78,6 +84,7 @@ struct CodecCommand: ParsableCommand {
                 ("decode_wideband_16k", serverDecode.json),
                 ("wideband_bitrate", .int(wideband.bitrate)),
                 ("encode", .array(encodes.map { .object([("complexity", .int($0.0)), ("result", $0.1.json)]) })),
+                ("encode_reply_24k_c5", replyEncode.json),
                 ("decoder_state_bytes", .int(decoderBytes)),
                 ("encoder_state_bytes", .int(encoderBytes)),
                 ("realtime_speakers_per_core", .int(speakers)),

@@ -14,11 +14,14 @@ enum OpusProfile: String, ExpressibleByArgument, CaseIterable, Sendable {
     case wideband
     /// 48 kHz input, 32 kbit/s: what a client that keeps the browser's default rate sends.
     case fullband
+    /// 24 kHz input, 24 kbit/s: the server's spoken replies (encoded at complexity 5).
+    case reply
 
     var format: AudioFormat {
         switch self {
         case .wideband: AudioFormat(sampleRate: .hz16000, channels: .mono)
         case .fullband: .voice
+        case .reply: AudioFormat(sampleRate: .hz24000, channels: .mono)
         }
     }
 
@@ -26,6 +29,7 @@ enum OpusProfile: String, ExpressibleByArgument, CaseIterable, Sendable {
         switch self {
         case .wideband: 24_000
         case .fullband: 32_000
+        case .reply: 24_000
         }
     }
 

@@ -13,7 +13,7 @@ extension LoadReport {
     /// A compare directory's runs mix servers, so its one table is the comparison.
     var tables: [Table] {
         if let compareTable { return [compareTable] }
-        return [ladderTable, voiceTable, echoTable, tlsTable, codecTable].compactMap { $0 }
+        return [ladderTable, voiceTable, echoTable, tlsTable, codecTable, speechTable].compactMap { $0 }
     }
 
     private static func markdown(_ header: [String], _ rows: [[String]], rightFrom: Int = 1) -> String {
@@ -126,6 +126,7 @@ extension LoadReport {
         for encode in codec["encode"]?.array ?? [] {
             if let r = line("encode, complexity \(encode["complexity"]?.int ?? 0), fullband", encode["result"]) { rows.append(r) }
         }
+        if let r = line("encode, the server's replies: 24 kHz, complexity 5", codec["encode_reply_24k_c5"]) { rows.append(r) }
         guard !rows.isEmpty else { return nil }
         var md = Self.markdown(["\(codec["libopus"]?.string ?? "libopus"), 20 ms mono frames", "frames per CPU-second", "per frame", "Parley's wrapper / raw C"], rows)
         if let speakers = codec["realtime_speakers_per_core"]?.int {
@@ -134,6 +135,27 @@ extension LoadReport {
             md += ".\n"
         }
         return Table(name: "codec", title: "Opus codec", markdown: md)
+    }
+
+    /// The speech runs (scripts/bench-speech.sh, in speech/): recognition and voice to voice.
+    private var speechTable: Table? {
+        let speech = runs.filter { $0.name.hasPrefix("speech/") && $0.json["command"]?.string == "voice" }
+        guard !speech.isEmpty else { return nil }
+        func bounds(_ j: JSON?) -> String {
+            guard let j, let p50 = j["p50"]?.double, let p99 = j["p99"]?.double else { return "n/a" }
+            func f(_ s: Double) -> String { s.isFinite ? "≤ " + LatencyRecorder.format(nanoseconds: UInt64(s * 1e9)) : "> 10 s" }
+            return "\(f(p50)) / \(f(p99)) (\(j["count"]?.int ?? 0))"
+        }
+        let rows = speech.map { run -> [String] in
+            let j = run.json
+            return [String(run.name.dropFirst(7)), "\(j["speaking"]?.int ?? 0) of \(j["sessions"]?.int ?? 0)",
+                    bounds(j["transcription_seconds_bound"]), j["recognition_real_time_factor"]?.double.map { Format.fixed($0, 2) } ?? "n/a",
+                    bounds(j["voice_to_voice_seconds_bound"]), "\(j["speech_overloaded"]?.int ?? 0)",
+                    Self.cores(j["server_cores_while_measuring"]?.double)]
+        }
+        return Table(name: "speech", title: "Speech: recognition and voice to voice",
+                     markdown: Self.markdown(["run", "speaking", "speech_stopped → transcript p50 / p99 (turns)", "recognition real-time factor",
+                                              "voice to voice p50 / p99 (replies)", "turns refused (overloaded)", "server cores"], rows))
     }
 
     /// The table `parley-load compare` wrote, when this is a compare directory.

@@ -155,10 +155,7 @@ struct VoiceSummary {
     /// The target: the server's p99 lag behind real time.
     static let lagBudget = 0.005
 
-    var lag: ServerHistogram? {
-        guard let start, let end, let a = ServerHistogram(Self.lagName, in: start), let b = ServerHistogram(Self.lagName, in: end) else { return nil }
-        return b.since(a)
-    }
+    var lag: ServerHistogram? { window(Self.lagName) }
 
     /// Frames the server processed over the whole run (its counter is process-wide: a server
     /// with no other audio clients is assumed).
@@ -183,6 +180,32 @@ struct VoiceSummary {
 
     var passed: Bool { problems.isEmpty }
 
+    /// A server histogram over the measured window.
+    func window(_ name: String) -> ServerHistogram? {
+        guard let start, let end, let a = ServerHistogram(name, in: start), let b = ServerHistogram(name, in: end) else { return nil }
+        return b.since(a)
+    }
+
+    /// What a server with speech on (Parley's recogniser and synthesiser) says of the window.
+    var speech: (transcription: ServerHistogram?, voiceToVoice: ServerHistogram?, recognitionRTF: Double?, overloaded: Int?) {
+        let overloaded = start.flatMap { a in end.map { b in Int((b.value("parley_speech_overloaded_total") ?? 0) - (a.value("parley_speech_overloaded_total") ?? 0)) } }
+        return (window("parley_transcription_seconds"), window("parley_voice_to_voice_seconds"),
+                window("parley_speech_recognition_real_time_factor")?.mean, end?.value("parley_speech_overloaded_total") == nil ? nil : overloaded)
+    }
+
+    private var speechLines: [String] {
+        let s = speech
+        var lines: [String] = []
+        if let t = s.transcription, t.observations > 0 {
+            lines.append(Format.row("transcription", "speech_stopped → final text p50 \(t.formatPercentile(50))  p99 \(t.formatPercentile(99))  (\(t.observations) turns; recognition real-time factor \(s.recognitionRTF.map { Format.fixed($0, 2) } ?? "n/a"))"))
+        }
+        if let v = s.voiceToVoice, v.observations > 0 {
+            lines.append(Format.row("voice to voice", "speech_stopped → first reply audio p50 \(v.formatPercentile(50))  p99 \(v.formatPercentile(99))  (\(v.observations) replies)"))
+        }
+        if let overloaded = s.overloaded, overloaded > 0 { lines.append(Format.row("overloaded", "\(overloaded) turns refused by the speech workers")) }
+        return lines
+    }
+
     var text: String {
         var lines = ["", "== voice  (\(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking Opus in real time, \(opus.rawValue) \(bitrate / 1000) kbit/s)"]
         lines.append(Format.row("sessions ready", "\(Format.grouped(ready)) of \(Format.grouped(sessions))"))
@@ -195,6 +218,7 @@ struct VoiceSummary {
         } else {
             lines.append(Format.row("server lag", "not measured: the server has no \(Self.lagName)"))
         }
+        lines += speechLines
         if let processed = framesProcessed {
             lines.append(Format.row("frames processed", "\(Format.grouped(processed)) of \(Format.grouped(framesSentInAll)) sent in the whole run (dropped or never processed: \(Format.grouped(max(0, framesSentInAll - processed))))"))
         }
@@ -208,6 +232,12 @@ struct VoiceSummary {
         lines.append("")
         lines.append(passed ? "PASS: every speaking session streamed in real time, server p99 lag within \(Int(Self.lagBudget * 1000)) ms" : "FAIL: " + problems.joined(separator: "; "))
         return lines.joined(separator: "\n")
+    }
+
+    private func speechBounds(_ h: ServerHistogram?) -> JSON {
+        guard let h, h.observations > 0 else { return .null }
+        func b(_ p: Double) -> JSON { h.percentileBound(p).map { $0.isFinite ? JSON.number($0) : .string("+Inf") } ?? .null }
+        return .object([("p50", b(50)), ("p99", b(99)), ("count", .int(h.observations))])
     }
 
     var json: JSON {
@@ -232,6 +262,10 @@ struct VoiceSummary {
             ("errors", .int(errors)),
             ("client_cores_while_measuring", .number(clientCores)),
             ("server_cores_while_measuring", serverCores.map(JSON.number) ?? .null),
+            ("transcription_seconds_bound", speechBounds(speech.transcription)),
+            ("voice_to_voice_seconds_bound", speechBounds(speech.voiceToVoice)),
+            ("recognition_real_time_factor", speech.recognitionRTF.map(JSON.number) ?? .null),
+            ("speech_overloaded", speech.overloaded.map { .int($0) } ?? .null),
             ("server_resident_bytes", end.map { .number($0.residentBytes) } ?? .null),
             ("passed", .bool(passed)),
             ("problems", .array(problems.map(JSON.string))),

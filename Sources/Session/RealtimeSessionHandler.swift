@@ -238,6 +238,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
     }
 
     private func transcriptionEvent(_ itemID: String, _ event: TranscriptionEvent) {
+        if case .final = event, let stopped = speechStoppedAt {
+            SpeechMetrics.shared.transcription.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped)
+        }
         switch event {
         case .final, .failed:
             if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }

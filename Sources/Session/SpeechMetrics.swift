@@ -19,12 +19,15 @@ public final class SpeechMetrics: Sendable {
     public let voiceToVoice = Histogram(name: "parley_voice_to_voice_seconds",
                                         help: "From speech_stopped to the reply's first audio sent to the client.",
                                         bounds: [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
+    public let transcription = Histogram(name: "parley_transcription_seconds",
+                                         help: "From speech_stopped to the turn's final transcript.",
+                                         bounds: [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
     public let recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", type: "gauge")
     public let overloaded = MetricFamily(name: "parley_speech_overloaded_total",
                                          help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.")
 
     func render(pool: WorkerPool?) -> String {
-        var out = recognitionRealTimeFactor.render() + synthesisRealTimeFactor.render() + encodingRealTimeFactor.render() + voiceToVoice.render()
+        var out = recognitionRealTimeFactor.render() + synthesisRealTimeFactor.render() + encodingRealTimeFactor.render() + voiceToVoice.render() + transcription.render()
         out += recognizersBusy.render() + overloaded.render()
         if let pool {
             out += "# HELP parley_speech_queue_depth Speech jobs waiting for a worker.\n# TYPE parley_speech_queue_depth gauge\n"
