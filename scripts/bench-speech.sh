@@ -45,6 +45,6 @@ done
 # Voice to voice with everything on, the defaults: pocketsphinx, the built-in agent, espeak-ng.
 # Each speaker waits 6 s after speaking, as a user waits for the answer, so replies are heard out.
 start_server
-run voice-to-voice-2 voice 20 --speaking 2 --pause 6 --url "ws://127.0.0.1:$PORT/ws" --input "$SPEECH" --warmup 5 --duration "$SECONDS_MEASURED"
+run voice-to-voice-3 voice 20 --speaking 3 --pause 6 --url "ws://127.0.0.1:$PORT/ws" --input "$SPEECH" --warmup 5 --duration 40
 stop_server
 trap - EXIT

@@ -21,6 +21,9 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Prefix of the block names this report fills in --docs, e.g. full- for <!-- report:full-ladder -->.")
     var blockPrefix = ""
 
+    @Option(help: "Only these tables go into --docs (comma-separated names), e.g. when another run's are to stay.")
+    var only: String?
+
     func run() throws {
         let runs = Self.jsonFiles(in: directory).compactMap { path -> (String, JSON)? in
             guard let text = try? TextFile.read(path), var json = try? JSON(parsing: text) else { return nil }
@@ -35,7 +38,9 @@ struct ReportCommand: ParsableCommand {
         try TextFile.write(report.markdown, to: "\(directory)/summary.md")
         print("wrote \(directory)/report.html and \(directory)/summary.md from \(runs.count) reports")
         if let docs {
-            let tables = report.tables.map { LoadReport.Table(name: blockPrefix + $0.name, title: $0.title, markdown: $0.markdown) }
+            let wanted = only.map { Set($0.split(separator: ",").map(String.init)) }
+            let tables = report.tables.filter { wanted?.contains($0.name) ?? true }
+                .map { LoadReport.Table(name: blockPrefix + $0.name, title: $0.title, markdown: $0.markdown) }
             let (text, replaced) = DocsTables.update(try TextFile.read(docs), with: tables, source: Self.resolved(directory))
             try TextFile.write(text, to: docs)
             print(replaced.isEmpty ? "\(docs): no report blocks for these tables" : "\(docs): updated \(replaced.joined(separator: ", "))")

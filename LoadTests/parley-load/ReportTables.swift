@@ -71,11 +71,12 @@ extension LoadReport {
                     bound("p50"), "**" + bound("p99") + "**", bound("p99_9"),
                     processed.map { "\(Format.grouped($0)) of \(Format.grouped(sent))" } ?? "n/a",
                     Self.cores(j["server_cores_while_measuring"]?.double), Self.cores(j["client_cores_while_measuring"]?.double),
+                    j["steal_fraction_while_measuring"]?.double.map { Format.fixed($0 * 100, 0) + " %" } ?? "n/a",
                     j["passed"]?.bool == true ? "pass" : "**fail**"]
         }
         return Table(name: "voice", title: "Voice: sessions speaking Opus in real time",
                      markdown: Self.markdown(["speaking", "Opus", "frames/s", "server lag p50", "p99", "p99.9", "frames processed",
-                                              "server cores", "client cores", "result (p99 ≤ 5 ms)"], rows))
+                                              "server cores", "client cores", "steal", "result (p99 ≤ 5 ms)"], rows))
     }
 
     private var echoTable: Table? {

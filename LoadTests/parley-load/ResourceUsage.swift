@@ -69,3 +69,25 @@ enum DescriptorLimit {
 enum Cores {
     static var online: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 }
+
+/// The whole machine's CPU time from /proc/stat, for the share the hypervisor took ("steal"): on a
+/// shared VM, a run with much steal had fewer cores than it seems, and its figures say so.
+struct MachineCPU {
+    let total: Double
+    let steal: Double
+
+    /// nil where /proc/stat cannot be read.
+    static func now() -> MachineCPU? {
+        guard let text = try? TextFile.read("/proc/stat"), let line = text.split(separator: "\n").first, line.hasPrefix("cpu ") else { return nil }
+        let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        // user nice system idle iowait irq softirq steal (guest time is already inside user).
+        guard fields.count >= 8 else { return nil }
+        return MachineCPU(total: fields[0..<8].reduce(0, +), steal: fields[7])
+    }
+
+    /// The share of CPU time stolen between `earlier` and this reading.
+    func stealFraction(since earlier: MachineCPU) -> Double {
+        let total = self.total - earlier.total
+        return total > 0 ? (steal - earlier.steal) / total : 0
+    }
+}

@@ -92,12 +92,14 @@ struct VoiceCommand: ParsableCommand {
         // The scrapes run on their own thread while the frames keep going out on time.
         let startFetch = BackgroundFetch(target)
         let serverCPUStart = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
+        let machineStart = MachineCPU.now()
         let cpuMeasureStart = CPUTime.ofSelf()
         let measureStart = MonotonicClock.nanoseconds()
         run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
         let measured = MonotonicClock.seconds(since: measureStart)
         let cpuMeasured = CPUTime.ofSelf() - cpuMeasureStart
         let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
+        let steal = machineStart.flatMap { a in MachineCPU.now().map { $0.stealFraction(since: a) } }
         let endFetch = BackgroundFetch(target)
         run.stream(until: .max, measuring: false, progress: progress) { endFetch.isDone }
         let start = startFetch.take(), end = endFetch.take()
@@ -117,7 +119,7 @@ struct VoiceCommand: ParsableCommand {
                                    sendLateness: run.sendLateness,
                                    speechStarted: run.speechStarted, speechStopped: run.speechStopped,
                                    responsesDone: run.responsesDone, errors: run.errors,
-                                   serverCores: serverCPU.map { $0 / measured },
+                                   serverCores: serverCPU.map { $0 / measured }, steal: steal,
                                    clientCores: cpuMeasured.total / measured, clientCPU: CPUTime.ofSelf() - cpuStart)
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
@@ -148,6 +150,8 @@ struct VoiceSummary {
     let errors: Int
     /// The server's CPU while measuring, in cores, where it could be read.
     let serverCores: Double?
+    /// The share of the machine's CPU time the hypervisor took while measuring.
+    let steal: Double?
     let clientCores: Double
     let clientCPU: CPUTime
 
@@ -229,6 +233,7 @@ struct VoiceSummary {
         }
         lines.append(Format.row("server CPU", serverCores.map { "\(Format.fixed($0, 2)) of \(Cores.online) cores while measuring" } ?? "not measured (give --server-pid for a server whose /metrics does not say)"))
         lines.append(Format.row("client CPU", "\(Format.fixed(clientCores, 2)) of \(Cores.online) cores while measuring  (\(Format.fixed(clientCPU.total, 2)) s over the run)"))
+        if let steal { lines.append(Format.row("steal", "\(Format.fixed(steal * 100, 1)) % of the machine's CPU time went to other guests of its host while measuring")) }
         lines.append("")
         lines.append(passed ? "PASS: every speaking session streamed in real time, server p99 lag within \(Int(Self.lagBudget * 1000)) ms" : "FAIL: " + problems.joined(separator: "; "))
         return lines.joined(separator: "\n")
@@ -242,7 +247,10 @@ struct VoiceSummary {
 
     var json: JSON {
         func bound(_ p: Double) -> JSON { lag?.percentileBound(p).map { $0.isFinite ? JSON.number($0) : .string("+Inf") } ?? .null }
-        return .object([
+        func optional(_ value: Double?) -> JSON { value.map(JSON.number) ?? .null }
+        let lateness: JSON = .object([("p50", .number(Double(sendLateness.percentile(50)))), ("p99", .number(Double(sendLateness.percentile(99)))),
+                                      ("max", .number(Double(sendLateness.maximum)))])
+        let run: [(String, JSON)] = [
             ("command", .string("voice")),
             ("url", .string(target.url)),
             ("sessions", .int(sessions)),
@@ -254,21 +262,26 @@ struct VoiceSummary {
             ("frames_sent", .int(framesSent)),
             ("frames_sent_in_all", .int(framesSentInAll)),
             ("frames_processed_in_all", framesProcessed.map { .int($0) } ?? .null),
-            ("client_send_lateness_ns", .object([("p50", .number(Double(sendLateness.percentile(50)))), ("p99", .number(Double(sendLateness.percentile(99)))), ("max", .number(Double(sendLateness.maximum)))])),
+            ("client_send_lateness_ns", lateness),
             ("server_lag_seconds_bound", .object([("p50", bound(50)), ("p99", bound(99)), ("p99_9", bound(99.9))])),
             ("speech_started", .int(speechStarted)),
             ("speech_stopped", .int(speechStopped)),
             ("responses_done", .int(responsesDone)),
             ("errors", .int(errors)),
+        ]
+        let speech = self.speech
+        let figures: [(String, JSON)] = [
             ("client_cores_while_measuring", .number(clientCores)),
-            ("server_cores_while_measuring", serverCores.map(JSON.number) ?? .null),
+            ("server_cores_while_measuring", optional(serverCores)),
+            ("steal_fraction_while_measuring", optional(steal)),
             ("transcription_seconds_bound", speechBounds(speech.transcription)),
             ("voice_to_voice_seconds_bound", speechBounds(speech.voiceToVoice)),
-            ("recognition_real_time_factor", speech.recognitionRTF.map(JSON.number) ?? .null),
+            ("recognition_real_time_factor", optional(speech.recognitionRTF)),
             ("speech_overloaded", speech.overloaded.map { .int($0) } ?? .null),
-            ("server_resident_bytes", end.map { .number($0.residentBytes) } ?? .null),
+            ("server_resident_bytes", optional(end?.residentBytes)),
             ("passed", .bool(passed)),
             ("problems", .array(problems.map(JSON.string))),
-        ])
+        ]
+        return .object(run + figures)
     }
 }

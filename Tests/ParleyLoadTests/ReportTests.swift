@@ -35,12 +35,12 @@ import Testing
             {"command":"voice","url":"ws://127.0.0.1:1/ws","sessions":10000,"speaking":500,"opus":"wideband","opus_bitrate":24000,
              "measured_seconds":10,"frames_sent":250000,"frames_sent_in_all":400000,"frames_processed_in_all":400000,
              "server_lag_seconds_bound":{"p50":0.001,"p99":0.005,"p99_9":0.025},
-             "server_cores_while_measuring":1.2,"client_cores_while_measuring":0.25,"passed":true}
+             "server_cores_while_measuring":1.2,"client_cores_while_measuring":0.25,"steal_fraction_while_measuring":0.02,"passed":true}
             """)
         let report = LoadReport(title: "t", runs: [("voice-500", voice)])
         #expect(report.html.contains("lag behind real time against speakers"))
         let table = try #require(report.tables.first { $0.name == "voice" })
-        #expect(table.markdown.contains("| 500 of 10,000 | wideband 24k | 25,000 | ≤ 1.00 ms | **≤ 5.00 ms** | ≤ 25.0 ms | 400,000 of 400,000 | 1.20 | 0.25 | pass |"))
+        #expect(table.markdown.contains("| 500 of 10,000 | wideband 24k | 25,000 | ≤ 1.00 ms | **≤ 5.00 ms** | ≤ 25.0 ms | 400,000 of 400,000 | 1.20 | 0.25 | 2 % | pass |"))
     }
 
     @Test func docsBlocksAreReplacedByTablesOfTheSameName() {
