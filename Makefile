@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test build release deps autobahn autobahn-wss bench compare ladder fuzz clean
+.PHONY: run test e2e build release deps autobahn autobahn-wss bench compare ladder fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -32,6 +32,14 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/realtime-sdk-test.sh
+	$(MAKE) e2e
+
+# The browser client end to end in headless Chromium (installed here, for this target only), with a
+# fake microphone playing speech made by espeak-ng. SCREENSHOT=docs/screenshot.png keeps a picture.
+e2e:
+	@scripts/install-deps.sh chromium
+	$(SWIFT) build
+	scripts/e2e.sh
 
 # RFC 6455 conformance: Autobahn|Testsuite fuzzingclient, groups 1-10, against /echo.
 autobahn: release

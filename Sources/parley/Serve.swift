@@ -131,7 +131,7 @@ struct Serve: ParsableCommand {
         }
 
         var routes = Router.Builder()
-        routes.get("/") { _ in LandingPage.response }
+        routes.get("/") { _ in ClientPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         // PARLEY_API_KEY, when set, is the key session clients must present (kept out of flags,
         // where it would show in the process list).

@@ -26,13 +26,15 @@ import TestSupport
         #expect(process.waitForExit(seconds: 5) == 0)
     }
 
-    @Test func rootServesTheLandingPageAndSessionsOpenOnWs() throws {
+    @Test func rootServesTheClientPageAndSessionsOpenOnWs() throws {
         let process = try ServerProcess()
         let client = try TestClient(port: process.port)
         try client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
         let page = try client.readResponse()
         #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
-        #expect(page.body.contains("/echo"))
+        // The voice client, whole: its socket, its microphone path, and nothing from elsewhere.
+        #expect(page.body.contains("\"/ws\"") && page.body.contains("AudioEncoder") && page.body.contains("autostart"))
+        #expect(!page.body.contains("http://") && !page.body.contains("https://"))
         let session = try TestClient(port: process.port)
         #expect(try session.upgrade(path: "/ws").status == 101)
         #expect(String(decoding: try session.readFrame().payload, as: UTF8.self).contains("session.created"))

@@ -13,14 +13,48 @@ public enum Subprocess {
     /// one would hide a hang-up from the server under test.
     /// `quiet`: the program's output goes to /dev/null.
     public static func run(_ argv: [String], quiet: Bool = false) throws -> Int32 {
+        try run(argv, stdin: nil, stdout: quiet ? "/dev/null" : nil, stderr: quiet ? "/dev/null" : nil)
+    }
+
+    /// What a program printed, and how it ended.
+    public struct Captured {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    /// Runs `argv` with `input` on its standard input and captures both outputs (through files, so
+    /// neither can fill a pipe and stall it).
+    public static func capture(_ argv: [String], input: String = "") throws -> Captured {
+        let base = "/tmp/parley-capture-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { for suffix in [".in", ".out", ".err"] { unlink(base + suffix) } }
+        guard let file = fopen(base + ".in", "w") else { throw Failure(description: "cannot write \(base).in") }
+        fputs(input, file)
+        fclose(file)
+        let status = try run(argv, stdin: base + ".in", stdout: base + ".out", stderr: base + ".err")
+        func text(_ path: String) -> String {
+            guard let f = fopen(path, "r") else { return "" }
+            defer { fclose(f) }
+            var out: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = fread(&buffer, 1, buffer.count, f)
+                if n <= 0 { break }
+                out += buffer[..<n]
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+        return Captured(status: status, stdout: text(base + ".out"), stderr: text(base + ".err"))
+    }
+
+    private static func run(_ argv: [String], stdin: String?, stdout: String?, stderr: String?) throws -> Int32 {
         guard let program = argv.first else { throw Failure(description: "Subprocess.run: empty argv") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if quiet {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        }
+        if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0) }
+        if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600) }
+        if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600) }
         closeFrom(3, &actions)
         let arguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }

@@ -1,0 +1,223 @@
+import Server
+
+/// The browser voice client, served at `/`: one page, no build step, nothing fetched from anywhere
+/// but this server. It asks for the microphone, encodes it to Opus with WebCodecs (16 kHz, 20 ms
+/// frames, as the server listens) and sends each packet as a binary message on `/ws`; it shows the
+/// connection, a live input level, the user's words as the server recognises them and the reply as
+/// it streams, and plays the spoken reply (Opus packets, decoded with WebCodecs), stopping when the
+/// user speaks again. `/?autostart=1` connects and listens without a click.
+enum ClientPage {
+    static let response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
+                                       body: Array(html.utf8))
+
+    private static let html = #"""
+    <!doctype html>
+    <html lang="en">
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Parley</title>
+    <style>
+      :root { --fg:#1d2330; --muted:#6b7280; --accent:#2563eb; --bg:#f7f8fa; --card:#fff; --bad:#b91c1c; --ok:#15803d; }
+      * { box-sizing: border-box; }
+      body { font: 16px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); margin: 0; }
+      main { max-width: 46em; margin: 2em auto; padding: 0 1em; }
+      h1 { font-size: 1.4em; margin: 0 0 .2em; }
+      .bar { display: flex; gap: .8em; align-items: center; flex-wrap: wrap; margin: .8em 0; }
+      .state { font-weight: 600; }
+      .state.ok { color: var(--ok); } .state.bad { color: var(--bad); }
+      button { font: inherit; padding: .45em 1em; border-radius: .4em; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
+      button.secondary { background: #fff; color: var(--accent); }
+      button:disabled { opacity: .5; cursor: default; }
+      meter { width: 10em; height: 1em; }
+      #log { background: var(--card); border: 1px solid #e5e7eb; border-radius: .5em; padding: .8em 1em; min-height: 14em; max-height: 60vh; overflow-y: auto; }
+      .turn { margin: .4em 0; }
+      .who { font-weight: 600; margin-right: .4em; }
+      .user .who { color: var(--accent); } .agent .who { color: var(--ok); }
+      .partial { color: var(--muted); }
+      #notice { color: var(--bad); min-height: 1.5em; }
+      form { display: flex; gap: .5em; margin-top: .8em; }
+      input[type=text] { flex: 1; font: inherit; padding: .45em; border-radius: .4em; border: 1px solid #cbd5e1; }
+      label { color: var(--muted); }
+    </style>
+    <main>
+      <h1>Parley</h1>
+      <div class="bar">
+        <span>Connection: <span id="state" class="state">not connected</span></span>
+        <button id="start">Start talking</button>
+        <button id="stop" class="secondary" disabled>Stop</button>
+        <label>Input <meter id="level" min="0" max="1" value="0"></meter></label>
+      </div>
+      <div class="bar">
+        <label><input type="checkbox" id="voice" checked> Spoken replies</label>
+        <label>Sensitivity <input type="range" id="sensitivity" min="0" max="1" step="0.05" value="0.5"></label>
+      </div>
+      <div id="notice" role="alert"></div>
+      <div id="log" aria-live="polite"></div>
+      <form id="textForm"><input type="text" id="text" placeholder="Or type a message" autocomplete="off"><button>Send</button></form>
+    </main>
+    <script>
+    "use strict";
+    const $ = (id) => document.getElementById(id);
+    const log = $("log"), notice = $("notice"), stateEl = $("state");
+    let ws = null, wantConnected = false, retry = 0, micStream = null, micContext = null, encoder = null;
+    let player = null, decoder = null, playhead = 0, sources = [], replyLine = null, userLine = null, ts = 0;
+
+    function setState(text, kind) { stateEl.textContent = text; stateEl.className = "state " + (kind || ""); }
+    function say(text) { notice.textContent = text; }
+    function line(cls, who) {
+      const div = document.createElement("div");
+      div.className = "turn " + cls;
+      div.innerHTML = '<span class="who"></span><span class="text"></span>';
+      div.querySelector(".who").textContent = who;
+      log.appendChild(div);
+      log.scrollTop = log.scrollHeight;
+      return div.querySelector(".text");
+    }
+    function send(event) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(event)); }
+
+    // Close codes, said for people.
+    const closeReasons = { 1000: "closed", 1001: "the server is shutting down", 1008: "the connection was too slow or broke the rules",
+      1009: "a message was too big", 1011: "the server hit an internal error", 1013: "the server is busy; try again soon", 1006: "the connection dropped" };
+
+    function connect() {
+      wantConnected = true;
+      setState("connecting…");
+      ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws");
+      ws.binaryType = "arraybuffer";
+      ws.onopen = () => { retry = 0; setState("connected", "ok"); say(""); applySettings(); };
+      ws.onmessage = (m) => typeof m.data === "string" ? onEvent(JSON.parse(m.data)) : playPacket(m.data);
+      ws.onclose = (e) => {
+        const why = closeReasons[e.code] || ("closed with code " + e.code);
+        if (!wantConnected) { setState("not connected"); return; }
+        const wait = Math.min(10, 2 ** retry++);
+        setState("disconnected: " + why + "; reconnecting in " + wait + " s", "bad");
+        setTimeout(() => { if (wantConnected) connect(); }, wait * 1000);
+      };
+    }
+
+    function onEvent(e) {
+      switch (e.type) {
+        case "input_audio_buffer.speech_started":
+          stopPlayback();  // barge-in: the user is speaking
+          userLine = line("user", "You");
+          userLine.classList.add("partial");
+          userLine.textContent = "…";
+          break;
+        case "conversation.item.input_audio_transcription.delta":
+          if (!userLine) userLine = line("user", "You");
+          userLine.textContent = (userLine.textContent === "…" ? "" : userLine.textContent) + e.delta;
+          break;
+        case "conversation.item.input_audio_transcription.completed":
+          if (!userLine) userLine = line("user", "You");
+          userLine.textContent = e.transcript || "(not understood)";
+          userLine.classList.remove("partial");
+          userLine = null;
+          break;
+        case "response.created": replyLine = null; break;
+        case "response.output_text.delta":
+        case "response.output_audio_transcript.delta":
+          if (!replyLine) replyLine = line("agent", "Parley");
+          replyLine.textContent += e.delta;
+          log.scrollTop = log.scrollHeight;
+          break;
+        case "response.done": replyLine = null; break;
+        case "error": say("Server: " + ((e.error && e.error.message) || "error")); break;
+      }
+    }
+
+    function applySettings() {
+      const voice = $("voice").checked;
+      send({ type: "session.update", session: { type: "realtime", output_modalities: voice ? ["audio"] : ["text"],
+        audio: { input: { turn_detection: { type: "server_vad", threshold: 1 - Number($("sensitivity").value) } } } } });
+    }
+    $("voice").onchange = applySettings;
+    $("sensitivity").onchange = applySettings;
+
+    // The microphone: 16 kHz mono into an AudioWorklet, 20 ms Opus frames out.
+    const worklet = `class Tap extends AudioWorkletProcessor {
+      process(inputs) { const ch = inputs[0][0]; if (ch) this.port.postMessage(ch.slice(0)); return true; } }
+      registerProcessor("tap", Tap);`;
+
+    async function startMic() {
+      if (!("AudioEncoder" in window)) { say("This browser cannot encode Opus (WebCodecs AudioEncoder is missing): use a recent Chrome, Edge or Safari, or type below."); return; }
+      try {
+        micStream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true } });
+      } catch (err) {
+        say(err.name === "NotAllowedError" ? "The microphone was denied: allow it in the browser's site settings, or type below." : "No microphone: " + err.message);
+        return;
+      }
+      micContext = new AudioContext({ sampleRate: 16000 });
+      await micContext.audioWorklet.addModule(URL.createObjectURL(new Blob([worklet], { type: "text/javascript" })));
+      const source = micContext.createMediaStreamSource(micStream);
+      const tap = new AudioWorkletNode(micContext, "tap");
+      encoder = new AudioEncoder({ output: (chunk) => { const b = new Uint8Array(chunk.byteLength); chunk.copyTo(b); if (ws && ws.readyState === 1) ws.send(b); },
+        error: (err) => say("Opus encoder: " + err.message) });
+      encoder.configure({ codec: "opus", sampleRate: 16000, numberOfChannels: 1, bitrate: 24000, opus: { frameDuration: 20000, application: "voip" } });
+      tap.port.onmessage = (m) => {
+        const samples = m.data;
+        let sum = 0; for (const s of samples) sum += s * s;
+        $("level").value = Math.min(1, Math.sqrt(sum / samples.length) * 4);
+        encoder.encode(new AudioData({ format: "f32", sampleRate: 16000, numberOfFrames: samples.length, numberOfChannels: 1, timestamp: ts, data: samples }));
+        ts += samples.length * 1e6 / 16000;
+      };
+      source.connect(tap);
+      $("start").disabled = true; $("stop").disabled = false;
+    }
+
+    function stopMic() {
+      if (micStream) micStream.getTracks().forEach((t) => t.stop());
+      if (micContext) micContext.close();
+      if (encoder && encoder.state !== "closed") encoder.close();
+      micStream = micContext = encoder = null;
+      $("level").value = 0;
+      $("start").disabled = false; $("stop").disabled = true;
+    }
+
+    // The spoken reply: Opus packets (24 kHz mono) decoded and queued back to back.
+    function playPacket(data) {
+      if (!("AudioDecoder" in window)) return;
+      if (!player) { player = new AudioContext(); }
+      if (!decoder || decoder.state === "closed") {
+        decoder = new AudioDecoder({ output: schedule, error: (err) => say("Opus decoder: " + err.message) });
+        decoder.configure({ codec: "opus", sampleRate: 24000, numberOfChannels: 1 });
+      }
+      decoder.decode(new EncodedAudioChunk({ type: "key", timestamp: 0, data }));
+    }
+    function schedule(audio) {
+      const buffer = player.createBuffer(1, audio.numberOfFrames, audio.sampleRate);
+      audio.copyTo(buffer.getChannelData(0), { planeIndex: 0, format: "f32-planar" });
+      audio.close();
+      const node = player.createBufferSource();
+      node.buffer = buffer;
+      node.connect(player.destination);
+      playhead = Math.max(playhead, player.currentTime + 0.05);
+      node.start(playhead);
+      playhead += buffer.duration;
+      sources.push(node);
+      node.onended = () => { sources = sources.filter((s) => s !== node); };
+    }
+    function stopPlayback() {
+      for (const s of sources) { try { s.stop(); } catch (_) {} }
+      sources = []; playhead = 0;
+    }
+
+    $("start").onclick = async () => { if (!ws || ws.readyState > 1) connect(); await startMic(); };
+    $("stop").onclick = stopMic;
+    $("textForm").onsubmit = (e) => {
+      e.preventDefault();
+      const text = $("text").value.trim();
+      if (!text) return;
+      if (!ws || ws.readyState !== 1) { say("Not connected yet."); if (!ws) connect(); return; }
+      stopPlayback();
+      line("user", "You").textContent = text;
+      send({ type: "conversation.item.create", item: { type: "message", role: "user", content: [{ type: "input_text", text }] } });
+      send({ type: "response.create" });
+      $("text").value = "";
+    };
+    if (!("WebSocket" in window)) say("This browser has no WebSocket.");
+    connect();
+    if (new URLSearchParams(location.search).get("autostart") === "1") startMic();
+    </script>
+    </html>
+    """#
+}

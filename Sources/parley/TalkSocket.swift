@@ -1,0 +1,205 @@
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The WebSocket client of `parley talk`: one blocking connection, enough of RFC 6455 for a
+/// terminal (masked frames out, fragmented messages in, ping answered, close seen). A command-line
+/// client talks to one server; it has no need of the event loops.
+final class TalkSocket {
+    enum Message {
+        case text(String)
+        case binary([UInt8])
+    }
+
+    /// Why the conversation could not go on; each kind has its exit code.
+    enum Failure: Error, CustomStringConvertible {
+        case connect(String)
+        case refused(String)
+        case closed(code: UInt16?, reason: String)
+        case timedOut(Double)
+
+        var description: String {
+            switch self {
+            case .connect(let why): "cannot connect: \(why)"
+            case .refused(let why): "the server refused the session: \(why)"
+            case .closed(let code, let reason):
+                "the server closed the connection" + (code.map { " with \($0) (\(Self.meaning($0)))" } ?? " without a close frame") + (reason.isEmpty ? "" : ": \(reason)")
+            case .timedOut(let seconds): "no answer within \(Int(seconds)) s"
+            }
+        }
+
+        static func meaning(_ code: UInt16) -> String {
+            switch code {
+            case 1000: "normal closure"
+            case 1001: "the server is going away"
+            case 1002: "protocol error"
+            case 1007: "invalid text"
+            case 1008: "policy violation"
+            case 1009: "message too big"
+            case 1011: "server error"
+            case 1013: "the server is overloaded; try again later"
+            default: "close code"
+            }
+        }
+    }
+
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects to `ws://host:port/path` and upgrades.
+    init(host: String, port: Int, path: String) throws(Failure) {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw .connect("cannot resolve \(host)") }
+        defer { freeaddrinfo(list) }
+        var connected: Int32 = -1
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor, connected < 0 {
+            let s = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            if s >= 0, Glibc.connect(s, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { connected = s } else if s >= 0 { Glibc.close(s) }
+            cursor = info.pointee.ai_next
+        }
+        guard connected >= 0 else { throw .connect("\(host):\(port): \(String(cString: strerror(errno)))") }
+        fd = connected
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+
+        var nonce = [UInt8](repeating: 0, count: 16)
+        for i in nonce.indices { nonce[i] = UInt8.random(in: 0...255) }
+        let key = Base64.encode(nonce)
+        let request = "GET \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nUser-Agent: parley-talk\r\n\r\n"
+        try write(Array(request.utf8))
+        var head: [UInt8] = []
+        while true {
+            if let end = Self.find([13, 10, 13, 10], in: buffer) {
+                head = Array(buffer[..<end])
+                buffer.removeFirst(end + 4)
+                break
+            }
+            guard buffer.count < 16_384 else { throw .refused("an answer head over 16 KiB") }
+            try fill(deadline: MonotonicClock.nanoseconds() + 10_000_000_000)
+        }
+        let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n")
+        guard let status = lines.first, status.hasPrefix("HTTP/1.1 101") else {
+            throw .refused(lines.first.map(String.init) ?? "no status line")
+        }
+        let accept = lines.first { $0.lowercased().hasPrefix("sec-websocket-accept:") }?.split(separator: ":", maxSplits: 1).last?.trimmingSpaces()
+        guard accept.map(String.init) == WebSocketHandshake.acceptKey(for: key) else { throw .refused("a wrong Sec-WebSocket-Accept") }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(text: String) throws(Failure) { try send(opcode: 0x1, Array(text.utf8)) }
+    func send(binary: [UInt8]) throws(Failure) { try send(opcode: 0x2, binary) }
+
+    /// Sends a close frame (1000) and stops.
+    func close() {
+        try? send(opcode: 0x8, [0x03, 0xE8])
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// The next data message, waiting until `deadline` (monotonic ns); nil when it passed.
+    func receive(until deadline: UInt64) throws(Failure) -> Message? {
+        var fragments: [UInt8] = []
+        var kind: UInt8 = 0
+        while true {
+            guard let (fin, opcode, payload) = try frame(until: deadline) else { return nil }
+            switch opcode {
+            case 0x9: try send(opcode: 0xA, payload)
+            case 0xA: break
+            case 0x8:
+                let code = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil
+                throw .closed(code: code, reason: String(decoding: payload.dropFirst(2), as: UTF8.self))
+            default:
+                if opcode != 0 { kind = opcode }
+                fragments += payload
+                if fin { return kind == 0x1 ? .text(String(decoding: fragments, as: UTF8.self)) : .binary(fragments) }
+            }
+        }
+    }
+
+    private func frame(until deadline: UInt64) throws(Failure) -> (Bool, UInt8, [UInt8])? {
+        func need(_ n: Int) throws(Failure) -> Bool {
+            while buffer.count < n {
+                guard MonotonicClock.nanoseconds() < deadline else { return false }
+                try fill(deadline: deadline)
+            }
+            return true
+        }
+        guard try need(2) else { return nil }
+        var length = Int(buffer[1] & 0x7F), offset = 2
+        switch length {
+        case 126:
+            guard try need(4) else { return nil }
+            length = Int(buffer[2]) << 8 | Int(buffer[3])
+            offset = 4
+        case 127:
+            guard try need(10) else { return nil }
+            length = (2..<10).reduce(0) { $0 << 8 | Int(buffer[$1]) }
+            offset = 10
+        default:
+            break
+        }
+        guard length < 64 << 20 else { throw .closed(code: nil, reason: "a frame of \(length) bytes from the server") }
+        guard try need(offset + length) else { return nil }
+        let fin = buffer[0] & 0x80 != 0, opcode = buffer[0] & 0x0F
+        let payload = Array(buffer[offset..<(offset + length)])
+        buffer.removeFirst(offset + length)
+        return (fin, opcode, payload)
+    }
+
+    /// Reads what the socket has, waiting at most until `deadline`.
+    private func fill(deadline: UInt64) throws(Failure) {
+        let now = MonotonicClock.nanoseconds()
+        guard now < deadline else { return }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&entry, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
+        guard ready > 0 else { return }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = read(fd, &chunk, chunk.count)
+        if n > 0 { buffer += chunk[..<n] } else if n == 0 { throw .closed(code: nil, reason: "") } else if errno != EINTR && errno != EAGAIN {
+            throw .closed(code: nil, reason: String(cString: strerror(errno)))
+        }
+    }
+
+    private func send(opcode: UInt8, _ payload: [UInt8]) throws(Failure) {
+        var frame: [UInt8] = [0x80 | opcode]
+        switch payload.count {
+        case ..<126: frame.append(0x80 | UInt8(payload.count))
+        case ..<65_536: frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        default: frame.append(0x80 | 127); frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
+        }
+        let mask = (0..<4).map { _ in UInt8.random(in: 0...255) }
+        frame += mask
+        frame += payload.enumerated().map { $0.element ^ mask[$0.offset & 3] }
+        try write(frame)
+    }
+
+    private func write(_ bytes: [UInt8]) throws(Failure) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else {
+                throw .closed(code: nil, reason: "writing: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        for i in 0...(haystack.count - needle.count) where haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+        return nil
+    }
+}
+
+private extension Substring {
+    func trimmingSpaces() -> Substring {
+        var s = self
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return s
+    }
+}
