@@ -72,7 +72,7 @@ import Glibc
         for packet in packets { pcm += try decoder.decode(packet) }
         #expect(packets.count > 20)
         expectSpeech(pcm, rate: 24_000, words: transcript.split(separator: " ").count)
-        #expect(server.metric("parley_voice_to_voice_seconds_count") == 1)
+        #expect((server.metric("parley_voice_to_voice_seconds_count") ?? 0) >= 1)  // process-wide: other suites add to it
         #expect((server.metric("parley_speech_synthesis_real_time_factor_count") ?? 0) >= 1)
     }
 
