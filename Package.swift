@@ -59,7 +59,7 @@ let package = Package(
             path: "LoadTests/parley-load"),
 
         // Real-socket clients and servers shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["Server"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Server", "JSON"], path: "Tests/TestSupport"),
         .testTarget(name: "ServerTests", dependencies: ["Server", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Server", "Codec", "TestSupport"]),

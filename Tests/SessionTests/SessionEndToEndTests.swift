@@ -25,18 +25,10 @@ import TestSupport
         return client
     }
 
-    func readEvent(_ client: TestClient) throws -> JSON {
-        let frame = try client.readFrame()
-        #expect(frame.opcode == 0x1)
-        return try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))
-    }
+    func readEvent(_ client: TestClient) throws -> JSON { try client.readEvent() }
 
     /// Reads events up to and including the first of type `last`.
-    func readUntil(_ last: String, _ client: TestClient) throws -> [JSON] {
-        var events: [JSON] = []
-        while events.last?["type"]?.string != last { events.append(try readEvent(client)) }
-        return events
-    }
+    func readUntil(_ last: String, _ client: TestClient) throws -> [JSON] { try client.readEvents(until: last).events }
 
     func errorMessage(_ event: JSON) -> String {
         event["error"]?["message"]?.string ?? ""

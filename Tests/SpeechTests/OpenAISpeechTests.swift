@@ -37,11 +37,7 @@ import Glibc
         let file = try OggOpusFile.read(path: try SpeechVectors.opus("What is the weather like in Paris"))
         let silence = try OpusEncoder().encode([Int16](repeating: 0, count: 960))
         for packet in file.packets + Array(repeating: silence, count: 60) { try client.send(TestClient.frame(0x2, packet)) }
-        var events: [JSON] = [], packets: [[UInt8]] = []
-        while events.last?["type"]?.string != "response.done" {
-            let frame = try client.readFrame()
-            if frame.opcode == 0x2 { packets.append(frame.payload) } else { events.append(try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))) }
-        }
+        let (events, packets) = try client.readEvents(until: "response.done")
         let completed = events.first { $0["type"]?.string == "conversation.item.input_audio_transcription.completed" }
         #expect(completed?["transcript"]?.string == Self.transcript)
         #expect(events.last?["response"]?["status"]?.string == "completed")

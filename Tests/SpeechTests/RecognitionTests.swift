@@ -28,17 +28,8 @@ import Glibc
         return (server, pool)
     }
 
-    func readEvent(_ client: TestClient) throws -> JSON {
-        let frame = try client.readFrame()
-        #expect(frame.opcode == 0x1)
-        return try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))
-    }
-
-    func readUntil(_ last: String, _ client: TestClient) throws -> [JSON] {
-        var events: [JSON] = []
-        while events.last?["type"]?.string != last { events.append(try readEvent(client)) }
-        return events
-    }
+    func readEvent(_ client: TestClient) throws -> JSON { try client.readEvent() }
+    func readUntil(_ last: String, _ client: TestClient) throws -> [JSON] { try client.readEvents(until: last).events }
 
     /// The sentence as opusenc encodes it (an Ogg Opus file), packet by packet, then a second of
     /// silence in 20 ms packets so that VAD ends the turn.

@@ -25,15 +25,8 @@ import Glibc
         return (server, pool)
     }
 
-    /// Text events and binary frames, in order, up to the event of type `last`.
     func read(until last: String, _ client: TestClient) throws -> (events: [JSON], binary: [[UInt8]]) {
-        var events: [JSON] = [], binary: [[UInt8]] = []
-        while events.last?["type"]?.string != last {
-            let frame = try client.readFrame()
-            if frame.opcode == 0x2 { binary.append(frame.payload); continue }
-            events.append(try JSON(parsing: String(decoding: frame.payload, as: UTF8.self)))
-        }
-        return (events, binary)
+        try client.readEvents(until: last)
     }
 
     func spokenPackets() throws -> [[UInt8]] {
