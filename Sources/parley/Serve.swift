@@ -151,7 +151,7 @@ struct Serve: ParsableCommand {
             throw ExitCode.failure
         }
         // A worker stays quiet: its supervisor says when all of them listen.
-        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics)")
+        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); /echo, /healthz, /metrics)")
         }
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
         try server.runUntilTerminated(reloaded: Self.reportReload)
@@ -172,7 +172,7 @@ struct Serve: ParsableCommand {
         }
         do {
             try supervisor.run {
-                print("parley listening on \(scheme)://\(shown):\(shared)/  (\(workers) workers × \(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); /echo, /healthz, /metrics summed over the workers)")
+                print("parley listening on \(scheme)://\(shown):\(shared)/  (\(workers) workers × \(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); /echo, /healthz, /metrics summed over the workers)")
                 fflush(nil)
             }
         } catch {

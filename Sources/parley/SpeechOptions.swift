@@ -41,6 +41,14 @@ struct SpeechOptions: ParsableArguments {
         if let recognizers, !(1...256).contains(recognizers) { throw ValidationError("--recognizers must be 1...256") }
     }
 
+    /// For the listening line: what hears and what speaks.
+    var summary: String {
+        switch (transcriber, synthesizer) {
+        case ("none", "none"): "no speech"
+        default: "speech: \(transcriber == "none" ? "no recognition" : transcriber) in, \(synthesizer == "none" ? "text replies" : synthesizer) out"
+        }
+    }
+
     /// Starts the workers; recognisers load on first use.
     func makeServices() throws -> SpeechServices {
         guard transcriber != "none" || synthesizer != "none" else { return SpeechServices() }

@@ -55,7 +55,8 @@ struct TalkCommand: ParsableCommand {
         if rest.hasPrefix("wss://") || rest.hasPrefix("https://") { throw ValidationError("parley talk speaks ws:// only for now; wss:// is not supported yet") }
         guard !rest.contains("://") else { throw ValidationError("\(url) is not a ws:// or http:// URL") }
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        let authority = rest[..<slash], path = rest[slash...].isEmpty ? "/ws" : String(rest[slash...])
+        // The page's own address (http://host:port/) means its session endpoint.
+        let authority = rest[..<slash], path = rest[slash...].count <= 1 ? "/ws" : String(rest[slash...])
         let parts = authority.split(separator: ":")
         guard let host = parts.first, !host.isEmpty else { throw ValidationError("\(url) has no host") }
         let port = parts.count > 1 ? Int(parts[1]) : 80
