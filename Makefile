@@ -37,7 +37,7 @@ test: deps
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
 # fake microphone playing speech made by espeak-ng. SCREENSHOT=docs/screenshot.png keeps a picture.
 e2e:
-	@scripts/install-deps.sh chromium
+	@scripts/install-deps.sh chromium fonts-liberation
 	$(SWIFT) build
 	scripts/e2e.sh
 
