@@ -84,6 +84,11 @@ struct LoadReport {
 
     func of(_ command: String) -> [(name: String, json: JSON)] { runs.filter { $0.json["command"]?.string == command } }
 
+    /// The voice ladder's runs (not those of a subdirectory such as speech/), by speakers.
+    var voiceRuns: [(name: String, json: JSON)] {
+        of("voice").filter { !$0.name.contains("/") }.sorted { ($0.json["speaking"]?.int ?? 0) < ($1.json["speaking"]?.int ?? 0) }
+    }
+
     // MARK: Figures
 
     /// (sessions, resident growth per session, PSS per session) for every hold run.
@@ -124,7 +129,7 @@ struct LoadReport {
 
     /// The server's lag behind real time (p50, p99) against speakers, with the budget.
     private var voiceSection: String {
-        let voices = of("voice").filter { !$0.name.contains("/") }.sorted { ($0.json["speaking"]?.int ?? 0) < ($1.json["speaking"]?.int ?? 0) }
+        let voices = voiceRuns
         guard !voices.isEmpty else { return "" }
         func points(_ key: String) -> [(x: Double, y: Double)] {
             voices.compactMap { run in

@@ -56,7 +56,7 @@ extension LoadReport {
 
     /// Voice runs by speakers: the server's lag behind real time and both sides' CPU.
     private var voiceTable: Table? {
-        let voices = of("voice").filter { !$0.name.contains("/") }.sorted { ($0.json["speaking"]?.int ?? 0) < ($1.json["speaking"]?.int ?? 0) }
+        let voices = voiceRuns
         guard !voices.isEmpty else { return nil }
         let rows = voices.map { run -> [String] in
             let j = run.json, lag = j["server_lag_seconds_bound"]

@@ -365,7 +365,9 @@ public struct SessionEngine: Sendable {
                 emit(.inputAudioTranscriptionDelta(itemID: itemID, contentIndex: 0, delta: String(text.dropFirst(partialTranscript.count))))
                 partialTranscript = text
             }
-        case .final(let text):
+        case .final(let words):
+            // Providers pad their text differently (an API's leading space); the user's message does not.
+            let text = words.trimmed
             emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text))
             if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
             transcriptArrived(itemID, answer: true)

@@ -140,8 +140,8 @@ final class SpeechOutput {
     private func encodeNext() {
         guard !over, encoding == nil, !audio.isEmpty else { return }
         let (samples, rate) = audio.removeFirst()
-        let encoder = encoder, flush = textEnded && sentences.isEmpty && speaking == nil && audio.isEmpty
-        encoding = loop.offload(to: pool, { encoder.encode(samples, rate: rate, flush: flush) }) { [weak self] pieces in
+        let encoder = encoder
+        encoding = loop.offload(to: pool, { encoder.encode(samples, rate: rate) }) { [weak self] pieces in
             self?.encoded(pieces)
         }
         if encoding == nil {
@@ -218,7 +218,9 @@ final class ReplyEncoder: @unchecked Sendable {
 
     var hasRemainder: Bool { lock.withLock { _ in !remainder.isEmpty } }
 
-    func encode(_ samples: [Int16], rate: Int, flush: Bool) -> [Encoded] {
+    /// Encodes what makes whole frames and keeps the rest; no samples means the end: the rest is
+    /// padded with silence to a last frame.
+    func encode(_ samples: [Int16], rate: Int) -> [Encoded] {
         lock.withLock { _ in
             let clock = ThreadCPUClock()
             var pcm = remainder
@@ -230,7 +232,7 @@ final class ReplyEncoder: @unchecked Sendable {
                 }
             }
             let frame = opus == nil ? SpeechOutput.sampleRate / 10 : SpeechOutput.frameSamples
-            if (flush || samples.isEmpty), pcm.count % frame != 0 { pcm += [Int16](repeating: 0, count: frame - pcm.count % frame) }
+            if samples.isEmpty, pcm.count % frame != 0 { pcm += [Int16](repeating: 0, count: frame - pcm.count % frame) }
             var out: [Encoded] = []
             var start = 0
             while start + frame <= pcm.count {

@@ -78,7 +78,7 @@ private final class UploadTranscription: TranscriptionSession {
                 let json = try? JSON(parsing: String(decoding: response, as: UTF8.self))
                 if (200..<300).contains(status), let text = json?["text"]?.string {
                     if seconds > 0 { SpeechMetrics.shared.recognitionRealTimeFactor.observe(seconds: Double(MonotonicClock.nanoseconds() &- started) / 1e9 / seconds) }
-                    onEvent(.final(text.trimmedSpaces))
+                    onEvent(.final(text))
                 } else {
                     let message = json?["error"]?["message"]?.string ?? "HTTP \(status)"
                     onEvent(.failed(ModelError(code: "transcription_failed", message: "\(transcriber.baseURL.host): \(message)")))
@@ -93,8 +93,4 @@ private final class UploadTranscription: TranscriptionSession {
         call?.cancel()
         samples = []
     }
-}
-
-extension String {
-    var trimmedSpaces: String { String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed()) }
 }
