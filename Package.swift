@@ -14,7 +14,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
-        // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL.
+        // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL, speech.
         .target(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(
             name: "COpus", path: "Sources/COpus", pkgConfig: "opus",
@@ -34,17 +34,32 @@ let package = Package(
 
         // OpenSSL's macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
-        .target(name: "Server", dependencies: ["CLinux", "COpenSSL", "CTLS"]),
+
+        // The layers (docs/architecture.md; scripts/check-layers.sh fails on an import going the
+        // wrong way). Metrics, JSON and Codec stand alone.
+        // Counters, histograms and the one Prometheus text writer.
+        .target(name: "Metrics"),
+        // The event loops (ae-shaped: descriptors, callbacks, timers), Sys, worker pools, clock, threads.
+        .target(name: "Loop", dependencies: ["CLinux", "Metrics"]),
+        // OpenSSL behind one wrapper: contexts and non-blocking TLS streams, for serving and upstreams.
+        .target(name: "TLS", dependencies: ["Loop", "COpenSSL", "CTLS"]),
+        // The HTTP/1.1 client on the loops: pool, TLS, response and server-sent-event parsers.
+        .target(name: "Upstream", dependencies: ["Loop", "TLS"]),
+        // Serving: HTTP/1.1, WebSocket (RFC 6455), TLS, routing, metrics exposition.
+        .target(name: "Server", dependencies: ["Loop", "TLS", "Metrics", "CLinux"]),
         .target(name: "Codec", dependencies: ["COpus", "CSpeexDSP"]),
         // JSON values, a strict parser for untrusted input and a writer; no Foundation.
         .target(name: "JSON"),
-        .target(name: "Session", dependencies: ["Server", "Codec", "JSON"]),
+        // The Realtime session engine, its protocol dialects, VAD and providers.
+        .target(name: "Session", dependencies: ["Server", "Upstream", "Loop", "Metrics", "Codec", "JSON"]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
-        .target(name: "Speech", dependencies: ["Session", "Server", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
+        .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
+        // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
+        .target(name: "MockLLM", dependencies: ["Server", "Loop", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Speech", "Codec", "CLinux",
+                "Server", "Session", "Speech", "MockLLM", "Upstream", "TLS", "Loop", "Codec", "JSON", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The plain-C libopus loop that `parley-load codec` measures the Swift wrapper against.
@@ -52,22 +67,24 @@ let package = Package(
         .executableTarget(
             name: "parley-load",
             dependencies: [
-                "Server", "CLinux", "Codec", "CCodecBench", "JSON",
+                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "LoadTests/parley-load"),
 
         // Real-socket clients and servers shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["Server", "JSON"], path: "Tests/TestSupport"),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Server", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Server", "Codec", "TestSupport"]),
+        .target(name: "TestSupport", dependencies: ["Server", "Loop", "JSON"], path: "Tests/TestSupport"),
+        .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "MockLLM", "Server", "Upstream", "Loop", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
-        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "JSON", "TestSupport"]),
-        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Server"]),
+        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "JSON", "TestSupport"]),
+        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=.build/release
+BIN="${BIN:-.build/release}"  # BIN=DIR measures another build (a before/after pair)
 OUT="${1:?usage: scripts/bench-speech.sh OUT_DIR SPEECH_WAV}"
 SPEECH="${2:?usage: scripts/bench-speech.sh OUT_DIR SPEECH_WAV}"
 PORT="${PORT:-9600}"

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=.build/release
+BIN="${BIN:-.build/release}"  # BIN=DIR measures another build (a before/after pair)
 PORT="${PORT:-9300}"
 HOLD="${HOLD:-10000}"
 ECHO_SECONDS="${ECHO_SECONDS:-10}"

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=.build/release
+BIN="${BIN:-.build/release}"  # BIN=DIR measures another build (a before/after pair)
 PORT="${PORT:-9200}"
 HOLD="${HOLD:-19000}"
 ECHO_SECONDS="${ECHO_SECONDS:-10}"

@@ -1,5 +1,5 @@
-import Server
 import Synchronization
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,4 @@
-import Server
+import TLS
 
 /// One client WebSocket, from connect to close. Only state lives here; `ConnectionPool` does the
 /// system calls, so that the thousands of held connections cost a small object each.

@@ -1,4 +1,5 @@
 import CLinux
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,16 +8,20 @@ import Glibc
 /// Every socket is non-blocking and close-on-exec: workers are spawned from this process, and a
 /// socket leaked into a child would keep a connection open after the parent let it go.
 enum ClientSocket {
-    /// From <linux/in.h>, which Glibc does not export. Asks bind(2) not to reserve a port: the
-    /// kernel picks one at connect(2), unique for the whole 4-tuple rather than per source address,
-    /// so tens of thousands of connections can share a few source addresses.
-    private static let ipBindAddressNoPort: Int32 = 24
-
     struct Failure: Error, CustomStringConvertible {
         let call: String
         let errno: Int32
         var name: String { ErrnoName.of(errno) }
-        var description: String { "\(call): \(String(cString: strerror(errno))) (\(name))" }
+        var description: String { "\(call): \(SystemError.reason(errno)) (\(name))" }
+
+        init(call: String, errno: Int32) {
+            self.call = call
+            self.errno = errno
+        }
+
+        init(_ error: SystemError) {
+            self.init(call: error.call.prefix { $0 != "(" }.description, errno: error.errno)
+        }
     }
 
     enum IOResult {
@@ -31,38 +36,22 @@ enum ClientSocket {
     /// Starts a non-blocking connect to `remote`, from `source` when given. Returns the descriptor;
     /// the connect completes (or fails) when the socket becomes writable.
     static func connect(to remote: SocketAddress, from source: SocketAddress?) -> Result<Int32, Failure> {
-        let fd = socket(remote.family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return .failure(Failure(call: "socket", errno: errno)) }
-        func fail(_ call: String) -> Result<Int32, Failure> {
-            let failure = Failure(call: call, errno: errno)
-            Glibc.close(fd)
-            return .failure(failure)
-        }
-        if let source {
-            var one: Int32 = 1
-            guard setsockopt(fd, Int32(IPPROTO_IP), ipBindAddressNoPort, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-                return fail("setsockopt(IP_BIND_ADDRESS_NO_PORT)")
-            }
-            guard source.withSockaddr({ bind(fd, $0, $1) }) == 0 else { return fail("bind") }
-        }
-        var one: Int32 = 1
-        // Small frames must not wait for Nagle: the echo test measures latency.
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        while remote.withSockaddr({ Glibc.connect(fd, $0, $1) }) != 0 {
-            if errno == EINTR { continue }
-            if errno == EINPROGRESS { break }
-            return fail("connect")
+        let fd: Int32
+        do { fd = try Sys.tcpSocket(family: remote.family) } catch { return .failure(Failure(error)) }
+        do {
+            if let source { try Sys.bind(fd, to: source, reservePort: false) }
+            // Small frames must not wait for Nagle: the echo test measures latency.
+            Sys.setNoDelay(fd)
+            _ = try Sys.connect(fd, to: remote)
+        } catch {
+            Sys.close(fd)
+            return .failure(Failure(error))
         }
         return .success(fd)
     }
 
     /// The outcome of a non-blocking connect, once the socket reports writable: 0 when connected.
-    static func pendingError(_ fd: Int32) -> Int32 {
-        var error: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }
-        return error
-    }
+    static func pendingError(_ fd: Int32) -> Int32 { Sys.socketError(fd) }
 
     static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
         while true {
@@ -86,8 +75,5 @@ enum ClientSocket {
         }
     }
 
-    static func close(_ fd: Int32) {
-        // Linux frees the descriptor even when close(2) reports EINTR: never retry.
-        _ = Glibc.close(fd)
-    }
+    static func close(_ fd: Int32) { Sys.close(fd) }
 }

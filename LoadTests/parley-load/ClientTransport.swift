@@ -1,4 +1,4 @@
-import Server
+import TLS
 
 /// Reading and writing one client connection's bytes: straight through the socket for ws://, through
 /// its TLS session for wss://. Both answer in `ClientSocket.IOResult`'s terms, so the pool and the

@@ -1,6 +1,5 @@
 import ArgumentParser
 import JSON
-import Server
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
-import Server
 import CLinux
+import Loop
+import TLS
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 import JSON
-import Server
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

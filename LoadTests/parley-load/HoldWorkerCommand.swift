@@ -1,5 +1,5 @@
-import Server
 import ArgumentParser
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

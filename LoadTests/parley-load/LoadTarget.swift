@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Server
+import Loop
+import TLS
 
 /// Where the load goes: a `ws://` or `wss://` URL on a loopback address. Anything else is refused,
 /// because a load generator that can open 20,000 sockets must not be pointed at someone else's machine.

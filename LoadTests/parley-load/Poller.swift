@@ -1,4 +1,5 @@
 import CLinux
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,14 +15,13 @@ final class Poller {
     static let writable = EPOLLOUT.rawValue
 
     init() throws(ClientSocket.Failure) {
-        fd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard fd >= 0 else { throw ClientSocket.Failure(call: "epoll_create1", errno: errno) }
+        do { fd = try Sys.epollCreate() } catch { throw ClientSocket.Failure(error) }
         events = .allocate(capacity: capacity)
     }
 
     deinit {
         events.deallocate()
-        Glibc.close(fd)
+        Sys.close(fd)
     }
 
     func add(_ descriptor: Int32, events interest: UInt32, token: UInt64) throws(ClientSocket.Failure) {
@@ -34,16 +34,12 @@ final class Poller {
     }
 
     private func control(_ op: Int32, _ descriptor: Int32, _ interest: UInt32, _ token: UInt64) throws(ClientSocket.Failure) {
-        var event = epoll_event()
-        event.events = interest
-        event.data.u64 = token
-        guard epoll_ctl(fd, op, descriptor, &event) == 0 else { throw ClientSocket.Failure(call: "epoll_ctl", errno: errno) }
+        do { try Sys.epollControl(fd, op, descriptor, events: interest, token: token) } catch { throw ClientSocket.Failure(error) }
     }
 
     /// Waits up to `timeoutMilliseconds` and calls `body` with each ready token and its events.
     func wait(timeoutMilliseconds: Int32, _ body: (UInt64, UInt32) -> Void) {
-        let n = epoll_wait(fd, events, Int32(capacity), timeoutMilliseconds)
-        guard n > 0 else { return }  // EINTR and time-outs both mean "nothing ready"
-        for i in 0..<Int(n) { body(events[i].data.u64, events[i].events) }
+        let n = Sys.epollWait(fd, events, capacity: capacity, timeoutMilliseconds: timeoutMilliseconds)
+        for i in 0..<n { body(events[i].data.u64, events[i].events) }
     }
 }

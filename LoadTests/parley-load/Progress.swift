@@ -1,4 +1,4 @@
-import Server
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import ArgumentParser
 import JSON
-import Server
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

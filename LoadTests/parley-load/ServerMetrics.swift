@@ -1,4 +1,5 @@
-import Server
+import Loop
+import TLS
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 import JSON
-import Server
+import Loop
 
 /// What a turns worker tells its parent, every half second, at once when it is ready or drained,
 /// and once more at the end; the parent adds the workers' reports together.

@@ -1,4 +1,5 @@
 import Server
+import Loop
 
 /// Client side of the opening handshake (RFC 6455 section 4.1): the GET that asks for the upgrade,
 /// and the reading of the server's answer.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import JSON
-import Server
 import Codec
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

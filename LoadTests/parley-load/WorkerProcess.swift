@@ -1,6 +1,6 @@
 import JSON
-import Server
 import CLinux
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,11 +1,13 @@
 import CLinux
+import Loop
+import TLS
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// One client socket on one loop, for its whole life: the HTTP request, the upgrade, the
 /// WebSocket frames, the close. Holds heap only while bytes are pending (see `account()`).
-final class Connection {
+final class Connection: LoopRegistrant {
     enum Mode {
         /// Reading HTTP requests (and serving plain ones, with keep-alive).
         case http
@@ -17,9 +19,9 @@ final class Connection {
     }
 
     let fd: Int32
-    let slot: Int32
-    let generation: UInt32
-    unowned(unsafe) let loop: EventLoop
+    let registration: Registration
+    unowned(unsafe) let serving: ServingLoop
+    var loop: EventLoop { serving.loop }
 
     private(set) var mode = Mode.http
     private var http: HTTPRequestParser
@@ -55,15 +57,11 @@ final class Connection {
 
     private var writeArmed = false
     private var readPaused = false
-    var inReadyList = false
     /// Close (or linger) once the outbound queue drains.
     private var finishing = false
-    private var closeSent = false
-    private var pingOutstanding = false
-    /// The code of the first close frame sent or received; reported in metrics.
-    private var closeCode: WebSocketCloseCode?
-    /// Tick of the last byte received.
-    private var lastActivity: UInt32
+    /// The close handshake, pings and idleness once upgraded (RFC 6455 section 7): the rules live
+    /// in this value machine; this class only carries out its actions.
+    private var webSocket: WebSocketCloseMachine
     /// Bytes currently reported to the loop's memory account.
     private var accounted = 0
     /// What malloc gave this object; fixed for its life, so measured once.
@@ -71,30 +69,40 @@ final class Connection {
     /// What the WebSocket handler reports holding for this connection.
     private var handlerBytes = 0
 
-    init(fd: Int32, slot: Int32, generation: UInt32, loop: EventLoop, tls: TLSStream? = nil) {
+    init(fd: Int32, registration: Registration, serving: ServingLoop, tls: TLSStream? = nil) {
         self.fd = fd
         self.tls = tls
         handshaking = tls != nil
-        self.slot = slot
-        self.generation = generation
-        self.loop = loop
-        let config = loop.context.configuration
+        self.registration = registration
+        self.serving = serving
+        let config = serving.context.configuration
         http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes,
                                  maxBodyBytes: config.maxBodyBytes)
         reader = WebSocketFrameReader(maxMessageBytes: config.maxMessageBytes)
-        lastActivity = loop.timers.now
-        objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
-        account()
+        webSocket = WebSocketCloseMachine(timing: serving.webSocketTiming, now: serving.loop.now)
     }
 
-    var isOpenWebSocket: Bool { mode == .webSocket && !closeSent }
+    /// Registered and counted: the first deadline is set and the memory account opened.
+    func opened() {
+        objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
+        account()
+        loop.setDeadline(registration, afterTicks: tls == nil ? serving.handshakeTicks : serving.tlsHandshakeTicks)
+    }
+
+    var isOpenWebSocket: Bool { mode == .webSocket && webSocket.isOpen }
 
     // MARK: Reading
 
     /// Reads until the socket is drained, the read budget is spent, or reading must pause.
     /// `hungUp`: the peer's FIN came with this edge, so read on to the end of file even after a
     /// short read: no further edge will announce it.
-    func readable(hungUp: Bool = false) {
+    func readable(hungUp: Bool) {
+        read(hungUp: hungUp)
+        // A connection that is not reading (a response is streaming) still hears the peer leave.
+        if hungUp && stream != nil { close() }
+    }
+
+    private func read(hungUp: Bool) {
         if let tls, !tls.isEstablished {
             guard continueHandshake(tls) else { return }
         }
@@ -121,9 +129,8 @@ final class Connection {
             case .endOfFile: return close()
             case .transferred(let n):
                 pending.release()
-                loop.metrics.bytesIn.add(n)
-                lastActivity = loop.timers.now
-                pingOutstanding = false
+                serving.metrics.bytesIn.add(n)
+                webSocket.trafficReceived(now: loop.now)
                 let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<(prefix + n)])
                 let consumed = process(bytes)
                 if consumed < bytes.count && mode != .closed {
@@ -135,7 +142,7 @@ final class Connection {
                 if n < space.count && !hungUp && tls == nil { return }
             }
         }
-        loop.markReady(self)
+        loop.readAgain(registration)
     }
 
     /// One read from the socket, through TLS when the port serves it.
@@ -154,7 +161,7 @@ final class Connection {
             handshakeEnded(.established)
             armWrite(false)
             // The request head now gets the whole of its own deadline.
-            loop.timers.schedule(slot, after: loop.handshakeTicks)
+            loop.setDeadline(registration, afterTicks: serving.handshakeTicks)
         case .wantRead:
             armWrite(false)
         case .wantWrite:
@@ -173,7 +180,7 @@ final class Connection {
     private func handshakeEnded(_ result: TLSHandshakeResult) {
         guard handshaking else { return }
         handshaking = false
-        loop.tlsHandshakeEnded(result)
+        serving.tlsHandshakeEnded(result)
     }
 
     /// Runs the held input through the protocol without reading (a streamed response has ended).
@@ -247,7 +254,7 @@ final class Connection {
     }
 
     private func handle(_ request: HTTPRequest) {
-        guard let route = loop.context.router.route(request.path) else {
+        guard let route = serving.context.router.route(request.path) else {
             return respond(.error(.notFound), keepAlive: request.keepAlive)
         }
         switch route {
@@ -261,16 +268,16 @@ final class Connection {
             case .complete(let serve):
                 respond(serve(request), keepAlive: request.keepAlive, includeBody: !isHead)
             case .streaming(let serve):
-                let stream = HTTPResponseStream(connection: self, keepAlive: request.keepAlive && !loop.shuttingDown, includeBody: !isHead)
+                let stream = HTTPResponseStream(connection: self, keepAlive: request.keepAlive && !serving.shuttingDown, includeBody: !isHead)
                 self.stream = stream
-                loop.timers.cancel(slot)  // a stream may rightly take longer than any request deadline
+                loop.clearDeadline(registration)  // a stream may rightly take longer than any request deadline
                 serve(request, stream)
             }
         case .webSocket(let endpoint):
             switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
             case .refuse(let response):
                 respond(response, keepAlive: false)
-            case .accept where !loop.reserveSession():
+            case .accept where !serving.reserveSession():
                 respond(.error(.serviceUnavailable, headers: [("Retry-After", "1")]), keepAlive: false)
             case .accept(let response, let subprotocol):
                 respondRaw(response.serialized(keepAlive: true), keepAlive: true)
@@ -280,17 +287,17 @@ final class Connection {
     }
 
     private func respond(_ response: HTTPResponse, keepAlive: Bool, includeBody: Bool = true) {
-        let bytes = response.serialized(keepAlive: keepAlive && !loop.shuttingDown, includeBody: includeBody)
+        let bytes = response.serialized(keepAlive: keepAlive && !serving.shuttingDown, includeBody: includeBody)
         respondRaw(bytes, keepAlive: keepAlive)
     }
 
     private func respondRaw(_ bytes: [UInt8], keepAlive: Bool) {
         bytes.withUnsafeBytes { write($0, UnsafeRawBufferPointer(start: nil, count: 0)) }
-        if !keepAlive || loop.shuttingDown {
+        if !keepAlive || serving.shuttingDown {
             mode = mode == .http ? .lingering : mode
             finishAfterFlush()
         } else if mode == .http {
-            loop.timers.schedule(slot, after: loop.handshakeTicks)
+            loop.setDeadline(registration, afterTicks: serving.handshakeTicks)
         }
     }
 
@@ -306,27 +313,23 @@ final class Connection {
             mode = .lingering
             return finishAfterFlush()
         }
-        loop.timers.schedule(slot, after: loop.handshakeTicks)
+        loop.setDeadline(registration, afterTicks: serving.handshakeTicks)
         // Input that waited behind the response is processed by the loop, not from inside a
         // handler's call stack; when `process` itself is running, its loop simply carries on.
         guard !isProcessing else { return }
         reprocessPending = true
-        loop.markReady(self)
-    }
-
-    /// The peer closed or reset the connection, seen while nothing was reading from it.
-    func peerHungUp() {
-        if stream != nil { close() }
+        loop.readAgain(registration)
     }
 
     private func upgrade(_ endpoint: Router.WebSocketEndpoint, request: HTTPRequest, subprotocol: String?) {
         mode = .webSocket
         http = HTTPRequestParser(maxRequestLineBytes: 0, maxHeadBytes: 0)
         self.subprotocol = subprotocol
-        loop.metrics.open[self.endpoint].add(-1)
+        serving.metrics.open[self.endpoint].add(-1)
         self.endpoint = endpoint.metricsIndex
-        loop.metrics.open[self.endpoint].add(1)
-        loop.timers.schedule(slot, after: loop.idleTicks)
+        serving.metrics.open[self.endpoint].add(1)
+        webSocket.trafficReceived(now: loop.now)
+        loop.setDeadline(registration, afterTicks: webSocket.initialTimer)
         let handler = endpoint.factory(request, subprotocol)
         self.handler = handler
         handler.webSocketDidOpen(WebSocket(connection: self))
@@ -345,14 +348,15 @@ final class Connection {
             case .data(let kind, let chunk, let first, let last):
                 deliver(kind, UnsafeRawBufferPointer(chunk), first: first, last: last)
             case .ping(let payload):
-                if !closeSent { writeFrame(.pong, UnsafeRawBufferPointer(payload)) }
+                if webSocket.pingReceived() == .sendPong { writeFrame(.pong, UnsafeRawBufferPointer(payload)) }
             case .pong:
                 break  // any traffic already counts as a sign of life
-            case .close(let code, let reason):
-                peerClosed(code, reason: UnsafeRawBufferPointer(reason))
+            case .close(let code, _):
+                perform(webSocket.closeReceived(code))
                 return bytes.count
             case .failure(let code, let reason):
-                failWebSocket(code, reason: reason)
+                // "Fail the WebSocket Connection" (RFC 6455 section 7.1.7): say why, then stop.
+                perform(webSocket.protocolFailed(code, reason: reason))
                 return bytes.count
             }
             if offset == bytes.count && !reader.isInsideFrame { return offset }
@@ -362,22 +366,22 @@ final class Connection {
 
     private func deliver(_ kind: WebSocketMessageKind, _ chunk: UnsafeRawBufferPointer, first: Bool, last: Bool) {
         // After our close frame, the RFC lets us drop whatever data still arrives.
-        guard !closeSent else { return }
+        guard webSocket.dataReceived() else { return }
         if first && last {
-            loop.metrics.messagesIn.add(1)
+            serving.metrics.messagesIn.add(1)
             handler?.webSocket(WebSocket(connection: self), didReceive: chunk, kind: kind)
             return
         }
         assembly.append(chunk)
         guard last else { return }
-        loop.metrics.messagesIn.add(1)
+        serving.metrics.messagesIn.add(1)
         handler?.webSocket(WebSocket(connection: self), didReceive: UnsafeRawBufferPointer(assembly.readable), kind: kind)
         assembly.release()
     }
 
     func sendMessage(_ payload: UnsafeRawBufferPointer, opcode: WebSocketOpcode) {
-        guard mode == .webSocket, !closeSent else { return }
-        loop.metrics.messagesOut.add(1)
+        guard mode == .webSocket, webSocket.isOpen else { return }
+        serving.metrics.messagesOut.add(1)
         writeFrame(opcode, payload)
     }
 
@@ -388,33 +392,34 @@ final class Connection {
         }
     }
 
-    /// Our close frame; after it, no more data frames go out.
-    private func sendClose(_ code: WebSocketCloseCode?, reason: String) {
-        guard !closeSent else { return }
-        closeSent = true
-        if closeCode == nil { closeCode = code }
-        let payload = code.map { WebSocketFrameWriter.closePayload($0, reason: reason) } ?? []
-        payload.withUnsafeBytes { writeFrame(.close, $0) }
-    }
-
     /// Server-initiated close: send ours, wait (bounded) for theirs.
     func closeWebSocket(_ code: WebSocketCloseCode, reason: String) {
-        guard mode == .webSocket, !closeSent else { return }
-        sendClose(code, reason: reason)
-        loop.timers.schedule(slot, after: loop.closeTicks)
+        guard mode == .webSocket else { return }
+        perform(webSocket.closeRequested(code, reason: reason))
     }
 
-    private func peerClosed(_ code: WebSocketCloseCode, reason: UnsafeRawBufferPointer) {
-        if closeCode == nil { closeCode = code }
-        // Echo the code (RFC 6455 section 5.5.1); a close without a code is answered without one.
-        sendClose(code == .noStatus ? nil : code, reason: "")
-        finishAfterFlush()
-    }
-
-    /// "Fail the WebSocket Connection" (RFC 6455 section 7.1.7): say why, then stop.
-    private func failWebSocket(_ code: WebSocketCloseCode, reason: String) {
-        sendClose(code, reason: reason)
-        finishAfterFlush()
+    /// Carries out what the close machine decided.
+    private func perform(_ action: WebSocketCloseMachine.Action) {
+        switch action {
+        case .none, .sendPong:
+            break  // a pong is written where the ping's payload is at hand
+        case .sendPing(let timeout):
+            writeFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0))
+            loop.setDeadline(registration, afterTicks: timeout)
+        case .schedule(let ticks):
+            loop.setDeadline(registration, afterTicks: ticks)
+        case .sendClose(let code, let reason, let then):
+            let payload = code.map { WebSocketFrameWriter.closePayload($0, reason: reason) } ?? []
+            payload.withUnsafeBytes { writeFrame(.close, $0) }
+            switch then {
+            case .awaitPeer(let ticks): loop.setDeadline(registration, afterTicks: ticks)
+            case .finish: finishAfterFlush()
+            }
+        case .finish:
+            finishAfterFlush()
+        case .drop:
+            close()
+        }
     }
 
     // MARK: Writing
@@ -440,7 +445,7 @@ final class Connection {
         }
         switch result {
         case .transferred(let n):
-            loop.metrics.bytesOut.add(n)
+            serving.metrics.bytesOut.add(n)
             if n == total { return }
             if n < a.count {
                 enqueue(UnsafeRawBufferPointer(rebasing: a[n...]), b)
@@ -455,7 +460,7 @@ final class Connection {
     /// `write` over TLS: a frame's header and payload go out as one record when they fit in one.
     private func writeTLS(_ tls: TLSStream, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         let total = a.count + b.count
-        let scratch = loop.tlsWriteScratch
+        let scratch = serving.tlsWriteScratch
         if !a.isEmpty && !b.isEmpty && total <= scratch.count {
             UnsafeMutableRawBufferPointer(rebasing: scratch[..<a.count]).copyMemory(from: a)
             UnsafeMutableRawBufferPointer(rebasing: scratch[a.count..<total]).copyMemory(from: b)
@@ -474,7 +479,7 @@ final class Connection {
         guard !bytes.isEmpty else { return 0 }
         switch tls.write(bytes) {
         case .transferred(let n):
-            loop.metrics.bytesOut.add(n)
+            serving.metrics.bytesOut.add(n)
             return n
         case .wantWrite:
             return 0
@@ -487,11 +492,10 @@ final class Connection {
     }
 
     private func enqueue(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
-        let cap = loop.context.configuration.maxOutboundBytes
+        let cap = serving.context.configuration.maxOutboundBytes
         // One message may always be queued whole; past that, a client that does not read is dropped.
         if !outbound.isEmpty && outbound.count + a.count + b.count > cap {
-            if closeCode == nil { closeCode = .policyViolation }
-            return close()
+            return mode == .webSocket ? perform(webSocket.outboundOverflowed()) : close()
         }
         outbound.append(a)
         outbound.append(b)
@@ -504,12 +508,12 @@ final class Connection {
     func writable() {
         if let tls {
             if !tls.isEstablished {
-                if continueHandshake(tls) { loop.markReady(self) }
+                if continueHandshake(tls) { loop.readAgain(registration) }
                 return
             }
             if readWaitsForWritable {
                 readWaitsForWritable = false
-                loop.markReady(self)
+                loop.readAgain(registration)
             }
         }
         while !outbound.isEmpty {
@@ -520,18 +524,16 @@ final class Connection {
                 continue
             }
             let result: Sys.IOResult
-            let queued = UnsafeRawBufferPointer(outbound.readable)
-            var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: queued.baseAddress), iov_len: queued.count)
-            do { result = try Sys.writev(fd, &iov, count: 1) } catch { return close() }
+            do { result = try Sys.write(fd, UnsafeRawBufferPointer(outbound.readable)) } catch { return close() }
             guard case .transferred(let n) = result else { return }
-            loop.metrics.bytesOut.add(n)
+            serving.metrics.bytesOut.add(n)
             outbound.consume(n)
         }
         armWrite(false)
         account()
         if readPaused {
             readPaused = false
-            loop.markReady(self)
+            loop.readAgain(registration)
         }
         if finishing { linger() }
     }
@@ -539,7 +541,7 @@ final class Connection {
     private func armWrite(_ on: Bool) {
         guard writeArmed != on, mode != .closed else { return }
         writeArmed = on
-        try? loop.epoll.modify(fd, on ? [.readable, .writable, .edge] : [.readable, .edge], token: loop.token(of: self))
+        loop.modify(registration, fd: fd, on ? [.readable, .writable, .edge] : [.readable, .edge])
     }
 
     private func finishAfterFlush() {
@@ -555,28 +557,22 @@ final class Connection {
         readPaused = false
         assembly.release()
         tls?.shutdown()
-        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
-        loop.timers.schedule(slot, after: loop.closeTicks)
+        Sys.shutdownWrite(fd)
+        loop.setDeadline(registration, afterTicks: serving.closeTicks)
         account()
     }
 
     // MARK: Time
 
     /// The connection's one deadline has passed; what it meant depends on the mode.
-    func timerFired() {
+    func deadlinePassed() {
         switch mode {
         case .http, .lingering:
             // The TLS handshake or the request head never completed, or the peer never finished closing.
             handshakeEnded(.timedOut)
             close()
         case .webSocket:
-            if closeSent || pingOutstanding { return close() }
-            let idle = loop.idleTicks
-            let quiet = loop.timers.now &- lastActivity
-            if quiet < idle { return loop.timers.schedule(slot, after: idle - quiet) }
-            pingOutstanding = true
-            writeFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0))
-            loop.timers.schedule(slot, after: loop.pingTicks)
+            perform(webSocket.timerFired(now: loop.now))
         case .closed:
             break
         }
@@ -585,13 +581,15 @@ final class Connection {
     /// Graceful shutdown: WebSocket sessions get 1001, idle HTTP connections are let go.
     func shutdown() {
         switch mode {
-        case .webSocket: closeWebSocket(.goingAway, reason: "server shutting down")
+        case .webSocket: perform(webSocket.shutdownRequested())
         case .http: outbound.isEmpty ? close() : finishAfterFlush()
         case .lingering, .closed: break
         }
     }
 
     // MARK: Teardown and memory
+
+    func loopStopped() { close() }
 
     /// Releases everything now. Safe to call more than once.
     func close() {
@@ -608,10 +606,11 @@ final class Connection {
             self.stream = nil
             stream.connectionClosed()
         }
-        accounted = loop.release(self, accounted: accounted, closeCode: wasWebSocket ? (closeCode ?? .abnormal) : nil, endpoint: endpoint)
+        webSocket.connectionEnded()
+        accounted = serving.release(self, accounted: accounted, closeCode: wasWebSocket ? webSocket.reportedCode : nil, endpoint: endpoint)
         if let handler {
             self.handler = nil
-            handler.webSocketDidClose(WebSocket(connection: self), code: closeCode ?? .abnormal)
+            handler.webSocketDidClose(WebSocket(connection: self), code: webSocket.reportedCode)
         }
     }
 
@@ -625,7 +624,7 @@ final class Connection {
         guard mode != .closed else { return }
         let now = objectBytes + handlerBytes + (tls?.heapBytes ?? 0) + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
         if now != accounted {
-            loop.metrics.accountedBytes.add(now - accounted)
+            serving.metrics.accountedBytes.add(now - accounted)
             accounted = now
         }
     }

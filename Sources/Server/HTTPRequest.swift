@@ -58,12 +58,3 @@ public struct HTTPRequest: Sendable, Equatable {
         return minorVersion >= 1 || connection.contains("keep-alive")
     }
 }
-
-extension Substring {
-    func trimmingSpaces() -> Substring {
-        var s = self
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return s
-    }
-}

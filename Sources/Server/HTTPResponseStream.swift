@@ -1,3 +1,5 @@
+import Loop
+
 /// A response written over time, with chunked transfer encoding: `start`, then `write` as often
 /// as there is something to send (each write goes out at once, as one chunk), then `end`.
 ///

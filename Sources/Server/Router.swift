@@ -1,16 +1,3 @@
-/// What a WebSocket endpoint's handler sees. Called on the connection's event loop only.
-public protocol WebSocketHandler: AnyObject {
-    func webSocketDidOpen(_ socket: WebSocket)
-    /// `message` is valid only during the call; copy what must outlive it.
-    func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind)
-    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode)
-}
-
-extension WebSocketHandler {
-    public func webSocketDidOpen(_ socket: WebSocket) {}
-    public func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {}
-}
-
 /// Maps paths to plain HTTP handlers and WebSocket endpoints. Built before the server starts and
 /// read-only afterwards, so every loop can share it.
 public final class Router: Sendable {
@@ -91,13 +78,4 @@ public final class Router: Sendable {
     }
 
     func route(_ path: Substring) -> Route? { routes[String(path)] }
-}
-
-/// `/echo`: sends every message back as it came. Stateless, so one instance serves every connection.
-public final class EchoHandler: WebSocketHandler, Sendable {
-    public static let shared = EchoHandler()
-
-    public func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
-        socket.send(message, kind: kind)
-    }
 }

@@ -1,5 +1,6 @@
-import CLinux
+import Loop
 import Synchronization
+import TLS
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,6 +17,8 @@ public final class Server: Sendable {
     public let port: Int
     private let context: ServerContext
     private let handles: [LoopHandle]
+    private let listeners: [Int32]
+    private let metrics: [LoopMetrics]
     private let threads = Mutex<[pthread_t]>([])
     private let baseline = ResidentBaseline()
 
@@ -27,27 +30,26 @@ public final class Server: Sendable {
         if let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile {
             credentials = try TLSCredentials(certificateFile: certificate, keyFile: key)
         }
-        let upstreamTLS = try TLSContext.client(caFile: configuration.upstreamCAFile)
         var listeners: [Int32] = []
         var port = configuration.port
         do {
             for _ in 0..<max(1, configuration.loops) {
-                let fd = try Listener.open(host: configuration.host, port: port)
+                let fd = try Self.listen(host: configuration.host, port: port)
                 listeners.append(fd)
-                port = try Listener.boundPort(fd)
+                port = try Sys.localAddress(fd).port
             }
         } catch {
             listeners.forEach(Sys.close)
             throw error
         }
         self.port = port
+        self.listeners = listeners
         let endpoints = routes.endpointNames.count
-        var handles: [LoopHandle] = []
-        for (i, fd) in listeners.enumerated() { handles.append(try LoopHandle(index: i, listenFD: fd, endpoints: endpoints)) }
-        self.handles = handles
+        handles = try listeners.indices.map { i throws(SystemError) in try LoopHandle(index: i) }
+        metrics = listeners.map { _ in LoopMetrics(endpoints: endpoints) }
 
         var builder = routes
-        let renderer = MetricsRenderer(loops: handles.map(\.metrics), endpointNames: routes.endpointNames, baseline: baseline,
+        let renderer = MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: routes.endpointNames, baseline: baseline,
                                        tls: credentials, sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         let group = configuration.workerGroup
@@ -58,7 +60,7 @@ public final class Server: Sendable {
             }
             return HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
         }
-        context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials, upstreamTLS: upstreamTLS)
+        context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials)
     }
 
     /// Starts the loops and returns once all of them are running.
@@ -66,14 +68,20 @@ public final class Server: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let running = Atomic<Int>(0)
         var started: [pthread_t] = []
-        for handle in handles {
-            let context = self.context
+        for (i, handle) in handles.enumerated() {
+            let context = self.context, metrics = self.metrics[i], listenFD = listeners[i]
             started.append(try Thread.spawn(name: "parley-loop-\(handle.index)") {
-                guard let loop = try? EventLoop(handle: handle, context: context) else {
-                    fatalError("event loop \(handle.index) could not start")
+                let loop: EventLoop
+                let serving: ServingLoop
+                do {
+                    loop = try EventLoop(handle: handle)
+                    serving = try ServingLoop(loop: loop, context: context, metrics: metrics, listenFD: listenFD)
+                } catch {
+                    fatalError("event loop \(handle.index) could not start: \(error)")
                 }
+                context.configuration.loopStarted?(loop)
                 running.add(1, ordering: .releasing)
-                loop.run()
+                withExtendedLifetime(serving) { loop.run() }
             })
         }
         while running.load(ordering: .acquiring) < handles.count { usleep(1000) }
@@ -98,7 +106,7 @@ public final class Server: Sendable {
     /// Begins a graceful shutdown; callable from any thread, more than once.
     public func shutdown() {
         stopping.store(true, ordering: .releasing)
-        for handle in handles { handle.requestShutdown() }
+        for handle in handles { handle.requestStop() }
     }
 
     /// Blocks until every loop has finished.
@@ -107,7 +115,7 @@ public final class Server: Sendable {
             defer { threads = [] }
             return threads
         }
-        for thread in started { pthread_join(thread, nil) }
+        for thread in started { Thread.join(thread) }
     }
 
     /// Loads the TLS certificate and key again from their files. New connections use them; open
@@ -140,75 +148,24 @@ public final class Server: Sendable {
 
     /// The Prometheus text the `/metrics` route serves.
     public func renderMetrics() -> String {
-        MetricsRenderer(loops: handles.map(\.metrics), endpointNames: context.router.endpointNames, baseline: baseline,
+        MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: context.router.endpointNames, baseline: baseline,
                         tls: context.tls, sections: context.router.metricsSections).render()
     }
 }
 
-/// Opening the listening sockets.
-enum Listener {
-    static func open(host: String, port: Int) throws(SystemError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let info = list else {
+extension Server {
+    /// A listening socket for `host` and `port`: the first address the resolver gives.
+    static func listen(host: String, port: Int) throws(SystemError) -> Int32 {
+        guard let address = try Sys.resolve(host: host, port: port, passive: true).first else {
             throw SystemError("getaddrinfo(\(host))", errno: EINVAL)
         }
-        defer { freeaddrinfo(list) }
-        let fd = try Sys.retrying("socket") {
-            socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        }
+        let fd = try Sys.tcpSocket(family: address.family)
         do {
-            try Sys.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
-            try Sys.setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
-            _ = try Sys.retrying("bind(\(host):\(port))") { bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) }
-            _ = try Sys.retrying("listen") { listen(fd, 4096) }
+            try Sys.listen(fd, on: address)
         } catch {
             Sys.close(fd)
             throw error
         }
         return fd
-    }
-
-    static func boundPort(_ fd: Int32) throws(SystemError) -> Int {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = try withUnsafeMutablePointer(to: &storage) { pointer throws(SystemError) in
-            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(SystemError) in
-                try Sys.retrying("getsockname") { getsockname(fd, address, &length) }
-            }
-        }
-        let raw = withUnsafeBytes(of: storage) { bytes in
-            // sin_port and sin6_port sit at the same offset, in network order.
-            UInt16(bytes[2]) << 8 | UInt16(bytes[3])
-        }
-        return Int(raw)
-    }
-}
-
-/// A pthread running a closure: the loops want real threads, one each, for their whole life; the
-/// load harness uses it for work that must not stop its loop (a background scrape).
-public enum Thread {
-    private final class Start {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    public static func spawn(name: String, _ body: @escaping @Sendable () -> Void) throws(SystemError) -> pthread_t {
-        var thread = pthread_t()
-        let start = Unmanaged.passRetained(Start(body)).toOpaque()
-        let rc = pthread_create(&thread, nil, { context in
-            let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
-            start.body()
-            return nil
-        }, start)
-        guard rc == 0 else {
-            Unmanaged<Start>.fromOpaque(start).release()
-            throw SystemError("pthread_create", errno: rc)
-        }
-        _ = parley_set_thread_name(thread, String(name.prefix(15)))
-        return thread
     }
 }

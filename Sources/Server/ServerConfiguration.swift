@@ -1,3 +1,8 @@
+import Loop
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Everything `parley serve` can tune. Defaults are what `make run` uses.
 public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
@@ -38,8 +43,9 @@ public struct ServerConfiguration: Sendable {
     /// TLS handshakes in progress at once, across all loops. Past it new connections are closed at
     /// once: a flood of handshakes costs CPU, and must not be able to take all of it.
     public var maxTLSHandshakes = 1024
-    /// CA certificates (PEM) trusted for https upstreams besides the system's store: for a private CA.
-    public var upstreamCAFile: String?
+    /// Runs on each loop's thread as it starts, before it serves anything: for what an upper layer
+    /// keeps per loop (the upstream HTTP client and the CA certificates it trusts).
+    public var loopStarted: (@Sendable (EventLoop) -> Void)?
 
     /// Set in each worker of `parley serve --workers N`: the process publishes its metrics for the
     /// others and answers `/metrics` with the sum over all of them.
@@ -49,7 +55,3 @@ public struct ServerConfiguration: Sendable {
 
     public init() {}
 }
-
-#if canImport(Glibc)
-import Glibc
-#endif

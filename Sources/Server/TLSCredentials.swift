@@ -1,4 +1,6 @@
 import Synchronization
+import Metrics
+import TLS
 
 /// The server's certificate and key, loaded from their files at start and again on reload. New
 /// connections take the current context; sessions already open keep the one they began with, which

@@ -1,3 +1,5 @@
+import Loop
+
 /// A handler's grip on one upgraded connection. Use it only on the loop that called the handler;
 /// once the connection has closed, sending does nothing.
 public struct WebSocket {

@@ -1,3 +1,6 @@
+import Loop
+import TLS
+
 /// Server side of the opening handshake (RFC 6455 section 4.2). Pure: a request in, a verdict out.
 public enum WebSocketHandshake {
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"

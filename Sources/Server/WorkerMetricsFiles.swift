@@ -1,3 +1,4 @@
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

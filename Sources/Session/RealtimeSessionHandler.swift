@@ -1,5 +1,6 @@
 import Codec
 import Server
+import Loop
 
 /// One session on one connection: the socket edge around a `SessionEngine`. It turns frames into
 /// engine inputs (parsing JSON, decoding Opus, resampling to 16 kHz), carries out the engine's

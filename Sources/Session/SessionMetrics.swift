@@ -1,11 +1,12 @@
 import Server
+import Metrics
 
 /// The session layer's series in /metrics, process-wide: every loop adds to the same relaxed
 /// atomics, and a scrape reads them.
 public final class SessionMetrics: Sendable {
     public static let shared = SessionMetrics()
 
-    let sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", type: "gauge")
+    let sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge)
     let turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).")
     let responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
                                  labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" })

@@ -1,4 +1,6 @@
 import Server
+import Loop
+import Metrics
 
 /// The speech series in /metrics: how fast recognition and synthesis run against real time, how
 /// full the speech workers are, and the latency a user hears (speech_stopped to first audio sent).
@@ -22,7 +24,7 @@ public final class SpeechMetrics: Sendable {
     public let transcription = Histogram(name: "parley_transcription_seconds",
                                          help: "From speech_stopped to the turn's final transcript.",
                                          bounds: [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
-    public let recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", type: "gauge")
+    public let recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", kind: .gauge)
     public let overloaded = MetricFamily(name: "parley_speech_overloaded_total",
                                          help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.")
 

@@ -1,5 +1,5 @@
-import Server
 import Session
+import Loop
 
 /// The embedded synthesiser: espeak-ng, on the speech worker pool. A sentence comes back whole
 /// (espeak-ng speaks one in a few milliseconds); the reply is spoken sentence by sentence as the

@@ -1,6 +1,7 @@
 import JSON
-import Server
 import Session
+import Loop
+import Upstream
 
 /// Any OpenAI-compatible `/audio/speech` endpoint, asked for raw pcm (16-bit mono, 24 kHz), whose
 /// body is passed on as it streams in, so a sentence starts playing before it is all synthesised.

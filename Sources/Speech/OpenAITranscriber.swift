@@ -1,7 +1,8 @@
 import Codec
 import JSON
-import Server
 import Session
+import Loop
+import Upstream
 
 /// Any OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI's, a local whisper server,
 /// `parley mock-llm`): the turn's audio is kept while the user speaks and uploaded whole, as a

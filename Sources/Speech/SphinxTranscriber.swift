@@ -1,6 +1,6 @@
-import Server
 import Session
 import Synchronization
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

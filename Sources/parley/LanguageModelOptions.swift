@@ -1,6 +1,7 @@
 import ArgumentParser
 import Server
 import Session
+import Upstream
 
 /// `--llm` and friends: which language model answers, shared by every session.
 struct LanguageModelOptions: ParsableArguments {

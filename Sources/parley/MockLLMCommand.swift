@@ -1,6 +1,8 @@
 import ArgumentParser
 import Server
 import Session
+import MockLLM
+import TLS
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,8 @@ import ArgumentParser
 import Server
 import Session
 import CLinux
+import TLS
+import Upstream
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -115,7 +117,14 @@ struct Serve: ParsableCommand {
         config.tlsKeyFile = tlsKey
         config.tlsHandshakeTimeout = tlsHandshakeTimeout
         config.maxTLSHandshakes = maxTLSHandshakes
-        config.upstreamCAFile = upstreamCA
+        let upstreamTLS: TLSContext
+        do {
+            upstreamTLS = try TLSContext.client(caFile: upstreamCA)
+        } catch {
+            printError("parley: TLS: \(error)")
+            throw ExitCode.failure
+        }
+        config.loopStarted = { loop in HTTPClient.install(on: loop, tls: upstreamTLS) }
 
         let shown = host.contains(":") ? "[\(host)]" : host
         let scheme = config.servesTLS ? "https" : "http"

@@ -2,6 +2,8 @@ import ArgumentParser
 import Server
 import Session
 import Speech
+import Loop
+import Upstream
 
 /// `--transcriber` and friends: how spoken turns become text, and where that work runs.
 struct SpeechOptions: ParsableArguments {

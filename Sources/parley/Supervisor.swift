@@ -1,4 +1,5 @@
 import Server
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,21 +42,11 @@ final class Supervisor {
     /// A port for the workers: the given one, or for 0 a free one, found by binding and letting go.
     static func concretePort(host: String, port: Int) throws -> Int {
         guard port == 0 else { return port }
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, "0", &hints, &list) == 0, let info = list else { throw SystemError("getaddrinfo(\(host))", errno: EINVAL) }
-        defer { freeaddrinfo(list) }
-        let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket") }
-        defer { close(fd) }
-        guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else { throw SystemError("bind(\(host):0)") }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return withUnsafeBytes(of: storage) { Int(UInt16($0[2]) << 8 | UInt16($0[3])) }
+        guard let address = try Sys.resolve(host: host, port: 0, passive: true).first else { throw SystemError("getaddrinfo(\(host))", errno: EINVAL) }
+        let fd = try Sys.tcpSocket(family: address.family, .blocking)
+        defer { Sys.close(fd) }
+        try Sys.bind(fd, to: address)
+        return try Sys.localAddress(fd).port
     }
 
     /// Starts the workers, waits until each has published its first figures (it is listening), and

@@ -1,6 +1,7 @@
 import Codec
 import JSON
 import Server
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

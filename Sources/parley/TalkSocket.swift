@@ -1,4 +1,5 @@
 import Server
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,22 +50,22 @@ final class TalkSocket {
 
     /// Connects to `ws://host:port/path` and upgrades.
     init(host: String, port: Int, path: String) throws(Failure) {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { throw .connect("cannot resolve \(host)") }
-        defer { freeaddrinfo(list) }
+        guard let addresses = try? Sys.resolve(host: host, port: port), !addresses.isEmpty else { throw .connect("cannot resolve \(host)") }
         var connected: Int32 = -1
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor, connected < 0 {
-            let s = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-            if s >= 0, Glibc.connect(s, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { connected = s } else if s >= 0 { Glibc.close(s) }
-            cursor = info.pointee.ai_next
+        var lastError = ""
+        for address in addresses where connected < 0 {
+            guard let s = try? Sys.tcpSocket(family: address.family, .blocking) else { continue }
+            do {
+                _ = try Sys.connect(s, to: address)
+                connected = s
+            } catch {
+                Sys.close(s)
+                lastError = SystemError.reason(error.errno)
+            }
         }
-        guard connected >= 0 else { throw .connect("\(host):\(port): \(String(cString: strerror(errno)))") }
+        guard connected >= 0 else { throw .connect("\(host):\(port): \(lastError)") }
         fd = connected
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        Sys.setNoDelay(fd)
 
         var nonce = [UInt8](repeating: 0, count: 16)
         for i in nonce.indices { nonce[i] = UInt8.random(in: 0...255) }
@@ -192,14 +193,5 @@ final class TalkSocket {
         guard haystack.count >= needle.count else { return nil }
         for i in 0...(haystack.count - needle.count) where haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
         return nil
-    }
-}
-
-private extension Substring {
-    func trimmingSpaces() -> Substring {
-        var s = self
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
-        return s
     }
 }

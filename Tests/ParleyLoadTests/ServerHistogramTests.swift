@@ -1,5 +1,6 @@
 import Server
 import Testing
+import Metrics
 @testable import parley_load
 
 /// The server's Histogram exposition, read back by the harness's parser.

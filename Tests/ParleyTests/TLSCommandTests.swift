@@ -3,6 +3,7 @@ import JSON
 import Server
 import Testing
 import TestSupport
+import TLS
 
 /// The real executables over real TLS: `parley serve` with a certificate, talking to `parley
 /// mock-llm` served over https, with a CA made at test time.

@@ -2,6 +2,8 @@ import Glibc
 import Testing
 @testable import Server
 import TestSupport
+import Loop
+@testable import TLS
 
 /// The server's TLS over real sockets, with certificates made by the openssl CLI at test time.
 @Suite struct TLSServingTests {

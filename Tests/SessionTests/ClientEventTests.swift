@@ -1,6 +1,7 @@
 import Testing
 import Server
 import Session
+import Loop
 
 @Suite struct ClientEventTests {
     private func parse(_ text: String) throws(ProtocolError) -> ClientEvent { try ClientEvent.parse(text) }

@@ -2,6 +2,8 @@ import Server
 import Session
 import Testing
 import TestSupport
+import MockLLM
+import Upstream
 
 /// Each provider against `parley mock-llm`'s routes, over real sockets: a `/run` route calls the
 /// model on its loop and writes every event it reports as a line.

@@ -4,6 +4,9 @@ import Server
 import Session
 import Testing
 import TestSupport
+import Loop
+import MockLLM
+import Upstream
 
 /// Whole sessions over real sockets: the handshake, the engine, a model, events back.
 @Suite struct SessionEndToEndTests {

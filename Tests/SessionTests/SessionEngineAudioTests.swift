@@ -2,6 +2,7 @@ import Testing
 import Server
 import Codec
 import Session
+import Loop
 
 @Suite struct SessionEngineAudioTests {
     static let question = "What is twelve times seven?"

@@ -5,6 +5,9 @@ import Session
 import Speech
 import Testing
 import TestSupport
+import Loop
+import MockLLM
+import Upstream
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,6 +5,7 @@ import Session
 import Speech
 import Testing
 import TestSupport
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif

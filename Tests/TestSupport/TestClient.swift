@@ -1,5 +1,7 @@
 import Glibc
 import Server
+import Loop
+import TLS
 
 /// A blocking client socket for tests, with a receive time-out so a broken server fails a test
 /// instead of hanging it.
@@ -15,15 +17,13 @@ public final class TestClient {
     /// `tls`: make the TLS handshake at once, verifying the server as `serverName`; a handshake that
     /// fails throws its `TLSError`.
     public init(port: Int, timeoutSeconds: Int = 5, tls context: TLSContext? = nil, serverName: String = "localhost") throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        fd = try Sys.tcpSocket(family: AF_INET, .blocking)
+        do {
+            _ = try Sys.connect(fd, to: .ipv4(127, 0, 0, 1, port: UInt16(port)))
+        } catch {
+            Sys.close(fd)
+            throw error
         }
-        guard rc == 0 else { Glibc.close(fd); throw SystemError("connect") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         guard let context else { return }

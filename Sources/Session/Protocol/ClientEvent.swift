@@ -1,6 +1,7 @@
 import Codec
 import JSON
 import Server
+import Loop
 
 /// An event a client sends, parsed and validated: the subset of the Realtime API's client events
 /// that a voice agent needs.

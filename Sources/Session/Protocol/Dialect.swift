@@ -1,3 +1,4 @@
+import Loop
 /// Which generation of the OpenAI Realtime API a client speaks. The event vocabulary is the same;
 /// a few event names and the shape of session and audio-format objects differ.
 public enum Dialect: Sendable, Equatable {
@@ -10,16 +11,7 @@ public enum Dialect: Sendable, Equatable {
 
     /// The dialect for a request's `OpenAI-Beta` header value (nil when the header is absent).
     public init(openAIBetaHeader value: String?) {
-        let tokens = value?.split(separator: ",").map { $0.trimmingSpaces.lowercased() } ?? []
+        let tokens = value?.split(separator: ",").map { $0.trimmingSpaces().lowercased() } ?? []
         self = tokens.contains("realtime=v1") ? .beta : .ga
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: Substring {
-        var s = self
-        while s.first == " " || s.first == "\t" { s.removeFirst() }
-        while s.last == " " || s.last == "\t" { s.removeLast() }
-        return s
     }
 }

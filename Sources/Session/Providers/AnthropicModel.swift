@@ -1,5 +1,7 @@
 import JSON
 import Server
+import Loop
+import Upstream
 
 /// Anthropic's Messages API with `stream: true`.
 public struct AnthropicModel: LanguageModel {

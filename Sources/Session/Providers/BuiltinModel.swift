@@ -1,4 +1,5 @@
 import Server
+import Loop
 
 /// The offline default: `BuiltinAgent` writes the reply at once, and this streams it a word at a
 /// time, so clients see the same delta stream as from a real model. It reports no usage: the

@@ -1,4 +1,5 @@
 import Server
+import Loop
 
 /// What a response asks of a model.
 public struct ModelRequest: Sendable {

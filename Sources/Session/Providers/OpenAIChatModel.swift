@@ -1,5 +1,7 @@
 import JSON
 import Server
+import Loop
+import Upstream
 
 /// Any OpenAI-compatible `/chat/completions` endpoint with `stream: true`: OpenAI, vLLM, the
 /// llama.cpp server, Ollama, LM Studio, `parley mock-llm`.

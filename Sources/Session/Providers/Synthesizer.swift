@@ -1,4 +1,5 @@
 import Server
+import Loop
 
 /// What a synthesis reports: audio as it is produced, then exactly one of `finished` or `failed`.
 public enum SynthesisEvent: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Server
+import Loop
 
 /// What a transcription reports, in order: partial hypotheses while the user speaks, then exactly
 /// one of `final` or `failed`.

@@ -1,5 +1,7 @@
 import JSON
 import Server
+import Loop
+import Upstream
 
 /// The part every HTTP provider shares: send a JSON request on the loop's client, decode the
 /// server-sent events of a 200 into model events with a provider-specific `decode`, and turn

@@ -1,0 +1,319 @@
+import Metrics
+import Synchronization
+
+/// What the loop calls on an object it watches: a socket (a client connection, a listener, an
+/// upstream connection) registered with `EventLoop.register`. Every call comes on the loop's thread.
+public protocol LoopRegistrant: AnyObject {
+    /// The descriptor has bytes to read, or its peer hung up (`hungUp`: its FIN or an error came
+    /// with this edge, so read on to the end of file even after a short read).
+    func readable(hungUp: Bool)
+    /// The descriptor can take bytes again (or, for a non-blocking connect, has connected or failed).
+    func writable()
+    /// The registration's deadline (`EventLoop.setDeadline`) has passed.
+    func deadlinePassed()
+    /// The loop has stopped with this registration still open: release everything now.
+    func loopStopped()
+}
+
+extension LoopRegistrant {
+    public func writable() {}
+    public func deadlinePassed() {}
+}
+
+/// A registration's place in its loop: a slot in the loop's slab and that slot's generation, so
+/// that an event or a queued read for a registration that ended, and whose slot was reused, is
+/// recognised and dropped (the nginx "instance" bit, SwiftNIO's generation).
+public struct Registration: Equatable, Sendable {
+    public let slot: Int32
+    public let generation: UInt32
+    /// The 64-bit user data epoll hands back.
+    var token: UInt64 { UInt64(generation) << 32 | UInt64(UInt32(bitPattern: slot)) }
+}
+
+/// What other threads share with one loop: its wake-up descriptor, its inbox, its lag histogram
+/// and the stop request. Everything else of a loop stays on the loop's own thread.
+public final class LoopHandle: Sendable {
+    public let index: Int
+    let wakeFD: Int32
+    /// Results of work offloaded to worker pools, on their way back.
+    let inbox: LoopInbox
+    /// How long each iteration spent handling ready events and timers: how late the next event can
+    /// be served.
+    public let lag: Histogram
+    private let stopRequested = Atomic<Bool>(false)
+
+    /// Seconds; the upper bounds of the iteration-lag histogram.
+    public static let lagBounds: [Double] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+
+    public init(index: Int) throws(SystemError) {
+        self.index = index
+        wakeFD = try Sys.eventfd()
+        inbox = LoopInbox(wakeFD: wakeFD)
+        lag = Histogram(name: "parley_loop_iteration_seconds",
+                        help: "Time an event-loop iteration spent handling ready events and timers: how late the next event can be served.",
+                        bounds: Self.lagBounds)
+    }
+
+    /// Asks the loop to stop; callable from any thread. The loop runs its `onStopRequested`
+    /// (a graceful drain) or, without one, stops at once.
+    public func requestStop() {
+        stopRequested.store(true, ordering: .releasing)
+        Sys.signal(eventfd: wakeFD)
+    }
+
+    var isStopRequested: Bool { stopRequested.load(ordering: .acquiring) }
+}
+
+/// One event loop, shaped like Redis's `ae`: descriptors with callbacks, timers, and nothing else.
+/// A thread runs it for its whole life; everything registered with it is called on that thread,
+/// so nothing here takes a lock.
+///
+/// - Registrations live in a slab indexed by slot (O(1), no hash, no allocation per event); the
+///   epoll token carries the slot and its generation.
+/// - One timer facility (`LoopTimers`) for every deadline and tick: each registration's one
+///   coarse deadline, and precise callbacks (`schedule(after:)`).
+/// - One read buffer shared by everything on the loop, so idle sockets own none.
+/// - Work for other threads (`offload`) comes back through the inbox and the wake-up eventfd.
+public final class EventLoop {
+    private static let wakeToken = UInt64.max
+    /// Room in front of the read buffer for a connection's pending partial frame.
+    public static let readHeadroom = 256
+    public static let readBufferBytes = 64 * 1024
+
+    public let handle: LoopHandle
+    private let epoll: Epoll
+    /// The one read buffer of this loop, `readHeadroom + readBufferBytes` long; idle sockets own none.
+    public let readBuffer: UnsafeMutableRawBufferPointer
+    private var timers: LoopTimers
+
+    private struct Entry {
+        var registrant: (any LoopRegistrant)?
+        var generation: UInt32 = 0
+        /// In the read-again list.
+        var queued = false
+    }
+
+    private var slab: [Entry] = []
+    private var freeSlots: [Int32] = []
+    /// Registrations to read again without a new edge: budget spent, or reading resumed.
+    private var ready: [Registration] = []
+    private var readyBatch: [Registration] = []
+    /// Slots whose deadline passed this tick; kept to reuse its storage.
+    private var expired: [Int32] = []
+    /// Completions of offloaded work, by ticket, until its result arrives or it is cancelled.
+    private var offloads: [UInt64: (any Sendable) -> Void] = [:]
+    private var lastOffloadID: UInt64 = 0
+    /// One object per type that upper layers keep per loop (the HTTP client's pool), see `local`.
+    private var locals: [ObjectIdentifier: AnyObject] = [:]
+    private var running = true
+    private var stopHandled = false
+
+    /// Called once when `LoopHandle.requestStop` is seen; the owner drains and then calls `stop()`.
+    /// Without it the loop stops at once.
+    public var onStopRequested: (() -> Void)?
+
+    public init(handle: LoopHandle) throws(SystemError) {
+        self.handle = handle
+        epoll = try Epoll()
+        readBuffer = .allocate(byteCount: Self.readHeadroom + Self.readBufferBytes, alignment: 16)
+        timers = LoopTimers(startNanoseconds: MonotonicClock.nanoseconds())
+        try epoll.add(handle.wakeFD, [.readable, .edge], token: Self.wakeToken)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+    }
+
+    // MARK: Running
+
+    /// Runs until `stop()`; then tells every registration still open (`loopStopped`).
+    public func run() {
+        while running {
+            var handled = epoll.wait(timeoutMilliseconds: waitTimeout())
+            let started = MonotonicClock.nanoseconds()
+            for i in 0..<handled { dispatch(epoll.readiness(at: i)) }
+            handled += readAgain()
+            handled += fireTimers()
+            if handled > 0 { handle.lag.observe(nanoseconds: MonotonicClock.nanoseconds() - started) }
+        }
+        for entry in slab { entry.registrant?.loopStopped() }
+    }
+
+    /// Ends `run()` after the current iteration.
+    public func stop() { running = false }
+
+    private func dispatch(_ readiness: Readiness) {
+        if readiness.token == Self.wakeToken { return wokenUp() }
+        let slot = Int(UInt32(truncatingIfNeeded: readiness.token))
+        let generation = UInt32(truncatingIfNeeded: readiness.token >> 32)
+        guard slot < slab.count, slab[slot].generation == generation, let registrant = slab[slot].registrant else { return }
+        if readiness.writable { registrant.writable() }
+        // Writing may have ended the registration.
+        guard readiness.readable, slab[slot].generation == generation else { return }
+        registrant.readable(hungUp: readiness.hungUp)
+    }
+
+    private func wokenUp() {
+        Sys.drain(eventfd: handle.wakeFD)
+        deliverOffloads()
+        if handle.isStopRequested && !stopHandled {
+            stopHandled = true
+            if let onStopRequested { onStopRequested() } else { stop() }
+        }
+    }
+
+    // MARK: Registrations
+
+    /// Watches `fd` for `interest`; `make` builds the registrant that the loop will call, given its
+    /// registration (which it keeps, to end it with `deregister` before closing the descriptor).
+    /// On failure nothing stays registered and `make`'s registrant is dropped.
+    public func register<R: LoopRegistrant>(_ fd: Int32, _ interest: Interest, _ make: (Registration) -> R) throws(SystemError) -> R {
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+        } else {
+            slot = Int32(slab.count)
+            slab.append(Entry())
+            timers.grow(toSlots: slab.count)
+        }
+        let registration = Registration(slot: slot, generation: slab[Int(slot)].generation)
+        do {
+            try epoll.add(fd, interest, token: registration.token)
+        } catch {
+            freeSlots.append(slot)
+            throw error
+        }
+        let registrant = make(registration)
+        slab[Int(slot)].registrant = registrant
+        return registrant
+    }
+
+    /// Changes what `fd` is watched for (EPOLLOUT armed only while output is pending).
+    public func modify(_ registration: Registration, fd: Int32, _ interest: Interest) {
+        // Fails only for a descriptor that is not registered: a closed one, which has nothing to wait for.
+        try? epoll.modify(fd, interest, token: registration.token)
+    }
+
+    /// Stops watching: the slot is free for reuse, its deadline cleared; late events for it are
+    /// dropped. Call before closing the descriptor (closing also removes it from epoll).
+    public func deregister(_ registration: Registration) {
+        let slot = Int(registration.slot)
+        guard slot < slab.count, slab[slot].generation == registration.generation else { return }
+        timers.clearDeadline(registration.slot)
+        slab[slot].registrant = nil
+        slab[slot].generation &+= 1
+        slab[slot].queued = false
+        freeSlots.append(registration.slot)
+    }
+
+    /// Stops watching `fd` for now, keeping the registration (a listener pausing at its
+    /// descriptor limit); `resume` watches it again.
+    public func pause(_ fd: Int32) { epoll.remove(fd) }
+
+    public func resume(_ registration: Registration, fd: Int32, _ interest: Interest) {
+        try? epoll.add(fd, interest, token: registration.token)
+    }
+
+    /// Calls `readable(hungUp: false)` on the next pass without waiting for an edge: a read budget
+    /// was spent, or reading resumed after a pause, and edge-triggered epoll would not say so again.
+    public func readAgain(_ registration: Registration) {
+        let slot = Int(registration.slot)
+        guard slab[slot].generation == registration.generation, !slab[slot].queued else { return }
+        slab[slot].queued = true
+        ready.append(registration)
+    }
+
+    private func readAgain() -> Int {
+        guard !ready.isEmpty else { return 0 }
+        // Two arrays swapped, not one copied: reads may queue registrations again meanwhile, and
+        // neither array's storage is ever shared, so neither reallocates.
+        swap(&ready, &readyBatch)
+        var count = 0
+        for registration in readyBatch {
+            let slot = Int(registration.slot)
+            guard slab[slot].generation == registration.generation, let registrant = slab[slot].registrant else { continue }
+            slab[slot].queued = false
+            registrant.readable(hungUp: false)
+            count += 1
+        }
+        readyBatch.removeAll(keepingCapacity: true)
+        return count
+    }
+
+    // MARK: Time
+
+    /// The loop's coarse clock, in ticks of `LoopTimers.tickMilliseconds` since it started.
+    public var now: UInt32 { timers.now }
+
+    /// Ticks covering `seconds`, at least one.
+    public func ticks(seconds: Double) -> UInt32 { LoopTimers.ticks(seconds: seconds) }
+
+    /// Sets (or moves) the registration's one deadline to `ticks` from now; `deadlinePassed` is
+    /// called then. O(1) and allocation-free: every connection's handshake, idle and close time-outs.
+    public func setDeadline(_ registration: Registration, afterTicks ticks: UInt32) {
+        timers.setDeadline(registration.slot, afterTicks: ticks)
+    }
+
+    public func clearDeadline(_ registration: Registration) {
+        timers.clearDeadline(registration.slot)
+    }
+
+    /// Runs `body` on this loop after `seconds` (0: on the next pass). Cancel the returned task to
+    /// keep it from running. For precise ticks (20 ms of reply audio) and one-off time-outs.
+    @discardableResult
+    public func schedule(after seconds: Double, _ body: @escaping () -> Void) -> ScheduledTask {
+        timers.schedule(at: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(seconds), body)
+    }
+
+    /// How long epoll may sleep: until the next tick or the next callback, whichever is first;
+    /// not at all while reads are queued.
+    private func waitTimeout() -> Int32 {
+        ready.isEmpty ? timers.millisecondsUntilNext(now: MonotonicClock.nanoseconds()) : 0
+    }
+
+    private func fireTimers() -> Int {
+        let bodies = timers.advance(now: MonotonicClock.nanoseconds(), expired: &expired)
+        var fired = bodies.count
+        for slot in expired where slab[Int(slot)].registrant != nil {
+            slab[Int(slot)].registrant?.deadlinePassed()
+            fired += 1
+        }
+        expired.removeAll(keepingCapacity: true)
+        for body in bodies { body() }
+        return fired
+    }
+
+    // MARK: Offloaded work
+
+    func nextOffloadID() -> UInt64 {
+        lastOffloadID &+= 1
+        return lastOffloadID
+    }
+
+    func registerOffload(_ id: UInt64, _ completion: @escaping (any Sendable) -> Void) {
+        offloads[id] = completion
+    }
+
+    func forgetOffload(_ id: UInt64) {
+        offloads[id] = nil
+    }
+
+    /// Runs the completions whose results have come back; a cancelled one's result is dropped.
+    private func deliverOffloads() {
+        for delivery in handle.inbox.take() {
+            offloads.removeValue(forKey: delivery.ticket)?(delivery.result)
+        }
+    }
+
+    // MARK: Loop-local objects
+
+    /// The one `T` of this loop, made by `make` on first use: per-loop state of an upper layer
+    /// (the HTTP client and its pool) that the loop holds without knowing what it is.
+    public func local<T: AnyObject>(_ make: () -> T) -> T {
+        let key = ObjectIdentifier(T.self)
+        if let existing = locals[key] { return unsafeDowncast(existing, to: T.self) }
+        let made = make()
+        locals[key] = made
+        return made
+    }
+}

@@ -1,0 +1,71 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An IPv4 or IPv6 socket address, held inline as a sockaddr_storage: what `Sys.resolve` returns
+/// and `Sys.connect` and `Sys.listen` take. No heap, so the load client can keep one per source
+/// address and an upstream pool one per host.
+public struct SocketAddress: Sendable, CustomStringConvertible {
+    private var storage = sockaddr_storage()
+    private var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+
+    public init() {}
+
+    /// From the bytes of a sockaddr (as getaddrinfo gives them, or a sockaddr_in made by hand).
+    public init(_ bytes: UnsafeRawBufferPointer) {
+        length = socklen_t(min(bytes.count, MemoryLayout<sockaddr_storage>.size))
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<Int(length)])) }
+    }
+
+    /// 127.0.0.1:8080 is `ipv4(127, 0, 0, 1, port: 8080)`; port 0 lets the kernel choose.
+    public static func ipv4(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, port: UInt16) -> SocketAddress {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        // s_addr is in network order: the first octet is the lowest-addressed byte.
+        address.sin_addr.s_addr = UInt32(a) | UInt32(b) << 8 | UInt32(c) << 16 | UInt32(d) << 24
+        return withUnsafeBytes(of: address) { SocketAddress($0) }
+    }
+
+    public static func ipv6Loopback(port: UInt16) -> SocketAddress {
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = port.bigEndian
+        address.sin6_addr = in6addr_loopback
+        return withUnsafeBytes(of: address) { SocketAddress($0) }
+    }
+
+    public var isIPv6: Bool { family == AF_INET6 }
+
+    /// AF_INET or AF_INET6: what `Sys.tcpSocket` needs.
+    public var family: Int32 { Int32(storage.ss_family) }
+
+    /// The port, from sin_port or sin6_port (the same offset, in network order).
+    public var port: Int {
+        withUnsafeBytes(of: storage) { Int(UInt16($0[2]) << 8 | UInt16($0[3])) }
+    }
+
+    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        withUnsafeBytes(of: storage) { body($0.baseAddress!.assumingMemoryBound(to: sockaddr.self), length) }
+    }
+
+    mutating func withMutableSockaddr<T>(_ body: (UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) throws(SystemError) -> T) throws(SystemError) -> T {
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        defer { self.length = length }
+        return try withUnsafeMutableBytes(of: &storage) { bytes throws(SystemError) in
+            try body(bytes.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+        }
+    }
+
+    public var description: String {
+        var text = [UInt8](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let shown: String = withUnsafeBytes(of: storage) { bytes in
+            let offset = family == AF_INET6 ? 8 : 4  // sin6_addr, sin_addr
+            let ok = text.withUnsafeMutableBufferPointer { out in
+                out.withMemoryRebound(to: CChar.self) { inet_ntop(family, bytes.baseAddress! + offset, $0.baseAddress, socklen_t($0.count)) != nil }
+            }
+            return ok ? String(decoding: text.prefix { $0 != 0 }, as: UTF8.self) : "?"
+        }
+        return family == AF_INET6 ? "[\(shown)]:\(port)" : "\(shown):\(port)"
+    }
+}

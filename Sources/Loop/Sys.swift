@@ -1,0 +1,226 @@
+import CLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One thin wrapper per system call Parley makes on sockets, descriptors and epoll, as
+/// swift-system does: each retries on EINTR where the call may be retried, and throws
+/// `SystemError` on failure, so no other file reads a raw return code or calls these directly
+/// (`scripts/check-layers.sh` fails the build on an `epoll_`, `socket(`, `connect(` or
+/// `getaddrinfo(` anywhere else).
+public enum Sys {
+    @inline(__always)
+    static func retrying<T: BinaryInteger>(_ call: String, _ body: () -> T) throws(SystemError) -> T {
+        while true {
+            let result = body()
+            if result >= 0 { return result }
+            if errno == EINTR { continue }
+            throw SystemError(call)
+        }
+    }
+
+    /// Outcome of a non-blocking read or write.
+    public enum IOResult: Equatable, Sendable {
+        case transferred(Int)
+        case wouldBlock
+        case endOfFile
+    }
+
+    // MARK: Reading and writing
+
+    /// read(2) on a non-blocking descriptor.
+    public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult {
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n > 0 { return .transferred(n) }
+            if n == 0 { return buffer.isEmpty ? .transferred(0) : .endOfFile }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+            throw SystemError("read")
+        }
+    }
+
+    /// writev(2) on a non-blocking descriptor.
+    public static func writev(_ fd: Int32, _ iov: UnsafePointer<iovec>, count: Int) throws(SystemError) -> IOResult {
+        while true {
+            let n = Glibc.writev(fd, iov, Int32(count))
+            if n >= 0 { return .transferred(n) }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+            throw SystemError("writev")
+        }
+    }
+
+    /// write(2) of one buffer: `writev` with one element.
+    public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
+        var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        return try writev(fd, &iov, count: 1)
+    }
+
+    public static func close(_ fd: Int32) {
+        // Linux releases the descriptor even when close(2) reports EINTR: never retry.
+        _ = Glibc.close(fd)
+    }
+
+    /// open(2) read-only, close-on-exec.
+    public static func openReadOnly(_ path: String) throws(SystemError) -> Int32 {
+        try retrying("open(\(path))") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+    }
+
+    // MARK: Sockets
+
+    /// The kinds of socket Parley opens: TCP streams, non-blocking or blocking.
+    public enum Blocking: Sendable { case nonBlocking, blocking }
+
+    /// socket(2) for a TCP stream of `family` (AF_INET or AF_INET6), close-on-exec.
+    public static func tcpSocket(family: Int32, _ blocking: Blocking = .nonBlocking) throws(SystemError) -> Int32 {
+        let flags = Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue) | (blocking == .nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        return try retrying("socket") { Glibc.socket(family, flags, 0) }
+    }
+
+    /// connect(2). On a non-blocking socket, true when the connection is complete and false when it
+    /// is in progress (EINPROGRESS: the first writable edge reports the outcome, see `socketError`).
+    public static func connect(_ fd: Int32, to address: SocketAddress) throws(SystemError) -> Bool {
+        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if rc == 0 { return true }
+        if errno == EINPROGRESS || errno == EINTR { return false }  // EINTR: the connect goes on in the background
+        throw SystemError("connect(\(address))")
+    }
+
+    /// bind(2) to a source address before connecting; `reservePort: false` sets
+    /// IP_BIND_ADDRESS_NO_PORT so the kernel picks the port at connect(2), unique for the whole
+    /// 4-tuple (a load client's tens of thousands of connections from a few source addresses).
+    public static func bind(_ fd: Int32, to address: SocketAddress, reservePort: Bool = true) throws(SystemError) {
+        // From <linux/in.h>, which Glibc does not export.
+        let ipBindAddressNoPort: Int32 = 24
+        if !reservePort { try setOption(fd, Int32(IPPROTO_IP), ipBindAddressNoPort, 1) }
+        _ = try retrying("bind(\(address))") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
+    }
+
+    /// bind(2) then listen(2), with SO_REUSEADDR and SO_REUSEPORT so that every loop (and every
+    /// worker process) listens on the same port and the kernel spreads connections among them.
+    public static func listen(_ fd: Int32, on address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) {
+        try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
+        _ = try retrying("bind(\(address))") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
+        _ = try retrying("listen") { Glibc.listen(fd, backlog) }
+    }
+
+    /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC; nil when no connection is pending.
+    public static func accept(_ fd: Int32) throws(SystemError) -> Int32? {
+        while true {
+            let client = parley_accept(fd)
+            if client >= 0 { return client }
+            switch errno {
+            case EINTR, ECONNABORTED: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            default: throw SystemError("accept4")
+            }
+        }
+    }
+
+    /// getsockname(2): the address a socket is bound to.
+    public static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        var address = SocketAddress()
+        _ = try address.withMutableSockaddr { pointer, length throws(SystemError) in
+            try retrying("getsockname") { getsockname(fd, pointer, length) }
+        }
+        return address
+    }
+
+    /// The pending error of a socket (SO_ERROR): how a non-blocking connect ended. 0 on success.
+    public static func socketError(_ fd: Int32) -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 ? error : errno
+    }
+
+    public static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) throws(SystemError) {
+        var v = value
+        _ = try retrying("setsockopt") {
+            setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// Turns Nagle's algorithm off: frames are small and must not wait for an ACK.
+    public static func setNoDelay(_ fd: Int32) {
+        try? setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+    }
+
+    /// shutdown(2) for writing: our FIN, while the peer may still send.
+    public static func shutdownWrite(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// send(2) of what fits, without blocking and without SIGPIPE; for a last word on a socket
+    /// about to be closed (a 503 to a connection over the limit).
+    public static func sendOnce(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        _ = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+    }
+
+    // MARK: Name resolution
+
+    /// getaddrinfo(3) for a TCP stream: the addresses of `host` at `port`, in the resolver's order.
+    /// `passive` asks for addresses to listen on (a nil host then means every interface).
+    /// Blocking: Parley resolves its listening address once and each upstream once per loop.
+    public static func resolve(host: String, port: Int, passive: Bool = false) throws(SystemError) -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &list)
+        guard rc == 0, list != nil else {
+            throw SystemError("getaddrinfo(\(host)): \(String(cString: gai_strerror(rc)))", errno: EINVAL)
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [SocketAddress] = []
+        var next = list
+        while let info = next {
+            addresses.append(SocketAddress(UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen))))
+            next = info.pointee.ai_next
+        }
+        return addresses
+    }
+
+    // MARK: epoll and eventfd (for the loop's backend, `Epoll`, and the load client's poller)
+
+    public static func epollCreate() throws(SystemError) -> Int32 {
+        try retrying("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+    }
+
+    /// epoll_ctl(2) ADD or MOD: `events` (EPOLLIN...) reported with `token` as the user data.
+    public static func epollControl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, token: UInt64) throws(SystemError) {
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = token
+        _ = try retrying("epoll_ctl") { epoll_ctl(epfd, op, fd, &event) }
+    }
+
+    /// epoll_ctl(2) DEL. Closing a descriptor removes it too; this is for descriptors that stay open.
+    public static func epollRemove(_ epfd: Int32, _ fd: Int32) {
+        _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
+    }
+
+    /// epoll_wait(2); EINTR and time-outs both mean nothing is ready (0).
+    public static func epollWait(_ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, capacity: Int,
+                                 timeoutMilliseconds: Int32) -> Int {
+        max(0, Int(epoll_wait(epfd, events, Int32(capacity), timeoutMilliseconds)))
+    }
+
+    public static func eventfd() throws(SystemError) -> Int32 {
+        try retrying("eventfd") { CLinux.eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+    }
+
+    /// Adds one to an eventfd counter, waking whoever polls it.
+    public static func signal(eventfd fd: Int32) {
+        var one: UInt64 = 1
+        _ = Glibc.write(fd, &one, 8)
+    }
+
+    /// Resets an eventfd counter after a wake-up.
+    public static func drain(eventfd fd: Int32) {
+        var value: UInt64 = 0
+        _ = Glibc.read(fd, &value, 8)
+    }
+}

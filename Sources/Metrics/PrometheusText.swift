@@ -1,0 +1,51 @@
+/// The one writer of the Prometheus text exposition format (0.0.4) in Parley: every series on
+/// /metrics, the server's, the sessions' and the speech workers', is written through it, so HELP
+/// and TYPE lines, label syntax and number formatting are the same everywhere.
+///
+/// Why hand-written and not swift-metrics with swift-prometheus: see docs/architecture.md
+/// ("Metrics"). In short, Parley's series are a few dozen process-wide atomics summed at scrape
+/// time, whatever the number of sessions, and a registry of boxed metric objects would cost more
+/// per observation and per scrape for nothing the exposition needs.
+public struct PrometheusText {
+    public enum Kind: String, Sendable { case counter, gauge, histogram }
+
+    public private(set) var text = ""
+
+    public init() {}
+
+    /// The HELP and TYPE lines that open a family.
+    public mutating func family(_ name: String, _ kind: Kind, help: String) {
+        text += "# HELP \(name) \(help)\n# TYPE \(name) \(kind.rawValue)\n"
+    }
+
+    /// One sample; `labels` is the label text without braces (`reason="x"`), empty for none.
+    public mutating func sample(_ name: String, labels: String = "", _ value: Int) {
+        text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
+    }
+
+    public mutating func sample(_ name: String, labels: String = "", _ value: Double) {
+        text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
+    }
+
+    /// A whole family of one sample: HELP, TYPE and the value.
+    public mutating func single(_ name: String, _ kind: Kind, help: String, _ value: Int) {
+        family(name, kind, help: help)
+        sample(name, value)
+    }
+
+    /// A histogram: `buckets` are per-bucket counts (not cumulative), one per bound; the +Inf
+    /// bucket is `count`.
+    public mutating func histogram(_ name: String, help: String, bounds: [Double], buckets: [Int], sum: Double, count: Int) {
+        family(name, .histogram, help: help)
+        var cumulative = 0
+        for (i, bound) in bounds.enumerated() {
+            cumulative += buckets[i]
+            sample("\(name)_bucket", labels: "le=\"\(bound)\"", cumulative)
+        }
+        sample("\(name)_bucket", labels: "le=\"+Inf\"", count)
+        sample("\(name)_sum", sum)
+        sample("\(name)_count", count)
+    }
+
+    public static func += (lhs: inout PrometheusText, rhs: String) { lhs.text += rhs }
+}

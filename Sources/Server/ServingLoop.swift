@@ -1,0 +1,138 @@
+import Loop
+import TLS
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The server's part of one event loop: admitting connections from the listener, their shared
+/// settings and counters, and the graceful drain. The loop itself knows nothing of any of this;
+/// connections are simply its registrants.
+final class ServingLoop {
+    let loop: EventLoop
+    let context: ServerContext
+    let metrics: LoopMetrics
+    /// Where a frame's header and payload are put together to be encrypted as one TLS record.
+    let tlsWriteScratch: UnsafeMutableRawBufferPointer
+
+    let handshakeTicks: UInt32
+    let closeTicks: UInt32
+    let tlsHandshakeTicks: UInt32
+    /// Idle, ping and close time-outs of upgraded connections.
+    let webSocketTiming: WebSocketCloseMachine.Timing
+
+    /// Open connections by registration slot, for the drain to reach each of them.
+    private var connections: [Connection?] = []
+    private var openCount = 0
+    private var tlsHandshakesInProgress = 0
+    private let maxTLSHandshakes: Int
+    private var acceptor: Acceptor?
+    private(set) var shuttingDown = false
+
+    init(loop: EventLoop, context: ServerContext, metrics: LoopMetrics, listenFD: Int32) throws(SystemError) {
+        self.loop = loop
+        self.context = context
+        self.metrics = metrics
+        // 16 KiB is TLS's largest record; 14 bytes the largest frame header.
+        tlsWriteScratch = .allocate(byteCount: context.tls == nil ? 0 : 16384 + 14, alignment: 16)
+        let c = context.configuration
+        handshakeTicks = loop.ticks(seconds: c.handshakeTimeout)
+        closeTicks = loop.ticks(seconds: c.closeTimeout)
+        webSocketTiming = .init(idleTicks: loop.ticks(seconds: c.idleTimeout), pingTicks: loop.ticks(seconds: c.pingTimeout),
+                                closeTicks: closeTicks)
+        tlsHandshakeTicks = loop.ticks(seconds: c.tlsHandshakeTimeout)
+        maxTLSHandshakes = max(1, c.maxTLSHandshakes / max(1, c.loops))
+        acceptor = try Acceptor.listen(on: listenFD, for: self)
+        loop.onStopRequested = { [unowned self] in beginShutdown() }
+    }
+
+    deinit {
+        tlsWriteScratch.deallocate()
+    }
+
+    // MARK: Admission
+
+    func admit(_ fd: Int32) {
+        let limit = context.configuration.maxConnections + ServerContext.httpReserve
+        if context.openConnections.add(1, ordering: .relaxed).newValue > limit {
+            context.openConnections.subtract(1, ordering: .relaxed)
+            metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
+            // A 503 in the clear means nothing to a TLS client; it just sees the connection close.
+            if context.tls == nil { Self.busy.withUnsafeBytes { Sys.sendOnce(fd, $0) } }
+            return Sys.close(fd)
+        }
+        var tls: TLSStream?
+        if let credentials = context.tls {
+            guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: credentials.context, fd: fd) else {
+                context.openConnections.subtract(1, ordering: .relaxed)
+                metrics.refused[RefusalReason.tlsHandshakeLimit.rawValue].add(1)
+                return Sys.close(fd)
+            }
+            tls = session
+        }
+        Sys.setNoDelay(fd)
+        let connection: Connection
+        do {
+            connection = try loop.register(fd, [.readable, .edge]) { Connection(fd: fd, registration: $0, serving: self, tls: tls) }
+        } catch {
+            context.openConnections.subtract(1, ordering: .relaxed)
+            return Sys.close(fd)
+        }
+        let slot = Int(connection.registration.slot)
+        if slot >= connections.count { connections += repeatElement(nil, count: slot + 1 - connections.count) }
+        connections[slot] = connection
+        openCount += 1
+        metrics.accepted.add(1)
+        metrics.open[0].add(1)
+        if tls != nil {
+            tlsHandshakesInProgress += 1
+            metrics.tlsHandshakesInProgress.add(1)
+        }
+        connection.opened()
+    }
+
+    private static let busy = HTTPResponse.error(.serviceUnavailable, headers: [("Retry-After", "1")]).serialized(keepAlive: false)
+
+    /// Takes a session slot for an upgrade; false when `maxConnections` sessions are open.
+    func reserveSession() -> Bool {
+        if context.openSessions.add(1, ordering: .relaxed).newValue <= context.configuration.maxConnections { return true }
+        context.openSessions.subtract(1, ordering: .relaxed)
+        metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
+        return false
+    }
+
+    /// A connection's TLS handshake is over, one way or another.
+    func tlsHandshakeEnded(_ result: TLSHandshakeResult) {
+        tlsHandshakesInProgress -= 1
+        metrics.tlsHandshakesInProgress.add(-1)
+        metrics.tlsHandshakes[result.rawValue].add(1)
+    }
+
+    /// Called by a closing connection: gives back its registration, descriptor and counters.
+    /// Returns the connection's accounted bytes after release (zero).
+    func release(_ connection: Connection, accounted: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
+        connections[Int(connection.registration.slot)] = nil
+        loop.deregister(connection.registration)
+        Sys.close(connection.fd)
+        openCount -= 1
+        context.openConnections.subtract(1, ordering: .relaxed)
+        if endpoint > 0 { context.openSessions.subtract(1, ordering: .relaxed) }
+        metrics.open[endpoint].add(-1)
+        metrics.closed[CloseLabel.index(closeCode)].add(1)
+        metrics.accountedBytes.add(-accounted)
+        if shuttingDown && openCount == 0 { loop.stop() }
+        return 0
+    }
+
+    // MARK: Shutdown
+
+    /// Stops listening, asks every connection to close (WebSocket sessions get 1001), and stops
+    /// the loop once they have, or after `shutdownTimeout` whatever is left.
+    private func beginShutdown() {
+        shuttingDown = true
+        acceptor?.close()
+        acceptor = nil
+        for case let connection? in connections { connection.shutdown() }
+        if openCount == 0 { return loop.stop() }
+        loop.schedule(after: context.configuration.shutdownTimeout) { [loop] in loop.stop() }
+    }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The layers hold (docs/architecture.md): each module imports only the modules below it, and no
+# file outside Sys (Sources/Loop/Sys.swift) calls epoll, socket, connect or getaddrinfo itself.
+# make test runs this first; it prints every violation and fails if there is one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# What each module may import besides the system (Glibc, Synchronization, Testing) and its own
+# C wrappers. A module not listed here may import nothing of Parley's.
+declare -A allowed=(
+  [Metrics]=""
+  [JSON]=""
+  [Codec]="COpus CSpeexDSP"
+  [Loop]="CLinux Metrics"
+  [TLS]="Loop COpenSSL CTLS"
+  [Upstream]="Loop TLS"
+  [Server]="Loop TLS Metrics CLinux"
+  [Session]="Server Upstream Loop Metrics Codec JSON"
+  [Speech]="Session Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
+  [MockLLM]="Server Loop Codec JSON"
+  [parley]="Server Session Speech MockLLM Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+)
+system="Glibc Synchronization"
+ours="Metrics JSON Codec Loop TLS Upstream Server Session Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak"
+
+failures=0
+for module in "${!allowed[@]}"; do
+  dir="Sources/$module"
+  [ -d "$dir" ] || { echo "check-layers: $dir is missing" >&2; failures=$((failures + 1)); continue; }
+  while IFS=: read -r file line text; do
+    imported=$(sed -E 's/^(@testable |@_exported |internal |public |private |fileprivate )*import +([A-Za-z0-9_]+).*/\2/' <<<"$text")
+    case " $system ${allowed[$module]} " in *" $imported "*) continue ;; esac
+    case " $ours " in
+      *" $imported "*) echo "$file:$line: $module imports $imported, which is not below it" ;;
+      *) echo "$file:$line: $module imports $imported, which is not one of its declared dependencies" ;;
+    esac
+    failures=$((failures + 1))
+  done < <(grep -rnE '^(@testable |@_exported |internal |public |private |fileprivate )*import ' "$dir" --include='*.swift' || true)
+done
+
+# One wrapper per system call: the raw calls appear in Sys only (comments aside).
+while IFS= read -r hit; do
+  echo "$hit: a raw system call outside Sys (Sources/Loop/Sys.swift)"
+  failures=$((failures + 1))
+done < <(grep -rnE '(^|[^A-Za-z_.])epoll_(create1|ctl|wait)\(|(^|[^A-Za-z_.])getaddrinfo\(|(^|[^A-Za-z_.])socket\( *(AF_|PF_|info|[A-Za-z.]*[Ff]amily)|(^|[^A-Za-z_.]|Glibc\.)connect\( *([A-Za-z]*[Ff][Dd]|s|sock) *,' \
+          Sources LoadTests Tests --include='*.swift' | grep -v '^Sources/Loop/Sys.swift:' | grep -vE '^[^:]+:[0-9]+: *//' | grep -vE '"[^"]*(getaddrinfo|socket|connect)\(' || true)
+
+if [ "$failures" -gt 0 ]; then
+  echo "check-layers: $failures violation(s)" >&2
+  exit 1
+fi
+echo "check-layers: every module imports only what is below it; system calls only in Sys"
