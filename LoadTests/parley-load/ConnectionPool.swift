@@ -1,3 +1,4 @@
+import Server
 import CLinux
 import Loop
 import TLS
@@ -355,8 +356,8 @@ final class ConnectionPool {
     /// Sends one masked frame.
     func sendFrame(_ opcode: UInt8, _ payload: UnsafeRawBufferPointer, on connection: ClientConnection) {
         let mask = UInt32(truncatingIfNeeded: random.next())
-        withUnsafeTemporaryAllocation(byteCount: ClientFrame.maxHeaderBytes + payload.count, alignment: 8) { frame in
-            let n = ClientFrame.encode(opcode: opcode, payload: payload, mask: mask, into: frame)
+        withUnsafeTemporaryAllocation(byteCount: WebSocketClientFrame.maxHeaderBytes + payload.count, alignment: 8) { frame in
+            let n = WebSocketClientFrame.encode(opcode: opcode, payload: payload, mask: mask, into: frame)
             send(UnsafeRawBufferPointer(rebasing: frame[0..<n]), on: connection)
         }
     }

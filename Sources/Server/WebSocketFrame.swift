@@ -56,19 +56,25 @@ enum WebSocketFrameWriter {
     /// Writes the header for a final, unmasked frame into `out`; returns its length.
     static func header(_ opcode: WebSocketOpcode, payloadLength: Int, into out: UnsafeMutableRawBufferPointer) -> Int {
         out[0] = 0x80 | opcode.rawValue
+        return 1 + length(payloadLength, maskBit: 0, into: UnsafeMutableRawBufferPointer(rebasing: out[1...]))
+    }
+
+    /// The second byte on (section 5.2): the mask bit and the 7-bit length, then the 16- or 64-bit
+    /// extended length in network order when the payload needs one. Returns the bytes written.
+    static func length(_ payloadLength: Int, maskBit: UInt8, into out: UnsafeMutableRawBufferPointer) -> Int {
         switch payloadLength {
         case ..<126:
-            out[1] = UInt8(payloadLength)
-            return 2
+            out[0] = maskBit | UInt8(payloadLength)
+            return 1
         case ..<65536:
-            out[1] = 126
-            out[2] = UInt8(payloadLength >> 8)
-            out[3] = UInt8(payloadLength & 0xFF)
-            return 4
+            out[0] = maskBit | 126
+            out[1] = UInt8(payloadLength >> 8)
+            out[2] = UInt8(payloadLength & 0xFF)
+            return 3
         default:
-            out[1] = 127
-            for i in 0..<8 { out[2 + i] = UInt8(truncatingIfNeeded: UInt64(payloadLength) >> (56 - 8 * UInt64(i))) }
-            return 10
+            out[0] = maskBit | 127
+            for i in 0..<8 { out[1 + i] = UInt8(truncatingIfNeeded: UInt64(payloadLength) >> (56 - 8 * UInt64(i))) }
+            return 9
         }
     }
 

@@ -167,16 +167,7 @@ final class TalkSocket {
     }
 
     private func send(opcode: UInt8, _ payload: [UInt8]) throws(Failure) {
-        var frame: [UInt8] = [0x80 | opcode]
-        switch payload.count {
-        case ..<126: frame.append(0x80 | UInt8(payload.count))
-        case ..<65_536: frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        default: frame.append(0x80 | 127); frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
-        }
-        let mask = (0..<4).map { _ in UInt8.random(in: 0...255) }
-        frame += mask
-        frame += payload.enumerated().map { $0.element ^ mask[$0.offset & 3] }
-        try write(frame)
+        try write(WebSocketClientFrame.encoded(opcode: opcode, payload: payload))
     }
 
     private func write(_ bytes: [UInt8]) throws(Failure) {

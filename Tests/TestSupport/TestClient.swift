@@ -166,16 +166,7 @@ public final class TestClient {
 
     /// A client frame, masked unless told otherwise.
     public static func frame(_ opcode: UInt8, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, rsv: UInt8 = 0) -> [UInt8] {
-        var out: [UInt8] = [(fin ? 0x80 : 0) | rsv << 4 | opcode]
-        let maskBit: UInt8 = masked ? 0x80 : 0
-        switch payload.count {
-        case ..<126: out.append(maskBit | UInt8(payload.count))
-        case ..<65536: out += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        default: out.append(maskBit | 127); out += (0..<8).map { UInt8(truncatingIfNeeded: payload.count >> (56 - 8 * $0)) }
-        }
-        guard masked else { return out + payload }
-        let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
-        return out + mask + payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
+        WebSocketClientFrame.encoded(opcode: opcode, payload: payload, fin: fin, masked: masked, reservedBits: rsv << 4)
     }
 
     /// Reads one server frame: (fin, opcode, payload). Server frames must not be masked.
