@@ -5,10 +5,14 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps autobahn autobahn-wss bench compare ladder fuzz clean
+.PHONY: run test e2e build release deps layers autobahn autobahn-wss bench compare ladder fuzz clean
 
 deps:
 	@scripts/install-deps.sh
+
+# The layers hold: each module imports only what is below it, system calls only in Sys.
+layers:
+	scripts/check-layers.sh
 
 release: deps
 	$(SWIFT) build -c release
@@ -29,6 +33,7 @@ else
 endif
 
 test: deps
+	scripts/check-layers.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/realtime-sdk-test.sh

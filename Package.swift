@@ -12,6 +12,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Latency histograms in the load harness (HdrHistogram's Swift port).
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The Swift server ecosystem's logging API; Parley's handler (logfmt or JSON on stderr) is in Loop.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL, speech.
@@ -40,18 +42,18 @@ let package = Package(
         // Counters, histograms and the one Prometheus text writer.
         .target(name: "Metrics"),
         // The event loops (ae-shaped: descriptors, callbacks, timers), Sys, worker pools, clock, threads.
-        .target(name: "Loop", dependencies: ["CLinux", "Metrics"]),
+        .target(name: "Loop", dependencies: ["CLinux", "Metrics", .product(name: "Logging", package: "swift-log")]),
         // OpenSSL behind one wrapper: contexts and non-blocking TLS streams, for serving and upstreams.
         .target(name: "TLS", dependencies: ["Loop", "COpenSSL", "CTLS"]),
         // The HTTP/1.1 client on the loops: pool, TLS, response and server-sent-event parsers.
-        .target(name: "Upstream", dependencies: ["Loop", "TLS"]),
+        .target(name: "Upstream", dependencies: ["Loop", "TLS", .product(name: "Logging", package: "swift-log")]),
         // Serving: HTTP/1.1, WebSocket (RFC 6455), TLS, routing, metrics exposition.
-        .target(name: "Server", dependencies: ["Loop", "TLS", "Metrics", "CLinux"]),
+        .target(name: "Server", dependencies: ["Loop", "TLS", "Metrics", "CLinux", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Codec", dependencies: ["COpus", "CSpeexDSP"]),
         // JSON values, a strict parser for untrusted input and a writer; no Foundation.
         .target(name: "JSON"),
         // The Realtime session engine, its protocol dialects, VAD and providers.
-        .target(name: "Session", dependencies: ["Server", "Upstream", "Loop", "Metrics", "Codec", "JSON"]),
+        .target(name: "Session", dependencies: ["Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
@@ -61,6 +63,7 @@ let package = Package(
             dependencies: [
                 "Server", "Session", "Speech", "MockLLM", "Upstream", "TLS", "Loop", "Codec", "JSON", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The plain-C libopus loop that `parley-load codec` measures the Swift wrapper against.
         .target(name: "CCodecBench", dependencies: ["COpus"], path: "LoadTests/CCodecBench"),
@@ -75,7 +78,7 @@ let package = Package(
 
         // Real-socket clients and servers shared by the test targets.
         .target(name: "TestSupport", dependencies: ["Server", "Loop", "JSON"], path: "Tests/TestSupport"),
-        .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "LoopTests", dependencies: ["Loop", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "MockLLM", "Server", "Upstream", "Loop", "Codec", "JSON", "TestSupport"]),

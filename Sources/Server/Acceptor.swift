@@ -49,7 +49,7 @@ final class Acceptor: LoopRegistrant {
         spareFD = -1
         if let client = try? Sys.accept(fd) {
             Sys.close(client)
-            serving.metrics.refused[RefusalReason.descriptorLimit.rawValue].add(1)
+            serving.refused(.descriptorLimit)
         }
         spareFD = (try? Sys.openReadOnly("/dev/null")) ?? -1
         if spareFD < 0 { pause() }
@@ -60,7 +60,7 @@ final class Acceptor: LoopRegistrant {
         paused = true
         serving.loop.pause(fd)
         serving.loop.setDeadline(registration, afterTicks: 1)
-        serving.metrics.refused[RefusalReason.descriptorLimit.rawValue].add(1)
+        serving.refused(.descriptorLimit)
     }
 
     /// The pause is over: try again.

@@ -1,4 +1,5 @@
 import CLinux
+import Logging
 import Loop
 import TLS
 #if canImport(Glibc)
@@ -276,8 +277,10 @@ final class Connection: LoopRegistrant {
         case .webSocket(let endpoint):
             switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
             case .refuse(let response):
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])
                 respond(response, keepAlive: false)
             case .accept where !serving.reserveSession():
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "session_limit"])
                 respond(.error(.serviceUnavailable, headers: [("Retry-After", "1")]), keepAlive: false)
             case .accept(let response, let subprotocol):
                 respondRaw(response.serialized(keepAlive: true), keepAlive: true)

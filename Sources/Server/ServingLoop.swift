@@ -1,4 +1,9 @@
+import Logging
 import Loop
+
+/// The server's log: refusals at info (an upgrade turned away) or warning (connections refused at a
+/// limit, at most one line a second per loop with the count), never a header's value.
+let serverLog = Logger(label: "parley.server")
 import TLS
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +32,9 @@ final class ServingLoop {
     private let maxTLSHandshakes: Int
     private var acceptor: Acceptor?
     private(set) var shuttingDown = false
+    /// Connections refused since the last warning about it, and when that was (in loop ticks).
+    private var refusedSinceLog = 0
+    private var lastRefusalLog: UInt32?
 
     init(loop: EventLoop, context: ServerContext, metrics: LoopMetrics, listenFD: Int32) throws(SystemError) {
         self.loop = loop
@@ -55,7 +63,7 @@ final class ServingLoop {
         let limit = context.configuration.maxConnections + ServerContext.httpReserve
         if context.openConnections.add(1, ordering: .relaxed).newValue > limit {
             context.openConnections.subtract(1, ordering: .relaxed)
-            metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
+            refused(.connectionLimit)
             // A 503 in the clear means nothing to a TLS client; it just sees the connection close.
             if context.tls == nil { Self.busy.withUnsafeBytes { Sys.sendOnce(fd, $0) } }
             return Sys.close(fd)
@@ -64,7 +72,7 @@ final class ServingLoop {
         if let credentials = context.tls {
             guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: credentials.context, fd: fd) else {
                 context.openConnections.subtract(1, ordering: .relaxed)
-                metrics.refused[RefusalReason.tlsHandshakeLimit.rawValue].add(1)
+                refused(.tlsHandshakeLimit)
                 return Sys.close(fd)
             }
             tls = session
@@ -88,6 +96,17 @@ final class ServingLoop {
             metrics.tlsHandshakesInProgress.add(1)
         }
         connection.opened()
+    }
+
+    /// Counts a refused connection and says so in the log, at most once a second: a flood of
+    /// refusals must not become a flood of log lines.
+    func refused(_ reason: RefusalReason) {
+        metrics.refused[reason.rawValue].add(1)
+        refusedSinceLog += 1
+        if let last = lastRefusalLog, loop.now &- last < loop.ticks(seconds: 1) { return }
+        serverLog.warning("refusing connections", metadata: ["reason": "\(reason.label)", "refused": "\(refusedSinceLog)", "loop": "\(loop.handle.index)"])
+        refusedSinceLog = 0
+        lastRefusalLog = loop.now
     }
 
     private static let busy = HTTPResponse.error(.serviceUnavailable, headers: [("Retry-After", "1")]).serialized(keepAlive: false)

@@ -1,6 +1,12 @@
 import Codec
+import Logging
 import Server
 import Loop
+
+/// The session layer's log: one line when a session opens and closes, a warning when its model or
+/// speech fails, each with `session=sess_…` so that every line about a session can be found.
+/// Shared, not per session: a per-session Logger would cost an idle session a few hundred bytes.
+let sessionLog = Logger(label: "parley.session")
 
 /// One session on one connection: the socket edge around a `SessionEngine`. It turns frames into
 /// engine inputs (parsing JSON, decoding Opus, resampling to 16 kHz), carries out the engine's
@@ -29,6 +35,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
     private var speechOutputs: [String: SpeechOutput] = [:]
     /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
     private var replyTurnStoppedAt: UInt64?
+    private var openedAt: UInt64 = 0
     private let metrics = SessionMetrics.shared
 
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, allowsOpus: Bool) {
@@ -52,7 +59,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
 
     func webSocketDidOpen(_ socket: WebSocket) {
         self.socket = socket
+        openedAt = MonotonicClock.nanoseconds()
         metrics.sessionsOpen.add(1)
+        sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(engine.allowsOpus ? "/ws" : "/v1/realtime")",
+                                                     "dialect": "\(dialect)", "model": "\(engine.model)"])
         perform(engine.start())
     }
 
@@ -86,6 +96,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
         metrics.sessionsOpen.add(-1)
+        sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
+                                                     "seconds": "\(MonotonicClock.seconds(since: openedAt))"])
         for call in calls.values { call.cancel() }
         calls = [:]
         for output in speechOutputs.values { _ = output.stop() }
@@ -242,6 +254,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
         if case .final = event, let stopped = speechStoppedAt {
             SpeechMetrics.shared.transcription.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped)
         }
+        if case .failed(let error) = event {
+            sessionLog.warning("transcription failed", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "error": "\(error.message)"])
+        }
         switch event {
         case .final, .failed:
             if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }
@@ -260,6 +275,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .failed(let error):
             calls[id] = nil
+            sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
+                                                               "code": "\(error.code)", "error": "\(error.message)"])
             perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
         }
     }

@@ -68,6 +68,7 @@ public final class HTTPClient {
                                                          tlsServerName: request.url.isTLS ? request.url.host : nil, client: self)
             connection.start(call, request)
         } catch {
+            upstreamLog.warning("upstream request failed", metadata: ["upstream": "\(request.url.isTLS ? "https" : "http")://\(request.url.hostHeader)", "error": "\(error)"])
             loop.schedule(after: 0) { call.finish(.failure(error)) }
         }
     }

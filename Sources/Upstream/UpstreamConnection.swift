@@ -1,5 +1,10 @@
+import Logging
 import Loop
 import TLS
+
+/// The upstream client's log: failures at warning, naming the upstream by host and port only (a
+/// path or query may carry a key).
+let upstreamLog = Logger(label: "parley.upstream")
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -241,8 +246,10 @@ final class UpstreamConnection: LoopRegistrant {
         call = nil
         close()
         if let failed, let retry, !failed.isFinished {
+            upstreamLog.info("upstream closed a pooled connection; sending again on a fresh one", metadata: ["upstream": "\(origin)"])
             return client.retry(failed, retry)
         }
+        if failed != nil { upstreamLog.warning("upstream request failed", metadata: ["upstream": "\(origin)", "error": "\(error)"]) }
         failed?.finish(.failure(error))
     }
 
@@ -264,6 +271,9 @@ final class UpstreamConnection: LoopRegistrant {
     }
 
     func loopStopped() { close() }
+
+    /// The upstream as scheme, host and port, for the log.
+    private var origin: String { tlsServerName != nil ? "https://\(key.dropFirst())" : "http://\(key)" }
 
     // MARK: Time
 

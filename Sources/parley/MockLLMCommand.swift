@@ -55,7 +55,11 @@ struct MockLLMCommand: ParsableCommand {
         }
     }
 
+    @OptionGroup(title: "Logging")
+    var logging: LogOptions
+
     func run() throws {
+        logging.bootstrap()
         var options = MockLLMOptions()
         options.timeToFirstToken = firstTokenMs / 1000
         options.tokensPerSecond = tokensPerSecond

@@ -66,6 +66,18 @@ public final class ServerProcess {
 
     public func signal(_ signal: Int32) { kill(pid, signal) }
 
+    /// Everything the process wrote (stdout and stderr) after its listening line, up to its end:
+    /// call once it has exited, or it waits for it to.
+    public func remainingOutput() -> String {
+        var bytes: [UInt8] = []
+        while true {
+            let c = fgetc(output)
+            if c == EOF { break }
+            bytes.append(UInt8(truncatingIfNeeded: c))
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Waits up to `seconds` for the process to exit; its exit code, or nil if it did not exit
     /// normally in time.
     public func waitForExit(seconds: Double) -> Int32? {

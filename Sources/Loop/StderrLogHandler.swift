@@ -1,0 +1,154 @@
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Parley's swift-log handler: one line per event on stderr, as logfmt (`ts=… level=info
+/// msg="session opened" session=sess_…`) for people and grep, or as JSON for collectors. Each line
+/// goes out in one write(2), so the loops' lines never interleave and nothing is buffered that a
+/// crash could lose.
+///
+/// Secrets never come here by design (nothing logs a header, a key or a token); as a second line of
+/// defence, a metadata value whose key names a secret is written as `[redacted]`.
+public struct StderrLogHandler: LogHandler {
+    public enum Format: String, Sendable, CaseIterable { case logfmt, json }
+
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private let label: String
+    private let format: Format
+
+    public init(label: String, level: Logger.Level, format: Format) {
+        self.label = label
+        logLevel = level
+        self.format = format
+    }
+
+    /// Makes every `Logger` in the process write through this handler; call once at start-up.
+    public static func bootstrap(level: Logger.Level, format: Format) {
+        LoggingSystem.bootstrap { label in StderrLogHandler(label: label, level: level, format: format) }
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var fields = metadata
+        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
+        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        var line = Self.line(time: Self.timestamp(), level: event.level, label: label, message: Self.scrub(event.message.description),
+                             metadata: fields, format: format)
+        line.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+    }
+
+    // MARK: Formatting (pure, for the tests)
+
+    /// Keys whose values are never written, whatever logs them.
+    static let secretKeys = ["authorization", "api_key", "apikey", "api-key", "token", "secret", "password", "key"]
+
+    static func isSecret(_ key: String) -> Bool {
+        let lowered = key.lowercased()
+        return secretKeys.contains { lowered == $0 || lowered.hasSuffix("_" + $0) || lowered.hasSuffix("-" + $0) }
+    }
+
+    /// Credentials that an upstream may quote back in an error ("Incorrect API key provided:
+    /// sk-ab…"): a bearer token, or an OpenAI- or Anthropic-style key, becomes `[redacted]`.
+    static func scrub(_ text: String) -> String {
+        guard text.contains("sk-") || text.contains("Bearer ") || text.contains("ek_") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let range = ["Bearer ", "sk-", "ek_"].compactMap({ rest.firstRange(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound }) {
+            let bearer = rest[range] == "Bearer "
+            out += rest[..<range.upperBound]
+            rest = rest[range.upperBound...]
+            // A bearer token runs to the next space (a JWT has dots); a key is letters, digits, - _ and *.
+            let secret = rest.prefix { bearer ? !$0.isWhitespace && $0 != "\"" && $0 != "'" && $0 != ","
+                                              : $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "*" }
+            if secret.count >= 4 {
+                out += "[redacted]"
+                rest = rest.dropFirst(secret.count)
+            }
+        }
+        return out + rest
+    }
+
+    /// One line, newline included; metadata in key order, so lines are stable.
+    static func line(time: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata, format: Format) -> String {
+        let fields = metadata.sorted { $0.key < $1.key }.map { ($0.key, isSecret($0.key) ? "[redacted]" : scrub("\($0.value)")) }
+        switch format {
+        case .logfmt:
+            var out = "ts=\(time) level=\(level.rawValue) logger=\(logfmtValue(label)) msg=\(logfmtValue(message))"
+            for (key, value) in fields { out += " \(logfmtKey(key))=\(logfmtValue(value))" }
+            return out + "\n"
+        case .json:
+            var out = "{\"ts\":\(jsonString(time)),\"level\":\(jsonString(level.rawValue)),\"logger\":\(jsonString(label)),\"msg\":\(jsonString(message))"
+            for (key, value) in fields { out += ",\(jsonString(key)):\(jsonString(value))" }
+            return out + "}\n"
+        }
+    }
+
+    /// A logfmt value: bare when it is a plain word, quoted with \" \\ \n escaped otherwise.
+    static func logfmtValue(_ value: String) -> String {
+        let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0 != "\\" && $0.value != 0x7F }
+        if plain { return value }
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default: out.unicodeScalars.append(scalar.value < 0x20 ? " " : scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    static func logfmtKey(_ key: String) -> String {
+        String(key.unicodeScalars.map { $0.value > 0x20 && $0 != "=" && $0 != "\"" ? Character($0) : "_" })
+    }
+
+    static func jsonString(_ value: String) -> String {
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    /// RFC 3339 UTC with milliseconds, from the wall clock (log lines are read against other logs).
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let millis = Int(now.tv_nsec / 1_000_000)
+        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+}
