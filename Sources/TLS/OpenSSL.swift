@@ -1,6 +1,6 @@
 internal import COpenSSL
 
-/// The OpenSSL calls the server makes, wrapped once. (TLS arrives with its own issue.)
+/// The OpenSSL calls Parley makes outside a TLS session (a digest for the WebSocket handshake), wrapped once.
 public enum OpenSSL {
     /// SHA-1 digest, used only for the WebSocket accept key (RFC 6455 section 4.2.2).
     public static func sha1(_ bytes: [UInt8]) -> [UInt8] {

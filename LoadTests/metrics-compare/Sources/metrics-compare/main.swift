@@ -288,9 +288,10 @@ var loadAfter = [Double](repeating: 0, count: 3)
 getloadavg(&loadAfter, 3)
 
 let operations = Double(o.sessions * (shape.counterOps + shape.histogramOps))
-func perOperation(_ r: Result) -> Double { max(0, median(r.simulation) - harnessMilliseconds) * 1e6 * 2 / operations }
+@MainActor func perOperation(_ r: Result) -> Double { max(0, median(r.simulation) - harnessMilliseconds) * 1e6 * 2 / operations }
 
-func row(_ title: String, _ cell: (Result) -> String) {
+func lineCount(_ text: String) -> Int { text.split(separator: "\n").count }
+@MainActor func row(_ title: String, _ cell: (Result) -> String) {
     print("| \(title) | " + results.map(cell).joined(separator: " | ") + " |")
 }
 func m(_ key: String) -> (Result) -> String { { fmt(median($0.micro[key] ?? [])) } }
@@ -307,7 +308,7 @@ row("scrape before any session, CPU median (µs)") { fmt(median($0.idleCPU)) }
 row("scrape after the sessions, CPU median (µs)") { fmt(median($0.cpu)) }
 row("scrape after the sessions, wall median / p90 (µs)") { "\(fmt(median($0.wall))) / \(fmt(percentile($0.wall, 0.9)))" }
 row("allocations per scrape (count / bytes)") { "\(Int(median($0.calls))) / \(grouped(Int(median($0.bytes))))" }
-row("output (bytes / lines)") { "\(grouped($0.output.utf8.count)) / \($0.output.split(separator: \"\\n\").count)" }
+row("output (bytes / lines)") { "\(grouped($0.output.utf8.count)) / \(lineCount($0.output))" }
 print("")
 print("harness alone (random values and calls, no metrics): \(fmt(harnessMilliseconds, 0)) ms for the same sessions; \(shape.counterOps + shape.histogramOps) metric operations per session.")
 let wrapping = WrappingCounter()

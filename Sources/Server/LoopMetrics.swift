@@ -1,0 +1,61 @@
+import Loop
+import Metrics
+
+/// Close codes get a fixed set of labels so the metric's cardinality stays bounded.
+enum CloseLabel {
+    /// 1000...1015, then "other" for library/application codes, then "none" for plain HTTP.
+    static let count = 18
+    static func index(_ code: WebSocketCloseCode?) -> Int {
+        guard let code else { return 17 }
+        return (1000...1015).contains(code.rawValue) ? Int(code.rawValue - 1000) : 16
+    }
+    static func name(_ index: Int) -> String {
+        switch index {
+        case 0..<16: return String(1000 + index)
+        case 16: return "other"
+        default: return "none"
+        }
+    }
+}
+
+/// Why an accepted-or-attempted connection was turned away.
+enum RefusalReason: Int, CaseIterable {
+    /// accept(2) failed with EMFILE/ENFILE.
+    case descriptorLimit
+    /// A WebSocket upgrade past `maxConnections` sessions, or any connection past the hard cap.
+    case connectionLimit
+    /// A TLS connection while `maxTLSHandshakes` handshakes were already in progress.
+    case tlsHandshakeLimit
+    var label: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit"][rawValue] }
+}
+
+/// How a TLS handshake ended.
+enum TLSHandshakeResult: Int, CaseIterable {
+    case established
+    /// A protocol or certificate error.
+    case failed
+    /// Not complete within `tlsHandshakeTimeout`.
+    case timedOut
+    /// The client left first (or the server shut down).
+    case closed
+    var label: String { ["ok", "failed", "timeout", "closed"][rawValue] }
+}
+
+/// The server's counters on one event loop (the loop's own lag histogram is its handle's).
+final class LoopMetrics: Sendable {
+    let open: [Counter]
+    let accepted = Counter()
+    let refused = RefusalReason.allCases.map { _ in Counter() }
+    let closed = (0..<CloseLabel.count).map { _ in Counter() }
+    let messagesIn = Counter()
+    let messagesOut = Counter()
+    let bytesIn = Counter()
+    let bytesOut = Counter()
+    let accountedBytes = Counter()
+    let tlsHandshakes = TLSHandshakeResult.allCases.map { _ in Counter() }
+    let tlsHandshakesInProgress = Counter()
+
+    init(endpoints: Int) {
+        open = (0..<endpoints).map { _ in Counter() }
+    }
+}
