@@ -1,4 +1,3 @@
-import Server
 import Loop
 import Metrics
 
@@ -29,14 +28,16 @@ public final class SpeechMetrics: Sendable {
                                          help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.")
 
     func render(pool: WorkerPool?) -> String {
-        var out = recognitionRealTimeFactor.render() + synthesisRealTimeFactor.render() + encodingRealTimeFactor.render() + voiceToVoice.render() + transcription.render()
-        out += recognizersBusy.render() + overloaded.render()
-        if let pool {
-            out += "# HELP parley_speech_queue_depth Speech jobs waiting for a worker.\n# TYPE parley_speech_queue_depth gauge\n"
-            out += "parley_speech_queue_depth \(pool.depth)\n"
-            out += "# HELP parley_speech_workers_busy Speech workers running a job now.\n# TYPE parley_speech_workers_busy gauge\n"
-            out += "parley_speech_workers_busy \(pool.busy)\n"
+        var out = PrometheusText()
+        for histogram in [recognitionRealTimeFactor, synthesisRealTimeFactor, encodingRealTimeFactor, voiceToVoice, transcription] {
+            histogram.render(into: &out)
         }
-        return out
+        recognizersBusy.render(into: &out)
+        overloaded.render(into: &out)
+        if let pool {
+            out.single("parley_speech_queue_depth", .gauge, help: "Speech jobs waiting for a worker.", pool.depth)
+            out.single("parley_speech_workers_busy", .gauge, help: "Speech workers running a job now.", pool.busy)
+        }
+        return out.text
     }
 }
