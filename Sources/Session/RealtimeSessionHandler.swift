@@ -71,24 +71,21 @@ final class RealtimeSessionHandler: WebSocketHandler {
         case .text:
             let text = String(decoding: message, as: UTF8.self)
             do {
-                let event = try ClientEvent.parse(text)
-                if case .inputAudioAppend(let samples) = event.kind {
-                    guard engine.configuration.inputAudioFormat == .pcm16 else {
-                        return refuse("input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update", eventID: event.eventID)
+                switch try ClientMessage.parse(text) {
+                case .audioAppend(let eventID, let samples):
+                    if let refusal = engine.configuration.refusal(ofInput: .pcm16, allowsOpus: engine.allowsOpus) {
+                        return refuse(refusal, eventID: eventID)
                     }
                     feedAudio { try $0.pcm24k(samples) }
-                } else {
+                case .event(let event):
                     perform(engine.handle(.client(event)))
                 }
             } catch {
                 perform(engine.handle(.invalidClientEvent(error)))
             }
         case .binary:
-            guard engine.allowsOpus else {
-                return refuse("binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here")
-            }
-            guard engine.configuration.inputAudioFormat == .opus else {
-                return refuse("binary frames carry Opus packets, but this session's input format is pcm16: set the input format to opus with session.update, or send input_audio_buffer.append")
+            if let refusal = engine.configuration.refusal(ofInput: .opus, allowsOpus: engine.allowsOpus) {
+                return refuse(refusal)
             }
             feedAudio { try $0.opus(message) }
         }
@@ -110,8 +107,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
         self.socket = nil
     }
 
-    private func refuse(_ message: String, eventID: String? = nil) {
-        perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, message, eventID: eventID))))
+    private func refuse(_ error: ProtocolError, eventID: String? = nil) {
+        var error = error
+        error.eventID = eventID
+        perform(engine.handle(.invalidClientEvent(error)))
     }
 
     // MARK: Audio

@@ -60,6 +60,27 @@ public struct SessionConfiguration: Sendable, Equatable {
         self = next
     }
 
+    /// Whether audio that arrived as `arrived` (pcm16 in an `input_audio_buffer.append`, or an
+    /// Opus packet in a binary frame) may feed this session: nil when it may, else the error the
+    /// client gets. The connection asks before decoding, so refused audio never reaches the engine.
+    /// `allowsOpus` as for `apply`.
+    public func refusal(ofInput arrived: RealtimeAudioFormat, allowsOpus: Bool) -> ProtocolError? {
+        switch arrived {
+        case .pcm16:
+            guard inputAudioFormat == .pcm16 else {
+                return ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update")
+            }
+        case .opus:
+            guard allowsOpus else {
+                return ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here")
+            }
+            guard inputAudioFormat == .opus else {
+                return ProtocolError(.invalidValue, "binary frames carry Opus packets, but this session's input format is pcm16: set the input format to opus with session.update, or send input_audio_buffer.append")
+            }
+        }
+        return nil
+    }
+
     /// Bytes held on the heap beyond the struct itself (strings too long to be stored inline).
     var heapBytes: Int {
         (instructions.utf8.count > 15 ? instructions.utf8.count : 0) + (voice.utf8.count > 15 ? voice.utf8.count : 0)

@@ -193,10 +193,6 @@ public struct SessionEngine: Sendable {
             }
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
-        case .inputAudioAppend:
-            // The caller's job (it owns the resampler): arriving here is a wiring mistake. Said
-            // out loud rather than trapped, so it shows in any test and crashes nothing.
-            emitError(.server, "internal_error", "input_audio_buffer.append reached the session engine undecoded; the server must pass its audio as .audio", event)
         case .inputAudioCommit:
             guard audio.pendingSamples > 0 else {
                 emitError(.invalidRequest, "input_audio_buffer_commit_empty", "the input audio buffer is empty: append audio before committing it", event)

@@ -1,8 +1,7 @@
 /// What drives a session engine: the client's events, its audio, and the model's output.
 public enum SessionInput: Sendable {
-    /// A parsed client event. `input_audio_buffer.append` is not one of these: the caller decodes
-    /// and resamples its audio and passes `.audio` (handed over as a client event, it gets a
-    /// `server_error` event back).
+    /// A parsed client event. `input_audio_buffer.append` is not one of these (see
+    /// `ClientMessage`): the caller decodes and resamples its audio and passes `.audio`.
     case client(ClientEvent)
     /// A client event that failed to parse: the engine answers with an `error` event.
     case invalidClientEvent(ProtocolError)

@@ -1,4 +1,3 @@
-import Server
 import Metrics
 
 /// The session layer's series in /metrics, process-wide: every loop adds to the same relaxed
@@ -26,8 +25,16 @@ public final class SessionMetrics: Sendable {
                              bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10])
 
     public func render() -> String {
-        sessionsOpen.render() + turns.render() + responses.render() + firstToken.render() + serverAdded.render() + speechToResponse.render()
-            + audioFrames.render() + audioLag.render()
+        var out = PrometheusText()
+        sessionsOpen.render(into: &out)
+        turns.render(into: &out)
+        responses.render(into: &out)
+        firstToken.render(into: &out)
+        serverAdded.render(into: &out)
+        speechToResponse.render(into: &out)
+        audioFrames.render(into: &out)
+        audioLag.render(into: &out)
+        return out.text
     }
 
     /// Counts what an outgoing event says about turns and responses.

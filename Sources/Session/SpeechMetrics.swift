@@ -1,4 +1,3 @@
-import Server
 import Loop
 import Metrics
 
@@ -29,28 +28,16 @@ public final class SpeechMetrics: Sendable {
                                          help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.")
 
     func render(pool: WorkerPool?) -> String {
-        var out = recognitionRealTimeFactor.render() + synthesisRealTimeFactor.render() + encodingRealTimeFactor.render() + voiceToVoice.render() + transcription.render()
-        out += recognizersBusy.render() + overloaded.render()
-        if let pool {
-            out += "# HELP parley_speech_queue_depth Speech jobs waiting for a worker.\n# TYPE parley_speech_queue_depth gauge\n"
-            out += "parley_speech_queue_depth \(pool.depth)\n"
-            out += "# HELP parley_speech_workers_busy Speech workers running a job now.\n# TYPE parley_speech_workers_busy gauge\n"
-            out += "parley_speech_workers_busy \(pool.busy)\n"
+        var out = PrometheusText()
+        for histogram in [recognitionRealTimeFactor, synthesisRealTimeFactor, encodingRealTimeFactor, voiceToVoice, transcription] {
+            histogram.render(into: &out)
         }
-        return out
-    }
-}
-
-/// The speech providers sessions use, and the worker pool their heavy work runs on. Empty: spoken
-/// turns reach the model as their duration, and replies are text.
-public struct SpeechServices: Sendable {
-    public var transcriber: (any Transcriber)?
-    public var synthesizer: (any Synthesizer)?
-    public var pool: WorkerPool?
-
-    public init(transcriber: (any Transcriber)? = nil, synthesizer: (any Synthesizer)? = nil, pool: WorkerPool? = nil) {
-        self.transcriber = transcriber
-        self.synthesizer = synthesizer
-        self.pool = pool
+        recognizersBusy.render(into: &out)
+        overloaded.render(into: &out)
+        if let pool {
+            out.single("parley_speech_queue_depth", .gauge, help: "Speech jobs waiting for a worker.", pool.depth)
+            out.single("parley_speech_workers_busy", .gauge, help: "Speech workers running a job now.", pool.busy)
+        }
+        return out.text
     }
 }

@@ -4,11 +4,15 @@ import Session
 import Loop
 
 @Suite struct ClientEventTests {
-    private func parse(_ text: String) throws(ProtocolError) -> ClientEvent { try ClientEvent.parse(text) }
+    /// An event for the engine; a test failure if the text is an audio append.
+    private func parse(_ text: String) throws -> ClientEvent {
+        guard case .event(let event) = try ClientMessage.parse(text) else { throw HarnessFailure(description: "an audio append: \(text)") }
+        return event
+    }
 
     private func rejection(_ text: String) -> ProtocolError? {
         do {
-            _ = try ClientEvent.parse(text)
+            _ = try ClientMessage.parse(text)
             return nil
         } catch {
             return error
@@ -25,7 +29,7 @@ import Loop
     @Test func appendDecodesBase64LittleEndianPCM16() throws {
         // 1, -2, 0x1234 as little-endian bytes.
         let audio = Base64.encode([0x01, 0x00, 0xFE, 0xFF, 0x34, 0x12] as [UInt8])
-        #expect(try parse(#"{"type":"input_audio_buffer.append","audio":"\#(audio)"}"#) == ClientEvent(.inputAudioAppend([1, -2, 0x1234])))
+        #expect(try ClientMessage.parse(#"{"type":"input_audio_buffer.append","event_id":"a1","audio":"\#(audio)"}"#) == .audioAppend(eventID: "a1", [1, -2, 0x1234]))
     }
 
     @Test func appendWithBadBase64NamesTheAudioField() {

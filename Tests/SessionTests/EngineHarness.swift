@@ -2,8 +2,8 @@ import Codec
 import Server
 import Session
 
-/// Drives a session engine as a connection will: client JSON text in (appends decoded, resampled
-/// from 24 to 16 kHz and handed over as audio), actions out.
+/// Drives a session engine as a connection will: client JSON text in (appends checked against the
+/// session's input format, decoded, resampled from 24 to 16 kHz and handed over as audio), actions out.
 struct EngineHarness {
     var engine: SessionEngine
     private let resampler: Resampler
@@ -24,9 +24,16 @@ struct EngineHarness {
 
     mutating func client(_ text: String) -> [SessionAction] {
         do {
-            let event = try ClientEvent.parse(text)
-            if case .inputAudioAppend(let samples) = event.kind { return engine.handle(.audio(resampler.process(samples))) }
-            return engine.handle(.client(event))
+            switch try ClientMessage.parse(text) {
+            case .audioAppend(let eventID, let samples):
+                if var refusal = engine.configuration.refusal(ofInput: .pcm16, allowsOpus: engine.allowsOpus) {
+                    refusal.eventID = eventID
+                    return engine.handle(.invalidClientEvent(refusal))
+                }
+                return engine.handle(.audio(resampler.process(samples)))
+            case .event(let event):
+                return engine.handle(.client(event))
+            }
         } catch {
             return engine.handle(.invalidClientEvent(error))
         }

@@ -1,5 +1,7 @@
 import Testing
 import Session
+import Codec
+import Loop
 
 @Suite struct SessionEngineErrorTests {
     /// Each malformed event yields one `error` event whose message names the problem, and the
@@ -54,11 +56,27 @@ import Session
         #expect(actions.errors.first?.message == "event type 'conversation.item.truncate' is not supported by Parley")
     }
 
-    @Test func anAppendHandedOverUndecodedIsReportedNotDropped() throws {
-        var h = try EngineHarness()
-        let actions = h.engine.handle(.client(ClientEvent(eventID: "a1", .inputAudioAppend([1, 2, 3]))))
-        #expect(actions.types == ["error"])
-        #expect(actions.errors.first?.type == .server)
-        #expect(actions.errors.first?.eventID == "a1")
+    /// On /ws, whose input is Opus until a session.update says pcm16, an append is refused before
+    /// any of its audio reaches the engine; after the update it is taken.
+    @Test func anAppendIsRefusedUntilTheInputFormatIsPCM16() throws {
+        var options = SessionEngine.Options(allowsOpus: true)
+        options.configuration.inputAudioFormat = .opus
+        options.configuration.turnDetection = nil
+        var h = try EngineHarness(options: options)
+        _ = h.start()
+        let append = #"{"type":"input_audio_buffer.append","event_id":"a1","audio":"\#(Base64.encode(PCM.littleEndianBytes([Int16](repeating: 1000, count: 2400))))"}"#
+        let refused = h.client(append)
+        #expect(refused.types == ["error"])
+        #expect(refused.errors.first == EventError(
+            type: .invalidRequest, code: "invalid_value",
+            message: "input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update",
+            eventID: "a1"))
+        // Nothing was buffered.
+        #expect(h.client(#"{"type":"input_audio_buffer.commit"}"#).errors.first?.code == "input_audio_buffer_commit_empty")
+
+        #expect(h.client(#"{"type":"session.update","session":{"audio":{"input":{"format":{"type":"audio/pcm","rate":24000}}}}}"#).types == ["session.updated"])
+        #expect(h.engine.configuration.inputAudioFormat == .pcm16)
+        #expect(h.client(append).isEmpty)
+        #expect(h.client(#"{"type":"input_audio_buffer.commit"}"#).types == ["input_audio_buffer.committed", "conversation.item.created"])
     }
 }

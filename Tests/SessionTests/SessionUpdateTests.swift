@@ -3,8 +3,8 @@ import Session
 
 @Suite struct SessionUpdateTests {
     private func update(_ session: String) throws(ProtocolError) -> SessionUpdate {
-        let event = try ClientEvent.parse(#"{"type":"session.update","session":\#(session)}"#)
-        guard case .sessionUpdate(let update) = event.kind else { fatalError("not a session.update") }
+        let message = try ClientMessage.parse(#"{"type":"session.update","session":\#(session)}"#)
+        guard case .event(let event) = message, case .sessionUpdate(let update) = event.kind else { fatalError("not a session.update") }
         return update
     }
 
@@ -87,7 +87,7 @@ import Session
 
     @Test func missingSessionObjectIsAMissingField() {
         #expect(throws: ProtocolError(.missingField, "missing required field 'session'", param: "session")) {
-            try ClientEvent.parse(#"{"type":"session.update"}"#)
+            try ClientMessage.parse(#"{"type":"session.update"}"#)
         }
     }
 
@@ -122,6 +122,22 @@ import Session
         try configuration.apply(opus, allowsOpus: true)
         #expect(configuration.inputAudioFormat == .opus)
         #expect(configuration.instructions == "x")
+    }
+
+    /// Audio must come in the session's input format, and Opus only where the endpoint carries it;
+    /// the errors are the ones the connection sends (its `error` event, `invalid_value`).
+    @Test func audioIsCheckedAgainstTheInputFormat() {
+        var configuration = SessionConfiguration()
+        #expect(configuration.refusal(ofInput: .pcm16, allowsOpus: false) == nil)
+        #expect(configuration.refusal(ofInput: .pcm16, allowsOpus: true) == nil)
+        #expect(configuration.refusal(ofInput: .opus, allowsOpus: false)
+            == ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here"))
+        #expect(configuration.refusal(ofInput: .opus, allowsOpus: true)
+            == ProtocolError(.invalidValue, "binary frames carry Opus packets, but this session's input format is pcm16: set the input format to opus with session.update, or send input_audio_buffer.append"))
+        configuration.inputAudioFormat = .opus
+        #expect(configuration.refusal(ofInput: .opus, allowsOpus: true) == nil)
+        #expect(configuration.refusal(ofInput: .pcm16, allowsOpus: true)
+            == ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update"))
     }
 
     @Test func tokenLimitsApply() throws {

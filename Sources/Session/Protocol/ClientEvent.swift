@@ -1,17 +1,12 @@
-import Codec
 import JSON
-import Server
-import Loop
 
-/// An event a client sends, parsed and validated: the subset of the Realtime API's client events
-/// that a voice agent needs.
+/// A client event for the session engine, parsed and validated: the subset of the Realtime API's
+/// client events that a voice agent needs, but for `input_audio_buffer.append`, whose audio the
+/// connection takes (see `ClientMessage`, which parses both).
 public struct ClientEvent: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// `session.update`: the settings to change.
         case sessionUpdate(SessionUpdate)
-        /// `input_audio_buffer.append`: pcm16 samples at 24 kHz, decoded from the base64 `audio`.
-        /// The caller resamples them to 16 kHz and hands them to the engine as `.audio`.
-        case inputAudioAppend([Int16])
         /// `input_audio_buffer.commit`
         case inputAudioCommit
         /// `input_audio_buffer.clear`
@@ -40,35 +35,12 @@ public struct ClientEvent: Sendable, Equatable {
         "output_audio_buffer.clear", "transcription_session.update",
     ]
 
-    /// Parses one client event from a WebSocket text message.
-    public static func parse(_ text: String) throws(ProtocolError) -> ClientEvent {
-        let json: JSON
-        do {
-            json = try JSON(parsing: text)
-        } catch {
-            throw ProtocolError(.invalidJSON, "the event is not valid JSON: \(error.reason) at byte \(error.offset)")
-        }
-        guard json.object != nil else { throw ProtocolError(.invalidValue, "an event must be a JSON object") }
-        let event = EventFields(json)
-        // The client's event_id first, so that every later error can carry it.
-        let eventID = try event.string("event_id")
-        do {
-            return ClientEvent(eventID: eventID, try kind(of: event))
-        } catch {
-            var error = error
-            error.eventID = eventID
-            throw error
-        }
-    }
-
-    private static func kind(of event: EventFields) throws(ProtocolError) -> Kind {
-        let type = try event.requiredString("type")
+    /// The event of `type` (read by `ClientMessage.parse`), from its fields.
+    static func kind(of event: EventFields, type: String) throws(ProtocolError) -> Kind {
         switch type {
         case "session.update":
             guard let session = try event.object("session") else { throw event.missing("session") }
             return .sessionUpdate(try SessionUpdate.parse(session))
-        case "input_audio_buffer.append":
-            return .inputAudioAppend(try pcm16(event, "audio"))
         case "input_audio_buffer.commit":
             return .inputAudioCommit
         case "input_audio_buffer.clear":
@@ -85,16 +57,6 @@ public struct ClientEvent: Sendable, Equatable {
         default:
             throw ProtocolError(.unknownEvent, "unknown event type '\(type)'", param: "type")
         }
-    }
-
-    /// Base64 of 16-bit little-endian samples.
-    private static func pcm16(_ event: EventFields, _ key: String) throws(ProtocolError) -> [Int16] {
-        let text = try event.requiredString(key)
-        guard let bytes = Base64.decode(text.utf8) else { throw event.invalid(key, "is not valid base64") }
-        guard bytes.count % 2 == 0 else {
-            throw event.invalid(key, "must hold whole 16-bit samples, got \(bytes.count) bytes")
-        }
-        return bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }
     }
 }
 

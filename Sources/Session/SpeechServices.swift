@@ -1,0 +1,15 @@
+import Loop
+
+/// The speech providers sessions use, and the worker pool their heavy work runs on. Empty: spoken
+/// turns reach the model as their duration, and replies are text.
+public struct SpeechServices: Sendable {
+    public var transcriber: (any Transcriber)?
+    public var synthesizer: (any Synthesizer)?
+    public var pool: WorkerPool?
+
+    public init(transcriber: (any Transcriber)? = nil, synthesizer: (any Synthesizer)? = nil, pool: WorkerPool? = nil) {
+        self.transcriber = transcriber
+        self.synthesizer = synthesizer
+        self.pool = pool
+    }
+}
