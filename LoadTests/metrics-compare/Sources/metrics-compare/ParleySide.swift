@@ -1,7 +1,7 @@
 import ParleyMetrics
 
 /// Parley's side: its own Counter, Histogram, MetricFamily and PrometheusText (compiled from
-/// Sources/Metrics through the ParleySources symlink), arranged as Sources/Server/ServerMetrics.swift,
+/// Sources/Metrics through the ParleySources symlink), arranged as Sources/Server (LoopMetrics, MetricsRenderer),
 /// Sources/Session/SessionMetrics.swift and SpeechMetrics.swift arrange them: the server's counters
 /// and the iteration-lag histogram per loop, summed at scrape time; the session and speech series
 /// process-wide. The render functions below follow those files line for line, with /proc readings
@@ -9,7 +9,7 @@ import ParleyMetrics
 final class ParleySide: MetricsSide {
     let name = "Parley (hand-written)"
 
-    /// Sources/Server/ServerMetrics.swift's LoopMetrics.
+    /// Parley's LoopMetrics (Sources/Server).
     final class LoopMetrics: Sendable {
         let open = endpointNames.map { _ in Counter() }
         let accepted = Counter()
