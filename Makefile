@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers autobahn autobahn-wss bench compare ladder fuzz clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench compare ladder fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -67,6 +67,11 @@ compare: release
 	espeak-ng -v en-us -s 140 -w LoadTests/reports/compare-speech.wav \
 	  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
 	$(RELEASE)/parley-load compare --speech LoadTests/reports/compare-speech.wav --docs docs/benchmarks.md
+
+# The metrics writer against swift-prometheus and swift-metrics: observation and scrape cost with
+# 100,000 simulated sessions (docs/architecture.md, "Metrics"); about a minute with its first build.
+metrics-compare:
+	$(SWIFT) run -c release --package-path LoadTests/metrics-compare --scratch-path .build-metrics-compare metrics-compare
 
 # Idle sessions from 10,000 to 1,000,000 (MAX=N to stop sooner), on worker processes past 19,000.
 ladder: release

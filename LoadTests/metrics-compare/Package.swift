@@ -13,9 +13,9 @@ let package = Package(
     ],
     targets: [
         // Parley's own `Metrics` target, compiled from its sources through the committed symlink
-        // ParleySources -> ../../Sources/Metrics (a path dependency must be a package; Parley's
-        // root package is not one this package could depend on without building all of Parley).
-        // Renamed so that it does not clash with swift-metrics' `Metrics` module.
+        // ParleySources -> ../../Sources/Metrics: a package dependency can only use products, and
+        // Parley's package has no library product for Metrics. Named ParleyMetrics because SwiftPM
+        // refuses two targets named `Metrics` (swift-metrics has one) in one package graph.
         .target(name: "ParleyMetrics", path: "ParleySources"),
         // Counts malloc calls and bytes on the calling thread while switched on (glibc's __libc_*).
         .target(name: "CAllocCount", path: "Sources/CAllocCount"),

@@ -21,14 +21,9 @@ public final class EventLoop {
     public let readBuffer: UnsafeMutableRawBufferPointer
     private var timers: LoopTimers
 
-    private struct Entry {
-        var registrant: (any LoopRegistrant)?
-        var generation: UInt32 = 0
-        /// In the read-again list.
-        var queued = false
-    }
-
-    private var slab: [Entry] = []
+    /// The slab: registrants and their slots' generations, indexed by slot (12 bytes a slot).
+    private var registrants: [LoopRegistrant?] = []
+    private var generations: [UInt32] = []
     private var freeSlots: [Int32] = []
     /// Registrations to read again without a new edge: budget spent, or reading resumed.
     private var ready: [Registration] = []
@@ -71,7 +66,7 @@ public final class EventLoop {
             handled += fireTimers()
             if handled > 0 { handle.lag.observe(nanoseconds: MonotonicClock.nanoseconds() - started) }
         }
-        for entry in slab { entry.registrant?.loopStopped() }
+        for case let registrant? in registrants { registrant.loopStopped() }
     }
 
     /// Ends `run()` after the current iteration.
@@ -81,10 +76,10 @@ public final class EventLoop {
         if readiness.token == Self.wakeToken { return wokenUp() }
         let slot = Int(UInt32(truncatingIfNeeded: readiness.token))
         let generation = UInt32(truncatingIfNeeded: readiness.token >> 32)
-        guard slot < slab.count, slab[slot].generation == generation, let registrant = slab[slot].registrant else { return }
+        guard slot < registrants.count, generations[slot] == generation, let registrant = registrants[slot] else { return }
         if readiness.writable { registrant.writable() }
         // Writing may have ended the registration.
-        guard readiness.readable, slab[slot].generation == generation else { return }
+        guard readiness.readable, generations[slot] == generation else { return }
         registrant.readable(hungUp: readiness.hungUp)
     }
 
@@ -107,11 +102,12 @@ public final class EventLoop {
         if let free = freeSlots.popLast() {
             slot = free
         } else {
-            slot = Int32(slab.count)
-            slab.append(Entry())
-            timers.grow(toSlots: slab.count)
+            slot = Int32(registrants.count)
+            registrants.append(nil)
+            generations.append(0)
+            timers.grow(toSlots: registrants.count)
         }
-        let registration = Registration(slot: slot, generation: slab[Int(slot)].generation)
+        let registration = Registration(slot: slot, generation: generations[Int(slot)])
         do {
             try epoll.add(fd, interest, token: registration.token)
         } catch {
@@ -119,7 +115,7 @@ public final class EventLoop {
             throw error
         }
         let registrant = make(registration)
-        slab[Int(slot)].registrant = registrant
+        registrants[Int(slot)] = registrant
         return registrant
     }
 
@@ -133,12 +129,18 @@ public final class EventLoop {
     /// dropped. Call before closing the descriptor (closing also removes it from epoll).
     public func deregister(_ registration: Registration) {
         let slot = Int(registration.slot)
-        guard slot < slab.count, slab[slot].generation == registration.generation else { return }
+        guard slot < registrants.count, generations[slot] == registration.generation else { return }
         timers.clearDeadline(registration.slot)
-        slab[slot].registrant = nil
-        slab[slot].generation &+= 1
-        slab[slot].queued = false
+        registrants[slot]?.queuedToReadAgain = false
+        registrants[slot] = nil
+        generations[slot] &+= 1
         freeSlots.append(registration.slot)
+    }
+
+    /// Every open registration, for an owner that must reach all of its own (a server's drain).
+    /// A snapshot: `body` may end registrations as it goes.
+    public func forEachRegistrant(_ body: (LoopRegistrant) -> Void) {
+        for case let registrant? in registrants { body(registrant) }
     }
 
     /// Stops watching `fd` for now, keeping the registration (a listener pausing at its
@@ -153,8 +155,8 @@ public final class EventLoop {
     /// was spent, or reading resumed after a pause, and edge-triggered epoll would not say so again.
     public func readAgain(_ registration: Registration) {
         let slot = Int(registration.slot)
-        guard slab[slot].generation == registration.generation, !slab[slot].queued else { return }
-        slab[slot].queued = true
+        guard generations[slot] == registration.generation, let registrant = registrants[slot], !registrant.queuedToReadAgain else { return }
+        registrant.queuedToReadAgain = true
         ready.append(registration)
     }
 
@@ -166,8 +168,8 @@ public final class EventLoop {
         var count = 0
         for registration in readyBatch {
             let slot = Int(registration.slot)
-            guard slab[slot].generation == registration.generation, let registrant = slab[slot].registrant else { continue }
-            slab[slot].queued = false
+            guard generations[slot] == registration.generation, let registrant = registrants[slot] else { continue }
+            registrant.queuedToReadAgain = false
             registrant.readable(hungUp: false)
             count += 1
         }
@@ -209,8 +211,9 @@ public final class EventLoop {
     private func fireTimers() -> Int {
         let bodies = timers.advance(now: MonotonicClock.nanoseconds(), expired: &expired)
         var fired = bodies.count
-        for slot in expired where slab[Int(slot)].registrant != nil {
-            slab[Int(slot)].registrant?.deadlinePassed()
+        for slot in expired {
+            guard let registrant = registrants[Int(slot)] else { continue }
+            registrant.deadlinePassed()
             fired += 1
         }
         expired.removeAll(keepingCapacity: true)

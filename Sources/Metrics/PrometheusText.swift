@@ -2,10 +2,11 @@
 /// /metrics, the server's, the sessions' and the speech workers', is written through it, so HELP
 /// and TYPE lines, label syntax and number formatting are the same everywhere.
 ///
-/// Why hand-written and not swift-metrics with swift-prometheus: see docs/architecture.md
-/// ("Metrics"). In short, Parley's series are a few dozen process-wide atomics summed at scrape
-/// time, whatever the number of sessions, and a registry of boxed metric objects would cost more
-/// per observation and per scrape for nothing the exposition needs.
+/// Why hand-written and not swift-metrics with swift-prometheus: docs/architecture.md ("Metrics"),
+/// measured by `make metrics-compare`. In short, swift-prometheus scrapes in half the CPU (32 µs
+/// against 60 µs, every 15 s), but its histograms lock a mutex on every observation (47 ns against
+/// 31 ns here), and switching would rename this module and rewrite every call site for nothing the
+/// exposition needs.
 public struct PrometheusText {
     public enum Kind: String, Sendable { case counter, gauge, histogram }
 

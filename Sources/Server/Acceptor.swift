@@ -29,7 +29,7 @@ final class Acceptor: LoopRegistrant {
         try serving.loop.register(fd, .readable) { Acceptor(fd: fd, registration: $0, serving: serving) }
     }
 
-    func readable(hungUp: Bool) {
+    override func readable(hungUp: Bool) {
         for _ in 0..<64 {
             let client: Int32
             do {
@@ -64,7 +64,7 @@ final class Acceptor: LoopRegistrant {
     }
 
     /// The pause is over: try again.
-    func deadlinePassed() {
+    override func deadlinePassed() {
         guard paused, !closed else { return }
         paused = false
         if spareFD < 0 { spareFD = (try? Sys.openReadOnly("/dev/null")) ?? -1 }
@@ -81,5 +81,5 @@ final class Acceptor: LoopRegistrant {
         spareFD = -1
     }
 
-    func loopStopped() { close() }
+    override func loopStopped() { close() }
 }

@@ -80,7 +80,7 @@ final class Connection: LoopRegistrant {
         http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes,
                                  maxBodyBytes: config.maxBodyBytes)
         reader = WebSocketFrameReader(maxMessageBytes: config.maxMessageBytes)
-        webSocket = WebSocketCloseMachine(timing: serving.webSocketTiming, now: serving.loop.now)
+        webSocket = WebSocketCloseMachine(now: serving.loop.now)
     }
 
     /// Registered and counted: the first deadline is set and the memory account opened.
@@ -97,7 +97,7 @@ final class Connection: LoopRegistrant {
     /// Reads until the socket is drained, the read budget is spent, or reading must pause.
     /// `hungUp`: the peer's FIN came with this edge, so read on to the end of file even after a
     /// short read: no further edge will announce it.
-    func readable(hungUp: Bool) {
+    override func readable(hungUp: Bool) {
         read(hungUp: hungUp)
         // A connection that is not reading (a response is streaming) still hears the peer leave.
         if hungUp && stream != nil { close() }
@@ -332,7 +332,7 @@ final class Connection: LoopRegistrant {
         self.endpoint = endpoint.metricsIndex
         serving.metrics.open[self.endpoint].add(1)
         webSocket.trafficReceived(now: loop.now)
-        loop.setDeadline(registration, afterTicks: webSocket.initialTimer)
+        loop.setDeadline(registration, afterTicks: WebSocketCloseMachine.initialTimer(serving.webSocketTiming))
         let handler = endpoint.factory(request, subprotocol)
         self.handler = handler
         handler.webSocketDidOpen(WebSocket(connection: self))
@@ -398,7 +398,7 @@ final class Connection: LoopRegistrant {
     /// Server-initiated close: send ours, wait (bounded) for theirs.
     func closeWebSocket(_ code: WebSocketCloseCode, reason: String) {
         guard mode == .webSocket else { return }
-        perform(webSocket.closeRequested(code, reason: reason))
+        perform(webSocket.closeRequested(code, reason: reason, timing: serving.webSocketTiming))
     }
 
     /// Carries out what the close machine decided.
@@ -508,7 +508,7 @@ final class Connection: LoopRegistrant {
     }
 
     /// The socket can take bytes again.
-    func writable() {
+    override func writable() {
         if let tls {
             if !tls.isEstablished {
                 if continueHandshake(tls) { loop.readAgain(registration) }
@@ -568,14 +568,14 @@ final class Connection: LoopRegistrant {
     // MARK: Time
 
     /// The connection's one deadline has passed; what it meant depends on the mode.
-    func deadlinePassed() {
+    override func deadlinePassed() {
         switch mode {
         case .http, .lingering:
             // The TLS handshake or the request head never completed, or the peer never finished closing.
             handshakeEnded(.timedOut)
             close()
         case .webSocket:
-            perform(webSocket.timerFired(now: loop.now))
+            perform(webSocket.timerFired(now: loop.now, timing: serving.webSocketTiming))
         case .closed:
             break
         }
@@ -584,7 +584,7 @@ final class Connection: LoopRegistrant {
     /// Graceful shutdown: WebSocket sessions get 1001, idle HTTP connections are let go.
     func shutdown() {
         switch mode {
-        case .webSocket: perform(webSocket.shutdownRequested())
+        case .webSocket: perform(webSocket.shutdownRequested(timing: serving.webSocketTiming))
         case .http: outbound.isEmpty ? close() : finishAfterFlush()
         case .lingering, .closed: break
         }
@@ -592,7 +592,7 @@ final class Connection: LoopRegistrant {
 
     // MARK: Teardown and memory
 
-    func loopStopped() { close() }
+    override func loopStopped() { close() }
 
     /// Releases everything now. Safe to call more than once.
     func close() {

@@ -25,8 +25,6 @@ final class ServingLoop {
     /// Idle, ping and close time-outs of upgraded connections.
     let webSocketTiming: WebSocketCloseMachine.Timing
 
-    /// Open connections by registration slot, for the drain to reach each of them.
-    private var connections: [Connection?] = []
     private var openCount = 0
     private var tlsHandshakesInProgress = 0
     private let maxTLSHandshakes: Int
@@ -85,9 +83,6 @@ final class ServingLoop {
             context.openConnections.subtract(1, ordering: .relaxed)
             return Sys.close(fd)
         }
-        let slot = Int(connection.registration.slot)
-        if slot >= connections.count { connections += repeatElement(nil, count: slot + 1 - connections.count) }
-        connections[slot] = connection
         openCount += 1
         metrics.accepted.add(1)
         metrics.open[0].add(1)
@@ -129,7 +124,6 @@ final class ServingLoop {
     /// Called by a closing connection: gives back its registration, descriptor and counters.
     /// Returns the connection's accounted bytes after release (zero).
     func release(_ connection: Connection, accounted: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
-        connections[Int(connection.registration.slot)] = nil
         loop.deregister(connection.registration)
         Sys.close(connection.fd)
         openCount -= 1
@@ -150,7 +144,7 @@ final class ServingLoop {
         shuttingDown = true
         acceptor?.close()
         acceptor = nil
-        for case let connection? in connections { connection.shutdown() }
+        loop.forEachRegistrant { ($0 as? Connection)?.shutdown() }
         if openCount == 0 { return loop.stop() }
         loop.schedule(after: context.configuration.shutdownTimeout) { [loop] in loop.stop() }
     }

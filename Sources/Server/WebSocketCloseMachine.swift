@@ -71,7 +71,6 @@ struct WebSocketCloseMachine {
         case drop
     }
 
-    let timing: Timing
     private(set) var state = State.open
     /// Our keepalive ping is out and nothing has come back since.
     private(set) var isPingOutstanding = false
@@ -85,13 +84,14 @@ struct WebSocketCloseMachine {
     private var closeCode: WebSocketCloseCode?
 
     /// `now`: the current tick; the bytes of the upgrade request were the last traffic.
-    init(timing: Timing, now: UInt32) {
-        self.timing = timing
+    /// The time-outs are not stored: every connection of a loop shares them (`ServingLoop`), and
+    /// twelve bytes in each of a million idle connections would be 12 MB.
+    init(now: UInt32) {
         lastActivity = now
     }
 
     /// What the caller sets the connection's timer to on upgrade: the idle deadline.
-    var initialTimer: UInt32 { timing.idleTicks }
+    static func initialTimer(_ timing: Timing) -> UInt32 { timing.idleTicks }
 
     /// The code of the first close frame sent or received; what metrics report. 1006 (.abnormal)
     /// if the connection ends without one.
@@ -181,15 +181,15 @@ struct WebSocketCloseMachine {
     /// 7.3: "Servers MAY close the WebSocket connection whenever desired"): our close with `code`
     /// and `reason`, then a bounded wait for the peer's. Once a close has been sent or received
     /// the handshake is already started (section 7.1.3) and a second request does nothing.
-    mutating func closeRequested(_ code: WebSocketCloseCode, reason: String) -> Action {
+    mutating func closeRequested(_ code: WebSocketCloseCode, reason: String, timing: Timing) -> Action {
         guard state == .open else { return .none }
         return startClosing(code, reason: reason, then: .awaitPeer(ticks: timing.closeTicks))
     }
 
     /// Graceful server shutdown: 1001, "an endpoint is 'going away', such as a server going down"
     /// (RFC 6455 section 7.4.1), by the ordinary closing handshake.
-    mutating func shutdownRequested() -> Action {
-        closeRequested(.goingAway, reason: "server shutting down")
+    mutating func shutdownRequested(timing: Timing) -> Action {
+        closeRequested(.goingAway, reason: "server shutting down", timing: timing)
     }
 
     /// The connection's one deadline has passed; what it meant depends on the state.
@@ -202,7 +202,7 @@ struct WebSocketCloseMachine {
     ///
     /// Not open: the peer did not answer our close in `closeTicks`, or the flush and linger after
     /// the handshake ran out of time: drop.
-    mutating func timerFired(now: UInt32) -> Action {
+    mutating func timerFired(now: UInt32, timing: Timing) -> Action {
         guard state == .open else { return .drop }
         if isPingOutstanding { return .drop }
         let quiet = now &- lastActivity

@@ -90,7 +90,7 @@ final class UpstreamConnection: LoopRegistrant {
 
     // MARK: Events
 
-    func writable() {
+    override func writable() {
         if state == .connecting {
             let error = Sys.socketError(fd)
             guard error == 0 else { return fail(.connectFailed(SystemError.reason(error))) }
@@ -105,7 +105,7 @@ final class UpstreamConnection: LoopRegistrant {
     }
 
     /// `hungUp`: the upstream's FIN came with this edge; read on to the end of file.
-    func readable(hungUp: Bool) {
+    override func readable(hungUp: Bool) {
         if state == .tlsHandshaking {
             guard continueHandshake() else { return }
             flush()
@@ -270,7 +270,7 @@ final class UpstreamConnection: LoopRegistrant {
         Sys.close(fd)
     }
 
-    func loopStopped() { close() }
+    override func loopStopped() { close() }
 
     /// The upstream as scheme, host and port, for the log.
     private var origin: String { tlsServerName != nil ? "https://\(key.dropFirst())" : "http://\(key)" }

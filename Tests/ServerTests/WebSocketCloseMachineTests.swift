@@ -7,14 +7,14 @@ import Testing
     static let timing = WebSocketCloseMachine.Timing(idleTicks: 300, pingTicks: 100, closeTicks: 50)
 
     func machine(now: UInt32 = 0) -> WebSocketCloseMachine {
-        WebSocketCloseMachine(timing: Self.timing, now: now)
+        WebSocketCloseMachine(now: now)
     }
 
     // MARK: Open
 
     @Test func upgradeSetsTheTimerToTheIdleDeadline() {
         let m = machine()
-        #expect(m.initialTimer == 300)
+        #expect(WebSocketCloseMachine.initialTimer(Self.timing) == 300)
         #expect(m.state == .open)
         #expect(m.isOpen)
     }
@@ -38,7 +38,7 @@ import Testing
 
     @Test func peersAnswerToOurCloseCompletesTheHandshakeAndTheServerHalfCloses() {
         var m = machine()
-        _ = m.closeRequested(.normal, reason: "done")
+        _ = m.closeRequested(.normal, reason: "done", timing: Self.timing)
         #expect(m.closeReceived(.normal) == .finish)
         #expect(m.state == .closeReceived)
     }
@@ -46,14 +46,14 @@ import Testing
     @Test func lingerAfterTheHandshakeIsBoundedByTheTimer() {
         var m = machine()
         _ = m.closeReceived(.normal)
-        #expect(m.timerFired(now: 1000) == .drop)
+        #expect(m.timerFired(now: 1000, timing: Self.timing) == .drop)
     }
 
     // MARK: 7.1.2 Start the WebSocket Closing Handshake
 
     @Test func closeRequestSendsOurCloseAndAwaitsThePeersForCloseTicks() {
         var m = machine()
-        #expect(m.closeRequested(.normal, reason: "bye") == .sendClose(.normal, reason: "bye", then: .awaitPeer(ticks: 50)))
+        #expect(m.closeRequested(.normal, reason: "bye", timing: Self.timing) == .sendClose(.normal, reason: "bye", then: .awaitPeer(ticks: 50)))
         #expect(m.state == .closeSent)
         #expect(m.reportedCode == .normal)
     }
@@ -61,7 +61,7 @@ import Testing
     @Test func closeRequestCarriesApplicationCodesAndReasons() {
         var m = machine()
         let code = WebSocketCloseCode(rawValue: 4000)
-        #expect(m.closeRequested(code, reason: "session over") == .sendClose(code, reason: "session over", then: .awaitPeer(ticks: 50)))
+        #expect(m.closeRequested(code, reason: "session over", timing: Self.timing) == .sendClose(code, reason: "session over", then: .awaitPeer(ticks: 50)))
         #expect(m.reportedCode == code)
     }
 
@@ -69,7 +69,7 @@ import Testing
 
     @Test func afterOurCloseNoDataIsSentDeliveredOrPonged() {
         var m = machine()
-        _ = m.closeRequested(.normal, reason: "")
+        _ = m.closeRequested(.normal, reason: "", timing: Self.timing)
         #expect(!m.isOpen)
         let delivered = m.dataReceived()
         #expect(!delivered)
@@ -97,8 +97,8 @@ import Testing
     @Test func closingHandshakeIsNotRestartedByTheApplication() {
         var m = machine()
         _ = m.closeReceived(.normal)
-        #expect(m.closeRequested(.goingAway, reason: "late") == .none)
-        #expect(m.shutdownRequested() == .none)
+        #expect(m.closeRequested(.goingAway, reason: "late", timing: Self.timing) == .none)
+        #expect(m.shutdownRequested(timing: Self.timing) == .none)
         #expect(m.reportedCode == .normal)
     }
 
@@ -114,9 +114,9 @@ import Testing
         #expect(m.pingReceived() == .none)
         #expect(m.closeReceived(.normal) == .none)
         #expect(m.protocolFailed(.protocolError, reason: "late") == .none)
-        #expect(m.closeRequested(.normal, reason: "") == .none)
-        #expect(m.shutdownRequested() == .none)
-        #expect(m.timerFired(now: 1) == .drop)
+        #expect(m.closeRequested(.normal, reason: "", timing: Self.timing) == .none)
+        #expect(m.shutdownRequested(timing: Self.timing) == .none)
+        #expect(m.timerFired(now: 1, timing: Self.timing) == .drop)
     }
 
     @Test func cleanlyClosedConnectionKeepsItsCode() {
@@ -158,7 +158,7 @@ import Testing
 
     @Test func reportedCodeIsTheFirstCloseSentEvenWhenThePeerAnswersAnother() {
         var m = machine()
-        _ = m.closeRequested(.goingAway, reason: "")
+        _ = m.closeRequested(.goingAway, reason: "", timing: Self.timing)
         _ = m.closeReceived(.normal)
         m.connectionEnded()
         #expect(m.reportedCode == .goingAway)
@@ -167,7 +167,7 @@ import Testing
     @Test func reportedCodeIsTheFirstCloseReceivedEvenWhenTheApplicationClosesLater() {
         var m = machine()
         _ = m.closeReceived(WebSocketCloseCode(rawValue: 4002))
-        _ = m.closeRequested(.normal, reason: "")
+        _ = m.closeRequested(.normal, reason: "", timing: Self.timing)
         _ = m.protocolFailed(.protocolError, reason: "")
         _ = m.outboundOverflowed()
         #expect(m.reportedCode == WebSocketCloseCode(rawValue: 4002))
@@ -207,7 +207,7 @@ import Testing
 
     @Test func failureAfterOurCloseFinishesWithoutWaitingForThePeer() {
         var m = machine()
-        _ = m.closeRequested(.normal, reason: "")
+        _ = m.closeRequested(.normal, reason: "", timing: Self.timing)
         #expect(m.protocolFailed(.protocolError, reason: "fragmented control frame") == .finish)
         #expect(m.isFinishing)
         #expect(m.closeReceived(.normal) == .none)
@@ -224,7 +224,7 @@ import Testing
     @Test func failedConnectionThatOutlivesItsTimerIsDropped() {
         var m = machine()
         _ = m.protocolFailed(.protocolError, reason: "")
-        #expect(m.timerFired(now: 300) == .drop)
+        #expect(m.timerFired(now: 300, timing: Self.timing) == .drop)
     }
 
     // MARK: 7.2.1 Client-initiated closure: the peer goes away without a close
@@ -240,7 +240,7 @@ import Testing
 
     @Test func peerThatVanishesAfterOurCloseReportsOurCode() {
         var m = machine()
-        _ = m.shutdownRequested()
+        _ = m.shutdownRequested(timing: Self.timing)
         m.connectionEnded()
         #expect(m.reportedCode == .goingAway)
     }
@@ -249,17 +249,17 @@ import Testing
 
     @Test func unansweredPingDropsTheConnectionWith1006() {
         var m = machine()
-        #expect(m.timerFired(now: 300) == .sendPing(thenTimeout: 100))
-        #expect(m.timerFired(now: 400) == .drop)
+        #expect(m.timerFired(now: 300, timing: Self.timing) == .sendPing(thenTimeout: 100))
+        #expect(m.timerFired(now: 400, timing: Self.timing) == .drop)
         m.connectionEnded()
         #expect(m.reportedCode == .abnormal)
     }
 
     @Test func unansweredCloseDropsTheConnectionAfterCloseTicks() {
         var m = machine()
-        #expect(m.closeRequested(.normal, reason: "") == .sendClose(.normal, reason: "", then: .awaitPeer(ticks: 50)))
+        #expect(m.closeRequested(.normal, reason: "", timing: Self.timing) == .sendClose(.normal, reason: "", then: .awaitPeer(ticks: 50)))
         m.trafficReceived(now: 20)  // data the peer sent before seeing our close is no answer
-        #expect(m.timerFired(now: 50) == .drop)
+        #expect(m.timerFired(now: 50, timing: Self.timing) == .drop)
         m.connectionEnded()
         #expect(m.reportedCode == .normal)
     }
@@ -273,7 +273,7 @@ import Testing
 
     @Test func overflowKeepsACloseCodeAlreadyGiven() {
         var m = machine()
-        _ = m.shutdownRequested()
+        _ = m.shutdownRequested(timing: Self.timing)
         #expect(m.outboundOverflowed() == .drop)
         #expect(m.reportedCode == .goingAway)
     }
@@ -282,7 +282,7 @@ import Testing
 
     @Test func serverInitiatedNormalClosure() {
         var m = machine()
-        #expect(m.closeRequested(.normal, reason: "done") == .sendClose(.normal, reason: "done", then: .awaitPeer(ticks: 50)))
+        #expect(m.closeRequested(.normal, reason: "done", timing: Self.timing) == .sendClose(.normal, reason: "done", then: .awaitPeer(ticks: 50)))
         #expect(m.closeReceived(.normal) == .finish)
         m.connectionEnded()
         #expect(m.state == .closed)
@@ -299,7 +299,7 @@ import Testing
 
     @Test func simultaneousClosesCompleteTheHandshakeOnce() {
         var m = machine()
-        _ = m.closeRequested(.normal, reason: "")
+        _ = m.closeRequested(.normal, reason: "", timing: Self.timing)
         #expect(m.closeReceived(.normal) == .finish)
         #expect(m.closeReceived(.normal) == .none)
     }
@@ -309,7 +309,7 @@ import Testing
     @Test(arguments: [WebSocketCloseCode.noStatus, .abnormal, WebSocketCloseCode(rawValue: 1015), WebSocketCloseCode(rawValue: 999)])
     func codesThatMustNotBeSentGoOutAsAnEmptyClose(_ code: WebSocketCloseCode) {
         var m = machine()
-        #expect(m.closeRequested(code, reason: "dropped with the code") == .sendClose(nil, reason: "", then: .awaitPeer(ticks: 50)))
+        #expect(m.closeRequested(code, reason: "dropped with the code", timing: Self.timing) == .sendClose(nil, reason: "", then: .awaitPeer(ticks: 50)))
         #expect(m.reportedCode == .noStatus)
     }
 
@@ -320,8 +320,8 @@ import Testing
 
     @Test func abnormalEndsSendNoCloseFrameAtAll() {
         var pinged = machine()
-        _ = pinged.timerFired(now: 300)
-        #expect(pinged.timerFired(now: 400) == .drop)
+        _ = pinged.timerFired(now: 300, timing: Self.timing)
+        #expect(pinged.timerFired(now: 400, timing: Self.timing) == .drop)
         var flooded = machine()
         #expect(flooded.outboundOverflowed() == .drop)
     }
@@ -330,43 +330,43 @@ import Testing
 
     @Test func quietConnectionIsPingedAfterIdleTicks() {
         var m = machine()
-        #expect(m.timerFired(now: 300) == .sendPing(thenTimeout: 100))
+        #expect(m.timerFired(now: 300, timing: Self.timing) == .sendPing(thenTimeout: 100))
         #expect(m.isPingOutstanding)
         #expect(m.state == .open)
     }
 
     @Test func trafficAfterAPingClearsItAndTheConnectionIsNotDropped() {
         var m = machine()
-        _ = m.timerFired(now: 300)
+        _ = m.timerFired(now: 300, timing: Self.timing)
         m.trafficReceived(now: 350)
         #expect(!m.isPingOutstanding)
-        #expect(m.timerFired(now: 400) == .schedule(ticks: 250))
-        #expect(m.timerFired(now: 650) == .sendPing(thenTimeout: 100))
+        #expect(m.timerFired(now: 400, timing: Self.timing) == .schedule(ticks: 250))
+        #expect(m.timerFired(now: 650, timing: Self.timing) == .sendPing(thenTimeout: 100))
     }
 
     @Test func recentTrafficReschedulesForTheRemainingIdleTicks() {
         var m = machine()
         m.trafficReceived(now: 120)
-        #expect(m.timerFired(now: 300) == .schedule(ticks: 120))
+        #expect(m.timerFired(now: 300, timing: Self.timing) == .schedule(ticks: 120))
         #expect(!m.isPingOutstanding)
     }
 
     @Test func trafficOnTheTickItselfWaitsAFullIdlePeriod() {
         var m = machine()
         m.trafficReceived(now: 300)
-        #expect(m.timerFired(now: 300) == .schedule(ticks: 300))
+        #expect(m.timerFired(now: 300, timing: Self.timing) == .schedule(ticks: 300))
     }
 
     @Test func idleTimeIsMeasuredAcrossTickWraparound() {
         var m = machine(now: UInt32.max - 100)
         m.trafficReceived(now: UInt32.max - 10)
-        #expect(m.timerFired(now: 189) == .schedule(ticks: 100))  // 200 quiet ticks across the wrap
-        #expect(m.timerFired(now: 289) == .sendPing(thenTimeout: 100))
+        #expect(m.timerFired(now: 189, timing: Self.timing) == .schedule(ticks: 100))  // 200 quiet ticks across the wrap
+        #expect(m.timerFired(now: 289, timing: Self.timing) == .sendPing(thenTimeout: 100))
     }
 
     @Test func pingsKeepBeingAnsweredWhileOursIsOutstanding() {
         var m = machine()
-        _ = m.timerFired(now: 300)
+        _ = m.timerFired(now: 300, timing: Self.timing)
         #expect(m.pingReceived() == .sendPong)
     }
 
@@ -374,22 +374,22 @@ import Testing
 
     @Test func shutdownClosesWith1001AndAwaitsThePeer() {
         var m = machine()
-        #expect(m.shutdownRequested() == .sendClose(.goingAway, reason: "server shutting down", then: .awaitPeer(ticks: 50)))
+        #expect(m.shutdownRequested(timing: Self.timing) == .sendClose(.goingAway, reason: "server shutting down", then: .awaitPeer(ticks: 50)))
         #expect(m.state == .closeSent)
         #expect(m.reportedCode == .goingAway)
     }
 
     @Test func shutdownAfterTheApplicationClosedIsANoOp() {
         var m = machine()
-        _ = m.closeRequested(.normal, reason: "")
-        #expect(m.shutdownRequested() == .none)
+        _ = m.closeRequested(.normal, reason: "", timing: Self.timing)
+        #expect(m.shutdownRequested(timing: Self.timing) == .none)
         #expect(m.reportedCode == .normal)
     }
 
     @Test func doubleCloseRequestIsANoOp() {
         var m = machine()
-        _ = m.closeRequested(.normal, reason: "first")
-        #expect(m.closeRequested(.goingAway, reason: "second") == .none)
+        _ = m.closeRequested(.normal, reason: "first", timing: Self.timing)
+        #expect(m.closeRequested(.goingAway, reason: "second", timing: Self.timing) == .none)
         #expect(m.state == .closeSent)
         #expect(m.reportedCode == .normal)
     }
