@@ -17,12 +17,7 @@ public enum ProcessMemory {
     }
 
     /// User plus system CPU seconds of the whole process, every thread, from getrusage(2).
-    public static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-    }
+    public static func cpuSeconds() -> Double { Sys.processCPUSeconds() }
 
     /// Resident bytes from /proc/self/statm (its second field, in pages).
     public static func residentBytes() -> Int {

@@ -41,13 +41,7 @@ public struct StderrLogHandler: LogHandler {
         if let extra = event.metadata { fields.merge(extra) { $1 } }
         var line = Self.line(time: Self.timestamp(), level: event.level, label: label, message: Self.scrub(event.message.description),
                              metadata: fields, format: format)
-        line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return }
-            }
-        }
+        line.withUTF8 { Sys.writeAll(2, UnsafeRawBufferPointer($0)) }
     }
 
     // MARK: Formatting (pure, for the tests)

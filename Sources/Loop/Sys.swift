@@ -183,6 +183,51 @@ public enum Sys {
         return addresses
     }
 
+    // MARK: Signals
+
+    /// Blocks `signals` in this thread (and the threads it starts later, which inherit the mask),
+    /// so that only `waitForSignal` sees them: the way a multi-threaded server takes SIGTERM.
+    public static func blockSignals(_ signals: [Int32]) -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        return set
+    }
+
+    /// Waits for one of the blocked `signals` (sigwait, or sigtimedwait with a time-out); nil when
+    /// the time-out passed first.
+    public static func waitForSignal(_ signals: sigset_t, timeoutSeconds: Double? = nil) -> Int32? {
+        var set = signals
+        guard let timeoutSeconds else {
+            var received: Int32 = 0
+            return sigwait(&set, &received) == 0 ? received : nil
+        }
+        var timeout = timespec(tv_sec: Int(timeoutSeconds), tv_nsec: Int((timeoutSeconds - timeoutSeconds.rounded(.down)) * 1e9))
+        let received = sigtimedwait(&set, nil, &timeout)
+        return received > 0 ? received : nil
+    }
+
+    // MARK: Process
+
+    /// User plus system CPU seconds of the whole process, every thread (getrusage(2)).
+    public static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    /// write(2) of all of `bytes` to a blocking descriptor (stderr), retrying short writes and
+    /// EINTR; gives up quietly on an error (a log line has nowhere else to go).
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return }
+        }
+    }
+
     // MARK: epoll and eventfd (for the loop's backend, `Epoll`, and the load client's poller)
 
     public static func epollCreate() throws(SystemError) -> Int32 {

@@ -128,18 +128,11 @@ public final class Server: Sendable {
     /// Runs until SIGINT or SIGTERM, then shuts down gracefully and returns. SIGHUP reloads the TLS
     /// certificate (`reload`, called with the outcome, reports it).
     public func runUntilTerminated(reloaded report: (Result<Void, TLSError>) -> Void = { _ in }) throws(SystemError) {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGINT)
-        sigaddset(&signals, SIGTERM)
-        sigaddset(&signals, SIGHUP)
         // Blocked before the loops start, so their threads inherit the mask and only sigwait sees them.
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        let signals = Sys.blockSignals([SIGINT, SIGTERM, SIGHUP])
         try start()
-        var received: Int32 = 0
         while true {
-            sigwait(&signals, &received)
-            guard received == SIGHUP else { break }
+            guard Sys.waitForSignal(signals) == SIGHUP else { break }
             report(Result { () throws(TLSError) in try reloadCertificates() })
         }
         shutdown()

@@ -52,10 +52,7 @@ final class Supervisor {
     /// Starts the workers, waits until each has published its first figures (it is listening), and
     /// calls `ready`; then supervises until SIGTERM or SIGINT, and returns once every worker is gone.
     func run(ready: () -> Void) throws {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&signals, signal) }
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        let signals = Sys.blockSignals([SIGINT, SIGTERM, SIGHUP, SIGCHLD])
         defer { Directory.removeFlat(directory) }
 
         for index in 0..<count { try start(index) }
@@ -66,9 +63,8 @@ final class Supervisor {
         publish()
         ready()
 
-        var timeout = timespec(tv_sec: 0, tv_nsec: 250_000_000)
         while true {
-            let received = sigtimedwait(&signals, nil, &timeout)
+            let received = Sys.waitForSignal(signals, timeoutSeconds: 0.25)
             if received == SIGINT || received == SIGTERM { break }
             if received == SIGHUP { forward(SIGHUP) }
             reap()
