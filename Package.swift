@@ -12,7 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Latency histograms in the load harness (HdrHistogram's Swift port).
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
-        // The Swift server ecosystem's logging API; Parley's handler (logfmt or JSON on stderr) is in Loop.
+        // The Swift server ecosystem's logging API; Parley's handler (logfmt or JSON on stderr) is the executable's.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
@@ -42,7 +42,7 @@ let package = Package(
         // Counters, histograms and the one Prometheus text writer.
         .target(name: "Metrics"),
         // The event loops (ae-shaped: descriptors, callbacks, timers), Sys, worker pools, clock, threads.
-        .target(name: "Loop", dependencies: ["CLinux", "Metrics", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Loop", dependencies: ["CLinux", "Metrics"]),
         // OpenSSL behind one wrapper: contexts and non-blocking TLS streams, for serving and upstreams.
         .target(name: "TLS", dependencies: ["Loop", "COpenSSL", "CTLS"]),
         // The HTTP/1.1 client on the loops: pool, TLS, response and server-sent-event parsers.
@@ -78,7 +78,7 @@ let package = Package(
 
         // Real-socket clients and servers shared by the test targets.
         .target(name: "TestSupport", dependencies: ["Server", "Loop", "JSON"], path: "Tests/TestSupport"),
-        .testTarget(name: "LoopTests", dependencies: ["Loop", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "MockLLM", "Server", "Upstream", "Loop", "Codec", "JSON", "TestSupport"]),
@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
-        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "JSON", "TestSupport"]),
+        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]

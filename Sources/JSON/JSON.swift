@@ -103,6 +103,13 @@ extension JSON: CustomStringConvertible {
         }
     }
 
+    /// `s` as a JSON string literal, quotes included (for writers of JSON lines, such as the log).
+    public static func quoted(_ s: String) -> String {
+        var out = ""
+        quote(s, into: &out)
+        return out
+    }
+
     private static func quote(_ s: String, into out: inout String) {
         out += "\""
         // Most strings (ids, base64 audio, plain text) need no escaping: append them whole.

@@ -1,4 +1,6 @@
+import JSON
 import Logging
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -94,44 +96,15 @@ public struct StderrLogHandler: LogHandler {
     static func logfmtValue(_ value: String) -> String {
         let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0 != "\\" && $0.value != 0x7F }
         if plain { return value }
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default: out.unicodeScalars.append(scalar.value < 0x20 ? " " : scalar)
-            }
-        }
-        return out + "\""
+        // logfmt quotes as JSON does (\" \\ \n \t, other controls as \u00XX): one escaper for both.
+        return JSON.quoted(value)
     }
 
     static func logfmtKey(_ key: String) -> String {
         String(key.unicodeScalars.map { $0.value > 0x20 && $0 != "=" && $0 != "\"" ? Character($0) : "_" })
     }
 
-    static func jsonString(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    static func jsonString(_ value: String) -> String { JSON.quoted(value) }
 
     /// RFC 3339 UTC with milliseconds, from the wall clock (log lines are read against other logs).
     static func timestamp() -> String {

@@ -1,6 +1,6 @@
 import Logging
 import Testing
-@testable import Loop
+@testable import parley
 
 @Suite struct StderrLogHandlerTests {
     func line(_ message: String, _ metadata: Logger.Metadata = [:], format: StderrLogHandler.Format = .logfmt) -> String {
