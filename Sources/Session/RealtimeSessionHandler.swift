@@ -269,6 +269,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
         switch event {
         case .delta(let text):
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
+        case .toolCallStarted(let index, let callID, let name):
+            perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
+        case .toolCallArgumentsDelta(let index, let delta):
+            perform(engine.handle(.modelToolCallArguments(responseID: id, index: index, delta: delta)))
         case .finished(let usage, let reason):
             calls[id] = nil
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))

@@ -160,10 +160,12 @@ public struct SessionEngine: Sendable {
         case .audio(let samples): receive(samples)
         case .transcription(let itemID, let event): transcription(itemID, event)
         case .modelDelta(let id, let text): delta(id, text)
+        case .modelToolCallStarted(let id, let index, let callID, let name): toolCallStarted(id, index: index, callID: callID, name: name)
+        case .modelToolCallArguments(let id, let index, let delta): toolCallArguments(id, index: index, delta)
         case .modelFinished(let id, let usage, let reason):
             guard response?.id == id else { break }
             switch reason {
-            case .stop: complete(.completed, usage: usage)
+            case .stop, .toolCalls: complete(.completed, usage: usage)
             case .length: complete(.incomplete, details: .incomplete(reason: "max_output_tokens"), usage: usage)
             }
         case .speechOutput(let id, let event): speechOutput(id, event)
@@ -449,6 +451,14 @@ public struct SessionEngine: Sendable {
             outbox.append(.cancelModel(responseID: id))
             complete(.incomplete, details: .incomplete(reason: "max_output_tokens"))
         }
+    }
+
+    // MARK: Function calls
+
+    private mutating func toolCallStarted(_ id: String, index: Int, callID: String, name: String) {
+    }
+
+    private mutating func toolCallArguments(_ id: String, index: Int, _ delta: String) {
     }
 
     private mutating func cancel(_ id: String, reason: String) {

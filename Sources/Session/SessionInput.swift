@@ -9,6 +9,10 @@ public enum SessionInput: Sendable {
     case audio([Int16])
     /// A piece of the model's reply.
     case modelDelta(responseID: String, text: String)
+    /// The model began calling a function: `index` is the call's place among this reply's calls.
+    case modelToolCallStarted(responseID: String, index: Int, callID: String, name: String)
+    /// A piece of that call's arguments (JSON text).
+    case modelToolCallArguments(responseID: String, index: Int, delta: String)
     /// The model finished; `usage` as it reported it, or nil to have the engine estimate it. A
     /// `.length` stop ends the response `incomplete` (`max_output_tokens`).
     case modelFinished(responseID: String, usage: Usage?, reason: FinishReason = .stop)

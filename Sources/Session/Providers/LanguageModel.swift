@@ -5,10 +5,15 @@ import Loop
 public struct ModelRequest: Sendable {
     public var messages: [ChatMessage]
     public var maxOutputTokens: Int?
+    /// The functions the model may call; none when nil or empty.
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice
 
-    public init(messages: [ChatMessage], maxOutputTokens: Int? = nil) {
+    public init(messages: [ChatMessage], maxOutputTokens: Int? = nil, tools: ToolSet? = nil, toolChoice: ToolChoice = .auto) {
         self.messages = messages
         self.maxOutputTokens = maxOutputTokens
+        self.tools = tools
+        self.toolChoice = toolChoice
     }
 }
 
@@ -29,9 +34,13 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(code): \(message)" }
 }
 
-/// What a streaming model call reports, in order: deltas, then exactly one of finished or failed.
+/// What a streaming model call reports, in order: text deltas and function calls, then exactly
+/// one of finished or failed. A call opens with `toolCallStarted` (its index among this reply's
+/// calls, its id and the function) and its arguments follow in pieces; calls may interleave.
 public enum ModelEvent: Sendable, Equatable {
     case delta(String)
+    case toolCallStarted(index: Int, id: String, name: String)
+    case toolCallArgumentsDelta(index: Int, String)
     /// Usage when the model reported it (nil to have the session estimate it), and why it stopped.
     case finished(Usage?, reason: FinishReason = .stop)
     case failed(ModelError)
@@ -44,6 +53,8 @@ public enum FinishReason: Sendable, Equatable {
     /// It reached its output token limit (OpenAI `finish_reason: "length"`, Anthropic
     /// `stop_reason: "max_tokens"`): the reply is cut short.
     case length
+    /// It called functions and waits for their results (OpenAI `tool_calls`, Anthropic `tool_use`).
+    case toolCalls
 }
 
 /// A model call in flight. `cancel()` aborts it upstream; no event follows it.
