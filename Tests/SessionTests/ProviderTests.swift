@@ -28,6 +28,8 @@ import Upstream
                 let call = model.stream(ModelRequest(messages: messages), on: stream.loop) { event in
                     switch event {
                     case .delta(let text): stream.write("delta[\(text)]\n")
+                    case .toolCallStarted(let index, let id, let name): stream.write("call[\(index) \(id) \(name)]\n")
+                    case .toolCallArgumentsDelta(let index, let piece): stream.write("arguments[\(index) \(piece)]\n")
                     case .finished(let usage, let reason):
                         stream.write("finished \(usage.map { "\($0.inputTokens)/\($0.outputTokens)" } ?? "-")\(reason == .length ? " length" : "")\n")
                         stream.end()
