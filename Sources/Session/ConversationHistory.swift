@@ -4,7 +4,7 @@
 ///
 /// Over budget, the oldest messages go first, system messages (client-created ones; the session's
 /// instructions are kept apart and always sent) only when nothing else is left. After trimming, a
-/// leading assistant message goes too, so the model's view still opens with the user. One message
+/// leading assistant message (or function output, whose call is gone) goes too, so the model's view still opens with the user. One message
 /// longer than the whole text budget is cut to fit (on a character boundary).
 struct ConversationHistory: Sendable {
     struct Entry: Sendable {
@@ -32,12 +32,45 @@ struct ConversationHistory: Sendable {
     }
 
     mutating func append(id: String, _ message: ChatMessage) {
+        insert(id: id, message, at: entries.count)
+    }
+
+    /// Where `previous_item_id` puts a new item: first for `"root"`, after the item it names, or
+    /// nil when that item is not in the conversation.
+    func position(after previousID: String) -> Int? {
+        if previousID == "root" { return 0 }
+        return entries.lastIndex { $0.id == previousID }.map { $0 + 1 }
+    }
+
+    mutating func insert(id: String, _ message: ChatMessage, at index: Int) {
         var message = message
         if message.text.utf8.count > maxTextBytes { message.text = Self.prefix(of: message.text, bytes: maxTextBytes) }
-        entries.append(Entry(id: id, message: message))
-        textBytes += message.text.utf8.count
-        lastItemID = id
+        entries.insert(Entry(id: id, message: message), at: index)
+        textBytes += message.text.utf8.count + Self.callBytes(message)
+        if index == entries.count - 1 { lastItemID = id }
         trim()
+    }
+
+    /// The function call `callID`, if the conversation holds it (its output must answer one).
+    func call(_ callID: String) -> ToolCall? {
+        for entry in entries.reversed() {
+            if let call = entry.message.toolCalls.first(where: { $0.id == callID }) { return call }
+        }
+        return nil
+    }
+
+    /// Gives a function call item its arguments, once the model has written them all.
+    mutating func setArguments(_ arguments: String, of id: String) {
+        guard let index = entries.lastIndex(where: { $0.id == id }), !entries[index].message.toolCalls.isEmpty else { return }
+        textBytes -= Self.callBytes(entries[index].message)
+        entries[index].message.toolCalls[0].arguments = arguments
+        textBytes += Self.callBytes(entries[index].message)
+        trim()
+    }
+
+    /// Function calls' names and arguments count against the text budget like text does.
+    private static func callBytes(_ message: ChatMessage) -> Int {
+        message.toolCalls.reduce(0) { $0 + $1.name.utf8.count + $1.arguments.utf8.count + $1.id.utf8.count }
     }
 
     /// Gives message `id` its final text: a reply joins the history, empty, when it opens (so
@@ -67,13 +100,13 @@ struct ConversationHistory: Sendable {
         }
         guard trimmed else { return }
         while let first = entries.firstIndex(where: { $0.message.role != .system }),
-              entries[first].message.role == .assistant, first < entries.count - 1 {
+              entries[first].message.role == .assistant || entries[first].message.role == .tool, first < entries.count - 1 {
             remove(at: first)
         }
     }
 
     private mutating func remove(at index: Int) {
-        textBytes -= entries[index].message.text.utf8.count
+        textBytes -= entries[index].message.text.utf8.count + Self.callBytes(entries[index].message)
         entries.remove(at: index)
     }
 

@@ -163,7 +163,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
                 metrics.record(event)
                 timeTurnTaking(event)
             case .startModel(let id, let messages, let options):
-                let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens)
+                let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
             case .cancelModel(let id):
                 calls.removeValue(forKey: id)?.cancel()

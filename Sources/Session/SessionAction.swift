@@ -53,11 +53,17 @@ public struct ModelOptions: Sendable, Equatable {
     public var outputModalities: OutputModalities
     public var voice: String
     public var outputAudioFormat: RealtimeAudioFormat
+    /// The functions the model may call for this response, and whether it must.
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice
 
-    public init(maxOutputTokens: Int? = nil, outputModalities: OutputModalities = .text, voice: String = "alloy", outputAudioFormat: RealtimeAudioFormat = .pcm16) {
+    public init(maxOutputTokens: Int? = nil, outputModalities: OutputModalities = .text, voice: String = "alloy", outputAudioFormat: RealtimeAudioFormat = .pcm16,
+                tools: ToolSet? = nil, toolChoice: ToolChoice = .auto) {
         self.maxOutputTokens = maxOutputTokens
         self.outputModalities = outputModalities
         self.voice = voice
         self.outputAudioFormat = outputAudioFormat
+        self.tools = tools
+        self.toolChoice = toolChoice
     }
 }

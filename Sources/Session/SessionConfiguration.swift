@@ -21,6 +21,9 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var turnDetection: ServerVAD? = ServerVAD()
     /// nil: no limit beyond the model's own ("inf").
     public var maxOutputTokens: Int?
+    /// The functions the model may call, shared among sessions that declare the same ones.
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice = .auto
 
     public init() {}
 
@@ -56,6 +59,11 @@ public struct SessionConfiguration: Sendable, Equatable {
         case nil: break
         case .unlimited: next.maxOutputTokens = nil
         case .limited(let n): next.maxOutputTokens = n
+        }
+        if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
+        if let choice = update.toolChoice { next.toolChoice = choice }
+        if update.tools != nil || update.toolChoice != nil {
+            try ToolsField.check(next.toolChoice, against: next.tools, param: "session.tool_choice")
         }
         self = next
     }

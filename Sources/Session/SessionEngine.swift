@@ -1,3 +1,5 @@
+import JSON
+
 /// One agent session's protocol logic, as a pure state machine: client events, audio and model
 /// output in; events to send and model calls to start or stop out. It knows nothing of sockets,
 /// threads or clocks, so every turn of a conversation is a plain unit test.
@@ -65,10 +67,26 @@ public struct SessionEngine: Sendable {
         let inputTokens: Int
         var text = ""
         var itemStarted = false
+        /// Where the text item stands in the response's output, once it has begun.
+        var messageOutputIndex = 0
+        /// The function calls the model has begun, in the order it began them.
+        var calls: [Call] = []
+        var nextOutputIndex = 0
+        let tools: ToolSet?
         /// Spoken: its end waits for the speech to be sent.
         var speaks = false
         /// How it ended, held while the last of its speech goes out.
         var ending: Ending?
+
+        struct Call: Sendable {
+            /// The model's index for the call (its events name it by this).
+            let index: Int
+            let itemID: String
+            let outputIndex: Int
+            let callID: String
+            let name: String
+            var arguments = ""
+        }
 
         struct Ending: Sendable {
             let status: RealtimeResponse.Status
@@ -77,7 +95,8 @@ public struct SessionEngine: Sendable {
         }
 
         init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
-             maxTextBytes: Int, inputTokens: Int) {
+             maxTextBytes: Int, inputTokens: Int, tools: ToolSet?) {
+            self.tools = tools
             self.id = id
             self.itemID = itemID
             self.modalities = modalities
@@ -222,11 +241,18 @@ public struct SessionEngine: Sendable {
                 answerWaitingTurn()
             }
         case .conversationItemCreate(let new):
-            let id = new.id ?? ids.make("item")
-            let content: ConversationItem.Content = new.role == .assistant ? .outputText(new.text) : .inputText(new.text)
-            emit(.conversationItemCreated(ConversationItem(id: id, role: new.role, status: .completed, content: [content]), previousItemID: conversation.lastItemID))
-            conversation.append(id: id, ChatMessage(role: new.role, text: new.text))
+            createItem(new, event)
         case .responseCreate(let overrides):
+            if overrides.tools != nil || overrides.toolChoice != nil {
+                let tools = overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools
+                do {
+                    try ToolsField.check(overrides.toolChoice ?? configuration.toolChoice, against: tools, param: "response.tool_choice")
+                } catch {
+                    var error = error
+                    error.eventID = event.eventID
+                    return emit(.error(EventError(error)))
+                }
+            }
             if let response {
                 emitError(.invalidRequest, "conversation_already_has_active_response",
                           "the conversation already has an active response in progress: \(response.id); cancel it or wait for response.done", event)
@@ -401,18 +427,21 @@ public struct SessionEngine: Sendable {
         case .unlimited: nil
         case .limited(let n): n
         }
+        let tools = overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools
+        let toolChoice = overrides.toolChoice ?? configuration.toolChoice
         var messages = conversation.messages
         if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
         let new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
                            voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens,
-                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages))
+                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages), tools: tools)
         response = new
         response?.speaks = synthesizes && new.modalities.contains(.audio)
         // It sees the whole history, so it answers any turn that was waiting too.
         turnAwaitingResponse = false
         emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
         outbox.append(.startModel(responseID: new.id, messages: messages, options: ModelOptions(
-            maxOutputTokens: maxTokens, outputModalities: new.modalities, voice: new.voice, outputAudioFormat: new.outputAudioFormat)))
+            maxOutputTokens: maxTokens, outputModalities: new.modalities, voice: new.voice, outputAudioFormat: new.outputAudioFormat,
+            tools: tools, toolChoice: toolChoice)))
     }
 
     private mutating func delta(_ id: String, _ text: String) {
@@ -423,17 +452,23 @@ public struct SessionEngine: Sendable {
         // character), so what the client saw, the history and the usage all agree.
         let piece = delivered + text.utf8.count <= maxTextBytes ? text : ConversationHistory.prefix(of: text, bytes: maxTextBytes - delivered)
         if !piece.isEmpty {
-            let at = ContentLocation(responseID: id, itemID: itemID)
             if response?.itemStarted == false {
+                // The text item takes the next place in the output: first, or after calls begun before it.
                 response?.itemStarted = true
+                let next = response?.nextOutputIndex ?? 0
+                response?.messageOutputIndex = next
+                response?.nextOutputIndex = next + 1
+                let outputIndex = response?.messageOutputIndex ?? 0
+                let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: outputIndex)
                 let item = ConversationItem(id: itemID, role: .assistant, status: .inProgress, content: [])
-                emit(.outputItemAdded(responseID: id, outputIndex: 0, item: item))
+                emit(.outputItemAdded(responseID: id, outputIndex: outputIndex, item: item))
                 emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
                 emit(.contentPartAdded(at, part: Self.part(modalities, text: "")))
                 // Its place in the conversation is taken now, empty until it ends: an item added
                 // while it streams comes after it, in the history as in `previous_item_id`.
                 conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""))
             }
+            let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: response?.messageOutputIndex ?? 0)
             emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
             if let r = response, r.speaks {
                 outbox.append(.speech(.text(at, voice: r.voice, format: r.outputAudioFormat, piece)))
@@ -455,10 +490,92 @@ public struct SessionEngine: Sendable {
 
     // MARK: Function calls
 
+    /// The longest arguments a call may have: as much as a client may send back as output.
+    static let maxArgumentsBytes = NewConversationItem.maxFunctionTextBytes
+
+    /// The model began a call: it becomes a `function_call` item of the response's output, and
+    /// takes its place in the conversation (its arguments are filled in when the response ends).
     private mutating func toolCallStarted(_ id: String, index: Int, callID: String, name: String) {
+        guard let current = response, current.id == id, !current.calls.contains(where: { $0.index == index }) else { return }
+        guard current.tools?.tools.contains(where: { $0.name == name }) == true else {
+            return failModel(id, "the model called '\(name)', which is not among this response's tools")
+        }
+        let call = Response.Call(index: index, itemID: ids.make("item"), outputIndex: current.nextOutputIndex, callID: callID, name: name)
+        response?.nextOutputIndex += 1
+        response?.calls.append(call)
+        let item = ConversationItem(id: call.itemID, role: .assistant, status: .inProgress, content: [],
+                                    function: .call(callID: callID, name: name, arguments: ""))
+        emit(.outputItemAdded(responseID: id, outputIndex: call.outputIndex, item: item))
+        emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
+        conversation.append(id: call.itemID, ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: callID, name: name, arguments: "")]))
     }
 
     private mutating func toolCallArguments(_ id: String, index: Int, _ delta: String) {
+        guard response?.id == id, !delta.isEmpty, let position = response?.calls.firstIndex(where: { $0.index == index }),
+              let call = response?.calls[position] else { return }
+        guard call.arguments.utf8.count + delta.utf8.count <= Self.maxArgumentsBytes else {
+            return failModel(id, "the model's arguments for '\(call.name)' passed \(Self.maxArgumentsBytes) bytes")
+        }
+        response?.calls[position].arguments += delta
+        let at = FunctionCallLocation(responseID: id, itemID: call.itemID, outputIndex: call.outputIndex, callID: call.callID)
+        emit(.functionCallArgumentsDelta(at, delta: delta))
+    }
+
+    /// The model broke the function-calling contract: its call is stopped and the response fails
+    /// with the reason; the session goes on.
+    private mutating func failModel(_ id: String, _ message: String) {
+        outbox.append(.cancelModel(responseID: id))
+        let error = EventError(type: .server, code: "invalid_tool_call", message: message)
+        emit(.error(error))
+        let speaks = response?.speaks == true
+        finish(.failed, details: .failed(error))
+        if speaks { outbox.append(.speech(.stop(responseID: id))) }
+    }
+
+    /// A call's arguments must be a JSON object when the model says it is done.
+    private func malformedCall() -> Response.Call? {
+        response?.calls.first { call in
+            guard let parsed = try? JSON(parsing: call.arguments.isEmpty ? "{}" : call.arguments) else { return true }
+            return parsed.object == nil
+        }
+    }
+
+    // MARK: Items
+
+    /// `conversation.item.create`: a message, a function call's output (which must answer a call
+    /// in the conversation), or a call; after `previous_item_id` when the client names one.
+    private mutating func createItem(_ new: NewConversationItem, _ event: ClientEvent) {
+        var position = conversation.entries.count
+        if let previous = new.previousItemID {
+            guard let at = conversation.position(after: previous) else {
+                emitError(.invalidRequest, "invalid_value", "'item.previous_item_id' '\(previous)' is not in the conversation", event)
+                return
+            }
+            position = at
+        }
+        let id = new.id ?? ids.make("item")
+        let item: ConversationItem
+        let message: ChatMessage
+        switch new.function {
+        case .output(let callID, let output):
+            guard conversation.call(callID) != nil else {
+                emitError(.invalidRequest, "invalid_value",
+                          "'item.call_id' '\(callID)' answers no function call in the conversation", event)
+                return
+            }
+            item = ConversationItem(id: id, role: .tool, status: .completed, content: [], function: new.function)
+            message = ChatMessage(role: .tool, text: output, toolCallID: callID)
+        case .call(let callID, let name, let arguments):
+            item = ConversationItem(id: id, role: .assistant, status: .completed, content: [], function: new.function)
+            message = ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: callID, name: name, arguments: arguments)])
+        case nil:
+            let content: ConversationItem.Content = new.role == .assistant ? .outputText(new.text) : .inputText(new.text)
+            item = ConversationItem(id: id, role: new.role, status: .completed, content: [content])
+            message = ChatMessage(role: new.role, text: new.text)
+        }
+        let previous = position == 0 ? nil : conversation.entries[position - 1].id
+        emit(.conversationItemCreated(item, previousItemID: previous))
+        conversation.insert(id: id, message, at: position)
     }
 
     private mutating func cancel(_ id: String, reason: String) {
@@ -472,6 +589,9 @@ public struct SessionEngine: Sendable {
     /// The model is done: a spoken reply ends once its speech is out, any other at once.
     private mutating func complete(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         guard let current = response else { return }
+        if let call = malformedCall() {
+            return failModel(current.id, "the model's arguments for '\(call.name)' are not a JSON object: \(call.arguments.prefix(200))")
+        }
         guard current.speaks else { return finish(status, details: details, usage: usage) }
         guard current.ending == nil else { return }
         response?.ending = .init(status: status, details: details, usage: usage)
@@ -488,7 +608,7 @@ public struct SessionEngine: Sendable {
             emit(.error(EventError(type: .server, code: error.code, message: "the reply could not be spoken: \(error.message)")))
         case .finished:
             guard let current = response, current.id == id, let ending = current.ending else { return }
-            if current.itemStarted { emit(.outputAudioDone(ContentLocation(responseID: id, itemID: current.itemID))) }
+            if current.itemStarted { emit(.outputAudioDone(ContentLocation(responseID: id, itemID: current.itemID, outputIndex: current.messageOutputIndex))) }
             finish(ending.status, details: ending.details, usage: ending.usage)
         }
     }
@@ -499,19 +619,30 @@ public struct SessionEngine: Sendable {
     private mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         guard let current = response else { return }
         response = nil
-        var output: [ConversationItem] = []
+        var output: [(index: Int, item: ConversationItem)] = []
+        let itemStatus: ConversationItem.Status = status == .completed ? .completed : .incomplete
         if current.itemStarted {
-            let at = ContentLocation(responseID: current.id, itemID: current.itemID)
+            let at = ContentLocation(responseID: current.id, itemID: current.itemID, outputIndex: current.messageOutputIndex)
             let part = Self.part(current.modalities, text: current.text)
             emit(current.modalities.contains(.audio) ? .outputAudioTranscriptDone(at, transcript: current.text) : .outputTextDone(at, text: current.text))
             emit(.contentPartDone(at, part: part))
-            let item = ConversationItem(id: current.itemID, role: .assistant, status: status == .completed ? .completed : .incomplete, content: [part])
-            emit(.outputItemDone(responseID: current.id, outputIndex: 0, item: item))
-            output = [item]
+            let item = ConversationItem(id: current.itemID, role: .assistant, status: itemStatus, content: [part])
+            emit(.outputItemDone(responseID: current.id, outputIndex: current.messageOutputIndex, item: item))
+            output.append((current.messageOutputIndex, item))
             conversation.setText(current.text, of: current.itemID)
         }
-        let usage = usage ?? Usage(inputTokens: current.inputTokens, outputTokens: Usage.estimatedTokens(current.text))
-        emit(.responseDone(snapshot(current, status: status, details: details, output: output, usage: usage)))
+        for call in current.calls {
+            let at = FunctionCallLocation(responseID: current.id, itemID: call.itemID, outputIndex: call.outputIndex, callID: call.callID)
+            emit(.functionCallArgumentsDone(at, name: call.name, arguments: call.arguments))
+            let item = ConversationItem(id: call.itemID, role: .assistant, status: itemStatus, content: [],
+                                        function: .call(callID: call.callID, name: call.name, arguments: call.arguments))
+            emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
+            output.append((call.outputIndex, item))
+            conversation.setArguments(call.arguments, of: call.itemID)
+        }
+        let written = current.text + current.calls.map { $0.name + $0.arguments }.joined()
+        let usage = usage ?? Usage(inputTokens: current.inputTokens, outputTokens: Usage.estimatedTokens(written))
+        emit(.responseDone(snapshot(current, status: status, details: details, output: output.sorted { $0.index < $1.index }.map(\.item), usage: usage)))
         answerWaitingTurn()
     }
 

@@ -66,7 +66,11 @@ import Loop
             (#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[]}}"#, .invalidValue, "item.content"),
             (#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text"}]}}"#, .missingField, "item.content[0].text"),
             (#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_audio","audio":"AAAA"}]}}"#, .invalidValue, "item.content[0].type"),
-            (#"{"type":"conversation.item.create","item":{"type":"function_call","role":"user","content":[]}}"#, .invalidValue, "item.type"),
+            (#"{"type":"conversation.item.create","item":{"type":"mcp_call","role":"user","content":[]}}"#, .invalidValue, "item.type"),
+            (#"{"type":"conversation.item.create","item":{"type":"function_call","role":"user","content":[]}}"#, .missingField, "item.call_id"),
+            (#"{"type":"conversation.item.create","item":{"type":"function_call_output","output":"x"}}"#, .missingField, "item.call_id"),
+            (#"{"type":"conversation.item.create","item":{"type":"function_call_output","call_id":"c"}}"#, .missingField, "item.output"),
+            (#"{"type":"conversation.item.create","item":{"type":"function_call_output","call_id":"c","output":"\#(String(repeating: "x", count: 32 * 1024 + 1))"}}"#, .invalidValue, "item.output"),
             (#"{"type":"conversation.item.create","item":{"id":"\#(String(repeating: "x", count: 33))","role":"user","content":[]}}"#, .invalidValue, "item.id"),
         ]
         for (text, code, param) in cases {

@@ -47,7 +47,7 @@ public struct ClientEvent: Sendable, Equatable {
             return .inputAudioClear
         case "conversation.item.create":
             guard let item = try event.object("item") else { throw event.missing("item") }
-            return .conversationItemCreate(try NewConversationItem.parse(item))
+            return .conversationItemCreate(try NewConversationItem.parse(item, previousItemID: try event.string("previous_item_id")))
         case "response.create":
             return .responseCreate(try ResponseOverrides.parse(try event.object("response")))
         case "response.cancel":
@@ -60,32 +60,60 @@ public struct ClientEvent: Sendable, Equatable {
     }
 }
 
-/// A message a client adds to the conversation with `conversation.item.create`.
+/// What a client adds to the conversation with `conversation.item.create`: a message, or a
+/// function call's output (the answer to the model's call), or a function call of its own.
 public struct NewConversationItem: Sendable, Equatable {
     /// The client's id for the item, if it chose one (at most 32 bytes, as in the Realtime API).
     public var id: String?
     public var role: ChatMessage.Role
     /// The item's text parts, joined by newlines.
     public var text: String
+    /// Set for a `function_call_output` or `function_call` item.
+    public var function: ConversationItem.Function?
+    /// `previous_item_id`: insert after this item rather than at the end (`"root"`: first).
+    public var previousItemID: String?
 
-    public init(id: String? = nil, role: ChatMessage.Role, text: String) {
+    public init(id: String? = nil, role: ChatMessage.Role, text: String, function: ConversationItem.Function? = nil, previousItemID: String? = nil) {
         self.id = id
         self.role = role
         self.text = text
+        self.function = function
+        self.previousItemID = previousItemID
     }
 
     static let maxIDBytes = 32
+    /// A function's output, or a client-made call's arguments, at most this long: the history's
+    /// whole text budget (`ConversationHistory`), which it could not outgrow anyway.
+    public static let maxFunctionTextBytes = 32 * 1024
 
-    static func parse(_ item: EventFields) throws(ProtocolError) -> NewConversationItem {
-        if let type = try item.string("type"), type != "message" {
-            throw item.invalid("type", "'\(type)' is not supported; Parley takes 'message' items")
-        }
+    static func parse(_ item: EventFields, previousItemID: String? = nil) throws(ProtocolError) -> NewConversationItem {
         let id = try item.string("id")
         if let id, id.isEmpty || id.utf8.count > maxIDBytes {
             throw item.invalid("id", "must be 1 to \(maxIDBytes) bytes")
         }
+        switch try item.string("type") ?? "message" {
+        case "message": break
+        case "function_call_output":
+            let callID = try item.requiredString("call_id")
+            let output = try item.requiredString("output")
+            guard output.utf8.count <= maxFunctionTextBytes else {
+                throw item.invalid("output", "is \(output.utf8.count) bytes; at most \(maxFunctionTextBytes) are allowed")
+            }
+            return NewConversationItem(id: id, role: .tool, text: "", function: .output(callID: callID, output: output), previousItemID: previousItemID)
+        case "function_call":
+            let callID = try item.requiredString("call_id")
+            let name = try item.requiredString("name")
+            let arguments = try item.string("arguments") ?? "{}"
+            guard arguments.utf8.count <= maxFunctionTextBytes else {
+                throw item.invalid("arguments", "is \(arguments.utf8.count) bytes; at most \(maxFunctionTextBytes) are allowed")
+            }
+            return NewConversationItem(id: id, role: .assistant, text: "", function: .call(callID: callID, name: name, arguments: arguments),
+                                       previousItemID: previousItemID)
+        case let type:
+            throw item.invalid("type", "must be 'message', 'function_call_output' or 'function_call', got '\(type)'")
+        }
         guard let roleName = try item.string("role") else { throw item.missing("role") }
-        guard let role = ChatMessage.Role(rawValue: roleName) else {
+        guard let role = ChatMessage.Role(rawValue: roleName), role != .tool else {
             throw item.invalid("role", "must be 'user', 'system' or 'assistant', got '\(roleName)'")
         }
         guard let content = try item.array("content") else { throw item.missing("content") }
@@ -104,7 +132,7 @@ public struct NewConversationItem: Sendable, Equatable {
                 throw fields.invalid("type", "must be 'input_text' or 'text', got '\(type)'")
             }
         }
-        return NewConversationItem(id: id, role: role, text: texts.joined(separator: "\n"))
+        return NewConversationItem(id: id, role: role, text: texts.joined(separator: "\n"), previousItemID: previousItemID)
     }
 }
 
@@ -113,6 +141,9 @@ public struct ResponseOverrides: Sendable, Equatable {
     public var instructions: String?
     public var outputModalities: OutputModalities?
     public var maxOutputTokens: SessionUpdate.TokenLimit?
+    /// This response's functions and choice, in place of the session's.
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice?
 
     public init(instructions: String? = nil, outputModalities: OutputModalities? = nil, maxOutputTokens: SessionUpdate.TokenLimit? = nil) {
         self.instructions = instructions
@@ -133,6 +164,8 @@ public struct ResponseOverrides: Sendable, Equatable {
         if let ga = try SessionUpdate.modalities(response, "output_modalities") { overrides.outputModalities = ga }
         overrides.maxOutputTokens = try SessionUpdate.tokenLimit(response, "max_response_output_tokens")
         if let ga = try SessionUpdate.tokenLimit(response, "max_output_tokens") { overrides.maxOutputTokens = ga }
+        overrides.tools = try ToolsField.tools(response)
+        overrides.toolChoice = try ToolsField.choice(response)
         return overrides
     }
 }

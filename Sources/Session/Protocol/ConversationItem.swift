@@ -18,20 +18,43 @@ public struct ConversationItem: Sendable, Equatable {
         case outputAudio(transcript: String)
     }
 
+    /// A function call or its output, which are items of their own in the Realtime API.
+    public enum Function: Sendable, Equatable {
+        case call(callID: String, name: String, arguments: String)
+        case output(callID: String, output: String)
+    }
+
     public var id: String
     public var role: ChatMessage.Role
     public var status: Status
     public var content: [Content]
+    /// Set for a `function_call` or `function_call_output` item; nil for a message.
+    public var function: Function?
 
-    public init(id: String, role: ChatMessage.Role, status: Status, content: [Content]) {
+    public init(id: String, role: ChatMessage.Role, status: Status, content: [Content], function: Function? = nil) {
         self.id = id
         self.role = role
         self.status = status
         self.content = content
+        self.function = function
     }
 
     func json(dialect: Dialect) -> JSON {
-        .object([
+        switch function {
+        case .call(let callID, let name, let arguments):
+            return .object([
+                ("id", .string(id)), ("object", .string("realtime.item")), ("type", .string("function_call")),
+                ("status", .string(status.rawValue)), ("call_id", .string(callID)), ("name", .string(name)), ("arguments", .string(arguments)),
+            ])
+        case .output(let callID, let output):
+            return .object([
+                ("id", .string(id)), ("object", .string("realtime.item")), ("type", .string("function_call_output")),
+                ("status", .string(status.rawValue)), ("call_id", .string(callID)), ("output", .string(output)),
+            ])
+        case nil:
+            break
+        }
+        return .object([
             ("id", .string(id)),
             ("object", .string("realtime.item")),
             ("type", .string("message")),

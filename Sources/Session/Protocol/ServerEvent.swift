@@ -26,6 +26,10 @@ public struct ServerEvent: Sendable, Equatable {
         case outputAudioTranscriptDone(ContentLocation, transcript: String)
         case contentPartDone(ContentLocation, part: ConversationItem.Content)
         case outputItemDone(responseID: String, outputIndex: Int, item: ConversationItem)
+        /// A piece of a function call's arguments as the model writes them.
+        case functionCallArgumentsDelta(FunctionCallLocation, delta: String)
+        /// The call's arguments, whole.
+        case functionCallArgumentsDone(FunctionCallLocation, name: String, arguments: String)
         case responseDone(RealtimeResponse)
         /// What the recogniser has added to a spoken turn's transcript while the user speaks.
         case inputAudioTranscriptionDelta(itemID: String, contentIndex: Int, delta: String)
@@ -59,5 +63,20 @@ public struct ContentLocation: Sendable, Equatable {
         self.itemID = itemID
         self.outputIndex = outputIndex
         self.contentIndex = contentIndex
+    }
+}
+
+/// Which call a function-call event is about: its response, item, place in the output, and id.
+public struct FunctionCallLocation: Sendable, Equatable {
+    public var responseID: String
+    public var itemID: String
+    public var outputIndex: Int
+    public var callID: String
+
+    public init(responseID: String, itemID: String, outputIndex: Int, callID: String) {
+        self.responseID = responseID
+        self.itemID = itemID
+        self.outputIndex = outputIndex
+        self.callID = callID
     }
 }

@@ -29,6 +29,8 @@ extension ServerEvent {
         case .outputAudioTranscriptDone: return ga ? "response.output_audio_transcript.done" : "response.audio_transcript.done"
         case .contentPartDone: return "response.content_part.done"
         case .outputItemDone: return "response.output_item.done"
+        case .functionCallArgumentsDelta: return "response.function_call_arguments.delta"
+        case .functionCallArgumentsDone: return "response.function_call_arguments.done"
         case .responseDone: return "response.done"
         case .inputAudioTranscriptionDelta: return "conversation.item.input_audio_transcription.delta"
         case .inputAudioTranscriptionCompleted: return "conversation.item.input_audio_transcription.completed"
@@ -57,6 +59,10 @@ extension ServerEvent {
             members.append(("response", response.json(dialect: dialect)))
         case .outputItemAdded(let responseID, let index, let item), .outputItemDone(let responseID, let index, let item):
             members += [("response_id", .string(responseID)), ("output_index", .int(index)), ("item", item.json(dialect: dialect))]
+        case .functionCallArgumentsDelta(let at, let delta):
+            members += at.members + [("delta", .string(delta))]
+        case .functionCallArgumentsDone(let at, let name, let arguments):
+            members += at.members + [("name", .string(name)), ("arguments", .string(arguments))]
         case .contentPartAdded(let at, let part), .contentPartDone(let at, let part):
             // The part of a content_part event is typed "text" or "audio" in both dialects (the GA
             // API's ResponseContentPartAddedEvent.Part); only an item's content says output_text.
@@ -87,5 +93,11 @@ extension ServerEvent {
 extension ContentLocation {
     var members: [(String, JSON)] {
         [("response_id", .string(responseID)), ("item_id", .string(itemID)), ("output_index", .int(outputIndex)), ("content_index", .int(contentIndex))]
+    }
+}
+
+extension FunctionCallLocation {
+    var members: [(String, JSON)] {
+        [("response_id", .string(responseID)), ("item_id", .string(itemID)), ("output_index", .int(outputIndex)), ("call_id", .string(callID))]
     }
 }

@@ -17,6 +17,7 @@ public struct SessionInfo: Sendable, Equatable {
         let c = configuration
         let maxTokens: JSON = c.maxOutputTokens.map(JSON.int) ?? .string("inf")
         let turnDetection = c.turnDetection?.json ?? .null
+        let tools = JSON.array(c.tools?.tools.map(\.json) ?? [])
         switch dialect {
         case .ga:
             return .object([
@@ -26,8 +27,8 @@ public struct SessionInfo: Sendable, Equatable {
                 ("model", .string(model)),
                 ("output_modalities", c.outputModalities.json(dialect: dialect)),
                 ("instructions", .string(c.instructions)),
-                ("tools", .array([])),
-                ("tool_choice", .string("auto")),
+                ("tools", tools),
+                ("tool_choice", c.toolChoice.json),
                 ("max_output_tokens", maxTokens),
                 ("tracing", .null),
                 ("audio", .object([
@@ -56,8 +57,8 @@ public struct SessionInfo: Sendable, Equatable {
                 ("output_audio_format", c.outputAudioFormat.json(dialect: dialect)),
                 ("input_audio_transcription", .null),
                 ("turn_detection", turnDetection),
-                ("tools", .array([])),
-                ("tool_choice", .string("auto")),
+                ("tools", tools),
+                ("tool_choice", c.toolChoice.json),
                 ("temperature", .number(0.8)),
                 ("max_response_output_tokens", maxTokens),
             ])

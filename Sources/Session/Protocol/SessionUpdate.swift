@@ -6,7 +6,7 @@ import JSON
 /// (`output_modalities`, `audio.input.format` as `{"type":"audio/pcm","rate":24000}`,
 /// `audio.input.turn_detection`, `audio.output.voice`, `max_output_tokens`) and the beta's flat
 /// fields (`modalities`, `input_audio_format: "pcm16"`, `turn_detection`, `voice`,
-/// `max_response_output_tokens`). Fields Parley does not act on (tools, temperature, transcription
+/// `max_response_output_tokens`), and `tools` with `tool_choice`. Fields Parley does not act on (temperature, transcription
 /// and noise-reduction settings, `semantic_vad`'s eagerness) are accepted and ignored, so SDK
 /// defaults do not fail.
 public struct SessionUpdate: Sendable, Equatable {
@@ -47,6 +47,9 @@ public struct SessionUpdate: Sendable, Equatable {
     public var outputAudioFormat: RealtimeAudioFormat?
     public var turnDetection: TurnDetectionChange?
     public var maxOutputTokens: TokenLimit?
+    /// The functions the model may call (an empty set removes them all).
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice?
     /// Where the formats were given, for an error that names the field.
     var inputAudioFormatParam = "session.input_audio_format"
     var outputAudioFormatParam = "session.output_audio_format"
@@ -82,6 +85,8 @@ public struct SessionUpdate: Sendable, Equatable {
         update.turnDetection = try turnDetection(session)
         update.maxOutputTokens = try tokenLimit(session, "max_response_output_tokens")
         if let ga = try tokenLimit(session, "max_output_tokens") { update.maxOutputTokens = ga }
+        update.tools = try ToolsField.tools(session)
+        update.toolChoice = try ToolsField.choice(session)
 
         if let audio = try session.object("audio") {
             if let input = try audio.object("input") {
