@@ -10,6 +10,8 @@ struct ConversationHistory: Sendable {
     struct Entry: Sendable {
         var id: String
         var message: ChatMessage
+        /// The item's content is audio (a spoken turn, a spoken reply), as `retrieve` shows it.
+        var audio = false
     }
 
     let maxMessages: Int
@@ -31,8 +33,18 @@ struct ConversationHistory: Sendable {
         textBytes + entries.capacity * MemoryLayout<Entry>.stride + entries.reduce(0) { $0 + ($1.id.utf8.count > 15 ? $1.id.utf8.count : 0) }
     }
 
-    mutating func append(id: String, _ message: ChatMessage) {
-        insert(id: id, message, at: entries.count)
+    mutating func append(id: String, _ message: ChatMessage, audio: Bool = false) {
+        insert(id: id, message, at: entries.count, audio: audio)
+    }
+
+    func entry(_ id: String) -> Entry? { entries.last { $0.id == id } }
+
+    /// Removes item `id`; false if the conversation does not hold it.
+    mutating func delete(_ id: String) -> Bool {
+        guard let index = entries.lastIndex(where: { $0.id == id }) else { return false }
+        remove(at: index)
+        if lastItemID == id { lastItemID = entries.last?.id }
+        return true
     }
 
     /// Where `previous_item_id` puts a new item: first for `"root"`, after the item it names, or
@@ -42,10 +54,10 @@ struct ConversationHistory: Sendable {
         return entries.lastIndex { $0.id == previousID }.map { $0 + 1 }
     }
 
-    mutating func insert(id: String, _ message: ChatMessage, at index: Int) {
+    mutating func insert(id: String, _ message: ChatMessage, at index: Int, audio: Bool = false) {
         var message = message
         if message.text.utf8.count > maxTextBytes { message.text = Self.prefix(of: message.text, bytes: maxTextBytes) }
-        entries.insert(Entry(id: id, message: message), at: index)
+        entries.insert(Entry(id: id, message: message, audio: audio), at: index)
         textBytes += message.text.utf8.count + Self.callBytes(message)
         if index == entries.count - 1 { lastItemID = id }
         trim()

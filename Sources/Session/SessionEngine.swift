@@ -133,6 +133,9 @@ public struct SessionEngine: Sendable {
     private var partialTranscript = ""
     /// A response asked for (by VAD or the client) while a transcript was pending.
     private var deferredResponse: ResponseOverrides?
+    /// The last spoken reply and how long its audio is: what a client's truncation is measured
+    /// against (the one a client truncates is the one it is playing).
+    private var lastSpokenReply: (itemID: String, audioMs: Int)?
     /// What one call to `handle` produces; always empty between calls.
     private var outbox: [SessionAction] = []
 
@@ -266,7 +269,71 @@ public struct SessionEngine: Sendable {
                 return
             }
             cancel(response.id, reason: "client_cancelled")
+        case .conversationItemRetrieve(let itemID):
+            guard let entry = conversation.entry(itemID) else { return itemNotFound(itemID, event) }
+            emit(.conversationItemRetrieved(Self.item(entry)))
+        case .conversationItemDelete(let itemID):
+            if let response, response.itemID == itemID || response.calls.contains(where: { $0.itemID == itemID }) {
+                return emitError(.invalidRequest, "invalid_value", "item '\(itemID)' belongs to the response in progress; cancel it first", event)
+            }
+            guard conversation.delete(itemID) else { return itemNotFound(itemID, event) }
+            emit(.conversationItemDeleted(itemID: itemID))
+        case .conversationItemTruncate(let itemID, let contentIndex, let audioEndMs):
+            truncate(itemID, contentIndex: contentIndex, audioEndMs: audioEndMs, event)
         }
+    }
+
+    private mutating func itemNotFound(_ itemID: String, _ event: ClientEvent) {
+        emitError(.invalidRequest, "item_not_found", "item '\(itemID)' is not in the conversation", event)
+    }
+
+    /// The client played only `audioEndMs` of a spoken reply (it was interrupted): the history keeps
+    /// the part of the transcript that was heard, in proportion to the audio played when the
+    /// reply's length is known, cut back to a word, so the model does not "remember" saying the rest.
+    private mutating func truncate(_ itemID: String, contentIndex: Int, audioEndMs: Int, _ event: ClientEvent) {
+        guard let entry = conversation.entry(itemID) else { return itemNotFound(itemID, event) }
+        guard entry.message.role == .assistant, entry.audio else {
+            return emitError(.invalidRequest, "invalid_value", "item '\(itemID)' holds no assistant audio to truncate", event)
+        }
+        guard contentIndex == 0 else {
+            return emitError(.invalidRequest, "invalid_value", "'content_index' must be 0: a reply has one audio part", event)
+        }
+        if let spoken = lastSpokenReply, spoken.itemID == itemID {
+            guard audioEndMs <= spoken.audioMs else {
+                return emitError(.invalidRequest, "invalid_value", "'audio_end_ms' \(audioEndMs) is past the item's audio (\(spoken.audioMs) ms)", event)
+            }
+            let text = entry.message.text
+            let keep = spoken.audioMs == 0 ? 0 : text.count * audioEndMs / spoken.audioMs
+            conversation.setText(Self.wordPrefix(of: text, characters: keep), of: itemID)
+        }
+        emit(.conversationItemTruncated(itemID: itemID, contentIndex: contentIndex, audioEndMs: audioEndMs))
+    }
+
+    /// The first `characters` of `text`, cut back to the end of a word (all of it when it fits).
+    static func wordPrefix(of text: String, characters: Int) -> String {
+        guard characters < text.count else { return text }
+        let cut = text.prefix(max(0, characters))
+        guard let space = cut.lastIndex(where: { $0 == " " || $0 == "\n" }) else { return "" }
+        return String(cut[..<space])
+    }
+
+    /// An item of the history as the Realtime API shows it.
+    private static func item(_ entry: ConversationHistory.Entry) -> ConversationItem {
+        let message = entry.message
+        if let call = message.toolCalls.first {
+            return ConversationItem(id: entry.id, role: .assistant, status: .completed, content: [],
+                                    function: .call(callID: call.id, name: call.name, arguments: call.arguments))
+        }
+        if message.role == .tool, let callID = message.toolCallID {
+            return ConversationItem(id: entry.id, role: .tool, status: .completed, content: [], function: .output(callID: callID, output: message.text))
+        }
+        let content: ConversationItem.Content = switch (message.role, entry.audio) {
+        case (.assistant, true): .outputAudio(transcript: message.text)
+        case (.assistant, false): .outputText(message.text)
+        case (_, true): .inputAudio(transcript: message.spokenMilliseconds == nil ? message.text : nil)
+        case (_, false): .inputText(message.text)
+        }
+        return ConversationItem(id: entry.id, role: message.role, status: .completed, content: [content])
     }
 
     private mutating func turnDetectionChanged() {
@@ -368,7 +435,7 @@ public struct SessionEngine: Sendable {
         emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
         let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)])
         emit(.conversationItemCreated(item, previousItemID: previous))
-        conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)))
+        conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)), audio: true)
     }
 
     // MARK: Transcription
@@ -466,7 +533,7 @@ public struct SessionEngine: Sendable {
                 emit(.contentPartAdded(at, part: Self.part(modalities, text: "")))
                 // Its place in the conversation is taken now, empty until it ends: an item added
                 // while it streams comes after it, in the history as in `previous_item_id`.
-                conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""))
+                conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""), audio: modalities.contains(.audio))
             }
             let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: response?.messageOutputIndex ?? 0)
             emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
@@ -600,6 +667,8 @@ public struct SessionEngine: Sendable {
 
     private mutating func speechOutput(_ id: String, _ event: SpeechOutputEvent) {
         switch event {
+        case .spoken(let itemID, let audioMs):
+            lastSpokenReply = (itemID, audioMs)
         case .interrupted(let itemID, let playedMs):
             // The response is over by now (cancelled); the client learns where its audio stopped.
             emit(.conversationItemTruncated(itemID: itemID, contentIndex: 0, audioEndMs: playedMs))

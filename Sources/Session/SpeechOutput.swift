@@ -194,6 +194,7 @@ final class SpeechOutput {
             return encodeNext()
         }
         over = true
+        report(.spoken(itemID: location.itemID, audioMs: sentMs))
         report(.finished)
     }
 }

@@ -101,7 +101,8 @@ import Loop
         #expect(unknown?.code == .unknownEvent)
         #expect(unknown?.message == "unknown event type 'respnse.create'")
         #expect(unknown?.eventID == "x")
-        #expect(rejection(#"{"type":"conversation.item.delete","item_id":"a"}"#)?.code == .unsupportedEvent)
+        #expect(rejection(#"{"type":"transcription_session.update","session":{}}"#)?.code == .unsupportedEvent)
+        #expect(rejection(#"{"type":"conversation.item.delete"}"#)?.code == .missingField)
     }
 
     @Test func missingTypeIsAMissingField() {

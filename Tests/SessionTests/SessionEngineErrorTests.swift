@@ -51,9 +51,9 @@ import Loop
 
     @Test func unsupportedRealtimeEventsSaySo() throws {
         var h = try EngineHarness()
-        let actions = h.client(#"{"type":"conversation.item.truncate","item_id":"x","content_index":0,"audio_end_ms":10}"#)
+        let actions = h.client(#"{"type":"transcription_session.update","session":{}}"#)
         #expect(actions.errors.first?.code == "unsupported_event")
-        #expect(actions.errors.first?.message == "event type 'conversation.item.truncate' is not supported by Parley")
+        #expect(actions.errors.first?.message == "event type 'transcription_session.update' is not supported by Parley")
     }
 
     /// On /ws, whose input is Opus until a session.update says pcm16, an append is refused before

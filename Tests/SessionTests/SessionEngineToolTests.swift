@@ -177,3 +177,54 @@ import Session
         #expect(h.client(#"{"type":"conversation.item.create","previous_item_id":"ghost","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"x"}]}}"#).types == ["error"])
     }
 }
+
+/// `conversation.item.retrieve`, `.delete` and `.truncate`: what the OpenAI Agents SDK sends after
+/// every transcription and on every barge-in.
+@Suite struct SessionEngineItemTests {
+    @Test func retrieveShowsTheItemAndDeleteRemovesIt() throws {
+        var h = try EngineHarness.manual()
+        _ = h.start()
+        _ = h.client(#"{"type":"conversation.item.create","item":{"id":"q1","type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#)
+        let retrieved = h.client(#"{"type":"conversation.item.retrieve","item_id":"q1"}"#)
+        #expect(retrieved.types == ["conversation.item.retrieved"])
+        guard case .conversationItemRetrieved(let item) = retrieved.events[0].kind else { return }
+        #expect(item.id == "q1" && item.role == .user && item.content == [.inputText("hi")])
+
+        #expect(h.client(#"{"type":"conversation.item.delete","item_id":"q1"}"#).types == ["conversation.item.deleted"])
+        #expect(h.engine.history.isEmpty)
+        let gone = h.client(#"{"type":"conversation.item.retrieve","event_id":"r2","item_id":"q1"}"#)
+        #expect(gone.errors.first?.code == "item_not_found")
+        #expect(h.client(#"{"type":"conversation.item.delete","item_id":"nope"}"#).errors.first?.code == "item_not_found")
+    }
+
+    @Test func aSpokenReplyIsCutToWhatWasHeard() throws {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.turnDetection = nil
+        options.configuration.outputModalities = .audio
+        var h = try EngineHarness(options: options)
+        _ = h.start()
+        _ = h.say("tell me")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let added = h.delta(model.id, "one two three four five six seven eight")
+        guard case .outputItemAdded(_, _, let item) = added.events[0].kind else { Issue.record("\(added.types)"); return }
+        _ = h.finish(model.id)
+        _ = h.engine.handle(.speechOutput(responseID: model.id, .spoken(itemID: item.id, audioMs: 4000)))
+        _ = h.engine.handle(.speechOutput(responseID: model.id, .finished))
+
+        let truncated = h.client(#"{"type":"conversation.item.truncate","item_id":"\#(item.id)","content_index":0,"audio_end_ms":2000}"#)
+        #expect(truncated.types == ["conversation.item.truncated"])
+        #expect(h.engine.history.last?.text == "one two three four")
+        let retrieved = h.client(#"{"type":"conversation.item.retrieve","item_id":"\#(item.id)"}"#)
+        guard case .conversationItemRetrieved(let cut) = retrieved.events.first?.kind else { return }
+        #expect(cut.content == [.outputAudio(transcript: "one two three four")])
+        #expect(h.client(#"{"type":"conversation.item.truncate","item_id":"\#(item.id)","content_index":0,"audio_end_ms":9000}"#).types == ["error"])
+        #expect(h.client(#"{"type":"conversation.item.truncate","item_id":"\#(item.id)","content_index":1,"audio_end_ms":0}"#).types == ["error"])
+    }
+
+    @Test func textItemsHaveNoAudioToTruncate() throws {
+        var h = try EngineHarness.manual()
+        _ = h.start()
+        _ = h.client(#"{"type":"conversation.item.create","item":{"id":"a1","type":"message","role":"assistant","content":[{"type":"text","text":"hello"}]}}"#)
+        #expect(h.client(#"{"type":"conversation.item.truncate","item_id":"a1","content_index":0,"audio_end_ms":10}"#).errors.first?.code == "invalid_value")
+    }
+}

@@ -17,6 +17,12 @@ public struct ClientEvent: Sendable, Equatable {
         case responseCreate(ResponseOverrides)
         /// `response.cancel`; `responseID` is optional in the API.
         case responseCancel(responseID: String?)
+        /// `conversation.item.retrieve`: the item as the server holds it.
+        case conversationItemRetrieve(itemID: String)
+        /// `conversation.item.delete`
+        case conversationItemDelete(itemID: String)
+        /// `conversation.item.truncate`: the client played only `audioEndMs` of an assistant's audio.
+        case conversationItemTruncate(itemID: String, contentIndex: Int, audioEndMs: Int)
     }
 
     /// The client's own `event_id`, echoed in any `error` event about this one.
@@ -31,7 +37,6 @@ public struct ClientEvent: Sendable, Equatable {
     /// Client events of the Realtime API that Parley does not implement: they get an
     /// `unsupported_event` error rather than `unknown_event`, so the client knows it was understood.
     static let unsupportedTypes: Set<String> = [
-        "conversation.item.retrieve", "conversation.item.truncate", "conversation.item.delete",
         "output_audio_buffer.clear", "transcription_session.update",
     ]
 
@@ -52,6 +57,14 @@ public struct ClientEvent: Sendable, Equatable {
             return .responseCreate(try ResponseOverrides.parse(try event.object("response")))
         case "response.cancel":
             return .responseCancel(responseID: try event.string("response_id"))
+        case "conversation.item.retrieve":
+            return .conversationItemRetrieve(itemID: try event.requiredString("item_id"))
+        case "conversation.item.delete":
+            return .conversationItemDelete(itemID: try event.requiredString("item_id"))
+        case "conversation.item.truncate":
+            guard let contentIndex = try event.integer("content_index", in: 0...Int(Int32.max)) else { throw event.missing("content_index") }
+            guard let audioEndMs = try event.integer("audio_end_ms", in: 0...Int(Int32.max)) else { throw event.missing("audio_end_ms") }
+            return .conversationItemTruncate(itemID: try event.requiredString("item_id"), contentIndex: contentIndex, audioEndMs: audioEndMs)
         case _ where unsupportedTypes.contains(type):
             throw ProtocolError(.unsupportedEvent, "event type '\(type)' is not supported by Parley", param: "type")
         default:

@@ -38,6 +38,8 @@ public struct ServerEvent: Sendable, Equatable {
         /// A spoken reply cut short (barge-in, cancel): the audio the client had been sent time
         /// to play, so it can drop the rest; the item's transcript stays whole.
         case conversationItemTruncated(itemID: String, contentIndex: Int, audioEndMs: Int)
+        case conversationItemRetrieved(ConversationItem)
+        case conversationItemDeleted(itemID: String)
         case error(EventError)
     }
 

@@ -36,6 +36,8 @@ extension ServerEvent {
         case .inputAudioTranscriptionCompleted: return "conversation.item.input_audio_transcription.completed"
         case .inputAudioTranscriptionFailed: return "conversation.item.input_audio_transcription.failed"
         case .conversationItemTruncated: return "conversation.item.truncated"
+        case .conversationItemRetrieved: return "conversation.item.retrieved"
+        case .conversationItemDeleted: return "conversation.item.deleted"
         case .error: return "error"
         }
     }
@@ -83,6 +85,10 @@ extension ServerEvent {
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("error", error.json)]
         case .conversationItemTruncated(let itemID, let index, let ms):
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("audio_end_ms", .int(ms))]
+        case .conversationItemRetrieved(let item):
+            members.append(("item", item.json(dialect: dialect)))
+        case .conversationItemDeleted(let itemID):
+            members.append(("item_id", .string(itemID)))
         case .error(let error):
             members.append(("error", error.json))
         }
