@@ -22,19 +22,36 @@ public enum MockLLMServer {
 
 /// One streamed reply, paced by the loop's timers. Its pending timer keeps it alive; when the
 /// client leaves, the stream's close handler cancels the timer and so lets it go.
+///
+/// A reply is a list of pieces, each one event of the stream at the configured pace: words of
+/// text, and for a reply that calls tools (see `MockTools.swift`) each call's start and the pieces
+/// of its arguments.
 final class MockReply {
     enum Format { case openAI, anthropic }
+
+    enum Piece {
+        /// Text, with its leading space.
+        case text(String)
+        /// The start of call `i` (its id and name).
+        case call(Int)
+        /// A piece of call `i`'s arguments text.
+        case arguments(Int, String)
+    }
 
     let request: HTTPRequest
     let stream: HTTPResponseStream
     let format: Format
     private var options: MockLLMOptions
-    private var words: [String] = []
+    private var pieces: [Piece] = []
+    private var calls: [MockToolCall] = []
     private var sent = 0
     private var promptTokens = 0
     private var model = "parley-mock"
     private var includeUsage = false
     private var pending: ScheduledTask?
+    /// Anthropic: the index of the open content block, and how many have been started.
+    private var openBlock: Int?
+    private var blocks = 0
 
     init(request: HTTPRequest, stream: HTTPResponseStream, defaults: MockLLMOptions, format: Format) {
         self.request = request
@@ -54,11 +71,19 @@ final class MockReply {
         guard let messages = body["messages"]?.array, !messages.isEmpty else {
             return fail(.badRequest, type: "invalid_request_error", "'messages' must be a non-empty array")
         }
+        let tools: MockToolRequest
+        let results: [MockToolResult]?
+        do throws(MockBadRequest) {
+            tools = try MockToolRequest(body: body, format: format)
+            results = try MockToolResult.trailing(messages, format: format)
+        } catch {
+            return fail(.badRequest, type: "invalid_request_error", error.message)
+        }
         model = body["model"]?.string ?? model
         includeUsage = body["stream_options"]?["include_usage"]?.bool ?? false
         let texts = messages.map(Self.text)
         promptTokens = texts.reduce(0) { $0 + $1.split(separator: " ").count } + (body["system"]?.string?.split(separator: " ").count ?? 0)
-        words = Self.reply(to: texts.last ?? "", tokens: options.replyTokens)
+        plan(tools: tools, results: results, last: messages[messages.count - 1], prompt: texts.last ?? "")
         switch options.fault {
         case .serverError: return fail(.internalServerError, type: "server_error", "injected fault: internal error")
         case .rateLimited: return fail(.tooManyRequests, type: "rate_limit_error", "injected fault: rate limited", retryAfter: true)
@@ -71,18 +96,48 @@ final class MockReply {
         pending = stream.loop.schedule(after: options.timeToFirstToken) { self.sendNext() }
     }
 
+    /// What to answer: text that uses the tool results the conversation ends with; calls to the
+    /// tools the user's last message names (after a few words if it asks for them); or made-up text.
+    private func plan(tools: MockToolRequest, results: [MockToolResult]?, last: JSON, prompt: String) {
+        if let results {
+            pieces = Self.textPieces(MockToolResult.answer(results).split(separator: " ").map(String.init))
+            return
+        }
+        let chosen = last["role"]?.string == "user" ? tools.calls(for: prompt) : []
+        guard !chosen.isEmpty else {
+            pieces = Self.textPieces(Self.reply(to: prompt, tokens: options.replyTokens))
+            return
+        }
+        calls = chosen.map { tool in
+            MockToolCall(id: MockToolCall.id(prefix: format == .openAI ? "call_" : "toolu_"), name: tool.name,
+                         arguments: MockToolMatcher.arguments(for: tool.schema, prompt: prompt))
+        }
+        if MockToolMatcher.wantsPreamble(prompt) { pieces = Self.textPieces(["Let", "me", "check", "that."]) }
+        for (i, call) in calls.enumerated() {
+            pieces.append(.call(i))
+            pieces += call.argumentPieces.map { .arguments(i, $0) }
+        }
+    }
+
+    static func textPieces(_ words: [String]) -> [Piece] {
+        words.enumerated().map { i, word in .text((i == 0 ? "" : " ") + word) }
+    }
+
+    /// The reply's text, all pieces of it.
+    private var replyText: String {
+        pieces.reduce(into: "") { text, piece in if case .text(let s) = piece { text += s } }
+    }
+
     // MARK: Streaming
 
     private func sendNext() {
         guard stream.isOpen else { return }
-        if sent < words.count {
-            let word = (sent == 0 ? "" : " ") + words[sent]
+        if sent < pieces.count {
+            let piece = pieces[sent]
             sent += 1
-            stream.write(format == .openAI ? openAIChunk(content: word) : anthropicEvent("content_block_delta",
-                .object([("type", .string("content_block_delta")), ("index", .int(0)),
-                         ("delta", .object([("type", .string("text_delta")), ("text", .string(word))]))])))
+            stream.write(format == .openAI ? openAIChunk(piece) : anthropicEvents(piece))
             if options.fault == .stall && sent == 1 { return }  // and never another byte
-            if options.fault == .drop && sent == min(3, words.count) { return stream.abort() }
+            if options.fault == .drop && sent == min(3, pieces.count) { return stream.abort() }
             pending = stream.loop.schedule(after: 1 / options.tokensPerSecond) { self.sendNext() }
             return
         }
@@ -90,21 +145,41 @@ final class MockReply {
         stream.end()
     }
 
-    private func openAIChunk(content: String?, finish: String? = nil, usage: Bool = false) -> String {
+    private func openAIChunk(_ piece: Piece) -> String {
         var delta: [(String, JSON)] = []
-        if sent <= 1 && finish == nil { delta.append(("role", .string("assistant"))) }
-        if let content { delta.append(("content", .string(content))) }
+        if sent == 1 { delta.append(("role", .string("assistant"))) }
+        switch piece {
+        case .text(let text):
+            delta.append(("content", .string(text)))
+        case .call(let i):
+            if sent == 1 { delta.append(("content", .null)) }
+            delta.append(("tool_calls", .array([.object([
+                ("index", .int(i)), ("id", .string(calls[i].id)), ("type", .string("function")),
+                ("function", .object([("name", .string(calls[i].name)), ("arguments", .string(""))])),
+            ])])))
+        case .arguments(let i, let text):
+            delta.append(("tool_calls", .array([.object([("index", .int(i)), ("function", .object([("arguments", .string(text))]))])])))
+        }
+        return openAIChunk(delta: delta, finish: nil)
+    }
+
+    /// A chunk with one choice, or (`delta` nil) the usage chunk, whose choices are empty.
+    private func openAIChunk(delta: [(String, JSON)]?, finish: String?) -> String {
         var fields: [(String, JSON)] = [("id", .string("chatcmpl-mock")), ("object", .string("chat.completion.chunk")),
                                         ("created", .int(0)), ("model", .string(model))]
-        fields.append(("choices", usage ? .array([]) : .array([.object([("index", .int(0)), ("delta", .object(delta)),
-                                                                        ("finish_reason", finish.map(JSON.string) ?? .null)])])))
-        if usage { fields.append(("usage", usageJSON(prompt: "prompt_tokens", completion: "completion_tokens"))) }
+        if let delta {
+            fields.append(("choices", .array([.object([("index", .int(0)), ("delta", .object(delta)),
+                                                       ("finish_reason", finish.map(JSON.string) ?? .null)])])))
+        } else {
+            fields.append(("choices", .array([])))
+            fields.append(("usage", usageJSON(prompt: "prompt_tokens", completion: "completion_tokens")))
+        }
         return "data: \(JSON.object(fields).description)\n\n"
     }
 
     private func finishOpenAI() {
-        stream.write(openAIChunk(content: nil, finish: "stop"))
-        if includeUsage { stream.write(openAIChunk(content: nil, usage: true)) }
+        stream.write(openAIChunk(delta: [], finish: calls.isEmpty ? "stop" : "tool_calls"))
+        if includeUsage { stream.write(openAIChunk(delta: nil, finish: nil)) }
         stream.write("data: [DONE]\n\n")
     }
 
@@ -113,14 +188,48 @@ final class MockReply {
             ("id", .string("msg_mock")), ("type", .string("message")), ("role", .string("assistant")), ("model", .string(model)),
             ("content", .array([])), ("usage", .object([("input_tokens", .int(promptTokens)), ("output_tokens", .int(0))])),
         ]))])))
-        stream.write(anthropicEvent("content_block_start", .object([("type", .string("content_block_start")), ("index", .int(0)),
-                                                                    ("content_block", .object([("type", .string("text")), ("text", .string(""))]))])))
+        // A text reply's block opens at once, as before; a call's block when the call starts.
+        if case .call = pieces.first {} else {
+            stream.write(startBlock(.object([("type", .string("text")), ("text", .string(""))])))
+        }
+    }
+
+    private func anthropicEvents(_ piece: Piece) -> String {
+        switch piece {
+        case .text(let text):
+            let start = openBlock == nil ? startBlock(.object([("type", .string("text")), ("text", .string(""))])) : ""
+            return start + blockDelta(.object([("type", .string("text_delta")), ("text", .string(text))]))
+        case .call(let i):
+            return closeBlock() + startBlock(.object([("type", .string("tool_use")), ("id", .string(calls[i].id)),
+                                                      ("name", .string(calls[i].name)), ("input", .object([]))]))
+        case .arguments(_, let text):
+            return blockDelta(.object([("type", .string("input_json_delta")), ("partial_json", .string(text))]))
+        }
+    }
+
+    private func startBlock(_ block: JSON) -> String {
+        let index = blocks
+        blocks += 1
+        openBlock = index
+        return anthropicEvent("content_block_start", .object([("type", .string("content_block_start")), ("index", .int(index)),
+                                                              ("content_block", block)]))
+    }
+
+    private func blockDelta(_ delta: JSON) -> String {
+        anthropicEvent("content_block_delta", .object([("type", .string("content_block_delta")), ("index", .int(openBlock ?? 0)),
+                                                       ("delta", delta)]))
+    }
+
+    private func closeBlock() -> String {
+        guard let index = openBlock else { return "" }
+        openBlock = nil
+        return anthropicEvent("content_block_stop", .object([("type", .string("content_block_stop")), ("index", .int(index))]))
     }
 
     private func finishAnthropic() {
-        stream.write(anthropicEvent("content_block_stop", .object([("type", .string("content_block_stop")), ("index", .int(0))])))
+        stream.write(closeBlock())
         stream.write(anthropicEvent("message_delta", .object([("type", .string("message_delta")),
-                                                              ("delta", .object([("stop_reason", .string("end_turn"))])),
+                                                              ("delta", .object([("stop_reason", .string(calls.isEmpty ? "end_turn" : "tool_use"))])),
                                                               ("usage", .object([("output_tokens", .int(sent))]))])))
         stream.write(anthropicEvent("message_stop", .object([("type", .string("message_stop"))])))
     }
@@ -134,17 +243,32 @@ final class MockReply {
     // MARK: Whole answers and errors
 
     private func respondWhole() {
-        sent = words.count
-        let text = words.joined(separator: " ")
-        let body: JSON = format == .openAI
-            ? .object([("id", .string("chatcmpl-mock")), ("object", .string("chat.completion")), ("created", .int(0)), ("model", .string(model)),
-                       ("choices", .array([.object([("index", .int(0)), ("message", .object([("role", .string("assistant")), ("content", .string(text))])),
-                                                    ("finish_reason", .string("stop"))])])),
-                       ("usage", usageJSON(prompt: "prompt_tokens", completion: "completion_tokens"))])
-            : .object([("id", .string("msg_mock")), ("type", .string("message")), ("role", .string("assistant")), ("model", .string(model)),
-                       ("content", .array([.object([("type", .string("text")), ("text", .string(text))])])),
-                       ("stop_reason", .string("end_turn")),
-                       ("usage", .object([("input_tokens", .int(promptTokens)), ("output_tokens", .int(sent))]))])
+        sent = pieces.count
+        let text = replyText
+        let body: JSON
+        switch format {
+        case .openAI:
+            var message: [(String, JSON)] = [("role", .string("assistant")), ("content", calls.isEmpty || !text.isEmpty ? .string(text) : .null)]
+            if !calls.isEmpty {
+                message.append(("tool_calls", .array(calls.map { call in
+                    .object([("id", .string(call.id)), ("type", .string("function")),
+                             ("function", .object([("name", .string(call.name)), ("arguments", .string(call.argumentsText))]))])
+                })))
+            }
+            body = .object([("id", .string("chatcmpl-mock")), ("object", .string("chat.completion")), ("created", .int(0)), ("model", .string(model)),
+                            ("choices", .array([.object([("index", .int(0)), ("message", .object(message)),
+                                                         ("finish_reason", .string(calls.isEmpty ? "stop" : "tool_calls"))])])),
+                            ("usage", usageJSON(prompt: "prompt_tokens", completion: "completion_tokens"))])
+        case .anthropic:
+            var content: [JSON] = calls.isEmpty || !text.isEmpty ? [.object([("type", .string("text")), ("text", .string(text))])] : []
+            content += calls.map { call in
+                .object([("type", .string("tool_use")), ("id", .string(call.id)), ("name", .string(call.name)), ("input", call.arguments)])
+            }
+            body = .object([("id", .string("msg_mock")), ("type", .string("message")), ("role", .string("assistant")), ("model", .string(model)),
+                            ("content", .array(content)),
+                            ("stop_reason", .string(calls.isEmpty ? "end_turn" : "tool_use")),
+                            ("usage", .object([("input_tokens", .int(promptTokens)), ("output_tokens", .int(sent))]))])
+        }
         stream.start(.ok, headers: [("Content-Type", "application/json")])
         stream.write(body.description)
         stream.end()
