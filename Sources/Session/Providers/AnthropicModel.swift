@@ -58,7 +58,7 @@ public struct AnthropicModel: LanguageModel {
         }
         switch data["type"]?.string ?? event.name {
         case "content_block_delta":
-            return data["delta"]?["text"].flatMap(\.string).map { .delta($0) } ?? .nothing
+            return data["delta"]?["text"].flatMap(\.string).map { .events([.delta($0)]) } ?? .nothing
         case "message_start":
             ending.usage = Usage(inputTokens: data["message"]?["usage"]?["input_tokens"]?.int ?? 0, outputTokens: 0)
             return .nothing

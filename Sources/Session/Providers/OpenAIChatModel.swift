@@ -50,7 +50,7 @@ public struct OpenAIChatModel: LanguageModel {
         }
         let choice = chunk["choices"]?.array?.first
         if choice?["finish_reason"]?.string == "length" { ending.reason = .length }
-        if let text = choice?["delta"]?["content"]?.string, !text.isEmpty { return .delta(text) }
+        if let text = choice?["delta"]?["content"]?.string, !text.isEmpty { return .events([.delta(text)]) }
         return .nothing
     }
 }
