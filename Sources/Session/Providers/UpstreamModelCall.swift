@@ -11,18 +11,36 @@ final class UpstreamModelCall: ModelCall {
     /// what it says about the end of the reply.
     typealias Decode = (ServerSentEventParser.Event, inout Ending) -> DecodeResult
 
-    /// What the stream has said about how the reply ends: providers report usage and the stop
-    /// reason in events before the last.
+    /// What the stream has said so far beyond its events: providers report usage and the stop
+    /// reason in events before the last, and number function calls across events.
     struct Ending {
         var usage: Usage?
         var reason = FinishReason.stop
+        /// The ids of the reply's function calls so far, by their index among its calls (0 up,
+        /// in the order they started).
+        var toolCallIDs: [String] = []
+        /// Each call's index by the upstream's own number for it (OpenAI's `tool_calls[].index`,
+        /// Anthropic's content block index).
+        var toolCallIndexes: [Int: Int] = [:]
+
+        /// Numbers a new call `upstreamIndex` (which now names it, if it named an earlier one).
+        mutating func startToolCall(_ upstreamIndex: Int?, id: String) -> Int {
+            let index = toolCallIDs.count
+            toolCallIDs.append(id)
+            if let upstreamIndex { toolCallIndexes[upstreamIndex] = index }
+            return index
+        }
     }
 
+    /// What one SSE event means. One event may carry several model events (text and pieces of
+    /// several function calls in one OpenAI chunk), or none; those are deltas and function
+    /// calls only, as the end of the reply is `.done` or `.failed`.
     enum DecodeResult {
-        case nothing
-        case delta(String)
+        case events([ModelEvent])
         case done
         case failed(ModelError)
+
+        static var nothing: DecodeResult { .events([]) }
     }
 
     private let onEvent: (ModelEvent) -> Void
@@ -75,14 +93,17 @@ final class UpstreamModelCall: ModelCall {
         do { events = try parser.feed(bytes) } catch { return fail(ModelError(code: "upstream_error", message: "an upstream event was too large")) }
         for event in events where !finished {
             switch decode(event, &ending) {
-            case .nothing: break
-            case .delta(let text):
-                if !firstDeltaSeen {
-                    firstDeltaSeen = true
-                    SessionMetrics.shared.firstToken.observe(nanoseconds: receivedAt &- startedAt)
+            case .events(let decoded):
+                // The session may cancel the call from inside `onEvent`: nothing more after that.
+                for modelEvent in decoded where !finished {
+                    guard case .delta = modelEvent else { onEvent(modelEvent); continue }
+                    if !firstDeltaSeen {
+                        firstDeltaSeen = true
+                        SessionMetrics.shared.firstToken.observe(nanoseconds: receivedAt &- startedAt)
+                    }
+                    onEvent(modelEvent)
+                    SessionMetrics.shared.serverAdded.observe(nanoseconds: MonotonicClock.nanoseconds() &- receivedAt)
                 }
-                onEvent(.delta(text))
-                SessionMetrics.shared.serverAdded.observe(nanoseconds: MonotonicClock.nanoseconds() &- receivedAt)
             case .done: finish()
             case .failed(let error): fail(error)
             }
