@@ -700,7 +700,9 @@ public struct SessionEngine: Sendable {
             output.append((current.messageOutputIndex, item))
             conversation.setText(current.text, of: current.itemID)
         }
-        for call in current.calls {
+        for var call in current.calls {
+            // A call without arguments (Anthropic streams an empty input) takes none: "{}".
+            if call.arguments.isEmpty { call.arguments = "{}" }
             let at = FunctionCallLocation(responseID: current.id, itemID: call.itemID, outputIndex: call.outputIndex, callID: call.callID)
             emit(.functionCallArgumentsDone(at, name: call.name, arguments: call.arguments))
             let item = ConversationItem(id: call.itemID, role: .assistant, status: itemStatus, content: [],
