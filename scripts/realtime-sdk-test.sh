@@ -123,4 +123,19 @@ openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key
     -copy_extensions copyall -out "$WORK/server.pem" >/dev/null 2>&1 || die "openssl could not sign the server certificate" 2
 round_trip https --ca "$WORK/ca.pem" -- --tls-cert "$WORK/server.pem" --tls-key "$WORK/server.key"
 
-say "passed over ws and wss (openai $OPENAI_VERSION)"
+# Function calling: the server's model is parley mock-llm (started here), which calls a declared
+# tool when the prompt names it and answers with the tool's output.
+"$PARLEY_BIN" mock-llm --host 127.0.0.1 --port 0 --loops 1 --first-token-ms 5 --tokens-per-second 1000 > "$WORK/mock.out" 2> "$WORK/mock.err" &
+MOCK_PID=$!
+trap 'kill $MOCK_PID 2>/dev/null || true; cleanup' EXIT
+mock_port=""
+for _ in $(seq 100); do
+    kill -0 "$MOCK_PID" 2>/dev/null || { cat "$WORK/mock.out" "$WORK/mock.err" >&2; die "mock-llm exited before listening" 2; }
+    line="$(head -n 1 "$WORK/mock.out")"
+    if [[ "$line" =~ ^parley\ mock-llm\ listening\ on\ http://127\.0\.0\.1:([0-9]+)/ ]]; then mock_port="${BASH_REMATCH[1]}"; break; fi
+    sleep 0.1
+done
+[[ -n "$mock_port" ]] || die "no listening line from mock-llm within 10 s" 2
+round_trip http --tools -- --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
+
+say "passed over ws and wss, tools included (openai $OPENAI_VERSION)"

@@ -239,8 +239,86 @@ async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     c.check(f"{n}: connection still open after the errors", True, "input_audio_buffer.clear answered")
 
 
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+async def tool_round_trip(s: Session, *, ga: bool, model: str) -> None:
+    """A function call through the SDK's typed calls: tools declared, the model's call streamed,
+    the output sent back as a function_call_output item, the answer using it."""
+    c = s.checks
+    n = s.name
+    text_delta = "response.output_text.delta" if ga else "response.text.delta"
+    await s.expect("session.created")
+    update: dict[str, Any] = {"tools": [WEATHER_TOOL], "tool_choice": "auto", "instructions": INSTRUCTIONS}
+    if ga:
+        update["type"] = "realtime"
+        update["output_modalities"] = ["text"]
+    else:
+        update["modalities"] = ["text"]
+    await s.conn.session.update(session=update)
+    data, _ = await s.expect("session.updated")
+    tools = (data.get("session") or {}).get("tools") or []
+    c.check(f"{n}: session.updated reports the tool", [t.get("name") for t in tools] == ["get_weather"], f"got {short(tools)}")
+
+    await s.conn.conversation.item.create(item={"type": "message", "role": "user",
+                                                "content": [{"type": "input_text", "text": "what's the weather in Paris"}]})
+    await s.expect("conversation.item.created")
+    await s.conn.response.create()
+    deltas: list[str] = []
+    call: dict[str, Any] | None = None
+    while True:
+        data, parsed = await s.next_event("response.done")
+        kind = data.get("type")
+        if kind == "error":
+            raise Abort(f"error during the call: {short(data)}")
+        if kind == "response.function_call_arguments.delta":
+            deltas.append(data.get("delta", ""))
+        if kind == "response.function_call_arguments.done":
+            call = data
+            c.check(f"{n}: the SDK parses function_call_arguments.done", getattr(parsed, "call_id", None) == data.get("call_id"))
+        if kind == "response.done":
+            response = data.get("response") or {}
+            break
+    if call is None:
+        raise Abort("no response.function_call_arguments.done")
+    arguments = json.loads(call.get("arguments") or "{}")
+    c.check(f"{n}: the model called get_weather for Paris", call.get("name") == "get_weather" and arguments.get("city") == "Paris",
+            f"got {short(call)}")
+    c.check(f"{n}: the arguments streamed as deltas", "".join(deltas) == call.get("arguments"), f"deltas {deltas!r}")
+    output = response.get("output") or []
+    c.check(f"{n}: response.done holds the function_call item",
+            response.get("status") == "completed" and any(item.get("type") == "function_call" and item.get("call_id") == call.get("call_id") for item in output),
+            f"got {short(response)}")
+
+    await s.conn.conversation.item.create(item={"type": "function_call_output", "call_id": call["call_id"],
+                                                "output": json.dumps({"temperature_c": 21, "sky": "clear"})})
+    data, _ = await s.expect("conversation.item.created")
+    c.check(f"{n}: function_call_output accepted", (data.get("item") or {}).get("type") == "function_call_output", f"got {short(data)}")
+    await s.conn.response.create()
+    text = ""
+    while True:
+        data, _ = await s.next_event("response.done")
+        if data.get("type") == "error":
+            raise Abort(f"error after the output: {short(data)}")
+        if data.get("type") == text_delta:
+            text += data.get("delta", "")
+        if data.get("type") == "response.done":
+            break
+    c.check(f"{n}: the answer uses the tool's output", "21" in text and "get_weather" in text, f"got {text!r}")
+
+    # An output for a call that was never made is refused, and the session goes on.
+    await s.conn.conversation.item.create(item={"type": "function_call_output", "call_id": "call_never_made", "output": "x"},
+                                          event_id="evt_sdk_badcall")
+    await s.expect_error("function_call_output for an unknown call_id", "invalid_value", "evt_sdk_badcall")
+
+
 async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any], models: dict[str, type[pydantic.BaseModel]],
-                     *, ga: bool, model: str, timeout: float) -> None:
+                     *, ga: bool, model: str, timeout: float, tools: bool = False) -> None:
     try:
         async with asyncio.timeout(timeout * 6):
             manager = open_manager()
@@ -253,7 +331,7 @@ async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any],
             s = Session(name, conn, models, checks, timeout)
             try:
                 checks.check(f"{name}: connected", True)
-                await round_trip(s, ga=ga, model=model)
+                await (tool_round_trip if tools else round_trip)(s, ga=ga, model=model)
             finally:
                 try:
                     await asyncio.wait_for(manager.__aexit__(None, None, None), timeout)
@@ -274,6 +352,7 @@ async def main() -> int:
     parser.add_argument("--model", default="gpt-realtime")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds for each wait")
     parser.add_argument("--ca", help="PEM CA certificate to trust for an https:// base URL (wss)")
+    parser.add_argument("--tools", action="store_true", help="a function-call round trip instead (the server's model must call tools: mock-llm)")
     args = parser.parse_args()
     # For wss: the websockets client verifies the server against this CA (and checks the name).
     options = {"ssl": ssl.create_default_context(cafile=args.ca)} if args.ca else {}
@@ -285,7 +364,7 @@ async def main() -> int:
 
     client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
     await run_client(checks, "ga", lambda: client.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(GAEvent),
-                     ga=True, model=args.model, timeout=args.timeout)
+                     ga=True, model=args.model, timeout=args.timeout, tools=args.tools)
 
     beta = getattr(getattr(client, "beta", None), "realtime", None)
     if beta is None or not hasattr(beta, "connect"):
@@ -299,7 +378,7 @@ async def main() -> int:
         checks.note(f"beta: the SDK's beta client dials wss:// whatever base_url says; using websocket_base_url={ws_url}")
         beta_client = AsyncOpenAI(base_url=args.base_url, websocket_base_url=ws_url, api_key="sk-parley-sdk-test", max_retries=0)
         await run_client(checks, "beta", lambda: beta_client.beta.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(BetaEvent),
-                         ga=False, model=args.model, timeout=args.timeout)
+                         ga=False, model=args.model, timeout=args.timeout, tools=args.tools)
 
     print(f"sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
     return 0 if checks.failed == 0 and checks.passed > 0 else 1
