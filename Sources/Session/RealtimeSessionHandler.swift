@@ -176,8 +176,19 @@ final class RealtimeSessionHandler: WebSocketHandler {
         updateAccount()
     }
 
+    /// When each of the model's calls was handed to the client, until its output comes back (a
+    /// few at most: a response's parallel calls).
+    private var callsOut: [(callID: String, at: UInt64)] = []
+
     private func timeTurnTaking(_ event: ServerEvent) {
         switch event.kind {
+        case .functionCallArgumentsDone(let at, _, _):
+            if callsOut.count >= 16 { callsOut.removeFirst() }
+            callsOut.append((at.callID, MonotonicClock.nanoseconds()))
+        case .conversationItemCreated(let item, _):
+            guard case .output(let callID, _) = item.function, let index = callsOut.firstIndex(where: { $0.callID == callID }) else { break }
+            metrics.toolTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- callsOut[index].at)
+            callsOut.remove(at: index)
         case .speechStopped: speechStoppedAt = MonotonicClock.nanoseconds()
         case .responseCreated:
             if let stopped = speechStoppedAt { metrics.speechToResponse.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped) }

@@ -24,6 +24,12 @@ public final class SessionMetrics: Sendable {
                              help: "How far behind real time each audio frame was when its processing (decode, resampling, VAD, turn-taking) ended, by the stream's own clock; meaningful for clients that stream at real-time pace.",
                              bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10])
 
+    let toolCalls = MetricFamily(name: "parley_tool_calls_total", help: "Function calls the model made, by how their response ended.",
+                                 labels: ["completed", "incomplete"].map { "status=\"\($0)\"" })
+    let toolTime = Histogram(name: "parley_tool_client_seconds",
+                             help: "From a function call's arguments being done to the client's function_call_output for it: the client's tool time.",
+                             bounds: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60])
+
     public func render() -> String {
         var out = PrometheusText()
         sessionsOpen.render(into: &out)
@@ -34,6 +40,8 @@ public final class SessionMetrics: Sendable {
         speechToResponse.render(into: &out)
         audioFrames.render(into: &out)
         audioLag.render(into: &out)
+        toolCalls.render(into: &out)
+        toolTime.render(into: &out)
         return out.text
     }
 
@@ -41,7 +49,12 @@ public final class SessionMetrics: Sendable {
     func record(_ event: ServerEvent) {
         switch event.kind {
         case .responseCreated: turns.add(1)
-        case .responseDone(let response): responses.add(1, labels: "status=\"\(response.status.rawValue)\"")
+        case .responseDone(let response):
+            responses.add(1, labels: "status=\"\(response.status.rawValue)\"")
+            for item in response.output {
+                guard case .call = item.function else { continue }
+                toolCalls.add(1, labels: item.status == .completed ? "status=\"completed\"" : "status=\"incomplete\"")
+            }
         default: break
         }
     }

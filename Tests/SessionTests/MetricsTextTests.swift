@@ -72,7 +72,13 @@ import Metrics
             parley_audio_input_frames_total{result="processed"} 0
             parley_audio_input_frames_total{result="rejected"} 0
 
-            """ + session.audioLag.render()
+            """ + session.audioLag.render() + """
+            # HELP parley_tool_calls_total Function calls the model made, by how their response ended.
+            # TYPE parley_tool_calls_total counter
+            parley_tool_calls_total{status="completed"} 0
+            parley_tool_calls_total{status="incomplete"} 0
+
+            """ + session.toolTime.render()
         #expect(session.render() == expected)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }

@@ -59,5 +59,8 @@ import Upstream
         let text = second.filter { $0["type"]?.string == "response.output_text.delta" }.compactMap { $0["delta"]?.string }.joined()
         #expect(text.contains("get_weather") && text.contains("21"), "\(text)")
         #expect(second.last?["response"]?["status"]?.string == "completed")
+        // Process-wide series (other tests add to them too): at least this round trip's.
+        #expect((server.metric("parley_tool_calls_total{status=\"completed\"}") ?? 0) >= 1)
+        #expect((server.metric("parley_tool_client_seconds_count") ?? 0) >= 1)
     }
 }
