@@ -198,6 +198,8 @@ async def run(args: argparse.Namespace, checks: Checks) -> None:
     try:
         checks.check("connected through the model config's url", True, args.url)
         await conversation(session, model, recorder, calls, checks)
+    except Abort as error:  # counted here, so that the report below knows a check failed
+        checks.check("round trip", False, str(error))
     finally:
         try:
             await asyncio.wait_for(session.close(), 5)

@@ -73,6 +73,7 @@ public struct SessionEngine: Sendable {
         var calls: [Call] = []
         var nextOutputIndex = 0
         let tools: ToolSet?
+        let metadata: JSON?
         /// Spoken: its end waits for the speech to be sent.
         var speaks = false
         /// How it ended, held while the last of its speech goes out.
@@ -95,8 +96,9 @@ public struct SessionEngine: Sendable {
         }
 
         init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
-             maxTextBytes: Int, inputTokens: Int, tools: ToolSet?) {
+             maxTextBytes: Int, inputTokens: Int, tools: ToolSet?, metadata: JSON?) {
             self.tools = tools
+            self.metadata = metadata
             self.id = id
             self.itemID = itemID
             self.modalities = modalities
@@ -500,7 +502,8 @@ public struct SessionEngine: Sendable {
         if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
         let new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
                            voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens,
-                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages), tools: tools)
+                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages), tools: tools,
+                           metadata: overrides.metadata)
         response = new
         response?.speaks = synthesizes && new.modalities.contains(.audio)
         // It sees the whole history, so it answers any turn that was waiting too.
@@ -677,7 +680,6 @@ public struct SessionEngine: Sendable {
             emit(.error(EventError(type: .server, code: error.code, message: "the reply could not be spoken: \(error.message)")))
         case .finished:
             guard let current = response, current.id == id, let ending = current.ending else { return }
-            if current.itemStarted { emit(.outputAudioDone(ContentLocation(responseID: id, itemID: current.itemID, outputIndex: current.messageOutputIndex))) }
             finish(ending.status, details: ending.details, usage: ending.usage)
         }
     }
@@ -692,6 +694,8 @@ public struct SessionEngine: Sendable {
         let itemStatus: ConversationItem.Status = status == .completed ? .completed : .incomplete
         if current.itemStarted {
             let at = ContentLocation(responseID: current.id, itemID: current.itemID, outputIndex: current.messageOutputIndex)
+            // A spoken reply's audio ends here however the response ends: spoken out, cancelled or failed.
+            if current.speaks { emit(.outputAudioDone(at)) }
             let part = Self.part(current.modalities, text: current.text)
             emit(current.modalities.contains(.audio) ? .outputAudioTranscriptDone(at, transcript: current.text) : .outputTextDone(at, text: current.text))
             emit(.contentPartDone(at, part: part))
@@ -723,7 +727,8 @@ public struct SessionEngine: Sendable {
 
     private func snapshot(_ r: Response, status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails?, output: [ConversationItem], usage: Usage?) -> RealtimeResponse {
         RealtimeResponse(id: r.id, conversationID: conversationID, status: status, statusDetails: details, output: output, usage: usage,
-                         outputModalities: r.modalities, voice: r.voice, outputAudioFormat: r.outputAudioFormat, maxOutputTokens: r.maxOutputTokens)
+                         outputModalities: r.modalities, voice: r.voice, outputAudioFormat: r.outputAudioFormat, maxOutputTokens: r.maxOutputTokens,
+                         metadata: r.metadata)
     }
 
     // MARK: Emitting

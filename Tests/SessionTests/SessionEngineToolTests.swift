@@ -228,3 +228,36 @@ import Session
         #expect(h.client(#"{"type":"conversation.item.truncate","item_id":"a1","content_index":0,"audio_end_ms":10}"#).errors.first?.code == "invalid_value")
     }
 }
+
+@Suite struct SessionEngineResponseDetailTests {
+    @Test func metadataIsEchoedOnResponseCreatedAndDone() throws {
+        var h = try EngineHarness.manual()
+        _ = h.start()
+        _ = h.say("hi")
+        let started = h.client(#"{"type":"response.create","response":{"metadata":{"topic":"greeting"}}}"#)
+        guard case .responseCreated(let created) = started.events.first?.kind else { Issue.record("\(started.types)"); return }
+        #expect(created.metadata?["topic"]?.string == "greeting")
+        let model = try started.model()
+        _ = h.delta(model.id, "hello")
+        guard case .responseDone(let done) = h.finish(model.id).events.last?.kind else { return }
+        #expect(done.metadata?["topic"]?.string == "greeting")
+        let json = try JSON(parsing: started.events[0].json(dialect: .ga))
+        #expect(json["response"]?["metadata"]?["topic"]?.string == "greeting")
+        let tooMany = (0..<17).map { "\"k\($0)\":\"v\"" }.joined(separator: ",")
+        #expect(h.client(#"{"type":"response.create","response":{"metadata":{\#(tooMany)}}}"#).types == ["error"])
+    }
+
+    @Test func aCancelledSpokenReplyStillEndsItsAudio() throws {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.turnDetection = nil
+        options.configuration.outputModalities = .audio
+        var h = try EngineHarness(options: options)
+        _ = h.start()
+        _ = h.say("tell me")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        _ = h.delta(model.id, "one two three")
+        let cancelled = h.client(#"{"type":"response.cancel"}"#)
+        #expect(cancelled.types.contains("response.output_audio.done"))
+        #expect(cancelled.types.firstIndex(of: "response.output_audio.done")! < cancelled.types.firstIndex(of: "response.done")!)
+    }
+}

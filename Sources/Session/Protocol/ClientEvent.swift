@@ -157,6 +157,8 @@ public struct ResponseOverrides: Sendable, Equatable {
     /// This response's functions and choice, in place of the session's.
     public var tools: ToolSet?
     public var toolChoice: ToolChoice?
+    /// Up to 16 string pairs the client attaches, echoed in `response.created` and `.done`.
+    public var metadata: JSON?
 
     public init(instructions: String? = nil, outputModalities: OutputModalities? = nil, maxOutputTokens: SessionUpdate.TokenLimit? = nil) {
         self.instructions = instructions
@@ -179,6 +181,14 @@ public struct ResponseOverrides: Sendable, Equatable {
         if let ga = try SessionUpdate.tokenLimit(response, "max_output_tokens") { overrides.maxOutputTokens = ga }
         overrides.tools = try ToolsField.tools(response)
         overrides.toolChoice = try ToolsField.choice(response)
+        if let metadata = try response.object("metadata") {
+            // As the Realtime API limits it: 16 keys of up to 64 characters, string values of up to 512.
+            let pairs = metadata.members.object ?? []
+            guard pairs.count <= 16, pairs.allSatisfy({ $0.0.count <= 64 && ($0.1.string.map { $0.count <= 512 } ?? false) }) else {
+                throw response.invalid("metadata", "must hold at most 16 keys of up to 64 characters, each with a string of up to 512")
+            }
+            overrides.metadata = metadata.members
+        }
         return overrides
     }
 }

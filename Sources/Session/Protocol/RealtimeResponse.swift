@@ -27,9 +27,13 @@ public struct RealtimeResponse: Sendable, Equatable {
     public var voice: String
     public var outputAudioFormat: RealtimeAudioFormat
     public var maxOutputTokens: Int?
+    /// The client's `metadata` from `response.create`, echoed as given.
+    public var metadata: JSON?
 
     public init(id: String, conversationID: String, status: Status, statusDetails: StatusDetails? = nil, output: [ConversationItem] = [],
-                usage: Usage? = nil, outputModalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?) {
+                usage: Usage? = nil, outputModalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
+                metadata: JSON? = nil) {
+        self.metadata = metadata
         self.id = id
         self.conversationID = conversationID
         self.status = status
@@ -67,7 +71,7 @@ public struct RealtimeResponse: Sendable, Equatable {
                 ("max_output_tokens", maxTokens),
             ]
         }
-        members += [("usage", usage?.json ?? .null), ("metadata", .null)]
+        members += [("usage", usage?.json ?? .null), ("metadata", metadata ?? .null)]
         return .object(members)
     }
 

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# A function-tool round trip with the OpenAI Agents SDK's realtime agents (openai-agents, Python)
+# against a Parley server started here on loopback: a RealtimeAgent with a function_tool, run by
+# RealtimeRunner on the SDK's own WebSocket model pointed at Parley by its `url` option. Parley's
+# model is `parley mock-llm` (started here too), which calls a declared tool when the prompt names
+# it and answers with the tool's output. The checks themselves are in scripts/agents_sdk_client.py.
+#
+# Usage:
+#   scripts/agents-sdk-test.sh                                # uses .build/debug/parley
+#   PARLEY_BIN=.build-sdk/debug/parley scripts/agents-sdk-test.sh
+#
+# Environment:
+#   PARLEY_BIN      server binary (default: .build/debug/parley; build it with `swift build`)
+#   PYTHON3         Python 3 for the venv (default: python3)
+#   AGENTS_TIMEOUT  seconds for the client's whole run (default: 20)
+#
+# The venv .venv-agents is made once and reused while its marker file names the same pinned versions.
+# Exit status: 0 all checks passed; 1 a check failed; 2 setup failed (venv, PyPI, server start).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PARLEY_BIN="${PARLEY_BIN:-.build/debug/parley}"
+PYTHON3="${PYTHON3:-python3}"
+AGENTS_TIMEOUT="${AGENTS_TIMEOUT:-20}"
+
+# openai-agents 0.24.0, with the openai and websockets releases it resolved to when this was written
+# pinned as well (the SDK validates server events against openai's models and dials with websockets).
+AGENTS_VERSION="0.24.0"
+OPENAI_VERSION="3.54.0"
+WEBSOCKETS_VERSION="16.1.1"
+VENV="$ROOT/.venv-agents"
+MARKER="$VENV/.parley-agents-pins"
+PINS="openai-agents==$AGENTS_VERSION openai==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
+
+say() { echo "agents-sdk-test: $*"; }
+die() { echo "agents-sdk-test: FAILED: $1" >&2; exit "${2:-1}"; }
+
+# --- the venv, cached -----------------------------------------------------------------------------
+if [[ ! -x "$VENV/bin/python" || "$(cat "$MARKER" 2>/dev/null)" != "$PINS" ]]; then
+    say "installing $PINS into .venv-agents (once)"
+    rm -rf "$VENV"
+    "$PYTHON3" -m venv "$VENV" || die "could not create the venv with $PYTHON3 -m venv (Debian: apt-get install python3-venv)" 2
+    pip_status=0
+    # shellcheck disable=SC2086
+    timeout 300 "$VENV/bin/pip" install --quiet --disable-pip-version-check $PINS || pip_status=$?
+    if [[ $pip_status -ne 0 ]]; then
+        rm -rf "$VENV"
+        [[ $pip_status -eq 124 ]] && die "pip install $PINS did not finish within 300 s (is PyPI reachable from this machine?)" 2
+        die "pip could not install $PINS from PyPI (exit $pip_status; is PyPI reachable from this machine? see pip's message above)" 2
+    fi
+    echo "$PINS" > "$MARKER"
+fi
+
+# --- mock-llm and the server ----------------------------------------------------------------------
+[[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
+
+WORK="$(mktemp -d)"
+MOCK_PID=""
+SERVER_PID=""
+stop() {   # stop PID: TERM, up to 5 s, then KILL
+    local pid=$1
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+}
+cleanup() { stop "$SERVER_PID"; stop "$MOCK_PID"; SERVER_PID=""; MOCK_PID=""; rm -rf "$WORK"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+logs() {
+    echo "--- server stdout:"; cat "$WORK/server.out" 2>/dev/null
+    echo "--- server stderr:"; cat "$WORK/server.err" 2>/dev/null
+    echo "--- mock-llm stderr:"; cat "$WORK/mock.err" 2>/dev/null
+} >&2
+
+# wait_listening PID FILE REGEX WHAT: the port from the first line of FILE, within 10 s.
+wait_listening() {
+    local pid=$1 file=$2 regex=$3 what=$4 line
+    for _ in $(seq 100); do
+        if ! kill -0 "$pid" 2>/dev/null; then logs; die "$what exited before listening" 2; fi
+        line="$(head -n 1 "$file")"
+        if [[ "$line" =~ $regex ]]; then PORT="${BASH_REMATCH[1]}"; return 0; fi
+        sleep 0.1
+    done
+    logs; die "no listening line from $what within 10 s" 2
+}
+
+"$PARLEY_BIN" mock-llm --host 127.0.0.1 --port 0 --loops 1 --first-token-ms 5 --tokens-per-second 1000 > "$WORK/mock.out" 2> "$WORK/mock.err" &
+MOCK_PID=$!
+PORT=""
+wait_listening "$MOCK_PID" "$WORK/mock.out" '^parley mock-llm listening on http://127\.0\.0\.1:([0-9]+)/' "parley mock-llm"
+mock_port=$PORT
+
+"$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock \
+    > "$WORK/server.out" 2> "$WORK/server.err" &
+SERVER_PID=$!
+wait_listening "$SERVER_PID" "$WORK/server.out" '^parley listening on http://127\.0\.0\.1:([0-9]+)/' "parley serve"
+port=$PORT
+
+healthy=""
+for _ in $(seq 50); do   # up to about 10 s
+    if curl -fsS --max-time 1 -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null; then healthy=1; break; fi
+    sleep 0.1
+done
+[[ -n "$healthy" ]] || { logs; die "http://127.0.0.1:$port/healthz did not answer 200" 2; }
+say "$PARLEY_BIN serving on 127.0.0.1:$port, its model parley mock-llm on 127.0.0.1:$mock_port"
+
+# --- the client -----------------------------------------------------------------------------------
+status=0
+timeout 120 "$VENV/bin/python" scripts/agents_sdk_client.py --url "ws://127.0.0.1:$port/v1/realtime?model=gpt-realtime" \
+    --timeout "$AGENTS_TIMEOUT" || status=$?
+if [[ $status -ne 0 ]]; then
+    logs
+    [[ $status -eq 124 ]] && die "the Agents SDK client did not finish within 120 s"
+    die "Agents SDK round trip against Parley failed (exit $status; see the FAIL lines above)"
+fi
+kill -0 "$SERVER_PID" 2>/dev/null || { logs; die "the server died during the run"; }
+
+say "passed (openai-agents $AGENTS_VERSION)"
