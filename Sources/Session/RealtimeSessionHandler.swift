@@ -47,6 +47,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
                                             transcribes: endpoint.speech.transcriber != nil,
                                             synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
         options.configuration = SessionConfiguration()
+        options.transcriptionModel = endpoint.speech.transcriber?.name
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
         if allowsOpus { options.configuration.inputAudioFormat = .opus }
         // ... and whose page plays Opus back: with a synthesiser, /ws replies are spoken.

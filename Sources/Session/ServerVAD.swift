@@ -14,6 +14,26 @@ public struct ServerVAD: Sendable, Equatable {
     public var createResponse = true
     /// Cancel the response in flight when the user starts speaking (barge-in).
     public var interruptResponse = true
+    /// Set when the client asked for `semantic_vad`: Parley has no semantic model, so its energy
+    /// detector serves it, the eagerness choosing how much silence ends a turn (`silenceMs`).
+    public var semanticEagerness: Eagerness?
+    /// With server VAD: after a response, this long without the user speaking commits the silence
+    /// as a turn and answers it (`input_audio_buffer.timeout_triggered`); nil: never.
+    public var idleTimeoutMs: Int?
+
+    /// `semantic_vad`'s `eagerness`, and the silence that ends a turn for each: low waits longest
+    /// (the user may pause mid-thought), high answers soonest; auto is medium, as in the API.
+    public enum Eagerness: String, Sendable, Equatable, CaseIterable {
+        case low, medium, high, auto
+
+        var silenceMs: Int {
+            switch self {
+            case .low: 1000
+            case .medium, .auto: 500
+            case .high: 250
+            }
+        }
+    }
 
     public init(threshold: Double = 0.5, prefixPaddingMs: Int = 300, silenceDurationMs: Int = 500,
                 createResponse: Bool = true, interruptResponse: Bool = true) {
@@ -27,15 +47,25 @@ public struct ServerVAD: Sendable, Equatable {
     static let thresholdRange = 0.0...1.0
     static let prefixPaddingRange = 0...10_000
     static let silenceDurationRange = 0...10_000
+    static let idleTimeoutRange = 5_000...30_000
 }
 
 extension ServerVAD {
     var json: JSON {
-        .object([
+        if let eagerness = semanticEagerness {
+            return .object([
+                ("type", .string("semantic_vad")),
+                ("eagerness", .string(eagerness.rawValue)),
+                ("create_response", .bool(createResponse)),
+                ("interrupt_response", .bool(interruptResponse)),
+            ])
+        }
+        return .object([
             ("type", .string("server_vad")),
             ("threshold", .number(threshold)),
             ("prefix_padding_ms", .int(prefixPaddingMs)),
             ("silence_duration_ms", .int(silenceDurationMs)),
+            ("idle_timeout_ms", idleTimeoutMs.map(JSON.int) ?? .null),
             ("create_response", .bool(createResponse)),
             ("interrupt_response", .bool(interruptResponse)),
         ])

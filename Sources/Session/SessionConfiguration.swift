@@ -53,6 +53,14 @@ public struct SessionConfiguration: Sendable, Equatable {
             if let v = change.silenceDurationMs { vad.silenceDurationMs = v }
             if let v = change.createResponse { vad.createResponse = v }
             if let v = change.interruptResponse { vad.interruptResponse = v }
+            // semantic_vad is served by the energy detector: its eagerness sets the silence.
+            vad.semanticEagerness = change.semanticEagerness
+            if let eagerness = change.semanticEagerness {
+                vad.silenceDurationMs = eagerness.silenceMs
+                vad.idleTimeoutMs = nil
+            } else if let v = change.idleTimeoutMs {
+                vad.idleTimeoutMs = v
+            }
             next.turnDetection = vad
         }
         switch update.maxOutputTokens {

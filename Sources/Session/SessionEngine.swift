@@ -31,6 +31,8 @@ public struct SessionEngine: Sendable {
         public var maxHistoryTextBytes: Int
         /// A recogniser is there: spoken turns are transcribed, and answered once their text is in.
         public var transcribes: Bool
+        /// Its name, as `session.created` reports it (`transcription.model`).
+        public var transcriptionModel: String?
         /// A synthesiser is there: replies with the audio modality are spoken.
         public var synthesizes: Bool
 
@@ -114,6 +116,7 @@ public struct SessionEngine: Sendable {
     public let allowsOpus: Bool
     public let transcribes: Bool
     public let synthesizes: Bool
+    private let transcriptionModel: String?
     public private(set) var configuration: SessionConfiguration
     private var ids: IDGenerator
     private var conversation: ConversationHistory
@@ -135,6 +138,9 @@ public struct SessionEngine: Sendable {
     private var partialTranscript = ""
     /// A response asked for (by VAD or the client) while a transcript was pending.
     private var deferredResponse: ResponseOverrides?
+    /// Session milliseconds since which the user has been quiet after a response, for server VAD's
+    /// `idle_timeout_ms`; nil while that clock is not running (a turn or response in progress).
+    private var idleSinceMs: Int?
     /// The last spoken reply and how long its audio is: what a client's truncation is measured
     /// against (the one a client truncates is the one it is playing).
     private var lastSpokenReply: (itemID: String, audioMs: Int)?
@@ -147,6 +153,7 @@ public struct SessionEngine: Sendable {
         model = options.model
         allowsOpus = options.allowsOpus
         transcribes = options.transcribes
+        transcriptionModel = options.transcriptionModel ?? "parley"
         synthesizes = options.synthesizes
         configuration = options.configuration
         conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
@@ -374,6 +381,7 @@ public struct SessionEngine: Sendable {
             case .speechStopped(let ms): speechStopped(atMs: vadOriginMs + ms)
             }
         }
+        checkIdleTimeout()
         if let vad, speech == nil {
             // Between turns only the padding the next start may reach back for is worth keeping
             // (plus the detector's look-back of up to 130 ms, and some margin).
@@ -381,7 +389,20 @@ public struct SessionEngine: Sendable {
         }
     }
 
+    /// `idle_timeout_ms`: the user said nothing for that long after a response. The silence is
+    /// committed as a turn and answered, so the model can ask whether anyone is still there.
+    private mutating func checkIdleTimeout() {
+        guard let timeout = configuration.turnDetection?.idleTimeoutMs, let since = idleSinceMs, speech == nil, response == nil,
+              pendingTranscripts.isEmpty, audio.totalMs - since >= timeout else { return }
+        idleSinceMs = nil
+        let itemID = ids.make("item")
+        emit(.inputAudioTimeoutTriggered(audioStartMs: since, audioEndMs: audio.totalMs, itemID: itemID))
+        commit(itemID: itemID, spokenMs: 0)
+        if configuration.turnDetection?.createResponse ?? true { startResponse(ResponseOverrides()) }
+    }
+
     private mutating func speechStarted(atMs ms: Int) {
+        idleSinceMs = nil
         let itemID = ids.make("item")
         speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0))
         audio.keep(from: ms * InputAudioBuffer.samplesPerMs)
@@ -718,6 +739,7 @@ public struct SessionEngine: Sendable {
         let written = current.text + current.calls.map { $0.name + $0.arguments }.joined()
         let usage = usage ?? Usage(inputTokens: current.inputTokens, outputTokens: Usage.estimatedTokens(written))
         emit(.responseDone(snapshot(current, status: status, details: details, output: output.sorted { $0.index < $1.index }.map(\.item), usage: usage)))
+        if configuration.turnDetection?.idleTimeoutMs != nil { idleSinceMs = audio.totalMs }
         answerWaitingTurn()
     }
 
@@ -738,7 +760,9 @@ public struct SessionEngine: Sendable {
         ServerEvent(eventID: ids.make("event"), kind)
     }
 
-    private var sessionInfo: SessionInfo { SessionInfo(id: sessionID, model: model, configuration: configuration) }
+    private var sessionInfo: SessionInfo {
+        SessionInfo(id: sessionID, model: model, configuration: configuration, transcriptionModel: transcribes ? transcriptionModel : nil)
+    }
 
     private mutating func emit(_ kind: ServerEvent.Kind) {
         outbox.append(.send(ServerEvent(eventID: ids.make("event"), kind)))

@@ -261,3 +261,27 @@ import Session
         #expect(cancelled.types.firstIndex(of: "response.output_audio.done")! < cancelled.types.firstIndex(of: "response.done")!)
     }
 }
+
+@Suite struct SessionEngineIdleTimeoutTests {
+    @Test func silenceAfterAResponsePastIdleTimeoutIsCommittedAndAnswered() throws {
+        var h = try EngineHarness()
+        _ = h.start()
+        #expect(h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","idle_timeout_ms":5000}}}"#).types == ["session.updated"])
+        _ = h.say("hello")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        _ = h.delta(model.id, "hi there")
+        _ = h.finish(model.id)
+        let frame = [Int16](repeating: 0, count: 320)  // 20 ms of silence at 16 kHz
+        let quiet = (0..<240).flatMap { _ in h.audio(frame) }  // 4.8 s
+        #expect(!quiet.types.contains("input_audio_buffer.timeout_triggered"))
+        let timeout = (0..<20).flatMap { _ in h.audio(frame) }  // past 5 s
+        #expect(timeout.types.prefix(4) == ["input_audio_buffer.timeout_triggered", "input_audio_buffer.committed", "conversation.item.created", "response.created"])
+        guard case .inputAudioTimeoutTriggered(let start, let end, let itemID) = timeout.events.first?.kind else { return }
+        #expect(end - start >= 5000)
+        guard case .inputAudioCommitted(let committed, _) = timeout.events[1].kind else { return }
+        #expect(committed == itemID)
+        // Once: not again until the next response has ended.
+        let more = (0..<300).flatMap { _ in h.audio(frame) }
+        #expect(!more.types.contains("input_audio_buffer.timeout_triggered"))
+    }
+}

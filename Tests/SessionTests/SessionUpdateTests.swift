@@ -1,5 +1,5 @@
 import Testing
-import Session
+@testable import Session
 
 @Suite struct SessionUpdateTests {
     private func update(_ session: String) throws(ProtocolError) -> SessionUpdate {
@@ -78,7 +78,22 @@ import Session
     @Test func semanticVADIsServedByTheServerDetector() throws {
         let u = try update(#"{"instructions":"Hi.","audio":{"input":{"turn_detection":{"type":"semantic_vad","eagerness":"auto","interrupt_response":false}}}}"#)
         #expect(u.instructions == "Hi.")
-        #expect(u.turnDetection == .serverVAD(SessionUpdate.ServerVADChange(interruptResponse: false)))
+        #expect(u.turnDetection == .serverVAD(SessionUpdate.ServerVADChange(interruptResponse: false, semanticEagerness: .auto)))
+    }
+
+    @Test func semanticEagernessSetsTheSilenceAndIsReportedBack() throws {
+        for (eagerness, silence) in [("low", 1000), ("medium", 500), ("high", 250), ("auto", 500)] {
+            var configuration = SessionConfiguration()
+            try configuration.apply(try update(#"{"turn_detection":{"type":"semantic_vad","eagerness":"\#(eagerness)"}}"#), allowsOpus: false)
+            #expect(configuration.turnDetection?.silenceDurationMs == silence)
+            #expect(configuration.turnDetection?.json["type"]?.string == "semantic_vad")
+            #expect(configuration.turnDetection?.json["eagerness"]?.string == eagerness)
+        }
+        #expect(throws: ProtocolError.self) { try update(#"{"turn_detection":{"type":"semantic_vad","eagerness":"eager"}}"#) }
+        var configuration = SessionConfiguration()
+        try configuration.apply(try update(#"{"turn_detection":{"type":"server_vad","idle_timeout_ms":6000}}"#), allowsOpus: false)
+        #expect(configuration.turnDetection?.idleTimeoutMs == 6000 && configuration.turnDetection?.json["idle_timeout_ms"]?.int == 6000)
+        #expect(throws: ProtocolError.self) { try update(#"{"turn_detection":{"type":"server_vad","idle_timeout_ms":10}}"#) }
     }
 
     @Test func outOfRangeMessageSaysTheRangeAndTheValue() {

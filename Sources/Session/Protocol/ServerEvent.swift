@@ -9,6 +9,8 @@ public struct ServerEvent: Sendable, Equatable {
         case speechStopped(audioEndMs: Int, itemID: String)
         case inputAudioCommitted(itemID: String, previousItemID: String?)
         case inputAudioCleared
+        /// Server VAD's `idle_timeout_ms` passed with the user silent: the silence is the next turn.
+        case inputAudioTimeoutTriggered(audioStartMs: Int, audioEndMs: Int, itemID: String)
         case conversationItemCreated(ConversationItem, previousItemID: String?)
         case responseCreated(RealtimeResponse)
         case outputItemAdded(responseID: String, outputIndex: Int, item: ConversationItem)

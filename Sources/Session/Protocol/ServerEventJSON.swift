@@ -17,6 +17,7 @@ extension ServerEvent {
         case .speechStopped: return "input_audio_buffer.speech_stopped"
         case .inputAudioCommitted: return "input_audio_buffer.committed"
         case .inputAudioCleared: return "input_audio_buffer.cleared"
+        case .inputAudioTimeoutTriggered: return "input_audio_buffer.timeout_triggered"
         case .conversationItemCreated: return "conversation.item.created"
         case .responseCreated: return "response.created"
         case .outputItemAdded: return "response.output_item.added"
@@ -55,6 +56,8 @@ extension ServerEvent {
             members += [("previous_item_id", previous.map(JSON.string) ?? .null), ("item_id", .string(itemID))]
         case .inputAudioCleared:
             break
+        case .inputAudioTimeoutTriggered(let start, let end, let itemID):
+            members += [("audio_start_ms", .int(start)), ("audio_end_ms", .int(end)), ("item_id", .string(itemID))]
         case .conversationItemCreated(let item, let previous):
             members += [("previous_item_id", previous.map(JSON.string) ?? .null), ("item", item.json(dialect: dialect))]
         case .responseCreated(let response), .responseDone(let response):

@@ -6,11 +6,15 @@ public struct SessionInfo: Sendable, Equatable {
     /// The model name reported to clients (e.g. "parley-builtin", or the upstream LLM's).
     public var model: String
     public var configuration: SessionConfiguration
+    /// The recogniser that transcribes this session's speech (`pocketsphinx`, or an API's model),
+    /// nil when spoken turns are not transcribed: what `transcription` reports.
+    public var transcriptionModel: String?
 
-    public init(id: String, model: String, configuration: SessionConfiguration) {
+    public init(id: String, model: String, configuration: SessionConfiguration, transcriptionModel: String? = nil) {
         self.id = id
         self.model = model
         self.configuration = configuration
+        self.transcriptionModel = transcriptionModel
     }
 
     func json(dialect: Dialect) -> JSON {
@@ -18,6 +22,7 @@ public struct SessionInfo: Sendable, Equatable {
         let maxTokens: JSON = c.maxOutputTokens.map(JSON.int) ?? .string("inf")
         let turnDetection = c.turnDetection?.json ?? .null
         let tools = JSON.array(c.tools?.tools.map(\.json) ?? [])
+        let transcription: JSON = transcriptionModel.map { .object([("model", .string($0))]) } ?? .null
         switch dialect {
         case .ga:
             return .object([
@@ -34,7 +39,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("audio", .object([
                     ("input", .object([
                         ("format", c.inputAudioFormat.json(dialect: dialect)),
-                        ("transcription", .null),
+                        ("transcription", transcription),
                         ("noise_reduction", .null),
                         ("turn_detection", turnDetection),
                     ])),
@@ -55,7 +60,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("voice", .string(c.voice)),
                 ("input_audio_format", c.inputAudioFormat.json(dialect: dialect)),
                 ("output_audio_format", c.outputAudioFormat.json(dialect: dialect)),
-                ("input_audio_transcription", .null),
+                ("input_audio_transcription", transcription),
                 ("turn_detection", turnDetection),
                 ("tools", tools),
                 ("tool_choice", c.toolChoice.json),

@@ -23,9 +23,15 @@ public struct SessionUpdate: Sendable, Equatable {
         public var silenceDurationMs: Int?
         public var createResponse: Bool?
         public var interruptResponse: Bool?
+        /// `semantic_vad` and its eagerness (nil: `server_vad`).
+        public var semanticEagerness: ServerVAD.Eagerness?
+        public var idleTimeoutMs: Int?
 
         public init(threshold: Double? = nil, prefixPaddingMs: Int? = nil, silenceDurationMs: Int? = nil,
-                    createResponse: Bool? = nil, interruptResponse: Bool? = nil) {
+                    createResponse: Bool? = nil, interruptResponse: Bool? = nil, semanticEagerness: ServerVAD.Eagerness? = nil,
+                    idleTimeoutMs: Int? = nil) {
+            self.semanticEagerness = semanticEagerness
+            self.idleTimeoutMs = idleTimeoutMs
             self.threshold = threshold
             self.prefixPaddingMs = prefixPaddingMs
             self.silenceDurationMs = silenceDurationMs
@@ -164,12 +170,20 @@ public struct SessionUpdate: Sendable, Equatable {
         if let type = try vad.string("type"), type != "server_vad", type != "semantic_vad" {
             throw vad.invalid("type", "must be 'server_vad' or turn_detection null (manual turns), got '\(type)'")
         }
+        let semantic = try vad.string("type") == "semantic_vad"
+        var eagerness: ServerVAD.Eagerness?
+        if semantic {
+            let name = try vad.choice("eagerness", ServerVAD.Eagerness.allCases.map(\.rawValue)) ?? "auto"
+            eagerness = ServerVAD.Eagerness(rawValue: name)
+        }
         return .serverVAD(ServerVADChange(
             threshold: try vad.number("threshold", in: ServerVAD.thresholdRange),
             prefixPaddingMs: try vad.integer("prefix_padding_ms", in: ServerVAD.prefixPaddingRange),
             silenceDurationMs: try vad.integer("silence_duration_ms", in: ServerVAD.silenceDurationRange),
             createResponse: try vad.bool("create_response"),
-            interruptResponse: try vad.bool("interrupt_response")))
+            interruptResponse: try vad.bool("interrupt_response"),
+            semanticEagerness: eagerness,
+            idleTimeoutMs: semantic ? nil : try vad.integer("idle_timeout_ms", in: ServerVAD.idleTimeoutRange)))
     }
 
     static func tokenLimit(_ fields: EventFields, _ key: String) throws(ProtocolError) -> TokenLimit? {
