@@ -222,8 +222,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
             if let output = speechOutputs[id] { output.end() } else { speechEvent(id, .finished) }
         case .stop(let id):
             guard let output = speechOutputs.removeValue(forKey: id) else { return }
-            let played = output.stop()
-            speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played))
+            let (played, heard) = output.stop()
+            speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played, heard: heard))
         }
     }
 

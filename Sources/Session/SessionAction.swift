@@ -30,8 +30,9 @@ public enum SpeechOutputEvent: Sendable, Equatable {
     case spoken(itemID: String, audioMs: Int)
     /// Every sentence was spoken and sent.
     case finished
-    /// Stopped (barge-in, cancel) after the client had had time to play `playedMs` of it.
-    case interrupted(itemID: String, playedMs: Int)
+    /// Stopped (barge-in, cancel) after the client had had time to play `playedMs` of it, which
+    /// said `heard` (the words of the sentences played, the last in proportion).
+    case interrupted(itemID: String, playedMs: Int, heard: String)
     /// Synthesis failed; the reply goes on as text.
     case failed(ModelError)
 }

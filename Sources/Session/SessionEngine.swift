@@ -693,8 +693,10 @@ public struct SessionEngine: Sendable {
         switch event {
         case .spoken(let itemID, let audioMs):
             lastSpokenReply = (itemID, audioMs)
-        case .interrupted(let itemID, let playedMs):
-            // The response is over by now (cancelled); the client learns where its audio stopped.
+        case .interrupted(let itemID, let playedMs, let heard):
+            // The response is over by now (cancelled); the client learns where its audio stopped,
+            // and the history keeps what the user heard, not the text generated ahead of the audio.
+            conversation.setText(heard, of: itemID)
             emit(.conversationItemTruncated(itemID: itemID, contentIndex: 0, audioEndMs: playedMs))
         case .failed(let error):
             guard response?.id == id else { return }

@@ -47,6 +47,12 @@ final class SpeechOutput {
     private var sentMs = 0
     private var tick: ScheduledTask?
     private var over = false
+    /// The sentence being synthesised, and how much audio it has made so far.
+    private var current: (text: String, ms: Int)?
+    /// Sentences synthesised, each with where its audio ends (from the reply's start): what maps
+    /// a point in the audio back onto the words, for a reply cut short.
+    private var spoken: [(text: String, endMs: Int)] = []
+    private var synthesizedMs = 0
     /// Called once, when the first audio goes to the client.
     var onFirstAudio: (() -> Void)?
 
@@ -84,9 +90,10 @@ final class SpeechOutput {
         finishIfDone()
     }
 
-    /// Stops at once; what the client had had time to play.
-    func stop() -> Int {
+    /// Stops at once; what the client had had time to play, in milliseconds and in words.
+    func stop() -> (playedMs: Int, heard: String) {
         let played = playedMs
+        let heard = heardText(playedMs: played)
         over = true
         speaking?.cancel()
         encoding?.cancel()
@@ -94,7 +101,29 @@ final class SpeechOutput {
         speaking = nil
         encoding = nil
         tick = nil
-        return played
+        return (played, heard)
+    }
+
+    /// The words of the first `playedMs` of the reply: whole sentences whose audio was played, and
+    /// of the sentence playing then, its words in proportion to the part played (cut at a word).
+    func heardText(playedMs: Int) -> String {
+        var words: [String] = []
+        var startMs = 0
+        var sentences = spoken
+        if let current { sentences.append((current.text, synthesizedMs)) }
+        for sentence in sentences {
+            if sentence.endMs <= playedMs {
+                words.append(sentence.text)
+            } else {
+                let length = max(1, sentence.endMs - startMs)
+                let characters = sentence.text.count * max(0, playedMs - startMs) / length
+                let part = SessionEngine.wordPrefix(of: sentence.text, characters: characters)
+                if !part.isEmpty { words.append(part) }
+                break
+            }
+            startMs = sentence.endMs
+        }
+        return words.joined(separator: " ")
     }
 
     private var playedMs: Int {
@@ -117,6 +146,7 @@ final class SpeechOutput {
     private func speakNext() {
         guard !over, speaking == nil, !sentences.isEmpty else { return }
         let sentence = sentences.removeFirst()
+        current = (sentence, 0)
         speaking = synthesizer.speak(sentence, voice: voice, on: loop) { [weak self] event in self?.synthesized(event) }
     }
 
@@ -125,8 +155,11 @@ final class SpeechOutput {
         switch event {
         case .audio(let samples, let rate):
             audio.append((samples, rate))
+            synthesizedMs += samples.count * 1000 / max(1, rate)
             encodeNext()
         case .finished:
+            if let current { spoken.append((current.text, synthesizedMs)) }
+            current = nil
             speaking = nil
             speakNext()
             finishIfDone()

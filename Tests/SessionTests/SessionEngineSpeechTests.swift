@@ -38,8 +38,11 @@ import Session
         #expect(cancelled.types.first == "cancelModel")
         #expect(cancelled.types.suffix(2) == ["response.done", "speak.stop"])
         #expect(cancelled.responseDone?.status == .cancelled)
-        let truncated = h.engine.handle(.speechOutput(responseID: id, .interrupted(itemID: at.itemID, playedMs: 640)))
+        #expect(h.engine.history.last?.text == "Once upon a time.")
+        let truncated = h.engine.handle(.speechOutput(responseID: id, .interrupted(itemID: at.itemID, playedMs: 640, heard: "Once upon")))
         #expect(truncated.events.map(\.kind) == [.conversationItemTruncated(itemID: at.itemID, contentIndex: 0, audioEndMs: 640)])
+        // The history holds what the user heard, not the text generated ahead of the audio.
+        #expect(h.engine.history.last?.text == "Once upon")
     }
 
     @Test func textRepliesAreNotSpokenEvenWithASynthesiser() throws {

@@ -121,6 +121,13 @@ import Glibc
         #expect(done["response"]?["status"]?.string == "cancelled")
         let played = events.last?["audio_end_ms"]?.int ?? -1
         #expect(played >= 100 && played < 2_000, "played \(played) ms")
+        // The history keeps what was heard: the first words of the story, not the whole text the
+        // model had already written.
+        let itemID = events.last?["item_id"]?.string ?? ""
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"conversation.item.retrieve","item_id":"\#(itemID)"}"#.utf8)))
+        let (retrieved, _) = try read(until: "conversation.item.retrieved", client)
+        let heard = retrieved.last?["item"]?["content"]?.array?.first?["transcript"]?.string ?? "?"
+        #expect("Once upon a time, a small boat left the harbour at dawn.".hasPrefix(heard), "heard \(heard)")
     }
 }
 
