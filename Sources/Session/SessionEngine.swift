@@ -76,6 +76,8 @@ public struct SessionEngine: Sendable {
         var nextOutputIndex = 0
         let tools: ToolSet?
         let metadata: JSON?
+        /// Out of band (`conversation: "none"`): nothing of it joins the conversation.
+        var outOfBand = false
         /// Spoken: its end waits for the speech to be sent.
         var speaks = false
         /// How it ended, held while the last of its speech goes out.
@@ -520,11 +522,13 @@ public struct SessionEngine: Sendable {
         let tools = overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools
         let toolChoice = overrides.toolChoice ?? configuration.toolChoice
         var messages = conversation.messages
+        if let input = overrides.input { messages = input.compactMap { inputMessage($0) } }
         if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
-        let new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
+        var new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
                            voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens,
                            maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages), tools: tools,
                            metadata: overrides.metadata)
+        new.outOfBand = overrides.outOfBand
         response = new
         response?.speaks = synthesizes && new.modalities.contains(.audio)
         // It sees the whole history, so it answers any turn that was waiting too.
@@ -553,11 +557,15 @@ public struct SessionEngine: Sendable {
                 let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: outputIndex)
                 let item = ConversationItem(id: itemID, role: .assistant, status: .inProgress, content: [])
                 emit(.outputItemAdded(responseID: id, outputIndex: outputIndex, item: item))
-                emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
+                if response?.outOfBand == false {
+                    emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
+                }
                 emit(.contentPartAdded(at, part: Self.part(modalities, text: "")))
                 // Its place in the conversation is taken now, empty until it ends: an item added
                 // while it streams comes after it, in the history as in `previous_item_id`.
-                conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""), audio: modalities.contains(.audio))
+                if response?.outOfBand == false {
+                    conversation.append(id: itemID, ChatMessage(role: .assistant, text: ""), audio: modalities.contains(.audio))
+                }
             }
             let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: response?.messageOutputIndex ?? 0)
             emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
@@ -597,6 +605,7 @@ public struct SessionEngine: Sendable {
         let item = ConversationItem(id: call.itemID, role: .assistant, status: .inProgress, content: [],
                                     function: .call(callID: callID, name: name, arguments: ""))
         emit(.outputItemAdded(responseID: id, outputIndex: call.outputIndex, item: item))
+        guard !current.outOfBand else { return }
         emit(.conversationItemCreated(item, previousItemID: conversation.lastItemID))
         conversation.append(id: call.itemID, ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: callID, name: name, arguments: "")]))
     }
@@ -632,6 +641,21 @@ public struct SessionEngine: Sendable {
     }
 
     // MARK: Items
+
+    /// What an out-of-band response's `input` item says to the model; a reference to an item the
+    /// conversation no longer holds says nothing.
+    private func inputMessage(_ input: ResponseOverrides.InputItem) -> ChatMessage? {
+        switch input {
+        case .reference(let id): return conversation.entry(id)?.message
+        case .item(let new):
+            switch new.function {
+            case .output(let callID, let output): return ChatMessage(role: .tool, text: output, toolCallID: callID)
+            case .call(let callID, let name, let arguments):
+                return ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: callID, name: name, arguments: arguments)])
+            case nil: return ChatMessage(role: new.role, text: new.text)
+            }
+        }
+    }
 
     /// `conversation.item.create`: a message, a function call's output (which must answer a call
     /// in the conversation), or a call; after `previous_item_id` when the client names one.
@@ -725,7 +749,7 @@ public struct SessionEngine: Sendable {
             let item = ConversationItem(id: current.itemID, role: .assistant, status: itemStatus, content: [part])
             emit(.outputItemDone(responseID: current.id, outputIndex: current.messageOutputIndex, item: item))
             output.append((current.messageOutputIndex, item))
-            conversation.setText(current.text, of: current.itemID)
+            if !current.outOfBand { conversation.setText(current.text, of: current.itemID) }
         }
         for var call in current.calls {
             // A call without arguments (Anthropic streams an empty input) takes none: "{}".
@@ -736,7 +760,7 @@ public struct SessionEngine: Sendable {
                                         function: .call(callID: call.callID, name: call.name, arguments: call.arguments))
             emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
             output.append((call.outputIndex, item))
-            conversation.setArguments(call.arguments, of: call.itemID)
+            if !current.outOfBand { conversation.setArguments(call.arguments, of: call.itemID) }
         }
         let written = current.text + current.calls.map { $0.name + $0.arguments }.joined()
         let usage = usage ?? Usage(inputTokens: current.inputTokens, outputTokens: Usage.estimatedTokens(written))
@@ -750,7 +774,7 @@ public struct SessionEngine: Sendable {
     }
 
     private func snapshot(_ r: Response, status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails?, output: [ConversationItem], usage: Usage?) -> RealtimeResponse {
-        RealtimeResponse(id: r.id, conversationID: conversationID, status: status, statusDetails: details, output: output, usage: usage,
+        RealtimeResponse(id: r.id, conversationID: r.outOfBand ? nil : conversationID, status: status, statusDetails: details, output: output, usage: usage,
                          outputModalities: r.modalities, voice: r.voice, outputAudioFormat: r.outputAudioFormat, maxOutputTokens: r.maxOutputTokens,
                          metadata: r.metadata)
     }

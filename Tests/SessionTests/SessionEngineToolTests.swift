@@ -285,3 +285,31 @@ import Session
         #expect(!more.types.contains("input_audio_buffer.timeout_triggered"))
     }
 }
+
+@Suite struct SessionEngineOutOfBandTests {
+    @Test func anOutOfBandResponseSeesItsOwnInputAndLeavesTheConversationAlone() throws {
+        var h = try EngineHarness.manual()
+        _ = h.start()
+        _ = h.client(#"{"type":"conversation.item.create","item":{"id":"q1","type":"message","role":"user","content":[{"type":"input_text","text":"book a table"}]}}"#)
+        let started = h.client(#"""
+            {"type":"response.create","response":{"conversation":"none","metadata":{"purpose":"classify"},
+             "input":[{"type":"item_reference","id":"q1"},{"type":"message","role":"user","content":[{"type":"input_text","text":"Is that a booking? yes or no"}]}]}}
+            """#)
+        let model = try started.model()
+        #expect(model.messages.map(\.text) == ["book a table", "Is that a booking? yes or no"])
+        guard case .responseCreated(let created) = started.events.first?.kind else { return }
+        #expect(created.conversationID == nil && created.metadata?["purpose"]?.string == "classify")
+        let streamed = h.delta(model.id, "yes")
+        #expect(!streamed.types.contains("conversation.item.created"))
+        let done = h.finish(model.id)
+        guard case .responseDone(let response) = done.events.last?.kind else { Issue.record("\(done.types)"); return }
+        #expect(response.output.first?.content == [.outputText("yes")] && response.conversationID == nil)
+        #expect(h.engine.history.map(\.text) == ["book a table"])
+
+        let empty = try h.client(#"{"type":"response.create","response":{"conversation":"none","input":[]}}"#).model()
+        #expect(empty.messages.isEmpty)
+        _ = h.finish(empty.id)
+        let inBand = try h.client(#"{"type":"response.create"}"#).model()
+        #expect(inBand.messages.map(\.text) == ["book a table"])
+    }
+}

@@ -159,6 +159,16 @@ public struct ResponseOverrides: Sendable, Equatable {
     public var toolChoice: ToolChoice?
     /// Up to 16 string pairs the client attaches, echoed in `response.created` and `.done`.
     public var metadata: JSON?
+    /// `conversation: "none"`: an out-of-band response, whose output stays out of the conversation.
+    public var outOfBand = false
+    /// `input`: the items the model sees instead of the conversation (an empty list: none).
+    public var input: [InputItem]?
+
+    /// One item of `response.input`: a new item, or a reference to one of the conversation's.
+    public enum InputItem: Sendable, Equatable {
+        case item(NewConversationItem)
+        case reference(String)
+    }
 
     public init(instructions: String? = nil, outputModalities: OutputModalities? = nil, maxOutputTokens: SessionUpdate.TokenLimit? = nil) {
         self.instructions = instructions
@@ -181,6 +191,21 @@ public struct ResponseOverrides: Sendable, Equatable {
         if let ga = try SessionUpdate.tokenLimit(response, "max_output_tokens") { overrides.maxOutputTokens = ga }
         overrides.tools = try ToolsField.tools(response)
         overrides.toolChoice = try ToolsField.choice(response)
+        overrides.outOfBand = try response.choice("conversation", ["auto", "none"]) == "none"
+        if let input = try response.array("input") {
+            guard input.count <= 64 else { throw response.invalid("input", "holds \(input.count) items; at most 64 are allowed") }
+            var items: [InputItem] = []
+            for (index, value) in input.enumerated() {
+                guard value.object != nil else { throw response.invalid("input[\(index)]", "must be an object") }
+                let item = EventFields(value, path: response.name("input[\(index)]"))
+                if try item.string("type") == "item_reference" {
+                    items.append(.reference(try item.requiredString("id")))
+                } else {
+                    items.append(.item(try NewConversationItem.parse(item)))
+                }
+            }
+            overrides.input = items
+        }
         if let metadata = try response.object("metadata") {
             // As the Realtime API limits it: 16 keys of up to 64 characters, string values of up to 512.
             let pairs = metadata.members.object ?? []

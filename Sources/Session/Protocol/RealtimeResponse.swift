@@ -16,7 +16,8 @@ public struct RealtimeResponse: Sendable, Equatable {
     }
 
     public var id: String
-    public var conversationID: String
+    /// nil for an out-of-band response (`conversation: "none"`).
+    public var conversationID: String?
     public var status: Status
     public var statusDetails: StatusDetails?
     /// The items the response produced (on `response.done`; empty on `response.created`).
@@ -30,7 +31,7 @@ public struct RealtimeResponse: Sendable, Equatable {
     /// The client's `metadata` from `response.create`, echoed as given.
     public var metadata: JSON?
 
-    public init(id: String, conversationID: String, status: Status, statusDetails: StatusDetails? = nil, output: [ConversationItem] = [],
+    public init(id: String, conversationID: String?, status: Status, statusDetails: StatusDetails? = nil, output: [ConversationItem] = [],
                 usage: Usage? = nil, outputModalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
                 metadata: JSON? = nil) {
         self.metadata = metadata
@@ -53,7 +54,7 @@ public struct RealtimeResponse: Sendable, Equatable {
             ("status", .string(status.rawValue)),
             ("status_details", statusDetailsJSON),
             ("output", .array(output.map { $0.json(dialect: dialect) })),
-            ("conversation_id", .string(conversationID)),
+            ("conversation_id", conversationID.map(JSON.string) ?? .null),
         ]
         let maxTokens: JSON = maxOutputTokens.map(JSON.int) ?? .string("inf")
         switch dialect {
