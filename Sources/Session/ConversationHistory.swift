@@ -39,6 +39,12 @@ struct ConversationHistory: Sendable {
 
     func entry(_ id: String) -> Entry? { entries.last { $0.id == id } }
 
+    /// The id of the item before `id`, nil when it is first (or gone).
+    func previousID(of id: String) -> String? {
+        guard let index = entries.lastIndex(where: { $0.id == id }), index > 0 else { return nil }
+        return entries[index - 1].id
+    }
+
     /// Removes item `id`; false if the conversation does not hold it.
     mutating func delete(_ id: String) -> Bool {
         guard let index = entries.lastIndex(where: { $0.id == id }) else { return false }

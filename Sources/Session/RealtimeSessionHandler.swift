@@ -160,6 +160,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
         for action in actions {
             switch action {
             case .send(let event):
+                guard event.isSent(in: dialect) else { continue }
                 socket.send(text: event.json(dialect: dialect))
                 metrics.record(event)
                 timeTurnTaking(event)

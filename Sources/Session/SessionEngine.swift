@@ -460,6 +460,7 @@ public struct SessionEngine: Sendable {
         emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
         let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)])
         emit(.conversationItemCreated(item, previousItemID: previous))
+        emit(.conversationItemDone(item, previousItemID: previous))
         conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)), audio: true)
     }
 
@@ -690,6 +691,7 @@ public struct SessionEngine: Sendable {
         }
         let previous = position == 0 ? nil : conversation.entries[position - 1].id
         emit(.conversationItemCreated(item, previousItemID: previous))
+        emit(.conversationItemDone(item, previousItemID: previous))
         conversation.insert(id: id, message, at: position)
     }
 
@@ -748,6 +750,7 @@ public struct SessionEngine: Sendable {
             emit(.contentPartDone(at, part: part))
             let item = ConversationItem(id: current.itemID, role: .assistant, status: itemStatus, content: [part])
             emit(.outputItemDone(responseID: current.id, outputIndex: current.messageOutputIndex, item: item))
+            if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: conversation.previousID(of: current.itemID))) }
             output.append((current.messageOutputIndex, item))
             if !current.outOfBand { conversation.setText(current.text, of: current.itemID) }
         }
@@ -759,6 +762,7 @@ public struct SessionEngine: Sendable {
             let item = ConversationItem(id: call.itemID, role: .assistant, status: itemStatus, content: [],
                                         function: .call(callID: call.callID, name: call.name, arguments: call.arguments))
             emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
+            if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: conversation.previousID(of: call.itemID))) }
             output.append((call.outputIndex, item))
             if !current.outOfBand { conversation.setArguments(call.arguments, of: call.itemID) }
         }

@@ -64,13 +64,19 @@ struct HarnessFailure: Error, CustomStringConvertible {
 }
 
 extension [SessionAction] {
-    var events: [ServerEvent] { compactMap { if case .send(let event) = $0 { event } else { nil } } }
+    /// The events sent, without GA's `conversation.item.done` (see `types`).
+    var events: [ServerEvent] { compactMap { if case .send(let event) = $0, !event.isConversationItemDone { event } else { nil } } }
+    var itemsDone: [ConversationItem] { compactMap { if case .send(let event) = $0, case .conversationItemDone(let item, _) = event.kind { item } else { nil } } }
 
-    /// Event types (GA names) and, in their places, `startModel` and `cancelModel`.
+    /// Event types and, in their places, `startModel` and `cancelModel`. GA names, but for item
+    /// creation, written by its beta name (`conversation.item.created`) as it was before GA's
+    /// `added`, and without GA's `conversation.item.done` (`itemsDone` lists those; the dialects'
+    /// names are tested in ServerEventJSONTests and SessionEngineItemEventTests).
     var types: [String] {
-        map { action in
+        compactMap { action in
             switch action {
-            case .send(let event): event.type(in: .ga)
+            case .send(let event) where event.isConversationItemDone: nil
+            case .send(let event): event.type(in: .beta) == "conversation.item.created" ? "conversation.item.created" : event.type(in: .ga)
             case .startModel: "startModel"
             case .cancelModel: "cancelModel"
             case .transcription(.begin): "transcribe.begin"
@@ -96,4 +102,8 @@ extension [SessionAction] {
         for event in events { if case .responseDone(let response) = event.kind { return response } }
         return nil
     }
+}
+
+extension ServerEvent {
+    var isConversationItemDone: Bool { if case .conversationItemDone = kind { true } else { false } }
 }

@@ -313,3 +313,21 @@ import Session
         #expect(inBand.messages.map(\.text) == ["book a table"])
     }
 }
+
+/// GA announces items with `conversation.item.added` and `conversation.item.done`; the beta with
+/// `conversation.item.created` only.
+@Suite struct SessionEngineItemEventTests {
+    @Test func gaAddsThenFinishesItemsAndTheBetaIsNotSentDone() throws {
+        var h = try EngineHarness.manual()
+        _ = h.start()
+        let created = h.say("hi")
+        let sent = created.compactMap { if case .send(let event) = $0 { event } else { nil } }
+        #expect(sent.filter { $0.isSent(in: .ga) }.map { $0.type(in: .ga) } == ["conversation.item.added", "conversation.item.done"])
+        #expect(sent.filter { $0.isSent(in: .beta) }.map { $0.type(in: .beta) } == ["conversation.item.created"])
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        _ = h.delta(model.id, "hello")
+        let done = h.finish(model.id)
+        #expect(done.itemsDone.map(\.status) == [.completed])
+        #expect(done.itemsDone.first?.content == [.outputText("hello")])
+    }
+}

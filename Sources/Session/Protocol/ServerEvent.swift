@@ -11,7 +11,10 @@ public struct ServerEvent: Sendable, Equatable {
         case inputAudioCleared
         /// Server VAD's `idle_timeout_ms` passed with the user silent: the silence is the next turn.
         case inputAudioTimeoutTriggered(audioStartMs: Int, audioEndMs: Int, itemID: String)
+        /// GA `conversation.item.added`, beta `conversation.item.created`.
         case conversationItemCreated(ConversationItem, previousItemID: String?)
+        /// GA only (`conversation.item.done`): the item is complete. Beta clients are not sent it.
+        case conversationItemDone(ConversationItem, previousItemID: String?)
         case responseCreated(RealtimeResponse)
         case outputItemAdded(responseID: String, outputIndex: Int, item: ConversationItem)
         case contentPartAdded(ContentLocation, part: ConversationItem.Content)

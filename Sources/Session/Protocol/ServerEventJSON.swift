@@ -1,13 +1,19 @@
 import JSON
 
 extension ServerEvent {
+    /// Whether a client of `dialect` is sent this event at all (the beta has no `conversation.item.done`).
+    public func isSent(in dialect: Dialect) -> Bool {
+        if case .conversationItemDone = kind { return dialect == .ga }
+        return true
+    }
+
     /// The event as one JSON text, in the client's dialect.
     public func json(dialect: Dialect) -> String {
         jsonValue(dialect: dialect).description
     }
 
-    /// The event's `type` in `dialect`: the only names that differ are the reply deltas and their
-    /// `.done` events.
+    /// The event's `type` in `dialect`: the names that differ are the reply deltas and their
+    /// `.done` events, and GA's `conversation.item.added` for the beta's `.created`.
     public func type(in dialect: Dialect) -> String {
         let ga = dialect == .ga
         switch kind {
@@ -18,7 +24,8 @@ extension ServerEvent {
         case .inputAudioCommitted: return "input_audio_buffer.committed"
         case .inputAudioCleared: return "input_audio_buffer.cleared"
         case .inputAudioTimeoutTriggered: return "input_audio_buffer.timeout_triggered"
-        case .conversationItemCreated: return "conversation.item.created"
+        case .conversationItemCreated: return ga ? "conversation.item.added" : "conversation.item.created"
+        case .conversationItemDone: return "conversation.item.done"
         case .responseCreated: return "response.created"
         case .outputItemAdded: return "response.output_item.added"
         case .contentPartAdded: return "response.content_part.added"
@@ -58,7 +65,7 @@ extension ServerEvent {
             break
         case .inputAudioTimeoutTriggered(let start, let end, let itemID):
             members += [("audio_start_ms", .int(start)), ("audio_end_ms", .int(end)), ("item_id", .string(itemID))]
-        case .conversationItemCreated(let item, let previous):
+        case .conversationItemCreated(let item, let previous), .conversationItemDone(let item, let previous):
             members += [("previous_item_id", previous.map(JSON.string) ?? .null), ("item", item.json(dialect: dialect))]
         case .responseCreated(let response), .responseDone(let response):
             members.append(("response", response.json(dialect: dialect)))
