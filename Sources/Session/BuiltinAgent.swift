@@ -1,19 +1,47 @@
+import JSON
+
 /// The model Parley answers with when no LLM is configured: a small rule-based agent, offline and
 /// deterministic (same conversation, same reply), so a fresh server does something useful and
 /// tests have a fixed point.
 ///
-/// It looks at the latest user message and, in this order: explains itself and how to plug in a
-/// real model (when asked, or when it understands nothing); summarises what the user has said;
-/// counts words and characters; does arithmetic ("what is 12 times 7", in digits or words);
+/// It calls one of the client's functions when the user asks plainly for what it does (see
+/// `respond`), and answers with a function's output when the conversation ends with one.
+/// Otherwise it looks at the latest user message and, in this order: explains itself and how to
+/// plug in a real model (when asked, or when it understands nothing); summarises what the user has
+/// said; counts words and characters; does arithmetic ("what is 12 times 7", in digits or words);
 /// admits it has no clock; answers greetings, thanks and goodbyes; and acknowledges a spoken turn
 /// it could not transcribe by its length.
 public struct BuiltinAgent: Sendable {
     /// How to replace this agent with a real model, quoted in its replies.
     public static let realModelCommand = "parley serve --llm openai --llm-base-url URL --llm-model NAME"
 
+    /// What the agent does with a conversation: say something, or call one of the client's
+    /// functions with these arguments (a JSON object's text).
+    public enum Action: Sendable, Equatable {
+        case say(String)
+        case call(name: String, arguments: String)
+    }
+
     public init() {}
 
+    /// What to do next, given the functions the client declared. It calls one when `choice`
+    /// allows and the conversation ends with a typed user message that asks plainly for what it
+    /// does: the words of its name, but verbs and fillers ("weather" for `get_weather` or
+    /// `getCurrentWeather`), or the whole name. `required` calls the tool the message names or
+    /// else the first; a named function is called whatever the message says. It never calls once
+    /// the conversation ends with a function's output: it answers with it.
+    public func respond(to messages: [ChatMessage], tools: [ToolDefinition] = [], choice: ToolChoice = .auto) -> Action {
+        if !tools.isEmpty, choice != .none, Self.trailingResults(messages).isEmpty, let (tool, prompt) = Self.toolToCall(messages, tools, choice) {
+            return .call(name: tool.name, arguments: Self.arguments(for: tool.parameters, prompt: prompt, avoiding: Self.nameWords(tool.name), depth: 0).description)
+        }
+        return .say(reply(to: messages))
+    }
+
+    /// What it says (it calls no function here): the answer to a function's output when the
+    /// conversation ends with one, else its reply to the latest user message.
     public func reply(to messages: [ChatMessage]) -> String {
+        let results = Self.trailingResults(messages)
+        if !results.isEmpty { return answer(results, in: messages) }
         let users = messages.filter { $0.role == .user }
         guard let last = users.last else { return Self.introduction }
         if let ms = last.spokenMilliseconds { return spokenTurn(ms, count: users.count { $0.spokenMilliseconds != nil }) }
@@ -134,6 +162,349 @@ public struct BuiltinAgent: Sendable {
         return ["what time", "the time", "what day", "what date", "today's date", "what year"].contains { t.contains($0) }
     }
 
+    // MARK: Calling functions
+
+    /// Verbs a function's name starts with that a person asking for it does not say: "weather"
+    /// asks for `get_weather`.
+    static let toolVerbs: Set<String> = ["get", "set", "fetch", "lookup", "look", "find", "retrieve", "query", "search", "read",
+                                         "load", "show", "list", "check", "do", "make", "run", "call", "perform"]
+    /// Other words of names that a request need not say: "weather" asks for `get_current_weather`
+    /// too.
+    static let toolFillers: Set<String> = ["current", "info", "information", "data", "details", "up", "by", "for", "of", "the", "a", "an",
+                                           "to", "from", "in", "on", "at", "with", "and", "my", "latest"]
+
+    /// The function to call and the user text its arguments come from, or nil to say something.
+    private static func toolToCall(_ messages: [ChatMessage], _ tools: [ToolDefinition], _ choice: ToolChoice) -> (ToolDefinition, String)? {
+        // Only a typed user message that ends the conversation asks for anything; a named or
+        // required call takes its arguments from the latest typed message, wherever it is.
+        let last = messages.last { $0.role != .system }
+        let asked = last.flatMap { $0.role == .user && $0.spokenMilliseconds == nil ? $0.text : nil }
+        let prompt = asked ?? messages.last { $0.role == .user && $0.spokenMilliseconds == nil }?.text ?? ""
+        let named = asked.flatMap { tool(namedIn: $0, tools) }
+        switch choice {
+        case .none: return nil
+        case .function(let name):
+            if let tool = tools.first(where: { $0.name == name }) { return (tool, prompt) }
+            return named.map { ($0, prompt) }
+        case .required: return (named ?? tools[0], prompt)
+        case .auto:
+            // Arithmetic it works out itself: "12 times 7" asks for no `get_time`.
+            guard let named, let asked else { return nil }
+            guard Arithmetic.find(in: asked) == nil || mentionsWholeName(asked, named) else { return nil }
+            return (named, prompt)
+        }
+    }
+
+    /// The tool `text` asks for: the one whose name (or all its words but verbs and fillers, a
+    /// plural allowed) it says first; the first declared of those it says at the same place.
+    static func tool(namedIn text: String, _ tools: [ToolDefinition]) -> ToolDefinition? {
+        let lowered = text.lowercased()
+        let tokens = lowered.split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }.map(String.init)
+        let words = lowered.split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        var best: (position: Int, tool: ToolDefinition)?
+        for tool in tools {
+            var position: Int?
+            if let whole = tokens.firstIndex(of: tool.name.lowercased()) {
+                // Where its first word is, counting the words of the tokens before it.
+                position = tokens[..<whole].reduce(0) { $0 + $1.split { $0 == "_" || $0 == "-" }.count }
+            } else {
+                let all = nameWords(tool.name)
+                let wanted = all.filter { !toolVerbs.contains($0) && !toolFillers.contains($0) }
+                var found: [Int] = []
+                for word in wanted.isEmpty ? all : wanted {
+                    guard let hit = words.firstIndex(where: { sameWord($0, word) }) else { found = []; break }
+                    found.append(hit)
+                }
+                position = found.min()
+            }
+            if let position, position < best?.position ?? .max { best = (position, tool) }
+        }
+        return best?.tool
+    }
+
+    private static func mentionsWholeName(_ text: String, _ tool: ToolDefinition) -> Bool {
+        text.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }.contains { $0 == tool.name.lowercased() }
+    }
+
+    /// A name's words, lowercased: split on `_`, `-`, `.` and before a capital that follows a
+    /// lowercase letter or digit (`getWeather` is "get", "weather").
+    static func nameWords(_ name: String) -> [String] {
+        var out: [String] = []
+        var current = ""
+        var previous: Character?
+        for c in name {
+            if c == "_" || c == "-" || c == "." || c == " " {
+                if !current.isEmpty { out.append(current) }
+                current = ""
+            } else {
+                if c.isUppercase, let p = previous, p.isLowercase || p.isNumber, !current.isEmpty {
+                    out.append(current)
+                    current = ""
+                }
+                current += c.lowercased()
+            }
+            previous = c
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
+    /// A word said and a word of a name are the same, allowing for a plural on either.
+    static func sameWord(_ said: String, _ word: String) -> Bool {
+        said == word || said == word + "s" || said == word + "es" || word == said + "s" || word == said + "es"
+    }
+
+    // MARK: Arguments
+
+    /// Property names that want a place.
+    static let placeNames = ["city", "location", "place", "destination", "town", "country", "region", "where", "address"]
+    /// Words after "in" that end a place written in lowercase ("in new york today").
+    static let notPlaces: Set<String> = ["the", "a", "an", "today", "tomorrow", "tonight", "now", "right", "please", "this", "next", "and",
+                                         "or", "at", "on", "for", "to", "in", "with", "me", "my", "it", "us", "there", "here", "then",
+                                         "general", "celsius", "fahrenheit", "degrees", "morning", "afternoon", "evening", "weather"]
+    /// Words too common to be what a string argument is about.
+    static let commonWords: Set<String> = ["what", "what's", "whats", "is", "are", "was", "the", "a", "an", "in", "for", "to", "of", "on",
+                                           "at", "me", "my", "i", "you", "it", "please", "can", "could", "would", "will", "tell", "give",
+                                           "and", "or", "how", "about", "with", "from", "there", "here", "now", "today", "do", "does",
+                                           "like", "want", "need", "some", "any", "this", "that", "s", "be", "let", "know"]
+
+    /// Arguments for a JSON Schema object: a value for each of its `properties`, made up from the
+    /// user's words.
+    static func arguments(for schema: JSON?, prompt: String, avoiding nameWords: [String], depth: Int) -> JSON {
+        let properties = schema?["properties"]?.object ?? []
+        return .object(properties.map { name, property in (name, value(for: property, named: name, prompt: prompt, avoiding: nameWords, depth: depth)) })
+    }
+
+    private static func value(for property: JSON, named name: String, prompt: String, avoiding nameWords: [String], depth: Int) -> JSON {
+        if let constant = property["const"] { return constant }
+        // A choice of schemas: the first will do.
+        if property["type"] == nil, let first = (property["anyOf"] ?? property["oneOf"])?.array?.first {
+            return value(for: first, named: name, prompt: prompt, avoiding: nameWords, depth: depth)
+        }
+        let enumeration = property["enum"]?.array ?? []
+        let said = words(prompt)
+        switch schemaType(of: property) {
+        case "string":
+            let lowered = name.lowercased()
+            if placeNames.contains(where: lowered.contains), let place = place(in: prompt) { return .string(place) }
+            if let spoken = enumeration.first(where: { $0.string.map { mentions(said, $0) } ?? false }) { return spoken }
+            if let first = enumeration.first { return first }
+            return .string(keyword(in: prompt, avoiding: nameWords))
+        case "integer", "number":
+            let integer = schemaType(of: property) == "integer"
+            let numbers = self.numbers(in: prompt).map { integer ? $0.rounded() : $0 }
+            if !enumeration.isEmpty { return enumeration.first { item in numbers.contains { item.double == $0 } } ?? enumeration[0] }
+            var n = numbers.first ?? 1
+            if let minimum = property["minimum"]?.double, n < minimum { n = integer ? minimum.rounded(.up) : minimum }
+            if let maximum = property["maximum"]?.double, n > maximum { n = integer ? maximum.rounded(.down) : maximum }
+            return .number(n)
+        case "boolean": return enumeration.first ?? .bool(true)
+        case "array": return .array([])
+        case "object": return depth < 4 ? arguments(for: property, prompt: prompt, avoiding: nameWords, depth: depth + 1) : .object([])
+        case "null": return .null
+        default: return enumeration.first ?? .string(keyword(in: prompt, avoiding: nameWords))
+        }
+    }
+
+    /// A property's type: its `type` (the first that is not "null", if it lists several), else
+    /// what its `enum`, `properties` or `items` imply, else "string".
+    static func schemaType(of property: JSON) -> String {
+        if let type = property["type"]?.string { return type }
+        if let types = property["type"]?.array?.compactMap(\.string), let type = types.first(where: { $0 != "null" }) ?? types.first {
+            return type
+        }
+        switch property["enum"]?.array?.first {
+        case .number?: return "number"
+        case .bool?: return "boolean"
+        case .some: return "string"
+        case nil: break
+        }
+        if property["properties"] != nil { return "object" }
+        if property["items"] != nil { return "array" }
+        return "string"
+    }
+
+    /// Whether the words said include `phrase`'s words, in a row ("in fahrenheit", "new york").
+    private static func mentions(_ said: [String], _ phrase: String) -> Bool {
+        let wanted = words(phrase)
+        guard !wanted.isEmpty, wanted.count <= said.count else { return false }
+        return (0...(said.count - wanted.count)).contains { Array(said[$0..<($0 + wanted.count)]) == wanted }
+    }
+
+    /// The place a message names: the capitalised words after "in", "for" or "to" ("Paris",
+    /// "New York", "Rio de Janeiro"); else, for a message written in lowercase (as recognisers
+    /// write speech), the words after "in", capitalised.
+    static func place(in text: String) -> String? {
+        let words = text.split(whereSeparator: \.isWhitespace)
+        let particles: Set<String> = ["de", "da", "del", "der", "di", "la", "le", "von", "van", "of", "upon", "sur", "am"]
+        for (i, word) in words.enumerated() where ["in", "for", "to"].contains(word.lowercased()) {
+            var place: [Substring] = []
+            var j = i + 1
+            while j < words.count {
+                let next = words[j]
+                let bare = clean(next)
+                guard let first = bare.first, !bare.isEmpty else { break }
+                if first.isUppercase {
+                    if place.isEmpty && (bare == "I" || bare.hasPrefix("I'")) { break }
+                } else if !(particles.contains(String(bare)) && !place.isEmpty && j + 1 < words.count && bare.count == next.count
+                            && clean(words[j + 1]).first?.isUppercase == true) {
+                    break
+                }
+                place.append(bare)
+                j += 1
+                if bare.count != next.count { break }  // punctuation after it ends the place
+            }
+            if !place.isEmpty { return place.joined(separator: " ") }
+        }
+        for (i, word) in words.enumerated() where word.lowercased() == "in" {
+            var place: [String] = []
+            for next in words[(i + 1)...].prefix(3) {
+                let bare = clean(next)
+                guard !bare.isEmpty, bare.allSatisfy({ $0.isLetter || $0 == "-" || $0 == "'" }), !notPlaces.contains(bare.lowercased()) else { break }
+                place.append(bare.prefix(1).uppercased() + bare.dropFirst())
+                if bare.count != next.count { break }
+            }
+            if !place.isEmpty { return place.joined(separator: " ") }
+        }
+        return nil
+    }
+
+    /// A word without the punctuation around it (an apostrophe or hyphen inside it stays).
+    private static func clean(_ word: Substring) -> Substring {
+        let start = word.drop { !($0.isLetter || $0.isNumber) }
+        let body = start.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "'" || $0 == "’" || $0 == "." }
+        var trimmed = body
+        while let last = trimmed.last, !(last.isLetter || last.isNumber) { trimmed = trimmed.dropLast() }
+        return trimmed
+    }
+
+    /// The numbers a message writes in digits, in order ("1,000", "-3", "2.5").
+    static func numbers(in text: String) -> [Double] {
+        var out: [Double] = []
+        var current = ""
+        func flush() {
+            var token = current
+            current = ""
+            while token.hasSuffix(".") { token.removeLast() }
+            if token.contains(where: \.isNumber), let value = Double(token) { out.append(value) }
+        }
+        for c in text {
+            if (c.isASCII && (c.isNumber || c == ".")) || (c == "-" && current.isEmpty) {
+                current.append(c)
+            } else if c == ",", !current.isEmpty {
+                continue
+            } else {
+                flush()
+            }
+        }
+        flush()
+        return out
+    }
+
+    /// A short string from the message for an argument that wants one: a quoted span, else its
+    /// last word that is neither common nor a word of the function's name; else empty.
+    static func keyword(in text: String, avoiding nameWords: [String]) -> String {
+        if let quoted = quoted(in: text), !quoted.trimmed.isEmpty { return quote(quoted.trimmed) }
+        let candidates = text.split(whereSeparator: \.isWhitespace).map(clean).filter { !$0.isEmpty }
+        let significant = candidates.last { word in
+            let lowered = word.lowercased()
+            return !commonWords.contains(lowered) && !toolVerbs.contains(lowered) && !nameWords.contains { sameWord(lowered, $0) }
+        }
+        return String(significant ?? "")
+    }
+
+    // MARK: Answering with a function's output
+
+    /// The function outputs the conversation ends with (ignoring system messages), in order.
+    static func trailingResults(_ messages: [ChatMessage]) -> [ChatMessage] {
+        var results: [ChatMessage] = []
+        for message in messages.reversed() where message.role != .system {
+            guard message.role == .tool else { break }
+            results.append(message)
+        }
+        return results.reversed()
+    }
+
+    /// A sentence for each output: "It's 21 degrees and clear in Paris." for a weather report,
+    /// else what the function returned.
+    private func answer(_ results: [ChatMessage], in messages: [ChatMessage]) -> String {
+        let calls = messages.flatMap(\.toolCalls)
+        return results.map { result in
+            let call = calls.last { $0.id == result.toolCallID }
+            return Self.sentence(output: result.text, call: call)
+        }.joined(separator: " ")
+    }
+
+    static func sentence(output: String, call: ToolCall?) -> String {
+        let tool = call?.name ?? "the function"
+        let text = output.trimmed
+        guard !text.isEmpty else { return "There was no output from \(tool)." }
+        let returned = "Here is what \(tool) returned: "
+        guard let json = try? JSON(parsing: text) else { return returned + sentenceEnd(quote(text, limit: 200)) }
+        switch json {
+        case .object(let members):
+            if members.isEmpty { return "There was no output from \(tool)." }
+            if members.count == 1, members[0].0.lowercased() == "error", let problem = members[0].1.string ?? members[0].1["message"]?.string {
+                return "The call to \(tool) failed: " + sentenceEnd(quote(problem, limit: 200))
+            }
+            let arguments = call.flatMap { try? JSON(parsing: $0.arguments) }
+            if let weather = weatherSentence(members, arguments: arguments) { return weather }
+            var parts = members.prefix(8).map { key, value in "\(key.replacing("_", with: " ")) is \(spoken(value))" }
+            if members.count > 8 { parts.append("\(members.count - 8) more") }
+            return returned + list(parts) + "."
+        case .array(let items):
+            guard !items.isEmpty else { return "\(returned)nothing." }
+            return returned + list(items.prefix(8).map(spoken) + (items.count > 8 ? ["\(items.count - 8) more"] : [])) + "."
+        default:
+            return returned + sentenceEnd(spoken(json))
+        }
+    }
+
+    /// "It's 21 degrees and clear in Paris.": for an object with a temperature, and the sky and
+    /// place if it has them (the place else from the call's arguments).
+    private static func weatherSentence(_ members: [(String, JSON)], arguments: JSON?) -> String? {
+        func number(_ value: JSON) -> Double? { value.double ?? value.string.flatMap { Double($0.trimmed) } }
+        guard let (key, value) = members.first(where: { key, value in
+            let k = key.lowercased()
+            return (k.hasPrefix("temp") || k == "degrees") && number(value) != nil
+        }), let degrees = number(value) else { return nil }
+        let k = key.lowercased()
+        let unitText = (members.first { ["unit", "units"].contains($0.0.lowercased()) }?.1.string ?? "").lowercased()
+        var unit = ""
+        if k.hasSuffix("_c") || k.hasSuffix("celsius") || ["c", "celsius", "metric", "°c"].contains(unitText) { unit = " Celsius" }
+        if k.hasSuffix("_f") || k.hasSuffix("fahrenheit") || ["f", "fahrenheit", "imperial", "°f"].contains(unitText) { unit = " Fahrenheit" }
+        let skyKeys = ["condition", "conditions", "sky", "summary", "description", "weather", "forecast"]
+        let sky = members.first { skyKeys.contains($0.0.lowercased()) }?.1.string?.trimmed
+        let placeFrom: ([(String, JSON)]) -> String? = { fields in
+            fields.first { key, value in placeNames.contains(key.lowercased()) && value.string?.trimmed.isEmpty == false }?.1.string?.trimmed
+        }
+        let place = placeFrom(members) ?? arguments?.object.flatMap(placeFrom)
+        var sentence = "It's \(Arithmetic.format(degrees)) degree\(degrees == 1 ? "" : "s")\(unit)"
+        if let sky, !sky.isEmpty {
+            let plain = sky.allSatisfy { $0.isLetter || $0 == " " || $0 == "-" }
+            sentence += " and " + quote(plain ? sky.lowercased() : sky, limit: 60)
+        }
+        if let place { sentence += " in " + quote(place, limit: 60) }
+        return sentence + "."
+    }
+
+    /// A JSON value as words: a string as it is, a number as written, an object or array as JSON.
+    private static func spoken(_ value: JSON) -> String {
+        switch value {
+        case .string(let s): quote(s, limit: 80)
+        case .number(let n): Arithmetic.format(n)
+        case .bool(let b): b ? "true" : "false"
+        case .null: "none"
+        default: quote(value.description, limit: 80)
+        }
+    }
+
+    /// `text` ending as a sentence does.
+    private static func sentenceEnd(_ text: String) -> String {
+        guard let last = text.last else { return text }
+        return ".!?…".contains(last) ? text : text + "."
+    }
+
     // MARK: Text helpers
 
     /// Words as a person counts them: runs of letters or digits (with apostrophes and hyphens).
@@ -153,10 +524,10 @@ public struct BuiltinAgent: Sendable {
         return nil
     }
 
-    /// At most 60 characters of `text` on one line, for quoting back.
-    static func quote(_ text: String) -> String {
+    /// At most `limit` characters of `text` on one line, for quoting back.
+    static func quote(_ text: String, limit: Int = 60) -> String {
         let line = text.split(whereSeparator: \.isNewline).joined(separator: " ").trimmed
-        return line.count <= 60 ? line : String(line.prefix(57)) + "..."
+        return line.count <= limit ? line : String(line.prefix(limit - 3)) + "..."
     }
 
     static func seconds(_ ms: Int) -> String {
