@@ -6,6 +6,7 @@ import JSON
 /// Parley writes it; anything else falls back to a full parse.
 enum RealtimeEventKind: Equatable {
     case sessionCreated
+    case sessionUpdated
     case responseCreated
     case outputTextDelta
     case responseDone
@@ -21,6 +22,7 @@ enum RealtimeEventKind: Equatable {
         (Array("response.done".utf8), .responseDone),
         (Array("response.created".utf8), .responseCreated),
         (Array("session.created".utf8), .sessionCreated),
+        (Array("session.updated".utf8), .sessionUpdated),
         (Array("input_audio_buffer.speech_started".utf8), .speechStarted),
         (Array("input_audio_buffer.speech_stopped".utf8), .speechStopped),
         (Array("error".utf8), .error),

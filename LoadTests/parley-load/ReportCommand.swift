@@ -205,6 +205,17 @@ struct LoadReport {
                 return [run.name, "voice", "\(j["speaking"]?.int ?? 0) speaking of \(Format.grouped(j["sessions"]?.int ?? 0))",
                         "lag p99 ≤ \(lag?["p99"]?.double.map { Format.fixed($0 * 1000, 1) + " ms" } ?? "?")",
                         j["passed"]?.bool == true ? "passed" : "failed"]
+            case "turns":
+                let p99 = j["first_delta_ns"]?["p99"]?.double.map { "first delta p99 \(LatencyRecorder.format(nanoseconds: UInt64($0)))" } ?? ""
+                let idle = j["bytes_per_session"]?["idle"] ?? j["server_connected"].map { s in
+                    JSON.object([("resident", s["server_resident_bytes_per_connection"] ?? .null), ("accounted", s["server_accounted_bytes_per_connection"] ?? .null)])
+                }
+                let memory = idle.flatMap { m -> String? in
+                    guard let resident = m["resident"]?.double, let accounted = m["accounted"]?.double else { return nil }
+                    return "\(Format.grouped(Int(resident))) B/session resident, \(Format.grouped(Int(accounted))) B accounted (idle)"
+                } ?? ""
+                return [run.name, "turns", "\(Format.grouped(j["requested"]?.int ?? 0)) sessions, tools: \(j["tools"]?.int ?? 0), \(j["passed"]?.bool == true ? "passed" : "failed")",
+                        p99, memory]
             case let command:
                 return [run.name, command, j["passed"]?.bool.map { $0 ? "passed" : "failed" } ?? "", "", ""]
             }

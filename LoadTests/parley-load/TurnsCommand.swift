@@ -16,7 +16,12 @@ struct TurnsCommand: ParsableCommand {
         discussion: """
             Each session connects, waits for session.created, and then every --turn-interval seconds \
             (at its own phase, so the turns arrive evenly) sends conversation.item.create with \
-            "hello number K" and response.create. The client times the first \
+            "hello number K" and response.create. With --tools K, each session first sends one \
+            session.update declaring K function tools (the same K in every session: get_weather, \
+            book_table, search_flights, …, each with a JSON Schema of 2 to 4 properties) and waits \
+            for its session.updated; the turns name none of the tools, so the replies stay text, and \
+            the report gives the server's memory per session to set beside a run without tools. \
+            The client times the first \
             response.output_text.delta and response.done from the response.create; the server's \
             parley_server_added_latency_seconds and parley_upstream_first_token_seconds are read \
             from /metrics at the start and the end of the measured period. Sessions come from child \
@@ -50,8 +55,11 @@ struct TurnsCommand: ParsableCommand {
     @Option(help: "Seconds of turns before measuring starts (default: one turn interval, so that every session's first turn, and the server's first upstream connections, fall outside it).")
     var warmup: Double?
 
-    @Option(help: "Seconds allowed for every session to open and send session.created.")
+    @Option(help: "Seconds allowed for every session to open and send session.created (and session.updated, with --tools).")
     var connectTimeout = 60.0
+
+    @Option(help: "Function tools each session declares in a session.update before its first turn: the same first K of a fixed catalogue of \(TurnsTools.maxCount) for every session (0: no session.update).")
+    var tools = 0
 
     @Option(help: "Also write the summary as JSON to this file.")
     var json: String?
@@ -67,6 +75,7 @@ struct TurnsCommand: ParsableCommand {
         guard duration > 0, duration <= 3600 else { throw ValidationError("--duration must be in (0, 3600]") }
         if let warmup { guard warmup >= 0, warmup <= 3600 else { throw ValidationError("--warmup must be 0...3600") } }
         guard connectTimeout > 0, connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be in (0, 3600]") }
+        guard (0...TurnsTools.maxCount).contains(tools) else { throw ValidationError("--tools must be 0...\(TurnsTools.maxCount)") }
     }
 
     func run() throws {
@@ -81,13 +90,13 @@ struct TurnsCommand: ParsableCommand {
         }
 
         var summary = TurnsSummary(target: target, requested: count, processes: processes, sources: Self.sources,
-                                   turnInterval: turnInterval, warmup: warmup, duration: duration)
+                                   turnInterval: turnInterval, warmup: warmup, duration: duration, tools: tools)
         do {
             summary.serverBefore = try ServerMetrics.fetch(from: target)
         } catch {
             throw LoadFailure.unreachable(error, target)
         }
-        print("parley-load turns: \(Format.grouped(count)) sessions to \(target) from \(processes) process\(processes == 1 ? "" : "es"), a turn every \(Format.fixed(turnInterval, 1)) s each (\(Format.fixed(Double(count) / turnInterval, 1)) turns/s), \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(duration, 1)) s")
+        print("parley-load turns: \(Format.grouped(count)) sessions to \(target) from \(processes) process\(processes == 1 ? "" : "es"), a turn every \(Format.fixed(turnInterval, 1)) s each (\(Format.fixed(Double(count) / turnInterval, 1)) turns/s), \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(duration, 1)) s\(tools > 0 ? "; \(tools) function tools declared per session" : "")")
         if let before = summary.serverBefore, before.realtimeOpen > 0 {
             summary.notes.append("the server already had \(Format.grouped(before.realtimeOpen)) realtime sessions open before this run")
         }
@@ -141,7 +150,7 @@ struct TurnsCommand: ParsableCommand {
             connecting = merged.phase < .ready && group.vanished.isEmpty && MonotonicClock.nanoseconds() < bound
             let elapsed = MonotonicClock.seconds(since: startedAt)
             let perSecond = meter.sample(merged.connected + merged.failedCount, at: elapsed)
-            progress.update("connecting  \(Format.grouped(merged.connected))/\(Format.grouped(count))  session.created \(Format.grouped(merged.ready))  failed \(Format.grouped(merged.failedCount))  \(Format.grouped(Int(perSecond))) conn/s  \(Format.fixed(elapsed, 1)) s",
+            progress.update("connecting  \(Format.grouped(merged.connected))/\(Format.grouped(count))  \(tools > 0 ? "session.updated" : "session.created") \(Format.grouped(merged.ready))  failed \(Format.grouped(merged.failedCount))  \(Format.grouped(Int(perSecond))) conn/s  \(Format.fixed(elapsed, 1)) s",
                             force: !connecting)
         }
         progress.finish()
@@ -213,7 +222,7 @@ struct TurnsCommand: ParsableCommand {
             return ["turns-worker", "--url", url, "--count", String(share), "--first-index", String(first),
                     "--sources", String(Self.sources), "--rate", String(Self.connectRate),
                     "--connect-timeout", String(connectTimeout), "--turn-interval", String(turnInterval),
-                    "--warmup", String(warmup), "--duration", String(duration),
+                    "--warmup", String(warmup), "--duration", String(duration), "--tools", String(tools),
                     // A worker outlives no parent by much: connect, turns, drain, and a margin.
                     "--max-seconds", String(connectTimeout + warmup + duration + TurnsRun.drainSeconds + 60)] + (ca.map { ["--ca", $0] } ?? [])
         }
@@ -246,7 +255,13 @@ struct TurnsCommand: ParsableCommand {
         if connect.connected < count {
             summary.problems.append("only \(Format.grouped(connect.connected)) of \(Format.grouped(count)) sessions connected (failures: \(Format.reasons(connect.failed)))")
         } else if connect.ready < connect.open {
-            summary.problems.append("\(Format.grouped(connect.open - connect.ready)) sessions had no session.created within the connect timeout")
+            if connect.updateRefused > 0 {
+                summary.problems.append("\(Format.grouped(connect.updateRefused)) sessions had their session.update (\(tools) tools) refused with an error (\(Format.reasons(r.errors)))")
+            }
+            let silent = connect.open - connect.ready - connect.updateRefused
+            if silent > 0 {
+                summary.problems.append("\(Format.grouped(silent)) sessions had no \(tools > 0 ? "session.updated" : "session.created") within the connect timeout")
+            }
         }
         if summary.atEnd.droppedCount > 0 {
             summary.problems.append("\(Format.grouped(summary.atEnd.droppedCount)) sessions were lost after opening (\(Format.reasons(summary.atEnd.dropped)))")

@@ -9,14 +9,18 @@ struct TurnsReport {
     var started = 0
     var connected = 0
     var open = 0
-    /// Open sessions that have had session.created.
+    /// Open sessions that have had session.created (with tools: and session.updated).
     var ready = 0
+    /// Open sessions whose session.update (the tools) was answered by an error.
+    var updateRefused = 0
     /// Seconds from the worker's first connect to its last open.
     var connectSeconds = 0.0
     var failed: [String: Int] = [:]
     var dropped: [String: Int] = [:]
     var pongs = 0
     var handshake = LatencyRecorder()
+    /// session.update sent → session.updated (with tools only).
+    var sessionUpdate = LatencyRecorder()
     /// Whole run, warm-up included: for the progress line.
     var turnsSent = 0
     var responsesDone = 0
@@ -38,6 +42,8 @@ struct TurnsReport {
         connected = pool.connected
         open = pool.open
         ready = run.ready
+        updateRefused = run.updateRefused
+        sessionUpdate = run.updateLatency
         connectSeconds = pool.lastOpenedSeconds
         failed = pool.failed
         dropped = pool.dropped
@@ -62,6 +68,7 @@ struct TurnsReport {
             ("connected", .int(connected)),
             ("open", .int(open)),
             ("ready", .int(ready)),
+            ("update_refused", .int(updateRefused)),
             ("connect_seconds", .number(connectSeconds)),
             ("failed", .counts(failed)),
             ("dropped", .counts(dropped)),
@@ -73,7 +80,10 @@ struct TurnsReport {
             ("at_ns", .number(Double(reportedAt))),
         ]
         // The histograms are the bulk of a report and only read once their phase is over.
-        if phase >= .ready || final { members.append(("handshake", handshake.json)) }
+        if phase >= .ready || final {
+            members.append(("handshake", handshake.json))
+            if sessionUpdate.count > 0 { members.append(("session_update", sessionUpdate.json)) }
+        }
         if phase == .drained || final { members.append(("result", result.json)) }
         return .object(members)
     }
@@ -85,11 +95,13 @@ struct TurnsReport {
         connected = json["connected"]?.int ?? 0
         open = json["open"]?.int ?? 0
         ready = json["ready"]?.int ?? 0
+        updateRefused = json["update_refused"]?.int ?? 0
         connectSeconds = json["connect_seconds"]?.double ?? 0
         failed = json["failed"]?.countTable ?? [:]
         dropped = json["dropped"]?.countTable ?? [:]
         pongs = json["pongs"]?.int ?? 0
         handshake = LatencyRecorder(json: json["handshake"])
+        sessionUpdate = LatencyRecorder(json: json["session_update"])
         turnsSent = json["turns_sent"]?.int ?? 0
         responsesDone = json["responses_done"]?.int ?? 0
         inFlight = json["in_flight"]?.int ?? 0
@@ -105,11 +117,13 @@ struct TurnsReport {
         connected += other.connected
         open += other.open
         ready += other.ready
+        updateRefused += other.updateRefused
         connectSeconds = max(connectSeconds, other.connectSeconds)
         failed.merge(other.failed, uniquingKeysWith: +)
         dropped.merge(other.dropped, uniquingKeysWith: +)
         pongs += other.pongs
         handshake.merge(other.handshake)
+        sessionUpdate.merge(other.sessionUpdate)
         turnsSent += other.turnsSent
         responsesDone += other.responsesDone
         inFlight += other.inFlight

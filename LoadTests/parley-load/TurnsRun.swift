@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// The `turns` test in one process: its share of the sessions connect and wait for
-/// `session.created`; once the parent names the start, each sends a text turn every interval, at
+/// `session.created` (with tools, each then declares them in a `session.update` and waits for its
+/// `session.updated`); once the parent names the start, each sends a text turn every interval, at
 /// its own phase within the interval, and times the reply from the moment response.create leaves.
 ///
 /// The load is open-loop: turns are due on a fixed schedule whatever the server does. A turn that
@@ -24,6 +25,9 @@ final class TurnsRun: ConnectionEvents {
         let turnInterval: Double
         let warmup: Double
         let duration: Double
+        /// Function tools each session declares before its first turn (TurnsTools); 0 for none,
+        /// and then no session.update is sent.
+        var tools = 0
     }
 
     enum Phase: String, CaseIterable, Comparable {
@@ -49,6 +53,13 @@ final class TurnsRun: ConnectionEvents {
     private struct SessionState {
         var connection: ClientConnection?
         /// session.created has arrived.
+        var created = false
+        /// When the session.update declaring the tools was sent; 0 when none is awaiting its
+        /// session.updated.
+        var updateSentAt: UInt64 = 0
+        /// The session.update was answered by an error: the session never becomes ready.
+        var updateRefused = false
+        /// session.created has arrived, and with tools, session.updated too: turns may start.
         var ready = false
         var turns = 0
         /// When response.create was sent; 0 when no turn is in flight.
@@ -68,6 +79,8 @@ final class TurnsRun: ConnectionEvents {
     private let interval: UInt64
     private let connectDeadline: UInt64
     private let responseCreate = Array(#"{"type":"response.create"}"#.utf8)
+    /// The session.update every session sends after session.created; empty without tools.
+    private let sessionUpdate: [UInt8]
 
     private(set) var phase = Phase.connecting
     private var scheduleStart = UInt64.max
@@ -78,8 +91,12 @@ final class TurnsRun: ConnectionEvents {
     private var round: UInt64 = 0
     private var cpuAtMeasureStart = CPUTime.zero
 
-    /// Open sessions that have had session.created.
+    /// Open sessions that have had session.created (with tools: and session.updated).
     private(set) var ready = 0
+    /// Open sessions whose session.update was answered by an error.
+    private(set) var updateRefused = 0
+    /// From sending session.update to its session.updated.
+    private(set) var updateLatency = LatencyRecorder()
     /// Over the whole run, warm-up included, for the progress line.
     private(set) var turnsSent = 0
     private(set) var responsesDone = 0
@@ -93,6 +110,7 @@ final class TurnsRun: ConnectionEvents {
             target: settings.target, count: settings.count, firstIndex: settings.firstIndex,
             sources: settings.sources, rate: settings.rate, connectTimeout: settings.connectTimeout))
         sessions = Array(repeating: SessionState(), count: settings.count)
+        sessionUpdate = settings.tools > 0 ? Array(TurnsTools.sessionUpdate(settings.tools).utf8) : []
         interval = MonotonicClock.nanoseconds(settings.turnInterval)
         // One session in each equal slice of the interval, at a random point in its slice: turns
         // arrive evenly, and no two processes' schedules line up.
@@ -128,7 +146,7 @@ final class TurnsRun: ConnectionEvents {
     }
 
     private func advance(_ now: UInt64) {
-        if phase == .connecting && pool.settled && (ready == pool.open || now >= connectDeadline) { phase = .ready }
+        if phase == .connecting && pool.settled && (ready + updateRefused == pool.open || now >= connectDeadline) { phase = .ready }
         if phase == .ready && now >= scheduleStart { phase = .warmup }
         if phase == .warmup && now >= measureStart {
             phase = .measuring
@@ -175,7 +193,7 @@ final class TurnsRun: ConnectionEvents {
             return
         }
         sessions[slot].turns += 1
-        let item = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello number \#(sessions[slot].turns)"}]}}"#
+        let item = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"\#(TurnsTools.turnText(sessions[slot].turns))"}]}}"#
         var bytes = Array(item.utf8)
         bytes.withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: connection) }
         bytes = responseCreate
@@ -218,7 +236,21 @@ final class TurnsRun: ConnectionEvents {
         let slot = connection.slot
         switch RealtimeEventKind.of(payload) {
         case .sessionCreated:
-            guard !sessions[slot].ready else { return }
+            guard !sessions[slot].created else { return }
+            sessions[slot].created = true
+            if sessionUpdate.isEmpty {
+                sessions[slot].ready = true
+                ready += 1
+            } else {
+                // Set first: a failed write closes the session, and `lost` starts its state afresh.
+                sessions[slot].updateSentAt = MonotonicClock.nanoseconds()
+                sessionUpdate.withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: connection) }
+            }
+        case .sessionUpdated:
+            // Only the answer to our own session.update makes the session ready.
+            guard sessions[slot].updateSentAt != 0 else { return }
+            updateLatency.record(now - sessions[slot].updateSentAt)
+            sessions[slot].updateSentAt = 0
             sessions[slot].ready = true
             ready += 1
         case .responseCreated:
@@ -232,6 +264,13 @@ final class TurnsRun: ConnectionEvents {
         case .error:
             let event = try? JSON(parsing: String(decoding: payload, as: UTF8.self))
             result.errors[event?["error"]?["code"]?.string ?? "(no code)", default: 0] += 1
+            // Refused tools: nothing else of ours is in flight before the session is ready.
+            if sessions[slot].updateSentAt != 0 {
+                sessions[slot].updateSentAt = 0
+                sessions[slot].updateRefused = true
+                updateRefused += 1
+                return
+            }
             // Refused before any response began: no response.done will come for this turn.
             if sessions[slot].sentAt != 0 && !sessions[slot].responseStarted {
                 if sessions[slot].measured { result.refused += 1 }
@@ -265,6 +304,7 @@ final class TurnsRun: ConnectionEvents {
     func lost(_ connection: ClientConnection, reason: String, in pool: ConnectionPool) {
         let slot = connection.slot
         if sessions[slot].ready { ready -= 1 }
+        if sessions[slot].updateRefused { updateRefused -= 1 }
         if sessions[slot].sentAt != 0 {
             if sessions[slot].measured { result.lostInFlight += 1 }
             endTurn(slot)

@@ -10,8 +10,11 @@ struct TurnsSummary {
     let turnInterval: Double
     let warmup: Double
     let duration: Double
+    /// Function tools each session declared before its first turn (0: no session.update).
+    let tools: Int
 
-    /// The workers' reports added together, once every session had opened or failed.
+    /// The workers' reports added together, once every session had opened or failed (and, with
+    /// tools, had its session.updated or an error).
     var connect = TurnsReport()
     /// Seconds from the first connect to the last open.
     var connectSeconds = 0.0
@@ -39,6 +42,8 @@ struct TurnsSummary {
     /// Turns a second the schedule asks for: every session once an interval.
     var scheduledPerSecond: Double { Double(requested) / turnInterval }
     var clientCores: Double { result.measuredSeconds > 0 ? cpuMeasured.total / result.measuredSeconds : 0 }
+    /// The bytes of the session.update each session sent; 0 without tools.
+    var sessionUpdateBytes: Int { tools > 0 ? TurnsTools.sessionUpdate(tools).utf8.count : 0 }
 
     /// The server's histogram `name` over the measured period; nil when it does not export it.
     func serverHistogram(_ name: String) -> ServerHistogram? {
@@ -61,7 +66,7 @@ struct TurnsSummary {
 
     var connectSection: String {
         var lines = ["", "== sessions  (\(Format.grouped(requested)) to \(target), \(processes) process\(processes == 1 ? "" : "es"), \(sources) source addresses)"]
-        lines.append(Format.row("sessions open", "\(Format.grouped(connect.open)) of \(Format.grouped(requested))  (session.created on \(Format.grouped(connect.ready)); connected \(Format.grouped(connect.connected)), failed \(Format.grouped(connect.failedCount)), dropped \(Format.grouped(connect.droppedCount)))"))
+        lines.append(Format.row("sessions open", "\(Format.grouped(connect.open)) of \(Format.grouped(requested))  (\(tools > 0 ? "session.updated" : "session.created") on \(Format.grouped(connect.ready)); connected \(Format.grouped(connect.connected)), failed \(Format.grouped(connect.failedCount)), dropped \(Format.grouped(connect.droppedCount)))"))
         lines.append(Format.row("connect rate", "\(Format.grouped(Int(connectRate.rounded()))) conn/s  (\(Format.fixed(connectSeconds, 2)) s from first connect to last open)"))
         if connect.handshake.count > 0 {
             let h = connect.handshake
@@ -69,12 +74,35 @@ struct TurnsSummary {
         }
         lines.append(Format.row("failures", Format.reasons(connect.failed)))
         if connect.droppedCount > 0 { lines.append(Format.row("dropped", Format.reasons(connect.dropped))) }
+        lines.append(toolsRow)
         if let server = serverConnected {
             lines += memoryRows(server)
         } else {
             lines.append(Format.row("server", "metrics unavailable"))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// "tools: K", and with tools, how the session.update went.
+    private var toolsRow: String {
+        guard tools > 0 else { return Format.row("tools", "0  (no session.update)") }
+        var value = "\(tools) function tools per session, the same list in every session  (session.update of \(Format.grouped(sessionUpdateBytes)) B"
+        let u = connect.sessionUpdate
+        if u.count > 0 {
+            value += "; → session.updated p50 \(LatencyRecorder.format(nanoseconds: u.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: u.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: u.maximum))"
+        }
+        if connect.updateRefused > 0 { value += "; refused: \(Format.grouped(connect.updateRefused))" }
+        return Format.row("tools", value + ")")
+    }
+
+    /// Resident and accounted bytes per session, once every session was ready and at the end.
+    private var bytesPerSessionRow: String {
+        func pair(_ m: ServerMetrics?) -> (resident: String, accounted: String) {
+            guard let m, m.realtimeOpen > 0 else { return ("n/a", "n/a") }
+            return ("\(Format.grouped(Int(m.residentBytesPerConnection))) B", "\(Format.grouped(Int(m.accountedBytesPerConnection))) B")
+        }
+        let idle = pair(serverConnected), end = pair(serverEnd)
+        return Format.row("bytes/session", "resident \(idle.resident) idle, \(end.resident) at the end; accounted \(idle.accounted) idle, \(end.accounted) at the end  (tools: \(tools); idle: every session ready, before any turn)")
     }
 
     private func memoryRows(_ server: ServerMetrics) -> [String] {
@@ -94,7 +122,7 @@ struct TurnsSummary {
     var turnsSection: String {
         let r = result
         func ms(_ h: LatencyRecorder, _ p: Double) -> String { LatencyRecorder.format(nanoseconds: h.percentile(p)) }
-        var lines = ["", "== turns  (a text turn every \(Format.fixed(turnInterval, 1)) s per session, phases spread evenly; \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(r.measuredSeconds, 1)) s measured)"]
+        var lines = ["", "== turns  (a text turn every \(Format.fixed(turnInterval, 1)) s per session, phases spread evenly; \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(r.measuredSeconds, 1)) s measured; tools: \(tools))"]
         lines.append(Format.row("sessions open", "\(Format.grouped(atEnd.open)) of \(Format.grouped(requested)) at the end  (dropped during the run: \(Format.reasons(atEnd.dropped)); server pings answered: \(Format.grouped(atEnd.pongs)))"))
         lines.append(Format.row("turns", "\(Format.grouped(r.turns)) sent = \(Format.fixed(r.turnsPerSecond, 1)) turns/s  (schedule \(Format.fixed(scheduledPerSecond, 1))/s; sent up to \(LatencyRecorder.format(nanoseconds: r.maxSendLag)) late)"))
         if r.skippedBusy + r.skippedClosed > 0 {
@@ -118,6 +146,7 @@ struct TurnsSummary {
         } else {
             lines.append(Format.row("server", "metrics unavailable at the end"))
         }
+        lines.append(bytesPerSessionRow)
         for (label, name) in [("server added", Self.addedLatency), ("upstream TTFT", Self.firstToken)] {
             if let histogram = serverHistogram(name) {
                 lines.append(Format.row(label, "\(histogram.summaryLine)  (\(name))"))
@@ -159,6 +188,12 @@ struct TurnsSummary {
             .object([("count", .number(Double(h.count))), ("p50", .number(Double(h.percentile(50)))), ("p99", .number(Double(h.percentile(99)))),
                      ("p99_9", .number(Double(h.percentile(99.9)))), ("max", .number(Double(h.maximum)))])
         }
+        // Resident and accounted, once every session was ready and before any turn ("idle"), and at the end.
+        func perSession(_ m: ServerMetrics?) -> JSON {
+            guard let m, m.realtimeOpen > 0 else { return .null }
+            return .object([("resident", .number(m.residentBytesPerConnection)), ("accounted", .number(m.accountedBytesPerConnection))])
+        }
+        let bytesPerSession = JSON.object([("tools", .int(tools)), ("idle", perSession(serverConnected)), ("end", perSession(serverEnd))])
         let r = result
         return .object([
             ("command", .string("turns")),
@@ -169,8 +204,12 @@ struct TurnsSummary {
             ("turn_interval_seconds", .number(turnInterval)),
             ("warmup_seconds", .number(warmup)),
             ("measured_seconds", .number(r.measuredSeconds)),
+            ("tools", .int(tools)),
+            ("session_update_bytes", .int(sessionUpdateBytes)),
             ("connected", .int(connect.connected)),
             ("ready", .int(connect.ready)),
+            ("update_refused", .int(connect.updateRefused)),
+            ("session_update_ns", connect.sessionUpdate.count > 0 ? latency(connect.sessionUpdate) : .null),
             ("failed", .counts(connect.failed)),
             ("connect_rate", .number(connectRate.rounded())),
             ("open_at_end", .int(atEnd.open)),
@@ -191,6 +230,7 @@ struct TurnsSummary {
             ("done_ns", latency(r.done)),
             ("server_connected", server(serverConnected)),
             ("server_end", server(serverEnd)),
+            ("bytes_per_session", bytesPerSession),
             ("server_responses", serverCounts("parley_session_responses_total", by: "status").map(JSON.counts) ?? .null),
             ("server_added_latency", serverHistogram(Self.addedLatency)?.json ?? .null),
             ("upstream_first_token", serverHistogram(Self.firstToken)?.json ?? .null),

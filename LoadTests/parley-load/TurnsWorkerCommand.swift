@@ -24,6 +24,7 @@ struct TurnsWorkerCommand: ParsableCommand {
     @Option var turnInterval: Double
     @Option var warmup: Double
     @Option var duration: Double
+    @Option(help: "Function tools each session declares in a session.update before its first turn.") var tools = 0
     @Option(help: "Seconds after which the worker exits even if its parent never says so.") var maxSeconds: Double
 
     static let reportInterval: UInt64 = 500_000_000
@@ -33,7 +34,7 @@ struct TurnsWorkerCommand: ParsableCommand {
         DescriptorLimit.raiseToHard()
         let run = try TurnsRun(.init(
             target: try LoadTarget(url, caFile: ca), count: count, firstIndex: firstIndex, sources: sources, rate: rate,
-            connectTimeout: connectTimeout, turnInterval: turnInterval, warmup: warmup, duration: duration))
+            connectTimeout: connectTimeout, turnInterval: turnInterval, warmup: warmup, duration: duration, tools: tools))
         run.pool.watchForHangUp(0)
 
         let lifetime = run.pool.startedAt + MonotonicClock.nanoseconds(maxSeconds)
