@@ -173,11 +173,15 @@ async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     await s.conn.conversation.item.create(item={
         "type": "message", "role": "user", "content": [{"type": "input_text", "text": QUESTION}],
     })
-    data, _ = await s.expect("conversation.item.created")
+    created = "conversation.item.added" if ga else "conversation.item.created"
+    data, _ = await s.expect(created)
     item = data.get("item") or {}
     content = item.get("content") or [{}]
-    c.check(f"{n}: conversation.item.create -> conversation.item.created",
+    c.check(f"{n}: conversation.item.create -> {created}",
             item.get("role") == "user" and content[0].get("text") == QUESTION, f"item {item.get('id')}")
+    if ga:
+        data, _ = await s.expect("conversation.item.done")
+        c.check(f"{n}: then conversation.item.done", (data.get("item") or {}).get("id") == item.get("id"), short(data))
 
     await s.conn.response.create()
     seen: list[str] = []
@@ -197,10 +201,14 @@ async def round_trip(s: Session, *, ga: bool, model: str) -> None:
             break
     response = data.get("response") or {}
     text = "".join(deltas)
-    # Parley, like the beta API, announces the assistant item with conversation.item.created right
-    # after response.output_item.added (GA servers may send conversation.item.added instead).
-    expected_order = ["response.created", "response.output_item.added", "conversation.item.created", "response.content_part.added", text_delta,
-                      text_done, "response.content_part.done", "response.output_item.done", "response.done"]
+    # The assistant item is announced right after response.output_item.added (GA: conversation.item.added,
+    # and conversation.item.done after response.output_item.done; beta: conversation.item.created).
+    if ga:
+        expected_order = ["response.created", "response.output_item.added", "conversation.item.added", "response.content_part.added", text_delta,
+                          text_done, "response.content_part.done", "response.output_item.done", "conversation.item.done", "response.done"]
+    else:
+        expected_order = ["response.created", "response.output_item.added", "conversation.item.created", "response.content_part.added", text_delta,
+                          text_done, "response.content_part.done", "response.output_item.done", "response.done"]
     order = [k for i, k in enumerate(seen) if k != text_delta or (i == 0 or seen[i - 1] != text_delta)]
     c.check(f"{n}: response events in order", order == expected_order, " ".join(order) if order == expected_order else f"got {order}")
     c.check(f"{n}: {text_delta} deltas joined contain {ANSWER!r}", bool(deltas) and ANSWER in text, f"{len(deltas)} deltas: {text!r}")
@@ -265,9 +273,10 @@ async def tool_round_trip(s: Session, *, ga: bool, model: str) -> None:
     tools = (data.get("session") or {}).get("tools") or []
     c.check(f"{n}: session.updated reports the tool", [t.get("name") for t in tools] == ["get_weather"], f"got {short(tools)}")
 
+    created = "conversation.item.added" if ga else "conversation.item.created"
     await s.conn.conversation.item.create(item={"type": "message", "role": "user",
                                                 "content": [{"type": "input_text", "text": "what's the weather in Paris"}]})
-    await s.expect("conversation.item.created")
+    await s.expect(created)
     await s.conn.response.create()
     deltas: list[str] = []
     call: dict[str, Any] | None = None
@@ -297,7 +306,7 @@ async def tool_round_trip(s: Session, *, ga: bool, model: str) -> None:
 
     await s.conn.conversation.item.create(item={"type": "function_call_output", "call_id": call["call_id"],
                                                 "output": json.dumps({"temperature_c": 21, "sky": "clear"})})
-    data, _ = await s.expect("conversation.item.created")
+    data, _ = await s.expect(created)
     c.check(f"{n}: function_call_output accepted", (data.get("item") or {}).get("type") == "function_call_output", f"got {short(data)}")
     await s.conn.response.create()
     text = ""
