@@ -140,6 +140,8 @@ public struct SessionEngine: Sendable {
     private var partialTranscript = ""
     /// A response asked for (by VAD or the client) while a transcript was pending.
     private var deferredResponse: ResponseOverrides?
+    /// The last response's id, for `output_audio_buffer.cleared` after it has ended.
+    private var lastResponseID: String?
     /// Session milliseconds since which the user has been quiet after a response, for server VAD's
     /// `idle_timeout_ms`; nil while that clock is not running (a turn or response in progress).
     private var idleSinceMs: Int?
@@ -289,6 +291,12 @@ public struct SessionEngine: Sendable {
             }
             guard conversation.delete(itemID) else { return itemNotFound(itemID, event) }
             emit(.conversationItemDeleted(itemID: itemID))
+        case .outputAudioBufferClear:
+            // The Realtime API has the client cancel first; a spoken reply still running is cut
+            // off here all the same (its speech stops, the history keeps what was heard).
+            let id = response?.id ?? lastResponseID ?? ""
+            if let response, response.speaks { cancel(response.id, reason: "client_cancelled") }
+            emit(.outputAudioBufferCleared(responseID: id))
         case .conversationItemTruncate(let itemID, let contentIndex, let audioEndMs):
             truncate(itemID, contentIndex: contentIndex, audioEndMs: audioEndMs, event)
         }
@@ -739,6 +747,7 @@ public struct SessionEngine: Sendable {
     private mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         guard let current = response else { return }
         response = nil
+        lastResponseID = current.id
         var output: [(index: Int, item: ConversationItem)] = []
         let itemStatus: ConversationItem.Status = status == .completed ? .completed : .incomplete
         if current.itemStarted {

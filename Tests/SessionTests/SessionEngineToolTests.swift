@@ -331,3 +331,23 @@ import Session
         #expect(done.itemsDone.first?.content == [.outputText("hello")])
     }
 }
+
+@Suite struct SessionEngineOutputAudioClearTests {
+    @Test func clearCutsOffASpokenReplyAndSaysSo() throws {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.turnDetection = nil
+        options.configuration.outputModalities = .audio
+        var h = try EngineHarness(options: options)
+        _ = h.start()
+        _ = h.say("tell me")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        _ = h.delta(model.id, "one two three")
+        let cleared = h.client(#"{"type":"output_audio_buffer.clear"}"#)
+        #expect(cleared.types.contains("cancelModel") && cleared.types.contains("speak.stop"))
+        #expect(cleared.types.last == "output_audio_buffer.cleared")
+        guard case .outputAudioBufferCleared(let id) = cleared.events.last?.kind else { return }
+        #expect(id == model.id)
+        // With nothing playing it is simply acknowledged, naming the last response.
+        #expect(h.client(#"{"type":"output_audio_buffer.clear"}"#).types == ["output_audio_buffer.cleared"])
+    }
+}

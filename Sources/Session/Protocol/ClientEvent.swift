@@ -21,6 +21,8 @@ public struct ClientEvent: Sendable, Equatable {
         case conversationItemRetrieve(itemID: String)
         /// `conversation.item.delete`
         case conversationItemDelete(itemID: String)
+        /// `output_audio_buffer.clear`: cut off the spoken reply now.
+        case outputAudioBufferClear
         /// `conversation.item.truncate`: the client played only `audioEndMs` of an assistant's audio.
         case conversationItemTruncate(itemID: String, contentIndex: Int, audioEndMs: Int)
     }
@@ -37,7 +39,7 @@ public struct ClientEvent: Sendable, Equatable {
     /// Client events of the Realtime API that Parley does not implement: they get an
     /// `unsupported_event` error rather than `unknown_event`, so the client knows it was understood.
     static let unsupportedTypes: Set<String> = [
-        "output_audio_buffer.clear", "transcription_session.update",
+        "transcription_session.update",
     ]
 
     /// The event of `type` (read by `ClientMessage.parse`), from its fields.
@@ -57,6 +59,8 @@ public struct ClientEvent: Sendable, Equatable {
             return .responseCreate(try ResponseOverrides.parse(try event.object("response")))
         case "response.cancel":
             return .responseCancel(responseID: try event.string("response_id"))
+        case "output_audio_buffer.clear":
+            return .outputAudioBufferClear
         case "conversation.item.retrieve":
             return .conversationItemRetrieve(itemID: try event.requiredString("item_id"))
         case "conversation.item.delete":

@@ -45,6 +45,8 @@ public struct ServerEvent: Sendable, Equatable {
         case conversationItemTruncated(itemID: String, contentIndex: Int, audioEndMs: Int)
         case conversationItemRetrieved(ConversationItem)
         case conversationItemDeleted(itemID: String)
+        /// The spoken reply was cut off at the client's `output_audio_buffer.clear`.
+        case outputAudioBufferCleared(responseID: String)
         case error(EventError)
     }
 

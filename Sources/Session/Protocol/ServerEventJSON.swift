@@ -46,6 +46,7 @@ extension ServerEvent {
         case .conversationItemTruncated: return "conversation.item.truncated"
         case .conversationItemRetrieved: return "conversation.item.retrieved"
         case .conversationItemDeleted: return "conversation.item.deleted"
+        case .outputAudioBufferCleared: return "output_audio_buffer.cleared"
         case .error: return "error"
         }
     }
@@ -99,6 +100,8 @@ extension ServerEvent {
             members.append(("item", item.json(dialect: dialect)))
         case .conversationItemDeleted(let itemID):
             members.append(("item_id", .string(itemID)))
+        case .outputAudioBufferCleared(let responseID):
+            members.append(("response_id", .string(responseID)))
         case .error(let error):
             members.append(("error", error.json))
         }
