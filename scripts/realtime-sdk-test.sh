@@ -124,7 +124,8 @@ openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key
 round_trip https --ca "$WORK/ca.pem" -- --tls-cert "$WORK/server.pem" --tls-key "$WORK/server.key"
 
 # Function calling: the server's model is parley mock-llm (started here), which calls a declared
-# tool when the prompt names it and answers with the tool's output.
+# tool when the prompt names it and answers with the tool's output, in the OpenAI chat format and
+# then in Anthropic's.
 "$PARLEY_BIN" mock-llm --host 127.0.0.1 --port 0 --loops 1 --first-token-ms 5 --tokens-per-second 1000 > "$WORK/mock.out" 2> "$WORK/mock.err" &
 MOCK_PID=$!
 trap 'kill $MOCK_PID 2>/dev/null || true; cleanup' EXIT
@@ -137,5 +138,7 @@ for _ in $(seq 100); do
 done
 [[ -n "$mock_port" ]] || die "no listening line from mock-llm within 10 s" 2
 round_trip http --tools -- --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
+# ... and the same with the model upstream speaking Anthropic's Messages API (tool_use, tool_result).
+round_trip http --tools -- --llm anthropic --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
 
 say "passed over ws and wss, tools included (openai $OPENAI_VERSION)"
