@@ -57,7 +57,7 @@ let package = Package(
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
-        .target(name: "MockLLM", dependencies: ["Server", "Loop", "Codec", "JSON"]),
+        .target(name: "MockLLM", dependencies: ["Server", "Session", "Loop", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
             dependencies: [

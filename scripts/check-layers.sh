@@ -17,7 +17,7 @@ declare -A allowed=(
   [Server]="Loop TLS Metrics CLinux Logging"
   [Session]="Server Upstream Loop Metrics Codec JSON Logging"
   [Speech]="Session Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
-  [MockLLM]="Server Loop Codec JSON"
+  [MockLLM]="Server Session Loop Codec JSON"
   [parley]="Server Session Speech MockLLM Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
 )
 system="Glibc Synchronization"

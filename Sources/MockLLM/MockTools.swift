@@ -1,3 +1,4 @@
+import Session
 import JSON
 
 /// A request the mock refuses, with the message of its 400.
@@ -156,44 +157,16 @@ enum MockToolMatcher {
                 found.append((position, order, tool))
                 continue
             }
-            let nameWords = Self.words(of: tool.name)
+            let nameWords = ToolName.words(of: tool.name)
             let wanted = nameWords.filter { !verbs.contains($0) }
             var positions: [Int] = []
             for word in wanted.isEmpty ? nameWords : wanted {
-                guard let hit = words.first(where: { same($0.0, word) }) else { positions = []; break }
+                guard let hit = words.first(where: { ToolName.same($0.0, word) }) else { positions = []; break }
                 positions.append(hit.1)
             }
             if let position = positions.min() { found.append((position, order, tool)) }
         }
         return found.sorted { ($0.position, $0.order) < ($1.position, $1.order) }.map(\.tool)
-    }
-
-    /// A name's words, lowercased: split on '_' and '-' and between a lowercase letter or digit
-    /// and a capital ("getWeather" is "get", "weather").
-    static func words(of name: String) -> [String] {
-        var out: [String] = []
-        var current = ""
-        var previous: Character?
-        for c in name {
-            if c == "_" || c == "-" {
-                if !current.isEmpty { out.append(current) }
-                current = ""
-            } else {
-                if c.isUppercase, let p = previous, p.isLowercase || p.isNumber, !current.isEmpty {
-                    out.append(current)
-                    current = ""
-                }
-                current += c.lowercased()
-            }
-            previous = c
-        }
-        if !current.isEmpty { out.append(current) }
-        return out
-    }
-
-    /// A prompt's word and a name's word are the same, allowing for a plural on either.
-    static func same(_ said: String, _ word: String) -> Bool {
-        said == word || said == word + "s" || said == word + "es" || word == said + "s" || word == said + "es"
     }
 
     /// Arguments for `schema` (a JSON Schema object): one value for each of its `properties`.

@@ -32,7 +32,7 @@ public struct BuiltinAgent: Sendable {
     /// the conversation ends with a function's output: it answers with it.
     public func respond(to messages: [ChatMessage], tools: [ToolDefinition] = [], choice: ToolChoice = .auto) -> Action {
         if !tools.isEmpty, choice != .none, Self.trailingResults(messages).isEmpty, let (tool, prompt) = Self.toolToCall(messages, tools, choice) {
-            return .call(name: tool.name, arguments: Self.arguments(for: tool.parameters, prompt: prompt, avoiding: Self.nameWords(tool.name), depth: 0).description)
+            return .call(name: tool.name, arguments: Self.arguments(for: tool.parameters, prompt: prompt, avoiding: ToolName.words(of: tool.name), depth: 0).description)
         }
         return .say(reply(to: messages))
     }
@@ -208,11 +208,11 @@ public struct BuiltinAgent: Sendable {
                 // Where its first word is, counting the words of the tokens before it.
                 position = tokens[..<whole].reduce(0) { $0 + $1.split { $0 == "_" || $0 == "-" }.count }
             } else {
-                let all = nameWords(tool.name)
+                let all = ToolName.words(of: tool.name)
                 let wanted = all.filter { !toolVerbs.contains($0) && !toolFillers.contains($0) }
                 var found: [Int] = []
                 for word in wanted.isEmpty ? all : wanted {
-                    guard let hit = words.firstIndex(where: { sameWord($0, word) }) else { found = []; break }
+                    guard let hit = words.firstIndex(where: { ToolName.same($0, word) }) else { found = []; break }
                     found.append(hit)
                 }
                 position = found.min()
@@ -224,34 +224,6 @@ public struct BuiltinAgent: Sendable {
 
     private static func mentionsWholeName(_ text: String, _ tool: ToolDefinition) -> Bool {
         text.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }.contains { $0 == tool.name.lowercased() }
-    }
-
-    /// A name's words, lowercased: split on `_`, `-`, `.` and before a capital that follows a
-    /// lowercase letter or digit (`getWeather` is "get", "weather").
-    static func nameWords(_ name: String) -> [String] {
-        var out: [String] = []
-        var current = ""
-        var previous: Character?
-        for c in name {
-            if c == "_" || c == "-" || c == "." || c == " " {
-                if !current.isEmpty { out.append(current) }
-                current = ""
-            } else {
-                if c.isUppercase, let p = previous, p.isLowercase || p.isNumber, !current.isEmpty {
-                    out.append(current)
-                    current = ""
-                }
-                current += c.lowercased()
-            }
-            previous = c
-        }
-        if !current.isEmpty { out.append(current) }
-        return out
-    }
-
-    /// A word said and a word of a name are the same, allowing for a plural on either.
-    static func sameWord(_ said: String, _ word: String) -> Bool {
-        said == word || said == word + "s" || said == word + "es" || word == said + "s" || word == said + "es"
     }
 
     // MARK: Arguments
@@ -408,7 +380,7 @@ public struct BuiltinAgent: Sendable {
         let candidates = text.split(whereSeparator: \.isWhitespace).map(clean).filter { !$0.isEmpty }
         let significant = candidates.last { word in
             let lowered = word.lowercased()
-            return !commonWords.contains(lowered) && !toolVerbs.contains(lowered) && !nameWords.contains { sameWord(lowered, $0) }
+            return !commonWords.contains(lowered) && !toolVerbs.contains(lowered) && !nameWords.contains { ToolName.same(lowered, $0) }
         }
         return String(significant ?? "")
     }

@@ -82,3 +82,35 @@ public final class ToolSet: Sendable, Equatable {
         }
     }
 }
+
+/// How a plainly worded request is matched to a tool's name, by the built-in agent and by
+/// `parley mock-llm` alike: the name's words against the words said.
+public enum ToolName {
+    /// A name's words, lowercased: split on `_`, `-`, `.` and spaces and between a lowercase
+    /// letter or digit and a capital (`getWeather` is "get", "weather").
+    public static func words(of name: String) -> [String] {
+        var out: [String] = []
+        var current = ""
+        var previous: Character?
+        for c in name {
+            if c == "_" || c == "-" || c == "." || c == " " {
+                if !current.isEmpty { out.append(current) }
+                current = ""
+            } else {
+                if c.isUppercase, let p = previous, p.isLowercase || p.isNumber, !current.isEmpty {
+                    out.append(current)
+                    current = ""
+                }
+                current += c.lowercased()
+            }
+            previous = c
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
+    /// A word said and a word of a name are the same, allowing for a plural on either.
+    public static func same(_ said: String, _ word: String) -> Bool {
+        said == word || said == word + "s" || said == word + "es" || word == said + "s" || word == said + "es"
+    }
+}
