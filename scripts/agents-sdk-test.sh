@@ -31,27 +31,15 @@ AGENTS_VERSION="0.24.0"
 OPENAI_VERSION="3.54.0"
 WEBSOCKETS_VERSION="16.1.1"
 VENV="$ROOT/.venv-agents"
-MARKER="$VENV/.parley-agents-pins"
 PINS="openai-agents==$AGENTS_VERSION openai==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
 
 say() { echo "agents-sdk-test: $*"; }
 die() { echo "agents-sdk-test: FAILED: $1" >&2; exit "${2:-1}"; }
 
-# --- the venv, cached -----------------------------------------------------------------------------
-if [[ ! -x "$VENV/bin/python" || "$(cat "$MARKER" 2>/dev/null)" != "$PINS" ]]; then
-    say "installing $PINS into .venv-agents (once)"
-    rm -rf "$VENV"
-    "$PYTHON3" -m venv "$VENV" || die "could not create the venv with $PYTHON3 -m venv (Debian: apt-get install python3-venv)" 2
-    pip_status=0
-    # shellcheck disable=SC2086
-    timeout 300 "$VENV/bin/pip" install --quiet --disable-pip-version-check $PINS || pip_status=$?
-    if [[ $pip_status -ne 0 ]]; then
-        rm -rf "$VENV"
-        [[ $pip_status -eq 124 ]] && die "pip install $PINS did not finish within 300 s (is PyPI reachable from this machine?)" 2
-        die "pip could not install $PINS from PyPI (exit $pip_status; is PyPI reachable from this machine? see pip's message above)" 2
-    fi
-    echo "$PINS" > "$MARKER"
-fi
+# shellcheck source=scripts/sdk-common.sh
+source scripts/sdk-common.sh
+
+pinned_venv "$VENV" "$PINS"
 
 # --- mock-llm and the server ----------------------------------------------------------------------
 [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
@@ -59,14 +47,6 @@ fi
 WORK="$(mktemp -d)"
 MOCK_PID=""
 SERVER_PID=""
-stop() {   # stop PID: TERM, up to 5 s, then KILL
-    local pid=$1
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-}
 cleanup() { stop "$SERVER_PID"; stop "$MOCK_PID"; SERVER_PID=""; MOCK_PID=""; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -77,23 +57,8 @@ logs() {
     echo "--- mock-llm stderr:"; cat "$WORK/mock.err" 2>/dev/null
 } >&2
 
-# wait_listening PID FILE REGEX WHAT: the port from the first line of FILE, within 10 s.
-wait_listening() {
-    local pid=$1 file=$2 regex=$3 what=$4 line
-    for _ in $(seq 100); do
-        if ! kill -0 "$pid" 2>/dev/null; then logs; die "$what exited before listening" 2; fi
-        line="$(head -n 1 "$file")"
-        if [[ "$line" =~ $regex ]]; then PORT="${BASH_REMATCH[1]}"; return 0; fi
-        sleep 0.1
-    done
-    logs; die "no listening line from $what within 10 s" 2
-}
-
-"$PARLEY_BIN" mock-llm --host 127.0.0.1 --port 0 --loops 1 --first-token-ms 5 --tokens-per-second 1000 > "$WORK/mock.out" 2> "$WORK/mock.err" &
-MOCK_PID=$!
-PORT=""
-wait_listening "$MOCK_PID" "$WORK/mock.out" '^parley mock-llm listening on http://127\.0\.0\.1:([0-9]+)/' "parley mock-llm"
-mock_port=$PORT
+start_mock
+mock_port=$MOCK_PORT
 
 "$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock \
     > "$WORK/server.out" 2> "$WORK/server.err" &
@@ -101,12 +66,7 @@ SERVER_PID=$!
 wait_listening "$SERVER_PID" "$WORK/server.out" '^parley listening on http://127\.0\.0\.1:([0-9]+)/' "parley serve"
 port=$PORT
 
-healthy=""
-for _ in $(seq 50); do   # up to about 10 s
-    if curl -fsS --max-time 1 -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null; then healthy=1; break; fi
-    sleep 0.1
-done
-[[ -n "$healthy" ]] || { logs; die "http://127.0.0.1:$port/healthz did not answer 200" 2; }
+wait_healthy http "$port"
 say "$PARLEY_BIN serving on 127.0.0.1:$port, its model parley mock-llm on 127.0.0.1:$mock_port"
 
 # --- the client -----------------------------------------------------------------------------------

@@ -38,32 +38,13 @@ from agents import function_tool, set_tracing_disabled
 from agents.realtime import RealtimeAgent, RealtimeRunner
 from agents.realtime.model_inputs import RealtimeModelSendRawMessage
 from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
+from sdk_checks import Abort, Checks  # scripts/sdk_checks.py, beside this file
 
 PROMPT = "what's the weather in Paris"
 WEATHER = {"temperature_c": 21, "sky": "clear"}
 INSTRUCTIONS = "You are Parley's Agents SDK test. Use get_weather for weather questions and answer briefly."
 
 
-class Abort(Exception):
-    """A step could not go on (a timeout, a closed session): the rest of the run is skipped."""
-
-
-class Checks:
-    def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, label: str, ok: bool, detail: str = "") -> bool:
-        if ok:
-            self.passed += 1
-            print(f"ok   {label}" + (f" ({detail})" if detail else ""), flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL {label}" + (f": {detail}" if detail else ""), flush=True)
-        return ok
-
-    def note(self, text: str) -> None:
-        print(f"note {text}", flush=True)
 
 
 def short(value: Any, limit: int = 600) -> str:

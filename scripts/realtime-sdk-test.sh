@@ -28,46 +28,29 @@ SDK_TIMEOUT="${SDK_TIMEOUT:-10}"
 OPENAI_VERSION="3.54.0"
 WEBSOCKETS_VERSION="15.0.1"
 VENV="$ROOT/.venv-sdk"
-MARKER="$VENV/.parley-sdk-pins"
 PINS="openai[realtime]==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
 
 say() { echo "realtime-sdk-test: $*"; }
 die() { echo "realtime-sdk-test: FAILED: $1" >&2; exit "${2:-1}"; }
 
-# --- the venv, cached -----------------------------------------------------------------------------
-if [[ ! -x "$VENV/bin/python" || "$(cat "$MARKER" 2>/dev/null)" != "$PINS" ]]; then
-    say "installing $PINS into .venv-sdk (once)"
-    rm -rf "$VENV"
-    "$PYTHON3" -m venv "$VENV" || die "could not create the venv with $PYTHON3 -m venv (Debian: apt-get install python3-venv)" 2
-    # shellcheck disable=SC2086
-    pip_status=0
-    timeout 300 "$VENV/bin/pip" install --quiet --disable-pip-version-check $PINS || pip_status=$?
-    if [[ $pip_status -ne 0 ]]; then
-        rm -rf "$VENV"
-        [[ $pip_status -eq 124 ]] && die "pip install $PINS did not finish within 300 s (is PyPI reachable from this machine?)" 2
-        die "pip could not install $PINS from PyPI (exit $pip_status; is PyPI reachable from this machine? see pip's message above)" 2
-    fi
-    echo "$PINS" > "$MARKER"
-fi
+# shellcheck source=scripts/sdk-common.sh
+source scripts/sdk-common.sh
+
+pinned_venv "$VENV" "$PINS"
 
 # --- the server -----------------------------------------------------------------------------------
 [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
 
 WORK="$(mktemp -d)"
 SERVER_PID=""
-stop_server() {
-    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill "$SERVER_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$SERVER_PID" 2>/dev/null || true
-    fi
-    SERVER_PID=""
-}
-cleanup() { stop_server; rm -rf "$WORK"; }
+MOCK_PID=""
+stop_server() { stop "$SERVER_PID"; SERVER_PID=""; }
+cleanup() { stop_server; stop "$MOCK_PID"; rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 server_log() { echo "--- server stdout:"; cat "$WORK/server.out"; echo "--- server stderr:"; cat "$WORK/server.err"; } >&2
+logs() { server_log; }
 
 # round_trip SCHEME [client options] -- [serve options]: starts a server, waits for it, runs the
 # SDK clients against it, stops it. SCHEME is http or https (the server's listening line and the
@@ -80,21 +63,9 @@ round_trip() {
     "$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 "$@" > "$WORK/server.out" 2> "$WORK/server.err" &
     SERVER_PID=$!
 
-    local port="" line
-    for _ in $(seq 100); do   # up to 10 s for the first line
-        if ! kill -0 "$SERVER_PID" 2>/dev/null; then server_log; die "$PARLEY_BIN exited before listening" 2; fi
-        line="$(head -n 1 "$WORK/server.out")"
-        if [[ "$line" =~ ^parley\ listening\ on\ $scheme://127\.0\.0\.1:([0-9]+)/ ]]; then port="${BASH_REMATCH[1]}"; break; fi
-        sleep 0.1
-    done
-    [[ -n "$port" ]] || { server_log; die "no 'parley listening on $scheme://127.0.0.1:PORT/' line from the server within 10 s" 2; }
-
-    local healthy=""
-    for _ in $(seq 50); do   # up to about 10 s; -k: a probe only, the SDK client checks the certificate
-        if curl -fsSk --max-time 1 -o /dev/null "$scheme://127.0.0.1:$port/healthz" 2>/dev/null; then healthy=1; break; fi
-        sleep 0.1
-    done
-    [[ -n "$healthy" ]] || { server_log; die "$scheme://127.0.0.1:$port/healthz did not answer 200" 2; }
+    wait_listening "$SERVER_PID" "$WORK/server.out" "^parley listening on $scheme://127\\.0\\.0\\.1:([0-9]+)/" "$PARLEY_BIN"
+    local port=$PORT
+    wait_healthy "$scheme" "$port"
     say "$PARLEY_BIN serving $scheme on 127.0.0.1:$port"
 
     local status=0
@@ -126,17 +97,8 @@ round_trip https --ca "$WORK/ca.pem" -- --tls-cert "$WORK/server.pem" --tls-key 
 # Function calling: the server's model is parley mock-llm (started here), which calls a declared
 # tool when the prompt names it and answers with the tool's output, in the OpenAI chat format and
 # then in Anthropic's.
-"$PARLEY_BIN" mock-llm --host 127.0.0.1 --port 0 --loops 1 --first-token-ms 5 --tokens-per-second 1000 > "$WORK/mock.out" 2> "$WORK/mock.err" &
-MOCK_PID=$!
-trap 'kill $MOCK_PID 2>/dev/null || true; cleanup' EXIT
-mock_port=""
-for _ in $(seq 100); do
-    kill -0 "$MOCK_PID" 2>/dev/null || { cat "$WORK/mock.out" "$WORK/mock.err" >&2; die "mock-llm exited before listening" 2; }
-    line="$(head -n 1 "$WORK/mock.out")"
-    if [[ "$line" =~ ^parley\ mock-llm\ listening\ on\ http://127\.0\.0\.1:([0-9]+)/ ]]; then mock_port="${BASH_REMATCH[1]}"; break; fi
-    sleep 0.1
-done
-[[ -n "$mock_port" ]] || die "no listening line from mock-llm within 10 s" 2
+start_mock
+mock_port=$MOCK_PORT
 round_trip http --tools -- --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
 # ... and the same with the model upstream speaking Anthropic's Messages API (tool_use, tool_result).
 round_trip http --tools -- --llm anthropic --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import openai
 import pydantic
 from openai import AsyncOpenAI
+from sdk_checks import Abort, Checks  # scripts/sdk_checks.py, beside this file
 
 QUESTION = "what is 12 times 7"
 ANSWER = "84"
@@ -40,26 +41,6 @@ INSTRUCTIONS = "You are Parley's SDK round-trip test. Answer briefly."
 SILENCE_1S = base64.b64encode(b"\x00\x00" * 24000).decode("ascii")
 
 
-class Abort(Exception):
-    """A step could not go on (a timeout, a closed connection): the rest of that client is skipped."""
-
-
-class Checks:
-    def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, label: str, ok: bool, detail: str = "") -> bool:
-        if ok:
-            self.passed += 1
-            print(f"ok   {label}" + (f" ({detail})" if detail else ""), flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL {label}" + (f": {detail}" if detail else ""), flush=True)
-        return ok
-
-    def note(self, text: str) -> None:
-        print(f"note {text}", flush=True)
 
 
 def models_by_type(union: Any) -> dict[str, type[pydantic.BaseModel]]:
