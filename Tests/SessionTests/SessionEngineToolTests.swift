@@ -198,13 +198,7 @@ import Session
     }
 
     @Test func aSpokenReplyIsCutToWhatWasHeard() throws {
-        var options = SessionEngine.Options(synthesizes: true)
-        options.configuration.turnDetection = nil
-        options.configuration.outputModalities = .audio
-        var h = try EngineHarness(options: options)
-        _ = h.start()
-        _ = h.say("tell me")
-        let model = try h.client(#"{"type":"response.create"}"#).model()
+        var (h, model) = try EngineHarness.spokenReply(to: "tell me")
         let added = h.delta(model.id, "one two three four five six seven eight")
         guard case .outputItemAdded(_, _, let item) = added.events[0].kind else { Issue.record("\(added.types)"); return }
         _ = h.finish(model.id)
@@ -248,13 +242,7 @@ import Session
     }
 
     @Test func aCancelledSpokenReplyStillEndsItsAudio() throws {
-        var options = SessionEngine.Options(synthesizes: true)
-        options.configuration.turnDetection = nil
-        options.configuration.outputModalities = .audio
-        var h = try EngineHarness(options: options)
-        _ = h.start()
-        _ = h.say("tell me")
-        let model = try h.client(#"{"type":"response.create"}"#).model()
+        var (h, model) = try EngineHarness.spokenReply(to: "tell me")
         _ = h.delta(model.id, "one two three")
         let cancelled = h.client(#"{"type":"response.cancel"}"#)
         #expect(cancelled.types.contains("response.output_audio.done"))
@@ -334,13 +322,7 @@ import Session
 
 @Suite struct SessionEngineOutputAudioClearTests {
     @Test func clearCutsOffASpokenReplyAndSaysSo() throws {
-        var options = SessionEngine.Options(synthesizes: true)
-        options.configuration.turnDetection = nil
-        options.configuration.outputModalities = .audio
-        var h = try EngineHarness(options: options)
-        _ = h.start()
-        _ = h.say("tell me")
-        let model = try h.client(#"{"type":"response.create"}"#).model()
+        var (h, model) = try EngineHarness.spokenReply(to: "tell me")
         _ = h.delta(model.id, "one two three")
         let cleared = h.client(#"{"type":"output_audio_buffer.clear"}"#)
         #expect(cleared.types.contains("cancelModel") && cleared.types.contains("speak.stop"))
@@ -349,5 +331,19 @@ import Session
         #expect(id == model.id)
         // With nothing playing it is simply acknowledged, naming the last response.
         #expect(h.client(#"{"type":"output_audio_buffer.clear"}"#).types == ["output_audio_buffer.cleared"])
+    }
+}
+
+extension EngineHarness {
+    /// A manual-turn session whose replies are spoken, asked `question`, its response started.
+    static func spokenReply(to question: String) throws -> (EngineHarness, (id: String, messages: [ChatMessage], options: ModelOptions)) {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.turnDetection = nil
+        options.configuration.outputModalities = .audio
+        var h = try EngineHarness(options: options)
+        _ = h.start()
+        _ = h.say(question)
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        return (h, model)
     }
 }
