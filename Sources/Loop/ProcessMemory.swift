@@ -27,15 +27,9 @@ public enum ProcessMemory {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// The first kilobyte of a /proc file: all that these small files hold. nil if unreadable
-    /// (at the descriptor limit, say).
+    /// A /proc file: these are small. nil if unreadable (at the descriptor limit, say).
     private static func readProcFile(_ path: String) -> ArraySlice<UInt8>? {
-        guard let fd = try? Sys.openReadOnly(path) else { return nil }
-        defer { Sys.close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let result = buffer.withUnsafeMutableBytes { try? Sys.read(fd, into: $0) }
-        guard case .transferred(let n) = result else { return nil }
-        return buffer[0..<n]
+        Sys.readFile(path, maxBytes: 64 * 1024).map { $0[...] }
     }
 }
 

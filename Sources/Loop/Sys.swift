@@ -67,6 +67,25 @@ public enum Sys {
         try retrying("open(\(path))") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
     }
 
+    /// A small file whole (a key file, a /proc file), at most `maxBytes`; nil if it cannot be
+    /// read or is larger.
+    public static func readFile(_ path: String, maxBytes: Int = 1 << 20) -> [UInt8]? {
+        guard let fd = try? openReadOnly(path) else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let result = chunk.withUnsafeMutableBytes { try? read(fd, into: $0) }
+            switch result {
+            case .transferred(let n)?:
+                bytes += chunk[0..<n]
+                if bytes.count > maxBytes { return nil }
+            case .endOfFile?: return bytes
+            case .wouldBlock?, nil: return nil
+            }
+        }
+    }
+
     // MARK: Sockets
 
     /// The kinds of socket Parley opens: TCP streams, non-blocking or blocking.

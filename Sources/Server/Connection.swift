@@ -275,6 +275,12 @@ final class Connection: LoopRegistrant {
                 serve(request, stream)
             }
         case .webSocket(let endpoint):
+            if let allowed = serving.context.configuration.allowedOrigins, let origin = request.header("origin"),
+               !allowed.contains(where: { $0.lowercased() == origin.lowercased() }) {
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "403", "reason": "origin"])
+                return respond(.jsonError(.forbidden, code: "origin_not_allowed", message: "this server does not accept sessions from pages at \(origin)"),
+                               keepAlive: false)
+            }
             switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
             case .refuse(let response):
                 serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])

@@ -44,6 +44,27 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A plain-text error response whose body repeats the status line.
+    /// A refusal as the OpenAI API words one: `{"error": {"type", "code", "message"}}`.
+    public static func jsonError(_ status: HTTPStatus, code: String, message: String, headers: [(String, String)] = []) -> HTTPResponse {
+        func quoted(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case _ where scalar.value < 0x20: out += " "
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        let type = status.code == 429 ? "rate_limit_error" : "invalid_request_error"
+        var response = HTTPResponse(status: status, contentType: "application/json",
+                                    body: #"{"error":{"type":\#(quoted(type)),"code":\#(quoted(code)),"message":\#(quoted(message))}}"# + "\n")
+        response.headers += headers
+        return response
+    }
+
     static func error(_ status: HTTPStatus, headers: [(String, String)] = []) -> HTTPResponse {
         var response = HTTPResponse(status: status, contentType: "text/plain; charset=utf-8", body: "\(status.code) \(status.reason)\n")
         response.headers += headers
@@ -62,4 +83,11 @@ public struct HTTPResponse: Sendable {
         head += "\r\n"
         return Array(head.utf8) + (includeBody ? body : [])
     }
+}
+
+/// An upgrade refused by an endpoint's negotiation: the response the client gets.
+public struct HTTPRefusal: Error, Sendable {
+    public let response: HTTPResponse
+    public init(_ response: HTTPResponse) { self.response = response }
+    public init(_ status: HTTPStatus) { response = .error(status) }
 }

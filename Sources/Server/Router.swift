@@ -6,7 +6,9 @@ public final class Router: Sendable {
     public typealias StreamingHandler = @Sendable (HTTPRequest, HTTPResponseStream) -> Void
     /// Makes the handler for one upgraded connection, on its loop.
     public typealias WebSocketFactory = @Sendable (HTTPRequest, _ subprotocol: String?) -> any WebSocketHandler
-    public typealias Negotiate = @Sendable (HTTPRequest, _ offered: [String]) -> Result<String?, HTTPStatus>
+    /// Chooses a subprotocol among those offered, or refuses the upgrade with a response (401 for
+    /// a missing key, say).
+    public typealias Negotiate = @Sendable (HTTPRequest, _ offered: [String]) -> Result<String?, HTTPRefusal>
 
     struct WebSocketEndpoint: Sendable {
         let name: String

@@ -51,6 +51,12 @@ public struct ServerConfiguration: Sendable {
     /// others and answers `/metrics` with the sum over all of them.
     public var workerGroup: WorkerGroupMembership?
 
+    /// Origins (`https://app.example.com`) whose pages may upgrade; an upgrade carrying any other
+    /// `Origin` is refused with 403, so a page elsewhere cannot open sessions with a visitor's
+    /// browser (cross-site WebSocket hijacking). nil: any; requests without `Origin` (not browsers)
+    /// are not affected.
+    public var allowedOrigins: [String]?
+
     public var servesTLS: Bool { tlsCertificateFile != nil && tlsKeyFile != nil }
 
     public init() {}

@@ -7,7 +7,7 @@ public enum WebSocketHandshake {
 
     /// Chooses a subprotocol from those the client offered (in its order), or nil for none.
     /// Returning `.failure` refuses the upgrade with that status (for example 403 on bad credentials).
-    typealias Negotiate = @Sendable (HTTPRequest, [String]) -> Result<String?, HTTPStatus>
+    typealias Negotiate = @Sendable (HTTPRequest, [String]) -> Result<String?, HTTPRefusal>
 
     enum Verdict {
         /// Upgrade with this 101 response.
@@ -42,7 +42,7 @@ public enum WebSocketHandshake {
                 .flatMap { $0.value.split(separator: ",").map { String(Substring($0).trimmingSpaces()) } }
             switch negotiate(request, original.isEmpty ? offered : original) {
             case .success(let chosen): subprotocol = chosen
-            case .failure(let status): return .refuse(.error(status))
+            case .failure(let refusal): return .refuse(refusal.response)
             }
         }
         var headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", acceptKey(for: key))]

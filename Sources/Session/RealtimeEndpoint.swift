@@ -9,16 +9,17 @@ public struct RealtimeEndpoint: Sendable {
     public let model: any LanguageModel
     /// The model name sessions report (session.created's `model`).
     public let modelName: String
-    /// When set, clients must present it: `Authorization: Bearer …`, or for browsers the
-    /// subprotocol `openai-insecure-api-key.…`. When nil, any key (or none) is accepted.
-    public let requiredKey: String?
+    /// When set, clients must present one of these keys (`Authorization: Bearer …`, the `api-key`
+    /// header, or for browsers the subprotocol `openai-insecure-api-key.…`), checked before the
+    /// upgrade. When nil, any key (or none) is accepted.
+    public let keys: APIKeys?
     /// Recognition and synthesis, when configured.
     public let speech: SpeechServices
 
-    public init(model: any LanguageModel, modelName: String, requiredKey: String? = nil, speech: SpeechServices = SpeechServices()) {
+    public init(model: any LanguageModel, modelName: String, keys: APIKeys? = nil, speech: SpeechServices = SpeechServices()) {
         self.model = model
         self.modelName = modelName
-        self.requiredKey = requiredKey
+        self.keys = keys
         self.speech = speech
     }
 
@@ -31,17 +32,26 @@ public struct RealtimeEndpoint: Sendable {
         routes.webSocket("/ws", name: "ws", negotiate: negotiate) { request, _ in
             RealtimeSessionHandler(endpoint: self, request: request, allowsOpus: true)
         }
+        // Azure OpenAI's path (`?api-version=…&deployment=…`, the key in `api-key`): the same
+        // sessions, so Azure-style clients need no change but the host.
+        routes.webSocket("/openai/realtime", name: "azure", negotiate: negotiate) { request, _ in
+            RealtimeSessionHandler(endpoint: self, request: request, allowsOpus: false)
+        }
     }
-
-    static let keyProtocolPrefix = "openai-insecure-api-key."
 
     /// Browsers cannot set headers, so they offer `realtime` plus `openai-insecure-api-key.<key>`;
     /// the answer names `realtime` (a key must never be echoed back in a response header).
-    func negotiate(_ request: HTTPRequest, _ offered: [String]) -> Result<String?, HTTPStatus> {
-        if let requiredKey {
-            let bearer = request.header("authorization").map { Substring($0) }.flatMap { $0.hasPrefix("Bearer ") ? $0.dropFirst(7) : nil }
-            let fromProtocol = offered.first { $0.hasPrefix(Self.keyProtocolPrefix) }?.dropFirst(Self.keyProtocolPrefix.count)
-            guard bearer.map(String.init) == requiredKey || fromProtocol.map(String.init) == requiredKey else { return .failure(.unauthorized) }
+    func negotiate(_ request: HTTPRequest, _ offered: [String]) -> Result<String?, HTTPRefusal> {
+        if let keys {
+            guard let key = APIKeys.presented(in: request, offered: offered) else {
+                return .failure(HTTPRefusal(.jsonError(.unauthorized, code: "missing_api_key",
+                    message: "no API key: send it as Authorization: Bearer <key>, in the api-key header, or as the openai-insecure-api-key.<key> subprotocol",
+                    headers: [("WWW-Authenticate", "Bearer")])))
+            }
+            guard keys.accepts(key) else {
+                return .failure(HTTPRefusal(.jsonError(.unauthorized, code: "invalid_api_key", message: "the API key is not valid",
+                                                        headers: [("WWW-Authenticate", "Bearer")])))
+            }
         }
         return .success(offered.contains("realtime") ? "realtime" : nil)
     }

@@ -43,7 +43,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
-        var options = SessionEngine.Options(model: request.queryValue("model").map(String.init) ?? endpoint.modelName, allowsOpus: allowsOpus,
+        var options = SessionEngine.Options(model: (request.queryValue("model") ?? request.queryValue("deployment")).map(String.init) ?? endpoint.modelName, allowsOpus: allowsOpus,
                                             transcribes: endpoint.speech.transcriber != nil,
                                             synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
         options.configuration = SessionConfiguration()

@@ -1,15 +1,21 @@
 internal import COpenSSL
 
-/// The OpenSSL calls Parley makes outside a TLS session (a digest for the WebSocket handshake), wrapped once.
+/// The OpenSSL calls Parley makes outside a TLS session (digests: the WebSocket handshake's, API
+/// keys'), wrapped once.
 public enum OpenSSL {
     /// SHA-1 digest, used only for the WebSocket accept key (RFC 6455 section 4.2.2).
-    public static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+    public static func sha1(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha1(), "SHA-1") }
+
+    /// SHA-256 digest: what API keys are held as, so the keys themselves are not in memory.
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha256(), "SHA-256") }
+
+    private static func digest(_ bytes: [UInt8], _ type: OpaquePointer?, _ name: String) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { input in
-            EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha1(), nil)
+            EVP_Digest(input.baseAddress, input.count, &digest, &length, type, nil)
         }
-        precondition(ok == 1, "EVP_Digest(SHA-1) failed")
+        precondition(ok == 1, "EVP_Digest(\(name)) failed")
         return Array(digest.prefix(Int(length)))
     }
 }

@@ -25,6 +25,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Logging")
     var logging: LogOptions
 
+    @OptionGroup(title: "Access")
+    var access: AccessOptions
+
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("PEM CA certificates trusted for https LLM upstreams, besides the system store (PARLEY_UPSTREAM_CA).", valueName: "file"))
     var upstreamCAFlag: String?
     var upstreamCA: String? { upstreamCAFlag ?? Environment.string("PARLEY_UPSTREAM_CA") }
@@ -46,6 +49,12 @@ struct Serve: ParsableCommand {
         logging.bootstrap()
         var config = try server.configuration()
         let host = config.host, port = config.port, loops = config.loops
+        let keys = try access.keys()
+        if let refusal = access.refusal(host: host, keys: keys) {
+            printError(refusal)
+            throw ExitCode.failure
+        }
+        config.allowedOrigins = access.allowedOrigins
         let upstreamTLS: TLSContext
         do {
             upstreamTLS = try TLSContext.client(caFile: upstreamCA)
@@ -71,10 +80,10 @@ struct Serve: ParsableCommand {
         var routes = Router.Builder()
         routes.get("/") { _ in ClientPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
-        // PARLEY_API_KEY, when set, is the key session clients must present (kept out of flags,
-        // where it would show in the process list).
+        // Keys come from a file or the environment, never from flags, where they would show in
+        // the process list.
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
-                                        requiredKey: Environment.string("PARLEY_API_KEY"), speech: try speech.makeServices())
+                                        keys: keys, speech: try speech.makeServices())
         sessions.install(on: &routes)
 
         let server: Server

@@ -60,7 +60,7 @@ import Testing
 
     @Test func negotiationHookChoosesAndCanRefuse() {
         let negotiate: WebSocketHandshake.Negotiate = { _, offered in
-            offered.contains("Forbidden") ? .failure(.forbidden) : .success(offered.first { $0 == "chat.v2" })
+            offered.contains("Forbidden") ? .failure(HTTPRefusal(.forbidden)) : .success(offered.first { $0 == "chat.v2" })
         }
         let offered = request([("Sec-WebSocket-Protocol", "chat.v1, chat.v2")])
         guard case .accept(let response, let chosen) = WebSocketHandshake.evaluate(offered, negotiate: negotiate) else {

@@ -11,12 +11,12 @@ import Upstream
 /// Whole sessions over real sockets: the handshake, the engine, a model, events back.
 @Suite struct SessionEndToEndTests {
     /// A server with the session endpoints over `model`, and mock-llm routes for upstream tests.
-    func server(model: (Int) -> any LanguageModel = { _ in BuiltinModel(wordInterval: 0.001) }, requiredKey: String? = nil) throws -> TestServer {
+    func server(model: (Int) -> any LanguageModel = { _ in BuiltinModel(wordInterval: 0.001) }, keys: [String]? = nil, origins: [String]? = nil) throws -> TestServer {
         // The model may need the server's own port (mock-llm on the same server): built lazily.
         let box = ModelBox()
-        let server = try TestServer({ $0.loops = 2 }, routes: { routes in
+        let server = try TestServer({ $0.loops = 2; $0.allowedOrigins = origins }, routes: { routes in
             MockLLMServer.install(on: &routes, options: MockLLMOptions())
-            RealtimeEndpoint(model: box, modelName: "test-model", requiredKey: requiredKey).install(on: &routes)
+            RealtimeEndpoint(model: box, modelName: "test-model", keys: keys.map(APIKeys.init)).install(on: &routes)
         })
         box.set(model(server.port))
         return server
@@ -238,7 +238,7 @@ import Upstream
     }
 
     @Test func browsersAuthenticateWithSubprotocols() throws {
-        let server = try server(requiredKey: "sekret")
+        let server = try server(keys: ["sekret"])
         let refused = try server.client()
         #expect(try refused.upgrade(path: "/v1/realtime").status == 401)
         let browser = try server.client()
@@ -246,6 +246,39 @@ import Upstream
         #expect(status == 101 && headers["sec-websocket-protocol"] == "realtime")
         let sdk = try server.client()
         #expect(try sdk.upgrade(path: "/v1/realtime?model=gpt-realtime", extraHeaders: "Authorization: Bearer sekret\r\n").status == 101)
+    }
+
+    @Test func apiKeysAreCheckedBeforeTheUpgradeWithAJSONRefusal() throws {
+        let server = try server(keys: ["key-one", "key-two"])
+        for (headers, code) in [("", "missing_api_key"), ("Authorization: Bearer key-three\r\n", "invalid_api_key"),
+                                ("api-key: key-on\r\n", "invalid_api_key")] {
+            let client = try server.client()
+            try client.send("GET /v1/realtime HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\(headers)\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 401 && response.headers["www-authenticate"] == "Bearer")
+            let body = try JSON(parsing: response.body)
+            #expect(body["error"]?["code"]?.string == code && body["error"]?["type"]?.string == "invalid_request_error", "\(response.body)")
+            #expect(!response.body.contains("key-"), "a refusal never repeats a key")
+        }
+        #expect(try server.client().upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer key-two\r\n").status == 101)
+        #expect(try server.client().upgrade(path: "/ws", extraHeaders: "api-key: key-one\r\n").status == 101)
+        // Azure's path and header reach the same sessions; the deployment names the model.
+        let azure = try server.client()
+        #expect(try azure.upgrade(path: "/openai/realtime?api-version=2025-04-01-preview&deployment=gpt-4o-realtime", extraHeaders: "api-key: key-one\r\n").status == 101)
+        #expect(try readEvent(azure)["session"]?["model"]?.string == "gpt-4o-realtime")
+        #expect(try server.client().upgrade(path: "/openai/realtime?deployment=d").status == 401)
+    }
+
+    @Test func crossSiteUpgradesAreRefusedWhenOriginsAreListed() throws {
+        let server = try server(origins: ["https://app.example.com"])
+        #expect(try server.client().upgrade(path: "/v1/realtime", extraHeaders: "Origin: https://app.example.com\r\n").status == 101)
+        #expect(try server.client().upgrade(path: "/v1/realtime").status == 101, "no Origin: not a browser")
+        let evil = try server.client()
+        try evil.send("GET /v1/realtime HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nOrigin: https://evil.example\r\n"
+                      + "Cookie: session=abc\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        let refused = try evil.readResponse()
+        #expect(refused.status == 403 && refused.body.contains("origin_not_allowed"))
     }
 
     @Test func opusFramesOnWsAreHeardAsSpeech() throws {

@@ -203,7 +203,7 @@ public final class TestServer {
         var routes = Router.Builder()
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         routes.webSocket("/chat", name: "chat", negotiate: { _, offered in
-            if offered.contains("forbidden") { return .failure(.forbidden) }
+            if offered.contains("forbidden") { return .failure(HTTPRefusal(.forbidden)) }
             return .success(offered.first { $0 == "chat.v2" || $0 == "chat.v1" })
         }) { _, _ in EchoHandler.shared }
         extra(&routes)

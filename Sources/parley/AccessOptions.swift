@@ -1,0 +1,49 @@
+import ArgumentParser
+import Loop
+import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who may connect: API keys, browser origins, and the rule that a server without keys serves
+/// only its own machine.
+struct AccessOptions: ParsableArguments {
+    @Option(name: .customLong("api-keys"), help: ArgumentHelp("A file of API keys, one a line (# comments); sessions must present one (PARLEY_API_KEYS_FILE). PARLEY_API_KEYS (comma-separated) and PARLEY_API_KEY add keys from the environment.", valueName: "file"))
+    var apiKeysFile: String?
+
+    @Option(name: .customLong("allowed-origins"), help: ArgumentHelp("Comma-separated origins (https://app.example.com) whose pages may open sessions; an upgrade from any other Origin gets 403. Default: any (PARLEY_ALLOWED_ORIGINS).", valueName: "origins"))
+    var allowedOriginsFlag: String?
+
+    @Flag(name: .customLong("insecure-no-auth"), help: "Serve a non-loopback address without API keys (anyone who reaches the port gets a session and spends the model's key).")
+    var insecureNoAuth = false
+
+    /// The keys, or nil when none are configured (anyone on the allowed addresses may connect).
+    func keys() throws -> APIKeys? {
+        var keys: [String] = []
+        if let file = apiKeysFile ?? Environment.string("PARLEY_API_KEYS_FILE") {
+            guard let bytes = Sys.readFile(file) else { throw ValidationError("--api-keys: cannot read \(file)") }
+            let fromFile = APIKeys.parse(String(decoding: bytes, as: UTF8.self))
+            guard !fromFile.isEmpty else { throw ValidationError("--api-keys: \(file) holds no key") }
+            keys += fromFile
+        }
+        if let list = Environment.string("PARLEY_API_KEYS") { keys += list.split(separator: ",").map { String($0.trimmingSpaces()) }.filter { !$0.isEmpty } }
+        if let one = Environment.string("PARLEY_API_KEY"), !one.isEmpty { keys.append(one) }
+        return keys.isEmpty ? nil : APIKeys(keys)
+    }
+
+    var allowedOrigins: [String]? {
+        (allowedOriginsFlag ?? Environment.string("PARLEY_ALLOWED_ORIGINS")).map {
+            $0.split(separator: ",").map { String($0.trimmingSpaces()) }.filter { !$0.isEmpty }
+        }
+    }
+
+    /// Safe by default: without keys, only loopback. nil when `host` may be served; else the reason.
+    func refusal(host: String, keys: APIKeys?) -> String? {
+        guard keys == nil, !insecureNoAuth, !Self.isLoopback(host) else { return nil }
+        return "parley: refusing to serve \(host) without API keys: anyone who reaches it would get sessions on your model's account. Give --api-keys FILE (or PARLEY_API_KEY), serve 127.0.0.1, or pass --insecure-no-auth."
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+}

@@ -1,0 +1,41 @@
+import Testing
+import TestSupport
+@testable import Server
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who may connect to `parley serve`: keys from a file or the environment, and no open port by accident.
+@Suite struct AccessCommandTests {
+    @Test func aPublicAddressWithoutKeysIsRefusedWithAReason() {
+        do {
+            _ = try ServerProcess(arguments: "--host 0.0.0.0")
+            Issue.record("the server started on 0.0.0.0 without keys")
+        } catch let failure as ServerProcess.StartFailure {
+            #expect(failure.description.contains("refusing to serve 0.0.0.0 without API keys") && failure.description.contains("--insecure-no-auth"),
+                    "\(failure)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
+    @Test func keysFromAFileAreRequiredAtTheUpgrade() throws {
+        let path = "/tmp/parley-keys-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let file = fopen(path, "w")
+        fputs("# team keys\nkey-alpha\n\n  key-beta  \n", file)
+        fclose(file)
+        defer { unlink(path) }
+        let process = try ServerProcess(arguments: "--api-keys \(path)")
+        #expect(try TestClient(port: process.port).upgrade(path: "/v1/realtime").status == 401)
+        #expect(try TestClient(port: process.port).upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer key-beta\r\n").status == 101)
+        #expect(try TestClient(port: process.port).upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer key-alpha\r\n").status == 101)
+        #expect(throws: ServerProcess.StartFailure.self) { try ServerProcess(arguments: "--api-keys /nonexistent/keys") }
+    }
+
+    @Test func keyDigestsMatchOnlyTheirKeys() {
+        let keys = APIKeys(["sk-one", "sk-two"])
+        #expect(keys.accepts("sk-one") && keys.accepts("sk-two"))
+        #expect(!keys.accepts("sk-on") && !keys.accepts("sk-one ") && !keys.accepts("") && !keys.accepts("SK-ONE"))
+        #expect(APIKeys.parse("# c\n a \n\nb\n#d\n") == ["a", "b"])
+    }
+}
