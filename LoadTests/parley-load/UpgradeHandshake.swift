@@ -1,5 +1,8 @@
 import Server
 import Loop
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Client side of the opening handshake (RFC 6455 section 4.1): the GET that asks for the upgrade,
 /// and the reading of the server's answer.
@@ -16,6 +19,10 @@ struct UpgradeHandshake {
         key = Base64.encode(bytes)
     }
 
+    /// `PARLEY_LOAD_API_KEY`, sent as `Authorization: Bearer` when set: from the environment, so
+    /// that it stays out of the process list and the worker processes inherit it.
+    static let authorization: String = getenv("PARLEY_LOAD_API_KEY").map { "Authorization: Bearer \(String(cString: $0))\r\n" } ?? ""
+
     func request(for target: LoadTarget) -> [UInt8] {
         Array(("GET \(target.path) HTTP/1.1\r\n"
             + "Host: \(target.hostHeader)\r\n"
@@ -23,6 +30,7 @@ struct UpgradeHandshake {
             + "Connection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(key)\r\n"
             + "Sec-WebSocket-Version: 13\r\n"
+            + Self.authorization
             + "User-Agent: parley-load\r\n\r\n").utf8)
     }
 
