@@ -53,7 +53,7 @@ let package = Package(
         // JSON values, a strict parser for untrusted input and a writer; no Foundation.
         .target(name: "JSON"),
         // The Realtime session engine, its protocol dialects, VAD and providers.
-        .target(name: "Session", dependencies: ["Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Session", dependencies: ["Server", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.

@@ -94,6 +94,12 @@ openssl x509 -req -in "$WORK/server.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key
     -copy_extensions copyall -out "$WORK/server.pem" >/dev/null 2>&1 || die "openssl could not sign the server certificate" 2
 round_trip https --ca "$WORK/ca.pem" -- --tls-cert "$WORK/server.pem" --tls-key "$WORK/server.key"
 
+# Ephemeral client secrets: a server holding the SDK's key mints one; a client with only the secret
+# opens a session that keeps the pinned instructions.
+export PARLEY_API_KEY=sk-parley-sdk-test
+round_trip http --client-secret
+unset PARLEY_API_KEY
+
 # Function calling: the server's model is parley mock-llm (started here), which calls a declared
 # tool when the prompt names it and answers with the tool's output, in the OpenAI chat format and
 # then in Anthropic's.

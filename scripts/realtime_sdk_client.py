@@ -307,6 +307,47 @@ async def tool_round_trip(s: Session, *, ga: bool, model: str) -> None:
     await s.expect_error("function_call_output for an unknown call_id", "invalid_value", "evt_sdk_badcall")
 
 
+async def client_secret_flow(checks: Checks, base_url: str, model: str, options: dict[str, Any], timeout: float) -> None:
+    """The SDK's ephemeral-secret flow: a server with the real key mints a secret
+    (client.realtime.client_secrets.create), a client holding only the secret opens a session,
+    which keeps the instructions the secret pinned."""
+    c = checks
+    client = AsyncOpenAI(base_url=base_url, api_key="sk-parley-sdk-test", max_retries=0)
+    pinned = "Answer in one word."
+    try:
+        secret = await asyncio.wait_for(client.realtime.client_secrets.create(
+            expires_after={"anchor": "created_at", "seconds": 120},
+            session={"type": "realtime", "model": model, "instructions": pinned}), timeout)
+    except Exception as error:
+        c.check("client_secrets.create", False, f"{type(error).__name__}: {error}")
+        return
+    c.check("client_secrets.create gives an ek_ secret", secret.value.startswith("ek_") and secret.expires_at > 0,
+            f"expires_at {secret.expires_at}, session instructions {getattr(secret.session, 'instructions', None)!r}")
+    ephemeral = AsyncOpenAI(base_url=base_url, api_key=secret.value, max_retries=0)
+    try:
+        async with asyncio.timeout(timeout * 3):
+            async with ephemeral.realtime.connect(model=model, websocket_connection_options=options) as conn:
+                created = json.loads(await asyncio.wait_for(conn.recv_bytes(), timeout))
+                session = created.get("session") or {}
+                c.check("the secret opens a session with the pinned instructions",
+                        created.get("type") == "session.created" and session.get("instructions") == pinned, short(created))
+                await conn.session.update(session={"type": "realtime", "instructions": "Say anything."}, event_id="evt_sdk_pinned")
+                refused = json.loads(await asyncio.wait_for(conn.recv_bytes(), timeout))
+                error = refused.get("error") or {}
+                c.check("changing pinned instructions is refused", refused.get("type") == "error" and error.get("param") == "session.instructions",
+                        short(refused))
+    except Exception as error:
+        c.check("a session with the client secret", False, f"{type(error).__name__}: {error}")
+    bad = AsyncOpenAI(base_url=base_url, api_key="ek_forged.secret", max_retries=0)
+    try:
+        async with asyncio.timeout(timeout):
+            async with bad.realtime.connect(model=model, websocket_connection_options=options) as conn:
+                await conn.recv_bytes()
+        c.check("a forged secret is refused", False, "it connected")
+    except Exception as error:
+        c.check("a forged secret is refused", "401" in str(error), f"{type(error).__name__}: {short(str(error), 160)}")
+
+
 async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any], models: dict[str, type[pydantic.BaseModel]],
                      *, ga: bool, model: str, timeout: float, tools: bool = False) -> None:
     try:
@@ -342,6 +383,7 @@ async def main() -> int:
     parser.add_argument("--model", default="gpt-realtime")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds for each wait")
     parser.add_argument("--ca", help="PEM CA certificate to trust for an https:// base URL (wss)")
+    parser.add_argument("--client-secret", action="store_true", help="the ephemeral client-secret flow instead (the server must hold the key sk-parley-sdk-test)")
     parser.add_argument("--tools", action="store_true", help="a function-call round trip instead (the server's model must call tools: mock-llm)")
     args = parser.parse_args()
     # For wss: the websockets client verifies the server against this CA (and checks the name).
@@ -351,6 +393,11 @@ async def main() -> int:
     print(f"openai {openai.__version__}, pydantic {pydantic.VERSION}, base_url {args.base_url}", flush=True)
 
     from openai.types.realtime.realtime_server_event import RealtimeServerEvent as GAEvent
+
+    if args.client_secret:
+        await client_secret_flow(checks, args.base_url, args.model, options, args.timeout)
+        print(f"sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
+        return 0 if checks.failed == 0 and checks.passed > 0 else 1
 
     client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
     await run_client(checks, "ga", lambda: client.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(GAEvent),

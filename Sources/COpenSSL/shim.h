@@ -2,3 +2,5 @@
 #include <openssl/err.h>
 #include <openssl/sha.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>

@@ -19,3 +19,13 @@ public enum MonotonicClock {
         UInt64(max(0, seconds) * 1e9)
     }
 }
+
+/// The wall clock in Unix seconds: for what other machines read (expiry times in tokens), never
+/// for measuring time on this one (that is `MonotonicClock`).
+public enum WallClock {
+    public static func seconds() -> Int {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return ts.tv_sec
+    }
+}

@@ -1,3 +1,4 @@
+import Loop
 import Server
 
 /// The two session endpoints and what they share: the model, and who may connect.
@@ -15,11 +16,15 @@ public struct RealtimeEndpoint: Sendable {
     public let keys: APIKeys?
     /// Recognition and synthesis, when configured.
     public let speech: SpeechServices
+    /// What client secrets are signed and checked with.
+    public let signer: ClientSecretSigner
 
-    public init(model: any LanguageModel, modelName: String, keys: APIKeys? = nil, speech: SpeechServices = SpeechServices()) {
+    public init(model: any LanguageModel, modelName: String, keys: APIKeys? = nil, speech: SpeechServices = SpeechServices(),
+                signer: ClientSecretSigner = .random()) {
         self.model = model
         self.modelName = modelName
         self.keys = keys
+        self.signer = signer
         self.speech = speech
     }
 
@@ -37,13 +42,34 @@ public struct RealtimeEndpoint: Sendable {
         routes.webSocket("/openai/realtime", name: "azure", negotiate: negotiate) { request, _ in
             RealtimeSessionHandler(endpoint: self, request: request, allowsOpus: false)
         }
+        routes.post("/v1/realtime/client_secrets") { request in self.createClientSecret(request, dialect: .ga) }
+        routes.post("/v1/realtime/sessions") { request in self.createClientSecret(request, dialect: .beta) }
+    }
+
+    /// The client secret a request's key is, checked: signed by this server and good for
+    /// connecting now. nil when the key is not a client secret, or is one no longer good.
+    func clientSecret(_ request: HTTPRequest) -> ClientSecret? {
+        // The subprotocols as sent: `tokens` lowercases them, and a secret is case-sensitive.
+        let offered = request.headers.filter { $0.name.lowercased() == "sec-websocket-protocol" }
+            .flatMap { $0.value.split(separator: ",").map { String($0.trimmingSpaces()) } }
+        guard let key = APIKeys.presented(in: request, offered: offered), key.hasPrefix("ek_") else { return nil }
+        return signer.verify(key, now: WallClock.seconds())
     }
 
     /// Browsers cannot set headers, so they offer `realtime` plus `openai-insecure-api-key.<key>`;
     /// the answer names `realtime` (a key must never be echoed back in a response header).
     func negotiate(_ request: HTTPRequest, _ offered: [String]) -> Result<String?, HTTPRefusal> {
+        let presented = APIKeys.presented(in: request, offered: offered)
+        if let key = presented, key.hasPrefix("ek_") {
+            // A client secret must be one of ours and still good, keys or not.
+            guard signer.verify(key, now: WallClock.seconds()) != nil else {
+                return .failure(HTTPRefusal(.jsonError(.unauthorized, code: "invalid_client_secret",
+                    message: "the client secret is expired, or was not issued by this server", headers: [("WWW-Authenticate", "Bearer")])))
+            }
+            return .success(offered.contains("realtime") ? "realtime" : nil)
+        }
         if let keys {
-            guard let key = APIKeys.presented(in: request, offered: offered) else {
+            guard let key = presented else {
                 return .failure(HTTPRefusal(.jsonError(.unauthorized, code: "missing_api_key",
                     message: "no API key: send it as Authorization: Bearer <key>, in the api-key header, or as the openai-insecure-api-key.<key> subprotocol",
                     headers: [("WWW-Authenticate", "Bearer")])))

@@ -55,13 +55,31 @@ final class RealtimeSessionHandler: WebSocketHandler {
             options.configuration.outputModalities = .audio
             options.configuration.outputAudioFormat = .opus
         }
+        // A session opened with a client secret starts with the settings the secret pins, and
+        // keeps them; it may last as long as the secret says.
+        if let secret = endpoint.clientSecret(request) {
+            let session = EventFields(secret.session, path: "session")
+            if let update = try? SessionUpdate.parse(session) {
+                try? options.configuration.apply(update, allowsOpus: allowsOpus)
+                options.pinned = SessionEngine.Pinned(update)
+            }
+            if let model = try? session.string("model") { options.model = model; options.pinned.insert(.model) }
+            maxSessionSeconds = Double(secret.sessionSeconds)
+        }
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
     }
+
+    /// How long this session may last (a client secret's cap); nil: as long as it likes.
+    private var maxSessionSeconds: Double?
+    private var sessionCap: ScheduledTask?
 
     func webSocketDidOpen(_ socket: WebSocket) {
         self.socket = socket
         openedAt = MonotonicClock.nanoseconds()
         metrics.sessionsOpen.add(1)
+        if let cap = maxSessionSeconds {
+            sessionCap = socket.loop.schedule(after: cap) { [weak self] in self?.sessionExpired() }
+        }
         sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(engine.allowsOpus ? "/ws" : "/v1/realtime")",
                                                      "dialect": "\(dialect)", "model": "\(engine.model)"])
         perform(engine.start())
@@ -92,7 +110,16 @@ final class RealtimeSessionHandler: WebSocketHandler {
         }
     }
 
+    /// The client secret's session length is over: said, then closed with 1008 (policy).
+    private func sessionExpired() {
+        guard let socket else { return }
+        let error = ProtocolError(.invalidValue, "the session reached the \(Int(maxSessionSeconds ?? 0)) s its client secret allows")
+        perform(engine.handle(.invalidClientEvent(error)))
+        socket.close(.policyViolation, reason: "session length limit")
+    }
+
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
+        sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
         sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
                                                      "seconds": "\(MonotonicClock.seconds(since: openedAt))"])

@@ -33,6 +33,8 @@ public struct SessionEngine: Sendable {
         public var transcribes: Bool
         /// Its name, as `session.created` reports it (`transcription.model`).
         public var transcriptionModel: String?
+        /// Settings the client may not change (a client secret pinned them).
+        public var pinned: Pinned = []
         /// A synthesiser is there: replies with the audio modality are spoken.
         public var synthesizes: Bool
 
@@ -114,8 +116,28 @@ public struct SessionEngine: Sendable {
         }
     }
 
+    /// Settings a client secret fixed for the session's whole life: `session.update` may not
+    /// change them.
+    public struct Pinned: OptionSet, Sendable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        public static let instructions = Pinned(rawValue: 1)
+        public static let tools = Pinned(rawValue: 2)
+        public static let voice = Pinned(rawValue: 4)
+        public static let model = Pinned(rawValue: 8)
+
+        /// What an update from a client secret sets.
+        public init(_ update: SessionUpdate) {
+            self = []
+            if update.instructions != nil { insert(.instructions) }
+            if update.tools != nil || update.toolChoice != nil { insert(.tools) }
+            if update.voice != nil { insert(.voice) }
+        }
+    }
+
     public let model: String
     public let allowsOpus: Bool
+    private let pinned: Pinned
     public let transcribes: Bool
     public let synthesizes: Bool
     private let transcriptionModel: String?
@@ -157,6 +179,7 @@ public struct SessionEngine: Sendable {
         model = options.model
         allowsOpus = options.allowsOpus
         transcribes = options.transcribes
+        pinned = options.pinned
         transcriptionModel = options.transcriptionModel ?? "parley"
         synthesizes = options.synthesizes
         configuration = options.configuration
@@ -220,6 +243,12 @@ public struct SessionEngine: Sendable {
     private mutating func handle(_ event: ClientEvent) {
         switch event.kind {
         case .sessionUpdate(let update):
+            for (setting, given, param) in [(Pinned.instructions, update.instructions != nil, "session.instructions"),
+                                            (.tools, update.tools != nil || update.toolChoice != nil, "session.tools"),
+                                            (.voice, update.voice != nil, "session.voice")] where given && pinned.contains(setting) {
+                return emit(.error(EventError(ProtocolError(.invalidValue, "'\(param)' is fixed by the client secret this session was opened with",
+                                                           param: param, eventID: event.eventID))))
+            }
             do {
                 try configuration.apply(update, allowsOpus: allowsOpus)
             } catch {

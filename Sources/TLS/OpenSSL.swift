@@ -9,6 +9,26 @@ public enum OpenSSL {
     /// SHA-256 digest: what API keys are held as, so the keys themselves are not in memory.
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha256(), "SHA-256") }
 
+    /// HMAC-SHA-256 of `bytes` under `key`: what client secrets are signed with.
+    public static func hmacSHA256(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] {
+        var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let result = key.withUnsafeBytes { k in
+            bytes.withUnsafeBytes { b in
+                HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count, &mac, &length)
+            }
+        }
+        precondition(result != nil, "HMAC(SHA-256) failed")
+        return Array(mac.prefix(Int(length)))
+    }
+
+    /// Bytes from OpenSSL's generator, for keys.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        precondition(RAND_bytes(&bytes, Int32(count)) == 1, "RAND_bytes failed")
+        return bytes
+    }
+
     private static func digest(_ bytes: [UInt8], _ type: OpaquePointer?, _ name: String) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0

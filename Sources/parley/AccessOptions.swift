@@ -1,6 +1,7 @@
 import ArgumentParser
 import Loop
 import Server
+import Session
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,6 +14,9 @@ struct AccessOptions: ParsableArguments {
 
     @Option(name: .customLong("allowed-origins"), help: ArgumentHelp("Comma-separated origins (https://app.example.com) whose pages may open sessions; an upgrade from any other Origin gets 403. Default: any (PARLEY_ALLOWED_ORIGINS).", valueName: "origins"))
     var allowedOriginsFlag: String?
+
+    @Option(name: .customLong("signing-key-file"), help: ArgumentHelp("A file whose contents (at least 32 bytes) sign client secrets, the same on every node so that any node accepts any node's secrets (PARLEY_SIGNING_KEY holds the key itself). Default: a random key of this process.", valueName: "file"))
+    var signingKeyFile: String?
 
     @Flag(name: .customLong("insecure-no-auth"), help: "Serve a non-loopback address without API keys (anyone who reaches the port gets a session and spends the model's key).")
     var insecureNoAuth = false
@@ -29,6 +33,20 @@ struct AccessOptions: ParsableArguments {
         if let list = Environment.string("PARLEY_API_KEYS") { keys += list.split(separator: ",").map { String($0.trimmingSpaces()) }.filter { !$0.isEmpty } }
         if let one = Environment.string("PARLEY_API_KEY"), !one.isEmpty { keys.append(one) }
         return keys.isEmpty ? nil : APIKeys(keys)
+    }
+
+    /// What signs and checks client secrets.
+    func signer() throws -> ClientSecretSigner {
+        var key: [UInt8]?
+        if let file = signingKeyFile {
+            guard let bytes = Sys.readFile(file) else { throw ValidationError("--signing-key-file: cannot read \(file)") }
+            key = bytes
+        } else if let text = Environment.string("PARLEY_SIGNING_KEY") {
+            key = Array(text.utf8)
+        }
+        guard let key else { return .random() }
+        guard key.count >= 32 else { throw ValidationError("the signing key must be at least 32 bytes") }
+        return ClientSecretSigner(key: key)
     }
 
     var allowedOrigins: [String]? {
