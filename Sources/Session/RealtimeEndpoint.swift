@@ -18,9 +18,12 @@ public struct RealtimeEndpoint: Sendable {
     public let speech: SpeechServices
     /// What client secrets are signed and checked with.
     public let signer: ClientSecretSigner
+    /// What each session may spend.
+    public let limits: SessionLimits
 
     public init(model: any LanguageModel, modelName: String, keys: APIKeys? = nil, speech: SpeechServices = SpeechServices(),
-                signer: ClientSecretSigner = .random()) {
+                signer: ClientSecretSigner = .random(), limits: SessionLimits = SessionLimits()) {
+        self.limits = limits
         self.model = model
         self.modelName = modelName
         self.keys = keys

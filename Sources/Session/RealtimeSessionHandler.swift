@@ -64,13 +64,23 @@ final class RealtimeSessionHandler: WebSocketHandler {
                 options.pinned = SessionEngine.Pinned(update)
             }
             if let model = try? session.string("model") { options.model = model; options.pinned.insert(.model) }
-            maxSessionSeconds = Double(secret.sessionSeconds)
+            secretSeconds = Double(secret.sessionSeconds)
         }
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
+        budget = SessionBudget(limits: endpoint.limits, now: MonotonicClock.nanoseconds())
     }
 
-    /// How long this session may last (a client secret's cap); nil: as long as it likes.
-    private var maxSessionSeconds: Double?
+    private var budget: SessionBudget
+    /// The cap of the client secret the session was opened with, if any.
+    private var secretSeconds: Double?
+    /// How long this session may last: the server's limit, or its client secret's if shorter.
+    private var maxSessionSeconds: Double? {
+        switch (endpoint.limits.maxSessionSeconds, secretSeconds) {
+        case (let a?, let b?): min(a, b)
+        case (let a, let b): a ?? b
+        }
+    }
+
     private var sessionCap: ScheduledTask?
 
     func webSocketDidOpen(_ socket: WebSocket) {
@@ -86,6 +96,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        guard budget.event(at: MonotonicClock.nanoseconds(), limits: endpoint.limits) else {
+            return closeForLimit(.events, "more than \(endpoint.limits.eventsPerSecond) events a second")
+        }
         switch kind {
         case .text:
             let text = String(decoding: message, as: UTF8.self)
@@ -110,12 +123,23 @@ final class RealtimeSessionHandler: WebSocketHandler {
         }
     }
 
-    /// The client secret's session length is over: said, then closed with 1008 (policy).
+    /// The session's length is over (the server's limit or its client secret's): said, then
+    /// closed with 1008 (policy).
     private func sessionExpired() {
         guard let socket else { return }
-        let error = ProtocolError(.invalidValue, "the session reached the \(Int(maxSessionSeconds ?? 0)) s its client secret allows")
-        perform(engine.handle(.invalidClientEvent(error)))
+        metrics.limitCloses.add(1, labels: "reason=\"duration\"")
+        let error = EventError(type: .invalidRequest, code: "session_expired", message: "the session reached its limit of \(Int(maxSessionSeconds ?? 0)) s")
+        socket.send(text: engine.event(.error(error)).json(dialect: dialect))
         socket.close(.policyViolation, reason: "session length limit")
+    }
+
+    /// A limit was passed: an `error` event naming it, then close 1008; the server goes on.
+    private func closeForLimit(_ limit: SessionBudget.Exceeded, _ message: String) {
+        guard let socket, socket.isOpen else { return }
+        metrics.limitCloses.add(1, labels: "reason=\"\(limit.label)\"")
+        sessionLog.warning("session limit", metadata: ["session": "\(engine.sessionID)", "limit": "\(limit.label)"])
+        socket.send(text: engine.event(.error(EventError(type: .invalidRequest, code: limit.code, message: message))).json(dialect: dialect))
+        socket.close(.policyViolation, reason: limit.code)
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
@@ -152,6 +176,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
         lastAudio = arrived
         do {
             let samples = try convert(audio!)
+            guard budget.audio(audio!.lastInputNanoseconds, at: arrived, limits: endpoint.limits) else {
+                return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
+            }
             let due = streamClock.frameArrived(duration: audio!.lastInputNanoseconds, at: arrived)
             perform(engine.handle(.audio(samples)))
             let done = MonotonicClock.nanoseconds()

@@ -18,6 +18,12 @@ struct AccessOptions: ParsableArguments {
     @Option(name: .customLong("signing-key-file"), help: ArgumentHelp("A file whose contents (at least 32 bytes) sign client secrets, the same on every node so that any node accepts any node's secrets (PARLEY_SIGNING_KEY holds the key itself). Default: a random key of this process.", valueName: "file"))
     var signingKeyFile: String?
 
+    @Option(help: "Client events (and audio frames) a session may send a second, over a two-second burst; past it the session is closed with 1008 (PARLEY_MAX_EVENTS_PER_SECOND; default 200).")
+    var maxEventsPerSecond: Int?
+
+    @Option(help: "Longest session in minutes; then an error event and close 1008 (PARLEY_MAX_SESSION_MINUTES; default 60; 0: no limit).")
+    var maxSessionMinutes: Double?
+
     @Flag(name: .customLong("insecure-no-auth"), help: "Serve a non-loopback address without API keys (anyone who reaches the port gets a session and spends the model's key).")
     var insecureNoAuth = false
 
@@ -47,6 +53,20 @@ struct AccessOptions: ParsableArguments {
         guard let key else { return .random() }
         guard key.count >= 32 else { throw ValidationError("the signing key must be at least 32 bytes") }
         return ClientSecretSigner(key: key)
+    }
+
+    /// What each session may spend.
+    func limits() throws -> SessionLimits {
+        var limits = SessionLimits()
+        if let n = maxEventsPerSecond ?? Environment.int("PARLEY_MAX_EVENTS_PER_SECOND") {
+            guard n >= 1 else { throw ValidationError("--max-events-per-second must be at least 1") }
+            limits.eventsPerSecond = n
+        }
+        if let minutes = maxSessionMinutes ?? Environment.double("PARLEY_MAX_SESSION_MINUTES") {
+            guard minutes >= 0 else { throw ValidationError("--max-session-minutes must not be negative") }
+            limits.maxSessionSeconds = minutes == 0 ? nil : minutes * 60
+        }
+        return limits
     }
 
     var allowedOrigins: [String]? {

@@ -83,7 +83,7 @@ struct Serve: ParsableCommand {
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
-                                        keys: keys, speech: try speech.makeServices(), signer: try access.signer())
+                                        keys: keys, speech: try speech.makeServices(), signer: try access.signer(), limits: try access.limits())
         sessions.install(on: &routes)
 
         let server: Server

@@ -73,6 +73,11 @@ import Metrics
             parley_audio_input_frames_total{result="rejected"} 0
 
             """ + session.audioLag.render() + """
+            # HELP parley_session_limit_closes_total Sessions closed (1008) for passing a limit, by which.
+            # TYPE parley_session_limit_closes_total counter
+            parley_session_limit_closes_total{reason="events"} 0
+            parley_session_limit_closes_total{reason="audio"} 0
+            parley_session_limit_closes_total{reason="duration"} 0
             # HELP parley_tool_calls_total Function calls the model made, by how their response ended.
             # TYPE parley_tool_calls_total counter
             parley_tool_calls_total{status="completed"} 0
