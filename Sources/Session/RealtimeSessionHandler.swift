@@ -290,6 +290,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
     }
 
     private func speechEvent(_ id: String, _ event: SpeechOutputEvent) {
+        var event = event
+        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         if case .finished = event { speechOutputs[id] = nil }
         perform(engine.handle(.speechOutput(responseID: id, event)))
     }
@@ -317,6 +319,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
     }
 
     private func transcriptionEvent(_ itemID: String, _ event: TranscriptionEvent) {
+        var event = event
+        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         if case .final = event, let stopped = speechStoppedAt {
             SpeechMetrics.shared.transcription.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped)
         }
@@ -347,7 +351,8 @@ final class RealtimeSessionHandler: WebSocketHandler {
             calls[id] = nil
             sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
                                                                "code": "\(error.code)", "error": "\(error.message)"])
-            perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
+            // An upstream may quote the key it was sent in its error; the client never sees it.
+            perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: Credentials.scrub(error.message))))
         }
     }
 

@@ -56,26 +56,7 @@ public struct StderrLogHandler: LogHandler {
         return secretKeys.contains { lowered == $0 || lowered.hasSuffix("_" + $0) || lowered.hasSuffix("-" + $0) }
     }
 
-    /// Credentials that an upstream may quote back in an error ("Incorrect API key provided:
-    /// sk-ab…"): a bearer token, or an OpenAI- or Anthropic-style key, becomes `[redacted]`.
-    static func scrub(_ text: String) -> String {
-        guard text.contains("sk-") || text.contains("Bearer ") || text.contains("ek_") else { return text }
-        var out = ""
-        var rest = Substring(text)
-        while let range = ["Bearer ", "sk-", "ek_"].compactMap({ rest.firstRange(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound }) {
-            let bearer = rest[range] == "Bearer "
-            out += rest[..<range.upperBound]
-            rest = rest[range.upperBound...]
-            // A bearer token runs to the next space (a JWT has dots); a key is letters, digits, - _ and *.
-            let secret = rest.prefix { bearer ? !$0.isWhitespace && $0 != "\"" && $0 != "'" && $0 != ","
-                                              : $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "*" }
-            if secret.count >= 4 {
-                out += "[redacted]"
-                rest = rest.dropFirst(secret.count)
-            }
-        }
-        return out + rest
-    }
+    static func scrub(_ text: String) -> String { Credentials.scrub(text) }
 
     /// One line, newline included; metadata in key order, so lines are stable.
     static func line(time: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata, format: Format) -> String {

@@ -125,6 +125,28 @@ import Upstream
         #expect((server.metric("parley_accounted_bytes_per_connection") ?? 0) > 0)
     }
 
+    @Test func aKeyTheUpstreamQuotesBackNeverReachesTheClient() throws {
+        // An upstream that refuses the key and quotes it, as OpenAI's 401 does.
+        let upstream = try TestServer({ $0.loops = 1 }, routes: { routes in
+            routes.post("/v1/chat/completions") { _ in
+                HTTPResponse(status: .unauthorized, contentType: "application/json",
+                             body: #"{"error":{"message":"Incorrect API key provided: sk-proj-abcd1234SECRETKEY. Find your key at the dashboard."}}"#)
+            }
+        })
+        let server = try server(model: { _ in
+            OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(upstream.port)/v1")!, model: "m", apiKey: "sk-proj-abcd1234SECRETKEY")
+        })
+        let client = try connect(server)
+        _ = try readEvent(client)
+        try client.send(TestClient.frame(0x1, Array(textTurn("hi").utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        let events = try readUntil("response.done", client)
+        let text = events.map(\.description).joined()
+        #expect(text.contains("Incorrect API key provided: sk-[redacted]"), "\(text)")
+        #expect(!text.contains("SECRETKEY") && !text.contains("abcd1234"))
+        withExtendedLifetime(upstream) {}
+    }
+
     @Test func failingUpstreamGivesAnErrorAndAFailedResponseAndTheSessionGoesOn() throws {
         let server = try server(model: { port in
             OpenAIChatModel(baseURL: UpstreamURL("http://127.0.0.1:\(port)/v1")!, model: "m", apiKey: nil)
