@@ -21,6 +21,8 @@ public final class Server: Sendable {
     private let metrics: [LoopMetrics]
     private let threads = Mutex<[pthread_t]>([])
     private let baseline = ResidentBaseline()
+    /// `/metrics`' answer: this process's series, summed over the workers with `--workers`.
+    public let metricsExposition: @Sendable () -> HTTPResponse
 
     /// Throws `SystemError` when it cannot listen, `TLSError` when a certificate, key or CA file
     /// cannot be used.
@@ -53,13 +55,15 @@ public final class Server: Sendable {
                                        tls: credentials, sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         let group = configuration.workerGroup
-        builder.get("/metrics") { _ in
+        let exposition: @Sendable () -> HTTPResponse = {
             var text = renderer.render()
             if let group {
                 text = MetricsMerge.merge([MetricsMerge.Source(worker: group.label(group.name), text: text)] + group.others())
             }
             return HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
         }
+        metricsExposition = exposition
+        if configuration.servesMetrics { builder.get("/metrics") { _ in exposition() } }
         context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials)
     }
 

@@ -57,6 +57,10 @@ public struct ServerConfiguration: Sendable {
     /// are not affected.
     public var allowedOrigins: [String]?
 
+    /// Answer `/metrics` on this server's port; false when another listener serves them
+    /// (`--metrics-listen`), so that a public port does not show them.
+    public var servesMetrics = true
+
     public var servesTLS: Bool { tlsCertificateFile != nil && tlsKeyFile != nil }
 
     public init() {}

@@ -24,6 +24,9 @@ struct AccessOptions: ParsableArguments {
     @Option(help: "Longest session in minutes; then an error event and close 1008 (PARLEY_MAX_SESSION_MINUTES; default 60; 0: no limit).")
     var maxSessionMinutes: Double?
 
+    @Option(name: .customLong("metrics-listen"), help: ArgumentHelp("Serve /metrics (and /healthz) on this address instead of the main port, e.g. 127.0.0.1:9100 (PARLEY_METRICS_LISTEN).", valueName: "host:port"))
+    var metricsListenFlag: String?
+
     @Flag(name: .customLong("insecure-no-auth"), help: "Serve a non-loopback address without API keys (anyone who reaches the port gets a session and spends the model's key).")
     var insecureNoAuth = false
 
@@ -53,6 +56,17 @@ struct AccessOptions: ParsableArguments {
         guard let key else { return .random() }
         guard key.count >= 32 else { throw ValidationError("the signing key must be at least 32 bytes") }
         return ClientSecretSigner(key: key)
+    }
+
+    /// `--metrics-listen`'s host and port, if given.
+    func metricsListen() throws -> (host: String, port: Int)? {
+        guard let text = metricsListenFlag ?? Environment.string("PARLEY_METRICS_LISTEN") else { return nil }
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ValidationError("--metrics-listen takes host:port, got \(text)")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host, port)
     }
 
     /// What each session may spend.

@@ -55,6 +55,8 @@ struct Serve: ParsableCommand {
             throw ExitCode.failure
         }
         config.allowedOrigins = access.allowedOrigins
+        let metricsListen = try access.metricsListen()
+        if metricsListen != nil { config.servesMetrics = false }
         let upstreamTLS: TLSContext
         do {
             upstreamTLS = try TLSContext.client(caFile: upstreamCA)
@@ -97,11 +99,34 @@ struct Serve: ParsableCommand {
             printError("parley: cannot listen on \(host):\(port): \(error)")
             throw ExitCode.failure
         }
+        // /metrics on a listener of its own, one loop, when asked (kept off a public port).
+        var metricsServer: Server?
+        if let (metricsHost, metricsPort) = metricsListen {
+            var metricsConfig = ServerConfiguration()
+            metricsConfig.host = metricsHost
+            metricsConfig.port = metricsPort
+            metricsConfig.loops = 1
+            metricsConfig.servesMetrics = false
+            var metricsRoutes = Router.Builder()
+            let exposition = server.metricsExposition
+            metricsRoutes.get("/metrics") { _ in exposition() }
+            do {
+                let started = try Server(configuration: metricsConfig, routes: metricsRoutes)
+                try started.start()
+                metricsServer = started
+            } catch {
+                printError("parley: cannot listen for metrics on \(metricsHost):\(metricsPort): \(error)")
+                throw ExitCode.failure
+            }
+        }
+        let metricsWhere = metricsServer.map { " (metrics on \($0.configuration.host):\($0.port))" } ?? ", /metrics"
         // A worker stays quiet: its supervisor says when all of them listen.
-        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); /echo, /healthz, /metrics)")
+        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); /echo, /healthz\(metricsWhere))")
         }
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
         try server.runUntilTerminated(reloaded: Self.reportReload)
+        metricsServer?.shutdown()
+        metricsServer?.wait()
         if workerName == nil { print("parley stopped") }
     }
 

@@ -39,3 +39,18 @@ import Glibc
         #expect(APIKeys.parse("# c\n a \n\nb\n#d\n") == ["a", "b"])
     }
 }
+
+@Suite struct MetricsListenTests {
+    @Test func metricsMoveToTheirOwnListener() throws {
+        let process = try ServerProcess(arguments: "--metrics-listen 127.0.0.1:0")
+        let line = process.listeningLine
+        let metricsPort = try #require(line.split(separator: "metrics on 127.0.0.1:").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }, "\(line)")
+        let main = try TestClient(port: process.port)
+        try main.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try main.readResponse().status == 404)
+        let metrics = try TestClient(port: metricsPort)
+        try metrics.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try metrics.readResponse()
+        #expect(response.status == 200 && response.body.contains("parley_connections_open{endpoint=\"realtime\"}"))
+    }
+}

@@ -5,6 +5,8 @@ import Glibc
 public final class ServerProcess {
     public let pid: pid_t
     public let port: Int
+    /// The first line it printed (the listening line).
+    public let listeningLine: String
     private let output: UnsafeMutablePointer<FILE>
 
     public struct StartFailure: Error, CustomStringConvertible {
@@ -55,6 +57,7 @@ public final class ServerProcess {
             throw StartFailure(description: "unexpected first line: \(text)")
         }
         self.port = port
+        listeningLine = text
     }
 
     deinit {
