@@ -37,6 +37,22 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
 
     public var isIPv6: Bool { family == AF_INET6 }
 
+    /// The host part alone, as 16 bytes (an IPv4 address mapped into IPv6), for counting per
+    /// client address.
+    public var hostKey: HostKey {
+        withUnsafeBytes(of: storage) { bytes in
+            var key = HostKey()
+            if family == AF_INET6 {
+                key.high = bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                key.low = bytes.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
+            } else {
+                key.high = 0
+                key.low = UInt64(0xFFFF) << 32 | UInt64(bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            }
+            return key
+        }
+    }
+
     /// AF_INET or AF_INET6: what `Sys.tcpSocket` needs.
     public var family: Int32 { Int32(storage.ss_family) }
 
@@ -68,4 +84,10 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
         return family == AF_INET6 ? "[\(shown)]:\(port)" : "\(shown):\(port)"
     }
+}
+
+/// A client's address without its port: the unit per-address limits count in.
+public struct HostKey: Hashable, Sendable {
+    var high: UInt64 = 0
+    var low: UInt64 = 0
 }

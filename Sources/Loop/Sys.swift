@@ -138,6 +138,15 @@ public enum Sys {
         }
     }
 
+    /// getpeername(2): the address of the other end of a connected socket.
+    public static func peerAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        var address = SocketAddress()
+        _ = try address.withMutableSockaddr { pointer, length throws(SystemError) in
+            try retrying("getpeername") { getpeername(fd, pointer, length) }
+        }
+        return address
+    }
+
     /// getsockname(2): the address a socket is bound to.
     public static func localAddress(_ fd: Int32) throws(SystemError) -> SocketAddress {
         var address = SocketAddress()

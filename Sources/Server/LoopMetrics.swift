@@ -26,7 +26,11 @@ enum RefusalReason: Int, CaseIterable {
     case connectionLimit
     /// A TLS connection while `maxTLSHandshakes` handshakes were already in progress.
     case tlsHandshakeLimit
-    var label: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit"][rawValue] }
+    /// A client address holding `maxConnectionsPerAddress` connections already.
+    case addressConnections
+    /// A client address opening connections faster than `connectsPerSecondPerAddress`.
+    case addressRate
+    var label: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit", "address_connections", "address_rate"][rawValue] }
 }
 
 /// How a TLS handshake ended.

@@ -57,6 +57,11 @@ public struct ServerConfiguration: Sendable {
     /// are not affected.
     public var allowedOrigins: [String]?
 
+    /// Connections one client address may hold open at once; past it, 429 (nil: no limit).
+    public var maxConnectionsPerAddress: Int?
+    /// Connections one client address may open a second (a one-second burst); past it, 429.
+    public var connectsPerSecondPerAddress: Int?
+
     /// Answer `/metrics` on this server's port; false when another listener serves them
     /// (`--metrics-listen`), so that a public port does not show them.
     public var servesMetrics = true

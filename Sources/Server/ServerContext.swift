@@ -11,6 +11,8 @@ final class ServerContext: Sendable {
     let openConnections = Atomic<Int>(0)
     /// Upgraded WebSocket sessions across all loops; `maxConnections` bounds these.
     let openSessions = Atomic<Int>(0)
+    /// Connections per client address, when limited.
+    let addressLimits: AddressLimits
     /// Connections allowed past `maxConnections` for plain HTTP, so a full server can still be
     /// health-checked and scraped.
     static let httpReserve = 64
@@ -19,5 +21,6 @@ final class ServerContext: Sendable {
         self.configuration = configuration
         self.router = router
         self.tls = tls
+        addressLimits = AddressLimits(maxOpen: configuration.maxConnectionsPerAddress, perSecond: configuration.connectsPerSecondPerAddress)
     }
 }

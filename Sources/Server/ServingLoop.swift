@@ -29,6 +29,8 @@ final class ServingLoop {
     private var tlsHandshakesInProgress = 0
     private let maxTLSHandshakes: Int
     private var acceptor: Acceptor?
+    /// Each connection's client address, by slot, while per-address limits are on (empty otherwise).
+    private var hosts: [Int32: HostKey] = [:]
     private(set) var shuttingDown = false
     /// Connections refused since the last warning about it, and when that was (in loop ticks).
     private var refusedSinceLog = 0
@@ -66,10 +68,23 @@ final class ServingLoop {
             if context.tls == nil { Self.busy.withUnsafeBytes { Sys.sendOnce(fd, $0) } }
             return Sys.close(fd)
         }
+        var host: HostKey?
+        if context.addressLimits.isActive, let peer = try? Sys.peerAddress(fd) {
+            switch context.addressLimits.admit(peer.hostKey, now: MonotonicClock.nanoseconds()) {
+            case .admitted:
+                host = peer.hostKey
+            case let verdict:
+                context.openConnections.subtract(1, ordering: .relaxed)
+                refused(verdict == .tooFast ? .addressRate : .addressConnections)
+                if context.tls == nil { Self.tooMany.withUnsafeBytes { Sys.sendOnce(fd, $0) } }
+                return Sys.close(fd)
+            }
+        }
         var tls: TLSStream?
         if let credentials = context.tls {
             guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: credentials.context, fd: fd) else {
                 context.openConnections.subtract(1, ordering: .relaxed)
+                if let host { context.addressLimits.release(host, now: MonotonicClock.nanoseconds()) }
                 refused(.tlsHandshakeLimit)
                 return Sys.close(fd)
             }
@@ -81,8 +96,10 @@ final class ServingLoop {
             connection = try loop.register(fd, [.readable, .edge]) { Connection(fd: fd, registration: $0, serving: self, tls: tls) }
         } catch {
             context.openConnections.subtract(1, ordering: .relaxed)
+            if let host { context.addressLimits.release(host, now: MonotonicClock.nanoseconds()) }
             return Sys.close(fd)
         }
+        if let host { hosts[connection.registration.slot] = host }
         openCount += 1
         metrics.accepted.add(1)
         metrics.open[0].add(1)
@@ -104,6 +121,10 @@ final class ServingLoop {
         lastRefusalLog = loop.now
     }
 
+    private static let tooMany = HTTPResponse.jsonError(.tooManyRequests, code: "rate_limit_exceeded",
+                                                        message: "too many connections from this address; retry in a second",
+                                                        headers: [("Retry-After", "1")]).serialized(keepAlive: false)
+
     private static let busy = HTTPResponse.error(.serviceUnavailable, headers: [("Retry-After", "1")]).serialized(keepAlive: false)
 
     /// Takes a session slot for an upgrade; false when `maxConnections` sessions are open.
@@ -124,6 +145,9 @@ final class ServingLoop {
     /// Called by a closing connection: gives back its registration, descriptor and counters.
     /// Returns the connection's accounted bytes after release (zero).
     func release(_ connection: Connection, accounted: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
+        if !hosts.isEmpty, let host = hosts.removeValue(forKey: connection.registration.slot) {
+            context.addressLimits.release(host, now: MonotonicClock.nanoseconds())
+        }
         loop.deregister(connection.registration)
         Sys.close(connection.fd)
         openCount -= 1

@@ -56,6 +56,12 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .customLong("max-tls-handshakes"), help: "TLS handshakes in progress at once; past it new connections are closed (PARLEY_MAX_TLS_HANDSHAKES; default \(defaults.maxTLSHandshakes)).")
     var maxTLSHandshakes: Int?
 
+    @Option(name: .customLong("max-connections-per-ip"), help: "Connections one client address may hold open; past it, 429 with Retry-After (PARLEY_MAX_CONNECTIONS_PER_IP; default: no limit).")
+    var maxConnectionsPerIP: Int?
+
+    @Option(name: .customLong("max-connects-per-second-per-ip"), help: "Connections one client address may open a second, with a one-second burst; past it, 429 (PARLEY_MAX_CONNECTS_PER_SECOND_PER_IP; default: no limit).")
+    var maxConnectsPerSecondPerIP: Int?
+
     /// The configuration these options (and their environment twins) describe.
     func configuration() throws -> ServerConfiguration {
         var c = ServerConfiguration()
@@ -75,6 +81,8 @@ struct ServerOptions: ParsableArguments {
         try set(&c, \.tlsKeyFile, tlsKey, "PARLEY_TLS_KEY")
         try set(&c, \.tlsHandshakeTimeout, tlsHandshakeTimeout, "PARLEY_TLS_HANDSHAKE_TIMEOUT")
         try set(&c, \.maxTLSHandshakes, maxTLSHandshakes, "PARLEY_MAX_TLS_HANDSHAKES")
+        try set(&c, \.maxConnectionsPerAddress, maxConnectionsPerIP, "PARLEY_MAX_CONNECTIONS_PER_IP")
+        try set(&c, \.connectsPerSecondPerAddress, maxConnectsPerSecondPerIP, "PARLEY_MAX_CONNECTS_PER_SECOND_PER_IP")
         return c
     }
 
@@ -106,5 +114,15 @@ struct ServerOptions: ParsableArguments {
 
     private func set(_ c: inout ServerConfiguration, _ field: WritableKeyPath<ServerConfiguration, String?>, _ flag: String?, _ variable: String) throws {
         if let value = flag ?? Environment.string(variable) { c[keyPath: field] = value }
+    }
+
+    /// A limit that is off unless given; it must be at least 1.
+    private func set(_ c: inout ServerConfiguration, _ field: WritableKeyPath<ServerConfiguration, Int?>, _ flag: Int?, _ variable: String) throws {
+        if let flag { c[keyPath: field] = flag }
+        if flag == nil, let text = Environment.string(variable) {
+            guard let value = Int(text) else { throw ValidationError("\(variable)=\(text) is not a valid value") }
+            c[keyPath: field] = value
+        }
+        if let value = c[keyPath: field], value < 1 { throw ValidationError("\(variable.lowercased()) must be at least 1") }
     }
 }

@@ -102,3 +102,32 @@ import TestSupport
         #expect(try server.client().upgrade().status == 101)
     }
 }
+
+/// Per client address: connections held and opened a second, refused with 429 before anything else.
+@Suite struct AddressLimitTests {
+    @Test func aThirdConnectionFromOneAddressGets429UntilOneCloses() throws {
+        let server = try TestServer({ $0.maxConnectionsPerAddress = 2 })
+        let a = try server.client(), b = try server.client()
+        #expect(try a.upgrade().status == 101 && b.upgrade().status == 101)
+        let c = try server.client()
+        try c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        let refused = try c.readResponse()
+        #expect(refused.status == 429 && refused.headers["retry-after"] == "1" && refused.body.contains("rate_limit_exceeded"))
+        a.hangUp()
+        #expect(server.metric("parley_connections_open{endpoint=\"echo\"}", becomes: 1))
+        #expect(try server.client().upgrade().status == 101)
+        #expect((server.metric("parley_connections_refused_total{reason=\"address_connections\"}") ?? 0) == 1)
+    }
+
+    @Test func connectingFasterThanTheRateGets429() throws {
+        let server = try TestServer({ $0.connectsPerSecondPerAddress = 3 })
+        var statuses: [Int] = []
+        for _ in 0..<5 {
+            let client = try server.client()
+            try client.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            statuses.append(try client.readResponse().status)
+        }
+        #expect(statuses.prefix(3).allSatisfy { $0 == 200 } && statuses.suffix(2).allSatisfy { $0 == 429 }, "\(statuses)")
+        #expect((server.metric("parley_connections_refused_total{reason=\"address_rate\"}") ?? 0) == 2)
+    }
+}
