@@ -3,6 +3,7 @@ import Server
 import Session
 import CLinux
 import TLS
+import Loop
 import Upstream
 #if canImport(Glibc)
 import Glibc
@@ -133,6 +134,11 @@ struct Serve: ParsableCommand {
     /// The supervisor of `--workers N`: the workers get these same arguments, with the port made
     /// concrete (so that port 0 means one free port for all of them).
     private func supervise(shown: String, scheme: String) throws {
+        // The workers share one signing key, so that a client secret minted by one opens a session
+        // on any: without one given, the supervisor makes one and hands it down in the environment.
+        if access.signingKeyFile == nil && Environment.string("PARLEY_SIGNING_KEY") == nil {
+            setenv("PARLEY_SIGNING_KEY", Base64.encode(OpenSSL.randomBytes(48)), 1)
+        }
         let host = try server.configuration().host, port = try server.configuration().port, loops = try server.configuration().loops
         let shared: Int
         let supervisor: Supervisor

@@ -91,4 +91,22 @@ import TestSupport
             try ServerProcess(arguments: "--worker-dir /tmp --worker-name worker-0")
         }
     }
+
+    /// A client secret minted by one worker opens a session on any: the supervisor gives them one key.
+    @Test func clientSecretsWorkAcrossWorkers() throws {
+        let server = try ServerProcess(arguments: "--workers 3 --loops 1 --transcriber none --synthesizer none", environment: "PARLEY_API_KEY=sk-workers")
+        var opened = 0
+        for _ in 0..<12 {
+            let mint = try TestClient(port: server.port)
+            let body = #"{"session":{"type":"realtime","instructions":"Hi."}}"#
+            try mint.send("POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer sk-workers\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            let response = try mint.readResponse()
+            guard let start = response.body.firstRange(of: "\"value\":\"") else { continue }
+            let value = response.body[start.upperBound...].prefix { $0 != "\"" }
+            // A new connection: the kernel may hand it to another worker.
+            let client = try TestClient(port: server.port)
+            if try client.upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer \(value)\r\n").status == 101 { opened += 1 }
+        }
+        #expect(opened == 12)
+    }
 }
