@@ -82,11 +82,21 @@ enum ClientPage {
     function connect() {
       wantConnected = true;
       setState("connecting…");
-      ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws");
+      // A key or client secret from the page's fragment (#key=…, which never reaches a server or
+      // its logs), kept for this tab; browsers send it as a subprotocol, since they cannot set headers.
+      const given = new URLSearchParams(location.hash.slice(1)).get("key");
+      if (given) { sessionStorage.setItem("parley-key", given); history.replaceState(null, "", location.pathname + location.search); }
+      const key = sessionStorage.getItem("parley-key");
+      ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws", key ? ["realtime", "openai-insecure-api-key." + key] : undefined);
+      let opened = false;
       ws.binaryType = "arraybuffer";
-      ws.onopen = () => { retry = 0; setState("connected", "ok"); say(""); applySettings(); };
+      ws.onopen = () => { opened = true; retry = 0; setState("connected", "ok"); say(""); applySettings(); };
       ws.onmessage = (m) => typeof m.data === "string" ? onEvent(JSON.parse(m.data)) : playPacket(m.data);
       ws.onclose = (e) => {
+        // A refused upgrade (a missing or wrong key) looks like 1006 before any open.
+        if (!opened && e.code === 1006 && retry >= 1) {
+          say("The server refused the session. If it needs a key, open this page as " + location.origin + "/#key=YOUR_KEY (an API key or a client secret).");
+        }
         const why = closeReasons[e.code] || ("closed with code " + e.code);
         if (!wantConnected) { setState("not connected"); return; }
         const wait = Math.min(10, 2 ** retry++);

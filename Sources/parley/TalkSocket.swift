@@ -48,6 +48,10 @@ final class TalkSocket {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
+    /// `PARLEY_API_KEY` (a server key or an `ek_` client secret), sent as a bearer token when set:
+    /// from the environment, so it stays out of the process list.
+    static let authorization: String = Environment.string("PARLEY_API_KEY").map { "Authorization: Bearer \($0)\r\n" } ?? ""
+
     /// Connects to `ws://host:port/path` and upgrades.
     init(host: String, port: Int, path: String) throws(Failure) {
         guard let addresses = try? Sys.resolve(host: host, port: port), !addresses.isEmpty else { throw .connect("cannot resolve \(host)") }
@@ -71,7 +75,8 @@ final class TalkSocket {
         for i in nonce.indices { nonce[i] = UInt8.random(in: 0...255) }
         let key = Base64.encode(nonce)
         let request = "GET \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nUser-Agent: parley-talk\r\n\r\n"
+            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nUser-Agent: parley-talk\r\n"
+            + Self.authorization + "\r\n"
         try write(Array(request.utf8))
         var head: [UInt8] = []
         while true {
@@ -85,7 +90,9 @@ final class TalkSocket {
         }
         let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n")
         guard let status = lines.first, status.hasPrefix("HTTP/1.1 101") else {
-            throw .refused(lines.first.map(String.init) ?? "no status line")
+            let hint = lines.first?.hasPrefix("HTTP/1.1 401") == true
+                ? " (the server needs a key: set PARLEY_API_KEY to one of its keys, or to a client secret)" : ""
+            throw .refused((lines.first.map(String.init) ?? "no status line") + hint)
         }
         let accept = lines.first { $0.lowercased().hasPrefix("sec-websocket-accept:") }?.split(separator: ":", maxSplits: 1).last?.trimmingSpaces()
         guard accept.map(String.init) == WebSocketHandshake.acceptKey(for: key) else { throw .refused("a wrong Sec-WebSocket-Accept") }

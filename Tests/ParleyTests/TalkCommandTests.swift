@@ -84,3 +84,14 @@ private extension String {
         return count
     }
 }
+
+@Suite struct TalkKeyTests {
+    @Test func talkPresentsPARLEY_API_KEYAndSaysSoWhenItIsMissing() throws {
+        let server = try ServerProcess(arguments: "--transcriber none --synthesizer none", environment: "PARLEY_API_KEY=sk-talk")
+        let url = "ws://127.0.0.1:\(server.port)"
+        let without = try Subprocess.capture(["/usr/bin/env", "-u", "PARLEY_API_KEY", ServerProcess.parleyPath, "talk", url, "--text", "hello"])
+        #expect(without.status != 0 && without.stderr.contains("401") && without.stderr.contains("PARLEY_API_KEY"), "\(without.stderr)")
+        let with = try Subprocess.capture(["/usr/bin/env", "PARLEY_API_KEY=sk-talk", ServerProcess.parleyPath, "talk", url, "--text", "What is twelve times seven?"])
+        #expect(with.status == 0 && with.stdout.contains("84"), "\(with.stderr)")
+    }
+}
