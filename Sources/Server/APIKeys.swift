@@ -20,13 +20,10 @@ public struct APIKeys: Sendable {
 
     public func accepts(_ key: some StringProtocol) -> Bool {
         let digest = OpenSSL.sha256(Array(key.utf8))
-        var found: UInt8 = 0
-        for candidate in digests {
-            var difference: UInt8 = 0
-            for (a, b) in zip(candidate, digest) { difference |= a ^ b }
-            found |= difference == 0 ? 1 : 0
-        }
-        return found == 1
+        // Every digest is compared, whichever matches.
+        var found = false
+        for candidate in digests { found = OpenSSL.constantTimeEqual(candidate, digest) || found }
+        return found
     }
 
     /// The subprotocol browsers offer a key in (they cannot set headers): `openai-insecure-api-key.<key>`.

@@ -33,11 +33,7 @@ public struct ClientSecretSigner: Sendable {
         guard token.hasPrefix("ek_"), token.utf8.count <= Self.maxSecretBytes, let dot = token.lastIndex(of: ".") else { return nil }
         let body = String(token[..<dot])
         guard let mac = Self.unbase64url(token[token.index(after: dot)...]) else { return nil }
-        let expected = OpenSSL.hmacSHA256(key: key, Array(body.utf8))
-        guard mac.count == expected.count else { return nil }
-        var difference: UInt8 = 0
-        for (a, b) in zip(mac, expected) { difference |= a ^ b }
-        guard difference == 0, let bytes = Self.unbase64url(body.dropFirst(3)),
+        guard OpenSSL.constantTimeEqual(mac, OpenSSL.hmacSHA256(key: key, Array(body.utf8))), let bytes = Self.unbase64url(body.dropFirst(3)),
               let payload = try? JSON(parsing: String(decoding: bytes, as: UTF8.self)),
               let expiresAt = payload["exp"]?.int, let seconds = payload["max"]?.int, let session = payload["session"],
               now < expiresAt else { return nil }

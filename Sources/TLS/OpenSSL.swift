@@ -22,6 +22,13 @@ public enum OpenSSL {
         return Array(mac.prefix(Int(length)))
     }
 
+    /// Whether `a` and `b` are equal, in time that depends on their length only (CRYPTO_memcmp):
+    /// for comparing secrets, where an early exit would tell an attacker how much was right.
+    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 } }
+    }
+
     /// Bytes from OpenSSL's generator, for keys.
     public static func randomBytes(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
