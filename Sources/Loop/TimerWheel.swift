@@ -20,8 +20,6 @@ struct TimerWheel {
         now = startTick
     }
 
-    func ticks(seconds: Double) -> UInt32 { UInt32(max(1, (seconds * 1000 / Double(resolution)).rounded(.up))) }
-
     mutating func grow(toSlots count: Int) {
         guard count > next.count else { return }
         let extra = count - next.count

@@ -10,8 +10,6 @@ public struct APIKeys: Sendable {
         digests = keys.map { OpenSSL.sha256(Array($0.utf8)) }
     }
 
-    public var count: Int { digests.count }
-
     /// Keys from a file: one a line; blank lines and lines starting with `#` are skipped,
     /// whitespace around a key is not part of it.
     public static func parse(_ text: String) -> [String] {

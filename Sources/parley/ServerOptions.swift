@@ -123,6 +123,10 @@ struct ServerOptions: ParsableArguments {
             guard let value = Int(text) else { throw ValidationError("\(variable)=\(text) is not a valid value") }
             c[keyPath: field] = value
         }
-        if let value = c[keyPath: field], value < 1 { throw ValidationError("\(variable.lowercased()) must be at least 1") }
+        if let value = c[keyPath: field], value < 1 {
+            // PARLEY_MAX_CONNECTIONS_PER_IP is --max-connections-per-ip.
+            let flag = "--" + String(variable.dropFirst("PARLEY_".count).lowercased().map { $0 == "_" ? "-" : $0 })
+            throw ValidationError("\(flag) must be at least 1")
+        }
     }
 }
