@@ -5,3 +5,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+#include <openssl/pem.h>
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
+#include <openssl/bio.h>

@@ -51,4 +51,28 @@ public enum Base64 {
         out.removeLast(padding)
         return out
     }
+
+    /// The URL-safe alphabet without padding (RFC 4648 section 5), as JSON Web Tokens and client
+    /// secrets use it (RFC 7515 section 2).
+    public static func encodeURL<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+        String(encode(bytes).compactMap { c -> Character? in c == "+" ? "-" : c == "/" ? "_" : c == "=" ? nil : c })
+    }
+
+    /// Decodes unpadded URL-safe base64; nil on a standard-alphabet character, padding, or a length
+    /// no encoding has.
+    public static func decodeURL(_ text: some StringProtocol) -> [UInt8]? {
+        var standard: [UInt8] = []
+        standard.reserveCapacity(text.utf8.count + 3)
+        for c in text.utf8 {
+            switch c {
+            case UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="): return nil
+            case UInt8(ascii: "-"): standard.append(UInt8(ascii: "+"))
+            case UInt8(ascii: "_"): standard.append(UInt8(ascii: "/"))
+            default: standard.append(c)
+            }
+        }
+        guard standard.count % 4 != 1 else { return nil }
+        while standard.count % 4 != 0 { standard.append(UInt8(ascii: "=")) }
+        return decode(standard)
+    }
 }

@@ -86,6 +86,18 @@ public enum Sys {
         }
     }
 
+    /// A small file written whole (a key `parley token` makes), created with `mode` or truncated;
+    /// the mode applies as the file is made, so a private key is never readable by others.
+    public static func writeFile(_ path: String, _ bytes: [UInt8], mode: UInt32) throws(SystemError) {
+        let fd = try retrying("open(\(path))") { Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        defer { close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { throw SystemError("write(\(path))") }
+        }
+    }
+
     // MARK: Sockets
 
     /// The kinds of socket Parley opens: TCP streams, non-blocking or blocking.

@@ -281,16 +281,16 @@ final class Connection: LoopRegistrant {
                 return respond(.jsonError(.forbidden, code: "origin_not_allowed", message: "this server does not accept sessions from pages at \(origin)"),
                                keepAlive: false)
             }
-            switch WebSocketHandshake.evaluate(request, negotiate: endpoint.negotiate) {
+            switch WebSocketHandshake.evaluate(request, admit: endpoint.admit) {
             case .refuse(let response):
                 serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])
                 respond(response, keepAlive: false)
             case .accept where !serving.reserveSession():
                 serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "session_limit"])
                 respond(.error(.serviceUnavailable, headers: [("Retry-After", "1")]), keepAlive: false)
-            case .accept(let response, let subprotocol):
+            case .accept(let response, let admission):
                 respondRaw(response.serialized(keepAlive: true), keepAlive: true)
-                upgrade(endpoint, request: request, subprotocol: subprotocol)
+                upgrade(endpoint, admission)
             }
         }
     }
@@ -330,18 +330,17 @@ final class Connection: LoopRegistrant {
         loop.readAgain(registration)
     }
 
-    private func upgrade(_ endpoint: Router.WebSocketEndpoint, request: HTTPRequest, subprotocol: String?) {
+    private func upgrade(_ endpoint: Router.WebSocketEndpoint, _ admission: WebSocketAdmission) {
         mode = .webSocket
         http = HTTPRequestParser(maxRequestLineBytes: 0, maxHeadBytes: 0)
-        self.subprotocol = subprotocol
+        subprotocol = admission.subprotocol
         serving.metrics.open[self.endpoint].add(-1)
         self.endpoint = endpoint.metricsIndex
         serving.metrics.open[self.endpoint].add(1)
         webSocket.trafficReceived(now: loop.now)
         loop.setDeadline(registration, afterTicks: WebSocketCloseMachine.initialTimer(serving.webSocketTiming))
-        let handler = endpoint.factory(request, subprotocol)
-        self.handler = handler
-        handler.webSocketDidOpen(WebSocket(connection: self))
+        handler = admission.handler
+        admission.handler.webSocketDidOpen(WebSocket(connection: self))
     }
 
     // MARK: WebSocket

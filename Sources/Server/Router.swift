@@ -9,11 +9,13 @@ public final class Router: Sendable {
     /// Chooses a subprotocol among those offered, or refuses the upgrade with a response (401 for
     /// a missing key, say).
     public typealias Negotiate = @Sendable (HTTPRequest, _ offered: [String]) -> Result<String?, HTTPRefusal>
+    /// Negotiation and the handler in one step, for endpoints whose handler needs what admitting
+    /// the upgrade found (who the caller is, say): the subprotocol and handler, or the refusal.
+    public typealias Admit = @Sendable (HTTPRequest, _ offered: [String]) -> Result<WebSocketAdmission, HTTPRefusal>
 
     struct WebSocketEndpoint: Sendable {
         let name: String
-        let negotiate: Negotiate?
-        let factory: WebSocketFactory
+        let admit: Admit
         /// Index into the per-endpoint metrics; 0 is plain HTTP.
         let metricsIndex: Int
     }
@@ -68,7 +70,12 @@ public final class Router: Sendable {
 
         /// A WebSocket endpoint; `name` labels its metrics. `negotiate` picks a subprotocol.
         public mutating func webSocket(_ path: String, name: String, negotiate: Negotiate? = nil, _ factory: @escaping WebSocketFactory) {
-            routes[path] = .webSocket(WebSocketEndpoint(name: name, negotiate: negotiate, factory: factory, metricsIndex: endpointNames.count))
+            webSocket(path, name: name, admit: Router.admission(negotiate: negotiate, factory))
+        }
+
+        /// A WebSocket endpoint whose `admit` makes the handler as it accepts the upgrade.
+        public mutating func webSocket(_ path: String, name: String, admit: @escaping Admit) {
+            routes[path] = .webSocket(WebSocketEndpoint(name: name, admit: admit, metricsIndex: endpointNames.count))
             endpointNames.append(name)
         }
     }
@@ -80,4 +87,23 @@ public final class Router: Sendable {
     }
 
     func route(_ path: Substring) -> Route? { routes[String(path)] }
+
+    /// Negotiation, then the factory: what an endpoint without its own `Admit` does.
+    static func admission(negotiate: Negotiate?, _ factory: @escaping WebSocketFactory) -> Admit {
+        { request, offered in
+            let chosen = negotiate.map { $0(request, offered) } ?? .success(nil)
+            return chosen.map { WebSocketAdmission(subprotocol: $0, handler: factory(request, $0)) }
+        }
+    }
+}
+
+/// An accepted upgrade: the subprotocol to answer with, and the connection's handler.
+public struct WebSocketAdmission {
+    public let subprotocol: String?
+    public let handler: any WebSocketHandler
+
+    public init(subprotocol: String?, handler: any WebSocketHandler) {
+        self.subprotocol = subprotocol
+        self.handler = handler
+    }
 }

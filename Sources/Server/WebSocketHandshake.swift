@@ -5,18 +5,16 @@ import TLS
 public enum WebSocketHandshake {
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-    /// Chooses a subprotocol from those the client offered (in its order), or nil for none.
-    /// Returning `.failure` refuses the upgrade with that status (for example 403 on bad credentials).
-    typealias Negotiate = @Sendable (HTTPRequest, [String]) -> Result<String?, HTTPRefusal>
-
     enum Verdict {
-        /// Upgrade with this 101 response.
-        case accept(HTTPResponse, subprotocol: String?)
+        /// Upgrade with this 101 response, to the admission's handler.
+        case accept(HTTPResponse, WebSocketAdmission)
         /// Refuse with this response.
         case refuse(HTTPResponse)
     }
 
-    static func evaluate(_ request: HTTPRequest, negotiate: Negotiate?) -> Verdict {
+    /// Checks the request, then `admit` (which chooses from the subprotocols the client offered,
+    /// in its order, and may refuse, e.g. 401 on bad credentials) as the last step.
+    static func evaluate(_ request: HTTPRequest, admit: Router.Admit) -> Verdict {
         guard request.method == "GET" else {
             return .refuse(.error(.methodNotAllowed, headers: [("Allow", "GET")]))
         }
@@ -35,19 +33,17 @@ public enum WebSocketHandshake {
             return .refuse(.error(.badRequest))
         }
         let offered = request.tokens("sec-websocket-protocol").map(String.init)
-        var subprotocol: String?
-        if let negotiate {
-            // Tokens are compared lowercased; answer with the client's own spelling.
-            let original = request.headers.filter { $0.name.lowercased() == "sec-websocket-protocol" }
-                .flatMap { $0.value.split(separator: ",").map { String(Substring($0).trimmingSpaces()) } }
-            switch negotiate(request, original.isEmpty ? offered : original) {
-            case .success(let chosen): subprotocol = chosen
-            case .failure(let refusal): return .refuse(refusal.response)
-            }
+        // Tokens are compared lowercased; answer with the client's own spelling.
+        let original = request.headers.filter { $0.name.lowercased() == "sec-websocket-protocol" }
+            .flatMap { $0.value.split(separator: ",").map { String(Substring($0).trimmingSpaces()) } }
+        let admission: WebSocketAdmission
+        switch admit(request, original.isEmpty ? offered : original) {
+        case .success(let admitted): admission = admitted
+        case .failure(let refusal): return .refuse(refusal.response)
         }
         var headers = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Accept", acceptKey(for: key))]
-        if let subprotocol { headers.append(("Sec-WebSocket-Protocol", subprotocol)) }
-        return .accept(HTTPResponse(status: .switchingProtocols, headers: headers), subprotocol: subprotocol)
+        if let subprotocol = admission.subprotocol { headers.append(("Sec-WebSocket-Protocol", subprotocol)) }
+        return .accept(HTTPResponse(status: .switchingProtocols, headers: headers), admission)
     }
 
     /// base64(SHA-1(key + GUID)), RFC 6455 section 4.2.2 step 5.4. Clients check it too.

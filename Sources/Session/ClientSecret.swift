@@ -21,9 +21,11 @@ public struct ClientSecretSigner: Sendable {
     public static let maxSecretBytes = 8 * 1024
 
     public func issue(_ secret: ClientSecret) -> String? {
-        let payload: JSON = .object([("exp", .int(secret.expiresAt)), ("max", .int(secret.sessionSeconds)), ("session", secret.session)])
-        let body = "ek_" + Self.base64url(Array(payload.description.utf8))
-        let token = body + "." + Self.base64url(OpenSSL.hmacSHA256(key: key, Array(body.utf8)))
+        var members: [(String, JSON)] = [("exp", .int(secret.expiresAt)), ("max", .int(secret.sessionSeconds)), ("session", secret.session)]
+        if let tenant = secret.tenant { members += [("ten", .string(tenant)), ("lim", .object(secret.limits.claims))] }
+        let payload: JSON = .object(members)
+        let body = "ek_" + Base64.encodeURL(Array(payload.description.utf8))
+        let token = body + "." + Base64.encodeURL(OpenSSL.hmacSHA256(key: key, Array(body.utf8)))
         return token.utf8.count <= Self.maxSecretBytes ? token : nil
     }
 
@@ -32,35 +34,32 @@ public struct ClientSecretSigner: Sendable {
     public func verify(_ token: some StringProtocol, now: Int) -> ClientSecret? {
         guard token.hasPrefix("ek_"), token.utf8.count <= Self.maxSecretBytes, let dot = token.lastIndex(of: ".") else { return nil }
         let body = String(token[..<dot])
-        guard let mac = Self.unbase64url(token[token.index(after: dot)...]) else { return nil }
-        guard OpenSSL.constantTimeEqual(mac, OpenSSL.hmacSHA256(key: key, Array(body.utf8))), let bytes = Self.unbase64url(body.dropFirst(3)),
+        guard let mac = Base64.decodeURL(token[token.index(after: dot)...]) else { return nil }
+        guard OpenSSL.constantTimeEqual(mac, OpenSSL.hmacSHA256(key: key, Array(body.utf8))), let bytes = Base64.decodeURL(body.dropFirst(3)),
               let payload = try? JSON(parsing: String(decoding: bytes, as: UTF8.self)),
               let expiresAt = payload["exp"]?.int, let seconds = payload["max"]?.int, let session = payload["session"],
               now < expiresAt else { return nil }
-        return ClientSecret(expiresAt: expiresAt, sessionSeconds: seconds, session: session)
-    }
-
-    static func base64url(_ bytes: [UInt8]) -> String {
-        String(Base64.encode(bytes).compactMap { c -> Character? in c == "+" ? "-" : c == "/" ? "_" : c == "=" ? nil : c })
-    }
-
-    static func unbase64url(_ text: some StringProtocol) -> [UInt8]? {
-        var standard = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        while standard.utf8.count % 4 != 0 { standard += "=" }
-        return Base64.decode(Array(standard.utf8))
+        var limits = TenantLimits()
+        if let claims = payload["lim"], case .success(let carried) = TenantLimits.parse(claims: claims) { limits = carried }
+        return ClientSecret(expiresAt: expiresAt, sessionSeconds: seconds, session: session, tenant: payload["ten"]?.string, limits: limits)
     }
 }
 
-/// What a client secret says: until when it opens sessions, how long they may last, and the
-/// session settings it pins (as the client-secret request gave them).
+/// What a client secret says: until when it opens sessions, how long they may last, the session
+/// settings it pins (as the client-secret request gave them), and the tenant that minted it with
+/// that tenant's limits, so its sessions count against them.
 public struct ClientSecret: Sendable, Equatable {
     public let expiresAt: Int
     public let sessionSeconds: Int
     public let session: JSON
+    public let tenant: String?
+    public let limits: TenantLimits
 
-    public init(expiresAt: Int, sessionSeconds: Int, session: JSON) {
+    public init(expiresAt: Int, sessionSeconds: Int, session: JSON, tenant: String? = nil, limits: TenantLimits = TenantLimits()) {
         self.expiresAt = expiresAt
         self.sessionSeconds = sessionSeconds
         self.session = session
+        self.tenant = tenant
+        self.limits = limits
     }
 }

@@ -12,12 +12,11 @@ extension RealtimeEndpoint {
     static let secretSessionSeconds = 3600
 
     func createClientSecret(_ request: HTTPRequest, dialect: Dialect) -> HTTPResponse {
-        // Minting needs a real key when the server has keys; a secret cannot mint another.
-        if let keys {
-            guard let key = APIKeys.presented(in: request, offered: []), !key.hasPrefix("ek_"), keys.accepts(key) else {
-                return .jsonError(.unauthorized, code: "invalid_api_key", message: "creating a client secret needs one of the server's API keys",
-                                  headers: [("WWW-Authenticate", "Bearer")])
-            }
+        // Minting needs a real key or token when the server has them; a secret cannot mint another.
+        let caller: Caller
+        switch access.identify(request, offered: [], minting: true) {
+        case .success(let identified): caller = identified
+        case .failure(let refusal): return refusal.response
         }
         let text = String(decoding: request.body, as: UTF8.self)
         guard let body = text.isEmpty ? .object([]) : try? JSON(parsing: text), body.object != nil else {
@@ -38,10 +37,12 @@ extension RealtimeEndpoint {
             try configuration.apply(try SessionUpdate.parse(session), allowsOpus: false)
             let model = try session.string("model") ?? modelName
             let expiresAt = WallClock.seconds() + seconds
-            guard let value = signer.issue(ClientSecret(expiresAt: expiresAt, sessionSeconds: Self.secretSessionSeconds, session: sessionJSON)) else {
+            let secret = ClientSecret(expiresAt: expiresAt, sessionSeconds: Self.secretSessionSeconds, session: sessionJSON,
+                                      tenant: caller.tenant, limits: caller.limits)
+            guard let value = access.signer.issue(secret) else {
                 return .jsonError(.badRequest, code: "invalid_value", message: "the session settings are too large for a client secret (at most \(ClientSecretSigner.maxSecretBytes) bytes)")
             }
-            let info = SessionInfo(id: "sess_" + ClientSecretSigner.base64url(Array(value.utf8.suffix(9))), model: model, configuration: configuration)
+            let info = SessionInfo(id: "sess_" + Base64.encodeURL(Array(value.utf8.suffix(9))), model: model, configuration: configuration)
             var answer: [(String, JSON)]
             switch dialect {
             case .ga:

@@ -38,8 +38,9 @@ final class RealtimeSessionHandler: WebSocketHandler {
     private var openedAt: UInt64 = 0
     private let metrics = SessionMetrics.shared
 
-    init(endpoint: RealtimeEndpoint, request: HTTPRequest, allowsOpus: Bool) {
+    init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool) {
         self.endpoint = endpoint
+        lease = admitted.lease
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
@@ -57,29 +58,30 @@ final class RealtimeSessionHandler: WebSocketHandler {
         }
         // A session opened with a client secret starts with the settings the secret pins, and
         // keeps them; it may last as long as the secret says.
-        if let secret = endpoint.clientSecret(request) {
+        if let secret = admitted.caller.secret {
             let session = EventFields(secret.session, path: "session")
             if let update = try? SessionUpdate.parse(session) {
                 try? options.configuration.apply(update, allowsOpus: allowsOpus)
                 options.pinned = SessionEngine.Pinned(update)
             }
             if let model = try? session.string("model") { options.model = model; options.pinned.insert(.model) }
-            secretSeconds = Double(secret.sessionSeconds)
         }
+        // The tightest of the server's limits, the tenant's and the client secret's.
+        let tenant = admitted.caller.limits
+        maxSessionSeconds = [endpoint.limits.maxSessionSeconds, tenant.maxSessionSeconds, admitted.caller.secret.map { Double($0.sessionSeconds) }]
+            .compactMap { $0 }.min()
+        maxSessionTokens = [endpoint.limits.maxSessionTokens, tenant.maxSessionTokens].compactMap { $0 }.min()
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
         budget = SessionBudget(limits: endpoint.limits, now: MonotonicClock.nanoseconds())
     }
 
     private var budget: SessionBudget
-    /// The cap of the client secret the session was opened with, if any.
-    private var secretSeconds: Double?
-    /// How long this session may last: the server's limit, or its client secret's if shorter.
-    private var maxSessionSeconds: Double? {
-        switch (endpoint.limits.maxSessionSeconds, secretSeconds) {
-        case (let a?, let b?): min(a, b)
-        case (let a, let b): a ?? b
-        }
-    }
+    /// The session's place in its tenant's count, given back when the handler goes.
+    private let lease: TenantLease?
+    /// How long this session may last, and how many model tokens it may spend.
+    private let maxSessionSeconds: Double?
+    private let maxSessionTokens: Int?
+    private var tokensSpent = 0
 
     private var sessionCap: ScheduledTask?
 
@@ -218,6 +220,7 @@ final class RealtimeSessionHandler: WebSocketHandler {
                 socket.send(text: event.json(dialect: dialect))
                 metrics.record(event)
                 timeTurnTaking(event)
+                if case .responseDone(let response) = event.kind, let usage = response.usage { tokensSpent += usage.totalTokens }
             case .startModel(let id, let messages, let options):
                 let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
@@ -230,6 +233,10 @@ final class RealtimeSessionHandler: WebSocketHandler {
             }
         }
         updateAccount()
+        // The response that passed the ceiling is delivered whole; the session then ends.
+        if let maxSessionTokens, tokensSpent > maxSessionTokens {
+            closeForLimit(.tokens, "the session spent \(tokensSpent) tokens, over its limit of \(maxSessionTokens)")
+        }
     }
 
     /// When each of the model's calls was handed to the client, until its output comes back (a

@@ -10,6 +10,9 @@ public struct SessionLimits: Sendable, Equatable {
     public var audioRealTimeFactor = 1.5
     /// The longest session; nil: no limit.
     public var maxSessionSeconds: Double? = 3600
+    /// Model tokens a session may spend, input and output as each `response.done` reports them
+    /// (`--max-session-tokens`); the response that passes it is delivered, then the session closed.
+    public var maxSessionTokens: Int?
 
     public init() {}
 }
@@ -18,10 +21,17 @@ public struct SessionLimits: Sendable, Equatable {
 /// audio. A value, fed the time, so every rule is a unit test.
 struct SessionBudget {
     enum Exceeded: Equatable {
-        case events, audio
+        case events, audio, tokens
 
-        var code: String { self == .events ? "rate_limit_exceeded" : "audio_too_fast" }
-        var label: String { self == .events ? "events" : "audio" }
+        var code: String {
+            switch self {
+            case .events: "rate_limit_exceeded"
+            case .audio: "audio_too_fast"
+            case .tokens: "token_limit_exceeded"
+            }
+        }
+
+        var label: String { "\(self)" }
     }
 
     static let audioAllowanceNanoseconds: UInt64 = 30_000_000_000

@@ -25,7 +25,7 @@ public final class SessionMetrics: Sendable {
                              bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10])
 
     let limitCloses = MetricFamily(name: "parley_session_limit_closes_total", help: "Sessions closed (1008) for passing a limit, by which.",
-                                   labels: ["events", "audio", "duration"].map { "reason=\"\($0)\"" })
+                                   labels: ["events", "audio", "duration", "tokens"].map { "reason=\"\($0)\"" })
     let toolCalls = MetricFamily(name: "parley_tool_calls_total", help: "Function calls the model made, by how their response ended.",
                                  labels: ["completed", "incomplete"].map { "status=\"\($0)\"" })
     let toolTime = Histogram(name: "parley_tool_client_seconds",

@@ -50,8 +50,8 @@ struct Serve: ParsableCommand {
         logging.bootstrap()
         var config = try server.configuration()
         let host = config.host, port = config.port, loops = config.loops
-        let keys = try access.keys()
-        if let refusal = access.refusal(host: host, keys: keys) {
+        let sessionAccess = try access.access()
+        if let refusal = access.refusal(host: host, access: sessionAccess) {
             printError(refusal)
             throw ExitCode.failure
         }
@@ -86,7 +86,7 @@ struct Serve: ParsableCommand {
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
-                                        keys: keys, speech: try speech.makeServices(), signer: try access.signer(), limits: try access.limits())
+                                        access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits())
         sessions.install(on: &routes)
 
         let server: Server

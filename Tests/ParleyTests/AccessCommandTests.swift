@@ -36,7 +36,13 @@ import Glibc
         let keys = APIKeys(["sk-one", "sk-two"])
         #expect(keys.accepts("sk-one") && keys.accepts("sk-two"))
         #expect(!keys.accepts("sk-on") && !keys.accepts("sk-one ") && !keys.accepts("") && !keys.accepts("SK-ONE"))
-        #expect(APIKeys.parse("# c\n a \n\nb\n#d\n") == ["a", "b"])
+        #expect(APIKeys.parse("# c\n a \n\nb\n#d\nacme sk-three\n") == [APIKeys.Entry(key: "a"), APIKeys.Entry(key: "b"), APIKeys.Entry(key: "sk-three", tenant: "acme")])
+        // A key's tenant is its name in the file, or a digest prefix that does not reveal it.
+        let named = APIKeys(entries: [APIKeys.Entry(key: "sk-three", tenant: "acme"), APIKeys.Entry(key: "sk-four")])
+        #expect(named.tenant(of: "sk-three") == "acme")
+        let anonymous = named.tenant(of: "sk-four") ?? ""
+        #expect(anonymous.hasPrefix("key-") && anonymous.count == 12 && !anonymous.contains("four"))
+        #expect(named.tenant(of: "sk-five") == nil)
     }
 }
 

@@ -13,6 +13,10 @@ import Testing
         return HTTPRequest(method: method, target: "/chat", minorVersion: 1, headers: headers.map { (name: $0.0, value: $0.1) })
     }
 
+    func evaluate(_ request: HTTPRequest, negotiate: Router.Negotiate?) -> WebSocketHandshake.Verdict {
+        WebSocketHandshake.evaluate(request, admit: Router.admission(negotiate: negotiate) { _, _ in EchoHandler.shared })
+    }
+
     func refusal(_ verdict: WebSocketHandshake.Verdict) -> HTTPResponse? {
         if case .refuse(let response) = verdict { return response }
         return nil
@@ -23,53 +27,53 @@ import Testing
     }
 
     @Test func acceptsAValidUpgrade() {
-        guard case .accept(let response, let subprotocol) = WebSocketHandshake.evaluate(request(), negotiate: nil) else {
+        guard case .accept(let response, let admission) = evaluate(request(), negotiate: nil) else {
             Issue.record("refused")
             return
         }
-        #expect(response.status.code == 101 && subprotocol == nil)
+        #expect(response.status.code == 101 && admission.subprotocol == nil)
         #expect(response.headers.contains { $0 == ("Sec-WebSocket-Accept", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") })
     }
 
     @Test func wrongVersionGets426NamingVersion13() {
-        let response = refusal(WebSocketHandshake.evaluate(request([("Sec-WebSocket-Version", "8")]), negotiate: nil))
+        let response = refusal(evaluate(request([("Sec-WebSocket-Version", "8")]), negotiate: nil))
         #expect(response?.status.code == 426)
         #expect(response?.headers.contains { $0 == ("Sec-WebSocket-Version", "13") } == true)
     }
 
     @Test func missingUpgradeGets426() {
-        #expect(refusal(WebSocketHandshake.evaluate(request(dropping: "Upgrade"), negotiate: nil))?.status.code == 426)
+        #expect(refusal(evaluate(request(dropping: "Upgrade"), negotiate: nil))?.status.code == 426)
     }
 
     @Test func missingConnectionUpgradeTokenGets400() {
-        #expect(refusal(WebSocketHandshake.evaluate(request([("Connection", "keep-alive")]), negotiate: nil))?.status.code == 400)
+        #expect(refusal(evaluate(request([("Connection", "keep-alive")]), negotiate: nil))?.status.code == 400)
     }
 
     @Test(arguments: ["", "not base64!", "dGhlIHNhbXBsZQ==", "dGhlIHNhbXBsZSBub25jZSBsb25nZXI="])
     func badKeyGets400(_ key: String) {
-        #expect(refusal(WebSocketHandshake.evaluate(request([("Sec-WebSocket-Key", key)]), negotiate: nil))?.status.code == 400)
+        #expect(refusal(evaluate(request([("Sec-WebSocket-Key", key)]), negotiate: nil))?.status.code == 400)
     }
 
     @Test func missingKeyGets400() {
-        #expect(refusal(WebSocketHandshake.evaluate(request(dropping: "Sec-WebSocket-Key"), negotiate: nil))?.status.code == 400)
+        #expect(refusal(evaluate(request(dropping: "Sec-WebSocket-Key"), negotiate: nil))?.status.code == 400)
     }
 
     @Test func nonGetGets405() {
-        #expect(refusal(WebSocketHandshake.evaluate(request(method: "POST"), negotiate: nil))?.status.code == 405)
+        #expect(refusal(evaluate(request(method: "POST"), negotiate: nil))?.status.code == 405)
     }
 
     @Test func negotiationHookChoosesAndCanRefuse() {
-        let negotiate: WebSocketHandshake.Negotiate = { _, offered in
+        let negotiate: Router.Negotiate = { _, offered in
             offered.contains("Forbidden") ? .failure(HTTPRefusal(.forbidden)) : .success(offered.first { $0 == "chat.v2" })
         }
         let offered = request([("Sec-WebSocket-Protocol", "chat.v1, chat.v2")])
-        guard case .accept(let response, let chosen) = WebSocketHandshake.evaluate(offered, negotiate: negotiate) else {
+        guard case .accept(let response, let admission) = evaluate(offered, negotiate: negotiate) else {
             Issue.record("refused")
             return
         }
-        #expect(chosen == "chat.v2")
+        #expect(admission.subprotocol == "chat.v2")
         #expect(response.headers.contains { $0 == ("Sec-WebSocket-Protocol", "chat.v2") })
         let forbidden = request([("Sec-WebSocket-Protocol", "Forbidden")])
-        #expect(refusal(WebSocketHandshake.evaluate(forbidden, negotiate: negotiate))?.status.code == 403)
+        #expect(refusal(evaluate(forbidden, negotiate: negotiate))?.status.code == 403)
     }
 }

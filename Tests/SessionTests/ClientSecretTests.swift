@@ -26,7 +26,7 @@ import TestSupport
 
     func server() throws -> TestServer {
         try TestServer({ $0.loops = 1 }, routes: { routes in
-            RealtimeEndpoint(model: BuiltinModel(wordInterval: 0.001), modelName: "test-model", keys: APIKeys(["sk-real"])).install(on: &routes)
+            RealtimeEndpoint(model: BuiltinModel(wordInterval: 0.001), modelName: "test-model", access: Access(keys: APIKeys(["sk-real"]))).install(on: &routes)
         })
     }
 

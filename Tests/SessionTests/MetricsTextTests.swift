@@ -78,6 +78,7 @@ import Metrics
             parley_session_limit_closes_total{reason="events"} 0
             parley_session_limit_closes_total{reason="audio"} 0
             parley_session_limit_closes_total{reason="duration"} 0
+            parley_session_limit_closes_total{reason="tokens"} 0
             # HELP parley_tool_calls_total Function calls the model made, by how their response ended.
             # TYPE parley_tool_calls_total counter
             parley_tool_calls_total{status="completed"} 0

@@ -16,7 +16,7 @@ import Upstream
         let box = ModelBox()
         let server = try TestServer({ $0.loops = 2; $0.allowedOrigins = origins }, routes: { routes in
             MockLLMServer.install(on: &routes, options: MockLLMOptions())
-            RealtimeEndpoint(model: box, modelName: "test-model", keys: keys.map(APIKeys.init)).install(on: &routes)
+            RealtimeEndpoint(model: box, modelName: "test-model", access: Access(keys: keys.map(APIKeys.init))).install(on: &routes)
         })
         box.set(model(server.port))
         return server
