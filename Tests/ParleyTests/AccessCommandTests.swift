@@ -32,6 +32,28 @@ import Glibc
         #expect(throws: ServerProcess.StartFailure.self) { try ServerProcess(arguments: "--api-keys /nonexistent/keys") }
     }
 
+    @Test func tokensMadeByParleyTokenOpenSessionsAndNeverReachTheLog() throws {
+        let base = "/tmp/parley-jwt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { for suffix in [".pem", ".pub.pem"] { unlink(base + suffix) } }
+        #expect(try Subprocess.capture([ServerProcess.parleyPath, "token", "--new-key", "es256", "--key", base + ".pem"]).status == 0)
+        let made = try Subprocess.capture([ServerProcess.parleyPath, "token", "--key", base + ".pem", "--sub", "acme", "--aud", "parley", "--max-sessions", "1"])
+        let token = String(made.stdout.prefix { !$0.isWhitespace })
+        #expect(made.status == 0 && token.split(separator: ".").count == 3, "\(made.stderr)")
+        let process = try ServerProcess(arguments: "--log-level trace --jwt-public-key \(base).pub.pem --jwt-audience parley --transcriber none --synthesizer none")
+        #expect(try TestClient(port: process.port).upgrade(path: "/v1/realtime").status == 401)
+        let held = try TestClient(port: process.port)
+        #expect(try held.upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer \(token)\r\n").status == 101)
+        // The token's claim: one session at a time for acme.
+        #expect(try TestClient(port: process.port).upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer \(token)\r\n").status == 429)
+        #expect(try TestClient(port: process.port).upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer \(token.dropLast(3))AAA\r\n").status == 401)
+        process.signal(SIGTERM)
+        #expect(process.waitForExit(seconds: 10) == 0)
+        let log = process.remainingOutput()
+        #expect(log.contains("status=429") && !log.contains(String(token.split(separator: ".")[2].prefix(20))) && !log.contains(String(token.prefix(30))))
+        // A key that is not a public key stops the server at once, saying why.
+        #expect(throws: ServerProcess.StartFailure.self) { try ServerProcess(arguments: "--jwt-public-key \(base).pem") }
+    }
+
     @Test func keyDigestsMatchOnlyTheirKeys() {
         let keys = APIKeys(["sk-one", "sk-two"])
         #expect(keys.accepts("sk-one") && keys.accepts("sk-two"))

@@ -159,9 +159,14 @@ public final class TestClient {
 
     /// Sends the opening handshake and checks for 101.
     public func upgrade(path: String = "/echo", extraHeaders: String = "") throws -> (status: Int, headers: [String: String]) {
-        try send("GET \(path) HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(Self.sampleKey)\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n")
-        let response = try readResponse()
+        let response = try upgradeResponse(path: path, extraHeaders: extraHeaders)
         return (response.status, response.headers)
+    }
+
+    /// The handshake, with the body of a refusal (a JSON error, say).
+    public func upgradeResponse(path: String = "/echo", extraHeaders: String = "") throws -> (status: Int, headers: [String: String], body: String) {
+        try send("GET \(path) HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(Self.sampleKey)\r\nSec-WebSocket-Version: 13\r\n\(extraHeaders)\r\n")
+        return try readResponse()
     }
 
     /// A client frame, masked unless told otherwise.
