@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench compare ladder fuzz clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth compare ladder fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -58,6 +58,11 @@ autobahn-wss: release
 # Load figures: idle connections held and echo throughput (see docs/benchmarks.md).
 bench: release
 	scripts/bench.sh
+
+# What authentication costs at the upgrade: handshakes per core and the 10,000-session connect rate
+# with no auth, an API key and an ES256 JWT, side by side (about 2 minutes).
+bench-auth: release
+	scripts/bench-auth.sh
 
 # Parley against FastAPI + uvicorn and websockets, one process each, in one run (about 3 minutes):
 # idle sessions held and their memory, echo at 100 and 1,000 connections; the ratio table.

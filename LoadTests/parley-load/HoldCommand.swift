@@ -93,8 +93,8 @@ struct HoldCommand: ParsableCommand {
         }
         if let serverPid { summary.notes.append("server figures from /proc/\(serverPid), not /metrics; its sessions are those the clients hold") }
         print("parley-load hold: \(Format.grouped(count)) sessions to \(target) from \(processes) process\(processes == 1 ? "" : "es"), \(sources) source addresses, \(Format.grouped(Int(rate))) conn/s per process")
-        if let before = summary.serverBefore, before.echoOpen > 0 {
-            summary.notes.append("the server already had \(Format.grouped(before.echoOpen)) echo sessions open before this run")
+        if let before = summary.serverBefore, before.sessionsOpen > 0 {
+            summary.notes.append("the server already had \(Format.grouped(before.sessionsOpen)) WebSocket sessions open before this run")
         }
         Console.flush()
 
@@ -195,7 +195,7 @@ struct HoldCommand: ParsableCommand {
     /// other workers' figures reach /metrics up to 250 ms late; a single process is current at once.
     static func settledMetrics(_ target: LoadTarget, open: Int) throws(ServerMetrics.Unreachable) -> ServerMetrics {
         var metrics = try ServerMetrics.fetch(from: target)
-        for _ in 0..<10 where metrics.workers > 1 && metrics.echoOpen != open {
+        for _ in 0..<10 where metrics.workers > 1 && metrics.sessionsOpen != open {
             usleep(200_000)
             metrics = try ServerMetrics.fetch(from: target)
         }
@@ -233,7 +233,7 @@ struct HoldCommand: ParsableCommand {
             summary.problems.append("only \(Format.grouped(summary.atEnd.open)) sessions were open at the end")
         }
         if let held = summary.serverHeld(summary.serverAfterHold), held < count {
-            summary.problems.append("the server reports only \(Format.grouped(held)) of \(Format.grouped(count)) echo sessions open at the end")
+            summary.problems.append("the server reports only \(Format.grouped(held)) of \(Format.grouped(count)) WebSocket sessions open at the end")
         }
     }
 }

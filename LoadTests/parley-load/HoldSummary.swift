@@ -34,7 +34,7 @@ struct HoldSummary {
 
     /// Echo sessions the server reports, less those open before this run began.
     func serverHeld(_ metrics: ServerMetrics?) -> Int? {
-        metrics.map { $0.echoOpen - (serverBefore?.echoOpen ?? 0) }
+        metrics.map { $0.sessionsOpen - (serverBefore?.sessionsOpen ?? 0) }
     }
 
     // MARK: Text
@@ -59,10 +59,10 @@ struct HoldSummary {
     }
 
     private func serverRows(_ server: ServerMetrics) -> [String] {
-        let open = server.echoOpen
+        let open = server.sessionsOpen
         let rss = server.residentBytes, startup = server.startupResidentBytes
         var rows = [
-            Format.row("server open", "\(Format.grouped(open)) echo sessions (\(Format.grouped(server.openTotal)) connections in all, this scrape included)"),
+            Format.row("server open", "\(Format.grouped(open)) WebSocket sessions (\(Format.grouped(server.openTotal)) connections in all, this scrape included)"),
             Format.row("server RSS", "\(Format.bytes(rss))  (startup \(Format.bytes(startup)), growth \(Format.bytes(rss - startup)))"),
         ]
         if open > 0 {
@@ -87,10 +87,10 @@ struct HoldSummary {
         var lines = ["", "== after holding \(Format.fixed(heldSeconds, 1)) s"]
         lines.append(Format.row("client open", "\(Format.grouped(atEnd.open)) of \(Format.grouped(requested))  (dropped during the run: \(Format.reasons(atEnd.dropped)); server pings answered: \(Format.grouped(atEnd.pongs)))"))
         if let server = serverAfterHold {
-            lines.append(Format.row("server open", "\(Format.grouped(server.echoOpen)) echo sessions"))
+            lines.append(Format.row("server open", "\(Format.grouped(server.sessionsOpen)) WebSocket sessions"))
             lines.append(Format.row("server RSS", Format.bytes(server.residentBytes)))
-            if server.echoOpen > 0 {
-                let growth = Int(((server.residentBytes - server.startupResidentBytes) / Double(server.echoOpen)).rounded())
+            if server.sessionsOpen > 0 {
+                let growth = Int(((server.residentBytes - server.startupResidentBytes) / Double(server.sessionsOpen)).rounded())
                 lines.append(Format.row("resident/conn", "\(Format.grouped(growth)) B  ((rss - startup) / open)"))
                 if let perSession = server.proportionalBytesPerEchoSession {
                     lines.append(Format.row("whole server", "PSS \(Format.bytes(server.proportionalBytes)) = \(Format.grouped(Int(perSession))) B per session, everything included"))
@@ -116,7 +116,7 @@ struct HoldSummary {
     var json: JSON {
         func server(_ m: ServerMetrics?) -> JSON {
             guard let m else { return .null }
-            let open = m.echoOpen
+            let open = m.sessionsOpen
             return .object([
                 ("echo_open", .int(open)),
                 ("open_total", .int(m.openTotal)),

@@ -37,7 +37,8 @@ struct ServerMetrics {
         return out
     }
 
-    var echoOpen: Int { Int(value("parley_connections_open", labels: #"endpoint="echo""#) ?? 0) }
+    /// WebSocket sessions on every endpoint (echo, realtime, ws…): what `hold` connected, wherever it pointed.
+    var sessionsOpen: Int { openTotal - Int(value("parley_connections_open", labels: #"endpoint="http""#) ?? 0) }
     /// Sessions on /v1/realtime.
     var realtimeOpen: Int { Int(value("parley_connections_open", labels: #"endpoint="realtime""#) ?? 0) }
     /// All endpoints, plain HTTP included (this scrape's own connection among them).
@@ -51,7 +52,7 @@ struct ServerMetrics {
     var proportionalBytes: Double { value("parley_process_proportional_memory_bytes") ?? 0 }
     /// The whole server's PSS per open echo session, rounded; nil without PSS or sessions.
     var proportionalBytesPerEchoSession: Double? {
-        echoOpen > 0 && proportionalBytes > 0 ? (proportionalBytes / Double(echoOpen)).rounded() : nil
+        sessionsOpen > 0 && proportionalBytes > 0 ? (proportionalBytes / Double(sessionsOpen)).rounded() : nil
     }
     /// Worker processes behind the port (1 without --workers).
     var workers: Int { max(1, series("parley_worker_resident_memory_bytes").count) }
