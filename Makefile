@@ -41,7 +41,8 @@ test: deps
 	$(MAKE) e2e
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
-# fake microphone playing speech made by espeak-ng. SCREENSHOT=docs/screenshot.png keeps a picture.
+# fake microphone playing speech made by espeak-ng, against a server without keys and one with a
+# key (scripts/e2e.py says what it checks). SCREENSHOT=docs/screenshot.png keeps a picture.
 e2e:
 	@scripts/install-deps.sh chromium fonts-liberation
 	$(SWIFT) build

@@ -4,11 +4,18 @@ microphone that plays a sentence spoken by espeak-ng, and the test checks, over 
 protocol, that the user's words and the agent's reply appear on the page.
 
     scripts/e2e.py --url http://127.0.0.1:PORT --wav speech.wav [--screenshot docs/screenshot.png]
+    PARLEY_API_KEY=KEY scripts/e2e.py --url ... --wav ... --keyed-url http://127.0.0.1:PORT2
+
+With --keyed-url (a server started with the key in PARLEY_API_KEY), more pages at once: one opened
+with #key=<a client secret minted with that key>, which must hear and answer as above; one without
+a key, which must say that a key is needed; one with #key=<the key itself>, which must connect; one
+with a key no browser can send as a subprotocol, which must say so. Every page must get through the
+run without an uncaught JavaScript exception. The key and the secret are never printed.
 
 Chromium reaches nothing off this machine: a fresh profile, every non-loopback request sent to a
 dead local proxy (127.0.0.1:9), background traffic off, and alternate error pages off in the
-profile. Standard library only (the DevTools WebSocket client is below). Exit 0 when the page
-shows both, 1 when it does not (with what it showed), 2 when Chromium could not be driven.
+profile. Standard library only (the DevTools WebSocket client is below). Exit 0 when every page
+passes, 1 when one does not (with what it showed), 2 when Chromium could not be driven.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -25,6 +33,20 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+# Loopback only, never through a proxy from the environment (which would see the API key).
+LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# What must never be printed: the API key and the client secret, once known.
+SECRETS: list[str] = []
+
+
+def report(text: str) -> None:
+    # Each secret whole, and each long run of letters and digits in it: a key the page mangled (a
+    # "+" read as a space, in an exception's text) is masked too.
+    for secret in SECRETS:
+        for part in [secret, *re.findall(r"[A-Za-z0-9]{12,}", secret)]:
+            text = text.replace(part, "<masked>")
+    print(text, flush=True)
 
 
 class DevTools:
@@ -48,6 +70,7 @@ class DevTools:
             raise RuntimeError(f"DevTools refused the WebSocket: {head[:200]!r}")
         self.buffer = head.split(b"\r\n\r\n", 1)[1]
         self.next_id = 0
+        self.exceptions: list[dict] = []  # Runtime.exceptionThrown events, kept as they pass by
 
     def _read(self, n: int) -> bytes:
         while len(self.buffer) < n:
@@ -95,6 +118,8 @@ class DevTools:
         self.sock.sendall(header + mask + masked)
         while True:
             reply = self._message()
+            if reply.get("method") == "Runtime.exceptionThrown":
+                self.exceptions.append(reply)
             if reply.get("id") == self.next_id:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
@@ -140,54 +165,147 @@ def devtools_port(profile: str, chromium: subprocess.Popen) -> int:
     raise RuntimeError("chromium did not open its DevTools port within 30 s")
 
 
+class Tab:
+    """One page, in a browser context of its own (so a key one page keeps in sessionStorage cannot
+    reach another), its uncaught exceptions recorded by DevTools."""
+
+    PROBE = """JSON.stringify({
+        state: document.getElementById('state')?.textContent,
+        notice: document.getElementById('notice')?.textContent,
+        noticeShown: document.getElementById('notice')?.checkVisibility(),
+        keyInAddress: location.hash.includes('key='),
+        user: [...document.querySelectorAll('.turn.user .text')].map(e => e.textContent),
+        agent: [...document.querySelectorAll('.turn.agent .text')].map(e => e.textContent)})"""
+
+    def __init__(self, tools: DevTools, url: str) -> None:
+        self.tools = tools
+        context = tools.call("Target.createBrowserContext")["browserContextId"]
+        target = tools.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
+        self.session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        tools.call("Page.enable", session=self.session)
+        tools.call("Runtime.enable", session=self.session)
+        tools.call("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": 760, "deviceScaleFactor": 1, "mobile": False}, session=self.session)
+        tools.call("Page.navigate", {"url": url}, session=self.session)
+
+    def probe(self) -> dict:
+        result = self.tools.call("Runtime.evaluate", {"expression": self.PROBE, "returnByValue": True}, session=self.session)
+        return json.loads(result.get("result", {}).get("value") or "{}")
+
+    def exceptions(self) -> list[str]:
+        return [e["params"]["exceptionDetails"].get("exception", {}).get("description") or e["params"]["exceptionDetails"]["text"]
+                for e in self.tools.exceptions if e.get("sessionId") == self.session]
+
+
+def talked(seen: dict) -> bool:
+    """The spoken turn went through: the page shows the user's words and a reply."""
+    heard = any("weather" in text.lower() for text in seen.get("user", []))
+    answered = any(len(text.strip()) > 5 for text in seen.get("agent", []))
+    return heard and answered and not seen.get("keyInAddress")
+
+
+def shows(seen: dict, words: str) -> bool:
+    """The notice says these words, where the user can see them."""
+    return bool(seen.get("noticeShown")) and words in (seen.get("notice") or "")
+
+
+def asked_for_key(seen: dict) -> bool:
+    """Refused for want of a key: the page says how to give one, and keeps trying."""
+    return shows(seen, "If it needs a key, open this page as") and "reconnecting" in (seen.get("state") or "")
+
+
+def connected(seen: dict) -> bool:
+    """The server took the key the page offered (it refuses a session without one)."""
+    return seen.get("state") == "connected" and not seen.get("keyInAddress")
+
+
+def cannot_send(seen: dict) -> bool:
+    """A key that cannot be a subprotocol is said to be so, not left to hang at "connecting"."""
+    return shows(seen, "This key cannot be sent from a browser")
+
+
+def mint_client_secret(url: str, key: str) -> str:
+    """What a backend does for each browser session: trade its API key for a short-lived secret."""
+    request = urllib.request.Request(url.rstrip("/") + "/v1/realtime/client_secrets", data=b'{"session": {"type": "realtime"}}',
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    with LOCAL.open(request, timeout=10) as response:
+        secret = json.load(response)["value"]
+    if not secret.startswith("ek_"):
+        raise ValueError("the server minted a client secret that does not start with ek_")
+    SECRETS.append(secret)
+    return secret
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True, help="the Parley server, e.g. http://127.0.0.1:8080")
     parser.add_argument("--wav", required=True, help="the fake microphone's audio (WAV)")
+    parser.add_argument("--keyed-url", help="a second server, started with the key in PARLEY_API_KEY")
     parser.add_argument("--screenshot", help="write a PNG of the page once the reply is there")
     parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for the words and the reply")
     args = parser.parse_args()
+    # Taken out of the environment, so that Chromium does not inherit it.
+    key = os.environ.pop("PARLEY_API_KEY", "")
+    if args.keyed_url and not key:
+        sys.exit("e2e: --keyed-url needs the server's key in PARLEY_API_KEY")
+    if key:
+        SECRETS.append(key)
+    secret = ""
+    if args.keyed_url:
+        try:
+            secret = mint_client_secret(args.keyed_url, key)
+        except (OSError, ValueError, KeyError) as error:
+            report(f"e2e: FAIL: could not mint a client secret at {args.keyed_url}: {error}")
+            return 1
 
     profile = tempfile.mkdtemp(prefix="parley-e2e-")
     chromium = launch(profile, os.path.abspath(args.wav))
     try:
         port = devtools_port(profile, chromium)
-        version = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=10))
+        version = json.load(LOCAL.open(f"http://127.0.0.1:{port}/json/version", timeout=10))
         tools = DevTools(version["webSocketDebuggerUrl"])
-        target = tools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        tools.call("Page.enable", session=session)
-        tools.call("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": 760, "deviceScaleFactor": 1, "mobile": False}, session=session)
-        tools.call("Page.navigate", {"url": args.url.rstrip("/") + "/?autostart=1"}, session=session)
+        # The pages run side by side, each checked until it passes or time runs out.
+        checks = {"developer mode": (Tab(tools, args.url.rstrip("/") + "/?autostart=1"), talked)}
+        if args.keyed_url:
+            keyed = args.keyed_url.rstrip("/")
+            checks["client secret"] = (Tab(tools, f"{keyed}/?autostart=1#key={secret}"), talked)
+            checks["no key"] = (Tab(tools, keyed + "/"), asked_for_key)
+            checks["API key"] = (Tab(tools, f"{keyed}/#key={key}"), connected)
+            checks["unsendable key"] = (Tab(tools, f"{keyed}/#key=no/such=key"), cannot_send)
 
-        probe = """JSON.stringify({
-            state: document.getElementById('state')?.textContent,
-            notice: document.getElementById('notice')?.textContent,
-            user: [...document.querySelectorAll('.turn.user .text')].map(e => e.textContent),
-            agent: [...document.querySelectorAll('.turn.agent .text')].map(e => e.textContent)})"""
         deadline = time.time() + args.timeout
-        seen: dict = {}
-        while time.time() < deadline:
-            result = tools.call("Runtime.evaluate", {"expression": probe, "returnByValue": True}, session=session)
-            seen = json.loads(result.get("result", {}).get("value") or "{}")
-            heard = any("weather" in text.lower() for text in seen.get("user", []))
-            answered = any(len(text.strip()) > 5 for text in seen.get("agent", []))
-            if heard and answered:
-                break
+        seen: dict[str, dict] = {}
+        pending = set(checks)
+        while pending and time.time() < deadline:
+            for name in sorted(pending):
+                tab, passed = checks[name]
+                seen[name] = tab.probe()
+                if passed(seen[name]):
+                    pending.discard(name)
             time.sleep(0.5)
-        else:
-            print(f"e2e: FAIL: within {args.timeout:.0f} s the page showed {json.dumps(seen)}")
+        failed = False
+        for name, (tab, passed) in checks.items():
+            threw = tab.exceptions()
+            if name in pending:
+                report(f"e2e: FAIL: {name}: within {args.timeout:.0f} s the page showed {json.dumps(seen.get(name))}" + (f"; it threw {threw}" if threw else ""))
+                failed = True
+            elif threw:
+                report(f"e2e: FAIL: {name}: the page threw {threw}")
+                failed = True
+            elif passed is talked:
+                report(f"e2e: PASS: {name}: the page heard {seen[name]['user']!r} and showed the reply {seen[name]['agent'][0][:80]!r}")
+            else:
+                report(f"e2e: PASS: {name}: the page showed {seen[name]['state']!r}, {seen[name]['notice']!r}")
+        if failed:
             return 1
-        # Let the reply stream a little further for the picture.
-        time.sleep(1.5)
         if args.screenshot:
-            shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=session)
+            time.sleep(1.5)  # let the reply stream a little further for the picture
+            tab = checks["developer mode"][0]
+            shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=tab.session)
             with open(args.screenshot, "wb") as out:
                 out.write(base64.b64decode(shot["data"]))
-        print(f"e2e: PASS: the page heard {seen['user']!r} and showed the reply {seen['agent'][0][:80]!r}")
         return 0
     except Exception as error:  # noqa: BLE001 - any failure to drive the browser is reported as such
-        print(f"e2e: could not drive chromium: {error}")
+        report(f"e2e: could not drive chromium: {error}")
         return 2
     finally:
         chromium.terminate()

@@ -1,6 +1,6 @@
-# What the SDK round-trip scripts (realtime-sdk-test.sh, agents-sdk-test.sh) share, sourced by
-# them: a pinned venv made once, starting Parley's processes on ports they choose, and stopping
-# them. The caller defines say, die and logs (its processes' output), and sets WORK.
+# What the SDK round-trip scripts (realtime-sdk-test.sh, agents-sdk-test.sh) and e2e.sh share,
+# sourced by them: a pinned venv made once, starting Parley's processes on ports they choose, and
+# stopping them. The caller defines say, die and logs (its processes' output), and sets WORK.
 
 # pinned_venv DIR PINS: a venv in DIR holding PINS (pip requirement words), made once and reused
 # while its marker file names the same pins.

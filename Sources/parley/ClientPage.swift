@@ -84,10 +84,20 @@ enum ClientPage {
       setState("connecting…");
       // A key or client secret from the page's fragment (#key=…, which never reaches a server or
       // its logs), kept for this tab; browsers send it as a subprotocol, since they cannot set headers.
-      const given = new URLSearchParams(location.hash.slice(1)).get("key");
+      // URLSearchParams reads "+" as a space, and a key may hold a "+".
+      const given = new URLSearchParams(location.hash.slice(1).replace(/\+/g, "%2B")).get("key");
       if (given) { sessionStorage.setItem("parley-key", given); history.replaceState(null, "", location.pathname + location.search); }
       const key = sessionStorage.getItem("parley-key");
-      ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws", key ? ["realtime", "openai-insecure-api-key." + key] : undefined);
+      try {
+        ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws", key ? ["realtime", "openai-insecure-api-key." + key] : undefined);
+      } catch (err) {
+        // A subprotocol is an HTTP token: a key with other characters ("/", "=", spaces) cannot be
+        // offered at all, and retrying would not change that.
+        wantConnected = false;
+        setState("not connected", "bad");
+        say("This key cannot be sent from a browser (it has characters such as / or = that a WebSocket subprotocol cannot carry): open this page with a client secret, or with a key of letters, digits, - and _.");
+        return;
+      }
       let opened = false;
       ws.binaryType = "arraybuffer";
       ws.onopen = () => { opened = true; retry = 0; setState("connected", "ok"); say(""); applySettings(); };
