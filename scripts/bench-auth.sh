@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What authentication costs at the upgrade, side by side in one run: no auth, an API key
-# (SHA-256 and a constant-time compare), and an ES256 JWT (an ECDSA P-256 verification).
+# (SHA-256 and a constant-time compare), an ES256 JWT presented again (its signature remembered:
+# a digest and a lookup), and an ES256 JWT verified every time (--jwt-cache 0: an ECDSA P-256
+# verification per upgrade, as for tokens each used once).
 #  - Handshakes per core: one loop, HANDSHAKES Realtime sessions opened and closed; the figure is
 #    sessions divided by the server's CPU seconds over the run (connect, upgrade, session.created).
 #  - The 10,000-session connect rate: two loops, the client as fast as it goes, RUNS rounds with the
@@ -36,18 +38,19 @@ KEY="sk-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 TOKEN="$("$BIN/parley" token --key "$CREDS/jwt.pem" --sub bench --ttl 3600)"
 
 common=(--log-level warning --transcriber none --synthesizer none)
-# serve MODE NAME PORT LOOPS: a server for MODE (none, key, jwt); sets $pid and $credential.
+# serve MODE NAME PORT LOOPS: a server for MODE (none, key, jwt, jwt-uncached); sets $pid and $credential.
 serve() {
   local mode=$1 name=$2 port=$3 loops=$4
   case "$mode" in
     none) credential=""; start "$name" "$port" "$loops" "${common[@]}" ;;
     key) credential="$KEY"; PARLEY_API_KEY="$KEY" start "$name" "$port" "$loops" "${common[@]}" ;;
     jwt) credential="$TOKEN"; start "$name" "$port" "$loops" "${common[@]}" --jwt-public-key "$CREDS/jwt.pub.pem" ;;
+    jwt-uncached) credential="$TOKEN"; start "$name" "$port" "$loops" "${common[@]}" --jwt-public-key "$CREDS/jwt.pub.pem" --jwt-cache 0 ;;
   esac
 }
 
 : > "$OUT/summary.txt"
-for mode in none key jwt; do
+for mode in none key jwt jwt-uncached; do
   port=$((PORT + 1))
   serve "$mode" "handshake-$mode" "$port" 1
   before=$(cpu "$pid")
@@ -60,7 +63,7 @@ for mode in none key jwt; do
 done
 
 for round in $(seq "$RUNS"); do
-  for mode in none key jwt; do
+  for mode in none key jwt jwt-uncached; do
     port=$((PORT + 2))
     serve "$mode" "connect-$mode-$round" "$port" 2
     PARLEY_LOAD_API_KEY="$credential" run "connect-$mode-$round" hold "$SESSIONS" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds 2 --rate 50000

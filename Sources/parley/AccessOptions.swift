@@ -25,6 +25,9 @@ struct AccessOptions: ParsableArguments {
     @Option(name: .customLong("jwt-issuer"), help: ArgumentHelp("A token's iss must be this (PARLEY_JWT_ISSUER).", valueName: "iss"))
     var jwtIssuer: String?
 
+    @Option(help: "Tokens whose signatures are remembered, so that a token presented again is not verified again (its claims always are); 0: verify every time (PARLEY_JWT_CACHE; default 10000).")
+    var jwtCache: Int?
+
     @Option(help: "Sessions a tenant (an API key's, or a token's sub) may hold open in this process; more get 429 (PARLEY_TENANT_MAX_SESSIONS; default: no limit; a token's parley_max_sessions claim sets its own).")
     var tenantMaxSessions: Int?
 
@@ -77,6 +80,9 @@ struct AccessOptions: ParsableArguments {
     /// The JWT verifier, or nil when no token key is configured.
     func tokens() throws -> JWTVerifier? {
         var verifier = JWTVerifier(audience: jwtAudience ?? Environment.string("PARLEY_JWT_AUDIENCE"), issuer: jwtIssuer ?? Environment.string("PARLEY_JWT_ISSUER"))
+        let cacheSize = jwtCache ?? Environment.int("PARLEY_JWT_CACHE") ?? JWTCache.defaultCapacity
+        guard cacheSize >= 0 else { throw ValidationError("--jwt-cache must not be negative") }
+        verifier.cache = cacheSize > 0 ? JWTCache(capacity: cacheSize) : nil
         if let file = jwtSecretFile {
             guard let bytes = Sys.readFile(file) else { throw ValidationError("--jwt-secret-file: cannot read \(file)") }
             verifier.hmacSecret = bytes

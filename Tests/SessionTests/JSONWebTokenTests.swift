@@ -157,6 +157,25 @@ import Testing
         #expect(try Self.verifier.verify(all, now: Self.now).get().limits == TenantLimits(maxSessions: 2, sessionsPerMinute: 30, maxSessionSeconds: 600, maxSessionTokens: 5000))
     }
 
+    @Test func aRememberedSignatureStillHasItsClaimsChecked() throws {
+        var verifier = Self.verifier
+        let cache = JWTCache(capacity: 2)
+        verifier.cache = cache
+        let token = try JWTSigner.sign(claims(exp: Self.now + 100), with: .key(Self.ec))
+        #expect((try? verifier.verify(token, now: Self.now).get())?.tenant == "acme")
+        #expect(cache.claims(OpenSSL.sha256(Array(token.utf8))) != nil)
+        #expect((try? verifier.verify(token, now: Self.now).get())?.tenant == "acme", "from the cache")
+        #expect(verifier.verify(token, now: Self.now + 100 + JWTVerifier.leewaySeconds) == .failure(.expired), "a cached token still expires")
+        // A refused token is not remembered; a full cache starts afresh.
+        let forged = String(token.dropLast(4)) + "AAAA"
+        #expect(verifier.verify(forged, now: Self.now) == .failure(.badSignature))
+        #expect(cache.claims(OpenSSL.sha256(Array(forged.utf8))) == nil)
+        for tenant in ["b", "c"] {
+            _ = verifier.verify(try JWTSigner.sign(.object([("sub", .string(tenant)), ("exp", .int(Self.now + 60))]), with: .hmac(Self.secret)), now: Self.now)
+        }
+        #expect(cache.claims(OpenSSL.sha256(Array(token.utf8))) == nil)
+    }
+
     @Test func keysOfTheWrongKindAreRefusedAtStartup() {
         #expect(throws: TLSError.self) { try PublicKey(pem: Array("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n".utf8)) }
         #expect(throws: TLSError.self) { try PublicKey(pem: Array(Self.ec.privatePEM.utf8.prefix(40))) }
