@@ -90,9 +90,10 @@ final class SpeechOutput {
         finishIfDone()
     }
 
-    /// Stops at once; what the client had had time to play, in milliseconds and in words.
-    func stop() -> (playedMs: Int, heard: String) {
-        let played = playedMs
+    /// Stops at once; what the client had had time to play, in milliseconds and in words. `heardMs`:
+    /// what the listener is known to have heard (a carrier's marks), rather than the pace's estimate.
+    func stop(heardMs: Int? = nil) -> (playedMs: Int, heard: String) {
+        let played = heardMs.map { min($0, sentMs) } ?? playedMs
         let heard = heardText(playedMs: played)
         over = true
         speaking?.cancel()

@@ -1,0 +1,345 @@
+import Codec
+import Logging
+import Server
+import Loop
+
+/// The session layer's log: one line when a session opens and closes, a warning when its model or
+/// speech fails, each with `session=sess_…` so that every line about a session can be found.
+/// Shared, not per session: a per-session Logger would cost an idle session a few hundred bytes.
+let sessionLog = Logger(label: "parley.session")
+
+/// How a session's events and audio are written on its socket: the Realtime API's JSON events in
+/// the client's dialect (`RealtimeSessionHandler`), or a carrier's media messages.
+protocol SessionWire: AnyObject {
+    /// What the session writes for `event` (nothing, for events the wire does not carry).
+    func send(_ event: ServerEvent, on socket: WebSocket)
+    /// One piece of a reply's audio.
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: WebSocket)
+    /// How far into a reply the listener has heard, when the wire knows better than the pace of
+    /// sending does (a carrier's marks); nil: estimate it from the pace.
+    func heardMs(of responseID: String) -> Int?
+    /// Names the endpoint in the session's log lines.
+    var endpointName: String { get }
+}
+
+extension SessionWire {
+    func heardMs(of responseID: String) -> Int? { nil }
+}
+
+/// One session on one connection: the `SessionEngine` and the work its actions start (model
+/// calls on this connection's loop, recognition, spoken replies), its limits, and the connection's
+/// memory account. The handler in front of it turns frames into engine inputs; its `SessionWire`
+/// writes what comes out.
+///
+/// An idle session holds only the engine's small state: the Opus decoder and resamplers exist
+/// while audio flows and are let go after `codecIdleSeconds` without any.
+final class SessionDriver {
+    static let codecIdleSeconds = 2.0
+
+    private let endpoint: RealtimeEndpoint
+    private(set) var engine: SessionEngine
+    private weak var wire: (any SessionWire)?
+    private var socket: WebSocket?
+    private var calls: [String: any ModelCall] = [:]
+    private var audio: AudioInput?
+    private var codecCheck: ScheduledTask?
+    private var lastAudio: UInt64 = 0
+    private var streamClock = AudioStreamClock()
+    private var speechStoppedAt: UInt64?
+    /// Turns being recognised, by item: the one streaming, and any finished awaiting their text.
+    private var transcriptions: [String: any TranscriptionSession] = [:]
+    private var streamingTranscription: (any TranscriptionSession)?
+    /// Replies being spoken, by response.
+    private var speechOutputs: [String: SpeechOutput] = [:]
+    /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
+    private var replyTurnStoppedAt: UInt64?
+    private var openedAt: UInt64 = 0
+    private let metrics = SessionMetrics.shared
+
+    init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, wire: any SessionWire) {
+        self.endpoint = endpoint
+        self.wire = wire
+        lease = admitted.lease
+        // The tightest of the server's limits, the tenant's and the client secret's.
+        let tenant = admitted.caller.limits
+        maxSessionSeconds = [endpoint.limits.maxSessionSeconds, tenant.maxSessionSeconds, admitted.caller.secret.map { Double($0.sessionSeconds) }]
+            .compactMap { $0 }.min()
+        maxSessionTokens = [endpoint.limits.maxSessionTokens, tenant.maxSessionTokens].compactMap { $0 }.min()
+        engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
+        budget = SessionBudget(limits: endpoint.limits, now: MonotonicClock.nanoseconds())
+    }
+
+    private var budget: SessionBudget
+    /// The session's place in its tenant's count, given back when the handler goes.
+    private let lease: TenantLease?
+    /// How long this session may last, and how many model tokens it may spend.
+    private let maxSessionSeconds: Double?
+    private let maxSessionTokens: Int?
+    private var tokensSpent = 0
+
+    private var sessionCap: ScheduledTask?
+
+    func open(_ socket: WebSocket) {
+        self.socket = socket
+        openedAt = MonotonicClock.nanoseconds()
+        metrics.sessionsOpen.add(1)
+        if let cap = maxSessionSeconds {
+            sessionCap = socket.loop.schedule(after: cap) { [weak self] in self?.sessionExpired() }
+        }
+        sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(wire?.endpointName ?? "")", "model": "\(engine.model)"])
+        perform(engine.start())
+    }
+
+    /// One client event or audio frame arrived; false (and the session closed) past the rate.
+    func admitEvent() -> Bool {
+        guard budget.event(at: MonotonicClock.nanoseconds(), limits: endpoint.limits) else {
+            closeForLimit(.events, "more than \(endpoint.limits.eventsPerSecond) events a second")
+            return false
+        }
+        return true
+    }
+
+    func handle(_ input: SessionInput) { perform(engine.handle(input)) }
+
+    /// An event of this session's (its id from the engine's sequence), for the wire to write.
+    func event(_ kind: ServerEvent.Kind) -> ServerEvent { engine.event(kind) }
+
+    /// The session's length is over (the server's limit or its client secret's): said, then
+    /// closed with 1008 (policy).
+    private func sessionExpired() {
+        guard let socket else { return }
+        metrics.limitCloses.add(1, labels: "reason=\"duration\"")
+        let error = EventError(type: .invalidRequest, code: "session_expired", message: "the session reached its limit of \(Int(maxSessionSeconds ?? 0)) s")
+        wire?.send(engine.event(.error(error)), on: socket)
+        socket.close(.policyViolation, reason: "session length limit")
+    }
+
+    /// A limit was passed: an `error` event naming it, then close 1008; the server goes on.
+    private func closeForLimit(_ limit: SessionBudget.Exceeded, _ message: String) {
+        guard let socket, socket.isOpen else { return }
+        metrics.limitCloses.add(1, labels: "reason=\"\(limit.label)\"")
+        sessionLog.warning("session limit", metadata: ["session": "\(engine.sessionID)", "limit": "\(limit.label)"])
+        wire?.send(engine.event(.error(EventError(type: .invalidRequest, code: limit.code, message: message))), on: socket)
+        socket.close(.policyViolation, reason: limit.code)
+    }
+
+    func close(code: WebSocketCloseCode) {
+        sessionCap?.cancel()
+        metrics.sessionsOpen.add(-1)
+        sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
+                                                     "seconds": "\(MonotonicClock.seconds(since: openedAt))"])
+        for call in calls.values { call.cancel() }
+        calls = [:]
+        for output in speechOutputs.values { _ = output.stop() }
+        speechOutputs = [:]
+        for transcription in transcriptions.values { transcription.cancel() }
+        transcriptions = [:]
+        streamingTranscription = nil
+        codecCheck?.cancel()
+        audio = nil
+        self.socket = nil
+    }
+
+    func refuse(_ error: ProtocolError, eventID: String? = nil) {
+        var error = error
+        error.eventID = eventID
+        perform(engine.handle(.invalidClientEvent(error)))
+    }
+
+    // MARK: Audio
+
+    func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
+        if audio == nil {
+            audio = AudioInput()
+            scheduleCodecCheck()
+        }
+        let arrived = MonotonicClock.nanoseconds()
+        lastAudio = arrived
+        do {
+            let samples = try convert(audio!)
+            guard budget.audio(audio!.lastInputNanoseconds, at: arrived, limits: endpoint.limits) else {
+                return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
+            }
+            let due = streamClock.frameArrived(duration: audio!.lastInputNanoseconds, at: arrived)
+            perform(engine.handle(.audio(samples)))
+            let done = MonotonicClock.nanoseconds()
+            metrics.audioFrames.add(1, labels: "result=\"processed\"")
+            metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
+        } catch let error as OpusError {
+            metrics.audioFrames.add(1, labels: "result=\"rejected\"")
+            perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "an Opus packet could not be decoded: \(error)"))))
+        } catch {
+            metrics.audioFrames.add(1, labels: "result=\"rejected\"")
+            perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "audio could not be processed: \(error)"))))
+        }
+    }
+
+    /// Lets the codec go once audio has stopped for a while; a later packet makes a new one.
+    private func scheduleCodecCheck() {
+        codecCheck = socket?.loop.schedule(after: Self.codecIdleSeconds) { [weak self] in
+            guard let self else { return }
+            if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
+                audio = nil
+                codecCheck = nil
+                updateAccount()
+            } else {
+                scheduleCodecCheck()
+            }
+        }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [SessionAction]) {
+        guard let socket else { return }
+        for action in actions {
+            switch action {
+            case .send(let event):
+                wire?.send(event, on: socket)
+                metrics.record(event)
+                timeTurnTaking(event)
+                if case .responseDone(let response) = event.kind, let usage = response.usage { tokensSpent += usage.totalTokens }
+            case .startModel(let id, let messages, let options):
+                let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
+                calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
+            case .cancelModel(let id):
+                calls.removeValue(forKey: id)?.cancel()
+            case .transcription(let step):
+                transcribe(step, on: socket.loop)
+            case .speech(let step):
+                speak(step, on: socket)
+            }
+        }
+        updateAccount()
+        // The response that passed the ceiling is delivered whole; the session then ends.
+        if let maxSessionTokens, tokensSpent > maxSessionTokens {
+            closeForLimit(.tokens, "the session spent \(tokensSpent) tokens, over its limit of \(maxSessionTokens)")
+        }
+    }
+
+    /// When each of the model's calls was handed to the client, until its output comes back (a
+    /// few at most: a response's parallel calls).
+    private var callsOut: [(callID: String, at: UInt64)] = []
+
+    private func timeTurnTaking(_ event: ServerEvent) {
+        switch event.kind {
+        case .functionCallArgumentsDone(let at, _, _):
+            if callsOut.count >= 16 { callsOut.removeFirst() }
+            callsOut.append((at.callID, MonotonicClock.nanoseconds()))
+        case .conversationItemCreated(let item, _):
+            guard case .output(let callID, _) = item.function, let index = callsOut.firstIndex(where: { $0.callID == callID }) else { break }
+            metrics.toolTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- callsOut[index].at)
+            callsOut.remove(at: index)
+        case .speechStopped: speechStoppedAt = MonotonicClock.nanoseconds()
+        case .responseCreated:
+            if let stopped = speechStoppedAt { metrics.speechToResponse.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped) }
+            replyTurnStoppedAt = speechStoppedAt
+            speechStoppedAt = nil
+        default: break
+        }
+    }
+
+    // MARK: Speech
+
+    private func speak(_ step: SpeechStep, on socket: WebSocket) {
+        switch step {
+        case .text(let at, let voice, let format, let piece):
+            if speechOutputs[at.responseID] == nil {
+                guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
+                      let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
+                                                     send: { [weak self] piece in self?.sendAudio(piece, at) },
+                                                     report: { [weak self] event in self?.speechEvent(at.responseID, event) })
+                else { return }
+                let stoppedAt = replyTurnStoppedAt
+                replyTurnStoppedAt = nil
+                output.onFirstAudio = {
+                    if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
+                }
+                speechOutputs[at.responseID] = output
+            }
+            speechOutputs[at.responseID]?.add(piece)
+        case .end(let id):
+            if let output = speechOutputs[id] { output.end() } else { speechEvent(id, .finished) }
+        case .stop(let id):
+            guard let output = speechOutputs.removeValue(forKey: id) else { return }
+            let (played, heard) = output.stop(heardMs: wire?.heardMs(of: id))
+            speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played, heard: heard))
+        }
+    }
+
+    private func sendAudio(_ piece: SpeechOutput.Piece, _ at: ContentLocation) {
+        guard let socket else { return }
+        wire?.sendAudio(piece, at: at, on: socket)
+    }
+
+    private func speechEvent(_ id: String, _ event: SpeechOutputEvent) {
+        var event = event
+        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
+        if case .finished = event { speechOutputs[id] = nil }
+        perform(engine.handle(.speechOutput(responseID: id, event)))
+    }
+
+    // MARK: Transcription
+
+    private func transcribe(_ step: TranscriptionStep, on loop: EventLoop) {
+        switch step {
+        case .begin(let itemID, let audio):
+            guard let transcriber = endpoint.speech.transcriber else { return }
+            let session = transcriber.begin(on: loop) { [weak self] event in self?.transcriptionEvent(itemID, event) }
+            transcriptions[itemID] = session
+            streamingTranscription = session
+            session.append(audio)
+        case .audio(let samples):
+            streamingTranscription?.append(samples)
+        case .finish(let itemID):
+            transcriptions[itemID]?.finish()
+            if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }
+        case .cancel(let itemID):
+            let session = transcriptions.removeValue(forKey: itemID)
+            if streamingTranscription === session { streamingTranscription = nil }
+            session?.cancel()
+        }
+    }
+
+    private func transcriptionEvent(_ itemID: String, _ event: TranscriptionEvent) {
+        var event = event
+        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
+        if case .final = event, let stopped = speechStoppedAt {
+            SpeechMetrics.shared.transcription.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped)
+        }
+        if case .failed(let error) = event {
+            sessionLog.warning("transcription failed", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "error": "\(error.message)"])
+        }
+        switch event {
+        case .final, .failed:
+            if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }
+            transcriptions[itemID] = nil
+        case .partial: break
+        }
+        perform(engine.handle(.transcription(itemID: itemID, event)))
+    }
+
+    private func modelEvent(_ id: String, _ event: ModelEvent) {
+        switch event {
+        case .delta(let text):
+            perform(engine.handle(.modelDelta(responseID: id, text: text)))
+        case .toolCallStarted(let index, let callID, let name):
+            perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
+        case .toolCallArgumentsDelta(let index, let delta):
+            perform(engine.handle(.modelToolCallArguments(responseID: id, index: index, delta: delta)))
+        case .finished(let usage, let reason):
+            calls[id] = nil
+            perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
+        case .failed(let error):
+            calls[id] = nil
+            sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
+                                                               "code": "\(error.code)", "error": "\(error.message)"])
+            // An upstream may quote the key it was sent in its error; the client never sees it.
+            perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: Credentials.scrub(error.message))))
+        }
+    }
+
+    private func updateAccount() {
+        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0))
+    }
+}
