@@ -9,16 +9,22 @@ public enum OpenSSL {
     /// SHA-256 digest: what API keys are held as, so the keys themselves are not in memory.
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha256(), "SHA-256") }
 
-    /// HMAC-SHA-256 of `bytes` under `key`: what client secrets are signed with.
-    public static func hmacSHA256(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] {
+    /// HMAC-SHA-256 of `bytes` under `key`: what client secrets and HS256 tokens are signed with.
+    public static func hmacSHA256(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] { hmac(EVP_sha256(), key: key, bytes, "SHA-256") }
+
+    /// HMAC-SHA-1 of `bytes` under `key`: only for checking Twilio's request signatures, which are
+    /// defined with it (X-Twilio-Signature).
+    public static func hmacSHA1(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] { hmac(EVP_sha1(), key: key, bytes, "SHA-1") }
+
+    private static func hmac(_ type: OpaquePointer?, key: [UInt8], _ bytes: [UInt8], _ name: String) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let result = key.withUnsafeBytes { k in
             bytes.withUnsafeBytes { b in
-                HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count, &mac, &length)
+                HMAC(type, k.baseAddress, Int32(k.count), b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count, &mac, &length)
             }
         }
-        precondition(result != nil, "HMAC(SHA-256) failed")
+        precondition(result != nil, "HMAC(\(name)) failed")
         return Array(mac.prefix(Int(length)))
     }
 
