@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition)
-# and libespeak-ng (synthesis). Tests: espeak-ng and opus-tools make speech vectors.
-packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools
+# and libespeak-ng (synthesis). Tests: espeak-ng and opus-tools make speech vectors, and sox is the
+# outside G.711 encoder the codec is checked against (and makes the SDK tests' µ-law speech).
+packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools sox
           libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev "$@")
 
 missing=()
