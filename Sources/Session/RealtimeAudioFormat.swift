@@ -7,10 +7,20 @@ public enum RealtimeAudioFormat: Sendable, Equatable {
     /// Opus packets at 48 kHz, one per binary WebSocket frame: Parley's `/ws` endpoint only.
     case opus
 
+    /// The rate on the wire.
     public var sampleRate: Int {
         switch self {
         case .pcm16: 24_000
         case .opus: 48_000
+        }
+    }
+
+    /// The rate the session hears this input at, once decoded: where the voice activity detector,
+    /// the input buffer and the audio clock work. pcm16 and Opus come down to 16 kHz, wideband
+    /// speech and the rate of pocketsphinx's en-us model; nothing is gained above it.
+    public var engineRate: Int {
+        switch self {
+        case .pcm16, .opus: 16_000
         }
     }
 }

@@ -90,8 +90,8 @@ final class SpeechBox: Transcriber, Synthesizer, @unchecked Sendable {
         self.synthesizer = synthesizer
     }
 
-    func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        transcriber!.begin(on: loop, onEvent)
+    func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        transcriber!.begin(on: loop, sampleRate: sampleRate, onEvent)
     }
 
     func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
