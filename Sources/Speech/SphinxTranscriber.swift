@@ -145,7 +145,7 @@ private final class SphinxTranscription: TranscriptionSession {
             }
             let decoder = lease.decoder!
             let clock = ThreadCPUClock()
-            if start { decoder.start() }
+            if start { decoder.start(sourceRate: rate) }
             if rate == SphinxTranscriber.modelRate {
                 decoder.process(samples)
             } else {
