@@ -2,7 +2,7 @@ import Codec
 import JSON
 import Server
 import Session
-import Speech
+@testable import Speech
 import Testing
 import TestSupport
 import Loop
@@ -50,6 +50,18 @@ import Glibc
         for packet in packets { pcm += try decoder.decode(packet) }
         let seconds = Double(pcm.count) / 24_000
         #expect(seconds >= 1.8 && seconds <= 2.0, "\(seconds) s")
+    }
+
+    /// A telephone turn is uploaded at the rate it was heard at, 8 kHz: the API resamples what it
+    /// needs, and upsampling here would double the upload for nothing.
+    @Test func aTurnIsUploadedAsAWAVAtItsOwnRate() throws {
+        let transcriber = OpenAITranscriber(baseURL: UpstreamURL("http://127.0.0.1:9/v1")!, model: "m", apiKey: nil)
+        let samples = (0..<800).map { Int16($0) }
+        let body = transcriber.request(samples, sampleRate: 8000).body
+        let riff = try #require(body.indices.first { body[$0...].starts(with: Array("RIFF".utf8)) })
+        let length = 44 + samples.count * 2
+        let wav = try WAVFile(bytes: Array(body[riff..<(riff + length)]))
+        #expect(wav == WAVFile(sampleRate: 8000, channels: 1, samples: samples))
     }
 
     @Test func anUnreachableTranscriptionAPIFailsTheTurnWithItsReason() throws {
