@@ -1,9 +1,10 @@
 import Codec
 
-/// What turns a session's incoming audio into 16 kHz mono for the engine: an Opus decoder that
-/// decodes straight at 16 kHz (libopus resamples inside the decoder, far more cheaply than a
+/// What turns a session's incoming audio into mono samples at the engine's rate: an Opus decoder
+/// that decodes straight at 16 kHz (libopus resamples inside the decoder, far more cheaply than a
 /// separate resampler after it: a profile of 200 speakers had the 48 kHz path spend a fifth of the
-/// server's time in libspeexdsp), or the pcm16 path (24 kHz) with its resampler, made on first use.
+/// server's time in libspeexdsp), the pcm16 path (24 kHz) with its resampler to 16 kHz, made on
+/// first use, or G.711 decoded by table and kept at its 8 kHz.
 final class AudioInput {
     static let opusFormat = AudioFormat(sampleRate: .hz16000, channels: .mono)
     private var decoder: OpusDecoder?
@@ -22,13 +23,30 @@ final class AudioInput {
             decoded = [Int16](repeating: 0, count: decoder!.maxSamplesPerChannel)
         }
         let n = try decoded.withUnsafeMutableBufferPointer { try decoder!.decode(packet, into: $0) }
-        lastInputNanoseconds = UInt64(n) * 1_000_000_000 / 16000
+        lastInputNanoseconds = duration(n, rate: 16_000)
         return Array(decoded[..<n])
+    }
+
+    /// An `input_audio_buffer.append`'s bytes in the session's input format (pcm16 or G.711; the
+    /// connection has refused anything else, and an odd pcm16 byte count, already).
+    func appended(_ bytes: [UInt8], as format: RealtimeAudioFormat) throws -> [Int16] {
+        if let law = format.g711Law { return g711(bytes, law) }
+        return try pcm24k(bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) })
     }
 
     func pcm24k(_ samples: [Int16]) throws -> [Int16] {
         if from24k == nil { from24k = try Resampler(from: 24000, to: 16000) }
-        lastInputNanoseconds = UInt64(samples.count) * 1_000_000_000 / 24000
+        lastInputNanoseconds = duration(samples.count, rate: 24_000)
         return from24k!.process(samples)
+    }
+
+    /// G.711 at 8 kHz, the engine's rate for it: a byte a sample, nothing to resample.
+    func g711(_ bytes: [UInt8], _ law: G711.Law) -> [Int16] {
+        lastInputNanoseconds = duration(bytes.count, rate: G711.sampleRate)
+        return G711.decode(bytes, law)
+    }
+
+    private func duration(_ samples: Int, rate: Int) -> UInt64 {
+        UInt64(samples) * 1_000_000_000 / UInt64(rate)
     }
 }

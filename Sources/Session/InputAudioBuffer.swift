@@ -3,47 +3,57 @@
 /// most between drops).
 ///
 /// Nothing is allocated until audio arrives, and the storage is released at every commit and
-/// clear, so an idle or listening-only session holds no audio. Samples are 16 kHz mono.
+/// clear, so an idle or listening-only session holds no audio. Samples are mono at the session's
+/// rate (16 kHz, or 8 kHz for G.711 input); the clock that `audio_start_ms` counts on is kept in
+/// milliseconds across a change of rate.
 struct InputAudioBuffer: Sendable {
-    static let samplesPerMs = VoiceActivityDetector.sampleRate / 1000
-    static let maxSamples = 30 * VoiceActivityDetector.sampleRate
-    /// Past the cap the oldest audio is dropped a second at a time, so a long turn moves the
-    /// buffer's contents once a second rather than on every append.
-    static let dropStep = VoiceActivityDetector.sampleRate
+    static let maxSeconds = 30
 
+    private(set) var sampleRate: Int
     private(set) var samples: [Int16] = []
     /// Samples that belong to the next item, including any dropped past the cap.
     private(set) var pendingSamples = 0
-    /// Samples appended in the whole session: the clock that `audio_start_ms` counts on.
-    private(set) var totalSamples = 0
+    /// Samples appended at this rate; with `msBeforeRate`, the session's audio clock.
+    private var totalSamples = 0
+    /// Milliseconds of audio appended before the rate last changed.
+    private var msBeforeRate = 0
 
-    var pendingMs: Int { pendingSamples / Self.samplesPerMs }
-    var totalMs: Int { totalSamples / Self.samplesPerMs }
+    init(sampleRate: Int) {
+        self.sampleRate = sampleRate
+    }
+
+    var samplesPerMs: Int { sampleRate / 1000 }
+    var pendingMs: Int { pendingSamples / samplesPerMs }
+    /// Milliseconds of audio in the whole session.
+    var totalMs: Int { msBeforeRate + totalSamples / samplesPerMs }
     var heapBytes: Int { samples.capacity * MemoryLayout<Int16>.stride }
 
     mutating func append(_ new: [Int16]) {
         samples += new
         pendingSamples += new.count
         totalSamples += new.count
-        if samples.count > Self.maxSamples + Self.dropStep {
-            samples.removeFirst(samples.count - Self.maxSamples)
+        // Past the cap the oldest audio is dropped a second at a time, so a long turn moves the
+        // buffer's contents once a second rather than on every append.
+        let maxSamples = Self.maxSeconds * sampleRate
+        if samples.count > maxSamples + sampleRate {
+            samples.removeFirst(samples.count - maxSamples)
         }
     }
 
-    /// Keeps only the last `count` samples (or up to twice that) as the next item's audio: audio
-    /// before a turn starts is not part of it, beyond the padding the detector may reach back for.
+    /// Keeps only the last `ms` (or up to twice that) as the next item's audio: audio before a
+    /// turn starts is not part of it, beyond the padding the detector may reach back for.
     /// Trimming only once the buffer has doubled moves each sample about once, rather than the
     /// whole padding on every append of every listening session.
-    mutating func keepLast(_ count: Int) {
+    mutating func keepLast(ms: Int) {
+        let count = ms * samplesPerMs
         if samples.count > 2 * count { samples.removeFirst(samples.count - count) }
         pendingSamples = samples.count
     }
 
-    /// Starts the next item at `sample` (counted from the session's first sample), as far back as
-    /// the buffer reaches.
-    mutating func keep(from sample: Int) {
+    /// Starts the next item at `ms` of the session's audio, as far back as the buffer reaches.
+    mutating func keep(fromMs ms: Int) {
         let first = totalSamples - samples.count
-        let drop = min(samples.count, max(0, sample - first))
+        let drop = min(samples.count, max(0, (ms - msBeforeRate) * samplesPerMs - first))
         samples.removeFirst(drop)
         pendingSamples = samples.count
     }
@@ -57,5 +67,15 @@ struct InputAudioBuffer: Sendable {
     mutating func clear() {
         samples = []
         pendingSamples = 0
+    }
+
+    /// The input format changed to one heard at another rate: audio at the old rate cannot join
+    /// audio at the new, so what is buffered is dropped; the clock goes on from where it was.
+    mutating func change(sampleRate rate: Int) {
+        guard rate != sampleRate else { return }
+        msBeforeRate = totalMs
+        totalSamples = 0
+        sampleRate = rate
+        clear()
     }
 }

@@ -2,8 +2,8 @@ import Server
 import Loop
 
 /// A Realtime API session on `/v1/realtime` or `/ws`: client frames into the session's engine
-/// (JSON events, pcm16 appends, Opus packets as binary frames on `/ws`), and the engine's events
-/// out as the Realtime API's JSON in the client's dialect.
+/// (JSON events, pcm16 or G.711 appends, Opus packets as binary frames on `/ws`), and the engine's
+/// events out as the Realtime API's JSON in the client's dialect.
 final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private let dialect: Dialect
     private var driver: SessionDriver!
@@ -49,11 +49,12 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             let text = String(decoding: message, as: UTF8.self)
             do {
                 switch try ClientMessage.parse(text) {
-                case .audioAppend(let eventID, let samples):
-                    if let refusal = engine.configuration.refusal(ofInput: .pcm16, allowsOpus: engine.allowsOpus) {
+                case .audioAppend(let eventID, let bytes):
+                    if let refusal = engine.configuration.refusal(of: .append(bytes: bytes.count), allowsOpus: engine.allowsOpus) {
                         return driver.refuse(refusal, eventID: eventID)
                     }
-                    driver.feedAudio { try $0.pcm24k(samples) }
+                    let format = engine.configuration.inputAudioFormat
+                    driver.feedAudio { try $0.appended(bytes, as: format) }
                 case .event(let event):
                     driver.handle(.client(event))
                 }
@@ -61,7 +62,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
                 driver.handle(.invalidClientEvent(error))
             }
         case .binary:
-            if let refusal = engine.configuration.refusal(ofInput: .opus, allowsOpus: engine.allowsOpus) {
+            if let refusal = engine.configuration.refusal(of: .binaryFrame, allowsOpus: engine.allowsOpus) {
                 return driver.refuse(refusal)
             }
             driver.feedAudio { try $0.opus(message) }

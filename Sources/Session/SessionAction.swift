@@ -41,8 +41,9 @@ public enum SpeechOutputEvent: Sendable, Equatable {
 /// speaks (`begin` with the audio since the speech began, then `audio` for each piece), so the
 /// final text can come soon after speech stops.
 public enum TranscriptionStep: Sendable, Equatable {
-    /// 16 kHz mono samples of the turn so far.
-    case begin(itemID: String, audio: [Int16])
+    /// Mono samples of the turn so far, at `sampleRate` (the session's: 16 kHz, or 8 kHz for
+    /// G.711 input), as is every `audio` after it.
+    case begin(itemID: String, audio: [Int16], sampleRate: Int)
     case audio([Int16])
     /// The turn is over: produce the final text.
     case finish(itemID: String)

@@ -28,12 +28,13 @@ public struct SessionConfiguration: Sendable, Equatable {
     public init() {}
 
     /// Applies a `session.update`. All or nothing: a rejected update leaves the settings unchanged.
-    /// `allowsOpus` is true on `/ws`, where binary frames carry Opus; `/v1/realtime` has pcm16 only.
+    /// `allowsOpus` is true on `/ws`, where binary frames carry Opus; `/v1/realtime` has pcm16 and
+    /// G.711 (base64 in JSON events, as both endpoints take them).
     public mutating func apply(_ update: SessionUpdate, allowsOpus: Bool) throws(ProtocolError) {
         if !allowsOpus {
             for (format, param) in [(update.inputAudioFormat, update.inputAudioFormatParam), (update.outputAudioFormat, update.outputAudioFormatParam)]
             where format == .opus {
-                throw ProtocolError(.invalidValue, "'\(param)' opus is only available on Parley's /ws endpoint; use pcm16 here", param: param)
+                throw ProtocolError(.invalidValue, "'\(param)' opus is only available on Parley's /ws endpoint; use pcm16, g711_ulaw or g711_alaw here", param: param)
             }
         }
         var next = self
@@ -76,22 +77,33 @@ public struct SessionConfiguration: Sendable, Equatable {
         self = next
     }
 
-    /// Whether audio that arrived as `arrived` (pcm16 in an `input_audio_buffer.append`, or an
-    /// Opus packet in a binary frame) may feed this session: nil when it may, else the error the
+    /// How a client's audio arrived.
+    public enum AudioArrival: Sendable, Equatable {
+        /// Base64 in an `input_audio_buffer.append`: this many bytes once decoded, in the session's
+        /// input format (pcm16 or G.711).
+        case append(bytes: Int)
+        /// A binary WebSocket frame: an Opus packet.
+        case binaryFrame
+    }
+
+    /// Whether audio that arrived so may feed this session: nil when it may, else the error the
     /// client gets. The connection asks before decoding, so refused audio never reaches the engine.
     /// `allowsOpus` as for `apply`.
-    public func refusal(ofInput arrived: RealtimeAudioFormat, allowsOpus: Bool) -> ProtocolError? {
-        switch arrived {
-        case .pcm16:
-            guard inputAudioFormat == .pcm16 else {
-                return ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update")
+    public func refusal(of arrival: AudioArrival, allowsOpus: Bool) -> ProtocolError? {
+        switch arrival {
+        case .append(let bytes):
+            if inputAudioFormat == .opus {
+                return ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16 or G.711, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16, g711_ulaw or g711_alaw with session.update")
             }
-        case .opus:
+            if inputAudioFormat == .pcm16, bytes % 2 != 0 {
+                return ProtocolError(.invalidValue, "'audio' must hold whole 16-bit samples (pcm16 is 2 bytes a sample), got \(bytes) bytes", param: "audio")
+            }
+        case .binaryFrame:
             guard allowsOpus else {
                 return ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here")
             }
             guard inputAudioFormat == .opus else {
-                return ProtocolError(.invalidValue, "binary frames carry Opus packets, but this session's input format is pcm16: set the input format to opus with session.update, or send input_audio_buffer.append")
+                return ProtocolError(.invalidValue, "binary frames carry Opus packets, but this session's input format is \(inputAudioFormat.betaName): set the input format to opus with session.update, or send input_audio_buffer.append")
             }
         }
         return nil

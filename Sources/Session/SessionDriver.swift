@@ -283,9 +283,9 @@ final class SessionDriver {
 
     private func transcribe(_ step: TranscriptionStep, on loop: EventLoop) {
         switch step {
-        case .begin(let itemID, let audio):
+        case .begin(let itemID, let audio, let sampleRate):
             guard let transcriber = endpoint.speech.transcriber else { return }
-            let session = transcriber.begin(on: loop) { [weak self] event in self?.transcriptionEvent(itemID, event) }
+            let session = transcriber.begin(on: loop, sampleRate: sampleRate) { [weak self] event in self?.transcriptionEvent(itemID, event) }
             transcriptions[itemID] = session
             streamingTranscription = session
             session.append(audio)

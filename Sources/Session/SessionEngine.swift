@@ -144,7 +144,7 @@ public struct SessionEngine: Sendable {
     public private(set) var configuration: SessionConfiguration
     private var ids: IDGenerator
     private var conversation: ConversationHistory
-    private var audio = InputAudioBuffer()
+    private var audio: InputAudioBuffer
     private var vad: VoiceActivityDetector?
     /// Session milliseconds at which the detector started (it counts from its own start).
     private var vadOriginMs = 0
@@ -184,7 +184,10 @@ public struct SessionEngine: Sendable {
         synthesizes = options.synthesizes
         configuration = options.configuration
         conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
-        if let settings = configuration.turnDetection { vad = VoiceActivityDetector(settings: Self.detectorSettings(settings)) }
+        audio = InputAudioBuffer(sampleRate: configuration.inputAudioFormat.engineRate)
+        if let settings = configuration.turnDetection {
+            vad = VoiceActivityDetector(sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
+        }
     }
 
     /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
@@ -195,6 +198,10 @@ public struct SessionEngine: Sendable {
     /// The conversation as the model will next see it (without the instructions). A reply still
     /// streaming is in its place with no text yet; it gets the text delivered when it ends.
     public var history: [ChatMessage] { conversation.messages }
+
+    /// The rate of the samples `.audio` brings: 16 kHz, or 8 kHz while the input format is G.711
+    /// (see `RealtimeAudioFormat.engineRate`).
+    public var inputSampleRate: Int { audio.sampleRate }
 
     /// The id of the response being generated, if any.
     public var activeResponseID: String? { response?.id }
@@ -257,6 +264,7 @@ public struct SessionEngine: Sendable {
                 emit(.error(EventError(error)))
                 return
             }
+            inputRateChanged()
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
         case .inputAudioCommit:
@@ -384,6 +392,25 @@ public struct SessionEngine: Sendable {
         return ConversationItem(id: entry.id, role: message.role, status: .completed, content: [content])
     }
 
+    /// The input format changed to one heard at another rate (G.711 at 8 kHz, pcm16 and Opus at
+    /// 16 kHz): the audio buffered at the old rate is dropped and a turn in progress forgotten, as
+    /// `input_audio_buffer.clear` would (without its event: the client changed what it sends), and
+    /// the detector starts over at the new rate.
+    private mutating func inputRateChanged() {
+        let rate = configuration.inputAudioFormat.engineRate
+        guard rate != audio.sampleRate else { return }
+        audio.change(sampleRate: rate)
+        cancelTranscription()
+        if let settings = vad?.settings {
+            vad = VoiceActivityDetector(sampleRate: rate, settings: settings)
+            vadOriginMs = audio.totalMs
+        }
+        if speech != nil {
+            speech = nil
+            answerWaitingTurn()
+        }
+    }
+
     private mutating func turnDetectionChanged() {
         switch (configuration.turnDetection, vad) {
         case (nil, nil): break
@@ -394,7 +421,7 @@ public struct SessionEngine: Sendable {
             cancelTranscription()
             turnAwaitingResponse = false
         case (let settings?, nil):
-            vad = VoiceActivityDetector(settings: Self.detectorSettings(settings))
+            vad = VoiceActivityDetector(sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
             vadOriginMs = audio.totalMs
         case (let settings?, .some):
             vad?.settings = Self.detectorSettings(settings)
@@ -424,7 +451,7 @@ public struct SessionEngine: Sendable {
         if let vad, speech == nil {
             // Between turns only the padding the next start may reach back for is worth keeping
             // (plus the detector's look-back of up to 130 ms, and some margin).
-            audio.keepLast((vad.settings.prefixPaddingMs + 300) * InputAudioBuffer.samplesPerMs)
+            audio.keepLast(ms: vad.settings.prefixPaddingMs + 300)
         }
     }
 
@@ -444,13 +471,13 @@ public struct SessionEngine: Sendable {
         idleSinceMs = nil
         let itemID = ids.make("item")
         speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0))
-        audio.keep(from: ms * InputAudioBuffer.samplesPerMs)
+        audio.keep(fromMs: ms)
         emit(.speechStarted(audioStartMs: ms, itemID: itemID))
         if transcribes {
             cancelTranscription()
             transcribing = itemID
             partialTranscript = ""
-            outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples)))
+            outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
         }
         if let response, configuration.turnDetection?.interruptResponse ?? true {
             cancel(response.id, reason: "turn_detected")
@@ -486,7 +513,7 @@ public struct SessionEngine: Sendable {
             // A turn committed by hand was not streaming: all its audio goes now.
             if transcribing != itemID {
                 cancelTranscription()
-                outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples)))
+                outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
             }
             outbox.append(.transcription(.finish(itemID: itemID)))
             transcribing = nil

@@ -5,7 +5,8 @@ public enum SessionInput: Sendable {
     case client(ClientEvent)
     /// A client event that failed to parse: the engine answers with an `error` event.
     case invalidClientEvent(ProtocolError)
-    /// The user's audio: 16 kHz mono, already decoded (Opus) or resampled (pcm16 at 24 kHz).
+    /// The user's audio, mono at the engine's `inputSampleRate`: 16 kHz, decoded (Opus) or
+    /// resampled (pcm16 at 24 kHz), or 8 kHz decoded from G.711.
     case audio([Int16])
     /// A piece of the model's reply.
     case modelDelta(responseID: String, text: String)

@@ -10,11 +10,10 @@ import Loop
 ///
 /// Opus replies (`/ws`) go as binary frames, one 20 ms packet each, 24 kHz mono VoIP at
 /// complexity 5: about a third of complexity 10's cost (measured by `parley-load codec`) for
-/// speech that is synthetic anyway. pcm16 replies (`/v1/realtime`) go as base64
-/// `response.output_audio.delta` events of 100 ms at 24 kHz.
+/// speech that is synthetic anyway. pcm16 replies go as base64 `response.output_audio.delta`
+/// events of 100 ms at 24 kHz, G.711 ones (µ-law or A-law) as the same events of 20 ms at 8 kHz
+/// (see `ReplyEncoder`). The pacing, and so what a barge-in can stop, is the same for all.
 final class SpeechOutput {
-    static let sampleRate = 24_000
-    static let frameSamples = sampleRate / 50
     /// Audio sent ahead of real time: what the client buffers, and what a barge-in cannot recall.
     static let leadMs = 200
     static let tickSeconds = 0.02
@@ -22,6 +21,7 @@ final class SpeechOutput {
 
     enum Piece {
         case opus([UInt8])
+        /// Base64 of the reply's pcm16 or G.711 bytes (G.711 is pulse-code modulation too).
         case pcm(String)
     }
 
@@ -66,7 +66,7 @@ final class SpeechOutput {
         self.loop = loop
         self.send = send
         self.report = report
-        encoder = try ReplyEncoder(opus: format == .opus)
+        encoder = try ReplyEncoder(format: format)
     }
 
     func add(_ piece: String) {
@@ -224,7 +224,7 @@ final class SpeechOutput {
         guard !over, textEnded, sentences.isEmpty, speaking == nil, encoding == nil, audio.isEmpty, queueHead == queue.count else { return }
         if encoder.hasRemainder {
             // The last partial frame, padded with silence.
-            audio.append(([], Self.sampleRate))
+            audio.append(([], encoder.rate))
             return encodeNext()
         }
         over = true
@@ -233,8 +233,12 @@ final class SpeechOutput {
     }
 }
 
-/// The reply's encoder state: resampler, Opus encoder and the samples short of a frame. Used by
-/// one job at a time (`SpeechOutput` keeps one encoding in flight), on whichever worker runs it.
+/// The reply's encoder state: resamplers, the Opus encoder and the samples short of a frame. Used
+/// by one job at a time (`SpeechOutput` keeps one encoding in flight), on whichever worker runs it.
+///
+/// Each format is sent at its own rate, resampled once from the synthesiser's: pcm16 and Opus at
+/// 24 kHz, G.711 at 8 kHz straight from the synthesiser's rate (espeak-ng's 22,050 Hz), not
+/// through 24 kHz, so no audio is made that the telephone band would drop.
 final class ReplyEncoder: @unchecked Sendable {
     struct Encoded: Sendable {
         var opus: [UInt8]?
@@ -242,55 +246,85 @@ final class ReplyEncoder: @unchecked Sendable {
         var ms: Int
     }
 
+    /// Samples a second sent, and how many make one piece: Opus packets of 20 ms; pcm16 deltas of
+    /// 100 ms (the Realtime API's clients play what comes, so fewer, larger events cost less);
+    /// G.711 deltas of 20 ms, 160 bytes, the packet size of telephony (RTP's default for PCMU,
+    /// RFC 3551 section 4.5.14, and Twilio's media messages), which a bridge passes on as it is.
+    let rate: Int
+    let frameMs: Int
+    var frameSamples: Int { rate / 1000 * frameMs }
+
     private let opus: OpusEncoder?
+    private let law: G711.Law?
     private var resamplers: [Int: Resampler] = [:]
     private var remainder: [Int16] = []
     private let lock = Mutex(())
 
-    init(opus: Bool) throws {
-        self.opus = opus ? try OpusEncoder(format: AudioFormat(sampleRate: .hz24000, channels: .mono), application: .voip,
-                                           settings: .init(bitrate: 24_000, complexity: SpeechOutput.opusComplexity)) : nil
+    init(format: RealtimeAudioFormat) throws {
+        law = format.g711Law
+        switch format {
+        case .opus:
+            rate = 24_000
+            frameMs = 20
+            opus = try OpusEncoder(format: AudioFormat(sampleRate: .hz24000, channels: .mono), application: .voip,
+                                   settings: .init(bitrate: 24_000, complexity: SpeechOutput.opusComplexity))
+        case .pcm16:
+            rate = 24_000
+            frameMs = 100
+            opus = nil
+        case .pcmu, .pcma:
+            rate = G711.sampleRate
+            frameMs = 20
+            opus = nil
+        }
     }
 
     var hasRemainder: Bool { lock.withLock { _ in !remainder.isEmpty } }
 
     /// Encodes what makes whole frames and keeps the rest; no samples means the end: the rest is
     /// padded with silence to a last frame.
-    func encode(_ samples: [Int16], rate: Int) -> [Encoded] {
+    func encode(_ samples: [Int16], rate from: Int) -> [Encoded] {
         lock.withLock { _ in
             let clock = ThreadCPUClock()
             var pcm = remainder
             if !samples.isEmpty {
-                if rate == SpeechOutput.sampleRate {
+                if from == rate {
                     pcm += samples
-                } else if let resampler = resampler(from: rate) {
+                } else if let resampler = resampler(from: from) {
                     pcm += resampler.process(samples)
                 }
             }
-            let frame = opus == nil ? SpeechOutput.sampleRate / 10 : SpeechOutput.frameSamples
+            let frame = frameSamples
             if samples.isEmpty, pcm.count % frame != 0 { pcm += [Int16](repeating: 0, count: frame - pcm.count % frame) }
+            let whole = pcm.count / frame * frame
             var out: [Encoded] = []
-            var start = 0
-            while start + frame <= pcm.count {
-                let chunk = Array(pcm[start..<(start + frame)])
-                if let opus {
-                    if let packet = try? opus.encode(chunk) { out.append(Encoded(opus: packet, ms: 20)) }
-                } else {
-                    out.append(Encoded(base64: Base64.encode(PCM.littleEndianBytes(chunk)), ms: 100))
+            if let law {
+                // One buffer for every frame of this job, then a delta per frame.
+                let bytes = G711.encode(Array(pcm[..<whole]), law)
+                for start in stride(from: 0, to: whole, by: frame) {
+                    out.append(Encoded(base64: Base64.encode(bytes[start..<(start + frame)]), ms: frameMs))
                 }
-                start += frame
+            } else {
+                for start in stride(from: 0, to: whole, by: frame) {
+                    let chunk = Array(pcm[start..<(start + frame)])
+                    if let opus {
+                        if let packet = try? opus.encode(chunk) { out.append(Encoded(opus: packet, ms: frameMs)) }
+                    } else {
+                        out.append(Encoded(base64: Base64.encode(PCM.littleEndianBytes(chunk)), ms: frameMs))
+                    }
+                }
             }
-            remainder = Array(pcm[start...])
-            let seconds = Double(pcm.count - remainder.count) / Double(SpeechOutput.sampleRate)
+            remainder = Array(pcm[whole...])
+            let seconds = Double(whole) / Double(rate)
             if seconds > 0 { SpeechMetrics.shared.encodingRealTimeFactor.observe(seconds: clock.elapsed / seconds) }
             return out
         }
     }
 
-    private func resampler(from rate: Int) -> Resampler? {
-        if let r = resamplers[rate] { return r }
-        let r = try? Resampler(from: rate, to: SpeechOutput.sampleRate)
-        resamplers[rate] = r
+    private func resampler(from input: Int) -> Resampler? {
+        if let r = resamplers[input] { return r }
+        let r = try? Resampler(from: input, to: rate)
+        resamplers[input] = r
         return r
     }
 }

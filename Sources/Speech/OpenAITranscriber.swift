@@ -6,15 +6,17 @@ import Upstream
 
 /// Any OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI's, a local whisper server,
 /// `parley mock-llm`): the turn's audio is kept while the user speaks and uploaded whole, as a
-/// 16 kHz WAV in a multipart form, when the turn ends. No partials: the API gives one text.
-/// The request runs on the session's loop, like the model's.
+/// WAV in a multipart form, when the turn ends. No partials: the API gives one text. The WAV is at
+/// the session's rate, 16 kHz or, from G.711, 8 kHz as it came: the API resamples what it needs,
+/// and upsampling here would only double the upload. The request runs on the session's loop,
+/// like the model's.
 public struct OpenAITranscriber: Transcriber {
     public let name = "openai"
     public let baseURL: UpstreamURL
     public let model: String
     public let apiKey: String?
     /// The most audio one turn uploads; the rest is dropped (the server's input buffer keeps 30 s).
-    static let maxSamples = 30 * 16_000
+    static let maxSeconds = 30
 
     public init(baseURL: UpstreamURL, model: String, apiKey: String?) {
         self.baseURL = baseURL
@@ -22,12 +24,12 @@ public struct OpenAITranscriber: Transcriber {
         self.apiKey = apiKey
     }
 
-    public func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        UploadTranscription(transcriber: self, loop: loop, onEvent: onEvent)
+    public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        UploadTranscription(transcriber: self, loop: loop, sampleRate: sampleRate, onEvent: onEvent)
     }
 
     /// The request for `samples`: a multipart form with the WAV file and the model name.
-    func request(_ samples: [Int16]) -> HTTPClientRequest {
+    func request(_ samples: [Int16], sampleRate: Int) -> HTTPClientRequest {
         let boundary = "parley-\(samples.count)-\(MonotonicClock.nanoseconds())"
         var body: [UInt8] = []
         func field(_ name: String, _ value: String) {
@@ -36,7 +38,7 @@ public struct OpenAITranscriber: Transcriber {
         field("model", model)
         field("response_format", "json")
         body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"turn.wav\"\r\nContent-Type: audio/wav\r\n\r\n".utf8)
-        body += WAVFile(sampleRate: 16_000, channels: 1, samples: samples).encoded()
+        body += WAVFile(sampleRate: sampleRate, channels: 1, samples: samples).encoded()
         body += Array("\r\n--\(boundary)--\r\n".utf8)
         var headers = [("Content-Type", "multipart/form-data; boundary=\(boundary)"), ("Accept", "application/json")]
         if let apiKey { headers.append(("Authorization", "Bearer \(apiKey)")) }
@@ -49,27 +51,29 @@ private final class UploadTranscription: TranscriptionSession {
     private let transcriber: OpenAITranscriber
     private let loop: EventLoop
     private let onEvent: (TranscriptionEvent) -> Void
+    private let sampleRate: Int
     private var samples: [Int16] = []
     private var call: HTTPClientCall?
     private var over = false
 
-    init(transcriber: OpenAITranscriber, loop: EventLoop, onEvent: @escaping (TranscriptionEvent) -> Void) {
+    init(transcriber: OpenAITranscriber, loop: EventLoop, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.transcriber = transcriber
         self.loop = loop
+        self.sampleRate = sampleRate
         self.onEvent = onEvent
     }
 
     func append(_ new: [Int16]) {
         guard !over, call == nil else { return }
-        samples += new.prefix(max(0, OpenAITranscriber.maxSamples - samples.count))
+        samples += new.prefix(max(0, OpenAITranscriber.maxSeconds * sampleRate - samples.count))
     }
 
     func finish() {
         guard !over, call == nil else { return }
         var status = 0
         var response: [UInt8] = []
-        let started = MonotonicClock.nanoseconds(), seconds = Double(samples.count) / 16_000
-        call = loop.httpClient.send(transcriber.request(samples), onHead: { status = $0.status }, onBody: { response += $0 }) { [weak self] result in
+        let started = MonotonicClock.nanoseconds(), seconds = Double(samples.count) / Double(sampleRate)
+        call = loop.httpClient.send(transcriber.request(samples, sampleRate: sampleRate), onHead: { status = $0.status }, onBody: { response += $0 }) { [weak self] result in
             guard let self, !over else { return }
             over = true
             switch result {

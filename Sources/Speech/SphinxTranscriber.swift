@@ -1,3 +1,4 @@
+import Codec
 import Session
 import Synchronization
 import Loop
@@ -16,6 +17,10 @@ import Glibc
 ///
 /// When every decoder is lent, or the pool's queue is full, the turn fails with `overloaded` at
 /// once: the session tells its client, and no other session waits.
+///
+/// The model hears 16 kHz. A turn at another rate (8 kHz from G.711) is resampled to it inside its
+/// jobs, by one resampler per turn: once, where recognition needs it, and on the workers rather
+/// than the loop.
 public final class SphinxTranscriber: Transcriber {
     public let name = "pocketsphinx"
     let pool: WorkerPool
@@ -24,8 +29,10 @@ public final class SphinxTranscriber: Transcriber {
     private let state = Mutex<(free: [SphinxDecoder], lent: Int)>(([], 0))
     /// The most decoders there will be: also the most turns recognised at once.
     public let decoders: Int
+    /// The rate of Debian's en-us model (its feat.params: `-upperf 6800`, above 8 kHz's band).
+    static let modelRate = 16_000
     /// Audio gathered before a job is sent while the user speaks: a partial about every 300 ms.
-    static let chunkSamples = 16_000 * 3 / 10
+    static let chunkMs = 300
 
     /// Decoders load on first use, on a worker (about 0.4 s and 30 MB each), so a server that
     /// never hears speech never pays for them; the model files are checked now.
@@ -36,14 +43,14 @@ public final class SphinxTranscriber: Transcriber {
         self.model = model
     }
 
-    public func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+    public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
         let reserved = state.withLock { s -> Bool in
             guard s.lent < decoders else { return false }
             s.lent += 1
             return true
         }
         if reserved { SpeechMetrics.shared.recognizersBusy.add(1) }
-        return SphinxTranscription(reserved: reserved, owner: self, loop: loop, onEvent: onEvent)
+        return SphinxTranscription(reserved: reserved, owner: self, loop: loop, sampleRate: sampleRate, onEvent: onEvent)
     }
 
     /// On a worker: a free decoder, or a new one (its turn reserved the room for it).
@@ -64,9 +71,11 @@ public final class SphinxTranscriber: Transcriber {
 
 /// One turn's recognition, on its session's loop.
 private final class SphinxTranscription: TranscriptionSession {
-    /// The decoder this turn holds, from its first job on (only jobs touch it, one at a time).
+    /// The decoder this turn holds, from its first job on, and the resampler bringing its audio to
+    /// the model's rate, if it needs one (only jobs touch them, one at a time).
     private final class Lease: @unchecked Sendable {
         var decoder: SphinxDecoder?
+        var resampler: Resampler?
     }
 
     private let lease = Lease()
@@ -74,6 +83,7 @@ private final class SphinxTranscription: TranscriptionSession {
     private let owner: SphinxTranscriber
     private let loop: EventLoop
     private let onEvent: (TranscriptionEvent) -> Void
+    private let sampleRate: Int
     private var pending: [Int16] = []
     private var inFlight: OffloadTicket?
     private var started = false
@@ -83,8 +93,9 @@ private final class SphinxTranscription: TranscriptionSession {
     private var audioSamples = 0
     private var cpuSeconds = 0.0
 
-    init(reserved: Bool, owner: SphinxTranscriber, loop: EventLoop, onEvent: @escaping (TranscriptionEvent) -> Void) {
+    init(reserved: Bool, owner: SphinxTranscriber, loop: EventLoop, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.reserved = reserved
+        self.sampleRate = sampleRate
         self.owner = owner
         self.loop = loop
         self.onEvent = onEvent
@@ -120,8 +131,8 @@ private final class SphinxTranscription: TranscriptionSession {
 
     private func pump() {
         guard inFlight == nil, !over else { return }
-        guard finishing || pending.count >= SphinxTranscriber.chunkSamples else { return }
-        let samples = pending, start = !started, end = finishing, lease = lease, owner = owner
+        guard finishing || pending.count >= SphinxTranscriber.chunkMs * sampleRate / 1000 else { return }
+        let samples = pending, start = !started, end = finishing, lease = lease, owner = owner, rate = sampleRate
         pending = []
         started = true
         audioSamples += samples.count
@@ -134,8 +145,17 @@ private final class SphinxTranscription: TranscriptionSession {
             }
             let decoder = lease.decoder!
             let clock = ThreadCPUClock()
-            if start { decoder.start() }
-            decoder.process(samples)
+            if start { decoder.start(sourceRate: rate) }
+            if rate == SphinxTranscriber.modelRate {
+                decoder.process(samples)
+            } else {
+                if lease.resampler == nil {
+                    do { lease.resampler = try Resampler(from: rate, to: SphinxTranscriber.modelRate) } catch {
+                        return JobResult(text: "", cpuSeconds: 0, loadError: "audio at \(rate) Hz cannot be resampled: \(error)")
+                    }
+                }
+                decoder.process(lease.resampler!.process(samples))
+            }
             let text = end ? decoder.end() : decoder.hypothesis
             return JobResult(text: text, cpuSeconds: clock.elapsed, loadError: nil)
         }, then: { [self] result in completed(result, final: end) })
@@ -152,7 +172,7 @@ private final class SphinxTranscription: TranscriptionSession {
         if final {
             over = true
             release()
-            if audioSamples > 0 { SpeechMetrics.shared.recognitionRealTimeFactor.observe(seconds: cpuSeconds / (Double(audioSamples) / 16_000)) }
+            if audioSamples > 0 { SpeechMetrics.shared.recognitionRealTimeFactor.observe(seconds: cpuSeconds / (Double(audioSamples) / Double(sampleRate))) }
             onEvent(.final(result.text))
         } else {
             if !result.text.isEmpty { onEvent(.partial(result.text)) }

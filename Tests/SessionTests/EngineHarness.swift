@@ -1,16 +1,16 @@
 import Codec
 import Server
-import Session
+@testable import Session
 
 /// Drives a session engine as a connection will: client JSON text in (appends checked against the
-/// session's input format, decoded, resampled from 24 to 16 kHz and handed over as audio), actions out.
+/// session's input format, decoded by the connection's `AudioInput`: pcm16 resampled from 24 to
+/// 16 kHz, G.711 kept at 8 kHz, and handed over as audio), actions out.
 struct EngineHarness {
     var engine: SessionEngine
-    private let resampler: Resampler
+    private let input = AudioInput()
 
     init(seed: UInt64 = 1, options: SessionEngine.Options = .init()) throws {
         engine = SessionEngine(seed: seed, options: options)
-        resampler = try Resampler(from: 24_000, to: 16_000)
     }
 
     /// A harness whose session has manual turns (turn_detection null).
@@ -25,12 +25,13 @@ struct EngineHarness {
     mutating func client(_ text: String) -> [SessionAction] {
         do {
             switch try ClientMessage.parse(text) {
-            case .audioAppend(let eventID, let samples):
-                if var refusal = engine.configuration.refusal(ofInput: .pcm16, allowsOpus: engine.allowsOpus) {
+            case .audioAppend(let eventID, let bytes):
+                if var refusal = engine.configuration.refusal(of: .append(bytes: bytes.count), allowsOpus: engine.allowsOpus) {
                     refusal.eventID = eventID
                     return engine.handle(.invalidClientEvent(refusal))
                 }
-                return engine.handle(.audio(resampler.process(samples)))
+                // Only making pcm16's resampler can throw, and 24 to 16 kHz is always made.
+                return engine.handle(.audio(try! input.appended(bytes, as: engine.configuration.inputAudioFormat)))
             case .event(let event):
                 return engine.handle(.client(event))
             }

@@ -53,6 +53,54 @@ import Loop
         #expect(abs(endMs - clip.speechEndMs) <= 150)
     }
 
+    /// G.711 input is heard at its own 8 kHz: the same turn, its times in the same milliseconds.
+    @Test(arguments: [("g711_ulaw", G711.Law.muLaw), ("g711_alaw", .aLaw)])
+    func appendedG711At8kHzMakesTheSameTurn(format: String, law: G711.Law) throws {
+        var h = try EngineHarness(options: .init(transcribes: true))
+        _ = h.client(#"{"type":"session.update","session":{"input_audio_format":"\#(format)"}}"#)
+        #expect(h.engine.inputSampleRate == 8000)
+        let clip = try SpeechClip.make(Self.question, rate: 8000)
+        var actions: [SessionAction] = []
+        for chunk in clip.chunks(ms: 20) {
+            actions += h.client(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(G711.encode(chunk, law)))"}"#)
+        }
+        // The response waits for the words, which this harness does not supply.
+        #expect(actions.types.filter { $0 != "transcribe.audio" } == [
+            "input_audio_buffer.speech_started", "transcribe.begin", "input_audio_buffer.speech_stopped",
+            "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created",
+        ])
+        guard case .speechStarted(let startMs, _) = actions.events[0].kind,
+              let stopped = actions.events.first(where: { if case .speechStopped = $0.kind { true } else { false } }),
+              case .speechStopped(let endMs, _) = stopped.kind else { Issue.record("\(actions.types)"); return }
+        #expect(abs(startMs + 300 - clip.speechStartMs) <= 150, "start \(startMs) + 300 vs \(clip.speechStartMs)")
+        #expect(abs(endMs - clip.speechEndMs) <= 150, "end \(endMs) vs \(clip.speechEndMs)")
+        // The recogniser is told the rate, and gets 8 kHz samples: the turn's length at 8 per ms.
+        var heard = 0
+        for action in actions {
+            if case .transcription(.begin(_, let audio, let rate)) = action {
+                #expect(rate == 8000)
+                heard += audio.count
+            }
+            if case .transcription(.audio(let audio)) = action { heard += audio.count }
+        }
+        #expect(abs(heard / 8 - (endMs - startMs)) <= 600, "\(heard) samples for \(endMs - startMs) ms")
+    }
+
+    /// A change of input format between rates keeps the session's clock and drops what was
+    /// buffered at the old rate; the detector goes on at the new one.
+    @Test func switchingBetweenPCM16AndG711KeepsTheClock() throws {
+        var h = try EngineHarness()
+        _ = h.audio([Int16](repeating: 0, count: 32_000))  // 2 s at 16 kHz
+        _ = h.client(#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcmu"}}}}}"#)
+        #expect(h.engine.inputSampleRate == 8000 && h.engine.accountedBytes == 0)
+        let clip = try SpeechClip.make(Self.question, rate: 8000)
+        let actions = h.audio(clip.chunks(ms: 20))
+        guard case .speechStarted(let startMs, _) = actions.events.first?.kind else { Issue.record("\(actions.types)"); return }
+        #expect(abs(startMs + 300 - (2000 + clip.speechStartMs)) <= 150)
+        _ = h.client(#"{"type":"session.update","session":{"input_audio_format":"pcm16"}}"#)
+        #expect(h.engine.inputSampleRate == 16_000)
+    }
+
     @Test func noisyBackgroundAloneStartsNoTurn() throws {
         var h = try EngineHarness()
         #expect(h.audio(SpeechClip.noise(ms: 4000, dBFS: -35, seed: 11)).isEmpty)

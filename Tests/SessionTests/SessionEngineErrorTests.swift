@@ -69,7 +69,7 @@ import Loop
         #expect(refused.types == ["error"])
         #expect(refused.errors.first == EventError(
             type: .invalidRequest, code: "invalid_value",
-            message: "input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update",
+            message: "input_audio_buffer.append carries pcm16 or G.711, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16, g711_ulaw or g711_alaw with session.update",
             eventID: "a1"))
         // Nothing was buffered.
         #expect(h.client(#"{"type":"input_audio_buffer.commit"}"#).errors.first?.code == "input_audio_buffer_commit_empty")

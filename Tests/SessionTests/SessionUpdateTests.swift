@@ -43,6 +43,48 @@ import Testing
         #expect(u.maxOutputTokens == .unlimited)
     }
 
+    @Test func g711FormatsParseInBothShapes() throws {
+        #expect(try update(#"{"audio":{"input":{"format":{"type":"audio/pcmu"}}}}"#).inputAudioFormat == .pcmu)
+        #expect(try update(#"{"audio":{"output":{"format":{"type":"audio/pcma","rate":8000}}}}"#).outputAudioFormat == .pcma)
+        #expect(try update(#"{"input_audio_format":"g711_ulaw","output_audio_format":"g711_alaw"}"#)
+            == SessionUpdate(inputAudioFormat: .pcmu, outputAudioFormat: .pcma))
+        var configuration = SessionConfiguration()
+        try configuration.apply(try update(#"{"input_audio_format":"g711_alaw","output_audio_format":"g711_ulaw"}"#), allowsOpus: false)
+        #expect(configuration.inputAudioFormat == .pcma && configuration.outputAudioFormat == .pcmu)
+    }
+
+    /// Each dialect reports the formats in its own shape: GA as OpenAI's objects (no rate: G.711 has one), beta by name.
+    @Test func g711FormatsAreReportedInEachDialect() throws {
+        var configuration = SessionConfiguration()
+        configuration.inputAudioFormat = .pcmu
+        configuration.outputAudioFormat = .pcma
+        let info = SessionInfo(id: "sess_1", model: "m", configuration: configuration)
+        let ga = info.json(dialect: .ga)
+        #expect(ga["audio"]?["input"]?["format"] == .object([("type", .string("audio/pcmu"))]))
+        #expect(ga["audio"]?["output"]?["format"] == .object([("type", .string("audio/pcma"))]))
+        let beta = info.json(dialect: .beta)
+        #expect(beta["input_audio_format"]?.string == "g711_ulaw" && beta["output_audio_format"]?.string == "g711_alaw")
+    }
+
+    /// What the OpenAI Agents SDK sends for its Twilio example (initial_model_settings with
+    /// g711_ulaw both ways and semantic_vad, and the agent's instructions), as its GA model
+    /// serialises it: one update, which must apply whole.
+    @Test func theAgentsSDKsTelephonyUpdateAppliesWhole() throws {
+        let u = try update(#"""
+            {"type":"realtime","model":"gpt-realtime","output_modalities":["audio"],
+             "instructions":"You are a helpful assistant. Keep responses concise since this is a phone conversation.",
+             "audio":{"input":{"format":{"type":"audio/pcmu"},"noise_reduction":null,"transcription":null,
+                               "turn_detection":{"type":"semantic_vad","create_response":true,"interrupt_response":true}},
+                      "output":{"format":{"type":"audio/pcmu"},"voice":"ash","speed":1.0}},
+             "tool_choice":"auto","tools":[],"tracing":null}
+            """#)
+        var configuration = SessionConfiguration()
+        try configuration.apply(u, allowsOpus: false)
+        #expect(configuration.instructions.hasPrefix("You are a helpful assistant."))
+        #expect(configuration.inputAudioFormat == .pcmu && configuration.outputAudioFormat == .pcmu)
+        #expect(configuration.turnDetection?.semanticEagerness == .auto && configuration.voice == "ash")
+    }
+
     @Test func opusFormatsParseInBothShapes() throws {
         #expect(try update(#"{"audio":{"input":{"format":{"type":"audio/opus","rate":48000}}}}"#).inputAudioFormat == .opus)
         #expect(try update(#"{"output_audio_format":"opus"}"#).outputAudioFormat == .opus)
@@ -57,7 +99,8 @@ import Testing
             (#"{"turn_detection":{"create_response":"yes"}}"#, "session.turn_detection.create_response"),
             (#"{"output_modalities":["video"]}"#, "session.output_modalities"),
             (#"{"modalities":[]}"#, "session.modalities"),
-            (#"{"input_audio_format":"g711_ulaw"}"#, "session.input_audio_format"),
+            (#"{"input_audio_format":"g711_mulaw"}"#, "session.input_audio_format"),
+            (#"{"audio":{"input":{"format":{"type":"audio/pcmu","rate":16000}}}}"#, "session.audio.input.format.rate"),
             (#"{"audio":{"input":{"format":{"type":"audio/pcm","rate":16000}}}}"#, "session.audio.input.format.rate"),
             (#"{"audio":{"output":{"format":{"type":"audio/mp3"}}}}"#, "session.audio.output.format.type"),
             (#"{"max_output_tokens":0}"#, "session.max_output_tokens"),
@@ -143,16 +186,22 @@ import Testing
     /// the errors are the ones the connection sends (its `error` event, `invalid_value`).
     @Test func audioIsCheckedAgainstTheInputFormat() {
         var configuration = SessionConfiguration()
-        #expect(configuration.refusal(ofInput: .pcm16, allowsOpus: false) == nil)
-        #expect(configuration.refusal(ofInput: .pcm16, allowsOpus: true) == nil)
-        #expect(configuration.refusal(ofInput: .opus, allowsOpus: false)
+        #expect(configuration.refusal(of: .append(bytes: 960), allowsOpus: false) == nil)
+        #expect(configuration.refusal(of: .append(bytes: 960), allowsOpus: true) == nil)
+        #expect(configuration.refusal(of: .append(bytes: 3), allowsOpus: false)
+            == ProtocolError(.invalidValue, "'audio' must hold whole 16-bit samples (pcm16 is 2 bytes a sample), got 3 bytes", param: "audio"))
+        #expect(configuration.refusal(of: .binaryFrame, allowsOpus: false)
             == ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here"))
-        #expect(configuration.refusal(ofInput: .opus, allowsOpus: true)
+        #expect(configuration.refusal(of: .binaryFrame, allowsOpus: true)
             == ProtocolError(.invalidValue, "binary frames carry Opus packets, but this session's input format is pcm16: set the input format to opus with session.update, or send input_audio_buffer.append"))
         configuration.inputAudioFormat = .opus
-        #expect(configuration.refusal(ofInput: .opus, allowsOpus: true) == nil)
-        #expect(configuration.refusal(ofInput: .pcm16, allowsOpus: true)
-            == ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16 with session.update"))
+        #expect(configuration.refusal(of: .binaryFrame, allowsOpus: true) == nil)
+        #expect(configuration.refusal(of: .append(bytes: 960), allowsOpus: true)
+            == ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16 or G.711, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16, g711_ulaw or g711_alaw with session.update"))
+        // G.711 is a byte a sample: any count is whole samples.
+        configuration.inputAudioFormat = .pcmu
+        #expect(configuration.refusal(of: .append(bytes: 161), allowsOpus: false) == nil)
+        #expect(configuration.refusal(of: .binaryFrame, allowsOpus: true)?.message.contains("input format is g711_ulaw") == true)
     }
 
     @Test func tokenLimitsApply() throws {

@@ -39,8 +39,8 @@ struct SpeechClip {
         }
     }
 
-    static func noise(ms: Int, dBFS: Double, seed: UInt64) -> [Int16] {
-        mixNoise(into: [Int16](repeating: 0, count: ms * 16), dBFS: dBFS, seed: seed)
+    static func noise(ms: Int, dBFS: Double, seed: UInt64, rate: Int = 16_000) -> [Int16] {
+        mixNoise(into: [Int16](repeating: 0, count: ms * rate / 1000), dBFS: dBFS, seed: seed)
     }
 
     /// The clip in pieces of `ms`, as a client streams it.

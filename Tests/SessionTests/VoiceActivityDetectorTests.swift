@@ -1,3 +1,4 @@
+import Codec
 import Testing
 import Session
 import TestSupport
@@ -10,8 +11,9 @@ import TestSupport
     ]
 
     /// Prefix padding 0, so the reported start is the detected start itself.
-    private func detect(_ samples: [Int16], chunkSamples: Int = 320, settings: VoiceActivityDetector.Settings = .init(prefixPaddingMs: 0)) -> [VoiceActivityDetector.Event] {
-        var vad = VoiceActivityDetector(settings: settings)
+    private func detect(_ samples: [Int16], rate: Int = 16_000, chunkSamples: Int = 320,
+                        settings: VoiceActivityDetector.Settings = .init(prefixPaddingMs: 0)) -> [VoiceActivityDetector.Event] {
+        var vad = VoiceActivityDetector(sampleRate: rate, settings: settings)
         var events: [VoiceActivityDetector.Event] = []
         for start in stride(from: 0, to: samples.count, by: chunkSamples) {
             events += vad.process(samples[start..<min(samples.count, start + chunkSamples)])
@@ -110,6 +112,43 @@ import TestSupport
         #expect(events.count <= 2)
         if case .speechStopped(let at)? = events.last { #expect(at <= 1000 + 2500) }
         #expect(events.count % 2 == 0, "a turn that starts in the noise must end: \(events)")
+    }
+
+    // MARK: 8 kHz, the telephone's rate
+
+    @Test(arguments: sentences)
+    func speechAt8kHzGivesOneTurnWithin150ms(sentence: String) throws {
+        let clean = try SpeechClip.make(sentence, rate: 8000)
+        expectOneTurn(clean, detect(clean.samples, rate: 8000, chunkSamples: 160), "clean, 8 kHz")
+        let noisy = try SpeechClip.make(sentence, noiseDBFS: -35, rate: 8000)
+        expectOneTurn(noisy, detect(noisy.samples, rate: 8000, chunkSamples: 160), "-35 dBFS noise, 8 kHz")
+    }
+
+    /// What a caller sounds like through Twilio: 8 kHz speech over line noise, µ-law both ways.
+    @Test(arguments: sentences)
+    func muLawSpeechAt8kHzGivesOneTurnWithin150ms(sentence: String) throws {
+        let clip = try SpeechClip.make(sentence, noiseDBFS: -50, rate: 8000)
+        let line = G711.decode(G711.encode(clip.samples, .muLaw), .muLaw)
+        expectOneTurn(clip, detect(line, rate: 8000, chunkSamples: 160), "µ-law, 8 kHz")
+    }
+
+    /// The detector finds the same turn at either rate: its frames are 10 ms at both.
+    @Test func eightAndSixteenKilohertzAgreeWithin20ms() throws {
+        for sentence in Self.sentences {
+            let wide = detect(try SpeechClip.make(sentence, noiseDBFS: -50).samples)
+            let narrow = detect(try SpeechClip.make(sentence, noiseDBFS: -50, rate: 8000).samples, rate: 8000)
+            guard wide.count == 2, narrow.count == 2, case .speechStarted(let a) = wide[0], case .speechStarted(let b) = narrow[0],
+                  case .speechStopped(let c) = wide[1], case .speechStopped(let d) = narrow[1] else {
+                Issue.record("\(sentence): 16 kHz \(wide), 8 kHz \(narrow)")
+                continue
+            }
+            #expect(abs(a - b) <= 20 && abs(c - d) <= 20, "\(sentence): 16 kHz \(wide), 8 kHz \(narrow)")
+        }
+    }
+
+    @Test(arguments: [-50.0, -35.0, -20.0])
+    func steadyNoiseAloneIsNotSpeechAt8kHz(dBFS: Double) {
+        #expect(detect(SpeechClip.noise(ms: 5000, dBFS: dBFS, seed: 3, rate: 8000), rate: 8000).isEmpty)
     }
 
     @Test func endSpeechForgetsTheTurnWithoutAStop() throws {

@@ -2,7 +2,7 @@ import Codec
 import JSON
 import Server
 import Session
-import Speech
+@testable import Speech
 import Testing
 import TestSupport
 import Loop
@@ -52,6 +52,18 @@ import Glibc
         #expect(seconds >= 1.8 && seconds <= 2.0, "\(seconds) s")
     }
 
+    /// A telephone turn is uploaded at the rate it was heard at, 8 kHz: the API resamples what it
+    /// needs, and upsampling here would double the upload for nothing.
+    @Test func aTurnIsUploadedAsAWAVAtItsOwnRate() throws {
+        let transcriber = OpenAITranscriber(baseURL: UpstreamURL("http://127.0.0.1:9/v1")!, model: "m", apiKey: nil)
+        let samples = (0..<800).map { Int16($0) }
+        let body = transcriber.request(samples, sampleRate: 8000).body
+        let riff = try #require(body.indices.first { body[$0...].starts(with: Array("RIFF".utf8)) })
+        let length = 44 + samples.count * 2
+        let wav = try WAVFile(bytes: Array(body[riff..<(riff + length)]))
+        #expect(wav == WAVFile(sampleRate: 8000, channels: 1, samples: samples))
+    }
+
     @Test func anUnreachableTranscriptionAPIFailsTheTurnWithItsReason() throws {
         let pool = try WorkerPool(name: "test-speech", threads: 1, queueLimit: 16)
         defer { pool.stop() }
@@ -90,8 +102,8 @@ final class SpeechBox: Transcriber, Synthesizer, @unchecked Sendable {
         self.synthesizer = synthesizer
     }
 
-    func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        transcriber!.begin(on: loop, onEvent)
+    func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        transcriber!.begin(on: loop, sampleRate: sampleRate, onEvent)
     }
 
     func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {

@@ -99,6 +99,43 @@ import Glibc
         #expect(events.last?["response"]?["status"]?.string == "completed")
     }
 
+    /// The telephone's formats both ways, in each dialect: G.711 speech in (heard at 8 kHz,
+    /// recognised by pocketsphinx through its resampler, from the telephone band's cepstral mean:
+    /// without it this first turn comes back as "well when you"), and the reply back as G.711
+    /// deltas of 20 ms, 160 bytes each, made at 8 kHz.
+    @Test(arguments: [(Dialect.ga, G711.Law.muLaw), (.beta, .aLaw)])
+    func theRealtimeEndpointHearsAndSpeaksG711(dialect: Dialect, law: G711.Law) throws {
+        let (server, pool) = try server()
+        defer { pool.stop() }
+        let client = try server.client()
+        let ga = dialect == .ga
+        #expect(try client.upgrade(path: "/v1/realtime", extraHeaders: ga ? "" : "OpenAI-Beta: realtime=v1\r\n").status == 101)
+        _ = try read(until: "session.created", client)
+        let type = law == .muLaw ? "audio/pcmu" : "audio/pcma"
+        let update = ga
+            ? #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"format":{"type":"\#(type)"}},"output":{"format":{"type":"\#(type)"}}}}}"#
+            : #"{"type":"session.update","session":{"modalities":["text","audio"],"input_audio_format":"g711_alaw","output_audio_format":"g711_alaw"}}"#
+        try client.send(TestClient.frame(0x1, Array(update.utf8)))
+        let updated = try read(until: "session.updated", client).events.last
+        let format = ga ? updated?["session"]?["audio"]?["output"]?["format"]?["type"]?.string : updated?["session"]?["output_audio_format"]?.string
+        #expect(format == (ga ? type : "g711_alaw"))
+        let wav = try WAVFile.read(path: try SpeechVectors.wav(Self.sentence))
+        let audio = try Resampler(from: wav.sampleRate, to: 8000).process(wav.samples) + [Int16](repeating: 0, count: 8000)
+        for start in stride(from: 0, to: audio.count, by: 160) {
+            let chunk = G711.encode(Array(audio[start..<min(audio.count, start + 160)]), law)
+            try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(chunk))"}"#.utf8)))
+        }
+        let (events, _) = try read(until: "response.done", client)
+        let completed = events.first { $0["type"]?.string == "conversation.item.input_audio_transcription.completed" }
+        #expect(completed?["transcript"]?.string?.contains("weather") == true, "heard \(completed?["transcript"]?.string ?? "nothing")")
+        let deltas = events.filter { $0["type"]?.string == (ga ? "response.output_audio.delta" : "response.audio.delta") }
+            .map { Base64.decode(Array(($0["delta"]?.string ?? "").utf8)) ?? [] }
+        #expect(!deltas.isEmpty && deltas.allSatisfy { $0.count == 160 }, "delta sizes \(Set(deltas.map(\.count)))")
+        let transcript = events.compactMap { $0["type"]?.string?.hasSuffix("audio_transcript.done") == true ? $0["transcript"]?.string : nil }.first ?? ""
+        expectSpeech(G711.decode(deltas.flatMap { $0 }, law), rate: 8000, words: transcript.split(separator: " ").count)
+        #expect(events.last?["response"]?["status"]?.string == "completed")
+    }
+
     @Test func cancellingASpokenReplyTellsHowMuchWasPlayed() throws {
         let (server, pool) = try server(reply: "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
                                         + "Nobody on board knew how far the wind would carry them, or when they would see land again.")

@@ -1,15 +1,15 @@
-import Codec
 import JSON
 import Loop
 
 /// One text message from a client, parsed and validated: audio to append, or an event for the
 /// session engine. The two are told apart here because audio never reaches the engine as an event:
 /// the connection checks it against the session's input format
-/// (`SessionConfiguration.refusal(ofInput:allowsOpus:)`), resamples it to 16 kHz and hands the
-/// engine `.audio`.
+/// (`SessionConfiguration.refusal(of:allowsOpus:)`), decodes it as that format says (`AudioInput`)
+/// and hands the engine `.audio`. Parsing knows nothing of the session, so the bytes stay bytes.
 public enum ClientMessage: Sendable, Equatable {
-    /// `input_audio_buffer.append`: pcm16 samples at 24 kHz, decoded from the base64 `audio`.
-    case audioAppend(eventID: String?, [Int16])
+    /// `input_audio_buffer.append`: the base64 `audio`, decoded to bytes: pcm16 or G.711, as the
+    /// session's input format says.
+    case audioAppend(eventID: String?, [UInt8])
     /// Every other client event.
     case event(ClientEvent)
 
@@ -27,7 +27,7 @@ public enum ClientMessage: Sendable, Equatable {
         let eventID = try event.string("event_id")
         do {
             let type = try event.requiredString("type")
-            if type == "input_audio_buffer.append" { return .audioAppend(eventID: eventID, try pcm16(event, "audio")) }
+            if type == "input_audio_buffer.append" { return .audioAppend(eventID: eventID, try base64(event, "audio")) }
             return .event(ClientEvent(eventID: eventID, try ClientEvent.kind(of: event, type: type)))
         } catch {
             var error = error
@@ -36,13 +36,9 @@ public enum ClientMessage: Sendable, Equatable {
         }
     }
 
-    /// Base64 of 16-bit little-endian samples.
-    private static func pcm16(_ event: EventFields, _ key: String) throws(ProtocolError) -> [Int16] {
+    private static func base64(_ event: EventFields, _ key: String) throws(ProtocolError) -> [UInt8] {
         let text = try event.requiredString(key)
         guard let bytes = Base64.decode(text.utf8) else { throw event.invalid(key, "is not valid base64") }
-        guard bytes.count % 2 == 0 else {
-            throw event.invalid(key, "must hold whole 16-bit samples, got \(bytes.count) bytes")
-        }
-        return bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }
+        return bytes
     }
 }

@@ -3,9 +3,10 @@ import JSON
 /// The fields a `session.update` sets; nil leaves a setting as it is.
 ///
 /// Both API generations' shapes are read, whichever dialect the connection speaks: the GA nesting
-/// (`output_modalities`, `audio.input.format` as `{"type":"audio/pcm","rate":24000}`,
-/// `audio.input.turn_detection`, `audio.output.voice`, `max_output_tokens`) and the beta's flat
-/// fields (`modalities`, `input_audio_format: "pcm16"`, `turn_detection`, `voice`,
+/// (`output_modalities`, `audio.input.format` as `{"type":"audio/pcm","rate":24000}` or
+/// `{"type":"audio/pcmu"}`, `audio.input.turn_detection`, `audio.output.voice`,
+/// `max_output_tokens`) and the beta's flat fields (`modalities`, `input_audio_format: "pcm16"`
+/// or `"g711_ulaw"`, `turn_detection`, `voice`,
 /// `max_response_output_tokens`), and `tools` with `tool_choice`. Fields Parley does not act on (temperature, transcription
 /// and noise-reduction settings, `semantic_vad`'s eagerness) are accepted and ignored, so SDK
 /// defaults do not fail.
@@ -135,7 +136,8 @@ public struct SessionUpdate: Sendable, Equatable {
         return voice
     }
 
-    /// A format as the beta's string (`"pcm16"`) or the GA's object (`{"type":"audio/pcm","rate":24000}`).
+    /// A format as the beta's string (`"pcm16"`, `"g711_ulaw"`) or the GA's object
+    /// (`{"type":"audio/pcm","rate":24000}`, `{"type":"audio/pcmu"}`, whose rate may be given as 8000).
     private static func format(_ fields: EventFields, _ key: String) throws(ProtocolError) -> RealtimeAudioFormat? {
         if let object = try? fields.object(key) {
             let type = try object.requiredString("type")
@@ -143,10 +145,10 @@ public struct SessionUpdate: Sendable, Equatable {
             switch type {
             case "audio/pcm": format = .pcm16
             case "audio/opus": format = .opus
-            case "audio/pcmu", "audio/pcma":
-                throw object.invalid("type", "'\(type)' is not supported by Parley; use 'audio/pcm'")
+            case "audio/pcmu": format = .pcmu
+            case "audio/pcma": format = .pcma
             default:
-                throw object.invalid("type", "must be 'audio/pcm' (or 'audio/opus' on /ws), got '\(type)'")
+                throw object.invalid("type", "must be 'audio/pcm', 'audio/pcmu' or 'audio/pcma' (or 'audio/opus' on /ws), got '\(type)'")
             }
             if let rate = try object.integer("rate", in: 1...1_000_000), rate != format.sampleRate {
                 throw object.invalid("rate", "must be \(format.sampleRate) for \(type), got \(rate)")
@@ -157,8 +159,9 @@ public struct SessionUpdate: Sendable, Equatable {
         switch name {
         case "pcm16": return .pcm16
         case "opus": return .opus
-        case "g711_ulaw", "g711_alaw": throw fields.invalid(key, "'\(name)' is not supported by Parley; use 'pcm16'")
-        default: throw fields.invalid(key, "must be 'pcm16' (or 'opus' on /ws), got '\(name)'")
+        case "g711_ulaw": return .pcmu
+        case "g711_alaw": return .pcma
+        default: throw fields.invalid(key, "must be 'pcm16', 'g711_ulaw' or 'g711_alaw' (or 'opus' on /ws), got '\(name)'")
         }
     }
 

@@ -12,7 +12,7 @@ public enum TranscriptionEvent: Sendable, Equatable {
 
 /// One turn being recognised: audio goes in as it arrives, `finish` at speech_stopped.
 public protocol TranscriptionSession: AnyObject {
-    /// 16 kHz mono samples, the engine's audio.
+    /// Mono samples at the rate the turn began with, the engine's audio.
     func append(_ samples: [Int16])
     /// The turn is over: produce the final text.
     func finish()
@@ -26,5 +26,7 @@ public protocol TranscriptionSession: AnyObject {
 /// then audio turns reach the model as their duration.
 public protocol Transcriber: Sendable {
     var name: String { get }
-    func begin(on loop: EventLoop, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession
+    /// A turn whose audio comes at `sampleRate` (16,000, or 8,000 from G.711): a recogniser that
+    /// needs another rate converts it itself, so audio is resampled only where it must be.
+    func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession
 }
