@@ -38,6 +38,7 @@ test: deps
 	$(SWIFT) test --skip-build
 	scripts/realtime-sdk-test.sh
 	scripts/agents-sdk-test.sh
+	scripts/twilio-carrier-test.sh
 	$(MAKE) e2e
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a

@@ -77,63 +77,34 @@ struct VoiceCommand: ParsableCommand {
         let speech = try CodecInput(wavPath: input, profile: opus, bitrate: bitrate)
         let silence = try speech.silencePacket()
         let packets = speech.packets + Array(repeating: silence, count: Int((pause * 50).rounded()))
-        let before: ServerMetrics
-        do { before = try ServerMetrics.fetch(from: target) } catch { throw LoadFailure.unreachable(error, target) }
         print("parley-load voice: \(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking \(input) (\(Format.fixed(speech.seconds, 1)) s and \(Format.fixed(pause, 1)) s of silence, \(packets.count) Opus packets, \(opus.description) at \(speech.bitrate / 1000) kbit/s, looped)")
         Console.flush()
-
-        let cpuStart = CPUTime.ofSelf()
-        let run = try VoiceRun(.init(target: target, sessions: sessions, speaking: speaking, packets: packets,
-                                     connectTimeout: connectTimeout, sources: sources))
-        let progress = Progress()
-        run.connect(progress: progress)
-        run.startSpeakers()
-        run.stream(until: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(warmup), measuring: false, progress: progress)
-        // The scrapes run on their own thread while the frames keep going out on time.
-        let startFetch = BackgroundFetch(target)
-        let serverCPUStart = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let machineStart = MachineCPU.now()
-        let cpuMeasureStart = CPUTime.ofSelf()
-        let measureStart = MonotonicClock.nanoseconds()
-        run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
-        let measured = MonotonicClock.seconds(since: measureStart)
-        let cpuMeasured = CPUTime.ofSelf() - cpuMeasureStart
-        let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let steal = machineStart.flatMap { a in MachineCPU.now().map { $0.stealFraction(since: a) } }
-        let endFetch = BackgroundFetch(target)
-        run.stream(until: .max, measuring: false, progress: progress) { endFetch.isDone }
-        let start = startFetch.take(), end = endFetch.take()
-        var serverCPU: Double?
-        if let a = serverCPUStart, let b = serverCPUEnd { serverCPU = b - a } else if let a = start?.cpuSeconds, let b = end?.cpuSeconds { serverCPU = b - a }
-        // Every frame sent, against every frame the server processed, once it has had a second to
-        // catch up: the frames it dropped or never got to.
-        run.stopSpeaking()
-        run.stream(until: MonotonicClock.nanoseconds() + 1_000_000_000, measuring: false, progress: progress)
-        let final = try? ServerMetrics.fetch(from: target, timeoutSeconds: 30)
-        progress.finish()
-        run.pool.closeAll()
-
-        let summary = VoiceSummary(target: target, opus: opus, bitrate: speech.bitrate, sessions: sessions, speakingAsked: speaking, speaking: run.speaking,
-                                   ready: run.ready, before: before, start: start, end: end, measuredSeconds: measured,
-                                   framesSent: run.framesSentMeasuring, framesSentInAll: run.framesSent, final: final,
-                                   sendLateness: run.sendLateness,
-                                   speechStarted: run.speechStarted, speechStopped: run.speechStopped,
-                                   responsesDone: run.responsesDone, errors: run.errors,
-                                   serverCores: serverCPU.map { $0 / measured }, steal: steal,
-                                   clientCores: cpuMeasured.total / measured, clientCPU: CPUTime.ofSelf() - cpuStart)
+        let summary = try VoiceMeasurement(target: target, warmup: warmup, duration: duration, serverPid: serverPid)
+            .run(.init(target: target, sessions: sessions, speaking: speaking, packets: packets, connectTimeout: connectTimeout, sources: sources),
+                 describe: { VoiceSummary.Run(kind: "voice", detail: "Opus \(opus.rawValue) \(speech.bitrate / 1000) kbit/s", sessions: sessions, speakingAsked: speaking,
+                                              fields: [("opus", .string(opus.rawValue)), ("opus_bitrate", .int(speech.bitrate))]) })
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
         if !summary.passed { throw ExitCode.failure }
     }
 }
 
-/// What `voice` measured, as text and JSON.
+/// What `voice` (or `calls`) measured, as text and JSON.
 struct VoiceSummary {
+    /// What was run: `voice` or `calls`, the audio it streamed, and what was asked for.
+    struct Run {
+        let kind: String
+        let detail: String
+        let sessions: Int
+        let speakingAsked: Int
+        /// More for the JSON report (the Opus profile and bitrate, which the report's tables read).
+        var fields: [(String, JSON)] = []
+    }
+
     let target: LoadTarget
-    let opus: OpusProfile
-    let bitrate: Int
-    let sessions: Int
-    let speakingAsked: Int
+    let run: Run
+    /// Sessions that sent a frame every 20 ms (for calls, the silent ones too).
+    let streams: Int
     let speaking: Int
     let ready: Int
     let before: ServerMetrics
@@ -172,8 +143,8 @@ struct VoiceSummary {
 
     var problems: [String] {
         var out: [String] = []
-        if ready < sessions { out.append("only \(ready) of \(sessions) sessions became ready") }
-        if speaking < speakingAsked { out.append("only \(speaking) of \(speakingAsked) speakers could start") }
+        if ready < run.sessions { out.append("only \(ready) of \(run.sessions) sessions became ready") }
+        if speaking < run.speakingAsked { out.append("only \(speaking) of \(run.speakingAsked) speakers could start") }
         guard let lag, let p99 = lag.percentileBound(99) else { return out + ["no server lag measured (is this a Parley server with /ws?)"] }
         if p99 > Self.lagBudget { out.append("the server's p99 lag behind real time is \(lag.formatPercentile(99)), over the \(Int(Self.lagBudget * 1000)) ms budget") }
         if let processed = framesProcessed, processed < framesSentInAll {
@@ -211,10 +182,10 @@ struct VoiceSummary {
     }
 
     var text: String {
-        var lines = ["", "== voice  (\(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking Opus in real time, \(opus.rawValue) \(bitrate / 1000) kbit/s)"]
-        lines.append(Format.row("sessions ready", "\(Format.grouped(ready)) of \(Format.grouped(sessions))"))
-        let expected = Double(speaking) * 50 * measuredSeconds
-        lines.append(Format.row("frames sent", "\(Format.grouped(framesSent)) in \(Format.fixed(measuredSeconds, 1)) s = \(Format.grouped(Int(Double(framesSent) / measuredSeconds))) /s  (real time for \(speaking) speakers: \(Format.grouped(Int(expected / measuredSeconds))) /s)"))
+        var lines = ["", "== \(run.kind)  (\(Format.grouped(run.sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking in real time, \(run.detail))"]
+        lines.append(Format.row("sessions ready", "\(Format.grouped(ready)) of \(Format.grouped(run.sessions))"))
+        let expected = Double(streams) * 50 * measuredSeconds
+        lines.append(Format.row("frames sent", "\(Format.grouped(framesSent)) in \(Format.fixed(measuredSeconds, 1)) s = \(Format.grouped(Int(Double(framesSent) / measuredSeconds))) /s  (real time for \(streams) streams: \(Format.grouped(Int(expected / measuredSeconds))) /s)"))
         let h = sendLateness
         lines.append(Format.row("client sends", h.count == 0 ? "none measured" : "late against the 20 ms schedule by p50 \(LatencyRecorder.format(nanoseconds: h.percentile(50)))  p99 \(LatencyRecorder.format(nanoseconds: h.percentile(99)))  max \(LatencyRecorder.format(nanoseconds: h.maximum))"))
         if let lag {
@@ -235,7 +206,7 @@ struct VoiceSummary {
         lines.append(Format.row("client CPU", "\(Format.fixed(clientCores, 2)) of \(Cores.online) cores while measuring  (\(Format.fixed(clientCPU.total, 2)) s over the run)"))
         if let steal { lines.append(Format.row("steal", "\(Format.fixed(steal * 100, 1)) % of the machine's CPU time went to other guests of its host while measuring")) }
         lines.append("")
-        lines.append(passed ? "PASS: every speaking session streamed in real time, server p99 lag within \(Int(Self.lagBudget * 1000)) ms" : "FAIL: " + problems.joined(separator: "; "))
+        lines.append(passed ? "PASS: every stream went in real time, server p99 lag within \(Int(Self.lagBudget * 1000)) ms" : "FAIL: " + problems.joined(separator: "; "))
         return lines.joined(separator: "\n")
     }
 
@@ -251,13 +222,14 @@ struct VoiceSummary {
         let lateness: JSON = .object([("p50", .number(Double(sendLateness.percentile(50)))), ("p99", .number(Double(sendLateness.percentile(99)))),
                                       ("max", .number(Double(sendLateness.maximum)))])
         let run: [(String, JSON)] = [
-            ("command", .string("voice")),
+            ("command", .string(run.kind)),
             ("url", .string(target.url)),
-            ("sessions", .int(sessions)),
+            ("sessions", .int(run.sessions)),
             ("ready", .int(ready)),
             ("speaking", .int(speaking)),
-            ("opus", .string(opus.rawValue)),
-            ("opus_bitrate", .int(bitrate)),
+            ("streams", .int(streams)),
+            ("audio", .string(run.detail)),
+        ] + run.fields + [
             ("measured_seconds", .number(measuredSeconds)),
             ("frames_sent", .int(framesSent)),
             ("frames_sent_in_all", .int(framesSentInAll)),

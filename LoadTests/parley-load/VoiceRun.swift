@@ -7,6 +7,11 @@ import Glibc
 /// (one 20 ms packet every 20 ms, looping a real speech recording), so the server decodes, resamples
 /// and runs every frame through VAD and turn-taking. The others stay idle. The client times its own
 /// sends against the schedule; the server's lag behind real time comes from its /metrics.
+///
+/// With `calls`, the sessions are phone calls on a Twilio Media Streams endpoint instead: each
+/// announces itself (`connected`, `start`) when it opens, and every call streams a JSON `media`
+/// message every 20 ms, as a carrier does whether anyone speaks or not: K of them the recording,
+/// the rest silence.
 final class VoiceRun: ConnectionEvents {
     struct Settings {
         let target: LoadTarget
@@ -15,11 +20,20 @@ final class VoiceRun: ConnectionEvents {
         let packets: [[UInt8]]
         let connectTimeout: Double
         let sources: Int
+        var calls: Calls?
     }
 
-    /// One speaking session's place in the recording and in time.
+    /// What makes the sessions phone calls: the messages that open one, and the silence the
+    /// callers who are not speaking stream.
+    struct Calls {
+        let opening: (Int) -> [[UInt8]]
+        let silence: [UInt8]
+    }
+
+    /// One streaming session's place in its recording (or silence) and in time.
     private struct Speaker {
         let connection: ClientConnection
+        let silent: Bool
         var packet: Int
         var due: UInt64
     }
@@ -69,14 +83,19 @@ final class VoiceRun: ConnectionEvents {
         let now = MonotonicClock.nanoseconds()
         var random = FastRandom()
         let ready = pool.openConnections.filter { created.contains($0.slot) }
-        for (i, connection) in ready.prefix(settings.speaking).enumerated() {
-            let phase = Self.frameNanoseconds * UInt64(i) / UInt64(max(1, settings.speaking))
-            speakers.append(Speaker(connection: connection, packet: Int(random.next() % UInt64(settings.packets.count)), due: now + phase))
+        let streaming = settings.calls == nil ? Array(ready.prefix(settings.speaking)) : ready
+        for (i, connection) in streaming.enumerated() {
+            let phase = Self.frameNanoseconds * UInt64(i) / UInt64(max(1, streaming.count))
+            speakers.append(Speaker(connection: connection, silent: i >= settings.speaking,
+                                    packet: Int(random.next() % UInt64(settings.packets.count)), due: now + phase))
         }
-        speaking = speakers.count
+        speaking = min(settings.speaking, speakers.count)
+        streams = speakers.count
     }
 
     private(set) var speaking = 0
+    /// Sessions sending a frame every 20 ms: the speakers, and for calls the silent ones too.
+    private(set) var streams = 0
 
     /// The speakers fall silent (the sessions stay open).
     func stopSpeaking() { speakers.removeAll() }
@@ -102,7 +121,11 @@ final class VoiceRun: ConnectionEvents {
         for i in speakers.indices where speakers[i].due <= now {
             let speaker = speakers[i]
             guard speaker.connection.isOpen else { continue }
-            settings.packets[speaker.packet].withUnsafeBytes { pool.sendFrame(ClientFrame.binary, $0, on: speaker.connection) }
+            if let calls = settings.calls {
+                (speaker.silent ? calls.silence : settings.packets[speaker.packet]).withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: speaker.connection) }
+            } else {
+                settings.packets[speaker.packet].withUnsafeBytes { pool.sendFrame(ClientFrame.binary, $0, on: speaker.connection) }
+            }
             framesSent += 1
             if measuring { sendLateness.record(now - speaker.due) }
             speakers[i].packet = (speaker.packet + 1) % settings.packets.count
@@ -111,6 +134,13 @@ final class VoiceRun: ConnectionEvents {
     }
 
     // MARK: Events
+
+    /// A call is ready once it has said who it is; a Realtime session when it says session.created.
+    func opened(_ connection: ClientConnection, in pool: ConnectionPool) {
+        guard let calls = settings.calls else { return }
+        for message in calls.opening(connection.slot) { message.withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: connection) } }
+        created.insert(connection.slot)
+    }
 
     func received(_ opcode: UInt8, _ payload: UnsafeRawBufferPointer, on connection: ClientConnection, in pool: ConnectionPool) {
         guard opcode == ClientFrame.text else { return }

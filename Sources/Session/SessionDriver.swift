@@ -1,4 +1,5 @@
 import Codec
+import JSON
 import Logging
 import Server
 import Loop
@@ -18,12 +19,15 @@ protocol SessionWire: AnyObject {
     /// How far into a reply the listener has heard, when the wire knows better than the pace of
     /// sending does (a carrier's marks); nil: estimate it from the pace.
     func heardMs(of responseID: String) -> Int?
+    /// A reply's speech was stopped (a barge-in, a cancel): what is queued at the listener should go.
+    func speechStopped(responseID: String, on socket: WebSocket)
     /// Names the endpoint in the session's log lines.
     var endpointName: String { get }
 }
 
 extension SessionWire {
     func heardMs(of responseID: String) -> Int? { nil }
+    func speechStopped(responseID: String, on socket: WebSocket) {}
 }
 
 /// One session on one connection: the `SessionEngine` and the work its actions start (model
@@ -100,6 +104,22 @@ final class SessionDriver {
     }
 
     func handle(_ input: SessionInput) { perform(engine.handle(input)) }
+
+    /// The next reply is `text`, word for word, instead of the model's: a call's greeting.
+    func say(_ text: String) {
+        scriptedReply = text
+        if case .event(let event)? = try? ClientMessage.parse(#"{"type":"response.create"}"#) { handle(.client(event)) }
+    }
+
+    /// A user turn that did not come as audio (a keypress), added to the conversation and answered.
+    func userSaid(_ text: String) {
+        let item = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"# + JSON.quoted(text) + "}]}}"
+        for message in [item, #"{"type":"response.create"}"#] {
+            if case .event(let event)? = try? ClientMessage.parse(message) { handle(.client(event)) }
+        }
+    }
+
+    private var scriptedReply: String?
 
     /// An event of this session's (its id from the engine's sequence), for the wire to write.
     func event(_ kind: ServerEvent.Kind) -> ServerEvent { engine.event(kind) }
@@ -199,6 +219,12 @@ final class SessionDriver {
                 metrics.record(event)
                 timeTurnTaking(event)
                 if case .responseDone(let response) = event.kind, let usage = response.usage { tokensSpent += usage.totalTokens }
+            case .startModel(let id, _, _) where scriptedReply != nil:
+                let call = PacedReply(events: BuiltinModel.words(scriptedReply ?? "").map { .delta($0) }, reason: .stop, interval: 0,
+                                      loop: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
+                scriptedReply = nil
+                calls[id] = call
+                call.start()
             case .startModel(let id, let messages, let options):
                 let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
@@ -263,6 +289,8 @@ final class SessionDriver {
         case .stop(let id):
             guard let output = speechOutputs.removeValue(forKey: id) else { return }
             let (played, heard) = output.stop(heardMs: wire?.heardMs(of: id))
+            wire?.speechStopped(responseID: id, on: socket)
+            sessionLog.debug("reply interrupted", metadata: ["session": "\(engine.sessionID)", "response": "\(id)", "heard_ms": "\(played)"])
             speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played, heard: heard))
         }
     }
@@ -306,6 +334,10 @@ final class SessionDriver {
         if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         if case .final = event, let stopped = speechStoppedAt {
             SpeechMetrics.shared.transcription.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped)
+        }
+        // What the user said is theirs: logged only at debug, for tracing a conversation.
+        if case .final(let text) = event {
+            sessionLog.debug("transcript", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
         }
         if case .failed(let error) = event {
             sessionLog.warning("transcription failed", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "error": "\(error.message)"])

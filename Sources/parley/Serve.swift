@@ -29,6 +29,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Access")
     var access: AccessOptions
 
+    @OptionGroup(title: "Telephony")
+    var telephony: TelephonyOptions
+
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("PEM CA certificates trusted for https LLM upstreams, besides the system store (PARLEY_UPSTREAM_CA).", valueName: "file"))
     var upstreamCAFlag: String?
     var upstreamCA: String? { upstreamCAFlag ?? Environment.string("PARLEY_UPSTREAM_CA") }
@@ -88,6 +91,7 @@ struct Serve: ParsableCommand {
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
                                         access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits())
         sessions.install(on: &routes)
+        TwilioEndpoint(sessions: sessions, settings: try telephony.settings()).install(on: &routes)
 
         let server: Server
         do {

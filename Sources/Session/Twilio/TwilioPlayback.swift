@@ -60,9 +60,9 @@ struct TwilioPlayback {
         return dropped
     }
 
-    /// A reply is over (finished or cut): its positions are no longer needed.
-    mutating func forget(_ responseID: String) {
-        sentMs[responseID] = nil
-        heardMs[responseID] = nil
+    /// A new reply began: earlier replies' positions are no longer needed.
+    mutating func forgetAll(except responseID: String) {
+        sentMs = sentMs.filter { $0.key == responseID }
+        heardMs = heardMs.filter { $0.key == responseID }
     }
 }

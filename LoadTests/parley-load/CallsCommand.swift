@@ -1,0 +1,100 @@
+import ArgumentParser
+import Codec
+import JSON
+import Loop
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parley-load calls`: phone calls on a Twilio Media Streams endpoint, every one streaming.
+struct CallsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "calls",
+        abstract: "Hold N phone calls on /twilio, every one streaming µ-law media every 20 ms as a carrier does, a share of them speech; measure how far the server runs behind real time.",
+        discussion: """
+            Each call opens as Twilio's do (connected, then start with a streamSid) and then sends one JSON \
+            media message every 20 ms: 160 bytes of 8 kHz µ-law in base64, the recording given with --input \
+            (resampled and G.711-encoded here) for the --talking share of the calls, silence for the rest. \
+            So the server parses JSON and base64 and runs VAD on every frame of every call; the codec is a \
+            table lookup. The server's lag is its parley_audio_input_lag_seconds over the measured window, \
+            against the same 5 ms p99 budget as `voice`. One client process.
+            """)
+
+    @Argument(help: "Calls to open (one process: at most about 19,000).")
+    var calls: Int
+
+    @Option(help: "The share of calls speaking at any moment (the rest stream silence).")
+    var talking = 0.2
+
+    @Option(help: "The Media Streams endpoint; loopback addresses only.")
+    var url = "ws://127.0.0.1:8080/twilio"
+
+    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
+    var ca: String?
+
+    @Option(help: "Speech to stream (WAV, any rate, mono or stereo).")
+    var input: String
+
+    @Option(help: "Seconds of silence streamed after each pass through the recording, so that VAD ends a turn there.")
+    var pause = 1.0
+
+    @Option(help: "Seconds of streaming before measuring starts.")
+    var warmup = 5.0
+
+    @Option(help: "Seconds measured.")
+    var duration = 20.0
+
+    @Option(help: "Seconds allowed for every call to open.")
+    var connectTimeout = 60.0
+
+    @Option(help: "Source addresses to connect from: 127.0.0.2 up to 127.0.0.(1 + K).")
+    var sources = 16
+
+    @Option(help: "The server's process id, to read its CPU from /proc (for a server whose /metrics does not say).")
+    var serverPid: Int32?
+
+    @Option(help: "Also write the summary as JSON to this file.")
+    var json: String?
+
+    func validate() throws {
+        guard (1...19_000).contains(calls) else { throw ValidationError("calls must be 1...19000 (one client process)") }
+        guard (0...1).contains(talking) else { throw ValidationError("--talking is a share, 0...1") }
+        guard warmup >= 0, warmup <= 600, duration > 0, duration <= 3600 else { throw ValidationError("--warmup 0...600 and --duration (0, 3600]") }
+    }
+
+    func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let target = try LoadTarget(url, caFile: ca)
+        DescriptorLimit.raiseToHard()
+        let wav = try WAVFile.read(path: input)
+        let mono = stride(from: 0, to: wav.samples.count, by: wav.channels).map { wav.samples[$0] }
+        let phone = try Resampler(from: wav.sampleRate, to: G711.sampleRate, quality: .desktop).process(mono)
+        let ulaw = G711.encode(phone, .muLaw)
+        let chunks = stride(from: 0, to: ulaw.count - 159, by: 160).map { Array(ulaw[$0..<($0 + 160)]) }
+            + Array(repeating: [UInt8](repeating: 0xFF, count: 160), count: Int((pause * 50).rounded()))
+        let packets = chunks.map(Self.media)
+        let speaking = Int((Double(calls) * talking).rounded())
+        print("parley-load calls: \(Format.grouped(calls)) calls to \(target), \(Format.grouped(speaking)) talking \(input) (\(Format.fixed(Double(phone.count) / 8000, 1)) s and \(Format.fixed(pause, 1)) s of silence, looped), the rest streaming silence; 50 media messages a second each")
+        Console.flush()
+        var settings = VoiceRun.Settings(target: target, sessions: calls, speaking: speaking, packets: packets, connectTimeout: connectTimeout, sources: sources)
+        settings.calls = VoiceRun.Calls(opening: Self.opening, silence: Self.media([UInt8](repeating: 0xFF, count: 160)))
+        let summary = try VoiceMeasurement(target: target, warmup: warmup, duration: duration, serverPid: serverPid)
+            .run(settings, describe: { VoiceSummary.Run(kind: "calls", detail: "µ-law 8 kHz, JSON + base64 media every 20 ms on every call", sessions: calls, speakingAsked: speaking) })
+        print(summary.text)
+        if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
+        if !summary.passed { throw ExitCode.failure }
+    }
+
+    /// A `media` message as Twilio sends it. The chunk and timestamp fields are the same in every
+    /// copy (the server does not read them), so one encoding serves every call.
+    static func media(_ chunk: [UInt8]) -> [UInt8] {
+        Array(#"{"event":"media","sequenceNumber":"3","media":{"track":"inbound","chunk":"1","timestamp":"20","payload":"\#(Base64.encode(chunk))"},"streamSid":"MZload"}"#.utf8)
+    }
+
+    /// `connected` and `start`, as Twilio opens a stream.
+    static func opening(_ slot: Int) -> [[UInt8]] {
+        let sid = "MZ\(slot)"
+        return [Array(#"{"event":"connected","protocol":"Call","version":"1.0.0"}"#.utf8),
+                Array(#"{"event":"start","sequenceNumber":"1","start":{"accountSid":"ACload","streamSid":"\#(sid)","callSid":"CA\#(slot)","tracks":["inbound"],"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1},"customParameters":{}},"streamSid":"\#(sid)"}"#.utf8)]
+    }
+}
