@@ -111,8 +111,7 @@ round_trip http --tools -- --llm anthropic --llm-base-url "http://127.0.0.1:$moc
 
 # Telephone audio: espeak-ng's speech as 8 kHz µ-law (sox), through the SDK in audio/pcmu both ways
 # at real-time pace, against the server's defaults (pocketsphinx hears it, espeak-ng answers).
-espeak-ng -v en-us -s 140 -w "$WORK/said.wav" "Good morning" || die "espeak-ng could not make the speech" 2
-sox "$WORK/said.wav" -r 8000 -c 1 -e u-law -t raw "$WORK/said.ulaw" || die "sox could not make µ-law (apt-get install sox)" 2
+ulaw_speech "Good morning" "$WORK/said.ulaw"
 round_trip http --g711 "$WORK/said.ulaw"
 
 say "passed over ws and wss, tools and G.711 included (openai $OPENAI_VERSION)"
