@@ -121,6 +121,18 @@ class Session:
                           f"{error.get('message')}" if ok else f"got {short(data)}")
 
 
+async def response_events(s: Session, during: str) -> typing.AsyncIterator[tuple[dict[str, Any], Any]]:
+    """Events as `next_event` gives them, through the next `response.done` (the last); an `error`
+    event aborts."""
+    while True:
+        data, parsed = await s.next_event("response.done")
+        if data.get("type") == "error":
+            raise Abort(f"error during {during}: {short(data)}")
+        yield data, parsed
+        if data.get("type") == "response.done":
+            return
+
+
 async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     c = s.checks
     n = s.name
@@ -171,18 +183,13 @@ async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     seen: list[str] = []
     deltas: list[str] = []
     done_text = None
-    while True:
-        data, parsed = await s.next_event("response.done")
+    async for data, parsed in response_events(s, "the response"):
         kind = data.get("type")
         seen.append(kind)
-        if kind == "error":
-            raise Abort(f"error during the response: {short(data)}")
         if kind == text_delta:
             deltas.append(getattr(parsed, "delta", None) or "")
         elif kind == text_done:
             done_text = data.get("text")
-        elif kind == "response.done":
-            break
     response = data.get("response") or {}
     text = "".join(deltas)
     # The assistant item is announced right after response.output_item.added (GA: conversation.item.added,
@@ -262,12 +269,9 @@ async def g711_round_trip(s: Session, *, ga: bool, model: str, speech: bytes) ->
     deltas: list[bytes] = []
     transcript = None
     cancelled = False
-    while True:
-        data, _ = await s.next_event("response.done")
+    async for data, _ in response_events(s, "the G.711 turn"):
         kind = data.get("type")
         seen.append(kind)
-        if kind == "error":
-            raise Abort(f"error during the G.711 turn: {short(data)}")
         if kind == "conversation.item.input_audio_transcription.completed":
             transcript = data.get("transcript")
         if kind == "response.output_audio.delta":
@@ -275,8 +279,6 @@ async def g711_round_trip(s: Session, *, ga: bool, model: str, speech: bytes) ->
             if len(deltas) == 50 and not cancelled:
                 await s.conn.response.cancel()
                 cancelled = True
-        if kind == "response.done":
-            break
     turn = ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]
     c.check(f"{n}: the µ-law turn was heard (speech_started, speech_stopped, committed)", [k for k in seen if k in turn] == turn, " ".join(seen[:6]))
     # pocketsphinx hears espeak-ng poorly, through the telephone band more so ("What is the weather
