@@ -3,7 +3,8 @@
 # against a Parley server started here on loopback: a RealtimeAgent with a function_tool, run by
 # RealtimeRunner on the SDK's own WebSocket model pointed at Parley by its `url` option. Parley's
 # model is `parley mock-llm` (started here too), which calls a declared tool when the prompt names
-# it and answers with the tool's output. The checks themselves are in scripts/agents_sdk_client.py.
+# it and answers with the tool's output. Then the SDK's telephony settings (G.711 µ-law both ways,
+# as its Twilio example sets them) with spoken µ-law. The checks are in scripts/agents_sdk_client.py.
 #
 # Usage:
 #   scripts/agents-sdk-test.sh                                # uses .build/debug/parley
@@ -78,6 +79,18 @@ if [[ $status -ne 0 ]]; then
     [[ $status -eq 124 ]] && die "the Agents SDK client did not finish within 120 s"
     die "Agents SDK round trip against Parley failed (exit $status; see the FAIL lines above)"
 fi
+
+# The SDK's telephony settings (its Twilio example's g711_ulaw and semantic VAD, with the agent's
+# instructions) and µ-law speech through send_audio, against the same server (pocketsphinx hears
+# the caller, mock-llm answers, espeak-ng speaks it as µ-law).
+ulaw_speech "Good morning" "$WORK/said.ulaw"
+timeout 120 "$VENV/bin/python" scripts/agents_sdk_client.py --url "ws://127.0.0.1:$port/v1/realtime?model=gpt-realtime" \
+    --timeout "$AGENTS_TIMEOUT" --g711 "$WORK/said.ulaw" || status=$?
+if [[ $status -ne 0 ]]; then
+    logs
+    [[ $status -eq 124 ]] && die "the Agents SDK telephony client did not finish within 120 s"
+    die "Agents SDK telephony round trip against Parley failed (exit $status; see the FAIL lines above)"
+fi
 kill -0 "$SERVER_PID" 2>/dev/null || { logs; die "the server died during the run"; }
 
-say "passed (openai-agents $AGENTS_VERSION)"
+say "passed, telephony included (openai-agents $AGENTS_VERSION)"

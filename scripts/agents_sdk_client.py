@@ -19,6 +19,14 @@ Every `error` event the server sent is printed as a note with the client event i
 may be `unknown_event` or `unsupported_event`. Every event the SDK could not validate against its
 models fails a check too.
 
+With `--g711 FILE` it runs the SDK's telephony settings instead, as its Twilio example sets them
+(`input_audio_format` and `output_audio_format` "g711_ulaw", semantic VAD, in
+`initial_model_settings`): the SDK sends them with the agent's instructions in one session.update,
+which must apply whole (session.updated shows the instructions and audio/pcmu both ways). Then
+FILE (raw 8 kHz µ-law speech) goes in through `session.send_audio` at real-time pace, and the
+reply (mock-llm's words, spoken by the server) must come back as µ-law: the SDK's `audio` events
+of 160 bytes. The run ends after a second of it.
+
 One line per check; the last line is `agents-sdk: N passed, M failed`. Exit status 0 only if none
 failed. Every wait is bounded; the whole run by `--timeout` seconds (default 20).
 """
@@ -144,6 +152,45 @@ def message_text(item: Any) -> str:
     return "".join((getattr(part, "text", None) or getattr(part, "transcript", None) or "") for part in getattr(item, "content", []) or [])
 
 
+PHONE_INSTRUCTIONS = "You are Parley's telephone test. Greet the caller and keep it short: this is a phone call."
+
+
+async def telephone(session: Any, model: RecordingModel, recorder: Recorder, speech: bytes, checks: Checks) -> None:
+    """The Twilio example's settings: one session.update with the formats and the instructions,
+    µ-law speech in through the SDK, µ-law speech back."""
+    updated = await recorder.wait_for("session.updated for each of the SDK's session.update events",
+                                      lambda: len(recorder.server_of_type("session.updated")) >= max(1, sum(m.get("type") == "session.update" for m in model.sent))
+                                      and recorder.server_of_type("session.updated"))
+    pcmu = {"type": "audio/pcmu"}
+    combined = [m for m in model.sent if m.get("type") == "session.update" and (m.get("session") or {}).get("instructions") == PHONE_INSTRUCTIONS
+                and (((m.get("session") or {}).get("audio") or {}).get("input") or {}).get("format") == pcmu]
+    checks.check("the SDK sent the g711_ulaw formats and the instructions in one session.update", bool(combined),
+                 short(combined[0]) if combined else "; ".join(short(m, 300) for m in model.sent if m.get("type") == "session.update"))
+    errors = recorder.server_of_type("error")
+    checks.check("the server took it whole: no error", not errors, short(errors))
+    session_json = updated[-1].get("session") or {}
+    audio = session_json.get("audio") or {}
+    formats = ((audio.get("input") or {}).get("format"), (audio.get("output") or {}).get("format"))
+    checks.check("session.updated shows the instructions", session_json.get("instructions") == PHONE_INSTRUCTIONS, repr(session_json.get("instructions")))
+    checks.check("session.updated shows audio/pcmu both ways and semantic_vad",
+                 formats == (pcmu, pcmu) and ((audio.get("input") or {}).get("turn_detection") or {}).get("type") == "semantic_vad", f"formats {formats!r}")
+
+    # The caller speaks, as Twilio's media would arrive: 20 ms of µ-law at a time, then silence.
+    chunk = 160
+    audio_in = speech + b"\xff" * 8000
+    started = time.monotonic()
+    for i, start in enumerate(range(0, len(audio_in), chunk)):
+        await session.send_audio(audio_in[start:start + chunk])
+        await asyncio.sleep(max(0.0, started + (i + 1) * 0.02 - time.monotonic()))
+    heard = await recorder.wait_for("the caller's turn transcribed", lambda: recorder.server_of_type("conversation.item.input_audio_transcription.completed"))
+    checks.check("the µ-law turn was heard and transcribed", bool(heard[0].get("transcript")), repr(heard[0].get("transcript")))
+    pieces = await recorder.wait_for("a second of the reply's audio", lambda: len(recorder.of_type("audio")) >= 50 and recorder.of_type("audio"))
+    sizes = sorted({len(e.audio.data) for e in pieces})
+    deltas = recorder.server_of_type("response.output_audio.delta")
+    checks.check("the reply comes as µ-law: audio events of 160 bytes (20 ms at 8 kHz)", sizes == [160] and len(deltas) >= 50,
+                 f"{len(pieces)} audio events, sizes {sizes}")
+
+
 async def run(args: argparse.Namespace, checks: Checks) -> None:
     deadline = time.monotonic() + args.timeout
     calls: list[dict[str, Any]] = []
@@ -159,14 +206,16 @@ async def run(args: argparse.Namespace, checks: Checks) -> None:
         return WEATHER
 
     agent = RealtimeAgent(name="Weather", instructions=INSTRUCTIONS, tools=[get_weather])
+    model_settings: dict[str, Any] = {"model_name": args.model, "output_modalities": ["text"]}
+    if args.g711:
+        # As the SDK's Twilio example (examples/realtime/twilio/twilio_handler.py) sets them.
+        agent = RealtimeAgent(name="Phone", instructions=PHONE_INSTRUCTIONS)
+        model_settings = {"model_name": args.model, "input_audio_format": "g711_ulaw", "output_audio_format": "g711_ulaw",
+                          "turn_detection": {"type": "semantic_vad", "interrupt_response": True, "create_response": True}}
     model = RecordingModel()
     runner = RealtimeRunner(agent, model=model)
     recorder = Recorder(deadline)
-    model_config = {
-        "url": args.url,
-        "api_key": "sk-parley-agents-test",
-        "initial_model_settings": {"model_name": args.model, "output_modalities": ["text"]},
-    }
+    model_config = {"url": args.url, "api_key": "sk-parley-agents-test", "initial_model_settings": model_settings}
 
     session = await runner.run(model_config=model_config)
     try:
@@ -178,7 +227,11 @@ async def run(args: argparse.Namespace, checks: Checks) -> None:
     consumer = asyncio.create_task(recorder.consume(session))
     try:
         checks.check("connected through the model config's url", True, args.url)
-        await conversation(session, model, recorder, calls, checks)
+        if args.g711:
+            with open(args.g711, "rb") as file:
+                await telephone(session, model, recorder, file.read(), checks)
+        else:
+            await conversation(session, model, recorder, calls, checks)
     except Abort as error:  # counted here, so that the report below knows a check failed
         checks.check("round trip", False, str(error))
     finally:
@@ -354,6 +407,7 @@ async def main() -> int:
     parser.add_argument("--url", required=True, help="ws://127.0.0.1:PORT/v1/realtime?model=gpt-realtime")
     parser.add_argument("--model", default="gpt-realtime")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds for the whole run")
+    parser.add_argument("--g711", metavar="FILE", help="the SDK's telephony settings instead, sending FILE (raw 8 kHz µ-law speech)")
     args = parser.parse_args()
 
     set_tracing_disabled(True)  # no trace uploads from this machine (client-side tracing only)

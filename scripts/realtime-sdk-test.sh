@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real round trip with the official openai Python SDK's realtime clients (GA, and beta while the
 # SDK has it) against a Parley server started here on loopback, over ws and then over wss (with a
-# CA made here by the openssl CLI). Run by `make test` after the
+# CA made here by the openssl CLI), and a spoken one in G.711 µ-law. Run by `make test` after the
 # Swift tests; the checks themselves are in scripts/realtime_sdk_client.py.
 #
 # Usage:
@@ -109,4 +109,9 @@ round_trip http --tools -- --llm openai --llm-base-url "http://127.0.0.1:$mock_p
 # ... and the same with the model upstream speaking Anthropic's Messages API (tool_use, tool_result).
 round_trip http --tools -- --llm anthropic --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
 
-say "passed over ws and wss, tools included (openai $OPENAI_VERSION)"
+# Telephone audio: espeak-ng's speech as 8 kHz µ-law (sox), through the SDK in audio/pcmu both ways
+# at real-time pace, against the server's defaults (pocketsphinx hears it, espeak-ng answers).
+ulaw_speech "Good morning" "$WORK/said.ulaw"
+round_trip http --g711 "$WORK/said.ulaw"
+
+say "passed over ws and wss, tools and G.711 included (openai $OPENAI_VERSION)"

@@ -11,6 +11,9 @@ client (`client.beta.realtime.connect`, `OpenAI-Beta: realtime=v1`) it connects,
 item, streams the reply to `response.done`, appends a second of silence and clears it, and sends
 malformed events (each must get an `error` event and leave the connection open).
 
+With `--g711 FILE` it instead speaks FILE (raw 8 kHz µ-law) in `audio/pcmu` both ways through the
+GA client and checks the turn, its transcript and the µ-law reply (see `g711_round_trip`).
+
 Every server event is also validated against the SDK's own pydantic model for its `type`, so a
 field Parley names or shapes differently from what the SDK declares fails a check here, even
 though the SDK's `recv()` itself would accept it (it builds models without validating).
@@ -118,6 +121,18 @@ class Session:
                           f"{error.get('message')}" if ok else f"got {short(data)}")
 
 
+async def response_events(s: Session, during: str) -> typing.AsyncIterator[tuple[dict[str, Any], Any]]:
+    """Events as `next_event` gives them, through the next `response.done` (the last); an `error`
+    event aborts."""
+    while True:
+        data, parsed = await s.next_event("response.done")
+        if data.get("type") == "error":
+            raise Abort(f"error during {during}: {short(data)}")
+        yield data, parsed
+        if data.get("type") == "response.done":
+            return
+
+
 async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     c = s.checks
     n = s.name
@@ -168,18 +183,13 @@ async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     seen: list[str] = []
     deltas: list[str] = []
     done_text = None
-    while True:
-        data, parsed = await s.next_event("response.done")
+    async for data, parsed in response_events(s, "the response"):
         kind = data.get("type")
         seen.append(kind)
-        if kind == "error":
-            raise Abort(f"error during the response: {short(data)}")
         if kind == text_delta:
             deltas.append(getattr(parsed, "delta", None) or "")
         elif kind == text_done:
             done_text = data.get("text")
-        elif kind == "response.done":
-            break
     response = data.get("response") or {}
     text = "".join(deltas)
     # The assistant item is announced right after response.output_item.added (GA: conversation.item.added,
@@ -226,6 +236,65 @@ async def round_trip(s: Session, *, ga: bool, model: str) -> None:
     await s.conn.input_audio_buffer.clear()
     await s.expect("input_audio_buffer.cleared")
     c.check(f"{n}: connection still open after the errors", True, "input_audio_buffer.clear answered")
+
+
+async def g711_round_trip(s: Session, *, ga: bool, model: str, speech: bytes) -> None:
+    """Telephone audio both ways (GA only): `audio/pcmu` in and out set in one session.update with
+    the instructions, spoken µ-law (8 kHz, made by espeak-ng and sox) appended through the SDK in
+    20 ms chunks at real-time pace, then a second of µ-law silence so server VAD ends the turn.
+    The turn must be heard (speech_started/stopped, a transcript), and the reply's audio must come
+    as µ-law deltas of 160 bytes (20 ms); after a second of it the reply is cancelled, as a caller
+    barging in would, which keeps the run short. The server needs a recogniser and a synthesiser."""
+    c = s.checks
+    n = s.name
+    await s.expect("session.created")
+    pcmu = {"type": "audio/pcmu"}
+    await s.conn.session.update(session={"type": "realtime", "instructions": INSTRUCTIONS, "output_modalities": ["audio"],
+                                         "audio": {"input": {"format": pcmu}, "output": {"format": pcmu}}})
+    data, _ = await s.expect("session.updated")
+    audio = (data.get("session") or {}).get("audio") or {}
+    formats = ((audio.get("input") or {}).get("format"), (audio.get("output") or {}).get("format"))
+    c.check(f"{n}: session.updated reports audio/pcmu both ways and the instructions",
+            formats == (pcmu, pcmu) and (data.get("session") or {}).get("instructions") == INSTRUCTIONS, f"formats {formats!r}")
+
+    chunk = 160  # 20 ms of 8 kHz µ-law
+    audio_in = speech + b"\xff" * 8000  # µ-law silence (0xFF is zero)
+    started = asyncio.get_running_loop().time()
+    for i, start in enumerate(range(0, len(audio_in), chunk)):
+        await s.conn.input_audio_buffer.append(audio=base64.b64encode(audio_in[start:start + chunk]).decode("ascii"))
+        # Real-time pace, as a phone line delivers it.
+        await asyncio.sleep(max(0.0, started + (i + 1) * 0.02 - asyncio.get_running_loop().time()))
+
+    seen: list[str] = []
+    deltas: list[bytes] = []
+    transcript = None
+    cancelled = False
+    async for data, _ in response_events(s, "the G.711 turn"):
+        kind = data.get("type")
+        seen.append(kind)
+        if kind == "conversation.item.input_audio_transcription.completed":
+            transcript = data.get("transcript")
+        if kind == "response.output_audio.delta":
+            deltas.append(base64.b64decode(data.get("delta") or ""))
+            if len(deltas) == 50 and not cancelled:
+                await s.conn.response.cancel()
+                cancelled = True
+    turn = ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]
+    c.check(f"{n}: the µ-law turn was heard (speech_started, speech_stopped, committed)", [k for k in seen if k in turn] == turn, " ".join(seen[:6]))
+    # pocketsphinx hears espeak-ng poorly, through the telephone band more so ("What is the weather
+    # like today", made so, comes back as "would it not with like it and any"); this comes through.
+    c.check(f"{n}: its transcript is the greeting", bool(transcript) and "morning" in transcript, f"heard {transcript!r}")
+    sizes = sorted({len(d) for d in deltas})
+    c.check(f"{n}: the reply came as response.output_audio.delta of 160 bytes (20 ms of µ-law)", len(deltas) >= 50 and sizes == [160],
+            f"{len(deltas)} deltas, {len(deltas) * 0.02:.2f} s, sizes {sizes}")
+    status = (data.get("response") or {}).get("status")
+    c.check(f"{n}: cancelled after a second of it: response.output_audio.done, response.done cancelled",
+            "response.output_audio.done" in seen and status == "cancelled", f"status {status!r}")
+    data, _ = await s.expect("conversation.item.truncated")
+    played = data.get("audio_end_ms")
+    # Sent paced to real time with a 200 ms lead: of the second received, about 800 ms had played.
+    c.check(f"{n}: conversation.item.truncated says how much was played", isinstance(played, int) and 600 <= played <= len(deltas) * 20,
+            f"audio_end_ms {played} of {len(deltas) * 20} ms sent")
 
 
 WEATHER_TOOL = {
@@ -349,7 +418,7 @@ async def client_secret_flow(checks: Checks, base_url: str, model: str, options:
 
 
 async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any], models: dict[str, type[pydantic.BaseModel]],
-                     *, ga: bool, model: str, timeout: float, tools: bool = False) -> None:
+                     *, ga: bool, model: str, timeout: float, tools: bool = False, speech: bytes | None = None) -> None:
     try:
         async with asyncio.timeout(timeout * 6):
             manager = open_manager()
@@ -362,7 +431,10 @@ async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any],
             s = Session(name, conn, models, checks, timeout)
             try:
                 checks.check(f"{name}: connected", True)
-                await (tool_round_trip if tools else round_trip)(s, ga=ga, model=model)
+                if speech is not None:
+                    await g711_round_trip(s, ga=ga, model=model, speech=speech)
+                else:
+                    await (tool_round_trip if tools else round_trip)(s, ga=ga, model=model)
             finally:
                 try:
                     await asyncio.wait_for(manager.__aexit__(None, None, None), timeout)
@@ -385,6 +457,7 @@ async def main() -> int:
     parser.add_argument("--ca", help="PEM CA certificate to trust for an https:// base URL (wss)")
     parser.add_argument("--client-secret", action="store_true", help="the ephemeral client-secret flow instead (the server must hold the key sk-parley-sdk-test)")
     parser.add_argument("--tools", action="store_true", help="a function-call round trip instead (the server's model must call tools: mock-llm)")
+    parser.add_argument("--g711", metavar="FILE", help="a spoken round trip in audio/pcmu instead, sending FILE (raw 8 kHz µ-law speech); GA only")
     args = parser.parse_args()
     # For wss: the websockets client verifies the server against this CA (and checks the name).
     options = {"ssl": ssl.create_default_context(cafile=args.ca)} if args.ca else {}
@@ -400,6 +473,14 @@ async def main() -> int:
         return 0 if checks.failed == 0 and checks.passed > 0 else 1
 
     client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
+    if args.g711:
+        with open(args.g711, "rb") as file:
+            speech = file.read()
+        await run_client(checks, "ga g711", lambda: client.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(GAEvent),
+                         ga=True, model=args.model, timeout=args.timeout, speech=speech)
+        print(f"sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
+        return 0 if checks.failed == 0 and checks.passed > 0 else 1
+
     await run_client(checks, "ga", lambda: client.realtime.connect(model=args.model, websocket_connection_options=options), models_by_type(GAEvent),
                      ga=True, model=args.model, timeout=args.timeout, tools=args.tools)
 

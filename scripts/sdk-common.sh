@@ -20,6 +20,13 @@ pinned_venv() {
     echo "$pins" > "$marker"
 }
 
+# ulaw_speech SENTENCE FILE: espeak-ng says SENTENCE, sox makes it raw 8 kHz G.711 µ-law in FILE
+# (what a phone line carries).
+ulaw_speech() {
+    espeak-ng -v en-us -s 140 -w "$2.wav" "$1" || die "espeak-ng could not make the speech" 2
+    sox "$2.wav" -r 8000 -c 1 -e u-law -t raw "$2" || die "sox could not make µ-law (Debian: apt-get install sox)" 2
+}
+
 # stop PID: TERM, up to 5 s, then KILL.
 stop() {
     local pid=$1

@@ -549,7 +549,8 @@ public struct SessionEngine: Sendable {
         case .final(let words):
             // Providers pad their text differently (an API's leading space); the user's message does not.
             let text = words.trimmed
-            emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text))
+            let spokenMs = conversation.entry(itemID)?.message.spokenMilliseconds ?? 0
+            emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text, audioSeconds: Double(spokenMs) / 1000))
             if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
             transcriptArrived(itemID, answer: true)
         case .failed(let error):

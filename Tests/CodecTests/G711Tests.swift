@@ -1,4 +1,4 @@
-import Codec
+@testable import Codec
 import Glibc
 import Testing
 import TestSupport
@@ -77,14 +77,14 @@ import TestSupport
         try WAVFile(sampleRate: 8000, channels: 1, samples: all).write(path: directory.path("all.wav"))
         let encodeStatus = try Subprocess.run(["sox", "-D", directory.path("all.wav"), "-t", "raw", "-e", encoding, "-b", "8", directory.path("all.g711")])
         try #require(encodeStatus == 0, "sox could not encode (is sox installed? scripts/install-deps.sh)")
-        let soxBytes = try directory.read("all.g711")
+        let soxBytes = try FileBytes.read(path: directory.path("all.g711"))
         let ours = G711.encode(all, law)
         #expect(soxBytes.count == ours.count)
         let differing = zip(soxBytes, ours).enumerated().filter { $0.element.0 != $0.element.1 }
         let first = differing.prefix(3).map { "\(all[$0.offset]): sox \($0.element.0), ours \($0.element.1)" }
         #expect(differing.isEmpty, "\(differing.count) samples differ, first \(first)")
 
-        try directory.write("bytes.g711", Array(UInt8.min...UInt8.max))
+        try FileBytes.write(Array(UInt8.min...UInt8.max), path: directory.path("bytes.g711"))
         let decodeStatus = try Subprocess.run(["sox", "-D", "-t", "raw", "-r", "8000", "-c", "1", "-e", encoding, "-b", "8", directory.path("bytes.g711"),
                                                "-t", "wav", "-e", "signed", "-b", "16", directory.path("bytes.wav")])
         try #require(decodeStatus == 0)
@@ -125,23 +125,4 @@ final class TemporaryDirectory {
     }
 
     func path(_ name: String) -> String { root + "/" + name }
-
-    func read(_ name: String) throws -> [UInt8] {
-        guard let file = fopen(path(name), "rb") else { throw TemporaryDirectory.Failure("cannot open \(name)") }
-        defer { fclose(file) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&buffer, 1, buffer.count, file)
-            if n <= 0 { break }
-            out += buffer[..<n]
-        }
-        return out
-    }
-
-    func write(_ name: String, _ bytes: [UInt8]) throws {
-        guard let file = fopen(path(name), "wb") else { throw TemporaryDirectory.Failure("cannot write \(name)") }
-        defer { fclose(file) }
-        guard fwrite(bytes, 1, bytes.count, file) == bytes.count else { throw TemporaryDirectory.Failure("short write to \(name)") }
-    }
 }

@@ -38,7 +38,9 @@ public struct ServerEvent: Sendable, Equatable {
         case responseDone(RealtimeResponse)
         /// What the recogniser has added to a spoken turn's transcript while the user speaks.
         case inputAudioTranscriptionDelta(itemID: String, contentIndex: Int, delta: String)
-        case inputAudioTranscriptionCompleted(itemID: String, contentIndex: Int, transcript: String)
+        /// The turn's words, and how long it was spoken for: the usage the Realtime API reports
+        /// for a transcription billed by duration (the SDKs require a `usage`).
+        case inputAudioTranscriptionCompleted(itemID: String, contentIndex: Int, transcript: String, audioSeconds: Double)
         case inputAudioTranscriptionFailed(itemID: String, contentIndex: Int, error: EventError)
         /// A spoken reply cut short (barge-in, cancel): the audio the client had been sent time
         /// to play, so it can drop the rest; the item's transcript stays whole.

@@ -90,8 +90,9 @@ extension ServerEvent {
             members += at.members + [("transcript", .string(transcript))]
         case .inputAudioTranscriptionDelta(let itemID, let index, let delta):
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("delta", .string(delta))]
-        case .inputAudioTranscriptionCompleted(let itemID, let index, let transcript):
-            members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("transcript", .string(transcript))]
+        case .inputAudioTranscriptionCompleted(let itemID, let index, let transcript, let seconds):
+            members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("transcript", .string(transcript)),
+                        ("usage", .object([("type", .string("duration")), ("seconds", .number(seconds))]))]
         case .inputAudioTranscriptionFailed(let itemID, let index, let error):
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("error", error.json)]
         case .conversationItemTruncated(let itemID, let index, let ms):
