@@ -29,60 +29,41 @@ struct CallsCommand: ParsableCommand {
     @Option(help: "The Media Streams endpoint; loopback addresses only.")
     var url = "ws://127.0.0.1:8080/twilio"
 
-    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
-    var ca: String?
+    @OptionGroup var stream: StreamOptions
 
-    @Option(help: "Speech to stream (WAV, any rate, mono or stereo).")
-    var input: String
 
-    @Option(help: "Seconds of silence streamed after each pass through the recording, so that VAD ends a turn there.")
-    var pause = 1.0
 
-    @Option(help: "Seconds of streaming before measuring starts.")
-    var warmup = 5.0
 
-    @Option(help: "Seconds measured.")
-    var duration = 20.0
 
-    @Option(help: "Seconds allowed for every call to open.")
-    var connectTimeout = 60.0
 
-    @Option(help: "Source addresses to connect from: 127.0.0.2 up to 127.0.0.(1 + K).")
-    var sources = 16
 
-    @Option(help: "The server's process id, to read its CPU from /proc (for a server whose /metrics does not say).")
-    var serverPid: Int32?
 
-    @Option(help: "Also write the summary as JSON to this file.")
-    var json: String?
+
 
     func validate() throws {
         guard (1...19_000).contains(calls) else { throw ValidationError("calls must be 1...19000 (one client process)") }
         guard (0...1).contains(talking) else { throw ValidationError("--talking is a share, 0...1") }
-        guard warmup >= 0, warmup <= 600, duration > 0, duration <= 3600 else { throw ValidationError("--warmup 0...600 and --duration (0, 3600]") }
     }
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let target = try LoadTarget(url, caFile: ca)
+        let target = try LoadTarget(url, caFile: stream.ca)
         DescriptorLimit.raiseToHard()
-        let wav = try WAVFile.read(path: input)
+        let wav = try WAVFile.read(path: stream.input)
         let mono = stride(from: 0, to: wav.samples.count, by: wav.channels).map { wav.samples[$0] }
         let phone = try Resampler(from: wav.sampleRate, to: G711.sampleRate, quality: .desktop).process(mono)
         let ulaw = G711.encode(phone, .muLaw)
         let chunks = stride(from: 0, to: ulaw.count - 159, by: 160).map { Array(ulaw[$0..<($0 + 160)]) }
-            + Array(repeating: [UInt8](repeating: 0xFF, count: 160), count: Int((pause * 50).rounded()))
+            + Array(repeating: [UInt8](repeating: 0xFF, count: 160), count: Int((stream.pause * 50).rounded()))
         let packets = chunks.map(Self.media)
         let speaking = Int((Double(calls) * talking).rounded())
-        print("parley-load calls: \(Format.grouped(calls)) calls to \(target), \(Format.grouped(speaking)) talking \(input) (\(Format.fixed(Double(phone.count) / 8000, 1)) s and \(Format.fixed(pause, 1)) s of silence, looped), the rest streaming silence; 50 media messages a second each")
+        print("parley-load calls: \(Format.grouped(calls)) calls to \(target), \(Format.grouped(speaking)) talking \(stream.input) (\(Format.fixed(Double(phone.count) / 8000, 1)) s and \(Format.fixed(stream.pause, 1)) s of silence, looped), the rest streaming silence; 50 media messages a second each")
         Console.flush()
-        var settings = VoiceRun.Settings(target: target, sessions: calls, speaking: speaking, packets: packets, connectTimeout: connectTimeout, sources: sources)
+        var settings = VoiceRun.Settings(target: target, sessions: calls, speaking: speaking, packets: packets, connectTimeout: stream.connectTimeout, sources: stream.sources)
         settings.calls = VoiceRun.Calls(opening: Self.opening, silence: Self.media([UInt8](repeating: 0xFF, count: 160)))
-        let summary = try VoiceMeasurement(target: target, warmup: warmup, duration: duration, serverPid: serverPid)
+        let summary = try stream.measurement(target)
             .run(settings, describe: { VoiceSummary.Run(kind: "calls", detail: "µ-law 8 kHz, JSON + base64 media every 20 ms on every call", sessions: calls, speakingAsked: speaking) })
-        print(summary.text)
-        if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
-        if !summary.passed { throw ExitCode.failure }
+        try stream.finish(summary)
     }
 
     /// A `media` message as Twilio sends it. The chunk and timestamp fields are the same in every

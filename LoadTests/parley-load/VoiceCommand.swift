@@ -30,11 +30,9 @@ struct VoiceCommand: ParsableCommand {
     @Option(help: "The /ws endpoint; loopback addresses only.")
     var url = "ws://127.0.0.1:8080/ws"
 
-    @Option(help: "PEM CA certificates trusted for a wss:// URL, besides the system store.")
-    var ca: String?
+    @OptionGroup var stream: StreamOptions
 
-    @Option(help: "Speech to stream (WAV, any rate, mono or stereo).")
-    var input: String
+
 
     @Option(help: "The audio band the Opus packets carry: wideband (16 kHz, as Parley's own clients send) or fullband (48 kHz).")
     var opus: OpusProfile = .wideband
@@ -42,50 +40,33 @@ struct VoiceCommand: ParsableCommand {
     @Option(help: "Opus bitrate, bits per second (default: 24000 wideband, 32000 fullband).")
     var bitrate: Int?
 
-    @Option(help: "Seconds of silence streamed after each pass through the recording, so that VAD ends a turn there.")
-    var pause = 1.0
 
-    @Option(help: "Seconds of streaming before measuring starts.")
-    var warmup = 5.0
 
-    @Option(help: "Seconds measured.")
-    var duration = 20.0
 
-    @Option(help: "Seconds allowed for every session to open and say session.created.")
-    var connectTimeout = 60.0
 
-    @Option(help: "Source addresses to connect from: 127.0.0.2 up to 127.0.0.(1 + K).")
-    var sources = 16
 
-    @Option(help: "The server's process id, to read its CPU from /proc (for a server whose /metrics does not say).")
-    var serverPid: Int32?
 
-    @Option(help: "Also write the summary as JSON to this file.")
-    var json: String?
 
     func validate() throws {
         guard (1...19_000).contains(sessions) else { throw ValidationError("sessions must be 1...19000 (one client process)") }
         guard (0...sessions).contains(speaking) else { throw ValidationError("--speaking must be 0...sessions") }
         if let bitrate, !(6_000...128_000).contains(bitrate) { throw ValidationError("--bitrate must be 6000...128000") }
-        guard warmup >= 0, warmup <= 600, duration > 0, duration <= 3600 else { throw ValidationError("--warmup 0...600 and --duration (0, 3600]") }
     }
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let target = try LoadTarget(url, caFile: ca)
+        let target = try LoadTarget(url, caFile: stream.ca)
         DescriptorLimit.raiseToHard()
-        let speech = try CodecInput(wavPath: input, profile: opus, bitrate: bitrate)
+        let speech = try CodecInput(wavPath: stream.input, profile: opus, bitrate: bitrate)
         let silence = try speech.silencePacket()
-        let packets = speech.packets + Array(repeating: silence, count: Int((pause * 50).rounded()))
-        print("parley-load voice: \(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking \(input) (\(Format.fixed(speech.seconds, 1)) s and \(Format.fixed(pause, 1)) s of silence, \(packets.count) Opus packets, \(opus.description) at \(speech.bitrate / 1000) kbit/s, looped)")
+        let packets = speech.packets + Array(repeating: silence, count: Int((stream.pause * 50).rounded()))
+        print("parley-load voice: \(Format.grouped(sessions)) sessions to \(target), \(Format.grouped(speaking)) speaking \(stream.input) (\(Format.fixed(speech.seconds, 1)) s and \(Format.fixed(stream.pause, 1)) s of silence, \(packets.count) Opus packets, \(opus.description) at \(speech.bitrate / 1000) kbit/s, looped)")
         Console.flush()
-        let summary = try VoiceMeasurement(target: target, warmup: warmup, duration: duration, serverPid: serverPid)
-            .run(.init(target: target, sessions: sessions, speaking: speaking, packets: packets, connectTimeout: connectTimeout, sources: sources),
+        let summary = try stream.measurement(target)
+            .run(.init(target: target, sessions: sessions, speaking: speaking, packets: packets, connectTimeout: stream.connectTimeout, sources: stream.sources),
                  describe: { VoiceSummary.Run(kind: "voice", detail: "Opus \(opus.rawValue) \(speech.bitrate / 1000) kbit/s", sessions: sessions, speakingAsked: speaking,
                                               fields: [("opus", .string(opus.rawValue)), ("opus_bitrate", .int(speech.bitrate))]) })
-        print(summary.text)
-        if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
-        if !summary.passed { throw ExitCode.failure }
+        try stream.finish(summary)
     }
 }
 

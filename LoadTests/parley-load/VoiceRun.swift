@@ -111,7 +111,7 @@ final class VoiceRun: ConnectionEvents {
             pool.step(timeoutMilliseconds: 1)
             if now >= nextProgress {
                 nextProgress = now + 500_000_000
-                progress.update("\(measuring ? "measuring" : "warm-up  ")  \(Format.grouped(speakers.count)) speaking of \(Format.grouped(pool.open)) open  \(Format.grouped(framesSent)) frames sent  speech stopped \(Format.grouped(speechStopped))  errors \(errors)")
+                progress.update("\(measuring ? "measuring" : "warm-up  ")  \(Format.grouped(speakers.count)) streaming of \(Format.grouped(pool.open)) open  \(Format.grouped(framesSent)) frames sent  speech stopped \(Format.grouped(speechStopped))  errors \(errors)")
             }
         }
     }
