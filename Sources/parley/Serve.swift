@@ -91,7 +91,9 @@ struct Serve: ParsableCommand {
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
                                         access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits())
         sessions.install(on: &routes)
-        TwilioEndpoint(sessions: sessions, settings: try telephony.settings()).install(on: &routes)
+        let twilio = try telephony.settings()
+        TwilioEndpoint(sessions: sessions, settings: twilio).install(on: &routes)
+        let twilioPath = twilio.path
 
         let server: Server
         do {
@@ -126,7 +128,7 @@ struct Serve: ParsableCommand {
         }
         let metricsWhere = metricsServer.map { " (metrics on \($0.configuration.host):\($0.port))" } ?? ", /metrics"
         // A worker stays quiet: its supervisor says when all of them listen.
-        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); /echo, /healthz\(metricsWhere))")
+        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); calls on \(twilioPath); /echo, /healthz\(metricsWhere))")
         }
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
         try server.runUntilTerminated(reloaded: Self.reportReload)
@@ -155,7 +157,7 @@ struct Serve: ParsableCommand {
         }
         do {
             try supervisor.run {
-                print("parley listening on \(scheme)://\(shown):\(shared)/  (\(workers) workers × \(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); /echo, /healthz, /metrics summed over the workers)")
+                print("parley listening on \(scheme)://\(shown):\(shared)/  (\(workers) workers × \(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); calls on \((try? telephony.settings())?.path ?? "/twilio"); /echo, /healthz, /metrics summed over the workers)")
                 fflush(nil)
             }
         } catch {
