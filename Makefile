@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth compare ladder fuzz clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls compare ladder fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -65,6 +65,11 @@ bench: release
 # with no auth, an API key and an ES256 JWT, side by side (about 2 minutes).
 bench-auth: release
 	scripts/bench-auth.sh
+
+# Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
+# beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
+bench-calls: release
+	scripts/bench-calls.sh
 
 # Parley against FastAPI + uvicorn and websockets, one process each, in one run (about 3 minutes):
 # idle sessions held and their memory, echo at 100 and 1,000 connections; the ratio table.
