@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
-        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]

@@ -91,7 +91,8 @@ struct Serve: ParsableCommand {
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
                                         access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits())
         sessions.install(on: &routes)
-        let twilio = try telephony.settings()
+        var twilio = try telephony.settings()
+        twilio.requiresAuth = sessionAccess.required
         TwilioEndpoint(sessions: sessions, settings: twilio).install(on: &routes)
         let twilioPath = twilio.path
 

@@ -1,5 +1,7 @@
+import Loop
 import Testing
 import TestSupport
+import TLS
 @testable import Server
 #if canImport(Glibc)
 import Glibc
@@ -52,6 +54,19 @@ import Glibc
         #expect(log.contains("status=429") && !log.contains(String(token.split(separator: ".")[2].prefix(20))) && !log.contains(String(token.prefix(30))))
         // A key that is not a public key stops the server at once, saying why.
         #expect(throws: ServerProcess.StartFailure.self) { try ServerProcess(arguments: "--jwt-public-key \(base).pem") }
+    }
+
+    @Test func callsOnAServerWithKeysNeedTwiliosSignature() throws {
+        let keyed = try ServerProcess(arguments: "--transcriber none --synthesizer none", environment: "PARLEY_API_KEY=sk-calls")
+        let closed = try TestClient(port: keyed.port).upgradeResponse(path: "/twilio")
+        #expect(closed.status == 403 && closed.body.contains("calls_not_configured"), "the one door without a key stays shut")
+        let token = "twilio-token-\(getpid())"
+        let signed = try ServerProcess(arguments: "--transcriber none --synthesizer none", environment: "PARLEY_API_KEY=sk-calls TWILIO_AUTH_TOKEN=\(token)")
+        let url = "wss://localhost/twilio"
+        let signature = Base64.encode(OpenSSL.hmacSHA1(key: Array(token.utf8), Array(url.utf8)))
+        #expect(try TestClient(port: signed.port).upgrade(path: "/twilio", extraHeaders: "X-Twilio-Signature: \(signature)\r\n").status == 101)
+        #expect(try TestClient(port: signed.port).upgrade(path: "/twilio", extraHeaders: "X-Twilio-Signature: \(signature.dropLast(2))AA\r\n").status == 403)
+        #expect(try TestClient(port: signed.port).upgrade(path: "/twilio").status == 403)
     }
 
     @Test func keyDigestsMatchOnlyTheirKeys() {

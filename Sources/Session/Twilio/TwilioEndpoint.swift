@@ -17,6 +17,9 @@ public struct TwilioEndpoint: Sendable {
         public var authToken: [UInt8]?
         /// The scheme and host Twilio was given, when a proxy in front changes them.
         public var publicURL: String?
+        /// The server requires credentials for sessions: then calls without an auth token to check
+        /// them by are refused too, or `/twilio` would be the one open door to the model.
+        public var requiresAuth = false
 
         public init() {}
     }
@@ -39,6 +42,11 @@ public struct TwilioEndpoint: Sendable {
     /// A stream Twilio did not sign is refused before the upgrade (403), as Twilio's security
     /// guide asks; a signed one (or any, without a token) opens a call.
     func admit(_ request: HTTPRequest) -> Result<WebSocketAdmission, HTTPRefusal> {
+        if signature == nil && settings.requiresAuth {
+            TwilioMetrics.shared.refused.add(1)
+            return .failure(HTTPRefusal(.jsonError(.forbidden, code: "calls_not_configured",
+                                                   message: "this server requires credentials, and calls are checked with Twilio's signature: give it your Twilio auth token (TWILIO_AUTH_TOKEN or --twilio-auth-token-file)")))
+        }
         if let signature, !signature.accepts(request.header("x-twilio-signature"), url: signature.url(of: request)) {
             TwilioMetrics.shared.refused.add(1)
             return .failure(HTTPRefusal(.jsonError(.forbidden, code: "invalid_signature",
