@@ -30,7 +30,7 @@ public struct RealtimeEndpoint: Sendable {
     public func install(on routes: inout Router.Builder) {
         let pool = speech.pool
         let ledger = access.ledger
-        routes.addMetrics { SessionMetrics.shared.render() + SpeechMetrics.shared.render(pool: pool) + ledger.render() }
+        routes.addMetrics { SessionMetrics.shared.render() + SpeechMetrics.shared.render(pool: pool) + ledger.render() + UpstreamMetrics.shared.render() }
         routes.webSocket("/v1/realtime", name: "realtime") { request, offered in admit(request, offered, allowsOpus: false) }
         routes.webSocket("/ws", name: "ws") { request, offered in admit(request, offered, allowsOpus: true) }
         // Azure OpenAI's path (`?api-version=…&deployment=…`, the key in `api-key`): the same

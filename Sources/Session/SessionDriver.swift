@@ -351,9 +351,13 @@ final class SessionDriver {
         perform(engine.handle(.transcription(itemID: itemID, event)))
     }
 
+    /// Responses whose model has said something (an apology then follows what was said).
+    private var repliedText: Set<String> = []
+
     private func modelEvent(_ id: String, _ event: ModelEvent) {
         switch event {
         case .delta(let text):
+            repliedText.insert(id)
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
         case .toolCallStarted(let index, let callID, let name):
             perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
@@ -361,13 +365,24 @@ final class SessionDriver {
             perform(engine.handle(.modelToolCallArguments(responseID: id, index: index, delta: delta)))
         case .finished(let usage, let reason):
             calls[id] = nil
+            repliedText.remove(id)
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .failed(let error):
             calls[id] = nil
+            let replied = repliedText.remove(id) != nil
             sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
                                                                "code": "\(error.code)", "error": "\(error.message)"])
             // An upstream may quote the key it was sent in its error; the client never sees it.
-            perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: Credentials.scrub(error.message))))
+            let message = Credentials.scrub(error.message)
+            guard error.retryable, let apology = endpoint.model.apology, let socket else {
+                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: message)))
+            }
+            // A passing fault: the client is told what failed, and the caller hears the apology
+            // (after whatever the reply had said) rather than silence.
+            UpstreamMetrics.shared.apologies.add(1)
+            wire?.send(engine.event(.error(EventError(type: .server, code: error.code, message: message))), on: socket)
+            perform(engine.handle(.modelDelta(responseID: id, text: replied ? " " + apology : apology)))
+            perform(engine.handle(.modelFinished(responseID: id, usage: nil)))
         }
     }
 

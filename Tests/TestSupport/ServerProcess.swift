@@ -69,6 +69,17 @@ public final class ServerProcess {
 
     public func signal(_ signal: Int32) { kill(pid, signal) }
 
+    /// A series' value in the process's /metrics, read over HTTP; nil when it is not there.
+    public func metric(_ series: String) -> Double? {
+        guard let client = try? TestClient(port: port),
+              (try? client.send("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")) != nil,
+              let response = try? client.readResponse() else { return nil }
+        for line in response.body.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.dropFirst(series.count + 1))
+        }
+        return nil
+    }
+
     /// Everything the process wrote (stdout and stderr) after its listening line, up to its end:
     /// call once it has exited, or it waits for it to.
     public func remainingOutput() -> String {

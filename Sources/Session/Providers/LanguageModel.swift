@@ -24,11 +24,15 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// Seconds the upstream asked us to wait (429 Retry-After), if it said.
     public let retryAfter: Double?
+    /// Whether asking again may go better: a 429, a 5xx, a connection that failed or timed out;
+    /// not a 4xx that says the request itself is wrong.
+    public let retryable: Bool
 
-    public init(code: String, message: String, retryAfter: Double? = nil) {
+    public init(code: String, message: String, retryAfter: Double? = nil, retryable: Bool = false) {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.retryable = retryable
     }
 
     public var description: String { "\(code): \(message)" }
@@ -67,5 +71,13 @@ public protocol ModelCall: AnyObject {
 public protocol LanguageModel: Sendable {
     /// For logs and metrics: "builtin", "openai", "anthropic".
     var name: String { get }
+    /// What the session says instead of the reply when the model failed for a passing reason
+    /// (rate limits, outages, stalls: `ModelError.retryable`), after telling the client the error;
+    /// nil: the response just fails.
+    var apology: String? { get }
     func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall
+}
+
+extension LanguageModel {
+    public var apology: String? { nil }
 }

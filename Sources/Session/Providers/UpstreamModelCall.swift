@@ -121,7 +121,9 @@ final class UpstreamModelCall: ModelCall {
             fail(Self.statusError(status, errorBody, retryAfter: retryAfter))
         case .failure(let error):
             let code = [.connectTimeout, .firstByteTimeout, .idleTimeout].contains(error) ? "upstream_timeout" : "upstream_unavailable"
-            fail(ModelError(code: code, message: "the language model upstream failed: \(error)"))
+            // A certificate that does not verify will not verify the next time either.
+            let retryable = if case .tls = error { false } else { true }
+            fail(ModelError(code: code, message: "the language model upstream failed: \(error)", retryable: retryable))
         }
     }
 
@@ -145,6 +147,7 @@ final class UpstreamModelCall: ModelCall {
         let json = try? JSON(parsing: String(decoding: body, as: UTF8.self))
         let said = json?["error"]?["message"]?.string ?? json?["message"]?.string
         let message = "the language model upstream answered HTTP \(status)" + (said.map { ": \($0)" } ?? "")
-        return ModelError(code: status == 429 ? "rate_limited" : "upstream_error", message: message, retryAfter: retryAfter)
+        return ModelError(code: status == 429 ? "rate_limited" : "upstream_error", message: message, retryAfter: retryAfter,
+                          retryable: status == 429 || status == 408 || status >= 500)
     }
 }
