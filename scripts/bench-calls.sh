@@ -47,6 +47,10 @@ if command -v perf > /dev/null; then
   wait "$load" || true
   perf report -i "$OUT/perf.data" --no-children --sort dso,symbol --stdio 2> /dev/null | grep -v '^#' | grep '%' | head -40 > "$OUT/profile.txt" || true
   perf report -i "$OUT/perf.data" --no-children --sort dso --stdio 2> /dev/null | grep -v '^#' | grep '%' | head -12 > "$OUT/profile-dso.txt" || true
+  # Inclusive shares of the steps a media message goes through.
+  perf report -i "$OUT/perf.data" --children --sort symbol --stdio -g none 2> /dev/null \
+    | grep -E 'TwilioMessage.*parse|JSONParser|Base64.*decode|G711.*decode|feedAudio|VoiceActivityDetector|InputAudioBuffer.*append|processFrames|epoll_wait|sys_read|tcp_sendmsg' \
+    | head -30 > "$OUT/profile-steps.txt" || true
   rm -f "$OUT/perf.data"
 fi
 kill -TERM "$server"; wait "$server" || true
