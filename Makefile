@@ -36,6 +36,7 @@ test: deps
 	scripts/check-layers.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) fuzz-smoke
 	scripts/realtime-sdk-test.sh
 	scripts/agents-sdk-test.sh
 	$(MAKE) e2e
@@ -89,7 +90,7 @@ fuzz: deps
 	$(SWIFT) build --build-tests
 	PARLEY_FUZZ_SEEDS=$${SEEDS:-5000} $(SWIFT) test --skip-build --filter FuzzTests
 
-# libFuzzer under AddressSanitizer, one target per parser (Fuzz/; docs/operations.md, "Fuzzing"):
+# libFuzzer under AddressSanitizer, one target per parser (Fuzz/; docs/architecture.md, "Fuzzing"):
 # FUZZ_SECONDS each (default 300) or FUZZ_RUNS executions, a table of executions and crashes.
 fuzz-deep:
 	SWIFT=$(SWIFT) scripts/libfuzzer.sh deep
