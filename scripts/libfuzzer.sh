@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer over Parley's parsers under AddressSanitizer (Fuzz/; docs/operations.md, "Fuzzing").
+# libFuzzer over Parley's parsers under AddressSanitizer (Fuzz/; docs/architecture.md, "Fuzzing").
 #
 #   scripts/libfuzzer.sh smoke   every target: its committed seeds (Fuzz/corpus/<target>) replayed,
 #                                then FUZZ_SECONDS (default 5) of fuzzing; make test runs this
