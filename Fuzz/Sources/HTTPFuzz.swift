@@ -84,7 +84,7 @@ enum HTTPFuzz {
     private static func upgrades(_ request: HTTPRequest) -> Bool {
         let verdict = WebSocketHandshake.evaluate(request) { request, offered in
             _ = APIKeys.presented(in: request, offered: offered)
-            return .success(offered.contains("realtime") ? "realtime" : nil)
+            return .success(WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil, handler: EchoHandler.shared))
         }
         let response: HTTPResponse
         switch verdict {
