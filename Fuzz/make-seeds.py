@@ -145,6 +145,22 @@ def client_secret():
     write("client-secret", "bad-signature", mint({"exp": 2000000000, "max": 60, "session": {}})[:-4] + "AAAA")
 
 
+# -- Twilio Media Streams messages, as its documentation (and TwilioMessageTests) shows them.
+
+def twilio():
+    write("twilio", "connected", '{"event": "connected", "protocol": "Call", "version": "1.0.0"}')
+    write("twilio", "start", json.dumps({"event": "start", "sequenceNumber": "1", "start": {
+        "accountSid": "AC" + "X" * 32, "streamSid": "MZ" + "X" * 32, "callSid": "CA" + "X" * 32, "tracks": ["inbound", "outbound"],
+        "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+        "customParameters": {"FirstName": "Jane", "LastName": "Doe"}}, "streamSid": "MZ" + "X" * 32}))
+    payload = base64.b64encode(bytes(range(96, 256))).decode()
+    write("twilio", "media", json.dumps({"event": "media", "sequenceNumber": "3", "media": {
+        "track": "inbound", "chunk": "1", "timestamp": "5", "payload": payload}, "streamSid": "MZ1"}))
+    write("twilio", "mark", '{"event": "mark", "sequenceNumber": "4", "streamSid": "MZ1", "mark": {"name": "m2"}}')
+    write("twilio", "dtmf", '{"event": "dtmf", "streamSid": "MZ1", "sequenceNumber": "5", "dtmf": {"track": "inbound_track", "digit": "#"}}')
+    write("twilio", "stop", '{"event": "stop", "sequenceNumber": "5", "stop": {"accountSid": "AC1", "callSid": "CA1"}, "streamSid": "MZ1"}')
+
+
 # -- WAV files: the layouts WAVFileTests builds, and espeak-ng's streaming header.
 
 def riff(chunks):
@@ -231,5 +247,5 @@ def ogg():
 
 
 if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, wav, ogg):
+    for make in (http, frames, json_events, client_secret, twilio, wav, ogg):
         make()
