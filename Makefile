@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls compare ladder fuzz clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,7 @@ test: deps
 	scripts/check-layers.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) fuzz-smoke
 	scripts/realtime-sdk-test.sh
 	scripts/agents-sdk-test.sh
 	scripts/twilio-carrier-test.sh
@@ -94,6 +95,15 @@ ladder: release
 fuzz: deps
 	$(SWIFT) build --build-tests
 	PARLEY_FUZZ_SEEDS=$${SEEDS:-5000} $(SWIFT) test --skip-build --filter FuzzTests
+
+# libFuzzer under AddressSanitizer, one target per parser (Fuzz/; docs/architecture.md, "Fuzzing"):
+# FUZZ_SECONDS each (default 300) or FUZZ_RUNS executions, a table of executions and crashes.
+fuzz-deep:
+	SWIFT=$(SWIFT) scripts/libfuzzer.sh deep
+
+# The same targets briefly: the committed seeds replayed and a few seconds each (make test runs it).
+fuzz-smoke:
+	SWIFT=$(SWIFT) scripts/libfuzzer.sh smoke
 
 clean:
 	rm -rf .build

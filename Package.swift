@@ -91,3 +91,14 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The libFuzzer targets (Fuzz/, `make fuzz-deep`): declared only when PARLEY_FUZZ is set. The binary
+// has no `main` of its own (libFuzzer's links in with -sanitize=fuzzer), so a plain `swift build` must
+// not see it; gated here, it costs `swift build` and `make test` nothing. It reaches the parsers'
+// internals with `@testable import`, so it is built with -enable-testing (scripts/libfuzzer.sh).
+if Context.environment["PARLEY_FUZZ"] != nil {
+    package.targets.append(.executableTarget(
+        name: "parley-fuzz",
+        dependencies: ["Server", "Session", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        path: "Fuzz/Sources"))
+}

@@ -20,6 +20,10 @@ struct HTTPRequestParser {
     private var head: [UInt8] = []
     /// How many bytes of "\r\n\r\n" the head currently ends with.
     private var terminatorMatched = 0
+    /// The head holds a line feed, so the request line ended (within its bound, or the head would
+    /// have been refused). Kept rather than looked for again at every byte, which cost each byte
+    /// of a long head a scan of the request line.
+    private var requestLineEnded = false
 
     init(maxRequestLineBytes: Int = 8192, maxHeadBytes: Int = 16384, maxBodyBytes: Int = 1 << 20) {
         self.maxRequestLineBytes = maxRequestLineBytes
@@ -36,11 +40,13 @@ struct HTTPRequestParser {
             if head.isEmpty && !Self.isTokenByte(byte) { return .failure(.badRequest) }
             if byte < 0x20 && byte != 13 && byte != 10 && byte != 9 { return .failure(.badRequest) }
             head.append(byte)
+            if byte == 10 { requestLineEnded = true }
             terminatorMatched = Self.advance(terminatorMatched, byte)
             if terminatorMatched == 4 {
                 let result = Self.parseHead(head.dropLast(4), maxBodyBytes: maxBodyBytes)
                 head = []
                 terminatorMatched = 0
+                requestLineEnded = false
                 switch result {
                 case .success(let request): return .request(request, consumed: i + 1)
                 case .failure(let status): return .failure(status)
@@ -53,9 +59,7 @@ struct HTTPRequestParser {
     }
 
     /// The request line alone is over its bound (no line break yet past `maxRequestLineBytes`).
-    private var lineOverflow: Bool {
-        head.count > maxRequestLineBytes && !head.prefix(maxRequestLineBytes + 1).contains(UInt8(ascii: "\n"))
-    }
+    private var lineOverflow: Bool { head.count > maxRequestLineBytes && !requestLineEnded }
 
     private static func advance(_ matched: Int, _ byte: UInt8) -> Int {
         switch (matched, byte) {

@@ -39,10 +39,10 @@ import TestSupport
             input = random.mutate(valid, flips: Int.random(in: 1...16, using: &random))
         case 3:
             // Damage with the CRCs made right again, so it reaches the Ogg Opus checks.
-            input = OggStreamBuilder.repairingCRCs(random.mutate(valid, flips: Int.random(in: 1...8, using: &random)))
+            input = OggPage.repairingCRCs(random.mutate(valid, flips: Int.random(in: 1...8, using: &random)))
         case 4:
             let cut = Array(valid.prefix(Int.random(in: 0...valid.count, using: &random)))
-            input = seed % 12 == 4 ? cut : OggStreamBuilder.repairingCRCs(random.mutate(cut, flips: 2))
+            input = seed % 12 == 4 ? cut : OggPage.repairingCRCs(random.mutate(cut, flips: 2))
         default:
             // A range removed or repeated, as a bad copy or a broken stream writer would leave.
             let a = Int.random(in: 0...valid.count, using: &random)

@@ -99,23 +99,6 @@ struct OggStreamBuilder {
         return builder.bytes
     }
 
-    /// Recomputes the CRC of every page whose framing still reads, so that mutated bytes get past
-    /// the page layer and reach the Ogg Opus checks.
-    static func repairingCRCs(_ input: [UInt8]) -> [UInt8] {
-        var bytes = input
-        var offset = 0
-        while bytes.matches("OggS", at: offset), offset + 27 <= bytes.count {
-            let lacing = (offset + 27)..<(offset + 27 + Int(bytes[offset + 26]))
-            guard lacing.upperBound <= bytes.count else { break }
-            let end = lacing.upperBound + lacing.reduce(0) { $0 + Int(bytes[$1]) }
-            guard end <= bytes.count else { break }
-            let crc = OggPage.crc(bytes, page: offset..<end)
-            for i in 0..<4 { bytes[offset + 22 + i] = UInt8(truncatingIfNeeded: crc >> (8 * i)) }
-            offset = end
-        }
-        return bytes
-    }
-
     /// The offsets and body ranges of the pages of a valid stream.
     static func pages(_ bytes: [UInt8]) throws -> [OggPage] {
         var reader = OggPageReader(bytes: bytes)

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpora, Fuzz/corpus/<target>/: a few small valid inputs per target,
+the shapes Parley's tests use, for libFuzzer to start from (scripts/libfuzzer.sh grows them in
+.build-fuzz/corpus/, which is not committed). Run it again after changing a target's input format;
+the ogg and wav targets' real-speech seeds need espeak-ng and opusenc (scripts/install-deps.sh).
+
+The http and frames inputs start with the byte that cuts the stream into reads (Fuzz/Sources/Reads.swift).
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+# Fuzz/Sources/ClientSecretFuzz.swift's key and clock: its seeds expire at 2,000,000,000 (2033).
+SECRET_KEY = b"parley fuzz signing key, 32 byte"
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join(ROOT, target), exist_ok=True)
+    with open(os.path.join(ROOT, target, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+# -- WebSocket frames (RFC 6455), masked as a client sends them.
+
+def frame(opcode, payload, fin=True, mask=b"\x37\xfa\x21\x3d"):
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def close_frame(code, reason=b""):
+    return frame(0x8, struct.pack(">H", code) + reason)
+
+
+UPGRADE = ("GET /v1/realtime?model=gpt-realtime HTTP/1.1\r\nHost: localhost:8080\r\nUpgrade: websocket\r\n"
+           "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+           "Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.sk-test\r\nOrigin: http://localhost:8080\r\n\r\n")
+
+
+def http():
+    write("http", "upgrade-then-frames", b"\x00" + UPGRADE.encode() + frame(0x1, b'{"type":"response.create"}') + close_frame(1000))
+    write("http", "azure-upgrade-small-reads", b"\x03" + (
+        "GET /openai/realtime?api-version=2024-10-01-preview&deployment=gpt-realtime HTTP/1.1\r\nHost: x\r\n"
+        "api-key: sk-test\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
+        "Sec-WebSocket-Key: AQIDBAUGBwgJCgsMDQ4PEA==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    write("http", "pipelined-gets", b"\x05" + (
+        "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nHEAD / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        "GET /metrics HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").encode())
+    body = '{"session":{"type":"realtime","instructions":"Be brief."}}'
+    write("http", "post-with-body", b"\x42" + (
+        f"POST /v1/realtime/client_secrets HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer sk-test\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+        "GET /v1/models HTTP/1.1\r\nHost: a\r\n\r\n").encode())
+    write("http", "chunked-refused", b"\x00POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")
+
+
+def frames():
+    write("frames", "text", b"\x00" + frame(0x1, b"Hello"))
+    write("frames", "fragmented-with-ping", b"\x02" + frame(0x1, b"Hel", fin=False) + frame(0x9, b"ping")
+          + frame(0x0, b"lo, ", fin=False) + frame(0x0, "wörld €𝄞".encode()) + frame(0xA, b""))
+    write("frames", "binary-16-bit-length", b"\x06" + frame(0x2, bytes(range(256)) * 2))
+    write("frames", "close-with-reason", b"\x00" + frame(0x2, b"\x00\x01") + close_frame(1000, "bye ✓".encode()))
+    write("frames", "close-empty", b"\x01" + frame(0x9, b"") + frame(0x8, b""))
+    # A 64-bit length past the message limit: the header alone, which must be refused at once.
+    write("frames", "too-big", b"\x00\x82\xff\x00\x00\x00\x00\x00\x01\x00\x00\x37\xfa\x21\x3d")
+    write("frames", "utf8-split-over-reads", b"\x01" + frame(0x1, "ünïcödé ✓ 𝄞".encode()))
+
+
+# -- Realtime client events, as the session tests send them.
+
+EVENTS = {
+    "session-update": {"type": "session.update", "event_id": "u1", "session": {
+        "type": "realtime", "instructions": "Answer in English.", "output_modalities": ["audio"],
+        "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000},
+                            "turn_detection": {"type": "server_vad", "threshold": 0.5, "silence_duration_ms": 500,
+                                               "interrupt_response": False, "create_response": True}},
+                  "output": {"format": {"type": "audio/pcm"}, "voice": "alloy"}},
+        "max_output_tokens": 50}},
+    "session-update-tools": {"type": "session.update", "session": {
+        "tool_choice": "auto", "tools": [{"type": "function", "name": "get_weather", "description": "Weather in a city",
+                                          "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                         "required": ["city"]}}]}},
+    "session-update-beta": {"type": "session.update", "session": {
+        "modalities": ["text", "audio"], "input_audio_format": "pcm16", "voice": "verse",
+        "turn_detection": None, "input_audio_transcription": {"model": "whisper-1"}, "temperature": 0.8}},
+    "append": {"type": "input_audio_buffer.append", "event_id": "a1", "audio": base64.b64encode(struct.pack("<8h", 0, 1000, -1000, 32767, -32768, 5, -5, 0)).decode()},
+    "commit": {"type": "input_audio_buffer.commit"},
+    "clear": {"type": "input_audio_buffer.clear"},
+    "item-message": {"type": "conversation.item.create", "previous_item_id": "root", "item": {
+        "id": "item_1", "type": "message", "role": "user", "content": [{"type": "input_text", "text": "What is 12 times 7?"}]}},
+    "item-function-output": {"type": "conversation.item.create", "item": {
+        "type": "function_call_output", "call_id": "call_1", "output": "{\"temperature\":21}"}},
+    "item-function-call": {"type": "conversation.item.create", "item": {
+        "type": "function_call", "call_id": "call_2", "name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+    "response-create": {"type": "response.create"},
+    "response-create-overrides": {"type": "response.create", "response": {
+        "instructions": "Say hi.", "output_modalities": ["text"], "conversation": "none", "max_output_tokens": "inf",
+        "tool_choice": {"type": "function", "name": "get_weather"}, "metadata": {"k": "v"}}},
+    "response-cancel": {"type": "response.cancel", "response_id": "resp_1"},
+    "retrieve": {"type": "conversation.item.retrieve", "item_id": "item_1"},
+    "delete": {"type": "conversation.item.delete", "item_id": "item_1"},
+    "truncate": {"type": "conversation.item.truncate", "item_id": "item_2", "content_index": 0, "audio_end_ms": 1500},
+    "output-clear": {"type": "output_audio_buffer.clear"},
+    "unsupported": {"type": "transcription_session.update", "session": {}},
+}
+
+
+def json_events():
+    for name, event in EVENTS.items():
+        write("json-events", name, json.dumps(event, separators=(",", ":"), ensure_ascii=False))
+    write("json-events", "escapes", '{"type":"conversation.item.create","item":{"type":"message","role":"user",'
+          '"content":[{"type":"input_text","text":"tab\\t quote\\" \\u00e9 \\ud83d\\ude00 lone \\ud800 -0.5e-3"}]},'
+          '"n":[1e308,-0,0.25,true,false,null]}')
+
+
+# -- Client secrets, as ClientSecretSigner.issue mints them.
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def mint(payload):
+    body = "ek_" + b64url(json.dumps(payload, separators=(",", ":")).encode())
+    return body + "." + b64url(hmac.new(SECRET_KEY, body.encode(), hashlib.sha256).digest())
+
+
+def client_secret():
+    write("client-secret", "session", mint({"exp": 2000000000, "max": 600, "session": {
+        "type": "realtime", "model": "gpt-realtime", "instructions": "Be brief.", "audio": {"output": {"voice": "alloy"}}}}))
+    write("client-secret", "empty-session", mint({"exp": 2000000000, "max": 60, "session": {}}))
+    write("client-secret", "expired", mint({"exp": 1700000000, "max": 60, "session": {}}))
+    write("client-secret", "bad-signature", mint({"exp": 2000000000, "max": 60, "session": {}})[:-4] + "AAAA")
+
+
+# -- Twilio Media Streams messages, as its documentation (and TwilioMessageTests) shows them.
+
+def twilio():
+    write("twilio", "connected", '{"event": "connected", "protocol": "Call", "version": "1.0.0"}')
+    write("twilio", "start", json.dumps({"event": "start", "sequenceNumber": "1", "start": {
+        "accountSid": "AC" + "X" * 32, "streamSid": "MZ" + "X" * 32, "callSid": "CA" + "X" * 32, "tracks": ["inbound", "outbound"],
+        "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+        "customParameters": {"FirstName": "Jane", "LastName": "Doe"}}, "streamSid": "MZ" + "X" * 32}))
+    payload = base64.b64encode(bytes(range(96, 256))).decode()
+    write("twilio", "media", json.dumps({"event": "media", "sequenceNumber": "3", "media": {
+        "track": "inbound", "chunk": "1", "timestamp": "5", "payload": payload}, "streamSid": "MZ1"}))
+    write("twilio", "mark", '{"event": "mark", "sequenceNumber": "4", "streamSid": "MZ1", "mark": {"name": "m2"}}')
+    write("twilio", "dtmf", '{"event": "dtmf", "streamSid": "MZ1", "sequenceNumber": "5", "dtmf": {"track": "inbound_track", "digit": "#"}}')
+    write("twilio", "stop", '{"event": "stop", "sequenceNumber": "5", "stop": {"accountSid": "AC1", "callSid": "CA1"}, "streamSid": "MZ1"}')
+
+
+# -- WAV files: the layouts WAVFileTests builds, and espeak-ng's streaming header.
+
+def riff(chunks):
+    body = b"WAVE"
+    for cid, data in chunks:
+        body += cid + struct.pack("<I", len(data)) + data + (b"\x00" if len(data) % 2 else b"")
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def fmt(channels=1, rate=16000, tag=1):
+    return struct.pack("<HHIIHH", tag, channels, rate, rate * channels * 2, channels * 2, 16)
+
+
+def samples(n):
+    return struct.pack(f"<{n}h", *[((i * 2654435761) % 65536) - 32768 for i in range(n)])
+
+
+def wav():
+    write("wav", "mono", riff([(b"fmt ", fmt()), (b"data", samples(64))]))
+    write("wav", "stereo-list-odd", riff([(b"fmt ", fmt(channels=2, rate=48000)), (b"LIST", b"\x01\x02\x03"), (b"data", samples(64))]))
+    subformat = bytes.fromhex("0100000000001000800000aa00389b71")
+    extensible = fmt(rate=24000, tag=0xFFFE) + struct.pack("<HHI", 22, 16, 4) + subformat
+    write("wav", "extensible", riff([(b"fmt ", extensible), (b"fact", struct.pack("<I", 32)), (b"data", samples(32))]))
+    if shutil.which("espeak-ng"):
+        speech = subprocess.run(["espeak-ng", "--stdout", "yes"], check=True, capture_output=True).stdout
+        write("wav", "espeak-streaming", speech[:2048])  # data size 0x7FFFF000: runs to the end
+
+
+# -- Ogg Opus: opusenc's encoding of speech, and streams laid out as OggStreamBuilder does.
+
+def crc32_ogg(data):
+    crc = 0
+    for byte in data:
+        crc ^= byte << 24
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x04C11DB7 if crc & 0x80000000 else crc << 1) & 0xFFFFFFFF
+    return crc
+
+
+def page(lacing, body, flags, granule, serial, sequence):
+    head = b"OggS\x00" + bytes([flags]) + struct.pack("<qII", granule, serial, sequence) + b"\x00\x00\x00\x00"
+    out = head + bytes([len(lacing)]) + bytes(lacing) + body
+    return out[:22] + struct.pack("<I", crc32_ogg(out)) + out[26:]
+
+
+def stream(packets, granule, per_page, serial=0x5041524C, channels=1, first_sequence=0):
+    """Headers on their own pages, then `packets` in pages of at most `per_page` lacing values."""
+    head = b"OpusHead" + bytes([1, channels]) + struct.pack("<HIhB", 312, 48000, 0, 0)
+    tags = b"OpusTags" + struct.pack("<I", 12) + b"parley tests" + struct.pack("<I", 0)
+    pages, sequence, open_packet = [], first_sequence, False
+    groups = [[head], [tags], packets]
+    for g, group in enumerate(groups):
+        segments = []
+        for packet in group:
+            segments += [packet[i:i + 255] for i in range(0, len(packet) + 1, 255)]
+        step = per_page if g == 2 else 255
+        for start in range(0, len(segments), step):
+            chunk = segments[start:start + step]
+            ends = any(len(s) < 255 for s in chunk)
+            flags = (1 if open_packet else 0) | (2 if sequence == first_sequence else 0)
+            flags |= 4 if g == 2 and start + step >= len(segments) else 0
+            pages.append(page([len(s) for s in chunk], b"".join(chunk), flags,
+                              (granule if g == 2 else 0) if ends else -1, serial, sequence))
+            open_packet = len(chunk[-1]) == 255
+            sequence += 1
+    return pages
+
+
+def ogg():
+    packets = [bytes([0xF8]) + bytes(range(i, i + 40)) for i in range(3)] + [bytes([0xFC]) + bytes(300)]
+    write("ogg", "spanning-pages", b"".join(stream(packets, granule=960 * 4, per_page=3)))
+    # A second logical stream interleaved, which the reader checks and skips.
+    ours = stream(packets[:2], granule=1920, per_page=255, channels=2)
+    other = stream(packets[2:], granule=960, per_page=255, serial=7)
+    write("ogg", "two-streams", b"".join(p for pair in zip(ours, other) for p in pair))
+    if shutil.which("espeak-ng") and shutil.which("opusenc"):
+        with tempfile.TemporaryDirectory() as tmp:
+            wav_path, opus_path = os.path.join(tmp, "hi.wav"), os.path.join(tmp, "hi.opus")
+            subprocess.run(["espeak-ng", "-w", wav_path, "hi"], check=True)
+            subprocess.run(["opusenc", "--quiet", "--bitrate", "6", "--serial", "1", "--padding", "0",
+                            "--discard-comments", wav_path, opus_path], check=True)
+            with open(opus_path, "rb") as f:
+                write("ogg", "opusenc-speech", f.read())
+
+
+if __name__ == "__main__":
+    for make in (http, frames, json_events, client_secret, twilio, wav, ogg):
+        make()
