@@ -145,6 +145,22 @@ def client_secret():
     write("client-secret", "bad-signature", mint({"exp": 2000000000, "max": 60, "session": {}})[:-4] + "AAAA")
 
 
+# Fuzz/Sources/JWTFuzz.swift's HS256 secret; its ES256 seed (es256-limits) was made with
+# `parley token --key` and the P-256 key in that file, which Python's standard library cannot sign with.
+JWT_SECRET = b"parley fuzz JWT secret, 32 bytes"
+
+
+def jwt_token(header, claims, key=JWT_SECRET):
+    body = b64url(json.dumps(header, separators=(",", ":")).encode()) + "." + b64url(json.dumps(claims, separators=(",", ":")).encode())
+    return body + "." + b64url(hmac.new(key, body.encode(), hashlib.sha256).digest())
+
+
+def jwt():
+    write("jwt", "hs256", jwt_token({"alg": "HS256", "typ": "JWT"}, {"sub": "acme", "iat": 1750000000, "exp": 2000000000}))
+    write("jwt", "expired", jwt_token({"alg": "HS256", "typ": "JWT"}, {"sub": "acme", "exp": 1700000000}))
+    write("jwt", "alg-none", b64url(b'{"alg":"none"}') + "." + b64url(b'{"sub":"acme","exp":2000000000}') + ".")
+
+
 # -- Twilio Media Streams messages, as its documentation (and TwilioMessageTests) shows them.
 
 def twilio():
@@ -247,5 +263,5 @@ def ogg():
 
 
 if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, twilio, wav, ogg):
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg):
         make()

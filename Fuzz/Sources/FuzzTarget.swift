@@ -17,6 +17,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "frames", maxLength: 4096, run: FramesFuzz.run),
         FuzzTarget(name: "json-events", maxLength: 4096, run: JSONEventsFuzz.run),
         FuzzTarget(name: "client-secret", maxLength: 9000, run: ClientSecretFuzz.run),
+        FuzzTarget(name: "jwt", maxLength: 9000, run: JWTFuzz.run),
         FuzzTarget(name: "twilio", maxLength: 12000, run: TwilioFuzz.run),
         FuzzTarget(name: "wav", maxLength: 4096, run: WAVFuzz.run),
         FuzzTarget(name: "ogg", maxLength: 8192, run: OggFuzz.run),
