@@ -44,9 +44,12 @@ grep -q __sancov <<<"$symbols" && grep -q __asan_ <<<"$symbols" || {
 }
 [ "$mode" = build ] && exit 0
 
+# Listing is not fuzzing: LeakSanitizer's report at exit (the list's own array, freed by the exit)
+# could otherwise end the process before its output is flushed.
+list=$(ASAN_OPTIONS=detect_leaks=0 "$fuzzer" --list 2>/dev/null)
 declare -A max_len
-while read -r name length; do max_len[$name]=$length; done < <("$fuzzer" --list 2>/dev/null)
-targets=${FUZZ_TARGETS:-$("$fuzzer" --list 2>/dev/null | cut -d' ' -f1)}
+while read -r name length; do max_len[$name]=$length; done <<<"$list"
+targets=${FUZZ_TARGETS:-$(cut -d' ' -f1 <<<"$list")}
 
 mkdir -p .build-fuzz/logs
 failed=0
