@@ -20,14 +20,8 @@ HANDSHAKES="${HANDSHAKES:-10000}"
 SESSIONS="${SESSIONS:-10000}"
 RUNS="${RUNS:-2}"
 OUT="${1:-LoadTests/reports/auth-$(date -u +%Y%m%dT%H%M%SZ)}"
-mkdir -p "$OUT"
-for tool in parley parley-load; do
-  [ -x "$BIN/$tool" ] || { echo "bench-auth: $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
-done
-
 . scripts/bench-common.sh
-vmstat 1 > "$OUT/vmstat.txt" &
-started+=("$!")
+prepare_run
 
 # The credentials: a key, and an ES256 key pair with a token for tenant "bench" (no limits, so
 # only the signature and claim checks are measured). Kept out of the reports.

@@ -18,14 +18,8 @@ VOICE="${VOICE:-1000}"
 SPEAKING="${SPEAKING:-200}"
 MEASURE="${MEASURE:-10}"
 OUT="${1:-LoadTests/reports/calls-$(date -u +%Y%m%dT%H%M%SZ)}"
-mkdir -p "$OUT"
-for tool in parley parley-load; do
-  [ -x "$BIN/$tool" ] || { echo "bench-calls: $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
-done
-
 . scripts/bench-common.sh
-vmstat 1 > "$OUT/vmstat.txt" &
-started+=("$!")
+prepare_run
 
 espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \
   "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."

@@ -1,5 +1,5 @@
-# Shared by the load scripts (bench-tls.sh, bench-auth.sh): start a server, run parley-load with
-# its report kept, read a process's CPU time. The caller sets BIN and OUT first.
+# Shared by the load scripts (bench-tls.sh, bench-auth.sh, bench-calls.sh): start a server, run
+# parley-load with its report kept, read a process's CPU time. The caller sets BIN and OUT first.
 
 started=()
 trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
@@ -21,11 +21,23 @@ start() {
   exit 1
 }
 
+# run NAME ARGS...: one parley-load run, its text in $OUT/NAME.txt and its JSON beside it. A run
+# that misses its target says FAIL in its report, and the script goes on to the next run.
 run() {
   local name=$1; shift
   echo "\$ parley-load $*" | tee "$OUT/$name.txt"
-  "$BIN/parley-load" "$@" --json "$OUT/$name.json" 2>&1 | tee -a "$OUT/$name.txt"
+  "$BIN/parley-load" "$@" --json "$OUT/$name.json" 2>&1 | tee -a "$OUT/$name.txt" || true
 }
 
 # CPU seconds (user + system) of a process so far.
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
+
+# prepare_run: the binaries are there, OUT exists, and vmstat records the run (steal: its `st`).
+prepare_run() {
+  mkdir -p "$OUT"
+  for tool in parley parley-load; do
+    [ -x "$BIN/$tool" ] || { echo "$(basename "$0"): $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
+  done
+  vmstat 1 > "$OUT/vmstat.txt" &
+  started+=("$!")
+}
