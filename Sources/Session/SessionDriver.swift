@@ -351,13 +351,14 @@ final class SessionDriver {
         perform(engine.handle(.transcription(itemID: itemID, event)))
     }
 
-    /// Responses whose model has said something (an apology then follows what was said).
-    private var repliedText: Set<String> = []
+    /// The response whose model has said something (an apology then follows what was said): one
+    /// string compared per delta, not a set hashed.
+    private var repliedResponse: String?
 
     private func modelEvent(_ id: String, _ event: ModelEvent) {
         switch event {
         case .delta(let text):
-            repliedText.insert(id)
+            if repliedResponse != id { repliedResponse = id }
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
         case .toolCallStarted(let index, let callID, let name):
             perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
@@ -365,11 +366,12 @@ final class SessionDriver {
             perform(engine.handle(.modelToolCallArguments(responseID: id, index: index, delta: delta)))
         case .finished(let usage, let reason):
             calls[id] = nil
-            repliedText.remove(id)
+            if repliedResponse == id { repliedResponse = nil }
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .failed(let error):
             calls[id] = nil
-            let replied = repliedText.remove(id) != nil
+            let replied = repliedResponse == id
+            if replied { repliedResponse = nil }
             sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
                                                                "code": "\(error.code)", "error": "\(error.message)"])
             // An upstream may quote the key it was sent in its error; the client never sees it.

@@ -100,6 +100,8 @@ final class ResilientCall: ModelCall {
     private var forwarded = false
     /// The upstream being tried.
     private var current = 0
+    /// When the reply's last piece came.
+    private var lastPieceAt: UInt64 = 0
     private var over = false
     private let metrics = UpstreamMetrics.shared
 
@@ -156,8 +158,11 @@ final class ResilientCall: ModelCall {
             attempt = nil
             failed(error, upstream: upstream)
         default:
+            // The stall timer is not moved for every piece (a timer per delta, on the hot path):
+            // it checks, when it fires, how long ago the last piece came.
+            if !forwarded { armTimer(model.policy.stallSeconds) }
             forwarded = true
-            armTimer(model.policy.stallSeconds)
+            lastPieceAt = MonotonicClock.nanoseconds()
             onEvent(event)
         }
     }
@@ -172,11 +177,17 @@ final class ResilientCall: ModelCall {
         follow(plan.failed(error, now: now) { self.model.upstreams[$0].circuit.isOpen(now: now) }, after: error)
     }
 
-    /// The reply went quiet for too long: the attempt is cut and counted as a failure.
+    /// The reply went quiet for too long: the attempt is cut and counted as a failure. Once the
+    /// reply has begun, a firing timer that finds a piece came since waits out the rest instead.
     private func armTimer(_ seconds: Double) {
         timer?.cancel()
         timer = loop.schedule(after: seconds) { [weak self] in
             guard let self, !over else { return }
+            if forwarded {
+                let quiet = Double(MonotonicClock.nanoseconds() &- lastPieceAt) / 1e9
+                let stall = model.policy.stallSeconds
+                if quiet < stall { return armTimer(stall - quiet) }
+            }
             metrics.stalls.add(1)
             attempt?.cancel()
             attempt = nil
