@@ -101,7 +101,7 @@ public final class TenantLedger: Sendable {
 
     private struct State {
         var entries: [String: Entry] = [:]
-        /// Per labelled tenant, then `_other` last.
+        /// The tenants with series of their own; `series` is `_other`'s, then theirs in this order.
         var names: [String] = []
         var series: [Series] = [Series()]
         var metricsTenants = TenantLedger.defaultMetricsTenants
@@ -163,15 +163,14 @@ public final class TenantLedger: Sendable {
     /// Sessions open for `tenant` in this process.
     func openSessions(_ tenant: String) -> Int { state.withLock { $0.entries[tenant]?.open ?? 0 } }
 
+    /// The series a tenant counts in: its own, for the first `metricsTenants` seen; else `_other`,
+    /// which is series 0, so that naming a new tenant never moves anyone else's.
     private static func series(for tenant: String, in state: inout State) -> Int {
-        if let index = state.names.firstIndex(of: tenant) { return index }
-        guard state.names.count < state.metricsTenants else { return state.series.count - 1 }
+        if let index = state.names.firstIndex(of: tenant) { return index + 1 }
+        guard state.names.count < state.metricsTenants else { return 0 }
         state.names.append(tenant)
-        state.series.insert(Series(), at: state.names.count - 1)
-        // `_other` moved up by one: entries pointing at it follow.
-        let other = state.series.count - 1
-        for key in state.entries.keys where state.entries[key]!.series == other - 1 { state.entries[key]!.series = other }
-        return state.names.count - 1
+        state.series.append(Series())
+        return state.series.count - 1
     }
 
     /// Forgets tenants with nothing open whose bucket would be full by now: they would be made
@@ -182,7 +181,7 @@ public final class TenantLedger: Sendable {
 
     public func render() -> String {
         let (names, series) = state.withLock { ($0.names, $0.series) }
-        let labels = names.map { "tenant=\"\(Self.escape($0))\"" } + ["tenant=\"_other\""]
+        let labels = ["tenant=\"_other\""] + names.map { "tenant=\"\(Self.escape($0))\"" }
         var out = PrometheusText()
         out.family("parley_tenant_sessions_open", .gauge, help: "Sessions open by tenant (the first tenants seen by name, the rest as _other).")
         for (label, s) in zip(labels, series) { out.sample("parley_tenant_sessions_open", labels: label, s.open) }
