@@ -1,0 +1,82 @@
+import Loop
+
+/// Where conversations outlive their process: every item the client is told is done, the session's
+/// settings, and the hash of its current resume token. The session layer writes through this on
+/// its loop; `Store` implements it on SQLite (one node) and Redis (many nodes).
+///
+/// Writes are fire-and-forget from the session's point of view: an embedded store commits before
+/// it returns (so an item is durable before the event that says it is done is written), a remote
+/// one queues the command on its connection before it returns (so the command is on its way first).
+/// A store that cannot write says so in its metrics and log; the session goes on without it.
+public protocol ConversationStore: AnyObject, Sendable {
+    /// Names the store in logs and metrics: "sqlite", "redis".
+    var kind: String { get }
+    /// A session that asked for resume began (or was resumed here from another process).
+    func sessionStarted(_ session: StoredSession, on loop: EventLoop)
+    /// The session's settings changed (`session.update`): the `session` object as the client sees it.
+    func settingsChanged(sessionID: String, settings: String, on loop: EventLoop)
+    /// An item is complete: `item` is its JSON as `conversation.item.done` shows it, `event` the
+    /// whole event that says so (replayed to a client that resumes after missing it), `seq` that
+    /// event's sequence number.
+    func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop)
+    /// The session's resume token changed (each resume uses one up and gives the next); only its
+    /// SHA-256 is kept, so a leaked store cannot be used to take sessions.
+    func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop)
+    /// The session ended for good (closed by its client, or its grace window passed).
+    func sessionEnded(sessionID: String, on loop: EventLoop)
+    /// The session whose current token hashes to `tokenHash`, with every item kept, or nil; `done`
+    /// runs on `loop` (at once, for an embedded store).
+    func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void)
+}
+
+/// A session as the store keeps it.
+public struct StoredSession: Sendable, Equatable {
+    public var sessionID: String
+    /// Who owns it: a resume must come from the same tenant ("" without authentication).
+    public var tenant: String
+    public var tokenHash: String
+    /// The `session` object (settings) as JSON.
+    public var settings: String
+    /// The sequence number of the last event sent.
+    public var lastSeq: Int
+    /// When the grace window of the current token ends, in seconds since the epoch (0: open).
+    public var expiresAt: Int
+
+    public init(sessionID: String, tenant: String, tokenHash: String, settings: String, lastSeq: Int, expiresAt: Int = 0) {
+        self.sessionID = sessionID
+        self.tenant = tenant
+        self.tokenHash = tokenHash
+        self.settings = settings
+        self.lastSeq = lastSeq
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A session and its completed items, in order, as loaded for a resume.
+public struct StoredConversation: Sendable, Equatable {
+    public struct Item: Sendable, Equatable {
+        public var seq: Int
+        public var itemID: String
+        public var item: String
+        public var event: String
+        public init(seq: Int, itemID: String, item: String, event: String) {
+            self.seq = seq
+            self.itemID = itemID
+            self.item = item
+            self.event = event
+        }
+    }
+
+    public var session: StoredSession
+    public var items: [Item]
+    public init(session: StoredSession, items: [Item]) {
+        self.session = session
+        self.items = items
+    }
+}
+
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
