@@ -27,6 +27,9 @@ public protocol ConversationStore: AnyObject, Sendable {
     /// The session whose current token hashes to `tokenHash`, with every item kept, or nil; `done`
     /// runs on `loop` (at once, for an embedded store).
     func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void)
+    /// False while the store cannot be reached from `loop` (a remote store down): sessions are
+    /// then served without resume, and told so once.
+    func isAvailable(on loop: EventLoop) -> Bool
 }
 
 /// A session as the store keeps it.
