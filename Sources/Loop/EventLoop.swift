@@ -239,6 +239,10 @@ public final class EventLoop {
     /// Runs the completions whose results have come back; a cancelled one's result is dropped.
     private func deliverOffloads() {
         for delivery in handle.inbox.take() {
+            if delivery.ticket == LoopInbox.jobTicket, let job = delivery.result as? LoopInbox.Job {
+                job.body()
+                continue
+            }
             offloads.removeValue(forKey: delivery.ticket)?(delivery.result)
         }
     }

@@ -32,5 +32,11 @@ public final class LoopHandle: Sendable {
         Sys.signal(eventfd: wakeFD)
     }
 
+    /// Runs `body` on the loop's own thread, after what is already posted: how a session parked
+    /// on one loop is handed a connection that arrived on another. Callable from any thread.
+    public func execute(_ body: @escaping @Sendable () -> Void) {
+        inbox.post(LoopInbox.Delivery(ticket: LoopInbox.jobTicket, result: LoopInbox.Job(body: body)))
+    }
+
     var isStopRequested: Bool { stopRequested.load(ordering: .acquiring) }
 }

@@ -9,6 +9,10 @@ final class LoopInbox: Sendable {
         let result: any Sendable
     }
 
+    /// A closure to run on the loop (`LoopHandle.execute`), under the one ticket offloads never use.
+    struct Job: Sendable { let body: @Sendable () -> Void }
+    static let jobTicket: UInt64 = 0
+
     private let deliveries = Mutex<[Delivery]>([])
     private let wakeFD: Int32
 

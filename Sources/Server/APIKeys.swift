@@ -26,7 +26,7 @@ public struct APIKeys: Sendable {
     public init(entries: [Entry]) {
         digests = entries.map { OpenSSL.sha256(Array($0.key.utf8)) }
         tenants = zip(entries, digests).map { entry, digest in
-            entry.tenant ?? "key-" + digest.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            entry.tenant ?? "key-" + OpenSSL.hex(digest.prefix(4))
         }
     }
 

@@ -281,6 +281,12 @@ final class Connection: LoopRegistrant {
                 return respond(.jsonError(.forbidden, code: "origin_not_allowed", message: "this server does not accept sessions from pages at \(origin)"),
                                keepAlive: false)
             }
+            if serving.shuttingDown {
+                // Draining: this node takes no new sessions; the balancer sends the client elsewhere.
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "draining"])
+                return respond(.jsonError(.serviceUnavailable, code: "draining", message: "this server is restarting; connect again",
+                                          headers: [("Retry-After", "1")]), keepAlive: false)
+            }
             switch WebSocketHandshake.evaluate(request, admit: endpoint.admit) {
             case .refuse(let response):
                 serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])
@@ -586,10 +592,13 @@ final class Connection: LoopRegistrant {
         }
     }
 
-    /// Graceful shutdown: WebSocket sessions get 1001, idle HTTP connections are let go.
-    func shutdown() {
+    /// Graceful shutdown: WebSocket sessions get 1001 (unless their handler drains them itself, and
+    /// `force` is false), idle HTTP connections are let go.
+    func shutdown(force: Bool = false) {
         switch mode {
-        case .webSocket: perform(webSocket.shutdownRequested(timing: serving.webSocketTiming))
+        case .webSocket:
+            if !force, let handler, handler.webSocketDrain(WebSocket(connection: self)) { return }
+            perform(webSocket.shutdownRequested(timing: serving.webSocketTiming))
         case .http: outbound.isEmpty ? close() : finishAfterFlush()
         case .lingering, .closed: break
         }

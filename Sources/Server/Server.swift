@@ -54,6 +54,13 @@ public final class Server: Sendable {
         let renderer = MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: routes.endpointNames, baseline: baseline,
                                        tls: credentials, sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
+        // Readiness, unlike liveness, goes 503 at SIGTERM: balancers stop sending sessions here
+        // while the ones held drain (docs/operations.md, "Drain").
+        let drain = DrainState()
+        builder.get("/readyz") { _ in
+            drain.isDraining ? HTTPResponse(status: .serviceUnavailable, contentType: "text/plain; charset=utf-8", body: "draining\n")
+                             : HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ready\n")
+        }
         let group = configuration.workerGroup
         let exposition: @Sendable () -> HTTPResponse = {
             var text = renderer.render()
@@ -64,7 +71,7 @@ public final class Server: Sendable {
         }
         metricsExposition = exposition
         if configuration.servesMetrics { builder.get("/metrics") { _ in exposition() } }
-        context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials)
+        context = ServerContext(configuration: configuration, router: Router(builder), tls: credentials, drain: drain)
     }
 
     /// Starts the loops and returns once all of them are running.

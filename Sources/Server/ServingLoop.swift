@@ -32,6 +32,8 @@ final class ServingLoop {
     /// Each connection's client address, by slot, while per-address limits are on (empty otherwise).
     private var hosts: [Int32: HostKey] = [:]
     private(set) var shuttingDown = false
+    /// Upgraded sessions on this loop: a drain ends when none is left.
+    private var sessionsHere = 0
     /// Connections refused since the last warning about it, and when that was (in loop ticks).
     private var refusedSinceLog = 0
     private var lastRefusalLog: UInt32?
@@ -129,7 +131,10 @@ final class ServingLoop {
 
     /// Takes a session slot for an upgrade; false when `maxConnections` sessions are open.
     func reserveSession() -> Bool {
-        if context.openSessions.add(1, ordering: .relaxed).newValue <= context.configuration.maxConnections { return true }
+        if context.openSessions.add(1, ordering: .relaxed).newValue <= context.configuration.maxConnections {
+            sessionsHere += 1
+            return true
+        }
         context.openSessions.subtract(1, ordering: .relaxed)
         metrics.refused[RefusalReason.connectionLimit.rawValue].add(1)
         return false
@@ -156,20 +161,34 @@ final class ServingLoop {
         metrics.open[endpoint].add(-1)
         metrics.closed[CloseLabel.index(closeCode)].add(1)
         metrics.accountedBytes.add(-accounted)
-        if shuttingDown && openCount == 0 { loop.stop() }
+        if endpoint > 0 { sessionsHere -= 1 }
+        if shuttingDown && sessionsHere == 0 { stopNow() }
         return 0
     }
 
     // MARK: Shutdown
 
-    /// Stops listening, asks every connection to close (WebSocket sessions get 1001), and stops
-    /// the loop once they have, or after `shutdownTimeout` whatever is left.
+    /// Drains: `/readyz` goes 503 and upgrades are refused, but the listener stays open so that a
+    /// balancer's checks get that answer rather than a refused connection. Every connection is
+    /// asked to close (a session handler may first finish its reply, then closes with 1012 and
+    /// its resume token); once this loop holds no session, or at `shutdownTimeout` with whatever
+    /// is left closed with 1001, the loop stops.
     private func beginShutdown() {
         shuttingDown = true
+        context.drain.begin()
+        loop.forEachRegistrant { ($0 as? Connection)?.shutdown() }
+        if sessionsHere == 0 { return stopNow() }
+        loop.schedule(after: context.configuration.shutdownTimeout) { [weak self] in
+            guard let self else { return }
+            loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
+            // The close handshakes get a moment; then the loop stops whatever is left.
+            loop.schedule(after: 1) { [weak self] in self?.stopNow() }
+        }
+    }
+
+    private func stopNow() {
         acceptor?.close()
         acceptor = nil
-        loop.forEachRegistrant { ($0 as? Connection)?.shutdown() }
-        if openCount == 0 { return loop.stop() }
-        loop.schedule(after: context.configuration.shutdownTimeout) { [loop] in loop.stop() }
+        loop.stop()
     }
 }

@@ -34,6 +34,8 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let policyViolation = WebSocketCloseCode(rawValue: 1008)
     public static let messageTooBig = WebSocketCloseCode(rawValue: 1009)
     public static let internalError = WebSocketCloseCode(rawValue: 1011)
+    /// The server is restarting (IANA registry): reconnect, and resume if you can.
+    public static let serviceRestart = WebSocketCloseCode(rawValue: 1012)
     public static let tryAgainLater = WebSocketCloseCode(rawValue: 1013)
 
     /// Codes a peer may put in a close frame: the RFC's defined ones, the later IANA registrations

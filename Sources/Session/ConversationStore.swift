@@ -30,6 +30,8 @@ public protocol ConversationStore: AnyObject, Sendable {
     /// False while the store cannot be reached from `loop` (a remote store down): sessions are
     /// then served without resume, and told so once.
     func isAvailable(on loop: EventLoop) -> Bool
+    /// The store's series for /metrics (Prometheus text).
+    func renderMetrics() -> String
 }
 
 /// A session as the store keeps it.

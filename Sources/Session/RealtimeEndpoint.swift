@@ -17,10 +17,13 @@ public struct RealtimeEndpoint: Sendable {
     public let speech: SpeechServices
     /// What each session may spend.
     public let limits: SessionLimits
+    /// How sessions that ask for it outlive their connection.
+    public let resume: ResumeSettings
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
-                limits: SessionLimits = SessionLimits()) {
+                limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings()) {
         self.limits = limits
+        self.resume = resume
         self.model = model
         self.modelName = modelName
         self.access = access
@@ -30,7 +33,8 @@ public struct RealtimeEndpoint: Sendable {
     public func install(on routes: inout Router.Builder) {
         let pool = speech.pool
         let ledger = access.ledger
-        routes.addMetrics { SessionMetrics.shared.render() + SpeechMetrics.shared.render(pool: pool) + ledger.render() + UpstreamMetrics.shared.render() }
+        let store = resume.store
+        routes.addMetrics { SessionMetrics.shared.render() + (store?.renderMetrics() ?? "") + SpeechMetrics.shared.render(pool: pool) + ledger.render() + UpstreamMetrics.shared.render() }
         routes.webSocket("/v1/realtime", name: "realtime") { request, offered in admit(request, offered, allowsOpus: false) }
         routes.webSocket("/ws", name: "ws") { request, offered in admit(request, offered, allowsOpus: true) }
         // Azure OpenAI's path (`?api-version=…&deployment=…`, the key in `api-key`): the same
@@ -43,9 +47,19 @@ public struct RealtimeEndpoint: Sendable {
     /// Browsers cannot set headers, so they offer `realtime` plus `openai-insecure-api-key.<key>`;
     /// the answer names `realtime` (a key must never be echoed back in a response header).
     func admit(_ request: HTTPRequest, _ offered: [String], allowsOpus: Bool) -> Result<WebSocketAdmission, HTTPRefusal> {
-        access.admit(request, offered: offered).map { admitted in
-            WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil,
-                               handler: RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus))
+        let asked: ResumeRequest
+        switch ResumeRequest.parse(request) {
+        case .success(let parsed): asked = parsed
+        case .failure(let refusal): return .failure(refusal)
+        }
+        return access.admit(request, offered: offered).map { admitted in
+            let handler: any WebSocketHandler = switch asked {
+            case .resume(let token, let lastSeq):
+                ResumingHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, token: token, lastSeq: lastSeq)
+            case .resumable, .none:
+                RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, resumable: asked == .resumable)
+            }
+            return WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil, handler: handler)
         }
     }
 }

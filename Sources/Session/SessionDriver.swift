@@ -13,21 +13,21 @@ let sessionLog = Logger(label: "parley.session")
 /// the client's dialect (`RealtimeSessionHandler`), or a carrier's media messages.
 protocol SessionWire: AnyObject {
     /// What the session writes for `event` (nothing, for events the wire does not carry).
-    func send(_ event: ServerEvent, on socket: WebSocket)
+    func send(_ event: ServerEvent, on socket: any SessionSocket)
     /// One piece of a reply's audio.
-    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: WebSocket)
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket)
     /// How far into a reply the listener has heard, when the wire knows better than the pace of
     /// sending does (a carrier's marks); nil: estimate it from the pace.
     func heardMs(of responseID: String) -> Int?
     /// A reply's speech was stopped (a barge-in, a cancel): what is queued at the listener should go.
-    func speechStopped(responseID: String, on socket: WebSocket)
+    func speechStopped(responseID: String, on socket: any SessionSocket)
     /// Names the endpoint in the session's log lines.
     var endpointName: String { get }
 }
 
 extension SessionWire {
     func heardMs(of responseID: String) -> Int? { nil }
-    func speechStopped(responseID: String, on socket: WebSocket) {}
+    func speechStopped(responseID: String, on socket: any SessionSocket) {}
 }
 
 /// One session on one connection: the `SessionEngine` and the work its actions start (model
@@ -43,7 +43,7 @@ final class SessionDriver {
     private let endpoint: RealtimeEndpoint
     private(set) var engine: SessionEngine
     private weak var wire: (any SessionWire)?
-    private var socket: WebSocket?
+    private(set) var socket: (any SessionSocket)?
     private var calls: [String: any ModelCall] = [:]
     private var audio: AudioInput?
     private var codecCheck: ScheduledTask?
@@ -83,7 +83,9 @@ final class SessionDriver {
 
     private var sessionCap: ScheduledTask?
 
-    func open(_ socket: WebSocket) {
+    /// Opens the session on `socket`; `announce` false for one restored from the store, whose
+    /// client already had its `session.created`.
+    func open(_ socket: any SessionSocket, announce: Bool = true) {
         self.socket = socket
         openedAt = MonotonicClock.nanoseconds()
         metrics.sessionsOpen.add(1)
@@ -91,7 +93,16 @@ final class SessionDriver {
             sessionCap = socket.loop.schedule(after: cap) { [weak self] in self?.sessionExpired() }
         }
         sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(wire?.endpointName ?? "")", "model": "\(engine.model)"])
-        perform(engine.start())
+        if announce { perform(engine.start()) }
+    }
+
+    /// The conversation of a session restored from the store.
+    func restore(_ entries: [ConversationHistory.Entry]) { engine.restore(entries) }
+
+    /// A restored session whose old process went while answering answers again.
+    func answerIfUnanswered() {
+        guard engine.endsUnanswered, case .event(let event)? = try? ClientMessage.parse(#"{"type":"response.create"}"#) else { return }
+        handle(.client(event))
     }
 
     /// One client event or audio frame arrived; false (and the session closed) past the rate.
@@ -159,6 +170,24 @@ final class SessionDriver {
         audio = nil
         self.socket = nil
     }
+
+    /// The client is gone but may come back within the grace window: the session goes on (a
+    /// reply in flight finishes), writing only to its replay log.
+    func park(onClose: @escaping (WebSocketCloseCode) -> Void) {
+        guard let socket else { return }
+        let parked = ParkedSocket(loop: socket.loop)
+        parked.onClose = onClose
+        self.socket = parked
+    }
+
+    /// The client is back, on `socket`.
+    func attach(_ socket: any SessionSocket) {
+        self.socket = socket
+        updateAccount()
+    }
+
+    /// The session's home loop, nil once closed.
+    var loop: EventLoop? { socket?.loop }
 
     func refuse(_ error: ProtocolError, eventID: String? = nil) {
         var error = error
@@ -267,7 +296,7 @@ final class SessionDriver {
 
     // MARK: Speech
 
-    private func speak(_ step: SpeechStep, on socket: WebSocket) {
+    private func speak(_ step: SpeechStep, on socket: any SessionSocket) {
         switch step {
         case .text(let at, let voice, let format, let piece):
             if speechOutputs[at.responseID] == nil {

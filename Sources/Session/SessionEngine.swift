@@ -37,6 +37,8 @@ public struct SessionEngine: Sendable {
         public var pinned: Pinned = []
         /// A synthesiser is there: replies with the audio modality are spoken.
         public var synthesizes: Bool
+        /// A session restored from the store keeps the id it had.
+        public var sessionID: String?
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
                     maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024, transcribes: Bool = false, synthesizes: Bool = false) {
@@ -176,6 +178,7 @@ public struct SessionEngine: Sendable {
     /// `seed` names the session's ids (`sess_…`, `event_…`); pass a random one per session.
     public init(seed: UInt64, options: Options = Options()) {
         ids = IDGenerator(seed: seed)
+        restoredID = options.sessionID
         model = options.model
         allowsOpus = options.allowsOpus
         transcribes = options.transcribes
@@ -192,7 +195,10 @@ public struct SessionEngine: Sendable {
 
     /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
     /// inline, and an idle session should own no heap at all.
-    public var sessionID: String { "sess_\(ids.tag)" }
+    public var sessionID: String { restoredID ?? "sess_\(ids.tag)" }
+    /// The id of a session restored from the store; new ids get a fresh tag, so none collides
+    /// with an item it had.
+    private let restoredID: String?
     private var conversationID: String { "conv_\(ids.tag)" }
 
     /// The conversation as the model will next see it (without the instructions). A reply still
@@ -210,6 +216,19 @@ public struct SessionEngine: Sendable {
     /// connection's memory account. Zero for a new session.
     public var accountedBytes: Int {
         conversation.heapBytes + audio.heapBytes + configuration.heapBytes + (response?.text.utf8.count ?? 0)
+    }
+
+    /// Puts back the conversation of a session restored from the store, as it was (no events:
+    /// its client saw them when they happened).
+    mutating func restore(_ entries: [ConversationHistory.Entry]) {
+        for entry in entries { conversation.append(id: entry.id, entry.message, audio: entry.audio) }
+    }
+
+    /// Whether the conversation ends with a turn nobody answered (a user's, or a function's
+    /// output): what a process that went mid-reply leaves behind.
+    var endsUnanswered: Bool {
+        guard let last = conversation.entries.last, response == nil else { return false }
+        return last.message.role == .user || last.message.role == .tool
     }
 
     /// The first actions of a session: `session.created`.

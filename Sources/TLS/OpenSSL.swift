@@ -9,6 +9,11 @@ public enum OpenSSL {
     /// SHA-256 digest: what API keys are held as, so the keys themselves are not in memory.
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha256(), "SHA-256") }
 
+    /// Lower-case hex, as digests are written in logs, files and keys.
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
     /// HMAC-SHA-256 of `bytes` under `key`: what client secrets and HS256 tokens are signed with.
     public static func hmacSHA256(key: [UInt8], _ bytes: [UInt8]) -> [UInt8] { hmac(EVP_sha256(), key: key, bytes, "SHA-256") }
 

@@ -32,6 +32,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Telephony")
     var telephony: TelephonyOptions
 
+    @OptionGroup(title: "Resume")
+    var resume: ResumeOptions
+
     @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("PEM CA certificates trusted for https LLM upstreams, besides the system store (PARLEY_UPSTREAM_CA).", valueName: "file"))
     var upstreamCAFlag: String?
     var upstreamCA: String? { upstreamCAFlag ?? Environment.string("PARLEY_UPSTREAM_CA") }
@@ -89,7 +92,8 @@ struct Serve: ParsableCommand {
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
-                                        access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits())
+                                        access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits(),
+                                        resume: try resume.settings())
         sessions.install(on: &routes)
         var twilio = try telephony.settings()
         twilio.requiresAuth = sessionAccess.required

@@ -41,7 +41,8 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Seconds to wait for the peer's side of a close (PARLEY_CLOSE_TIMEOUT; default \(defaults.closeTimeout)).")
     var closeTimeout: Double?
 
-    @Option(help: "Seconds a graceful shutdown waits before dropping sessions (PARLEY_SHUTDOWN_TIMEOUT; default \(defaults.shutdownTimeout)).")
+    @Option(name: [.customLong("drain-seconds"), .customLong("shutdown-timeout")],
+            help: "Seconds a drain (SIGTERM) gives replies in flight before the sessions left are closed (PARLEY_DRAIN_SECONDS; default \(defaults.shutdownTimeout)).")
     var shutdownTimeout: Double?
 
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain; with --tls-key the port serves HTTPS and wss only, and SIGHUP reloads both (PARLEY_TLS_CERT).", valueName: "file"))
@@ -76,7 +77,7 @@ struct ServerOptions: ParsableArguments {
         try set(&c, \.idleTimeout, idleTimeout, "PARLEY_IDLE_TIMEOUT")
         try set(&c, \.pingTimeout, pingTimeout, "PARLEY_PING_TIMEOUT")
         try set(&c, \.closeTimeout, closeTimeout, "PARLEY_CLOSE_TIMEOUT")
-        try set(&c, \.shutdownTimeout, shutdownTimeout, "PARLEY_SHUTDOWN_TIMEOUT")
+        try set(&c, \.shutdownTimeout, shutdownTimeout, "PARLEY_DRAIN_SECONDS")
         try set(&c, \.tlsCertificateFile, tlsCert, "PARLEY_TLS_CERT")
         try set(&c, \.tlsKeyFile, tlsKey, "PARLEY_TLS_KEY")
         try set(&c, \.tlsHandshakeTimeout, tlsHandshakeTimeout, "PARLEY_TLS_HANDSHAKE_TIMEOUT")

@@ -50,6 +50,11 @@ public struct ServerEvent: Sendable, Equatable {
         /// The spoken reply was cut off at the client's `output_audio_buffer.clear`.
         case outputAudioBufferCleared(responseID: String)
         case error(EventError)
+        /// Parley's, to a client that asked for resume (docs/protocol.md, "Resume"): the token to
+        /// reconnect with, and how long the session waits for it.
+        case resumeToken(token: String, graceSeconds: Int, lastSeq: Int)
+        /// Parley's: the session is back; the events after `lastSeq` the client named follow.
+        case sessionResumed(sessionID: String, token: String, lastSeq: Int, replayed: Int)
     }
 
     /// Fresh for every event, as in the Realtime API.

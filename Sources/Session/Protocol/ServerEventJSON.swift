@@ -48,6 +48,8 @@ extension ServerEvent {
         case .conversationItemDeleted: return "conversation.item.deleted"
         case .outputAudioBufferCleared: return "output_audio_buffer.cleared"
         case .error: return "error"
+        case .resumeToken: return "session.resume_token"
+        case .sessionResumed: return "session.resumed"
         }
     }
 
@@ -105,6 +107,10 @@ extension ServerEvent {
             members.append(("response_id", .string(responseID)))
         case .error(let error):
             members.append(("error", error.json))
+        case .resumeToken(let token, let graceSeconds, let lastSeq):
+            members += [("token", .string(token)), ("grace_seconds", .int(graceSeconds)), ("last_seq", .int(lastSeq))]
+        case .sessionResumed(let sessionID, let token, let lastSeq, let replayed):
+            members += [("session_id", .string(sessionID)), ("token", .string(token)), ("last_seq", .int(lastSeq)), ("replayed", .int(replayed))]
         }
         return .object(members)
     }

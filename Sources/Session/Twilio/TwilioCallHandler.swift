@@ -133,7 +133,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
 
     // MARK: SessionWire
 
-    func send(_ event: ServerEvent, on socket: WebSocket) {
+    func send(_ event: ServerEvent, on socket: any SessionSocket) {
         switch event.kind {
         case .error(let error):
             sessionLog.info("call error", metadata: ["call": "\(callSid)", "code": "\(error.code)", "error": "\(error.message)"])
@@ -143,7 +143,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         }
     }
 
-    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: WebSocket) {
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         guard case .pcm(let base64) = piece, !streamSid.isEmpty else { return }
         socket.send(text: TwilioOutbound.media(streamSid: streamSid, payload: base64))
         // 8 bytes of µ-law a millisecond; base64 makes 4 characters of 3 bytes.
@@ -154,7 +154,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
 
     func heardMs(of responseID: String) -> Int? { playback.heard(responseID) }
 
-    func speechStopped(responseID: String, on socket: WebSocket) {
+    func speechStopped(responseID: String, on socket: any SessionSocket) {
         guard playback.isPlaying else { return }
         socket.send(text: TwilioOutbound.clear(streamSid: streamSid))
         metrics.clears.add(1)

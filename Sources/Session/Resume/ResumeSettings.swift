@@ -1,0 +1,15 @@
+/// How sessions that ask for resume are kept (docs/operations.md, "Resume"): how long one waits
+/// for its client, how many unacknowledged events it keeps, and where its items go.
+public struct ResumeSettings: Sendable {
+    /// `--resume-grace-seconds`: how long a session whose client is gone waits for it.
+    public var graceSeconds: Double = 30
+    /// Bytes of unacknowledged events kept per session for replay.
+    public var maxLogBytes = 1 << 20
+    /// `--store`: where items are written as they complete; nil keeps them in memory only.
+    public var store: (any ConversationStore)?
+
+    public init(graceSeconds: Double = 30, store: (any ConversationStore)? = nil) {
+        self.graceSeconds = graceSeconds
+        self.store = store
+    }
+}

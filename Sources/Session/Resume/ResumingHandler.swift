@@ -1,0 +1,98 @@
+import Loop
+import Server
+
+/// A connection that came back with a resume token. On open it claims the parked session (here
+/// or on another loop of this process) or, failing that, loads it from the store; then it is only
+/// the session's socket: frames go to the session, on its home loop, and so does the close.
+///
+/// Whatever the reason a token does not work (unknown, used, expired, another tenant's), the
+/// client hears the same `resume_token_invalid`, so a guess learns nothing.
+final class ResumingHandler: WebSocketHandler {
+    private let endpoint: RealtimeEndpoint
+    private let request: HTTPRequest
+    private var admitted: Admitted?
+    private let allowsOpus: Bool
+    private let token: String
+    private let lastSeq: Int
+    private var target: Target?
+
+    private enum Target {
+        case here(RealtimeSessionHandler)
+        case relayed(Handoff<RealtimeSessionHandler>, home: LoopHandle)
+    }
+
+    init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, token: String, lastSeq: Int) {
+        self.endpoint = endpoint
+        self.request = request
+        self.admitted = admitted
+        self.allowsOpus = allowsOpus
+        self.token = token
+        self.lastSeq = lastSeq
+    }
+
+    private var me: ObjectIdentifier { ObjectIdentifier(self) }
+    private var tenant: String { admitted?.caller.tenant ?? "" }
+
+    func webSocketDidOpen(_ socket: WebSocket) {
+        let hash = ResumeToken.hash(token)
+        if let parked = ResumeRegistry.shared.claim(tokenHash: hash, tenant: tenant) {
+            // The parked session holds its place in the tenant's count; this one gives its back.
+            admitted = nil
+            let lastSeq = lastSeq, me = me
+            if parked.home === socket.loop.handle {
+                target = .here(parked.session.value)
+                parked.session.value.attach(socket, lastSeq: lastSeq, from: me)
+            } else {
+                target = .relayed(parked.session, home: parked.home)
+                let session = parked.session, remote = socket.loop.handle, socket = Handoff(socket)
+                parked.home.execute { session.value.attach(relayedFrom: remote, socket: socket, lastSeq: lastSeq, from: me) }
+            }
+            return
+        }
+        guard let store = endpoint.resume.store, store.isAvailable(on: socket.loop), let admitted else { return refuse(socket) }
+        store.load(tokenHash: hash, on: socket.loop) { [weak self] result in
+            guard let self else { return }
+            guard case .success(let stored?) = result, stored.session.tenant == tenant,
+                  stored.session.expiresAt == 0 || stored.session.expiresAt >= WallClock.seconds() else { return refuse(socket) }
+            let session = RealtimeSessionHandler(endpoint: endpoint, request: request, admitted: admitted, allowsOpus: allowsOpus, restoring: stored)
+            target = .here(session)
+            session.openRestored(socket, stored: stored, lastSeq: lastSeq, from: me)
+        }
+    }
+
+    private func refuse(_ socket: WebSocket) {
+        SessionMetrics.shared.resumes.add(1, labels: "result=\"refused\"")
+        let error = EventError(type: .invalidRequest, code: "resume_token_invalid",
+                               message: "the resume token is not valid: unknown, already used, or past its grace window")
+        socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
+        socket.close(.policyViolation, reason: "resume_token_invalid")
+    }
+
+    func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        switch target {
+        case .here(let session): session.receive(message, kind: kind, from: me)
+        case .relayed(let session, let home):
+            let bytes = Array(message), me = me
+            home.execute { bytes.withUnsafeBytes { session.value.receive($0, kind: kind, from: me) } }
+        case nil: break
+        }
+    }
+
+    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
+        switch target {
+        case .here(let session): session.socketClosed(code, from: me)
+        case .relayed(let session, let home):
+            let me = me
+            home.execute { session.value.socketClosed(code, from: me) }
+        case nil: break
+        }
+        target = nil
+    }
+
+    func webSocketDrain(_ socket: WebSocket) -> Bool {
+        switch target {
+        case .here(let session): return session.webSocketDrain(socket)
+        case .relayed, nil: return false
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Loop
+import Server
+
+/// What a session writes to and is scheduled on: its WebSocket; while parked (the client gone
+/// within the grace window), nothing, so that replies go on into the replay log; after a resume
+/// that arrived on another loop, that loop's WebSocket, reached through its inbox. The session's
+/// own work (model calls, speech, timers) always stays on `loop`, the loop it began on.
+protocol SessionSocket {
+    func send(text: String)
+    func send(binary: [UInt8])
+    func close(_ code: WebSocketCloseCode, reason: String)
+    var isOpen: Bool { get }
+    /// The session's home loop.
+    var loop: EventLoop { get }
+    func account(handlerBytes: Int)
+}
+
+extension WebSocket: SessionSocket {}
+
+/// A session with no client: what it sends is kept only in its replay log. Closing it (a limit
+/// passed while parked) ends the session through `onClose`.
+final class ParkedSocket: SessionSocket {
+    let loop: EventLoop
+    var onClose: ((WebSocketCloseCode) -> Void)?
+    init(loop: EventLoop) { self.loop = loop }
+    func send(text: String) {}
+    func send(binary: [UInt8]) {}
+    func close(_ code: WebSocketCloseCode, reason: String) {
+        let onClose = onClose
+        self.onClose = nil
+        onClose?(code)
+    }
+    var isOpen: Bool { true }
+    func account(handlerBytes: Int) {}
+}
+
+/// A client's WebSocket on another loop than the session's: each write is handed to that loop,
+/// in order (its inbox is first in, first out). Only resumed sessions pay the hop.
+final class RelayedSocket: SessionSocket {
+    let loop: EventLoop
+    private let remote: LoopHandle
+    private let socket: Handoff<WebSocket>
+    private var closed = false
+
+    init(home: EventLoop, remote: LoopHandle, socket: Handoff<WebSocket>) {
+        loop = home
+        self.remote = remote
+        self.socket = socket
+    }
+
+    func send(text: String) {
+        let socket = socket
+        if !closed { remote.execute { socket.value.send(text: text) } }
+    }
+
+    func send(binary: [UInt8]) {
+        let socket = socket
+        if !closed { remote.execute { socket.value.send(binary: binary) } }
+    }
+
+    func close(_ code: WebSocketCloseCode, reason: String) {
+        guard !closed else { return }
+        closed = true
+        let socket = socket
+        remote.execute { socket.value.close(code, reason: reason) }
+    }
+
+    var isOpen: Bool { !closed }
+    func account(handlerBytes: Int) {}
+}
+
+/// An object handed between loops whose every use stays on one loop at a time: the session to
+/// its home loop, a WebSocket to the loop that owns it. The compiler cannot see that discipline,
+/// hence the unchecked conformance; each `execute` that carries one is the whole of the handoff.
+final class Handoff<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
