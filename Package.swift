@@ -16,7 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
-        // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL, speech.
+        // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL, speech, SQLite.
         .target(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(
             name: "COpus", path: "Sources/COpus", pkgConfig: "opus",
@@ -33,6 +33,9 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
 
         // OpenSSL's macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
@@ -56,12 +59,14 @@ let package = Package(
         .target(name: "Session", dependencies: ["Server", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
+        // Where conversations outlive their process: SQLite (one node) and Redis (many), behind Session's ConversationStore.
+        .target(name: "Store", dependencies: ["Session", "Loop", "Metrics", "JSON", "CSQLite", .product(name: "Logging", package: "swift-log")]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Session", "Loop", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Speech", "MockLLM", "Upstream", "TLS", "Loop", "Codec", "JSON", "CLinux",
+                "Server", "Session", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Codec", "JSON", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -87,6 +92,9 @@ let package = Package(
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        // A child that writes through SQLiteConversationStore until it is killed, for the kill -9 test.
+        .executableTarget(name: "store-writer", dependencies: ["Store", "Session", "Loop"], path: "Tests/StoreWriter"),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Session", "Loop", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]

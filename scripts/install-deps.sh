@@ -3,11 +3,12 @@
 # Called by `make run` and `make test`, so that on a fresh machine those two commands are the set-up.
 set -euo pipefail
 
-# Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition)
-# and libespeak-ng (synthesis). Tests: espeak-ng and opus-tools make speech vectors, and sox is the
-# outside G.711 encoder the codec is checked against (and makes the SDK tests' µ-law speech).
+# Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition),
+# libespeak-ng (synthesis) and libsqlite3 (the conversation store on one node, Store). Tests:
+# espeak-ng and opus-tools make speech vectors, and sox is the outside G.711 encoder the codec is
+# checked against (and makes the SDK tests' µ-law speech).
 packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools sox
-          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev "$@")
+          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -7,15 +7,18 @@ public final class Histogram: Sendable {
     public let name: String
     public let help: String
     public let bounds: [Double]
+    /// Label text every sample carries besides `le` (`store="sqlite"`), empty for none.
+    public let labels: String
     private let buckets: [Counter]
     private let count = Counter()
     /// Microseconds, so an integer atomic can hold the sum.
     private let sumMicroseconds = Counter()
 
-    public init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds) {
+    public init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds, labels: String = "") {
         self.name = name
         self.help = help
         self.bounds = bounds
+        self.labels = labels
         buckets = bounds.map { _ in Counter() }
     }
 
@@ -44,6 +47,6 @@ public final class Histogram: Sendable {
         let buckets = first.bounds.indices.map { i in parts.reduce(0) { $0 + $1.buckets[i].current } }
         let sum = Double(parts.reduce(0) { $0 + $1.sumMicroseconds.current }) / 1e6
         out.histogram(first.name, help: first.help, bounds: first.bounds, buckets: buckets, sum: sum,
-                      count: parts.reduce(0) { $0 + $1.count.current })
+                      count: parts.reduce(0) { $0 + $1.count.current }, labels: first.labels)
     }
 }

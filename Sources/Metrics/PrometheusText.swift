@@ -35,17 +35,19 @@ public struct PrometheusText {
     }
 
     /// A histogram: `buckets` are per-bucket counts (not cumulative), one per bound; the +Inf
-    /// bucket is `count`.
-    public mutating func histogram(_ name: String, help: String, bounds: [Double], buckets: [Int], sum: Double, count: Int) {
+    /// bucket is `count`. `labels`: label text every sample carries besides `le`, empty for none.
+    public mutating func histogram(_ name: String, help: String, bounds: [Double], buckets: [Int], sum: Double, count: Int,
+                                   labels: String = "") {
         family(name, .histogram, help: help)
+        let prefix = labels.isEmpty ? "" : labels + ","
         var cumulative = 0
         for (i, bound) in bounds.enumerated() {
             cumulative += buckets[i]
-            sample("\(name)_bucket", labels: "le=\"\(bound)\"", cumulative)
+            sample("\(name)_bucket", labels: "\(prefix)le=\"\(bound)\"", cumulative)
         }
-        sample("\(name)_bucket", labels: "le=\"+Inf\"", count)
-        sample("\(name)_sum", sum)
-        sample("\(name)_count", count)
+        sample("\(name)_bucket", labels: "\(prefix)le=\"+Inf\"", count)
+        sample("\(name)_sum", labels: labels, sum)
+        sample("\(name)_count", labels: labels, count)
     }
 
     public static func += (lhs: inout PrometheusText, rhs: String) { lhs.text += rhs }

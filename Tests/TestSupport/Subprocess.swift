@@ -76,7 +76,7 @@ public enum Subprocess {
     /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34), looked up at run time because Swift's
     /// Glibc module is built without _GNU_SOURCE and does not declare it. On an older glibc the
     /// child inherits the descriptors.
-    static func closeFrom(_ fd: Int32, _ actions: inout posix_spawn_file_actions_t) {
+    public static func closeFrom(_ fd: Int32, _ actions: inout posix_spawn_file_actions_t) {
         guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return }
         _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, fd)
     }
