@@ -34,6 +34,7 @@ endif
 
 test: deps
 	scripts/check-layers.sh
+	scripts/check-deploy.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) fuzz-smoke
