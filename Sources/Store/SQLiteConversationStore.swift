@@ -58,7 +58,7 @@ public final class SQLiteConversationStore: ConversationStore {
     }
 
     /// The store's series (`parley_store_*{store="sqlite"}`) for /metrics.
-    public func render() -> String { metrics.render() }
+    public func renderMetrics() -> String { metrics.render() }
 
     // MARK: ConversationStore
 

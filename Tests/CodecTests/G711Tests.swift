@@ -105,24 +105,3 @@ import TestSupport
     }
 }
 
-/// A directory for one test's files, removed with it.
-final class TemporaryDirectory {
-    struct Failure: Error {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    let root: String
-
-    init() throws {
-        var template = Array("/tmp/parley-g711-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TemporaryDirectory.Failure("mkdtemp failed") }
-        root = String(cString: made)
-    }
-
-    deinit {
-        _ = try? Subprocess.run(["rm", "-rf", root], quiet: true)
-    }
-
-    func path(_ name: String) -> String { root + "/" + name }
-}

@@ -176,4 +176,39 @@ import TestSupport
         #expect(try busy.readClose() == 1012)
         #expect(server.waitForExit(seconds: 5) == 0)
     }
+
+    @Test func aKill9MidReplyLosesNoCompletedItemAndTheRestartedServerAnswersTheTurn() throws {
+        let model = try slowModel()
+        let directory = try TemporaryDirectory()
+        let store = "--store sqlite:\(directory.root)/parley.db"
+        let first = try serve(model, store)
+        var (client, token, _) = try open(first)
+        try ask(client, "remember the word lantern")
+        let turn = try client.readEvents(until: "response.done").events
+        let userItem = turn.first { $0["type"]?.string == "conversation.item.done" }?["item"]?["id"]?.string ?? ""
+        try ask(client, "now a long answer")
+        var seq = 0
+        while true {
+            let event = try client.readEvent()
+            seq = event["seq"]?.int ?? seq
+            if event["type"]?.string == "response.output_text.delta" { break }
+        }
+        first.signal(SIGKILL)
+        _ = first.waitForExit(seconds: 5)
+
+        let second = try serve(model, store)
+        let back = try reconnect(second, token: token, lastSeq: seq)
+        let resumed = try back.readEvent()
+        #expect(resumed["type"]?.string == "session.resumed", "\(resumed)")
+        token = resumed["token"]?.string ?? ""
+        // The turn the killed server was answering is answered here, whole.
+        let answer = try back.readEvents(until: "response.done").events
+        #expect(answer.last?["response"]?["status"]?.string == "completed", "\(answer.map { $0["type"]?.string ?? "" })")
+        // And the first turn is still in the conversation.
+        try back.send(TestClient.frame(0x1, Array(#"{"type":"conversation.item.retrieve","item_id":"\#(userItem)"}"#.utf8)))
+        let retrieved = try back.readEvents(until: "conversation.item.retrieved").events.last
+        #expect(retrieved?["item"]?["content"]?.array?.first?["text"]?.string == "remember the word lantern", "\(String(describing: retrieved))")
+        #expect(second.metric("parley_sessions_resumed_total{result=\"store\"}") == 1)
+        _ = client
+    }
 }

@@ -41,9 +41,9 @@ import Testing
         store.sessionStarted(StoredSession(sessionID: "sess_1", tenant: "acme", tokenHash: "h3", settings: "{}", lastSeq: 0), on: loop)
         #expect(try load(store, "h3", on: loop)?.items == [])
         #expect(store.isAvailable(on: loop))
-        #expect(store.render().contains("parley_store_writes_total{store=\"sqlite\",result=\"ok\"} 7"))
-        #expect(store.render().contains("parley_store_writes_total{store=\"sqlite\",result=\"error\"} 0"))
-        #expect(store.render().contains("parley_store_write_seconds_count{store=\"sqlite\"} 7"))
+        #expect(store.renderMetrics().contains("parley_store_writes_total{store=\"sqlite\",result=\"ok\"} 7"))
+        #expect(store.renderMetrics().contains("parley_store_writes_total{store=\"sqlite\",result=\"error\"} 0"))
+        #expect(store.renderMetrics().contains("parley_store_write_seconds_count{store=\"sqlite\"} 7"))
     }
 
     @Test func anEndedSessionIsNotLoaded() throws {
@@ -76,7 +76,7 @@ import Testing
         // Settings, then each item and its event.
         let written: [String] = ["{}", "{\"transcript\":null}", "e3", "{\"text\":\"hi\"}", "e5", "{\"transcript\":\"hello\"}", "e8", "{}", "x"]
         let bytes = written.reduce(0) { $0 + $1.utf8.count }
-        #expect(store.render().contains("parley_store_bytes_written_total{store=\"sqlite\"} \(bytes)"))
+        #expect(store.renderMetrics().contains("parley_store_bytes_written_total{store=\"sqlite\"} \(bytes)"))
     }
 
     @Test func writesAreCommittedWhenTheMethodReturns() throws {
@@ -104,7 +104,7 @@ import Testing
         // token_hash is unique: b cannot take a's token.
         store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 1, on: loop)
         store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 2, on: loop)
-        #expect(store.render().contains("parley_store_writes_total{store=\"sqlite\",result=\"error\"} 2"))
+        #expect(store.renderMetrics().contains("parley_store_writes_total{store=\"sqlite\",result=\"error\"} 2"))
         #expect(try load(store, "ha", on: loop)?.session.sessionID == "sess_a")
         #expect(try load(store, "hb", on: loop)?.session.sessionID == "sess_b")
     }
