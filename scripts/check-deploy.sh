@@ -2,7 +2,7 @@
 # Checks deploy/ (docs/operations.md, "Deploying"); make test runs it after check-layers.sh.
 #   - every manifest in deploy/k8s passes kubernetes-validate --strict (unknown fields fail), the
 #     kustomization lists them all, the PARLEY_* variables they set exist, and the pod's grace
-#     period covers preStop + --drain-seconds + --shutdown-timeout;
+#     period covers preStop + --drain-seconds + the 1 s of close handshakes after it;
 #   - deploy/grafana-dashboard.json parses, each panel has queries, and every metric they name is
 #     one Parley serves (the list below);
 #   - a configuration made by scripts/haproxy-config.sh, and deploy/haproxy.cfg itself, pass
@@ -148,7 +148,7 @@ for flag in ("--store", "--drain-seconds", "--resume-grace-seconds", "--metrics-
 pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
 sleep = int(pre_stop[-1]) if pre_stop[0] == "sleep" else 0
 drain = int(arg("--drain-seconds") or 0)
-shutdown = float(config.get("PARLEY_SHUTDOWN_TIMEOUT", 10))
+shutdown = 1  # the close handshakes after the drain's deadline (ServingLoop.beginShutdown)
 grace = pod["terminationGracePeriodSeconds"]
 if grace < sleep + drain + shutdown:
     fail(f"deployment.yaml: terminationGracePeriodSeconds {grace} < preStop {sleep} + drain {drain} + shutdown {shutdown}")

@@ -24,6 +24,7 @@ struct MetricsRenderer: Sendable {
     let lag: [Histogram]
     let endpointNames: [String]
     let baseline: ResidentBaseline
+    let drain: DrainState
     let tls: TLSCredentials?
     /// Series other modules add (sessions, model latencies).
     let sections: [@Sendable () -> String]
@@ -41,6 +42,7 @@ struct MetricsRenderer: Sendable {
             if i > 0 { sessions += n }
             out.sample("parley_connections_open", labels: "endpoint=\"\(name)\"", n)
         }
+        out.single("parley_draining", .gauge, help: "1 from SIGTERM while sessions drain (/readyz answers 503).", drain.isDraining ? 1 : 0)
         out.single("parley_connections_accepted_total", .counter, help: "Connections accepted.", sum { $0.accepted })
         out.family("parley_connections_refused_total", .counter, help: "Connections turned away, by reason.")
         for reason in RefusalReason.allCases {

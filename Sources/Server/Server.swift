@@ -51,12 +51,12 @@ public final class Server: Sendable {
         metrics = listeners.map { _ in LoopMetrics(endpoints: endpoints) }
 
         var builder = routes
-        let renderer = MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: routes.endpointNames, baseline: baseline,
+        let drain = DrainState()
+        let renderer = MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: routes.endpointNames, baseline: baseline, drain: drain,
                                        tls: credentials, sections: routes.metricsSections)
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         // Readiness, unlike liveness, goes 503 at SIGTERM: balancers stop sending sessions here
         // while the ones held drain (docs/operations.md, "Drain").
-        let drain = DrainState()
         builder.get("/readyz") { _ in
             drain.isDraining ? HTTPResponse(status: .serviceUnavailable, contentType: "text/plain; charset=utf-8", body: "draining\n")
                              : HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ready\n")
@@ -152,7 +152,7 @@ public final class Server: Sendable {
 
     /// The Prometheus text the `/metrics` route serves.
     public func renderMetrics() -> String {
-        MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: context.router.endpointNames, baseline: baseline,
+        MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: context.router.endpointNames, baseline: baseline, drain: context.drain,
                         tls: context.tls, sections: context.router.metricsSections).render()
     }
 }
