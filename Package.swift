@@ -33,6 +33,9 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]),
 
         // OpenSSL's macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
@@ -56,6 +59,9 @@ let package = Package(
         .target(name: "Session", dependencies: ["Server", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
+        // Where conversations outlive their process (ConversationStore): SQLite on one node, Redis
+        // (hiredis's async client on the loops) across many.
+        .target(name: "Store", dependencies: ["Session", "Loop", "Metrics", "JSON", "CHiredis", .product(name: "Logging", package: "swift-log")]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Session", "Loop", "Codec", "JSON"]),
         .executableTarget(
@@ -87,6 +93,8 @@ let package = Package(
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        // Against a real redis-server each test starts on a free port (scripts/install-deps.sh installs it).
+        .testTarget(name: "RedisTests", dependencies: ["Store", "Session", "Loop", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]

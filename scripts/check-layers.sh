@@ -18,13 +18,14 @@ declare -A allowed=(
   [Session]="Server Upstream TLS Loop Metrics Codec JSON Logging"
   [Speech]="Session Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
   [MockLLM]="Server Session Loop Codec JSON"
-  [parley]="Server Session Speech MockLLM Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+  [Store]="Session Loop Metrics JSON CSQLite CHiredis Logging"
+  [parley]="Server Session Speech MockLLM Store Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
   [parley-fuzz]="Server Session Codec JSON Loop TLS TestSupport"
 )
 # Where a module's sources are when not in Sources/<module>.
 declare -A paths=([parley-fuzz]=Fuzz/Sources)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Loop TLS Upstream Server Session Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak"
+ours="Metrics JSON Codec Loop TLS Upstream Server Session Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CHiredis CSQLite Store"
 
 failures=0
 for module in "${!allowed[@]}"; do

@@ -6,8 +6,10 @@ set -euo pipefail
 # Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition)
 # and libespeak-ng (synthesis). Tests: espeak-ng and opus-tools make speech vectors, and sox is the
 # outside G.711 encoder the codec is checked against (and makes the SDK tests' µ-law speech).
+# The Redis conversation store: libhiredis (its async client, driven by Parley's loops) to build,
+# and redis-server for RedisTests, which start their own on a free port.
 packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools sox
-          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev "$@")
+          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libhiredis-dev redis-server "$@")
 
 missing=()
 for p in "${packages[@]}"; do
