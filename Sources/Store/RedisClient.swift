@@ -159,7 +159,12 @@ public final class RedisClient {
         connectDeadline?.cancel()
         connectDeadline = nil
         connection = nil
-        guard !closed else { return }
+        // Closed here, or the loop stopped (its registrations are told to close): an end, not an outage.
+        if error == .closed { closed = true }
+        guard !closed else {
+            state = .down
+            return
+        }
         state = .down
         observer?(.down(error))
         retry = loop.schedule(after: backoff) { [weak self] in

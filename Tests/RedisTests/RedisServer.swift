@@ -15,7 +15,8 @@ final class RedisServer {
     init(port: Int? = nil) throws {
         try Self.installIfMissing()
         self.port = try port ?? Self.freePort()
-        pidFile = "/tmp/parley-redis-test-\(getpid())-\(self.port).pid"
+        // Unique per instance: a server restarted on the same port must not share the old one's file.
+        pidFile = "/tmp/parley-redis-test-\(getpid())-\(self.port)-\(UInt32.random(in: 0...UInt32.max)).pid"
         let status = try Subprocess.run(["redis-server", "--port", String(self.port), "--bind", "127.0.0.1", "--save", "",
                                          "--appendonly", "no", "--daemonize", "yes", "--pidfile", pidFile, "--logfile", ""], quiet: true)
         guard status == 0 else { throw Failure(description: "redis-server exited with \(status)") }
