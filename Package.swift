@@ -36,6 +36,11 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            // No pkgConfig: hiredis's .pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM warns about on
+            // every build; its headers are in /usr/include and the module map links it.
+            name: "CHiredis", path: "Sources/CHiredis",
+            providers: [.apt(["libhiredis-dev"])]),
 
         // OpenSSL's macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
@@ -59,8 +64,9 @@ let package = Package(
         .target(name: "Session", dependencies: ["Server", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
-        // Where conversations outlive their process: SQLite (one node) and Redis (many), behind Session's ConversationStore.
-        .target(name: "Store", dependencies: ["Session", "Loop", "Metrics", "JSON", "CSQLite", .product(name: "Logging", package: "swift-log")]),
+        // Where conversations outlive their process (ConversationStore): SQLite on one node, Redis
+        // (hiredis's async client on the loops) across many.
+        .target(name: "Store", dependencies: ["Session", "Loop", "Metrics", "JSON", "CSQLite", "CHiredis", .product(name: "Logging", package: "swift-log")]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Session", "Loop", "Codec", "JSON"]),
         .executableTarget(
@@ -95,6 +101,8 @@ let package = Package(
         // A child that writes through SQLiteConversationStore until it is killed, for the kill -9 test.
         .executableTarget(name: "store-writer", dependencies: ["Store", "Session", "Loop"], path: "Tests/StoreWriter"),
         .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Session", "Loop", "TestSupport"]),
+        // Against a real redis-server each test starts on a free port (scripts/install-deps.sh installs it).
+        .testTarget(name: "RedisTests", dependencies: ["Store", "Session", "Loop", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]

@@ -70,7 +70,7 @@ public enum StoreLocation: Equatable, Sendable {
             } catch {
                 throw StoreError("sqlite store: \(error)")
             }
-        case .redis: throw StoreError("redis store not built")
+        case .redis(let host, let port): return RedisConversationStore(host: host, port: port)
         }
     }
 }

@@ -1,0 +1,177 @@
+import Loop
+
+/// One Redis connection on one event loop: commands go out at once and are pipelined (any number
+/// in flight, replies in order, each completion on the loop); a dropped or refused connection is
+/// made again with backoff. While it is down commands fail at once, so nothing piles up behind an
+/// outage; while it is up, at most `maxInFlight` wait for replies (a stalled Redis), beyond that
+/// they fail at once too.
+public final class RedisClient {
+    public enum State: Sendable, Equatable {
+        /// The first connect is under way: commands are accepted (hiredis buffers them until the
+        /// connection is made, and fails them if it cannot be), so a loop's first session need not
+        /// wait for the connection.
+        case starting
+        case up
+        /// Lost, or never made: commands fail at once; reconnect attempts go on in the background.
+        case down
+    }
+
+    /// What the owner hears about the connection (the store's gauge and its one warning per outage).
+    public enum Event: Sendable, Equatable {
+        case up
+        case down(RedisError)
+        /// A connect attempt after the connection was lost or refused.
+        case reconnecting
+    }
+
+    /// Backoff between attempts: 0.5 s, doubled each failure, at most 5 s; back to 0.5 s once up.
+    static let firstBackoff = 0.5
+    static let maxBackoff = 5.0
+    public static let defaultMaxInFlight = 10_000
+
+    public let host: String
+    public let port: Int
+    unowned(unsafe) let loop: EventLoop
+    public private(set) var state = State.starting
+    public var isUp: Bool { state == .up }
+    public let maxInFlight: Int
+    private let connectTimeout: Double
+    private let observer: ((Event) -> Void)?
+    private var connection: HiredisConnection?
+    private var inFlight = 0
+    private var backoff = RedisClient.firstBackoff
+    private var retry: ScheduledTask?
+    private var connectDeadline: ScheduledTask?
+    private var closed = false
+
+    /// Starts connecting at once. `host` should be an address (hiredis resolves a name with a
+    /// blocking getaddrinfo on the loop). `observer` runs on the loop.
+    public init(host: String, port: Int, loop: EventLoop, connectTimeout: Double = 2, maxInFlight: Int = RedisClient.defaultMaxInFlight,
+                observer: ((Event) -> Void)? = nil) {
+        self.host = host
+        self.port = port
+        self.loop = loop
+        self.connectTimeout = connectTimeout
+        self.maxInFlight = maxInFlight
+        self.observer = observer
+        connect()
+    }
+
+    deinit {
+        retry?.cancel()
+        connectDeadline?.cancel()
+        connection?.close()
+    }
+
+    /// Ends the connection for good: commands in flight fail, no reconnect.
+    public func close() {
+        closed = true
+        retry?.cancel()
+        connectDeadline?.cancel()
+        connection?.close(.closed)
+        connection = nil
+        state = .down
+    }
+
+    // MARK: Commands
+
+    /// Sends one command; `done` runs on the loop with its reply, or at once (before this returns)
+    /// when it cannot be sent.
+    public func send(_ arguments: [String], _ done: @escaping (Result<RedisReply, RedisError>) -> Void) {
+        send(bytes: arguments.map { Array($0.utf8) }, done)
+    }
+
+    public func send(bytes arguments: [[UInt8]], _ done: @escaping (Result<RedisReply, RedisError>) -> Void) {
+        if let refused = refusal(commands: 1) { return done(.failure(refused)) }
+        guard let connection else { return done(.failure(.down)) }
+        inFlight += 1
+        let sent = connection.send(arguments) { [weak self] result in
+            self?.inFlight -= 1
+            done(result)
+        }
+        if !sent {
+            inFlight -= 1
+            done(.failure(.down))
+        }
+    }
+
+    /// Sends `commands` between MULTI and EXEC, in one pipeline: Redis runs them together, or
+    /// none of them if the connection drops first. `done` gets EXEC's replies, one per command.
+    public func transaction(_ commands: [[String]], _ done: @escaping (Result<[RedisReply], RedisError>) -> Void) {
+        // Room for all of it or none: a transaction cut short would leave MULTI open.
+        if let refused = refusal(commands: commands.count + 2) { return done(.failure(refused)) }
+        var failed = false
+        func fail(_ error: RedisError) {
+            guard !failed else { return }
+            failed = true
+            done(.failure(error))
+        }
+        // MULTI's and each command's own answers (+OK, +QUEUED) say nothing EXEC's does not: a
+        // command Redis refused to queue makes EXEC fail with EXECABORT.
+        for command in [["MULTI"]] + commands {
+            send(command) { result in
+                if case .failure(let error) = result { fail(error) }
+            }
+        }
+        send(["EXEC"]) { result in
+            switch result {
+            case .success(.array(let replies)): if !failed { done(.success(replies)) }
+            case .success(let other): fail(.connectionLost("EXEC answered \(other)"))
+            case .failure(let error): fail(error)
+            }
+        }
+    }
+
+    private func refusal(commands: Int) -> RedisError? {
+        if closed { return .closed }
+        if state == .down { return .down }
+        if inFlight + commands > maxInFlight { return .busy }
+        return nil
+    }
+
+    // MARK: Connecting
+
+    private func connect() {
+        retry = nil
+        do {
+            let connection = try HiredisConnection(host: host, port: port, loop: loop)
+            connection.onConnected = { [weak self] in self?.connected() }
+            connection.onClosed = { [weak self] error in self?.lost(error) }
+            self.connection = connection
+            connectDeadline = loop.schedule(after: connectTimeout) { [weak self] in
+                self?.connection?.close(.connectFailed("timed out"))
+            }
+        } catch {
+            lost(error)
+        }
+    }
+
+    private func connected() {
+        connectDeadline?.cancel()
+        connectDeadline = nil
+        backoff = Self.firstBackoff
+        state = .up
+        observer?(.up)
+    }
+
+    /// The connection failed or dropped: down, and another attempt after the backoff.
+    private func lost(_ error: RedisError) {
+        connectDeadline?.cancel()
+        connectDeadline = nil
+        connection = nil
+        // Closed here, or the loop stopped (its registrations are told to close): an end, not an outage.
+        if error == .closed { closed = true }
+        guard !closed else {
+            state = .down
+            return
+        }
+        state = .down
+        observer?(.down(error))
+        retry = loop.schedule(after: backoff) { [weak self] in
+            guard let self, !closed else { return }
+            observer?(.reconnecting)
+            connect()
+        }
+        backoff = min(backoff * 2, Self.maxBackoff)
+    }
+}

@@ -1,0 +1,296 @@
+import Logging
+import Loop
+import Session
+import Synchronization
+
+/// The store's log: outages at warning, once each, naming Redis by host and port only.
+let redisStoreLog = Logger(label: "parley.store")
+
+/// Conversations in Redis, so that a session can resume on any node. Each loop has its own
+/// connection (hiredis's async client on the loop, `RedisClient`); writes are pipelined
+/// MULTI/EXEC transactions sent before the call returns, never waited for.
+///
+/// Keys, for session `{id}`:
+/// - `parley:session:{id}`: hash of tenant, token_hash, settings, last_seq, expires_at.
+/// - `parley:token:{hash}`: the session id its current token belongs to. A rotation deletes the
+///   old key and sets the new one in one transaction, so a token leads to one session at a time.
+/// - `parley:items:{id}`: sorted set of item ids scored by the seq of their `conversation.item.done`.
+/// - `parley:item:{id}` and `parley:event:{id}`: hashes of item id to the item's JSON and to the
+///   whole event's. An item completed again under the same id overwrites its member (a new score)
+///   and its two fields, so it replaces the older entry with plain commands, no Lua.
+/// Every write refreshes a 24-hour TTL on all of them, so an abandoned session goes by itself.
+///
+/// While Redis cannot be reached from a loop, that loop's writes are dropped (and counted),
+/// `isAvailable(on:)` is false, and the outage is logged once.
+public final class RedisConversationStore: ConversationStore {
+    public var kind: String { "redis" }
+    public let host: String
+    public let port: Int
+    public let metrics = RedisStoreMetrics()
+    /// How long a session's keys outlive its last write.
+    public static let ttlSeconds = 24 * 60 * 60
+    private let health = Mutex(Health())
+
+    /// `host` should be an address: hiredis resolves a name with a blocking getaddrinfo, on the
+    /// loop, at each connect. Nothing connects until a loop first uses the store.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public func renderMetrics() -> String { metrics.render() }
+
+    /// Makes `loop`'s connection now rather than at its first use (a server's start-up).
+    public func connect(on loop: EventLoop) { _ = local(loop) }
+
+    // MARK: Writes
+
+    public func sessionStarted(_ session: StoredSession, on loop: EventLoop) {
+        let local = local(loop)
+        let id = session.sessionID
+        var commands: [[String]] = []
+        // A session resumed here holds the token it was loaded with until this new one replaces it.
+        if let old = local.tokens[id], old != session.tokenHash { commands.append(["DEL", RedisKeys.token(old)]) }
+        commands.append(["HSET", RedisKeys.session(id), "tenant", session.tenant, "token_hash", session.tokenHash,
+                         "settings", session.settings, "last_seq", String(session.lastSeq), "expires_at", String(session.expiresAt)])
+        commands.append(["SET", RedisKeys.token(session.tokenHash), id])
+        local.tokens[id] = session.tokenHash
+        write(commands, sessionID: id, local)
+    }
+
+    public func settingsChanged(sessionID: String, settings: String, on loop: EventLoop) {
+        write([["HSET", RedisKeys.session(sessionID), "settings", settings]], sessionID: sessionID, local(loop))
+    }
+
+    public func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop) {
+        write([["ZADD", RedisKeys.items(sessionID), String(seq), itemID],
+               ["HSET", RedisKeys.item(sessionID), itemID, item],
+               ["HSET", RedisKeys.event(sessionID), itemID, event]], sessionID: sessionID, local(loop))
+    }
+
+    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop) {
+        let local = local(loop)
+        currentToken(sessionID, local) { [self] old in
+            var commands: [[String]] = []
+            if let old, old != tokenHash { commands.append(["DEL", RedisKeys.token(old)]) }
+            commands.append(["SET", RedisKeys.token(tokenHash), sessionID])
+            commands.append(["HSET", RedisKeys.session(sessionID), "token_hash", tokenHash, "last_seq", String(lastSeq)])
+            local.tokens[sessionID] = tokenHash
+            write(commands, sessionID: sessionID, local)
+        }
+    }
+
+    public func sessionEnded(sessionID: String, on loop: EventLoop) {
+        let local = local(loop)
+        currentToken(sessionID, local) { [self] token in
+            local.tokens[sessionID] = nil
+            var keys = [RedisKeys.session(sessionID), RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
+            if let token { keys.append(RedisKeys.token(token)) }
+            write([["DEL"] + keys], sessionID: nil, local)
+        }
+    }
+
+    /// The session's current token hash: known on this loop when the session started or was loaded
+    /// here (always, in practice), else asked of Redis first. `body` is not called when Redis is
+    /// down (the write is counted as dropped).
+    private func currentToken(_ sessionID: String, _ local: RedisStoreLoop, _ body: @escaping (String?) -> Void) {
+        if let known = local.tokens[sessionID] { return body(known) }
+        local.client.send(["HGET", RedisKeys.session(sessionID), "token_hash"]) { [metrics] result in
+            switch result {
+            case .success(let reply): body(reply.text)
+            case .failure(.down), .failure(.busy): metrics.wrote(.dropped, bytes: 0)
+            case .failure: metrics.wrote(.failed, bytes: 0)
+            }
+        }
+    }
+
+    /// Sends `commands` as one transaction, followed (for a live session) by the TTL on all of its keys.
+    private func write(_ commands: [[String]], sessionID: String?, _ local: RedisStoreLoop) {
+        var all = commands
+        if let sessionID {
+            var keys = [RedisKeys.session(sessionID), RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
+            if let token = local.tokens[sessionID] { keys.append(RedisKeys.token(token)) }
+            let ttl = String(Self.ttlSeconds)
+            for key in keys { all.append(["EXPIRE", key, ttl]) }
+        }
+        let bytes = all.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
+        local.client.transaction(all) { [metrics] result in
+            switch result {
+            case .success(let replies):
+                let refused = replies.contains { if case .error = $0 { true } else { false } }
+                metrics.wrote(refused ? .failed : .ok, bytes: bytes)
+            case .failure(.down), .failure(.busy): metrics.wrote(.dropped, bytes: 0)
+            case .failure: metrics.wrote(.failed, bytes: 0)
+            }
+        }
+    }
+
+    // MARK: Reads
+
+    public func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void) {
+        let local = local(loop)
+        local.client.send(["GET", RedisKeys.token(tokenHash)]) { result in
+            switch result {
+            case .failure(let error): return done(.failure(StoreError("redis: \(error)")))
+            case .success(.null): return done(.success(nil))
+            case .success(let reply):
+                guard let id = reply.text else { return done(.failure(StoreError("redis: \(RedisKeys.token("…")) holds \(reply)"))) }
+                // One transaction: the session and its items as of one moment.
+                local.client.transaction([["HGETALL", RedisKeys.session(id)],
+                                          ["ZRANGE", RedisKeys.items(id), "0", "-1", "WITHSCORES"],
+                                          ["HGETALL", RedisKeys.item(id)],
+                                          ["HGETALL", RedisKeys.event(id)]]) { result in
+                    switch result {
+                    case .failure(let error): done(.failure(StoreError("redis: \(error)")))
+                    case .success(let replies):
+                        let loaded = Self.conversation(id: id, tokenHash: tokenHash, replies)
+                        if loaded != nil { local.tokens[id] = tokenHash }
+                        done(.success(loaded))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The conversation from the load transaction's replies; nil when the session's hash is gone
+    /// (expired, ended) or its token has moved on since the token key was read.
+    static func conversation(id: String, tokenHash: String, _ replies: [RedisReply]) -> StoredConversation? {
+        guard replies.count == 4 else { return nil }
+        let fields = pairs(replies[0])
+        guard let tenant = fields["tenant"], fields["token_hash"] == tokenHash else { return nil }
+        let session = StoredSession(sessionID: id, tenant: tenant, tokenHash: tokenHash, settings: fields["settings"] ?? "",
+                                    lastSeq: Int(fields["last_seq"] ?? "") ?? 0, expiresAt: Int(fields["expires_at"] ?? "") ?? 0)
+        let items = pairs(replies[2])
+        let events = pairs(replies[3])
+        var conversation: [StoredConversation.Item] = []
+        if case .array(let ranked) = replies[1] {
+            var i = 0
+            while i + 1 < ranked.count {
+                if let itemID = ranked[i].text, let seq = ranked[i + 1].text.flatMap({ Int($0) }), let item = items[itemID] {
+                    conversation.append(StoredConversation.Item(seq: seq, itemID: itemID, item: item, event: events[itemID] ?? ""))
+                }
+                i += 2
+            }
+        }
+        return StoredConversation(session: session, items: conversation)
+    }
+
+    /// A HGETALL reply (field, value, field, value...) as a dictionary.
+    private static func pairs(_ reply: RedisReply) -> [String: String] {
+        guard case .array(let elements) = reply else { return [:] }
+        var result: [String: String] = [:]
+        var i = 0
+        while i + 1 < elements.count {
+            if let key = elements[i].text, let value = elements[i + 1].text { result[key] = value }
+            i += 2
+        }
+        return result
+    }
+
+    public func isAvailable(on loop: EventLoop) -> Bool {
+        local(loop).client.state != .down
+    }
+
+    // MARK: Per loop
+
+    private func local(_ loop: EventLoop) -> RedisStoreLoop {
+        let all = loop.local { RedisStoreLoops() }
+        let key = ObjectIdentifier(self)
+        if let existing = all.byStore[key] { return existing }
+        let made = RedisStoreLoop()
+        // The client's events come on this loop; `made` is its owner, so `unowned` cannot outlive it.
+        made.client = RedisClient(host: host, port: port, loop: loop) { [weak self, unowned made] event in
+            self?.observe(event, from: made)
+        }
+        all.byStore[key] = made
+        return made
+    }
+
+    /// Adds one loop's connection event to the store-wide picture: the gauge, the reconnect
+    /// counter and the one warning per outage (an outage: from the first loop that loses Redis to
+    /// every loop having it again).
+    private func observe(_ event: RedisClient.Event, from loop: RedisStoreLoop) {
+        let now: RedisStoreLoop.Status
+        switch event {
+        case .reconnecting:
+            metrics.reconnects.add(1)
+            return
+        case .up: now = .up
+        case .down: now = .down
+        }
+        let before = loop.status
+        loop.status = now
+        guard before != now else { return }
+        let change = health.withLock { health in health.record(from: before, to: now) }
+        if let gauge = change.gauge { metrics.up.add(gauge ? 1 : -1) }
+        let redis = "\(host):\(port)"
+        switch change.outage {
+        case true?:
+            let why = if case .down(let error) = event { error.description } else { "" }
+            redisStoreLog.warning("redis is unreachable; sessions go on without resume until it is back",
+                                  metadata: ["redis": "\(redis)", "error": "\(why)"])
+        case false?:
+            redisStoreLog.info("redis is reachable again", metadata: ["redis": "\(redis)"])
+        case nil: break
+        }
+    }
+
+    /// How many loops' connections are up and down, and what was last reported.
+    struct Health {
+        var up = 0
+        var down = 0
+        var healthy = false
+        var inOutage = false
+
+        /// Counts one loop's change; says whether the gauge flipped (to up: true) and whether an
+        /// outage began (true) or ended (false).
+        mutating func record(from before: RedisStoreLoop.Status, to now: RedisStoreLoop.Status) -> (gauge: Bool?, outage: Bool?) {
+            switch before {
+            case .up: up -= 1
+            case .down: down -= 1
+            case .unknown: break
+            }
+            switch now {
+            case .up: up += 1
+            case .down: down += 1
+            case .unknown: break
+            }
+            let nowHealthy = up > 0 && down == 0
+            let gauge: Bool? = nowHealthy == healthy ? nil : nowHealthy
+            healthy = nowHealthy
+            var outage: Bool?
+            if down > 0 && !inOutage {
+                inOutage = true
+                outage = true
+            } else if down == 0 && inOutage {
+                inOutage = false
+                outage = false
+            }
+            return (gauge, outage)
+        }
+    }
+}
+
+/// The key names (see `RedisConversationStore`).
+enum RedisKeys {
+    static func session(_ id: String) -> String { "parley:session:\(id)" }
+    static func token(_ hash: String) -> String { "parley:token:\(hash)" }
+    static func items(_ id: String) -> String { "parley:items:\(id)" }
+    static func item(_ id: String) -> String { "parley:item:\(id)" }
+    static func event(_ id: String) -> String { "parley:event:\(id)" }
+}
+
+/// The store's state on one loop: the loop's connection and the current token hash of each
+/// session on it (to delete a token's key when it is replaced, without asking Redis first).
+final class RedisStoreLoop {
+    enum Status { case unknown, up, down }
+    var client: RedisClient!
+    var tokens: [String: String] = [:]
+    /// What this loop last added to the store's `Health`.
+    var status = Status.unknown
+}
+
+/// Every Redis store's state on one loop (`EventLoop.local`), by store.
+final class RedisStoreLoops {
+    var byStore: [ObjectIdentifier: RedisStoreLoop] = [:]
+}

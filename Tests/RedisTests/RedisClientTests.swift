@@ -1,0 +1,140 @@
+import Glibc
+import Loop
+@testable import Store
+import Testing
+
+/// The client against a real redis-server, on a real event loop: replies come back on the loop,
+/// in order, however many commands are in flight; a port that is closed or speaks something else
+/// fails commands with an error, never a crash.
+@Suite struct RedisClientTests {
+    @Test func commandsGetTheirRepliesOnTheLoop() throws {
+        let server = try RedisServer()
+        var replies: [Result<RedisReply, RedisError>] = []
+        let finished = try runLoop { loop, finish in
+            let client = RedisClient(host: "127.0.0.1", port: server.port, loop: loop)
+            client.send(["SET", "greeting", "hello"]) { replies.append($0) }
+            client.send(["GET", "greeting"]) { replies.append($0) }
+            client.send(["GET", "missing"]) { replies.append($0) }
+            client.send(["INCR", "greeting"]) { replies.append($0) }
+            client.send(bytes: [Array("SET".utf8), Array("binary".utf8), [0, 255, 13, 10, 0]]) { replies.append($0) }
+            client.send(bytes: [Array("GET".utf8), Array("binary".utf8)]) { replies.append($0) }
+            client.send(["MGET", "greeting", "missing"]) {
+                replies.append($0)
+                #expect(client.isUp)
+                finish()
+            }
+        }
+        #expect(finished)
+        try #require(replies.count == 7)
+        #expect(replies[0] == .success(.status("OK")))
+        #expect(replies[1] == .success(.string(Array("hello".utf8))))
+        #expect(replies[2] == .success(.null))
+        guard case .success(.error(let message)) = replies[3] else { Issue.record("\(replies[3])"); return }
+        #expect(message.hasPrefix("ERR"))
+        #expect(replies[5] == .success(.string([0, 255, 13, 10, 0])))
+        #expect(replies[6] == .success(.array([.string(Array("hello".utf8)), .null])))
+    }
+
+    @Test func pipelinedCommandsAreAnsweredInOrder() throws {
+        let server = try RedisServer()
+        var counts: [Int] = []
+        var client: RedisClient?
+        let finished = try runLoop { loop, finish in
+            client = RedisClient(host: "127.0.0.1", port: server.port, loop: loop)
+            // All sent before the first reply can be read: the loop has not run yet.
+            for i in 1...2000 {
+                client?.send(["INCR", "counter"]) { result in
+                    if case .success(.integer(let n)) = result { counts.append(n) }
+                    if i == 2000 { finish() }
+                }
+            }
+        }
+        #expect(finished)
+        let inOrder = counts == Array(1...2000)
+        #expect(inOrder, "\(counts.count) replies, starting \(counts.prefix(5))")
+    }
+
+    @Test func aTransactionsRepliesComeFromExec() throws {
+        let server = try RedisServer()
+        var result: Result<[RedisReply], RedisError>?
+        var client: RedisClient?
+        let finished = try runLoop { loop, finish in
+            client = RedisClient(host: "127.0.0.1", port: server.port, loop: loop)
+            client?.transaction([["SET", "a", "1"], ["INCR", "a"], ["GET", "a"]]) {
+                result = $0
+                finish()
+            }
+        }
+        #expect(finished)
+        #expect(result == .success([.status("OK"), .integer(2), .string(Array("2".utf8))]))
+    }
+
+    @Test func nothingListeningMeansDownAndCommandsFailAtOnce() throws {
+        let port = try RedisServer.freePort()
+        var queued: Result<RedisReply, RedisError>?
+        var immediate: Result<RedisReply, RedisError>?
+        var events: [RedisClient.Event] = []
+        var kept: RedisClient?
+        let finished = try runLoop { loop, finish in
+            let client = RedisClient(host: "127.0.0.1", port: port, loop: loop) { events.append($0) }
+            kept = client
+            // Taken while the first connect is under way, failed when it fails.
+            client.send(["PING"]) { queued = $0 }
+            poll(loop, until: { client.state == .down }) {
+                client.send(["PING"]) { immediate = $0 }
+                #expect(immediate == .failure(.down), "failed before send returned")
+                finish()
+            }
+        }
+        #expect(finished)
+        #expect(kept?.state == .down)
+        guard case .failure(.connectionLost)? = queued else { Issue.record("\(String(describing: queued))"); return }
+        guard case .down(.connectFailed)? = events.first else { Issue.record("\(events)"); return }
+    }
+
+    @Test func aPortThatSpeaksSomethingElseIsAnErrorNotACrash() throws {
+        var result: Result<RedisReply, RedisError>?
+        var client: RedisClient?
+        let finished = try runLoop { loop, finish in
+            let junk = try JunkServer(loop: loop)
+            client = RedisClient(host: "127.0.0.1", port: junk.port, loop: loop)
+            client?.send(["PING"]) { reply in
+                result = reply
+                // The loop goes on, and so does the client (reconnecting to the same junk).
+                loop.schedule(after: 0.05) {
+                    withExtendedLifetime(junk) { finish() }
+                }
+            }
+        }
+        #expect(finished)
+        guard case .failure(.connectionLost(let why))? = result else { Issue.record("\(String(describing: result))"); return }
+        #expect(why.lowercased().contains("protocol"), "\(why)")
+    }
+}
+
+/// A TCP listener on the loop that answers every connection with an HTTP response: not RESP.
+final class JunkServer: LoopRegistrant {
+    let fd: Int32
+    let port: Int
+    private var accepted: [Int32] = []
+
+    init(loop: EventLoop) throws {
+        fd = try Sys.tcpSocket(family: AF_INET)
+        try Sys.listen(fd, on: .ipv4(127, 0, 0, 1, port: 0))
+        port = try Sys.localAddress(fd).port
+        super.init()
+        _ = try loop.register(fd, [.readable]) { _ in self }
+    }
+
+    deinit {
+        accepted.forEach(Sys.close)
+        Sys.close(fd)
+    }
+
+    override func readable(hungUp: Bool) {
+        while let client = try? Sys.accept(fd) {
+            accepted.append(client)
+            Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8).withUnsafeBytes { Sys.sendOnce(client, $0) }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Glibc
+import Loop
+import Session
+@testable import Store
+import Testing
+
+/// The store against a real redis-server: what a session writes comes back by its current token
+/// only; an ended session leaves nothing; Redis going away makes the store unavailable and drops
+/// writes, and its return makes it work again.
+@Suite struct RedisConversationStoreTests {
+    static let started = StoredSession(sessionID: "sess_1", tenant: "acme", tokenHash: "hash-a", settings: #"{"voice":"alloy"}"#, lastSeq: 3, expiresAt: 0)
+
+    /// Starts a session, completes three items (the second completed again, later), and rotates the token.
+    func writeConversation(_ store: RedisConversationStore, on loop: EventLoop) {
+        store.sessionStarted(Self.started, on: loop)
+        store.itemCompleted(sessionID: "sess_1", seq: 4, itemID: "item_a", item: #"{"id":"item_a"}"#, event: #"{"seq":4}"#, on: loop)
+        store.itemCompleted(sessionID: "sess_1", seq: 6, itemID: "item_b", item: #"{"id":"item_b","v":1}"#, event: #"{"seq":6}"#, on: loop)
+        store.itemCompleted(sessionID: "sess_1", seq: 8, itemID: "item_c", item: #"{"id":"item_c"}"#, event: #"{"seq":8}"#, on: loop)
+        store.itemCompleted(sessionID: "sess_1", seq: 9, itemID: "item_b", item: #"{"id":"item_b","v":2}"#, event: #"{"seq":9}"#, on: loop)
+        store.settingsChanged(sessionID: "sess_1", settings: #"{"voice":"echo"}"#, on: loop)
+        store.tokenRotated(sessionID: "sess_1", tokenHash: "hash-b", lastSeq: 10, on: loop)
+    }
+
+    @Test func aConversationComesBackByItsCurrentTokenOnlyAndEndingItLeavesNothing() throws {
+        let server = try RedisServer()
+        let store = RedisConversationStore(host: "127.0.0.1", port: server.port)
+        var byNew: Result<StoredConversation?, StoreError>?
+        var byOld: Result<StoredConversation?, StoreError>?
+        var afterEnd: Result<StoredConversation?, StoreError>?
+        var ttl: RedisReply?
+        var keysLeft: RedisReply?
+        var metrics = ""
+        let finished = try runLoop { loop, finish in
+            #expect(store.isAvailable(on: loop), "starting counts as available")
+            writeConversation(store, on: loop)
+            store.load(tokenHash: "hash-a", on: loop) { byOld = $0 }
+            store.load(tokenHash: "hash-b", on: loop) { result in
+                byNew = result
+                let probe = RedisClient(host: "127.0.0.1", port: server.port, loop: loop)
+                probe.send(["TTL", "parley:items:sess_1"]) {
+                    ttl = try? $0.get()
+                    metrics = store.renderMetrics()
+                    store.sessionEnded(sessionID: "sess_1", on: loop)
+                    store.load(tokenHash: "hash-b", on: loop) { result in
+                        afterEnd = result
+                        probe.send(["KEYS", "parley:*"]) {
+                            keysLeft = try? $0.get()
+                            withExtendedLifetime(probe) { finish() }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(finished)
+        #expect(byOld == .success(nil), "the old token is gone")
+        let expected = StoredConversation(
+            session: StoredSession(sessionID: "sess_1", tenant: "acme", tokenHash: "hash-b", settings: #"{"voice":"echo"}"#, lastSeq: 10, expiresAt: 0),
+            items: [StoredConversation.Item(seq: 4, itemID: "item_a", item: #"{"id":"item_a"}"#, event: #"{"seq":4}"#),
+                    StoredConversation.Item(seq: 8, itemID: "item_c", item: #"{"id":"item_c"}"#, event: #"{"seq":8}"#),
+                    StoredConversation.Item(seq: 9, itemID: "item_b", item: #"{"id":"item_b","v":2}"#, event: #"{"seq":9}"#)])
+        #expect(byNew == .success(expected))
+        guard case .integer(let seconds)? = ttl else { Issue.record("TTL: \(String(describing: ttl))"); return }
+        #expect(seconds > 0 && seconds <= RedisConversationStore.ttlSeconds)
+        #expect(afterEnd == .success(nil))
+        #expect(keysLeft == .array([]), "every key of the session is deleted")
+        #expect(metric(metrics, #"parley_store_writes_total{store="redis",result="ok"}"#) == 7)
+        #expect((metric(metrics, #"parley_store_bytes_written_total{store="redis"}"#) ?? 0) > 0)
+        #expect(metric(metrics, "parley_redis_up") == 1)
+    }
+
+    @Test func redisKilledMidUseMakesTheStoreUnavailableAndWritesDropCleanly() throws {
+        let server = try RedisServer()
+        let store = RedisConversationStore(host: "127.0.0.1", port: server.port)
+        var loadWhileDown: Result<StoredConversation?, StoreError>?
+        var metricsWhileDown = ""
+        let finished = try runLoop { loop, finish in
+            store.connect(on: loop)
+            poll(loop, until: { store.metrics.up.render().contains("parley_redis_up 1") }) {
+                writeConversation(store, on: loop)
+                server.kill()
+                poll(loop, until: { !store.isAvailable(on: loop) }) {
+                    writeConversation(store, on: loop)
+                    store.load(tokenHash: "hash-b", on: loop) { result in
+                        loadWhileDown = result
+                        metricsWhileDown = store.renderMetrics()
+                        finish()
+                    }
+                }
+            }
+        }
+        #expect(finished)
+        guard case .failure? = loadWhileDown else { Issue.record("\(String(describing: loadWhileDown))"); return }
+        #expect(metric(metricsWhileDown, "parley_redis_up") == 0)
+        #expect(metric(metricsWhileDown, #"parley_store_writes_total{store="redis",result="dropped"}"#) == 7)
+    }
+
+    @Test func redisRestartedIsReconnectedToAndTheStoreWorksAgain() throws {
+        var server: RedisServer? = try RedisServer()
+        let port = server!.port
+        let store = RedisConversationStore(host: "127.0.0.1", port: port)
+        var loaded: Result<StoredConversation?, StoreError>?
+        var restartError: (any Error)?
+        var metrics = ""
+        let finished = try runLoop(seconds: 20) { loop, finish in
+            store.connect(on: loop)
+            poll(loop, until: { store.isAvailable(on: loop) && store.metrics.up.render().contains("parley_redis_up 1") }) {
+                server?.kill()
+                poll(loop, until: { !store.isAvailable(on: loop) }) {
+                    do { server = try RedisServer(port: port) } catch { restartError = error; return finish() }
+                    poll(loop, until: { store.isAvailable(on: loop) }) {
+                        writeConversation(store, on: loop)
+                        store.load(tokenHash: "hash-b", on: loop) { result in
+                            loaded = result
+                            metrics = store.renderMetrics()
+                            finish()
+                        }
+                    }
+                }
+            }
+        }
+        #expect(finished)
+        #expect(restartError == nil)
+        guard case .success(let conversation?)? = loaded else { Issue.record("\(String(describing: loaded))"); return }
+        #expect(conversation.items.map(\.itemID) == ["item_a", "item_c", "item_b"])
+        #expect(metric(metrics, "parley_redis_up") == 1)
+        #expect((metric(metrics, "parley_redis_reconnects_total") ?? 0) >= 1)
+    }
+}
