@@ -21,12 +21,20 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// that was refused, the old socket's late close) are ignored.
     private var client: ObjectIdentifier?
 
-    struct Resumption {
+    /// A class, so that the sessions that never ask for resume carry one pointer for it, not the
+    /// hundred bytes of its fields.
+    final class Resumption {
         var log: ResumeLog
         var tokenHash: String
         let tenant: String
         var graceTimer: ScheduledTask?
         var parkedAt: UInt64?
+
+        init(log: ResumeLog, tokenHash: String, tenant: String) {
+            self.log = log
+            self.tokenHash = tokenHash
+            self.tenant = tenant
+        }
     }
 
     /// A new session, or (with `restoring`) one brought back from the store after its process went.
@@ -147,7 +155,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     func socketClosed(_ code: WebSocketCloseCode, from sender: ObjectIdentifier) {
         guard sender == client else { return }
         client = nil
-        guard var resumption, !Self.ends(code), let loop = driver.loop else { return end(code) }
+        guard let resumption, !Self.ends(code), let loop = driver.loop else { return end(code) }
         driver.park { [weak self] code in self?.end(code) }
         let hash = resumption.tokenHash
         resumption.parkedAt = MonotonicClock.nanoseconds()
@@ -156,7 +164,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             SessionMetrics.shared.expired.add(1)
             end(.abnormal)
         }
-        self.resumption = resumption
         SessionMetrics.shared.sessionsDetached.add(1)
         ResumeRegistry.shared.park(.init(session: Handoff(self), home: loop.handle, tenant: resumption.tenant), tokenHash: hash)
     }
@@ -178,7 +185,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// replayed and the session goes on with `socket`; or, for a `lastSeq` outside what is kept,
     /// the reconnect is refused and the session stays parked for a right one.
     func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: ObjectIdentifier, restored: Bool = false) {
-        guard var resumption else { return }
+        guard let resumption else { return }
         let replay: [String]
         switch resumption.log.replay(after: lastSeq) {
         case .failure(.outOfRange(let last, let oldest)):
@@ -198,7 +205,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         }
         resumption.parkedAt = nil
         resumption.graceTimer = nil
-        self.resumption = resumption
         SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
         client = sender
         driver.attach(socket)
