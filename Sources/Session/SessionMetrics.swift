@@ -42,10 +42,6 @@ public final class SessionMetrics: Sendable {
     public func render() -> String {
         var out = PrometheusText()
         sessionsOpen.render(into: &out)
-        sessionsDetached.render(into: &out)
-        resumes.render(into: &out)
-        resumeSeconds.render(into: &out)
-        expired.render(into: &out)
         turns.render(into: &out)
         responses.render(into: &out)
         firstToken.render(into: &out)
@@ -56,6 +52,10 @@ public final class SessionMetrics: Sendable {
         limitCloses.render(into: &out)
         toolCalls.render(into: &out)
         toolTime.render(into: &out)
+        sessionsDetached.render(into: &out)
+        resumes.render(into: &out)
+        resumeSeconds.render(into: &out)
+        expired.render(into: &out)
         return out.text
     }
 

@@ -84,7 +84,23 @@ import Metrics
             parley_tool_calls_total{status="completed"} 0
             parley_tool_calls_total{status="incomplete"} 0
 
-            """ + session.toolTime.render()
+            """ + session.toolTime.render() + """
+            # HELP parley_sessions_detached Resumable sessions whose client is gone, within their grace window.
+            # TYPE parley_sessions_detached gauge
+            parley_sessions_detached 0
+            # HELP parley_sessions_resumed_total Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, or refused.
+            # TYPE parley_sessions_resumed_total counter
+            parley_sessions_resumed_total{result="memory"} 0
+            parley_sessions_resumed_total{result="store"} 0
+            parley_sessions_resumed_total{result="refused"} 0
+            parley_sessions_resumed_total{result="out_of_range"} 0
+
+            """ + session.resumeSeconds.render() + """
+            # HELP parley_sessions_expired_total Resumable sessions ended because their client did not come back within the grace window.
+            # TYPE parley_sessions_expired_total counter
+            parley_sessions_expired_total 0
+
+            """
         #expect(session.render() == expected)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
