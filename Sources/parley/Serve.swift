@@ -1,6 +1,7 @@
 import ArgumentParser
 import Server
 import Session
+import Store
 import CLinux
 import TLS
 import Loop
@@ -95,6 +96,15 @@ struct Serve: ParsableCommand {
                                         access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits(),
                                         resume: try resume.settings())
         sessions.install(on: &routes)
+        // Redis is connected to as each loop starts, not at its first session: until its first
+        // connect has failed a store counts as available, so with Redis down that session would be
+        // given a token no other node could use, and never told resume_unavailable.
+        if let redis = sessions.resume.store as? RedisConversationStore {
+            config.loopStarted = { [loopStarted = config.loopStarted] loop in
+                loopStarted?(loop)
+                redis.connect(on: loop)
+            }
+        }
         var twilio = try telephony.settings()
         twilio.requiresAuth = sessionAccess.required
         TwilioEndpoint(sessions: sessions, settings: twilio).install(on: &routes)

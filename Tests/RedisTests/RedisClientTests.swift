@@ -2,6 +2,7 @@ import Glibc
 import Loop
 @testable import Store
 import Testing
+import TestSupport
 
 /// The client against a real redis-server, on a real event loop: replies come back on the loop,
 /// in order, however many commands are in flight; a port that is closed or speaks something else

@@ -3,6 +3,7 @@ import Loop
 import Session
 @testable import Store
 import Testing
+import TestSupport
 
 /// The store against a real redis-server: what a session writes comes back by its current token
 /// only; an ended session leaves nothing; Redis going away makes the store unavailable and drops

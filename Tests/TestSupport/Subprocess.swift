@@ -47,14 +47,44 @@ public enum Subprocess {
         return Captured(status: status, stdout: text(base + ".out"), stderr: text(base + ".err"))
     }
 
+    /// Starts `argv` (looked up in PATH) and returns at once with its pid, for a server the test
+    /// stops itself (`stop`). Descriptors 0 to 2 only, as for `run`; `quiet` sends its output to /dev/null.
+    /// `output`: a file that gets both its outputs instead.
+    public static func start(_ argv: [String], quiet: Bool = false, output: String? = nil) throws -> pid_t {
+        let file = output ?? (quiet ? "/dev/null" : nil)
+        return try spawn(argv, stdin: nil, stdout: file, stderr: file)
+    }
+
+    /// Sends `signal` to a child `start` made and waits for it to end, so that what it held (its
+    /// listening port) is released when this returns.
+    public static func stop(_ pid: pid_t, signal: Int32 = SIGKILL) {
+        kill(pid, signal)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
     private static func run(_ argv: [String], stdin: String?, stdout: String?, stderr: String?) throws -> Int32 {
-        guard let program = argv.first else { throw Failure(description: "Subprocess.run: empty argv") }
+        let pid = try spawn(argv, stdin: stdin, stdout: stdout, stderr: stderr)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw Failure(description: "waitpid for \(argv[0]): \(String(cString: strerror(errno)))") }
+        }
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+
+    private static func spawn(_ argv: [String], stdin: String?, stdout: String?, stderr: String?) throws -> pid_t {
+        guard let program = argv.first else { throw Failure(description: "Subprocess: empty argv") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0) }
         if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600) }
-        if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600) }
+        if let stderr, stderr == stdout, stderr != "/dev/null" {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)  // one file, one offset: neither overwrites the other
+        } else if let stderr {
+            posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        }
         closeFrom(3, &actions)
         let arguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }
@@ -63,12 +93,7 @@ public enum Subprocess {
         guard rc == 0 else {
             throw Failure(description: "cannot start \(program): \(String(cString: strerror(rc)))")
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw Failure(description: "waitpid for \(program): \(String(cString: strerror(errno)))") }
-        }
-        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return pid
     }
 
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
