@@ -11,6 +11,9 @@ import Loop
 public protocol ConversationStore: AnyObject, Sendable {
     /// Names the store in logs and metrics: "sqlite", "redis".
     var kind: String { get }
+    /// Called on each loop as it starts: a remote store connects, so that an outage is known
+    /// before the first session asks.
+    func prepare(on loop: EventLoop)
     /// A session that asked for resume began (or was resumed here from another process).
     func sessionStarted(_ session: StoredSession, on loop: EventLoop)
     /// The session's settings changed (`session.update`): the `session` object as the client sees it.
@@ -32,6 +35,10 @@ public protocol ConversationStore: AnyObject, Sendable {
     func isAvailable(on loop: EventLoop) -> Bool
     /// The store's series for /metrics (Prometheus text).
     func renderMetrics() -> String
+}
+
+extension ConversationStore {
+    public func prepare(on loop: EventLoop) {}
 }
 
 /// A session as the store keeps it.

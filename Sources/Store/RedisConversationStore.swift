@@ -42,6 +42,7 @@ public final class RedisConversationStore: ConversationStore {
 
     /// Makes `loop`'s connection now rather than at its first use (a server's start-up).
     public func connect(on loop: EventLoop) { _ = local(loop) }
+    public func prepare(on loop: EventLoop) { connect(on: loop) }
 
     // MARK: Writes
 

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Server
 import Session
-import Store
 import CLinux
 import TLS
 import Loop
@@ -96,13 +95,13 @@ struct Serve: ParsableCommand {
                                         access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits(),
                                         resume: try resume.settings())
         sessions.install(on: &routes)
-        // Redis is connected to as each loop starts, not at its first session: until its first
-        // connect has failed a store counts as available, so with Redis down that session would be
-        // given a token no other node could use, and never told resume_unavailable.
-        if let redis = sessions.resume.store as? RedisConversationStore {
+        // The store is opened on each loop as it starts, not at its first session: until a remote
+        // store's first connect has failed it counts as available, so with Redis down that session
+        // would be given a token no other node could use, and never told resume_unavailable.
+        if let store = sessions.resume.store {
             config.loopStarted = { [loopStarted = config.loopStarted] loop in
                 loopStarted?(loop)
-                redis.connect(on: loop)
+                store.prepare(on: loop)
             }
         }
         var twilio = try telephony.settings()
