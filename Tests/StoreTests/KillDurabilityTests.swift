@@ -36,10 +36,6 @@ import TestSupport
     }
 }
 
-private struct SpawnFailure: Error, CustomStringConvertible {
-    let description: String
-}
-
 /// `store-writer` (built beside the test bundle) with its standard output on a pipe: it prints
 /// each item's seq once that item's write has returned.
 private final class WriterProcess {
@@ -55,23 +51,7 @@ private final class WriterProcess {
     }
 
     init(path: String, tokenHash: String) throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw SpawnFailure(description: "pipe failed") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        // Only stdio: a test socket of another test inherited would hide its hang-up.
-        Subprocess.closeFrom(3, &actions)
-        var child: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(Self.path), strdup(path), strdup(tokenHash), nil]
-        defer { argv.forEach { free($0) } }
-        let rc = posix_spawn(&child, Self.path, &actions, nil, argv, environ)
-        posix_spawn_file_actions_destroy(&actions)
-        Glibc.close(fds[1])
-        guard rc == 0 else { Glibc.close(fds[0]); throw SpawnFailure(description: "posix_spawn \(Self.path): \(rc)") }
-        pid = child
-        output = fds[0]
+        (pid, output) = try Subprocess.startPiped([Self.path, path, tokenHash])
     }
 
     /// Reads whole lines until `atLeast` seqs have come, or the pipe ends.

@@ -26,25 +26,9 @@ public final class ServerProcess {
     public init(command subcommand: String = "serve", arguments: String = "", environment: String = "", descriptorLimit: Int? = nil) throws {
         let limit = descriptorLimit.map { "ulimit -n \($0); " } ?? ""
         let command = "\(limit)exec env \(environment) '\(Self.parleyPath)' \(subcommand) --port 0 \(arguments) 2>&1"
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw StartFailure(description: "pipe failed") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        // Only stdio: test sockets are opened without O_CLOEXEC, and the other tests running in
-        // parallel hold many. Inherited, they would hide hang-ups, and under `ulimit -n 32` they
-        // would take the server's few descriptors before it could open its own.
-        Subprocess.closeFrom(3, &actions)
-        var child: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
-        defer { argv.forEach { free($0) } }
-        let rc = posix_spawn(&child, "/bin/sh", &actions, nil, argv, environ)
-        posix_spawn_file_actions_destroy(&actions)
-        close(fds[1])
-        guard rc == 0 else { close(fds[0]); throw StartFailure(description: "posix_spawn: \(rc)") }
+        let (child, read) = try Subprocess.startPiped(["/bin/sh", "-c", command])
         pid = child
-        output = fdopen(fds[0], "r")
+        output = fdopen(read, "r")
         // "parley listening on http://127.0.0.1:PORT/  (...)", or https, or "parley mock-llm listening on ..."
         var line = [CChar](repeating: 0, count: 1024)
         guard fgets(&line, Int32(line.count), output) != nil else {

@@ -55,6 +55,31 @@ public enum Subprocess {
         return try spawn(argv, stdin: nil, stdout: file, stderr: file)
     }
 
+    /// Starts `argv` with its standard output (and error, when `mergeErrors`) into a pipe, and
+    /// nothing but stdio inherited; returns the child and the pipe's read end, which the caller closes.
+    public static func startPiped(_ argv: [String], mergeErrors: Bool = false) throws -> (pid: pid_t, output: Int32) {
+        guard let program = argv.first else { throw Failure(description: "Subprocess: empty argv") }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw Failure(description: "pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        if mergeErrors { posix_spawn_file_actions_adddup2(&actions, fds[1], 2) }
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        // Only stdio: test sockets are opened without O_CLOEXEC, and the other tests running in
+        // parallel hold many. Inherited, they would hide hang-ups, and under `ulimit -n 32` they
+        // would take a server's few descriptors before it could open its own.
+        closeFrom(3, &actions)
+        var child: pid_t = 0
+        let cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        let rc = posix_spawn(&child, program, &actions, nil, cArgs, environ)
+        posix_spawn_file_actions_destroy(&actions)
+        close(fds[1])
+        guard rc == 0 else { close(fds[0]); throw Failure(description: "posix_spawn \(program): \(rc)") }
+        return (child, fds[0])
+    }
+
     /// Sends `signal` to a child `start` made and waits for it to end, so that what it held (its
     /// listening port) is released when this returns.
     public static func stop(_ pid: pid_t, signal: Int32 = SIGKILL) {
