@@ -96,7 +96,10 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             resumption = nil
             return
         }
-        let token = rotateToken(on: socket.loop)
+        // The first token goes out with the session's row on its way to the store: a client that
+        // drops within a store's round trip of opening has nothing to resume yet anyway.
+        let token = ResumeToken.make()
+        resumption!.tokenHash = token.hash
         settings.store?.sessionStarted(StoredSession(sessionID: driver.engine.sessionID, tenant: resumption!.tenant, tokenHash: token.hash,
                                                      settings: "{}", lastSeq: resumption!.log.lastSeq), on: socket.loop)
         sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: resumption!.log.lastSeq), on: socket)
@@ -186,7 +189,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// the reconnect is refused and the session stays parked for a right one.
     func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: ObjectIdentifier, restored: Bool = false) {
         guard let resumption else { return }
-        let replay: [String]
         switch resumption.log.replay(after: lastSeq) {
         case .failure(.outOfRange(let last, let oldest)):
             SessionMetrics.shared.resumes.add(1, labels: "result=\"out_of_range\"")
@@ -195,8 +197,8 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             socket.close(.policyViolation, reason: "resume_out_of_range")
             if !restored { ResumeRegistry.shared.park(.init(session: Handoff(self), home: socket.loop.handle, tenant: resumption.tenant), tokenHash: resumption.tokenHash) }
             return
-        case .success(let events):
-            replay = events
+        case .success:
+            break
         }
         if let parkedAt = resumption.parkedAt {
             resumption.graceTimer?.cancel()
@@ -206,18 +208,24 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         resumption.parkedAt = nil
         resumption.graceTimer = nil
         SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
+        // The client's frames count from now; what the session sends until the new token is
+        // stored goes to the log, and is in the replay that follows `session.resumed`.
         client = sender
-        driver.attach(socket)
-        let token = rotateToken(on: socket.loop)
-        sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
-        for text in replay { socket.send(text: text) }
-        sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])
+        rotateToken(on: socket.loop) { [weak self] token in
+            guard let self, client == sender, let replay = try? self.resumption?.log.replay(after: lastSeq).get() else { return }
+            driver.attach(socket)
+            sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
+            for text in replay { socket.send(text: text) }
+            sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])
+        }
     }
 
     /// A session restored from the store, on `socket`: its stored events after `lastSeq` are the
     /// replay; a turn the old process was answering when it went is answered again here.
     func openRestored(_ socket: WebSocket, stored: StoredConversation, lastSeq: Int, from sender: ObjectIdentifier) {
-        driver.open(socket, announce: false)
+        // Parked until `attach` has stored the next token: nothing reaches the client before
+        // `session.resumed`.
+        driver.open(ParkedSocket(loop: socket.loop), announce: false)
         let kept = stored.items.filter { !$0.event.isEmpty }.map { ResumeLog.Entry(seq: $0.seq, text: $0.event) }
         let highest = max(resumption?.log.lastSeq ?? 0, lastSeq)
         resumption?.log = ResumeLog(restoring: kept, lastSeq: highest, maxBytes: settings.maxLogBytes)
@@ -231,24 +239,27 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         attach(RelayedSocket(home: loop, remote: remote, socket: socket), lastSeq: lastSeq, from: sender)
     }
 
-    /// Each resume uses the token up; the next one is given with `session.resumed`.
-    private func rotateToken(on loop: EventLoop) -> ResumeToken {
+    /// Each resume uses the token up; the next one is handed to `body` once the store has it, so
+    /// that whichever node the client reaches next can find it.
+    private func rotateToken(on loop: EventLoop, then body: @escaping (ResumeToken) -> Void) {
         let token = ResumeToken.make()
-        resumption?.tokenHash = token.hash
-        if let resumption { settings.store?.tokenRotated(sessionID: driver.engine.sessionID, tokenHash: token.hash, lastSeq: resumption.log.lastSeq, on: loop) }
-        return token
+        guard let resumption else { return body(token) }
+        resumption.tokenHash = token.hash
+        guard let store = settings.store else { return body(token) }
+        store.tokenRotated(sessionID: driver.engine.sessionID, tokenHash: token.hash, lastSeq: resumption.log.lastSeq, on: loop) { _ in body(token) }
     }
 
     /// Drain: the session's client is told its token afresh and closed with 1012, to reconnect
     /// elsewhere; a session that did not ask for resume just gets the 1012.
     func drain() {
         draining = false
-        guard let socket = driver.socket, client != nil else { return }
-        if resumption != nil {
-            let token = rotateToken(on: socket.loop)
-            sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: resumption!.log.lastSeq), on: socket)
+        guard let socket = driver.socket, let current = client else { return }
+        guard resumption != nil else { return socket.close(.serviceRestart, reason: "server restarting") }
+        rotateToken(on: socket.loop) { [weak self] token in
+            guard let self, client == current, let resumption else { return }
+            sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: resumption.log.lastSeq), on: socket)
+            socket.close(.serviceRestart, reason: "server restarting; resume elsewhere")
         }
-        socket.close(.serviceRestart, reason: "server restarting; resume elsewhere")
     }
 
     /// Set by a drain that found a reply in flight: the session closes when it is done.

@@ -69,21 +69,21 @@ public final class RedisConversationStore: ConversationStore {
                ["HSET", RedisKeys.event(sessionID), itemID, event]], sessionID: sessionID, local(loop))
     }
 
-    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop) {
+    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop, _ stored: @escaping (Bool) -> Void) {
         let local = local(loop)
-        currentToken(sessionID, local) { [self] old in
+        currentToken(sessionID, local, failed: { stored(false) }) { [self] old in
             var commands: [[String]] = []
             if let old, old != tokenHash { commands.append(["DEL", RedisKeys.token(old)]) }
             commands.append(["SET", RedisKeys.token(tokenHash), sessionID])
             commands.append(["HSET", RedisKeys.session(sessionID), "token_hash", tokenHash, "last_seq", String(lastSeq)])
             local.tokens[sessionID] = tokenHash
-            write(commands, sessionID: sessionID, local)
+            write(commands, sessionID: sessionID, local, stored)
         }
     }
 
     public func sessionEnded(sessionID: String, on loop: EventLoop) {
         let local = local(loop)
-        currentToken(sessionID, local) { [self] token in
+        currentToken(sessionID, local, failed: {}) { [self] token in
             local.tokens[sessionID] = nil
             var keys = [RedisKeys.session(sessionID), RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
             if let token { keys.append(RedisKeys.token(token)) }
@@ -94,19 +94,21 @@ public final class RedisConversationStore: ConversationStore {
     /// The session's current token hash: known on this loop when the session started or was loaded
     /// here (always, in practice), else asked of Redis first. `body` is not called when Redis is
     /// down (the write is counted as dropped).
-    private func currentToken(_ sessionID: String, _ local: RedisStoreLoop, _ body: @escaping (String?) -> Void) {
+    private func currentToken(_ sessionID: String, _ local: RedisStoreLoop, failed: @escaping () -> Void, _ body: @escaping (String?) -> Void) {
         if let known = local.tokens[sessionID] { return body(known) }
         local.client.send(["HGET", RedisKeys.session(sessionID), "token_hash"]) { [metrics] result in
             switch result {
-            case .success(let reply): body(reply.text)
+            case .success(let reply): return body(reply.text)
             case .failure(.down), .failure(.busy): metrics.wrote(.dropped, bytes: 0)
             case .failure: metrics.wrote(.failed, bytes: 0)
             }
+            failed()
         }
     }
 
     /// Sends `commands` as one transaction, followed (for a live session) by the TTL on all of its keys.
-    private func write(_ commands: [[String]], sessionID: String?, _ local: RedisStoreLoop) {
+    /// `done` (if any) learns whether Redis took every command.
+    private func write(_ commands: [[String]], sessionID: String?, _ local: RedisStoreLoop, _ done: ((Bool) -> Void)? = nil) {
         var all = commands
         if let sessionID {
             var keys = [RedisKeys.session(sessionID), RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
@@ -120,9 +122,11 @@ public final class RedisConversationStore: ConversationStore {
             case .success(let replies):
                 let refused = replies.contains { if case .error = $0 { true } else { false } }
                 metrics.wrote(refused ? .failed : .ok, bytes: bytes)
+                return done?(!refused) ?? ()
             case .failure(.down), .failure(.busy): metrics.wrote(.dropped, bytes: 0)
             case .failure: metrics.wrote(.failed, bytes: 0)
             }
+            done?(false)
         }
     }
 

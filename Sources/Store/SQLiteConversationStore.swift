@@ -89,11 +89,11 @@ public final class SQLiteConversationStore: ConversationStore {
         }
     }
 
-    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop) {
-        write("token", bytes: 0, on: loop) { db throws(SQLiteError) in
+    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop, _ stored: @escaping (Bool) -> Void) {
+        stored(write("token", bytes: 0, on: loop) { db throws(SQLiteError) in
             try db.run("UPDATE sessions SET token_hash = ?1, last_seq = ?2, updated_at = ?3 WHERE session_id = ?4",
                        [.text(tokenHash), .int(lastSeq), .int(WallClock.seconds()), .text(sessionID)])
-        }
+        })
     }
 
     public func sessionEnded(sessionID: String, on loop: EventLoop) {
@@ -161,18 +161,22 @@ public final class SQLiteConversationStore: ConversationStore {
     }
 
     /// Runs one write, times it and counts it; a failure is reported, never thrown.
-    private func write(_ what: String, bytes: Int, on loop: EventLoop, _ body: (SQLiteDatabase) throws(SQLiteError) -> Void) {
+    /// Whether the write was committed.
+    @discardableResult
+    private func write(_ what: String, bytes: Int, on loop: EventLoop, _ body: (SQLiteDatabase) throws(SQLiteError) -> Void) -> Bool {
         let start = MonotonicClock.nanoseconds()
         guard let db = connection(on: loop) else {
             metrics.recordWrite(ok: false, nanoseconds: MonotonicClock.nanoseconds() &- start, bytes: 0)
-            return
+            return false
         }
         do throws(SQLiteError) {
             try body(db)
             metrics.recordWrite(ok: true, nanoseconds: MonotonicClock.nanoseconds() &- start, bytes: bytes)
+            return true
         } catch {
             metrics.recordWrite(ok: false, nanoseconds: MonotonicClock.nanoseconds() &- start, bytes: 0)
             report(error, what)
+            return false
         }
     }
 

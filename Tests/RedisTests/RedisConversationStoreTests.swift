@@ -19,7 +19,7 @@ import TestSupport
         store.itemCompleted(sessionID: "sess_1", seq: 8, itemID: "item_c", item: #"{"id":"item_c"}"#, event: #"{"seq":8}"#, on: loop)
         store.itemCompleted(sessionID: "sess_1", seq: 9, itemID: "item_b", item: #"{"id":"item_b","v":2}"#, event: #"{"seq":9}"#, on: loop)
         store.settingsChanged(sessionID: "sess_1", settings: #"{"voice":"echo"}"#, on: loop)
-        store.tokenRotated(sessionID: "sess_1", tokenHash: "hash-b", lastSeq: 10, on: loop)
+        store.tokenRotated(sessionID: "sess_1", tokenHash: "hash-b", lastSeq: 10, on: loop) { _ in }
     }
 
     @Test func aConversationComesBackByItsCurrentTokenOnlyAndEndingItLeavesNothing() throws {

@@ -30,7 +30,7 @@ import Testing
             .init(seq: 7, itemID: "item_b", item: "{\"id\":\"item_b\"}", event: "{\"event_id\":7}"),
         ])
 
-        store.tokenRotated(sessionID: "sess_1", tokenHash: "h2", lastSeq: 9, on: loop)
+        store.tokenRotated(sessionID: "sess_1", tokenHash: "h2", lastSeq: 9, on: loop) { _ in }
         #expect(try load(store, "h1", on: loop) == nil)
         let rotated = try #require(try load(store, "h2", on: loop))
         #expect(rotated.session.lastSeq == 9 && rotated.session.tokenHash == "h2" && rotated.items.count == 2)
@@ -102,8 +102,8 @@ import Testing
         store.sessionStarted(StoredSession(sessionID: "sess_a", tenant: "", tokenHash: "ha", settings: "{}", lastSeq: 0), on: loop)
         store.sessionStarted(StoredSession(sessionID: "sess_b", tenant: "", tokenHash: "hb", settings: "{}", lastSeq: 0), on: loop)
         // token_hash is unique: b cannot take a's token.
-        store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 1, on: loop)
-        store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 2, on: loop)
+        store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 1, on: loop) { _ in }
+        store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 2, on: loop) { _ in }
         #expect(store.renderMetrics().contains("parley_store_writes_total{store=\"sqlite\",result=\"error\"} 2"))
         #expect(try load(store, "ha", on: loop)?.session.sessionID == "sess_a")
         #expect(try load(store, "hb", on: loop)?.session.sessionID == "sess_b")
