@@ -72,7 +72,7 @@ sum_metric() { # PATTERN FILES...
   cat "$@" 2>/dev/null | awk -v p="$pattern" 'index($0, p) == 1 { s += $NF } END { printf "%.6f\n", s + 0 }'
 }
 json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2" 2>/dev/null || echo 0; }
-steal() { awk -v from="$1" -v to="$2" 'NR > 2 && NR - 2 >= from && NR - 2 <= to { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' '; }
+steal() { awk -v from="$1" -v to="$2" 'NR > 2 && NR - 2 >= from && NR - 2 <= to && $17 ~ /^[0-9]+$/ { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' '; }
 vmstat_line() { wc -l < "$OUT/vmstat.txt"; }
 
 # ---------------------------------------------------------------- 3 nodes, Redis, HAProxy
@@ -149,8 +149,7 @@ metrics=("$OUT"/metrics-node*.txt)
   awk -v b="$redis_cpu_before" -v a="$redis_cpu_after" -v t="$turns" -v i="$in_bytes" -v o="$out_bytes" -v c="$commands" 'BEGIN {
     if (t == 0) t = 1
     printf "redis: %.2f s CPU, %.1f µs per turn; %d bytes in (%.0f per turn), %d bytes out (%.0f per turn); %d commands (%.1f per turn)\n", a - b, (a - b) * 1e6 / t, i, i / t, o, o / t, c, c / t }'
-  echo "redis commands during the run (calls before -> after):"
-  paste <(grep '^cmdstat' "$OUT/redis-commandstats-before.txt" | sort) /dev/null > /dev/null
+  echo "redis commandstats after the run (before it: $OUT/redis-commandstats-before.txt):"
   grep '^cmdstat' "$OUT/redis-commandstats-after.txt" | tr -d '\r' | sed 's/^/  /'
   for r in memory store refused out_of_range; do
     echo "server resumes $r: $(sum_metric "parley_sessions_resumed_total{result=\"$r\"}" "${metrics[@]}")"
