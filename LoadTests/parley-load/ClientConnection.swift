@@ -39,6 +39,9 @@ final class ClientConnection {
 
     /// Echo test: when the message in flight was sent, 0 when none is.
     var sentAt: UInt64 = 0
+    /// The request target of the upgrade when it is not the pool's (`survive` resumes with
+    /// `?resume_token=…&last_seq=…`).
+    var path: String?
 
     init(fd: Int32, slot: Int, startedAt: UInt64, handshake: UpgradeHandshake) {
         self.fd = fd

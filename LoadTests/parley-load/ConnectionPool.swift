@@ -149,9 +149,40 @@ final class ConnectionPool {
         }
     }
 
+    /// Opens slot `slot` again, whose connection is gone, upgrading on `path` (a resume). Returns
+    /// the reason when the connect fails at once; later failures come to `lost` as for any
+    /// connection. Not bounded by the connect timeout: the owner times its own attempts.
+    func reconnect(slot: Int, path: String) -> Result<ClientConnection, LoadFailure> {
+        precondition(connections[slot] == nil, "slot \(slot) is still in use")
+        let now = MonotonicClock.nanoseconds()
+        let source = plan.target.sourceAddress(index: plan.firstIndex + slot, sources: plan.sources)
+        switch ClientSocket.connect(to: plan.target.address, from: source) {
+        case .failure(let failure):
+            return .failure(LoadFailure(failure.call == "connect" ? failure.name : "\(failure.call): \(failure.name)"))
+        case .success(let fd):
+            let connection = ClientConnection(fd: fd, slot: slot, startedAt: now, handshake: UpgradeHandshake(random: &random))
+            connection.path = path
+            do {
+                try poller.add(fd, events: Poller.readable | Poller.writable, token: UInt64(slot))
+            } catch {
+                ClientSocket.close(fd)
+                return .failure(LoadFailure("epoll_ctl: \(error.name)"))
+            }
+            inFlight += 1
+            connections[slot] = connection
+            return .success(connection)
+        }
+    }
+
+    /// Gives up on a connection (an attempt that took too long): counted and reported as any loss.
+    func abandon(_ connection: ClientConnection, _ reason: String) {
+        lose(connection, reason)
+    }
+
     /// The connect deadline passed: whatever is not open by now has failed.
     private func expire() {
-        for case let connection? in connections where [.connecting, .tlsHandshaking, .handshaking].contains(connection.phase) {
+        // Reconnections (a path of their own) are timed by their owner.
+        for case let connection? in connections where connection.path == nil && [.connecting, .tlsHandshaking, .handshaking].contains(connection.phase) {
             let reason = switch connection.phase {
             case .connecting: "timeout connecting"
             case .tlsHandshaking: "timeout in TLS handshake"
@@ -198,7 +229,7 @@ final class ConnectionPool {
 
     private func sendUpgrade(_ connection: ClientConnection) {
         connection.phase = .handshaking
-        connection.handshake.request(for: plan.target).withUnsafeBytes { send($0, on: connection) }
+        connection.handshake.request(for: plan.target, path: connection.path).withUnsafeBytes { send($0, on: connection) }
         updateInterest(connection)
     }
 

@@ -23,8 +23,8 @@ struct UpgradeHandshake {
     /// that it stays out of the process list and the worker processes inherit it.
     static let authorization: String = getenv("PARLEY_LOAD_API_KEY").map { "Authorization: Bearer \(String(cString: $0))\r\n" } ?? ""
 
-    func request(for target: LoadTarget) -> [UInt8] {
-        Array(("GET \(target.path) HTTP/1.1\r\n"
+    func request(for target: LoadTarget, path: String? = nil) -> [UInt8] {
+        Array(("GET \(path ?? target.path) HTTP/1.1\r\n"
             + "Host: \(target.hostHeader)\r\n"
             + "Upgrade: websocket\r\n"
             + "Connection: Upgrade\r\n"
