@@ -5,7 +5,9 @@ import Server
 /// frames, as the server listens) and sends each packet as a binary message on `/ws`; it shows the
 /// connection, a live input level, the user's words as the server recognises them and the reply as
 /// it streams, and plays the spoken reply (Opus packets, decoded with WebCodecs), stopping when the
-/// user speaks again. `/?autostart=1` connects and listens without a click.
+/// user speaks again. Its session is resumable: when the socket drops it reconnects with the token
+/// and the last event's seq and carries on (docs/operations.md). `/?autostart=1` connects and
+/// listens without a click.
 enum ClientPage {
     static let response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
                                        body: Array(html.utf8))
