@@ -12,6 +12,11 @@ a key, which must say that a key is needed; one with #key=<the key itself>, whic
 with a key no browser can send as a subprotocol, which must say so. Every page must get through the
 run without an uncaught JavaScript exception. The key and the secret are never printed.
 
+Then resume: the developer-mode page's WebSocket is closed from outside with 4000 (an application
+code: the server parks the session as for a dropped network), found through DevTools' heap query so
+that the page needs no hook for tests; the page must say it reconnected, hear and answer the next
+spoken turn (the fake microphone loops), and the server must count one resume from memory.
+
 Chromium reaches nothing off this machine: a fresh profile, every non-loopback request sent to a
 dead local proxy (127.0.0.1:9), background traffic off, and alternate error pages off in the
 profile. Standard library only (the DevTools WebSocket client is below). Exit 0 when every page
@@ -191,6 +196,16 @@ class Tab:
         result = self.tools.call("Runtime.evaluate", {"expression": self.PROBE, "returnByValue": True}, session=self.session)
         return json.loads(result.get("result", {}).get("value") or "{}")
 
+    def drop_sockets(self, code: int) -> int:
+        """Closes the page's open WebSockets with `code`, as a network or a balancer might end them;
+        how many there were."""
+        call = lambda method, params: self.tools.call(method, params, session=self.session)  # noqa: E731
+        prototype = call("Runtime.evaluate", {"expression": "WebSocket.prototype"})["result"]["objectId"]
+        sockets = call("Runtime.queryObjects", {"prototypeObjectId": prototype})["objects"]["objectId"]
+        closed = call("Runtime.callFunctionOn", {"objectId": sockets, "returnByValue": True, "functionDeclaration":
+                      f"function() {{ const open = this.filter((s) => s.readyState === 1); open.forEach((s) => s.close({code}, 'e2e')); return open.length; }}"})
+        return closed["result"]["value"]
+
     def exceptions(self) -> list[str]:
         return [e["params"]["exceptionDetails"].get("exception", {}).get("description") or e["params"]["exceptionDetails"]["text"]
                 for e in self.tools.exceptions if e.get("sessionId") == self.session]
@@ -221,6 +236,53 @@ def connected(seen: dict) -> bool:
 def cannot_send(seen: dict) -> bool:
     """A key that cannot be a subprotocol is said to be so, not left to hang at "connecting"."""
     return shows(seen, "This key cannot be sent from a browser")
+
+
+def resumed_and_talked(before: dict):
+    """After the drop: the page said it reconnected, and a turn after it was heard and answered."""
+    def check(seen: dict) -> bool:
+        heard = [text for text in seen.get("user", []) if "weather" in text.lower()]
+        return (seen.get("state") == "connected" and "Reconnected (" in (seen.get("notice") or "")
+                and len(heard) > len([t for t in before.get("user", []) if "weather" in t.lower()])
+                and len(seen.get("agent", [])) > len(before.get("agent", [])) and len(seen["agent"][-1].strip()) > 5)
+    return check
+
+
+def metric(url: str, series: str) -> float | None:
+    with LOCAL.open(url.rstrip("/") + "/metrics", timeout=10) as response:
+        for text in response.read().decode().splitlines():
+            if text.startswith(series + " "):
+                return float(text.split()[-1])
+    return None
+
+
+def check_resume(tab: Tab, url: str, timeout: float) -> bool:
+    """The page's socket closed under it (4000: the server keeps the session for its grace window);
+    the page must come back to the same session and go on talking."""
+    before = tab.probe()
+    dropped = tab.drop_sockets(4000)
+    if dropped != 1:
+        report(f"e2e: FAIL: resume: the page had {dropped} open WebSockets, not 1")
+        return False
+    passed, deadline, seen = resumed_and_talked(before), time.time() + timeout, {}
+    while time.time() < deadline:
+        seen = tab.probe()
+        if passed(seen):
+            break
+        time.sleep(0.5)
+    else:
+        report(f"e2e: FAIL: resume: within {timeout:.0f} s the page showed {json.dumps(seen)}")
+        return False
+    resumed = metric(url, 'parley_sessions_resumed_total{result="memory"}')
+    if resumed != 1:
+        report(f"e2e: FAIL: resume: the server counted {resumed} resumes from memory, not 1")
+        return False
+    threw = tab.exceptions()
+    if threw:
+        report(f"e2e: FAIL: resume: the page threw {threw}")
+        return False
+    report(f"e2e: PASS: resume: the page showed {seen['notice']!r}, then heard {seen['user'][-1]!r} and answered {seen['agent'][-1][:60]!r}")
+    return True
 
 
 def mint_client_secret(url: str, key: str) -> str:
@@ -303,7 +365,7 @@ def main() -> int:
             shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=tab.session)
             with open(args.screenshot, "wb") as out:
                 out.write(base64.b64decode(shot["data"]))
-        return 0
+        return 0 if check_resume(checks["developer mode"][0], args.url, args.timeout) else 1
     except Exception as error:  # noqa: BLE001 - any failure to drive the browser is reported as such
         report(f"e2e: could not drive chromium: {error}")
         return 2

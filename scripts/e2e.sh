@@ -3,7 +3,8 @@
 # espeak-ng (the sentence, then silence so that VAD ends the turn), starts two `parley serve` (the
 # defaults: pocketsphinx, the built-in agent, espeak-ng) on free loopback ports, one in developer
 # mode (no keys) and one with an API key made up here, and runs scripts/e2e.py against both in
-# headless Chromium (what it checks on each: its docstring).
+# headless Chromium (what it checks on each: its docstring; on the first, also that the page resumes
+# its session after its socket is closed under it).
 #   SCREENSHOT=docs/screenshot.png scripts/e2e.sh     # also save a picture of the page
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +44,7 @@ with wave.open(sys.argv[2], "wb") as out:
 PY
 
 # Port 0: the kernel picks a free port, which each server prints once it listens.
-"$PARLEY_BIN" serve --host 127.0.0.1 --port 0 > "$WORK/open.out" 2> "$WORK/open.log" &
+"$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --resume-grace-seconds 30 > "$WORK/open.out" 2> "$WORK/open.log" &
 open_pid=$!
 PARLEY_API_KEY="$key" "$PARLEY_BIN" serve --host 127.0.0.1 --port 0 > "$WORK/keyed.out" 2> "$WORK/keyed.log" &
 keyed_pid=$!

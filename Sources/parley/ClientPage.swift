@@ -5,7 +5,9 @@ import Server
 /// frames, as the server listens) and sends each packet as a binary message on `/ws`; it shows the
 /// connection, a live input level, the user's words as the server recognises them and the reply as
 /// it streams, and plays the spoken reply (Opus packets, decoded with WebCodecs), stopping when the
-/// user speaks again. `/?autostart=1` connects and listens without a click.
+/// user speaks again. Its session is resumable: when the socket drops it reconnects with the token
+/// and the last event's seq and carries on (docs/operations.md). `/?autostart=1` connects and
+/// listens without a click.
 enum ClientPage {
     static let response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
                                        body: Array(html.utf8))
@@ -61,6 +63,11 @@ enum ClientPage {
     const log = $("log"), notice = $("notice"), stateEl = $("state");
     let ws = null, wantConnected = false, retry = 0, micStream = null, micContext = null, encoder = null;
     let player = null, decoder = null, playhead = 0, sources = [], replyLine = null, userLine = null, ts = 0;
+    // Resume (docs/protocol.md): the session outlives a dropped socket for `grace_seconds`. The page
+    // keeps the newest token and the seq of the last event it saw, so a reconnect gets back the same
+    // conversation and the events it missed instead of starting over.
+    let resumeToken = null, lastSeq = 0, ackedSeq = 0, graceSeconds = 30;
+    let droppedAt = 0, resumeTry = 0, resuming = false, lostWhy = "", restartNow = false;
 
     function setState(text, kind) { stateEl.textContent = text; stateEl.className = "state " + (kind || ""); }
     function say(text) { notice.textContent = text; }
@@ -77,19 +84,36 @@ enum ClientPage {
 
     // Close codes, said for people.
     const closeReasons = { 1000: "closed", 1001: "the server is shutting down", 1008: "the connection was too slow or broke the rules",
-      1009: "a message was too big", 1011: "the server hit an internal error", 1013: "the server is busy; try again soon", 1006: "the connection dropped" };
+      1009: "a message was too big", 1011: "the server hit an internal error", 1012: "the server is restarting",
+      1013: "the server is busy; try again soon", 1006: "the connection dropped" };
+
+    const sessionEnds = [1000, 1002, 1003, 1007, 1008, 1009];
+
+    // The server keeps a dropped session's events until they are acknowledged (up to 1 MiB): about
+    // once a second, the newest seq seen, only when new events came.
+    setInterval(() => { if (lastSeq > ackedSeq && ws && ws.readyState === 1 && !resuming) { send({ type: "session.ack", seq: lastSeq }); ackedSeq = lastSeq; } }, 1000);
+
+    // Forget the old session: the next connect asks for a new (resumable) one.
+    function startOver(why) {
+      resumeToken = null; lastSeq = ackedSeq = 0; droppedAt = 0; resumeTry = 0; resuming = false;
+      replyLine = userLine = null;
+      lostWhy = why;
+    }
 
     function connect() {
       wantConnected = true;
-      setState("connecting…");
       // A key or client secret from the page's fragment (#key=…, which never reaches a server or
       // its logs), kept for this tab; browsers send it as a subprotocol, since they cannot set headers.
-      // URLSearchParams reads "+" as a space, and a key may hold a "+".
+      // URLSearchParams reads "+" as a space, and a key may hold a "+". Reconnects offer it again.
       const given = new URLSearchParams(location.hash.slice(1).replace(/\+/g, "%2B")).get("key");
       if (given) { sessionStorage.setItem("parley-key", given); history.replaceState(null, "", location.pathname + location.search); }
       const key = sessionStorage.getItem("parley-key");
+      resuming = resumeToken !== null;
+      setState(resuming ? "reconnecting…" : "connecting…", resuming ? "bad" : "");
+      const query = resuming ? "?resume_token=" + encodeURIComponent(resumeToken) + "&last_seq=" + lastSeq : "?resume=1";
+      let sock;
       try {
-        ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws", key ? ["realtime", "openai-insecure-api-key." + key] : undefined);
+        sock = new WebSocket(location.origin.replace(/^http/, "ws") + "/ws" + query, key ? ["realtime", "openai-insecure-api-key." + key] : undefined);
       } catch (err) {
         // A subprotocol is an HTTP token: a key with other characters ("/", "=", spaces) cannot be
         // offered at all, and retrying would not change that.
@@ -98,25 +122,65 @@ enum ClientPage {
         say("This key cannot be sent from a browser (it has characters such as / or = that a WebSocket subprotocol cannot carry): open this page with a client secret, or with a key of letters, digits, - and _.");
         return;
       }
+      ws = sock;
       let opened = false;
-      ws.binaryType = "arraybuffer";
-      ws.onopen = () => { opened = true; retry = 0; setState("connected", "ok"); say(""); applySettings(); };
-      ws.onmessage = (m) => typeof m.data === "string" ? onEvent(JSON.parse(m.data)) : playPacket(m.data);
-      ws.onclose = (e) => {
+      sock.binaryType = "arraybuffer";
+      // A replaced socket's late events must not touch the current one.
+      sock.onopen = () => {
+        if (sock !== ws) return;
+        opened = true; retry = 0;
+        // A resume is not back until session.resumed says so.
+        if (!resuming) { setState("connected", "ok"); say(lostWhy); lostWhy = ""; applySettings(); }
+      };
+      sock.onmessage = (m) => { if (sock === ws) typeof m.data === "string" ? onEvent(JSON.parse(m.data)) : playPacket(m.data); };
+      sock.onclose = (e) => {
+        if (sock !== ws) return;
+        if (!wantConnected) { setState("not connected"); return; }
+        const why = closeReasons[e.code] || ("closed with code " + e.code);
+        // These codes end the session on the server too (a normal close, or one for the client's
+        // fault); anything else (1006 for a network error, 1001/1012 from a server going away) leaves
+        // it parked there for the grace window.
+        if (resumeToken !== null && !sessionEnds.includes(e.code)) {
+          if (!droppedAt) { droppedAt = Date.now(); resumeTry = 0; }
+          // 0.25 s, 0.5 s, 1 s, … at most 4 s apart, and only while the server still keeps the session.
+          const wait = Math.min(4, 0.25 * 2 ** resumeTry++);
+          if (Date.now() + wait * 1000 < droppedAt + graceSeconds * 1000) {
+            setState("reconnecting…", "bad");
+            setTimeout(() => { if (wantConnected && sock === ws) connect(); }, wait * 1000);
+            return;
+          }
+          // Past the grace window the server has let the session go: from here on, as for any new one.
+          startOver("The session was lost (no reconnect within " + graceSeconds + " s): this is a new conversation.");
+        }
+        if (resumeToken !== null) startOver("");
+        // A resume the server refused (its error event started over): a new session at once, once.
+        if (restartNow) { restartNow = false; setTimeout(() => { if (wantConnected && sock === ws) connect(); }, 250); return; }
         // A refused upgrade (a missing or wrong key) looks like 1006 before any open.
         if (!opened && e.code === 1006 && retry >= 1) {
           say("The server refused the session. If it needs a key, open this page as " + location.origin + "/#key=YOUR_KEY (an API key or a client secret).");
         }
-        const why = closeReasons[e.code] || ("closed with code " + e.code);
-        if (!wantConnected) { setState("not connected"); return; }
         const wait = Math.min(10, 2 ** retry++);
         setState("disconnected: " + why + "; reconnecting in " + wait + " s", "bad");
-        setTimeout(() => { if (wantConnected) connect(); }, wait * 1000);
+        setTimeout(() => { if (wantConnected && sock === ws) connect(); }, wait * 1000);
       };
     }
 
     function onEvent(e) {
+      if (typeof e.seq === "number") lastSeq = e.seq;
       switch (e.type) {
+        case "session.resume_token":
+          // The newest token is the one that works (a draining server sends a fresh one before 1012).
+          resumeToken = e.token;
+          if (e.grace_seconds) graceSeconds = e.grace_seconds;
+          break;
+        case "session.resumed":
+          // Same conversation: the missed events follow, then live ones; the microphone's packets go
+          // to this socket already. The old token is used up.
+          resumeToken = e.token; resuming = false; droppedAt = 0; resumeTry = 0;
+          setState("connected", "ok");
+          say("Reconnected (" + e.replayed + " missed events replayed).");
+          applySettings();
+          break;
         case "input_audio_buffer.speech_started":
           stopPlayback();  // barge-in: the user is speaking
           userLine = line("user", "You");
@@ -141,7 +205,16 @@ enum ClientPage {
           log.scrollTop = log.scrollHeight;
           break;
         case "response.done": replyLine = null; break;
-        case "error": say("Server: " + ((e.error && e.error.message) || "error")); break;
+        case "error":
+          if (e.error && (e.error.code === "resume_token_invalid" || e.error.code === "resume_out_of_range")) {
+            // The server has no such session any more (expired, or too far behind): the close that
+            // follows starts a new one.
+            startOver("The session could not be resumed (" + e.error.message + "): this is a new conversation.");
+            say(lostWhy);
+            restartNow = true;
+            break;
+          }
+          say("Server: " + ((e.error && e.error.message) || "error")); break;
       }
     }
 

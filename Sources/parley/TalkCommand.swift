@@ -8,7 +8,8 @@ import Glibc
 
 /// `parley talk URL`: a conversation from the terminal, on `/ws`. One text turn (`--text`), a
 /// spoken one (`--audio`, streamed at real-time pace as Opus), or a prompt that takes a turn per
-/// line. The user's words and the streaming reply are printed as they arrive.
+/// line. The user's words and the streaming reply are printed as they arrive. A dropped connection
+/// is resumed (TalkResume): the session comes back with the events missed.
 struct TalkCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "talk",
