@@ -61,7 +61,8 @@ struct TalkSession {
         try catchUp()
         replied = false
         try send(.text(item.description))
-        try send(.text(#"{"type":"response.create"}"#))
+        // (Unless the session was lost with the item: the new one has nothing to answer.)
+        if !replied { try send(.text(#"{"type":"response.create"}"#)) }
         try awaitReply()
     }
 
@@ -84,7 +85,10 @@ struct TalkSession {
     private mutating func awaitReply() throws(TalkSocket.Failure) {
         let deadline = MonotonicClock.nanoseconds() + UInt64(timeout * 1e9)
         while !replied {
-            guard let message = try receive(until: deadline) else { throw .timedOut(timeout) }
+            guard let message = try receive(until: deadline) else {
+                if replied { return }  // the session was lost, and the turn with it
+                throw .timedOut(timeout)
+            }
             handle(message)
         }
     }
@@ -95,8 +99,9 @@ struct TalkSession {
         while let message = try receive(until: MonotonicClock.nanoseconds() + 2_000_000) { handle(message) }
     }
 
-    /// The next message, the session resumed on a new socket if the old one dropped. Acknowledges
-    /// what it has seen about once a second, so the server can let its replay log go.
+    /// The next message, the session resumed on a new socket if the old one dropped; nil when the
+    /// deadline passed, or the session was lost (a new one is open). Acknowledges what it has seen
+    /// about once a second, so the server can let its replay log go.
     private mutating func receive(until deadline: UInt64) throws(TalkSocket.Failure) -> TalkSocket.Message? {
         while true {
             guard let socket else { throw .connect("not connected") }
@@ -114,7 +119,7 @@ struct TalkSession {
                 if case .text(let text) = message, let event = try? JSON(parsing: text) { _ = resume.note(event) }
                 return message
             } catch {
-                try reconnect(after: error)
+                guard try reconnect(after: error) else { return nil }
             }
         }
     }
@@ -135,16 +140,17 @@ struct TalkSession {
                 }
                 return
             } catch {
-                try reconnect(after: error)
-                if replied { return }
+                // Resumed: again, on the new socket; lost: the turn went with the session.
+                guard try reconnect(after: error) else { return }
             }
         }
     }
 
     /// After the socket dropped: the same session on a new one (0.25 s, 0.5 s, 1 s, … up to 4 s
     /// apart, within the server's grace window), or, when that cannot be, a new session and the turn
-    /// counted as failed. Rethrows what is not a drop.
-    private mutating func reconnect(after failure: TalkSocket.Failure) throws(TalkSocket.Failure) {
+    /// counted as failed. Rethrows what is not a drop; true when the session is back.
+    @discardableResult
+    private mutating func reconnect(after failure: TalkSocket.Failure) throws(TalkSocket.Failure) -> Bool {
         guard case .closed(let code, _) = failure, TalkResume.parks(closeCode: code), resume.token != nil else { throw failure }
         socket = nil
         FileHandleStandardError.write("parley talk: \(failure.description); reconnecting\n")
@@ -166,7 +172,7 @@ struct TalkSession {
                         socket = next
                         lastAck = 0
                         FileHandleStandardError.write("parley talk: reconnected (\(replayed) events replayed)\n")
-                        return
+                        return true
                     case .lost(let reason):
                         why = reason
                         break attempts
@@ -193,6 +199,7 @@ struct TalkSession {
             replied = true
             failedTurns += 1
         }
+        return false
     }
 
     /// A reply ended: one that did not complete counts as a failed turn.

@@ -39,6 +39,7 @@ final class TalkSocket {
             case 1008: "policy violation"
             case 1009: "message too big"
             case 1011: "server error"
+            case 1012: "the server is restarting"
             case 1013: "the server is overloaded; try again later"
             default: "close code"
             }
@@ -79,6 +80,8 @@ final class TalkSocket {
             + Self.authorization + "\r\n"
         try write(Array(request.utf8))
         var head: [UInt8] = []
+        // Once, so that a server (or a balancer) that takes the connection but never answers ends it.
+        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
         while true {
             if let end = Self.find([13, 10, 13, 10], in: buffer) {
                 head = Array(buffer[..<end])
@@ -86,7 +89,8 @@ final class TalkSocket {
                 break
             }
             guard buffer.count < 16_384 else { throw .refused("an answer head over 16 KiB") }
-            try fill(deadline: MonotonicClock.nanoseconds() + 10_000_000_000)
+            guard MonotonicClock.nanoseconds() < deadline else { throw .timedOut(10) }
+            try fill(deadline: deadline)
         }
         let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n")
         guard let status = lines.first, status.hasPrefix("HTTP/1.1 101") else {

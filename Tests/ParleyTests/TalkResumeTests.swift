@@ -99,60 +99,56 @@ import TestSupport
         #expect(done?["response"]?["status"]?.string == "completed" && !streamed.isEmpty && streamed == whole, "\(streamed) vs \(whole ?? "-")")
         #expect(server.metric("parley_sessions_resumed_total{result=\"memory\"}") == 1)
     }
+
+    @Test func talkSaysTheSessionIsLostWhenItCameBackTooLateAndGoesOnInANewOne() throws {
+        let model = try ServerProcess(command: "mock-llm", arguments: "--first-token-ms 5 --tokens-per-second 15 --reply-tokens 30")
+        let server = try ServerProcess(arguments: "--llm openai --llm-base-url http://127.0.0.1:\(model.port)/v1 --llm-model m --transcriber none --synthesizer none --resume-grace-seconds 1",
+                                       environment: "OPENAI_API_KEY=sk-talk-resume-test")
+        // The reconnect reaches the server only after its one-second grace window.
+        let proxy = try DroppingProxy(to: server.port, cutAfter: 3, holdLater: 1.6)
+        let result = try Subprocess.capture([ServerProcess.parleyPath, "talk", "ws://127.0.0.1:\(proxy.port)", "--json", "--timeout", "8", "--text", "hello"])
+        #expect(result.status == 1, "stderr: \(result.stderr) stdout: \(result.stdout)")
+        #expect(result.stderr.contains("session lost: ") && result.stderr.contains("starting a new session"), "stderr: \(result.stderr)")
+        #expect(server.metric("parley_sessions_resumed_total{result=\"refused\"}") == 1)
+    }
 }
 
 /// A TCP relay between a client and a server that cuts its first connection once the server has
 /// sent `cutAfter` text deltas: both sockets closed, no close frame either way, as when a phone
 /// changes networks. Later connections are relayed whole.
 final class DroppingProxy: Sendable {
-    struct CannotListen: Error {}
-
     let port: Int
     private let listener: Int32
 
-    init(to upstream: Int, cutAfter deltas: Int) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    init(to upstream: Int, cutAfter deltas: Int, holdLater: Double = 0) throws {
+        let listener = try Sys.tcpSocket(family: AF_INET, .blocking)
         self.listener = listener
-        var address = Self.loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        guard bound, listen(listener, 8) == 0 else { throw CannotListen() }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        try Sys.listen(listener, on: .ipv4(127, 0, 0, 1, port: 0), backlog: 8)
+        port = try Sys.localAddress(listener).port
         try Thread.spawn(name: "proxy") {
             var cut: Int? = deltas
             while true {
-                let client = accept(listener, nil, nil)
-                guard client >= 0 else { return }
+                guard let client = try? Sys.accept(listener) else { return }
                 let limit = cut
                 cut = nil
-                _ = try? Thread.spawn(name: "relay") { DroppingProxy.relay(client, to: upstream, cutAfter: limit) }
+                _ = try? Thread.spawn(name: "relay") {
+                    // Later connections wait first, as a client stuck on a bad network would.
+                    if limit == nil && holdLater > 0 { usleep(UInt32(holdLater * 1e6)) }
+                    DroppingProxy.relay(client, to: upstream, cutAfter: limit)
+                }
             }
         }
     }
 
     deinit {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
-
-    private static func loopback(port: UInt16) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
+        Sys.close(listener)
     }
 
     private static func relay(_ client: Int32, to upstream: Int, cutAfter limit: Int?) {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = loopback(port: UInt16(upstream))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        defer { close(client); close(server) }
-        guard connected else { return }
+        let server = try? Sys.tcpSocket(family: AF_INET, .blocking)
+        defer { Sys.close(client); server.map(Sys.close) }
+        guard let server, (try? Sys.connect(server, to: .ipv4(127, 0, 0, 1, port: UInt16(upstream)))) == true else { return }
         let needle = Array("output_text.delta".utf8)
         var seen = 0
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -169,6 +165,11 @@ final class DroppingProxy: Sendable {
                 var offset = 0
                 while offset < n {
                     let written = buffer[offset..<n].withUnsafeBytes { write(fds[to].fd, $0.baseAddress, $0.count) }
+                    if written < 0 && errno == EAGAIN {
+                        var out = pollfd(fd: fds[to].fd, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&out, 1, 1_000)
+                        continue
+                    }
                     guard written > 0 else { return }
                     offset += written
                 }
