@@ -33,8 +33,8 @@ public final class SessionMetrics: Sendable {
                              bounds: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60])
 
     let sessionsDetached = MetricFamily(name: "parley_sessions_detached", help: "Resumable sessions whose client is gone, within their grace window.", kind: .gauge)
-    let resumes = MetricFamily(name: "parley_sessions_resumed_total", help: "Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, or refused.",
-                               labels: ["memory", "store", "refused", "out_of_range"].map { "result=\"\($0)\"" })
+    let resumes = MetricFamily(name: "parley_sessions_resumed_total", help: "Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, or told to retry (the store could not answer).",
+                               labels: ["memory", "store", "refused", "out_of_range", "retry"].map { "result=\"\($0)\"" })
     let resumeSeconds = Histogram(name: "parley_resume_gap_seconds", help: "From a resumable session's client going to its resume.",
                                   bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
     let expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.")

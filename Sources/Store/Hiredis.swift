@@ -227,6 +227,14 @@ final class HiredisConnection {
         redisAsyncHandleWrite(ac)
     }
 
+    /// Writes what is queued now rather than at the loop's next pass: a store write is in the
+    /// kernel before the event that says its item is done is even queued for the client, so a
+    /// process killed in between does not take it along (the kernel still sends what was written).
+    func flush() {
+        guard isConnected, writing, let ac = context else { return }
+        redisAsyncHandleWrite(ac)
+    }
+
     private func connected() {
         isConnected = true
         onConnected?()

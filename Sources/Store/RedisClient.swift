@@ -82,6 +82,11 @@ public final class RedisClient {
     }
 
     public func send(bytes arguments: [[UInt8]], _ done: @escaping (Result<RedisReply, RedisError>) -> Void) {
+        enqueue(arguments, done)
+        connection?.flush()
+    }
+
+    private func enqueue(_ arguments: [[UInt8]], _ done: @escaping (Result<RedisReply, RedisError>) -> Void) {
         if let refused = refusal(commands: 1) { return done(.failure(refused)) }
         guard let connection else { return done(.failure(.down)) }
         inFlight += 1
@@ -109,11 +114,12 @@ public final class RedisClient {
         // MULTI's and each command's own answers (+OK, +QUEUED) say nothing EXEC's does not: a
         // command Redis refused to queue makes EXEC fail with EXECABORT.
         for command in [["MULTI"]] + commands {
-            send(command) { result in
+            enqueue(command.map { Array($0.utf8) }) { result in
                 if case .failure(let error) = result { fail(error) }
             }
         }
-        send(["EXEC"]) { result in
+        defer { connection?.flush() }
+        enqueue(["EXEC"].map { Array($0.utf8) }) { result in
             switch result {
             case .success(.array(let replies)): if !failed { done(.success(replies)) }
             case .success(let other): fail(.connectionLost("EXEC answered \(other)"))

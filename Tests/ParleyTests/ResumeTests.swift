@@ -147,8 +147,10 @@ import TestSupport
     }
 
     @Test func aDrainFinishesTheReplyThenClosesWith1012AndAToken() throws {
-        let model = try slowModel()
-        let server = try serve(model, "--drain-seconds 8")
+        // A reply of six seconds: the checks made while it streams must see the node draining even
+        // on a loaded machine (once it is done the node exits, and its sockets with it).
+        let model = try ServerProcess(command: "mock-llm", arguments: "--first-token-ms 5 --tokens-per-second 10 --reply-tokens 60")
+        let server = try serve(model, "--drain-seconds 15")
         let (busy, _, _) = try open(server)
         let (idle, _, _) = try open(server)
         let plain = try TestClient(port: server.port)

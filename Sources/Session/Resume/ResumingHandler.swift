@@ -49,9 +49,11 @@ final class ResumingHandler: WebSocketHandler {
             }
             return
         }
-        guard let store = endpoint.resume.store, store.isAvailable(on: socket.loop), let admitted else { return refuse(socket) }
+        guard let store = endpoint.resume.store, let admitted else { return refuse(socket) }
+        guard store.isAvailable(on: socket.loop) else { return tryLater(socket, "the \(store.kind) store cannot be reached") }
         store.load(tokenHash: hash, on: socket.loop) { [weak self] result in
             guard let self else { return }
+            if case .failure(let error) = result { return tryLater(socket, "the \(store.kind) store could not be read (\(error))") }
             guard case .success(let stored?) = result, stored.session.tenant == tenant,
                   stored.session.expiresAt == 0 || stored.session.expiresAt >= WallClock.seconds() else { return refuse(socket) }
             let session = RealtimeSessionHandler(endpoint: endpoint, request: request, admitted: admitted, allowsOpus: allowsOpus, restoring: stored)
@@ -66,6 +68,15 @@ final class ResumingHandler: WebSocketHandler {
                                message: "the resume token is not valid: unknown, already used, or past its grace window")
         socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
         socket.close(.policyViolation, reason: "resume_token_invalid")
+    }
+
+    /// The store could not answer (down, or too busy: a node taking over a thousand sessions at
+    /// once): nothing was used up, so the client is told to come back with the same token (1013).
+    private func tryLater(_ socket: WebSocket, _ why: String) {
+        SessionMetrics.shared.resumes.add(1, labels: "result=\"retry\"")
+        let error = EventError(type: .server, code: "resume_unavailable", message: "\(why); reconnect with the same token")
+        socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
+        socket.close(.tryAgainLater, reason: "resume_unavailable")
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
