@@ -77,7 +77,12 @@ public final class RedisConversationStore: ConversationStore {
             commands.append(["SET", RedisKeys.token(tokenHash), sessionID])
             commands.append(["HSET", RedisKeys.session(sessionID), "token_hash", tokenHash, "last_seq", String(lastSeq)])
             local.tokens[sessionID] = tokenHash
-            write(commands, sessionID: sessionID, local, stored)
+            write(commands, sessionID: sessionID, local) { ok in
+                // Not taken (Redis busy or down): the old token is still the one Redis knows, and
+                // the one a retry must replace.
+                if !ok, local.tokens[sessionID] == tokenHash { local.tokens[sessionID] = old }
+                stored(ok)
+            }
         }
     }
 

@@ -49,21 +49,25 @@ final class ResumingHandler: WebSocketHandler {
             }
             return
         }
-        guard let store = endpoint.resume.store, let admitted else { return refuse(socket) }
+        guard let store = endpoint.resume.store, let admitted else { return refuse(socket, because: "not parked here, and no store") }
         guard store.isAvailable(on: socket.loop) else { return tryLater(socket, "the \(store.kind) store cannot be reached") }
         store.load(tokenHash: hash, on: socket.loop) { [weak self] result in
             guard let self else { return }
             if case .failure(let error) = result { return tryLater(socket, "the \(store.kind) store could not be read (\(error))") }
-            guard case .success(let stored?) = result, stored.session.tenant == tenant,
-                  stored.session.expiresAt == 0 || stored.session.expiresAt >= WallClock.seconds() else { return refuse(socket) }
+            guard case .success(let stored?) = result else { return refuse(socket, because: "not in the \(store.kind) store") }
+            guard stored.session.tenant == tenant else { return refuse(socket, because: "another tenant's") }
+            guard stored.session.expiresAt == 0 || stored.session.expiresAt >= WallClock.seconds() else { return refuse(socket, because: "expired") }
             let session = RealtimeSessionHandler(endpoint: endpoint, request: request, admitted: admitted, allowsOpus: allowsOpus, restoring: stored)
             target = .here(session)
             session.openRestored(socket, stored: stored, lastSeq: lastSeq, from: me)
         }
     }
 
-    private func refuse(_ socket: WebSocket) {
+    /// `because` goes to the log only (at info, with the token's hash, never the token): the client
+    /// hears the same refusal whatever the reason.
+    private func refuse(_ socket: WebSocket, because reason: String) {
         SessionMetrics.shared.resumes.add(1, labels: "result=\"refused\"")
+        sessionLog.info("resume refused", metadata: ["reason": "\(reason)", "token_sha256": "\(ResumeToken.hash(token).prefix(12))"])
         let error = EventError(type: .invalidRequest, code: "resume_token_invalid",
                                message: "the resume token is not valid: unknown, already used, or past its grace window")
         socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
