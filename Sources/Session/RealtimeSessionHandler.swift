@@ -14,7 +14,8 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private let dialect: Dialect
     private var driver: SessionDriver!
     let endpointName: String
-    private let settings: ResumeSettings
+    /// The endpoint's, read through the driver: an idle session stores no copy.
+    private var settings: ResumeSettings { driver.resumeSettings }
     /// Set for sessions that asked for resume; the rest pay nothing for it.
     private var resumption: Resumption?
     /// The connection the session now belongs to: frames and closes from any other (a reconnect
@@ -41,7 +42,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, resumable: Bool = false,
          restoring stored: StoredConversation? = nil) {
         endpointName = allowsOpus ? "/ws" : "/v1/realtime"
-        settings = endpoint.resume
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))

@@ -186,6 +186,8 @@ final class SessionDriver {
         updateAccount()
     }
 
+    var resumeSettings: ResumeSettings { endpoint.resume }
+
     /// The session's home loop, nil once closed.
     var loop: EventLoop? { socket?.loop }
 
