@@ -168,17 +168,32 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             end(.abnormal)
         }
         SessionMetrics.shared.sessionsDetached.add(1)
-        ResumeRegistry.shared.park(.init(session: Handoff(self), home: loop.handle, tenant: resumption.tenant), tokenHash: hash)
+        register(resumption, home: loop)
+    }
+
+    /// Where a reconnect with the current token finds this session.
+    private func register(_ resumption: Resumption, home: EventLoop) {
+        ResumeRegistry.shared.park(.init(session: Handoff(self), home: home.handle, tenant: resumption.tenant), tokenHash: resumption.tokenHash)
+    }
+
+    /// The session is parked no longer (its client is back, or it ends): its grace timer goes.
+    /// Returns how long it was parked, nil if it was not.
+    @discardableResult
+    private func unpark(_ resumption: Resumption) -> UInt64? {
+        guard let parkedAt = resumption.parkedAt else { return nil }
+        resumption.graceTimer?.cancel()
+        resumption.graceTimer = nil
+        resumption.parkedAt = nil
+        SessionMetrics.shared.sessionsDetached.add(-1)
+        return MonotonicClock.nanoseconds() &- parkedAt
     }
 
     /// The session is over: its work stops, and the store forgets it.
     private func end(_ code: WebSocketCloseCode) {
-        if resumption?.parkedAt != nil {
-            resumption?.graceTimer?.cancel()
-            SessionMetrics.shared.sessionsDetached.add(-1)
-            if let hash = resumption?.tokenHash { _ = ResumeRegistry.shared.remove(tokenHash: hash) }
+        if let resumption {
+            if unpark(resumption) != nil { _ = ResumeRegistry.shared.remove(tokenHash: resumption.tokenHash) }
+            if let loop = driver.loop { settings.store?.sessionEnded(sessionID: driver.engine.sessionID, on: loop) }
         }
-        if resumption != nil, let loop = driver.loop { settings.store?.sessionEnded(sessionID: driver.engine.sessionID, on: loop) }
         resumption = nil
         client = nil
         driver.close(code: code)
@@ -195,18 +210,12 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             socket.send(text: driver.event(.error(EventError(type: .invalidRequest, code: "resume_out_of_range",
                                                               message: "last_seq \(lastSeq) is outside the events this session keeps (\(oldest) to \(last))"))).json(dialect: dialect))
             socket.close(.policyViolation, reason: "resume_out_of_range")
-            if !restored { ResumeRegistry.shared.park(.init(session: Handoff(self), home: socket.loop.handle, tenant: resumption.tenant), tokenHash: resumption.tokenHash) }
+            if !restored { register(resumption, home: socket.loop) }
             return
         case .success:
             break
         }
-        if let parkedAt = resumption.parkedAt {
-            resumption.graceTimer?.cancel()
-            SessionMetrics.shared.sessionsDetached.add(-1)
-            SessionMetrics.shared.resumeSeconds.observe(nanoseconds: MonotonicClock.nanoseconds() &- parkedAt)
-        }
-        resumption.parkedAt = nil
-        resumption.graceTimer = nil
+        if let parked = unpark(resumption) { SessionMetrics.shared.resumeSeconds.observe(nanoseconds: parked) }
         SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
         // The client's frames count from now; what the session sends until the new token is
         // stored goes to the log, and is in the replay that follows `session.resumed`.
@@ -246,19 +255,19 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         guard let resumption else { return body(token) }
         resumption.tokenHash = token.hash
         guard settings.store != nil else { return body(token) }
-        store(token, on: loop, attempt: 1, then: body)
+        storeToken(token, on: loop, attempt: 1, then: body)
     }
 
     /// A store that could not take the token (Redis busy while a node takes over a thousand
     /// sessions) is asked again, every 50 ms for up to 2 s: a token handed out unstored would be
     /// refused by whichever node the client reached next (the survive benchmark lost 860 of 3,000
     /// sessions so before this).
-    private func store(_ token: ResumeToken, on loop: EventLoop, attempt: Int, then body: @escaping (ResumeToken) -> Void) {
+    private func storeToken(_ token: ResumeToken, on loop: EventLoop, attempt: Int, then body: @escaping (ResumeToken) -> Void) {
         guard let store = settings.store, let resumption, resumption.tokenHash == token.hash else { return body(token) }
         store.tokenRotated(sessionID: driver.engine.sessionID, tokenHash: token.hash, lastSeq: resumption.log.lastSeq, on: loop) { [weak self] stored in
             guard let self else { return }
             if stored || attempt >= Self.tokenStoreAttempts { return body(token) }
-            loop.schedule(after: 0.05) { [weak self] in self?.store(token, on: loop, attempt: attempt + 1, then: body) }
+            loop.schedule(after: 0.05) { [weak self] in self?.storeToken(token, on: loop, attempt: attempt + 1, then: body) }
         }
     }
 
@@ -306,7 +315,9 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
 
     private func persist(_ event: ServerEvent, text: String, on loop: EventLoop) {
         guard let store = settings.store, let seq = resumption?.log.lastSeq else { return }
-        let session = driver.engine.sessionID
+        // Computed where used: the id is an 18-byte string, made on the heap, and most events
+        // (the deltas) are not kept.
+        var session: String { driver.engine.sessionID }
         switch event.kind {
         case .conversationItemDone(let item, _):
             store.itemCompleted(sessionID: session, seq: seq, itemID: item.id, item: item.json(dialect: .ga).description, event: text, on: loop)

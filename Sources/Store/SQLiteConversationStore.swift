@@ -166,15 +166,15 @@ public final class SQLiteConversationStore: ConversationStore {
     private func write(_ what: String, bytes: Int, on loop: EventLoop, _ body: (SQLiteDatabase) throws(SQLiteError) -> Void) -> Bool {
         let start = MonotonicClock.nanoseconds()
         guard let db = connection(on: loop) else {
-            metrics.recordWrite(ok: false, nanoseconds: MonotonicClock.nanoseconds() &- start, bytes: 0)
+            metrics.recordWrite("error", bytes: 0, nanoseconds: MonotonicClock.nanoseconds() &- start)
             return false
         }
         do throws(SQLiteError) {
             try body(db)
-            metrics.recordWrite(ok: true, nanoseconds: MonotonicClock.nanoseconds() &- start, bytes: bytes)
+            metrics.recordWrite("ok", bytes: bytes, nanoseconds: MonotonicClock.nanoseconds() &- start)
             return true
         } catch {
-            metrics.recordWrite(ok: false, nanoseconds: MonotonicClock.nanoseconds() &- start, bytes: 0)
+            metrics.recordWrite("error", bytes: 0, nanoseconds: MonotonicClock.nanoseconds() &- start)
             report(error, what)
             return false
         }

@@ -36,6 +36,4 @@ final class ResumeRegistry: Sendable {
     func remove(tokenHash: String) -> Bool {
         parked.withLock { $0.removeValue(forKey: tokenHash) != nil }
     }
-
-    var count: Int { parked.withLock { $0.count } }
 }

@@ -66,21 +66,24 @@ final class ResumingHandler: WebSocketHandler {
     /// `because` goes to the log only (at info, with the token's hash, never the token): the client
     /// hears the same refusal whatever the reason.
     private func refuse(_ socket: WebSocket, because reason: String) {
-        SessionMetrics.shared.resumes.add(1, labels: "result=\"refused\"")
         sessionLog.info("resume refused", metadata: ["reason": "\(reason)", "token_sha256": "\(ResumeToken.hash(token).prefix(12))"])
-        let error = EventError(type: .invalidRequest, code: "resume_token_invalid",
-                               message: "the resume token is not valid: unknown, already used, or past its grace window")
-        socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
-        socket.close(.policyViolation, reason: "resume_token_invalid")
+        decline(socket, result: "refused", .policyViolation,
+                EventError(type: .invalidRequest, code: "resume_token_invalid",
+                           message: "the resume token is not valid: unknown, already used, or past its grace window"))
     }
 
     /// The store could not answer (down, or too busy: a node taking over a thousand sessions at
     /// once): nothing was used up, so the client is told to come back with the same token (1013).
     private func tryLater(_ socket: WebSocket, _ why: String) {
-        SessionMetrics.shared.resumes.add(1, labels: "result=\"retry\"")
-        let error = EventError(type: .server, code: "resume_unavailable", message: "\(why); reconnect with the same token")
+        decline(socket, result: "retry", .tryAgainLater,
+                EventError(type: .server, code: "resume_unavailable", message: "\(why); reconnect with the same token"))
+    }
+
+    /// The reconnect gets `error`, then the close `code`; counted under `result`.
+    private func decline(_ socket: WebSocket, result: String, _ code: WebSocketCloseCode, _ error: EventError) {
+        SessionMetrics.shared.resumes.add(1, labels: "result=\"\(result)\"")
         socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
-        socket.close(.tryAgainLater, reason: "resume_unavailable")
+        socket.close(code, reason: error.code)
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
