@@ -101,8 +101,12 @@ final class SessionDriver {
 
     /// A restored session whose old process went while answering answers again.
     func answerIfUnanswered() {
-        guard engine.endsUnanswered, case .event(let event)? = try? ClientMessage.parse(#"{"type":"response.create"}"#) else { return }
-        handle(.client(event))
+        if engine.endsUnanswered { createResponse() }
+    }
+
+    /// A `response.create` as a client would send it.
+    private func createResponse() {
+        if case .event(let event)? = try? ClientMessage.parse(#"{"type":"response.create"}"#) { handle(.client(event)) }
     }
 
     /// One client event or audio frame arrived; false (and the session closed) past the rate.
@@ -119,7 +123,7 @@ final class SessionDriver {
     /// The next reply is `text`, word for word, instead of the model's: a call's greeting.
     func say(_ text: String) {
         scriptedReply = text
-        if case .event(let event)? = try? ClientMessage.parse(#"{"type":"response.create"}"#) { handle(.client(event)) }
+        createResponse()
     }
 
     /// A user turn that did not come as audio (a keypress), added to the conversation and answered.
