@@ -10,107 +10,114 @@ import Glibc
 /// Who may connect: API keys, JWTs, browser origins, what each tenant and session may spend, and
 /// the rule that a server without auth serves only its own machine.
 struct AccessOptions: ParsableArguments {
-    @Option(name: .customLong("api-keys"), help: ArgumentHelp("A file of API keys, one a line (# comments); sessions must present one (PARLEY_API_KEYS_FILE). PARLEY_API_KEYS (comma-separated) and PARLEY_API_KEY add keys from the environment.", valueName: "file"))
-    var apiKeysFile: String?
+    enum Settings {
+        static let apiKeysFile = Setting.text("--api-keys", "PARLEY_API_KEYS_FILE", valueName: "file",
+                                              about: "A file of API keys, one a line (# comments); sessions must present one. PARLEY_API_KEYS (comma-separated) and PARLEY_API_KEY add keys from the environment")
+        static let jwtAudience = Setting.text("--jwt-audience", "PARLEY_JWT_AUDIENCE", valueName: "aud", about: "A token's aud must be or contain this")
+        static let jwtIssuer = Setting.text("--jwt-issuer", "PARLEY_JWT_ISSUER", valueName: "iss", about: "A token's iss must be this")
+        static let jwtCache = Setting.whole("--jwt-cache", "PARLEY_JWT_CACHE", default: JWTCache.defaultCapacity, in: 0...,
+                                            about: "Tokens whose signatures are remembered, so that a token presented again is not verified again (its claims always are); 0: verify every time")
+        static let tenantMaxSessions = Setting.whole("--tenant-max-sessions", "PARLEY_TENANT_MAX_SESSIONS", shown: "no limit; a token's parley_max_sessions claim sets its own", in: 1...,
+                                                     about: "Sessions a tenant (an API key's, or a token's sub) may hold open in this process; more get 429")
+        static let tenantSessionsPerMinute = Setting.whole("--tenant-sessions-per-minute", "PARLEY_TENANT_SESSIONS_PER_MINUTE", shown: "no limit; claim parley_sessions_per_minute", in: 1...,
+                                                           about: "Sessions a tenant may open a minute in this process; more get 429 with Retry-After")
+        static let tenantMetrics = Setting.whole("--tenant-metrics", "PARLEY_TENANT_METRICS", default: TenantLedger.defaultMetricsTenants, in: 0...,
+                                                 about: "Tenants named in /metrics; the rest add up as tenant=\"_other\"")
+        static let allowedOrigins = Setting.text("--allowed-origins", "PARLEY_ALLOWED_ORIGINS", shown: "any", valueName: "origins",
+                                                 about: "Comma-separated origins (https://app.example.com) whose pages may open sessions; an upgrade from any other Origin gets 403")
+        static let maxEventsPerSecond = Setting.whole("--max-events-per-second", "PARLEY_MAX_EVENTS_PER_SECOND", default: SessionLimits().eventsPerSecond, in: 1...,
+                                                      about: "Client events (and audio frames) a session may send a second, over a two-second burst; past it the session is closed with 1008")
+        static let maxSessionMinutes = Setting.number("--max-session-minutes", "PARLEY_MAX_SESSION_MINUTES", default: (SessionLimits().maxSessionSeconds ?? 0) / 60,
+                                                      in: AtLeast(lower: 0), about: "Longest session in minutes (0: no limit); then an error event and close 1008")
+        static let maxSessionTokens = Setting.whole("--max-session-tokens", "PARLEY_MAX_SESSION_TOKENS", shown: "no limit; claim parley_max_session_tokens", in: 1...,
+                                                    about: "Model tokens (input and output) a session may spend; past it, an error event and close 1008")
+        static let metricsListen = Setting<(host: String, port: Int)?>("--metrics-listen", "PARLEY_METRICS_LISTEN", default: nil, shown: "the main port", valueName: "host:port",
+                                                                      about: "Serve /metrics (and /healthz) on this address instead of the main port, e.g. 127.0.0.1:9100") { text throws(Rejection) in
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+                throw Rejection("is not host:port")
+            }
+            var host = String(text[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return (host, port)
+        }
+    }
 
+    @Option(Settings.apiKeysFile) var apiKeysFile: String?
+
+    // The secrets' files are flags and the secrets themselves variables: a flag's value would show
+    // in the process list.
     @Option(name: .customLong("jwt-secret-file"), help: ArgumentHelp("A file whose contents (at least 32 bytes) check HS256 tokens (PARLEY_JWT_SECRET holds the secret itself).", valueName: "file"))
     var jwtSecretFile: String?
 
     @Option(name: .customLong("jwt-public-key"), help: ArgumentHelp("A PEM public key checking RS256 (RSA, 2048 bits or more) or ES256 (P-256) tokens, by what the key is; repeat for several (PARLEY_JWT_PUBLIC_KEYS: comma-separated files).", valueName: "file"))
     var jwtPublicKeyFiles: [String] = []
 
-    @Option(name: .customLong("jwt-audience"), help: ArgumentHelp("A token's aud must be or contain this (PARLEY_JWT_AUDIENCE).", valueName: "aud"))
-    var jwtAudience: String?
-
-    @Option(name: .customLong("jwt-issuer"), help: ArgumentHelp("A token's iss must be this (PARLEY_JWT_ISSUER).", valueName: "iss"))
-    var jwtIssuer: String?
-
-    @Option(help: "Tokens whose signatures are remembered, so that a token presented again is not verified again (its claims always are); 0: verify every time (PARLEY_JWT_CACHE; default 10000).")
-    var jwtCache: Int?
-
-    @Option(help: "Sessions a tenant (an API key's, or a token's sub) may hold open in this process; more get 429 (PARLEY_TENANT_MAX_SESSIONS; default: no limit; a token's parley_max_sessions claim sets its own).")
-    var tenantMaxSessions: Int?
-
-    @Option(help: "Sessions a tenant may open a minute in this process; more get 429 with Retry-After (PARLEY_TENANT_SESSIONS_PER_MINUTE; default: no limit; claim parley_sessions_per_minute).")
-    var tenantSessionsPerMinute: Int?
-
-    @Option(help: "Tenants named in /metrics; the rest add up as tenant=\"_other\" (PARLEY_TENANT_METRICS; default 50).")
-    var tenantMetrics: Int?
-
-    @Option(name: .customLong("allowed-origins"), help: ArgumentHelp("Comma-separated origins (https://app.example.com) whose pages may open sessions; an upgrade from any other Origin gets 403. Default: any (PARLEY_ALLOWED_ORIGINS).", valueName: "origins"))
-    var allowedOriginsFlag: String?
+    @Option(Settings.jwtAudience) var jwtAudience: String?
+    @Option(Settings.jwtIssuer) var jwtIssuer: String?
+    @Option(Settings.jwtCache) var jwtCache: String?
+    @Option(Settings.tenantMaxSessions) var tenantMaxSessions: String?
+    @Option(Settings.tenantSessionsPerMinute) var tenantSessionsPerMinute: String?
+    @Option(Settings.tenantMetrics) var tenantMetrics: String?
+    @Option(Settings.allowedOrigins) var allowedOriginsFlag: String?
 
     @Option(name: .customLong("signing-key-file"), help: ArgumentHelp("A file whose contents (at least 32 bytes) sign client secrets, the same on every node so that any node accepts any node's secrets (PARLEY_SIGNING_KEY holds the key itself). Default: a random key of this process.", valueName: "file"))
     var signingKeyFile: String?
 
-    @Option(help: "Client events (and audio frames) a session may send a second, over a two-second burst; past it the session is closed with 1008 (PARLEY_MAX_EVENTS_PER_SECOND; default 200).")
-    var maxEventsPerSecond: Int?
-
-    @Option(help: "Longest session in minutes; then an error event and close 1008 (PARLEY_MAX_SESSION_MINUTES; default 60; 0: no limit).")
-    var maxSessionMinutes: Double?
-
-    @Option(help: "Model tokens (input and output) a session may spend; past it, an error event and close 1008 (PARLEY_MAX_SESSION_TOKENS; default: no limit; claim parley_max_session_tokens).")
-    var maxSessionTokens: Int?
-
-    @Option(name: .customLong("metrics-listen"), help: ArgumentHelp("Serve /metrics (and /healthz) on this address instead of the main port, e.g. 127.0.0.1:9100 (PARLEY_METRICS_LISTEN).", valueName: "host:port"))
-    var metricsListenFlag: String?
+    @Option(Settings.maxEventsPerSecond) var maxEventsPerSecond: String?
+    @Option(Settings.maxSessionMinutes) var maxSessionMinutes: String?
+    @Option(Settings.maxSessionTokens) var maxSessionTokens: String?
+    @Option(Settings.metricsListen) var metricsListenFlag: String?
 
     @Flag(name: .customLong("insecure-no-auth"), help: "Serve a non-loopback address without API keys or tokens (anyone who reaches the port gets a session and spends the model's key).")
     var insecureNoAuth = false
 
     /// Everything the flags and environment say about who may connect.
-    func access() throws -> Access {
+    func access() throws(SettingError) -> Access {
         var tenantDefaults = TenantLimits()
-        tenantDefaults.maxSessions = try positive(tenantMaxSessions ?? Environment.int("PARLEY_TENANT_MAX_SESSIONS"), "--tenant-max-sessions")
-        tenantDefaults.sessionsPerMinute = try positive(tenantSessionsPerMinute ?? Environment.int("PARLEY_TENANT_SESSIONS_PER_MINUTE"), "--tenant-sessions-per-minute")
+        tenantDefaults.maxSessions = try Settings.tenantMaxSessions.read(tenantMaxSessions)
+        tenantDefaults.sessionsPerMinute = try Settings.tenantSessionsPerMinute.read(tenantSessionsPerMinute)
         let ledger = TenantLedger.shared
-        if let n = tenantMetrics ?? Environment.int("PARLEY_TENANT_METRICS") {
-            guard n >= 0 else { throw ValidationError("--tenant-metrics must not be negative") }
-            ledger.configure(metricsTenants: n)
-        }
+        ledger.configure(metricsTenants: try Settings.tenantMetrics.read(tenantMetrics))
         return Access(keys: try keys(), tokens: try tokens(), signer: try signer(), tenantDefaults: tenantDefaults, ledger: ledger)
     }
 
-    private func positive(_ value: Int?, _ flag: String) throws -> Int? {
-        guard let value else { return nil }
-        guard value >= 1 else { throw ValidationError("\(flag) must be at least 1") }
-        return value
-    }
-
     /// The JWT verifier, or nil when no token key is configured.
-    func tokens() throws -> JWTVerifier? {
-        var verifier = JWTVerifier(audience: jwtAudience ?? Environment.string("PARLEY_JWT_AUDIENCE"), issuer: jwtIssuer ?? Environment.string("PARLEY_JWT_ISSUER"))
-        let cacheSize = jwtCache ?? Environment.int("PARLEY_JWT_CACHE") ?? JWTCache.defaultCapacity
-        guard cacheSize >= 0 else { throw ValidationError("--jwt-cache must not be negative") }
+    func tokens() throws(SettingError) -> JWTVerifier? {
+        var verifier = JWTVerifier(audience: try Settings.jwtAudience.read(jwtAudience), issuer: try Settings.jwtIssuer.read(jwtIssuer))
+        let cacheSize = try Settings.jwtCache.read(jwtCache)
         verifier.cache = cacheSize > 0 ? JWTCache(capacity: cacheSize) : nil
         if let file = jwtSecretFile {
-            guard let bytes = Sys.readFile(file) else { throw ValidationError("--jwt-secret-file: cannot read \(file)") }
+            guard let bytes = Sys.readFile(file) else { throw .unreadable("--jwt-secret-file", file) }
+            guard bytes.count >= JWTVerifier.minimumSecretBytes else {
+                throw SettingError(names: "--jwt-secret-file", value: file, reason: "holds fewer than \(JWTVerifier.minimumSecretBytes) bytes")
+            }
             verifier.hmacSecret = bytes
         } else if let text = Environment.string("PARLEY_JWT_SECRET") {
+            // The secret itself is not repeated in the message.
+            guard text.utf8.count >= JWTVerifier.minimumSecretBytes else {
+                throw SettingError(names: "PARLEY_JWT_SECRET", value: "…", reason: "is shorter than \(JWTVerifier.minimumSecretBytes) bytes")
+            }
             verifier.hmacSecret = Array(text.utf8)
-        }
-        if let secret = verifier.hmacSecret, secret.count < JWTVerifier.minimumSecretBytes {
-            throw ValidationError("the HS256 secret must be at least \(JWTVerifier.minimumSecretBytes) bytes")
         }
         let files = jwtPublicKeyFiles + (Environment.string("PARLEY_JWT_PUBLIC_KEYS")?.split(separator: ",").map { String($0.trimmingSpaces()) } ?? [])
         for file in files where !file.isEmpty {
-            guard let pem = Sys.readFile(file) else { throw ValidationError("--jwt-public-key: cannot read \(file)") }
+            guard let pem = Sys.readFile(file) else { throw .unreadable("--jwt-public-key (PARLEY_JWT_PUBLIC_KEYS)", file) }
             do {
                 verifier.publicKeys.append(try PublicKey(pem: pem))
             } catch {
-                throw ValidationError("--jwt-public-key \(file): \(error)")
+                throw SettingError(names: "--jwt-public-key (PARLEY_JWT_PUBLIC_KEYS)", value: file, reason: "is not a public key: \(error)")
             }
         }
         return verifier.hmacSecret == nil && verifier.publicKeys.isEmpty ? nil : verifier
     }
 
     /// The keys, or nil when none are configured.
-    func keys() throws -> APIKeys? {
+    func keys() throws(SettingError) -> APIKeys? {
         var keys: [APIKeys.Entry] = []
-        if let file = apiKeysFile ?? Environment.string("PARLEY_API_KEYS_FILE") {
-            guard let bytes = Sys.readFile(file) else { throw ValidationError("--api-keys: cannot read \(file)") }
+        if let file = try Settings.apiKeysFile.read(apiKeysFile) {
+            guard let bytes = Sys.readFile(file) else { throw Settings.apiKeysFile.refuse(file, "cannot be read") }
             let fromFile = APIKeys.parse(String(decoding: bytes, as: UTF8.self))
-            guard !fromFile.isEmpty else { throw ValidationError("--api-keys: \(file) holds no key") }
+            guard !fromFile.isEmpty else { throw Settings.apiKeysFile.refuse(file, "holds no key") }
             keys += fromFile
         }
         if let list = Environment.string("PARLEY_API_KEYS") {
@@ -121,47 +128,39 @@ struct AccessOptions: ParsableArguments {
     }
 
     /// What signs and checks client secrets.
-    func signer() throws -> ClientSecretSigner {
+    func signer() throws(SettingError) -> ClientSecretSigner {
         var key: [UInt8]?
+        var names = "PARLEY_SIGNING_KEY", shown = "…"
         if let file = signingKeyFile {
-            guard let bytes = Sys.readFile(file) else { throw ValidationError("--signing-key-file: cannot read \(file)") }
+            guard let bytes = Sys.readFile(file) else { throw .unreadable("--signing-key-file", file) }
             key = bytes
+            names = "--signing-key-file"
+            shown = file
         } else if let text = Environment.string("PARLEY_SIGNING_KEY") {
             key = Array(text.utf8)
         }
         guard let key else { return .random() }
-        guard key.count >= 32 else { throw ValidationError("the signing key must be at least 32 bytes") }
+        guard key.count >= 32 else { throw SettingError(names: names, value: shown, reason: "is a signing key shorter than 32 bytes") }
         return ClientSecretSigner(key: key)
     }
 
     /// `--metrics-listen`'s host and port, if given.
-    func metricsListen() throws -> (host: String, port: Int)? {
-        guard let text = metricsListenFlag ?? Environment.string("PARLEY_METRICS_LISTEN") else { return nil }
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-            throw ValidationError("--metrics-listen takes host:port, got \(text)")
-        }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host, port)
+    func metricsListen() throws(SettingError) -> (host: String, port: Int)? {
+        try Settings.metricsListen.read(metricsListenFlag)
     }
 
     /// What each session may spend.
-    func limits() throws -> SessionLimits {
+    func limits() throws(SettingError) -> SessionLimits {
         var limits = SessionLimits()
-        if let n = maxEventsPerSecond ?? Environment.int("PARLEY_MAX_EVENTS_PER_SECOND") {
-            guard n >= 1 else { throw ValidationError("--max-events-per-second must be at least 1") }
-            limits.eventsPerSecond = n
-        }
-        if let minutes = maxSessionMinutes ?? Environment.double("PARLEY_MAX_SESSION_MINUTES") {
-            guard minutes >= 0 else { throw ValidationError("--max-session-minutes must not be negative") }
-            limits.maxSessionSeconds = minutes == 0 ? nil : minutes * 60
-        }
-        limits.maxSessionTokens = try positive(maxSessionTokens ?? Environment.int("PARLEY_MAX_SESSION_TOKENS"), "--max-session-tokens")
+        limits.eventsPerSecond = try Settings.maxEventsPerSecond.read(maxEventsPerSecond)
+        let minutes = try Settings.maxSessionMinutes.read(maxSessionMinutes)
+        limits.maxSessionSeconds = minutes == 0 ? nil : minutes * 60
+        limits.maxSessionTokens = try Settings.maxSessionTokens.read(maxSessionTokens)
         return limits
     }
 
-    var allowedOrigins: [String]? {
-        (allowedOriginsFlag ?? Environment.string("PARLEY_ALLOWED_ORIGINS")).map {
+    func allowedOrigins() throws(SettingError) -> [String]? {
+        try Settings.allowedOrigins.read(allowedOriginsFlag).map {
             $0.split(separator: ",").map { String($0.trimmingSpaces()) }.filter { !$0.isEmpty }
         }
     }

@@ -2,14 +2,13 @@
 import Glibc
 #endif
 
-/// Flag defaults taken from environment variables, so every `--flag` has a `PARLEY_FLAG` twin.
+/// The process's environment variables, which the `--config` file's lines join (without
+/// overriding). Options read theirs through their `Setting`, which judges the text; what reads
+/// here directly is a variable that is not an option's twin (a key, a secret, the supervisor's pid).
 enum Environment {
     static func string(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
-
-    static func int(_ name: String) -> Int? { string(name).flatMap { Int($0) } }
-    static func double(_ name: String) -> Double? { string(name).flatMap { Double($0) } }
 }
 
 

@@ -4,26 +4,20 @@ import Loop
 
 /// `--log-level` and `--log-format`: what goes to stderr, and in which shape.
 struct LogOptions: ParsableArguments {
-    @Option(help: "Least severe log lines written to stderr: trace, debug, info, notice, warning, error or critical (PARLEY_LOG_LEVEL; default info).")
-    var logLevel: String?
-
-    @Option(help: "Log lines as logfmt (key=value, the default) or json, one per line on stderr (PARLEY_LOG_FORMAT).")
-    var logFormat: String?
-
-    var level: Logger.Level { Logger.Level(rawValue: logLevel ?? Environment.string("PARLEY_LOG_LEVEL") ?? "info") ?? .info }
-    var format: StderrLogHandler.Format { StderrLogHandler.Format(rawValue: logFormat ?? Environment.string("PARLEY_LOG_FORMAT") ?? "logfmt") ?? .logfmt }
-
-    func validate() throws {
-        let level = logLevel ?? Environment.string("PARLEY_LOG_LEVEL") ?? "info"
-        guard Logger.Level(rawValue: level) != nil else {
-            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        let format = logFormat ?? Environment.string("PARLEY_LOG_FORMAT") ?? "logfmt"
-        guard StderrLogHandler.Format(rawValue: format) != nil else { throw ValidationError("--log-format must be logfmt or json") }
+    enum Settings {
+        static let level = Setting.choice("--log-level", "PARLEY_LOG_LEVEL", default: Logger.Level.info, shown: "info",
+                                          among: Logger.Level.allCases.map { ($0.rawValue, $0) },
+                                          about: "Least severe log lines written to stderr: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))")
+        static let format = Setting.choice("--log-format", "PARLEY_LOG_FORMAT", default: StderrLogHandler.Format.logfmt, shown: "logfmt",
+                                           among: StderrLogHandler.Format.allCases.map { ($0.rawValue, $0) },
+                                           about: "Log lines as logfmt (key=value) or json, one per line on stderr")
     }
 
+    @Option(Settings.level) var logLevel: String?
+    @Option(Settings.format) var logFormat: String?
+
     /// Sends every Logger in the process to stderr in this shape; once, before anything logs.
-    func bootstrap() {
-        StderrLogHandler.bootstrap(level: level, format: format)
+    func bootstrap() throws(SettingError) {
+        StderrLogHandler.bootstrap(level: try Settings.level.read(logLevel), format: try Settings.format.read(logFormat))
     }
 }

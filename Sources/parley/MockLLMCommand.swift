@@ -59,7 +59,7 @@ struct MockLLMCommand: ParsableCommand {
     var logging: LogOptions
 
     func run() throws {
-        logging.bootstrap()
+        try logging.bootstrap()
         var options = MockLLMOptions()
         options.timeToFirstToken = firstTokenMs / 1000
         options.tokensPerSecond = tokensPerSecond

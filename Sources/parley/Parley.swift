@@ -15,6 +15,19 @@ struct Parley: ParsableCommand {
             printError("parley: \(problem)")
             Self.exit(withError: ExitCode.failure)
         }
-        Self.main(ConfigFile.strip(arguments))
+        // swift-argument-parser's own main, but a bad setting or a failed start is one line
+        // ("parley: --workers (PARLEY_WORKERS): 'abc' is not a whole number"), without the usage.
+        do {
+            var command = try parseAsRoot(ConfigFile.strip(arguments))
+            try command.run()
+        } catch let error as SettingError {
+            printError("parley: \(error)")
+            Self.exit(withError: ExitCode.validationFailure)
+        } catch let error as StartupError {
+            printError("parley: \(error)")
+            Self.exit(withError: ExitCode.failure)
+        } catch {
+            Self.exit(withError: error)
+        }
     }
 }

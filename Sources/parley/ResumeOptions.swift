@@ -4,22 +4,36 @@ import Store
 
 /// Resume and the store (docs/operations.md, "Resume and drain").
 struct ResumeOptions: ParsableArguments {
-    @Option(name: .customLong("resume-grace-seconds"), help: "How long a resumable session whose client is gone waits for it to reconnect (PARLEY_RESUME_GRACE_SECONDS; default 30).")
-    var graceSeconds = Environment.double("PARLEY_RESUME_GRACE_SECONDS") ?? 30
-
-    @Option(name: .customLong("store"), help: ArgumentHelp("Where resumable sessions' completed items are kept: sqlite:PATH (one node, embedded), redis://HOST:PORT (many nodes), or none, in memory only (PARLEY_STORE; default none).", valueName: "store"))
-    var storeFlag: String?
-    var store: String { storeFlag ?? Environment.string("PARLEY_STORE") ?? "none" }
-
-    func validate() throws {
-        guard graceSeconds > 0 && graceSeconds <= 3600 else { throw ValidationError("--resume-grace-seconds must be in (0, 3600]") }
+    enum Settings {
+        static let graceSeconds = Setting.number("--resume-grace-seconds", "PARLEY_RESUME_GRACE_SECONDS", default: 30, in: Above(lower: 0, upper: 3600),
+                                                 about: "How long a resumable session whose client is gone waits for it to reconnect")
+        static let store = Setting<StoreLocation>("--store", "PARLEY_STORE", default: .none, shown: "none", valueName: "store",
+                                                  about: "Where resumable sessions' completed items are kept: sqlite:PATH (one node, embedded), redis://HOST:PORT (many nodes), or none, in memory only") { text throws(Rejection) in
+            do throws(StoreError) {
+                return try StoreLocation.parse(text)
+            } catch {
+                // The store's own message starts with the text, which the refusal already shows.
+                let message = "\(error)"
+                let prefix = "store '\(text)': "
+                throw Rejection("is not a store: " + (message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message))
+            }
+        }
     }
 
-    func settings() throws -> ResumeSettings {
+    @Option(Settings.graceSeconds) var graceSeconds: String?
+    @Option(Settings.store) var store: String?
+
+    /// How long a session waits for its client, and where its items are kept (not opened yet).
+    func choice() throws(SettingError) -> (graceSeconds: Double, store: StoreLocation, storeText: String) {
+        (try Settings.graceSeconds.read(graceSeconds), try Settings.store.read(store), Settings.store.text(store) ?? "none")
+    }
+
+    /// The settings, with the store opened.
+    static func open(_ choice: (graceSeconds: Double, store: StoreLocation, storeText: String)) throws(SettingError) -> ResumeSettings {
         do throws(StoreError) {
-            return ResumeSettings(graceSeconds: graceSeconds, store: try StoreLocation.parse(store).open())
+            return ResumeSettings(graceSeconds: choice.graceSeconds, store: try choice.store.open())
         } catch {
-            throw ValidationError("--store \(store): \(error)")
+            throw Settings.store.refuse(choice.storeText, "cannot be opened: \(error)")
         }
     }
 }

@@ -5,6 +5,7 @@ import CLinux
 import TLS
 import Loop
 import Upstream
+import Store
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,12 +36,15 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Resume")
     var resume: ResumeOptions
 
-    @Option(name: .customLong("upstream-ca"), help: ArgumentHelp("PEM CA certificates trusted for https LLM upstreams, besides the system store (PARLEY_UPSTREAM_CA).", valueName: "file"))
-    var upstreamCAFlag: String?
-    var upstreamCA: String? { upstreamCAFlag ?? Environment.string("PARLEY_UPSTREAM_CA") }
+    enum Settings {
+        static let upstreamCA = Setting.text("--upstream-ca", "PARLEY_UPSTREAM_CA", valueName: "file",
+                                             about: "PEM CA certificates trusted for https LLM upstreams, besides the system store")
+        static let workers = Setting.whole("--workers", "PARLEY_WORKERS", default: 1, in: 1...64,
+                                           about: "Worker processes sharing the port (SO_REUSEPORT), each with --loops loops and its own descriptor limit; a supervisor restarts any that dies and /metrics sums them all")
+    }
 
-    @Option(help: "Worker processes sharing the port (SO_REUSEPORT), each with --loops loops and its own descriptor limit; a supervisor restarts any that dies and /metrics sums them all (PARLEY_WORKERS).")
-    var workers = Environment.int("PARLEY_WORKERS") ?? 1
+    @Option(Settings.upstreamCA) var upstreamCA: String?
+    @Option(Settings.workers) var workers: String?
 
     @Option(name: .customLong("worker-dir"), help: .hidden)
     var workerDir: String?
@@ -48,135 +52,152 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("worker-name"), help: .hidden)
     var workerName: String?
 
-    func validate() throws {
-        guard (1...64).contains(workers) else { throw ValidationError("--workers must be 1...64") }
-    }
+    /// A worker started by a supervisor stays quiet: the supervisor says when all of them listen.
+    private var isWorker: Bool { workerName != nil }
 
     func run() throws {
-        logging.bootstrap()
+        var settings = try readSettings()
+        if settings.workers > 1 && !isWorker { return try supervise(settings) }
+        if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
+        let resume = try ResumeOptions.open(settings.resume)
+        let sessions = try buildSessions(settings, resume: resume)
+        let routes = installRoutes(settings, sessions: sessions)
+        let (server, metricsServer) = try startLoops(settings, routes: routes, store: resume.store)
+        if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
+        try waitAndDrain(server, metricsServer)
+    }
+
+    // MARK: Steps
+
+    /// Every option, judged: a bad one ends the start here with one line (`SettingError`).
+    private func readSettings() throws -> ServeSettings {
+        try logging.bootstrap()
         var config = try server.configuration()
-        let host = config.host, port = config.port, loops = config.loops
-        let sessionAccess = try access.access()
-        if let refusal = access.refusal(host: host, access: sessionAccess) {
+        let access = try self.access.access()
+        if let refusal = self.access.refusal(host: config.host, access: access) {
             printError(refusal)
             throw ExitCode.failure
         }
-        config.allowedOrigins = access.allowedOrigins
-        let metricsListen = try access.metricsListen()
+        config.allowedOrigins = try self.access.allowedOrigins()
+        let metricsListen = try self.access.metricsListen()
         if metricsListen != nil { config.servesMetrics = false }
+        let caFile = try Settings.upstreamCA.read(upstreamCA)
         let upstreamTLS: TLSContext
         do {
-            upstreamTLS = try TLSContext.client(caFile: upstreamCA)
+            upstreamTLS = try TLSContext.client(caFile: caFile)
         } catch {
-            printError("parley: TLS: \(error)")
-            throw ExitCode.failure
+            throw caFile.map { Settings.upstreamCA.refuse($0, "cannot be used: \(error)") } ?? StartupError("TLS: \(error)")
         }
-        config.loopStarted = { loop in HTTPClient.install(on: loop, tls: upstreamTLS) }
+        var twilio = try telephony.settings()
+        twilio.requiresAuth = access.required
+        return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
+                             metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
+                             resume: try resume.choice(), twilio: twilio)
+    }
 
-        let shown = host.contains(":") ? "[\(host)]" : host
-        let scheme = config.servesTLS ? "https" : "http"
-        if workers > 1 && workerName == nil { return try supervise(shown: shown, scheme: scheme) }
-        if let workerDir, let workerName {
-            config.workerGroup = WorkerGroupMembership(directory: workerDir, name: workerName)
-            // A worker goes when its supervisor goes, however the supervisor ended.
-            guard let parent = Environment.int("PARLEY_SUPERVISOR_PID").map(Int32.init),
-                  parley_die_with_parent(SIGTERM, parent) == 0 else {
-                printError("parley: \(workerName): no supervisor; a worker is started by parley serve --workers N")
-                throw ExitCode.failure
-            }
+    /// A worker goes when its supervisor goes, however the supervisor ended.
+    private func joinSupervisor(directory: String, name: String) throws -> WorkerGroupMembership {
+        guard let parent = Environment.string("PARLEY_SUPERVISOR_PID").flatMap(Int32.init),
+              parley_die_with_parent(SIGTERM, parent) == 0 else {
+            throw StartupError("\(name): no supervisor; a worker is started by parley serve --workers N")
         }
+        return WorkerGroupMembership(directory: directory, name: name)
+    }
 
+    /// The providers (the language model and its fallback, the recogniser and the voice) behind
+    /// the sessions' endpoint.
+    private func buildSessions(_ settings: ServeSettings, resume: ResumeSettings) throws -> RealtimeEndpoint {
+        let model = ResilientModel(primary: settings.model.primary.build(), fallback: settings.model.fallback?.build(), policy: settings.model.policy)
+        // Keys come from a file or the environment, never from flags, where they would show in
+        // the process list.
+        return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
+                                speech: try settings.speech.makeServices(), limits: settings.limits, resume: resume)
+    }
+
+    private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {
         var routes = Router.Builder()
         routes.get("/") { _ in ClientPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
-        // Keys come from a file or the environment, never from flags, where they would show in
-        // the process list.
-        let sessions = RealtimeEndpoint(model: try languageModel.makeModel(), modelName: languageModel.modelName,
-                                        access: sessionAccess, speech: try speech.makeServices(), limits: try access.limits(),
-                                        resume: try resume.settings())
         sessions.install(on: &routes)
+        TwilioEndpoint(sessions: sessions, settings: settings.twilio).install(on: &routes)
+        return routes
+    }
+
+    /// The server's loops, each with the upstream client and the store on it, and /metrics on a
+    /// listener of its own (one loop) when asked, kept off a public port.
+    private func startLoops(_ settings: ServeSettings, routes: Router.Builder, store: (any ConversationStore)?) throws -> (Server, Server?) {
+        var config = settings.server
+        let upstreamTLS = settings.upstreamTLS
         // The store is opened on each loop as it starts, not at its first session: until a remote
         // store's first connect has failed it counts as available, so with Redis down that session
         // would be given a token no other node could use, and never told resume_unavailable.
-        if let store = sessions.resume.store {
-            config.loopStarted = { [loopStarted = config.loopStarted] loop in
-                loopStarted?(loop)
-                store.prepare(on: loop)
-            }
+        config.loopStarted = { loop in
+            HTTPClient.install(on: loop, tls: upstreamTLS)
+            store?.prepare(on: loop)
         }
-        var twilio = try telephony.settings()
-        twilio.requiresAuth = sessionAccess.required
-        TwilioEndpoint(sessions: sessions, settings: twilio).install(on: &routes)
-        let twilioPath = twilio.path
-
         let server: Server
         do {
             server = try Server(configuration: config, routes: routes)
         } catch let error as TLSError {
-            printError("parley: TLS: \(error)")
-            throw ExitCode.failure
+            throw StartupError("TLS: \(error)")
         } catch {
-            // Not a usage error: say what failed, without the usage text.
-            printError("parley: cannot listen on \(host):\(port): \(error)")
-            throw ExitCode.failure
+            throw StartupError("cannot listen on \(config.host):\(config.port): \(error)")
         }
-        // /metrics on a listener of its own, one loop, when asked (kept off a public port).
-        var metricsServer: Server?
-        if let (metricsHost, metricsPort) = metricsListen {
-            var metricsConfig = ServerConfiguration()
-            metricsConfig.host = metricsHost
-            metricsConfig.port = metricsPort
-            metricsConfig.loops = 1
-            metricsConfig.servesMetrics = false
-            var metricsRoutes = Router.Builder()
-            let exposition = server.metricsExposition
-            metricsRoutes.get("/metrics") { _ in exposition() }
-            do {
-                let started = try Server(configuration: metricsConfig, routes: metricsRoutes)
-                try started.start()
-                metricsServer = started
-            } catch {
-                printError("parley: cannot listen for metrics on \(metricsHost):\(metricsPort): \(error)")
-                throw ExitCode.failure
-            }
+        guard let (host, port) = settings.metricsListen else { return (server, nil) }
+        var metricsConfig = ServerConfiguration()
+        metricsConfig.host = host
+        metricsConfig.port = port
+        metricsConfig.loops = 1
+        metricsConfig.servesMetrics = false
+        var metricsRoutes = Router.Builder()
+        let exposition = server.metricsExposition
+        metricsRoutes.get("/metrics") { _ in exposition() }
+        do {
+            let metricsServer = try Server(configuration: metricsConfig, routes: metricsRoutes)
+            try metricsServer.start()
+            return (server, metricsServer)
+        } catch {
+            throw StartupError("cannot listen for metrics on \(host):\(port): \(error)")
         }
+    }
+
+    private func announce(_ settings: ServeSettings, port: Int, metricsServer: Server?) {
         let metricsWhere = metricsServer.map { " (metrics on \($0.configuration.host):\($0.port))" } ?? ", /metrics"
-        // A worker stays quiet: its supervisor says when all of them listen.
-        if workerName == nil { print("parley listening on \(scheme)://\(shown):\(server.port)/  (\(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); calls on \(twilioPath); /echo, /healthz\(metricsWhere))")
-        }
+        print("parley listening on \(settings.scheme)://\(settings.shownHost):\(port)/  (\(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path); /echo, /healthz\(metricsWhere))")
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains (docs/operations.md).
+    private func waitAndDrain(_ server: Server, _ metricsServer: Server?) throws {
         try server.runUntilTerminated(reloaded: Self.reportReload)
         metricsServer?.shutdown()
         metricsServer?.wait()
-        if workerName == nil { print("parley stopped") }
+        if !isWorker { print("parley stopped") }
     }
 
     /// The supervisor of `--workers N`: the workers get these same arguments, with the port made
     /// concrete (so that port 0 means one free port for all of them).
-    private func supervise(shown: String, scheme: String) throws {
+    private func supervise(_ settings: ServeSettings) throws {
         // The workers share one signing key, so that a client secret minted by one opens a session
         // on any: without one given, the supervisor makes one and hands it down in the environment.
         if access.signingKeyFile == nil && Environment.string("PARLEY_SIGNING_KEY") == nil {
             setenv("PARLEY_SIGNING_KEY", Base64.encode(OpenSSL.randomBytes(48)), 1)
         }
-        let host = try server.configuration().host, port = try server.configuration().port, loops = try server.configuration().loops
         let shared: Int
         let supervisor: Supervisor
         do {
-            shared = try Supervisor.concretePort(host: host, port: port)
-            supervisor = try Supervisor(count: workers, arguments: Self.workerArguments(port: shared), shutdownTimeout: try server.configuration().shutdownTimeout)
+            shared = try Supervisor.concretePort(host: settings.server.host, port: settings.server.port)
+            supervisor = try Supervisor(count: settings.workers, arguments: Self.workerArguments(port: shared), shutdownTimeout: settings.server.shutdownTimeout)
         } catch {
-            printError("parley: cannot start the workers: \(error)")
-            throw ExitCode.failure
+            throw StartupError("cannot start the workers: \(error)")
         }
         do {
             try supervisor.run {
-                print("parley listening on \(scheme)://\(shown):\(shared)/  (\(workers) workers × \(loops) loops; sessions on /v1/realtime and /ws with the \(languageModel.summary); \(speech.summary); calls on \((try? telephony.settings())?.path ?? "/twilio"); /echo, /healthz, /metrics summed over the workers)")
+                print("parley listening on \(settings.scheme)://\(settings.shownHost):\(shared)/  (\(settings.workers) workers × \(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path); /echo, /healthz, /metrics summed over the workers)")
                 fflush(nil)
             }
         } catch {
-            printError("parley: \(error)")
-            throw ExitCode.failure
+            throw StartupError("\(error)")
         }
         print("parley stopped")
     }

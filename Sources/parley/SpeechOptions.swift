@@ -7,72 +7,90 @@ import Upstream
 
 /// `--transcriber` and friends: how spoken turns become text, and where that work runs.
 struct SpeechOptions: ParsableArguments {
-    @Option(help: "Speech recognition: pocketsphinx (embedded, the default), openai (any OpenAI-compatible /audio/transcriptions) or none (PARLEY_TRANSCRIBER).")
-    var transcriber = Environment.string("PARLEY_TRANSCRIBER") ?? "pocketsphinx"
-
-    @Option(help: "Speech synthesis: espeak-ng (embedded, the default), openai (any OpenAI-compatible /audio/speech) or none (PARLEY_SYNTHESIZER). With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio.")
-    var synthesizer = Environment.string("PARLEY_SYNTHESIZER") ?? "espeak-ng"
-
-    @Option(name: .customLong("speech-base-url"), help: "For openai speech: the API's base URL, up to the version (PARLEY_SPEECH_BASE_URL; default https://api.openai.com/v1).")
-    var speechBaseURLFlag: String?
-
-    @Option(help: "For --transcriber openai: the model (PARLEY_TRANSCRIPTION_MODEL).")
-    var transcriptionModel = Environment.string("PARLEY_TRANSCRIPTION_MODEL") ?? "gpt-4o-mini-transcribe"
-
-    @Option(help: "For --synthesizer openai: the model (PARLEY_SPEECH_MODEL).")
-    var speechModel = Environment.string("PARLEY_SPEECH_MODEL") ?? "gpt-4o-mini-tts"
-
-    @Option(help: "For openai speech: the environment variable holding the API key (PARLEY_SPEECH_API_KEY_ENV; default OPENAI_API_KEY).")
-    var speechApiKeyEnv = Environment.string("PARLEY_SPEECH_API_KEY_ENV") ?? "OPENAI_API_KEY"
-
-    @Option(help: "Threads for speech work (recognition, synthesis, encoding), off the event loops; default one per core (PARLEY_SPEECH_WORKERS).")
-    var speechWorkers = Environment.int("PARLEY_SPEECH_WORKERS") ?? ServerConfiguration().loops
-
-    @Option(help: "Speech jobs that may wait for a worker; past it new turns get an overloaded error (PARLEY_SPEECH_QUEUE).")
-    var speechQueue = Environment.int("PARLEY_SPEECH_QUEUE") ?? 64
-
-    @Option(help: "pocketsphinx decoders, each able to follow one speaking turn at a time (about 30 MB each); default three per speech worker (PARLEY_RECOGNIZERS).")
-    var recognizers: Int?
-
-    func validate() throws {
-        guard ["pocketsphinx", "openai", "none"].contains(transcriber) else { throw ValidationError("--transcriber must be pocketsphinx, openai or none") }
-        guard ["espeak-ng", "openai", "none"].contains(synthesizer) else { throw ValidationError("--synthesizer must be espeak-ng, openai or none") }
-        if transcriber == "openai" || synthesizer == "openai" { _ = try speechBaseURL() }
-        guard (1...256).contains(speechWorkers) else { throw ValidationError("--speech-workers must be 1...256") }
-        guard (1...100_000).contains(speechQueue) else { throw ValidationError("--speech-queue must be 1...100000") }
-        if let recognizers, !(1...256).contains(recognizers) { throw ValidationError("--recognizers must be 1...256") }
+    enum Settings {
+        static let transcriber = Setting.choice("--transcriber", "PARLEY_TRANSCRIBER", default: "pocketsphinx", shown: "pocketsphinx",
+                                                among: ["pocketsphinx", "openai", "none"].map { ($0, $0) },
+                                                about: "Speech recognition: pocketsphinx (embedded), openai (any OpenAI-compatible /audio/transcriptions) or none")
+        static let synthesizer = Setting.choice("--synthesizer", "PARLEY_SYNTHESIZER", default: "espeak-ng", shown: "espeak-ng",
+                                                among: ["espeak-ng", "openai", "none"].map { ($0, $0) },
+                                                about: "Speech synthesis: espeak-ng (embedded), openai (any OpenAI-compatible /audio/speech) or none. With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio")
+        static let baseURL = Setting.text("--speech-base-url", "PARLEY_SPEECH_BASE_URL", default: "https://api.openai.com/v1",
+                                          about: "For openai speech: the API's base URL, up to the version")
+        static let transcriptionModel = Setting.text("--transcription-model", "PARLEY_TRANSCRIPTION_MODEL", default: "gpt-4o-mini-transcribe",
+                                                     about: "For --transcriber openai: the model")
+        static let speechModel = Setting.text("--speech-model", "PARLEY_SPEECH_MODEL", default: "gpt-4o-mini-tts", about: "For --synthesizer openai: the model")
+        static let apiKeyEnv = Setting.text("--speech-api-key-env", "PARLEY_SPEECH_API_KEY_ENV", default: "OPENAI_API_KEY",
+                                            about: "For openai speech: the environment variable holding the API key")
+        static let workers = Setting.whole("--speech-workers", "PARLEY_SPEECH_WORKERS", default: ServerConfiguration().loops, shown: "one per core", in: 1...256,
+                                           about: "Threads for speech work (recognition, synthesis, encoding), off the event loops")
+        static let queue = Setting.whole("--speech-queue", "PARLEY_SPEECH_QUEUE", default: 64, in: 1...100_000,
+                                         about: "Speech jobs that may wait for a worker; past it new turns get an overloaded error")
+        static let recognizers = Setting.whole("--recognizers", "PARLEY_RECOGNIZERS", shown: "three per speech worker", in: 1...256,
+                                               about: "pocketsphinx decoders, each able to follow one speaking turn at a time (about 30 MB each)")
     }
 
-    /// For the listening line: what hears and what speaks.
-    var summary: String {
-        switch (transcriber, synthesizer) {
-        case ("none", "none"): "no speech"
-        default: "speech: \(transcriber == "none" ? "no recognition" : transcriber) in, \(synthesizer == "none" ? "text replies" : synthesizer) out"
+    @Option(Settings.transcriber) var transcriberFlag: String?
+    @Option(Settings.synthesizer) var synthesizerFlag: String?
+    @Option(Settings.baseURL) var baseURLFlag: String?
+    @Option(Settings.transcriptionModel) var transcriptionModelFlag: String?
+    @Option(Settings.speechModel) var speechModelFlag: String?
+    @Option(Settings.apiKeyEnv) var apiKeyEnvFlag: String?
+    @Option(Settings.workers) var workersFlag: String?
+    @Option(Settings.queue) var queueFlag: String?
+    @Option(Settings.recognizers) var recognizersFlag: String?
+
+    /// What the flags and the environment say; read once, at start.
+    struct Choice {
+        let transcriber: String
+        let synthesizer: String
+        let baseURL: String
+        let transcriptionModel: String
+        let speechModel: String
+        let apiKeyEnv: String
+        let workers: Int
+        let queue: Int
+        let recognizers: Int?
+
+        /// For the listening line: what hears and what speaks.
+        var summary: String {
+            switch (transcriber, synthesizer) {
+            case ("none", "none"): "no speech"
+            default: "speech: \(transcriber == "none" ? "no recognition" : transcriber) in, \(synthesizer == "none" ? "text replies" : synthesizer) out"
+            }
+        }
+
+        /// Starts the workers; recognisers load on first use.
+        func makeServices() throws -> SpeechServices {
+            guard transcriber != "none" || synthesizer != "none" else { return SpeechServices() }
+            let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
+            let key = Environment.string(apiKeyEnv)
+            let transcribing: (any Transcriber)? = switch transcriber {
+            case "openai": OpenAITranscriber(baseURL: try url(), model: transcriptionModel, apiKey: key)
+            case "pocketsphinx": try SphinxTranscriber(decoders: recognizers ?? 3 * workers, pool: pool)
+            default: nil
+            }
+            let speaking: (any Synthesizer)? = switch synthesizer {
+            case "openai": OpenAISynthesizer(baseURL: try url(), model: speechModel, apiKey: key)
+            case "espeak-ng": EspeakSynthesizer(pool: pool)
+            default: nil
+            }
+            return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool)
+        }
+
+        /// The hosted API's URL, checked when a hosted recogniser or voice is chosen.
+        func url() throws(SettingError) -> UpstreamURL {
+            guard let url = UpstreamURL(baseURL) else { throw Settings.baseURL.refuse(baseURL, "is not an http:// or https:// URL") }
+            return url
         }
     }
 
-    /// Starts the workers; recognisers load on first use.
-    func makeServices() throws -> SpeechServices {
-        guard transcriber != "none" || synthesizer != "none" else { return SpeechServices() }
-        let pool = try WorkerPool(name: "parley-speech", threads: speechWorkers, queueLimit: speechQueue)
-        let count = recognizers ?? (Environment.int("PARLEY_RECOGNIZERS") ?? 3 * speechWorkers)
-        let key = Environment.string(speechApiKeyEnv)
-        let transcribing: (any Transcriber)? = switch transcriber {
-        case "openai": OpenAITranscriber(baseURL: try speechBaseURL(), model: transcriptionModel, apiKey: key)
-        case "pocketsphinx": try SphinxTranscriber(decoders: count, pool: pool)
-        default: nil
-        }
-        let speaking: (any Synthesizer)? = switch synthesizer {
-        case "openai": OpenAISynthesizer(baseURL: try speechBaseURL(), model: speechModel, apiKey: key)
-        case "espeak-ng": EspeakSynthesizer(pool: pool)
-        default: nil
-        }
-        return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool)
-    }
-
-    private func speechBaseURL() throws -> UpstreamURL {
-        let text = speechBaseURLFlag ?? Environment.string("PARLEY_SPEECH_BASE_URL") ?? "https://api.openai.com/v1"
-        guard let url = UpstreamURL(text) else { throw ValidationError("--speech-base-url \(text) is not an http:// or https:// URL") }
-        return url
+    func choice() throws(SettingError) -> Choice {
+        let choice = Choice(transcriber: try Settings.transcriber.read(transcriberFlag), synthesizer: try Settings.synthesizer.read(synthesizerFlag),
+                            baseURL: try Settings.baseURL.read(baseURLFlag), transcriptionModel: try Settings.transcriptionModel.read(transcriptionModelFlag),
+                            speechModel: try Settings.speechModel.read(speechModelFlag), apiKeyEnv: try Settings.apiKeyEnv.read(apiKeyEnvFlag),
+                            workers: try Settings.workers.read(workersFlag), queue: try Settings.queue.read(queueFlag),
+                            recognizers: try Settings.recognizers.read(recognizersFlag))
+        if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
+        return choice
     }
 }

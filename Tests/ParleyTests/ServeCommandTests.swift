@@ -52,6 +52,48 @@ import TestSupport
         #expect(throws: ServerProcess.StartFailure.self) { try ServerProcess(arguments: "--loops 0") }
     }
 
+    /// `parley serve` with these words after it (and `--port 0`) and these variables, as a shell
+    /// runs it: its exit status and what it wrote to stderr.
+    func start(_ arguments: String, environment: String = "") throws -> Subprocess.Captured {
+        try Subprocess.capture(["/bin/sh", "-c", "exec env \(environment) '\(ServerProcess.parleyPath)' serve --port 0 \(arguments)"])
+    }
+
+    @Test func aBadVariableStopsTheStartWithOneLineNamingItNeverADefault() throws {
+        let run = try start("", environment: "PARLEY_WORKERS=abc")
+        #expect(run.status != 0)
+        #expect(run.stderr == "parley: --workers (PARLEY_WORKERS): 'abc' is not a whole number\n", "\(run.stderr)")
+        #expect(!run.stdout.contains("listening"))
+    }
+
+    @Test func aBadFlagValueIsTheSameOneLineAsABadVariable() throws {
+        let run = try start("--idle-timeout soon")
+        #expect(run.status != 0)
+        #expect(run.stderr == "parley: --idle-timeout (PARLEY_IDLE_TIMEOUT): 'soon' is not a number\n", "\(run.stderr)")
+        let range = try start("--port 70000")
+        #expect(range.status != 0)
+        #expect(range.stderr == "parley: --port (PARLEY_PORT): '70000' is not a whole number from 0 to 65535\n", "\(range.stderr)")
+    }
+
+    @Test func aBadValueInTheConfigFileIsRefusedByItsVariable() throws {
+        let path = "/tmp/parley-config-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { unlink(path) }
+        let file = fopen(path, "w")!
+        fputs("PARLEY_MAX_CONNECTIONS=lots\n", file)
+        fclose(file)
+        let run = try start("--config \(path)")
+        #expect(run.status != 0)
+        #expect(run.stderr == "parley: --max-connections (PARLEY_MAX_CONNECTIONS): 'lots' is not a whole number\n", "\(run.stderr)")
+    }
+
+    @Test func anUnknownProviderIsRefusedNamingTheValidOnes() throws {
+        let run = try start("--llm gemini")
+        #expect(run.status != 0)
+        #expect(run.stderr == "parley: --llm (PARLEY_LLM): 'gemini' is not one of builtin, openai, anthropic\n", "\(run.stderr)")
+        let fallback = try start("", environment: "PARLEY_LLM_FALLBACK=gemini")
+        #expect(fallback.status != 0)
+        #expect(fallback.stderr == "parley: --llm-fallback (PARLEY_LLM_FALLBACK): 'gemini' is not one of builtin, openai, anthropic\n", "\(fallback.stderr)")
+    }
+
     @Test func atTheDescriptorLimitAcceptRefusesWithoutSpinning() throws {
         // 32 descriptors: after stdio, epoll, eventfds, listeners and the spare, about 20 connections.
         let process = try ServerProcess(arguments: "--loops 1", descriptorLimit: 32)

@@ -1,0 +1,26 @@
+import Server
+import Session
+import Store
+import TLS
+
+/// Everything `parley serve` was told, read once at start from the flags, the environment and the
+/// `--config` file (each option's flag, variable and default are its `Setting`). Reading is all it
+/// does: no store is opened, no thread started, so the supervisor of `--workers N` reads the same
+/// settings as its workers and refuses a bad one before it starts any.
+struct ServeSettings {
+    var server: ServerConfiguration
+    let workers: Int
+    let access: Access
+    let limits: SessionLimits
+    let metricsListen: (host: String, port: Int)?
+    let upstreamTLS: TLSContext
+    let model: (primary: LanguageModelOptions.Choice, fallback: LanguageModelOptions.Choice?, policy: UpstreamPolicy)
+    let speech: SpeechOptions.Choice
+    let resume: (graceSeconds: Double, store: StoreLocation, storeText: String)
+    let twilio: TwilioEndpoint.Settings
+
+    /// The address as the listening line shows it, and its scheme.
+    var shownHost: String { server.host.contains(":") ? "[\(server.host)]" : server.host }
+    var scheme: String { server.servesTLS ? "https" : "http" }
+    var modelSummary: String { LanguageModelOptions.summary(model.primary, model.fallback) }
+}
