@@ -1,9 +1,12 @@
+import JSON
+import Access
 import ArgumentParser
 import Server
 import Session
 import CLinux
 import TLS
 import Loop
+import Telephony
 import Upstream
 #if canImport(Glibc)
 import Glibc
