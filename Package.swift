@@ -56,23 +56,31 @@ let package = Package(
         // The HTTP/1.1 client on the loops: pool, TLS, response and server-sent-event parsers.
         .target(name: "Upstream", dependencies: ["Loop", "TLS", .product(name: "Logging", package: "swift-log")]),
         // Serving: HTTP/1.1, WebSocket (RFC 6455), TLS, routing, metrics exposition.
-        .target(name: "Server", dependencies: ["Loop", "TLS", "Metrics", "CLinux", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Server", dependencies: ["Loop", "TLS", "Metrics", "JSON", "CLinux", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Codec", dependencies: ["COpus", "CSpeexDSP"]),
         // JSON values, a strict parser for untrusted input and a writer; no Foundation.
         .target(name: "JSON"),
-        // The Realtime session engine, its protocol dialects, VAD and providers.
-        .target(name: "Session", dependencies: ["Server", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // Where conversations outlive their process: the ConversationStore protocol, and SQLite (one
+        // node) and Redis (hiredis's async client on the loops, many nodes) behind it.
+        .target(name: "Store", dependencies: ["Loop", "Metrics", "JSON", "CSQLite", "CHiredis", .product(name: "Logging", package: "swift-log")]),
+        // The models a session talks to: LanguageModel and its providers (OpenAI-compatible,
+        // Anthropic, the built-in agent), the speech providers' protocols, chat messages, tools,
+        // usage, and the upstream metrics.
+        .target(name: "Models", dependencies: ["Upstream", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
+        .target(name: "Access", dependencies: ["Server", "TLS", "Loop", "Metrics", "JSON"]),
+        // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
+        .target(name: "Session", dependencies: ["Models", "Access", "Store", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // Carrier media streams (Twilio's /twilio) on the same session driver.
+        .target(name: "Telephony", dependencies: ["Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
-        .target(name: "Speech", dependencies: ["Session", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
-        // Where conversations outlive their process (ConversationStore): SQLite on one node, Redis
-        // (hiredis's async client on the loops) across many.
-        .target(name: "Store", dependencies: ["Session", "Loop", "Metrics", "JSON", "CSQLite", "CHiredis", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
-        .target(name: "MockLLM", dependencies: ["Server", "Session", "Loop", "Codec", "JSON"]),
+        .target(name: "MockLLM", dependencies: ["Server", "Models", "Loop", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Codec", "JSON", "CLinux",
+                "Server", "Session", "Telephony", "Access", "Models", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -92,17 +100,20 @@ let package = Package(
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "MockLLM", "Server", "Upstream", "Loop", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop"]),
+        .testTarget(name: "AccessTests", dependencies: ["Access", "JSON", "Loop", "TLS"]),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "Session", "Server", "Loop", "TestSupport"]),
+        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         // A child that writes through SQLiteConversationStore until it is killed, for the kill -9 test.
-        .executableTarget(name: "store-writer", dependencies: ["Store", "Session", "Loop"], path: "Tests/StoreWriter"),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Session", "Loop", "TestSupport"]),
+        .executableTarget(name: "store-writer", dependencies: ["Store", "Loop"], path: "Tests/StoreWriter"),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Loop", "TestSupport"]),
         // Against a real redis-server each test starts on a free port (scripts/install-deps.sh installs it).
-        .testTarget(name: "RedisTests", dependencies: ["Store", "Session", "Loop", "TestSupport"]),
+        .testTarget(name: "RedisTests", dependencies: ["Store", "Loop", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
     swiftLanguageModes: [.v6]
@@ -115,6 +126,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

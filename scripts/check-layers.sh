@@ -14,20 +14,33 @@ declare -A allowed=(
   [Loop]="CLinux Metrics"
   [TLS]="Loop COpenSSL CTLS"
   [Upstream]="Loop TLS Logging"
-  [Server]="Loop TLS Metrics CLinux Logging"
-  [Session]="Server Upstream TLS Loop Metrics Codec JSON Logging"
-  [Speech]="Session Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
-  [MockLLM]="Server Session Loop Codec JSON"
-  [Store]="Session Loop Metrics JSON CSQLite CHiredis Logging"
-  [parley]="Server Session Speech MockLLM Store Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
-  [parley-fuzz]="Server Session Codec JSON Loop TLS TestSupport"
+  [Server]="Loop TLS Metrics JSON CLinux Logging"
+  [Store]="Loop Metrics JSON CSQLite CHiredis Logging"
+  [Models]="Upstream Loop Metrics JSON Logging"
+  [Access]="Server TLS Loop Metrics JSON"
+  [Session]="Models Access Store Server TLS Loop Metrics Codec JSON Logging"
+  [Telephony]="Session Models Access Server TLS Loop Metrics Codec JSON Logging"
+  [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
+  [MockLLM]="Server Models Loop Codec JSON"
+  [parley]="Server Session Telephony Access Models Speech MockLLM Store Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+  [parley-fuzz]="Server Session Access Telephony Codec JSON Loop TLS TestSupport"
+  # The session engine and the Realtime protocol are values: events in, actions out. They know the
+  # models' vocabulary (messages, tools, usage) and JSON, never a loop, a socket or a store.
+  [Session/Engine]="Models Codec JSON"
+  [Session/Protocol]="Models JSON"
 )
 # Where a module's sources are when not in Sources/<module>.
-declare -A paths=([parley-fuzz]=Fuzz/Sources)
+declare -A paths=([parley-fuzz]=Fuzz/Sources [Session/Engine]=Sources/Session/Engine [Session/Protocol]=Sources/Session/Protocol)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Loop TLS Upstream Server Session Speech MockLLM Store CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis"
+ours="Metrics JSON Codec Loop TLS Upstream Server Store Models Access Session Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis"
 
 failures=0
+# Every Swift module under Sources has its row above: a new module states what it may import.
+for dir in Sources/*/; do
+  module=$(basename "$dir")
+  case " $ours " in *" $module "*) case "$module" in C*) continue ;; esac ;; esac
+  [ -n "${allowed[$module]+set}" ] || { echo "check-layers: $dir has no row in check-layers.sh's allowed list" >&2; failures=$((failures + 1)); }
+done
 for module in "${!allowed[@]}"; do
   dir=${paths[$module]:-Sources/$module}
   [ -d "$dir" ] || { echo "check-layers: $dir is missing" >&2; failures=$((failures + 1)); continue; }

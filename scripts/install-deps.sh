@@ -11,10 +11,21 @@ set -euo pipefail
 packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools sox
           libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server "$@")
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+missing_packages() {
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+}
+missing_packages
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+# Tests that need a server (haproxy, redis) install it as they start, and Swift Testing runs them
+# in parallel: one install at a time (apt's own lock refuses a second rather than waiting), and
+# what the one before installed is not installed again.
+exec 9>"${TMPDIR:-/tmp}/parley-install-deps.lock"
+flock 9
+missing_packages
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "installing missing packages: ${missing[*]}"
@@ -24,5 +35,5 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+$sudo apt-get update -qq -o DPkg::Lock::Timeout=300
+$sudo apt-get install -y -qq -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"

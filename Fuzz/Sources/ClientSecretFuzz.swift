@@ -1,5 +1,5 @@
+import Access
 import Loop
-import Session
 import TLS
 
 /// Client secrets (`ek_…`) as an upgrade presents them: header text, verified with the server's

@@ -1,3 +1,4 @@
+import Access
 @testable import Server
 
 /// The HTTP request parser as a connection drives it (`Connection.process`): reads of any size,

@@ -1,6 +1,6 @@
+import Access
 import JSON
 import Loop
-import Session
 import TLS
 
 /// JSON Web Tokens as an upgrade presents them, through the verifier a server with an HS256 secret

@@ -1,6 +1,6 @@
 import Codec
 import JSON
-@testable import Session
+@testable import Telephony
 
 /// A Twilio Media Streams text message, as a call's handler takes it: decoded as UTF-8, parsed by
 /// `TwilioMessage.parse`, then used as the handler uses it. Checks that a refusal has a reason and

@@ -1,4 +1,5 @@
 import JSON
+import Models
 import Server
 import Loop
 
@@ -110,7 +111,7 @@ final class MockReply {
         }
         calls = chosen.map { tool in
             MockToolCall(id: MockToolCall.id(prefix: format == .openAI ? "call_" : "toolu_"), name: tool.name,
-                         arguments: MockToolMatcher.arguments(for: tool.schema, prompt: prompt))
+                         arguments: ToolIntent.arguments(for: tool.schema, prompt: prompt, avoiding: ToolName.words(of: tool.name)))
         }
         if MockToolMatcher.wantsPreamble(prompt) { pieces = Self.textPieces(["Let", "me", "check", "that."]) }
         for (i, call) in calls.enumerated() {

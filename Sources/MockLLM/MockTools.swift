@@ -1,4 +1,4 @@
-import Session
+import Models
 import JSON
 
 /// A request the mock refuses, with the message of its 400.
@@ -127,120 +127,18 @@ struct MockToolRequest {
         switch choice {
         case .none: return []
         case .named(let name): chosen = tools.filter { $0.name == name }
-        case .auto: chosen = MockToolMatcher.named(in: prompt, tools: tools)
+        case .auto: chosen = ToolIntent.named(in: prompt, tools.map(\.name)).map { tools[$0] }
         case .required:
-            chosen = MockToolMatcher.named(in: prompt, tools: tools)
+            chosen = ToolIntent.named(in: prompt, tools.map(\.name)).map { tools[$0] }
             if chosen.isEmpty { chosen = Array(tools.prefix(1)) }
         }
         return parallel ? chosen : Array(chosen.prefix(1))
     }
 }
 
-/// Which declared tools a prompt names, and the arguments the mock makes up for a call.
+/// The mock's reading of a prompt beyond what `ToolIntent` (the built-in agent's reading, shared)
+/// says: whether to talk before calling.
 enum MockToolMatcher {
-    /// Verbs a tool's name starts with that a person does not say: "weather" names `get_weather`.
-    static let verbs: Set<String> = ["get", "set", "fetch", "lookup", "look", "find", "retrieve", "query",
-                                     "search", "read", "load", "show", "list", "check"]
-
-    /// The tools `prompt` names, by their whole name ("get_weather") or by all the words of it but
-    /// the verbs ("weather"; plurals too), case-insensitively, in the order the prompt names them.
-    static func named(in prompt: String, tools: [MockTool]) -> [MockTool] {
-        let lowered = prompt.lowercased()
-        // Tokens keep '_' and '-', so a whole name is one; words split those too.
-        let tokens = lowered.split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }.map(String.init)
-        let words = tokens.enumerated().flatMap { i, token in
-            token.split { $0 == "_" || $0 == "-" }.map { (String($0), i) }
-        }
-        var found: [(position: Int, order: Int, tool: MockTool)] = []
-        for (order, tool) in tools.enumerated() {
-            if let position = tokens.firstIndex(of: tool.name.lowercased()) {
-                found.append((position, order, tool))
-                continue
-            }
-            let nameWords = ToolName.words(of: tool.name)
-            let wanted = nameWords.filter { !verbs.contains($0) }
-            var positions: [Int] = []
-            for word in wanted.isEmpty ? nameWords : wanted {
-                guard let hit = words.first(where: { ToolName.same($0.0, word) }) else { positions = []; break }
-                positions.append(hit.1)
-            }
-            if let position = positions.min() { found.append((position, order, tool)) }
-        }
-        return found.sorted { ($0.position, $0.order) < ($1.position, $1.order) }.map(\.tool)
-    }
-
-    /// Arguments for `schema` (a JSON Schema object): one value for each of its `properties`.
-    static func arguments(for schema: JSON?, prompt: String) -> JSON {
-        let properties = schema?["properties"]?.object ?? []
-        return .object(properties.map { name, property in (name, value(for: property, named: name, prompt: prompt, depth: 0)) })
-    }
-
-    /// Property names that want a place: "city", "location", "place", … (or names containing them).
-    static let placeWords = ["city", "location", "place", "town", "country", "destination", "region", "where"]
-
-    static func value(for property: JSON, named name: String, prompt: String, depth: Int) -> JSON {
-        if let constant = property["const"] { return constant }
-        let enumeration = property["enum"]?.array ?? []
-        switch schemaType(of: property) {
-        case "string":
-            let lowered = name.lowercased()
-            if placeWords.contains(where: lowered.contains), let place = place(in: prompt) { return .string(place) }
-            // An enum value the prompt says ("in fahrenheit"), else the first.
-            let said = Set(prompt.lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init))
-            if let spoken = enumeration.first(where: { $0.string.map { said.contains($0.lowercased()) } ?? false }) { return spoken }
-            return enumeration.first ?? .string("example")
-        case "integer", "number":
-            if let first = enumeration.first { return first }
-            var n = 1.0
-            if let minimum = property["minimum"]?.double, minimum > n { n = minimum.rounded(.up) }
-            if let maximum = property["maximum"]?.double, maximum < n { n = maximum.rounded(.down) }
-            return .number(n)
-        case "boolean": return enumeration.first ?? .bool(true)
-        case "array": return .array([])
-        case "object": return .object([])
-        case "null": return .null
-        default: return enumeration.first ?? .string("example")
-        }
-    }
-
-    /// A property's type: `type` (the first that is not "null", if it lists several), else what its
-    /// `enum`, `properties` or `items` imply, else "string".
-    static func schemaType(of property: JSON) -> String {
-        if let type = property["type"]?.string { return type }
-        if let types = property["type"]?.array?.compactMap(\.string), let type = types.first(where: { $0 != "null" }) ?? types.first {
-            return type
-        }
-        if let first = property["enum"]?.array?.first {
-            switch first {
-            case .number: return "number"
-            case .bool: return "boolean"
-            default: return "string"
-            }
-        }
-        if property["properties"] != nil { return "object" }
-        if property["items"] != nil { return "array" }
-        return "string"
-    }
-
-    /// The capitalised words after "in" ("Paris", "New York"), without their punctuation.
-    static func place(in prompt: String) -> String? {
-        let words = prompt.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" })
-        for (i, word) in words.enumerated() where word.lowercased() == "in" {
-            var place: [Substring] = []
-            for next in words[(i + 1)...] {
-                let bare = next.drop { !($0.isLetter || $0.isNumber) }
-                guard let first = bare.first, first.isUppercase else { break }
-                let trimmed = bare.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "'" || $0 == "." }
-                let clean = trimmed.hasSuffix(".") ? trimmed.dropLast() : trimmed
-                guard !clean.isEmpty else { break }
-                place.append(clean)
-                if clean.count != next.count { break }  // punctuation after it ends the place
-            }
-            if !place.isEmpty { return place.joined(separator: " ") }
-        }
-        return nil
-    }
-
     /// Whether the prompt asks for words before the call ("let me check …").
     static func wantsPreamble(_ prompt: String) -> Bool {
         let lowered = prompt.lowercased()

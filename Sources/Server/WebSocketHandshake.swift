@@ -1,3 +1,4 @@
+import JSON
 import Loop
 import TLS
 

@@ -5,7 +5,7 @@ import Codec
 /// separate resampler after it: a profile of 200 speakers had the 48 kHz path spend a fifth of the
 /// server's time in libspeexdsp), the pcm16 path (24 kHz) with its resampler to 16 kHz, made on
 /// first use, or G.711 decoded by table and kept at its 8 kHz.
-final class AudioInput {
+package final class AudioInput {
     static let opusFormat = AudioFormat(sampleRate: .hz16000, channels: .mono)
     private var decoder: OpusDecoder?
     private var from24k: Resampler?
@@ -41,7 +41,7 @@ final class AudioInput {
     }
 
     /// G.711 at 8 kHz, the engine's rate for it: a byte a sample, nothing to resample.
-    func g711(_ bytes: [UInt8], _ law: G711.Law) -> [Int16] {
+    package func g711(_ bytes: [UInt8], _ law: G711.Law) -> [Int16] {
         lastInputNanoseconds = duration(bytes.count, rate: G711.sampleRate)
         return G711.decode(bytes, law)
     }

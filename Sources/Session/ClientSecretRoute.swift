@@ -1,3 +1,4 @@
+import Access
 import JSON
 import Loop
 import Server

@@ -1,4 +1,6 @@
+import Access
 import Loop
+import Models
 import Server
 
 /// The two session endpoints and what they share: the model, and who may connect.

@@ -1,6 +1,8 @@
+import Access
 import Codec
 import JSON
 import Logging
+import Models
 import Server
 import Loop
 
@@ -11,7 +13,7 @@ let sessionLog = Logger(label: "parley.session")
 
 /// How a session's events and audio are written on its socket: the Realtime API's JSON events in
 /// the client's dialect (`RealtimeSessionHandler`), or a carrier's media messages.
-protocol SessionWire: AnyObject {
+package protocol SessionWire: AnyObject {
     /// What the session writes for `event` (nothing, for events the wire does not carry).
     func send(_ event: ServerEvent, on socket: any SessionSocket)
     /// One piece of a reply's audio.
@@ -37,11 +39,11 @@ extension SessionWire {
 ///
 /// An idle session holds only the engine's small state: the Opus decoder and resamplers exist
 /// while audio flows and are let go after `codecIdleSeconds` without any.
-final class SessionDriver {
+package final class SessionDriver {
     static let codecIdleSeconds = 2.0
 
     private let endpoint: RealtimeEndpoint
-    private(set) var engine: SessionEngine
+    package private(set) var engine: SessionEngine
     private weak var wire: (any SessionWire)?
     private(set) var socket: (any SessionSocket)?
     private var calls: [String: any ModelCall] = [:]
@@ -60,7 +62,7 @@ final class SessionDriver {
     private var openedAt: UInt64 = 0
     private let metrics = SessionMetrics.shared
 
-    init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, wire: any SessionWire) {
+    package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, wire: any SessionWire) {
         self.endpoint = endpoint
         self.wire = wire
         lease = admitted.lease
@@ -85,7 +87,7 @@ final class SessionDriver {
 
     /// Opens the session on `socket`; `announce` false for one restored from the store, whose
     /// client already had its `session.created`.
-    func open(_ socket: any SessionSocket, announce: Bool = true) {
+    package func open(_ socket: any SessionSocket, announce: Bool = true) {
         self.socket = socket
         openedAt = MonotonicClock.nanoseconds()
         metrics.sessionsOpen.add(1)
@@ -110,7 +112,7 @@ final class SessionDriver {
     }
 
     /// One client event or audio frame arrived; false (and the session closed) past the rate.
-    func admitEvent() -> Bool {
+    package func admitEvent() -> Bool {
         guard budget.event(at: MonotonicClock.nanoseconds(), limits: endpoint.limits) else {
             closeForLimit(.events, "more than \(endpoint.limits.eventsPerSecond) events a second")
             return false
@@ -121,13 +123,13 @@ final class SessionDriver {
     func handle(_ input: SessionInput) { perform(engine.handle(input)) }
 
     /// The next reply is `text`, word for word, instead of the model's: a call's greeting.
-    func say(_ text: String) {
+    package func say(_ text: String) {
         scriptedReply = text
         createResponse()
     }
 
     /// A user turn that did not come as audio (a keypress), added to the conversation and answered.
-    func userSaid(_ text: String) {
+    package func userSaid(_ text: String) {
         let item = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"# + JSON.quoted(text) + "}]}}"
         for message in [item, #"{"type":"response.create"}"#] {
             if case .event(let event)? = try? ClientMessage.parse(message) { handle(.client(event)) }
@@ -158,7 +160,7 @@ final class SessionDriver {
         socket.close(.policyViolation, reason: limit.code)
     }
 
-    func close(code: WebSocketCloseCode) {
+    package func close(code: WebSocketCloseCode) {
         sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
         sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
@@ -203,7 +205,7 @@ final class SessionDriver {
 
     // MARK: Audio
 
-    func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
+    package func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
         if audio == nil {
             audio = AudioInput()
             scheduleCodecCheck()
@@ -255,11 +257,8 @@ final class SessionDriver {
                 timeTurnTaking(event)
                 if case .responseDone(let response) = event.kind, let usage = response.usage { tokensSpent += usage.totalTokens }
             case .startModel(let id, _, _) where scriptedReply != nil:
-                let call = PacedReply(events: BuiltinModel.words(scriptedReply ?? "").map { .delta($0) }, reason: .stop, interval: 0,
-                                      loop: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
+                calls[id] = BuiltinModel.scripted(scriptedReply ?? "", on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
                 scriptedReply = nil
-                calls[id] = call
-                call.start()
             case .startModel(let id, let messages, let options):
                 let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }

@@ -9,11 +9,6 @@ public final class SessionMetrics: Sendable {
     let turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).")
     let responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
                                  labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" })
-    let firstToken = Histogram(name: "parley_upstream_first_token_seconds",
-                               help: "From sending a request to an upstream model to its first text delta.",
-                               bounds: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
-    let serverAdded = Histogram(name: "parley_server_added_latency_seconds",
-                                help: "From an upstream delta's bytes being read to the client's frame being written: what Parley adds.")
     let speechToResponse = Histogram(name: "parley_speech_stopped_to_response_created_seconds",
                                      help: "From speech_stopped to response.created (transcription and turn-taking).",
                                      bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
@@ -44,8 +39,6 @@ public final class SessionMetrics: Sendable {
         sessionsOpen.render(into: &out)
         turns.render(into: &out)
         responses.render(into: &out)
-        firstToken.render(into: &out)
-        serverAdded.render(into: &out)
         speechToResponse.render(into: &out)
         audioFrames.render(into: &out)
         audioLag.render(into: &out)

@@ -1,4 +1,6 @@
+import JSON
 import Codec
+import Models
 import Server
 import Synchronization
 import Loop
@@ -13,13 +15,13 @@ import Loop
 /// speech that is synthetic anyway. pcm16 replies go as base64 `response.output_audio.delta`
 /// events of 100 ms at 24 kHz, G.711 ones (µ-law or A-law) as the same events of 20 ms at 8 kHz
 /// (see `ReplyEncoder`). The pacing, and so what a barge-in can stop, is the same for all.
-final class SpeechOutput {
+package final class SpeechOutput {
     /// Audio sent ahead of real time: what the client buffers, and what a barge-in cannot recall.
     static let leadMs = 200
     static let tickSeconds = 0.02
     static let opusComplexity = 5
 
-    enum Piece {
+    package enum Piece {
         case opus([UInt8])
         /// Base64 of the reply's pcm16 or G.711 bytes (G.711 is pulse-code modulation too).
         case pcm(String)

@@ -1,4 +1,4 @@
-import Session
+import Models
 import Loop
 
 /// The embedded synthesiser: espeak-ng, on the speech worker pool. A sentence comes back whole

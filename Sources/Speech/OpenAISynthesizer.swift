@@ -1,5 +1,5 @@
 import JSON
-import Session
+import Models
 import Loop
 import Upstream
 

@@ -1,6 +1,6 @@
 import Codec
 import JSON
-import Session
+import Models
 import Loop
 import Upstream
 

@@ -1,5 +1,5 @@
 import Codec
-import Session
+import Models
 import Synchronization
 import Loop
 #if canImport(Glibc)

@@ -1,6 +1,5 @@
 import Logging
 import Loop
-import Session
 import Synchronization
 
 /// The store's log: outages at warning, once each, naming Redis by host and port only.

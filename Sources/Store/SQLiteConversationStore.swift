@@ -1,6 +1,5 @@
 import Logging
 import Loop
-import Session
 import Synchronization
 
 let storeLog = Logger(label: "parley.store")

@@ -1,4 +1,3 @@
-import Session
 
 /// Where conversations are kept, as the command line names it: `none`, `sqlite:PATH` (one node),
 /// `redis://HOST[:PORT]` (many nodes).

@@ -1,3 +1,4 @@
+import Access
 import ArgumentParser
 import Loop
 import Server

@@ -1,9 +1,13 @@
+import JSON
+import Access
 import ArgumentParser
 import Server
 import Session
 import CLinux
 import TLS
 import Loop
+import Models
+import Telephony
 import Upstream
 import Store
 #if canImport(Glibc)

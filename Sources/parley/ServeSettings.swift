@@ -1,6 +1,9 @@
+import Access
+import Models
 import Server
 import Session
 import Store
+import Telephony
 import TLS
 
 /// Everything `parley serve` was told, read once at start from the flags, the environment and the

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Models
 import Server
 import Session
 import Speech

@@ -1,3 +1,4 @@
+import JSON
 import Server
 import Loop
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Loop
 import Session
+import Telephony
 
 /// Phone calls through Twilio Media Streams: where they connect, what the agent says and is told,
 /// and the auth token their signatures are checked with.

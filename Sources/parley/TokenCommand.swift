@@ -1,3 +1,4 @@
+import Access
 import ArgumentParser
 import JSON
 import Loop

@@ -1,3 +1,5 @@
+import JSON
+import Access
 import Loop
 import Testing
 import TestSupport

@@ -1,6 +1,5 @@
 import Glibc
 import Loop
-import Session
 @testable import Store
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import JSON
 import Loop
+@testable import Models
 import Server
 @testable import Session
 import Testing
@@ -159,13 +160,13 @@ import TestSupport
     ])
     func theToolIsTheOneWhoseNameTheMessageSays(name: String, message: String, calls: Bool) {
         let tool = ToolDefinition(name: name)
-        #expect((BuiltinAgent.tool(namedIn: message, [tool]) != nil) == calls, "\(name): \(message)")
+        #expect(!ToolIntent.named(in: message, [tool.name]).isEmpty == calls, "\(name): \(message)")
     }
 
     @Test func ofSeveralToolsTheOneNamedFirstIsCalled() {
         let news = ToolDefinition(name: "get_news")
-        #expect(BuiltinAgent.tool(namedIn: "news and then the weather", [Self.weather, news])?.name == "get_news")
-        #expect(BuiltinAgent.tool(namedIn: "the weather, then news", [news, Self.weather])?.name == "get_weather")
+        #expect(ToolIntent.named(in: "news and then the weather", [Self.weather.name, news.name]) == [1, 0])
+        #expect(ToolIntent.named(in: "the weather, then news", [news.name, Self.weather.name]) == [1, 0])
     }
 
     func call(_ schema: String, _ message: String, name: String = "get_weather") throws -> JSON {

@@ -1,3 +1,4 @@
+import JSON
 import Testing
 import Server
 import Session

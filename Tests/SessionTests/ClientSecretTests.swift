@@ -1,6 +1,8 @@
+import Access
 import JSON
 import Loop
 import MockLLM
+@testable import Models
 import Server
 import Session
 import Testing

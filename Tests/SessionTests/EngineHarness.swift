@@ -1,4 +1,5 @@
 import Codec
+@testable import Models
 import Server
 @testable import Session
 

@@ -1,3 +1,4 @@
+@testable import Models
 import Testing
 import Glibc
 import Loop
@@ -66,7 +67,7 @@ import Metrics
             parley_session_responses_total{status="failed"} 0
             parley_session_responses_total{status="incomplete"} 0
 
-            """ + session.firstToken.render() + session.serverAdded.render() + session.speechToResponse.render() + """
+            """ + session.speechToResponse.render() + """
             # HELP parley_audio_input_frames_total Audio frames (Opus packets, or pcm16 appends) received, by outcome.
             # TYPE parley_audio_input_frames_total counter
             parley_audio_input_frames_total{result="processed"} 0

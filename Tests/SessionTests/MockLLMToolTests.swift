@@ -1,6 +1,7 @@
 import JSON
 import Loop
 import MockLLM
+import Models
 import Server
 import Testing
 import TestSupport
@@ -188,7 +189,8 @@ import TestSupport
         // The whole name, as a word.
         var reply = try openAIReply(post("/v1/chat/completions", openAI("please call get_time"), to: server).body)
         #expect(reply.calls.map(\.name) == ["get_time"])
-        #expect(try JSON(parsing: reply.calls[0].arguments) == .object([("timezone", .string("example"))]))
+        // Arguments are the built-in agent's (ToolIntent): a string with nothing to say is empty.
+        #expect(try JSON(parsing: reply.calls[0].arguments) == .object([("timezone", .string(""))]))
         // The words of a camel-case name without its verb, one of them plural, in any case; an enum
         // value the prompt says; a minimum.
         reply = try openAIReply(post("/v1/chat/completions", openAI("FLIGHT prices in Tokyo, business please", tools: [Self.weather, search]), to: server).body)
@@ -247,11 +249,30 @@ import TestSupport
         #expect(anthropic.types == ["text"] && anthropic.stop == "end_turn")
     }
 
+    /// The mock and the built-in agent hear a request for a tool alike (one reading, `ToolIntent`):
+    /// the tool the agent calls is the mock's first call, with the same arguments.
+    @Test(arguments: ["what's the weather in Paris", "weather in new york in fahrenheit for 3 days", "please call get_time",
+                      "what time is it in Tokyo, and the weather there?", "the weather in Rio de Janeiro, detailed"])
+    func theMockCallsWhatTheBuiltinAgentCalls(prompt: String) throws {
+        let server = try server()
+        let mock = try openAIReply(post("/v1/chat/completions", openAI(prompt), to: server).body)
+        let tools = try [Self.weather, Self.time].map { text in
+            let tool = try JSON(parsing: text)
+            return ToolDefinition(name: tool["name"]!.string!, parameters: tool["schema"]!)
+        }
+        guard case .call(let name, let arguments) = BuiltinAgent().respond(to: [ChatMessage(role: .user, text: prompt)], tools: tools) else {
+            return #expect(mock.calls.isEmpty, "the agent calls nothing for \(prompt)")
+        }
+        #expect(mock.calls.first?.name == name, "\(prompt)")
+        #expect(try mock.calls.first.map { try JSON(parsing: $0.arguments) } == JSON(parsing: arguments), "\(prompt)")
+    }
+
     @Test func toolChoiceRequiredCallsTheFirstToolIfNoneIsNamed() throws {
         let server = try server()
         let openAI = try openAIReply(post("/v1/chat/completions", openAI("hello there", extra: #","tool_choice":"required""#), to: server).body)
         #expect(openAI.calls.map(\.name) == ["get_weather"] && openAI.finish == "tool_calls")
-        #expect(try JSON(parsing: openAI.calls[0].arguments)["city"]?.string == "example", "no place in the prompt")
+        // No place in the prompt: the built-in agent's reading (ToolIntent) takes its last uncommon word.
+        #expect(try JSON(parsing: openAI.calls[0].arguments)["city"]?.string == "hello", "no place in the prompt")
         // A named tool still wins.
         let named = try openAIReply(post("/v1/chat/completions", self.openAI("what time is it", extra: #","tool_choice":"required""#), to: server).body)
         #expect(named.calls.map(\.name) == ["get_time"])

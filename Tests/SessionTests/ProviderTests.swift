@@ -1,3 +1,4 @@
+@testable import Models
 import Server
 import Session
 import Testing

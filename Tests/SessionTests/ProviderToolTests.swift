@@ -1,5 +1,6 @@
 import JSON
 import Metrics
+@testable import Models
 import Server
 @testable import Session
 import Synchronization
@@ -424,8 +425,8 @@ import Upstream
     }
 
     @Test func openAIStreamsCallsOverSockets() throws {
-        let deltasBefore = Self.count(SessionMetrics.shared.serverAdded)
-        let firstBefore = Self.count(SessionMetrics.shared.firstToken)
+        let deltasBefore = Self.count(UpstreamMetrics.shared.serverAdded)
+        let firstBefore = Self.count(UpstreamMetrics.shared.firstToken)
         let (lines, body) = try Self.run("openai", path: "/v1/chat/completions", events: Self.openAIChunks([
             #"{"role":"assistant","content":"Let me"}"#,
             #"{"content":" check.","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}},{"index":1,"id":"call_b","type":"function","function":{"name":"get_time","arguments":"{}"}}]}"#,
@@ -441,8 +442,8 @@ import Upstream
         #expect(body?["tools"]?.array?.compactMap { $0["function"]?["name"]?.string } == ["get_weather", "get_time"])
         #expect(body?["messages"]?.array?.count == 6)
         // Text deltas are still measured; calls are not text.
-        #expect(Self.count(SessionMetrics.shared.serverAdded) >= deltasBefore + 2)
-        #expect(Self.count(SessionMetrics.shared.firstToken) >= firstBefore + 1)
+        #expect(Self.count(UpstreamMetrics.shared.serverAdded) >= deltasBefore + 2)
+        #expect(Self.count(UpstreamMetrics.shared.firstToken) >= firstBefore + 1)
     }
 
     @Test func anthropicStreamsCallsOverSockets() throws {

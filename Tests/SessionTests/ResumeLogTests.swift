@@ -1,3 +1,4 @@
+@testable import Models
 @testable import Session
 import JSON
 import Testing

@@ -1,3 +1,4 @@
+@testable import Models
 import Testing
 import JSON
 import Session

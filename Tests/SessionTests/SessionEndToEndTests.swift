@@ -1,5 +1,7 @@
+import Access
 import Codec
 import JSON
+@testable import Models
 import Server
 import Session
 import Testing

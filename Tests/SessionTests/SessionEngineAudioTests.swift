@@ -1,3 +1,5 @@
+import JSON
+@testable import Models
 import Testing
 import Server
 import Codec

@@ -1,4 +1,5 @@
 import JSON
+@testable import Models
 import Testing
 import Session
 

@@ -1,5 +1,6 @@
 import Loop
 import JSON
+@testable import Models
 import Server
 @testable import Session
 import Testing

@@ -1,5 +1,7 @@
+import Access
 import JSON
 import Loop
+@testable import Models
 import Server
 @testable import Session
 import TLS

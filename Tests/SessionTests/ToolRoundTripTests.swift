@@ -1,6 +1,7 @@
 import JSON
 import Loop
 import MockLLM
+@testable import Models
 import Server
 import Session
 import Testing

@@ -1,5 +1,6 @@
 import Codec
 import JSON
+@testable import Models
 import Server
 import Session
 import Speech

@@ -1,6 +1,5 @@
 import Glibc
 import Loop
-import Session
 import Testing
 import TestSupport
 @testable import Store

@@ -1,6 +1,5 @@
 import Glibc
 import Loop
-import Session
 import Testing
 @testable import Store
 

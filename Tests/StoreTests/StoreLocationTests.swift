@@ -1,4 +1,3 @@
-import Session
 import Testing
 @testable import Store
 

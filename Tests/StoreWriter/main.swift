@@ -1,6 +1,5 @@
 import Glibc
 import Loop
-import Session
 import Store
 
 // The child of StoreTests' kill -9 test: writes items through SQLiteConversationStore, one after

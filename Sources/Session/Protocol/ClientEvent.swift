@@ -1,4 +1,5 @@
 import JSON
+import Models
 
 /// A client event for the session engine, parsed and validated: the subset of the Realtime API's
 /// client events that a voice agent needs, but for `input_audio_buffer.append`, whose audio the

@@ -1,5 +1,4 @@
 import JSON
-import Loop
 
 /// One text message from a client, parsed and validated: audio to append, or an event for the
 /// session engine. The two are told apart here because audio never reaches the engine as an event:

@@ -1,4 +1,5 @@
 import JSON
+import Models
 
 /// A message in the conversation as the Realtime API shows it (`"object": "realtime.item"`).
 public struct ConversationItem: Sendable, Equatable {

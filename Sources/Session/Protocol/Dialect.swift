@@ -1,4 +1,3 @@
-import Loop
 /// Which generation of the OpenAI Realtime API a client speaks. The event vocabulary is the same;
 /// a few event names and the shape of session and audio-format objects differ.
 public enum Dialect: Sendable, Equatable {
@@ -11,7 +10,8 @@ public enum Dialect: Sendable, Equatable {
 
     /// The dialect for a request's `OpenAI-Beta` header value (nil when the header is absent).
     public init(openAIBetaHeader value: String?) {
-        let tokens = value?.split(separator: ",").map { $0.trimmingSpaces().lowercased() } ?? []
+        // Comma-separated tokens, optional whitespace around each (RFC 9110 §5.6.1).
+        let tokens = value?.split(separator: ",").map { $0.filter { $0 != " " && $0 != "\t" }.lowercased() } ?? []
         self = tokens.contains("realtime=v1") ? .beta : .ga
     }
 }

@@ -1,4 +1,5 @@
 import JSON
+import Models
 
 /// The response object of `response.created` and `response.done` (`"object": "realtime.response"`).
 public struct RealtimeResponse: Sendable, Equatable {

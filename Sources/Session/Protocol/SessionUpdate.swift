@@ -1,4 +1,5 @@
 import JSON
+import Models
 
 /// The fields a `session.update` sets; nil leaves a setting as it is.
 ///

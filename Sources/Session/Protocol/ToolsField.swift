@@ -1,4 +1,5 @@
 import JSON
+import Models
 
 /// `tools` and `tool_choice`, as `session.update` and `response.create` carry them: validated here,
 /// so that a bad definition is refused with the field it is in, before any of it is used.

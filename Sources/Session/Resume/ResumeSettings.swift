@@ -1,3 +1,4 @@
+import Store
 /// How sessions that ask for resume are kept (docs/operations.md, "Resume"): how long one waits
 /// for its client, how many unacknowledged events it keeps, and where its items go.
 public struct ResumeSettings: Sendable {

@@ -5,7 +5,7 @@ import Server
 /// within the grace window), nothing, so that replies go on into the replay log; after a resume
 /// that arrived on another loop, that loop's WebSocket, reached through its inbox. The session's
 /// own work (model calls, speech, timers) always stays on `loop`, the loop it began on.
-protocol SessionSocket {
+package protocol SessionSocket {
     func send(text: String)
     func send(binary: [UInt8])
     func close(_ code: WebSocketCloseCode, reason: String)

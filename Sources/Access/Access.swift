@@ -1,0 +1,111 @@
+import Loop
+import Server
+
+/// Who may open sessions, and how many: the credentials a server accepts (API keys, JWTs, its own
+/// client secrets) and the limits of the tenants they name. Checked before the upgrade, so a
+/// refusal is an HTTP status (401, 429) and costs no session.
+public struct Access: Sendable {
+    /// When set, a key from this list opens sessions.
+    public var keys: APIKeys?
+    /// When set, a JWT these keys verify opens sessions.
+    public var tokens: JWTVerifier?
+    /// What client secrets are signed and checked with.
+    public var signer: ClientSecretSigner
+    /// Every tenant's limits unless its token says otherwise.
+    public var tenantDefaults: TenantLimits
+    public var ledger: TenantLedger
+
+    public init(keys: APIKeys? = nil, tokens: JWTVerifier? = nil, signer: ClientSecretSigner = .random(),
+                tenantDefaults: TenantLimits = TenantLimits(), ledger: TenantLedger = .shared) {
+        self.keys = keys
+        self.tokens = tokens
+        self.signer = signer
+        self.tenantDefaults = tenantDefaults
+        self.ledger = ledger
+    }
+
+    /// Whether a credential is needed at all; without one, anyone the listener admits connects.
+    public var required: Bool { keys != nil || tokens != nil }
+
+    /// Whom a request's credential names, or the 401 that refuses it. `minting`: for the
+    /// client-secret routes, where a client secret may not mint another.
+    public func identify(_ request: HTTPRequest, offered: [String], minting: Bool = false) -> Result<Caller, HTTPRefusal> {
+        guard let credential = APIKeys.presented(in: request, offered: offered) else {
+            guard !required else {
+                return .failure(Self.unauthorized("missing_api_key", "no credential: send an API key or token as Authorization: Bearer <key>, in the api-key header, or as the openai-insecure-api-key.<key> subprotocol"))
+            }
+            return .success(Caller(tenant: nil, limits: tenantDefaults))
+        }
+        if credential.hasPrefix("ek_") && !minting {
+            // A client secret must be one of ours and still good, keys or not.
+            guard let secret = signer.verify(credential, now: WallClock.seconds()) else {
+                return .failure(Self.unauthorized("invalid_client_secret", "the client secret is expired, or was not issued by this server"))
+            }
+            return .success(Caller(tenant: secret.tenant, limits: secret.limits.over(tenantDefaults), secret: secret))
+        }
+        if let tokens, JWTVerifier.looksLikeToken(credential) {
+            switch tokens.verify(credential, now: WallClock.seconds()) {
+            case .success(let claims): return .success(Caller(tenant: claims.tenant, limits: claims.limits.over(tenantDefaults)))
+            case .failure(let refusal): return .failure(Self.unauthorized("invalid_token", refusal.message))
+            }
+        }
+        if let keys {
+            guard let tenant = keys.tenant(of: credential) else { return .failure(Self.unauthorized("invalid_api_key", "the API key is not valid")) }
+            return .success(Caller(tenant: tenant, limits: tenantDefaults))
+        }
+        guard !required else { return .failure(Self.unauthorized("invalid_token", "this server takes tokens (JWT), and the credential is not one")) }
+        // No auth configured: a key sent anyway (an SDK always sends one) is not checked.
+        return .success(Caller(tenant: nil, limits: tenantDefaults))
+    }
+
+    /// `identify`, then a place in the tenant's count: a refusal is 401, or 429 with Retry-After
+    /// for a tenant at its limit.
+    public func admit(_ request: HTTPRequest, offered: [String]) -> Result<Admitted, HTTPRefusal> {
+        let caller: Caller
+        switch identify(request, offered: offered) {
+        case .success(let identified): caller = identified
+        case .failure(let refusal): return .failure(refusal)
+        }
+        // Every tenant is counted, limited or not: its sessions show in the metrics.
+        guard let tenant = caller.tenant else { return .success(Admitted(caller: caller, lease: nil)) }
+        switch ledger.admit(tenant, limits: caller.limits, now: MonotonicClock.nanoseconds()) {
+        case .success(let lease): return .success(Admitted(caller: caller, lease: lease))
+        case .failure(let refusal):
+            let message = refusal.reason == .sessions
+                ? "the tenant has its most sessions (\(caller.limits.maxSessions ?? 0)) open; retry when one closes"
+                : "the tenant opened its most sessions this minute (\(caller.limits.sessionsPerMinute ?? 0)); retry in \(refusal.retryAfterSeconds) s"
+            return .failure(HTTPRefusal(.jsonError(.tooManyRequests, code: refusal.reason.rawValue, message: message,
+                                                   headers: [("Retry-After", "\(refusal.retryAfterSeconds)")])))
+        }
+    }
+
+    static func unauthorized(_ code: String, _ message: String) -> HTTPRefusal {
+        HTTPRefusal(.jsonError(.unauthorized, code: code, message: message, headers: [("WWW-Authenticate", "Bearer")]))
+    }
+}
+
+/// Whom a session is for, as its credential said.
+public struct Caller {
+    /// nil on a server without auth.
+    public let tenant: String?
+    public let limits: TenantLimits
+    /// The client secret the session was opened with, whose settings it keeps.
+    public var secret: ClientSecret?
+
+    public init(tenant: String?, limits: TenantLimits, secret: ClientSecret? = nil) {
+        self.tenant = tenant
+        self.limits = limits
+        self.secret = secret
+    }
+}
+
+/// An admitted upgrade: the caller, and its place in the tenant's count (held by the session).
+public struct Admitted {
+    public let caller: Caller
+    public let lease: TenantLease?
+
+    public init(caller: Caller, lease: TenantLease?) {
+        self.caller = caller
+        self.lease = lease
+    }
+}

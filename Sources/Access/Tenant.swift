@@ -1,0 +1,232 @@
+import JSON
+import Loop
+import Metrics
+import Synchronization
+
+/// A tenant: whom a session's credentials name. A JWT's `sub`; an API key's name in the keys file
+/// (or `key-` and the start of its digest); for a client secret, the tenant of the credential that
+/// minted it. Sessions on a server without auth have none.
+public enum Tenant {
+    public static let maxNameBytes = 128
+}
+
+/// What a tenant may open, and what each of its sessions may spend. Server-wide defaults
+/// (`--tenant-max-sessions`, `--tenant-sessions-per-minute`) that a JWT's `parley_*` claims replace
+/// for its tenant; the per-session ceilings can only tighten the server's own.
+public struct TenantLimits: Sendable, Equatable {
+    /// Sessions open at once.
+    public var maxSessions: Int?
+    /// Sessions opened a minute (a bucket of that many, refilled evenly).
+    public var sessionsPerMinute: Int?
+    /// Longest session in seconds.
+    public var maxSessionSeconds: Double?
+    /// Model tokens (input and output, as `response.done` reports them) a session may spend.
+    public var maxSessionTokens: Int?
+
+    public init(maxSessions: Int? = nil, sessionsPerMinute: Int? = nil, maxSessionSeconds: Double? = nil, maxSessionTokens: Int? = nil) {
+        self.maxSessions = maxSessions
+        self.sessionsPerMinute = sessionsPerMinute
+        self.maxSessionSeconds = maxSessionSeconds
+        self.maxSessionTokens = maxSessionTokens
+    }
+
+    /// The claims a token may carry, each a positive number.
+    static let claimNames = ["parley_max_sessions", "parley_sessions_per_minute", "parley_max_session_minutes", "parley_max_session_tokens"]
+
+    static func parse(claims: JSON) -> Result<TenantLimits, JWTRefusal> {
+        var limits = TenantLimits()
+        for name in Self.claimNames {
+            guard let value = claims[name] else { continue }
+            guard let number = value.double, number > 0, number <= 1e9 else { return .failure(.invalidClaim("\(name) must be a positive number")) }
+            switch name {
+            case "parley_max_sessions": limits.maxSessions = Int(number)
+            case "parley_sessions_per_minute": limits.sessionsPerMinute = Int(number)
+            case "parley_max_session_minutes": limits.maxSessionSeconds = number * 60
+            default: limits.maxSessionTokens = Int(number)
+            }
+        }
+        return .success(limits)
+    }
+
+    /// These limits where set, `defaults` elsewhere.
+    func over(_ defaults: TenantLimits) -> TenantLimits {
+        TenantLimits(maxSessions: maxSessions ?? defaults.maxSessions, sessionsPerMinute: sessionsPerMinute ?? defaults.sessionsPerMinute,
+                     maxSessionSeconds: maxSessionSeconds ?? defaults.maxSessionSeconds, maxSessionTokens: maxSessionTokens ?? defaults.maxSessionTokens)
+    }
+
+    /// As a token's claims, and in a client secret's payload, so that a session opened with it
+    /// keeps its minter's limits.
+    public var claims: [(String, JSON)] {
+        var members: [(String, JSON)] = []
+        if let maxSessions { members.append(("parley_max_sessions", .int(maxSessions))) }
+        if let sessionsPerMinute { members.append(("parley_sessions_per_minute", .int(sessionsPerMinute))) }
+        if let maxSessionSeconds { members.append(("parley_max_session_minutes", .number(maxSessionSeconds / 60))) }
+        if let maxSessionTokens { members.append(("parley_max_session_tokens", .int(maxSessionTokens))) }
+        return members
+    }
+}
+
+/// The process's account of each tenant: sessions open and the bucket of its session rate. Shared
+/// by every loop behind one lock, taken once per upgrade and once per close: an upgrade costs tens
+/// of microseconds, the lock well under one.
+///
+/// With `--workers`, each worker process keeps its own account, so a tenant's limits hold per
+/// worker. Metrics name at most `metricsTenants` tenants (the first seen); the rest add up under
+/// `tenant="_other"`, so a deployment with many tenants does not grow the scrape without bound.
+public final class TenantLedger: Sendable {
+    public static let shared = TenantLedger()
+
+    public enum Refusal: String, Sendable, CaseIterable {
+        case sessions = "tenant_sessions"
+        case rate = "tenant_rate"
+    }
+
+    /// Tenants given their own series, by default; `configure` changes it before serving.
+    public static let defaultMetricsTenants = 50
+    /// Past this many tenants held, those with nothing open and a full bucket are forgotten.
+    static let compactAbove = 10_000
+
+    private struct Entry {
+        var open = 0
+        var tokens = 0.0
+        var refilledAt: UInt64 = 0
+        var series: Int
+    }
+
+    private struct Series {
+        var open = 0
+        var opened = 0
+        var refused = [0, 0]
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// The tenants with series of their own; `series` is `_other`'s, then theirs in this order.
+        var names: [String] = []
+        var series: [Series] = [Series()]
+        var metricsTenants = TenantLedger.defaultMetricsTenants
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func configure(metricsTenants: Int) {
+        state.withLock { $0.metricsTenants = max(0, metricsTenants) }
+    }
+
+    /// Admits a session for `tenant` at `now` (monotonic ns), or says which limit it is over and
+    /// in how many seconds to retry.
+    func admit(_ tenant: String, limits: TenantLimits, now: UInt64) -> Result<TenantLease, TenantRefusal> {
+        state.withLock { state in
+            var entry = state.entries[tenant] ?? Entry(series: Self.series(for: tenant, in: &state))
+            if entry.refilledAt == 0 {
+                entry.tokens = Double(limits.sessionsPerMinute ?? 0)
+                entry.refilledAt = now
+            }
+            var refusal: TenantRefusal?
+            if let maxSessions = limits.maxSessions, entry.open >= maxSessions {
+                refusal = TenantRefusal(reason: .sessions, retryAfterSeconds: 1)
+            } else if let perMinute = limits.sessionsPerMinute {
+                let rate = Double(perMinute) / 60
+                entry.tokens = min(Double(perMinute), entry.tokens + Double(now &- entry.refilledAt) / 1e9 * rate)
+                entry.refilledAt = now
+                if entry.tokens >= 1 {
+                    entry.tokens -= 1
+                } else {
+                    refusal = TenantRefusal(reason: .rate, retryAfterSeconds: Int(((1 - entry.tokens) / rate).rounded(.up)))
+                }
+            }
+            if let refusal {
+                state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1
+                state.entries[tenant] = entry
+                return .failure(refusal)
+            }
+            entry.open += 1
+            state.series[entry.series].open += 1
+            state.series[entry.series].opened += 1
+            state.entries[tenant] = entry
+            if state.entries.count > Self.compactAbove { Self.compact(&state, now: now) }
+            return .success(TenantLease(tenant: tenant, ledger: self))
+        }
+    }
+
+    fileprivate func release(_ tenant: String) {
+        state.withLock { state in
+            guard var entry = state.entries[tenant] else { return }
+            entry.open -= 1
+            state.series[entry.series].open -= 1
+            state.entries[tenant] = entry
+        }
+    }
+
+    /// Sessions open for `tenant` in this process.
+    func openSessions(_ tenant: String) -> Int { state.withLock { $0.entries[tenant]?.open ?? 0 } }
+
+    /// The series a tenant counts in: its own, for the first `metricsTenants` seen; else `_other`,
+    /// which is series 0, so that naming a new tenant never moves anyone else's.
+    private static func series(for tenant: String, in state: inout State) -> Int {
+        if let index = state.names.firstIndex(of: tenant) { return index + 1 }
+        guard state.names.count < state.metricsTenants else { return 0 }
+        state.names.append(tenant)
+        state.series.append(Series())
+        return state.series.count - 1
+    }
+
+    /// Forgets tenants with nothing open whose bucket would be full by now: they would be made
+    /// afresh the same.
+    private static func compact(_ state: inout State, now: UInt64) {
+        state.entries = state.entries.filter { $0.value.open > 0 || Double(now &- $0.value.refilledAt) < 60e9 }
+    }
+
+    public func render() -> String {
+        let (names, series) = state.withLock { ($0.names, $0.series) }
+        let labels = ["tenant=\"_other\""] + names.map { "tenant=\"\(Self.escape($0))\"" }
+        var out = PrometheusText()
+        out.family("parley_tenant_sessions_open", .gauge, help: "Sessions open by tenant (the first tenants seen by name, the rest as _other).")
+        for (label, s) in zip(labels, series) { out.sample("parley_tenant_sessions_open", labels: label, s.open) }
+        out.family("parley_tenant_sessions_total", .counter, help: "Sessions admitted by tenant.")
+        for (label, s) in zip(labels, series) { out.sample("parley_tenant_sessions_total", labels: label, s.opened) }
+        out.family("parley_tenant_refusals_total", .counter, help: "Upgrades refused with 429 for a tenant's limit, by tenant and reason.")
+        for (label, s) in zip(labels, series) {
+            for (i, reason) in Refusal.allCases.enumerated() {
+                out.sample("parley_tenant_refusals_total", labels: label + ",reason=\"\(reason.rawValue)\"", s.refused[i])
+            }
+        }
+        return out.text
+    }
+
+    /// A label value as the exposition format wants it: backslash, quote and newline escaped.
+    static func escape(_ value: String) -> String {
+        var out = ""
+        for c in value {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}
+
+/// Why a tenant's session was refused, and when to try again (the 429's Retry-After).
+struct TenantRefusal: Error, Equatable {
+    let reason: TenantLedger.Refusal
+    let retryAfterSeconds: Int
+}
+
+/// One session's place in its tenant's count, given back when the session lets go of it (its
+/// handler is freed), whether or not the upgrade ever completed.
+public final class TenantLease {
+    public let tenant: String
+    private let ledger: TenantLedger
+
+    fileprivate init(tenant: String, ledger: TenantLedger) {
+        self.tenant = tenant
+        self.ledger = ledger
+    }
+
+    deinit { ledger.release(tenant) }
+}

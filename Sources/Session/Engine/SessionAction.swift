@@ -1,0 +1,75 @@
+import Models
+/// What a session engine asks its caller to do.
+public enum SessionAction: Sendable, Equatable {
+    /// Send this event to the client (as JSON in the client's dialect).
+    case send(ServerEvent)
+    /// Call the model with this conversation and stream its reply back as `.modelDelta`, then
+    /// `.modelFinished` or `.modelFailed`, all with this response id.
+    case startModel(responseID: String, messages: [ChatMessage], options: ModelOptions)
+    /// Stop the model call for this response; anything it still delivers is ignored.
+    case cancelModel(responseID: String)
+    /// Feed the recogniser; its results come back as `.transcription`.
+    case transcription(TranscriptionStep)
+    /// Speak the reply; the synthesiser's progress comes back as `.speechOutput`.
+    case speech(SpeechStep)
+}
+
+/// What the synthesiser is asked to do for a spoken reply.
+public enum SpeechStep: Sendable, Equatable {
+    /// A piece of the reply's text, as the model streamed it, to be spoken in order.
+    case text(ContentLocation, voice: String, format: RealtimeAudioFormat, String)
+    /// The reply's text is complete: speak what is left, send it, then report `.finished`.
+    case end(responseID: String)
+    /// The reply was cancelled: stop speaking now and report how much the client had played.
+    case stop(responseID: String)
+}
+
+/// What becomes of a spoken reply.
+public enum SpeechOutputEvent: Sendable, Equatable {
+    /// The reply's audio, whole: how long it lasts (just before `finished`), so that a client's
+    /// `conversation.item.truncate` can be mapped onto its transcript.
+    case spoken(itemID: String, audioMs: Int)
+    /// Every sentence was spoken and sent.
+    case finished
+    /// Stopped (barge-in, cancel) after the client had had time to play `playedMs` of it, which
+    /// said `heard` (the words of the sentences played, the last in proportion).
+    case interrupted(itemID: String, playedMs: Int, heard: String)
+    /// Synthesis failed; the reply goes on as text.
+    case failed(ModelError)
+}
+
+/// What the recogniser is asked to do for a spoken turn. A turn's audio streams in while the user
+/// speaks (`begin` with the audio since the speech began, then `audio` for each piece), so the
+/// final text can come soon after speech stops.
+public enum TranscriptionStep: Sendable, Equatable {
+    /// Mono samples of the turn so far, at `sampleRate` (the session's: 16 kHz, or 8 kHz for
+    /// G.711 input), as is every `audio` after it.
+    case begin(itemID: String, audio: [Int16], sampleRate: Int)
+    case audio([Int16])
+    /// The turn is over: produce the final text.
+    case finish(itemID: String)
+    /// The turn's audio was cleared: no text is wanted.
+    case cancel(itemID: String)
+}
+
+/// The per-response settings a model call needs besides the messages.
+public struct ModelOptions: Sendable, Equatable {
+    /// nil: no limit beyond the model's own.
+    public var maxOutputTokens: Int?
+    public var outputModalities: OutputModalities
+    public var voice: String
+    public var outputAudioFormat: RealtimeAudioFormat
+    /// The functions the model may call for this response, and whether it must.
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice
+
+    public init(maxOutputTokens: Int? = nil, outputModalities: OutputModalities = .text, voice: String = "alloy", outputAudioFormat: RealtimeAudioFormat = .pcm16,
+                tools: ToolSet? = nil, toolChoice: ToolChoice = .auto) {
+        self.maxOutputTokens = maxOutputTokens
+        self.outputModalities = outputModalities
+        self.voice = voice
+        self.outputAudioFormat = outputAudioFormat
+        self.tools = tools
+        self.toolChoice = toolChoice
+    }
+}

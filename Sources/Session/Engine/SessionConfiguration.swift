@@ -1,0 +1,117 @@
+import Models
+/// A session's settings: what `session.created` and `session.updated` report and `session.update`
+/// changes.
+///
+/// Defaults follow the Realtime API's except for the output modality: replies are text until a
+/// synthesizer is configured, so a client that asks for nothing gets what the server can give.
+public struct SessionConfiguration: Sendable, Equatable {
+    /// Instructions are held for the session's life and sent with every model call: bounded like
+    /// the conversation history.
+    public static let maxInstructionBytes = 32 * 1024
+    /// As the Realtime API: an integer from 1 to 4096, or "inf" (nil here).
+    public static let maxOutputTokensRange = 1...4096
+    public static let maxVoiceBytes = 64
+
+    /// The system prompt sent before the conversation; empty for none.
+    public var instructions = ""
+    public var outputModalities: OutputModalities = .text
+    public var voice = "alloy"
+    public var inputAudioFormat: RealtimeAudioFormat = .pcm16
+    public var outputAudioFormat: RealtimeAudioFormat = .pcm16
+    /// nil: the client commits turns itself (`input_audio_buffer.commit`, then `response.create`).
+    public var turnDetection: ServerVAD? = ServerVAD()
+    /// nil: no limit beyond the model's own ("inf").
+    public var maxOutputTokens: Int?
+    /// The functions the model may call, shared among sessions that declare the same ones.
+    public var tools: ToolSet?
+    public var toolChoice: ToolChoice = .auto
+
+    public init() {}
+
+    /// Applies a `session.update`. All or nothing: a rejected update leaves the settings unchanged.
+    /// `allowsOpus` is true on `/ws`, where binary frames carry Opus; `/v1/realtime` has pcm16 and
+    /// G.711 (base64 in JSON events, as both endpoints take them).
+    public mutating func apply(_ update: SessionUpdate, allowsOpus: Bool) throws(ProtocolError) {
+        if !allowsOpus {
+            for (format, param) in [(update.inputAudioFormat, update.inputAudioFormatParam), (update.outputAudioFormat, update.outputAudioFormatParam)]
+            where format == .opus {
+                throw ProtocolError(.invalidValue, "'\(param)' opus is only available on Parley's /ws endpoint; use pcm16, g711_ulaw or g711_alaw here", param: param)
+            }
+        }
+        var next = self
+        if let instructions = update.instructions { next.instructions = instructions }
+        if let modalities = update.outputModalities { next.outputModalities = modalities }
+        if let voice = update.voice { next.voice = voice }
+        if let format = update.inputAudioFormat { next.inputAudioFormat = format }
+        if let format = update.outputAudioFormat { next.outputAudioFormat = format }
+        switch update.turnDetection {
+        case nil: break
+        case .manual: next.turnDetection = nil
+        case .serverVAD(let change):
+            // Fields left out keep their current values (or the defaults when VAD was off).
+            var vad = next.turnDetection ?? ServerVAD()
+            if let v = change.threshold { vad.threshold = v }
+            if let v = change.prefixPaddingMs { vad.prefixPaddingMs = v }
+            if let v = change.silenceDurationMs { vad.silenceDurationMs = v }
+            if let v = change.createResponse { vad.createResponse = v }
+            if let v = change.interruptResponse { vad.interruptResponse = v }
+            // semantic_vad is served by the energy detector: its eagerness sets the silence.
+            vad.semanticEagerness = change.semanticEagerness
+            if let eagerness = change.semanticEagerness {
+                vad.silenceDurationMs = eagerness.silenceMs
+                vad.idleTimeoutMs = nil
+            } else if let v = change.idleTimeoutMs {
+                vad.idleTimeoutMs = v
+            }
+            next.turnDetection = vad
+        }
+        switch update.maxOutputTokens {
+        case nil: break
+        case .unlimited: next.maxOutputTokens = nil
+        case .limited(let n): next.maxOutputTokens = n
+        }
+        if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
+        if let choice = update.toolChoice { next.toolChoice = choice }
+        if update.tools != nil || update.toolChoice != nil {
+            try ToolsField.check(next.toolChoice, against: next.tools, param: "session.tool_choice")
+        }
+        self = next
+    }
+
+    /// How a client's audio arrived.
+    public enum AudioArrival: Sendable, Equatable {
+        /// Base64 in an `input_audio_buffer.append`: this many bytes once decoded, in the session's
+        /// input format (pcm16 or G.711).
+        case append(bytes: Int)
+        /// A binary WebSocket frame: an Opus packet.
+        case binaryFrame
+    }
+
+    /// Whether audio that arrived so may feed this session: nil when it may, else the error the
+    /// client gets. The connection asks before decoding, so refused audio never reaches the engine.
+    /// `allowsOpus` as for `apply`.
+    public func refusal(of arrival: AudioArrival, allowsOpus: Bool) -> ProtocolError? {
+        switch arrival {
+        case .append(let bytes):
+            if inputAudioFormat == .opus {
+                return ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16 or G.711, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16, g711_ulaw or g711_alaw with session.update")
+            }
+            if inputAudioFormat == .pcm16, bytes % 2 != 0 {
+                return ProtocolError(.invalidValue, "'audio' must hold whole 16-bit samples (pcm16 is 2 bytes a sample), got \(bytes) bytes", param: "audio")
+            }
+        case .binaryFrame:
+            guard allowsOpus else {
+                return ProtocolError(.invalidValue, "binary frames (Opus packets) are accepted on /ws only; send input_audio_buffer.append here")
+            }
+            guard inputAudioFormat == .opus else {
+                return ProtocolError(.invalidValue, "binary frames carry Opus packets, but this session's input format is \(inputAudioFormat.betaName): set the input format to opus with session.update, or send input_audio_buffer.append")
+            }
+        }
+        return nil
+    }
+
+    /// Bytes held on the heap beyond the struct itself (strings too long to be stored inline).
+    var heapBytes: Int {
+        (instructions.utf8.count > 15 ? instructions.utf8.count : 0) + (voice.utf8.count > 15 ? voice.utf8.count : 0)
+    }
+}

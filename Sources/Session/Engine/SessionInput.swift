@@ -1,0 +1,27 @@
+import Models
+/// What drives a session engine: the client's events, its audio, and the model's output.
+public enum SessionInput: Sendable {
+    /// A parsed client event. `input_audio_buffer.append` is not one of these (see
+    /// `ClientMessage`): the caller decodes and resamples its audio and passes `.audio`.
+    case client(ClientEvent)
+    /// A client event that failed to parse: the engine answers with an `error` event.
+    case invalidClientEvent(ProtocolError)
+    /// The user's audio, mono at the engine's `inputSampleRate`: 16 kHz, decoded (Opus) or
+    /// resampled (pcm16 at 24 kHz), or 8 kHz decoded from G.711.
+    case audio([Int16])
+    /// A piece of the model's reply.
+    case modelDelta(responseID: String, text: String)
+    /// The model began calling a function: `index` is the call's place among this reply's calls.
+    case modelToolCallStarted(responseID: String, index: Int, callID: String, name: String)
+    /// A piece of that call's arguments (JSON text).
+    case modelToolCallArguments(responseID: String, index: Int, delta: String)
+    /// The model finished; `usage` as it reported it, or nil to have the engine estimate it. A
+    /// `.length` stop ends the response `incomplete` (`max_output_tokens`).
+    case modelFinished(responseID: String, usage: Usage?, reason: FinishReason = .stop)
+    /// The recogniser's word on a spoken turn (see `SessionAction.transcription`).
+    case transcription(itemID: String, TranscriptionEvent)
+    /// How the reply's speech went (see `SessionAction.speech`).
+    case speechOutput(responseID: String, SpeechOutputEvent)
+    /// The model call failed (network, upstream error): the response fails, the session goes on.
+    case modelFailed(responseID: String, code: String, message: String)
+}

@@ -1,0 +1,165 @@
+import Session
+import Access
+import Codec
+import Loop
+import Server
+
+/// One phone call on a Twilio Media Streams WebSocket: Twilio's messages in (`start` makes the
+/// session, `media` feeds it µ-law at 8 kHz, `mark` says what played, `dtmf` and `stop`), and the
+/// session's reply out as `media` in 20 ms chunks, each followed by a `mark`; a barge-in sends
+/// `clear` and cuts the reply in the history where the marks say the caller stopped hearing it.
+///
+/// Malformed messages are counted and ignored (a carrier's stream is not the caller's fault); a
+/// call whose audio format is not µ-law at 8 kHz mono is closed, saying so.
+final class TwilioCallHandler: WebSocketHandler, SessionWire {
+    let endpointName: String
+    private let endpoint: TwilioEndpoint
+    private var driver: SessionDriver?
+    private var socket: WebSocket?
+    private var streamSid = ""
+    private var callSid = ""
+    private var playback = TwilioPlayback()
+    private var stopped = false
+    private var digits = ""
+    private var digitFlush: ScheduledTask?
+    private let metrics = TwilioMetrics.shared
+
+    /// Keys pressed within this long of each other are one entry ("1234#"); `#` ends one at once.
+    static let digitPauseSeconds = 1.5
+
+    init(endpoint: TwilioEndpoint) {
+        self.endpoint = endpoint
+        endpointName = endpoint.settings.path
+    }
+
+    func webSocketDidOpen(_ socket: WebSocket) { self.socket = socket }
+
+    func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+        guard kind == .text else { return reject("binary_frame") }
+        let parsed: TwilioMessage
+        do {
+            parsed = try TwilioMessage.parse(String(decoding: message, as: UTF8.self))
+        } catch {
+            return reject(error.label, error.message)
+        }
+        switch parsed {
+        case .connected: break
+        case .start(let call): start(call, on: socket)
+        case .media(let track, let payload):
+            guard let driver else { return reject("media_before_start") }
+            // With both tracks streamed, the outbound one is our own voice coming back.
+            guard track == nil || track == "inbound" else { return }
+            guard driver.admitEvent() else { return }
+            driver.feedAudio { $0.g711(payload, .muLaw) }
+        case .mark(let name):
+            // An echo covers the marks before it too.
+            let before = playback.outstanding
+            if playback.echoed(name) { metrics.marksOutstanding.add(playback.outstanding - before) }
+        case .dtmf(let digit): pressed(digit)
+        case .stop:
+            stopped = true
+            socket.close(.normal, reason: "stream stopped")
+        }
+    }
+
+    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
+        digitFlush?.cancel()
+        metrics.marksOutstanding.add(-playback.outstanding)
+        guard let driver else { return }
+        metrics.callsOpen.add(-1)
+        metrics.calls.add(1, labels: stopped ? "end=\"stop\"" : "end=\"no_stop\"")
+        callLog.info("call ended", metadata: ["session": "\(driver.engine.sessionID)", "call": "\(callSid)",
+                                                 "stop": "\(stopped)", "code": "\(code)"])
+        driver.close(code: code)
+        self.driver = nil
+    }
+
+    // MARK: The call
+
+    private func start(_ call: TwilioStart, on socket: WebSocket) {
+        guard driver == nil else { return reject("missing_field", "a second start") }
+        guard call.encoding == "audio/x-mulaw", call.sampleRate == 8000, call.channels == 1 else {
+            callLog.warning("call refused", metadata: ["call": "\(call.callSid ?? "")", "encoding": "\(call.encoding)", "rate": "\(call.sampleRate)"])
+            return socket.close(.unsupportedData, reason: "media must be audio/x-mulaw at 8000 Hz, mono")
+        }
+        streamSid = call.streamSid
+        callSid = call.callSid ?? ""
+        let settings = endpoint.settings
+        let sessions = endpoint.sessions
+        var options = SessionEngine.Options(model: sessions.modelName, transcribes: sessions.speech.transcriber != nil,
+                                            synthesizes: sessions.speech.synthesizer != nil && sessions.speech.pool != nil)
+        options.transcriptionModel = sessions.speech.transcriber?.name
+        var configuration = SessionConfiguration()
+        configuration.inputAudioFormat = .pcmu
+        configuration.outputAudioFormat = .pcmu
+        configuration.outputModalities = options.synthesizes ? .audio : .text
+        configuration.instructions = call.parameter("instructions") ?? settings.instructions
+        configuration.voice = call.parameter("voice") ?? settings.voice
+        if var vad = configuration.turnDetection {
+            if let threshold = call.parameter("vad_threshold").flatMap(Double.init), (0...1).contains(threshold) { vad.threshold = threshold }
+            if let silence = call.parameter("vad_silence_ms").flatMap(Int.init), (100...5000).contains(silence) { vad.silenceDurationMs = silence }
+            configuration.turnDetection = vad
+        }
+        options.configuration = configuration
+        let driver = SessionDriver(endpoint: sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
+                                   options: options, wire: self)
+        self.driver = driver
+        metrics.callsOpen.add(1)
+        driver.open(socket)
+        let greeting = call.parameter("greeting") ?? settings.greeting
+        if !greeting.isEmpty { driver.say(greeting) }
+    }
+
+    /// Keys reach the conversation as a user turn ("The caller pressed 1 2 3 #.") and are answered.
+    private func pressed(_ digit: Character) {
+        metrics.dtmf.add(1)
+        guard driver != nil else { return reject("media_before_start") }
+        digits.append(digit)
+        digitFlush?.cancel()
+        guard digit != "#", digits.count < 32 else { return flushDigits() }
+        digitFlush = socket?.loop.schedule(after: Self.digitPauseSeconds) { [weak self] in self?.flushDigits() }
+    }
+
+    private func flushDigits() {
+        digitFlush = nil
+        guard let driver, !digits.isEmpty else { return }
+        let keys = digits.map(String.init).joined(separator: " ")
+        digits = ""
+        driver.userSaid("The caller pressed \(keys) on the keypad.")
+    }
+
+    private func reject(_ label: String, _ why: String = "") {
+        metrics.rejected.add(1, labels: "reason=\"\(label)\"")
+        callLog.debug("twilio message ignored", metadata: ["call": "\(callSid)", "reason": "\(label)", "detail": "\(why)"])
+    }
+
+    // MARK: SessionWire
+
+    func send(_ event: ServerEvent, on socket: any SessionSocket) {
+        switch event.kind {
+        case .error(let error):
+            callLog.info("call error", metadata: ["call": "\(callSid)", "code": "\(error.code)", "error": "\(error.message)"])
+        case .responseCreated(let response):
+            playback.forgetAll(except: response.id)
+        default: break
+        }
+    }
+
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        guard case .pcm(let base64) = piece, !streamSid.isEmpty else { return }
+        socket.send(text: TwilioOutbound.media(streamSid: streamSid, payload: base64))
+        // 8 bytes of µ-law a millisecond; base64 makes 4 characters of 3 bytes.
+        let ms = base64.utf8.count / 4 * 3 / 8
+        socket.send(text: TwilioOutbound.mark(streamSid: streamSid, name: playback.sent(ms, of: at.responseID)))
+        metrics.marksOutstanding.add(1)
+    }
+
+    func heardMs(of responseID: String) -> Int? { playback.heard(responseID) }
+
+    func speechStopped(responseID: String, on socket: any SessionSocket) {
+        guard playback.isPlaying else { return }
+        socket.send(text: TwilioOutbound.clear(streamSid: streamSid))
+        metrics.clears.add(1)
+        metrics.marksOutstanding.add(-playback.cleared())
+    }
+}

@@ -1,0 +1,48 @@
+import Testing
+@testable import Access
+
+/// Each tenant's sessions at once and a minute, as the ledger counts them; and its metrics, which
+/// name a bounded number of tenants.
+@Suite struct TenantLedgerTests {
+    func refusal(_ result: Result<TenantLease, TenantRefusal>) -> TenantRefusal? {
+        if case .failure(let refusal) = result { refusal } else { nil }
+    }
+
+    @Test func sessionsAtOnceAreCountedAndGivenBackWithTheLease() throws {
+        let ledger = TenantLedger()
+        let limits = TenantLimits(maxSessions: 2)
+        var leases = [try ledger.admit("acme", limits: limits, now: 1).get(), try ledger.admit("acme", limits: limits, now: 1).get()]
+        #expect(refusal(ledger.admit("acme", limits: limits, now: 1)) == TenantRefusal(reason: .sessions, retryAfterSeconds: 1))
+        #expect((try? ledger.admit("globex", limits: limits, now: 1).get()) != nil, "another tenant has its own count")
+        leases.removeLast()
+        #expect(ledger.openSessions("acme") == 1)
+        leases.append(try ledger.admit("acme", limits: limits, now: 1).get())
+        #expect(ledger.openSessions("acme") == 2)
+    }
+
+    @Test func theSessionRateRefillsEvenlyAndSaysWhenToRetry() throws {
+        let ledger = TenantLedger()
+        let limits = TenantLimits(sessionsPerMinute: 6)
+        let second: UInt64 = 1_000_000_000
+        for _ in 0..<6 { _ = try ledger.admit("acme", limits: limits, now: second).get() }
+        // Six a minute is one every ten seconds.
+        #expect(refusal(ledger.admit("acme", limits: limits, now: second)) == TenantRefusal(reason: .rate, retryAfterSeconds: 10))
+        #expect(refusal(ledger.admit("acme", limits: limits, now: 5 * second)) == TenantRefusal(reason: .rate, retryAfterSeconds: 6))
+        #expect((try? ledger.admit("acme", limits: limits, now: 11 * second).get()) != nil)
+    }
+
+    @Test func metricsNameTheFirstTenantsAndSumTheRest() throws {
+        let ledger = TenantLedger()
+        ledger.configure(metricsTenants: 2)
+        var leases: [TenantLease] = []
+        for name in ["a", "b", "c", "d\"quote"] { leases.append(try ledger.admit(name, limits: TenantLimits(), now: 1).get()) }
+        let text = ledger.render()
+        #expect(text.contains(#"parley_tenant_sessions_open{tenant="a"} 1"#))
+        #expect(text.contains(#"parley_tenant_sessions_open{tenant="b"} 1"#))
+        #expect(text.contains(#"parley_tenant_sessions_open{tenant="_other"} 2"#))
+        #expect(!text.contains(#"tenant="c""#))
+        leases.removeAll()
+        #expect(ledger.render().contains(#"parley_tenant_sessions_open{tenant="_other"} 0"#))
+        #expect(TenantLedger.escape("d\"q\\\n") == #"d\"q\\\n"#)
+    }
+}
