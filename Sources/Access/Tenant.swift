@@ -74,7 +74,7 @@ public struct TenantLimits: Sendable, Equatable {
 /// worker. Metrics name at most `metricsTenants` tenants (the first seen); the rest add up under
 /// `tenant="_other"`, so a deployment with many tenants does not grow the scrape without bound.
 public final class TenantLedger: Sendable {
-    public static let shared = TenantLedger()
+    public static let shared = TenantLedger(registry: .process)
 
     public enum Refusal: String, Sendable, CaseIterable {
         case sessions = "tenant_sessions"
@@ -108,8 +108,23 @@ public final class TenantLedger: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Where its series are declared.
+    public let registry: MetricsRegistry
 
-    public init() {}
+    public init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        func byTenant(_ name: String, _ help: String, _ kind: PrometheusText.Kind, _ write: @escaping @Sendable (inout ComputedFamily.Samples, String, Series) -> Void) {
+            _ = ComputedFamily(name: name, help: help, kind: kind, registry: registry) { [weak self] samples in
+                guard let (labels, series) = self?.snapshot() else { return }
+                for (label, s) in zip(labels, series) { write(&samples, label, s) }
+            }
+        }
+        byTenant("parley_tenant_sessions_open", "Sessions open by tenant (the first tenants seen by name, the rest as _other).", .gauge) { $0.add(labels: $1, $2.open) }
+        byTenant("parley_tenant_sessions_total", "Sessions admitted by tenant.", .counter) { $0.add(labels: $1, $2.opened) }
+        byTenant("parley_tenant_refusals_total", "Upgrades refused with 429 for a tenant's limit, by tenant and reason.", .counter) { samples, label, s in
+            for (i, reason) in Refusal.allCases.enumerated() { samples.add(labels: label + ",reason=\"\(reason.rawValue)\"", s.refused[i]) }
+        }
+    }
 
     public func configure(metricsTenants: Int) {
         state.withLock { $0.metricsTenants = max(0, metricsTenants) }
@@ -179,22 +194,14 @@ public final class TenantLedger: Sendable {
         state.entries = state.entries.filter { $0.value.open > 0 || Double(now &- $0.value.refilledAt) < 60e9 }
     }
 
-    public func render() -> String {
+    /// Each tenant's label and series, `_other` first, as a scrape reads them.
+    private func snapshot() -> ([String], [Series]) {
         let (names, series) = state.withLock { ($0.names, $0.series) }
-        let labels = ["tenant=\"_other\""] + names.map { "tenant=\"\(Self.escape($0))\"" }
-        var out = PrometheusText()
-        out.family("parley_tenant_sessions_open", .gauge, help: "Sessions open by tenant (the first tenants seen by name, the rest as _other).")
-        for (label, s) in zip(labels, series) { out.sample("parley_tenant_sessions_open", labels: label, s.open) }
-        out.family("parley_tenant_sessions_total", .counter, help: "Sessions admitted by tenant.")
-        for (label, s) in zip(labels, series) { out.sample("parley_tenant_sessions_total", labels: label, s.opened) }
-        out.family("parley_tenant_refusals_total", .counter, help: "Upgrades refused with 429 for a tenant's limit, by tenant and reason.")
-        for (label, s) in zip(labels, series) {
-            for (i, reason) in Refusal.allCases.enumerated() {
-                out.sample("parley_tenant_refusals_total", labels: label + ",reason=\"\(reason.rawValue)\"", s.refused[i])
-            }
-        }
-        return out.text
+        return (["tenant=\"_other\""] + names.map { "tenant=\"\(Self.escape($0))\"" }, series)
     }
+
+    /// Its series alone, as a scrape shows them.
+    public func render() -> String { registry.render() }
 
     /// A label value as the exposition format wants it: backslash, quote and newline escaped.
     static func escape(_ value: String) -> String {

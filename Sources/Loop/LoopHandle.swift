@@ -22,7 +22,7 @@ public final class LoopHandle: Sendable {
         inbox = LoopInbox(wakeFD: wakeFD)
         lag = Histogram(name: "parley_loop_iteration_seconds",
                         help: "Time an event-loop iteration spent handling ready events and timers: how late the next event can be served.",
-                        bounds: Self.lagBounds)
+                        bounds: Self.lagBounds, registry: nil)  // summed over the loops by the server (`SummedHistogram`)
     }
 
     /// Asks the loop to stop; callable from any thread. The loop runs its `onStopRequested`

@@ -1,6 +1,8 @@
 /// The one writer of the Prometheus text exposition format (0.0.4) in Parley: every series on
-/// /metrics, the server's, the sessions' and the speech workers', is written through it, so HELP
-/// and TYPE lines, label syntax and number formatting are the same everywhere.
+/// /metrics, the server's, the sessions' and the speech workers', and the supervisor's merge of its
+/// workers' scrapes, is written through it, so HELP and TYPE lines, label syntax and number
+/// formatting are the same everywhere. Only this module writes HELP and TYPE: a `MetricsRegistry`
+/// does, for each family declared in it.
 ///
 /// Why hand-written and not swift-metrics with swift-prometheus: docs/architecture.md ("Metrics"),
 /// measured by `make metrics-compare`. In short, swift-prometheus scrapes in half the CPU (32 µs
@@ -15,30 +17,28 @@ public struct PrometheusText {
     public init() {}
 
     /// The HELP and TYPE lines that open a family.
-    public mutating func family(_ name: String, _ kind: Kind, help: String) {
+    mutating func family(_ name: String, _ kind: Kind, help: String) {
         text += "# HELP \(name) \(help)\n# TYPE \(name) \(kind.rawValue)\n"
     }
 
     /// One sample; `labels` is the label text without braces (`reason="x"`), empty for none.
-    public mutating func sample(_ name: String, labels: String = "", _ value: Int) {
+    mutating func sample(_ name: String, labels: String = "", _ value: Int) {
         text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
     }
 
-    public mutating func sample(_ name: String, labels: String = "", _ value: Double) {
+    mutating func sample(_ name: String, labels: String = "", _ value: Double) {
         text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
     }
 
-    /// A whole family of one sample: HELP, TYPE and the value.
-    public mutating func single(_ name: String, _ kind: Kind, help: String, _ value: Int) {
-        family(name, kind, help: help)
-        sample(name, value)
+    /// A sample already written as `name{labels}` and its value's text (the merge's, which keeps
+    /// what it read).
+    mutating func sample(series: String, text value: String) {
+        text += "\(series) \(value)\n"
     }
 
-    /// A histogram: `buckets` are per-bucket counts (not cumulative), one per bound; the +Inf
-    /// bucket is `count`. `labels`: label text every sample carries besides `le`, empty for none.
-    public mutating func histogram(_ name: String, help: String, bounds: [Double], buckets: [Int], sum: Double, count: Int,
-                                   labels: String = "") {
-        family(name, .histogram, help: help)
+    /// A histogram's samples: `buckets` are per-bucket counts (not cumulative), one per bound; the
+    /// +Inf bucket is `count`. `labels`: label text every sample carries besides `le`, empty for none.
+    mutating func histogramSamples(_ name: String, bounds: [Double], buckets: [Int], sum: Double, count: Int, labels: String = "") {
         let prefix = labels.isEmpty ? "" : labels + ","
         var cumulative = 0
         for (i, bound) in bounds.enumerated() {
@@ -49,6 +49,4 @@ public struct PrometheusText {
         sample("\(name)_sum", labels: labels, sum)
         sample("\(name)_count", labels: labels, count)
     }
-
-    public static func += (lhs: inout PrometheusText, rhs: String) { lhs.text += rhs }
 }

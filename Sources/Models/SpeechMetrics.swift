@@ -4,40 +4,49 @@ import Metrics
 /// The speech series in /metrics: how fast recognition and synthesis run against real time, how
 /// full the speech workers are, and the latency a user hears (speech_stopped to first audio sent).
 public final class SpeechMetrics: Sendable {
-    public static let shared = SpeechMetrics()
+    public static let shared = SpeechMetrics(registry: .process)
+
+    /// Where its series are declared.
+    public let registry: MetricsRegistry
 
     static let ratioBounds: [Double] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 5]
 
-    public let recognitionRealTimeFactor = Histogram(name: "parley_speech_recognition_real_time_factor",
-                                                     help: "CPU seconds a turn's recognition took per second of its audio (below 1 is faster than real time).",
-                                                     bounds: ratioBounds)
-    public let synthesisRealTimeFactor = Histogram(name: "parley_speech_synthesis_real_time_factor",
-                                                   help: "CPU seconds synthesis (and encoding) took per second of audio produced.",
-                                                   bounds: ratioBounds)
-    public let encodingRealTimeFactor = Histogram(name: "parley_speech_encoding_real_time_factor",
-                                                  help: "CPU seconds resampling and encoding a reply took per second of its audio.",
-                                                  bounds: ratioBounds)
-    public let voiceToVoice = Histogram(name: "parley_voice_to_voice_seconds",
-                                        help: "From speech_stopped to the reply's first audio sent to the client.",
-                                        bounds: [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
-    public let transcription = Histogram(name: "parley_transcription_seconds",
-                                         help: "From speech_stopped to the turn's final transcript.",
-                                         bounds: [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
-    public let recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", kind: .gauge)
-    public let overloaded = MetricFamily(name: "parley_speech_overloaded_total",
-                                         help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.")
+    public let recognitionRealTimeFactor: Histogram
+    public let synthesisRealTimeFactor: Histogram
+    public let encodingRealTimeFactor: Histogram
+    public let voiceToVoice: Histogram
+    public let transcription: Histogram
+    public let recognizersBusy: MetricFamily
+    public let overloaded: MetricFamily
 
-    public func render(pool: WorkerPool?) -> String {
-        var out = PrometheusText()
-        for histogram in [recognitionRealTimeFactor, synthesisRealTimeFactor, encodingRealTimeFactor, voiceToVoice, transcription] {
-            histogram.render(into: &out)
-        }
-        recognizersBusy.render(into: &out)
-        overloaded.render(into: &out)
-        if let pool {
-            out.single("parley_speech_queue_depth", .gauge, help: "Speech jobs waiting for a worker.", pool.depth)
-            out.single("parley_speech_workers_busy", .gauge, help: "Speech workers running a job now.", pool.busy)
-        }
-        return out.text
+    init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        recognitionRealTimeFactor = Histogram(name: "parley_speech_recognition_real_time_factor",
+                                                     help: "CPU seconds a turn's recognition took per second of its audio (below 1 is faster than real time).",
+                                                     bounds: Self.ratioBounds, registry: registry)
+        synthesisRealTimeFactor = Histogram(name: "parley_speech_synthesis_real_time_factor",
+                                                   help: "CPU seconds synthesis (and encoding) took per second of audio produced.",
+                                                   bounds: Self.ratioBounds, registry: registry)
+        encodingRealTimeFactor = Histogram(name: "parley_speech_encoding_real_time_factor",
+                                                  help: "CPU seconds resampling and encoding a reply took per second of its audio.",
+                                                  bounds: Self.ratioBounds, registry: registry)
+        voiceToVoice = Histogram(name: "parley_voice_to_voice_seconds",
+                                        help: "From speech_stopped to the reply's first audio sent to the client.",
+                                        bounds: [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10], registry: registry)
+        transcription = Histogram(name: "parley_transcription_seconds",
+                                         help: "From speech_stopped to the turn's final transcript.",
+                                         bounds: [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10], registry: registry)
+        recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", kind: .gauge, registry: registry)
+        overloaded = MetricFamily(name: "parley_speech_overloaded_total",
+                                         help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.", registry: registry)
     }
+
+    /// The speech workers' gauges, read at scrape, in the registry of the endpoint that runs them.
+    public static func declare(pool: WorkerPool, in registry: MetricsRegistry) {
+        _ = ComputedFamily(name: "parley_speech_queue_depth", help: "Speech jobs waiting for a worker.", kind: .gauge, registry: registry) { pool.depth }
+        _ = ComputedFamily(name: "parley_speech_workers_busy", help: "Speech workers running a job now.", kind: .gauge, registry: registry) { pool.busy }
+    }
+
+    /// Its series alone, as a scrape shows them.
+    public func render() -> String { registry.render() }
 }

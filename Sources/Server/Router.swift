@@ -1,3 +1,5 @@
+import Metrics
+
 /// Maps paths to plain HTTP handlers and WebSocket endpoints. Built before the server starts and
 /// read-only afterwards, so every loop can share it.
 public final class Router: Sendable {
@@ -34,16 +36,16 @@ public final class Router: Sendable {
     private let routes: [String: Route]
     /// Metric label per endpoint index: "http", then each WebSocket endpoint.
     let endpointNames: [String]
-    let metricsSections: [@Sendable () -> String]
+    let metricsRegistries: [MetricsRegistry]
 
     public struct Builder {
         var routes: [String: Route] = [:]
         var endpointNames = ["http"]
-        var metricsSections: [@Sendable () -> String] = []
+        var metricsRegistries: [MetricsRegistry] = []
 
-        /// Adds series to /metrics: `render` returns them in the Prometheus text format.
-        public mutating func addMetrics(_ render: @escaping @Sendable () -> String) {
-            metricsSections.append(render)
+        /// Adds a registry's series to /metrics (the server's own registry includes it).
+        public mutating func addMetrics(_ registry: MetricsRegistry) {
+            metricsRegistries.append(registry)
         }
 
         public init() {}
@@ -83,7 +85,7 @@ public final class Router: Sendable {
     public init(_ builder: Builder) {
         routes = builder.routes
         endpointNames = builder.endpointNames
-        metricsSections = builder.metricsSections
+        metricsRegistries = builder.metricsRegistries
     }
 
     func route(_ path: Substring) -> Route? { routes[String(path)] }

@@ -1,4 +1,5 @@
 import Loop
+import Metrics
 import Synchronization
 import TLS
 #if canImport(Glibc)
@@ -21,6 +22,8 @@ public final class Server: Sendable {
     private let metrics: [LoopMetrics]
     private let threads = Mutex<[pthread_t]>([])
     private let baseline = ResidentBaseline()
+    /// This server's series, and (included) those its routes added.
+    private let metricsRegistry = MetricsRegistry()
     /// `/metrics`' answer: this process's series, summed over the workers with `--workers`.
     public let metricsExposition: @Sendable () -> HTTPResponse
 
@@ -52,8 +55,10 @@ public final class Server: Sendable {
 
         var builder = routes
         let drain = DrainState()
-        let renderer = MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: routes.endpointNames, baseline: baseline, drain: drain,
-                                       tls: credentials, sections: routes.metricsSections)
+        ServerMetrics.declare(in: metricsRegistry, loops: metrics, lag: handles.map(\.lag), endpointNames: routes.endpointNames, baseline: baseline,
+                              drain: drain, tls: credentials)
+        for registry in routes.metricsRegistries { metricsRegistry.include(registry) }
+        let registry = metricsRegistry
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         // Readiness, unlike liveness, goes 503 at SIGTERM: balancers stop sending sessions here
         // while the ones held drain (docs/operations.md, "Drain").
@@ -63,7 +68,7 @@ public final class Server: Sendable {
         }
         let group = configuration.workerGroup
         let exposition: @Sendable () -> HTTPResponse = {
-            var text = renderer.render()
+            var text = registry.render()
             if let group {
                 text = MetricsMerge.merge([MetricsMerge.Source(worker: group.label(group.name), text: text)] + group.others())
             }
@@ -152,8 +157,7 @@ public final class Server: Sendable {
 
     /// The Prometheus text the `/metrics` route serves.
     public func renderMetrics() -> String {
-        MetricsRenderer(loops: metrics, lag: handles.map(\.lag), endpointNames: context.router.endpointNames, baseline: baseline, drain: context.drain,
-                        tls: context.tls, sections: context.router.metricsSections).render()
+        metricsRegistry.render()
     }
 }
 

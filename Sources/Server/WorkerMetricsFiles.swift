@@ -1,3 +1,4 @@
+import Metrics
 import Loop
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Access
 import Loop
+import Metrics
 import Models
 import Server
 
@@ -33,10 +34,17 @@ public struct RealtimeEndpoint: Sendable {
     }
 
     public func install(on routes: inout Router.Builder) {
-        let pool = speech.pool
-        let ledger = access.ledger
-        let store = resume.store
-        routes.addMetrics { SessionMetrics.shared.render() + (store?.renderMetrics() ?? "") + SpeechMetrics.shared.render(pool: pool) + ledger.render() + UpstreamMetrics.shared.render() }
+        // The process's session, speech and upstream series (declared now, before the first
+        // scrape), the tenants', the store's, and this endpoint's speech workers'.
+        for registry in [SessionMetrics.shared.registry, SpeechMetrics.shared.registry, UpstreamMetrics.shared.registry, access.ledger.registry] {
+            routes.addMetrics(registry)
+        }
+        if let store = resume.store { routes.addMetrics(store.metricsRegistry) }
+        if let pool = speech.pool {
+            let workers = MetricsRegistry()
+            SpeechMetrics.declare(pool: pool, in: workers)
+            routes.addMetrics(workers)
+        }
         routes.webSocket("/v1/realtime", name: "realtime") { request, offered in admit(request, offered, allowsOpus: false) }
         routes.webSocket("/ws", name: "ws") { request, offered in admit(request, offered, allowsOpus: true) }
         // Azure OpenAI's path (`?api-version=…&deployment=…`, the key in `api-key`): the same

@@ -1,56 +1,62 @@
 import Metrics
 
 /// The session layer's series in /metrics, process-wide: every loop adds to the same relaxed
-/// atomics, and a scrape reads them.
+/// atomics, and a scrape reads them. Declared in `MetricsRegistry.process`; a test's own instance
+/// declares them in a registry of its own.
 public final class SessionMetrics: Sendable {
-    public static let shared = SessionMetrics()
+    public static let shared = SessionMetrics(registry: .process)
 
-    let sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge)
-    let turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).")
-    let responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
-                                 labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" })
-    let speechToResponse = Histogram(name: "parley_speech_stopped_to_response_created_seconds",
+    /// Where its series are declared.
+    let registry: MetricsRegistry
+
+    let sessionsOpen: MetricFamily
+    let turns: MetricFamily
+    let responses: MetricFamily
+    let speechToResponse: Histogram
+
+    let audioFrames: MetricFamily
+    let audioLag: Histogram
+
+    let limitCloses: MetricFamily
+    let toolCalls: MetricFamily
+    let toolTime: Histogram
+
+    let sessionsDetached: MetricFamily
+    let resumes: MetricFamily
+    let resumeSeconds: Histogram
+    let expired: MetricFamily
+
+    init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge, registry: registry)
+        turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).", registry: registry)
+        responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
+                                 labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" }, registry: registry)
+        speechToResponse = Histogram(name: "parley_speech_stopped_to_response_created_seconds",
                                      help: "From speech_stopped to response.created (transcription and turn-taking).",
-                                     bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
-
-    let audioFrames = MetricFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
-                                   labels: ["processed", "rejected"].map { "result=\"\($0)\"" })
-    let audioLag = Histogram(name: "parley_audio_input_lag_seconds",
+                                     bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry: registry)
+        audioFrames = MetricFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
+                                   labels: ["processed", "rejected"].map { "result=\"\($0)\"" }, registry: registry)
+        audioLag = Histogram(name: "parley_audio_input_lag_seconds",
                              help: "How far behind real time each audio frame was when its processing (decode, resampling, VAD, turn-taking) ended, by the stream's own clock; meaningful for clients that stream at real-time pace.",
-                             bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10])
-
-    let limitCloses = MetricFamily(name: "parley_session_limit_closes_total", help: "Sessions closed (1008) for passing a limit, by which.",
-                                   labels: ["events", "audio", "duration", "tokens"].map { "reason=\"\($0)\"" })
-    let toolCalls = MetricFamily(name: "parley_tool_calls_total", help: "Function calls the model made, by how their response ended.",
-                                 labels: ["completed", "incomplete"].map { "status=\"\($0)\"" })
-    let toolTime = Histogram(name: "parley_tool_client_seconds",
+                             bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10], registry: registry)
+        limitCloses = MetricFamily(name: "parley_session_limit_closes_total", help: "Sessions closed (1008) for passing a limit, by which.",
+                                   labels: ["events", "audio", "duration", "tokens"].map { "reason=\"\($0)\"" }, registry: registry)
+        toolCalls = MetricFamily(name: "parley_tool_calls_total", help: "Function calls the model made, by how their response ended.",
+                                 labels: ["completed", "incomplete"].map { "status=\"\($0)\"" }, registry: registry)
+        toolTime = Histogram(name: "parley_tool_client_seconds",
                              help: "From a function call's arguments being done to the client's function_call_output for it: the client's tool time.",
-                             bounds: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60])
-
-    let sessionsDetached = MetricFamily(name: "parley_sessions_detached", help: "Resumable sessions whose client is gone, within their grace window.", kind: .gauge)
-    let resumes = MetricFamily(name: "parley_sessions_resumed_total", help: "Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, or told to retry (the store could not answer).",
-                               labels: ["memory", "store", "refused", "out_of_range", "retry"].map { "result=\"\($0)\"" })
-    let resumeSeconds = Histogram(name: "parley_resume_gap_seconds", help: "From a resumable session's client going to its resume.",
-                                  bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
-    let expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.")
-
-    public func render() -> String {
-        var out = PrometheusText()
-        sessionsOpen.render(into: &out)
-        turns.render(into: &out)
-        responses.render(into: &out)
-        speechToResponse.render(into: &out)
-        audioFrames.render(into: &out)
-        audioLag.render(into: &out)
-        limitCloses.render(into: &out)
-        toolCalls.render(into: &out)
-        toolTime.render(into: &out)
-        sessionsDetached.render(into: &out)
-        resumes.render(into: &out)
-        resumeSeconds.render(into: &out)
-        expired.render(into: &out)
-        return out.text
+                             bounds: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registry: registry)
+        sessionsDetached = MetricFamily(name: "parley_sessions_detached", help: "Resumable sessions whose client is gone, within their grace window.", kind: .gauge, registry: registry)
+        resumes = MetricFamily(name: "parley_sessions_resumed_total", help: "Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, or told to retry (the store could not answer).",
+                               labels: ["memory", "store", "refused", "out_of_range", "retry"].map { "result=\"\($0)\"" }, registry: registry)
+        resumeSeconds = Histogram(name: "parley_resume_gap_seconds", help: "From a resumable session's client going to its resume.",
+                                  bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registry: registry)
+        expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
+
+    /// Its series alone, as a scrape shows them.
+    public func render() -> String { registry.render() }
 
     /// Counts what an outgoing event says about turns and responses.
     func record(_ event: ServerEvent) {

@@ -1,4 +1,5 @@
 import Loop
+import Metrics
 
 /// Where conversations outlive their process: every item the client is told is done, the session's
 /// settings, and the hash of its current resume token. The session layer writes through this on
@@ -36,12 +37,15 @@ public protocol ConversationStore: AnyObject, Sendable {
     /// False while the store cannot be reached from `loop` (a remote store down): sessions are
     /// then served without resume, and told so once.
     func isAvailable(on loop: EventLoop) -> Bool
-    /// The store's series for /metrics (Prometheus text).
-    func renderMetrics() -> String
+    /// Where the store's series for /metrics are declared.
+    var metricsRegistry: MetricsRegistry { get }
 }
 
 extension ConversationStore {
     public func prepare(on loop: EventLoop) {}
+
+    /// The store's series alone, as a scrape shows them.
+    public func renderMetrics() -> String { metricsRegistry.render() }
 }
 
 /// A session as the store keeps it.

@@ -1,5 +1,6 @@
 import Logging
 import Loop
+import Metrics
 import Synchronization
 
 /// The store's log: outages at warning, once each, naming Redis by host and port only.
@@ -37,7 +38,8 @@ public final class RedisConversationStore: ConversationStore {
         self.port = port
     }
 
-    public func renderMetrics() -> String { metrics.render() }
+    /// The store's series (`parley_store_*{store="redis"}`, `parley_redis_*`) for /metrics.
+    public var metricsRegistry: MetricsRegistry { metrics.registry }
 
     /// Makes `loop`'s connection now rather than at its first use (a server's start-up).
     public func connect(on loop: EventLoop) { _ = local(loop) }

@@ -1,5 +1,6 @@
 import Logging
 import Loop
+import Metrics
 import Synchronization
 
 let storeLog = Logger(label: "parley.store")
@@ -57,7 +58,7 @@ public final class SQLiteConversationStore: ConversationStore {
     }
 
     /// The store's series (`parley_store_*{store="sqlite"}`) for /metrics.
-    public func renderMetrics() -> String { metrics.render() }
+    public var metricsRegistry: MetricsRegistry { metrics.registry }
 
     // MARK: ConversationStore
 

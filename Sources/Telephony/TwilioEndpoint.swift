@@ -36,7 +36,7 @@ public struct TwilioEndpoint: Sendable {
     }
 
     public func install(on routes: inout Router.Builder) {
-        routes.addMetrics { TwilioMetrics.shared.render() }
+        routes.addMetrics(TwilioMetrics.shared.registry)
         routes.webSocket(settings.path, name: "twilio") { request, _ in admit(request) }
     }
 
@@ -59,21 +59,32 @@ public struct TwilioEndpoint: Sendable {
 
 /// The calls' series in /metrics.
 final class TwilioMetrics: Sendable {
-    static let shared = TwilioMetrics()
+    static let shared = TwilioMetrics(registry: .process)
 
-    let callsOpen = MetricFamily(name: "parley_twilio_calls_open", help: "Twilio calls in progress (a start received, the stream not ended).", kind: .gauge)
-    let calls = MetricFamily(name: "parley_twilio_calls_total", help: "Twilio calls ended, by how: stop received, or the socket closed without one.",
-                             labels: ["stop", "no_stop"].map { "end=\"\($0)\"" })
-    let marksOutstanding = MetricFamily(name: "parley_twilio_marks_outstanding", help: "Marks sent and not yet echoed: reply audio queued at Twilio, in 20 ms chunks.", kind: .gauge)
-    let clears = MetricFamily(name: "parley_twilio_clears_total", help: "clear messages sent (barge-in: the caller spoke over a reply).")
-    let dtmf = MetricFamily(name: "parley_twilio_dtmf_digits_total", help: "Keypresses received.")
-    let rejected = MetricFamily(name: "parley_twilio_messages_rejected_total", help: "Messages from Twilio ignored, by why.",
-                                labels: TwilioMessageError.labels.map { "reason=\"\($0)\"" })
-    let refused = MetricFamily(name: "parley_twilio_signature_refusals_total", help: "Upgrades refused (403) for a missing or wrong X-Twilio-Signature.")
+    /// Where its series are declared.
+    let registry: MetricsRegistry
 
-    func render() -> String {
-        var out = PrometheusText()
-        for family in [callsOpen, calls, marksOutstanding, clears, dtmf, rejected, refused] { family.render(into: &out) }
-        return out.text
+    let callsOpen: MetricFamily
+    let calls: MetricFamily
+    let marksOutstanding: MetricFamily
+    let clears: MetricFamily
+    let dtmf: MetricFamily
+    let rejected: MetricFamily
+    let refused: MetricFamily
+
+    init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        callsOpen = MetricFamily(name: "parley_twilio_calls_open", help: "Twilio calls in progress (a start received, the stream not ended).", kind: .gauge, registry: registry)
+        calls = MetricFamily(name: "parley_twilio_calls_total", help: "Twilio calls ended, by how: stop received, or the socket closed without one.",
+                             labels: ["stop", "no_stop"].map { "end=\"\($0)\"" }, registry: registry)
+        marksOutstanding = MetricFamily(name: "parley_twilio_marks_outstanding", help: "Marks sent and not yet echoed: reply audio queued at Twilio, in 20 ms chunks.", kind: .gauge, registry: registry)
+        clears = MetricFamily(name: "parley_twilio_clears_total", help: "clear messages sent (barge-in: the caller spoke over a reply).", registry: registry)
+        dtmf = MetricFamily(name: "parley_twilio_dtmf_digits_total", help: "Keypresses received.", registry: registry)
+        rejected = MetricFamily(name: "parley_twilio_messages_rejected_total", help: "Messages from Twilio ignored, by why.",
+                                labels: TwilioMessageError.labels.map { "reason=\"\($0)\"" }, registry: registry)
+        refused = MetricFamily(name: "parley_twilio_signature_refusals_total", help: "Upgrades refused (403) for a missing or wrong X-Twilio-Signature.", registry: registry)
     }
+
+    /// Its series alone, as a scrape shows them.
+    func render() -> String { registry.render() }
 }

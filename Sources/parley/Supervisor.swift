@@ -1,5 +1,7 @@
 import Server
 import Loop
+import Metrics
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,8 +25,15 @@ final class Supervisor {
     private let shutdownTimeout: Double
     private let directory: String
     private var workers: [Worker]
-    private var restarts = 0
     private let group: WorkerGroupMembership
+    /// The supervisor's own series, published beside the workers' for the merged /metrics.
+    private let metrics = MetricsRegistry()
+    private let restarts: MetricFamily
+    /// Each running worker's index and pid, as the last `publish` saw them, for the scrape.
+    private final class Roster: Sendable {
+        let running = Mutex<[(index: Int, pid: pid_t)]>([])
+    }
+    private let roster = Roster()
 
     /// `arguments`: the serve arguments each worker gets, without --workers and --port, which the
     /// supervisor sets.
@@ -37,6 +46,15 @@ final class Supervisor {
         directory = String(cString: made)
         workers = Array(repeating: Worker(), count: count)
         group = WorkerGroupMembership(directory: directory, name: "supervisor")
+        restarts = MetricFamily(name: "parley_worker_restarts_total", help: "Workers started again after they died.", registry: metrics)
+        let roster = roster, count = count
+        _ = ComputedFamily(name: "parley_workers", help: "Worker processes of parley serve --workers, by state.", kind: .gauge, registry: metrics) { samples in
+            samples.add(labels: "state=\"running\"", roster.running.withLock(\.count))
+            samples.add(labels: "state=\"configured\"", count)
+        }
+        _ = ComputedFamily(name: "parley_worker_info", help: "Each running worker's process id.", kind: .gauge, registry: metrics) { samples in
+            for (index, pid) in roster.running.withLock({ $0 }) { samples.add(labels: "worker=\"\(index)\",pid=\"\(pid)\"", 1) }
+        }
     }
 
     /// A port for the workers: the given one, or for 0 a free one, found by binding and letting go.
@@ -138,7 +156,7 @@ final class Supervisor {
         for index in 0..<count {
             guard let at = workers[index].restartAt, now() >= at else { continue }
             try start(index)
-            restarts += 1
+            restarts.add(1)
         }
     }
 
@@ -166,16 +184,8 @@ final class Supervisor {
     // MARK: Figures
 
     private func publish() {
-        let running = workers.filter { $0.pid > 0 }.count
-        var text = "# HELP parley_workers Worker processes of parley serve --workers, by state.\n# TYPE parley_workers gauge\n"
-        text += "parley_workers{state=\"running\"} \(running)\nparley_workers{state=\"configured\"} \(count)\n"
-        text += "# HELP parley_worker_restarts_total Workers started again after they died.\n# TYPE parley_worker_restarts_total counter\n"
-        text += "parley_worker_restarts_total \(restarts)\n"
-        text += "# HELP parley_worker_info Each running worker's process id.\n# TYPE parley_worker_info gauge\n"
-        for (index, worker) in workers.enumerated() where worker.pid > 0 {
-            text += "parley_worker_info{worker=\"\(index)\",pid=\"\(worker.pid)\"} 1\n"
-        }
-        group.publish(text)
+        roster.running.withLock { $0 = workers.enumerated().filter { $0.element.pid > 0 }.map { ($0.offset, $0.element.pid) } }
+        group.publish(metrics.render())
     }
 
     private func now() -> Double { Double(MonotonicClock.nanoseconds()) / 1e9 }

@@ -8,7 +8,7 @@ import Metrics
     func scrape(_ histogram: Histogram) -> ServerMetrics { ServerMetrics(parsing: histogram.render()) }
 
     @Test func percentilesFallInTheRightBuckets() throws {
-        let histogram = Histogram(name: "t_seconds", help: "test")
+        let histogram = Histogram(name: "t_seconds", help: "test", registry: nil)
         for _ in 0..<980 { histogram.observe(seconds: 0.00008) }   // ≤ 100 µs
         for _ in 0..<15 { histogram.observe(seconds: 0.0004) }     // ≤ 500 µs
         for _ in 0..<5 { histogram.observe(seconds: 0.003) }       // ≤ 5 ms
@@ -21,7 +21,7 @@ import Metrics
     }
 
     @Test func twoScrapesSubtractToWhatHappenedBetween() throws {
-        let histogram = Histogram(name: "t_seconds", help: "test")
+        let histogram = Histogram(name: "t_seconds", help: "test", registry: nil)
         for _ in 0..<100 { histogram.observe(seconds: 0.5) }
         let before = try #require(ServerHistogram("t_seconds", in: scrape(histogram)))
         for _ in 0..<10 { histogram.observe(seconds: 0.0002) }
@@ -32,7 +32,7 @@ import Metrics
     }
 
     @Test func observationsPastTheLastBoundReadAsAboveIt() throws {
-        let histogram = Histogram(name: "t_seconds", help: "test")
+        let histogram = Histogram(name: "t_seconds", help: "test", registry: nil)
         histogram.observe(seconds: 5)
         let parsed = try #require(ServerHistogram("t_seconds", in: scrape(histogram)))
         #expect(parsed.formatPercentile(50) == "> 1 s")

@@ -5,8 +5,9 @@
 /// Every sample with the same name and labels is summed: counters, gauges of things (connections,
 /// bytes) and histogram buckets, sums and counts all add up across processes. The two ratios, per
 /// connection, do not; they are computed again from the sums. Each process's own resident memory and
-/// sessions are kept too, labelled by worker, so that per-process and whole-server figures can both
-/// be read.
+/// sessions are kept too, labelled by worker (`parley_worker_*`),
+/// so that per-process and whole-server figures can both be read. What comes out is written by
+/// `PrometheusText`, families by name, as a single process's exposition is.
 public enum MetricsMerge {
     /// One process's exposition: `worker` labels its per-process series.
     public struct Source: Sendable {
@@ -20,21 +21,29 @@ public enum MetricsMerge {
 
     static let ratios = ["parley_resident_bytes_per_connection", "parley_accounted_bytes_per_connection"]
 
+    /// A family as the sources declared it, and its series in first-seen order.
+    private struct Family {
+        var help: String?
+        var kind: PrometheusText.Kind?
+        var series: [String] = []
+    }
+
     public static func merge(_ sources: [Source]) -> String {
-        var order: [String] = []           // series keys and comment lines, in first-seen order
+        var families: [String: Family] = [:]
         var sums: [String: Double] = [:]
-        var seenComments = Set<String>()
         var processes: [ProcessFigures] = []
         for source in sources {
             var figures = ProcessFigures(worker: source.worker)
+            var current: String?  // the family whose HELP or TYPE came last
             for line in source.text.split(separator: "\n") {
                 if line.hasPrefix("#") {
-                    let comment = String(line)
-                    if seenComments.insert(comment).inserted { order.append(comment) }
+                    current = comment(line, into: &families)
                     continue
                 }
                 guard let (key, value) = sample(line) else { continue }
-                if sums[key] == nil { order.append(key) }
+                if sums[key] == nil {
+                    families[family(of: key, current: current), default: Family()].series.append(key)
+                }
                 sums[key, default: 0] += value
                 figures.note(key, value)
             }
@@ -50,11 +59,39 @@ public enum MetricsMerge {
             for ratio in ratios where sums[ratio] != nil { sums[ratio] = 0 }
         }
 
-        var out = ""
-        for entry in order {
-            if entry.hasPrefix("#") { out += entry + "\n" } else { out += "\(entry) \(format(sums[entry]!))\n" }
+        perWorker(processes, into: &families, sums: &sums)
+
+        var out = PrometheusText()
+        for name in families.keys.sorted() {
+            let family = families[name]!
+            if let kind = family.kind { out.family(name, kind, help: family.help ?? "") }
+            for key in family.series { out.sample(series: key, text: format(sums[key]!)) }
         }
-        return out + perWorker(processes)
+        return out.text
+    }
+
+    /// Notes a HELP or TYPE line's family and what it says; the family's name.
+    private static func comment(_ line: Substring, into families: inout [String: Family]) -> String? {
+        let words = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
+        guard words.count >= 3, words[0] == "#" else { return nil }
+        let name = String(words[2])
+        let rest = words.count > 3 ? String(words[3]) : ""
+        var family = families[name] ?? Family()
+        switch words[1] {
+        case "HELP": family.help = family.help ?? rest
+        case "TYPE": family.kind = family.kind ?? PrometheusText.Kind(rawValue: rest)
+        default: return nil
+        }
+        families[name] = family
+        return name
+    }
+
+    /// The family a series belongs to: the one being declared when its name starts with it (a
+    /// histogram's `_bucket`, `_sum` and `_count`), else its own name.
+    private static func family(of key: String, current: String?) -> String {
+        let name = String(key.prefix { $0 != "{" })
+        if let current, name == current || name.hasPrefix(current + "_") { return current }
+        return name
     }
 
     /// One process's own figures, kept as its lines go by.
@@ -78,21 +115,21 @@ public enum MetricsMerge {
         key.hasPrefix("parley_connections_open{") && !key.contains("endpoint=\"http\"")
     }
 
-    /// Each process's resident memory, PSS and open sessions, labelled by worker.
-    private static func perWorker(_ processes: [ProcessFigures]) -> String {
-        var resident = "# HELP parley_worker_resident_memory_bytes Resident set size of each worker process.\n"
-        resident += "# TYPE parley_worker_resident_memory_bytes gauge\n"
-        var proportional = "# HELP parley_worker_proportional_memory_bytes Proportional set size (PSS) of each worker process.\n"
-        proportional += "# TYPE parley_worker_proportional_memory_bytes gauge\n"
-        var sessions = "# HELP parley_worker_sessions_open WebSocket sessions open in each worker process.\n"
-        sessions += "# TYPE parley_worker_sessions_open gauge\n"
-        for process in processes {
-            let label = "{worker=\"\(process.worker)\"}"
-            resident += "parley_worker_resident_memory_bytes\(label) \(format(process.resident ?? 0))\n"
-            proportional += "parley_worker_proportional_memory_bytes\(label) \(format(process.proportional))\n"
-            sessions += "parley_worker_sessions_open\(label) \(format(process.sessions))\n"
+    /// Each process's resident memory, PSS and open sessions, labelled by worker: three gauge
+    /// families beside the sums.
+    private static func perWorker(_ processes: [ProcessFigures], into families: inout [String: Family], sums: inout [String: Double]) {
+        func byWorker(_ name: String, _ help: String, _ value: (ProcessFigures) -> Double) {
+            var family = Family(help: help, kind: .gauge)
+            for process in processes {
+                let key = "\(name){worker=\"\(process.worker)\"}"
+                family.series.append(key)
+                sums[key] = value(process)
+            }
+            families[name] = family
         }
-        return resident + proportional + sessions
+        byWorker("parley_worker_resident_memory_bytes", "Resident set size of each worker process.") { $0.resident ?? 0 }
+        byWorker("parley_worker_proportional_memory_bytes", "Proportional set size (PSS) of each worker process.") { $0.proportional }
+        byWorker("parley_worker_sessions_open", "WebSocket sessions open in each worker process.") { $0.sessions }
     }
 
     /// "name{labels} value" → (name{labels}, value); nil for a line that is not a sample.
@@ -101,6 +138,7 @@ public enum MetricsMerge {
         return (String(line[..<space]), value)
     }
 
+    /// A sum as the merged exposition writes it: whole numbers without a fraction.
     private static func format(_ value: Double) -> String {
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
