@@ -1,11 +1,13 @@
 import ParleyMetrics
 
-/// Parley's side: its own Counter, Histogram, MetricFamily and PrometheusText (compiled from
-/// Sources/Metrics through the ParleySources symlink), arranged as Sources/Server (LoopMetrics, MetricsRenderer),
-/// Sources/Session/SessionMetrics.swift and SpeechMetrics.swift arrange them: the server's counters
-/// and the iteration-lag histogram per loop, summed at scrape time; the session and speech series
-/// process-wide. The render functions below follow those files line for line, with /proc readings
-/// replaced by constants (ProcessFigures).
+/// Parley's side: its own Counter, Histogram, MetricFamily, ComputedFamily, MetricsRegistry and
+/// PrometheusText (compiled from Sources/Metrics through the ParleySources symlink), arranged as
+/// Sources/Server (LoopMetrics, ServerMetrics), Sources/Session/SessionMetrics.swift,
+/// Sources/Models/UpstreamMetrics.swift and SpeechMetrics.swift arrange them: the server's
+/// counters and the iteration-lag histogram per loop, summed at scrape time; the session and speech
+/// series process-wide; every family declared in one registry, which the scrape renders. The
+/// declarations below follow those files, with /proc readings replaced by constants
+/// (ProcessFigures).
 final class ParleySide: MetricsSide {
     let name = "Parley (hand-written)"
 
@@ -22,57 +24,84 @@ final class ParleySide: MetricsSide {
         let accountedBytes = Counter()
         let tlsHandshakes = tlsResults.map { _ in Counter() }
         let tlsHandshakesInProgress = Counter()
-        /// The loop's own iteration-lag histogram (Sources/Loop/EventLoop.swift).
+        /// The loop's own iteration-lag histogram (Sources/Loop/LoopHandle.swift), summed by the server.
         let lag = Histogram(name: "parley_loop_iteration_seconds",
                             help: "Time an event-loop iteration spent handling ready events and timers: how late the next event can be served.",
-                            bounds: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1])
+                            bounds: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registry: nil)
     }
 
+    let registry = MetricsRegistry()
     let loops = [LoopMetrics(), LoopMetrics()]
     let messagesInLoop0: Counter
-    init() { messagesInLoop0 = loops[0].messagesIn }
     let tlsReloads = Counter()
     let tlsReloadFailures = Counter()
 
-    // SessionMetrics.
-    let sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge)
-    let turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).")
-    let responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
-                                 labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" })
-    let firstToken = Histogram(name: "parley_upstream_first_token_seconds",
-                               help: "From sending a request to an upstream model to its first text delta.",
-                               bounds: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
-    let serverAdded = Histogram(name: "parley_server_added_latency_seconds",
-                                help: "From an upstream delta's bytes being read to the client's frame being written: what Parley adds.")
-    let speechToResponse = Histogram(name: "parley_speech_stopped_to_response_created_seconds",
-                                     help: "From speech_stopped to response.created (transcription and turn-taking).",
-                                     bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
-    let audioFrames = MetricFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
-                                   labels: ["processed", "rejected"].map { "result=\"\($0)\"" })
-    let audioLag = Histogram(name: "parley_audio_input_lag_seconds",
-                             help: "How far behind real time each audio frame was when its processing (decode, resampling, VAD, turn-taking) ended, by the stream's own clock; meaningful for clients that stream at real-time pace.",
-                             bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10])
+    // SessionMetrics and UpstreamMetrics.
+    let sessionsOpen: MetricFamily
+    let turns: MetricFamily
+    let responses: MetricFamily
+    let firstToken: Histogram
+    let serverAdded: Histogram
+    let speechToResponse: Histogram
+    let audioFrames: MetricFamily
+    let audioLag: Histogram
 
     // SpeechMetrics.
     static let ratioBounds: [Double] = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 5]
-    let recognitionRealTimeFactor = Histogram(name: "parley_speech_recognition_real_time_factor",
+    let recognitionRealTimeFactor: Histogram
+    let synthesisRealTimeFactor: Histogram
+    let encodingRealTimeFactor: Histogram
+    let voiceToVoice: Histogram
+    let transcription: Histogram
+    let recognizersBusy: MetricFamily
+    let overloaded: MetricFamily
+
+    init() {
+        messagesInLoop0 = loops[0].messagesIn
+        sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge, registry: registry)
+        turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).", registry: registry)
+        responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
+                                 labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" }, registry: registry)
+        firstToken = Histogram(name: "parley_upstream_first_token_seconds",
+                               help: "From sending a request to an upstream model to its first text delta.",
+                               bounds: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registry: registry)
+        serverAdded = Histogram(name: "parley_server_added_latency_seconds",
+                                help: "From an upstream delta's bytes being read to the client's frame being written: what Parley adds.", registry: registry)
+        speechToResponse = Histogram(name: "parley_speech_stopped_to_response_created_seconds",
+                                     help: "From speech_stopped to response.created (transcription and turn-taking).",
+                                     bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry: registry)
+        audioFrames = MetricFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
+                                   labels: ["processed", "rejected"].map { "result=\"\($0)\"" }, registry: registry)
+        audioLag = Histogram(name: "parley_audio_input_lag_seconds",
+                             help: "How far behind real time each audio frame was when its processing (decode, resampling, VAD, turn-taking) ended, by the stream's own clock; meaningful for clients that stream at real-time pace.",
+                             bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10],
+                             registry: registry)
+        recognitionRealTimeFactor = Histogram(name: "parley_speech_recognition_real_time_factor",
                                               help: "CPU seconds a turn's recognition took per second of its audio (below 1 is faster than real time).",
-                                              bounds: ratioBounds)
-    let synthesisRealTimeFactor = Histogram(name: "parley_speech_synthesis_real_time_factor",
+                                              bounds: Self.ratioBounds, registry: registry)
+        synthesisRealTimeFactor = Histogram(name: "parley_speech_synthesis_real_time_factor",
                                             help: "CPU seconds synthesis (and encoding) took per second of audio produced.",
-                                            bounds: ratioBounds)
-    let encodingRealTimeFactor = Histogram(name: "parley_speech_encoding_real_time_factor",
+                                            bounds: Self.ratioBounds, registry: registry)
+        encodingRealTimeFactor = Histogram(name: "parley_speech_encoding_real_time_factor",
                                            help: "CPU seconds resampling and encoding a reply took per second of its audio.",
-                                           bounds: ratioBounds)
-    let voiceToVoice = Histogram(name: "parley_voice_to_voice_seconds",
+                                           bounds: Self.ratioBounds, registry: registry)
+        voiceToVoice = Histogram(name: "parley_voice_to_voice_seconds",
                                  help: "From speech_stopped to the reply's first audio sent to the client.",
-                                 bounds: [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
-    let transcription = Histogram(name: "parley_transcription_seconds",
+                                 bounds: [0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10], registry: registry)
+        transcription = Histogram(name: "parley_transcription_seconds",
                                   help: "From speech_stopped to the turn's final transcript.",
-                                  bounds: [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10])
-    let recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", kind: .gauge)
-    let overloaded = MetricFamily(name: "parley_speech_overloaded_total",
-                                  help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.")
+                                  bounds: [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10], registry: registry)
+        recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", kind: .gauge, registry: registry)
+        overloaded = MetricFamily(name: "parley_speech_overloaded_total",
+                                  help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.", registry: registry)
+        _ = ComputedFamily(name: "parley_speech_queue_depth", help: "Speech jobs waiting for a worker.", kind: .gauge, registry: registry) {
+            ProcessFigures.speechQueueDepth
+        }
+        _ = ComputedFamily(name: "parley_speech_workers_busy", help: "Speech workers running a job now.", kind: .gauge, registry: registry) {
+            ProcessFigures.speechWorkersBusy
+        }
+        declareServer()
+    }
 
     // MARK: Observations, as Parley's call sites make them.
 
@@ -137,92 +166,78 @@ final class ParleySide: MetricsSide {
     func labelledCounterAdd() { audioFrames.add(1, labels: "result=\"processed\"") }
     func histogramObserve(nanoseconds: UInt64) { serverAdded.observe(nanoseconds: nanoseconds) }
 
-    // MARK: The scrape, as MetricsRenderer.render, SessionMetrics.render and SpeechMetrics.render.
+    // MARK: The scrape: the server's families as ServerMetrics declares them, then the registry.
 
-    private func sum(_ pick: (LoopMetrics) -> Counter) -> Int { loops.reduce(0) { $0 + pick($1).current } }
-
-    private func closeName(_ index: Int) -> String {
-        switch index {
-        case 0..<16: return String(1000 + index)
-        case 16: return "other"
-        default: return "none"
+    /// As ServerMetrics.declare, over this side's loops.
+    private func declareServer() {
+        let loops = loops, tlsReloads = tlsReloads, tlsReloadFailures = tlsReloadFailures
+        @Sendable func sum(_ pick: (LoopMetrics) -> Counter) -> Int { loops.reduce(0) { $0 + pick($1).current } }
+        @Sendable func sessions() -> Int { endpointNames.indices.dropFirst().reduce(0) { n, i in n + sum { $0.open[i] } } }
+        func gauge(_ name: String, _ help: String, _ value: @escaping @Sendable () -> Int) {
+            _ = ComputedFamily(name: name, help: help, kind: .gauge, registry: registry, value: value)
         }
+        func counter(_ name: String, _ help: String, _ pick: @escaping @Sendable (LoopMetrics) -> Counter) {
+            _ = ComputedFamily(name: name, help: help, kind: .counter, registry: registry) { $0.add(sum(pick)) }
+        }
+        @Sendable func closeName(_ index: Int) -> String {
+            switch index {
+            case 0..<16: return String(1000 + index)
+            case 16: return "other"
+            default: return "none"
+            }
+        }
+
+        _ = ComputedFamily(name: "parley_connections_open", help: "Open connections by endpoint (http: not upgraded).", kind: .gauge, registry: registry) { samples in
+            for (i, name) in endpointNames.enumerated() { samples.add(labels: "endpoint=\"\(name)\"", sum { $0.open[i] }) }
+        }
+        counter("parley_connections_accepted_total", "Connections accepted.") { $0.accepted }
+        _ = ComputedFamily(name: "parley_connections_refused_total", help: "Connections turned away, by reason.", kind: .counter, registry: registry) { samples in
+            for (i, reason) in refusalReasons.enumerated() { samples.add(labels: "reason=\"\(reason)\"", sum { $0.refused[i] }) }
+        }
+        _ = ComputedFamily(name: "parley_connections_closed_total",
+                           help: "Connections closed, by WebSocket close code (1006: dropped without a close frame; none: plain HTTP).",
+                           kind: .counter, registry: registry) { samples in
+            for i in 0..<18 {
+                let n = sum { $0.closed[i] }
+                if n > 0 || i == 0 { samples.add(labels: "code=\"\(closeName(i))\"", n) }
+            }
+        }
+        counter("parley_websocket_messages_received_total", "WebSocket data messages received.") { $0.messagesIn }
+        counter("parley_websocket_messages_sent_total", "WebSocket data messages sent.") { $0.messagesOut }
+        counter("parley_network_received_bytes_total", "Bytes read from client sockets.") { $0.bytesIn }
+        counter("parley_network_sent_bytes_total", "Bytes written to client sockets.") { $0.bytesOut }
+
+        gauge("parley_accounted_bytes", "Heap bytes held by connections, as counted by their memory accounts.") { sum { $0.accountedBytes } }
+        gauge("parley_process_resident_memory_bytes", "Resident set size of the process.") { ProcessFigures.resident }
+        gauge("parley_process_proportional_memory_bytes",
+              "Proportional set size (PSS) of the process: shared pages divided among the processes sharing them, so that it sums across workers.") {
+            ProcessFigures.proportional
+        }
+        _ = ComputedFamily(name: "parley_process_cpu_seconds_total", help: "User and system CPU time of the process (summed over the workers with --workers).",
+                           kind: .counter, registry: registry) { $0.add(ProcessFigures.cpuSeconds) }
+        gauge("parley_process_startup_resident_memory_bytes", "Resident set size once the loops had started, before any connection.") {
+            ProcessFigures.startupResident
+        }
+        gauge("parley_resident_bytes_per_connection", "(resident - startup resident) / open WebSocket sessions; 0 with none open.") {
+            let sessions = sessions()
+            return sessions > 0 ? max(0, ProcessFigures.resident - ProcessFigures.startupResident) / sessions : 0
+        }
+        gauge("parley_accounted_bytes_per_connection", "Accounted bytes / open WebSocket sessions; 0 with none open.") {
+            let sessions = sessions()
+            return sessions > 0 ? sum { $0.accountedBytes } / sessions : 0
+        }
+
+        _ = ComputedFamily(name: "parley_tls_handshakes_total", help: "TLS handshakes with clients, by how they ended.", kind: .counter, registry: registry) { samples in
+            for (i, result) in tlsResults.enumerated() { samples.add(labels: "result=\"\(result)\"", sum { $0.tlsHandshakes[i] }) }
+        }
+        gauge("parley_tls_handshakes_in_progress", "TLS handshakes under way (capped by --max-tls-handshakes).") { sum { $0.tlsHandshakesInProgress } }
+        _ = ComputedFamily(name: "parley_tls_certificate_reloads_total", help: "Certificate reloads (SIGHUP), by outcome.", kind: .counter, registry: registry) { samples in
+            samples.add(labels: "result=\"ok\"", tlsReloads.current)
+            samples.add(labels: "result=\"failed\"", tlsReloadFailures.current)
+        }
+        gauge("parley_tls_certificate_expiry_timestamp_seconds", "When the served certificate expires (Unix time).") { ProcessFigures.certificateNotAfter }
+        _ = SummedHistogram(loops.map(\.lag), registry: registry)
     }
 
-    private func renderTLS(into out: inout PrometheusText) {
-        out.family("parley_tls_handshakes_total", .counter, help: "TLS handshakes with clients, by how they ended.")
-        for (i, result) in tlsResults.enumerated() {
-            out.sample("parley_tls_handshakes_total", labels: "result=\"\(result)\"", sum { $0.tlsHandshakes[i] })
-        }
-        out.single("parley_tls_handshakes_in_progress", .gauge, help: "TLS handshakes under way (capped by --max-tls-handshakes).",
-                   sum { $0.tlsHandshakesInProgress })
-        out.family("parley_tls_certificate_reloads_total", .counter, help: "Certificate reloads (SIGHUP), by outcome.")
-        out.sample("parley_tls_certificate_reloads_total", labels: "result=\"ok\"", tlsReloads.current)
-        out.sample("parley_tls_certificate_reloads_total", labels: "result=\"failed\"", tlsReloadFailures.current)
-        out.single("parley_tls_certificate_expiry_timestamp_seconds", .gauge, help: "When the served certificate expires (Unix time).",
-                   ProcessFigures.certificateNotAfter)
-    }
-
-    private func renderSessions() -> String {
-        sessionsOpen.render() + turns.render() + responses.render() + firstToken.render() + serverAdded.render() + speechToResponse.render()
-            + audioFrames.render() + audioLag.render()
-    }
-
-    private func renderSpeech() -> String {
-        var out = recognitionRealTimeFactor.render() + synthesisRealTimeFactor.render() + encodingRealTimeFactor.render() + voiceToVoice.render() + transcription.render()
-        out += recognizersBusy.render() + overloaded.render()
-        out += "# HELP parley_speech_queue_depth Speech jobs waiting for a worker.\n# TYPE parley_speech_queue_depth gauge\n"
-        out += "parley_speech_queue_depth \(ProcessFigures.speechQueueDepth)\n"
-        out += "# HELP parley_speech_workers_busy Speech workers running a job now.\n# TYPE parley_speech_workers_busy gauge\n"
-        out += "parley_speech_workers_busy \(ProcessFigures.speechWorkersBusy)\n"
-        return out
-    }
-
-    func scrape() -> String {
-        var out = PrometheusText()
-        out.family("parley_connections_open", .gauge, help: "Open connections by endpoint (http: not upgraded).")
-        var sessions = 0
-        for (i, name) in endpointNames.enumerated() {
-            let n = sum { $0.open[i] }
-            if i > 0 { sessions += n }
-            out.sample("parley_connections_open", labels: "endpoint=\"\(name)\"", n)
-        }
-        out.single("parley_connections_accepted_total", .counter, help: "Connections accepted.", sum { $0.accepted })
-        out.family("parley_connections_refused_total", .counter, help: "Connections turned away, by reason.")
-        for (i, reason) in refusalReasons.enumerated() {
-            out.sample("parley_connections_refused_total", labels: "reason=\"\(reason)\"", sum { $0.refused[i] })
-        }
-        out.family("parley_connections_closed_total", .counter,
-                   help: "Connections closed, by WebSocket close code (1006: dropped without a close frame; none: plain HTTP).")
-        for i in 0..<18 {
-            let n = sum { $0.closed[i] }
-            if n > 0 || i == 0 { out.sample("parley_connections_closed_total", labels: "code=\"\(closeName(i))\"", n) }
-        }
-        out.single("parley_websocket_messages_received_total", .counter, help: "WebSocket data messages received.", sum { $0.messagesIn })
-        out.single("parley_websocket_messages_sent_total", .counter, help: "WebSocket data messages sent.", sum { $0.messagesOut })
-        out.single("parley_network_received_bytes_total", .counter, help: "Bytes read from client sockets.", sum { $0.bytesIn })
-        out.single("parley_network_sent_bytes_total", .counter, help: "Bytes written to client sockets.", sum { $0.bytesOut })
-
-        let accounted = sum { $0.accountedBytes }
-        let resident = ProcessFigures.resident
-        let startupResidentBytes = ProcessFigures.startupResident
-        out.single("parley_accounted_bytes", .gauge, help: "Heap bytes held by connections, as counted by their memory accounts.", accounted)
-        out.single("parley_process_resident_memory_bytes", .gauge, help: "Resident set size of the process.", resident)
-        out.single("parley_process_proportional_memory_bytes", .gauge,
-                   help: "Proportional set size (PSS) of the process: shared pages divided among the processes sharing them, so that it sums across workers.",
-                   ProcessFigures.proportional)
-        out.family("parley_process_cpu_seconds_total", .counter, help: "User and system CPU time of the process (summed over the workers with --workers).")
-        out.sample("parley_process_cpu_seconds_total", ProcessFigures.cpuSeconds)
-        out.single("parley_process_startup_resident_memory_bytes", .gauge, help: "Resident set size once the loops had started, before any connection.",
-                   startupResidentBytes)
-        out.single("parley_resident_bytes_per_connection", .gauge, help: "(resident - startup resident) / open WebSocket sessions; 0 with none open.",
-                   sessions > 0 ? max(0, resident - startupResidentBytes) / sessions : 0)
-        out.single("parley_accounted_bytes_per_connection", .gauge, help: "Accounted bytes / open WebSocket sessions; 0 with none open.",
-                   sessions > 0 ? accounted / sessions : 0)
-
-        renderTLS(into: &out)
-        Histogram.render(loops.map(\.lag), into: &out)
-        out += renderSessions() + renderSpeech()
-        return out.text
-    }
+    func scrape() -> String { registry.render() }
 }
