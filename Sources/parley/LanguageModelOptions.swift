@@ -48,7 +48,7 @@ struct LanguageModelProvider: Sendable {
                               }),
     ]
 
-    static var choices: [(name: String, value: LanguageModelProvider?)] { all.map { ($0.name, $0) } }
+    static var choices: [(name: String, value: LanguageModelProvider)] { all.map { ($0.name, $0) } }
 }
 
 /// `--llm` and friends: which language model answers, shared by every session.
@@ -57,7 +57,7 @@ struct LanguageModelOptions: ParsableArguments {
         private static let names = LanguageModelProvider.all.map(\.name).joined(separator: ", ")
         private static let described = LanguageModelProvider.all.map { "\($0.name) (\($0.about))" }.joined(separator: ", ")
 
-        static let llm = Setting<LanguageModelProvider?>.choice("--llm", "PARLEY_LLM", default: LanguageModelProvider.all[0], shown: LanguageModelProvider.all[0].name,
+        static let llm = Setting<LanguageModelProvider>.choice("--llm", "PARLEY_LLM", default: LanguageModelProvider.all[0], shown: LanguageModelProvider.all[0].name,
                                                                 among: LanguageModelProvider.choices,
                                                                 about: "The language model: \(described)")
         static let baseURL = Setting.text("--llm-base-url", "PARLEY_LLM_BASE_URL",
@@ -66,7 +66,7 @@ struct LanguageModelOptions: ParsableArguments {
         static let apiKeyEnv = Setting.text("--llm-api-key-env", "PARLEY_LLM_API_KEY_ENV", shown: "OPENAI_API_KEY or ANTHROPIC_API_KEY",
                                             about: "The environment variable that holds the API key")
         static let fallback = Setting<LanguageModelProvider?>.choice("--llm-fallback", "PARLEY_LLM_FALLBACK", default: nil, shown: "none",
-                                                                     among: LanguageModelProvider.choices,
+                                                                     among: LanguageModelProvider.choices.map { ($0.name, Optional($0.value)) },
                                                                      about: "A second language model for turns the first cannot answer (retries spent, circuit open): \(names)")
         static let fallbackBaseURL = Setting.text("--llm-fallback-base-url", "PARLEY_LLM_FALLBACK_BASE_URL", about: "The fallback's base URL")
         static let fallbackModel = Setting.text("--llm-fallback-model", "PARLEY_LLM_FALLBACK_MODEL", about: "The fallback's model name")
@@ -121,7 +121,7 @@ struct LanguageModelOptions: ParsableArguments {
 
     /// What the flags and the environment ask for: the model, its fallback if any, and the policy between them.
     func choice() throws(SettingError) -> (primary: Choice, fallback: Choice?, policy: UpstreamPolicy) {
-        let primary = try Choice(try Settings.llm.read(llm)!, baseURL: try Settings.baseURL.read(baseURL), model: try Settings.model.read(model),
+        let primary = try Choice(try Settings.llm.read(llm), baseURL: try Settings.baseURL.read(baseURL), model: try Settings.model.read(model),
                                  keyVariable: try Settings.apiKeyEnv.read(apiKeyEnv), urlSetting: Settings.baseURL)
         let second = try Settings.fallback.read(fallback).map { provider throws(SettingError) in
             try Choice(provider, baseURL: try Settings.fallbackBaseURL.read(fallbackBaseURL), model: try Settings.fallbackModel.read(fallbackModel),
