@@ -66,9 +66,9 @@ struct Serve: ParsableCommand {
         let resume = try ResumeOptions.open(settings.resume)
         let sessions = try buildSessions(settings, resume: resume)
         let routes = installRoutes(settings, sessions: sessions)
-        let (server, metricsServer) = try startLoops(settings, routes: routes, store: resume.store)
+        let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store)
         if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
-        try waitAndDrain(server, metricsServer)
+        try serveUntilDrained(server, metricsServer)
     }
 
     // MARK: Steps
@@ -127,9 +127,9 @@ struct Serve: ParsableCommand {
         return routes
     }
 
-    /// The server's loops, each with the upstream client and the store on it, and /metrics on a
-    /// listener of its own (one loop) when asked, kept off a public port.
-    private func startLoops(_ settings: ServeSettings, routes: Router.Builder, store: (any ConversationStore)?) throws -> (Server, Server?) {
+    /// The server, listening, its loops set up to carry the upstream client and the store (they
+    /// start in `serveUntilDrained`), and /metrics on a listener of its own when asked.
+    private func listen(_ settings: ServeSettings, routes: Router.Builder, store: (any ConversationStore)?) throws -> (Server, Server?) {
         var config = settings.server
         let upstreamTLS = settings.upstreamTLS
         // The store is opened on each loop as it starts, not at its first session: until a remote
@@ -147,19 +147,24 @@ struct Serve: ParsableCommand {
         } catch {
             throw StartupError("cannot listen on \(config.host):\(config.port): \(error)")
         }
-        guard let (host, port) = settings.metricsListen else { return (server, nil) }
-        var metricsConfig = ServerConfiguration()
-        metricsConfig.host = host
-        metricsConfig.port = port
-        metricsConfig.loops = 1
-        metricsConfig.servesMetrics = false
-        var metricsRoutes = Router.Builder()
+        return (server, try settings.metricsListen.map { try startMetricsListener(host: $0.host, port: $0.port, serving: server) })
+    }
+
+    /// /metrics on an address of its own, one loop, kept off a public port: the main server's
+    /// exposition (summed over the workers with --workers).
+    private func startMetricsListener(host: String, port: Int, serving server: Server) throws -> Server {
+        var config = ServerConfiguration()
+        config.host = host
+        config.port = port
+        config.loops = 1
+        config.servesMetrics = false
+        var routes = Router.Builder()
         let exposition = server.metricsExposition
-        metricsRoutes.get("/metrics") { _ in exposition() }
+        routes.get("/metrics") { _ in exposition() }
         do {
-            let metricsServer = try Server(configuration: metricsConfig, routes: metricsRoutes)
+            let metricsServer = try Server(configuration: config, routes: routes)
             try metricsServer.start()
-            return (server, metricsServer)
+            return metricsServer
         } catch {
             throw StartupError("cannot listen for metrics on \(host):\(port): \(error)")
         }
@@ -171,8 +176,8 @@ struct Serve: ParsableCommand {
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains (docs/operations.md).
-    private func waitAndDrain(_ server: Server, _ metricsServer: Server?) throws {
+    /// Starts the loops and serves until SIGTERM or SIGINT, then drains (docs/operations.md).
+    private func serveUntilDrained(_ server: Server, _ metricsServer: Server?) throws {
         try server.runUntilTerminated(reloaded: Self.reportReload)
         metricsServer?.shutdown()
         metricsServer?.wait()
