@@ -1,3 +1,4 @@
+import JSON
 import Access
 import Loop
 import TLS

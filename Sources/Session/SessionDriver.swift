@@ -106,9 +106,9 @@ package final class SessionDriver {
         if engine.endsUnanswered { createResponse() }
     }
 
-    /// A `response.create` as a client would send it.
+    /// A `response.create` as a client would send it, with no overrides.
     private func createResponse() {
-        if case .event(let event)? = try? ClientMessage.parse(#"{"type":"response.create"}"#) { handle(.client(event)) }
+        handle(.client(ClientEvent(.responseCreate(ResponseOverrides()))))
     }
 
     /// One client event or audio frame arrived; false (and the session closed) past the rate.
@@ -130,10 +130,8 @@ package final class SessionDriver {
 
     /// A user turn that did not come as audio (a keypress), added to the conversation and answered.
     package func userSaid(_ text: String) {
-        let item = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"# + JSON.quoted(text) + "}]}}"
-        for message in [item, #"{"type":"response.create"}"#] {
-            if case .event(let event)? = try? ClientMessage.parse(message) { handle(.client(event)) }
-        }
+        handle(.client(ClientEvent(.conversationItemCreate(NewConversationItem(role: .user, text: text)))))
+        createResponse()
     }
 
     private var scriptedReply: String?

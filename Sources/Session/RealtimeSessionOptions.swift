@@ -1,0 +1,40 @@
+import Access
+import JSON
+import Server
+import Store
+
+extension SessionEngine.Options {
+    /// A Realtime session's settings as it opens: the endpoint's defaults (Opus in and out on
+    /// `/ws`), then what the client secret it was opened with pins, then, for a session restored
+    /// from the store, the settings it had, under its own id.
+    init(realtime request: HTTPRequest, endpoint: RealtimeEndpoint, caller: Caller, allowsOpus: Bool, restoring stored: StoredConversation?) {
+        let model = (request.queryValue("model") ?? request.queryValue("deployment")).map(String.init) ?? endpoint.modelName
+        self.init(model: model, allowsOpus: allowsOpus, transcribes: endpoint.speech.transcriber != nil,
+                  synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
+        configuration = SessionConfiguration()
+        transcriptionModel = endpoint.speech.transcriber?.name
+        // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
+        if allowsOpus { configuration.inputAudioFormat = .opus }
+        // ... and whose page plays Opus back: with a synthesiser, /ws replies are spoken.
+        if allowsOpus && synthesizes {
+            configuration.outputModalities = .audio
+            configuration.outputAudioFormat = .opus
+        }
+        // A session opened with a client secret starts with the settings the secret pins, and
+        // keeps them; it may last as long as the secret says.
+        if let secret = caller.secret {
+            let session = EventFields(secret.session, path: "session")
+            if let update = try? SessionUpdate.parse(session) {
+                try? configuration.apply(update, allowsOpus: allowsOpus)
+                pinned = SessionEngine.Pinned(update)
+            }
+            if let model = try? session.string("model") { self.model = model; pinned.insert(.model) }
+        }
+        if let stored {
+            if let json = try? JSON(parsing: stored.session.settings), let update = try? SessionUpdate.parse(EventFields(json, path: "session")) {
+                try? configuration.apply(update, allowsOpus: allowsOpus)
+            }
+            sessionID = stored.session.sessionID
+        }
+    }
+}

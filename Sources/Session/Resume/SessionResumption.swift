@@ -1,0 +1,200 @@
+import JSON
+import Loop
+import Server
+import Store
+
+/// The resume life cycle of one session that asked for it (docs/protocol.md, "Resume"): its
+/// numbered log of events, its current token, the store's copy, and what happens when its client
+/// goes (parked in `ResumeRegistry` for the grace window), comes back (the log replayed after a
+/// new token is stored), or is asked to go elsewhere (a drain).
+///
+/// A class, held by the handler only for sessions that asked: the rest carry one nil pointer for
+/// it, not the hundred bytes of its fields.
+final class SessionResumption {
+    private(set) var log: ResumeLog
+    private var tokenHash = ""
+    let tenant: String
+    private var graceTimer: ScheduledTask?
+    private var parkedAt: UInt64?
+    /// The session this is the resumption of; it holds this object, so it outlives it.
+    private unowned let session: RealtimeSessionHandler
+
+    init(of session: RealtimeSessionHandler, lastSeq: Int, tenant: String) {
+        self.session = session
+        self.tenant = tenant
+        log = ResumeLog(lastSeq: lastSeq, maxBytes: session.driver.resumeSettings.maxLogBytes)
+    }
+
+    private var driver: SessionDriver { session.driver }
+    private var settings: ResumeSettings { driver.resumeSettings }
+
+    /// The session's first client is here: its first token goes out, with the session's row on its
+    /// way to the store (a client that drops within a store's round trip of opening has nothing to
+    /// resume yet anyway). False when the store cannot be reached: the client is told so once, and
+    /// the session goes on without resume.
+    func opened(on socket: any SessionSocket) -> Bool {
+        if let store = settings.store, !store.isAvailable(on: socket.loop) {
+            session.send(driver.event(.error(EventError(type: .server, code: "resume_unavailable",
+                                                        message: "the \(store.kind) store cannot be reached: this session cannot be resumed"))), on: socket)
+            return false
+        }
+        let token = ResumeToken.make()
+        tokenHash = token.hash
+        settings.store?.sessionStarted(StoredSession(sessionID: driver.engine.sessionID, tenant: tenant, tokenHash: token.hash,
+                                                     settings: "{}", lastSeq: log.lastSeq), on: socket.loop)
+        session.sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: log.lastSeq), on: socket)
+        return true
+    }
+
+    /// `session.ack`: the client has every event up to `seq`.
+    func acknowledge(_ seq: Int) { log.acknowledge(seq) }
+
+    // MARK: Sending
+
+    /// An event on its way to the client: numbered, kept until acknowledged, and (a completed item,
+    /// a finished response, new settings) written to the store before it is sent, so that an item
+    /// the client is told is done is already kept. `text` is empty for events the client's dialect
+    /// does not carry, which are only stored.
+    func stamp(_ event: ServerEvent, _ text: String, on loop: EventLoop) -> String {
+        let stamped = text.isEmpty ? text : log.stamp(text)
+        persist(event, text: stamped, on: loop)
+        return stamped
+    }
+
+    private func persist(_ event: ServerEvent, text: String, on loop: EventLoop) {
+        guard let store = settings.store else { return }
+        let seq = log.lastSeq
+        // Computed where used: the id is an 18-byte string, made on the heap, and most events
+        // (the deltas) are not kept.
+        var id: String { driver.engine.sessionID }
+        switch event.kind {
+        case .conversationItemDone(let item, _):
+            store.itemCompleted(sessionID: id, seq: seq, itemID: item.id, item: item.json(dialect: .ga).description, event: text, on: loop)
+        case .inputAudioTranscriptionCompleted(let itemID, _, let transcript, _):
+            let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: transcript)])
+            store.itemCompleted(sessionID: id, seq: seq, itemID: itemID, item: item.json(dialect: .ga).description, event: text, on: loop)
+        case .responseDone(let response):
+            // Not an item of the conversation: kept so that a client that missed it gets the
+            // response whole after a resume elsewhere.
+            store.itemCompleted(sessionID: id, seq: seq, itemID: response.id, item: "", event: text, on: loop)
+        case .sessionUpdated(let info):
+            store.settingsChanged(sessionID: id, settings: info.json(dialect: .ga).description, on: loop)
+        default:
+            break
+        }
+    }
+
+    // MARK: The client goes and comes back
+
+    /// The client went without ending the session: it is parked where a reconnect with its token
+    /// finds it, for the grace window; then it ends (`expired`).
+    func park(on loop: EventLoop, expired: @escaping () -> Void) {
+        let hash = tokenHash
+        parkedAt = MonotonicClock.nanoseconds()
+        graceTimer = loop.schedule(after: settings.graceSeconds) { [weak self] in
+            // The registry's reference is what keeps a parked session alive: hold it here before
+            // taking it out, or the session would go before it is ended.
+            guard let self else { return }
+            let parked = session
+            guard ResumeRegistry.shared.remove(tokenHash: hash) else { return }
+            SessionMetrics.shared.expired.add(1)
+            withExtendedLifetime(parked) { expired() }
+        }
+        SessionMetrics.shared.sessionsDetached.add(1)
+        register(home: loop)
+    }
+
+    /// Where a reconnect with the current token finds this session.
+    private func register(home: EventLoop) {
+        ResumeRegistry.shared.park(.init(session: Handoff(session), home: home.handle, tenant: tenant), tokenHash: tokenHash)
+    }
+
+    /// The session is parked no longer (its client is back, or it ends): its grace timer goes.
+    /// Returns how long it was parked, nil if it was not.
+    @discardableResult
+    private func unpark() -> UInt64? {
+        guard let parkedAt else { return nil }
+        graceTimer?.cancel()
+        graceTimer = nil
+        self.parkedAt = nil
+        SessionMetrics.shared.sessionsDetached.add(-1)
+        return MonotonicClock.nanoseconds() &- parkedAt
+    }
+
+    /// The session is over: nothing can resume it, and the store forgets it.
+    func ended() {
+        if unpark() != nil { _ = ResumeRegistry.shared.remove(tokenHash: tokenHash) }
+        if let loop = driver.loop { settings.store?.sessionEnded(sessionID: driver.engine.sessionID, on: loop) }
+    }
+
+    /// A reconnect with this session's token, on its home loop: the events after `lastSeq` are
+    /// replayed and the session goes on with `socket` (`sender` is its client from now on); or, for
+    /// a `lastSeq` outside what is kept, the reconnect is refused and the session stays parked for
+    /// a right one.
+    func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: ObjectIdentifier, restored: Bool = false) {
+        switch log.replay(after: lastSeq) {
+        case .failure(.outOfRange(let last, let oldest)):
+            SessionMetrics.shared.resumes.add(1, labels: "result=\"out_of_range\"")
+            session.sendControl(.error(EventError(type: .invalidRequest, code: "resume_out_of_range",
+                                                  message: "last_seq \(lastSeq) is outside the events this session keeps (\(oldest) to \(last))")), on: socket)
+            socket.close(.policyViolation, reason: "resume_out_of_range")
+            if !restored { register(home: socket.loop) }
+            return
+        case .success:
+            break
+        }
+        if let parked = unpark() { SessionMetrics.shared.resumeSeconds.observe(nanoseconds: parked) }
+        SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
+        // The client's frames count from now; what the session sends until the new token is
+        // stored goes to the log, and is in the replay that follows `session.resumed`.
+        session.client = sender
+        rotateToken(on: socket.loop) { [weak self] token in
+            guard let self, session.client == sender, let replay = try? log.replay(after: lastSeq).get() else { return }
+            driver.attach(socket)
+            session.sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
+            for text in replay { socket.send(text: text) }
+            sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])
+        }
+    }
+
+    /// A session restored from the store: its stored events after `lastSeq` are the replay.
+    func restore(_ stored: StoredConversation, lastSeq: Int) {
+        let kept = stored.items.filter { !$0.event.isEmpty }.map { ResumeLog.Entry(seq: $0.seq, text: $0.event) }
+        log = ResumeLog(restoring: kept, lastSeq: max(log.lastSeq, lastSeq), maxBytes: settings.maxLogBytes)
+    }
+
+    // MARK: Tokens
+
+    /// Each resume uses the token up; the next one is handed to `body` once the store has it, so
+    /// that whichever node the client reaches next can find it.
+    func rotateToken(on loop: EventLoop, then body: @escaping (ResumeToken) -> Void) {
+        let token = ResumeToken.make()
+        tokenHash = token.hash
+        guard settings.store != nil else { return body(token) }
+        storeToken(token, on: loop, attempt: 1, then: body)
+    }
+
+    /// A store that could not take the token (Redis busy while a node takes over a thousand
+    /// sessions) is asked again, every 50 ms for up to 2 s: a token handed out unstored would be
+    /// refused by whichever node the client reached next (the survive benchmark lost 860 of 3,000
+    /// sessions so before this).
+    private func storeToken(_ token: ResumeToken, on loop: EventLoop, attempt: Int, then body: @escaping (ResumeToken) -> Void) {
+        guard let store = settings.store, tokenHash == token.hash else { return body(token) }
+        store.tokenRotated(sessionID: driver.engine.sessionID, tokenHash: token.hash, lastSeq: log.lastSeq, on: loop) { [weak self] stored in
+            guard let self else { return }
+            if stored || attempt >= Self.tokenStoreAttempts { return body(token) }
+            loop.schedule(after: 0.05) { [weak self] in self?.storeToken(token, on: loop, attempt: attempt + 1, then: body) }
+        }
+    }
+
+    private static let tokenStoreAttempts = 40
+
+    /// A drain: the client is told its token afresh and closed with 1012, to reconnect elsewhere.
+    func drain(_ socket: any SessionSocket, client current: ObjectIdentifier) {
+        rotateToken(on: socket.loop) { [weak self] token in
+            guard let self, session.client == current else { return }
+            session.sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: log.lastSeq), on: socket)
+            socket.close(.serviceRestart, reason: "server restarting; resume elsewhere")
+        }
+    }
+}
