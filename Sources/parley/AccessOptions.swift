@@ -33,9 +33,9 @@ struct AccessOptions: ParsableArguments {
         static let maxSessionTokens = Setting.whole("--max-session-tokens", "PARLEY_MAX_SESSION_TOKENS", shown: "no limit; claim parley_max_session_tokens", in: 1...,
                                                     about: "Model tokens (input and output) a session may spend; past it, an error event and close 1008")
         static let metricsListen = Setting<(host: String, port: Int)?>("--metrics-listen", "PARLEY_METRICS_LISTEN", default: nil, shown: "the main port", valueName: "host:port",
-                                                                      about: "Serve /metrics (and /healthz) on this address instead of the main port, e.g. 127.0.0.1:9100") { text throws(Rejection) in
+                                                                      about: "Serve /metrics (and /healthz) on this address instead of the main port, e.g. 127.0.0.1:9100") { text throws(SettingRejection) in
             guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-                throw Rejection("is not host:port")
+                throw SettingRejection("is not host:port")
             }
             var host = String(text[..<colon])
             if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

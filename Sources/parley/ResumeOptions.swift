@@ -8,14 +8,14 @@ struct ResumeOptions: ParsableArguments {
         static let graceSeconds = Setting.number("--resume-grace-seconds", "PARLEY_RESUME_GRACE_SECONDS", default: 30, in: Above(lower: 0, upper: 3600),
                                                  about: "How long a resumable session whose client is gone waits for it to reconnect")
         static let store = Setting<StoreLocation>("--store", "PARLEY_STORE", default: .none, shown: "none", valueName: "store",
-                                                  about: "Where resumable sessions' completed items are kept: sqlite:PATH (one node, embedded), redis://HOST:PORT (many nodes), or none, in memory only") { text throws(Rejection) in
+                                                  about: "Where resumable sessions' completed items are kept: sqlite:PATH (one node, embedded), redis://HOST:PORT (many nodes), or none, in memory only") { text throws(SettingRejection) in
             do throws(StoreError) {
                 return try StoreLocation.parse(text)
             } catch {
                 // The store's own message starts with the text, which the refusal already shows.
                 let message = "\(error)"
                 let prefix = "store '\(text)': "
-                throw Rejection("is not a store: " + (message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message))
+                throw SettingRejection("is not a store: " + (message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message))
             }
         }
     }

@@ -23,10 +23,10 @@ struct Setting<Value: Sendable>: Sendable {
     let shownDefault: String?
     let valueName: String?
     /// The value a text stands for, or why it stands for none ("is not a whole number").
-    let parse: @Sendable (String) throws(Rejection) -> Value
+    let parse: @Sendable (String) throws(SettingRejection) -> Value
 
     init(_ flag: String, aliases: [String] = [], _ variable: String, default defaultValue: Value, shown: String?,
-         valueName: String? = nil, about: String, parse: @escaping @Sendable (String) throws(Rejection) -> Value) {
+         valueName: String? = nil, about: String, parse: @escaping @Sendable (String) throws(SettingRejection) -> Value) {
         self.flag = flag
         self.aliases = aliases
         self.variable = variable
@@ -64,7 +64,7 @@ struct Setting<Value: Sendable>: Sendable {
 }
 
 /// Why a text is not a value of a setting, as the end of a sentence that starts with the text.
-struct Rejection: Error {
+struct SettingRejection: Error {
     let reason: String
     init(_ reason: String) { self.reason = reason }
 }
@@ -122,14 +122,14 @@ extension Setting where Value == Int {
     /// A whole number in `range` (which may be open above).
     static func whole(_ flag: String, _ variable: String, default value: Int, shown: String? = nil, in range: some RangeExpression<Int> & Sendable,
                       about: String) -> Self {
-        Self(flag, variable, default: value, shown: shown ?? String(value), about: about) { text throws(Rejection) in try parseWholeNumber(text, in: range) }
+        Self(flag, variable, default: value, shown: shown ?? String(value), about: about) { text throws(SettingRejection) in try parseWholeNumber(text, in: range) }
     }
 }
 
 extension Setting where Value == Int? {
     /// A whole number in `range`, or nothing (no limit) when neither flag nor variable is given.
     static func whole(_ flag: String, _ variable: String, shown: String?, in range: some RangeExpression<Int> & Sendable, about: String) -> Self {
-        Self(flag, variable, default: nil, shown: shown, about: about) { text throws(Rejection) in try parseWholeNumber(text, in: range) }
+        Self(flag, variable, default: nil, shown: shown, about: about) { text throws(SettingRejection) in try parseWholeNumber(text, in: range) }
     }
 }
 
@@ -137,7 +137,7 @@ extension Setting where Value == Double {
     /// A number in `range`: seconds, minutes.
     static func number(_ flag: String, aliases: [String] = [], _ variable: String, default value: Double, shown: String? = nil,
                        in range: some NumberRange, about: String) -> Self {
-        Self(flag, aliases: aliases, variable, default: value, shown: shown ?? Self.plain(value), about: about) { text throws(Rejection) in
+        Self(flag, aliases: aliases, variable, default: value, shown: shown ?? Self.plain(value), about: about) { text throws(SettingRejection) in
             try parseNumber(text, in: range)
         }
     }
@@ -148,7 +148,7 @@ extension Setting where Value == Double {
 extension Setting where Value == Double? {
     /// A number in `range`, or nothing when neither flag nor variable is given.
     static func number(_ flag: String, _ variable: String, shown: String?, in range: some NumberRange, about: String) -> Self {
-        Self(flag, variable, default: nil, shown: shown, about: about) { text throws(Rejection) in try parseNumber(text, in: range) }
+        Self(flag, variable, default: nil, shown: shown, about: about) { text throws(SettingRejection) in try parseNumber(text, in: range) }
     }
 }
 
@@ -157,8 +157,8 @@ extension Setting {
     static func choice(_ flag: String, _ variable: String, default value: Value, shown: String?, among choices: [(name: String, value: Value)],
                        about: String) -> Self {
         let names = choices.map(\.name)
-        return Self(flag, variable, default: value, shown: shown, about: about) { text throws(Rejection) in
-            guard let chosen = choices.first(where: { $0.name == text }) else { throw Rejection("is not one of \(names.joined(separator: ", "))") }
+        return Self(flag, variable, default: value, shown: shown, about: about) { text throws(SettingRejection) in
+            guard let chosen = choices.first(where: { $0.name == text }) else { throw SettingRejection("is not one of \(names.joined(separator: ", "))") }
             return chosen.value
         }
     }
@@ -185,7 +185,7 @@ struct AtLeast: NumberRange {
     var words: String { "a number of at least \(Int(lower))" }
 }
 
-private func parseWholeNumber(_ text: String, in range: some RangeExpression<Int>) throws(Rejection) -> Int {
+private func parseWholeNumber(_ text: String, in range: some RangeExpression<Int>) throws(SettingRejection) -> Int {
     guard let value = Int(text) else { throw .init("is not a whole number") }
     guard range.contains(value) else {
         let bounds: String = switch range {
@@ -198,7 +198,7 @@ private func parseWholeNumber(_ text: String, in range: some RangeExpression<Int
     return value
 }
 
-private func parseNumber(_ text: String, in range: some NumberRange) throws(Rejection) -> Double {
+private func parseNumber(_ text: String, in range: some NumberRange) throws(SettingRejection) -> Double {
     guard let value = Double(text), value.isFinite else { throw .init("is not a number") }
     guard range.contains(value) else { throw .init("is not \(range.words)") }
     return value

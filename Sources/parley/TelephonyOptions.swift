@@ -8,8 +8,8 @@ import Telephony
 struct TelephonyOptions: ParsableArguments {
     enum Settings {
         static let path = Setting<String>("--twilio-path", "PARLEY_TWILIO_PATH", default: TwilioEndpoint.Settings().path, shown: "/twilio", valueName: "path",
-                                          about: "The Media Streams endpoint's path, the <Stream url> of your TwiML") { text throws(Rejection) in
-            guard text.hasPrefix("/"), !text.contains("?") else { throw Rejection("is not a path starting with / (without a query)") }
+                                          about: "The Media Streams endpoint's path, the <Stream url> of your TwiML") { text throws(SettingRejection) in
+            guard text.hasPrefix("/"), !text.contains("?") else { throw SettingRejection("is not a path starting with / (without a query)") }
             return text
         }
         static let publicURL = Setting.text("--twilio-public-url", "PARLEY_TWILIO_PUBLIC_URL", shown: "wss:// and the Host header", valueName: "url",
