@@ -52,6 +52,9 @@ final class Connection: LoopRegistrant {
     private var accounted = 0
     /// What malloc gave this object and its protocol's; fixed for each protocol's life.
     private var objectBytes = 0
+    /// This connection's place in the loop's list of corked connections (`OutputCork`), or -1
+    /// when it has nothing corked.
+    var corkIndex: Int32 = -1
 
     init(fd: Int32, registration: Registration, serving: ServingLoop, tls: TLSStream? = nil) {
         self.fd = fd
@@ -211,11 +214,23 @@ final class Connection: LoopRegistrant {
 
     // MARK: Writing
 
-    /// Writes `a` then `b`, straight to the socket when nothing is queued; what the socket will not
-    /// take is queued, up to the configured cap.
+    /// Writes `a` then `b`: corked until the end of the pass (`OutputCork`) when nothing is
+    /// queued, so that everything sent in one pass goes out in one write; behind the queue when
+    /// something is, so that nothing is reordered.
     func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         guard state != .closed else { return }
         guard outbound.isEmpty else { return enqueue(a, b) }
+        if serving.cork.hold(self, a, b) { return }
+        // Too large to cork, or the arena is full: what is corked goes first, then this.
+        serving.cork.flush(self)
+        guard outbound.isEmpty else { return enqueue(a, b) }
+        writeNow(a, b)
+    }
+
+    /// Writes `a` then `b` to the socket now; what it will not take is queued, up to the configured
+    /// cap, and EPOLLOUT armed until the queue drains. The cork's flush and large writes come here.
+    func writeNow(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
+        guard state != .closed else { return }
         if let tls { return writeTLS(tls, a, b) }
         let total = a.count + b.count
         var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
@@ -336,6 +351,7 @@ final class Connection: LoopRegistrant {
     /// Our side is done: linger once what is queued has gone out. `discardingInput`: input is
     /// dropped from now on (an HTTP response that closes), not left to the protocol.
     func finish(discardingInput: Bool) {
+        serving.cork.flush(self)  // the last bytes go out before the half-close
         if discardingInput && state == .open { state = .lingering }
         finishing = true
         if outbound.isEmpty { linger() }
@@ -343,6 +359,7 @@ final class Connection: LoopRegistrant {
 
     /// Closes now if nothing is queued, else once it has gone out.
     func closeAfterFlush() {
+        serving.cork.flush(self)
         outbound.isEmpty ? close() : finish(discardingInput: false)
     }
 
@@ -393,6 +410,10 @@ final class Connection: LoopRegistrant {
 
     /// Releases everything now. Safe to call more than once.
     func close() {
+        guard state != .closed else { return }
+        // What was sent before the close is written first, as it was when every frame went out at
+        // once; a failing write closes the connection from inside, and then there is nothing left.
+        serving.cork.flush(self)
         guard state != .closed else { return }
         state = .closed
         pending.release()
