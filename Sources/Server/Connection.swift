@@ -8,7 +8,9 @@ import Glibc
 /// One client socket on one loop, for its whole life: the transport. It owns the descriptor, TLS,
 /// the input held between reads, the write queue, the one deadline and the memory account, and
 /// hands everything about meaning to the protocol speaking on it (`wire`): HTTP/1.1 first, and
-/// WebSocket once a request upgrades. Holds heap only while bytes are pending (see `account()`).
+/// WebSocket once a request upgrades. What it is given to send waits in the loop's `OutputCork`
+/// until the end of the pass, and goes out in one write. Holds heap only while bytes are pending
+/// (see `account()`).
 final class Connection: LoopRegistrant {
     enum State {
         case open
@@ -23,7 +25,8 @@ final class Connection: LoopRegistrant {
     unowned(unsafe) let serving: ServingLoop
     var loop: EventLoop { serving.loop }
 
-    /// What speaks on this socket; `adopt` swaps it.
+    /// What speaks on this socket; `adopt` swaps it. Set in `init` as soon as `self` can be given
+    /// to the protocol, and never nil after.
     private(set) var wire: WireProtocol!
     private(set) var state = State.open
     /// The TLS session on a port that serves TLS; nil on a plain one.
