@@ -30,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ $# -ge 2 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2; }
 BEFORE="$1"; AFTER="$2"; UWS="${3:-}"
 LOAD="${LOAD:-.build/release/parley-load}"
 CONNECTIONS="${CONNECTIONS:-2000}"
