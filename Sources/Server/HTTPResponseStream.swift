@@ -1,7 +1,8 @@
 import Loop
 
 /// A response written over time, with chunked transfer encoding: `start`, then `write` as often
-/// as there is something to send (each write goes out at once, as one chunk), then `end`.
+/// as there is something to send (each write is one chunk, sent at the end of the loop's pass with
+/// whatever else the connection sent in it), then `end`.
 ///
 /// Use it on its loop only (`loop.schedule` paces it). `onClose` runs if the client goes away
 /// first, so the producer can stop; after that every call does nothing.
