@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 deps:
 	@scripts/install-deps.sh
@@ -72,6 +72,13 @@ bench-auth: release
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
 bench-calls: release
 	scripts/bench-calls.sh
+
+# Corking: system calls and server CPU per message on 2,000 connections × 50 frames/s, one frame
+# and five frames per client write, against BEFORE's parley (BEFORE=dir holding a release build of
+# main, say), this build's, and UWS=path, a uWebSockets echo server, if given (docs/benchmarks.md,
+# "Corking", says how the one measured was built); about 2 minutes, every process bounded.
+bench-cork: release
+	scripts/bench-cork.sh "$${BEFORE:?BEFORE=dir holding the parley binary to compare against}" $(RELEASE) $(UWS)
 
 # Calls that survive: 3,000 resumable sessions in conversation through HAProxy in front of 3 nodes
 # on Redis, through a rolling restart and a kill -9; completed items lost, drop -> resumed, Redis's

@@ -1,6 +1,6 @@
 @testable import Server
 
-/// WebSocket frames read the way `Connection` reads them (`processFrames`): the reader is given
+/// WebSocket frames read the way a connection reads them (`WebSocketProtocol.process`): the reader is given
 /// what is held over from the last read followed by the new bytes, payload chunks are joined into
 /// messages, and reading stops at a close or a failure. Checks what the connection relies on:
 /// - what the reader leaves unconsumed, which the connection holds, is at most 131 bytes (a

@@ -1,7 +1,7 @@
 import Access
 @testable import Server
 
-/// The HTTP request parser as a connection drives it (`Connection.process`): reads of any size,
+/// The HTTP request parser as a connection drives it (`HTTP1Protocol.process`): reads of any size,
 /// pipelined requests, bodies skipped by their Content-Length, and after an accepted WebSocket
 /// upgrade the rest of the bytes read as frames. The input is a `Reads` byte and then the stream.
 ///

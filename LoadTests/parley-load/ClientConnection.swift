@@ -39,6 +39,8 @@ final class ClientConnection {
 
     /// Echo test: when the message in flight was sent, 0 when none is.
     var sentAt: UInt64 = 0
+    /// Echo test with --batch: echoes still to come of the batch sent at `sentAt`.
+    var awaiting = 0
     /// The request target of the upgrade when it is not the pool's (`survive` resumes with
     /// `?resume_token=…&last_seq=…`).
     var path: String?

@@ -35,6 +35,12 @@ struct EchoCommand: ParsableCommand {
     @Option(help: "Client processes sharing the connections.")
     var processes = 1
 
+    @Option(help: "Messages per second per connection (paced, open to the clock); 0 for a closed loop, as fast as echoes come.")
+    var rate = 0.0
+
+    @Option(help: "Messages sent together in one write (each echoed on its own).")
+    var batch = 1
+
     @Option(help: "Seconds allowed for every connection to open.")
     var connectTimeout = 30.0
 
@@ -55,6 +61,8 @@ struct EchoCommand: ParsableCommand {
         guard duration > 0, duration <= 3600 else { throw ValidationError("--duration must be in (0, 3600]") }
         guard warmup >= 0, warmup <= 600 else { throw ValidationError("--warmup must be 0...600") }
         guard connectTimeout > 0, connectTimeout <= 3600 else { throw ValidationError("--connect-timeout must be in (0, 3600]") }
+        guard rate >= 0, rate <= 100_000 else { throw ValidationError("--rate must be 0...100000") }
+        guard (1...256).contains(batch) else { throw ValidationError("--batch must be 1...256") }
     }
 
     func run() throws {
@@ -70,7 +78,7 @@ struct EchoCommand: ParsableCommand {
                 throw LoadFailure.unreachable(error, target)
             }
         }
-        print("parley-load echo: \(Format.grouped(connections)) connections to \(target), \(size)-byte messages, \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(duration, 1)) s, \(processes) process\(processes == 1 ? "" : "es")")
+        print("parley-load echo: \(Format.grouped(connections)) connections to \(target), \(size)-byte messages, \(Format.fixed(warmup, 1)) s warm-up + \(Format.fixed(duration, 1)) s, \(processes) process\(processes == 1 ? "" : "es")\(rate > 0 ? ", \(Format.fixed(rate, 0)) msg/s each" : "")\(batch > 1 ? " in batches of \(batch)" : "")")
         Console.flush()
 
         let progress = Progress()
@@ -95,7 +103,7 @@ struct EchoCommand: ParsableCommand {
     private func runHere(_ target: LoadTarget, _ progress: Progress) throws -> EchoResult {
         let run = try EchoRun(.init(
             target: target, connections: connections, firstIndex: 0, size: size,
-            warmup: warmup, duration: duration, connectTimeout: connectTimeout))
+            warmup: warmup, duration: duration, connectTimeout: connectTimeout, rate: rate, batch: batch))
         let startedAt = MonotonicClock.nanoseconds()
         var meter = RateMeter()
         return run.run(hangUpFD: nil) { report in
@@ -110,7 +118,7 @@ struct EchoCommand: ParsableCommand {
             defer { first += share }
             return ["echo-worker", "--url", url, "--connections", String(share), "--first-index", String(first),
                     "--size", String(size), "--warmup", String(warmup), "--duration", String(duration),
-                    "--connect-timeout", String(connectTimeout)] + (ca.map { ["--ca", $0] } ?? [])
+                    "--connect-timeout", String(connectTimeout), "--rate", String(rate), "--batch", String(batch)] + (ca.map { ["--ca", $0] } ?? [])
         })
         let startedAt = MonotonicClock.nanoseconds()
         // The workers bound themselves; this bounds the wait for them, with a margin.

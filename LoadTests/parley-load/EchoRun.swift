@@ -1,5 +1,6 @@
 import JSON
 import Loop
+import Server
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,6 +8,12 @@ import Glibc
 /// The echo test in one process: C connections in a closed loop, each sending one masked text
 /// message, waiting for its echo, and sending the next. Round trips are timed from just before the
 /// send to the moment the whole echo has been read, on the monotonic clock.
+///
+/// With a rate (`--rate`, messages per second per connection) the loop is paced instead: each
+/// connection sends its next message one interval after the last, not at once, with the
+/// connections' first sends spread over one interval: the many-small-streams load (2,000
+/// connections × 50 frames/s). `--batch B` sends B messages in one write every B intervals, the
+/// case where a server that writes once per frame and one that corks differ.
 final class EchoRun: ConnectionEvents {
     struct Settings {
         let target: LoadTarget
@@ -17,6 +24,10 @@ final class EchoRun: ConnectionEvents {
         let warmup: Double
         let duration: Double
         let connectTimeout: Double
+        /// Messages per second per connection; 0: closed loop, as fast as the echoes come.
+        var rate = 0.0
+        /// Messages per write (each echoed on its own).
+        var batch = 1
     }
 
     enum Phase: String {
@@ -39,6 +50,11 @@ final class EchoRun: ConnectionEvents {
     private var measured = 0
     private var answered = 0
     private var badEchoes = 0
+    /// Nanoseconds between one connection's messages when paced; 0 in a closed loop.
+    private let interval: UInt64
+    /// Paced connections waiting for their next send, roughly in the order they are due.
+    private var due: [(connection: ClientConnection, at: UInt64)] = []
+    private var dueHead = 0
 
     init(_ settings: Settings) throws(ClientSocket.Failure) {
         self.settings = settings
@@ -48,6 +64,7 @@ final class EchoRun: ConnectionEvents {
         // Printable ASCII: the message is text, and the server checks text is UTF-8.
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
         payload = (0..<settings.size).map { alphabet[$0 % alphabet.count] }
+        interval = settings.rate > 0 ? UInt64(1e9 / settings.rate) : 0
         pool.events = self
     }
 
@@ -75,10 +92,15 @@ final class EchoRun: ConnectionEvents {
             measureStart = start + MonotonicClock.nanoseconds(settings.warmup)
             runEnd = measureStart + MonotonicClock.nanoseconds(settings.duration)
             if settings.warmup == 0 { startMeasuring(&cpuAtStart) }
-            for connection in pool.openConnections { send(on: connection, at: start) }
+            let open = pool.openConnections
+            for (i, connection) in open.enumerated() {
+                if interval == 0 { send(on: connection, at: start) }
+                else { due.append((connection, start + interval * UInt64(settings.batch) * UInt64(i) / UInt64(open.count))) }
+            }
             while !pool.hungUp && pool.open > 0 {
-                pool.step(timeoutMilliseconds: 5)
+                pool.step(timeoutMilliseconds: interval == 0 ? 5 : 1)
                 let now = MonotonicClock.nanoseconds()
+                if interval > 0 { sendDue(now) }
                 if phase == .warmup && now >= measureStart { startMeasuring(&cpuAtStart) }
                 if now >= runEnd { break }
                 reportIfDue(now)
@@ -133,7 +155,43 @@ final class EchoRun: ConnectionEvents {
 
     private func send(on connection: ClientConnection, at now: UInt64) {
         connection.sentAt = now
-        payload.withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: connection) }
+        connection.awaiting = settings.batch
+        guard settings.batch > 1 else {
+            return payload.withUnsafeBytes { pool.sendFrame(ClientFrame.text, $0, on: connection) }
+        }
+        // The batch's frames in one buffer and one write, so that they reach the server together.
+        let frameBytes = WebSocketClientFrame.maxHeaderBytes + payload.count
+        withUnsafeTemporaryAllocation(byteCount: frameBytes * settings.batch, alignment: 8) { buffer in
+            var n = 0
+            payload.withUnsafeBytes { payload in
+                for _ in 0..<settings.batch {
+                    n += WebSocketClientFrame.encode(opcode: ClientFrame.text, payload: payload, mask: UInt32.random(in: 0...UInt32.max),
+                                                     into: UnsafeMutableRawBufferPointer(rebasing: buffer[n...]))
+                }
+            }
+            pool.send(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), on: connection)
+        }
+    }
+
+    /// Paced: sends for every connection whose next message is due.
+    private func sendDue(_ now: UInt64) {
+        while dueHead < due.count, due[dueHead].at <= now {
+            let connection = due[dueHead].connection
+            dueHead += 1
+            if connection.isOpen && now < runEnd { send(on: connection, at: now) }
+        }
+        if dueHead > 4096 && dueHead * 2 > due.count {
+            due.removeFirst(dueHead)
+            dueHead = 0
+        }
+    }
+
+    /// The next message of a connection whose echoes are all in: now in a closed loop, one
+    /// interval (or batch of intervals) after the last send when paced.
+    private func next(on connection: ClientConnection, sentAt: UInt64, now: UInt64) {
+        guard now < runEnd else { return }
+        if interval == 0 { return send(on: connection, at: now) }
+        due.append((connection, sentAt + interval * UInt64(settings.batch)))
     }
 
     func received(_ opcode: UInt8, _ message: UnsafeRawBufferPointer, on connection: ClientConnection, in pool: ConnectionPool) {
@@ -141,10 +199,12 @@ final class EchoRun: ConnectionEvents {
         let sentAt = connection.sentAt
         // Unasked: the message in flight is still in flight.
         guard sentAt != 0 else { badEchoes += 1; return }
-        connection.sentAt = 0
+        connection.awaiting -= 1
+        let batchDone = connection.awaiting <= 0
+        if batchDone { connection.sentAt = 0 }
         guard opcode == ClientFrame.text, isPayload(message) else {
             badEchoes += 1
-            if now < runEnd { send(on: connection, at: now) }
+            if batchDone { next(on: connection, sentAt: sentAt, now: now) }
             return
         }
         answered += 1
@@ -152,6 +212,6 @@ final class EchoRun: ConnectionEvents {
             latency.record(now - sentAt)
             measured += 1
         }
-        if now < runEnd { send(on: connection, at: now) }
+        if batchDone { next(on: connection, sentAt: sentAt, now: now) }
     }
 }

@@ -19,13 +19,15 @@ struct EchoWorkerCommand: ParsableCommand {
     @Option var warmup: Double
     @Option var duration: Double
     @Option var connectTimeout: Double
+    @Option var rate = 0.0
+    @Option var batch = 1
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
         DescriptorLimit.raiseToHard()
         let run = try EchoRun(.init(
             target: try LoadTarget(url, caFile: ca), connections: connections, firstIndex: firstIndex, size: size,
-            warmup: warmup, duration: duration, connectTimeout: connectTimeout))
+            warmup: warmup, duration: duration, connectTimeout: connectTimeout, rate: rate, batch: batch))
         // Bounded by the connect timeout and the duration; stdin's end-of-file stops it sooner.
         let result = run.run(hangUpFD: 0) { ReportWriter.emit($0) }
         ReportWriter.emit(.object([("kind", .string("final")), ("result", result.json)]))

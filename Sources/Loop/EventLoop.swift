@@ -9,6 +9,8 @@
 ///   coarse deadline, and precise callbacks (`schedule(after:)`).
 /// - One read buffer shared by everything on the loop, so idle sockets own none.
 /// - Work for other threads (`offload`) comes back through the inbox and the wake-up eventfd.
+/// - An end-of-pass hook (`atEndOfPass`, Redis's `beforeSleep`): work done once per pass however
+///   many events asked for it; the server writes each connection's corked output there.
 public final class EventLoop {
     private static let wakeToken = UInt64.max
     /// Room in front of the read buffer for a connection's pending partial frame.
@@ -37,6 +39,8 @@ public final class EventLoop {
     private var locals: [ObjectIdentifier: AnyObject] = [:]
     private var running = true
     private var stopHandled = false
+    /// Run once per pass, after its events, queued reads and timers, before the next wait.
+    private var endOfPass: [() -> Void] = []
 
     /// Called once when `LoopHandle.requestStop` is seen; the owner drains and then calls `stop()`.
     /// Without it the loop stops at once.
@@ -57,6 +61,10 @@ public final class EventLoop {
     // MARK: Running
 
     /// Runs until `stop()`; then tells every registration still open (`loopStopped`).
+    ///
+    /// One pass: wait, dispatch what epoll reported, run the queued reads, fire the timers, then the
+    /// end-of-pass hooks. The hooks run last so that whatever the pass produced (every frame written
+    /// in answer to every read) is seen by them at once; they run on the pass that `stop()` ends too.
     public func run() {
         while running {
             var handled = epoll.wait(timeoutMilliseconds: waitTimeout())
@@ -64,9 +72,19 @@ public final class EventLoop {
             for i in 0..<handled { dispatch(epoll.readiness(at: i)) }
             handled += readAgain()
             handled += fireTimers()
+            for hook in endOfPass { hook() }
             if handled > 0 { handle.lag.observe(nanoseconds: MonotonicClock.nanoseconds() - started) }
         }
         for case let registrant? in registrants { registrant.loopStopped() }
+    }
+
+    /// Runs `body` at the end of every pass from now on: after the pass's events, queued reads and
+    /// timers, before the loop waits again (Redis's `beforeSleep`). For work worth doing once per
+    /// pass rather than once per event: the server writes each connection's output there, one
+    /// write for everything the pass produced. A hook that queues a read (`readAgain`) or a
+    /// callback due now keeps the next wait from sleeping.
+    public func atEndOfPass(_ body: @escaping () -> Void) {
+        endOfPass.append(body)
     }
 
     /// Ends `run()` after the current iteration.

@@ -1,20 +1,21 @@
 import CLinux
-import Logging
 import Loop
 import TLS
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// One client socket on one loop, for its whole life: the HTTP request, the upgrade, the
-/// WebSocket frames, the close. Holds heap only while bytes are pending (see `account()`).
+/// One client socket on one loop, for its whole life: the transport. It owns the descriptor, TLS,
+/// the input held between reads, the write queue, the one deadline and the memory account, and
+/// hands everything about meaning to the protocol speaking on it (`wire`): HTTP/1.1 first, and
+/// WebSocket once a request upgrades. What it is given to send waits in the loop's `OutputCork`
+/// until the end of the pass, and goes out in one write. Holds heap only while bytes are pending
+/// (see `account()`).
 final class Connection: LoopRegistrant {
-    enum Mode {
-        /// Reading HTTP requests (and serving plain ones, with keep-alive).
-        case http
-        case webSocket
-        /// Our side is done and shut down for writing; reading and discarding until the peer's EOF,
-        /// so that unread input cannot turn our last bytes into a reset.
+    enum State {
+        case open
+        /// Our side is done and shut down for writing (or will be once the queue drains); input is
+        /// read and discarded until the peer's EOF, so that it cannot turn our last bytes into a reset.
         case lingering
         case closed
     }
@@ -24,13 +25,10 @@ final class Connection: LoopRegistrant {
     unowned(unsafe) let serving: ServingLoop
     var loop: EventLoop { serving.loop }
 
-    private(set) var mode = Mode.http
-    private var http: HTTPRequestParser
-    private var reader: WebSocketFrameReader
-    private var handler: (any WebSocketHandler)?
-    private(set) var subprotocol: String?
-    /// Index into the per-endpoint metrics: 0 until upgraded.
-    private var endpoint = 0
+    /// What speaks on this socket; `adopt` swaps it. Set in `init` as soon as `self` can be given
+    /// to the protocol, and never nil after.
+    private(set) var wire: WireProtocol!
+    private(set) var state = State.open
     /// The TLS session on a port that serves TLS; nil on a plain one.
     private var tls: TLSStream?
     /// A TLS read must wait for the socket to be writable (it has a key update to answer), or a
@@ -39,36 +37,27 @@ final class Connection: LoopRegistrant {
     private var writeWaitsForReadable = false
     /// Counted in the loop's handshakes in progress (which the handshake cap bounds).
     private var handshaking: Bool
-
-    /// Input not yet used: an unfinished frame header or control frame (at most 131 bytes), or
-    /// pipelined HTTP bytes held while a streamed response is going out (at most one read).
-    private var pending = ByteBuffer()
-    /// A fragmented WebSocket message, or an HTTP request body, being put together.
-    private var assembly = ByteBuffer()
-    /// A request whose body is still arriving. Boxed: most connections never have one.
-    private var bodyPending: BodyPending?
-    /// The streamed response in progress; reading waits until it ends.
-    private var stream: HTTPResponseStream?
-    /// Set while `process` runs, so a response that ends inside it does not re-enter it.
-    private var isProcessing = false
-    /// Pending input must be processed before the next read (a stream ended).
-    private var reprocessPending = false
-    /// Bytes the socket would not take yet.
-    private var outbound = ByteBuffer()
-
     private var writeArmed = false
     private var readPaused = false
     /// Close (or linger) once the outbound queue drains.
     private var finishing = false
-    /// The close handshake, pings and idleness once upgraded (RFC 6455 section 7): the rules live
-    /// in this value machine; this class only carries out its actions.
-    private var webSocket: WebSocketCloseMachine
+    /// Set while the protocol is processing input, so that input resumed inside it is not re-entered.
+    private var isProcessing = false
+    /// Held input must be processed before the next read (the protocol takes input again).
+    private var reprocessPending = false
+
+    /// Input not yet used: an unfinished frame header or control frame (at most 131 bytes), or
+    /// pipelined HTTP bytes held while a streamed response is going out (at most one read).
+    private var pending = ByteBuffer()
+    /// Bytes the socket would not take yet.
+    private var outbound = ByteBuffer()
     /// Bytes currently reported to the loop's memory account.
     private var accounted = 0
-    /// What malloc gave this object; fixed for its life, so measured once.
+    /// What malloc gave this object and its protocol's; fixed for each protocol's life.
     private var objectBytes = 0
-    /// What the WebSocket handler reports holding for this connection.
-    private var handlerBytes = 0
+    /// This connection's place in the loop's list of corked connections (`OutputCork`), or -1
+    /// when it has nothing corked.
+    var corkIndex: Int32 = -1
 
     init(fd: Int32, registration: Registration, serving: ServingLoop, tls: TLSStream? = nil) {
         self.fd = fd
@@ -76,21 +65,27 @@ final class Connection: LoopRegistrant {
         handshaking = tls != nil
         self.registration = registration
         self.serving = serving
-        let config = serving.context.configuration
-        http = HTTPRequestParser(maxRequestLineBytes: config.maxRequestLineBytes, maxHeadBytes: config.maxHeadBytes,
-                                 maxBodyBytes: config.maxBodyBytes)
-        reader = WebSocketFrameReader(maxMessageBytes: config.maxMessageBytes)
-        webSocket = WebSocketCloseMachine(now: serving.loop.now)
+        super.init()
+        wire = .http(HTTP1Protocol(connection: self, configuration: serving.context.configuration))
     }
 
     /// Registered and counted: the first deadline is set and the memory account opened.
     func opened() {
-        objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque())
+        objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque()) + wire.objectBytes
         account()
         loop.setDeadline(registration, afterTicks: tls == nil ? serving.handshakeTicks : serving.tlsHandshakeTicks)
     }
 
-    var isOpenWebSocket: Bool { mode == .webSocket && webSocket.isOpen }
+    var isOpen: Bool { state == .open }
+    var isOpenWebSocket: Bool { wire.webSocket?.isOpen ?? false }
+
+    /// Another protocol speaks on this socket from now on (an upgrade); input still unread in this
+    /// pass goes to it.
+    func adopt(_ next: WireProtocol) {
+        objectBytes += next.objectBytes - wire.objectBytes
+        wire = next
+        account()
+    }
 
     // MARK: Reading
 
@@ -100,7 +95,7 @@ final class Connection: LoopRegistrant {
     override func readable(hungUp: Bool) {
         read(hungUp: hungUp)
         // A connection that is not reading (a response is streaming) still hears the peer leave.
-        if hungUp && stream != nil { close() }
+        if hungUp && state != .closed && !wire.isReading { close() }
     }
 
     private func read(hungUp: Bool) {
@@ -117,7 +112,7 @@ final class Connection: LoopRegistrant {
         }
         var budget = 16
         while budget > 0 {
-            guard mode != .closed, !readPaused, stream == nil else { return }
+            guard state != .closed, !readPaused, wire.isReading else { return }
             budget -= 1
             let buffer = loop.readBuffer
             let prefix = pending.count
@@ -131,10 +126,10 @@ final class Connection: LoopRegistrant {
             case .transferred(let n):
                 pending.release()
                 serving.metrics.bytesIn.add(n)
-                webSocket.trafficReceived(now: loop.now)
+                wire.trafficReceived()
                 let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<(prefix + n)])
                 let consumed = process(bytes)
-                if consumed < bytes.count && mode != .closed {
+                if consumed < bytes.count && state != .closed {
                     pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
                 }
                 account()
@@ -184,265 +179,61 @@ final class Connection: LoopRegistrant {
         serving.tlsHandshakeEnded(result)
     }
 
-    /// Runs the held input through the protocol without reading (a streamed response has ended).
+    /// Runs the held input through the protocol without reading (it takes input again).
     private func processPending() {
         let count = pending.count
-        guard count > 0, mode != .closed else { return }
+        guard count > 0, state != .closed else { return }
         let buffer = loop.readBuffer
         buffer.baseAddress!.copyMemory(from: pending.readable.baseAddress!, byteCount: count)
         pending.release()
         let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
         let consumed = process(bytes)
-        if consumed < count && mode != .closed { pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...])) }
+        if consumed < count && state != .closed { pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...])) }
         account()
     }
 
-    /// Feeds freshly read bytes to the current protocol; returns how many it used.
+    /// Feeds input to whichever protocol speaks, step by step, so that bytes after an upgrade
+    /// request go to the protocol it adopted; returns how many were used.
     private func process(_ bytes: UnsafeMutableRawBufferPointer) -> Int {
         isProcessing = true
         defer { isProcessing = false }
         var offset = 0
         while offset < bytes.count {
-            let rest = UnsafeMutableRawBufferPointer(rebasing: bytes[offset...])
-            switch mode {
-            case .http where stream != nil:
-                return offset  // the rest waits for the streamed response to end
-            case .http where bodyPending != nil:
-                offset += readBody(UnsafeRawBufferPointer(rest))
-            case .http:
-                offset += processHTTP(UnsafeRawBufferPointer(rest))
-            case .webSocket:
-                return offset + processFrames(rest)
-            case .lingering, .closed:
-                return bytes.count
-            }
+            guard state == .open else { return bytes.count }  // lingering: discarded
+            let used = wire.process(UnsafeMutableRawBufferPointer(rebasing: bytes[offset...]))
+            if used == 0 { return offset }
+            offset += used
         }
         return offset
     }
 
-    // MARK: HTTP
-
-    private func processHTTP(_ bytes: UnsafeRawBufferPointer) -> Int {
-        switch http.parse(bytes) {
-        case .needMore:
-            return bytes.count
-        case .failure(let status):
-            respond(.error(status), keepAlive: false)
-            return bytes.count
-        case .request(let request, let consumed):
-            if request.contentLength > 0 {
-                bodyPending = BodyPending(request: request, remaining: request.contentLength)
-            } else {
-                handle(request)
-            }
-            return consumed
-        }
-    }
-
-    private func readBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let pendingBody = bodyPending!
-        let take = min(pendingBody.remaining, bytes.count)
-        assembly.append(UnsafeRawBufferPointer(rebasing: bytes[..<take]))
-        pendingBody.remaining -= take
-        if pendingBody.remaining == 0 {
-            var request = pendingBody.request
-            request.body = Array(assembly.readable)
-            assembly.release()
-            bodyPending = nil
-            handle(request)
-        }
-        return take
-    }
-
-    private func handle(_ request: HTTPRequest) {
-        guard let route = serving.context.router.route(request.path) else {
-            return respond(.error(.notFound), keepAlive: request.keepAlive)
-        }
-        switch route {
-        case .http(let methods):
-            let isHead = request.method == "HEAD"
-            guard let responder = methods[isHead ? "GET" : request.method] else {
-                let allowed = methods.keys.sorted() + (methods["GET"] != nil ? ["HEAD"] : [])
-                return respond(.error(.methodNotAllowed, headers: [("Allow", allowed.joined(separator: ", "))]), keepAlive: request.keepAlive)
-            }
-            switch responder {
-            case .complete(let serve):
-                respond(serve(request), keepAlive: request.keepAlive, includeBody: !isHead)
-            case .streaming(let serve):
-                let stream = HTTPResponseStream(connection: self, keepAlive: request.keepAlive && !serving.shuttingDown, includeBody: !isHead)
-                self.stream = stream
-                loop.clearDeadline(registration)  // a stream may rightly take longer than any request deadline
-                serve(request, stream)
-            }
-        case .webSocket(let endpoint):
-            if let allowed = serving.context.configuration.allowedOrigins, let origin = request.header("origin"),
-               !allowed.contains(where: { $0.lowercased() == origin.lowercased() }) {
-                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "403", "reason": "origin"])
-                return respond(.jsonError(.forbidden, code: "origin_not_allowed", message: "this server does not accept sessions from pages at \(origin)"),
-                               keepAlive: false)
-            }
-            if serving.shuttingDown {
-                // Draining: this node takes no new sessions; the balancer sends the client elsewhere.
-                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "draining"])
-                return respond(.jsonError(.serviceUnavailable, code: "draining", message: "this server is restarting; connect again",
-                                          headers: [("Retry-After", "1")]), keepAlive: false)
-            }
-            switch WebSocketHandshake.evaluate(request, admit: endpoint.admit) {
-            case .refuse(let response):
-                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])
-                respond(response, keepAlive: false)
-            case .accept where !serving.reserveSession():
-                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "session_limit"])
-                respond(.error(.serviceUnavailable, headers: [("Retry-After", "1")]), keepAlive: false)
-            case .accept(let response, let admission):
-                respondRaw(response.serialized(keepAlive: true), keepAlive: true)
-                upgrade(endpoint, admission)
-            }
-        }
-    }
-
-    private func respond(_ response: HTTPResponse, keepAlive: Bool, includeBody: Bool = true) {
-        let bytes = response.serialized(keepAlive: keepAlive && !serving.shuttingDown, includeBody: includeBody)
-        respondRaw(bytes, keepAlive: keepAlive)
-    }
-
-    private func respondRaw(_ bytes: [UInt8], keepAlive: Bool) {
-        bytes.withUnsafeBytes { write($0, UnsafeRawBufferPointer(start: nil, count: 0)) }
-        if !keepAlive || serving.shuttingDown {
-            mode = mode == .http ? .lingering : mode
-            finishAfterFlush()
-        } else if mode == .http {
-            loop.setDeadline(registration, afterTicks: serving.handshakeTicks)
-        }
-    }
-
-    func writeStreamBytes(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { write($0, UnsafeRawBufferPointer(start: nil, count: 0)) }
-    }
-
-    /// The streamed response has been ended by its producer.
-    func streamEnded(keepAlive: Bool) {
-        stream = nil
-        guard mode == .http else { return }
-        guard keepAlive else {
-            mode = .lingering
-            return finishAfterFlush()
-        }
-        loop.setDeadline(registration, afterTicks: serving.handshakeTicks)
-        // Input that waited behind the response is processed by the loop, not from inside a
-        // handler's call stack; when `process` itself is running, its loop simply carries on.
+    /// The protocol takes input again (a streamed response ended): what waited is processed by the
+    /// loop, not from inside a handler's call stack; when `process` itself is running, it carries on.
+    func resumeInput() {
         guard !isProcessing else { return }
         reprocessPending = true
         loop.readAgain(registration)
     }
 
-    private func upgrade(_ endpoint: Router.WebSocketEndpoint, _ admission: WebSocketAdmission) {
-        mode = .webSocket
-        http = HTTPRequestParser(maxRequestLineBytes: 0, maxHeadBytes: 0)
-        subprotocol = admission.subprotocol
-        serving.metrics.open[self.endpoint].add(-1)
-        self.endpoint = endpoint.metricsIndex
-        serving.metrics.open[self.endpoint].add(1)
-        webSocket.trafficReceived(now: loop.now)
-        loop.setDeadline(registration, afterTicks: WebSocketCloseMachine.initialTimer(serving.webSocketTiming))
-        handler = admission.handler
-        admission.handler.webSocketDidOpen(WebSocket(connection: self))
-    }
-
-    // MARK: WebSocket
-
-    private func processFrames(_ bytes: UnsafeMutableRawBufferPointer) -> Int {
-        var offset = 0
-        while mode == .webSocket {
-            let (consumed, event) = reader.read(UnsafeMutableRawBufferPointer(rebasing: bytes[offset...]))
-            offset += consumed
-            switch event {
-            case .needMore:
-                return offset
-            case .data(let kind, let chunk, let first, let last):
-                deliver(kind, UnsafeRawBufferPointer(chunk), first: first, last: last)
-            case .ping(let payload):
-                if webSocket.pingReceived() == .sendPong { writeFrame(.pong, UnsafeRawBufferPointer(payload)) }
-            case .pong:
-                break  // any traffic already counts as a sign of life
-            case .close(let code, _):
-                perform(webSocket.closeReceived(code))
-                return bytes.count
-            case .failure(let code, let reason):
-                // "Fail the WebSocket Connection" (RFC 6455 section 7.1.7): say why, then stop.
-                perform(webSocket.protocolFailed(code, reason: reason))
-                return bytes.count
-            }
-            if offset == bytes.count && !reader.isInsideFrame { return offset }
-        }
-        return bytes.count
-    }
-
-    private func deliver(_ kind: WebSocketMessageKind, _ chunk: UnsafeRawBufferPointer, first: Bool, last: Bool) {
-        // After our close frame, the RFC lets us drop whatever data still arrives.
-        guard webSocket.dataReceived() else { return }
-        if first && last {
-            serving.metrics.messagesIn.add(1)
-            handler?.webSocket(WebSocket(connection: self), didReceive: chunk, kind: kind)
-            return
-        }
-        assembly.append(chunk)
-        guard last else { return }
-        serving.metrics.messagesIn.add(1)
-        handler?.webSocket(WebSocket(connection: self), didReceive: UnsafeRawBufferPointer(assembly.readable), kind: kind)
-        assembly.release()
-    }
-
-    func sendMessage(_ payload: UnsafeRawBufferPointer, opcode: WebSocketOpcode) {
-        guard mode == .webSocket, webSocket.isOpen else { return }
-        serving.metrics.messagesOut.add(1)
-        writeFrame(opcode, payload)
-    }
-
-    private func writeFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer) {
-        withUnsafeTemporaryAllocation(byteCount: WebSocketFrameWriter.maxHeaderBytes, alignment: 1) { header in
-            let n = WebSocketFrameWriter.header(opcode, payloadLength: payload.count, into: header)
-            write(UnsafeRawBufferPointer(rebasing: header[..<n]), payload)
-        }
-    }
-
-    /// Server-initiated close: send ours, wait (bounded) for theirs.
-    func closeWebSocket(_ code: WebSocketCloseCode, reason: String) {
-        guard mode == .webSocket else { return }
-        perform(webSocket.closeRequested(code, reason: reason, timing: serving.webSocketTiming))
-    }
-
-    /// Carries out what the close machine decided.
-    private func perform(_ action: WebSocketCloseMachine.Action) {
-        switch action {
-        case .none, .sendPong:
-            break  // a pong is written where the ping's payload is at hand
-        case .sendPing(let timeout):
-            writeFrame(.ping, UnsafeRawBufferPointer(start: nil, count: 0))
-            loop.setDeadline(registration, afterTicks: timeout)
-        case .schedule(let ticks):
-            loop.setDeadline(registration, afterTicks: ticks)
-        case .sendClose(let code, let reason, let then):
-            let payload = code.map { WebSocketFrameWriter.closePayload($0, reason: reason) } ?? []
-            payload.withUnsafeBytes { writeFrame(.close, $0) }
-            switch then {
-            case .awaitPeer(let ticks): loop.setDeadline(registration, afterTicks: ticks)
-            case .finish: finishAfterFlush()
-            }
-        case .finish:
-            finishAfterFlush()
-        case .drop:
-            close()
-        }
-    }
-
     // MARK: Writing
 
-    /// Writes `a` then `b`, straight to the socket when nothing is queued; what the socket will not
-    /// take is queued, up to the configured cap.
-    private func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
-        guard mode != .closed else { return }
+    /// Writes `a` then `b`: corked until the end of the pass (`OutputCork`) when nothing is
+    /// queued, so that everything sent in one pass goes out in one write; behind the queue when
+    /// something is, so that nothing is reordered.
+    func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
+        guard state != .closed else { return }
         guard outbound.isEmpty else { return enqueue(a, b) }
+        if serving.cork.hold(self, a, b) { return }
+        // Too large to cork, or the arena is full: what is corked goes first, then this.
+        serving.cork.flush(self)
+        guard outbound.isEmpty else { return enqueue(a, b) }
+        writeNow(a, b)
+    }
+
+    /// Writes `a` then `b` to the socket now; what it will not take is queued, up to the configured
+    /// cap, and EPOLLOUT armed until the queue drains. The cork's flush and large writes come here.
+    func writeNow(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
+        guard state != .closed else { return }
         if let tls { return writeTLS(tls, a, b) }
         let total = a.count + b.count
         var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
@@ -509,7 +300,7 @@ final class Connection: LoopRegistrant {
         let cap = serving.context.configuration.maxOutboundBytes
         // One message may always be queued whole; past that, a client that does not read is dropped.
         if !outbound.isEmpty && outbound.count + a.count + b.count > cap {
-            return mode == .webSocket ? perform(webSocket.outboundOverflowed()) : close()
+            return state == .open ? wire.outboundOverflowed() : close()
         }
         outbound.append(a)
         outbound.append(b)
@@ -553,23 +344,35 @@ final class Connection: LoopRegistrant {
     }
 
     private func armWrite(_ on: Bool) {
-        guard writeArmed != on, mode != .closed else { return }
+        guard writeArmed != on, state != .closed else { return }
         writeArmed = on
         loop.modify(registration, fd: fd, on ? [.readable, .writable, .edge] : [.readable, .edge])
     }
 
-    private func finishAfterFlush() {
+    // MARK: Ending
+
+    /// Our side is done: linger once what is queued has gone out. `discardingInput`: input is
+    /// dropped from now on (an HTTP response that closes), not left to the protocol.
+    func finish(discardingInput: Bool) {
+        serving.cork.flush(self)  // the last bytes go out before the half-close
+        if discardingInput && state == .open { state = .lingering }
         finishing = true
         if outbound.isEmpty { linger() }
     }
 
+    /// Closes now if nothing is queued, else once it has gone out.
+    func closeAfterFlush() {
+        serving.cork.flush(self)
+        outbound.isEmpty ? close() : finish(discardingInput: false)
+    }
+
     /// Half-close, then wait (bounded) for the peer's EOF before letting go of the socket.
     private func linger() {
-        guard mode != .closed else { return }
+        guard state != .closed else { return }
         finishing = false
-        mode = .lingering
+        state = .lingering
         readPaused = false
-        assembly.release()
+        wire.stopReading()
         tls?.shutdown()
         Sys.shutdownWrite(fd)
         loop.setDeadline(registration, afterTicks: serving.closeTicks)
@@ -578,30 +381,30 @@ final class Connection: LoopRegistrant {
 
     // MARK: Time
 
-    /// The connection's one deadline has passed; what it meant depends on the mode.
+    func setDeadline(afterTicks ticks: UInt32) { loop.setDeadline(registration, afterTicks: ticks) }
+    func clearDeadline() { loop.clearDeadline(registration) }
+
+    /// The connection's one deadline has passed: the protocol's, while open; the peer never
+    /// finished closing, while lingering.
     override func deadlinePassed() {
-        switch mode {
-        case .http, .lingering:
-            // The TLS handshake or the request head never completed, or the peer never finished closing.
-            handshakeEnded(.timedOut)
-            close()
-        case .webSocket:
-            perform(webSocket.timerFired(now: loop.now, timing: serving.webSocketTiming))
-        case .closed:
-            break
+        switch state {
+        case .open: wire.deadlinePassed()
+        case .lingering: timedOut()
+        case .closed: break
         }
     }
 
-    /// Graceful shutdown: WebSocket sessions get 1001 (unless their handler drains them itself, and
-    /// `force` is false), idle HTTP connections are let go.
+    /// A deadline the protocol cannot extend has passed (the TLS handshake, the request head).
+    func timedOut() {
+        handshakeEnded(.timedOut)
+        close()
+    }
+
+    /// Graceful shutdown: the protocol decides (WebSocket sessions get 1001 unless their handler
+    /// drains them itself and `force` is false; idle HTTP connections are let go).
     func shutdown(force: Bool = false) {
-        switch mode {
-        case .webSocket:
-            if !force, let handler, handler.webSocketDrain(WebSocket(connection: self)) { return }
-            perform(webSocket.shutdownRequested(timing: serving.webSocketTiming))
-        case .http: outbound.isEmpty ? close() : finishAfterFlush()
-        case .lingering, .closed: break
-        }
+        guard state == .open else { return }
+        wire.drain(force: force)
     }
 
     // MARK: Teardown and memory
@@ -610,50 +413,28 @@ final class Connection: LoopRegistrant {
 
     /// Releases everything now. Safe to call more than once.
     func close() {
-        guard mode != .closed else { return }
-        let wasWebSocket = handler != nil
-        mode = .closed
+        guard state != .closed else { return }
+        // What was sent before the close is written first, as it was when every frame went out at
+        // once; a failing write closes the connection from inside, and then there is nothing left.
+        serving.cork.flush(self)
+        guard state != .closed else { return }
+        state = .closed
         pending.release()
-        assembly.release()
         outbound.release()
-        bodyPending = nil
         handshakeEnded(.closed)
         tls = nil
-        if let stream {
-            self.stream = nil
-            stream.connectionClosed()
-        }
-        webSocket.connectionEnded()
-        accounted = serving.release(self, accounted: accounted, closeCode: wasWebSocket ? webSocket.reportedCode : nil, endpoint: endpoint)
-        if let handler {
-            self.handler = nil
-            handler.webSocketDidClose(WebSocket(connection: self), code: webSocket.reportedCode)
-        }
+        let ending = wire.ended()
+        accounted = serving.release(self, accounted: accounted, closeCode: ending.closeCode, endpoint: ending.endpoint)
+        wire.closed()
     }
 
-    func setHandlerBytes(_ bytes: Int) {
-        handlerBytes = bytes
-        account()
-    }
-
-    /// Reports this connection's heap to the loop: the object itself and every buffer it holds.
-    private func account() {
-        guard mode != .closed else { return }
-        let now = objectBytes + handlerBytes + (tls?.heapBytes ?? 0) + pending.allocatedBytes + assembly.allocatedBytes + outbound.allocatedBytes + http.bufferedBytes
+    /// Reports this connection's heap to the loop: the objects and every buffer they hold.
+    func account() {
+        guard state != .closed else { return }
+        let now = objectBytes + (tls?.heapBytes ?? 0) + pending.allocatedBytes + outbound.allocatedBytes + wire.heapBytes
         if now != accounted {
             serving.metrics.accountedBytes.add(now - accounted)
             accounted = now
         }
-    }
-}
-
-/// A request head whose body is still arriving.
-private final class BodyPending {
-    let request: HTTPRequest
-    var remaining: Int
-
-    init(request: HTTPRequest, remaining: Int) {
-        self.request = request
-        self.remaining = remaining
     }
 }

@@ -1,12 +1,15 @@
 import Loop
 
 /// A response written over time, with chunked transfer encoding: `start`, then `write` as often
-/// as there is something to send (each write goes out at once, as one chunk), then `end`.
+/// as there is something to send (each write is one chunk, sent at the end of the loop's pass with
+/// whatever else the connection sent in it), then `end`.
 ///
 /// Use it on its loop only (`loop.schedule` paces it). `onClose` runs if the client goes away
 /// first, so the producer can stop; after that every call does nothing.
 public final class HTTPResponseStream {
+    /// Keeps the connection (and so its HTTP protocol) alive while the producer holds the stream.
     private let connection: Connection
+    private let exchange: HTTP1Protocol
     private let keepAlive: Bool
     private let includeBody: Bool
     private var started = false
@@ -14,8 +17,9 @@ public final class HTTPResponseStream {
     /// Called once if the connection ends before `end()`.
     public var onClose: (() -> Void)?
 
-    init(connection: Connection, keepAlive: Bool, includeBody: Bool) {
-        self.connection = connection
+    init(exchange: HTTP1Protocol, keepAlive: Bool, includeBody: Bool) {
+        connection = exchange.connection
+        self.exchange = exchange
         self.keepAlive = keepAlive
         self.includeBody = includeBody
     }
@@ -30,7 +34,7 @@ public final class HTTPResponseStream {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Transfer-Encoding: chunked\r\n"
         head += keepAlive ? "\r\n" : "Connection: close\r\n\r\n"
-        connection.writeStreamBytes(Array(head.utf8))
+        exchange.write(Array(head.utf8))
     }
 
     public func write(_ text: String) { write(Array(text.utf8)) }
@@ -39,17 +43,17 @@ public final class HTTPResponseStream {
         guard isOpen, !bytes.isEmpty else { return }
         if !started { start() }
         guard includeBody else { return }
-        connection.writeStreamBytes(Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10])
+        exchange.write(Array((String(bytes.count, radix: 16) + "\r\n").utf8) + bytes + [13, 10])
     }
 
     /// Finishes the response; the connection goes on to its next request (or closes).
     public func end() {
         guard isOpen else { return }
         if !started { start() }
-        if includeBody { connection.writeStreamBytes(Array("0\r\n\r\n".utf8)) }
+        if includeBody { exchange.write(Array("0\r\n\r\n".utf8)) }
         isOpen = false
         onClose = nil
-        connection.streamEnded(keepAlive: keepAlive)
+        exchange.streamEnded(keepAlive: keepAlive)
     }
 
     /// Drops the connection without finishing the response (for fault injection and give-ups).

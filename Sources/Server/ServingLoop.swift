@@ -18,6 +18,8 @@ final class ServingLoop {
     let metrics: LoopMetrics
     /// Where a frame's header and payload are put together to be encrypted as one TLS record.
     let tlsWriteScratch: UnsafeMutableRawBufferPointer
+    /// What this loop's connections send during a pass, written at its end: one write per connection.
+    let cork = OutputCork()
 
     let handshakeTicks: UInt32
     let closeTicks: UInt32
@@ -53,6 +55,7 @@ final class ServingLoop {
         maxTLSHandshakes = max(1, c.maxTLSHandshakes / max(1, c.loops))
         acceptor = try Acceptor.listen(on: listenFD, for: self)
         loop.onStopRequested = { [unowned self] in beginShutdown() }
+        loop.atEndOfPass { [cork] in cork.flushAll() }
     }
 
     deinit {

@@ -1,0 +1,63 @@
+/// What a parsed request gets, decided apart from the connection that carries it out: the route,
+/// HEAD served by GET, 405 with its `Allow`, the origin policy, refusals while draining, the
+/// WebSocket handshake and the session reservation. The connection's HTTP protocol only writes
+/// what is decided here, so every rule about *which* answer lives in this one place.
+enum RouteDecision {
+    /// Answer now; `keepAlive` already says no while the server drains.
+    case respond(HTTPResponse, keepAlive: Bool, includeBody: Bool)
+    /// Answer over time through a stream.
+    case stream(Router.StreamingHandler, keepAlive: Bool, includeBody: Bool)
+    /// Switch protocols: write the 101, then the connection speaks WebSocket to the admission's handler.
+    case upgrade(HTTPResponse, Router.WebSocketEndpoint, WebSocketAdmission)
+    /// Answer, then close: an upgrade turned away (403, 503, the handshake's own refusals).
+    case refuse(HTTPResponse)
+}
+
+enum RequestRouting {
+    /// The decision for `request`. Pure but for `reserveSession`, which takes a session slot and
+    /// is called only once every other check has passed, so a refused upgrade holds no slot.
+    static func decide(_ request: HTTPRequest, router: Router, allowedOrigins: [String]?, draining: Bool,
+                       reserveSession: () -> Bool) -> RouteDecision {
+        let keepAlive = request.keepAlive && !draining
+        guard let route = router.route(request.path) else {
+            return .respond(.error(.notFound), keepAlive: keepAlive, includeBody: true)
+        }
+        switch route {
+        case .http(let methods):
+            let isHead = request.method == "HEAD"
+            guard let responder = methods[isHead ? "GET" : request.method] else {
+                let allowed = methods.keys.sorted() + (methods["GET"] != nil ? ["HEAD"] : [])
+                return .respond(.error(.methodNotAllowed, headers: [("Allow", allowed.joined(separator: ", "))]),
+                                keepAlive: keepAlive, includeBody: true)
+            }
+            switch responder {
+            case .complete(let serve):
+                return .respond(serve(request), keepAlive: keepAlive, includeBody: !isHead)
+            case .streaming(let serve):
+                return .stream(serve, keepAlive: keepAlive, includeBody: !isHead)
+            }
+        case .webSocket(let endpoint):
+            if let allowedOrigins, let origin = request.header("origin"),
+               !allowedOrigins.contains(where: { $0.lowercased() == origin.lowercased() }) {
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "403", "reason": "origin"])
+                return .refuse(.jsonError(.forbidden, code: "origin_not_allowed", message: "this server does not accept sessions from pages at \(origin)"))
+            }
+            if draining {
+                // This node takes no new sessions; the balancer sends the client elsewhere.
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "draining"])
+                return .refuse(.jsonError(.serviceUnavailable, code: "draining", message: "this server is restarting; connect again",
+                                          headers: [("Retry-After", "1")]))
+            }
+            switch WebSocketHandshake.evaluate(request, admit: endpoint.admit) {
+            case .refuse(let response):
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])
+                return .refuse(response)
+            case .accept where !reserveSession():
+                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "session_limit"])
+                return .refuse(.error(.serviceUnavailable, headers: [("Retry-After", "1")]))
+            case .accept(let response, let admission):
+                return .upgrade(response, endpoint, admission)
+            }
+        }
+    }
+}
