@@ -44,6 +44,7 @@ final class UpstreamModelCall: ModelCall {
 
     private let onEvent: (ModelEvent) -> Void
     private let decode: Decode
+    private let serverAdded: ServerAddedLatency
     private var call: HTTPClientCall?
     private var parser = ServerSentEventParser()
     private var status = 0
@@ -58,6 +59,7 @@ final class UpstreamModelCall: ModelCall {
     init(_ request: HTTPClientRequest, on loop: EventLoop, decode: @escaping Decode, onEvent: @escaping (ModelEvent) -> Void) {
         self.onEvent = onEvent
         self.decode = decode
+        serverAdded = ServerAddedLatency.on(loop)
         // The callbacks hold this object until the HTTP call ends (it drops them then), so a
         // response still ending after the model finished has somewhere to go.
         call = loop.httpClient.send(request, onHead: { [self] head in
@@ -82,7 +84,7 @@ final class UpstreamModelCall: ModelCall {
     private func body(_ bytes: UnsafeRawBufferPointer) {
         guard !finished else { return }
         // Server-added latency runs from here, the upstream bytes in hand, to each delta's frame
-        // having been written by the session (which happens inside `onEvent`).
+        // written: the session frames it inside `onEvent`, the loop writes it when this event is done.
         let receivedAt = MonotonicClock.nanoseconds()
         guard status == 200 else {
             if errorBody.count < 8192 { errorBody += bytes.prefix(8192 - errorBody.count) }
@@ -101,7 +103,7 @@ final class UpstreamModelCall: ModelCall {
                         UpstreamMetrics.shared.firstToken.observe(nanoseconds: receivedAt &- startedAt)
                     }
                     onEvent(modelEvent)
-                    UpstreamMetrics.shared.serverAdded.observe(nanoseconds: MonotonicClock.nanoseconds() &- receivedAt)
+                    serverAdded.delivered(receivedAt: receivedAt)
                 }
             case .done: finish()
             case .failed(let error): fail(error)

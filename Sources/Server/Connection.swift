@@ -9,7 +9,7 @@ import Glibc
 /// the input held between reads, the write queue, the one deadline and the memory account, and
 /// hands everything about meaning to the protocol speaking on it (`wire`): HTTP/1.1 first, and
 /// WebSocket once a request upgrades. What it is given to send waits in the loop's `OutputCork`
-/// until the end of the pass, and goes out in one write. Holds heap only while bytes are pending
+/// until the loop is done with the event that sent it, and goes out in one write. Holds heap only while bytes are pending
 /// (see `account()`).
 final class Connection: LoopRegistrant {
     enum State {
@@ -217,8 +217,8 @@ final class Connection: LoopRegistrant {
 
     // MARK: Writing
 
-    /// Writes `a` then `b`: corked until the end of the pass (`OutputCork`) when nothing is
-    /// queued, so that everything sent in one pass goes out in one write; behind the queue when
+    /// Writes `a` then `b`: corked until the loop is done with this event (`OutputCork`) when nothing is
+    /// queued, so that everything one event sends goes out in one write; behind the queue when
     /// something is, so that nothing is reordered.
     func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         guard state != .closed else { return }

@@ -1,7 +1,10 @@
-/// What the connections of one loop send during a pass, held back and written at the end of it:
-/// one write per connection per pass, however many frames its handler sent in answer to however
-/// many reads and timers (uSockets calls this corking; Redis writes its clients' replies in
-/// `beforeSleep` the same way). The loop's end-of-pass hook calls `flushAll`.
+/// What the connections of one loop send while the loop handles one event, held back and written
+/// when the event is done: one write per connection per event, however many frames its handler
+/// sent in answer to one read, one batch of timers or one inbox delivery (uSockets calls this
+/// corking, and uncorks as the handler returns). The loop's after-each-event hook calls
+/// `flushAll`. Not at the end of the pass, as Redis writes in `beforeSleep`: measured, that held a
+/// model's deltas for the rest of a busy pass (server-added latency at 10,000 sessions, mean 23 µs
+/// to 512 µs; docs/benchmarks.md, "Corking").
 ///
 /// The bytes wait in one arena per loop, not in the connections, so a connection gains no buffer
 /// and the hot path no allocation: each corked connection owns one contiguous run of the arena,
@@ -12,7 +15,7 @@
 /// Order is kept by one rule: a connection corks only while its outbound queue is empty; once the
 /// socket has refused bytes, everything after them joins the queue, as before corking.
 final class OutputCork {
-    /// 64 KiB: at 2,000 connections × 50 frames/s, one pass holds a few hundred small frames.
+    /// 64 KiB: at 2,000 connections × 50 frames/s, one event (a batch of timers, say) holds a few hundred small frames.
     static let arenaBytes = 64 * 1024
     /// A run written at once when it would grow past this: TLS's largest record, and uWebSockets'
     /// cork buffer. Larger writes are not corked at all (copying them would buy nothing).
@@ -29,8 +32,8 @@ final class OutputCork {
     private let arena: UnsafeMutableRawBufferPointer
     /// The arena's first free byte; everything below it belongs to a run or to a run that moved.
     private var top = 0
-    /// The corked connections, in the order they first wrote in this pass. A flushed run stays
-    /// with `count` 0 until the pass ends, so that indexes held by connections stay valid.
+    /// The corked connections, in the order they first wrote in this event. A flushed run stays
+    /// with `count` 0 until the flush, so that indexes held by connections stay valid.
     private var runs: [Run] = []
 
     init() {
@@ -41,7 +44,7 @@ final class OutputCork {
         arena.deallocate()
     }
 
-    /// Holds `a` then `b` for `connection` until the end of the pass; false when they are not
+    /// Holds `a` then `b` for `connection` until the event is done; false when they are not
     /// corked (too large, no room, or the connection's run must go out first), and the caller
     /// writes them itself after `flush`. Never writes to a socket itself.
     func hold(_ connection: Connection, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
@@ -98,7 +101,7 @@ final class OutputCork {
                             UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
-    /// The end of the pass: every corked connection's run, one write each, in the order they first
+    /// The event is done: every corked connection's run, one write each, in the order they first
     /// wrote. A write that fails closes its connection, whose handler may write to others: their
     /// runs join the list and go out in this same call.
     func flushAll() {

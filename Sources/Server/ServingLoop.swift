@@ -55,7 +55,7 @@ final class ServingLoop {
         maxTLSHandshakes = max(1, c.maxTLSHandshakes / max(1, c.loops))
         acceptor = try Acceptor.listen(on: listenFD, for: self)
         loop.onStopRequested = { [unowned self] in beginShutdown() }
-        loop.atEndOfPass { [cork] in cork.flushAll() }
+        loop.afterEachEvent { [cork] in cork.flushAll() }
     }
 
     deinit {

@@ -1,8 +1,9 @@
 import Testing
 @testable import Loop
 
-/// The loop's end-of-pass hook (Redis's `beforeSleep`): once per pass, after everything the pass
-/// handled, before the loop waits again.
+/// The loop's hooks: after each event (where uWebSockets uncorks), and at the end of the pass
+/// (Redis's `beforeSleep`): once per pass, after everything the pass handled, before the loop
+/// waits again.
 @Suite struct EndOfPassTests {
     /// Records what the loop called, in order.
     final class Journal {
@@ -46,6 +47,31 @@ import Testing
         // ready) still ends with the hook, once.
         #expect(journal.entries == ["read", "timer", "end", "end"])
         _ = watcher
+    }
+
+    /// The after-each-event hook runs when each descriptor's callbacks return and after the batch
+    /// of timers, before the next event, and before the end-of-pass hooks: where the server writes
+    /// what one event produced, so that no reply waits for the rest of the pass.
+    @Test func afterEachEventRunsAfterEveryEventAndTheTimersBeforeTheEndOfThePass() throws {
+        let loop = try EventLoop(handle: LoopHandle(index: 0))
+        let journal = Journal()
+        var fds: [Int32] = []
+        defer { fds.forEach(Sys.close) }
+        for _ in 0..<3 {
+            let fd = try Sys.eventfd()
+            fds.append(fd)
+            _ = try loop.register(fd, [.readable, .edge]) { _ in Watcher(fd: fd, journal: journal) }
+            Sys.signal(eventfd: fd)
+        }
+        loop.afterEachEvent { journal.entries.append("after") }
+        loop.atEndOfPass {
+            journal.entries.append("end")
+            loop.stop()
+        }
+        loop.schedule(after: 0) { journal.entries.append("timer") }
+        loop.schedule(after: 0) { journal.entries.append("timer") }
+        loop.run()
+        #expect(journal.entries == ["read", "after", "read", "after", "read", "after", "timer", "timer", "after", "end"])
     }
 
     @Test func hookRunsOncePerPassHoweverManyEventsThePassHandled() throws {
