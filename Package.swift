@@ -89,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "parley-load",
             dependencies: [
-                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON",
+                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON", "Session", "Speech", "Models",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],

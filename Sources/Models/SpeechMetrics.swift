@@ -18,6 +18,8 @@ public final class SpeechMetrics: Sendable {
     public let transcription: Histogram
     public let recognizersBusy: MetricFamily
     public let overloaded: MetricFamily
+    /// CPU time of one neural VAD window (32 ms of audio): Silero's cost, observed per call.
+    public let vadWindow: Histogram
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -39,6 +41,9 @@ public final class SpeechMetrics: Sendable {
         recognizersBusy = MetricFamily(name: "parley_speech_recognizers_busy", help: "Speech recognisers lent to a turn now.", kind: .gauge, registry: registry)
         overloaded = MetricFamily(name: "parley_speech_overloaded_total",
                                          help: "Turns and sentences refused because every recogniser was busy or the speech queue was full.", registry: registry)
+        vadWindow = Histogram(name: "parley_vad_seconds",
+                              help: "Time the neural VAD (Silero) took to score one 32 ms window of a session's audio, on the session's loop.",
+                              bounds: [0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01], registry: registry)
     }
 
     /// The speech workers' gauges, read at scrape, in the registry of the endpoint that runs them.

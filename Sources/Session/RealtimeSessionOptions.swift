@@ -13,6 +13,7 @@ extension SessionEngine.Options {
                   synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
         configuration = SessionConfiguration()
         transcriptionModel = endpoint.speech.transcriber?.name
+        voiceActivityModel = endpoint.speech.voiceActivity
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
         if allowsOpus { configuration.inputAudioFormat = .opus }
         // ... and whose page plays Opus back: with a synthesiser, /ws replies are spoken.

@@ -172,6 +172,7 @@ package final class SessionDriver {
         streamingTranscription = nil
         codecCheck?.cancel()
         audio = nil
+        engine.audioWentIdle()
         self.socket = nil
     }
 
@@ -235,6 +236,7 @@ package final class SessionDriver {
             guard let self else { return }
             if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
                 audio = nil
+                engine.audioWentIdle()
                 codecCheck = nil
                 updateAccount()
             } else {

@@ -89,6 +89,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         var options = SessionEngine.Options(model: sessions.modelName, transcribes: sessions.speech.transcriber != nil,
                                             synthesizes: sessions.speech.synthesizer != nil && sessions.speech.pool != nil)
         options.transcriptionModel = sessions.speech.transcriber?.name
+        options.voiceActivityModel = sessions.speech.voiceActivity
         var configuration = SessionConfiguration()
         configuration.inputAudioFormat = .pcmu
         configuration.outputAudioFormat = .pcmu

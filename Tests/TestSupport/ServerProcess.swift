@@ -5,8 +5,10 @@ import Glibc
 public final class ServerProcess {
     public let pid: pid_t
     public let port: Int
-    /// The first line it printed (the listening line).
+    /// The line saying where it listens.
     public let listeningLine: String
+    /// What the process wrote before its listening line (start-up warnings), a line each.
+    public let startupLines: [String]
     private let output: UnsafeMutablePointer<FILE>
 
     public struct StartFailure: Error, CustomStringConvertible {
@@ -29,12 +31,19 @@ public final class ServerProcess {
         let (child, read) = try Subprocess.startPiped(["/bin/sh", "-c", command])
         pid = child
         output = fdopen(read, "r")
-        // "parley listening on http://127.0.0.1:PORT/  (...)", or https, or "parley mock-llm listening on ..."
+        // "parley listening on http://127.0.0.1:PORT/  (...)", or https, or "parley mock-llm listening on ...";
+        // start-up warnings (a VAD model that did not load) may come before it.
         var line = [CChar](repeating: 0, count: 1024)
-        guard fgets(&line, Int32(line.count), output) != nil else {
-            throw StartFailure(description: "parley exited before listening")
-        }
-        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var text = ""
+        var before: [String] = []
+        repeat {
+            guard fgets(&line, Int32(line.count), output) != nil else {
+                throw StartFailure(description: "parley exited before listening: \((before + [text]).joined())")
+            }
+            if !text.isEmpty { before.append(text) }
+            text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        } while !text.contains(" listening on ") && before.count < 20
+        startupLines = before
         let afterHost = text.split(separator: "127.0.0.1:", maxSplits: 1).dropFirst().first
         guard let port = afterHost.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
             kill(child, SIGKILL)

@@ -17,6 +17,21 @@ public enum SpeechVectors {
         }
     }
 
+    /// The sentence spoken by espeak-ng's `voice` ("en-gb", "en-us+f3") at `wordsPerMinute`.
+    public static func wav(_ sentence: String, voice: String, wordsPerMinute: Int) throws -> String {
+        try vector(key: "wav|\(voice)|\(wordsPerMinute)|\(sentence)", suffix: "wav") { path in
+            ["espeak-ng", "-v", voice, "-s", "\(wordsPerMinute)", "-w", path, sentence]
+        }
+    }
+
+    /// `seconds` of sox's pink noise at `rate`, 16-bit mono, at sox's `vol` (0.05: about -37 dBFS
+    /// RMS, a room's hum); repeatable (`-R`), so every run hears the same noise.
+    public static func pinkNoise(seconds: Int, rate: Int, volume: Double = 0.05) throws -> String {
+        try vector(key: "pink|\(seconds)|\(rate)|\(volume)", suffix: "wav") { path in
+            ["sox", "-R", "-n", "-r", "\(rate)", "-c", "1", "-b", "16", path, "synth", "\(seconds)", "pinknoise", "vol", "\(volume)"]
+        }
+    }
+
     /// The sentence's WAV encoded by opusenc at `bitrateKbps` in frames of `frameMs`.
     public static func opus(_ sentence: String, bitrateKbps: Int = 32, frameMs: Int = 20) throws -> String {
         let wav = try wav(sentence)

@@ -40,6 +40,8 @@ public struct SessionEngine: Sendable {
         public var synthesizes: Bool
         /// A session restored from the store keeps the id it had.
         public var sessionID: String?
+        /// The neural VAD turn detection hears with; nil: the energy detector.
+        public var voiceActivityModel: (any VoiceActivityModel)?
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
                     maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024, transcribes: Bool = false, synthesizes: Bool = false) {
@@ -148,7 +150,9 @@ public struct SessionEngine: Sendable {
     private var ids: IDGenerator
     private var conversation: ConversationHistory
     private var audio: InputAudioBuffer
-    private var vad: VoiceActivityDetector?
+    private var vad: VoiceActivity?
+    /// The neural VAD (Silero) sessions hear with; nil: the energy detector.
+    private let voiceActivityModel: (any VoiceActivityModel)?
     /// Session milliseconds at which the detector started (it counts from its own start).
     private var vadOriginMs = 0
     private var speech: Speech?
@@ -189,8 +193,9 @@ public struct SessionEngine: Sendable {
         configuration = options.configuration
         conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
         audio = InputAudioBuffer(sampleRate: configuration.inputAudioFormat.engineRate)
+        voiceActivityModel = options.voiceActivityModel
         if let settings = configuration.turnDetection {
-            vad = VoiceActivityDetector(sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
         }
     }
 
@@ -216,7 +221,13 @@ public struct SessionEngine: Sendable {
     /// Heap bytes the engine holds (history text, buffered audio, long strings), for the
     /// connection's memory account. Zero for a new session.
     public var accountedBytes: Int {
-        conversation.heapBytes + audio.heapBytes + configuration.heapBytes + (response?.text.utf8.count ?? 0)
+        conversation.heapBytes + audio.heapBytes + configuration.heapBytes + (response?.text.utf8.count ?? 0) + (vad?.heapBytes ?? 0)
+    }
+
+    /// The session's audio has stopped for a while (the driver lets its decoder go then too): the
+    /// neural VAD's stream goes back to its pool, and the next audio takes one with fresh state.
+    public mutating func audioWentIdle() {
+        vad?.releaseStream()
     }
 
     /// Puts back the conversation of a session restored from the store, as it was (no events:
@@ -422,7 +433,7 @@ public struct SessionEngine: Sendable {
         audio.change(sampleRate: rate)
         cancelTranscription()
         if let settings = vad?.settings {
-            vad = VoiceActivityDetector(sampleRate: rate, settings: settings)
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: rate, settings: settings)
             vadOriginMs = audio.totalMs
         }
         if speech != nil {
@@ -441,7 +452,7 @@ public struct SessionEngine: Sendable {
             cancelTranscription()
             turnAwaitingResponse = false
         case (let settings?, nil):
-            vad = VoiceActivityDetector(sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
             vadOriginMs = audio.totalMs
         case (let settings?, .some):
             vad?.settings = Self.detectorSettings(settings)
@@ -459,7 +470,11 @@ public struct SessionEngine: Sendable {
         // Audio of a turn already streaming goes to the recogniser; a turn that starts in this
         // piece gets it with its beginning.
         if transcribing != nil { outbox.append(.transcription(.audio(samples))) }
+        let wasNeural = vad?.isNeural ?? false
         let events = vad?.process(samples) ?? []
+        // The model could make no stream for this session: the energy detector took over, with
+        // its clock starting at these samples.
+        if wasNeural, vad?.isNeural == false { vadOriginMs = audio.totalMs }
         audio.append(samples)
         for event in events {
             switch event {

@@ -1,0 +1,25 @@
+/// A neural voice-activity model (Silero VAD): for each short window of audio, the probability
+/// that it is speech. The session engine turns those probabilities into turns
+/// (`speech_started`, `speech_stopped`); the model only scores windows.
+///
+/// A model is stateful per audio stream (Silero carries a recurrent state and the last few ms of
+/// the previous window), so each stream gets its own `VoiceActivityStream`, made when a session
+/// starts sending audio and let go when it falls silent. A class, so that a session holds it in
+/// two words rather than an existential's five.
+public protocol VoiceActivityModel: AnyObject, Sendable {
+    /// For logs and the listening line ("silero").
+    var name: String { get }
+    /// A new stream at `sampleRate` (16,000 or 8,000), or nil when the model takes no other rate
+    /// or cannot make one now; the engine then hears that session with the energy detector.
+    func makeStream(sampleRate: Int) -> (any VoiceActivityStream)?
+}
+
+/// One audio stream's model state. Used from one thread at a time (the session's loop); released
+/// when dropped.
+public protocol VoiceActivityStream: AnyObject, Sendable {
+    /// Samples in a window: 512 at 16 kHz, 256 at 8 kHz for Silero (32 ms).
+    var windowSamples: Int { get }
+    /// The probability (0...1) that `window` (exactly `windowSamples` samples, -1...1) is speech,
+    /// given the windows before it in this stream.
+    func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float
+}

@@ -1,0 +1,187 @@
+import Models
+
+/// The session's speech detector: a neural model's probabilities through
+/// `SpeechProbabilityDetector` (the default, Silero), or the energy detector (`--vad energy`, and
+/// the fallback when the model cannot load or cannot make a stream for this session).
+enum VoiceActivity: Sendable {
+    case energy(VoiceActivityDetector)
+    case neural(NeuralVoiceActivity)
+    /// Held only while a case's value is being changed, so that the value is not shared and its
+    /// window buffer is changed in place rather than copied (SwiftNIO's state machines do the same).
+    case modifying
+
+    init(model: (any VoiceActivityModel)?, sampleRate: Int, settings: VoiceActivityDetector.Settings) {
+        if let model {
+            self = .neural(NeuralVoiceActivity(model: model, sampleRate: sampleRate, settings: settings))
+        } else {
+            self = .energy(VoiceActivityDetector(sampleRate: sampleRate, settings: settings))
+        }
+    }
+
+    var settings: VoiceActivityDetector.Settings {
+        get {
+            switch self {
+            case .energy(let detector): detector.settings
+            case .neural(let neural): neural.detector.settings
+            case .modifying: VoiceActivityDetector.Settings()
+            }
+        }
+        set {
+            switch self {
+            case .energy(var detector):
+                detector.settings = newValue
+                self = .energy(detector)
+            case .neural(var neural):
+                neural.detector.settings = newValue
+                self = .neural(neural)
+            case .modifying: break
+            }
+        }
+    }
+
+    var isNeural: Bool {
+        if case .neural = self { return true }
+        return false
+    }
+
+    /// Where the current (or last) turn's speech began, before the padding, in detector time.
+    var speechOnsetMs: Int {
+        switch self {
+        case .energy(let detector): detector.speechOnsetMs
+        case .neural(let neural): neural.speechOnsetMs
+        case .modifying: 0
+        }
+    }
+
+    /// Heap the detector holds: the neural one's window while a stream is open.
+    var heapBytes: Int {
+        if case .neural(let neural) = self { return neural.heapBytes }
+        return 0
+    }
+
+    mutating func process(_ samples: [Int16]) -> [VoiceActivityDetector.Event] {
+        switch self {
+        case .energy(var detector):
+            let events = detector.process(samples)
+            self = .energy(detector)
+            return events
+        case .neural(var neural):
+            self = .modifying
+            if let events = neural.process(samples) {
+                self = .neural(neural)
+                return events
+            }
+            // No stream for this session (the model refused its rate, or could not make one): it
+            // is heard by energy from here on, on the same clock.
+            // Its clock starts at these samples: the engine moves its origin (`isNeural`).
+            var detector = VoiceActivityDetector(sampleRate: neural.sampleRate, settings: neural.detector.settings)
+            let events = detector.process(samples)
+            self = .energy(detector)
+            return events
+        case .modifying:
+            return []
+        }
+    }
+
+    mutating func endSpeech() {
+        switch self {
+        case .energy(var detector):
+            detector.endSpeech()
+            self = .energy(detector)
+        case .neural(var neural):
+            neural.detector.endSpeech()
+            self = .neural(neural)
+        case .modifying: break
+        }
+    }
+
+    /// The session's audio has stopped for a while: let the model's stream go (a pooled Silero
+    /// instance, 9 MiB); the next audio takes one again, with fresh state.
+    mutating func releaseStream() {
+        guard case .neural(var neural) = self else { return }
+        self = .modifying
+        neural.releaseStream()
+        self = .neural(neural)
+    }
+}
+
+/// A neural model on a session's audio: the engine's 20 ms frames (any size, in fact) gathered
+/// into the model's windows (32 ms for Silero) in one buffer made with the stream, so the hot
+/// path allocates nothing, and each window's probability given to the timing rules.
+struct NeuralVoiceActivity: Sendable {
+    let model: any VoiceActivityModel
+    let sampleRate: Int
+    var detector: SpeechProbabilityDetector
+    private var stream: (any VoiceActivityStream)?
+    private var window: [Float] = []
+    private var filled = 0
+    /// Samples of partial windows dropped with a released stream: the detector's clock counts
+    /// whole windows, so these are added back to keep its times on the session's audio clock.
+    private var skippedSamples = 0
+
+    /// Silero's window; a model with another one resets the rules' clock with its first stream.
+    static let defaultWindowMs = 32
+
+    init(model: any VoiceActivityModel, sampleRate: Int, settings: VoiceActivityDetector.Settings) {
+        self.model = model
+        self.sampleRate = sampleRate
+        detector = SpeechProbabilityDetector(windowMs: Self.defaultWindowMs, settings: settings)
+    }
+
+    var speechOnsetMs: Int { detector.speechOnsetMs + skippedMs }
+    var heapBytes: Int { window.capacity * MemoryLayout<Float>.stride }
+    private var skippedMs: Int { skippedSamples * 1000 / sampleRate }
+
+    /// The events these samples bring, or nil when no stream could be made.
+    mutating func process(_ samples: [Int16]) -> [VoiceActivityDetector.Event]? {
+        if stream == nil {
+            guard let made = model.makeStream(sampleRate: sampleRate), made.windowSamples > 0 else { return nil }
+            let windowMs = made.windowSamples * 1000 / sampleRate
+            if windowMs != detector.windowMs && detector.elapsedMs == 0 {
+                detector = SpeechProbabilityDetector(windowMs: windowMs, settings: detector.settings)
+            }
+            stream = made
+            window = [Float](repeating: 0, count: made.windowSamples)
+            filled = 0
+        }
+        guard let stream else { return nil }
+        var events: [VoiceActivityDetector.Event] = []
+        let count = window.count
+        let skippedMs = skippedMs
+        // The rules and the fill count are plain values, worked on locally while the buffer is
+        // borrowed, and put back after.
+        var detector = detector
+        var filled = filled
+        defer {
+            self.detector = detector
+            self.filled = filled
+        }
+        window.withUnsafeMutableBufferPointer { buffer in
+            for sample in samples {
+                buffer[filled] = Float(sample) * (1.0 / 32768.0)
+                filled += 1
+                if filled == count {
+                    filled = 0
+                    let p = stream.speechProbability(of: UnsafeBufferPointer(buffer))
+                    if let event = detector.window(probability: p) { events.append(Self.shifted(event, by: skippedMs)) }
+                }
+            }
+        }
+        return events
+    }
+
+    mutating func releaseStream() {
+        guard stream != nil else { return }
+        skippedSamples += filled
+        filled = 0
+        stream = nil
+        window = []
+    }
+
+    private static func shifted(_ event: VoiceActivityDetector.Event, by skippedMs: Int) -> VoiceActivityDetector.Event {
+        switch event {
+        case .speechStarted(let ms): .speechStarted(atMs: ms + skippedMs)
+        case .speechStopped(let ms): .speechStopped(atMs: ms + skippedMs)
+        }
+    }
+}

