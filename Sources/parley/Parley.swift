@@ -6,7 +6,7 @@ struct Parley: ParsableCommand {
         commandName: "parley",
         abstract: "Real-time voice and agent sessions over WebSocket.",
         discussion: "Options can also come from PARLEY_* environment variables, or from a file of PARLEY_NAME=value lines given with --config FILE (or PARLEY_CONFIG).",
-        subcommands: [Serve.self, MockLLMCommand.self, TalkCommand.self, TokenCommand.self],
+        subcommands: [Serve.self, MockLLMCommand.self, TalkCommand.self, TokenCommand.self, VADCheckCommand.self],
         defaultSubcommand: Serve.self)
 
     static func main() {

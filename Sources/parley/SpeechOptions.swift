@@ -74,15 +74,16 @@ struct SpeechOptions: ParsableArguments {
         }
 
         /// Silero VAD for `--vad silero`; nil for `--vad energy`, and when it cannot load, which is
-        /// said here once, in one line, and is no reason to stop: the energy detector serves.
+        /// said here once, in one line, and is no reason to stop: the energy detector serves. The
+        /// load is checked now in a child process (`parley vad-check`, about 0.2 s); this process
+        /// loads ONNX Runtime with its first speaker.
         func loadVoiceActivity() -> (any VoiceActivityModel)? {
             guard vad == "silero" else { return nil }
-            do {
-                return try SileroVAD(directory: vadModelDir)
-            } catch {
-                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(error) (--vad-model-dir \(vadModelDir); scripts/speech-models.sh installs it; --vad energy silences this)")
+            if let problem = VADCheckCommand.problem(directory: vadModelDir) {
+                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(problem) (--vad-model-dir \(vadModelDir); scripts/speech-models.sh installs it; --vad energy silences this)")
                 return nil
             }
+            return try? SileroVAD(directory: vadModelDir, loadNow: false)
         }
 
         /// Starts the workers; recognisers load on first use. The VAD loads now, so that a missing

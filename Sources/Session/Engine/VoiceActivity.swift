@@ -96,7 +96,7 @@ enum VoiceActivity: Sendable {
     }
 
     /// The session's audio has stopped for a while: let the model's stream go (a pooled Silero
-    /// instance, 9 MiB); the next audio takes one again, with fresh state.
+    /// instance, 9.5 MiB); the next audio takes one again, with fresh state.
     mutating func releaseStream() {
         guard case .neural(var neural) = self else { return }
         self = .modifying
