@@ -19,6 +19,8 @@ public protocol VoiceActivityModel: AnyObject, Sendable {
 public protocol VoiceActivityStream: AnyObject, Sendable {
     /// Samples in a window: 512 at 16 kHz, 256 at 8 kHz for Silero (32 ms).
     var windowSamples: Int { get }
+    /// Memory the model holds for this stream, for the session's memory account.
+    var stateBytes: Int { get }
     /// The probability (0...1) that `window` (exactly `windowSamples` samples, -1...1) is speech,
     /// given the windows before it in this stream.
     func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float

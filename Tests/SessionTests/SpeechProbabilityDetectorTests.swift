@@ -73,6 +73,7 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
 
     final class Stream: VoiceActivityStream, @unchecked Sendable {
         let windowSamples: Int
+        let stateBytes = 1000
         let model: ScriptedVoiceActivityModel
         init(windowSamples: Int, model: ScriptedVoiceActivityModel) {
             self.windowSamples = windowSamples
@@ -137,9 +138,12 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
         #expect(engine.accountedBytes == 0)
         _ = feed(&engine, silentMs: 100)
         #expect(model.live == 1)
-        #expect(engine.accountedBytes >= 512 * 4)
+        let holding = engine.accountedBytes
+        #expect(holding >= 512 * 4 + 1000)
         engine.audioWentIdle()
         #expect(model.live == 0)
+        // The window buffer and the model's state leave the account with the stream.
+        #expect(engine.accountedBytes <= holding - 512 * 4 - 1000)
         // 100 ms was three windows and 4 ms left over; the clock keeps those 4 ms, so the new
         // stream's first window (silent 28 ms, then loud) begins at 100 ms.
         let found = feed(&engine, silentMs: 28, loudMs: 200)

@@ -3,8 +3,9 @@ import JSON
 /// Server-side turn detection settings (`turn_detection: {"type": "server_vad", ...}`): the server
 /// finds where speech starts and stops, commits the audio and, by default, answers.
 public struct ServerVAD: Sendable, Equatable {
-    /// 0...1: how far above the background noise audio must rise to count as speech; higher needs
-    /// louder speech (see `VoiceActivityDetector` for the mapping to decibels).
+    /// 0...1: with Silero, the speech probability a 32 ms window needs (`SpeechProbabilityDetector`);
+    /// with the energy detector, how far above the background noise audio must rise to count as
+    /// speech, higher needing louder speech (see `VoiceActivityDetector` for the mapping to decibels).
     public var threshold = 0.5
     /// Audio kept before the detected start, so the first syllable is not clipped.
     public var prefixPaddingMs = 300

@@ -53,7 +53,7 @@ enum VoiceActivity: Sendable {
         }
     }
 
-    /// Heap the detector holds: the neural one's window while a stream is open.
+    /// Memory the detector holds: the neural one's window and model state while a stream is open.
     var heapBytes: Int {
         if case .neural(let neural) = self { return neural.heapBytes }
         return 0
@@ -129,7 +129,8 @@ struct NeuralVoiceActivity: Sendable {
     }
 
     var speechOnsetMs: Int { detector.speechOnsetMs + skippedMs }
-    var heapBytes: Int { window.capacity * MemoryLayout<Float>.stride }
+    /// The window buffer, and the model's state for the stream (a Silero instance) while one is held.
+    var heapBytes: Int { window.capacity * MemoryLayout<Float>.stride + (stream?.stateBytes ?? 0) }
     private var skippedMs: Int { skippedSamples * 1000 / sampleRate }
 
     /// The events these samples bring, or nil when no stream could be made.
