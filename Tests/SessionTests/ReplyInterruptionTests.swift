@@ -65,7 +65,7 @@ import Testing
 
     @Test(arguments: [
         ("uh-huh", 0, 1), ("Uh huh.", 0, 1), ("mm-hmm", 0, 1), ("Mhm", 0, 1), ("okay", 0, 1), ("OK!", 0, 1), ("yeah, yeah", 0, 2),
-        ("I see", 0, 1), ("sure, right", 0, 2), ("stop", 1, 0), ("wait, actually I meant Paris", 5, 0), ("yes please", 1, 1), ("", 0, 0),
+        ("I see", 0, 1), ("aha", 0, 1), ("sure, right", 0, 2), ("stop", 1, 0), ("wait, actually I meant Paris", 5, 0), ("yes please", 1, 1), ("", 0, 0),
     ])
     func backchannelsAreToldFromWords(text: String, words: Int, backchannels: Int) {
         #expect(ReplyInterruption.count(text) == (words, backchannels))

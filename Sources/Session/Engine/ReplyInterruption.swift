@@ -109,6 +109,9 @@ public struct ReplyInterruption: Sendable, Equatable {
     static let backchannelWords: Set<String> = [
         "uh", "um", "uhm", "hm", "hmm", "mm", "mmm", "mhm", "huh", "ah", "oh", "okay", "ok", "yeah", "yea", "yes", "yep", "yup",
         "right", "sure", "alright", "cool", "nice", "great", "true", "exactly", "indeed", "wow", "really",
+        // How recognisers spell "uh-huh" and "mm-hmm" when their dictionaries lack them
+        // (pocketsphinx hears espeak-ng's "uh huh" as "aha").
+        "aha", "uhhuh", "mhmm", "mmhmm", "ahh", "ohh",
     ]
 
     /// Words that are not backchannels, and backchannel phrases, in `text`.
