@@ -27,6 +27,9 @@ package protocol SessionWire: AnyObject {
     /// carrier's `clear`) returns how much the listener heard, so that the rest is sent again on
     /// resume; nil: what was sent plays out and the reply goes on after it.
     func speechPaused(responseID: String, on socket: any SessionSocket) -> Int?
+    /// Whether `speechPaused` clears the listener's queue, so that a reply must keep the audio it
+    /// sent lately to send it again.
+    var resendsAfterPause: Bool { get }
     /// Names the endpoint in the session's log lines.
     var endpointName: String { get }
 }
@@ -35,6 +38,7 @@ extension SessionWire {
     func heardMs(of responseID: String) -> Int? { nil }
     func speechStopped(responseID: String, on socket: any SessionSocket) {}
     func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
+    var resendsAfterPause: Bool { false }
 }
 
 /// One session on one connection: the `SessionEngine` and the work its actions start (model
@@ -315,6 +319,7 @@ package final class SessionDriver {
                                                      send: { [weak self] piece in self?.sendAudio(piece, at) },
                                                      report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }
+                if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
                 let stoppedAt = replyTurnStoppedAt
                 replyTurnStoppedAt = nil
                 output.onFirstAudio = {

@@ -48,7 +48,10 @@ package final class SpeechOutput {
     /// Where `queue[0]` begins in the reply. Pieces already sent stay queued for `retainedMs`, so
     /// that a listener whose queue was cleared (a carrier's `clear`) can be sent them again.
     private var queueBaseMs = 0
-    static let retainedMs = 2000
+    /// How much sent audio is kept: `resendWindowMs` for a wire that clears its listener's queue
+    /// on a pause (Twilio), none for the others (2 s of pcm16 in base64 would be 128 KB a reply).
+    var retainedMs = 0
+    static let resendWindowMs = 2000
     private var startedAt: UInt64?
     private var sentMs = 0
     private var tick: ScheduledTask?
@@ -259,7 +262,7 @@ package final class SpeechOutput {
         // Sent pieces older than `retainedMs` are let go.
         var drop = 0
         var dropMs = 0
-        while drop < queueHead, sentMs - (queueBaseMs + dropMs + queue[drop].ms) > Self.retainedMs {
+        while drop < queueHead, queueBaseMs + dropMs + queue[drop].ms <= sentMs - retainedMs {
             dropMs += queue[drop].ms
             drop += 1
         }

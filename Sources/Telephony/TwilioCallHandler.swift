@@ -158,6 +158,8 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
 
     /// A pause is a `clear` (Twilio drops what it queued) and the marks say what the caller heard;
     /// the reply's audio from there is sent again on resume.
+    var resendsAfterPause: Bool { true }
+
     func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? {
         let heard = playback.heard(responseID)
         if playback.isPlaying {
