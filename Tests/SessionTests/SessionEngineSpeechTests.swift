@@ -94,8 +94,9 @@ import Session
     @Test func shortSpeechPausesTheReplyThenResumesItWithNoEvent() throws {
         var (h, id) = try Self.speaking()
         let actions = h.audio(Self.burst(ms: 300))
-        #expect(actions.types == ["speak.pause", "speak.resume.short"])
-        #expect(actions.events.isEmpty)
+        // Only Parley's own pair (sent on /ws alone): none of the Realtime API's turn events.
+        #expect(actions.types == ["parley.response.paused", "speak.pause", "parley.response.resumed", "speak.resume.short"])
+        #expect(actions.events.map(\.kind) == [.replyPaused(responseID: id), .replyResumed(responseID: id, reason: "short")])
         #expect(h.engine.activeResponseID == id)
         // The response completes as if nothing had happened; no user item was made.
         _ = h.finish(id)
@@ -110,12 +111,12 @@ import Session
         var actions: [SessionAction] = []
         while let chunk = chunks.popFirst(), !actions.types.contains("speak.stop") { actions += h.audio(chunk) }
         #expect(actions.types == [
-            "speak.pause", "input_audio_buffer.speech_started", "cancelModel", "response.output_audio.done",
+            "parley.response.paused", "speak.pause", "input_audio_buffer.speech_started", "cancelModel", "response.output_audio.done",
             "response.output_audio_transcript.done", "response.content_part.done", "response.output_item.done", "response.done", "speak.stop",
         ])
         #expect(actions.responseDone?.statusDetails == .cancelled(reason: "turn_detected"))
         // speech_started keeps the speech's own start: 200 ms into the burst's silence, less the padding.
-        guard case .speechStarted(let startMs, _) = actions.events.first?.kind else { Issue.record("\(actions.types)"); return }
+        guard case .speechStarted(let startMs, _) = actions.events.dropFirst().first?.kind else { Issue.record("\(actions.types)"); return }
         #expect(abs(startMs - (1000 + 200 - 300)) <= 40)
         _ = id
         let rest = h.audio(Array(chunks))
@@ -132,8 +133,8 @@ import Session
         #expect(actions.types.contains("speak.pause"))
         #expect(h.engine.handle(.transcription(itemID: itemID, .partial("uh huh"))).isEmpty)
         let rest = h.audio(Array(chunks))
-        #expect(rest.types.filter { !$0.hasPrefix("transcribe.audio") } == ["transcribe.cancel", "speak.resume.backchannel"])
-        #expect(rest.events.isEmpty)
+        #expect(rest.types.filter { !$0.hasPrefix("transcribe.audio") } == ["transcribe.cancel", "parley.response.resumed", "speak.resume.backchannel"])
+        #expect(rest.events.map(\.kind) == [.replyResumed(responseID: id, reason: "backchannel")])
         #expect(h.engine.activeResponseID == id)
         // A late result for the dropped speech changes nothing.
         #expect(h.engine.handle(.transcription(itemID: itemID, .final("uh huh"))).isEmpty)
@@ -212,5 +213,15 @@ import Session
         // Fields left out keep their values.
         _ = h.client(#"{"type":"session.update","session":{"turn_detection":{"type":"server_vad","interruption":{"min_words":0}}}}"#)
         #expect(h.engine.configuration.turnDetection?.interruption == ReplyInterruption.Settings(minDurationMs: 800, minWords: 0))
+    }
+}
+
+@Suite struct ParleyTurnTakingEventTests {
+    @Test func pausedAndResumedAreParleysShapes() {
+        #expect(ServerEvent(eventID: "event_1", .replyPaused(responseID: "resp_1")).json(dialect: .ga)
+                == #"{"type":"parley.response.paused","event_id":"event_1","response_id":"resp_1"}"#)
+        let resumed = ServerEvent(eventID: "event_2", .replyResumed(responseID: "resp_1", reason: "backchannel"))
+        #expect(resumed.json(dialect: .beta) == #"{"type":"parley.response.resumed","event_id":"event_2","response_id":"resp_1","reason":"backchannel"}"#)
+        #expect(resumed.isParleyTurnTaking && !ServerEvent(eventID: "event_3", .inputAudioCleared).isParleyTurnTaking)
     }
 }

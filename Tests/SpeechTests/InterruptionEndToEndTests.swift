@@ -19,10 +19,12 @@ import Glibc
     static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
         + "Nobody on board knew how far the wind would carry them, or when they would see land again."
 
-    static let cases: [(utterance: String, voice: String, bargesIn: Bool)] = [
-        ("uh huh", "en-us", false), ("uh huh", "en-gb+f3", false),
-        ("stop", "en-us", true), ("stop", "en-gb+f3", true),
-        ("wait, actually I meant Paris", "en-us", true), ("wait, actually I meant Paris", "en-gb+f3", true),
+    static let cases: [(utterance: String, voice: String, bargesIn: Bool, path: String)] = [
+        ("uh huh", "en-us", false, "/ws"), ("uh huh", "en-gb+f3", false, "/ws"),
+        ("stop", "en-us", true, "/ws"), ("stop", "en-gb+f3", true, "/ws"),
+        ("wait, actually I meant Paris", "en-us", true, "/ws"), ("wait, actually I meant Paris", "en-gb+f3", true, "/ws"),
+        // The Realtime API's own endpoint: the same decisions, and none of Parley's events (the SDKs listen there).
+        ("uh huh", "en-us", false, "/v1/realtime"), ("stop", "en-gb+f3", true, "/v1/realtime"),
     ]
 
     func send(_ samples: [Int16], _ client: TestClient, paced: Bool) throws {
@@ -35,7 +37,7 @@ import Glibc
     }
 
     @Test(arguments: Self.cases)
-    func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool) throws {
+    func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool, path: String) throws {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         defer { pool.stop() }
         let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
@@ -43,10 +45,13 @@ import Glibc
             RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech).install(on: &routes)
         })
         let client = try server.client()
-        #expect(try client.upgrade(path: "/ws").status == 101)
+        #expect(try client.upgrade(path: path).status == 101)
         _ = try client.readEvents(until: "session.created")
         // /ws hears Opus by default; this listener streams pcm16 as the Realtime API carries it.
-        try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"input_audio_format":"pcm16"}}"#.utf8)))
+        // /v1/realtime answers in text unless asked for audio.
+        let update = path == "/ws" ? #"{"type":"session.update","session":{"input_audio_format":"pcm16"}}"#
+            : #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"]}}"#
+        try client.send(TestClient.frame(0x1, Array(update.utf8)))
         _ = try client.readEvents(until: "session.updated")
         // The microphone is open before the reply: the detector learns the quiet.
         try send([Int16](repeating: 0, count: 24_000), client, paced: false)
@@ -57,6 +62,7 @@ import Glibc
         while packets == 0 {
             let frame = try client.readFrame()
             if frame.opcode == 0x2 { packets += 1 } else { events.append(try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))) }
+            if events.last?["type"]?.string == "response.output_audio.delta" { packets += 1 }
         }
         // One second into the reply, the listener speaks (then stays quiet, as a microphone does).
         usleep(800_000)
@@ -67,11 +73,14 @@ import Glibc
         events += rest
         packets += binary.count
         let types = events.map { $0["type"]?.string ?? "?" }
+        // Opus packets of 20 ms on /ws, pcm16 deltas of 100 ms on /v1/realtime.
+        let sentMs = path == "/ws" ? packets * 20 : types.filter { $0 == "response.output_audio.delta" }.count * 100
         let done = events.last?["response"]
         if bargesIn {
             #expect(done?["status"]?.string == "cancelled", "\(utterance) (\(voice)): \(types)")
             #expect(done?["status_details"]?["reason"]?.string == "turn_detected")
             #expect(types.contains("input_audio_buffer.speech_started"))
+            #expect(!types.contains("parley.response.paused") || path == "/ws")
             let (after, _) = try client.readEvents(until: "conversation.item.truncated")
             let heard = after.last?["audio_end_ms"]?.int ?? -1
             #expect(heard > 500 && heard < 4_000, "heard \(heard) ms")
@@ -79,8 +88,11 @@ import Glibc
             #expect(done?["status"]?.string == "completed", "\(utterance) (\(voice)): \(types)")
             // No event at all for the backchannel: no turn began, none was committed.
             #expect(!types.contains("input_audio_buffer.speech_started") && !types.contains("input_audio_buffer.committed"), "\(types)")
+            // On /ws, Parley's own pair tells the page the agent paused and went on; never on /v1/realtime.
+            let parleys = types.contains("parley.response.paused") && types.contains("parley.response.resumed")
+            #expect(parleys == (path == "/ws"), "\(types)")
             // The whole reply was sent: about 0.4 s a word at espeak-ng's pace, in 20 ms packets.
-            #expect(packets * 20 > Self.story.split(separator: " ").count * 250, "\(packets) packets")
+            #expect(sentMs > Self.story.split(separator: " ").count * 250, "\(sentMs) ms of audio")
             #expect((server.metric("parley_replies_paused_total") ?? 0) >= 1)
         }
     }

@@ -520,6 +520,7 @@ public struct SessionEngine: Sendable {
             // on `speech_started`. The reply's audio is held, the response stays alive.
             pausing = machine
             pausingWords = nil
+            emit(.replyPaused(responseID: response.id))
             outbox.append(.speech(.pause(responseID: response.id)))
         } else {
             emit(.speechStarted(audioStartMs: ms, itemID: itemID))
@@ -558,7 +559,10 @@ public struct SessionEngine: Sendable {
         pausingWords = nil
         speech = nil
         cancelTranscription()
-        if let response { outbox.append(.speech(.resume(responseID: response.id, why))) }
+        if let response {
+            emit(.replyResumed(responseID: response.id, reason: why == .backchannel ? "backchannel" : "short"))
+            outbox.append(.speech(.resume(responseID: response.id, why)))
+        }
     }
 
     /// A pause that no longer stands (the audio was cleared, turn detection switched off, the
@@ -567,7 +571,10 @@ public struct SessionEngine: Sendable {
         guard pausing != nil else { return }
         pausing = nil
         pausingWords = nil
-        if let response { outbox.append(.speech(.resume(responseID: response.id, .short))) }
+        if let response {
+            emit(.replyResumed(responseID: response.id, reason: "short"))
+            outbox.append(.speech(.resume(responseID: response.id, .short)))
+        }
     }
 
     private mutating func speechStopped(atMs ms: Int) {
