@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop"]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "JSON", "Loop", "TLS"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "Session", "Server", "Loop", "TestSupport"]),
+        .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),

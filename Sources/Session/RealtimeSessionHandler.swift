@@ -156,7 +156,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     // MARK: SessionWire
 
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        let sent = event.isSent(in: dialect)
+        let sent = event.isSent(in: dialect) && (endpointName == "/ws" || !event.isParleyTurnTaking)
         var text = sent ? event.json(dialect: dialect) : ""
         if let resumption { text = resumption.stamp(event, text, on: socket.loop) }
         guard sent else { return }

@@ -23,6 +23,13 @@ package protocol SessionWire: AnyObject {
     func heardMs(of responseID: String) -> Int?
     /// A reply's speech was stopped (a barge-in, a cancel): what is queued at the listener should go.
     func speechStopped(responseID: String, on socket: any SessionSocket)
+    /// The user's speech paused a reply. A wire that drops what the listener has queued (a
+    /// carrier's `clear`) returns how much the listener heard, so that the rest is sent again on
+    /// resume; nil: what was sent plays out and the reply goes on after it.
+    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int?
+    /// Whether `speechPaused` clears the listener's queue, so that a reply must keep the audio it
+    /// sent lately to send it again.
+    var resendsAfterPause: Bool { get }
     /// Names the endpoint in the session's log lines.
     var endpointName: String { get }
 }
@@ -30,6 +37,8 @@ package protocol SessionWire: AnyObject {
 extension SessionWire {
     func heardMs(of responseID: String) -> Int? { nil }
     func speechStopped(responseID: String, on socket: any SessionSocket) {}
+    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
+    var resendsAfterPause: Bool { false }
 }
 
 /// One session on one connection: the `SessionEngine` and the work its actions start (model
@@ -57,6 +66,8 @@ package final class SessionDriver {
     private var streamingTranscription: (any TranscriptionSession)?
     /// Replies being spoken, by response.
     private var speechOutputs: [String: SpeechOutput] = [:]
+    /// The reply the user's speech has paused (its speech may not have begun yet).
+    private var pausedReply: String?
     /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
     private var replyTurnStoppedAt: UInt64?
     private var openedAt: UInt64 = 0
@@ -310,17 +321,29 @@ package final class SessionDriver {
                                                      send: { [weak self] piece in self?.sendAudio(piece, at) },
                                                      report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }
+                if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
                 let stoppedAt = replyTurnStoppedAt
                 replyTurnStoppedAt = nil
                 output.onFirstAudio = {
                     if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
                 }
                 speechOutputs[at.responseID] = output
+                if pausedReply == at.responseID { output.pause(rewindToMs: wire?.speechPaused(responseID: at.responseID, on: socket)) }
             }
             speechOutputs[at.responseID]?.add(piece)
         case .end(let id):
             if let output = speechOutputs[id] { output.end() } else { speechEvent(id, .finished) }
+        case .pause(let id):
+            metrics.repliesPaused.add(1)
+            pausedReply = id
+            if let output = speechOutputs[id] { output.pause(rewindToMs: wire?.speechPaused(responseID: id, on: socket)) }
+        case .resume(let id, let why):
+            metrics.repliesResumed.add(1, labels: "reason=\"\(why == .backchannel ? "backchannel" : "short")\"")
+            if why == .backchannel { metrics.backchannels.add(1) }
+            if pausedReply == id { pausedReply = nil }
+            speechOutputs[id]?.resume()
         case .stop(let id):
+            if pausedReply == id { pausedReply = nil }
             guard let output = speechOutputs.removeValue(forKey: id) else { return }
             let (played, heard) = output.stop(heardMs: wire?.heardMs(of: id))
             wire?.speechStopped(responseID: id, on: socket)

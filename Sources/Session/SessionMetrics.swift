@@ -26,6 +26,11 @@ public final class SessionMetrics: Sendable {
     let resumeSeconds: Histogram
     let expired: MetricFamily
 
+    let interruptions: MetricFamily
+    let backchannels: MetricFamily
+    let repliesPaused: MetricFamily
+    let repliesResumed: MetricFamily
+
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
         sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge, registry: registry)
@@ -52,6 +57,15 @@ public final class SessionMetrics: Sendable {
                                labels: ["memory", "store", "refused", "out_of_range", "retry"].map { "result=\"\($0)\"" }, registry: registry)
         resumeSeconds = Histogram(name: "parley_resume_gap_seconds", help: "From a resumable session's client going to its resume.",
                                   bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registry: registry)
+        interruptions = MetricFamily(name: "parley_interruptions_total",
+                                     help: "Replies cut by the user's speech (barge-ins): responses cancelled with reason turn_detected.", registry: registry)
+        backchannels = MetricFamily(name: "parley_backchannels_ignored_total",
+                                    help: "Speech during a spoken reply whose words were all backchannels (uh-huh, okay): the reply resumed.", registry: registry)
+        repliesPaused = MetricFamily(name: "parley_replies_paused_total", help: "Spoken replies paused by user speech, before it was known to be a barge-in.",
+                                     registry: registry)
+        repliesResumed = MetricFamily(name: "parley_replies_resumed_total",
+                                      help: "Paused replies resumed, by why: the speech was only backchannels, or ended short (a noise, a short sound).",
+                                      labels: ["backchannel", "short"].map { "reason=\"\($0)\"" }, registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 
@@ -64,6 +78,7 @@ public final class SessionMetrics: Sendable {
         case .responseCreated: turns.add(1)
         case .responseDone(let response):
             responses.add(1, labels: "status=\"\(response.status.rawValue)\"")
+            if response.statusDetails == .cancelled(reason: "turn_detected") { interruptions.add(1) }
             for item in response.output {
                 guard case .call = item.function else { continue }
                 toolCalls.add(1, labels: item.status == .completed ? "status=\"completed\"" : "status=\"incomplete\"")

@@ -45,10 +45,20 @@ package final class SpeechOutput {
     private var encoding: OffloadTicket?
     private var queue: [(piece: Piece, ms: Int)] = []
     private var queueHead = 0
+    /// Where `queue[0]` begins in the reply. Pieces already sent stay queued for `retainedMs`, so
+    /// that a listener whose queue was cleared (a carrier's `clear`) can be sent them again.
+    private var queueBaseMs = 0
+    /// How much sent audio is kept: `resendWindowMs` for a wire that clears its listener's queue
+    /// on a pause (Twilio), none for the others (2 s of pcm16 in base64 would be 128 KB a reply).
+    var retainedMs = 0
+    static let resendWindowMs = 2000
     private var startedAt: UInt64?
     private var sentMs = 0
     private var tick: ScheduledTask?
     private var over = false
+    /// Set while the user's speech holds the reply (`pause`): nothing is sent, and the pace's
+    /// clock stands still, so that `resume` goes on from where it stopped.
+    private var pausedAt: UInt64?
     /// The sentence being synthesised, and how much audio it has made so far.
     private var current: (text: String, ms: Int)?
     /// Sentences synthesised, each with where its audio ends (from the reply's start): what maps
@@ -92,6 +102,45 @@ package final class SpeechOutput {
         finishIfDone()
     }
 
+    /// Sends nothing more until `resume`; synthesis and encoding go on, into the queue. What was
+    /// sent already (at most `leadMs` ahead) still plays at the client.
+    /// `rewindToMs`: the listener's queue was dropped and it heard this much; what it did not hear
+    /// is sent again on `resume` (as far back as the pieces kept allow).
+    func pause(rewindToMs heard: Int? = nil) {
+        guard !over, pausedAt == nil else { return }
+        pausedAt = MonotonicClock.nanoseconds()
+        if let heard { rewind(to: heard) }
+        tick?.cancel()
+        tick = nil
+    }
+
+    /// Sends the rest from where it paused, paced as before: the pace's clock is set back to what
+    /// the client has played (it played out the lead while paused), so the lead is rebuilt at once
+    /// and the reply goes on without a jump.
+    func resume() {
+        guard !over, pausedAt != nil else { return }
+        let played = playedMs
+        pausedAt = nil
+        if startedAt != nil { startedAt = MonotonicClock.nanoseconds() &- UInt64(played) * 1_000_000 }
+        pace()
+        finishIfDone()
+    }
+
+    var isPaused: Bool { pausedAt != nil }
+
+    private func rewind(to heardMs: Int) {
+        var ms = queueBaseMs
+        var index = 0
+        while index < queueHead, ms + queue[index].ms <= heardMs {
+            ms += queue[index].ms
+            index += 1
+        }
+        queueHead = index
+        sentMs = ms
+        // The listener's clock restarts from what it heard.
+        if startedAt != nil { startedAt = MonotonicClock.nanoseconds() &- UInt64(ms) * 1_000_000 }
+    }
+
     /// Stops at once; what the client had had time to play, in milliseconds and in words. `heardMs`:
     /// what the listener is known to have heard (a carrier's marks), rather than the pace's estimate.
     func stop(heardMs: Int? = nil) -> (playedMs: Int, heard: String) {
@@ -131,6 +180,7 @@ package final class SpeechOutput {
 
     private var playedMs: Int {
         guard let startedAt else { return 0 }
+        // Paused or not, the client plays what it was sent in real time.
         return min(sentMs, Int((MonotonicClock.nanoseconds() &- startedAt) / 1_000_000))
     }
 
@@ -198,7 +248,7 @@ package final class SpeechOutput {
 
     /// Sends what real time plus the lead allows, and comes back in 20 ms for the rest.
     private func pace() {
-        guard !over else { return }
+        guard !over, pausedAt == nil else { return }
         if startedAt == nil, queueHead < queue.count {
             startedAt = MonotonicClock.nanoseconds()
             onFirstAudio?()
@@ -209,9 +259,17 @@ package final class SpeechOutput {
             sentMs += queue[queueHead].ms
             queueHead += 1
         }
-        if queueHead == queue.count {
-            queue.removeAll(keepingCapacity: true)
-            queueHead = 0
+        // Sent pieces older than `retainedMs` are let go.
+        var drop = 0
+        var dropMs = 0
+        while drop < queueHead, queueBaseMs + dropMs + queue[drop].ms <= sentMs - retainedMs {
+            dropMs += queue[drop].ms
+            drop += 1
+        }
+        if drop > 0 {
+            queue.removeFirst(drop)
+            queueHead -= drop
+            queueBaseMs += dropMs
         }
         if tick == nil, queueHead < queue.count {
             tick = loop.schedule(after: Self.tickSeconds) { [weak self] in

@@ -157,6 +157,21 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
 
     func heardMs(of responseID: String) -> Int? { playback.heard(responseID) }
 
+    /// A pause is a `clear` (Twilio drops what it queued) and the marks say what the caller heard;
+    /// the reply's audio from there is sent again on resume.
+    var resendsAfterPause: Bool { true }
+
+    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? {
+        let heard = playback.heard(responseID)
+        if playback.isPlaying {
+            socket.send(text: TwilioOutbound.clear(streamSid: streamSid))
+            metrics.clears.add(1)
+            metrics.marksOutstanding.add(-playback.cleared())
+        }
+        playback.rewind(responseID, toMs: heard)
+        return heard
+    }
+
     func speechStopped(responseID: String, on socket: any SessionSocket) {
         guard playback.isPlaying else { return }
         socket.send(text: TwilioOutbound.clear(streamSid: streamSid))

@@ -61,6 +61,11 @@ struct TwilioPlayback {
         return dropped
     }
 
+    /// The reply's audio from `ms` on will be sent again (after a `clear`): marks count from there.
+    mutating func rewind(_ responseID: String, toMs ms: Int) {
+        sentMs[responseID] = ms
+    }
+
     /// A new reply began: earlier replies' positions are no longer needed.
     mutating func forgetAll(except responseID: String) {
         sentMs = sentMs.filter { $0.key == responseID }

@@ -68,6 +68,8 @@ enum ClientPage {
     // conversation and the events it missed instead of starting over.
     let resumeToken = null, lastSeq = 0, ackedSeq = 0, graceSeconds = 30;
     let droppedAt = 0, resumeTry = 0, resuming = false, lostWhy = "", restartNow = false;
+    // The note shown while the agent's reply is paused by the user's speech (parley.response.paused).
+    let pausedNote = null;
 
     function setState(text, kind) { stateEl.textContent = text; stateEl.className = "state " + (kind || ""); }
     function say(text) { notice.textContent = text; }
@@ -181,7 +183,21 @@ enum ClientPage {
           say("Reconnected (" + e.replayed + " missed events replayed).");
           applySettings();
           break;
+        case "parley.response.paused":
+          // The user spoke over the reply: the server holds its audio until it knows whether this
+          // is an interruption or only "uh-huh" (docs/protocol.md, Barge-in).
+          pausedNote = line("agent partial", "");
+          pausedNote.textContent = "(paused to listen)";
+          break;
+        case "parley.response.resumed":
+          if (pausedNote) {
+            pausedNote.textContent = e.reason === "backchannel" ? "(heard a backchannel, went on)" : "(only a short sound, went on)";
+          }
+          pausedNote = null;
+          break;
         case "input_audio_buffer.speech_started":
+          if (pausedNote) pausedNote.textContent = "(interrupted)";
+          pausedNote = null;
           stopPlayback();  // barge-in: the user is speaking
           userLine = line("user", "You");
           userLine.classList.add("partial");

@@ -88,6 +88,9 @@ extension [SessionAction] {
             case .speech(.text): "speak.text"
             case .speech(.end): "speak.end"
             case .speech(.stop): "speak.stop"
+            case .speech(.pause): "speak.pause"
+            case .speech(.resume(_, .backchannel)): "speak.resume.backchannel"
+            case .speech(.resume(_, .short)): "speak.resume.short"
             }
         }
     }

@@ -114,10 +114,23 @@ import Metrics
             # HELP parley_sessions_expired_total Resumable sessions ended because their client did not come back within the grace window.
             # TYPE parley_sessions_expired_total counter
             parley_sessions_expired_total 0
+            # HELP parley_interruptions_total Replies cut by the user's speech (barge-ins): responses cancelled with reason turn_detected.
+            # TYPE parley_interruptions_total counter
+            parley_interruptions_total 0
+            # HELP parley_backchannels_ignored_total Speech during a spoken reply whose words were all backchannels (uh-huh, okay): the reply resumed.
+            # TYPE parley_backchannels_ignored_total counter
+            parley_backchannels_ignored_total 0
+            # HELP parley_replies_paused_total Spoken replies paused by user speech, before it was known to be a barge-in.
+            # TYPE parley_replies_paused_total counter
+            parley_replies_paused_total 0
+            # HELP parley_replies_resumed_total Paused replies resumed, by why: the speech was only backchannels, or ended short (a noise, a short sound).
+            # TYPE parley_replies_resumed_total counter
+            parley_replies_resumed_total{reason="backchannel"} 0
+            parley_replies_resumed_total{reason="short"} 0
 
             """
         #expect(session.render() == byName([expected]))
-        #expect(families(session.render()).count == 13)
+        #expect(families(session.render()).count == 17)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

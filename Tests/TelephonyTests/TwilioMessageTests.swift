@@ -69,6 +69,18 @@ import TestSupport
         #expect(echoed && playback.heard("resp_2") == 20)
     }
 
+    @Test func aPausedReplyIsResentFromWhatTheCallerHeard() {
+        var playback = TwilioPlayback()
+        let names = (0..<5).map { _ in playback.sent(20, of: "resp_1") }
+        _ = playback.echoed(names[1])
+        // The caller spoke: clear, and the reply will be sent again from 40 ms.
+        _ = playback.cleared()
+        playback.rewind("resp_1", toMs: playback.heard("resp_1"))
+        let again = playback.sent(20, of: "resp_1")
+        let echoed = playback.echoed(again)
+        #expect(echoed && playback.heard("resp_1") == 60)
+    }
+
     @Test func theSignatureIsTwiliosHMACSHA1OfTheURL() throws {
         let token = "12345abcdef-auth-token"
         let url = "wss://voice.example.com/twilio?agent=sales"

@@ -10,10 +10,10 @@ public enum SpeechVectors {
         public let description: String
     }
 
-    /// espeak-ng's US English voice at 140 words a minute: 22,050 Hz mono PCM16.
-    public static func wav(_ sentence: String) throws -> String {
-        try vector(key: "wav|\(sentence)", suffix: "wav") { path in
-            ["espeak-ng", "-v", "en-us", "-s", "140", "-w", path, sentence]
+    /// espeak-ng's US English voice (or `voice`, e.g. `en-gb+f3`) at 140 words a minute: 22,050 Hz mono PCM16.
+    public static func wav(_ sentence: String, voice: String = "en-us") throws -> String {
+        try vector(key: "wav|\(voice)|\(sentence)", suffix: "wav") { path in
+            ["espeak-ng", "-v", voice, "-s", "140", "-w", path, sentence]
         }
     }
 

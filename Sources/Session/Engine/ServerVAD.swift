@@ -21,6 +21,9 @@ public struct ServerVAD: Sendable, Equatable {
     /// With server VAD: after a response, this long without the user speaking commits the silence
     /// as a turn and answers it (`input_audio_buffer.timeout_triggered`); nil: never.
     public var idleTimeoutMs: Int?
+    /// Parley's extension: when speech during a spoken reply pauses it, and when it becomes a
+    /// barge-in (see `ReplyInterruption`).
+    public var interruption = ReplyInterruption.Settings()
 
     /// `semantic_vad`'s `eagerness`, and the silence that ends a turn for each: low waits longest
     /// (the user may pause mid-thought), high answers soonest; auto is medium, as in the API.
@@ -53,6 +56,20 @@ public struct ServerVAD: Sendable, Equatable {
 
 extension ServerVAD {
     var json: JSON {
+        var json = apiJSON
+        // The extension is reported only once a client has changed it: clients that do not know it
+        // (the SDKs, which check what they read) never see a field the API does not have.
+        if !interruption.isDefault, case .object(var members) = json {
+            members.append(("interruption", .object([
+                ("min_duration_ms", .int(interruption.minDurationMs)),
+                ("min_words", .int(interruption.minWords)),
+            ])))
+            json = .object(members)
+        }
+        return json
+    }
+
+    private var apiJSON: JSON {
         if let eagerness = semanticEagerness {
             return .object([
                 ("type", .string("semantic_vad")),

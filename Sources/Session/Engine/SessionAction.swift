@@ -22,6 +22,11 @@ public enum SpeechStep: Sendable, Equatable {
     case end(responseID: String)
     /// The reply was cancelled: stop speaking now and report how much the client had played.
     case stop(responseID: String)
+    /// The user began speaking over the reply: send no more of its audio until `resume` (or
+    /// `stop`); synthesis and the response go on.
+    case pause(responseID: String)
+    /// The speech that paused the reply was not a barge-in: send the rest from where it paused.
+    case resume(responseID: String, ReplyInterruption.Resumption)
 }
 
 /// What becomes of a spoken reply.

@@ -17,7 +17,9 @@ import Models
 /// once, never batched, until the reply's budget (`max_output_tokens`, the history's text budget)
 /// is spent; the end closes it (`response.output_text.done`, `response.content_part.done`,
 /// `response.output_item.done`) and `response.done` reports status and usage. Speech during a
-/// reply cancels it (barge-in) and keeps in the history only what was delivered; a turn that ends
+/// text reply cancels it (barge-in) and keeps in the history only what was delivered; during a
+/// spoken reply it first pauses the reply, and `ReplyInterruption` decides whether it barges in
+/// (then announced and cancelled the same way) or was a backchannel (resumed, no trace); a turn that ends
 /// while a reply runs on (`interrupt_response: false`) is answered when the reply ends.
 public struct SessionEngine: Sendable {
     public struct Options: Sendable {
@@ -60,6 +62,8 @@ public struct SessionEngine: Sendable {
         let itemID: String
         /// Where the speech itself began (without the padding), in session milliseconds.
         let onsetMs: Int
+        /// `speech_started`'s `audio_start_ms`.
+        var audioStartMs = 0
     }
 
     /// The response being generated.
@@ -156,6 +160,12 @@ public struct SessionEngine: Sendable {
     /// Session milliseconds at which the detector started (it counts from its own start).
     private var vadOriginMs = 0
     private var speech: Speech?
+    /// Set while user speech has paused a spoken reply and is not yet known to be a barge-in:
+    /// `speech_started` has not been sent for it, and the reply's audio is held.
+    private var pausing: ReplyInterruption?
+    /// The recogniser's latest words for the speech that paused the reply (no delta is sent for an
+    /// unconfirmed speech: if it barges in, they go out after `speech_started`).
+    private var pausingWords: String?
     private var response: Response?
     /// A turn server VAD committed while a response was in flight, to be answered (with
     /// `create_response`) when that response ends. One flag covers any number of turns: they are
@@ -303,6 +313,8 @@ public struct SessionEngine: Sendable {
                 emitError(.invalidRequest, "input_audio_buffer_commit_empty", "the input audio buffer is empty: append audio before committing it", event)
                 return
             }
+            // The client wants the speech as a turn: a pause it caused becomes a barge-in.
+            if pausing != nil { bargeIn() }
             if let speech {
                 self.speech = nil
                 vad?.endSpeech()
@@ -321,6 +333,7 @@ public struct SessionEngine: Sendable {
             if speech != nil {
                 speech = nil
                 vad?.endSpeech()
+                endPause()
                 // A waiting turn deferred to the cleared one's end is answered now.
                 answerWaitingTurn()
             }
@@ -438,6 +451,7 @@ public struct SessionEngine: Sendable {
         }
         if speech != nil {
             speech = nil
+            endPause()
             answerWaitingTurn()
         }
     }
@@ -449,6 +463,7 @@ public struct SessionEngine: Sendable {
             // Manual turns from now on; audio already buffered stays for the client to commit.
             vad = nil
             speech = nil
+            endPause()
             cancelTranscription()
             turnAwaitingResponse = false
         case (let settings?, nil):
@@ -482,6 +497,10 @@ public struct SessionEngine: Sendable {
             case .speechStopped(let ms): speechStopped(atMs: vadOriginMs + ms)
             }
         }
+        if pausing != nil, let vad, let speech,
+           case .bargeIn? = pausing?.heard(speechMs: vadOriginMs + vad.lastSpeechEndMs - speech.onsetMs) {
+            bargeIn()
+        }
         checkIdleTimeout()
         if let vad, speech == nil {
             // Between turns only the padding the next start may reach back for is worth keeping
@@ -505,22 +524,77 @@ public struct SessionEngine: Sendable {
     private mutating func speechStarted(atMs ms: Int) {
         idleSinceMs = nil
         let itemID = ids.make("item")
-        speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0))
+        speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0), audioStartMs: ms)
         audio.keep(fromMs: ms)
-        emit(.speechStarted(audioStartMs: ms, itemID: itemID))
+        let reply: ReplyInterruption.Reply = response.map { $0.speaks ? .spoken : .text } ?? .none
+        let settings = configuration.turnDetection ?? ServerVAD()
+        let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: settings.interruptResponse,
+                                                                  settings: settings.interruption)
+        if decision == .pause, let response {
+            // Not yet a turn: no event until it is confirmed, since clients flush their playback
+            // on `speech_started`. The reply's audio is held, the response stays alive.
+            pausing = machine
+            pausingWords = nil
+            emit(.replyPaused(responseID: response.id))
+            outbox.append(.speech(.pause(responseID: response.id)))
+        } else {
+            emit(.speechStarted(audioStartMs: ms, itemID: itemID))
+        }
         if transcribes {
+            // Streamed from the start either way: a paused reply's fate may hang on the words.
             cancelTranscription()
             transcribing = itemID
             partialTranscript = ""
             outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
         }
-        if let response, configuration.turnDetection?.interruptResponse ?? true {
+        if decision == .bargeIn, let response {
             cancel(response.id, reason: "turn_detected")
+        }
+    }
+
+    /// The speech that paused the reply is a barge-in: it is announced as the turn it is
+    /// (`speech_started`, with the start it had), then the response is cancelled and the reply
+    /// truncated at what was heard, exactly as an immediate barge-in does.
+    private mutating func bargeIn() {
+        guard pausing != nil, let speech else { return }
+        pausing = nil
+        emit(.speechStarted(audioStartMs: speech.audioStartMs, itemID: speech.itemID))
+        if let response { cancel(response.id, reason: "turn_detected") }
+        if let words = pausingWords, transcribing == speech.itemID { partialArrived(speech.itemID, words) }
+        pausingWords = nil
+    }
+
+    /// The speech that paused the reply ended unconfirmed (a backchannel, a noise, a short
+    /// sound): the reply resumes and the speech leaves nothing behind. No event was sent for it,
+    /// so none is; its audio is dropped with the padding kept between turns, its transcription
+    /// cancelled, and no item is made, so the model never answers "uh-huh".
+    private mutating func resume(_ decision: ReplyInterruption.Decision) {
+        guard pausing != nil, case .resume(let why) = decision else { return }
+        pausing = nil
+        pausingWords = nil
+        speech = nil
+        cancelTranscription()
+        if let response {
+            emit(.replyResumed(responseID: response.id, reason: why == .backchannel ? "backchannel" : "short"))
+            outbox.append(.speech(.resume(responseID: response.id, why)))
+        }
+    }
+
+    /// A pause that no longer stands (the audio was cleared, turn detection switched off, the
+    /// reply ended): the held audio, if any, is released.
+    private mutating func endPause() {
+        guard pausing != nil else { return }
+        pausing = nil
+        pausingWords = nil
+        if let response {
+            emit(.replyResumed(responseID: response.id, reason: "short"))
+            outbox.append(.speech(.resume(responseID: response.id, .short)))
         }
     }
 
     private mutating func speechStopped(atMs ms: Int) {
         guard let speech else { return }
+        if let machine = pausing { return resume(machine.speechStopped()) }
         self.speech = nil
         emit(.speechStopped(audioEndMs: ms, itemID: speech.itemID))
         commit(itemID: speech.itemID, spokenMs: ms - speech.onsetMs)
@@ -576,11 +650,13 @@ public struct SessionEngine: Sendable {
         guard streaming || pendingTranscripts.contains(itemID) else { return }  // cancelled: late
         switch event {
         case .partial(let text):
-            // Only growth is sent: a hypothesis that rewrites earlier words waits for the final.
-            if text.hasPrefix(partialTranscript), text.count > partialTranscript.count {
-                emit(.inputAudioTranscriptionDelta(itemID: itemID, contentIndex: 0, delta: String(text.dropFirst(partialTranscript.count))))
-                partialTranscript = text
+            if pausing != nil, streaming {
+                // Unconfirmed speech: its words decide the paused reply's fate and are not sent yet.
+                pausingWords = text
+                if case .bargeIn? = pausing?.recognised(text) { bargeIn() }
+                return
             }
+            partialArrived(itemID, text)
         case .final(let words):
             // Providers pad their text differently (an API's leading space); the user's message does not.
             let text = words.trimmed
@@ -595,6 +671,14 @@ public struct SessionEngine: Sendable {
             let overloaded = error.code == "overloaded"
             if overloaded { emit(.error(eventError)) }
             transcriptArrived(itemID, answer: !overloaded)
+        }
+    }
+
+    private mutating func partialArrived(_ itemID: String, _ text: String) {
+        // Only growth is sent: a hypothesis that rewrites earlier words waits for the final.
+        if text.hasPrefix(partialTranscript), text.count > partialTranscript.count {
+            emit(.inputAudioTranscriptionDelta(itemID: itemID, contentIndex: 0, delta: String(text.dropFirst(partialTranscript.count))))
+            partialTranscript = text
         }
     }
 
@@ -840,6 +924,14 @@ public struct SessionEngine: Sendable {
         guard let current = response else { return }
         response = nil
         lastResponseID = current.id
+        if pausing != nil, let speech {
+            // The reply ended (a client's cancel, a failure) while speech had paused it: with no
+            // reply left to protect, the speech is the turn it would have been.
+            pausing = nil
+            emit(.speechStarted(audioStartMs: speech.audioStartMs, itemID: speech.itemID))
+            if let words = pausingWords, transcribing == speech.itemID { partialArrived(speech.itemID, words) }
+            pausingWords = nil
+        }
         var output: [(index: Int, item: ConversationItem)] = []
         let itemStatus: ConversationItem.Status = status == .completed ? .completed : .incomplete
         if current.itemStarted {

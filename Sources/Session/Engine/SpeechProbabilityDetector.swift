@@ -42,6 +42,9 @@ public struct SpeechProbabilityDetector: Sendable, Equatable {
     public var elapsedMs: Int { windows * windowMs }
     /// Where the current (or last) turn's speech began, before the prefix padding.
     public private(set) var speechOnsetMs = 0
+    /// Where the current (or last) turn's speech last was: the end of its last window at or above
+    /// the continuation level (how long a speech over a reply has lasted, for `ReplyInterruption`).
+    public var lastSpeechEndMs: Int { (lastSpeechWindow + 1) * windowMs }
 
     /// At least the continuation level, so that threshold 0 still needs some speech.
     private var startLevel: Float { max(continueLevel, Float(min(1, max(0, settings.threshold)))) }

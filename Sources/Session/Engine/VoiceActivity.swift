@@ -53,6 +53,15 @@ enum VoiceActivity: Sendable {
         }
     }
 
+    /// Where the current (or last) turn's speech last was, in detector time.
+    var lastSpeechEndMs: Int {
+        switch self {
+        case .energy(let detector): detector.lastSpeechEndMs
+        case .neural(let neural): neural.lastSpeechEndMs
+        case .modifying: 0
+        }
+    }
+
     /// Memory the detector holds: the neural one's window and model state while a stream is open.
     var heapBytes: Int {
         if case .neural(let neural) = self { return neural.heapBytes }
@@ -129,6 +138,7 @@ struct NeuralVoiceActivity: Sendable {
     }
 
     var speechOnsetMs: Int { detector.speechOnsetMs + skippedMs }
+    var lastSpeechEndMs: Int { detector.lastSpeechEndMs + skippedMs }
     /// The window buffer, and the model's state for the stream (a Silero instance) while one is held.
     var heapBytes: Int { window.capacity * MemoryLayout<Float>.stride + (stream?.stateBytes ?? 0) }
     private var skippedMs: Int { skippedSamples * 1000 / sampleRate }

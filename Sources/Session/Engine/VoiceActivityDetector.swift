@@ -102,6 +102,10 @@ public struct VoiceActivityDetector: Sendable {
     /// Where the current (or last) turn's speech began, before the prefix padding.
     public private(set) var speechOnsetMs = 0
 
+    /// Where the current (or last) turn's speech was last heard: the end of its last loud frame.
+    /// (Read by the engine to time an interruption by speech, not by the quiet after it.)
+    public var lastSpeechEndMs: Int { (lastSpeechFrame + 1) * Self.frameMs }
+
     /// The current noise floor in dBFS, once there is one.
     public var noiseFloorDB: Double? { floor.map(Double.init) }
 

@@ -55,6 +55,10 @@ public struct ServerEvent: Sendable, Equatable {
         case resumeToken(token: String, graceSeconds: Int, lastSeq: Int)
         /// Parley's: the session is back; the events after `lastSeq` the client named follow.
         case sessionResumed(sessionID: String, token: String, lastSeq: Int, replayed: Int)
+        /// Parley's, on /ws only: the user's speech paused the spoken reply (not yet a barge-in).
+        case replyPaused(responseID: String)
+        /// Parley's, on /ws only: the paused reply goes on; `reason` is `backchannel` or `short`.
+        case replyResumed(responseID: String, reason: String)
     }
 
     /// Fresh for every event, as in the Realtime API.

@@ -7,6 +7,15 @@ extension ServerEvent {
         return true
     }
 
+    /// Parley's own turn-taking events (`parley.response.paused` / `.resumed`): sent on /ws, whose
+    /// clients are Parley's (the browser page); never on /v1/realtime, where the SDKs listen.
+    public var isParleyTurnTaking: Bool {
+        switch kind {
+        case .replyPaused, .replyResumed: true
+        default: false
+        }
+    }
+
     /// The event as one JSON text, in the client's dialect.
     public func json(dialect: Dialect) -> String {
         jsonValue(dialect: dialect).description
@@ -50,6 +59,8 @@ extension ServerEvent {
         case .error: return "error"
         case .resumeToken: return "session.resume_token"
         case .sessionResumed: return "session.resumed"
+        case .replyPaused: return "parley.response.paused"
+        case .replyResumed: return "parley.response.resumed"
         }
     }
 
@@ -103,8 +114,10 @@ extension ServerEvent {
             members.append(("item", item.json(dialect: dialect)))
         case .conversationItemDeleted(let itemID):
             members.append(("item_id", .string(itemID)))
-        case .outputAudioBufferCleared(let responseID):
+        case .outputAudioBufferCleared(let responseID), .replyPaused(let responseID):
             members.append(("response_id", .string(responseID)))
+        case .replyResumed(let responseID, let reason):
+            members += [("response_id", .string(responseID)), ("reason", .string(reason))]
         case .error(let error):
             members.append(("error", error.json))
         case .resumeToken(let token, let graceSeconds, let lastSeq):

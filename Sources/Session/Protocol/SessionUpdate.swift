@@ -28,10 +28,15 @@ public struct SessionUpdate: Sendable, Equatable {
         /// `semantic_vad` and its eagerness (nil: `server_vad`).
         public var semanticEagerness: ServerVAD.Eagerness?
         public var idleTimeoutMs: Int?
+        /// Parley's `interruption` extension: the fields given (nil: as they are).
+        public var minInterruptionMs: Int?
+        public var minInterruptionWords: Int?
 
         public init(threshold: Double? = nil, prefixPaddingMs: Int? = nil, silenceDurationMs: Int? = nil,
                     createResponse: Bool? = nil, interruptResponse: Bool? = nil, semanticEagerness: ServerVAD.Eagerness? = nil,
-                    idleTimeoutMs: Int? = nil) {
+                    idleTimeoutMs: Int? = nil, interruption: (minDurationMs: Int?, minWords: Int?) = (nil, nil)) {
+            minInterruptionMs = interruption.minDurationMs
+            minInterruptionWords = interruption.minWords
             self.semanticEagerness = semanticEagerness
             self.idleTimeoutMs = idleTimeoutMs
             self.threshold = threshold
@@ -187,7 +192,15 @@ public struct SessionUpdate: Sendable, Equatable {
             createResponse: try vad.bool("create_response"),
             interruptResponse: try vad.bool("interrupt_response"),
             semanticEagerness: eagerness,
-            idleTimeoutMs: semantic ? nil : try vad.integer("idle_timeout_ms", in: ServerVAD.idleTimeoutRange)))
+            idleTimeoutMs: semantic ? nil : try vad.integer("idle_timeout_ms", in: ServerVAD.idleTimeoutRange),
+            interruption: try interruption(vad)))
+    }
+
+    /// Parley's extension `turn_detection.interruption`: `{"min_duration_ms": 500, "min_words": 1}`.
+    private static func interruption(_ vad: EventFields) throws(ProtocolError) -> (Int?, Int?) {
+        guard let object = try vad.object("interruption") else { return (nil, nil) }
+        typealias S = ReplyInterruption.Settings
+        return (try object.integer("min_duration_ms", in: S.minDurationRange), try object.integer("min_words", in: S.minWordsRange))
     }
 
     static func tokenLimit(_ fields: EventFields, _ key: String) throws(ProtocolError) -> TokenLimit? {

@@ -1,0 +1,99 @@
+import Codec
+import JSON
+@testable import Models
+import Server
+import Session
+import Speech
+import Testing
+import TestSupport
+import Loop
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Backchannels and barge-ins with real speech over a real socket: one second into a long spoken
+/// reply on /ws, the listener says something (espeak-ng, in two voices), streamed in real time as
+/// pcm16, heard by the server's VAD and pocketsphinx. "Uh huh" must not cut the reply; "stop" and
+/// "wait, actually I meant Paris" must.
+@Suite(.serialized) struct InterruptionEndToEndTests {
+    static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
+        + "Nobody on board knew how far the wind would carry them, or when they would see land again."
+
+    static let cases: [(utterance: String, voice: String, bargesIn: Bool, path: String)] = [
+        ("uh huh", "en-us", false, "/ws"), ("uh huh", "en-gb+f3", false, "/ws"),
+        ("stop", "en-us", true, "/ws"), ("stop", "en-gb+f3", true, "/ws"),
+        ("wait, actually I meant Paris", "en-us", true, "/ws"), ("wait, actually I meant Paris", "en-gb+f3", true, "/ws"),
+        // The Realtime API's own endpoint: the same decisions, and none of Parley's events (the SDKs listen there).
+        ("uh huh", "en-us", false, "/v1/realtime"), ("stop", "en-gb+f3", true, "/v1/realtime"),
+    ]
+
+    func send(_ samples: [Int16], _ client: TestClient, paced: Bool) throws {
+        for start in stride(from: 0, to: samples.count, by: 2_400) {
+            let chunk = Array(samples[start..<min(samples.count, start + 2_400)])
+            let event = #"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#
+            try client.send(TestClient.frame(0x1, Array(event.utf8)))
+            if paced { usleep(100_000) }
+        }
+    }
+
+    @Test(arguments: Self.cases)
+    func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool, path: String) throws {
+        let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
+        defer { pool.stop() }
+        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech).install(on: &routes)
+        })
+        let client = try server.client()
+        #expect(try client.upgrade(path: path).status == 101)
+        _ = try client.readEvents(until: "session.created")
+        // /ws hears Opus by default; this listener streams pcm16 as the Realtime API carries it.
+        // /v1/realtime answers in text unless asked for audio.
+        let update = path == "/ws" ? #"{"type":"session.update","session":{"input_audio_format":"pcm16"}}"#
+            : #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"]}}"#
+        try client.send(TestClient.frame(0x1, Array(update.utf8)))
+        _ = try client.readEvents(until: "session.updated")
+        // The microphone is open before the reply: the detector learns the quiet.
+        try send([Int16](repeating: 0, count: 24_000), client, paced: false)
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Tell me a story about the sea."}]}}"#.utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        var events: [JSON] = []
+        var packets = 0
+        while packets == 0 {
+            let frame = try client.readFrame()
+            if frame.opcode == 0x2 { packets += 1 } else { events.append(try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))) }
+            if events.last?["type"]?.string == "response.output_audio.delta" { packets += 1 }
+        }
+        // One second into the reply, the listener speaks (then stays quiet, as a microphone does).
+        usleep(800_000)
+        let wav = try WAVFile.read(path: try SpeechVectors.wav(utterance, voice: voice))
+        let said = try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
+        try send([Int16](repeating: 0, count: 4_800) + said + [Int16](repeating: 0, count: 36_000), client, paced: true)
+        let (rest, binary) = try client.readEvents(until: "response.done")
+        events += rest
+        packets += binary.count
+        let types = events.map { $0["type"]?.string ?? "?" }
+        // Opus packets of 20 ms on /ws, pcm16 deltas of 100 ms on /v1/realtime.
+        let sentMs = path == "/ws" ? packets * 20 : types.filter { $0 == "response.output_audio.delta" }.count * 100
+        let done = events.last?["response"]
+        if bargesIn {
+            #expect(done?["status"]?.string == "cancelled", "\(utterance) (\(voice)): \(types)")
+            #expect(done?["status_details"]?["reason"]?.string == "turn_detected")
+            #expect(types.contains("input_audio_buffer.speech_started"))
+            #expect(!types.contains("parley.response.paused") || path == "/ws")
+            let (after, _) = try client.readEvents(until: "conversation.item.truncated")
+            let heard = after.last?["audio_end_ms"]?.int ?? -1
+            #expect(heard > 500 && heard < 4_000, "heard \(heard) ms")
+        } else {
+            #expect(done?["status"]?.string == "completed", "\(utterance) (\(voice)): \(types)")
+            // No event at all for the backchannel: no turn began, none was committed.
+            #expect(!types.contains("input_audio_buffer.speech_started") && !types.contains("input_audio_buffer.committed"), "\(types)")
+            // On /ws, Parley's own pair tells the page the agent paused and went on; never on /v1/realtime.
+            let parleys = types.contains("parley.response.paused") && types.contains("parley.response.resumed")
+            #expect(parleys == (path == "/ws"), "\(types)")
+            // The whole reply was sent: about 0.4 s a word at espeak-ng's pace, in 20 ms packets.
+            #expect(sentMs > Self.story.split(separator: " ").count * 250, "\(sentMs) ms of audio")
+            #expect((server.metric("parley_replies_paused_total") ?? 0) >= 1)
+        }
+    }
+}
