@@ -19,12 +19,16 @@ import Glibc
     static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
         + "Nobody on board knew how far the wind would carry them, or when they would see land again."
 
-    static let cases: [(utterance: String, voice: String, bargesIn: Bool, path: String)] = [
-        ("uh huh", "en-us", false, "/ws"), ("uh huh", "en-gb+f3", false, "/ws"),
-        ("stop", "en-us", true, "/ws"), ("stop", "en-gb+f3", true, "/ws"),
-        ("wait, actually I meant Paris", "en-us", true, "/ws"), ("wait, actually I meant Paris", "en-gb+f3", true, "/ws"),
+    static let cases: [(utterance: String, voice: String, bargesIn: Bool, path: String, silero: Bool)] = [
+        ("uh huh", "en-us", false, "/ws", false), ("uh huh", "en-gb+f3", false, "/ws", false),
+        ("stop", "en-us", true, "/ws", false), ("stop", "en-gb+f3", true, "/ws", false),
+        ("wait, actually I meant Paris", "en-us", true, "/ws", false), ("wait, actually I meant Paris", "en-gb+f3", true, "/ws", false),
         // The Realtime API's own endpoint: the same decisions, and none of Parley's events (the SDKs listen there).
-        ("uh huh", "en-us", false, "/v1/realtime"), ("stop", "en-gb+f3", true, "/v1/realtime"),
+        ("uh huh", "en-us", false, "/v1/realtime", false), ("stop", "en-gb+f3", true, "/v1/realtime", false),
+        // The same decisions with the server's default detector, Silero, whose onset and ends are
+        // its 32 ms windows' rather than the energy detector's 10 ms frames.
+        ("uh huh", "en-us", false, "/ws", true), ("uh huh", "en-gb+f3", false, "/ws", true),
+        ("stop", "en-us", true, "/ws", true), ("wait, actually I meant Paris", "en-gb+f3", true, "/ws", true),
     ]
 
     func send(_ samples: [Int16], _ client: TestClient, paced: Bool) throws {
@@ -37,10 +41,16 @@ import Glibc
     }
 
     @Test(arguments: Self.cases)
-    func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool, path: String) throws {
+    func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool, path: String, silero: Bool) throws {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         defer { pool.stop() }
-        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
+        var vad: (any VoiceActivityModel)?
+        if silero {
+            let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+            vad = model
+        }
+        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
+                                    voiceActivity: vad)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
             RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech).install(on: &routes)
         })
