@@ -67,6 +67,59 @@ public enum Sys {
         try retrying("open(\(path))") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
     }
 
+    // MARK: Processes
+
+    /// `posix_spawn(3)` of this very executable (`/proc/self/exe`, so the child is the same
+    /// build) with `arguments` (argv[0] first). The child starts with every signal unblocked and
+    /// SIGINT, SIGTERM, SIGHUP and SIGCHLD at their defaults, whatever this process had blocked
+    /// to wait for them; `standardOutput` and `standardError`, when given, become its 1 and 2.
+    public static func spawnSelf(_ arguments: [String], standardOutput: Int32? = nil, standardError: Int32? = nil) throws(SystemError) -> pid_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let standardOutput { posix_spawn_file_actions_adddup2(&actions, standardOutput, 1) }
+        if let standardError { posix_spawn_file_actions_adddup2(&actions, standardError, 2) }
+        let cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { cArguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, cArguments, environ)
+        guard rc == 0 else { throw SystemError("posix_spawn(/proc/self/exe)", errno: rc) }
+        return pid
+    }
+
+    /// How a child ended: its exit status, or the signal that killed it.
+    public enum ChildEnd: Equatable, Sendable {
+        case exited(Int32)
+        case killed(signal: Int32)
+    }
+
+    /// `waitpid(2)` for `pid` until it ends (EINTR retried).
+    public static func waitForExit(_ pid: pid_t) throws(SystemError) -> ChildEnd {
+        var status: Int32 = 0
+        _ = try retrying("waitpid") { waitpid(pid, &status, 0) }
+        return status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .killed(signal: status & 0x7f)
+    }
+
+    /// `pipe(2)`, both ends close-on-exec (Glibc does not export `pipe2` to Swift): the read and
+    /// the write end. A spawned child gets an end only by `spawnSelf`'s dup2, never by inheritance.
+    public static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        _ = try retrying("pipe") { Glibc.pipe(&fds) }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return (fds[0], fds[1])
+    }
+
     /// A small file whole (a key file, a /proc file), at most `maxBytes`; nil if it cannot be
     /// read or is larger.
     public static func readFile(_ path: String, maxBytes: Int = 1 << 20) -> [UInt8]? {

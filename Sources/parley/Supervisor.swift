@@ -99,24 +99,9 @@ final class Supervisor {
         // This very executable (/proc/self/exe), so the workers are the same build.
         let argv = [CommandLine.arguments[0], "serve"] + arguments
             + ["--worker-dir", directory, "--worker-name", "worker-\(index)"]
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The child starts with the signals unblocked and at their defaults.
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
         setenv("PARLEY_SUPERVISOR_PID", String(getpid()), 1)
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", nil, &attributes, cArguments, environ)
-        guard rc == 0 else { throw SystemError("posix_spawn(/proc/self/exe)", errno: rc) }
+        // The child starts with the signals unblocked and at their defaults (Sys.spawnSelf).
+        let pid = try Sys.spawnSelf(argv)
         workers[index].pid = pid
         workers[index].startedAt = now()
         workers[index].restartAt = nil

@@ -28,30 +28,43 @@ struct VADCheckCommand: ParsableCommand {
     }
 
     /// Runs the check in a child (this very executable, as the supervisor starts its workers)
-    /// and returns why Silero would not load, or nil when it loads. The child's stdout goes to a
-    /// file read after it exits; its stderr (ONNX Runtime's own complaint) to /dev/null, so the
-    /// server says it once, in its own line.
+    /// and returns why Silero would not load, or nil when it loads. The child's stdout comes back
+    /// through a pipe (its one line fits the pipe's buffer, so the child never waits on it); its
+    /// stderr (ONNX Runtime's own complaint) goes to /dev/null, so the server says it once, in
+    /// its own line.
     static func problem(directory: String) -> String? {
-        let output = "/tmp/parley-vad-check-\(getpid())"
-        defer { unlink(output) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let arguments = ["parley", "vad-check", "--", directory]
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        defer { for argument in cArguments { free(argument) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, &cArguments, environ)
-        guard rc == 0 else { return "could not start the check: posix_spawn failed (errno \(rc))" }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exited = status & 0x7f == 0
-        if exited && (status >> 8) & 0xff == 0 { return nil }
-        let said = Sys.readFile(output).map { String(decoding: $0, as: UTF8.self) } ?? ""
-        if let line = said.split(separator: "\n").first { return String(line) }
+        let end: Sys.ChildEnd
+        var said: [UInt8] = []
+        do throws(SystemError) {
+            let pipe = try Sys.pipe()
+            let quiet = open("/dev/null", O_WRONLY | O_CLOEXEC)
+            defer { if quiet >= 0 { Sys.close(quiet) } }
+            let pid: pid_t
+            do throws(SystemError) {
+                pid = try Sys.spawnSelf(["parley", "vad-check", "--", directory], standardOutput: pipe.write,
+                                        standardError: quiet >= 0 ? quiet : nil)
+            } catch {
+                Sys.close(pipe.read)
+                Sys.close(pipe.write)
+                throw error
+            }
+            Sys.close(pipe.write)
+            defer { Sys.close(pipe.read) }
+            end = try Sys.waitForExit(pid)
+            let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+            defer { chunk.deallocate() }
+            while said.count < 64 * 1024, case .transferred(let n) = try Sys.read(pipe.read, into: chunk) {
+                said += chunk[..<n]
+            }
+        } catch {
+            return "could not run the check: \(error)"
+        }
+        if end == .exited(0) { return nil }
+        if let line = String(decoding: said, as: UTF8.self).split(separator: "\n").first { return String(line) }
+        switch end {
+        case .exited(let code): return "the check failed (exit \(code))"
         // Killed by a signal: ONNX Runtime aborted on the model, say.
-        return exited ? "the check failed (exit \((status >> 8) & 0xff))" : "the check died (signal \(status & 0x7f))"
+        case .killed(let signal): return "the check died (signal \(signal))"
+        }
     }
 }
