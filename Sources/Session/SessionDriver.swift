@@ -70,6 +70,11 @@ package final class SessionDriver {
     private var pausedReply: String?
     /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
     private var replyTurnStoppedAt: UInt64?
+    /// Where (in the input's audio milliseconds) the last turn server VAD ended, its speech's end,
+    /// until the user's next speech: speech again within `prematureEndMs` was a pause mid-turn.
+    private var turnEndedAtMs: Int?
+    /// Issue 24's measure of a premature reply: the user went on within a second.
+    static let prematureEndMs = 1_000
     private var openedAt: UInt64 = 0
     private let metrics = SessionMetrics.shared
 
@@ -301,7 +306,18 @@ package final class SessionDriver {
             guard case .output(let callID, _) = item.function, let index = callsOut.firstIndex(where: { $0.callID == callID }) else { break }
             metrics.toolTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- callsOut[index].at)
             callsOut.remove(at: index)
-        case .speechStopped: speechStoppedAt = MonotonicClock.nanoseconds()
+        case .speechStopped(let audioEndMs, _):
+            speechStoppedAt = MonotonicClock.nanoseconds()
+            turnEndedAtMs = audioEndMs
+        case .speechStarted(let audioStartMs, _):
+            // audio_start_ms is the speech's onset less the prefix padding (at 0 at the least), so
+            // the onset is at most that padding later; a turn began within the second after the
+            // last one ended was the same turn, cut at a pause.
+            if let ended = turnEndedAtMs {
+                let padding = engine.configuration.turnDetection?.prefixPaddingMs ?? 0
+                if audioStartMs + padding - ended <= Self.prematureEndMs { metrics.prematureTurnEnds.add(1) }
+            }
+            turnEndedAtMs = nil
         case .responseCreated:
             if let stopped = speechStoppedAt { metrics.speechToResponse.observe(nanoseconds: MonotonicClock.nanoseconds() &- stopped) }
             replyTurnStoppedAt = speechStoppedAt

@@ -30,6 +30,7 @@ public final class SessionMetrics: Sendable {
     let backchannels: MetricFamily
     let repliesPaused: MetricFamily
     let repliesResumed: MetricFamily
+    let prematureTurnEnds: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -66,6 +67,9 @@ public final class SessionMetrics: Sendable {
         repliesResumed = MetricFamily(name: "parley_replies_resumed_total",
                                       help: "Paused replies resumed, by why: the speech was only backchannels, or ended short (a noise, a short sound).",
                                       labels: ["backchannel", "short"].map { "reason=\"\($0)\"" }, registry: registry)
+        prematureTurnEnds = MetricFamily(name: "parley_turn_premature_ends_total",
+                                         help: "Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).",
+                                         registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 

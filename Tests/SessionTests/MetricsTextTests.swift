@@ -127,10 +127,13 @@ import Metrics
             # TYPE parley_replies_resumed_total counter
             parley_replies_resumed_total{reason="backchannel"} 0
             parley_replies_resumed_total{reason="short"} 0
+            # HELP parley_turn_premature_ends_total Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).
+            # TYPE parley_turn_premature_ends_total counter
+            parley_turn_premature_ends_total 0
 
             """
         #expect(session.render() == byName([expected]))
-        #expect(families(session.render()).count == 17)
+        #expect(families(session.render()).count == 18)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

@@ -7,6 +7,7 @@ import Session
 import Testing
 import TestSupport
 import Loop
+import Metrics
 import MockLLM
 import Upstream
 
@@ -303,6 +304,40 @@ import Upstream
                       + "Cookie: session=abc\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         let refused = try evil.readResponse()
         #expect(refused.status == 403 && refused.body.contains("origin_not_allowed"))
+    }
+
+    /// The process's count of turns that server VAD ended while the user was only pausing.
+    static func prematureEnds() -> Int {
+        _ = SessionMetrics.shared  // declared in the process registry when first used
+        let line = MetricsRegistry.process.render().split(separator: "\n").first { $0.hasPrefix("parley_turn_premature_ends_total ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+    }
+
+    /// Issue 24's premature reply, counted: a caller who pauses about 0.75 s mid-sentence ("I need
+    /// a flight to … Boston on Friday": espeak-ng's own 0.4 s of trailing silence and 300 ms more)
+    /// has the turn ended by the 500 ms of silence, and speaks again within the second after: `parley_turn_premature_ends_total` counts it. (Other tests
+    /// run beside this one in the same process, so the count is checked to have grown.)
+    @Test(arguments: ["en-us", "en-gb+f3"])
+    func aPauseTakenForTheEndOfATurnIsCounted(voice: String) throws {
+        let before = Self.prematureEnds()
+        #expect(before >= 0, "the metric is declared")
+        let server = try server()
+        let client = try connect(server, path: "/ws")
+        _ = try readEvent(client)
+        let first = try WAVFile.read(path: try SpeechVectors.wav("I need a flight to", voice: voice))
+        let second = try WAVFile.read(path: try SpeechVectors.wav("Boston on Friday", voice: voice))
+        let toOpusRate = try Resampler(from: first.sampleRate, to: 48000)
+        let speech = toOpusRate.process(first.samples) + [Int16](repeating: 0, count: 48 * 300)
+            + toOpusRate.process(second.samples) + [Int16](repeating: 0, count: 48000)
+        let encoder = try OpusEncoder()
+        for start in stride(from: 0, to: speech.count - 959, by: 960) {
+            try client.send(TestClient.frame(0x2, try encoder.encode(Array(speech[start..<(start + 960)]))))
+        }
+        // The first turn's end, then the user going on: a second speech_started.
+        let events = try readUntil("input_audio_buffer.speech_stopped", client) + readUntil("input_audio_buffer.speech_started", client)
+        let types = events.map { $0["type"]?.string ?? "?" }
+        #expect(types.first == "input_audio_buffer.speech_started" && types.last == "input_audio_buffer.speech_started", "\(types)")
+        #expect(Self.prematureEnds() >= before + 1)
     }
 
     @Test func opusFramesOnWsAreHeardAsSpeech() throws {
