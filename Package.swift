@@ -72,7 +72,7 @@ let package = Package(
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
         .target(name: "Session", dependencies: ["Models", "Access", "Store", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
-        .target(name: "Telephony", dependencies: ["Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Telephony", dependencies: ["Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON"]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.

@@ -9,7 +9,8 @@ import Loop
 /// The session layer's log: one line when a session opens and closes, a warning when its model or
 /// speech fails, each with `session=sess_…` so that every line about a session can be found.
 /// Shared, not per session: a per-session Logger would cost an idle session a few hundred bytes.
-let sessionLog = Logger(label: "parley.session")
+/// `package`, so that the calls on /twilio (Telephony) log on the same one.
+package let sessionLog = Logger(label: "parley.session")
 
 /// How a session's events and audio are written on its socket: the Realtime API's JSON events in
 /// the client's dialect (`RealtimeSessionHandler`), or a carrier's media messages.

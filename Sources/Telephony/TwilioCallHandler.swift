@@ -68,7 +68,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         guard let driver else { return }
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, labels: stopped ? "end=\"stop\"" : "end=\"no_stop\"")
-        callLog.info("call ended", metadata: ["session": "\(driver.engine.sessionID)", "call": "\(callSid)",
+        sessionLog.info("call ended", metadata: ["session": "\(driver.engine.sessionID)", "call": "\(callSid)",
                                                  "stop": "\(stopped)", "code": "\(code)"])
         driver.close(code: code)
         self.driver = nil
@@ -79,7 +79,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     private func start(_ call: TwilioStart, on socket: WebSocket) {
         guard driver == nil else { return reject("missing_field", "a second start") }
         guard call.encoding == "audio/x-mulaw", call.sampleRate == 8000, call.channels == 1 else {
-            callLog.warning("call refused", metadata: ["call": "\(call.callSid ?? "")", "encoding": "\(call.encoding)", "rate": "\(call.sampleRate)"])
+            sessionLog.warning("call refused", metadata: ["call": "\(call.callSid ?? "")", "encoding": "\(call.encoding)", "rate": "\(call.sampleRate)"])
             return socket.close(.unsupportedData, reason: "media must be audio/x-mulaw at 8000 Hz, mono")
         }
         streamSid = call.streamSid
@@ -131,7 +131,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
 
     private func reject(_ label: String, _ why: String = "") {
         metrics.rejected.add(1, labels: "reason=\"\(label)\"")
-        callLog.debug("twilio message ignored", metadata: ["call": "\(callSid)", "reason": "\(label)", "detail": "\(why)"])
+        sessionLog.debug("twilio message ignored", metadata: ["call": "\(callSid)", "reason": "\(label)", "detail": "\(why)"])
     }
 
     // MARK: SessionWire
@@ -139,7 +139,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
         switch event.kind {
         case .error(let error):
-            callLog.info("call error", metadata: ["call": "\(callSid)", "code": "\(error.code)", "error": "\(error.message)"])
+            sessionLog.info("call error", metadata: ["call": "\(callSid)", "code": "\(error.code)", "error": "\(error.message)"])
         case .responseCreated(let response):
             playback.forgetAll(except: response.id)
         default: break
