@@ -37,7 +37,7 @@ enum ClientSocket {
     /// the connect completes (or fails) when the socket becomes writable.
     static func connect(to remote: SocketAddress, from source: SocketAddress?) -> Result<Int32, Failure> {
         let fd: Int32
-        do { fd = try Sys.tcpSocket(family: remote.family) } catch { return .failure(Failure(error)) }
+        do { fd = try Sys.streamSocket(family: remote.family) } catch { return .failure(Failure(error)) }
         do {
             if let source { try Sys.bind(fd, to: source, reservePort: false) }
             // Small frames must not wait for Nagle: the echo test measures latency.

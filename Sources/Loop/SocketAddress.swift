@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// An IPv4 or IPv6 socket address, held inline as a sockaddr_storage: what `Sys.resolve` returns
+/// An IPv4, IPv6 or Unix-domain socket address, held inline as a sockaddr_storage: what `Sys.resolve` returns
 /// and `Sys.connect` and `Sys.listen` take. No heap, so the load client can keep one per source
 /// address and an upstream pool one per host.
 public struct SocketAddress: Sendable, CustomStringConvertible {
@@ -35,6 +35,18 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         return withUnsafeBytes(of: address) { SocketAddress($0) }
     }
 
+    /// A Unix-domain socket's path (a local helper's); nil when it does not fit sun_path's 108 bytes.
+    public static func unix(path: String) -> SocketAddress? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard !bytes.isEmpty, bytes.count < capacity, !bytes.contains(0) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1
+        return withUnsafeBytes(of: address) { SocketAddress(UnsafeRawBufferPointer(rebasing: $0[..<length])) }
+    }
+
     public var isIPv6: Bool { family == AF_INET6 }
 
     /// The host part alone, as 16 bytes (an IPv4 address mapped into IPv6), for counting per
@@ -53,7 +65,7 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    /// AF_INET or AF_INET6: what `Sys.tcpSocket` needs.
+    /// AF_INET, AF_INET6 or AF_UNIX: what `Sys.streamSocket` needs.
     public var family: Int32 { Int32(storage.ss_family) }
 
     /// The port, from sin_port or sin6_port (the same offset, in network order).
@@ -74,6 +86,11 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
+        if family == AF_UNIX {
+            return withUnsafeBytes(of: storage) { bytes in
+                "unix:" + String(decoding: bytes[2..<Int(length)].prefix { $0 != 0 }, as: UTF8.self)
+            }
+        }
         var text = [UInt8](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let shown: String = withUnsafeBytes(of: storage) { bytes in
             let offset = family == AF_INET6 ? 8 : 4  // sin6_addr, sin_addr

@@ -70,10 +70,17 @@ public enum Sys {
     // MARK: Processes
 
     /// `posix_spawn(3)` of this very executable (`/proc/self/exe`, so the child is the same
-    /// build) with `arguments` (argv[0] first). The child starts with every signal unblocked and
-    /// SIGINT, SIGTERM, SIGHUP and SIGCHLD at their defaults, whatever this process had blocked
-    /// to wait for them; `standardOutput` and `standardError`, when given, become its 1 and 2.
+    /// build) with `arguments` (argv[0] first): see `spawn`.
     public static func spawnSelf(_ arguments: [String], standardOutput: Int32? = nil, standardError: Int32? = nil) throws(SystemError) -> pid_t {
+        try spawn("/proc/self/exe", arguments, standardOutput: standardOutput, standardError: standardError)
+    }
+
+    /// `posix_spawn(3)` of the program at `path` with `arguments` (argv[0] first) and this
+    /// process's environment. The child starts with every signal unblocked and SIGINT, SIGTERM,
+    /// SIGHUP and SIGCHLD at their defaults, whatever this process had blocked to wait for them;
+    /// `standardInput`, `standardOutput` and `standardError`, when given, become its 0, 1 and 2.
+    public static func spawn(_ path: String, _ arguments: [String], standardInput: Int32? = nil, standardOutput: Int32? = nil,
+                             standardError: Int32? = nil) throws(SystemError) -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -88,14 +95,20 @@ public enum Sys {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if let standardInput { posix_spawn_file_actions_adddup2(&actions, standardInput, 0) }
         if let standardOutput { posix_spawn_file_actions_adddup2(&actions, standardOutput, 1) }
         if let standardError { posix_spawn_file_actions_adddup2(&actions, standardError, 2) }
         let cArguments: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, cArguments, environ)
-        guard rc == 0 else { throw SystemError("posix_spawn(/proc/self/exe)", errno: rc) }
+        let rc = posix_spawn(&pid, path, &actions, &attributes, cArguments, environ)
+        guard rc == 0 else { throw SystemError("posix_spawn(\(path))", errno: rc) }
         return pid
+    }
+
+    /// `kill(2)`; a child already gone (ESRCH) is no error worth reporting.
+    public static func signal(_ pid: pid_t, _ signal: Int32) {
+        _ = Glibc.kill(pid, signal)
     }
 
     /// How a child ended: its exit status, or the signal that killed it.
@@ -109,6 +122,25 @@ public enum Sys {
         var status: Int32 = 0
         _ = try retrying("waitpid") { waitpid(pid, &status, 0) }
         return status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .killed(signal: status & 0x7f)
+    }
+
+    /// `waitpid(2)` with WNOHANG: how `pid` ended, or nil while it runs.
+    public static func exitIfEnded(_ pid: pid_t) -> ChildEnd? {
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        return status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .killed(signal: status & 0x7f)
+    }
+
+    /// `access(2)` for reading: whether this process may read `path`.
+    public static func canRead(_ path: String) -> Bool {
+        access(path, R_OK) == 0
+    }
+
+    /// `mkdtemp(3)`: a new directory only this user may enter, `/tmp/<prefix>XXXXXX`.
+    public static func makeTemporaryDirectory(prefix: String) throws(SystemError) -> String {
+        var template = Array("/tmp/\(prefix)XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp") }
+        return String(cString: made)
     }
 
     /// `pipe(2)`, both ends close-on-exec (Glibc does not export `pipe2` to Swift): the read and
@@ -156,8 +188,9 @@ public enum Sys {
     /// The kinds of socket Parley opens: TCP streams, non-blocking or blocking.
     public enum Blocking: Sendable { case nonBlocking, blocking }
 
-    /// socket(2) for a TCP stream of `family` (AF_INET or AF_INET6), close-on-exec.
-    public static func tcpSocket(family: Int32, _ blocking: Blocking = .nonBlocking) throws(SystemError) -> Int32 {
+    /// socket(2) for a stream of `family` (AF_INET or AF_INET6 for TCP, AF_UNIX for a local
+    /// helper), close-on-exec.
+    public static func streamSocket(family: Int32, _ blocking: Blocking = .nonBlocking) throws(SystemError) -> Int32 {
         let flags = Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue) | (blocking == .nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         return try retrying("socket") { Glibc.socket(family, flags, 0) }
     }

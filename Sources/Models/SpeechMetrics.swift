@@ -20,6 +20,9 @@ public final class SpeechMetrics: Sendable {
     public let overloaded: MetricFamily
     /// CPU time of one neural VAD window (32 ms of audio): Silero's cost, observed per call.
     public let vadWindow: Histogram
+    /// The speech helper (helpers/parley_speech.py): 1 while it serves, and how often it was started again.
+    public let helperUp: MetricFamily
+    public let helperRestarts: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -44,6 +47,9 @@ public final class SpeechMetrics: Sendable {
         vadWindow = Histogram(name: "parley_vad_seconds",
                               help: "Time the neural VAD (Silero) took to score one 32 ms window of a session's audio, on the session's loop.",
                               bounds: [0.00002, 0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01], registry: registry)
+        helperUp = MetricFamily(name: "parley_speech_helper_up", help: "1 while the speech helper (the end-of-turn model) serves, 0 while it is down or starting.",
+                                kind: .gauge, registry: registry)
+        helperRestarts = MetricFamily(name: "parley_speech_helper_restarts_total", help: "Times the speech helper ended and was started again.", registry: registry)
     }
 
     /// The speech workers' gauges, read at scrape, in the registry of the endpoint that runs them.

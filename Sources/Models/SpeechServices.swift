@@ -8,10 +8,13 @@ public struct SpeechServices: Sendable {
     public var pool: WorkerPool?
     /// The neural VAD sessions hear speech with; nil: the energy detector.
     public var voiceActivity: (any VoiceActivityModel)?
+    /// The model `semantic_vad` asks whether a turn is over; nil: silence alone ends turns.
+    public var endOfTurn: (any EndOfTurnModel)?
 
     public init(transcriber: (any Transcriber)? = nil, synthesizer: (any Synthesizer)? = nil, pool: WorkerPool? = nil,
-                voiceActivity: (any VoiceActivityModel)? = nil) {
+                voiceActivity: (any VoiceActivityModel)? = nil, endOfTurn: (any EndOfTurnModel)? = nil) {
         self.voiceActivity = voiceActivity
+        self.endOfTurn = endOfTurn
         self.transcriber = transcriber
         self.synthesizer = synthesizer
         self.pool = pool

@@ -167,7 +167,7 @@ extension Server {
         guard let address = try Sys.resolve(host: host, port: port, passive: true).first else {
             throw SystemError("getaddrinfo(\(host))", errno: EINVAL)
         }
-        let fd = try Sys.tcpSocket(family: address.family)
+        let fd = try Sys.streamSocket(family: address.family)
         do {
             try Sys.listen(fd, on: address)
         } catch {

@@ -187,6 +187,8 @@ package final class SessionDriver {
         for transcription in transcriptions.values { transcription.cancel() }
         transcriptions = [:]
         streamingTranscription = nil
+        turnJudgement?.call.cancel()
+        turnJudgement = nil
         codecCheck?.cancel()
         audio = nil
         engine.audioWentIdle()
@@ -285,6 +287,10 @@ package final class SessionDriver {
                 transcribe(step, on: socket.loop)
             case .speech(let step):
                 speak(step, on: socket)
+            case .turnModel(let step):
+                judgeTurn(step, on: socket.loop)
+            case .turnEnded(let cause):
+                metrics.turnEnds.add(1, labels: cause.label)
             }
         }
         updateAccount()
@@ -379,6 +385,40 @@ package final class SessionDriver {
         if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         if case .finished = event { speechOutputs[id] = nil }
         perform(engine.handle(.speechOutput(responseID: id, event)))
+    }
+
+    // MARK: End of turn
+
+    /// The end-of-turn model's question in flight: one at a time, the turn that went quiet.
+    private var turnJudgement: (itemID: String, call: any ModelCall)?
+
+    private func judgeTurn(_ step: TurnModelStep, on loop: EventLoop) {
+        switch step {
+        case .judge(let itemID, let audio, let sampleRate):
+            turnJudgement?.call.cancel()
+            guard let model = endpoint.speech.endOfTurn else {
+                turnJudgement = nil
+                return perform(engine.handle(.turnVerdict(itemID: itemID, .failure(ModelError(code: "no_turn_model", message: "no end-of-turn model")))))
+            }
+            let asked = MonotonicClock.nanoseconds()
+            let call = model.judge(audio[...], sampleRate: sampleRate, on: loop) { [weak self] result in
+                guard let self, self.turnJudgement?.itemID == itemID else { return }
+                self.turnJudgement = nil
+                switch result {
+                case .success(let verdict):
+                    self.metrics.turnModelTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- asked)
+                    sessionLog.debug("turn judged", metadata: ["session": "\(self.engine.sessionID)", "item": "\(itemID)", "complete": "\(verdict.complete)",
+                                                               "probability": "\(verdict.probability)", "audio_ms": "\(audio.count * 1000 / sampleRate)"])
+                case .failure(let error): self.metrics.turnModelFailures.add(1, labels: error.code == "speech_helper_timeout" ? "reason=\"timeout\"" : "reason=\"unavailable\"")
+                }
+                self.perform(self.engine.handle(.turnVerdict(itemID: itemID, result)))
+            }
+            turnJudgement = (itemID, call)
+        case .cancel(let itemID):
+            guard turnJudgement?.itemID == itemID else { return }
+            turnJudgement?.call.cancel()
+            turnJudgement = nil
+        }
     }
 
     // MARK: Transcription

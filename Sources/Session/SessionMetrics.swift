@@ -31,6 +31,9 @@ public final class SessionMetrics: Sendable {
     let repliesPaused: MetricFamily
     let repliesResumed: MetricFamily
     let prematureTurnEnds: MetricFamily
+    let turnEnds: MetricFamily
+    let turnModelTime: Histogram
+    let turnModelFailures: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -70,6 +73,14 @@ public final class SessionMetrics: Sendable {
         prematureTurnEnds = MetricFamily(name: "parley_turn_premature_ends_total",
                                          help: "Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).",
                                          registry: registry)
+        turnEnds = MetricFamily(name: "parley_turn_ends_total",
+                                help: "Turns server VAD ended, by what ended them: the end-of-turn model (semantic_vad), its longest wait after an incomplete verdict, or silence alone.",
+                                labels: TurnEnding.Cause.allCases.map(\.label), registry: registry)
+        turnModelTime = Histogram(name: "parley_turn_model_seconds", help: "The end-of-turn model's decisions, from asking to the answer on the session's loop.",
+                                  bounds: [0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5], registry: registry)
+        turnModelFailures = MetricFamily(name: "parley_turn_model_failures_total",
+                                         help: "End-of-turn questions unanswered, by why (the helper down or starting, or past the deadline): those turns ended by silence.",
+                                         labels: ["unavailable", "timeout"].map { "reason=\"\($0)\"" }, registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 

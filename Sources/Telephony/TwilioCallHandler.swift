@@ -90,6 +90,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
                                             synthesizes: sessions.speech.synthesizer != nil && sessions.speech.pool != nil)
         options.transcriptionModel = sessions.speech.transcriber?.name
         options.voiceActivityModel = sessions.speech.voiceActivity
+        options.judgesTurns = sessions.speech.endOfTurn != nil
         var configuration = SessionConfiguration()
         configuration.inputAudioFormat = .pcmu
         configuration.outputAudioFormat = .pcmu

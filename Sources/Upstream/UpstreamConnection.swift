@@ -56,7 +56,7 @@ final class UpstreamConnection: LoopRegistrant {
     static func open(_ address: SocketAddress, key: String, tlsServerName: String?, client: HTTPClient) throws(HTTPClientError) -> UpstreamConnection {
         let fd: Int32
         do {
-            fd = try Sys.tcpSocket(family: address.family)
+            fd = try Sys.streamSocket(family: address.family)
         } catch {
             throw .connectFailed(error.description)
         }

@@ -2,6 +2,7 @@ import JSON
 import Access
 import ArgumentParser
 import Server
+import Speech
 import Session
 import CLinux
 import TLS
@@ -64,7 +65,9 @@ struct Serve: ParsableCommand {
         if settings.workers > 1 && !isWorker { return try supervise(settings) }
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
         let resume = try ResumeOptions.open(settings.resume)
-        let sessions = try buildSessions(settings, resume: resume)
+        let helper = settings.speech.startHelper()
+        defer { helper?.stop() }
+        let sessions = try buildSessions(settings, resume: resume, helper: helper?.status)
         let routes = installRoutes(settings, sessions: sessions)
         let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store)
         if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
@@ -110,12 +113,12 @@ struct Serve: ParsableCommand {
 
     /// The providers (the language model and its fallback, the recogniser and the voice) behind
     /// the sessions' endpoint.
-    private func buildSessions(_ settings: ServeSettings, resume: ResumeSettings) throws -> RealtimeEndpoint {
+    private func buildSessions(_ settings: ServeSettings, resume: ResumeSettings, helper: SpeechHelperStatus?) throws -> RealtimeEndpoint {
         let model = ResilientModel(primary: settings.model.primary.build(), fallback: settings.model.fallback?.build(), policy: settings.model.policy)
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
-                                speech: try settings.speech.makeServices(), limits: settings.limits, resume: resume)
+                                speech: try settings.speech.makeServices(helper: helper), limits: settings.limits, resume: resume)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

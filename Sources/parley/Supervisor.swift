@@ -41,9 +41,7 @@ final class Supervisor {
         self.count = count
         self.arguments = arguments
         self.shutdownTimeout = shutdownTimeout
-        var template = Array("/tmp/parley-workers-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp") }
-        directory = String(cString: made)
+        directory = try Sys.makeTemporaryDirectory(prefix: "parley-workers-")
         workers = Array(repeating: Worker(), count: count)
         group = WorkerGroupMembership(directory: directory, name: "supervisor")
         restarts = MetricFamily(name: "parley_worker_restarts_total", help: "Workers started again after they died.", registry: metrics)
@@ -61,7 +59,7 @@ final class Supervisor {
     static func concretePort(host: String, port: Int) throws -> Int {
         guard port == 0 else { return port }
         guard let address = try Sys.resolve(host: host, port: 0, passive: true).first else { throw SystemError("getaddrinfo(\(host))", errno: EINVAL) }
-        let fd = try Sys.tcpSocket(family: address.family, .blocking)
+        let fd = try Sys.streamSocket(family: address.family, .blocking)
         defer { Sys.close(fd) }
         try Sys.bind(fd, to: address)
         return try Sys.localAddress(fd).port

@@ -60,7 +60,7 @@ final class TalkSocket {
         var connected: Int32 = -1
         var lastError = ""
         for address in addresses where connected < 0 {
-            guard let s = try? Sys.tcpSocket(family: address.family, .blocking) else { continue }
+            guard let s = try? Sys.streamSocket(family: address.family, .blocking) else { continue }
             do {
                 _ = try Sys.connect(s, to: address)
                 connected = s

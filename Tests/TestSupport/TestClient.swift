@@ -17,7 +17,7 @@ public final class TestClient {
     /// `tls`: make the TLS handshake at once, verifying the server as `serverName`; a handshake that
     /// fails throws its `TLSError`.
     public init(port: Int, timeoutSeconds: Int = 5, tls context: TLSContext? = nil, serverName: String = "localhost") throws {
-        fd = try Sys.tcpSocket(family: AF_INET, .blocking)
+        fd = try Sys.streamSocket(family: AF_INET, .blocking)
         do {
             _ = try Sys.connect(fd, to: .ipv4(127, 0, 0, 1, port: UInt16(port)))
         } catch {

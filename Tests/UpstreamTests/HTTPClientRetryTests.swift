@@ -18,7 +18,7 @@ final class ClosingUpstream: Sendable {
     private let served = Count()
 
     init() throws {
-        let listener = try Sys.tcpSocket(family: AF_INET, .blocking)
+        let listener = try Sys.streamSocket(family: AF_INET, .blocking)
         try Sys.listen(listener, on: .ipv4(127, 0, 0, 1, port: 0), backlog: 16)
         fd = listener
         port = try Sys.localAddress(listener).port

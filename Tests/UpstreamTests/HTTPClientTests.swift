@@ -73,7 +73,7 @@ import Loop
     @Test func refusedConnectionBecomesAnError() throws {
         let server = try server()
         // A port nobody listens on: bind one, close it.
-        let probe = try Sys.tcpSocket(family: AF_INET, .blocking)
+        let probe = try Sys.streamSocket(family: AF_INET, .blocking)
         try Sys.bind(probe, to: .ipv4(127, 0, 0, 1, port: 0))
         let port = try Sys.localAddress(probe).port
         Sys.close(probe)

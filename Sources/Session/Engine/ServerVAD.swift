@@ -15,8 +15,10 @@ public struct ServerVAD: Sendable, Equatable {
     public var createResponse = true
     /// Cancel the response in flight when the user starts speaking (barge-in).
     public var interruptResponse = true
-    /// Set when the client asked for `semantic_vad`: Parley has no semantic model, so its energy
-    /// detector serves it, the eagerness choosing how much silence ends a turn (`silenceMs`).
+    /// Set when the client asked for `semantic_vad`: with an end-of-turn model (Smart Turn), a
+    /// short silence asks it whether the turn is over, and the eagerness sets how long an
+    /// unfinished turn may stay open (`maxWaitMs`; see `TurnEnding`); without one, the eagerness
+    /// chooses how much silence ends a turn (`silenceMs`).
     public var semanticEagerness: Eagerness?
     /// With server VAD: after a response, this long without the user speaking commits the silence
     /// as a turn and answers it (`input_audio_buffer.timeout_triggered`); nil: never.
@@ -25,11 +27,12 @@ public struct ServerVAD: Sendable, Equatable {
     /// barge-in (see `ReplyInterruption`).
     public var interruption = ReplyInterruption.Settings()
 
-    /// `semantic_vad`'s `eagerness`, and the silence that ends a turn for each: low waits longest
-    /// (the user may pause mid-thought), high answers soonest; auto is medium, as in the API.
+    /// `semantic_vad`'s `eagerness`: low waits longest (the user may pause mid-thought), high
+    /// answers soonest; auto is medium, as in the API.
     public enum Eagerness: String, Sendable, Equatable, CaseIterable {
         case low, medium, high, auto
 
+        /// Without a model, the silence that ends a turn.
         var silenceMs: Int {
             switch self {
             case .low: 1000
@@ -37,6 +40,30 @@ public struct ServerVAD: Sendable, Equatable {
             case .high: 250
             }
         }
+
+        /// With a model that says the turn is not over, the longest it stays open after the speech
+        /// ended: the Realtime API's documented maximum timeouts for each eagerness (8, 4, 2 s).
+        var maxWaitMs: Int {
+            switch self {
+            case .low: 8000
+            case .medium, .auto: 4000
+            case .high: 2000
+            }
+        }
+
+        /// The model's probability that ends a turn. Smart Turn's own cut is 0.5, which `high`
+        /// keeps; on Piper's voice, fragments such as "I would like to order" scored up to 0.53
+        /// (and 0.79 with 100 ms more silence) while finished sentences scored 0.95-0.99, so the
+        /// patient eagernesses ask for more (docs/benchmarks.md, "Turn-taking").
+        var completeAt: Double {
+            switch self {
+            case .low: 0.9
+            case .medium, .auto: 0.8
+            case .high: 0.5
+            }
+        }
+
+        var turnEnding: TurnEnding.Settings { TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: completeAt) }
     }
 
     public init(threshold: Double = 0.5, prefixPaddingMs: Int = 300, silenceDurationMs: Int = 500,

@@ -12,6 +12,18 @@ public enum SessionAction: Sendable, Equatable {
     case transcription(TranscriptionStep)
     /// Speak the reply; the synthesiser's progress comes back as `.speechOutput`.
     case speech(SpeechStep)
+    /// Ask the end-of-turn model (or stop asking); its answer comes back as `.turnVerdict`.
+    case turnModel(TurnModelStep)
+    /// A turn ended, and why (for the turn-taking metrics; its events are sent as usual).
+    case turnEnded(TurnEnding.Cause)
+}
+
+/// What the end-of-turn model is asked (see `TurnEnding`).
+public enum TurnModelStep: Sendable, Equatable {
+    /// Is the turn in this audio (its last 8 s, mono at `sampleRate`) complete?
+    case judge(itemID: String, audio: [Int16], sampleRate: Int)
+    /// The user went on, or the turn was cleared: the answer is no longer wanted.
+    case cancel(itemID: String)
 }
 
 /// What the synthesiser is asked to do for a spoken reply.

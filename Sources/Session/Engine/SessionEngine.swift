@@ -44,6 +44,9 @@ public struct SessionEngine: Sendable {
         public var sessionID: String?
         /// The neural VAD turn detection hears with; nil: the energy detector.
         public var voiceActivityModel: (any VoiceActivityModel)?
+        /// An end-of-turn model is there: `semantic_vad` asks it (`.turnModel`) when the user
+        /// goes quiet, instead of waiting out a fixed silence (see `TurnEnding`).
+        public var judgesTurns = false
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
                     maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024, transcribes: Bool = false, synthesizes: Bool = false) {
@@ -160,6 +163,10 @@ public struct SessionEngine: Sendable {
     /// Session milliseconds at which the detector started (it counts from its own start).
     private var vadOriginMs = 0
     private var speech: Speech?
+    /// `semantic_vad` with a model: the turn that has gone quiet and may be over (`TurnEnding`).
+    private var ending: TurnEnding?
+    /// Whether an end-of-turn model is there to ask (`Options.judgesTurns`).
+    public let judgesTurns: Bool
     /// Set while user speech has paused a spoken reply and is not yet known to be a barge-in:
     /// `speech_started` has not been sent for it, and the reply's audio is held.
     private var pausing: ReplyInterruption?
@@ -204,8 +211,9 @@ public struct SessionEngine: Sendable {
         conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
         audio = InputAudioBuffer(sampleRate: configuration.inputAudioFormat.engineRate)
         voiceActivityModel = options.voiceActivityModel
+        judgesTurns = options.judgesTurns
         if let settings = configuration.turnDetection {
-            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
         }
     }
 
@@ -275,6 +283,7 @@ public struct SessionEngine: Sendable {
             case .length: complete(.incomplete, details: .incomplete(reason: "max_output_tokens"), usage: usage)
             }
         case .speechOutput(let id, let event): speechOutput(id, event)
+        case .turnVerdict(let itemID, let result): turnVerdict(itemID, result)
         case .modelFailed(let id, let code, let message):
             guard response?.id == id else { break }
             let error = EventError(type: .server, code: code, message: message)
@@ -316,6 +325,7 @@ public struct SessionEngine: Sendable {
             // The client wants the speech as a turn: a pause it caused becomes a barge-in.
             if pausing != nil { bargeIn() }
             if let speech {
+                forgetEnding()
                 self.speech = nil
                 vad?.endSpeech()
                 commit(itemID: speech.itemID, spokenMs: audio.totalMs - speech.onsetMs)
@@ -331,6 +341,7 @@ public struct SessionEngine: Sendable {
             emit(.inputAudioCleared)
             cancelTranscription()
             if speech != nil {
+                forgetEnding()
                 speech = nil
                 vad?.endSpeech()
                 endPause()
@@ -450,6 +461,7 @@ public struct SessionEngine: Sendable {
             vadOriginMs = audio.totalMs
         }
         if speech != nil {
+            forgetEnding()
             speech = nil
             endPause()
             answerWaitingTurn()
@@ -462,20 +474,31 @@ public struct SessionEngine: Sendable {
         case (nil, .some):
             // Manual turns from now on; audio already buffered stays for the client to commit.
             vad = nil
+            forgetEnding()
             speech = nil
             endPause()
             cancelTranscription()
             turnAwaitingResponse = false
         case (let settings?, nil):
-            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: Self.detectorSettings(settings))
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
             vadOriginMs = audio.totalMs
         case (let settings?, .some):
-            vad?.settings = Self.detectorSettings(settings)
+            let detector = detectorSettings(settings)
+            vad?.settings = detector
+            // A turn gone quiet while the model judged it, now under plain silence: it has been
+            // quiet long enough to have stopped the detector, so it ends here.
+            if let pending = ending, settings.semanticEagerness == nil {
+                forgetEnding()
+                endTurn(atMs: pending.speechEndMs, .silence)
+            }
         }
     }
 
-    private static func detectorSettings(_ vad: ServerVAD) -> VoiceActivityDetector.Settings {
-        .init(threshold: vad.threshold, prefixPaddingMs: vad.prefixPaddingMs, silenceDurationMs: vad.silenceDurationMs)
+    /// The detector's silence: with a model to ask, `semantic_vad` stops listening at a short
+    /// silence and lets the model judge (`TurnEnding.probeMs`); otherwise the silence that ends a turn.
+    private func detectorSettings(_ vad: ServerVAD) -> VoiceActivityDetector.Settings {
+        let silenceMs = judgesTurns && vad.semanticEagerness != nil ? TurnEnding.probeMs : vad.silenceDurationMs
+        return .init(threshold: vad.threshold, prefixPaddingMs: vad.prefixPaddingMs, silenceDurationMs: silenceMs)
     }
 
     // MARK: Audio and turns
@@ -501,6 +524,7 @@ public struct SessionEngine: Sendable {
            case .bargeIn? = pausing?.heard(speechMs: vadOriginMs + vad.lastSpeechEndMs - speech.onsetMs) {
             bargeIn()
         }
+        if let decision = ending?.audio(atMs: audio.totalMs) { applyEnding(decision) }
         checkIdleTimeout()
         if let vad, speech == nil {
             // Between turns only the padding the next start may reach back for is worth keeping
@@ -522,6 +546,13 @@ public struct SessionEngine: Sendable {
     }
 
     private mutating func speechStarted(atMs ms: Int) {
+        // The user went on after a silence the model was judging: the same turn continues.
+        if speech != nil, var ending, ending.isPending {
+            let decision = ending.speechResumed()
+            self.ending = ending
+            if let decision { applyEnding(decision) }
+            return
+        }
         idleSinceMs = nil
         let itemID = ids.make("item")
         speech = Speech(itemID: itemID, onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0), audioStartMs: ms)
@@ -593,9 +624,24 @@ public struct SessionEngine: Sendable {
     }
 
     private mutating func speechStopped(atMs ms: Int) {
-        guard let speech else { return }
+        guard speech != nil else { return }
         if let machine = pausing { return resume(machine.speechStopped()) }
+        if judgesTurns, let eagerness = configuration.turnDetection?.semanticEagerness {
+            var ending = ending ?? TurnEnding(settings: eagerness.turnEnding)
+            let decision = ending.silenceHeard(speechEndMs: ms, modelAvailable: true)
+            self.ending = ending
+            if let decision { applyEnding(decision) }
+            return
+        }
+        endTurn(atMs: ms, .silence)
+    }
+
+    /// The turn is over: `speech_stopped` where its speech ended, the commit, and the answer.
+    private mutating func endTurn(atMs ms: Int, _ cause: TurnEnding.Cause) {
+        guard let speech else { return }
         self.speech = nil
+        ending = nil
+        outbox.append(.turnEnded(cause))
         emit(.speechStopped(audioEndMs: ms, itemID: speech.itemID))
         commit(itemID: speech.itemID, spokenMs: ms - speech.onsetMs)
         guard configuration.turnDetection?.createResponse ?? true else { return }
@@ -604,6 +650,44 @@ public struct SessionEngine: Sendable {
         } else {
             turnAwaitingResponse = true
         }
+    }
+
+    // MARK: Semantic end of turn
+
+    private mutating func applyEnding(_ decision: TurnEnding.Decision) {
+        guard let speech else { return }
+        switch decision {
+        case .ask:
+            let rate = audio.sampleRate
+            outbox.append(.turnModel(.judge(itemID: speech.itemID, audio: Array(audio.samples.suffix(TurnEnding.maxSeconds * rate)), sampleRate: rate)))
+        case .withdraw:
+            outbox.append(.turnModel(.cancel(itemID: speech.itemID)))
+        case .end(let cause):
+            endTurn(atMs: ending?.speechEndMs ?? audio.totalMs, cause)
+        }
+    }
+
+    /// The model's answer about the turn `itemID` (a late one, for a turn that went on or ended, is dropped).
+    private mutating func turnVerdict(_ itemID: String, _ result: Result<TurnVerdict, ModelError>) {
+        guard speech?.itemID == itemID, var ending, ending.isAsking else { return }
+        switch result {
+        case .success(let verdict):
+            let decision = ending.verdict(verdict)
+            self.ending = ending
+            if let decision { applyEnding(decision) }
+        case .failure:
+            ending.modelFailed()
+            self.ending = ending
+        }
+        // The silence already heard may be enough for the rule that now applies.
+        if let decision = self.ending?.audio(atMs: audio.totalMs) { applyEnding(decision) }
+    }
+
+    /// Whatever the model was asked about the turn is no longer wanted.
+    private mutating func forgetEnding() {
+        guard let pending = ending else { return }
+        ending = nil
+        if pending.isAsking, let speech { outbox.append(.turnModel(.cancel(itemID: speech.itemID))) }
     }
 
     /// Answers the turn that waited for a response to end, once nothing stands in its way: no

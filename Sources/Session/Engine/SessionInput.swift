@@ -20,6 +20,9 @@ public enum SessionInput: Sendable {
     case modelFinished(responseID: String, usage: Usage?, reason: FinishReason = .stop)
     /// The recogniser's word on a spoken turn (see `SessionAction.transcription`).
     case transcription(itemID: String, TranscriptionEvent)
+    /// The end-of-turn model's answer (see `SessionAction.turnModel`): a failure lets the silence
+    /// rule decide the turn.
+    case turnVerdict(itemID: String, Result<TurnVerdict, ModelError>)
     /// How the reply's speech went (see `SessionAction.speech`).
     case speechOutput(responseID: String, SpeechOutputEvent)
     /// The model call failed (network, upstream error): the response fails, the session goes on.

@@ -1,0 +1,80 @@
+import JSON
+
+/// The speech helper's framing (helpers/parley_speech.py; docs/protocol.md, "The speech helper"):
+/// each message either way is a little-endian u32 header length, a u32 payload length, the JSON
+/// header, then the payload's raw bytes (pcm16 little-endian for audio). JSON for the few fields a
+/// request has, raw bytes for the audio, which base64 would grow by a third.
+public struct SpeechHelperFrame: Sendable, Equatable {
+    public var header: JSON
+    public var payload: [UInt8]
+
+    /// Headers are a few fields; payloads at most 8 s of 16 kHz pcm16 (256 KB) with room to spare.
+    public static let maxHeaderBytes = 64 * 1024
+    public static let maxPayloadBytes = 1024 * 1024
+
+    public init(header: JSON, payload: [UInt8] = []) {
+        self.header = header
+        self.payload = payload
+    }
+
+    /// The message's bytes.
+    public func encoded() -> [UInt8] {
+        let body = Array(header.description.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(8 + body.count + payload.count)
+        for length in [UInt32(body.count), UInt32(payload.count)] {
+            withUnsafeBytes(of: length.littleEndian) { bytes += $0 }
+        }
+        bytes += body
+        bytes += payload
+        return bytes
+    }
+
+    /// The message's bytes for pcm16 audio, written straight from the samples.
+    public static func encoded(header: JSON, samples: ArraySlice<Int16>) -> [UInt8] {
+        var frame = SpeechHelperFrame(header: header)
+        frame.payload.reserveCapacity(samples.count * 2)
+        for sample in samples {
+            withUnsafeBytes(of: sample.littleEndian) { frame.payload += $0 }
+        }
+        return frame.encoded()
+    }
+
+    /// Splits a byte stream into frames: bytes in as they arrive, whole frames out. A frame past
+    /// the limits or a header that is not a JSON object is `malformed`, and the stream is no
+    /// longer worth reading.
+    public struct Reader: Sendable {
+        public enum Failure: Error, Equatable { case malformed(String) }
+
+        private var buffered: [UInt8] = []
+
+        public init() {}
+
+        public var bufferedBytes: Int { buffered.count }
+
+        public mutating func read(_ bytes: UnsafeRawBufferPointer) throws(Failure) -> [SpeechHelperFrame] {
+            buffered += bytes
+            var frames: [SpeechHelperFrame] = []
+            var offset = 0
+            while buffered.count - offset >= 8 {
+                let headerLength = Self.u32(buffered, at: offset)
+                let payloadLength = Self.u32(buffered, at: offset + 4)
+                guard headerLength <= SpeechHelperFrame.maxHeaderBytes, payloadLength <= SpeechHelperFrame.maxPayloadBytes else {
+                    throw .malformed("a frame of \(headerLength) + \(payloadLength) bytes, past the limits")
+                }
+                let end = offset + 8 + headerLength + payloadLength
+                guard buffered.count >= end else { break }
+                let text = String(decoding: buffered[(offset + 8)..<(offset + 8 + headerLength)], as: UTF8.self)
+                guard let header = try? JSON(parsing: text), header.object != nil else { throw .malformed("a header that is not a JSON object") }
+                frames.append(SpeechHelperFrame(header: header, payload: Array(buffered[(end - payloadLength)..<end])))
+                offset = end
+            }
+            buffered.removeFirst(offset)
+            return frames
+        }
+
+        private static func u32(_ bytes: [UInt8], at offset: Int) -> Int {
+            Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+        }
+    }
+}

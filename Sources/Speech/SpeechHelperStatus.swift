@@ -1,0 +1,34 @@
+import Synchronization
+
+/// Whether the speech helper (helpers/parley_speech.py) is up, shared by the process that runs it
+/// (`parley serve`, which starts, watches and restarts it) and every loop's connection to it. Each
+/// start that reaches `ready` is a new generation: a loop whose connection belongs to an older one
+/// reconnects, and while the helper is down requests fail at once (the callers' fallback rules
+/// serve) instead of waiting on a socket nobody answers.
+public final class SpeechHelperStatus: Sendable {
+    /// The Unix socket the helper listens on.
+    public let socketPath: String
+    private let state = Mutex((ready: false, generation: 0))
+
+    public init(socketPath: String) {
+        self.socketPath = socketPath
+    }
+
+    /// The generation now serving, or nil while the helper is down or starting.
+    public var readyGeneration: Int? {
+        state.withLock { $0.ready ? $0.generation : nil }
+    }
+
+    /// The helper said `ready`.
+    public func markReady() {
+        state.withLock {
+            $0.ready = true
+            $0.generation += 1
+        }
+    }
+
+    /// The helper ended (or is being restarted).
+    public func markDown() {
+        state.withLock { $0.ready = false }
+    }
+}

@@ -1,0 +1,183 @@
+import Models
+@testable import Session
+import Testing
+
+/// `semantic_vad`'s end-of-turn rule alone: silences, verdicts and the audio clock in, decisions out.
+@Suite struct TurnEndingTests {
+    let settings = TurnEnding.Settings(maxWaitMs: 4000, silenceMs: 500, completeAt: 0.8)
+
+    @Test func aCompleteVerdictEndsTheTurnAtOnce() {
+        var ending = TurnEnding(settings: settings)
+        #expect(ending.silenceHeard(speechEndMs: 1000, modelAvailable: true) == .ask)
+        #expect(ending.audio(atMs: 1250) == nil)
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.97)) == .end(.model))
+        #expect(!ending.isPending)
+        #expect(ending.speechEndMs == 1000)
+    }
+
+    @Test func anIncompleteVerdictWaitsUpToTheLongestWaitThenEnds() {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        #expect(ending.verdict(TurnVerdict(complete: false, probability: 0.1)) == nil)
+        #expect(ending.audio(atMs: 4999) == nil)
+        #expect(ending.audio(atMs: 5000) == .end(.maxWait))
+    }
+
+    @Test func aProbabilityBelowTheEagernessCutIsNotComplete() {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 0, modelAvailable: true)
+        // The model's own cut says complete at 0.53; auto asks for 0.8.
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.53)) == nil)
+        #expect(ending.isPending)
+    }
+
+    @Test func speechAgainWithdrawsTheQuestionAndTheTurnGoesOn() {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        #expect(ending.speechResumed() == .withdraw)
+        #expect(!ending.isPending)
+        // A verdict that comes after is for a question withdrawn.
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.99)) == nil)
+        #expect(ending.audio(atMs: 9000) == nil)
+    }
+
+    @Test func speechAgainAfterAnIncompleteVerdictNeedsNoWithdrawal() {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.verdict(TurnVerdict(complete: false, probability: 0.2))
+        #expect(ending.speechResumed() == nil)
+        #expect(ending.audio(atMs: 9000) == nil)
+    }
+
+    @Test func aModelThatFailsLeavesTheSilenceRule() {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        ending.modelFailed()
+        #expect(ending.audio(atMs: 1499) == nil)
+        #expect(ending.audio(atMs: 1500) == .end(.silence))
+    }
+
+    @Test func aModelThatNeverAnswersHoldsTheTurnNoLongerThanTheLongestWait() {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 0, modelAvailable: true)
+        #expect(ending.audio(atMs: 3999) == nil)
+        #expect(ending.audio(atMs: 4000) == .end(.maxWait))
+    }
+}
+
+/// The engine under `semantic_vad` with an end-of-turn model: scripted speech (the scripted VAD
+/// hears loud samples as speech) and scripted verdicts.
+@Suite struct SemanticTurnEngineTests {
+    private func engine(eagerness: ServerVAD.Eagerness = .auto) -> SessionEngine {
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = ScriptedVoiceActivityModel()
+        options.judgesTurns = true
+        var vad = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
+        vad.semanticEagerness = eagerness
+        options.configuration.turnDetection = vad
+        var engine = SessionEngine(seed: 9, options: options)
+        _ = engine.start()
+        return engine
+    }
+
+    private func feed(_ engine: inout SessionEngine, silentMs: Int = 0, loudMs: Int = 0) -> [SessionAction] {
+        let samples = [Int16](repeating: 8000, count: loudMs * 16) + [Int16](repeating: 0, count: silentMs * 16)
+        var actions: [SessionAction] = []
+        for start in stride(from: 0, to: samples.count, by: 320) {
+            actions += engine.handle(.audio(Array(samples[start..<min(samples.count, start + 320)])))
+        }
+        return actions
+    }
+
+    private func judged(_ actions: [SessionAction]) -> (itemID: String, samples: Int)? {
+        for case .turnModel(.judge(let itemID, let audio, let rate)) in actions { return (itemID, audio.count * 1000 / rate) }
+        return nil
+    }
+
+    @Test func aShortSilenceAsksTheModelAndACompleteVerdictEndsTheTurnWhereSpeechEnded() throws {
+        var engine = engine()
+        _ = feed(&engine, silentMs: 320)
+        let spoken = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
+        // Asked after 200 ms of silence, not the 500 ms server_vad would wait.
+        let asked = try #require(judged(spoken), "\(spoken.types)")
+        #expect(!spoken.types.contains("input_audio_buffer.speech_stopped"))
+        #expect(asked.samples <= 8000)
+        let ended = engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: true, probability: 0.95))))
+        #expect(ended.types.starts(with: ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]), "\(ended.types)")
+        #expect(ended.turnEnds == [.model])
+        guard case .speechStopped(let endMs, _)? = ended.events.first?.kind else { Issue.record("no speech_stopped"); return }
+        #expect(endMs == 960)
+    }
+
+    @Test func speakingAgainAfterAnIncompleteVerdictKeepsOneTurn() throws {
+        var engine = engine()
+        _ = feed(&engine, silentMs: 320)
+        let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
+        let asked = try #require(judged(first))
+        #expect(engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: false, probability: 0.1)))).types.isEmpty)
+        // A 1 s pause, then the rest of the sentence: no event at all for the pause.
+        let rest = feed(&engine, silentMs: 740) + feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
+        #expect(!rest.types.contains("input_audio_buffer.speech_started") && !rest.types.contains("input_audio_buffer.committed"), "\(rest.types)")
+        let again = try #require(judged(rest))
+        #expect(again.itemID == asked.itemID)
+        let ended = engine.handle(.turnVerdict(itemID: again.itemID, .success(TurnVerdict(complete: true, probability: 0.97))))
+        #expect(ended.turnEnds == [.model])
+        #expect(ended.types.filter { $0 == "input_audio_buffer.committed" }.count == 1)
+    }
+
+    @Test func speechBeforeTheVerdictWithdrawsTheQuestion() throws {
+        var engine = engine()
+        _ = feed(&engine, silentMs: 320)
+        let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
+        let asked = try #require(judged(first))
+        let resumed = feed(&engine, loudMs: 200)
+        #expect(resumed.types == ["turn.cancel"], "\(resumed.types)")
+        // The late answer to the withdrawn question changes nothing.
+        #expect(engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: true, probability: 0.99)))).isEmpty)
+    }
+
+    @Test func anIncompleteTurnEndsAtTheEagernessLongestWait() throws {
+        var engine = engine(eagerness: .high)
+        _ = feed(&engine, silentMs: 320)
+        let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
+        let asked = try #require(judged(first))
+        _ = engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: false, probability: 0.2))))
+        // high: 2 s after the speech ended (at 960 ms), so at 2,960 ms of audio.
+        let before = feed(&engine, silentMs: 1700)
+        #expect(before.turnEnds.isEmpty)
+        let after = feed(&engine, silentMs: 100)
+        #expect(after.turnEnds == [.maxWait], "\(after.types)")
+    }
+
+    @Test func aFailedModelEndsTheTurnByTheEagernessSilence() throws {
+        var engine = engine()
+        _ = feed(&engine, silentMs: 320)
+        let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
+        let asked = try #require(judged(first))
+        let failed = engine.handle(.turnVerdict(itemID: asked.itemID, .failure(ModelError(code: "speech_helper_unavailable", message: "down"))))
+        #expect(failed.turnEnds.isEmpty)
+        // auto's silence is 500 ms from the speech's end at 960 ms.
+        let ended = feed(&engine, silentMs: 260)
+        #expect(ended.turnEnds == [.silence], "\(ended.types)")
+    }
+
+    @Test func serverVADNeverAsks() throws {
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = ScriptedVoiceActivityModel()
+        options.judgesTurns = true
+        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
+        var engine = SessionEngine(seed: 9, options: options)
+        _ = engine.start()
+        let actions = feed(&engine, silentMs: 320) + feed(&engine, loudMs: 640) + feed(&engine, silentMs: 700)
+        #expect(judged(actions) == nil)
+        #expect(actions.turnEnds == [.silence])
+    }
+
+    @Test func clearingTheBufferWithdrawsTheQuestion() throws {
+        var engine = engine()
+        _ = feed(&engine, silentMs: 320)
+        _ = try #require(judged(feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)))
+        let cleared = engine.handle(.client(ClientEvent(.inputAudioClear)))
+        #expect(cleared.types.contains("turn.cancel"), "\(cleared.types)")
+    }
+}
