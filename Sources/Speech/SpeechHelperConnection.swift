@@ -19,7 +19,16 @@ final class SpeechHelperConnection {
     let status: SpeechHelperStatus
     private var socket: Socket?
     private var nextID: UInt64 = 0
-    private var pending: [UInt64: (answer: Answer, deadline: ScheduledTask)] = [:]
+    /// Requests out, by id. A streaming one (`speak`) answers with several frames, its deadline
+    /// re-armed by each, until one says `done` (or `error`).
+    private var pending: [UInt64: Pending] = [:]
+
+    private struct Pending {
+        let answer: Answer
+        var deadline: ScheduledTask
+        let timeout: Double
+        let streaming: Bool
+    }
 
     init(loop: EventLoop, status: SpeechHelperStatus) {
         self.loop = loop
@@ -31,24 +40,31 @@ final class SpeechHelperConnection {
     /// for `cancel`, or nil when it failed at once (the failure is delivered on a later pass, never
     /// inside this call, so callers never see their answer before their request returns).
     @discardableResult
-    func request(timeout seconds: Double, _ frame: (UInt64) -> [UInt8], _ answer: @escaping Answer) -> UInt64? {
+    func request(timeout seconds: Double, streaming: Bool = false, _ frame: (UInt64) -> [UInt8], _ answer: @escaping Answer) -> UInt64? {
         guard let socket = connected() else {
             _ = loop.schedule(after: 0) { answer(.failure(Self.unavailable("the speech helper is not running"))) }
             return nil
         }
         nextID &+= 1
         let id = nextID
-        let deadline = loop.schedule(after: seconds) { [weak self] in
-            self?.finish(id, .failure(ModelError(code: "speech_helper_timeout", message: "the speech helper did not answer within \(seconds) s", retryable: true)))
-        }
-        pending[id] = (answer, deadline)
+        pending[id] = Pending(answer: answer, deadline: arm(id, seconds), timeout: seconds, streaming: streaming)
         socket.send(frame(id))
         return id
     }
 
-    /// The caller no longer wants the answer.
+    private func arm(_ id: UInt64, _ seconds: Double) -> ScheduledTask {
+        loop.schedule(after: seconds) { [weak self] in
+            self?.finish(id, .failure(ModelError(code: "speech_helper_timeout", message: "the speech helper did not answer within \(seconds) s", retryable: true)))
+        }
+    }
+
+    /// The caller no longer wants the answer; a streaming request is also told to stop.
     func cancel(_ id: UInt64) {
-        pending.removeValue(forKey: id)?.deadline.cancel()
+        guard let entry = pending.removeValue(forKey: id) else { return }
+        entry.deadline.cancel()
+        if entry.streaming {
+            socket?.send(SpeechHelperFrame(header: .object([("op", .string("cancel")), ("id", .int(Int(id)))])).encoded())
+        }
     }
 
     private func connected() -> Socket? {
@@ -67,6 +83,12 @@ final class SpeechHelperConnection {
         guard let id = frame.header["id"]?.int.flatMap(UInt64.init(exactly:)) else { return }
         if let error = frame.header["error"]?.string {
             return finish(id, .failure(ModelError(code: "speech_helper_error", message: error)))
+        }
+        if var entry = pending[id], entry.streaming, frame.header["done"]?.bool != true {
+            entry.deadline.cancel()
+            entry.deadline = arm(id, entry.timeout)
+            pending[id] = entry
+            return entry.answer(.success(frame))
         }
         finish(id, .success(frame))
     }
@@ -179,6 +201,22 @@ final class SpeechHelperConnection {
         }
 
         override func loopStopped() { close() }
+    }
+}
+
+/// A request to the helper as a `ModelCall`: cancelling it drops the answer, and stops a `speak`
+/// after its clause (a verdict's or a decode's work, tens of ms, runs out).
+final class SpeechHelperCall: ModelCall {
+    private let connection: SpeechHelperConnection
+    private let id: UInt64?
+
+    init(connection: SpeechHelperConnection, id: UInt64?) {
+        self.connection = connection
+        self.id = id
+    }
+
+    func cancel() {
+        if let id { connection.cancel(id) }
     }
 }
 

@@ -65,9 +65,10 @@ struct Serve: ParsableCommand {
         if settings.workers > 1 && !isWorker { return try supervise(settings) }
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
         let resume = try ResumeOptions.open(settings.resume)
-        let helper = settings.speech.startHelper()
+        let models = settings.speech.helperModels()
+        let helper = settings.speech.startHelper(models)
         defer { helper?.stop() }
-        let sessions = try buildSessions(settings, resume: resume, helper: helper?.status)
+        let sessions = try buildSessions(settings, resume: resume, helper: helper?.status, models: models)
         let routes = installRoutes(settings, sessions: sessions)
         let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store)
         if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
@@ -113,12 +114,13 @@ struct Serve: ParsableCommand {
 
     /// The providers (the language model and its fallback, the recogniser and the voice) behind
     /// the sessions' endpoint.
-    private func buildSessions(_ settings: ServeSettings, resume: ResumeSettings, helper: SpeechHelperStatus?) throws -> RealtimeEndpoint {
+    private func buildSessions(_ settings: ServeSettings, resume: ResumeSettings, helper: SpeechHelperStatus?,
+                               models: SpeechOptions.Choice.HelperModels) throws -> RealtimeEndpoint {
         let model = ResilientModel(primary: settings.model.primary.build(), fallback: settings.model.fallback?.build(), policy: settings.model.policy)
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
-                                speech: try settings.speech.makeServices(helper: helper), limits: settings.limits, resume: resume)
+                                speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

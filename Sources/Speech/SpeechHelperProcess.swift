@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Loop
 import Models
-import Speech
 import Synchronization
 
 /// Runs the speech helper (helpers/parley_speech.py, in the project venv's Python) beside the
@@ -14,11 +13,18 @@ import Synchronization
 /// The helper's stdin is a pipe this process holds open and never writes: when this process ends,
 /// however it ends, the helper reads end-of-file and exits, so no helper outlives its server. Its
 /// stderr is this process's, so a Python traceback lands in the server's log.
-final class SpeechHelperProcess: Sendable {
-    let status: SpeechHelperStatus
+public final class SpeechHelperProcess: Sendable {
+    /// What the helper's life says: warnings (it ended, it could not start) and news (it is ready).
+    public enum Report: Sendable {
+        case warning(String)
+        case ready(pid: Int32, models: String, seconds: Double)
+    }
+
+    public let status: SpeechHelperStatus
+    private let report: @Sendable (Report) -> Void
     private let python: String
     private let arguments: [String]
-    private let state = Mutex((pid: pid_t?.none, stopping: false))
+    private let state = Mutex((pid: pid_t?.none, stopping: false, livesEnded: 0))
     private let metrics = SpeechMetrics.shared
 
     /// A start that lasted this long was no failure: the next pause starts from 1 s again.
@@ -28,7 +34,8 @@ final class SpeechHelperProcess: Sendable {
     /// The private directory (mode 0700, from `Sys.makeTemporaryDirectory`) its socket is made in.
     private let directory: String
 
-    init(python: String, script: String, directory: String, modelArguments: [String]) {
+    public init(python: String, script: String, directory: String, modelArguments: [String], report: @escaping @Sendable (Report) -> Void) {
+        self.report = report
         let socketPath = directory + "/helper.sock"
         self.directory = directory
         status = SpeechHelperStatus(socketPath: socketPath)
@@ -36,12 +43,23 @@ final class SpeechHelperProcess: Sendable {
         arguments = [python, script, "--socket", socketPath, "--exit-with-stdin"] + modelArguments
     }
 
-    func start() throws(SystemError) {
+    public func start() throws(SystemError) {
         try Thread.spawn(name: "parley-helper") { [self] in watch() }
     }
 
+    /// Waits until the helper is ready, its first life has ended (it could not load: the callers'
+    /// fallbacks serve until a later life is ready), or `seconds` have passed; true when ready.
+    /// `parley serve` waits so that a server which says it listens also hears and speaks.
+    public func waitUntilReady(seconds: Double) -> Bool {
+        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
+        while status.readyGeneration == nil && state.withLock({ $0.livesEnded == 0 }) && MonotonicClock.nanoseconds() < deadline {
+            usleep(10_000)
+        }
+        return status.readyGeneration != nil
+    }
+
     /// Stops the helper for good (the server is draining).
-    func stop() {
+    public func stop() {
         let pid = state.withLock { state -> pid_t? in
             state.stopping = true
             return state.pid
@@ -56,7 +74,7 @@ final class SpeechHelperProcess: Sendable {
         while !state.withLock({ $0.stopping }) {
             if !first {
                 metrics.helperRestarts.add(1)
-                speechLog.warning("speech helper: starting again in \(backoff) s; meanwhile semantic_vad ends turns by silence")
+                report(.warning("speech helper: starting again in \(backoff) s; meanwhile turns end by silence, and recognition and the voice fail"))
                 usleep(UInt32(backoff * 1_000_000))
                 if state.withLock({ $0.stopping }) { return }
             }
@@ -77,7 +95,8 @@ final class SpeechHelperProcess: Sendable {
             output = try Sys.pipe()
             pid = try Sys.spawn(python, arguments, standardInput: input.read, standardOutput: output.write)
         } catch {
-            speechLog.warning("speech helper: cannot start \(python): \(error)")
+            report(.warning("speech helper: cannot start \(python): \(error)"))
+            state.withLock { $0.livesEnded += 1 }
             return
         }
         Sys.close(input.read)
@@ -105,8 +124,7 @@ final class SpeechHelperProcess: Sendable {
                     served = true
                     status.markReady()
                     metrics.helperUp.add(1)
-                    speechLog.debug("speech helper ready", metadata: ["pid": "\(pid)", "models": "\(text.dropFirst(6))",
-                                                                      "seconds": "\(MonotonicClock.seconds(since: started))"])
+                    report(.ready(pid: pid, models: String(text.dropFirst(6)), seconds: MonotonicClock.seconds(since: started)))
                 }
             }
             if state.withLock({ $0.stopping }) { break reading }
@@ -114,9 +132,12 @@ final class SpeechHelperProcess: Sendable {
         status.markDown()
         if served { metrics.helperUp.add(-1) }
         let end = try? Sys.waitForExit(pid)
-        state.withLock { $0.pid = nil }
+        state.withLock {
+            $0.pid = nil
+            $0.livesEnded += 1
+        }
         if !state.withLock({ $0.stopping }) {
-            speechLog.warning("speech helper ended: \(end.map { "\($0)" } ?? "unknown status") after \(MonotonicClock.seconds(since: started)) s")
+            report(.warning("speech helper ended: \(end.map { "\($0)" } ?? "unknown status") after \(MonotonicClock.seconds(since: started)) s"))
         }
     }
 }

