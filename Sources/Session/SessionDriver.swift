@@ -255,9 +255,8 @@ package final class SessionDriver {
             guard let self else { return }
             if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
                 audio = nil
-                engine.audioWentIdle()
                 codecCheck = nil
-                updateAccount()
+                perform(engine.handle(.audioStopped))
             } else {
                 scheduleCodecCheck()
             }

@@ -173,11 +173,31 @@ import Testing
         #expect(actions.turnEnds == [.silence])
     }
 
+    @Test func aTurnHeldOpenEndsWhenTheClientsAudioStops() throws {
+        var engine = engine()
+        _ = feed(&engine, silentMs: 320)
+        let asked = try #require(judged(feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)))
+        _ = engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: false, probability: 0.2))))
+        let stopped = engine.handle(.audioStopped)
+        #expect(stopped.turnEnds == [.maxWait])
+        #expect(stopped.types.starts(with: ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]), "\(stopped.types)")
+    }
+
     @Test func clearingTheBufferWithdrawsTheQuestion() throws {
         var engine = engine()
         _ = feed(&engine, silentMs: 320)
         _ = try #require(judged(feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)))
         let cleared = engine.handle(.client(ClientEvent(.inputAudioClear)))
         #expect(cleared.types.contains("turn.cancel"), "\(cleared.types)")
+    }
+}
+
+@Suite struct TurnEndingAudioStopTests {
+    @Test func aHeldTurnEndsWhenTheAudioStops() {
+        var ending = TurnEnding(settings: TurnEnding.Settings(maxWaitMs: 4000, silenceMs: 500))
+        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.verdict(TurnVerdict(complete: false, probability: 0.1))
+        #expect(ending.audioStopped() == .end(.maxWait))
+        #expect(ending.audioStopped() == nil)
     }
 }

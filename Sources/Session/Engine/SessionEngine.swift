@@ -272,6 +272,9 @@ public struct SessionEngine: Sendable {
         case .client(let event): handle(event)
         case .invalidClientEvent(let error): emit(.error(EventError(error)))
         case .audio(let samples): receive(samples)
+        case .audioStopped:
+            audioWentIdle()
+            if let decision = ending?.audioStopped() { applyEnding(decision) }
         case .transcription(let itemID, let event): transcription(itemID, event)
         case .modelDelta(let id, let text): delta(id, text)
         case .modelToolCallStarted(let id, let index, let callID, let name): toolCallStarted(id, index: index, callID: callID, name: name)

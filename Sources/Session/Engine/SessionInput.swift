@@ -9,6 +9,9 @@ public enum SessionInput: Sendable {
     /// The user's audio, mono at the engine's `inputSampleRate`: 16 kHz, decoded (Opus) or
     /// resampled (pcm16 at 24 kHz), or 8 kHz decoded from G.711.
     case audio([Int16])
+    /// The client's audio has stopped for a while (the driver's 2 s idle check): the neural VAD's
+    /// stream goes back to its pool, and a turn the end-of-turn model held open ends.
+    case audioStopped
     /// A piece of the model's reply.
     case modelDelta(responseID: String, text: String)
     /// The model began calling a function: `index` is the call's place among this reply's calls.

@@ -122,6 +122,21 @@ public struct TurnEnding: Sendable, Equatable {
         }
     }
 
+    /// The client's audio stopped (no frame for about 2 s, `SessionInput.audioStopped`): no more
+    /// audio will say the user went on, and the audio clock the waits run on has stopped, so a
+    /// pending turn ends now (a clip streamed by an SDK, then nothing, would otherwise stay open).
+    public mutating func audioStopped() -> Decision? {
+        switch state {
+        case .listening: return nil
+        case .asking, .holding:
+            state = .listening
+            return .end(.maxWait)
+        case .bySilence:
+            state = .listening
+            return .end(.silence)
+        }
+    }
+
     /// The turn was committed or cleared by other means: nothing is pending.
     public mutating func reset() {
         state = .listening
