@@ -28,9 +28,10 @@ import Glibc
         return process.status.readyGeneration == nil ? nil : process
     }()
 
-    func server(_ helper: SpeechHelperProcess, reply: String = "It is sunny in Paris today.") throws -> (TestServer, WorkerPool) {
+    func server(_ helper: SpeechHelperProcess, reply: String = "It is sunny in Paris today.", sphinx: Bool = false) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
-        let speech = SpeechServices(transcriber: WhisperTranscriber(helper: helper.status), synthesizer: PiperSynthesizer(helper: helper.status), pool: pool)
+        let transcriber: any Transcriber = sphinx ? try SphinxTranscriber(decoders: 2, pool: pool) : WhisperTranscriber(helper: helper.status)
+        let speech = SpeechServices(transcriber: transcriber, synthesizer: PiperSynthesizer(helper: helper.status), pool: pool)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
             RealtimeEndpoint(model: FixedReplyModel(reply: reply), modelName: "test", speech: speech).install(on: &routes)
         })
@@ -78,9 +79,11 @@ import Glibc
     }
 
     /// Manual turns (no VAD): each clip is appended and committed, and its transcript read back.
-    @Test func wordErrorRateOverThirtyClipsInThreeVoices() throws {
+    /// pocketsphinx, the embedded recogniser, on the same clips beside it.
+    @Test(arguments: ["whisper", "pocketsphinx"])
+    func wordErrorRateOverThirtyClipsInThreeVoices(recogniser: String) throws {
         let helper = try #require(Self.helper, "the speech helper did not start: run scripts/speech-models.sh (make test does)")
-        let (server, pool) = try server(helper)
+        let (server, pool) = try server(helper, sphinx: recogniser == "pocketsphinx")
         defer { pool.stop() }
         var total = 0, wrong = 0, worst: [String] = []
         for voice in Self.voices {
@@ -102,16 +105,17 @@ import Glibc
                 voiceWrong += n
                 if n > 0 { worst.append("\(voice): \"\(sentence)\" heard \"\(heard)\"") }
             }
-            print("whisper tiny.en, \(voice): WER \(Double(voiceWrong) / Double(voiceWords))")
+            print("\(recogniser), \(voice): WER \(Double(voiceWrong) / Double(voiceWords))")
             total += voiceWords
             wrong += voiceWrong
         }
         let rate = Double(wrong) / Double(total)
-        print("whisper tiny.en: WER \(rate) over \(Self.sentences.count * Self.voices.count) clips; misheard: \(worst)")
+        print("\(recogniser): WER \(rate) over \(Self.sentences.count * Self.voices.count) clips; misheard: \(worst)")
         // Measured 9.5 % (3.2 % on Piper's voice, 9.5 % and 15.9 % on espeak-ng's): the 8 %
         // is met on the natural voice only (docs/benchmarks.md). This bound catches a recogniser
         // that has broken, not one that is a point worse.
-        #expect(rate <= 0.15, "WER \(rate): \(worst)")
+        // pocketsphinx: measured 0.57 (docs/benchmarks.md); the bound catches a broken decoder.
+        #expect(rate <= (recogniser == "whisper" ? 0.15 : 0.75), "WER \(rate): \(worst)")
     }
 
     /// A spoken reply in Piper's voice: pcm16 deltas, the reply's whole length of speech.
