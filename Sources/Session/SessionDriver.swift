@@ -71,6 +71,9 @@ package final class SessionDriver {
     private var pausedReply: String?
     /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
     private var replyTurnStoppedAt: UInt64?
+    /// The last turn's stages, from its last word until its reply's first frame (or first token,
+    /// for a text reply), then observed and dropped.
+    private var timeline: TurnTimeline?
     /// Where (in the input's audio milliseconds) the last turn server VAD ended, its speech's end,
     /// until the user's next speech: speech again within `prematureEndMs` was a pause mid-turn.
     private var turnEndedAtMs: Int?
@@ -278,6 +281,7 @@ package final class SessionDriver {
                 calls[id] = BuiltinModel.scripted(scriptedReply ?? "", on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
                 scriptedReply = nil
             case .startModel(let id, let messages, let options):
+                timeline?.mark(.modelRequest, at: MonotonicClock.nanoseconds())
                 let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
             case .cancelModel(let id):
@@ -313,8 +317,15 @@ package final class SessionDriver {
             metrics.toolTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- callsOut[index].at)
             callsOut.remove(at: index)
         case .speechStopped(let audioEndMs, _):
-            speechStoppedAt = MonotonicClock.nanoseconds()
+            let now = MonotonicClock.nanoseconds()
+            speechStoppedAt = now
             turnEndedAtMs = audioEndMs
+            // The last word was heard as many milliseconds ago as the audio since it lasts (the
+            // client streams in real time).
+            var turn = TurnTimeline()
+            turn.mark(.lastWord, at: now &- UInt64(max(0, engine.audioMs - audioEndMs)) * 1_000_000)
+            turn.mark(.turnEnd, at: now)
+            timeline = turn
         case .speechStarted(let audioStartMs, _):
             // audio_start_ms is the speech's onset less the prefix padding (at 0 at the least), so
             // the onset is at most that padding later; a turn began within the second after the
@@ -346,8 +357,12 @@ package final class SessionDriver {
                 if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
                 let stoppedAt = replyTurnStoppedAt
                 replyTurnStoppedAt = nil
-                output.onFirstAudio = {
+                output.onFirstSentence = { [weak self] in self?.timeline?.mark(.firstSentence, at: MonotonicClock.nanoseconds()) }
+                output.onFirstSynthesized = { [weak self] in self?.timeline?.mark(.firstAudio, at: MonotonicClock.nanoseconds()) }
+                output.onFirstAudio = { [weak self] in
                     if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
+                    self?.timeline?.mark(.firstFrame, at: MonotonicClock.nanoseconds())
+                    self?.observeTimeline()
                 }
                 speechOutputs[at.responseID] = output
                 if pausedReply == at.responseID { output.pause(rewindToMs: wire?.speechPaused(responseID: at.responseID, on: socket)) }
@@ -384,6 +399,12 @@ package final class SessionDriver {
         if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         if case .finished = event { speechOutputs[id] = nil }
         perform(engine.handle(.speechOutput(responseID: id, event)))
+    }
+
+    private func observeTimeline() {
+        guard let turn = timeline else { return }
+        timeline = nil
+        for (label, seconds) in turn.stageSeconds() { metrics.turnStages[label]?.observe(seconds: seconds) }
     }
 
     // MARK: End of turn
@@ -457,6 +478,7 @@ package final class SessionDriver {
         }
         switch event {
         case .final, .failed:
+            timeline?.mark(.transcript, at: MonotonicClock.nanoseconds())
             if streamingTranscription === transcriptions[itemID] { streamingTranscription = nil }
             transcriptions[itemID] = nil
         case .partial: break
@@ -472,6 +494,11 @@ package final class SessionDriver {
         switch event {
         case .delta(let text):
             if repliedResponse != id { repliedResponse = id }
+            if timeline?.has(.modelRequest) == true, timeline?.has(.firstToken) == false {
+                timeline?.mark(.firstToken, at: MonotonicClock.nanoseconds())
+                // A text reply's timeline ends here; a spoken one goes on to its first frame.
+                if !engine.configuration.outputModalities.contains(.audio) || endpoint.speech.synthesizer == nil { observeTimeline() }
+            }
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
         case .toolCallStarted(let index, let callID, let name):
             perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))

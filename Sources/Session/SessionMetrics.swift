@@ -34,6 +34,8 @@ public final class SessionMetrics: Sendable {
     let turnEnds: MetricFamily
     let turnModelTime: Histogram
     let turnModelFailures: MetricFamily
+    /// One histogram a stage of `TurnTimeline`, by its label, all of one family.
+    let turnStages: [String: Histogram]
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -81,6 +83,11 @@ public final class SessionMetrics: Sendable {
         turnModelFailures = MetricFamily(name: "parley_turn_model_failures_total",
                                          help: "End-of-turn questions unanswered, by why (the helper down or starting, or past the deadline): those turns ended by silence.",
                                          labels: ["unavailable", "timeout"].map { "reason=\"\($0)\"" }, registry: registry)
+        turnStages = Dictionary(uniqueKeysWithValues: TurnTimeline.labels.map { label in
+            (label, Histogram(name: "parley_turn_stage_seconds",
+                              help: "Where a turn's time goes, stage by stage, from the user's last word to the reply's first audio frame written (to its first token for a text reply): end_of_turn, transcription, model_request, first_token, first_sentence, synthesis, first_frame, and the total.",
+                              bounds: [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3, 5], labels: label, registry: registry))
+        })
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 

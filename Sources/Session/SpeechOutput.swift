@@ -65,7 +65,10 @@ package final class SpeechOutput {
     /// a point in the audio back onto the words, for a reply cut short.
     private var spoken: [(text: String, endMs: Int)] = []
     private var synthesizedMs = 0
-    /// Called once, when the first audio goes to the client.
+    /// Called once each, when the first sentence goes to the voice, its first audio comes back,
+    /// and the first audio goes to the client: the turn's stage timing (`TurnTimeline`).
+    var onFirstSentence: (() -> Void)?
+    var onFirstSynthesized: (() -> Void)?
     var onFirstAudio: (() -> Void)?
 
     init(location: ContentLocation, voice: String, format: RealtimeAudioFormat, synthesizer: any Synthesizer, pool: WorkerPool,
@@ -200,6 +203,8 @@ package final class SpeechOutput {
         guard !over, speaking == nil, !sentences.isEmpty else { return }
         let sentence = sentences.removeFirst()
         current = (sentence, 0)
+        onFirstSentence?()
+        onFirstSentence = nil
         speaking = synthesizer.speak(sentence, voice: voice, on: loop) { [weak self] event in self?.synthesized(event) }
     }
 
@@ -207,6 +212,8 @@ package final class SpeechOutput {
         guard !over else { return }
         switch event {
         case .audio(let samples, let rate):
+            onFirstSynthesized?()
+            onFirstSynthesized = nil
             audio.append((samples, rate))
             synthesizedMs += samples.count * 1000 / max(1, rate)
             encodeNext()

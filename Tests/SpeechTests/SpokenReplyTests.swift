@@ -69,6 +69,11 @@ import Glibc
         expectSpeech(pcm, rate: 24_000, words: transcript.split(separator: " ").count)
         #expect((server.metric("parley_voice_to_voice_seconds_count") ?? 0) >= 1)  // process-wide: other suites add to it
         #expect((server.metric("parley_speech_synthesis_real_time_factor_count") ?? 0) >= 1)
+        // The turn's stages, from the last word to the first Opus frame (process-wide counts; that
+        // each turn's stages add up to its total is TurnTimelineTests').
+        for stage in ["end_of_turn", "transcription", "model_request", "first_token", "first_sentence", "synthesis", "first_frame", "total"] {
+            #expect((server.metric("parley_turn_stage_seconds_count{stage=\"\(stage)\"}") ?? 0) >= 1, "\(stage)")
+        }
     }
 
     @Test func theRealtimeEndpointAnswersInPCM16WhenAskedForAudio() throws {

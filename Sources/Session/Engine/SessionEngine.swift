@@ -233,6 +233,9 @@ public struct SessionEngine: Sendable {
     /// (see `RealtimeAudioFormat.engineRate`).
     public var inputSampleRate: Int { audio.sampleRate }
 
+    /// Milliseconds of audio the session has received: the audio clock's now.
+    public var audioMs: Int { audio.totalMs }
+
     /// The id of the response being generated, if any.
     public var activeResponseID: String? { response?.id }
 

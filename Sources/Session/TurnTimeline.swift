@@ -1,0 +1,53 @@
+import Metrics
+
+/// Where one turn's milliseconds go, from the user's last word to the reply's first audio frame
+/// written: the driver marks each moment as it passes (monotonic nanoseconds), and the stages
+/// come out as the time between consecutive marks. A value, so the arithmetic is a unit test.
+///
+/// Stages (the label of `parley_turn_stage_seconds`):
+/// - `end_of_turn`: the last word (the VAD's end of speech) to the turn's end (`speech_stopped`);
+/// - `transcription`: the turn's end to its final transcript (with a recogniser);
+/// - `model_request`: the transcript (or the turn's end) to the model's request going out;
+/// - `first_token`: the request to the model's first token (an external LLM's time, apart);
+/// - `first_sentence`: the first token to the first sentence handed to the voice;
+/// - `synthesis`: that sentence to its first synthesised audio;
+/// - `first_frame`: that audio to the first frame written to the client (resampling, encoding);
+/// - `total`: the last word to the first frame (to the first token for a text reply).
+struct TurnTimeline: Sendable {
+    enum Mark: Int, CaseIterable, Sendable {
+        case lastWord, turnEnd, transcript, modelRequest, firstToken, firstSentence, firstAudio, firstFrame
+    }
+
+    static let stages: [(name: String, from: Mark, to: Mark)] = [
+        ("end_of_turn", .lastWord, .turnEnd), ("transcription", .turnEnd, .transcript), ("model_request", .transcript, .modelRequest),
+        ("first_token", .modelRequest, .firstToken), ("first_sentence", .firstToken, .firstSentence), ("synthesis", .firstSentence, .firstAudio),
+        ("first_frame", .firstAudio, .firstFrame),
+    ]
+    static let labels = stages.map { "stage=\"\($0.name)\"" } + ["stage=\"total\""]
+
+    private var marks = [UInt64?](repeating: nil, count: Mark.allCases.count)
+
+    /// Marks `mark` at `nanoseconds`, once: a later call (a second sentence, a second token) keeps
+    /// the first.
+    mutating func mark(_ mark: Mark, at nanoseconds: UInt64) {
+        if marks[mark.rawValue] == nil { marks[mark.rawValue] = nanoseconds }
+    }
+
+    func has(_ mark: Mark) -> Bool { marks[mark.rawValue] != nil }
+
+    /// Each stage's seconds, for the stages whose end was marked: a stage runs from the latest
+    /// mark before its end (so a turn without a transcript measures `model_request` from the
+    /// turn's end), and `total` from the last word to the last mark.
+    func stageSeconds() -> [(label: String, seconds: Double)] {
+        var out: [(String, Double)] = []
+        for (index, stage) in Self.stages.enumerated() {
+            guard let end = marks[stage.to.rawValue],
+                  let start = marks[...stage.from.rawValue].reversed().compactMap({ $0 }).first else { continue }
+            out.append((Self.labels[index], Double(Int64(bitPattern: end &- start)) / 1e9))
+        }
+        if let first = marks[Mark.lastWord.rawValue], let last = marks.compactMap({ $0 }).max() {
+            out.append((Self.labels.last!, Double(Int64(bitPattern: last &- first)) / 1e9))
+        }
+        return out
+    }
+}
