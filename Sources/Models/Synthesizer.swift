@@ -13,5 +13,17 @@ public enum SynthesisEvent: Sendable, Equatable {
 /// on the returned call stops it (barge-in).
 public protocol Synthesizer: Sendable {
     var name: String { get }
-    func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall
+    func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall
+}
+
+/// Who speaks a reply and how fast: the session's `voice` (the Realtime API's names, which each
+/// synthesiser maps onto its own voices) and `speed` (0.25 to 1.5, 1 the voice's own pace).
+public struct SpeechVoice: Sendable, Equatable {
+    public var name: String
+    public var speed: Double
+
+    public init(name: String, speed: Double = 1) {
+        self.name = name
+        self.speed = speed
+    }
 }

@@ -28,7 +28,7 @@ package final class SpeechOutput {
     }
 
     let location: ContentLocation
-    private let voice: String
+    private let voice: SpeechVoice
     private let format: RealtimeAudioFormat
     private let synthesizer: any Synthesizer
     private let pool: WorkerPool
@@ -71,7 +71,7 @@ package final class SpeechOutput {
     var onFirstSynthesized: (() -> Void)?
     var onFirstAudio: (() -> Void)?
 
-    init(location: ContentLocation, voice: String, format: RealtimeAudioFormat, synthesizer: any Synthesizer, pool: WorkerPool,
+    init(location: ContentLocation, voice: SpeechVoice, format: RealtimeAudioFormat, synthesizer: any Synthesizer, pool: WorkerPool,
          loop: EventLoop, send: @escaping (Piece) -> Void, report: @escaping (SpeechOutputEvent) -> Void) throws {
         self.location = location
         self.voice = voice

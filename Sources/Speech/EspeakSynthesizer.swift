@@ -24,8 +24,9 @@ public struct EspeakSynthesizer: Synthesizer {
         }
     }
 
-    public func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
-        let espeakVoice = Self.espeakVoice(voice), rate = wordsPerMinute
+    public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        // espeak-ng speaks 80 to 450 words a minute.
+        let espeakVoice = Self.espeakVoice(voice.name), rate = min(450, max(80, Int((Double(wordsPerMinute) * voice.speed).rounded())))
         let ticket = loop.offload(to: pool, { () -> Result<SynthesizedSpeech, Espeak.Failure> in
             let clock = ThreadCPUClock()
             return Espeak.shared.synthesize(text, voice: espeakVoice, wordsPerMinute: rate)

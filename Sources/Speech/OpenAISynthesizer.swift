@@ -19,8 +19,10 @@ public struct OpenAISynthesizer: Synthesizer {
         self.apiKey = apiKey
     }
 
-    public func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
-        let body = JSON.object([("model", .string(model)), ("input", .string(text)), ("voice", .string(voice)), ("response_format", .string("pcm"))])
+    public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        var fields: [(String, JSON)] = [("model", .string(model)), ("input", .string(text)), ("voice", .string(voice.name)), ("response_format", .string("pcm"))]
+        if voice.speed != 1 { fields.append(("speed", .number(voice.speed))) }
+        let body = JSON.object(fields)
         var headers = [("Content-Type", "application/json")]
         if let apiKey { headers.append(("Authorization", "Bearer \(apiKey)")) }
         let request = HTTPClientRequest(method: "POST", url: baseURL.appending("/audio/speech"), headers: headers, body: Array(body.description.utf8))

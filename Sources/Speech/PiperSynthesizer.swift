@@ -17,10 +17,10 @@ public struct PiperSynthesizer: Synthesizer {
         self.status = status
     }
 
-    public func speak(_ text: String, voice: String, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+    public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
         let connection = SpeechHelperConnection.on(loop, status)
         let id = connection.request(timeout: Self.timeoutSeconds, streaming: true, { id in
-            SpeechHelperFrame(header: .object([("op", .string("speak")), ("id", .int(Int(id))), ("text", .string(text)), ("speed", .number(1))])).encoded()
+            SpeechHelperFrame(header: .object([("op", .string("speak")), ("id", .int(Int(id))), ("text", .string(text)), ("speed", .number(voice.speed))])).encoded()
         }) { result in
             switch result {
             case .failure(let error):

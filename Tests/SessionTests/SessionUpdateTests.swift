@@ -212,3 +212,34 @@ import Testing
         #expect(configuration.maxOutputTokens == nil)
     }
 }
+
+/// `audio.output.speed` (GA) and `speed` (beta): parsed within the API's 0.25 to 1.5, kept, and
+/// handed to the voice with each reply.
+@Suite struct SessionSpeedTests {
+    private func update(_ session: String) throws(ProtocolError) -> SessionUpdate {
+        let message = try ClientMessage.parse(#"{"type":"session.update","session":\#(session)}"#)
+        guard case .event(let event) = message, case .sessionUpdate(let update) = event.kind else { fatalError("not a session.update") }
+        return update
+    }
+
+    @Test func speedIsReadInBothShapesAndRefusedOutOfRange() throws {
+        #expect(try update(#"{"audio":{"output":{"speed":1.25}}}"#).speed == 1.25)
+        #expect(try update(#"{"speed":0.5}"#).speed == 0.5)
+        #expect(throws: ProtocolError.self) { try update(#"{"audio":{"output":{"speed":2}}}"#) }
+        #expect(throws: ProtocolError.self) { try update(#"{"speed":"fast"}"#) }
+    }
+
+    @Test func aReplyIsSpokenAtTheSessionsSpeed() throws {
+        var engine = SessionEngine(seed: 3, options: SessionEngine.Options(synthesizes: true))
+        _ = engine.start()
+        _ = engine.handle(.client(ClientEvent(.sessionUpdate(try update(#"{"output_modalities":["audio"],"audio":{"output":{"speed":1.3}}}"#)))))
+        let started = engine.handle(.client(ClientEvent(.responseCreate(ResponseOverrides()))))
+        guard case .startModel(let id, _, _)? = started.first(where: { if case .startModel = $0 { true } else { false } }) else {
+            Issue.record("no model call: \(started)")
+            return
+        }
+        let spoken = engine.handle(.modelDelta(responseID: id, text: "Hello there."))
+        let voices = spoken.compactMap { if case .speech(.text(_, let voice, _, _)) = $0 { voice } else { nil } }
+        #expect(voices.first?.speed == 1.3, "\(spoken)")
+    }
+}

@@ -29,7 +29,7 @@ public enum TurnModelStep: Sendable, Equatable {
 /// What the synthesiser is asked to do for a spoken reply.
 public enum SpeechStep: Sendable, Equatable {
     /// A piece of the reply's text, as the model streamed it, to be spoken in order.
-    case text(ContentLocation, voice: String, format: RealtimeAudioFormat, String)
+    case text(ContentLocation, voice: SpeechVoice, format: RealtimeAudioFormat, String)
     /// The reply's text is complete: speak what is left, send it, then report `.finished`.
     case end(responseID: String)
     /// The reply was cancelled: stop speaking now and report how much the client had played.

@@ -16,6 +16,10 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var instructions = ""
     public var outputModalities: OutputModalities = .text
     public var voice = "alloy"
+    /// How fast replies are spoken (the Realtime API's `speed`): 1 is the voice's own pace.
+    public var speed = 1.0
+    /// The API's range for `speed`.
+    public static let speedRange = 0.25...1.5
     public var inputAudioFormat: RealtimeAudioFormat = .pcm16
     public var outputAudioFormat: RealtimeAudioFormat = .pcm16
     /// nil: the client commits turns itself (`input_audio_buffer.commit`, then `response.create`).
@@ -42,6 +46,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let instructions = update.instructions { next.instructions = instructions }
         if let modalities = update.outputModalities { next.outputModalities = modalities }
         if let voice = update.voice { next.voice = voice }
+        if let speed = update.speed { next.speed = speed }
         if let format = update.inputAudioFormat { next.inputAudioFormat = format }
         if let format = update.outputAudioFormat { next.outputAudioFormat = format }
         switch update.turnDetection {

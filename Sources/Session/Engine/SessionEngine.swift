@@ -92,6 +92,8 @@ public struct SessionEngine: Sendable {
         let metadata: JSON?
         /// Out of band (`conversation: "none"`): nothing of it joins the conversation.
         var outOfBand = false
+        /// The session's `speed` when it began.
+        var speed = 1.0
         /// Spoken: its end waits for the speech to be sent.
         var speaks = false
         /// How it ended, held while the last of its speech goes out.
@@ -804,6 +806,7 @@ public struct SessionEngine: Sendable {
                            maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages), tools: tools,
                            metadata: overrides.metadata)
         new.outOfBand = overrides.outOfBand
+        new.speed = configuration.speed
         response = new
         response?.speaks = synthesizes && new.modalities.contains(.audio)
         // It sees the whole history, so it answers any turn that was waiting too.
@@ -845,7 +848,7 @@ public struct SessionEngine: Sendable {
             let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: response?.messageOutputIndex ?? 0)
             emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
             if let r = response, r.speaks {
-                outbox.append(.speech(.text(at, voice: r.voice, format: r.outputAudioFormat, piece)))
+                outbox.append(.speech(.text(at, voice: SpeechVoice(name: r.voice, speed: r.speed), format: r.outputAudioFormat, piece)))
             }
             // Appended in place: no copy of the response is held, so the reply so far is not
             // copied on every delta.

@@ -46,7 +46,7 @@ public struct SessionInfo: Sendable, Equatable {
                     ("output", .object([
                         ("format", c.outputAudioFormat.json(dialect: dialect)),
                         ("voice", .string(c.voice)),
-                        ("speed", .number(1)),
+                        ("speed", .number(c.speed)),
                     ])),
                 ])),
             ])

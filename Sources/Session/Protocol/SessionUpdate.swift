@@ -56,6 +56,8 @@ public struct SessionUpdate: Sendable, Equatable {
     public var instructions: String?
     public var outputModalities: OutputModalities?
     public var voice: String?
+    /// `audio.output.speed` (GA) or `speed` (beta): how fast replies are spoken, 0.25 to 1.5.
+    public var speed: Double?
     public var inputAudioFormat: RealtimeAudioFormat?
     public var outputAudioFormat: RealtimeAudioFormat?
     public var turnDetection: TurnDetectionChange?
@@ -93,6 +95,7 @@ public struct SessionUpdate: Sendable, Equatable {
         update.outputModalities = try modalities(session, "modalities")
         if let ga = try modalities(session, "output_modalities") { update.outputModalities = ga }
         update.voice = try voice(session, "voice")
+        update.speed = try session.number("speed", in: SessionConfiguration.speedRange)
         update.inputAudioFormat = try format(session, "input_audio_format")
         update.outputAudioFormat = try format(session, "output_audio_format")
         update.turnDetection = try turnDetection(session)
@@ -115,6 +118,7 @@ public struct SessionUpdate: Sendable, Equatable {
                     update.outputAudioFormatParam = output.name("format")
                 }
                 if let voice = try voice(output, "voice") { update.voice = voice }
+                if let speed = try output.number("speed", in: SessionConfiguration.speedRange) { update.speed = speed }
             }
         }
         return update
