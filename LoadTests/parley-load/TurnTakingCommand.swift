@@ -22,7 +22,7 @@ struct TurnTakingCommand: ParsableCommand {
               interruption  "stop", "wait, actually I meant Paris" one second into the reply: first word sent → reply stops
             Speech is made here: Piper's joe voice from --speech-venv (scripts/speech-models.sh) and \
             espeak-ng. The servers alternate case by case, so a machine that gets busier mid-run \
-            weighs on each alike. About 25 minutes a server with every scenario, voice and 3 repeats.
+            weighs on each alike. About 27 minutes a server with every scenario, voice and 3 repeats.
             """)
 
     @Option(help: "A server to measure, ws://HOST:PORT on a loopback address (repeat the option for several, side by side).")
@@ -138,7 +138,7 @@ struct TurnTakingCommand: ParsableCommand {
             guard let start = before[i], let end = try? ServerMetrics.fetch(from: target) else { continue }
             results[i].counters = Self.counters(start, end)
         }
-        let summary = TurnTakingSummary(servers: results, voices: chosenVoices, repeats: self.repeat, pausesMs: Self.pausesMs,
+        let summary = TurnTakingSummary(servers: results, scenarios: chosenScenarios, voices: chosenVoices, repeats: self.repeat, pausesMs: Self.pausesMs,
                                         wallSeconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, clientCPU: CPUTime.ofSelf() - cpuStart)
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }

@@ -67,6 +67,8 @@ enum NearestRank {
 /// The side-by-side table and the JSON report of a `turn-taking` run.
 struct TurnTakingSummary {
     let servers: [TurnTakingResults]
+    /// The scenarios run (end, pause, backchannel, interruption): only theirs are shown.
+    let scenarios: [String]
     let voices: [TurnTakingVoice]
     let repeats: Int
     let pausesMs: [Int]
@@ -87,31 +89,11 @@ struct TurnTakingSummary {
 
     var text: String {
         var lines = ["", row("", { $0.label })]
-        lines.append("end of turn: last word sent → speech_stopped (5 finished sentences)")
-        for (name, p) in [("p50", 50.0), ("p90", 90), ("p99", 99), ("max", 100)] {
-            lines.append(row(name, { NearestRank.text(p, of: $0.endOfTurnMs) }))
-        }
-        lines.append(row("turns never ended", { $0.neverEnded.text }))
-        lines.append(row("ended before the last word", { $0.endedEarly.text }))
-        lines.append("premature replies: a pause mid-thought taken for the end (semantic_vad auto)")
-        for pause in pausesMs {
-            lines.append(row("\(Format.fixed(Double(pause) / 1000, 1)) s pause", { $0.premature[pause]?.text ?? "n/a" }))
-        }
-        lines.append("backchannels one second into a spoken reply (target: 0 cut)")
-        lines.append(row("replies cut", { $0.backchannelCuts.text }))
-        lines.append(row("reply audio went on after it", { $0.backchannelResumed.text }))
-        lines.append("interruptions one second into a spoken reply: first word sent → reply stops")
-        lines.append(row("replies cut", { $0.interruptionCuts.text }))
-        lines.append(row("last reply audio received p50 / p99", { "\(NearestRank.text(50, of: $0.audioStopsMs)) / \(NearestRank.text(99, of: $0.audioStopsMs))" }))
-        lines.append(row("received audio runs out p50 / p99", { "\(NearestRank.text(50, of: $0.audioRunsOutMs)) / \(NearestRank.text(99, of: $0.audioRunsOutMs))" }))
-        lines.append(row("response.done cancelled p50 / p99", { "\(NearestRank.text(50, of: $0.cancelledMs)) / \(NearestRank.text(99, of: $0.cancelledMs))" }))
-        let counterNames = servers.flatMap { $0.counters.map(\.0) }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
-        if !counterNames.isEmpty {
-            lines.append("the server's counters over the run (/metrics)")
-            for name in counterNames {
-                lines.append(row(name, { server in server.counters.first { $0.0 == name }.map { Format.grouped(Int($0.1.rounded())) } ?? "n/a" }))
-            }
-        }
+        if scenarios.contains("end") { lines += endOfTurnLines }
+        if scenarios.contains("pause") { lines += pauseLines }
+        if scenarios.contains("backchannel") { lines += backchannelLines }
+        if scenarios.contains("interruption") { lines += interruptionLines }
+        lines += counterLines
         lines.append("")
         lines.append("voices: \(voices.map(\.description).joined(separator: ", ")); each case \(repeats)×; one session at a time, the servers alternating case by case")
         lines.append("client CPU: \(Format.fixed(clientCPU.total, 2)) s (user \(Format.fixed(clientCPU.user, 2)), system \(Format.fixed(clientCPU.system, 2))) over \(Format.fixed(wallSeconds, 0)) s, \(Format.fixed(clientCPU.total / max(wallSeconds, 0.001) * 100, 1)) % of a core (getrusage)")
@@ -119,6 +101,52 @@ struct TurnTakingSummary {
             lines.append("\(server.label): \(server.problems.count) case(s) not as designed: " + server.problems.prefix(5).joined(separator: "; ") + (server.problems.count > 5 ? "; …" : ""))
         }
         return lines.joined(separator: "\n")
+    }
+
+    private var endOfTurnLines: [String] {
+        var lines = ["end of turn: last word sent → speech_stopped (5 finished sentences)"]
+        for (name, p) in [("p50", 50.0), ("p90", 90), ("p99", 99), ("max", 100)] {
+            lines.append(row(name, { NearestRank.text(p, of: $0.endOfTurnMs) }))
+        }
+        lines.append(row("turns never ended", { $0.neverEnded.text }))
+        lines.append(row("ended before the last word", { $0.endedEarly.text }))
+        return lines
+    }
+
+    private var pauseLines: [String] {
+        var lines = ["premature replies: a pause mid-thought taken for the end (semantic_vad auto)"]
+        for pause in pausesMs {
+            lines.append(row("\(Format.fixed(Double(pause) / 1000, 1)) s pause", { $0.premature[pause]?.text ?? "n/a" }))
+        }
+        return lines
+    }
+
+    private var backchannelLines: [String] {
+        ["backchannels one second into a spoken reply (target: 0 cut)",
+         row("replies cut", { $0.backchannelCuts.text }),
+         row("reply audio went on after it", { $0.backchannelResumed.text })]
+    }
+
+    private var interruptionLines: [String] {
+        func pair(_ values: [Double]) -> String { "\(NearestRank.text(50, of: values)) / \(NearestRank.text(99, of: values))" }
+        return ["interruptions one second into a spoken reply: first word sent → reply stops",
+                row("replies cut", { $0.interruptionCuts.text }),
+                row("last reply audio received p50 / p99", { pair($0.audioStopsMs) }),
+                row("received audio runs out p50 / p99", { pair($0.audioRunsOutMs) }),
+                row("response.done cancelled p50 / p99", { pair($0.cancelledMs) })]
+    }
+
+    private var counterLines: [String] {
+        var names: [String] = []
+        for server in servers {
+            for (name, _) in server.counters where !names.contains(name) { names.append(name) }
+        }
+        guard !names.isEmpty else { return [] }
+        var lines = ["the server's counters over the run (/metrics)"]
+        for name in names {
+            lines.append(row(name, { server in server.counters.first { $0.0 == name }.map { Format.grouped(Int($0.1.rounded())) } ?? "n/a" }))
+        }
+        return lines
     }
 
     var json: JSON {
@@ -146,6 +174,7 @@ struct TurnTakingSummary {
         }
         return .object([
             ("command", .string("turn-taking")),
+            ("scenarios", .array(scenarios.map(JSON.string))),
             ("voices", .array(voices.map { .string($0.rawValue) })),
             ("repeat", .int(repeats)),
             ("wall_seconds", .number(wallSeconds)),
