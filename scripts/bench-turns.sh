@@ -56,6 +56,6 @@ echo "machine: $(nproc) cores; vmstat 1 3 (r: runnable, us/sy/id/st: CPU %):" | 
 vmstat 1 3 | tail -2 | tee -a "$OUT/turns.txt"
 args=(turn-taking --url "ws://127.0.0.1:$energy" --label "energy, silence" --url "ws://127.0.0.1:$silero" --label "Silero + Smart Turn"
       --repeat "${REPEAT:-3}" --voices "${VOICES:-joe,joe-1.25,en-us,en-gb+f3}" --scenarios "${SCENARIOS:-end,pause,backchannel,interruption}")
-echo "\$ parley-load ${args[*]}" | tee -a "$OUT/turns.txt"
+echo "\$ parley-load $(printf '%q ' "${args[@]}")" | tee -a "$OUT/turns.txt"
 timeout "$(( ${LIMIT:-90} * 60 ))" "$BIN/parley-load" "${args[@]}" --json "$OUT/turns.json" | tee -a "$OUT/turns.txt"
 echo "bench-turns: $OUT/turns.txt, turns.json and the servers' logs"
