@@ -37,13 +37,9 @@ final class RealtimeSpeaker: @unchecked Sendable {
     /// Connects to `target` at `path` (ws:// only) and completes the upgrade; events are read from then on.
     init(_ target: LoadTarget, path: String, timeoutSeconds: Int = 30) throws {
         guard target.tls == nil else { throw Failure(description: "turn-taking speaks ws:// only (its servers are on this machine)") }
+        // From here every property is set, so a throw runs deinit, which closes the socket.
         fd = try Sys.streamSocket(family: target.address.family, .blocking)
-        do {
-            _ = try Sys.connect(fd, to: target.address)
-        } catch {
-            Sys.close(fd)
-            throw error
-        }
+        _ = try Sys.connect(fd, to: target.address)
         // Small appends must leave at once: their send time is what latencies are measured from.
         Sys.setNoDelay(fd)
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
@@ -51,24 +47,19 @@ final class RealtimeSpeaker: @unchecked Sendable {
         var random = FastRandom()
         let handshake = UpgradeHandshake(random: &random)
         var inbound: [UInt8] = []
-        do {
-            try write(handshake.request(for: target, path: path))
-            answer: while true {
-                var chunk = [UInt8](repeating: 0, count: 4096)
-                let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard n > 0 else { throw Failure(description: "\(target): the connection ended during the upgrade") }
-                inbound += chunk[0..<n]
-                switch inbound.withUnsafeBytes({ handshake.answer($0) }) {
-                case .needMore: continue
-                case .refused(let reason): throw Failure(description: "\(target)\(path): upgrade refused, \(reason)")
-                case .upgraded(let length):
-                    inbound.removeFirst(length)
-                    break answer
-                }
+        try write(handshake.request(for: target, path: path))
+        answer: while true {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw Failure(description: "\(target): the connection ended during the upgrade") }
+            inbound += chunk[0..<n]
+            switch inbound.withUnsafeBytes({ handshake.answer($0) }) {
+            case .needMore: continue
+            case .refused(let reason): throw Failure(description: "\(target)\(path): upgrade refused, \(reason)")
+            case .upgraded(let length):
+                inbound.removeFirst(length)
+                break answer
             }
-        } catch {
-            Sys.close(fd)
-            throw error
         }
         let leftover = inbound
         reader = try Thread.spawn(name: "speaker-events") { [self] in readEvents(leftover) }

@@ -76,10 +76,14 @@ struct TurnTakingCase {
 
     private func open(_ target: LoadTarget, _ path: String, _ update: String) throws -> RealtimeSpeaker {
         let speaker = try RealtimeSpeaker(target, path: path)
-        guard speaker.await("session.created", seconds: 10) != nil else { throw LoadFailure("\(target): no session.created") }
+        guard speaker.await("session.created", seconds: 10) != nil else {
+            _ = speaker.finish()
+            throw LoadFailure("\(target): no session.created")
+        }
         try speaker.send(update)
         guard speaker.await("session.updated", seconds: 10) != nil else {
-            throw LoadFailure("\(target): session.update not taken: \(speaker.received.compactMap { $0.type == "error" ? $0.event?["error"]?["message"]?.string : nil })")
+            let errors = speaker.finish().compactMap { $0.type == "error" ? $0.event?["error"]?["message"]?.string : nil }
+            throw LoadFailure("\(target): session.update not taken: \(errors)")
         }
         return speaker
     }

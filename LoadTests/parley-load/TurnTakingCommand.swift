@@ -107,6 +107,12 @@ struct TurnTakingCommand: ParsableCommand {
         print("parley-load turn-taking: \(cases.count) cases on each of \(targets.count) server(s) (\(labels.joined(separator: " | "))), scenarios \(chosenScenarios.joined(separator: ",")), voices \(chosenVoices.map(\.rawValue).joined(separator: ",")), repeat \(self.repeat)")
         Console.flush()
 
+        // Every server answers before anything else, or the run stops here rather than filling a
+        // table with refusals; its counters are read now to be subtracted at the end.
+        let before = try targets.map { target in
+            do throws(ServerMetrics.Unreachable) { return try ServerMetrics.fetch(from: target) } catch { throw LoadFailure.unreachable(error, target) }
+        }
+
         // Speech first, every text in every voice, so that no synthesiser runs while a case is timed.
         let maker = try TurnTakingSpeechMaker(venv: speechVenv)
         defer { maker.remove() }
@@ -118,11 +124,10 @@ struct TurnTakingCommand: ParsableCommand {
                 _ = try maker.say(second, item.voice)
             }
         }
-        // The speech was made by children; the client's own CPU is counted from here.
+        // Making the speech (its resampling included) is not the load: the client CPU counts from here.
         let cpuStart = CPUTime.ofSelf()
         let started = MonotonicClock.nanoseconds()
         var results = zip(labels, url).map { TurnTakingResults(label: $0, url: $1) }
-        let before = targets.map { try? ServerMetrics.fetch(from: $0) }
         for (n, item) in cases.enumerated() {
             Console.error("\rcase \(n + 1) of \(cases.count): \(item.kind.name) \"\(item.kind.text)\" in \(item.voice.rawValue)            ")
             for (i, target) in targets.enumerated() {
@@ -135,8 +140,8 @@ struct TurnTakingCommand: ParsableCommand {
         }
         Console.error("\n")
         for (i, target) in targets.enumerated() {
-            guard let start = before[i], let end = try? ServerMetrics.fetch(from: target) else { continue }
-            results[i].counters = Self.counters(start, end)
+            guard let end = try? ServerMetrics.fetch(from: target) else { continue }
+            results[i].counters = Self.counters(before[i], end)
         }
         let summary = TurnTakingSummary(servers: results, scenarios: chosenScenarios, voices: chosenVoices, repeats: self.repeat, pausesMs: Self.pausesMs,
                                         wallSeconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, clientCPU: CPUTime.ofSelf() - cpuStart)
