@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -74,6 +74,13 @@ bench-auth: release
 # carries, at 16 and 8 kHz (about 30 s).
 bench-vad: release
 	scripts/bench-vad.sh
+
+# Turn-taking, old pipeline against new: two servers (the energy detector ending turns by silence;
+# Silero VAD with Smart Turn) hear the same spoken scenarios side by side: end-of-turn latency,
+# pauses taken for the end, backchannels and interruptions over a spoken reply (about 55 minutes;
+# REPEAT=1 VOICES=joe for a quick look).
+bench-turns: release
+	scripts/bench-turns.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Turn-taking, the old pipeline against the new: two release servers on free loopback ports, one
+# with the energy detector and semantic_vad ending turns by silence (--vad energy --turn-model none)
+# and one with the defaults (Silero VAD and Smart Turn), every other flag the same; then
+# `parley-load turn-taking` speaks its fixed scenarios to both, the servers alternating case by case,
+# and prints one table (the JSON and the servers' logs beside it). Every run is bounded: the client
+# by `timeout`, the servers stopped at the end whatever happens. make bench-turns runs it after
+# make release; about 55 minutes with every scenario, voice and 3 repeats.
+#   REPEAT (3), VOICES (joe,joe-1.25,en-us,en-gb+f3), SCENARIOS (end,pause,backchannel,interruption),
+#   BIN (.build/release), OUT (LoadTests/reports/turns-<UTC time>), LIMIT (minutes, 90)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN="${BIN:-.build/release}"
+OUT="${OUT:-LoadTests/reports/turns-$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$OUT"
+for tool in parley parley-load; do
+  [ -x "$BIN/$tool" ] || { echo "bench-turns: $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
+done
+scripts/speech-models.sh >/dev/null
+
+started=()
+trap 'for pid in "${started[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
+
+# A port nothing listens on now: the kernel's choice for a socket bound to port 0.
+free_port() { .venv-speech/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# serve NAME [serve options...]: starts a server on a free port, waits for /healthz and, with
+# Smart Turn, for its speech helper; sets $port.
+serve() {
+  local name=$1; shift
+  port=$(free_port)
+  "$BIN/parley" serve --host 127.0.0.1 --port "$port" "$@" > "$OUT/$name.log" 2>&1 &
+  local pid=$!
+  started+=("$pid")
+  for _ in $(seq 150); do
+    if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+      # The helper loads Smart Turn in about half a second after the server is up.
+      grep -q -- '--turn-model none' <<< "$*" && return 0
+      curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^parley_speech_helper_up 1' && return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || { cat "$OUT/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "bench-turns: $name did not become ready on port $port" >&2
+  cat "$OUT/$name.log" >&2
+  exit 1
+}
+
+serve energy-silence --vad energy --turn-model none
+energy=$port
+serve silero-smart-turn
+silero=$port
+
+echo "machine: $(nproc) cores; vmstat 1 3 (r: runnable, us/sy/id/st: CPU %):" | tee "$OUT/turns.txt"
+vmstat 1 3 | tail -2 | tee -a "$OUT/turns.txt"
+args=(turn-taking --url "ws://127.0.0.1:$energy" --label "energy, silence" --url "ws://127.0.0.1:$silero" --label "Silero + Smart Turn"
+      --repeat "${REPEAT:-3}" --voices "${VOICES:-joe,joe-1.25,en-us,en-gb+f3}" --scenarios "${SCENARIOS:-end,pause,backchannel,interruption}")
+echo "\$ parley-load $(printf '%q ' "${args[@]}")" | tee -a "$OUT/turns.txt"
+timeout "$(( ${LIMIT:-90} * 60 ))" "$BIN/parley-load" "${args[@]}" --json "$OUT/turns.json" | tee -a "$OUT/turns.txt"
+echo "bench-turns: $OUT/turns.txt, turns.json and the servers' logs"
