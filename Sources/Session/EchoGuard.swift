@@ -1,0 +1,156 @@
+import Codec
+
+/// Discounts a reply's own audio from what the session hears, for clients that play replies with
+/// no echo cancellation of their own (phone calls; pcm16 clients that say so): the reply's audio,
+/// at the engine's input rate, is laid on a timeline at the moments the client plays it, and each
+/// 10 ms of input is matched with the reference of its own moment, run through libspeexdsp's echo
+/// canceller, then through `EchoGate`, before the VAD and the recogniser hear it.
+///
+/// Alignment. A reply piece sent with the pace's position p (ms into the reply) plays at the
+/// client about when the pace's clock reaches p: `SpeechOutput` sends `leadMs` ahead, the client
+/// starts playing on the first piece. An input frame's capture time is its arrival less its own
+/// duration, on a stream clock that keeps the earliest alignment seen (as `AudioStreamClock`),
+/// allowed to drift later by 5 % of the audio's time so that a burst at the start (a client
+/// flushing what it had) is forgotten within seconds. The echo then lags its reference by the
+/// speaker-to-microphone path plus the network's two ways, all positive: the canceller's 300 ms
+/// tail covers them, and the gate's 400 ms window covers them with room for error.
+///
+/// Made when the first reply audio for a guarded session is sent and let go with the input codec
+/// (after `SessionDriver.codecIdleSeconds` without audio), so an idle session pays nothing.
+/// Between replies (no reference within the gate's window) input passes untouched and uncopied.
+final class EchoGuard {
+    /// The reference kept: the 300 ms lead ahead of the pace and the tail behind, with room.
+    static let ringSeconds = 1
+    static let tailMs = 300
+
+    let sampleRate: Int
+    private let frame: Int
+    private let canceller: EchoCanceller?
+    private var gate = EchoGate()
+    private let epoch: UInt64
+    private var ring: [Int16]
+    /// Timeline position (samples since `epoch`) just past the last reference written.
+    private var writtenEnd = 0
+    /// Input short of a whole frame, and the timeline position of its first sample.
+    private var pending: [Int16] = []
+    private var scratch: [Int16]
+    private var reference: [Int16]
+    private var origin: UInt64?
+    private var audioNanoseconds: UInt64 = 0
+    private var lastArrival: UInt64 = 0
+    /// 10 ms frames run through the canceller, and held by the gate, since the last `takeCounts`.
+    private var cancelled = 0
+    private var held = 0
+
+    init(sampleRate: Int, now: UInt64) {
+        self.sampleRate = sampleRate
+        frame = sampleRate / 1000 * EchoGate.frameMs
+        epoch = now
+        // Without the canceller (it could not be made), the gate alone still guards.
+        canceller = try? EchoCanceller(sampleRate: sampleRate, tailMs: Self.tailMs)
+        ring = [Int16](repeating: 0, count: sampleRate * Self.ringSeconds)
+        scratch = [Int16](repeating: 0, count: frame)
+        reference = [Int16](repeating: 0, count: frame)
+        pending.reserveCapacity(frame)
+    }
+
+    var stateBytes: Int { (canceller?.stateBytes ?? 0) + (ring.count + pending.capacity + scratch.count + reference.count) * 2 + 200 }
+
+    private func position(_ time: UInt64) -> Int {
+        let delta = Int64(bitPattern: time &- epoch)
+        return Int(delta * Int64(sampleRate) / 1_000_000_000)
+    }
+
+    /// A piece of reply audio (at `sampleRate`) that the client plays from `playsAt`.
+    func reply(_ samples: [Int16], playsAt: UInt64) {
+        guard !samples.isEmpty else { return }
+        var start = position(playsAt)
+        let size = ring.count
+        // What would not fit is the oldest part, already behind anything still to be heard.
+        var samples = samples[...]
+        if samples.count > size {
+            start += samples.count - size
+            samples = samples.suffix(size)
+        }
+        guard start + samples.count > writtenEnd - size else { return }
+        // A gap since the last piece (a pause) is silence, not what the ring held a second ago.
+        if start > writtenEnd {
+            for p in max(writtenEnd, start - size)..<start { ring[p % size] = 0 }
+        }
+        for (i, sample) in samples.enumerated() where start + i >= 0 { ring[(start + i) % size] = sample }
+        writtenEnd = max(writtenEnd, start + samples.count)
+    }
+
+    /// The input as the VAD should hear it; `duration` is the input's length in time (before any
+    /// resampling), `arrived` when it came. The output may be a few samples shorter or longer
+    /// than the input: whole 10 ms frames go through, the rest waits for the next input.
+    func process(_ input: [Int16], arrived: UInt64, duration: UInt64) -> [Int16] {
+        let capture = captureTime(arrived: arrived, duration: duration)
+        let start = position(capture) - pending.count
+        let windowSamples = gate.settings.windowMs * sampleRate / 1000
+        // Between replies nothing is copied: no reference near, and the gate's tail is over.
+        if pending.isEmpty, !gate.replyAudible, writtenEnd <= start - windowSamples || writtenEnd == 0 {
+            return input
+        }
+        pending += input
+        let whole = pending.count / frame * frame
+        var output = [Int16]()
+        output.reserveCapacity(whole)
+        for offset in stride(from: 0, to: whole, by: frame) {
+            fillReference(at: start + offset)
+            for i in 0..<frame { scratch[i] = pending[offset + i] }
+            if let canceller {
+                let done: Bool = scratch.withUnsafeMutableBufferPointer { out in
+                    reference.withUnsafeBufferPointer { ref in
+                        pending.withUnsafeBufferPointer { all in
+                            let mic = UnsafeBufferPointer(rebasing: all[offset..<(offset + frame)])
+                            return (try? canceller.process(microphone: mic, reference: ref, into: out)) != nil
+                        }
+                    }
+                }
+                if done { cancelled += 1 }
+            }
+            switch gate.frame(referenceDB: PCM.dBFS(reference), inputDB: PCM.dBFS(scratch)) {
+            case .open, .passed:
+                output += scratch
+            case .held(let gain):
+                held += 1
+                for i in 0..<frame { scratch[i] = Int16(Float(scratch[i]) * gain) }
+                output += scratch
+            }
+        }
+        pending.removeFirst(whole)
+        return output
+    }
+
+    /// Frames cancelled and held since the last call.
+    func takeCounts() -> (cancelled: Int, held: Int) {
+        defer { cancelled = 0; held = 0 }
+        return (cancelled, held)
+    }
+
+    private func fillReference(at start: Int) {
+        let size = ring.count
+        for i in 0..<frame {
+            let p = start + i
+            reference[i] = p >= 0 && p < writtenEnd && p >= writtenEnd - size ? ring[p % size] : 0
+        }
+    }
+
+    /// When the input's first sample was captured, by the stream's clock: the earliest alignment
+    /// seen (arrival less the audio before it and its own length), drifting later by 5 % of the
+    /// audio's time; a pause of over a second starts a new stream.
+    private func captureTime(arrived: UInt64, duration: UInt64) -> UInt64 {
+        if origin == nil || arrived &- lastArrival > 1_000_000_000 {
+            origin = nil
+            audioNanoseconds = 0
+        }
+        let earliest = arrived &- audioNanoseconds &- duration
+        let aligned = origin.map { min($0 &+ duration / 20, earliest) } ?? earliest
+        origin = aligned
+        lastArrival = arrived
+        let capture = aligned &+ audioNanoseconds
+        audioNanoseconds &+= duration
+        return capture
+    }
+}
