@@ -130,10 +130,14 @@ import Metrics
             # HELP parley_turn_premature_ends_total Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).
             # TYPE parley_turn_premature_ends_total counter
             parley_turn_premature_ends_total 0
+            # HELP parley_echo_guard_frames_total 10 ms input frames of echo-guarded sessions during a reply: run through the echo canceller, and held by the gate as the reply's own echo (not speech).
+            # TYPE parley_echo_guard_frames_total counter
+            parley_echo_guard_frames_total{result="cancelled"} 0
+            parley_echo_guard_frames_total{result="held"} 0
 
             """
         #expect(session.render() == byName([expected]))
-        #expect(families(session.render()).count == 18)
+        #expect(families(session.render()).count == 19)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }
