@@ -29,6 +29,8 @@ import Glibc
         (true, nil, "en-us", true, false), (false, nil, "en-us", true, false),
         (true, "stop", "en-gb+f3", true, false), (true, "wait, actually I meant Paris", "en-us", true, false),
         (true, nil, "en-us", false, true), (false, nil, "en-us", false, true), (true, "stop", "en-gb+f3", false, true),
+        // A backchannel over the guarded reply is still only that: the echo after it is not more of it.
+        (true, "uh huh", "en-us", false, false), (true, "uh huh", "en-gb+f3", true, false), (true, "uh huh", "en-us", false, true),
     ]
 
     /// What the listener has received: events, and the reply's audio not yet played.
@@ -50,7 +52,7 @@ import Glibc
             self.law = law
         }
 
-        /// Reads until `response.done`, decoding each audio delta into the playback queue.
+        /// Reads until the `session.updated` after `response.done`, decoding each audio delta into the playback queue.
         func run() {
             do {
                 while true {
@@ -62,14 +64,16 @@ import Glibc
                        let bytes = Base64.decode(Array((event["delta"]?.string ?? "").utf8)) {
                         samples = law.map { G711.decode(bytes, $0) } ?? bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }
                     }
-                    let done = event["type"]?.string == "response.done"
+                    let type = event["type"]?.string
+                    // After the reply, the test's own session.update marks the end of what there is to read.
+                    let finished = heard.withLock { $0.done } && type == "session.updated"
                     heard.withLock {
-                        $0.events.append(event)
+                        if !finished { $0.events.append(event) }
                         if !samples.isEmpty, $0.firstAudio == nil { $0.firstAudio = MonotonicClock.nanoseconds() }
                         $0.audio += samples
-                        $0.done = done
+                        if type == "response.done" { $0.done = true }
                     }
-                    if done { return }
+                    if finished { return }
                 }
             } catch {
                 heard.withLock { $0.failure = "\(error)"; $0.done = true }
@@ -106,7 +110,6 @@ import Glibc
 
         let reader = Reader(client, law: telephone ? .muLaw : nil)
         let thread = try Thread.spawn(name: "echo-reader") { reader.run() }
-        defer { Thread.join(thread) }
 
         let noise = try WAVFile.read(path: try SpeechVectors.pinkNoise(seconds: 40, rate: rate, volume: 0.01)).samples
         var user: [Int16] = []
@@ -161,14 +164,24 @@ import Glibc
             if let doneAt, (tick - doneAt) * chunk >= rate / 2 { break }
             tick += 1
         }
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{}}"#.utf8)))
+        Thread.join(thread)
         let heard = reader.heard.withLock { $0 }
         #expect(heard.failure == nil, "\(heard.failure ?? "")")
         let types = heard.events.map { $0["type"]?.string ?? "?" }
-        let done = heard.events.last?["response"]
+        let done = heard.events.last { $0["type"]?.string == "response.done" }?["response"]
         let label = "\(guarded ? "guarded" : "unguarded") \(utterance ?? "echo only") (\(voice), \(silero ? "silero" : "energy"), \(telephone ? "µ-law 8 kHz" : "pcm16"))"
         let heldFrames = server.metric("parley_echo_guard_frames_total{result=\"held\"}") ?? 0
         print("\(label): \(done?["status"]?.string ?? "?"); paused \(types.filter { $0 == "parley.response.paused" }.count), speech_started \(types.filter { $0 == "input_audio_buffer.speech_started" }.count)")
-        if utterance != nil {
+        if utterance == "uh huh" {
+            // Known: over a leaking reply pocketsphinx hears the backchannel with the echo the gate
+            // lets through with it (the canceller has not converged a second into the reply) as
+            // other words ("i", "but ah"), and a word that is not a backchannel is a barge-in.
+            withKnownIssue("a backchannel over a leaking reply is heard with its echo as other words", isIntermittent: true) {
+                #expect(done?["status"]?.string == "completed", "\(label): \(types)")
+                #expect(!types.contains("input_audio_buffer.speech_started"), "\(label): \(types)")
+            }
+        } else if utterance != nil {
             // The user's own speech still barges in over the guarded reply.
             #expect(done?["status"]?.string == "cancelled", "\(label): \(types)")
             #expect(done?["status_details"]?["reason"]?.string == "turn_detected", "\(label)")
