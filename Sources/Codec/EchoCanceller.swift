@@ -46,11 +46,10 @@ public final class EchoCanceller {
                 speex_echo_state_destroy(echo)
                 throw .libspeexdsp
             }
+            // Denoising is on by default; AGC, VAD and dereverberation are off (and setting the
+            // VAD at all makes speexdsp print a warning on stderr).
             var off: Int32 = 0
             speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &off)
-            speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_AGC, &off)
-            speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_VAD, &off)
-            speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DEREVERB, &off)
             speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
             self.preprocess = preprocess
         } else {

@@ -15,15 +15,24 @@ import Codec
 /// speaker-to-microphone path plus the network's two ways, all positive: the canceller's 300 ms
 /// tail covers them, and the gate's 400 ms window covers them with room for error.
 ///
+/// Why both, measured (docs/benchmarks.md, EchoGuardEndToEndTests with either stage switched off):
+/// the canceller alone lets the reply interrupt itself in every case (it takes seconds to learn
+/// the echo path; the VAD hears the echo in 100 ms); the gate alone stops every self-interruption;
+/// with the canceller first the echo under what the gate passes (the user's words, its hangover)
+/// is smaller too: 37 dB off a -10 dB echo over 30 s against the gate's 29, and a "stop" six
+/// seconds into a reply that the gate alone once let resume was a barge-in with both. The
+/// canceller is most of the cost (about 130 µs per 20 ms frame at 16 kHz against the gate's 26,
+/// 67 against 14 at 8 kHz; 227 KiB against 32), so `--echo-canceller off` leaves the gate alone.
+///
 /// Made when the first reply audio for a guarded session is sent and let go with the input codec
 /// (after `SessionDriver.codecIdleSeconds` without audio), so an idle session pays nothing.
 /// Between replies (no reference within the gate's window) input passes untouched and uncopied.
-final class EchoGuard {
+package final class EchoGuard {
     /// The reference kept: the 300 ms lead ahead of the pace and the tail behind, with room.
     static let ringSeconds = 1
     static let tailMs = 300
 
-    let sampleRate: Int
+    package let sampleRate: Int
     private let frame: Int
     private let canceller: EchoCanceller?
     private var gate = EchoGate()
@@ -42,19 +51,20 @@ final class EchoGuard {
     private var cancelled = 0
     private var held = 0
 
-    init(sampleRate: Int, now: UInt64) {
+    /// `cancels` false: the gate alone (what `parley-load echo-guard` compares the canceller with).
+    package init(sampleRate: Int, now: UInt64, cancels: Bool = true) {
         self.sampleRate = sampleRate
         frame = sampleRate / 1000 * EchoGate.frameMs
         epoch = now
         // Without the canceller (it could not be made), the gate alone still guards.
-        canceller = try? EchoCanceller(sampleRate: sampleRate, tailMs: Self.tailMs)
+        canceller = cancels ? try? EchoCanceller(sampleRate: sampleRate, tailMs: Self.tailMs) : nil
         ring = [Int16](repeating: 0, count: sampleRate * Self.ringSeconds)
         scratch = [Int16](repeating: 0, count: frame)
         reference = [Int16](repeating: 0, count: frame)
         pending.reserveCapacity(frame)
     }
 
-    var stateBytes: Int { (canceller?.stateBytes ?? 0) + (ring.count + pending.capacity + scratch.count + reference.count) * 2 + 200 }
+    package var stateBytes: Int { (canceller?.stateBytes ?? 0) + (ring.count + pending.capacity + scratch.count + reference.count) * 2 + 200 }
 
     private func position(_ time: UInt64) -> Int {
         let delta = Int64(bitPattern: time &- epoch)
@@ -62,7 +72,7 @@ final class EchoGuard {
     }
 
     /// A piece of reply audio (at `sampleRate`) that the client plays from `playsAt`.
-    func reply(_ samples: [Int16], playsAt: UInt64) {
+    package func reply(_ samples: [Int16], playsAt: UInt64) {
         guard !samples.isEmpty else { return }
         var start = position(playsAt)
         let size = ring.count
@@ -84,7 +94,7 @@ final class EchoGuard {
     /// The input as the VAD should hear it; `duration` is the input's length in time (before any
     /// resampling), `arrived` when it came. The output may be a few samples shorter or longer
     /// than the input: whole 10 ms frames go through, the rest waits for the next input.
-    func process(_ input: [Int16], arrived: UInt64, duration: UInt64) -> [Int16] {
+    package func process(_ input: [Int16], arrived: UInt64, duration: UInt64) -> [Int16] {
         let capture = captureTime(arrived: arrived, duration: duration)
         let start = position(capture) - pending.count
         let windowSamples = gate.settings.windowMs * sampleRate / 1000
@@ -124,7 +134,7 @@ final class EchoGuard {
     }
 
     /// Frames cancelled and held since the last call.
-    func takeCounts() -> (cancelled: Int, held: Int) {
+    package func takeCounts() -> (cancelled: Int, held: Int) {
         defer { cancelled = 0; held = 0 }
         return (cancelled, held)
     }

@@ -276,7 +276,7 @@ package final class SessionDriver {
     private func replyPlayed(_ samples: [Int16], at playsAt: UInt64) {
         guard echoGuardOn else { return }
         if echo == nil || echo?.sampleRate != inputRate {
-            echo = EchoGuard(sampleRate: inputRate, now: MonotonicClock.nanoseconds())
+            echo = EchoGuard(sampleRate: inputRate, now: MonotonicClock.nanoseconds(), cancels: endpoint.echoCanceller)
             updateAccount()
         }
         echo?.reply(samples, playsAt: playsAt)

