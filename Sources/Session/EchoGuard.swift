@@ -47,6 +47,14 @@ package final class EchoGuard {
     private var origin: UInt64?
     private var audioNanoseconds: UInt64 = 0
     private var lastArrival: UInt64 = 0
+    /// The last `preRollFrames` frames, held back while the gate is on with the gain it gave each:
+    /// when the user's speech crosses the gate, the frames before it (a word's quiet onset, the
+    /// "s" of "stop") are let through whole instead of held down, at the cost of that much delay
+    /// during a reply only.
+    static let preRollFrames = 6
+    private var delayed: [Int16]
+    private var delayedGains: [Float]
+    private var delayedCount = 0
     /// 10 ms frames run through the canceller, and held by the gate, since the last `takeCounts`.
     private var cancelled = 0
     private var held = 0
@@ -62,9 +70,11 @@ package final class EchoGuard {
         scratch = [Int16](repeating: 0, count: frame)
         reference = [Int16](repeating: 0, count: frame)
         pending.reserveCapacity(frame)
+        delayed = [Int16](repeating: 0, count: frame * (Self.preRollFrames + 1))
+        delayedGains = [Float](repeating: 1, count: Self.preRollFrames + 1)
     }
 
-    package var stateBytes: Int { (canceller?.stateBytes ?? 0) + (ring.count + pending.capacity + scratch.count + reference.count) * 2 + 200 }
+    package var stateBytes: Int { (canceller?.stateBytes ?? 0) + (ring.count + pending.capacity + scratch.count + reference.count + delayed.count) * 2 + delayedGains.count * 4 + 200 }
 
     private func position(_ time: UInt64) -> Int {
         let delta = Int64(bitPattern: time &- epoch)
@@ -99,13 +109,13 @@ package final class EchoGuard {
         let start = position(capture) - pending.count
         let windowSamples = gate.settings.windowMs * sampleRate / 1000
         // Between replies nothing is copied: no reference near, and the gate's tail is over.
-        if pending.isEmpty, !gate.replyAudible, writtenEnd <= start - windowSamples || writtenEnd == 0 {
+        if pending.isEmpty, delayedCount == 0, !gate.replyAudible, writtenEnd <= start - windowSamples || writtenEnd == 0 {
             return input
         }
         pending += input
         let whole = pending.count / frame * frame
         var output = [Int16]()
-        output.reserveCapacity(whole)
+        output.reserveCapacity(whole + delayedCount * frame)
         for offset in stride(from: 0, to: whole, by: frame) {
             fillReference(at: start + offset)
             for i in 0..<frame { scratch[i] = pending[offset + i] }
@@ -121,16 +131,50 @@ package final class EchoGuard {
                 if done { cancelled += 1 }
             }
             switch gate.frame(referenceDB: PCM.dBFS(reference), inputDB: PCM.dBFS(scratch)) {
-            case .open, .passed:
+            case .open:
+                // The gate is off: what it held back goes first, then nothing is held back.
+                flushDelayed(into: &output, upTo: 0)
                 output += scratch
+            case .passed:
+                for i in 0..<delayedCount { delayedGains[i] = 1 }
+                delay(scratch, gain: 1, into: &output)
             case .held(let gain):
                 held += 1
-                for i in 0..<frame { scratch[i] = Int16(Float(scratch[i]) * gain) }
-                output += scratch
+                delay(scratch, gain: gain, into: &output)
             }
         }
         pending.removeFirst(whole)
         return output
+    }
+
+    /// Puts a frame behind the pre-roll; the oldest, once there are more than `preRollFrames`,
+    /// goes out with its gain.
+    private func delay(_ frame: [Int16], gain: Float, into output: inout [Int16]) {
+        let size = self.frame
+        for i in 0..<size { delayed[delayedCount * size + i] = frame[i] }
+        delayedGains[delayedCount] = gain
+        delayedCount += 1
+        flushDelayed(into: &output, upTo: Self.preRollFrames)
+    }
+
+    /// Sends the oldest held-back frames until `upTo` remain.
+    private func flushDelayed(into output: inout [Int16], upTo remaining: Int) {
+        let size = frame
+        let out = max(0, delayedCount - remaining)
+        guard out > 0 else { return }
+        for f in 0..<out {
+            let gain = delayedGains[f]
+            for i in 0..<size {
+                let sample = delayed[f * size + i]
+                output.append(gain < 1 ? Int16(Float(sample) * gain) : sample)
+            }
+        }
+        // The rest move to the front (a few frames: cheaper than a ring's bookkeeping).
+        for f in out..<delayedCount {
+            for i in 0..<size { delayed[(f - out) * size + i] = delayed[f * size + i] }
+            delayedGains[f - out] = delayedGains[f]
+        }
+        delayedCount -= out
     }
 
     /// Frames cancelled and held since the last call.

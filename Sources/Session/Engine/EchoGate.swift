@@ -18,6 +18,9 @@ import Glibc
 /// what the gate lets through (the user's words during a reply), and keeps a louder leak than
 /// the design's below the gate once it has converged.
 ///
+/// `EchoGuard` holds back the last 60 ms while the gate is on and lets them through whole when
+/// input crosses it, so the start of a word under the bar is not lost.
+///
 /// The cost of the rule: during a reply, the user must be heard within `-leakDB - marginDB`
 /// (6 dB) of the reply's own level, the classic Geigel figure; a quiet talker cannot barge in
 /// over a loud reply, which is what a loudspeaker without echo cancellation forces.
