@@ -190,6 +190,16 @@ package final class EchoGuard {
         delayedCount = rest
     }
 
+    /// What it still holds (input short of a frame, the pre-roll), as it came: for a session that
+    /// turns the guard off, so that the engine's audio clock loses no samples.
+    package func flush() -> [Int16] {
+        var output: [Int16] = []
+        flushDelayed(into: &output, upTo: 0)
+        output += pending
+        pending.removeAll(keepingCapacity: true)
+        return output
+    }
+
     /// Frames cancelled and held since the last call.
     package func takeCounts() -> (cancelled: Int, held: Int) {
         defer { cancelled = 0; held = 0 }

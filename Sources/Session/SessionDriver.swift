@@ -264,7 +264,12 @@ package final class SessionDriver {
     private var inputRate: Int { engine.configuration.inputAudioFormat.g711Law == nil ? 16_000 : G711.sampleRate }
 
     private func guarded(_ samples: [Int16], arrived: UInt64) -> [Int16] {
-        guard let echo, echoGuardOn, echo.sampleRate == inputRate, let audio else { return samples }
+        guard let echo, let audio else { return samples }
+        guard echoGuardOn, echo.sampleRate == inputRate else {
+            // Turned off (or the input's rate changed): what it held goes on, and its memory goes.
+            self.echo = nil
+            return echo.sampleRate == inputRate ? echo.flush() + samples : samples
+        }
         let out = echo.process(samples, arrived: arrived, duration: audio.lastInputNanoseconds)
         let (cancelled, held) = echo.takeCounts()
         if cancelled > 0 { metrics.echoFrames.add(cancelled, labels: "result=\"cancelled\"") }

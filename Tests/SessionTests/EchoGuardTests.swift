@@ -69,5 +69,7 @@ import Testing
         // What is still short of a frame, or held back for the pre-roll, is all that is missing.
         #expect(fed - out < 160 * (EchoGuard.preRollFrames + 1))
         #expect(out > 0)
+        // Let go, it gives back the rest: nothing is lost from the engine's audio clock.
+        #expect(out + guardian.flush().count == fed)
     }
 }
