@@ -10,6 +10,6 @@ struct ParleyLoad: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-load",
         abstract: "Load tests for a parley server on this machine.",
-        subcommands: [HoldCommand.self, VadCommand.self, EchoCommand.self, TurnsCommand.self, CodecCommand.self, CompareCommand.self, VoiceCommand.self, TurnTakingCommand.self, CallsCommand.self, SurviveCommand.self, ReportCommand.self,
+        subcommands: [HoldCommand.self, VadCommand.self, EchoCommand.self, EchoGuardCommand.self, TurnsCommand.self, CodecCommand.self, CompareCommand.self, VoiceCommand.self, TurnTakingCommand.self, CallsCommand.self, SurviveCommand.self, ReportCommand.self,
                       HoldWorkerCommand.self, EchoWorkerCommand.self, TurnsWorkerCommand.self])
 }

@@ -22,9 +22,17 @@ public struct RealtimeEndpoint: Sendable {
     public let limits: SessionLimits
     /// How sessions that ask for it outlive their connection.
     public let resume: ResumeSettings
+    /// Whether a session whose client has not said (`echo_guard`) discounts its replies' echo
+    /// (`--echo-guard`); /twilio calls always do.
+    public let echoGuardByDefault: Bool
+    /// Whether the echo guard cancels (libspeexdsp) before it gates (`--echo-canceller`).
+    public let echoCanceller: Bool
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
-                limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings()) {
+                limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
+                echoCanceller: Bool = true) {
+        self.echoGuardByDefault = echoGuardByDefault
+        self.echoCanceller = echoCanceller
         self.limits = limits
         self.resume = resume
         self.model = model

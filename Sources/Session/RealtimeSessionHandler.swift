@@ -33,6 +33,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
         let options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: allowsOpus, restoring: stored)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
+        driver.echoGuardByDefault = endpoint.echoGuardByDefault
         if let stored {
             driver.restore(stored.items.compactMap { ChatMessage.restoring($0.item) })
         }

@@ -58,6 +58,14 @@ package final class SessionDriver {
     private(set) var socket: (any SessionSocket)?
     private var calls: [String: any ModelCall] = [:]
     private var audio: AudioInput?
+    /// Discounts the reply's echo from the input, for a client without echo cancellation; made
+    /// with the first reply audio of a guarded session, let go with the codec.
+    private var echo: EchoGuard?
+    /// Whether the guard is on for a session whose client has not said (`echo_guard`): the
+    /// server's `--echo-guard` on /v1/realtime and /ws.
+    package var echoGuardByDefault = false
+    /// On whatever the client says: a phone call, whose handset the server cannot count on.
+    package var echoGuardAlways = false
     private var codecCheck: ScheduledTask?
     private var lastAudio: UInt64 = 0
     private var streamClock = AudioStreamClock()
@@ -194,6 +202,7 @@ package final class SessionDriver {
         turnJudgement = nil
         codecCheck?.cancel()
         audio = nil
+        echo = nil
         engine.audioWentIdle()
         self.socket = nil
     }
@@ -239,7 +248,7 @@ package final class SessionDriver {
                 return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
             }
             let due = streamClock.frameArrived(duration: audio!.lastInputNanoseconds, at: arrived)
-            perform(engine.handle(.audio(samples)))
+            perform(engine.handle(.audio(guarded(samples, arrived: arrived))))
             let done = MonotonicClock.nanoseconds()
             metrics.audioFrames.add(1, labels: "result=\"processed\"")
             metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
@@ -252,12 +261,44 @@ package final class SessionDriver {
         }
     }
 
+    // MARK: Echo guard
+
+    var echoGuardOn: Bool { echoGuardAlways || (engine.configuration.echoGuard ?? echoGuardByDefault) }
+
+    /// The rate the engine hears this session's input at: G.711's 8 kHz, or 16 kHz.
+    private var inputRate: Int { engine.configuration.inputAudioFormat.g711Law == nil ? 16_000 : G711.sampleRate }
+
+    private func guarded(_ samples: [Int16], arrived: UInt64) -> [Int16] {
+        guard let echo, let audio else { return samples }
+        guard echoGuardOn, echo.sampleRate == inputRate else {
+            // Turned off (or the input's rate changed): what it held goes on, and its memory goes.
+            self.echo = nil
+            return echo.sampleRate == inputRate ? echo.flush() + samples : samples
+        }
+        let out = echo.process(samples, arrived: arrived, duration: audio.lastInputNanoseconds)
+        let (cancelled, held) = echo.takeCounts()
+        if cancelled > 0 { metrics.echoFrames.add(cancelled, labels: "result=\"cancelled\"") }
+        if held > 0 { metrics.echoFrames.add(held, labels: "result=\"held\"") }
+        return out
+    }
+
+    /// A piece of the reply goes out: the guard's reference, from when the client plays it.
+    private func replyPlayed(_ samples: [Int16], at playsAt: UInt64) {
+        guard echoGuardOn else { return }
+        if echo == nil || echo?.sampleRate != inputRate {
+            echo = EchoGuard(sampleRate: inputRate, now: MonotonicClock.nanoseconds(), cancels: endpoint.echoCanceller)
+            updateAccount()
+        }
+        echo?.reply(samples, playsAt: playsAt)
+    }
+
     /// Lets the codec go once audio has stopped for a while; a later packet makes a new one.
     private func scheduleCodecCheck() {
         codecCheck = socket?.loop.schedule(after: Self.codecIdleSeconds) { [weak self] in
             guard let self else { return }
             if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
                 audio = nil
+                echo = nil
                 codecCheck = nil
                 perform(engine.handle(.audioStopped))
             } else {
@@ -351,11 +392,13 @@ package final class SessionDriver {
             if speechOutputs[at.responseID] == nil {
                 guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
                       let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
+                                                     referenceRate: echoGuardOn ? inputRate : nil,
                                                      send: { [weak self] piece in self?.sendAudio(piece, at) },
                                                      report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }
                 if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
                 output.leadMs = endpoint.speech.replyLeadMs
+                if echoGuardOn { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
                 let stoppedAt = replyTurnStoppedAt
                 replyTurnStoppedAt = nil
                 output.onFirstSentence = { [weak self] in self?.timeline?.mark(.firstSentence, at: MonotonicClock.nanoseconds()) }
@@ -530,6 +573,6 @@ package final class SessionDriver {
     }
 
     private func updateAccount() {
-        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0))
+        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0) + (echo?.stateBytes ?? 0))
     }
 }

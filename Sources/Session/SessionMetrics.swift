@@ -36,6 +36,7 @@ public final class SessionMetrics: Sendable {
     let turnModelFailures: MetricFamily
     /// One histogram a stage of `TurnTimeline`, by its label, all of one family.
     let turnStages: [String: Histogram]
+    let echoFrames: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -88,6 +89,9 @@ public final class SessionMetrics: Sendable {
                               help: "Where a turn's time goes, stage by stage, from the user's last word to the reply's first audio frame written (to its first token for a text reply): end_of_turn, transcription, model_request, first_token, first_sentence, synthesis, first_frame, and the total.",
                               bounds: [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3, 5], labels: label, registry: registry))
         })
+        echoFrames = MetricFamily(name: "parley_echo_guard_frames_total",
+                                  help: "10 ms input frames of echo-guarded sessions during a reply: run through the echo canceller, and held by the gate as the reply's own echo (not speech).",
+                                  labels: ["cancelled", "held"].map { "result=\"\($0)\"" }, registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 

@@ -47,7 +47,8 @@ package final class SpeechOutput {
     private var textEnded = false
     private var audio: [([Int16], Int)] = []
     private var encoding: OffloadTicket?
-    private var queue: [(piece: Piece, ms: Int)] = []
+    /// Each piece with its reference audio (the echo guard's, until it is sent).
+    private var queue: [(piece: Piece, ms: Int, reference: [Int16]?)] = []
     private var queueHead = 0
     /// Where `queue[0]` begins in the reply. Pieces already sent stay queued for `retainedMs`, so
     /// that a listener whose queue was cleared (a carrier's `clear`) can be sent them again.
@@ -74,9 +75,14 @@ package final class SpeechOutput {
     var onFirstSentence: (() -> Void)?
     var onFirstSynthesized: (() -> Void)?
     var onFirstAudio: (() -> Void)?
+    /// For the echo guard: each piece's audio at the session's input rate (`referenceRate`), with
+    /// when the client plays it (by the pace's clock, the listener starting on the first piece).
+    var onPlayed: ((_ samples: [Int16], _ playsAt: UInt64) -> Void)?
 
+    /// `referenceRate`: also keep each piece's audio at this rate, for `onPlayed` (the echo guard's
+    /// reference); nil: none is made.
     init(location: ContentLocation, voice: SpeechVoice, format: RealtimeAudioFormat, synthesizer: any Synthesizer, pool: WorkerPool,
-         loop: EventLoop, send: @escaping (Piece) -> Void, report: @escaping (SpeechOutputEvent) -> Void) throws {
+         loop: EventLoop, referenceRate: Int? = nil, send: @escaping (Piece) -> Void, report: @escaping (SpeechOutputEvent) -> Void) throws {
         self.location = location
         self.voice = voice
         self.format = format
@@ -85,7 +91,7 @@ package final class SpeechOutput {
         self.loop = loop
         self.send = send
         self.report = report
-        encoder = try ReplyEncoder(format: format)
+        encoder = try ReplyEncoder(format: format, referenceRate: referenceRate)
     }
 
     func add(_ piece: String) {
@@ -251,7 +257,7 @@ package final class SpeechOutput {
 
     private func encoded(_ pieces: [ReplyEncoder.Encoded]) {
         encoding = nil
-        for piece in pieces { queue.append((piece.opus.map(Piece.opus) ?? .pcm(piece.base64 ?? ""), piece.ms)) }
+        for piece in pieces { queue.append((piece.opus.map(Piece.opus) ?? .pcm(piece.base64 ?? ""), piece.ms, piece.reference)) }
         pace()
         encodeNext()
         finishIfDone()
@@ -267,6 +273,13 @@ package final class SpeechOutput {
         let allowed = (startedAt.map { Int((MonotonicClock.nanoseconds() &- $0) / 1_000_000) } ?? 0) + leadMs
         while queueHead < queue.count, sentMs < allowed {
             send(queue[queueHead].piece)
+            if let reference = queue[queueHead].reference {
+                // Kept with the pieces kept for sending again (Twilio), whose echo comes again too.
+                if retainedMs == 0 { queue[queueHead].reference = nil }
+                // It plays when the pace's clock reaches it, and never before it is sent.
+                let now = MonotonicClock.nanoseconds()
+                onPlayed?(reference, max(now, (startedAt ?? now) &+ UInt64(sentMs) * 1_000_000))
+            }
             sentMs += queue[queueHead].ms
             queueHead += 1
         }
@@ -315,6 +328,8 @@ final class ReplyEncoder: @unchecked Sendable {
         var opus: [UInt8]?
         var base64: String?
         var ms: Int
+        /// The piece's audio at the echo guard's rate, when one asked.
+        var reference: [Int16]?
     }
 
     /// Samples a second sent, and how many make one piece: Opus packets of 20 ms; pcm16 deltas of
@@ -328,11 +343,15 @@ final class ReplyEncoder: @unchecked Sendable {
     private let opus: OpusEncoder?
     private let law: G711.Law?
     private var resamplers: [Int: Resampler] = [:]
+    /// The echo guard's reference: the sent audio at the session's input rate.
+    private let referenceRate: Int?
+    private let toReference: Resampler?
     private var remainder: [Int16] = []
     private let lock = Mutex(())
 
-    init(format: RealtimeAudioFormat) throws {
+    init(format: RealtimeAudioFormat, referenceRate: Int? = nil) throws {
         law = format.g711Law
+        self.referenceRate = referenceRate
         switch format {
         case .opus:
             rate = 24_000
@@ -348,6 +367,19 @@ final class ReplyEncoder: @unchecked Sendable {
             frameMs = 20
             opus = nil
         }
+        if let referenceRate, referenceRate != rate {
+            toReference = try Resampler(from: rate, to: referenceRate)
+        } else {
+            toReference = nil
+        }
+    }
+
+    /// A frame as the echo guard hears it played: itself when the rates agree, else resampled
+    /// (the resampler's state carries across frames, so the reference is one continuous signal).
+    private func reference(_ chunk: ArraySlice<Int16>) -> [Int16]? {
+        guard referenceRate != nil else { return nil }
+        guard let toReference else { return Array(chunk) }
+        return Array(chunk).withUnsafeBufferPointer { toReference.process($0) }
     }
 
     var hasRemainder: Bool { lock.withLock { _ in !remainder.isEmpty } }
@@ -373,15 +405,15 @@ final class ReplyEncoder: @unchecked Sendable {
                 // One buffer for every frame of this job, then a delta per frame.
                 let bytes = G711.encode(Array(pcm[..<whole]), law)
                 for start in stride(from: 0, to: whole, by: frame) {
-                    out.append(Encoded(base64: Base64.encode(bytes[start..<(start + frame)]), ms: frameMs))
+                    out.append(Encoded(base64: Base64.encode(bytes[start..<(start + frame)]), ms: frameMs, reference: reference(pcm[start..<(start + frame)])))
                 }
             } else {
                 for start in stride(from: 0, to: whole, by: frame) {
                     let chunk = Array(pcm[start..<(start + frame)])
                     if let opus {
-                        if let packet = try? opus.encode(chunk) { out.append(Encoded(opus: packet, ms: frameMs)) }
+                        if let packet = try? opus.encode(chunk) { out.append(Encoded(opus: packet, ms: frameMs, reference: reference(chunk[...]))) }
                     } else {
-                        out.append(Encoded(base64: Base64.encode(PCM.littleEndianBytes(chunk)), ms: frameMs))
+                        out.append(Encoded(base64: Base64.encode(PCM.littleEndianBytes(chunk)), ms: frameMs, reference: reference(chunk[...])))
                     }
                 }
             }

@@ -105,6 +105,9 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         options.configuration = configuration
         let driver = SessionDriver(endpoint: sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
                                    options: options, wire: self)
+        // A phone's echo cancellation (if any) is the handset's, which the server cannot count
+        // on: a speakerphone plays the reply straight into the call's microphone.
+        driver.echoGuardAlways = true
         self.driver = driver
         metrics.callsOpen.add(1)
         driver.open(socket)

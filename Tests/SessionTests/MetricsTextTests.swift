@@ -145,6 +145,10 @@ import Metrics
             # TYPE parley_turn_model_failures_total counter
             parley_turn_model_failures_total{reason="unavailable"} 0
             parley_turn_model_failures_total{reason="timeout"} 0
+            # HELP parley_echo_guard_frames_total 10 ms input frames of echo-guarded sessions during a reply: run through the echo canceller, and held by the gate as the reply's own echo (not speech).
+            # TYPE parley_echo_guard_frames_total counter
+            parley_echo_guard_frames_total{result="cancelled"} 0
+            parley_echo_guard_frames_total{result="held"} 0
 
             """ + session.turnModelTime.render()
         // The stages' family, eight histograms under one HELP, is checked on its own below.
@@ -155,7 +159,7 @@ import Metrics
         for label in TurnTimeline.labels {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{\(label)} 0\n") == true, "\(label)")
         }
-        #expect(families(session.render()).count == 22)
+        #expect(families(session.render()).count == 23)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

@@ -211,6 +211,28 @@ import Testing
         try configuration.apply(try update(#"{"max_output_tokens":"inf"}"#), allowsOpus: false)
         #expect(configuration.maxOutputTokens == nil)
     }
+
+    /// Parley's echo guard extension: read in both shapes, and reported only once a client has
+    /// set it, so that the SDKs' strict models never meet a field the API does not have.
+    @Test func theEchoGuardIsReadInBothShapesAndReportedOnlyOnceSet() throws {
+        var configuration = SessionConfiguration()
+        for dialect in [Dialect.ga, .beta] {
+            let text = "\(SessionInfo(id: "sess_1", model: "m", configuration: configuration).json(dialect: dialect))"
+            #expect(!text.contains("echo_guard"))
+        }
+        try configuration.apply(try update(#"{"audio":{"input":{"echo_guard":true}}}"#), allowsOpus: false)
+        #expect(configuration.echoGuard == true)
+        let info = SessionInfo(id: "sess_1", model: "m", configuration: configuration)
+        #expect(info.json(dialect: .ga)["audio"]?["input"]?["echo_guard"]?.bool == true)
+        #expect(info.json(dialect: .beta)["input_audio_echo_guard"]?.bool == true)
+        try configuration.apply(try update(#"{"input_audio_echo_guard":false}"#), allowsOpus: false)
+        #expect(configuration.echoGuard == false)
+        // An update that does not mention it leaves it as it was.
+        try configuration.apply(try update(#"{"instructions":"Hi."}"#), allowsOpus: false)
+        #expect(configuration.echoGuard == false)
+        #expect(rejection(#"{"audio":{"input":{"echo_guard":"yes"}}}"#)?.param == "session.audio.input.echo_guard")
+        #expect(rejection(#"{"input_audio_echo_guard":1}"#) != nil)
+    }
 }
 
 /// `audio.output.speed` (GA) and `speed` (beta): parsed within the API's 0.25 to 1.5, kept, and

@@ -29,6 +29,12 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// The functions the model may call, shared among sessions that declare the same ones.
     public var tools: ToolSet?
     public var toolChoice: ToolChoice = .auto
+    /// Parley's echo guard (`audio.input.echo_guard`, or the beta's `input_audio_echo_guard`): the
+    /// client plays replies with no echo cancellation of its own, so the server discounts the
+    /// reply's audio from what it hears (`EchoGuard`). nil: the client has not said, and the
+    /// endpoint's default holds (on for /twilio, the server's `--echo-guard` for the others); only
+    /// then is the field left out of `session.created` and `session.updated`.
+    public var echoGuard: Bool?
 
     public init() {}
 
@@ -79,6 +85,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         }
         if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
         if let choice = update.toolChoice { next.toolChoice = choice }
+        if let guarded = update.echoGuard { next.echoGuard = guarded }
         if update.tools != nil || update.toolChoice != nil {
             try ToolsField.check(next.toolChoice, against: next.tools, param: "session.tool_choice")
         }

@@ -42,7 +42,7 @@ public struct SessionInfo: Sendable, Equatable {
                         ("transcription", transcription),
                         ("noise_reduction", .null),
                         ("turn_detection", turnDetection),
-                    ])),
+                    ] + echoGuard(c, "echo_guard"))),
                     ("output", .object([
                         ("format", c.outputAudioFormat.json(dialect: dialect)),
                         ("voice", .string(c.voice)),
@@ -66,7 +66,13 @@ public struct SessionInfo: Sendable, Equatable {
                 ("tool_choice", c.toolChoice.json),
                 ("temperature", .number(0.8)),
                 ("max_response_output_tokens", maxTokens),
-            ])
+            ] + echoGuard(c, "input_audio_echo_guard"))
         }
+    }
+
+    /// The echo guard extension, only once a client has set it: clients that do not know it (the
+    /// SDKs, whose models are strict) never see a field the API does not have.
+    private func echoGuard(_ c: SessionConfiguration, _ key: String) -> [(String, JSON)] {
+        c.echoGuard.map { [(key, .bool($0))] } ?? []
     }
 }

@@ -65,6 +65,8 @@ public struct SessionUpdate: Sendable, Equatable {
     /// The functions the model may call (an empty set removes them all).
     public var tools: ToolSet?
     public var toolChoice: ToolChoice?
+    /// Parley's echo guard extension: `input_audio_echo_guard` (beta), `audio.input.echo_guard` (GA).
+    public var echoGuard: Bool?
     /// Where the formats were given, for an error that names the field.
     var inputAudioFormatParam = "session.input_audio_format"
     var outputAudioFormatParam = "session.output_audio_format"
@@ -103,6 +105,7 @@ public struct SessionUpdate: Sendable, Equatable {
         if let ga = try tokenLimit(session, "max_output_tokens") { update.maxOutputTokens = ga }
         update.tools = try ToolsField.tools(session)
         update.toolChoice = try ToolsField.choice(session)
+        update.echoGuard = try session.bool("input_audio_echo_guard")
 
         if let audio = try session.object("audio") {
             if let input = try audio.object("input") {
@@ -111,6 +114,7 @@ public struct SessionUpdate: Sendable, Equatable {
                     update.inputAudioFormatParam = input.name("format")
                 }
                 if let change = try turnDetection(input) { update.turnDetection = change }
+                if let guarded = try input.bool("echo_guard") { update.echoGuard = guarded }
             }
             if let output = try audio.object("output") {
                 if let format = try format(output, "format") {

@@ -1,0 +1,117 @@
+import Codec
+import Glibc
+import JSON
+import Loop
+import Models
+import Server
+import Session
+import Speech
+import Telephony
+import Testing
+import TestSupport
+
+/// A speakerphone on /twilio: the caller's phone plays the greeting and its microphone hears it
+/// 150 ms later at -10 dB over a room's noise, sent back as Twilio does (20 ms µ-law `media`, each
+/// `mark` echoed once the audio before it has played). The echo guard is always on for calls:
+/// the greeting must play to its end with no `clear` (a pause); a caller who says "wait, actually
+/// I meant Paris" over it (espeak-ng, two voices) must still pause it. (With the guard switched
+/// off in TwilioCallHandler, the same echo sent 4 `clear`s and cut the greeting at 1.7 s.)
+@Suite(.serialized) struct TwilioEchoGuardTests {
+    static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
+        + "Nobody on board knew how far the wind would carry them."
+    static let leak = 0.316 // -10 dB
+    static let delay = 8 * 150 // 150 ms at 8 kHz
+
+    enum Played { case audio([Int16]), mark(String) }
+
+    @Test(arguments: [(nil, "en-us"), ("wait, actually I meant Paris", "en-us"), ("wait, actually I meant Paris", "en-gb+f3")] as [(String?, String)])
+    func aSpeakerphoneHearingTheGreeting(utterance: String?, voice: String) throws {
+        let pool = try WorkerPool(name: "test-twilio-echo", threads: 2, queueLimit: 64)
+        defer { pool.stop() }
+        let speech = SpeechServices(transcriber: nil, synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            var settings = TwilioEndpoint.Settings()
+            settings.greeting = Self.story
+            TwilioEndpoint(sessions: RealtimeEndpoint(model: BuiltinModel(), modelName: "test", speech: speech), settings: settings).install(on: &routes)
+        })
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/twilio").status == 101)
+        try client.send(TestClient.frame(0x1, Array(#"{"event":"start","start":{"streamSid":"MZ1","callSid":"CA1","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}}}"#.utf8)))
+        var timeout = timeval(tv_sec: 0, tv_usec: 5_000)
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+
+        let noise = try WAVFile.read(path: try SpeechVectors.pinkNoise(seconds: 40, rate: 8_000, volume: 0.01)).samples
+        var user: [Int16] = []
+        if let utterance {
+            let wav = try WAVFile.read(path: try SpeechVectors.wav(utterance, voice: voice))
+            user = try Resampler(from: wav.sampleRate, to: 8_000).process(wav.samples)
+        }
+        var queue: [Played] = []   // what the phone has yet to play
+        var speaker: [Int16] = []  // what it played, 20 ms a tick
+        var payloads = 0, clears = 0
+        var firstMedia: Int?, lastMedia = 0, userStart: Int?
+        let start = MonotonicClock.nanoseconds()
+        var tick = 1
+        while tick < 1_500 {
+            let due = start + UInt64(tick) * 20_000_000
+            // What the server sent, until this tick is due.
+            repeat {
+                guard let received = try? client.readFrame() else { continue }
+                let message = try JSON(parsing: String(decoding: received.payload, as: UTF8.self))
+                switch message["event"]?.string {
+                case "media":
+                    if firstMedia == nil { firstMedia = tick }
+                    lastMedia = tick
+                    payloads += 1
+                    let bytes = Base64.decode(Array((message["media"]?["payload"]?.string ?? "").utf8)) ?? []
+                    queue.append(.audio(G711.decode(bytes, .muLaw)))
+                case "mark": queue.append(.mark(message["mark"]?["name"]?.string ?? ""))
+                case "clear":
+                    // Twilio drops what it had yet to play and echoes the marks in it.
+                    clears += 1
+                    for case .mark(let name) in queue { try echo(name, client) }
+                    queue = []
+                default: break
+                }
+            } while MonotonicClock.nanoseconds() < due
+            // The loudspeaker plays the next 20 ms, and the marks after it are echoed.
+            var played = [Int16](repeating: 0, count: 160)
+            if case .audio(let samples) = queue.first {
+                played = samples + [Int16](repeating: 0, count: max(0, 160 - samples.count))
+                queue.removeFirst()
+            }
+            while case .mark(let name) = queue.first {
+                try echo(name, client)
+                queue.removeFirst()
+            }
+            speaker += played.prefix(160)
+            // A second into the greeting, the caller speaks.
+            if utterance != nil, userStart == nil, let firstMedia, tick - firstMedia >= 50 { userStart = tick * 160 }
+            let from = (tick - 1) * 160
+            let mic = (0..<160).map { i -> Int16 in
+                let t = from + i
+                let echo = t >= Self.delay && t - Self.delay < speaker.count ? Double(speaker[t - Self.delay]) * Self.leak : 0
+                let said = userStart.map { t >= $0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
+                return Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
+            }
+            try client.send(TestClient.frame(0x1, Array(#"{"event":"media","streamSid":"MZ1","media":{"track":"inbound","payload":"\#(Base64.encode(G711.encode(mic, .muLaw)))"}}"#.utf8)))
+            // Done: a second after the last media, with nothing left to play.
+            if firstMedia != nil, queue.isEmpty, tick - lastMedia > 50, utterance == nil || userStart.map({ tick * 160 - $0 > user.count + 8_000 }) == true { break }
+            tick += 1
+        }
+        let label = "\(utterance ?? "echo only") (\(voice))"
+        print("/twilio \(label): \(payloads) payloads (\(payloads * 20) ms), \(clears) clear")
+        if utterance == nil {
+            #expect(clears == 0, "the greeting's own echo paused it")
+            // The whole greeting was sent: about 0.4 s a word at espeak-ng's pace.
+            #expect(payloads * 20 > Self.story.split(separator: " ").count * 250, "\(payloads * 20) ms")
+            #expect((server.metric("parley_echo_guard_frames_total{result=\"held\"}") ?? 0) > 0)
+        } else {
+            #expect(clears >= 1, "\(label): the caller's speech did not pause the greeting")
+        }
+    }
+
+    private func echo(_ name: String, _ client: TestClient) throws {
+        try client.send(TestClient.frame(0x1, Array(#"{"event":"mark","streamSid":"MZ1","mark":{"name":"\#(name)"}}"#.utf8)))
+    }
+}
