@@ -83,18 +83,8 @@ import Glibc
 
     @Test(arguments: Self.cases)
     func aReplyLeakingIntoTheMicrophone(guarded: Bool, utterance: String?, voice: String, silero: Bool, telephone: Bool) throws {
-        let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
+        let (server, pool) = try InterruptionEndToEndTests.storyServer(silero: silero)
         defer { pool.stop() }
-        var vad: (any VoiceActivityModel)?
-        if silero {
-            let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
-            vad = model
-        }
-        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
-                                    voiceActivity: vad)
-        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
-            RealtimeEndpoint(model: FixedReplyModel(reply: InterruptionEndToEndTests.story), modelName: "test", speech: speech).install(on: &routes)
-        })
         let client = try server.client()
         #expect(try client.upgrade(path: "/ws").status == 101)
         let created = try client.readEvents(until: "session.created").events.last

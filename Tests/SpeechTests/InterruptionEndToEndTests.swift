@@ -31,6 +31,23 @@ import Glibc
         ("stop", "en-us", true, "/ws", true), ("wait, actually I meant Paris", "en-gb+f3", true, "/ws", true),
     ]
 
+    /// A server whose agent tells `story`, heard by pocketsphinx and the energy detector or Silero,
+    /// spoken by espeak-ng; the pool is the caller's to stop.
+    static func storyServer(silero: Bool) throws -> (TestServer, WorkerPool) {
+        let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
+        var vad: (any VoiceActivityModel)?
+        if silero {
+            let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+            vad = model
+        }
+        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
+                                    voiceActivity: vad)
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech).install(on: &routes)
+        })
+        return (server, pool)
+    }
+
     func send(_ samples: [Int16], _ client: TestClient, paced: Bool) throws {
         for start in stride(from: 0, to: samples.count, by: 2_400) {
             let chunk = Array(samples[start..<min(samples.count, start + 2_400)])
@@ -42,18 +59,8 @@ import Glibc
 
     @Test(arguments: Self.cases)
     func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool, path: String, silero: Bool) throws {
-        let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
+        let (server, pool) = try Self.storyServer(silero: silero)
         defer { pool.stop() }
-        var vad: (any VoiceActivityModel)?
-        if silero {
-            let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
-            vad = model
-        }
-        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
-                                    voiceActivity: vad)
-        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
-            RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech).install(on: &routes)
-        })
         let client = try server.client()
         #expect(try client.upgrade(path: path).status == 101)
         _ = try client.readEvents(until: "session.created")

@@ -26,17 +26,8 @@ import TestSupport
 
     @Test(arguments: [(nil, "en-us"), ("wait, actually I meant Paris", "en-us"), ("wait, actually I meant Paris", "en-gb+f3")] as [(String?, String)])
     func aSpeakerphoneHearingTheGreeting(utterance: String?, voice: String) throws {
-        let pool = try WorkerPool(name: "test-twilio-echo", threads: 2, queueLimit: 64)
+        let (server, client, pool) = try TwilioPauseTests.greetedCall(greeting: Self.story)
         defer { pool.stop() }
-        let speech = SpeechServices(transcriber: nil, synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
-        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
-            var settings = TwilioEndpoint.Settings()
-            settings.greeting = Self.story
-            TwilioEndpoint(sessions: RealtimeEndpoint(model: BuiltinModel(), modelName: "test", speech: speech), settings: settings).install(on: &routes)
-        })
-        let client = try server.client()
-        #expect(try client.upgrade(path: "/twilio").status == 101)
-        try client.send(TestClient.frame(0x1, Array(#"{"event":"start","start":{"streamSid":"MZ1","callSid":"CA1","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}}}"#.utf8)))
         var timeout = timeval(tv_sec: 0, tv_usec: 5_000)
         setsockopt(client.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
 

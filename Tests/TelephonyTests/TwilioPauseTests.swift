@@ -16,18 +16,25 @@ import TestSupport
     static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
         + "Nobody on board knew how far the wind would carry them."
 
-    @Test func aShortSoundPausesTheReplyWithAClearAndTheResendStartsWhereTheCallerStopped() throws {
+    /// A /twilio call whose greeting is `greeting`, spoken by espeak-ng, started (`start` sent) on
+    /// a test server; the pool is the caller's to stop.
+    static func greetedCall(greeting: String) throws -> (TestServer, TestClient, WorkerPool) {
         let pool = try WorkerPool(name: "test-twilio-speech", threads: 2, queueLimit: 64)
-        defer { pool.stop() }
         let speech = SpeechServices(transcriber: nil, synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
             var settings = TwilioEndpoint.Settings()
-            settings.greeting = Self.story
+            settings.greeting = greeting
             TwilioEndpoint(sessions: RealtimeEndpoint(model: BuiltinModel(), modelName: "test", speech: speech), settings: settings).install(on: &routes)
         })
         let client = try server.client()
         #expect(try client.upgrade(path: "/twilio").status == 101)
         try client.send(TestClient.frame(0x1, Array(#"{"event":"start","start":{"streamSid":"MZ1","callSid":"CA1","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}}}"#.utf8)))
+        return (server, client, pool)
+    }
+
+    @Test func aShortSoundPausesTheReplyWithAClearAndTheResendStartsWhereTheCallerStopped() throws {
+        let (server, client, pool) = try Self.greetedCall(greeting: Self.story)
+        defer { pool.stop() }
         var timeout = timeval(tv_sec: 0, tv_usec: 10_000)
         setsockopt(client.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
 
