@@ -1,3 +1,4 @@
+import CLinux
 import Codec
 import JSON
 import Loop
@@ -121,10 +122,12 @@ final class RealtimeSpeaker: @unchecked Sendable {
     }
 
     private func write(_ bytes: [UInt8]) throws {
+        // A server that reset must give EPIPE here, not kill the process.
+        let flags = Int32(MSG_NOSIGNAL)
         try writing.withLock { _ in
             var offset = 0
             while offset < bytes.count {
-                let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, flags) }
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { throw Failure(description: "send: \(SystemError.reason(errno))") }
                 offset += n
