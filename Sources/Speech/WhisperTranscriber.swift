@@ -12,8 +12,13 @@ public struct WhisperTranscriber: Transcriber {
     public let name = "whisper-tiny.en"
     let status: SpeechHelperStatus
 
-    /// How much new audio brings a new partial decode (one at a time per turn).
+    /// How much new audio brings a new partial decode (one at a time per turn): 0.3 s while the
+    /// turn is young, so a short "mm-hmm" over a reply is known for a backchannel before it has
+    /// lasted the 500 ms that would make it a barge-in; 0.6 s once it is past `youngSeconds`,
+    /// where each decode reads more audio and a partial matters less.
     static let partialEverySeconds = 0.6
+    static let youngPartialEverySeconds = 0.3
+    static let youngSeconds = 1.5
     /// Whisper reads 30 s windows; a longer turn sends its last 30 s (1 MiB frames hold 32 s).
     static let maxSeconds = 30
     /// A decode of 10 s of audio takes about a second on this machine's busy cores; past 10 s the
@@ -51,7 +56,9 @@ final class WhisperTranscription: TranscriptionSession {
     func append(_ more: [Int16]) {
         guard !over, !finishing else { return }
         samples += more
-        if inFlight == nil, samples.count - (decoded?.upTo ?? 0) >= Int(WhisperTranscriber.partialEverySeconds * Double(sampleRate)) {
+        let young = samples.count < Int(WhisperTranscriber.youngSeconds * Double(sampleRate))
+        let every = young ? WhisperTranscriber.youngPartialEverySeconds : WhisperTranscriber.partialEverySeconds
+        if inFlight == nil, samples.count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate)) {
             decode(final: false)
         }
     }

@@ -71,3 +71,23 @@ import Testing
         #expect(ReplyInterruption.count(text) == (words, backchannels))
     }
 }
+
+/// With a recogniser: a speech nothing has been recognised of yet waits for its words up to twice
+/// the duration; a recognised backchannel still vetoes, a word still barges in at once.
+@Suite struct ReplyInterruptionWithWordsTests {
+    @Test func unrecognisedSpeechWaitsForWordsUpToTwiceTheDuration() throws {
+        let (started, decision) = ReplyInterruption.speechStarted(during: .spoken, interruptResponse: true, settings: .init(), expectsWords: true)
+        var machine = try #require(started)
+        #expect(decision == .pause)
+        #expect(machine.heard(speechMs: 600) == nil)
+        #expect(machine.heard(speechMs: 1_000) == .bargeIn)
+        #expect(machine.recognised("stop") == .bargeIn)
+    }
+
+    @Test func aRecognisedBackchannelStillVetoesTheDuration() throws {
+        var machine = try #require(ReplyInterruption.speechStarted(during: .spoken, interruptResponse: true, settings: .init(), expectsWords: true).0)
+        #expect(machine.recognised("Mm-hmm.") == nil)
+        #expect(machine.heard(speechMs: 1_500) == nil)
+        #expect(machine.speechStopped() == .resume(.backchannel))
+    }
+}

@@ -8,7 +8,11 @@
 /// first pauses the reply; it becomes a barge-in once it has lasted `minDurationMs` or once the
 /// recogniser has heard `minWords` words that are not backchannels. A recognised backchannel
 /// vetoes the duration rule (a long "mm-hmm" is still a backchannel); a speech that ends before
-/// either rule fires resumes the reply where it paused.
+/// either rule fires resumes the reply where it paused. With a recogniser whose words come in
+/// hundreds of milliseconds (Whisper decodes every 0.3 s), a speech of which nothing is recognised
+/// yet gets as long again for its words before its duration alone makes it a barge-in: measured on
+/// `make bench-turns`, "mm hmm" (0.5 to 0.8 s in four voices) otherwise passed 500 ms before its
+/// words came. The reply stays paused meanwhile, so the user is not talked over.
 public struct ReplyInterruption: Sendable, Equatable {
     /// The session's settings (a Parley extension under `turn_detection`: `interruption`).
     public struct Settings: Sendable, Equatable {
@@ -59,23 +63,29 @@ public struct ReplyInterruption: Sendable, Equatable {
     }
 
     public let settings: Settings
+    /// Whether a recogniser follows the speech, so words may yet decide it.
+    public let expectsWords: Bool
     /// Words recognised so far: real ones, and backchannels.
     public private(set) var words = 0
     public private(set) var backchannels = 0
 
-    private init(settings: Settings) { self.settings = settings }
+    private init(settings: Settings, expectsWords: Bool) {
+        self.settings = settings
+        self.expectsWords = expectsWords
+    }
 
     /// Speech started while `reply` was in progress. Returns the machine that now holds the pause
     /// (nil unless the decision is `.pause`) and the decision (nil: nothing to do).
     /// `interruptResponse` false means the reply is never interrupted, and so never paused.
-    public static func speechStarted(during reply: Reply, interruptResponse: Bool, settings: Settings) -> (ReplyInterruption?, Decision?) {
+    public static func speechStarted(during reply: Reply, interruptResponse: Bool, settings: Settings,
+                                     expectsWords: Bool = false) -> (ReplyInterruption?, Decision?) {
         guard interruptResponse else { return (nil, nil) }
         switch reply {
         case .none: return (nil, nil)
         case .text: return (nil, .bargeIn)
         case .spoken:
             if settings.minDurationMs == 0 { return (nil, .bargeIn) }
-            return (ReplyInterruption(settings: settings), .pause)
+            return (ReplyInterruption(settings: settings, expectsWords: expectsWords), .pause)
         }
     }
 
@@ -84,6 +94,8 @@ public struct ReplyInterruption: Sendable, Equatable {
         guard speechMs >= settings.minDurationMs else { return nil }
         // Words heard and every one a backchannel: a long "mm-hmm" is still one.
         if backchannels > 0 && words == 0 { return nil }
+        // Nothing recognised yet, and words may still come: wait for them up to twice the duration.
+        if expectsWords && settings.minWords > 0 && words == 0 && speechMs < 2 * settings.minDurationMs { return nil }
         return .bargeIn
     }
 

@@ -568,7 +568,7 @@ public struct SessionEngine: Sendable {
         let reply: ReplyInterruption.Reply = response.map { $0.speaks ? .spoken : .text } ?? .none
         let settings = configuration.turnDetection ?? ServerVAD()
         let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: settings.interruptResponse,
-                                                                  settings: settings.interruption)
+                                                                  settings: settings.interruption, expectsWords: transcribes)
         if decision == .pause, let response {
             // Not yet a turn: no event until it is confirmed, since clients flush their playback
             // on `speech_started`. The reply's audio is held, the response stays alive.
