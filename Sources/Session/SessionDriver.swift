@@ -322,6 +322,7 @@ package final class SessionDriver {
                 calls[id] = BuiltinModel.scripted(scriptedReply ?? "", on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
                 scriptedReply = nil
             case .startModel(let id, let messages, let options):
+                if timeline?.has(.modelRequest) == false { timeline?.responseID = id }
                 timeline?.mark(.modelRequest, at: MonotonicClock.nanoseconds())
                 let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
                 calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
@@ -357,7 +358,7 @@ package final class SessionDriver {
             guard case .output(let callID, _) = item.function, let index = callsOut.firstIndex(where: { $0.callID == callID }) else { break }
             metrics.toolTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- callsOut[index].at)
             callsOut.remove(at: index)
-        case .speechStopped(let audioEndMs, _):
+        case .speechStopped(let audioEndMs, let itemID):
             let now = MonotonicClock.nanoseconds()
             speechStoppedAt = now
             turnEndedAtMs = audioEndMs
@@ -366,6 +367,7 @@ package final class SessionDriver {
             var turn = TurnTimeline()
             turn.mark(.lastWord, at: now &- UInt64(max(0, engine.audioMs - audioEndMs)) * 1_000_000)
             turn.mark(.turnEnd, at: now)
+            turn.itemID = itemID
             timeline = turn
         case .speechStarted(let audioStartMs, _):
             // audio_start_ms is the speech's onset less the prefix padding (at 0 at the least), so
@@ -449,6 +451,7 @@ package final class SessionDriver {
         guard let turn = timeline else { return }
         timeline = nil
         for (label, seconds) in turn.stageSeconds() { metrics.turnStages[label]?.observe(seconds: seconds) }
+        if engine.configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
     }
 
     // MARK: End of turn

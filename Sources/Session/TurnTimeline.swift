@@ -23,9 +23,13 @@ struct TurnTimeline: Sendable {
         ("first_token", .modelRequest, .firstToken), ("first_sentence", .firstToken, .firstSentence), ("synthesis", .firstSentence, .firstAudio),
         ("first_frame", .firstAudio, .firstFrame),
     ]
-    static let labels = stages.map { "stage=\"\($0.name)\"" } + ["stage=\"total\""]
+    static let names = stages.map(\.name) + ["total"]
+    static let labels = names.map { "stage=\"\($0)\"" }
 
     private var marks = [UInt64?](repeating: nil, count: Mark.allCases.count)
+    /// The turn's item and the response that answered it, for `parley.turn.timeline`.
+    var itemID = ""
+    var responseID: String?
 
     /// Marks `mark` at `nanoseconds`, once: a later call (a second sentence, a second token) keeps
     /// the first.
@@ -39,15 +43,26 @@ struct TurnTimeline: Sendable {
     /// mark before its end (so a turn without a transcript measures `model_request` from the
     /// turn's end), and `total` from the last word to the last mark.
     func stageSeconds() -> [(label: String, seconds: Double)] {
-        var out: [(String, Double)] = []
+        stages().map { (Self.labels[$0.index], $0.seconds) }
+    }
+
+    /// The stages marked, each by its place in `names`.
+    func stages() -> [(index: Int, seconds: Double)] {
+        var out: [(Int, Double)] = []
         for (index, stage) in Self.stages.enumerated() {
             guard let end = marks[stage.to.rawValue],
                   let start = marks[...stage.from.rawValue].reversed().compactMap({ $0 }).first else { continue }
-            out.append((Self.labels[index], Double(Int64(bitPattern: end &- start)) / 1e9))
+            out.append((index, Double(Int64(bitPattern: end &- start)) / 1e9))
         }
         if let first = marks[Mark.lastWord.rawValue], let last = marks.compactMap({ $0 }).max() {
-            out.append((Self.labels.last!, Double(Int64(bitPattern: last &- first)) / 1e9))
+            out.append((Self.names.count - 1, Double(Int64(bitPattern: last &- first)) / 1e9))
         }
         return out
+    }
+
+    /// What `parley.turn.timeline` says, for a session that asked for it.
+    var eventKind: ServerEvent.Kind {
+        .turnTimeline(itemID: itemID, responseID: responseID,
+                      stages: stages().map { TurnStage(name: Self.names[$0.index], milliseconds: Int(($0.seconds * 1000).rounded())) })
     }
 }

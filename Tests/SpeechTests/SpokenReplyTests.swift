@@ -74,6 +74,35 @@ import Glibc
         for stage in ["end_of_turn", "transcription", "model_request", "first_token", "first_sentence", "synthesis", "first_frame", "total"] {
             #expect((server.metric("parley_turn_stage_seconds_count{stage=\"\(stage)\"}") ?? 0) >= 1, "\(stage)")
         }
+        // Not asked for, never sent.
+        #expect(!types.contains("parley.turn.timeline"))
+    }
+
+    /// A session whose `include` names `parley.turn.timeline` gets each turn's stages, in order,
+    /// adding up to the total.
+    @Test func aSessionThatAsksGetsEachTurnsTimeline() throws {
+        let (server, pool) = try server()
+        defer { pool.stop() }
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/ws").status == 101)
+        _ = try read(until: "session.created", client)
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"include":["parley.turn.timeline"]}}"#.utf8)))
+        _ = try read(until: "session.updated", client)
+        for packet in try spokenPackets() {
+            try client.send(TestClient.frame(0x2, packet))
+            usleep(20_000)
+        }
+        let events = try read(until: "parley.turn.timeline", client).events
+        let timeline = try #require(events.last)
+        let stopped = events.first { $0["type"]?.string == "input_audio_buffer.speech_stopped" }
+        #expect(timeline["item_id"]?.string == stopped?["item_id"]?.string)
+        let stages = timeline["stages_ms"]?.object ?? []
+        #expect(stages.map(\.0) == ["end_of_turn", "transcription", "model_request", "first_token", "first_sentence", "synthesis", "first_frame", "total"], "\(stages)")
+        let parts = stages.dropLast().compactMap { $0.1.int }.reduce(0, +)
+        let total = stages.last?.1.int ?? -1
+        // Each stage is rounded to a millisecond on its own.
+        #expect(abs(parts - total) <= 7, "\(stages)")
+        #expect(stages.allSatisfy { ($0.1.int ?? -1) >= 0 })
     }
 
     @Test func theRealtimeEndpointAnswersInPCM16WhenAskedForAudio() throws {

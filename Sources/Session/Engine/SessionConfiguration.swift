@@ -20,6 +20,10 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var speed = 1.0
     /// The API's range for `speed`.
     public static let speedRange = 0.25...1.5
+    /// Parley's extension: after each turn, a `parley.turn.timeline` event with its stages, for a
+    /// session whose `include` names it (clients that do not ask never see the event).
+    public var includesTimeline = false
+    public static let timelineInclude = "parley.turn.timeline"
     public var inputAudioFormat: RealtimeAudioFormat = .pcm16
     public var outputAudioFormat: RealtimeAudioFormat = .pcm16
     /// nil: the client commits turns itself (`input_audio_buffer.commit`, then `response.create`).
@@ -53,6 +57,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let modalities = update.outputModalities { next.outputModalities = modalities }
         if let voice = update.voice { next.voice = voice }
         if let speed = update.speed { next.speed = speed }
+        if let timeline = update.includesTimeline { next.includesTimeline = timeline }
         if let format = update.inputAudioFormat { next.inputAudioFormat = format }
         if let format = update.outputAudioFormat { next.outputAudioFormat = format }
         switch update.turnDetection {

@@ -1081,7 +1081,12 @@ public struct SessionEngine: Sendable {
     }
 
     private mutating func emit(_ kind: ServerEvent.Kind) {
-        outbox.append(.send(ServerEvent(eventID: ids.make("event"), kind)))
+        outbox.append(.send(makeEvent(kind)))
+    }
+
+    /// An event with the session's next id, for what the driver reports itself (a turn's timeline).
+    public mutating func makeEvent(_ kind: ServerEvent.Kind) -> ServerEvent {
+        ServerEvent(eventID: ids.make("event"), kind)
     }
 
     private mutating func emitError(_ type: EventError.Kind, _ code: String, _ message: String, _ event: ClientEvent) {

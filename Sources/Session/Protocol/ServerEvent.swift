@@ -59,6 +59,9 @@ public struct ServerEvent: Sendable, Equatable {
         case replyPaused(responseID: String)
         /// Parley's, on /ws only: the paused reply goes on; `reason` is `backchannel` or `short`.
         case replyResumed(responseID: String, reason: String)
+        /// Parley's, only to a session that asked (`include: ["parley.turn.timeline"]`): where the
+        /// last turn's time went, stage by stage, in milliseconds (see `TurnTimeline`).
+        case turnTimeline(itemID: String, responseID: String?, stages: [TurnStage])
     }
 
     /// Fresh for every event, as in the Realtime API.

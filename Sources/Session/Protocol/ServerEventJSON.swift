@@ -61,6 +61,7 @@ extension ServerEvent {
         case .sessionResumed: return "session.resumed"
         case .replyPaused: return "parley.response.paused"
         case .replyResumed: return "parley.response.resumed"
+        case .turnTimeline: return "parley.turn.timeline"
         }
     }
 
@@ -118,6 +119,9 @@ extension ServerEvent {
             members.append(("response_id", .string(responseID)))
         case .replyResumed(let responseID, let reason):
             members += [("response_id", .string(responseID)), ("reason", .string(reason))]
+        case .turnTimeline(let itemID, let responseID, let stages):
+            members += [("item_id", .string(itemID)), ("response_id", responseID.map(JSON.string) ?? .null),
+                        ("stages_ms", .object(stages.map { ($0.name, .int($0.milliseconds)) }))]
         case .error(let error):
             members.append(("error", error.json))
         case .resumeToken(let token, let graceSeconds, let lastSeq):

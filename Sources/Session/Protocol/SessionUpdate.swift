@@ -58,6 +58,8 @@ public struct SessionUpdate: Sendable, Equatable {
     public var voice: String?
     /// `audio.output.speed` (GA) or `speed` (beta): how fast replies are spoken, 0.25 to 1.5.
     public var speed: Double?
+    /// `include` named `parley.turn.timeline`: the session wants each turn's stage timings.
+    public var includesTimeline: Bool?
     public var inputAudioFormat: RealtimeAudioFormat?
     public var outputAudioFormat: RealtimeAudioFormat?
     public var turnDetection: TurnDetectionChange?
@@ -104,6 +106,10 @@ public struct SessionUpdate: Sendable, Equatable {
         update.maxOutputTokens = try tokenLimit(session, "max_response_output_tokens")
         if let ga = try tokenLimit(session, "max_output_tokens") { update.maxOutputTokens = ga }
         update.tools = try ToolsField.tools(session)
+        if let include = try session.array("include") {
+            // The API's own values are accepted and ignored; Parley's one is a request for its timeline.
+            update.includesTimeline = include.contains { $0.string == SessionConfiguration.timelineInclude }
+        }
         update.toolChoice = try ToolsField.choice(session)
         update.echoGuard = try session.bool("input_audio_echo_guard")
 
