@@ -180,7 +180,9 @@ class Tab:
         noticeShown: document.getElementById('notice')?.checkVisibility(),
         keyInAddress: location.hash.includes('key='),
         user: [...document.querySelectorAll('.turn.user .text')].map(e => e.textContent),
-        agent: [...document.querySelectorAll('.turn.agent .text')].map(e => e.textContent)})"""
+        agent: [...document.querySelectorAll('.turn.agent .text')].map(e => e.textContent),
+        timeline: document.getElementById('timelineText')?.textContent,
+        timelineBars: document.querySelectorAll('#timeline span').length})"""
 
     def __init__(self, tools: DevTools, url: str) -> None:
         self.tools = tools
@@ -212,10 +214,12 @@ class Tab:
 
 
 def talked(seen: dict) -> bool:
-    """The spoken turn went through: the page shows the user's words and a reply."""
+    """The spoken turn went through: the page shows the user's words, a reply, and the turn's
+    timeline (parley.turn.timeline, which the page asks for) drawn as its stages."""
     heard = any("weather" in text.lower() for text in seen.get("user", []))
     answered = any(len(text.strip()) > 5 for text in seen.get("agent", []))
-    return heard and answered and not seen.get("keyInAddress")
+    timeline = (seen.get("timeline") or "").startswith("Last turn") and seen.get("timelineBars", 0) >= 4
+    return heard and answered and timeline and not seen.get("keyInAddress")
 
 
 def shows(seen: dict, words: str) -> bool:
@@ -354,7 +358,7 @@ def main() -> int:
                 report(f"e2e: FAIL: {name}: the page threw {threw}")
                 failed = True
             elif passed is talked:
-                report(f"e2e: PASS: {name}: the page heard {seen[name]['user']!r} and showed the reply {seen[name]['agent'][0][:80]!r}")
+                report(f"e2e: PASS: {name}: the page heard {seen[name]['user']!r} and showed the reply {seen[name]['agent'][0][:80]!r}; {seen[name]['timeline']!r}")
             else:
                 report(f"e2e: PASS: {name}: the page showed {seen[name]['state']!r}, {seen[name]['notice']!r}")
         if failed:

@@ -40,6 +40,9 @@ enum ClientPage {
       form { display: flex; gap: .5em; margin-top: .8em; }
       input[type=text] { flex: 1; font: inherit; padding: .45em; border-radius: .4em; border: 1px solid #cbd5e1; }
       label { color: var(--muted); }
+      #timeline { display: flex; height: 1.4em; margin: .6em 0 0; font-size: .75em; color: #fff; border-radius: .3em; overflow: hidden; }
+      #timeline span { display: flex; align-items: center; justify-content: center; white-space: nowrap; overflow: hidden; min-width: 2px; }
+      #timelineText { color: var(--muted); font-size: .85em; min-height: 1.2em; }
     </style>
     <main>
       <h1>Parley</h1>
@@ -55,6 +58,8 @@ enum ClientPage {
       </div>
       <div id="notice" role="alert"></div>
       <div id="log" aria-live="polite"></div>
+      <div id="timeline" title="The last turn, from your last word to the reply's first sound"></div>
+      <div id="timelineText"></div>
       <form id="textForm"><input type="text" id="text" placeholder="Or type a message" autocomplete="off"><button>Send</button></form>
     </main>
     <script>
@@ -183,6 +188,9 @@ enum ClientPage {
           say("Reconnected (" + e.replayed + " missed events replayed).");
           applySettings();
           break;
+        case "parley.turn.timeline":
+          drawTimeline(e.stages_ms || {});
+          break;
         case "parley.response.paused":
           // The user spoke over the reply: the server holds its audio until it knows whether this
           // is an interruption or only "uh-huh" (docs/protocol.md, Barge-in).
@@ -234,9 +242,30 @@ enum ClientPage {
       }
     }
 
+    // The last turn's stages (parley.turn.timeline), one coloured bar each, as wide as its share.
+    const stageColours = { end_of_turn: "#64748b", transcription: "#2563eb", model_request: "#0891b2", first_token: "#7c3aed",
+      first_sentence: "#c026d3", synthesis: "#ea580c", first_frame: "#15803d" };
+    function drawTimeline(stages) {
+      const bar = $("timeline"), total = stages.total || 0;
+      bar.replaceChildren();
+      const parts = [];
+      for (const [name, ms] of Object.entries(stages)) {
+        if (name === "total") continue;
+        const span = document.createElement("span");
+        span.style.flex = String(Math.max(ms, 1));
+        span.style.background = stageColours[name] || "#94a3b8";
+        span.title = name.replace(/_/g, " ") + ": " + ms + " ms";
+        if (ms >= total / 8) span.textContent = ms + " ms";
+        bar.append(span);
+        parts.push(name.replace(/_/g, " ") + " " + ms);
+      }
+      $("timelineText").textContent = "Last turn, last word to first sound: " + total + " ms (" + parts.join(", ") + ")";
+    }
+
     function applySettings() {
       const voice = $("voice").checked;
       send({ type: "session.update", session: { type: "realtime", output_modalities: voice ? ["audio"] : ["text"],
+        include: ["parley.turn.timeline"],
         audio: { input: { turn_detection: { type: "server_vad", threshold: 1 - Number($("sensitivity").value) } } } } });
     }
     $("voice").onchange = applySettings;
