@@ -124,13 +124,6 @@ public enum Sys {
         return status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .killed(signal: status & 0x7f)
     }
 
-    /// `waitpid(2)` with WNOHANG: how `pid` ended, or nil while it runs.
-    public static func exitIfEnded(_ pid: pid_t) -> ChildEnd? {
-        var status: Int32 = 0
-        guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-        return status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .killed(signal: status & 0x7f)
-    }
-
     /// `access(2)` for reading: whether this process may read `path`.
     public static func canRead(_ path: String) -> Bool {
         access(path, R_OK) == 0

@@ -1,3 +1,4 @@
+import Codec
 import JSON
 
 /// The speech helper's framing (helpers/parley_speech.py; docs/protocol.md, "The speech helper"):
@@ -22,22 +23,16 @@ public struct SpeechHelperFrame: Sendable, Equatable {
         let body = Array(header.description.utf8)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(8 + body.count + payload.count)
-        for length in [UInt32(body.count), UInt32(payload.count)] {
-            withUnsafeBytes(of: length.littleEndian) { bytes += $0 }
-        }
+        bytes.appendLittleEndian(UInt32(body.count))
+        bytes.appendLittleEndian(UInt32(payload.count))
         bytes += body
         bytes += payload
         return bytes
     }
 
-    /// The message's bytes for pcm16 audio, written straight from the samples.
+    /// The message's bytes for pcm16 audio.
     public static func encoded(header: JSON, samples: ArraySlice<Int16>) -> [UInt8] {
-        var frame = SpeechHelperFrame(header: header)
-        frame.payload.reserveCapacity(samples.count * 2)
-        for sample in samples {
-            withUnsafeBytes(of: sample.littleEndian) { frame.payload += $0 }
-        }
-        return frame.encoded()
+        SpeechHelperFrame(header: header, payload: PCM.littleEndianBytes(Array(samples))).encoded()
     }
 
     /// Splits a byte stream into frames: bytes in as they arrive, whole frames out. A frame past
@@ -57,8 +52,8 @@ public struct SpeechHelperFrame: Sendable, Equatable {
             var frames: [SpeechHelperFrame] = []
             var offset = 0
             while buffered.count - offset >= 8 {
-                let headerLength = Self.u32(buffered, at: offset)
-                let payloadLength = Self.u32(buffered, at: offset + 4)
+                let headerLength = Int(buffered.littleEndian(at: offset, as: UInt32.self))
+                let payloadLength = Int(buffered.littleEndian(at: offset + 4, as: UInt32.self))
                 guard headerLength <= SpeechHelperFrame.maxHeaderBytes, payloadLength <= SpeechHelperFrame.maxPayloadBytes else {
                     throw .malformed("a frame of \(headerLength) + \(payloadLength) bytes, past the limits")
                 }
@@ -71,10 +66,6 @@ public struct SpeechHelperFrame: Sendable, Equatable {
             }
             buffered.removeFirst(offset)
             return frames
-        }
-
-        private static func u32(_ bytes: [UInt8], at offset: Int) -> Int {
-            Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
         }
     }
 }

@@ -1,3 +1,4 @@
+import Codec
 import JSON
 import Loop
 import Models
@@ -86,13 +87,10 @@ final class WhisperTranscription: TranscriptionSession {
 
     private func decode(final: Bool) {
         let upTo = samples.count
-        let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate)
-        let header = JSON.object([("op", .string("transcribe")), ("rate", .int(sampleRate))])
+        let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate), rate = sampleRate
         inFlight = (nil, upTo, final)
         let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
-            guard case .object(var members) = header else { return [] }
-            members.append(("id", .int(Int(id))))
-            return SpeechHelperFrame.encoded(header: .object(members), samples: audio)
+            SpeechHelperFrame.encoded(header: .object([("op", .string("transcribe")), ("id", .int(Int(id))), ("rate", .int(rate))]), samples: audio)
         }) { [weak self] result in self?.answered(result, upTo: upTo, final: final) }
         if inFlight?.upTo == upTo { inFlight?.id = id }
     }
@@ -118,11 +116,8 @@ final class WhisperTranscription: TranscriptionSession {
         }
     }
 
-    /// Below about -40 dBFS (RMS 330): the turn's tail after its speech, not words.
+    /// Below -40 dBFS: the turn's tail after its speech, not words (nothing at all is silence too).
     static func isSilence(_ tail: ArraySlice<Int16>) -> Bool {
-        guard !tail.isEmpty else { return true }
-        var energy = 0.0
-        for sample in tail { energy += Double(sample) * Double(sample) }
-        return (energy / Double(tail.count)).squareRoot() < 330
+        PCM.dBFS(tail) < -40
     }
 }

@@ -187,10 +187,7 @@ import TestSupport
     /// silence; the server serves.
     @Test func aCorruptTurnModelLeavesSilenceInCharge() throws {
         let path = "/tmp/parley-turn-corrupt-\(getpid()).onnx"
-        let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o644)
-        let garbage = [UInt8]("this is not an ONNX model".utf8)
-        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        try Sys.writeFile(path, Array("this is not an ONNX model".utf8), mode: 0o644)
         defer { unlink(path) }
         let server = try ServerProcess(arguments: "--transcriber none --synthesizer none --turn-model-file \(path)")
         let client = try openSession(server)

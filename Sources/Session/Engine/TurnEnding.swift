@@ -75,11 +75,11 @@ public struct TurnEnding: Sendable, Equatable {
     public var isPending: Bool { state != .listening }
     public var isAsking: Bool { state == .asking }
 
-    /// The VAD heard `probeMs` of silence after speech that ended at `endMs`.
-    public mutating func silenceHeard(speechEndMs endMs: Int, modelAvailable: Bool) -> Decision? {
+    /// The VAD heard `probeMs` of silence after speech that ended at `endMs`: ask the model.
+    public mutating func silenceHeard(speechEndMs endMs: Int) -> Decision {
         speechEndMs = endMs
-        state = modelAvailable ? .asking : .bySilence
-        return modelAvailable ? .ask : nil
+        state = .asking
+        return .ask
     }
 
     /// The user spoke again: the turn goes on.
