@@ -27,10 +27,13 @@ public struct RealtimeEndpoint: Sendable {
     public let echoGuardByDefault: Bool
     /// Whether the echo guard cancels (libspeexdsp) before it gates (`--echo-canceller`).
     public let echoCanceller: Bool
+    /// Whether a `semantic_vad` session whose client has not said speculates (`--speculative-replies`).
+    public let speculativeRepliesByDefault: Bool
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
-                echoCanceller: Bool = true) {
+                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false) {
+        self.speculativeRepliesByDefault = speculativeRepliesByDefault
         self.echoGuardByDefault = echoGuardByDefault
         self.echoCanceller = echoCanceller
         self.limits = limits

@@ -57,6 +57,9 @@ package final class SessionDriver {
     private weak var wire: (any SessionWire)?
     private(set) var socket: (any SessionSocket)?
     private var calls: [String: any ModelCall] = [:]
+    /// The model call of a reply begun before its turn ended (`SpeculativeReply`), while it is
+    /// one: its failure is the engine's to weigh, never an apology or an error the client hears.
+    private var speculativeCall: String?
     private var audio: AudioInput?
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made
     /// with the first reply audio of a guarded session, let go with the codec.
@@ -324,8 +327,21 @@ package final class SessionDriver {
             case .startModel(let id, let messages, let options):
                 if timeline?.has(.modelRequest) == false { timeline?.responseID = id }
                 timeline?.mark(.modelRequest, at: MonotonicClock.nanoseconds())
-                let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
-                calls[id] = endpoint.model.stream(request, on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
+                callModel(id, messages, options, on: socket.loop)
+            case .speculate(let id, let messages, let options):
+                speculativeCall = id
+                callModel(id, messages, options, on: socket.loop)
+            case .speculationEnded(let id, let outcome, let tokens, let answered):
+                if speculativeCall == id { speculativeCall = nil }
+                metrics.speculativeReplies.add(1, labels: outcome.label)
+                if tokens > 0 { metrics.speculativeTokensWasted.add(tokens) }
+                guard outcome == .used else { break }
+                // The request went out before the turn ended, and its first words, if any, came
+                // too: for this turn those stages took no time after the transcript.
+                let now = MonotonicClock.nanoseconds()
+                if timeline?.has(.modelRequest) == false { timeline?.responseID = id }
+                timeline?.mark(.modelRequest, at: now)
+                if answered { modelAnswered(at: now) }
             case .cancelModel(let id):
                 calls.removeValue(forKey: id)?.cancel()
             case .transcription(let step):
@@ -537,15 +553,41 @@ package final class SessionDriver {
     /// string compared per delta, not a set hashed.
     private var repliedResponse: String?
 
+    private func callModel(_ id: String, _ messages: [ChatMessage], _ options: ModelOptions, on loop: EventLoop) {
+        let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
+        calls[id] = endpoint.model.stream(request, on: loop) { [weak self] event in self?.modelEvent(id, event) }
+    }
+
+    /// The turn's model said its first words (or they were already there when its speculative
+    /// reply was used).
+    private func modelAnswered(at now: UInt64) {
+        guard timeline?.has(.modelRequest) == true, timeline?.has(.firstToken) == false else { return }
+        timeline?.mark(.firstToken, at: now)
+        // A text reply's timeline ends here; a spoken one goes on to its first frame.
+        if !engine.configuration.outputModalities.contains(.audio) || endpoint.speech.synthesizer == nil { observeTimeline() }
+    }
+
     private func modelEvent(_ id: String, _ event: ModelEvent) {
+        // Held by the engine until its turn ends, or dropped: not yet anything the client sees.
+        if id == speculativeCall {
+            switch event {
+            case .delta(let text): return perform(engine.handle(.modelDelta(responseID: id, text: text)))
+            case .toolCallStarted(let index, let callID, let name):
+                return perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
+            case .toolCallArgumentsDelta(let index, let delta): return perform(engine.handle(.modelToolCallArguments(responseID: id, index: index, delta: delta)))
+            case .finished(let usage, let reason):
+                calls[id] = nil
+                return perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
+            case .failed(let error):
+                calls[id] = nil
+                sessionLog.debug("speculative model call failed", metadata: ["session": "\(engine.sessionID)", "code": "\(error.code)"])
+                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
+            }
+        }
         switch event {
         case .delta(let text):
             if repliedResponse != id { repliedResponse = id }
-            if timeline?.has(.modelRequest) == true, timeline?.has(.firstToken) == false {
-                timeline?.mark(.firstToken, at: MonotonicClock.nanoseconds())
-                // A text reply's timeline ends here; a spoken one goes on to its first frame.
-                if !engine.configuration.outputModalities.contains(.audio) || endpoint.speech.synthesizer == nil { observeTimeline() }
-            }
+            modelAnswered(at: MonotonicClock.nanoseconds())
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
         case .toolCallStarted(let index, let callID, let name):
             perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))

@@ -37,6 +37,8 @@ public final class SessionMetrics: Sendable {
     /// One histogram a stage of `TurnTimeline`, by its label, all of one family.
     let turnStages: [String: Histogram]
     let echoFrames: MetricFamily
+    let speculativeReplies: MetricFamily
+    let speculativeTokensWasted: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -92,6 +94,11 @@ public final class SessionMetrics: Sendable {
         echoFrames = MetricFamily(name: "parley_echo_guard_frames_total",
                                   help: "10 ms input frames of echo-guarded sessions during a reply: run through the echo canceller, and held by the gate as the reply's own echo (not speech).",
                                   labels: ["cancelled", "held"].map { "result=\"\($0)\"" }, registry: registry)
+        speculativeReplies = MetricFamily(name: "parley_speculative_replies_total",
+                                          help: "Replies begun on the words so far while the end-of-turn model weighed a silence, by what became of them: used as the turn's response, restarted (the final words or the session differed), cancelled (the user went on, or the turn was cleared), failed.",
+                                          labels: SpeculativeReply.Outcome.allCases.map(\.label), registry: registry)
+        speculativeTokensWasted = MetricFamily(name: "parley_speculative_tokens_wasted_total",
+                                               help: "Tokens (in and out, as the model reported them or estimated) of speculative replies that were not used.", registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
     }
 

@@ -121,7 +121,8 @@ struct Serve: ParsableCommand {
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
-                                echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller)
+                                echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
+                                speculativeRepliesByDefault: settings.speech.speculativeReplies)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

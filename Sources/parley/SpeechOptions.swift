@@ -42,6 +42,9 @@ struct SpeechOptions: ParsableArguments {
         static let echoGuard = Setting.choice("--echo-guard", "PARLEY_ECHO_GUARD", default: false, shown: "off",
                                               among: [("off", false), ("on", true)],
                                               about: "Whether /v1/realtime and /ws sessions discount the reply's own audio (its echo) from what server VAD hears, for clients that play replies without echo cancellation, unless a session says (audio.input.echo_guard); /twilio calls always do")
+        static let speculativeReplies = Setting.choice("--speculative-replies", "PARLEY_SPECULATIVE_REPLIES", default: false, shown: "off",
+                                                       among: [("off", false), ("on", true)],
+                                                       about: "Whether semantic_vad sessions start the reply on the words so far while the end-of-turn model weighs a silence, heard only if the turn ends with those words, unless a session says (turn_detection.speculative_response); costs the model calls of the turns that go on")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
@@ -71,6 +74,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.vadModelDir) var vadModelDirFlag: String?
     @Option(Settings.echoGuard) var echoGuardFlag: String?
     @Option(Settings.echoCanceller) var echoCancellerFlag: String?
+    @Option(Settings.speculativeReplies) var speculativeRepliesFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -103,6 +107,7 @@ struct SpeechOptions: ParsableArguments {
         let replyLeadMs: Int
         let echoGuard: Bool
         let echoCanceller: Bool
+        let speculativeReplies: Bool
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -226,7 +231,8 @@ struct SpeechOptions: ParsableArguments {
                             helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
                             whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
                             replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
-                            echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag))
+                            echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
+                            speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

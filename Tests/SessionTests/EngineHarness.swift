@@ -81,6 +81,7 @@ extension [SessionAction] {
             case .send(let event): event.type(in: .beta) == "conversation.item.created" ? "conversation.item.created" : event.type(in: .ga)
             case .startModel: "startModel"
             case .cancelModel: "cancelModel"
+            case .speculate: "speculate"
             case .transcription(.begin): "transcribe.begin"
             case .transcription(.audio): "transcribe.audio"
             case .transcription(.finish): "transcribe.finish"
@@ -94,7 +95,7 @@ extension [SessionAction] {
             case .turnModel(.judge): "turn.judge"
             case .turnModel(.cancel): "turn.cancel"
             // Bookkeeping for metrics, listed by `turnEnds`.
-            case .turnEnded: nil
+            case .turnEnded, .speculationEnded: nil
             }
         }
     }
@@ -104,6 +105,15 @@ extension [SessionAction] {
         for case .startModel(let id, let messages, let options) in self { return (id, messages, options) }
         throw HarnessFailure(description: "no model call started; got \(types)")
     }
+
+    /// The speculative reply these actions start; a test failure if they start none.
+    func speculation() throws -> (id: String, messages: [ChatMessage]) {
+        for case .speculate(let id, let messages, _) in self { return (id, messages) }
+        throw HarnessFailure(description: "no speculative reply started; got \(types)")
+    }
+
+    /// What became of each speculative reply these actions end.
+    var speculationOutcomes: [SpeculativeReply.Outcome] { compactMap { if case .speculationEnded(_, let outcome, _, _) = $0 { outcome } else { nil } } }
 
     /// Why each turn these actions end ended.
     var turnEnds: [TurnEnding.Cause] { compactMap { if case .turnEnded(let cause) = $0 { cause } else { nil } } }
@@ -118,4 +128,32 @@ extension [SessionAction] {
 
 extension ServerEvent {
     var isConversationItemDone: Bool { if case .conversationItemDone = kind { true } else { false } }
+}
+
+extension SessionEngine {
+    /// A `semantic_vad` session hearing with the scripted neural VAD (loud is speech), with an
+    /// end-of-turn model to ask; `adjust` changes its options first.
+    static func semantic(eagerness: ServerVAD.Eagerness = .auto, createResponse: Bool = false, seed: UInt64 = 9,
+                         _ adjust: (inout SessionEngine.Options) -> Void = { _ in }) -> SessionEngine {
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = ScriptedVoiceActivityModel()
+        options.judgesTurns = true
+        var vad = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: createResponse)
+        vad.semanticEagerness = eagerness
+        options.configuration.turnDetection = vad
+        adjust(&options)
+        var engine = SessionEngine(seed: seed, options: options)
+        _ = engine.start()
+        return engine
+    }
+
+    /// `loudMs` of speech, then `silentMs` of silence, at 16 kHz in 20 ms pieces.
+    mutating func feed(silentMs: Int = 0, loudMs: Int = 0) -> [SessionAction] {
+        let samples = [Int16](repeating: 8000, count: loudMs * 16) + [Int16](repeating: 0, count: silentMs * 16)
+        var actions: [SessionAction] = []
+        for start in stride(from: 0, to: samples.count, by: 320) {
+            actions += handle(.audio(Array(samples[start..<min(samples.count, start + 320)])))
+        }
+        return actions
+    }
 }

@@ -149,6 +149,15 @@ import Metrics
             # TYPE parley_echo_guard_frames_total counter
             parley_echo_guard_frames_total{result="cancelled"} 0
             parley_echo_guard_frames_total{result="held"} 0
+            # HELP parley_speculative_replies_total Replies begun on the words so far while the end-of-turn model weighed a silence, by what became of them: used as the turn's response, restarted (the final words or the session differed), cancelled (the user went on, or the turn was cleared), failed.
+            # TYPE parley_speculative_replies_total counter
+            parley_speculative_replies_total{outcome="used"} 0
+            parley_speculative_replies_total{outcome="restarted"} 0
+            parley_speculative_replies_total{outcome="cancelled"} 0
+            parley_speculative_replies_total{outcome="failed"} 0
+            # HELP parley_speculative_tokens_wasted_total Tokens (in and out, as the model reported them or estimated) of speculative replies that were not used.
+            # TYPE parley_speculative_tokens_wasted_total counter
+            parley_speculative_tokens_wasted_total 0
 
             """ + session.turnModelTime.render()
         // The stages' family, eight histograms under one HELP, is checked on its own below.
@@ -159,7 +168,7 @@ import Metrics
         for label in TurnTimeline.labels {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{\(label)} 0\n") == true, "\(label)")
         }
-        #expect(families(session.render()).count == 23)
+        #expect(families(session.render()).count == 25)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

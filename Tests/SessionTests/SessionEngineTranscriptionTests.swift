@@ -71,6 +71,24 @@ import Session
         #expect(failed.types == ["conversation.item.input_audio_transcription.failed", "response.created", "startModel"])
     }
 
+    /// The recogniser fails while the user is still speaking (a helper that died mid-turn): no
+    /// event yet, for an item that does not exist; the whole turn goes to it again when it ends,
+    /// and only that attempt's failure is reported, once, after the item.
+    @Test func aRecogniserThatFailsMidTurnIsAskedAgainAtTheEndAndFailsOnce() throws {
+        var h = try Self.harness()
+        let chunks = try SpeechClip.make(SessionEngineAudioTests.question).chunks(ms: 20)
+        let started = h.audio(Array(chunks.prefix(chunks.count / 2)))
+        guard case .speechStarted(_, let itemID)? = started.events.first?.kind else { Issue.record("no speech: \(started.types)"); return }
+        let midway = h.engine.handle(.transcription(itemID: itemID, .failed(ModelError(code: "transcription_failed", message: "the helper died"))))
+        #expect(midway.isEmpty, "\(midway.types)")
+        let rest = h.audio(Array(chunks.dropFirst(chunks.count / 2)))
+        #expect(!rest.types.contains("transcribe.audio"), "nothing streams to the failed recogniser")
+        let commit = Self.summary(rest).drop { $0 != "input_audio_buffer.speech_stopped" }
+        #expect(Array(commit) == ["input_audio_buffer.speech_stopped", "transcribe.begin", "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created"])
+        let failed = h.engine.handle(.transcription(itemID: itemID, .failed(ModelError(code: "transcription_failed", message: "not running"))))
+        #expect(failed.types == ["conversation.item.input_audio_transcription.failed", "response.created", "startModel"])
+    }
+
     @Test func clearingTheBufferCancelsTheTurnsRecognitionAndLateResultsAreDropped() throws {
         var h = try Self.harness()
         let clip = try SpeechClip.make(SessionEngineAudioTests.question)

@@ -68,25 +68,10 @@ import Testing
 /// The engine under `semantic_vad` with an end-of-turn model: scripted speech (the scripted VAD
 /// hears loud samples as speech) and scripted verdicts.
 @Suite struct SemanticTurnEngineTests {
-    private func engine(eagerness: ServerVAD.Eagerness = .auto) -> SessionEngine {
-        var options = SessionEngine.Options()
-        options.voiceActivityModel = ScriptedVoiceActivityModel()
-        options.judgesTurns = true
-        var vad = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
-        vad.semanticEagerness = eagerness
-        options.configuration.turnDetection = vad
-        var engine = SessionEngine(seed: 9, options: options)
-        _ = engine.start()
-        return engine
-    }
+    private func engine(eagerness: ServerVAD.Eagerness = .auto) -> SessionEngine { .semantic(eagerness: eagerness) }
 
     private func feed(_ engine: inout SessionEngine, silentMs: Int = 0, loudMs: Int = 0) -> [SessionAction] {
-        let samples = [Int16](repeating: 8000, count: loudMs * 16) + [Int16](repeating: 0, count: silentMs * 16)
-        var actions: [SessionAction] = []
-        for start in stride(from: 0, to: samples.count, by: 320) {
-            actions += engine.handle(.audio(Array(samples[start..<min(samples.count, start + 320)])))
-        }
-        return actions
+        engine.feed(silentMs: silentMs, loudMs: loudMs)
     }
 
     private func judged(_ actions: [SessionAction]) -> (itemID: String, samples: Int)? {

@@ -28,10 +28,11 @@ import Glibc
         return process.status.readyGeneration == nil ? nil : process
     }()
 
-    func server(_ helper: SpeechHelperProcess, reply: String = "It is sunny in Paris today.", sphinx: Bool = false) throws -> (TestServer, WorkerPool) {
+    func server(_ helper: SpeechHelperProcess, reply: String = "It is sunny in Paris today.", sphinx: Bool = false,
+                synthesizer: (any Synthesizer)? = nil) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         let transcriber: any Transcriber = sphinx ? try SphinxTranscriber(decoders: 2, pool: pool) : WhisperTranscriber(helper: helper.status)
-        let speech = SpeechServices(transcriber: transcriber, synthesizer: PiperSynthesizer(helper: helper.status), pool: pool)
+        let speech = SpeechServices(transcriber: transcriber, synthesizer: synthesizer ?? PiperSynthesizer(helper: helper.status), pool: pool)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
             RealtimeEndpoint(model: FixedReplyModel(reply: reply), modelName: "test", speech: speech).install(on: &routes)
         })
@@ -118,18 +119,24 @@ import Glibc
         #expect(rate <= (recogniser == "whisper" ? 0.15 : 0.75), "WER \(rate): \(worst)")
     }
 
-    /// A spoken reply in Piper's voice: pcm16 deltas, the reply's whole length of speech.
-    @Test func aReplyIsSpokenInPipersVoice() throws {
-        let helper = try #require(Self.helper, "the speech helper did not start")
-        let reply = "It is sunny in Paris today, with a light wind from the west. Take a jacket anyway."
-        let (server, pool) = try server(helper, reply: reply)
-        defer { pool.stop() }
+    /// A session with spoken replies that has asked for one (`response.create`).
+    func askForASpokenReply(_ server: TestServer) throws -> TestClient {
         let client = try TestClient(port: server.port, timeoutSeconds: 20)
         #expect(try client.upgrade(path: "/v1/realtime").status == 101)
         _ = try client.readEvents(until: "session.created")
         try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"]}}"#.utf8)))
         _ = try client.readEvents(until: "session.updated")
         try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        return client
+    }
+
+    /// A spoken reply in Piper's voice: pcm16 deltas, the reply's whole length of speech.
+    @Test func aReplyIsSpokenInPipersVoice() throws {
+        let helper = try #require(Self.helper, "the speech helper did not start")
+        let reply = "It is sunny in Paris today, with a light wind from the west. Take a jacket anyway."
+        let (server, pool) = try server(helper, reply: reply)
+        defer { pool.stop() }
+        let client = try askForASpokenReply(server)
         let events = try client.readEvents(until: "response.done").events
         let audio = events.filter { $0["type"]?.string == "response.output_audio.delta" }.compactMap { $0["delta"]?.string }
         let bytes = audio.compactMap { Base64.decode(Array($0.utf8)) }.reduce(0) { $0 + $1.count }
@@ -138,6 +145,45 @@ import Glibc
         #expect(seconds > 3 && seconds < 12, "\(seconds) s of speech")
         #expect(events.last?["response"]?["status"]?.string == "completed")
     }
+
+    /// A reply's first audio leaves as its first clause is ready, not when its sentence is: one
+    /// long sentence of four clauses, spoken by Piper through the helper, whose first audio delta
+    /// reaches the client before the helper has finished the sentence.
+    @Test func theFirstFrameLeavesBeforeItsSentenceIsSynthesised() throws {
+        let helper = try #require(Self.helper, "the speech helper did not start")
+        let sentence = "Well, since you asked about the weather in Paris this afternoon, it will be sunny and warm, with a light breeze from the west, and no rain at all."
+        let timed = SentenceClock(PiperSynthesizer(helper: helper.status))
+        let (server, pool) = try server(helper, reply: sentence, synthesizer: timed)
+        defer { pool.stop() }
+        let client = try askForASpokenReply(server)
+        var firstAudio: UInt64?
+        while let event = try? client.readEvent(), event["type"]?.string != "response.done" {
+            if firstAudio == nil, event["type"]?.string == "response.output_audio.delta" { firstAudio = MonotonicClock.nanoseconds() }
+        }
+        let synthesised = try #require(timed.finished(sentence), "the sentence was never synthesised whole")
+        let first = try #require(firstAudio, "no audio")
+        #expect(first < synthesised, "the first audio came \(Double(Int64(first) - Int64(synthesised)) / 1e6) ms after the sentence was synthesised")
+        print("first audio \(Double(Int64(synthesised) - Int64(first)) / 1e6) ms before the sentence's synthesis ended")
+    }
+}
+
+/// A synthesiser that passes another's events on unchanged and notes when each text's synthesis
+/// finished (monotonic nanoseconds): what a test compares the client's first audio against.
+final class SentenceClock: Synthesizer, @unchecked Sendable {
+    private let voice: any Synthesizer
+    private let finishedAt = Mutex<[String: UInt64]>([:])
+    var name: String { voice.name }
+
+    init(_ voice: any Synthesizer) { self.voice = voice }
+
+    func speak(_ text: String, voice speaker: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        voice.speak(text, voice: speaker, on: loop) { [self] event in
+            if case .finished = event { finishedAt.withLock { $0[text] = MonotonicClock.nanoseconds() } }
+            onEvent(event)
+        }
+    }
+
+    func finished(_ text: String) -> UInt64? { finishedAt.withLock { $0[text] } }
 }
 
 /// The helper's protocol with bad input: a malformed frame closes that connection only; the

@@ -26,6 +26,11 @@ public struct ServerVAD: Sendable, Equatable {
     /// Parley's extension: when speech during a spoken reply pauses it, and when it becomes a
     /// barge-in (see `ReplyInterruption`).
     public var interruption = ReplyInterruption.Settings()
+    /// Parley's extension `speculative_response`: with `semantic_vad` and an end-of-turn model, the
+    /// reply starts on the words so far while the model weighs a silence, and is heard only if
+    /// the turn ends with those words (`SpeculativeReply`). nil: the server's default
+    /// (`--speculative-replies`), and the field is left out of what the session reports.
+    public var speculativeResponse: Bool?
 
     /// `semantic_vad`'s `eagerness`: low waits longest (the user may pause mid-thought), high
     /// answers soonest; auto is medium, as in the API.
@@ -91,6 +96,10 @@ extension ServerVAD {
                 ("min_duration_ms", .int(interruption.minDurationMs)),
                 ("min_words", .int(interruption.minWords)),
             ])))
+            json = .object(members)
+        }
+        if let speculativeResponse, case .object(var members) = json {
+            members.append(("speculative_response", .bool(speculativeResponse)))
             json = .object(members)
         }
         return json

@@ -8,6 +8,12 @@ public enum SessionAction: Sendable, Equatable {
     case startModel(responseID: String, messages: [ChatMessage], options: ModelOptions)
     /// Stop the model call for this response; anything it still delivers is ignored.
     case cancelModel(responseID: String)
+    /// Call the model as `startModel` does, for a reply begun before its turn has ended
+    /// (`SpeculativeReply`): its output comes back the same way and is held until the turn ends.
+    case speculate(responseID: String, messages: [ChatMessage], options: ModelOptions)
+    /// The speculative reply was used as the turn's response (`answered`: the model had already
+    /// said something), or dropped, costing `tokens` (for the metrics; its events are sent as usual).
+    case speculationEnded(responseID: String, SpeculativeReply.Outcome, tokens: Int, answered: Bool)
     /// Feed the recogniser; its results come back as `.transcription`.
     case transcription(TranscriptionStep)
     /// Speak the reply; the synthesiser's progress comes back as `.speechOutput`.

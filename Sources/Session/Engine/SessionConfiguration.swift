@@ -73,6 +73,7 @@ public struct SessionConfiguration: Sendable, Equatable {
             if let v = change.interruptResponse { vad.interruptResponse = v }
             if let v = change.minInterruptionMs { vad.interruption.minDurationMs = v }
             if let v = change.minInterruptionWords { vad.interruption.minWords = v }
+            if let v = change.speculativeResponse { vad.speculativeResponse = v }
             // semantic_vad is served by the energy detector: its eagerness sets the silence.
             vad.semanticEagerness = change.semanticEagerness
             if let eagerness = change.semanticEagerness {

@@ -47,6 +47,9 @@ public struct SessionEngine: Sendable {
         /// An end-of-turn model is there: `semantic_vad` asks it (`.turnModel`) when the user
         /// goes quiet, instead of waiting out a fixed silence (see `TurnEnding`).
         public var judgesTurns = false
+        /// Whether a session whose `turn_detection` does not say speculates (`--speculative-replies`;
+        /// see `SpeculativeReply`).
+        public var speculatesByDefault = false
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
                     maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024, transcribes: Bool = false, synthesizes: Bool = false) {
@@ -198,6 +201,12 @@ public struct SessionEngine: Sendable {
     private var lastSpokenReply: (itemID: String, audioMs: Int)?
     /// What one call to `handle` produces; always empty between calls.
     private var outbox: [SessionAction] = []
+    /// A reply begun on the words so far while the end-of-turn model weighs a silence.
+    private var speculation: SpeculativeReply?
+    /// The words a speculation was cancelled on because the user went on: until newer words come,
+    /// another on them would be wasted too.
+    private var outspokenWords: (itemID: String, words: [Substring])?
+    private let speculatesByDefault: Bool
 
     /// `seed` names the session's ids (`sess_…`, `event_…`); pass a random one per session.
     public init(seed: UInt64, options: Options = Options()) {
@@ -214,6 +223,7 @@ public struct SessionEngine: Sendable {
         audio = InputAudioBuffer(sampleRate: configuration.inputAudioFormat.engineRate)
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
+        speculatesByDefault = options.speculatesByDefault
         if let settings = configuration.turnDetection {
             vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
         }
@@ -273,6 +283,13 @@ public struct SessionEngine: Sendable {
     }
 
     public mutating func handle(_ input: SessionInput) -> [SessionAction] {
+        apply(input)
+        return takeOutbox()
+    }
+
+    private mutating func apply(_ input: SessionInput) {
+        // A speculative reply's output is held, unseen, until the turn it answers ends.
+        if let speculation, speculation.owns(input) { return hold(input) }
         switch input {
         case .client(let event): handle(event)
         case .invalidClientEvent(let error): emit(.error(EventError(error)))
@@ -300,7 +317,6 @@ public struct SessionEngine: Sendable {
             finish(.failed, details: .failed(error))
             if speaks { outbox.append(.speech(.stop(responseID: id))) }
         }
-        return takeOutbox()
     }
 
     // MARK: Client events
@@ -322,6 +338,8 @@ public struct SessionEngine: Sendable {
                 emit(.error(EventError(error)))
                 return
             }
+            // The reply begun may no longer be the one these settings would ask for (tools, voice).
+            dropSpeculation(.restarted)
             inputRateChanged()
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
@@ -344,10 +362,12 @@ public struct SessionEngine: Sendable {
             } else {
                 commit(itemID: ids.make("item"), spokenMs: audio.pendingMs)
             }
+            dropSpeculation(.cancelled)
         case .inputAudioClear:
             audio.clear()
             emit(.inputAudioCleared)
             cancelTranscription()
+            dropSpeculation(.cancelled)
             if speech != nil {
                 forgetEnding()
                 speech = nil
@@ -558,6 +578,8 @@ public struct SessionEngine: Sendable {
         if speech != nil, var ending, ending.isPending {
             let decision = ending.speechResumed()
             self.ending = ending
+            if let speculation { outspokenWords = (speculation.itemID, SpeculativeReply.words(speculation.transcript)) }
+            dropSpeculation(.cancelled)
             if let decision { applyEnding(decision) }
             return
         }
@@ -651,7 +673,7 @@ public struct SessionEngine: Sendable {
         outbox.append(.turnEnded(cause))
         emit(.speechStopped(audioEndMs: ms, itemID: speech.itemID))
         commit(itemID: speech.itemID, spokenMs: ms - speech.onsetMs)
-        guard configuration.turnDetection?.createResponse ?? true else { return }
+        guard configuration.turnDetection?.createResponse ?? true else { return dropSpeculation(.cancelled) }
         if response == nil {
             startResponse(ResponseOverrides())
         } else {
@@ -667,6 +689,7 @@ public struct SessionEngine: Sendable {
         case .ask:
             let rate = audio.sampleRate
             outbox.append(.turnModel(.judge(itemID: speech.itemID, audio: Array(audio.samples.suffix(TurnEnding.maxSeconds * rate)), sampleRate: rate)))
+            speculate()
         case .withdraw:
             outbox.append(.turnModel(.cancel(itemID: speech.itemID)))
         case .end(let cause):
@@ -692,6 +715,7 @@ public struct SessionEngine: Sendable {
 
     /// Whatever the model was asked about the turn is no longer wanted.
     private mutating func forgetEnding() {
+        dropSpeculation(.cancelled)
         guard let pending = ending else { return }
         ending = nil
         if pending.isAsking, let speech { outbox.append(.turnModel(.cancel(itemID: speech.itemID))) }
@@ -755,6 +779,11 @@ public struct SessionEngine: Sendable {
             emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text, audioSeconds: Double(spokenMs) / 1000))
             if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
             transcriptArrived(itemID, answer: true)
+        case .failed where streaming && !pendingTranscripts.contains(itemID):
+            // The turn is still going (the recogniser failed mid-stream: a helper that died): it
+            // is sent whole again when it ends, and only a failure then is the item's to report,
+            // after the item exists.
+            transcribing = nil
         case .failed(let error):
             let eventError = EventError(type: .server, code: error.code, message: error.message)
             emit(.inputAudioTranscriptionFailed(itemID: itemID, contentIndex: 0, error: eventError))
@@ -771,11 +800,14 @@ public struct SessionEngine: Sendable {
             emit(.inputAudioTranscriptionDelta(itemID: itemID, contentIndex: 0, delta: String(text.dropFirst(partialTranscript.count))))
             partialTranscript = text
         }
+        // Words heard while the model weighs a silence: what a speculative reply should read.
+        if ending?.isPending == true { speculate() }
     }
 
     private mutating func transcriptArrived(_ itemID: String, answer: Bool) {
         pendingTranscripts.removeAll { $0 == itemID }
         if transcribing == itemID { transcribing = nil }
+        if !answer { dropSpeculation(.cancelled) }
         guard pendingTranscripts.isEmpty, let overrides = deferredResponse else { return }
         deferredResponse = nil
         if answer && response == nil { startResponse(overrides) }
@@ -789,20 +821,20 @@ public struct SessionEngine: Sendable {
             deferredResponse = overrides
             return
         }
-        let instructions = overrides.instructions ?? configuration.instructions
-        let maxTokens: Int? = switch overrides.maxOutputTokens {
-        case nil: configuration.maxOutputTokens
-        case .unlimited: nil
-        case .limited(let n): n
+        let request = modelRequest(overrides, conversation.messages)
+        // A speculative reply that read what this one would read is this one, begun earlier.
+        var speculative: SpeculativeReply?
+        if let speculation {
+            if overrides == ResponseOverrides(), speculation.answers(request.messages) {
+                speculative = speculation
+                self.speculation = nil
+            } else {
+                dropSpeculation(.restarted)
+            }
         }
-        let tools = overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools
-        let toolChoice = overrides.toolChoice ?? configuration.toolChoice
-        var messages = conversation.messages
-        if let input = overrides.input { messages = input.compactMap { inputMessage($0) } }
-        if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
-        var new = Response(id: ids.make("resp"), itemID: ids.make("item"), modalities: overrides.outputModalities ?? configuration.outputModalities,
-                           voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: maxTokens,
-                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(messages), tools: tools,
+        var new = Response(id: speculative?.responseID ?? ids.make("resp"), itemID: ids.make("item"), modalities: request.options.outputModalities,
+                           voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: request.options.maxOutputTokens,
+                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(request.messages), tools: request.options.tools,
                            metadata: overrides.metadata)
         new.outOfBand = overrides.outOfBand
         new.speed = configuration.speed
@@ -811,9 +843,73 @@ public struct SessionEngine: Sendable {
         // It sees the whole history, so it answers any turn that was waiting too.
         turnAwaitingResponse = false
         emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
-        outbox.append(.startModel(responseID: new.id, messages: messages, options: ModelOptions(
-            maxOutputTokens: maxTokens, outputModalities: new.modalities, voice: new.voice, outputAudioFormat: new.outputAudioFormat,
-            tools: tools, toolChoice: toolChoice)))
+        guard let speculative else {
+            return outbox.append(.startModel(responseID: new.id, messages: request.messages, options: request.options))
+        }
+        // What it said while the turn was ending is handled now, as if it had just arrived.
+        outbox.append(.speculationEnded(responseID: new.id, .used, tokens: 0, answered: speculative.hasOutput))
+        for input in speculative.held { apply(input) }
+    }
+
+    /// The messages and options a response with `overrides` sends the model, after `history`.
+    private func modelRequest(_ overrides: ResponseOverrides, _ history: [ChatMessage]) -> (messages: [ChatMessage], options: ModelOptions) {
+        let instructions = overrides.instructions ?? configuration.instructions
+        let maxTokens: Int? = switch overrides.maxOutputTokens {
+        case nil: configuration.maxOutputTokens
+        case .unlimited: nil
+        case .limited(let n): n
+        }
+        var messages = history
+        if let input = overrides.input { messages = input.compactMap { inputMessage($0) } }
+        if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
+        let modalities = overrides.outputModalities ?? configuration.outputModalities
+        return (messages, ModelOptions(maxOutputTokens: maxTokens, outputModalities: modalities, voice: configuration.voice,
+                                       outputAudioFormat: configuration.outputAudioFormat,
+                                       tools: overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools,
+                                       toolChoice: overrides.toolChoice ?? configuration.toolChoice))
+    }
+
+    // MARK: Speculative replies
+
+    private var speculates: Bool { configuration.turnDetection?.speculativeResponse ?? speculatesByDefault }
+
+    /// The end-of-turn model is weighing a silence, and these are the user's words so far: the
+    /// reply starts on them, unheard (or starts again, if the words have changed since).
+    private mutating func speculate() {
+        let words = partialTranscript.trimmed
+        guard speculates, transcribes, let speech, ending?.isPending == true, response == nil, pendingTranscripts.isEmpty,
+              deferredResponse == nil, configuration.turnDetection?.createResponse ?? true, !words.isEmpty else { return }
+        let heard = SpeculativeReply.words(words)
+        if let outspokenWords, outspokenWords.itemID == speech.itemID, outspokenWords.words == heard { return }
+        if let speculation {
+            if speculation.itemID == speech.itemID, SpeculativeReply.words(speculation.transcript) == heard { return }
+            dropSpeculation(.restarted)
+        }
+        let request = modelRequest(ResponseOverrides(), conversation.messages + [ChatMessage(role: .user, text: words)])
+        let id = ids.make("resp")
+        speculation = SpeculativeReply(responseID: id, itemID: speech.itemID, messages: request.messages, maxHeldBytes: conversation.maxTextBytes)
+        outbox.append(.speculate(responseID: id, messages: request.messages, options: request.options))
+    }
+
+    /// The speculative call's output, held; a call that failed or ran past what may be held is dropped.
+    private mutating func hold(_ input: SessionInput) {
+        guard var speculation else { return }
+        let fits = speculation.hold(input)
+        self.speculation = speculation
+        if speculation.failed {
+            dropSpeculation(.failed)
+        } else if !fits {
+            dropSpeculation(.cancelled)
+        }
+    }
+
+    /// The speculative reply will not be used: its call is stopped, and it is counted with the
+    /// tokens it cost. Nothing of it was ever sent.
+    private mutating func dropSpeculation(_ outcome: SpeculativeReply.Outcome) {
+        guard let dropped = speculation else { return }
+        speculation = nil
+        if !dropped.failed { outbox.append(.cancelModel(responseID: dropped.responseID)) }
+        outbox.append(.speculationEnded(responseID: dropped.responseID, outcome, tokens: dropped.tokens, answered: false))
     }
 
     private mutating func delta(_ id: String, _ text: String) {

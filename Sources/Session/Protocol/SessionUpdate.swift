@@ -31,10 +31,13 @@ public struct SessionUpdate: Sendable, Equatable {
         /// Parley's `interruption` extension: the fields given (nil: as they are).
         public var minInterruptionMs: Int?
         public var minInterruptionWords: Int?
+        /// Parley's `speculative_response` extension (see `ServerVAD.speculativeResponse`).
+        public var speculativeResponse: Bool?
 
         public init(threshold: Double? = nil, prefixPaddingMs: Int? = nil, silenceDurationMs: Int? = nil,
                     createResponse: Bool? = nil, interruptResponse: Bool? = nil, semanticEagerness: ServerVAD.Eagerness? = nil,
-                    idleTimeoutMs: Int? = nil, interruption: (minDurationMs: Int?, minWords: Int?) = (nil, nil)) {
+                    idleTimeoutMs: Int? = nil, interruption: (minDurationMs: Int?, minWords: Int?) = (nil, nil), speculativeResponse: Bool? = nil) {
+            self.speculativeResponse = speculativeResponse
             minInterruptionMs = interruption.minDurationMs
             minInterruptionWords = interruption.minWords
             self.semanticEagerness = semanticEagerness
@@ -207,7 +210,8 @@ public struct SessionUpdate: Sendable, Equatable {
             interruptResponse: try vad.bool("interrupt_response"),
             semanticEagerness: eagerness,
             idleTimeoutMs: semantic ? nil : try vad.integer("idle_timeout_ms", in: ServerVAD.idleTimeoutRange),
-            interruption: try interruption(vad)))
+            interruption: try interruption(vad),
+            speculativeResponse: try vad.bool("speculative_response")))
     }
 
     /// Parley's extension `turn_detection.interruption`: `{"min_duration_ms": 500, "min_words": 1}`.
