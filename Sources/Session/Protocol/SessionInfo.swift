@@ -23,6 +23,8 @@ public struct SessionInfo: Sendable, Equatable {
         let turnDetection = c.turnDetection?.json ?? .null
         let tools = JSON.array(c.tools?.tools.map(\.json) ?? [])
         let transcription: JSON = transcriptionModel.map { .object([("model", .string($0))]) } ?? .null
+        let noiseReduction: JSON = c.noiseReduction.map { .object([("type", .string($0.rawValue))]) } ?? .null
+        if c.type == .transcription { return transcriptionJSON(dialect: dialect, transcription: transcription, noiseReduction: noiseReduction) }
         switch dialect {
         case .ga:
             return .object([
@@ -40,7 +42,7 @@ public struct SessionInfo: Sendable, Equatable {
                     ("input", .object([
                         ("format", c.inputAudioFormat.json(dialect: dialect)),
                         ("transcription", transcription),
-                        ("noise_reduction", .null),
+                        ("noise_reduction", noiseReduction),
                         ("turn_detection", turnDetection),
                     ] + echoGuard(c, "echo_guard"))),
                     ("output", .object([
@@ -61,11 +63,46 @@ public struct SessionInfo: Sendable, Equatable {
                 ("input_audio_format", c.inputAudioFormat.json(dialect: dialect)),
                 ("output_audio_format", c.outputAudioFormat.json(dialect: dialect)),
                 ("input_audio_transcription", transcription),
+                ("input_audio_noise_reduction", noiseReduction),
                 ("turn_detection", turnDetection),
                 ("tools", tools),
                 ("tool_choice", c.toolChoice.json),
                 ("temperature", .number(0.8)),
                 ("max_response_output_tokens", maxTokens),
+            ] + echoGuard(c, "input_audio_echo_guard"))
+        }
+    }
+
+    /// A transcription session's object (`realtime.transcription_session`): only the input's
+    /// settings, GA's nested under `audio.input`, the beta's flat.
+    private func transcriptionJSON(dialect: Dialect, transcription: JSON, noiseReduction: JSON) -> JSON {
+        let c = configuration
+        let turnDetection = c.turnDetection?.json ?? .null
+        switch dialect {
+        case .ga:
+            return .object([
+                ("type", .string("transcription")),
+                ("object", .string("realtime.transcription_session")),
+                ("id", .string(id)),
+                ("audio", .object([
+                    ("input", .object([
+                        ("format", c.inputAudioFormat.json(dialect: dialect)),
+                        ("transcription", transcription),
+                        ("noise_reduction", noiseReduction),
+                        ("turn_detection", turnDetection),
+                    ] + echoGuard(c, "echo_guard"))),
+                ])),
+                ("include", .null),
+            ])
+        case .beta:
+            return .object([
+                ("id", .string(id)),
+                ("object", .string("realtime.transcription_session")),
+                ("input_audio_format", c.inputAudioFormat.json(dialect: dialect)),
+                ("input_audio_transcription", transcription),
+                ("input_audio_noise_reduction", noiseReduction),
+                ("turn_detection", turnDetection),
+                ("include", .null),
             ] + echoGuard(c, "input_audio_echo_guard"))
         }
     }
