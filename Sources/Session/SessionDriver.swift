@@ -301,7 +301,11 @@ package final class SessionDriver {
     /// it was made for); what a denoiser let go still held goes on undenoised, so that the
     /// engine's audio clock loses no samples.
     private func denoised(_ samples: [Int16]) -> [Int16] {
-        let kind = engine.configuration.noiseReduction
+        let kind: Denoiser.Kind? = switch engine.configuration.noiseReduction {
+        case nil: nil
+        case .nearField?: .nearField
+        case .farField?: .farField
+        }
         var held: [Int16] = []
         if let current = denoiser, current.kind != kind || current.sampleRate != inputRate {
             if current.sampleRate == inputRate { held = current.flush() }

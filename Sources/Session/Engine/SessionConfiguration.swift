@@ -1,4 +1,3 @@
-import Codec
 import Models
 /// A session's settings: what `session.created` and `session.updated` report and `session.update`
 /// changes.
@@ -46,7 +45,16 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var type: SessionType = .realtime
     /// `noise_reduction`: the input is denoised before the VAD and the recogniser hear it
     /// (`Denoiser`); nil: it is not.
-    public var noiseReduction: Denoiser.Kind?
+    public var noiseReduction: NoiseReduction?
+
+    /// The Realtime API's noise reduction types (the driver's `Denoiser` serves each, with the
+    /// strength its comment explains).
+    public enum NoiseReduction: String, Sendable, Equatable, CaseIterable {
+        /// A close-talking microphone: a headset, a phone at the mouth.
+        case nearField = "near_field"
+        /// A laptop's or a room's microphone.
+        case farField = "far_field"
+    }
 
     public enum SessionType: String, Sendable, Equatable {
         case realtime

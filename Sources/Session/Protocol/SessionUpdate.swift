@@ -1,4 +1,3 @@
-import Codec
 import JSON
 import Models
 
@@ -52,7 +51,7 @@ public struct SessionUpdate: Sendable, Equatable {
     /// `noise_reduction`: `null` turns it off, an object with a `type` turns it on.
     public enum NoiseReductionChange: Sendable, Equatable {
         case off
-        case on(Denoiser.Kind)
+        case on(SessionConfiguration.NoiseReduction)
     }
 
     public enum TokenLimit: Sendable, Equatable {
@@ -173,9 +172,10 @@ public struct SessionUpdate: Sendable, Equatable {
     private static func noiseReduction(_ fields: EventFields, _ key: String) throws(ProtocolError) -> NoiseReductionChange? {
         if fields.isNull(key) { return .off }
         guard let object = try fields.object(key) else { return nil }
-        guard let type = try object.choice("type", Denoiser.Kind.allCases.map(\.rawValue)) else { throw object.missing("type") }
+        typealias Kind = SessionConfiguration.NoiseReduction
+        guard let type = try object.choice("type", Kind.allCases.map(\.rawValue)) else { throw object.missing("type") }
         _ = try object.number("strength", in: 0...1_000)
-        return Denoiser.Kind(rawValue: type).map(NoiseReductionChange.on)
+        return Kind(rawValue: type).map(NoiseReductionChange.on)
     }
 
     /// `transcription` / `input_audio_transcription`: the server's recogniser does the work, so its
