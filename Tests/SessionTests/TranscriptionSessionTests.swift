@@ -77,6 +77,33 @@ import Testing
         #expect(!(actions + final + next + failed).types.contains("startModel"))
     }
 
+    /// `semantic_vad` with Smart Turn ends a transcription session's turns as a realtime one's,
+    /// with `create_response` left at true, and still starts no model.
+    @Test func semanticVADEndsTheTurnOnTheModelsVerdictWithoutAResponse() throws {
+        var options = SessionEngine.Options(transcribes: true)
+        options.configuration.type = .transcription
+        options.voiceActivityModel = ScriptedVoiceActivityModel()
+        options.judgesTurns = true
+        var vad = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: true)
+        vad.semanticEagerness = .auto
+        options.configuration.turnDetection = vad
+        var engine = SessionEngine(seed: 9, options: options)
+        _ = engine.start()
+        let samples = [Int16](repeating: 0, count: 320 * 16) + [Int16](repeating: 8000, count: 640 * 16) + [Int16](repeating: 0, count: 260 * 16)
+        var actions: [SessionAction] = []
+        for start in stride(from: 0, to: samples.count, by: 320) { actions += engine.handle(.audio(Array(samples[start..<(start + 320)]))) }
+        var asked: String?
+        for case .turnModel(.judge(let itemID, _, _)) in actions { asked = itemID }
+        let itemID = try #require(asked, "\(actions.types)")
+        let ended = engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.95))))
+        #expect(ended.turnEnds == [.model])
+        #expect(ended.types.filter { $0 != "transcribe.audio" } == ["input_audio_buffer.speech_stopped", "transcribe.finish",
+                                                                     "input_audio_buffer.committed", "conversation.item.created"])
+        let final = engine.handle(.transcription(itemID: itemID, .final("book a flight")))
+        #expect(final.types == ["conversation.item.input_audio_transcription.completed"])
+        #expect(engine.activeResponseID == nil)
+    }
+
     @Test func responseCreateIsRefusedNamingTheProblem() throws {
         var h = try Self.harness()
         let actions = h.client(#"{"type":"response.create","event_id":"r1"}"#)
