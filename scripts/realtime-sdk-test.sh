@@ -113,5 +113,7 @@ round_trip http --tools -- --llm anthropic --llm-base-url "http://127.0.0.1:$moc
 # at real-time pace, against the server's defaults (pocketsphinx hears it, espeak-ng answers).
 ulaw_speech "Good morning" "$WORK/said.ulaw"
 round_trip http --g711 "$WORK/said.ulaw"
+# A transcription session (?intent=transcription) on the same speech: transcripts, no response.
+round_trip http --transcription "$WORK/said.ulaw"
 
-say "passed over ws and wss, tools and G.711 included (openai $OPENAI_VERSION)"
+say "passed over ws and wss, tools, G.711 and a transcription session included (openai $OPENAI_VERSION)"

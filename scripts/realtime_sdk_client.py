@@ -297,6 +297,53 @@ async def g711_round_trip(s: Session, *, ga: bool, model: str, speech: bytes) ->
             f"audio_end_ms {played} of {len(deltas) * 20} ms sent")
 
 
+async def transcription_round_trip(s: Session, *, ga: bool, model: str, speech: bytes) -> None:
+    """A transcription session (GA, `?intent=transcription`): `session.created` with the
+    transcription session object, a `session.update` with `type: "transcription"`, µ-law speech
+    with near_field noise reduction and server VAD, then the turn's events and transcript, and no
+    response at all; `response.create` is refused with an `error`. Every event is checked against
+    the SDK's models as in the other round trips (the GA session union's transcription member
+    included). The server needs a recogniser."""
+    c = s.checks
+    n = s.name
+    data, _ = await s.expect("session.created")
+    created = data.get("session") or {}
+    c.check(f"{n}: session.created is a transcription session", created.get("type") == "transcription"
+            and created.get("object") == "realtime.transcription_session", short(created))
+    pcmu = {"type": "audio/pcmu"}
+    await s.conn.session.update(session={"type": "transcription", "audio": {"input": {
+        "format": pcmu, "noise_reduction": {"type": "near_field"}, "transcription": {"model": "whisper-1", "language": "en"},
+        "turn_detection": {"type": "server_vad", "silence_duration_ms": 500}}}})
+    data, _ = await s.expect("session.updated")
+    audio_input = ((data.get("session") or {}).get("audio") or {}).get("input") or {}
+    c.check(f"{n}: session.updated reports audio/pcmu and near_field noise reduction",
+            audio_input.get("format") == pcmu and audio_input.get("noise_reduction") == {"type": "near_field"}, short(audio_input))
+
+    chunk = 160  # 20 ms of 8 kHz µ-law
+    audio_in = speech + b"\xff" * 8000
+    started = asyncio.get_running_loop().time()
+    for i, start in enumerate(range(0, len(audio_in), chunk)):
+        await s.conn.input_audio_buffer.append(audio=base64.b64encode(audio_in[start:start + chunk]).decode("ascii"))
+        await asyncio.sleep(max(0.0, started + (i + 1) * 0.02 - asyncio.get_running_loop().time()))
+
+    seen: list[str] = []
+    while "conversation.item.input_audio_transcription.completed" not in seen:
+        data, _ = await s.next_event("conversation.item.input_audio_transcription.completed")
+        if data.get("type") == "error":
+            raise Abort(f"error during the transcription turn: {short(data)}")
+        seen.append(data.get("type"))
+    transcript = data.get("transcript")
+    turn = ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]
+    c.check(f"{n}: the turn was heard (speech_started, speech_stopped, committed)", [k for k in seen if k in turn] == turn, " ".join(seen))
+    c.check(f"{n}: its transcript is the greeting", bool(transcript) and "morning" in transcript, f"heard {transcript!r}")
+    await s.conn.response.create(event_id="no_response")
+    data, _ = await s.expect("error")
+    error = data.get("error") or {}
+    seen.append("error")
+    c.check(f"{n}: response.create is refused", error.get("code") == "invalid_session_type" and error.get("event_id") == "no_response", short(data))
+    c.check(f"{n}: no response.* event at all", not any(k.startswith("response.") for k in seen), " ".join(seen))
+
+
 WEATHER_TOOL = {
     "type": "function",
     "name": "get_weather",
@@ -418,7 +465,8 @@ async def client_secret_flow(checks: Checks, base_url: str, model: str, options:
 
 
 async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any], models: dict[str, type[pydantic.BaseModel]],
-                     *, ga: bool, model: str, timeout: float, tools: bool = False, speech: bytes | None = None) -> None:
+                     *, ga: bool, model: str, timeout: float, tools: bool = False, speech: bytes | None = None,
+                     transcription: bool = False) -> None:
     try:
         async with asyncio.timeout(timeout * 6):
             manager = open_manager()
@@ -431,7 +479,9 @@ async def run_client(checks: Checks, name: str, open_manager: Callable[[], Any],
             s = Session(name, conn, models, checks, timeout)
             try:
                 checks.check(f"{name}: connected", True)
-                if speech is not None:
+                if speech is not None and transcription:
+                    await transcription_round_trip(s, ga=ga, model=model, speech=speech)
+                elif speech is not None:
                     await g711_round_trip(s, ga=ga, model=model, speech=speech)
                 else:
                     await (tool_round_trip if tools else round_trip)(s, ga=ga, model=model)
@@ -458,6 +508,7 @@ async def main() -> int:
     parser.add_argument("--client-secret", action="store_true", help="the ephemeral client-secret flow instead (the server must hold the key sk-parley-sdk-test)")
     parser.add_argument("--tools", action="store_true", help="a function-call round trip instead (the server's model must call tools: mock-llm)")
     parser.add_argument("--g711", metavar="FILE", help="a spoken round trip in audio/pcmu instead, sending FILE (raw 8 kHz µ-law speech); GA only")
+    parser.add_argument("--transcription", metavar="FILE", help="a transcription session instead (?intent=transcription), sending FILE (raw 8 kHz µ-law speech); GA only")
     args = parser.parse_args()
     # For wss: the websockets client verifies the server against this CA (and checks the name).
     options = {"ssl": ssl.create_default_context(cafile=args.ca)} if args.ca else {}
@@ -473,6 +524,15 @@ async def main() -> int:
         return 0 if checks.failed == 0 and checks.passed > 0 else 1
 
     client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
+    if args.transcription:
+        with open(args.transcription, "rb") as file:
+            speech = file.read()
+        await run_client(checks, "ga transcription", lambda: client.realtime.connect(model=args.model, extra_query={"intent": "transcription"},
+                                                                                    websocket_connection_options=options),
+                         models_by_type(GAEvent), ga=True, model=args.model, timeout=args.timeout, speech=speech, transcription=True)
+        print(f"sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
+        return 0 if checks.failed == 0 and checks.passed > 0 else 1
+
     if args.g711:
         with open(args.g711, "rb") as file:
             speech = file.read()

@@ -1,5 +1,3 @@
-import CSpeexDSP
-
 /// libspeexdsp's acoustic echo canceller (MDF, a frequency-domain adaptive filter) with its
 /// preprocessor's residual echo suppression after it: given what was played (the reference) and
 /// what the microphone heard, it subtracts its running estimate of the played audio's echo.
@@ -25,8 +23,8 @@ public final class EchoCanceller {
     public let sampleRate: Int
     public let frameSamples: Int
     public let tailSamples: Int
-    private let echo: OpaquePointer
-    private let preprocess: OpaquePointer?
+    private let echo: SpeexEchoState
+    private let preprocess: SpeexPreprocessState?
 
     /// `suppressResidual`: run the preprocessor's residual echo suppression after the filter (its
     /// noise suppression, AGC and VAD stay off: the VAD after this is the server's own).
@@ -37,29 +35,21 @@ public final class EchoCanceller {
         self.sampleRate = sampleRate
         frameSamples = sampleRate / 1000 * Self.frameMs
         tailSamples = sampleRate / 1000 * tailMs
-        guard let echo = speex_echo_state_init(Int32(frameSamples), Int32(tailSamples)) else { throw .libspeexdsp }
-        var rate = Int32(sampleRate)
-        speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
-        self.echo = echo
-        if suppressResidual {
-            guard let preprocess = speex_preprocess_state_init(Int32(frameSamples), Int32(sampleRate)) else {
-                speex_echo_state_destroy(echo)
-                throw .libspeexdsp
+        do {
+            echo = try SpeexEchoState(frameSamples: frameSamples, tailSamples: tailSamples, sampleRate: sampleRate)
+            if suppressResidual {
+                let preprocess = try SpeexPreprocessState(frameSamples: frameSamples, sampleRate: sampleRate)
+                // Denoising is on by default; here it is off (the input's noise is the denoiser's
+                // business, `Denoiser`), as are AGC and VAD.
+                preprocess.setDenoise(false)
+                preprocess.setEchoState(echo)
+                self.preprocess = preprocess
+            } else {
+                preprocess = nil
             }
-            // Denoising is on by default; AGC, VAD and dereverberation are off (and setting the
-            // VAD at all makes speexdsp print a warning on stderr).
-            var off: Int32 = 0
-            speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &off)
-            speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
-            self.preprocess = preprocess
-        } else {
-            preprocess = nil
+        } catch {
+            throw .libspeexdsp
         }
-    }
-
-    deinit {
-        if let preprocess { speex_preprocess_state_destroy(preprocess) }
-        speex_echo_state_destroy(echo)
     }
 
     /// One frame: `microphone` less the echo of `reference` (what was played when the microphone's
@@ -71,13 +61,13 @@ public final class EchoCanceller {
             throw .frameLength(expected: frameSamples, got: count)
         }
         guard let mic = microphone.baseAddress, let played = reference.baseAddress, let out = output.baseAddress else { return }
-        speex_echo_cancellation(echo, mic, played, out)
-        if let preprocess { speex_preprocess_run(preprocess, out) }
+        echo.cancel(mic, played, into: out)
+        preprocess?.run(out)
     }
 
     /// Forgets the echo path it learnt (a new call, another device).
     public func reset() {
-        speex_echo_state_reset(echo)
+        echo.reset()
     }
 
     /// The state's size. speexdsp does not report it; this is what its float build allocates

@@ -1,5 +1,3 @@
-import CSpeexDSP
-
 /// Sample-rate conversion with libspeexdsp's resampler, the usual choice in VoIP stacks: a
 /// windowed-sinc filter whose quality (0-10) trades CPU for stop-band attenuation.
 ///
@@ -23,7 +21,7 @@ public final class Resampler {
     public let inputRate: Int
     public let outputRate: Int
     public let channels: Channels
-    private let state: OpaquePointer
+    private let state: SpeexResamplerState
 
     public init(from inputRate: Int, to outputRate: Int, channels: Channels = .mono, quality: Quality = .voip) throws(Failure) {
         // speexdsp accepts any positive rates; beyond these the ratios stop making sense for voice.
@@ -31,16 +29,13 @@ public final class Resampler {
         self.inputRate = inputRate
         self.outputRate = outputRate
         self.channels = channels
-        var error: Int32 = 0
-        guard let state = speex_resampler_init(UInt32(channels.rawValue), UInt32(inputRate), UInt32(outputRate), quality.rawValue, &error) else {
-            throw .libspeexdsp(code: error)
+        do {
+            state = try SpeexResamplerState(channels: channels.rawValue, inputRate: inputRate, outputRate: outputRate, quality: quality.rawValue)
+        } catch {
+            guard case .resampler(let code) = error else { throw .libspeexdsp(code: 0) }
+            throw .libspeexdsp(code: code)
         }
-        self.state = state
-        // Without this the output starts with the filter's delay in zeros.
-        speex_resampler_skip_zeros(state)
     }
-
-    deinit { speex_resampler_destroy(state) }
 
     /// Interleaved output samples that `inputCount` interleaved input samples can produce, at most.
     public func outputCapacity(forInput inputCount: Int) -> Int {
@@ -54,7 +49,7 @@ public final class Resampler {
         guard let inBase = input.baseAddress, let outBase = output.baseAddress else { return (0, 0) }
         var inLength = UInt32(input.count / channels.rawValue)
         var outLength = UInt32(output.count / channels.rawValue)
-        speex_resampler_process_interleaved_int(state, inBase, &inLength, outBase, &outLength)
+        state.process(inBase, &inLength, outBase, &outLength)
         return (Int(inLength) * channels.rawValue, Int(outLength) * channels.rawValue)
     }
 
@@ -63,7 +58,7 @@ public final class Resampler {
         guard let inBase = input.baseAddress, let outBase = output.baseAddress else { return (0, 0) }
         var inLength = UInt32(input.count / channels.rawValue)
         var outLength = UInt32(output.count / channels.rawValue)
-        speex_resampler_process_interleaved_float(state, inBase, &inLength, outBase, &outLength)
+        state.process(inBase, &inLength, outBase, &outLength)
         return (Int(inLength) * channels.rawValue, Int(outLength) * channels.rawValue)
     }
 
@@ -79,11 +74,10 @@ public final class Resampler {
     }
 
     /// Input samples per channel the filter holds back: the delay it adds.
-    public var inputLatency: Int { Int(speex_resampler_get_input_latency(state)) }
+    public var inputLatency: Int { state.inputLatency }
 
     /// Clears the filter history for an unrelated stream.
     public func reset() {
-        speex_resampler_reset_mem(state)
-        speex_resampler_skip_zeros(state)
+        state.reset()
     }
 }

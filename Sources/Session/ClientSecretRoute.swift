@@ -35,7 +35,10 @@ extension RealtimeEndpoint {
             guard sessionJSON.object != nil else { throw fields.invalid("session", "must be an object") }
             let session = EventFields(sessionJSON, path: dialect == .ga ? "session" : "")
             var configuration = SessionConfiguration()
-            try configuration.apply(try SessionUpdate.parse(session), allowsOpus: false)
+            let update = try SessionUpdate.parse(session)
+            // A secret for a transcription session makes one: its type is not a switch.
+            if let type = update.sessionType { configuration.type = type }
+            try configuration.apply(update, allowsOpus: false)
             let model = try session.string("model") ?? modelName
             let expiresAt = WallClock.seconds() + seconds
             let secret = ClientSecret(expiresAt: expiresAt, sessionSeconds: Self.secretSessionSeconds, session: sessionJSON,

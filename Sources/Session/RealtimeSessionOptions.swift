@@ -23,11 +23,15 @@ extension SessionEngine.Options {
             configuration.outputModalities = .audio
             configuration.outputAudioFormat = .opus
         }
+        // `?intent=transcription` opens a transcription session, as the Realtime API's URL does.
+        if request.queryValue("intent") == "transcription" { configuration.type = .transcription }
         // A session opened with a client secret starts with the settings the secret pins, and
         // keeps them; it may last as long as the secret says.
         if let secret = caller.secret {
             let session = EventFields(secret.session, path: "session")
             if let update = try? SessionUpdate.parse(session) {
+                // The secret's `type` makes the session what it is; it is not a switch.
+                if let type = update.sessionType { configuration.type = type }
                 try? configuration.apply(update, allowsOpus: allowsOpus)
                 pinned = SessionEngine.Pinned(update)
             }
@@ -35,6 +39,7 @@ extension SessionEngine.Options {
         }
         if let stored {
             if let json = try? JSON(parsing: stored.session.settings), let update = try? SessionUpdate.parse(EventFields(json, path: "session")) {
+                if let type = update.sessionType { configuration.type = type }
                 try? configuration.apply(update, allowsOpus: allowsOpus)
             }
             sessionID = stored.session.sessionID

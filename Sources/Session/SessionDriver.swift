@@ -64,6 +64,9 @@ package final class SessionDriver {
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made
     /// with the first reply audio of a guarded session, let go with the codec.
     private var echo: EchoGuard?
+    /// The input's noise reduction (`noise_reduction`), after the echo guard and before the
+    /// engine: made with the first audio of a session that asks for it, let go with the codec.
+    private var denoiser: Denoiser?
     /// Whether the guard is on for a session whose client has not said (`echo_guard`): the
     /// server's `--echo-guard` on /v1/realtime and /ws.
     package var echoGuardByDefault = false
@@ -126,6 +129,13 @@ package final class SessionDriver {
             sessionCap = socket.loop.schedule(after: cap) { [weak self] in self?.sessionExpired() }
         }
         sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(wire?.endpointName ?? "")", "model": "\(engine.model)"])
+        if announce, engine.configuration.type == .transcription, !engine.transcribes {
+            // Nothing could transcribe it: said, then closed with 1008 (policy), before it begins.
+            let error = EventError(type: .invalidRequest, code: "transcription_unavailable",
+                                   message: "this server has no speech recogniser (--transcriber none), so it cannot open a transcription session")
+            wire?.send(engine.event(.error(error)), on: socket)
+            return socket.close(.policyViolation, reason: "no transcriber")
+        }
         if announce { perform(engine.start()) }
     }
 
@@ -206,6 +216,7 @@ package final class SessionDriver {
         codecCheck?.cancel()
         audio = nil
         echo = nil
+        denoiser = nil
         engine.audioWentIdle()
         self.socket = nil
     }
@@ -251,7 +262,9 @@ package final class SessionDriver {
                 return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
             }
             let due = streamClock.frameArrived(duration: audio!.lastInputNanoseconds, at: arrived)
-            perform(engine.handle(.audio(guarded(samples, arrived: arrived))))
+            // The echo guard first (its reference is the reply as played, before any denoising),
+            // then the denoiser, then the engine's VAD and recogniser.
+            perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
             let done = MonotonicClock.nanoseconds()
             metrics.audioFrames.add(1, labels: "result=\"processed\"")
             metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
@@ -285,6 +298,32 @@ package final class SessionDriver {
         return out
     }
 
+    // MARK: Noise reduction
+
+    /// The input denoised as the session's `noise_reduction` asks (the kind and the engine's rate
+    /// it was made for); what a denoiser let go still held goes on undenoised, so that the
+    /// engine's audio clock loses no samples.
+    private func denoised(_ samples: [Int16]) -> [Int16] {
+        let kind: Denoiser.Kind? = switch engine.configuration.noiseReduction {
+        case nil: nil
+        case .nearField?: .nearField
+        case .farField?: .farField
+        }
+        var held: [Int16] = []
+        if let current = denoiser, current.kind != kind || current.sampleRate != inputRate {
+            if current.sampleRate == inputRate { held = current.flush() }
+            denoiser = nil
+        }
+        guard let kind else { return held.isEmpty ? samples : held + samples }
+        if denoiser == nil {
+            // A rate it cannot take (none the engine hears at) leaves the input as it is.
+            denoiser = try? Denoiser(kind: kind, sampleRate: inputRate)
+            updateAccount()
+        }
+        guard let denoiser else { return held + samples }
+        return held + denoiser.process(samples)
+    }
+
     /// A piece of the reply goes out: the guard's reference, from when the client plays it.
     private func replyPlayed(_ samples: [Int16], at playsAt: UInt64) {
         guard echoGuardOn else { return }
@@ -302,6 +341,7 @@ package final class SessionDriver {
             if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
                 audio = nil
                 echo = nil
+                denoiser = nil
                 codecCheck = nil
                 perform(engine.handle(.audioStopped))
             } else {
@@ -618,6 +658,6 @@ package final class SessionDriver {
     }
 
     private func updateAccount() {
-        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0) + (echo?.stateBytes ?? 0))
+        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0))
     }
 }

@@ -99,7 +99,7 @@ import Loop
         #expect(unknown?.code == .unknownEvent)
         #expect(unknown?.message == "unknown event type 'respnse.create'")
         #expect(unknown?.eventID == "x")
-        #expect(rejection(#"{"type":"transcription_session.update","session":{}}"#)?.code == .unsupportedEvent)
+        #expect(rejection(#"{"type":"transcription_session.update"}"#)?.code == .missingField)
         #expect(rejection(#"{"type":"conversation.item.delete"}"#)?.code == .missingField)
     }
 

@@ -69,6 +69,24 @@ import TestSupport
         #expect(try server.client().upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer \(forged)\r\n").status == 401)
     }
 
+    /// A secret whose session is a transcription one opens a transcription session; this server
+    /// has no recogniser, so the session says so and closes.
+    @Test func aTranscriptionSecretOpensATranscriptionSession() throws {
+        let server = try server()
+        let body = #"{"session":{"type":"transcription","audio":{"input":{"noise_reduction":{"type":"far_field"}}}}}"#
+        let minted = try post(server, "/v1/realtime/client_secrets", body, key: "sk-real")
+        #expect(minted.status == 200)
+        #expect(minted.json?["session"]?["type"]?.string == "transcription")
+        #expect(minted.json?["session"]?["object"]?.string == "realtime.transcription_session")
+        #expect(minted.json?["session"]?["audio"]?["input"]?["noise_reduction"]?["type"]?.string == "far_field")
+        let value = try #require(minted.json?["value"]?.string)
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/v1/realtime", extraHeaders: "Authorization: Bearer \(value)\r\n").status == 101)
+        let refused = try client.readEvent()
+        #expect(refused["error"]?["code"]?.string == "transcription_unavailable", "\(refused)")
+        #expect(try client.readClose() == 1008)
+    }
+
     @Test func theBetaSessionsRouteAnswersWithAClientSecretObject() throws {
         let server = try server()
         let minted = try post(server, "/v1/realtime/sessions", #"{"model":"gpt-4o-realtime-preview","voice":"verse","instructions":"Hi."}"#, key: "sk-real")

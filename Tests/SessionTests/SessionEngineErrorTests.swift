@@ -50,11 +50,13 @@ import Loop
         #expect(ws.engine.configuration.inputAudioFormat == .opus)
     }
 
-    @Test func unsupportedRealtimeEventsSaySo() throws {
+    @Test func transcriptionSessionUpdateInARealtimeSessionIsRefused() throws {
         var h = try EngineHarness()
-        let actions = h.client(#"{"type":"transcription_session.update","session":{}}"#)
-        #expect(actions.errors.first?.code == "unsupported_event")
-        #expect(actions.errors.first?.message == "event type 'transcription_session.update' is not supported by Parley")
+        let actions = h.client(#"{"type":"transcription_session.update","event_id":"t1","session":{}}"#)
+        #expect(actions.types == ["error"])
+        #expect(actions.errors.first?.code == "invalid_value")
+        #expect(actions.errors.first?.param == "type" && actions.errors.first?.eventID == "t1")
+        #expect(actions.errors.first?.message.hasPrefix("transcription_session.update is for transcription sessions") == true)
     }
 
     /// On /ws, whose input is Opus until a session.update says pcm16, an append is refused before

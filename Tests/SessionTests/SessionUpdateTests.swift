@@ -107,7 +107,11 @@ import Testing
             (#"{"max_response_output_tokens":"lots"}"#, "session.max_response_output_tokens"),
             (#"{"voice":""}"#, "session.voice"),
             (#"{"instructions":7}"#, "session.instructions"),
-            (#"{"type":"transcription"}"#, "session.type"),
+            (#"{"type":"conversation"}"#, "session.type"),
+            (#"{"audio":{"input":{"noise_reduction":{"type":"studio"}}}}"#, "session.audio.input.noise_reduction.type"),
+            (#"{"input_audio_noise_reduction":{"type":"near"}}"#, "session.input_audio_noise_reduction.type"),
+            (#"{"input_audio_noise_reduction":"far_field"}"#, "session.input_audio_noise_reduction"),
+            (#"{"audio":{"input":{"transcription":{"language":7}}}}"#, "session.audio.input.transcription.language"),
             (#"{"audio":"loud"}"#, "session.audio"),
         ]
         for (session, param) in cases {

@@ -136,6 +136,17 @@ import Testing
         }
     }
 
+    @Test func aTranscriptionSessionNeverSpeculates() throws {
+        var engine = SessionEngine.semantic(createResponse: true, seed: 11) { options in
+            options.transcribes = true
+            options.speculatesByDefault = true
+            options.configuration.type = .transcription
+        }
+        let itemID = try speakAndPause(&engine)
+        let partial = engine.handle(.transcription(itemID: itemID, .partial("hello there")))
+        #expect(!partial.types.contains("speculate"), "\(partial.types)")
+    }
+
     @Test func clearingTheAudioCancelsIt() throws {
         var engine = engine()
         let itemID = try speakAndPause(&engine)

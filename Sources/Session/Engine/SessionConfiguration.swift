@@ -39,6 +39,27 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// endpoint's default holds (on for /twilio, the server's `--echo-guard` for the others); only
     /// then is the field left out of `session.created` and `session.updated`.
     public var echoGuard: Bool?
+    /// `realtime`: a conversation with responses; `transcription`: the input's turns transcribed
+    /// and nothing else (no response, no model call). Fixed when the session opens
+    /// (`?intent=transcription`, or a client secret's `type`).
+    public var type: SessionType = .realtime
+    /// `noise_reduction`: the input is denoised before the VAD and the recogniser hear it
+    /// (`Denoiser`); nil: it is not.
+    public var noiseReduction: NoiseReduction?
+
+    /// The Realtime API's noise reduction types (the driver's `Denoiser` serves each, with the
+    /// strength its comment explains).
+    public enum NoiseReduction: String, Sendable, Equatable, CaseIterable {
+        /// A close-talking microphone: a headset, a phone at the mouth.
+        case nearField = "near_field"
+        /// A laptop's or a room's microphone.
+        case farField = "far_field"
+    }
+
+    public enum SessionType: String, Sendable, Equatable {
+        case realtime
+        case transcription
+    }
 
     public init() {}
 
@@ -51,6 +72,14 @@ public struct SessionConfiguration: Sendable, Equatable {
             where format == .opus {
                 throw ProtocolError(.invalidValue, "'\(param)' opus is only available on Parley's /ws endpoint; use pcm16, g711_ulaw or g711_alaw here", param: param)
             }
+        }
+        if let type = update.sessionType, type != self.type {
+            // The API fixes a session's type when it is made; Parley refuses the switch rather
+            // than guess what a conversation turned transcription (or back) should keep.
+            if update.fromTranscriptionEvent {
+                throw ProtocolError(.invalidValue, "transcription_session.update is for transcription sessions, and this is a realtime one: connect with ?intent=transcription for a transcription session, or use session.update", param: "type")
+            }
+            throw ProtocolError(.invalidValue, "'session.type' cannot change from '\(self.type.rawValue)' to '\(type.rawValue)': a session keeps the type it was opened with (connect with ?intent=transcription, or a client secret whose session type is 'transcription', for a transcription session)", param: "session.type")
         }
         var next = self
         if let instructions = update.instructions { next.instructions = instructions }
@@ -92,6 +121,11 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
         if let choice = update.toolChoice { next.toolChoice = choice }
         if let guarded = update.echoGuard { next.echoGuard = guarded }
+        switch update.noiseReduction {
+        case nil: break
+        case .off: next.noiseReduction = nil
+        case .on(let kind): next.noiseReduction = kind
+        }
         if update.tools != nil || update.toolChoice != nil {
             try ToolsField.check(next.toolChoice, against: next.tools, param: "session.tool_choice")
         }

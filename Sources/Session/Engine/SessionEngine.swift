@@ -21,6 +21,9 @@ import Models
 /// spoken reply it first pauses the reply, and `ReplyInterruption` decides whether it barges in
 /// (then announced and cancelled the same way) or was a backchannel (resumed, no trace); a turn that ends
 /// while a reply runs on (`interrupt_response: false`) is answered when the reply ends.
+///
+/// A transcription session (`configuration.type`) has the same turns, VAD and recogniser, and
+/// never a response: a turn ends at its commit and its transcript, and `response.create` is refused.
 public struct SessionEngine: Sendable {
     public struct Options: Sendable {
         /// The model name reported in `session.created`.
@@ -379,6 +382,10 @@ public struct SessionEngine: Sendable {
         case .conversationItemCreate(let new):
             createItem(new, event)
         case .responseCreate(let overrides):
+            guard configuration.type == .realtime else {
+                return emitError(.invalidRequest, "invalid_session_type",
+                                 "response.create is not available in a transcription session: it transcribes the audio it hears and never responds (open a realtime session for responses)", event)
+            }
             if overrides.tools != nil || overrides.toolChoice != nil {
                 let tools = overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools
                 do {
@@ -564,7 +571,7 @@ public struct SessionEngine: Sendable {
     /// `idle_timeout_ms`: the user said nothing for that long after a response. The silence is
     /// committed as a turn and answered, so the model can ask whether anyone is still there.
     private mutating func checkIdleTimeout() {
-        guard let timeout = configuration.turnDetection?.idleTimeoutMs, let since = idleSinceMs, speech == nil, response == nil,
+        guard configuration.type == .realtime, let timeout = configuration.turnDetection?.idleTimeoutMs, let since = idleSinceMs, speech == nil, response == nil,
               pendingTranscripts.isEmpty, audio.totalMs - since >= timeout else { return }
         idleSinceMs = nil
         let itemID = ids.make("item")
@@ -673,7 +680,8 @@ public struct SessionEngine: Sendable {
         outbox.append(.turnEnded(cause))
         emit(.speechStopped(audioEndMs: ms, itemID: speech.itemID))
         commit(itemID: speech.itemID, spokenMs: ms - speech.onsetMs)
-        guard configuration.turnDetection?.createResponse ?? true else { return dropSpeculation(.cancelled) }
+        // A transcription session's turn ends with its transcript; no model is ever asked.
+        guard configuration.type == .realtime, configuration.turnDetection?.createResponse ?? true else { return dropSpeculation(.cancelled) }
         if response == nil {
             startResponse(ResponseOverrides())
         } else {
@@ -871,7 +879,8 @@ public struct SessionEngine: Sendable {
 
     // MARK: Speculative replies
 
-    private var speculates: Bool { configuration.turnDetection?.speculativeResponse ?? speculatesByDefault }
+    /// Never in a transcription session, which asks no model at all.
+    private var speculates: Bool { configuration.type == .realtime && (configuration.turnDetection?.speculativeResponse ?? speculatesByDefault) }
 
     /// The end-of-turn model is weighing a silence, and these are the user's words so far: the
     /// reply starts on them, unheard (or starts again, if the words have changed since).

@@ -6,7 +6,7 @@ import Models
 /// connection takes (see `ClientMessage`, which parses both).
 public struct ClientEvent: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
-        /// `session.update`: the settings to change.
+        /// `session.update` (or the beta's `transcription_session.update`): the settings to change.
         case sessionUpdate(SessionUpdate)
         /// `input_audio_buffer.commit`
         case inputAudioCommit
@@ -39,9 +39,7 @@ public struct ClientEvent: Sendable, Equatable {
 
     /// Client events of the Realtime API that Parley does not implement: they get an
     /// `unsupported_event` error rather than `unknown_event`, so the client knows it was understood.
-    static let unsupportedTypes: Set<String> = [
-        "transcription_session.update",
-    ]
+    static let unsupportedTypes: Set<String> = []
 
     /// The event of `type` (read by `ClientMessage.parse`), from its fields.
     static func kind(of event: EventFields, type: String) throws(ProtocolError) -> Kind {
@@ -49,6 +47,9 @@ public struct ClientEvent: Sendable, Equatable {
         case "session.update":
             guard let session = try event.object("session") else { throw event.missing("session") }
             return .sessionUpdate(try SessionUpdate.parse(session))
+        case "transcription_session.update":
+            guard let session = try event.object("session") else { throw event.missing("session") }
+            return .sessionUpdate(try SessionUpdate.parseTranscription(session))
         case "input_audio_buffer.commit":
             return .inputAudioCommit
         case "input_audio_buffer.clear":

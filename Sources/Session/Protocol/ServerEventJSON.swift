@@ -22,12 +22,15 @@ extension ServerEvent {
     }
 
     /// The event's `type` in `dialect`: the names that differ are the reply deltas and their
-    /// `.done` events, and GA's `conversation.item.added` for the beta's `.created`.
+    /// `.done` events, GA's `conversation.item.added` for the beta's `.created`, and the beta's
+    /// `transcription_session.created` / `.updated` for a transcription session's.
     public func type(in dialect: Dialect) -> String {
         let ga = dialect == .ga
         switch kind {
-        case .sessionCreated: return "session.created"
-        case .sessionUpdated: return "session.updated"
+        case .sessionCreated(let session):
+            return !ga && session.configuration.type == .transcription ? "transcription_session.created" : "session.created"
+        case .sessionUpdated(let session):
+            return !ga && session.configuration.type == .transcription ? "transcription_session.updated" : "session.updated"
         case .speechStarted: return "input_audio_buffer.speech_started"
         case .speechStopped: return "input_audio_buffer.speech_stopped"
         case .inputAudioCommitted: return "input_audio_buffer.committed"

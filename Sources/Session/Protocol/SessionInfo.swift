@@ -22,7 +22,7 @@ public struct SessionInfo: Sendable, Equatable {
         let maxTokens: JSON = c.maxOutputTokens.map(JSON.int) ?? .string("inf")
         let turnDetection = c.turnDetection?.json ?? .null
         let tools = JSON.array(c.tools?.tools.map(\.json) ?? [])
-        let transcription: JSON = transcriptionModel.map { .object([("model", .string($0))]) } ?? .null
+        if c.type == .transcription { return transcriptionJSON(dialect: dialect) }
         switch dialect {
         case .ga:
             return .object([
@@ -37,12 +37,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("max_output_tokens", maxTokens),
                 ("tracing", .null),
                 ("audio", .object([
-                    ("input", .object([
-                        ("format", c.inputAudioFormat.json(dialect: dialect)),
-                        ("transcription", transcription),
-                        ("noise_reduction", .null),
-                        ("turn_detection", turnDetection),
-                    ] + echoGuard(c, "echo_guard"))),
+                    ("input", gaAudioInput),
                     ("output", .object([
                         ("format", c.outputAudioFormat.json(dialect: dialect)),
                         ("voice", .string(c.voice)),
@@ -61,11 +56,54 @@ public struct SessionInfo: Sendable, Equatable {
                 ("input_audio_format", c.inputAudioFormat.json(dialect: dialect)),
                 ("output_audio_format", c.outputAudioFormat.json(dialect: dialect)),
                 ("input_audio_transcription", transcription),
+                ("input_audio_noise_reduction", noiseReduction),
                 ("turn_detection", turnDetection),
                 ("tools", tools),
                 ("tool_choice", c.toolChoice.json),
                 ("temperature", .number(0.8)),
                 ("max_response_output_tokens", maxTokens),
+            ] + echoGuard(c, "input_audio_echo_guard"))
+        }
+    }
+
+    /// `transcription`: the server's recogniser (`{"model": …}`), or null without one.
+    private var transcription: JSON { transcriptionModel.map { .object([("model", .string($0))]) } ?? .null }
+
+    private var noiseReduction: JSON { configuration.noiseReduction.map { .object([("type", .string($0.rawValue))]) } ?? .null }
+
+    /// GA's `audio.input`, the same in both types of session.
+    private var gaAudioInput: JSON {
+        let c = configuration
+        return .object([
+            ("format", c.inputAudioFormat.json(dialect: .ga)),
+            ("transcription", transcription),
+            ("noise_reduction", noiseReduction),
+            ("turn_detection", c.turnDetection?.json ?? .null),
+        ] + echoGuard(c, "echo_guard"))
+    }
+
+    /// A transcription session's object (`realtime.transcription_session`): only the input's
+    /// settings, GA's nested under `audio.input`, the beta's flat.
+    private func transcriptionJSON(dialect: Dialect) -> JSON {
+        let c = configuration
+        switch dialect {
+        case .ga:
+            return .object([
+                ("type", .string("transcription")),
+                ("object", .string("realtime.transcription_session")),
+                ("id", .string(id)),
+                ("audio", .object([("input", gaAudioInput)])),
+                ("include", .null),
+            ])
+        case .beta:
+            return .object([
+                ("id", .string(id)),
+                ("object", .string("realtime.transcription_session")),
+                ("input_audio_format", c.inputAudioFormat.json(dialect: dialect)),
+                ("input_audio_transcription", transcription),
+                ("input_audio_noise_reduction", noiseReduction),
+                ("turn_detection", c.turnDetection?.json ?? .null),
+                ("include", .null),
             ] + echoGuard(c, "input_audio_echo_guard"))
         }
     }

@@ -8,9 +8,10 @@ import Models
 /// `{"type":"audio/pcmu"}`, `audio.input.turn_detection`, `audio.output.voice`,
 /// `max_output_tokens`) and the beta's flat fields (`modalities`, `input_audio_format: "pcm16"`
 /// or `"g711_ulaw"`, `turn_detection`, `voice`,
-/// `max_response_output_tokens`), and `tools` with `tool_choice`. Fields Parley does not act on (temperature, transcription
-/// and noise-reduction settings, `semantic_vad`'s eagerness) are accepted and ignored, so SDK
-/// defaults do not fail.
+/// `max_response_output_tokens`), and `tools` with `tool_choice`; `type` (`realtime` or
+/// `transcription`) and noise reduction (`audio.input.noise_reduction`, the beta's
+/// `input_audio_noise_reduction`). Fields Parley does not act on (temperature, the transcription
+/// model, language and prompt) are checked and ignored, so SDK defaults do not fail.
 public struct SessionUpdate: Sendable, Equatable {
     public enum TurnDetectionChange: Sendable, Equatable {
         /// `turn_detection: null`: the client commits turns itself.
@@ -50,6 +51,12 @@ public struct SessionUpdate: Sendable, Equatable {
         }
     }
 
+    /// `noise_reduction`: `null` turns it off, an object with a `type` turns it on.
+    public enum NoiseReductionChange: Sendable, Equatable {
+        case off
+        case on(SessionConfiguration.NoiseReduction)
+    }
+
     public enum TokenLimit: Sendable, Equatable {
         case limited(Int)
         /// "inf"
@@ -72,6 +79,12 @@ public struct SessionUpdate: Sendable, Equatable {
     public var toolChoice: ToolChoice?
     /// Parley's echo guard extension: `input_audio_echo_guard` (beta), `audio.input.echo_guard` (GA).
     public var echoGuard: Bool?
+    /// `type`: the kind of session the update is for (`transcription_session.update` is always
+    /// for a transcription session).
+    public var sessionType: SessionConfiguration.SessionType?
+    /// The update came as the beta's `transcription_session.update` (for the error that names it).
+    public var fromTranscriptionEvent = false
+    public var noiseReduction: NoiseReductionChange?
     /// Where the formats were given, for an error that names the field.
     var inputAudioFormatParam = "session.input_audio_format"
     var outputAudioFormatParam = "session.output_audio_format"
@@ -90,8 +103,11 @@ public struct SessionUpdate: Sendable, Equatable {
 
     static func parse(_ session: EventFields) throws(ProtocolError) -> SessionUpdate {
         var update = SessionUpdate()
-        if let type = try session.string("type"), type != "realtime" {
-            throw session.invalid("type", "must be 'realtime' (Parley has no transcription-only sessions), got '\(type)'")
+        if let type = try session.string("type") {
+            guard let known = SessionConfiguration.SessionType(rawValue: type) else {
+                throw session.invalid("type", "must be 'realtime' or 'transcription', got '\(type)'")
+            }
+            update.sessionType = known
         }
         if let instructions = try session.string("instructions") {
             guard instructions.utf8.count <= SessionConfiguration.maxInstructionBytes else {
@@ -115,6 +131,8 @@ public struct SessionUpdate: Sendable, Equatable {
         }
         update.toolChoice = try ToolsField.choice(session)
         update.echoGuard = try session.bool("input_audio_echo_guard")
+        update.noiseReduction = try noiseReduction(session, "input_audio_noise_reduction")
+        try transcription(session, "input_audio_transcription")
 
         if let audio = try session.object("audio") {
             if let input = try audio.object("input") {
@@ -124,6 +142,8 @@ public struct SessionUpdate: Sendable, Equatable {
                 }
                 if let change = try turnDetection(input) { update.turnDetection = change }
                 if let guarded = try input.bool("echo_guard") { update.echoGuard = guarded }
+                if let change = try noiseReduction(input, "noise_reduction") { update.noiseReduction = change }
+                try transcription(input, "transcription")
             }
             if let output = try audio.object("output") {
                 if let format = try format(output, "format") {
@@ -135,6 +155,37 @@ public struct SessionUpdate: Sendable, Equatable {
             }
         }
         return update
+    }
+
+    /// The beta's `transcription_session.update`: the beta's flat fields (`input_audio_format`,
+    /// `input_audio_transcription`, `turn_detection`, `input_audio_noise_reduction`), for a
+    /// transcription session.
+    static func parseTranscription(_ session: EventFields) throws(ProtocolError) -> SessionUpdate {
+        var update = try parse(session)
+        if let type = update.sessionType, type != .transcription {
+            throw session.invalid("type", "must be 'transcription' in transcription_session.update, got '\(type.rawValue)'")
+        }
+        update.sessionType = .transcription
+        update.fromTranscriptionEvent = true
+        return update
+    }
+
+    /// `noise_reduction`: `null` (off) or `{"type": "near_field" | "far_field"}`; the API's
+    /// optional `strength` is accepted and ignored.
+    private static func noiseReduction(_ fields: EventFields, _ key: String) throws(ProtocolError) -> NoiseReductionChange? {
+        if fields.isNull(key) { return .off }
+        guard let object = try fields.object(key) else { return nil }
+        typealias Kind = SessionConfiguration.NoiseReduction
+        guard let type = try object.choice("type", Kind.allCases.map(\.rawValue)) else { throw object.missing("type") }
+        _ = try object.number("strength", in: 0...1_000)
+        return Kind(rawValue: type).map(NoiseReductionChange.on)
+    }
+
+    /// `transcription` / `input_audio_transcription`: the server's recogniser does the work, so its
+    /// `model`, `language` and `prompt` choose nothing; they are only checked to be strings.
+    private static func transcription(_ fields: EventFields, _ key: String) throws(ProtocolError) {
+        guard let object = try fields.object(key) else { return }
+        for member in ["model", "language", "prompt"] { _ = try object.string(member) }
     }
 
     static func modalities(_ fields: EventFields, _ key: String) throws(ProtocolError) -> OutputModalities? {
