@@ -5,10 +5,10 @@ set -euo pipefail
 
 # Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition),
 # libespeak-ng (synthesis), libsqlite3 and libhiredis (the conversation stores: SQLite on one node,
-# Redis through hiredis's async client on Parley's loops across many). Tests: espeak-ng and
+# Redis through hiredis's async client on Parley's loops across many). Tests: espeak-ng, flite and
 # opus-tools make speech vectors, sox is the outside G.711 encoder the codec is checked against (and
 # makes the SDK tests' µ-law speech), and redis-server is what RedisTests start on a free port.
-packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng opus-tools sox
+packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng flite opus-tools sox
           libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server "$@")
 
 missing_packages() {

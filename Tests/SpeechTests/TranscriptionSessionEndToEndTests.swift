@@ -15,7 +15,9 @@ import Glibc
 /// two voices' sentences streamed with server VAD come back as transcripts, and nothing else;
 /// with `noise_reduction` the same over noisy speech.
 @Suite(.serialized) struct TranscriptionSessionEndToEndTests {
-    static let sentences = [("What time does the museum open", "en-us"), ("Remind me to call my mother tomorrow", "piper")]
+    static let sentences: [(String, WordErrorRate.Voice)] = [("What time does the museum open", .espeak("en-us", wordsPerMinute: 150)),
+                                                             ("Remind me to call my mother tomorrow", .piper(lengthScale: 1.0))]
+    /// The helper's server and its way of sending audio.
     let speech = HelperSpeechTests()
 
     /// `seconds` of quiet at 24 kHz, or of `noise` (uniform white noise of that amplitude).
@@ -26,7 +28,7 @@ import Glibc
     /// The two sentences, each after a second of quiet, and a last 1.5 s; with `snrDB`, white
     /// noise that far under the speech over the whole stream.
     func stream(snrDB: Double? = nil) throws -> [Int16] {
-        let clips = try Self.sentences.map { try speech.clip($0.0, voice: $0.1) }
+        let clips = try Self.sentences.map { try $0.1.say($0.0) }
         var random = SeededRandom(seed: 7)
         let noise = snrDB.map { db in
             let rms = PCM.rms(clips.flatMap { $0 }) * 32768 * pow(10, -db / 20)
@@ -66,9 +68,9 @@ import Glibc
     }
 
     func check(_ transcripts: [String], bound: Double) {
-        let reference = Self.sentences.flatMap { HelperSpeechTests.words($0.0) }
-        let heard = transcripts.flatMap { HelperSpeechTests.words($0) }
-        let rate = Double(HelperSpeechTests.errors(reference, heard)) / Double(reference.count)
+        let reference = Self.sentences.flatMap { WordErrorRate.words($0.0) }
+        let heard = transcripts.flatMap { WordErrorRate.words($0) }
+        let rate = Double(WordErrorRate.errors(reference, heard)) / Double(reference.count)
         print("transcription session: WER \(rate): \(transcripts)")
         #expect(rate <= bound, "WER \(rate): \(transcripts)")
     }

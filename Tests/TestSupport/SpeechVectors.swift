@@ -37,6 +37,14 @@ public enum SpeechVectors {
         }
     }
 
+    /// The sentence in flite's `voice` (`slt`, `rms`, `awb`, `kal`: CMU's diphone and clustergen
+    /// voices, a speech tool of Debian's other than espeak-ng), 16 kHz mono PCM16.
+    public static func flite(_ sentence: String, voice: String) throws -> String {
+        try vector(key: "flite|\(voice)|\(sentence)", suffix: "wav") { path in
+            ["flite", "-voice", voice, "-t", sentence, "-o", path]
+        }
+    }
+
     /// Where the voice is, wherever the venv's Python version put it.
     static let piperVoice: String? = {
         guard let captured = try? Subprocess.capture([".venv-speech/bin/python", "-c",
@@ -93,7 +101,7 @@ public enum SpeechVectors {
     }
 
     private static func generate(_ argv: [String], input: String? = nil) throws {
-        let hint = "`make test` installs espeak-ng and opus-tools (scripts/install-deps.sh), and Piper in .venv-speech (scripts/speech-models.sh)"
+        let hint = "`make test` installs espeak-ng, flite and opus-tools (scripts/install-deps.sh), and Piper in .venv-speech (scripts/speech-models.sh)"
         let status: Int32
         do {
             status = try input.map { try Subprocess.capture(argv, input: $0).status } ?? Subprocess.run(argv)
