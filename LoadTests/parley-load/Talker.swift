@@ -28,8 +28,10 @@ struct Talker: Sendable {
     /// No new turn starts after this (monotonic nanoseconds), and a turn under way is cut short.
     let deadline: UInt64
 
-    /// The reply is spoken over this long after its first audio arrived.
-    static let bargeInAfterMs = 1_000
+    /// The reply is spoken over this long after its first audio arrived: early enough that the
+    /// built-in agent's shorter replies are still playing when the barge-in has lasted the
+    /// server's 500 ms (ReplyInterruption).
+    static let bargeInAfterMs = 500
     /// The most quiet streamed after a sentence while waiting for its reply to be over.
     static let longestWaitMs = 30_000
     static let stopped = "input_audio_buffer.speech_stopped"
@@ -104,6 +106,7 @@ struct Talker: Sendable {
             turn.problem = "talker \(number) turn \(index): no reply audio to speak over"
         }
         turn.timelines = events.compactMap { $0.event.flatMap(TalkerTurn.stages(of:)) }
+        turn.trace = TalkerTurn.trace(events, from: started)
         return turn
     }
 

@@ -19,7 +19,7 @@ struct TalkersCommand: ParsableCommand {
             include ["parley.turn.timeline"]) whose microphone stays open: a sentence of 2 to 8 s \
             streamed in 20 ms appends at real-time pace, then silence until the spoken reply has \
             played out, then the next sentence; every --barge-in-every'th turn it speaks over the \
-            reply one second in. Per turn, on the client's monotonic clock:
+            reply half a second in. Per turn, on the client's monotonic clock:
               (a) the last word's last sample sent → input_audio_buffer.speech_stopped
               (b) speech_stopped → the first response.output_audio.delta
               (c) the last word → the first reply audio

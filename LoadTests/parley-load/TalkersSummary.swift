@@ -29,6 +29,29 @@ struct TalkerTurn: Sendable {
     var timelines: [[String: Double]] = []
     /// Why the turn could not be measured as designed.
     var problem: String?
+    /// The turn's events as received, "+ms type" from its first sample sent (runs of audio deltas
+    /// as one line with their count): what a strange figure is read against.
+    var trace: [String] = []
+
+    /// `events` as `trace` lines, times from `start` (monotonic nanoseconds).
+    static func trace(_ events: [RealtimeSpeaker.Received], from start: UInt64) -> [String] {
+        var out: [String] = []
+        var deltas = 0
+        for (n, event) in events.enumerated() {
+            let at = "+" + Format.fixed((Double(event.at) - Double(start)) / 1e6, 0) + " "
+            guard event.type.hasSuffix("audio.delta") else {
+                out.append(at + event.type + (event.event?["response"]?["status"]?.string.map { " " + $0 } ?? ""))
+                continue
+            }
+            if deltas == 0 { out.append(at + event.type) }
+            deltas += 1
+            if n == events.count - 1 || events[n + 1].type != event.type {
+                out[out.count - 1] += " ×\(deltas)"
+                deltas = 0
+            }
+        }
+        return out
+    }
 
     /// `stages_ms` of a `parley.turn.timeline` event; nil for any other event.
     static func stages(of event: JSON) -> [String: Double]? {
@@ -57,6 +80,7 @@ struct TalkerTurn: Sendable {
             .object(TurnStageNames.all.compactMap { name in stages[name].map { (name, JSON.number($0)) } })
         })))
         if let problem { members.append(("problem", .string(problem))) }
+        members.append(("trace", .array(trace.map(JSON.string))))
         return .object(members)
     }
 }

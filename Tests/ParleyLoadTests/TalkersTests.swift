@@ -108,6 +108,17 @@ import Testing
         #expect(Talker.replyOver([event(Talker.stopped, 1_000)], after: 0, now: 16_100_000_000))
     }
 
+    @Test func aTurnsTraceFoldsRunsOfAudioDeltas() throws {
+        let done = try JSON(parsing: #"{"type":"response.done","response":{"status":"cancelled"}}"#)
+        let events = [RealtimeSpeaker.Received(type: Talker.stopped, event: nil, at: 1_500_000_000),
+                      RealtimeSpeaker.Received(type: Talker.audio, event: nil, at: 2_000_000_000),
+                      RealtimeSpeaker.Received(type: Talker.audio, event: nil, at: 2_100_000_000),
+                      RealtimeSpeaker.Received(type: "response.done", event: done, at: 2_250_000_000),
+                      RealtimeSpeaker.Received(type: Talker.audio, event: nil, at: 3_000_000_000)]
+        #expect(TalkerTurn.trace(events, from: 1_000_000_000) == ["+500 input_audio_buffer.speech_stopped", "+1000 response.output_audio.delta ×2",
+                                                                  "+1250 response.done cancelled", "+2000 response.output_audio.delta ×1"])
+    }
+
     @Test func optionsAreValidated() throws {
         #expect(try TalkersCommand.parse(["--talkers", "1,5,10,20"]).steps == [1, 5, 10, 20])
         #expect(try TalkersCommand.parse([]).steps == [10])
