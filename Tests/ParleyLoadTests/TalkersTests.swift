@@ -119,6 +119,30 @@ import Testing
                                                                   "+1250 response.done cancelled", "+2000 response.output_audio.delta ×1"])
     }
 
+    @Test func theReportShowsTheLatencyAndStageTablesWithCPUAndSteal() throws {
+        let turns = (1...4).map { turn($0, a: 300, b: 700, transcription: 120) }
+        let metrics = ServerMetrics(parsing: """
+            parley_turn_stage_seconds_bucket{stage="transcription",le="0.1"} 1
+            parley_turn_stage_seconds_bucket{stage="transcription",le="0.15"} 4
+            parley_turn_stage_seconds_bucket{stage="transcription",le="+Inf"} 4
+            parley_turn_stage_seconds_sum{stage="transcription"} 0.5
+            parley_turn_stage_seconds_count{stage="transcription"} 4
+            """)
+        let histogram = try #require(ServerHistogram(TurnStageNames.histogram, in: metrics, label: #"stage="transcription""#))
+        let step = TalkersStep(talkers: 10, turns: turns, wallSeconds: 100, clientCPU: CPUTime(user: 4, system: 1), stealFraction: 0.031,
+                               serverCPUSeconds: 80, serverStages: ["transcription": histogram])
+        let summary = TalkersSummary(steps: [step], turnDetection: "semantic_vad", voices: [.joe], turnsPerTalker: 4, bargeInEvery: 3,
+                                     transcriptionBoundMs: 500, cores: 2)
+        let parsed = try JSON(parsing: summary.json.pretty)
+        let report = LoadReport(title: "t", runs: [("talkers", parsed)])
+        let latency = try #require(report.tables.first { $0.name == "talkers" })
+        #expect(latency.markdown.contains("| talkers | 10 | 4 | 300 / 300 (4) | 700 / 700 (4) | 1000 / 1000 (4) | n/a | n/a | 0 of 0 | 0.80 | 0.05 | 3.1 % |"))
+        let stages = try #require(report.tables.first { $0.name == "talkers-stages" })
+        #expect(stages.markdown.contains("| talkers | 10 | end_of_turn | 300 / 300 (4) | n/a | 0.05 | 3.1 % |"))
+        #expect(stages.markdown.contains("|  |  | transcription | 120 / 120 (4) | ≤ 150 ms / ≤ 150 ms (4) |  |  |"))
+        #expect(report.markdown.contains("| talkers | talkers | 10 talkers, semantic_vad | last word → reply audio p99 1000 ms |"))
+    }
+
     @Test func optionsAreValidated() throws {
         #expect(try TalkersCommand.parse(["--talkers", "1,5,10,20"]).steps == [1, 5, 10, 20])
         #expect(try TalkersCommand.parse([]).steps == [10])
