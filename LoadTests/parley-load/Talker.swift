@@ -59,16 +59,24 @@ struct Talker: Sendable {
         return out
     }
 
+    /// The reply to a turn that ended at `end`: the first response created from then on (not one
+    /// still speaking from before, such as the answer to a pause taken for the end), its first
+    /// audio delta and its `response.done`, as far as they came.
+    static func reply(_ events: [RealtimeSpeaker.Received], after end: RealtimeSpeaker.Received)
+        -> (created: RealtimeSpeaker.Received, firstAudio: RealtimeSpeaker.Received?, done: RealtimeSpeaker.Received?)? {
+        guard let index = events.firstIndex(where: { $0.type == "response.created" && $0.at >= end.at }) else { return nil }
+        let after = events[(index + 1)...]
+        return (events[index], after.first { $0.type == audio }, after.first { $0.type == "response.done" })
+    }
+
     /// Whether the reply to the speech whose last word went out at `spoken` is over: its
-    /// `response.done` came and a player that started with its first delta has run out (and 200 ms
-    /// more), or it never began 15 s after the turn ended.
+    /// `response.done` came and a player of all the turn's audio has run out (and
+    /// 200 ms more); or no reply began 15 s after the turn ended, and nothing is playing.
     static func replyOver(_ events: [RealtimeSpeaker.Received], after spoken: UInt64, now: UInt64) -> Bool {
         guard let end = events.first(where: { $0.type == stopped && $0.at >= spoken }) else { return false }
-        let deltas = events.filter { $0.type == audio && $0.at >= end.at }
-        guard events.contains(where: { $0.type == "response.done" && $0.at >= end.at }) else {
-            return deltas.isEmpty && now > end.at + 15_000_000_000
-        }
-        return now >= TurnTakingCase.playbackEnd(deltas) + 200_000_000
+        let playedOut = now >= TurnTakingCase.playbackEnd(events.filter { $0.type == audio }) + 200_000_000
+        guard let reply = reply(events, after: end) else { return playedOut && now > end.at + 15_000_000_000 }
+        return reply.done != nil && playedOut
     }
 
     private func turn(_ index: Int, _ line: SpokenLine, bargeIn interruption: SpokenLine?, _ speaker: RealtimeSpeaker) throws -> TalkerTurn {
@@ -82,9 +90,9 @@ struct Talker: Sendable {
             let events = speaker.received(from: from)
             guard interruption != nil else { return Self.replyOver(events, after: spoken, now: now) }
             // A barge-in waits for the reply to be a second in (or over: then there is nothing to cut).
-            guard let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }) else { return false }
-            if events.contains(where: { $0.type == "response.done" && $0.at >= end.at }) { return true }
-            return events.first { $0.type == Self.audio && $0.at >= end.at }.map { now >= $0.at + UInt64(Self.bargeInAfterMs) * 1_000_000 } ?? false
+            guard let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }), let reply = Self.reply(events, after: end) else { return false }
+            if reply.done != nil { return true }
+            return reply.firstAudio.map { now >= $0.at + UInt64(Self.bargeInAfterMs) * 1_000_000 } ?? false
         }
         guard let spoken = sent[lastWord] else {
             turn.problem = "talker \(number) turn \(index): cut short by --duration before its last word"
@@ -94,7 +102,7 @@ struct Talker: Sendable {
         turn.endedEarly = events.contains { $0.type == Self.stopped && $0.at >= started && $0.at < spoken }
         if let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }) {
             turn.lastWordToStoppedMs = Self.ms(spoken, end.at)
-            if let first = events.first(where: { $0.type == Self.audio && $0.at >= end.at }) {
+            if let first = Self.reply(events, after: end)?.firstAudio {
                 turn.stoppedToAudioMs = Self.ms(end.at, first.at)
                 turn.lastWordToAudioMs = Self.ms(spoken, first.at)
             }
@@ -122,8 +130,7 @@ struct Talker: Sendable {
         guard let barged = sent[firstWord] else { return }
         let events = speaker.received(from: from)
         guard let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }),
-              let firstAudio = events.first(where: { $0.type == Self.audio && $0.at >= end.at }),
-              let done = events.first(where: { $0.type == "response.done" && $0.at >= firstAudio.at }) else {
+              let reply = Self.reply(events, after: end), let firstAudio = reply.firstAudio, let done = reply.done else {
             turn.problem = "talker \(turn.talker) turn \(turn.index): the reply spoken over never ended"
             return
         }

@@ -21,8 +21,8 @@ struct TalkersCommand: ParsableCommand {
             played out, then the next sentence; every --barge-in-every'th turn it speaks over the \
             reply half a second in. Per turn, on the client's monotonic clock:
               (a) the last word's last sample sent → input_audio_buffer.speech_stopped
-              (b) speech_stopped → the first response.output_audio.delta
-              (c) the last word → the first reply audio
+              (b) speech_stopped → the first response.output_audio.delta of the response created after it
+              (c) the last word → that delta
               (d) a barge-in's first sample sent → the cut reply's last audio delta, → output_audio_buffer.cleared, → response.done cancelled
             and each turn's parley.turn.timeline stages beside the server's parley_turn_stage_seconds \
             (scraped before and after). --talkers 1,5,10,20 runs each step in turn and prints the \

@@ -30,13 +30,15 @@ struct TalkerTurn: Sendable {
     /// Why the turn could not be measured as designed.
     var problem: String?
     /// The turn's events as received, "+ms type" from its first sample sent (runs of audio deltas
-    /// as one line with their count): what a strange figure is read against.
+    /// as one line with their count, the reply's transcript deltas left out): what a strange
+    /// figure is read against.
     var trace: [String] = []
 
     /// `events` as `trace` lines, times from `start` (monotonic nanoseconds).
     static func trace(_ events: [RealtimeSpeaker.Received], from start: UInt64) -> [String] {
         var out: [String] = []
         var deltas = 0
+        let events = events.filter { !$0.type.hasSuffix("transcript.delta") }
         for (n, event) in events.enumerated() {
             let at = "+" + Format.fixed((Double(event.at) - Double(start)) / 1e6, 0) + " "
             guard event.type.hasSuffix("audio.delta") else {

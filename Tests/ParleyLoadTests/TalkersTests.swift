@@ -94,11 +94,12 @@ import Testing
         #expect(ServerHistogram(TurnStageNames.histogram, in: metrics, label: #"stage="total""#) == nil)
     }
 
+    func event(_ type: String, _ ms: UInt64, audioMs: Double = 0) -> RealtimeSpeaker.Received {
+        RealtimeSpeaker.Received(type: type, event: nil, at: ms * 1_000_000, audioMs: audioMs)
+    }
+
     @Test func aReplyIsOverWhenItsAudioHasPlayedOut() {
-        func event(_ type: String, _ ms: UInt64, audioMs: Double = 0) -> RealtimeSpeaker.Received {
-            RealtimeSpeaker.Received(type: type, event: nil, at: ms * 1_000_000, audioMs: audioMs)
-        }
-        let events = [event(Talker.stopped, 1_000), event(Talker.audio, 1_500, audioMs: 1_000), event("response.done", 1_600)]
+        let events = [event(Talker.stopped, 1_000), event("response.created", 1_400), event(Talker.audio, 1_500, audioMs: 1_000), event("response.done", 1_600)]
         #expect(!Talker.replyOver(events, after: 900_000_000, now: 2_000_000_000))
         #expect(Talker.replyOver(events, after: 900_000_000, now: 2_700_000_000))
         // No turn end after the last word yet: not over.
@@ -106,6 +107,22 @@ import Testing
         // A turn that got no reply at all is given up 15 s after it ended.
         #expect(!Talker.replyOver([event(Talker.stopped, 1_000)], after: 0, now: 15_000_000_000))
         #expect(Talker.replyOver([event(Talker.stopped, 1_000)], after: 0, now: 16_100_000_000))
+    }
+
+    @Test func theReplyToATurnIsTheOneCreatedAfterItNotOneStillSpeaking() throws {
+        // A reply to a pause taken for the end speaks on through the rest of the sentence; the
+        // turn's own reply is created when that one is done.
+        let events = [event("response.created", 500), event(Talker.audio, 900, audioMs: 20_000), event(Talker.stopped, 1_000),
+                      event(Talker.audio, 1_100, audioMs: 100), event("response.done", 20_000), event("response.created", 20_000),
+                      event(Talker.audio, 20_300, audioMs: 2_000), event("response.done", 21_000)]
+        let reply = try #require(Talker.reply(events, after: events[2]))
+        #expect(reply.created.at == 20_000_000_000 && reply.firstAudio?.at == 20_300_000_000 && reply.done?.at == 21_000_000_000)
+        #expect(!Talker.replyOver(Array(events.prefix(5)), after: 950_000_000, now: 20_500_000_000))
+        // A player runs the old reply's audio out (21 s), then the new one's 2 s.
+        #expect(!Talker.replyOver(events, after: 950_000_000, now: 23_000_000_000))
+        #expect(Talker.replyOver(events, after: 950_000_000, now: 23_300_000_000))
+        // Nothing created after the turn, but the old reply still playing: not given up yet.
+        #expect(!Talker.replyOver(Array(events.prefix(4)), after: 950_000_000, now: 17_000_000_000))
     }
 
     @Test func aTurnsTraceFoldsRunsOfAudioDeltas() throws {
