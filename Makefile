@@ -84,7 +84,7 @@ bench-turns: release
 
 # Talkers: the embedded pipeline (Whisper, the built-in agent, Piper) with 10 people talking at once:
 # end of turn, reply latency, barge-ins and each turn's stages; then a ramp of talkers against
-# Whisper and pocketsphinx for the talkers per core (about 15 minutes; TALKERS, RAMP, TURNS).
+# Whisper and pocketsphinx for the talkers per core (about 30 minutes; TALKERS, RAMP, TURNS).
 bench-talkers: release
 	scripts/bench-talkers.sh
 

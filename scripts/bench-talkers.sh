@@ -6,7 +6,8 @@
 # transcription stage's p99 under TRANSCRIPTION_BOUND_MS. `parley-load talkers` is the client; the
 # server's CPU is read from /proc (its speech helper's included). Every run is bounded: the client by
 # `timeout`, the servers stopped at the end whatever happens. make bench-talkers runs it after
-# make release; about 15 minutes with the defaults.
+# make release; about 30 minutes with the defaults (the built-in agent's replies run
+# about 20 s, and each is heard out).
 #   TALKERS (10), RAMP (1,5,10,20), TURNS (6 a talker), DURATION (seconds a step at most, 300),
 #   BARGE_IN_EVERY (3), TURN_DETECTION (semantic_vad), VOICES (joe,joe-1.25,en-us,en-gb+f3),
 #   TRANSCRIPTION_BOUND_MS (500), BIN (.build/release), OUT (LoadTests/reports/talkers-<UTC time>),
@@ -16,36 +17,7 @@ cd "$(dirname "$0")/.."
 
 BIN="${BIN:-.build/release}"
 OUT="${OUT:-LoadTests/reports/talkers-$(date -u +%Y%m%dT%H%M%SZ)}"
-mkdir -p "$OUT"
-for tool in parley parley-load; do
-  [ -x "$BIN/$tool" ] || { echo "bench-talkers: $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
-done
-scripts/speech-models.sh >/dev/null
-
-server=""
-trap '[ -n "$server" ] && kill -TERM "$server" 2>/dev/null; wait 2>/dev/null || true' EXIT
-
-# A port nothing listens on now: the kernel's choice for a socket bound to port 0.
-free_port() { .venv-speech/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# serve NAME [serve options...]: starts a server on a free port, waits for /healthz and its speech
-# helper (Smart Turn); sets $port and $server.
-serve() {
-  local name=$1; shift
-  port=$(free_port)
-  "$BIN/parley" serve --host 127.0.0.1 --port "$port" "$@" > "$OUT/$name.log" 2>&1 &
-  server=$!
-  for _ in $(seq 300); do
-    curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^parley_speech_helper_up 1' && return 0
-    kill -0 "$server" 2>/dev/null || { cat "$OUT/$name.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "bench-talkers: $name did not become ready on port $port" >&2
-  cat "$OUT/$name.log" >&2
-  exit 1
-}
-
-stop() { kill -TERM "$server"; wait "$server" || true; server=""; }
+source scripts/bench-serve.sh
 
 # talkers NAME TALKERS: one parley-load talkers run against $port, its text and JSON in $OUT.
 talkers() {

@@ -138,7 +138,7 @@ struct TalkersStep {
     private static func cell(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(1, width - text.count)) }
 
     var text: String {
-        var lines = ["\(talkers) talker(s): \(turns.count) turns in \(Format.fixed(wallSeconds, 0)) s",
+        var lines = ["\(talkers) talker(s): \(turns.count) turn(s) in \(Format.fixed(wallSeconds, 0)) s",
                      "  " + Self.cell("client, ms", 52) + ["p50", "p90", "p99", "max"].map { Self.cell($0, 9) }.joined() + "count"]
         for (label, _, values) in latencies {
             lines.append("  " + Self.cell(label, 52) + Self.percents.map { Self.cell(NearestRank.percentile($0.1, of: values).map { Format.fixed($0, 0) } ?? "n/a", 9) }.joined() + "\(values.count)")
