@@ -131,7 +131,8 @@ struct Talker: Sendable {
         let events = speaker.received(from: from)
         guard let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }),
               let reply = Self.reply(events, after: end), let firstAudio = reply.firstAudio, let done = reply.done else {
-            turn.problem = "talker \(turn.talker) turn \(turn.index): the reply spoken over never ended"
+            let why = MonotonicClock.nanoseconds() >= deadline ? "cut short by --duration before the reply spoken over ended" : "the reply spoken over never ended"
+            turn.problem = "talker \(turn.talker) turn \(turn.index): \(why)"
             return
         }
         guard done.at >= barged else {
