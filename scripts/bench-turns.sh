@@ -13,39 +13,7 @@ cd "$(dirname "$0")/.."
 
 BIN="${BIN:-.build/release}"
 OUT="${OUT:-LoadTests/reports/turns-$(date -u +%Y%m%dT%H%M%SZ)}"
-mkdir -p "$OUT"
-for tool in parley parley-load; do
-  [ -x "$BIN/$tool" ] || { echo "bench-turns: $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
-done
-scripts/speech-models.sh >/dev/null
-
-started=()
-trap 'for pid in "${started[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true' EXIT
-
-# A port nothing listens on now: the kernel's choice for a socket bound to port 0.
-free_port() { .venv-speech/bin/python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# serve NAME [serve options...]: starts a server on a free port, waits for /healthz and, with
-# Smart Turn, for its speech helper; sets $port.
-serve() {
-  local name=$1; shift
-  port=$(free_port)
-  "$BIN/parley" serve --host 127.0.0.1 --port "$port" "$@" > "$OUT/$name.log" 2>&1 &
-  local pid=$!
-  started+=("$pid")
-  for _ in $(seq 150); do
-    if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
-      # The helper loads Smart Turn in about half a second after the server is up.
-      grep -q -- '--turn-model none' <<< "$*" && return 0
-      curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q '^parley_speech_helper_up 1' && return 0
-    fi
-    kill -0 "$pid" 2>/dev/null || { cat "$OUT/$name.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "bench-turns: $name did not become ready on port $port" >&2
-  cat "$OUT/$name.log" >&2
-  exit 1
-}
+source scripts/bench-serve.sh
 
 serve energy-silence --vad energy --turn-model none
 energy=$port

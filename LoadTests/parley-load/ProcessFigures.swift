@@ -1,3 +1,4 @@
+import Loop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,6 +31,19 @@ struct ProcessFigures {
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// CPU seconds of this process and of its descendants running now (a server's speech helper).
+    var treeCPUSeconds: Double? {
+        guard let own = cpuSeconds else { return nil }
+        return children.reduce(own) { $0 + (ProcessFigures(pid: $1).treeCPUSeconds ?? 0) }
+    }
+
+    /// Its children, from each thread's /proc/PID/task/TID/children.
+    var children: [Int32] {
+        Directory.names(in: "/proc/\(pid)/task").flatMap { task in
+            (read("task/\(task)/children") ?? "").split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
+        }
     }
 
     /// Parley's series for this process: `sessions` is what the client counts as open, and

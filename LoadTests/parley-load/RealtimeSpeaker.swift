@@ -103,6 +103,12 @@ final class RealtimeSpeaker: @unchecked Sendable {
     /// Everything received so far.
     var received: [Received] { events.withLock { $0 } }
 
+    /// How many events were received so far: where the next turn's begin, for `received(from:)`.
+    var receivedCount: Int { events.withLock { $0.count } }
+
+    /// The events received from the `index`th on: a long session's turn copies only its own.
+    func received(from index: Int) -> [Received] { events.withLock { Array($0[min(index, $0.count)...]) } }
+
     /// The first event of `type` received, waiting up to `seconds` for it.
     func await(_ type: String, seconds: Double) -> Received? {
         let deadline = MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(seconds)

@@ -216,6 +216,11 @@ struct LoadReport {
                 } ?? ""
                 return [run.name, "turns", "\(Format.grouped(j["requested"]?.int ?? 0)) sessions, tools: \(j["tools"]?.int ?? 0), \(j["passed"]?.bool == true ? "passed" : "failed")",
                         p99, memory]
+            case "talkers":
+                let steps = j["steps"]?.array ?? []
+                let perCore = j["talkers_per_core"]?["per_core"]?.double.map { "\(Format.fixed($0, 1)) talkers per server core" } ?? ""
+                return [run.name, "talkers", steps.map { "\($0["talkers"]?.int ?? 0)" }.joined(separator: ", ") + " talkers, " + (j["turn_detection"]?.string ?? ""),
+                        steps.last?["latency_ms"]?["last_word_to_first_audio_ms"]?["p99"]?.double.map { "last word → reply audio p99 \(Format.fixed($0, 0)) ms" } ?? "", perCore]
             case let command:
                 return [run.name, command, j["passed"]?.bool.map { $0 ? "passed" : "failed" } ?? "", "", ""]
             }

@@ -13,7 +13,7 @@ extension LoadReport {
     /// A compare directory's runs mix servers, so its one table is the comparison.
     var tables: [Table] {
         if let compareTable { return [compareTable] }
-        return [ladderTable, voiceTable, echoTable, tlsTable, codecTable, speechTable].compactMap { $0 }
+        return [ladderTable, voiceTable, echoTable, tlsTable, codecTable, speechTable, talkersTable, talkersStagesTable].compactMap { $0 }
     }
 
     private static func markdown(_ header: [String], _ rows: [[String]], rightFrom: Int = 1) -> String {
@@ -157,6 +157,60 @@ extension LoadReport {
         return Table(name: "speech", title: "Speech: recognition and voice to voice",
                      markdown: Self.markdown(["run", "speaking", "speech_stopped → transcript p50 / p99 (turns)", "recognition real-time factor",
                                               "voice to voice p50 / p99 (replies)", "turns refused (overloaded)", "server cores"], rows))
+    }
+
+    /// Every step of every `talkers` run (scripts/bench-talkers.sh), with its run's name.
+    private var talkersSteps: [(name: String, step: JSON)] {
+        of("talkers").flatMap { run in (run.json["steps"]?.array ?? []).map { (run.name, $0) } }
+    }
+
+    /// "p50 / p99 (count)" of a NearestRank JSON, in ms.
+    private static func milliseconds(_ j: JSON?) -> String {
+        guard let j, let p50 = j["p50"]?.double, let p99 = j["p99"]?.double else { return "n/a" }
+        return "\(Format.fixed(p50, 0)) / \(Format.fixed(p99, 0)) (\(j["count"]?.int ?? 0))"
+    }
+
+    private static func steal(_ j: JSON) -> String { j["steal_fraction"]?.double.map { Format.fixed($0 * 100, 1) + " %" } ?? "n/a" }
+
+    /// Talkers: the client's latencies, (a) to (d), step by step.
+    private var talkersTable: Table? {
+        let steps = talkersSteps
+        guard !steps.isEmpty else { return nil }
+        let rows = steps.map { name, j -> [String] in
+            let latency = j["latency_ms"], cut = j["barge_in_cut"]
+            return [name, "\(j["talkers"]?.int ?? 0)", "\(j["turns"]?.int ?? 0)",
+                    Self.milliseconds(latency?["last_word_to_speech_stopped_ms"]), Self.milliseconds(latency?["speech_stopped_to_first_audio_ms"]),
+                    Self.milliseconds(latency?["last_word_to_first_audio_ms"]), Self.milliseconds(latency?["barge_in_to_last_audio_ms"]),
+                    Self.milliseconds(latency?["barge_in_to_cancelled_ms"]), "\(cut?["count"]?.int ?? 0) of \(cut?["of"]?.int ?? 0)",
+                    Self.cores(j["server_cores"]?.double), Self.cores(j["client_cores"]?.double), Self.steal(j)]
+        }
+        return Table(name: "talkers", title: "Talkers: the embedded pipeline, ms p50 / p99 (count)",
+                     markdown: Self.markdown(["run", "talkers", "turns", "(a) last word → speech_stopped", "(b) speech_stopped → reply audio",
+                                              "(c) last word → reply audio", "(d) barge-in → last audio", "(d) barge-in → cancelled", "barge-ins cut",
+                                              "server cores", "client cores", "steal"], rows))
+    }
+
+    /// Talkers: where each turn's time went, from the turns' timelines and the server's histogram.
+    private var talkersStagesTable: Table? {
+        let steps = talkersSteps
+        guard !steps.isEmpty else { return nil }
+        var rows: [[String]] = []
+        for (name, j) in steps {
+            for (n, stage) in TurnStageNames.all.enumerated() {
+                let server = j["server_stages"]?[stage]
+                func bound(_ key: String) -> String {
+                    guard let s = server?[key]?.double else { return server == nil ? "n/a" : "> 5 s" }
+                    return "≤ " + ServerHistogram.format(seconds: s)
+                }
+                rows.append(n == 0 ? [name, "\(j["talkers"]?.int ?? 0)"] : ["", ""])
+                rows[rows.count - 1] += [stage, Self.milliseconds(j["stages_ms"]?[stage]),
+                                         server.map { _ in "\(bound("p50_le_seconds")) / \(bound("p99_le_seconds")) (\(server?["count"]?.int ?? 0))" } ?? "n/a",
+                                         n == 0 ? Self.cores(j["client_cores"]?.double) : "", n == 0 ? Self.steal(j) : ""]
+            }
+        }
+        return Table(name: "talkers-stages", title: "Talkers: the turn's stages, ms p50 / p99 (turns)",
+                     markdown: Self.markdown(["run", "talkers", "stage", "parley.turn.timeline", "parley_turn_stage_seconds (bucket bounds)",
+                                              "client cores", "steal"], rows, rightFrom: 3))
     }
 
     /// The table `parley-load compare` wrote, when this is a compare directory.

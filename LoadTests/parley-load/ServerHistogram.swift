@@ -11,18 +11,24 @@ struct ServerHistogram {
     let count: Double
 
     /// The histogram `name` in `metrics`, or nil when the server does not export it. Series with
-    /// labels besides `le` are added together, bound by bound.
-    init?(_ name: String, in metrics: ServerMetrics) {
+    /// labels besides `le` are added together, bound by bound; with `label` (`stage="synthesis"`),
+    /// only the series that carry it.
+    init?(_ name: String, in metrics: ServerMetrics, label: String? = nil) {
+        func wanted(_ labels: String) -> Bool { label.map { labels.split(separator: ",").contains(Substring($0)) } ?? true }
         var byBound: [Double: Double] = [:]
-        for (labels, value) in metrics.series(name + "_bucket") {
+        for (labels, value) in metrics.series(name + "_bucket") where wanted(labels) {
             guard let bound = Self.upperBound(labels) else { continue }
             byBound[bound, default: 0] += value
         }
         guard !byBound.isEmpty else { return nil }
         bounds = byBound.keys.sorted()
         cumulative = bounds.map { byBound[$0]! }
-        sum = metrics.value(name + "_sum") ?? metrics.series(name + "_sum").values.reduce(0, +)
-        count = metrics.value(name + "_count") ?? metrics.series(name + "_count").values.reduce(0, +)
+        func total(_ suffix: String) -> Double {
+            if label == nil, let value = metrics.value(name + suffix) { return value }
+            return metrics.series(name + suffix).filter { wanted($0.key) }.values.reduce(0, +)
+        }
+        sum = total("_sum")
+        count = total("_count")
     }
 
     private init(bounds: [Double], cumulative: [Double], sum: Double, count: Double) {
