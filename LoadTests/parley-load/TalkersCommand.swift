@@ -65,16 +65,19 @@ struct TalkersCommand: ParsableCommand {
     @Option(help: "Write the results as JSON to this file.")
     var json: String?
 
-    /// 2 to 8 s each in Piper's joe voice, some with clauses (a talker's pauses between them).
+    /// 2 to 8 s each in Piper's joe voice, some with clauses. What a person asks the built-in agent
+    /// and it answers in a sentence (sums, counts, thanks, goodbye), so a turn's reply lasts seconds,
+    /// as a voice agent's should, rather than its 20 s "I didn't understand", which a talker would
+    /// have to hear out before speaking again.
     static let sentences = [
-        "What is the weather like in Paris today?",
-        "Please book me a table for two at eight tonight, somewhere quiet near the river.",
-        "Good morning, how are you?",
-        "Can you send the quarterly report to my manager before the meeting on Thursday afternoon?",
-        "I would like to cancel my subscription, but only after the end of this month.",
-        "Remind me to call my sister tomorrow.",
-        "If the train is late again, could you let the team know that I will join the call from home?",
-        "Tell me a joke about computers.",
+        "Could you please tell me what twelve times seven is?",
+        "I was wondering, what is three hundred and forty five plus one hundred and twenty?",
+        "How many words are in the sentence, the quick brown fox jumps over the lazy dog?",
+        "Thank you very much, that was really helpful for my trip to Paris.",
+        "If I had nine boxes with twelve apples in each, what is nine times twelve?",
+        "What is one thousand divided by eight?",
+        "How many letters are in the word communication?",
+        "Okay, that is all I needed for today, goodbye.",
     ]
     static let interruptions = ["stop", "wait, actually I meant Paris"]
     static let detections = ["semantic_vad", "server_vad"]

@@ -9,6 +9,7 @@ public final class SpeechHelperStatus: Sendable {
     /// The Unix socket the helper listens on.
     public let socketPath: String
     private let state = Mutex((ready: false, generation: 0))
+    private let transcriptions = Atomic<Int>(0)
 
     public init(socketPath: String) {
         self.socketPath = socketPath
@@ -26,6 +27,13 @@ public final class SpeechHelperStatus: Sendable {
             $0.generation += 1
         }
     }
+
+    /// Transcriptions sent to the helper and not yet answered, from every loop: what says it is
+    /// busy, so that the decodes nobody waits on (a turn's periodic partials) can wait their turn.
+    public var transcriptionsInFlight: Int { transcriptions.load(ordering: .relaxed) }
+
+    func transcriptionSent() { transcriptions.add(1, ordering: .relaxed) }
+    func transcriptionEnded() { transcriptions.subtract(1, ordering: .relaxed) }
 
     /// The helper ended (or is being restarted).
     public func markDown() {

@@ -20,6 +20,18 @@ public struct WhisperTranscriber: Transcriber {
     static let partialEverySeconds = 0.6
     static let youngPartialEverySeconds = 0.3
     static let youngSeconds = 1.5
+    /// Quiet after speech that brings a decode at once, whatever the cadence: the user may have
+    /// finished, and Smart Turn ends a finished turn about 230 ms after the last word, so a decode
+    /// begun 120 ms after it is done (or nearly) when the turn ends, and is the final text
+    /// (`settle`). Measured by `parley-load talkers`: without it, the final text came 283 ms
+    /// after the turn's end at the median (a whole decode begun at the end).
+    static let tailQuietSeconds = 0.12
+    /// A periodic partial is sent only while fewer transcriptions than this are in the helper (its
+    /// two transcription workers) from all sessions: with ten people talking at once on two cores,
+    /// partials every 0.3-0.6 s from each would queue the decodes that end turns behind them
+    /// (measured by `parley-load talkers`: the final text 1.7 s after the turn's end at the median).
+    /// A turn's decode when the user goes quiet, and its final one, are always sent.
+    static let partialsInFlight = 2
     /// Whisper reads 30 s windows; a longer turn sends its last 30 s (1 MiB frames hold 32 s).
     static let maxSeconds = 30
     /// A decode of 10 s of audio takes about a second on this machine's busy cores; past 10 s the
@@ -47,6 +59,8 @@ final class WhisperTranscription: TranscriptionSession {
     private var decoded: (text: String, upTo: Int)?
     private var finishing = false
     private var over = false
+    /// Where the last piece with speech in it ended (a piece louder than `isSilence`'s -40 dBFS).
+    private var loudSince: Int?
 
     init(connection: SpeechHelperConnection, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.connection = connection
@@ -59,9 +73,19 @@ final class WhisperTranscription: TranscriptionSession {
         samples += more
         let young = samples.count < Int(WhisperTranscriber.youngSeconds * Double(sampleRate))
         let every = young ? WhisperTranscriber.youngPartialEverySeconds : WhisperTranscriber.partialEverySeconds
-        if inFlight == nil, samples.count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate)) {
+        if !more.isEmpty, !Self.isSilence(more[...]) { loudSince = samples.count }
+        guard inFlight == nil else { return }
+        let due = samples.count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate))
+            && connection.status.transcriptionsInFlight < WhisperTranscriber.partialsInFlight
+        if due || speechThenQuiet {
             decode(final: false)
         }
+    }
+
+    /// Speech came since the last decode began, and the last `tailQuietSeconds` have been quiet.
+    private var speechThenQuiet: Bool {
+        guard let loudSince, loudSince > (decoded?.upTo ?? 0) else { return false }
+        return samples.count - loudSince >= Int(WhisperTranscriber.tailQuietSeconds * Double(sampleRate))
     }
 
     func finish() {
@@ -72,7 +96,10 @@ final class WhisperTranscription: TranscriptionSession {
 
     func cancel() {
         over = true
-        if let id = inFlight?.id { connection.cancel(id) }
+        if let id = inFlight?.id {
+            connection.cancel(id)
+            connection.status.transcriptionEnded()
+        }
         inFlight = nil
     }
 
@@ -89,9 +116,15 @@ final class WhisperTranscription: TranscriptionSession {
         let upTo = samples.count
         let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate), rate = sampleRate
         inFlight = (nil, upTo, final)
+        let status = connection.status
+        // Counted until its answer (a failure too: a helper that is down answers at once) or its cancel.
+        status.transcriptionSent()
         let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
             SpeechHelperFrame.encoded(header: .object([("op", .string("transcribe")), ("id", .int(Int(id))), ("rate", .int(rate))]), samples: audio)
-        }) { [weak self] result in self?.answered(result, upTo: upTo, final: final) }
+        }) { [weak self] result in
+            status.transcriptionEnded()
+            self?.answered(result, upTo: upTo, final: final)
+        }
         if inFlight?.upTo == upTo { inFlight?.id = id }
     }
 
