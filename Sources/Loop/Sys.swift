@@ -57,6 +57,13 @@ public enum Sys {
         return try writev(fd, &iov, count: 1)
     }
 
+    /// malloc_trim(3) with no padding: gives every arena's free pages back to the system. True
+    /// when some memory was released.
+    @discardableResult
+    public static func trimHeap() -> Bool {
+        malloc_trim(0) != 0
+    }
+
     public static func close(_ fd: Int32) {
         // Linux releases the descriptor even when close(2) reports EINTR: never retry.
         _ = Glibc.close(fd)

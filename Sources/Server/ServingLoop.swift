@@ -28,6 +28,8 @@ final class ServingLoop {
     let webSocketTiming: WebSocketCloseMachine.Timing
 
     private var openCount = 0
+    /// When to give the memory of a wave of closed connections back (`HeapReturn`).
+    private var heap = HeapReturn()
     private var tlsHandshakesInProgress = 0
     private let maxTLSHandshakes: Int
     private var acceptor: Acceptor?
@@ -106,6 +108,7 @@ final class ServingLoop {
         }
         if let host { hosts[connection.registration.slot] = host }
         openCount += 1
+        heap.opened(open: openCount)
         metrics.accepted.add(1)
         metrics.open[0].add(1)
         if tls != nil {
@@ -159,6 +162,7 @@ final class ServingLoop {
         loop.deregister(connection.registration)
         Sys.close(connection.fd)
         openCount -= 1
+        if heap.closed(open: openCount) { scheduleHeapTrim() }
         context.openConnections.subtract(1, ordering: .relaxed)
         if endpoint > 0 { context.openSessions.subtract(1, ordering: .relaxed) }
         metrics.open[endpoint].add(-1)
@@ -167,6 +171,17 @@ final class ServingLoop {
         if endpoint > 0 { sessionsHere -= 1 }
         if shuttingDown && sessionsHere == 0 { stopNow() }
         return 0
+    }
+
+    private func scheduleHeapTrim() {
+        _ = loop.schedule(after: HeapReturn.delaySeconds) { [weak self] in
+            guard let self else { return }
+            let before = ProcessMemory.residentBytes()
+            Sys.trimHeap()
+            heap.trimmed(open: openCount)
+            serverLog.info("freed memory returned after connections closed",
+                           metadata: ["open": "\(openCount)", "rss_mb_before": "\(before >> 20)", "rss_mb_after": "\(ProcessMemory.residentBytes() >> 20)"])
+        }
     }
 
     // MARK: Shutdown
