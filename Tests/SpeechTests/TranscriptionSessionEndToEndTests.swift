@@ -53,12 +53,17 @@ import Glibc
         let updated = try client.readEvents(until: "session.updated").events
         try speech.send(samples, client)
         var events = created + updated
-        var transcripts: [String] = []
-        while transcripts.count < Self.sentences.count {
+        // Each turn's text is decoded on its own, so a short second turn's may come first (the API
+        // orders the completions of different items no more than Parley does): they are put back
+        // in the order the turns were committed.
+        var completed: [String: String] = [:]
+        while completed.count < Self.sentences.count {
             let turn = try client.readEvents(until: "conversation.item.input_audio_transcription.completed").events
             events += turn
-            transcripts.append(turn.last?["transcript"]?.string ?? "")
+            if let last = turn.last, let item = last["item_id"]?.string { completed[item] = last["transcript"]?.string ?? "" }
         }
+        let committed = events.filter { $0["type"]?.string == "input_audio_buffer.committed" }.compactMap { $0["item_id"]?.string }
+        let transcripts = committed.compactMap { completed[$0] }
         try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create","event_id":"r1"}"#.utf8)))
         let refused = try client.readEvents(until: "error").events
         events += refused
