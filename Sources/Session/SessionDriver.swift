@@ -608,26 +608,15 @@ package final class SessionDriver {
     }
 
     private func modelEvent(_ id: String, _ event: ModelEvent) {
-        // Held by the engine until its turn ends, or dropped: not yet anything the client sees.
-        if id == speculativeCall {
-            switch event {
-            case .delta(let text): return perform(engine.handle(.modelDelta(responseID: id, text: text)))
-            case .toolCallStarted(let index, let callID, let name):
-                return perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
-            case .toolCallArgumentsDelta(let index, let delta): return perform(engine.handle(.modelToolCallArguments(responseID: id, index: index, delta: delta)))
-            case .finished(let usage, let reason):
-                calls[id] = nil
-                return perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
-            case .failed(let error):
-                calls[id] = nil
-                sessionLog.debug("speculative model call failed", metadata: ["session": "\(engine.sessionID)", "code": "\(error.code)"])
-                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
-            }
-        }
+        // A speculative call's output is held by the engine until its turn ends, or dropped: not
+        // yet the turn's words, so it marks no stage, and its failure is no one's to hear about.
+        let speculative = id == speculativeCall
         switch event {
         case .delta(let text):
-            if repliedResponse != id { repliedResponse = id }
-            modelAnswered(at: MonotonicClock.nanoseconds())
+            if !speculative {
+                if repliedResponse != id { repliedResponse = id }
+                modelAnswered(at: MonotonicClock.nanoseconds())
+            }
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
         case .toolCallStarted(let index, let callID, let name):
             perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
@@ -639,12 +628,16 @@ package final class SessionDriver {
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .failed(let error):
             calls[id] = nil
+            // An upstream may quote the key it was sent in its error; the client never sees it.
+            let message = Credentials.scrub(error.message)
+            guard !speculative else {
+                sessionLog.debug("speculative model call failed", metadata: ["session": "\(engine.sessionID)", "code": "\(error.code)"])
+                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: message)))
+            }
             let replied = repliedResponse == id
             if replied { repliedResponse = nil }
             sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
                                                                "code": "\(error.code)", "error": "\(error.message)"])
-            // An upstream may quote the key it was sent in its error; the client never sees it.
-            let message = Credentials.scrub(error.message)
             guard error.retryable, let apology = endpoint.model.apology, let socket else {
                 return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: message)))
             }

@@ -243,16 +243,7 @@ package final class SpeechOutput {
 
     private func encodeNext() {
         guard !over, encoding == nil, !audio.isEmpty else { return }
-        var (next, from) = audio.removeFirst()
-        // The reply's first piece is encoded by itself, so that it leaves as soon as it is ready,
-        // not once its whole clause (a second or more of audio) is: a frame's work, not a clause's.
-        // 10 ms more than a piece, for what the resampler holds back at its start.
-        let firstPiece = from * (encoder.frameMs + 10) / 1000
-        if startedAt == nil, queue.isEmpty, next.count > 2 * firstPiece {
-            audio.insert((Array(next[firstPiece...]), from), at: 0)
-            next = Array(next[..<firstPiece])
-        }
-        let samples = next, rate = from
+        let (samples, rate) = nextAudio()
         let encoder = encoder
         encoding = loop.offload(to: pool, { encoder.encode(samples, rate: rate) }) { [weak self] pieces in
             self?.encoded(pieces)
@@ -262,6 +253,18 @@ package final class SpeechOutput {
             audio = []
             finishIfDone()
         }
+    }
+
+    /// The next synthesised audio to encode. The reply's first piece is encoded by itself, so that
+    /// it leaves as soon as it is ready, not once its whole clause (a second or more of audio) is:
+    /// a frame's work, not a clause's. 10 ms more than a piece, for what the resampler holds back
+    /// at its start.
+    private func nextAudio() -> (samples: [Int16], rate: Int) {
+        let (samples, rate) = audio.removeFirst()
+        let firstPiece = rate * (encoder.frameMs + 10) / 1000
+        guard startedAt == nil, queue.isEmpty, samples.count > 2 * firstPiece else { return (samples, rate) }
+        audio.insert((Array(samples[firstPiece...]), rate), at: 0)
+        return (Array(samples[..<firstPiece]), rate)
     }
 
     private func encoded(_ pieces: [ReplyEncoder.Encoded]) {
