@@ -28,12 +28,18 @@ public enum SpeechVectors {
     /// installs piper-tts and the voice in .venv-speech), 22,050 Hz mono PCM16; `lengthScale`
     /// above 1 speaks slower. Smart Turn hears this voice as a person finishing a sentence, where it
     /// hears espeak-ng's en-us as never finishing.
+    ///
+    /// Piper draws random noise into every reading (its generator's and its phoneme lengths'), and
+    /// Smart Turn's verdict on one half-sentence swung from 0.07 to 0.81 across readings, so a test
+    /// passed or failed by chance. Both noises are off here: the same sentence is the same audio on
+    /// every run and machine ("I need a flight to": 0.35 every time).
     public static func piper(_ sentence: String, lengthScale: Double = 1.0) throws -> String {
         guard let model = piperVoice else {
             throw ToolFailure(description: "no Piper voice in .venv-speech: run scripts/speech-models.sh (make test does)")
         }
         return try vector(key: "piper|\(lengthScale)|\(sentence)", suffix: "wav", input: sentence) { path in
-            [".venv-speech/bin/piper", "-m", model, "-f", path, "--length-scale", "\(lengthScale)"]
+            [".venv-speech/bin/piper", "-m", model, "-f", path, "--length-scale", "\(lengthScale)",
+             "--noise-scale", "0", "--noise-w-scale", "0"]
         }
     }
 
