@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-cork bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-cork bench-history bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -98,6 +98,11 @@ bench-talkers: release
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
 bench-calls: release
 	scripts/bench-calls.sh
+
+# A session's history: resident and accounted bytes against the text held, 1,000 sessions with
+# 64 messages each, for each DIR given (a directory holding a release parley; default this build)
+bench-history: release
+	scripts/bench-history.sh $${DIRS:-.build/release}
 
 # Corking: system calls and server CPU per message on 2,000 connections × 50 frames/s, one frame
 # and five frames per client write, against BEFORE's parley (BEFORE=dir holding a release build of

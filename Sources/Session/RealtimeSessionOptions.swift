@@ -9,7 +9,7 @@ extension SessionEngine.Options {
     /// from the store, the settings it had, under its own id.
     init(realtime request: HTTPRequest, endpoint: RealtimeEndpoint, caller: Caller, allowsOpus: Bool, restoring stored: StoredConversation?) {
         let model = (request.queryValue("model") ?? request.queryValue("deployment")).map(String.init) ?? endpoint.modelName
-        self.init(model: model, allowsOpus: allowsOpus, transcribes: endpoint.speech.transcriber != nil,
+        self.init(model: model, allowsOpus: allowsOpus, maxHistoryTextBytes: endpoint.limits.maxHistoryBytes, transcribes: endpoint.speech.transcriber != nil,
                   synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
         configuration = SessionConfiguration()
         transcriptionModel = endpoint.speech.transcriber?.name

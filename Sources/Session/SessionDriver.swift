@@ -392,6 +392,8 @@ package final class SessionDriver {
                 judgeTurn(step, on: socket.loop)
             case .turnEnded(let cause):
                 metrics.turnEnds.add(1, labels: cause.label)
+            case .historyTruncated(let items):
+                metrics.historyTruncated.add(items)
             }
         }
         updateAccount()

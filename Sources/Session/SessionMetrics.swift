@@ -39,6 +39,7 @@ public final class SessionMetrics: Sendable {
     let echoFrames: MetricFamily
     let speculativeReplies: MetricFamily
     let speculativeTokensWasted: MetricFamily
+    let historyTruncated: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -97,6 +98,9 @@ public final class SessionMetrics: Sendable {
         speculativeReplies = MetricFamily(name: "parley_speculative_replies_total",
                                           help: "Replies begun on the words so far while the end-of-turn model weighed a silence, by what became of them: used as the turn's response, restarted (the final words or the session differed), cancelled (the user went on, or the turn was cleared), failed.",
                                           labels: SpeculativeReply.Outcome.allCases.map(\.label), registry: registry)
+        historyTruncated = MetricFamily(name: "parley_conversation_items_truncated_total",
+                                        help: "Conversation items dropped from sessions' histories by truncation (the budget of --max-history-bytes, the model's context, session.truncation).",
+                                        registry: registry)
         speculativeTokensWasted = MetricFamily(name: "parley_speculative_tokens_wasted_total",
                                                help: "Tokens (in and out, as the model reported them or estimated) of speculative replies that were not used.", registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)

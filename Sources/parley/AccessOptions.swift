@@ -32,6 +32,8 @@ struct AccessOptions: ParsableArguments {
                                                       in: AtLeast(lower: 0), about: "Longest session in minutes (0: no limit); then an error event and close 1008")
         static let maxSessionTokens = Setting.whole("--max-session-tokens", "PARLEY_MAX_SESSION_TOKENS", shown: "no limit; claim parley_max_session_tokens", in: 1...,
                                                     about: "Model tokens (input and output) a session may spend; past it, an error event and close 1008")
+        static let maxHistoryBytes = Setting.whole("--max-history-bytes", "PARLEY_MAX_HISTORY_BYTES", default: SessionLimits().maxHistoryBytes, in: 1024...,
+                                                   about: "Bytes of text a session's conversation history may hold (a session may ask for less with max_history_bytes); past it, or past the model's context where the model is known, the oldest messages go as the session's truncation says")
         static let metricsListen = Setting<(host: String, port: Int)?>("--metrics-listen", "PARLEY_METRICS_LISTEN", default: nil, shown: "the main port", valueName: "host:port",
                                                                       about: "Serve /metrics (and /healthz) on this address instead of the main port, e.g. 127.0.0.1:9100") { text throws(SettingRejection) in
             guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
@@ -67,6 +69,7 @@ struct AccessOptions: ParsableArguments {
     @Option(Settings.maxEventsPerSecond) var maxEventsPerSecond: String?
     @Option(Settings.maxSessionMinutes) var maxSessionMinutes: String?
     @Option(Settings.maxSessionTokens) var maxSessionTokens: String?
+    @Option(Settings.maxHistoryBytes) var maxHistoryBytes: String?
     @Option(Settings.metricsListen) var metricsListenFlag: String?
 
     @Flag(name: .customLong("insecure-no-auth"), help: "Serve a non-loopback address without API keys or tokens (anyone who reaches the port gets a session and spends the model's key).")
@@ -157,6 +160,7 @@ struct AccessOptions: ParsableArguments {
         let minutes = try Settings.maxSessionMinutes.read(maxSessionMinutes)
         limits.maxSessionSeconds = minutes == 0 ? nil : minutes * 60
         limits.maxSessionTokens = try Settings.maxSessionTokens.read(maxSessionTokens)
+        limits.maxHistoryBytes = try Settings.maxHistoryBytes.read(maxHistoryBytes)
         return limits
     }
 

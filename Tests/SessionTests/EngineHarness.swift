@@ -95,7 +95,7 @@ extension [SessionAction] {
             case .turnModel(.judge): "turn.judge"
             case .turnModel(.cancel): "turn.cancel"
             // Bookkeeping for metrics, listed by `turnEnds`.
-            case .turnEnded, .speculationEnded: nil
+            case .turnEnded, .speculationEnded, .historyTruncated: nil
             }
         }
     }

@@ -149,6 +149,9 @@ import Metrics
             # TYPE parley_echo_guard_frames_total counter
             parley_echo_guard_frames_total{result="cancelled"} 0
             parley_echo_guard_frames_total{result="held"} 0
+            # HELP parley_conversation_items_truncated_total Conversation items dropped from sessions' histories by truncation (the budget of --max-history-bytes, the model's context, session.truncation).
+            # TYPE parley_conversation_items_truncated_total counter
+            parley_conversation_items_truncated_total 0
             # HELP parley_speculative_replies_total Replies begun on the words so far while the end-of-turn model weighed a silence, by what became of them: used as the turn's response, restarted (the final words or the session differed), cancelled (the user went on, or the turn was cleared), failed.
             # TYPE parley_speculative_replies_total counter
             parley_speculative_replies_total{outcome="used"} 0
@@ -168,7 +171,7 @@ import Metrics
         for label in TurnTimeline.labels {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{\(label)} 0\n") == true, "\(label)")
         }
-        #expect(families(session.render()).count == 25)
+        #expect(families(session.render()).count == 26)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

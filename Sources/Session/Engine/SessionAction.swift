@@ -14,6 +14,8 @@ public enum SessionAction: Sendable, Equatable {
     /// The speculative reply was used as the turn's response (`answered`: the model had already
     /// said something), or dropped, costing `tokens` (for the metrics; its events are sent as usual).
     case speculationEnded(responseID: String, SpeculativeReply.Outcome, tokens: Int, answered: Bool)
+    /// Truncation dropped this many messages from the conversation (`ConversationHistory`).
+    case historyTruncated(items: Int)
     /// Feed the recogniser; its results come back as `.transcription`.
     case transcription(TranscriptionStep)
     /// Speak the reply; the synthesiser's progress comes back as `.speechOutput`.

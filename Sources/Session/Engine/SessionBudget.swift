@@ -13,6 +13,9 @@ public struct SessionLimits: Sendable, Equatable {
     /// Model tokens a session may spend, input and output as each `response.done` reports them
     /// (`--max-session-tokens`); the response that passes it is delivered, then the session closed.
     public var maxSessionTokens: Int?
+    /// A session's conversation history, in bytes of text (`--max-history-bytes`; see
+    /// `ConversationHistory`); a session may ask for less (`max_history_bytes`).
+    public var maxHistoryBytes = 32 * 1024
 
     public init() {}
 }

@@ -47,6 +47,24 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// (`Denoiser`); nil: it is not.
     public var noiseReduction: NoiseReduction?
 
+    /// `truncation` (GA): what goes when the conversation outgrows its budget (see
+    /// `ConversationHistory`).
+    public var truncation = Truncation.auto
+    /// Parley's `max_history_bytes` extension: a smaller text budget for this session's
+    /// conversation than the server's (`--max-history-bytes`); nil: the server's. Reported only
+    /// once set, so clients that never set it see the API's session object unchanged.
+    public var maxHistoryBytes: Int?
+    /// The smallest `max_history_bytes`: room for a few short turns.
+    public static let minHistoryBytes = 256
+
+    public enum Truncation: Sendable, Equatable {
+        case auto
+        case disabled
+        /// Truncate to `ratio` (0 to 1) of the budget; `postInstructionsTokens` (the API's
+        /// `token_limits.post_instructions`) lowers the budget in tokens.
+        case retentionRatio(Double, postInstructionsTokens: Int?)
+    }
+
     /// The Realtime API's noise reduction types (the driver's `Denoiser` serves each, with the
     /// strength its comment explains).
     public enum NoiseReduction: String, Sendable, Equatable, CaseIterable {
@@ -121,6 +139,8 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
         if let choice = update.toolChoice { next.toolChoice = choice }
         if let guarded = update.echoGuard { next.echoGuard = guarded }
+        if let truncation = update.truncation { next.truncation = truncation }
+        if let bytes = update.maxHistoryBytes { next.maxHistoryBytes = bytes }
         switch update.noiseReduction {
         case nil: break
         case .off: next.noiseReduction = nil

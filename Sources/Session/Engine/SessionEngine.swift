@@ -32,7 +32,7 @@ public struct SessionEngine: Sendable {
         public var allowsOpus: Bool
         /// The settings before any `session.update`.
         public var configuration: SessionConfiguration
-        /// The history budget (see `ConversationHistory`).
+        /// The history budget (see `ConversationHistory`): the server's, which a session may lower.
         public var maxHistoryMessages: Int
         public var maxHistoryTextBytes: Int
         /// A recogniser is there: spoken turns are transcribed, and answered once their text is in.
@@ -210,6 +210,10 @@ public struct SessionEngine: Sendable {
     /// another on them would be wasted too.
     private var outspokenWords: (itemID: String, words: [Substring])?
     private let speculatesByDefault: Bool
+    /// The server's history budget (`--max-history-bytes`), and what the model reads, if known.
+    private let maxHistoryMessages: Int
+    private let maxHistoryBytes: Int
+    private let modelContextTokens: Int?
 
     /// `seed` names the session's ids (`sess_…`, `event_…`); pass a random one per session.
     public init(seed: UInt64, options: Options = Options()) {
@@ -222,7 +226,10 @@ public struct SessionEngine: Sendable {
         transcriptionModel = options.transcriptionModel ?? "parley"
         synthesizes = options.synthesizes
         configuration = options.configuration
-        conversation = ConversationHistory(maxMessages: options.maxHistoryMessages, maxTextBytes: options.maxHistoryTextBytes)
+        maxHistoryMessages = options.maxHistoryMessages
+        maxHistoryBytes = options.maxHistoryTextBytes
+        modelContextTokens = ModelContext.inputTokens(model: options.model)
+        conversation = ConversationHistory()
         audio = InputAudioBuffer(sampleRate: configuration.inputAudioFormat.engineRate)
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
@@ -230,6 +237,7 @@ public struct SessionEngine: Sendable {
         if let settings = configuration.turnDetection {
             vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
         }
+        conversation.setBudget(historyBudget)
     }
 
     /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
@@ -275,7 +283,7 @@ public struct SessionEngine: Sendable {
     /// Whether the conversation ends with a turn nobody answered (a user's, or a function's
     /// output): what a process that went mid-reply leaves behind.
     var endsUnanswered: Bool {
-        guard let last = conversation.entries.last, response == nil else { return false }
+        guard let last = conversation.last, response == nil else { return false }
         return last.message.role == .user || last.message.role == .tool
     }
 
@@ -333,6 +341,10 @@ public struct SessionEngine: Sendable {
                 return emit(.error(EventError(ProtocolError(.invalidValue, "'\(param)' is fixed by the client secret this session was opened with",
                                                            param: param, eventID: event.eventID))))
             }
+            if let bytes = update.maxHistoryBytes, bytes > maxHistoryBytes {
+                return emitError(.invalidRequest, "invalid_value",
+                                 "'session.max_history_bytes' may be at most \(maxHistoryBytes), this server's history budget (--max-history-bytes)", event)
+            }
             do {
                 try configuration.apply(update, allowsOpus: allowsOpus)
             } catch {
@@ -343,6 +355,7 @@ public struct SessionEngine: Sendable {
             }
             // The reply begun may no longer be the one these settings would ask for (tools, voice).
             dropSpeculation(.restarted)
+            conversation.setBudget(historyBudget)
             inputRateChanged()
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
@@ -823,6 +836,16 @@ public struct SessionEngine: Sendable {
 
     // MARK: Responses
 
+    /// The session's history budget: the server's, or less if the session asked
+    /// (`max_history_bytes`), and the model's context less the instructions, or less if the
+    /// session's truncation says (`token_limits.post_instructions`).
+    private var historyBudget: ConversationHistory.Budget {
+        var tokens = modelContextTokens.map { max(0, $0 - Usage.estimatedTokens(configuration.instructions)) }
+        if case .retentionRatio(_, let limit?) = configuration.truncation { tokens = min(tokens ?? limit, limit) }
+        return ConversationHistory.Budget(maxMessages: maxHistoryMessages, maxBytes: min(configuration.maxHistoryBytes ?? maxHistoryBytes, maxHistoryBytes),
+                                          maxTokens: tokens, truncation: configuration.truncation)
+    }
+
     private mutating func startResponse(_ overrides: ResponseOverrides) {
         // The model should read what the user said, so it waits for the words.
         guard pendingTranscripts.isEmpty else {
@@ -830,6 +853,10 @@ public struct SessionEngine: Sendable {
             return
         }
         let request = modelRequest(overrides, conversation.messages)
+        // With truncation disabled, an outgrown conversation is the client's to shorten: the
+        // model is not asked (a response with its own `input` does not read the conversation).
+        let outgrown = overrides.input == nil && conversation.exceedsBudget
+        if outgrown { dropSpeculation(.cancelled) }
         // A speculative reply that read what this one would read is this one, begun earlier.
         var speculative: SpeculativeReply?
         if let speculation {
@@ -851,6 +878,14 @@ public struct SessionEngine: Sendable {
         // It sees the whole history, so it answers any turn that was waiting too.
         turnAwaitingResponse = false
         emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
+        if outgrown {
+            let budget = conversation.budget
+            let error = EventError(type: .invalidRequest, code: "context_length_exceeded",
+                                   message: "the conversation holds \(conversation.count) items, \(conversation.textBytes) bytes of text (about \(conversation.tokens) tokens), over this session's budget of \(budget.maxMessages) items, \(budget.maxBytes) bytes"
+                                       + (budget.maxTokens.map { ", \($0) tokens" } ?? "") + "; truncation is disabled: delete items (conversation.item.delete) or set session.truncation")
+            emit(.error(error))
+            return finish(.failed, details: .failed(error))
+        }
         guard let speculative else {
             return outbox.append(.startModel(responseID: new.id, messages: request.messages, options: request.options))
         }
@@ -886,7 +921,7 @@ public struct SessionEngine: Sendable {
     /// reply starts on them, unheard (or starts again, if the words have changed since).
     private mutating func speculate() {
         let words = partialTranscript.trimmed
-        guard speculates, transcribes, let speech, ending?.isPending == true, response == nil, pendingTranscripts.isEmpty,
+        guard speculates, transcribes, !conversation.exceedsBudget, let speech, ending?.isPending == true, response == nil, pendingTranscripts.isEmpty,
               deferredResponse == nil, configuration.turnDetection?.createResponse ?? true, !words.isEmpty else { return }
         let heard = SpeculativeReply.words(words)
         if let outspokenWords, outspokenWords.itemID == speech.itemID, outspokenWords.words == heard { return }
@@ -1042,7 +1077,7 @@ public struct SessionEngine: Sendable {
     /// `conversation.item.create`: a message, a function call's output (which must answer a call
     /// in the conversation), or a call; after `previous_item_id` when the client names one.
     private mutating func createItem(_ new: NewConversationItem, _ event: ClientEvent) {
-        var position = conversation.entries.count
+        var position = conversation.count
         if let previous = new.previousItemID {
             guard let at = conversation.position(after: previous) else {
                 emitError(.invalidRequest, "invalid_value", "'item.previous_item_id' '\(previous)' is not in the conversation", event)
@@ -1070,7 +1105,7 @@ public struct SessionEngine: Sendable {
             item = ConversationItem(id: id, role: new.role, status: .completed, content: [content])
             message = ChatMessage(role: new.role, text: new.text)
         }
-        let previous = position == 0 ? nil : conversation.entries[position - 1].id
+        let previous = position == 0 ? nil : conversation.id(at: position - 1)
         emit(.conversationItemCreated(item, previousItemID: previous))
         emit(.conversationItemDone(item, previousItemID: previous))
         conversation.insert(id: id, message, at: position)
@@ -1198,6 +1233,8 @@ public struct SessionEngine: Sendable {
     }
 
     private mutating func takeOutbox() -> [SessionAction] {
+        let truncated = conversation.takeTruncated()
+        if truncated > 0 { outbox.append(.historyTruncated(items: truncated)) }
         defer { outbox = [] }
         return outbox
     }

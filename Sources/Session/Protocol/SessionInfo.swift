@@ -35,6 +35,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("tools", tools),
                 ("tool_choice", c.toolChoice.json),
                 ("max_output_tokens", maxTokens),
+                ("truncation", truncation),
                 ("tracing", .null),
                 ("audio", .object([
                     ("input", gaAudioInput),
@@ -44,7 +45,7 @@ public struct SessionInfo: Sendable, Equatable {
                         ("speed", .number(c.speed)),
                     ])),
                 ])),
-            ])
+            ] + historyBudget(c))
         case .beta:
             return .object([
                 ("id", .string(id)),
@@ -62,7 +63,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("tool_choice", c.toolChoice.json),
                 ("temperature", .number(0.8)),
                 ("max_response_output_tokens", maxTokens),
-            ] + echoGuard(c, "input_audio_echo_guard"))
+            ] + echoGuard(c, "input_audio_echo_guard") + historyBudget(c))
         }
     }
 
@@ -106,6 +107,21 @@ public struct SessionInfo: Sendable, Equatable {
                 ("include", .null),
             ] + echoGuard(c, "input_audio_echo_guard"))
         }
+    }
+
+    private var truncation: JSON {
+        switch configuration.truncation {
+        case .auto: .string("auto")
+        case .disabled: .string("disabled")
+        case .retentionRatio(let ratio, let limit):
+            .object([("type", .string("retention_ratio")), ("retention_ratio", .number(ratio))]
+                + (limit.map { [("token_limits", .object([("post_instructions", .int($0))]))] } ?? []))
+        }
+    }
+
+    /// Parley's `max_history_bytes`, only once a client has set it (as `echoGuard`).
+    private func historyBudget(_ c: SessionConfiguration) -> [(String, JSON)] {
+        c.maxHistoryBytes.map { [("max_history_bytes", .int($0))] } ?? []
     }
 
     /// The echo guard extension, only once a client has set it: clients that do not know it (the

@@ -85,6 +85,9 @@ public struct SessionUpdate: Sendable, Equatable {
     /// The update came as the beta's `transcription_session.update` (for the error that names it).
     public var fromTranscriptionEvent = false
     public var noiseReduction: NoiseReductionChange?
+    public var truncation: SessionConfiguration.Truncation?
+    /// Parley's extension: the session's history budget in bytes, at most the server's.
+    public var maxHistoryBytes: Int?
     /// Where the formats were given, for an error that names the field.
     var inputAudioFormatParam = "session.input_audio_format"
     var outputAudioFormatParam = "session.output_audio_format"
@@ -130,6 +133,8 @@ public struct SessionUpdate: Sendable, Equatable {
             update.includesTimeline = include.contains { $0.string == SessionConfiguration.timelineInclude }
         }
         update.toolChoice = try ToolsField.choice(session)
+        update.truncation = try truncation(session, "truncation")
+        update.maxHistoryBytes = try session.integer("max_history_bytes", in: SessionConfiguration.minHistoryBytes...Int(Int32.max))
         update.echoGuard = try session.bool("input_audio_echo_guard")
         update.noiseReduction = try noiseReduction(session, "input_audio_noise_reduction")
         try transcription(session, "input_audio_transcription")
@@ -179,6 +184,24 @@ public struct SessionUpdate: Sendable, Equatable {
         guard let type = try object.choice("type", Kind.allCases.map(\.rawValue)) else { throw object.missing("type") }
         _ = try object.number("strength", in: 0...1_000)
         return Kind(rawValue: type).map(NoiseReductionChange.on)
+    }
+
+    /// `truncation`: `"auto"`, `"disabled"`, or `{"type": "retention_ratio", "retention_ratio": r,
+    /// "token_limits": {"post_instructions": n}}`.
+    private static func truncation(_ fields: EventFields, _ key: String) throws(ProtocolError) -> SessionConfiguration.Truncation? {
+        guard fields.has(key), !fields.isNull(key) else { return nil }
+        if let word = try? fields.string(key) {
+            switch word {
+            case "auto": return .auto
+            case "disabled": return .disabled
+            default: throw fields.invalid(key, "must be 'auto', 'disabled' or a retention_ratio object, got '\(word)'")
+            }
+        }
+        guard let object = try fields.object(key) else { return nil }
+        guard try object.choice("type", ["retention_ratio"]) != nil else { throw object.missing("type") }
+        guard let ratio = try object.number("retention_ratio", in: 0...1) else { throw object.missing("retention_ratio") }
+        let limit = try object.object("token_limits")?.integer("post_instructions", in: 1...Int(Int32.max))
+        return .retentionRatio(ratio, postInstructionsTokens: limit)
     }
 
     /// `transcription` / `input_audio_transcription`: the server's recogniser does the work, so its
