@@ -35,6 +35,15 @@ final class Connection: LoopRegistrant {
     /// TLS write for it to be readable. Rare; without these flags such a connection would stall.
     private var readWaitsForWritable = false
     private var writeWaitsForReadable = false
+    /// Where a client that stopped reading is in being told so (see `enqueue`).
+    private var overflow = Overflow.none
+    private enum Overflow: UInt8 {
+        case none
+        /// The queue passed the cap: the close frame that says why is being written.
+        case telling
+        /// That frame is queued; anything more past the cap drops the connection.
+        case told
+    }
     /// Counted in the loop's handshakes in progress (which the handshake cap bounds).
     private var handshaking: Bool
     private var writeArmed = false
@@ -298,9 +307,21 @@ final class Connection: LoopRegistrant {
 
     private func enqueue(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         let cap = serving.context.configuration.maxOutboundBytes
-        // One message may always be queued whole; past that, a client that does not read is dropped.
+        // One message may always be queued whole; past that, a client that does not read is told
+        // why (a WebSocket close frame, which alone is let past the cap) and then dropped.
         if !outbound.isEmpty && outbound.count + a.count + b.count > cap {
-            return state == .open ? wire.outboundOverflowed() : close()
+            switch overflow {
+            case .none where state == .open:
+                overflow = .telling
+                serving.metrics.dropped[DropReason.outboundCap.rawValue].add(1)
+                wire.outboundOverflowed()
+                if overflow == .telling { overflow = .told }
+                return
+            case .telling:
+                overflow = .told
+            default:
+                return close()
+            }
         }
         outbound.append(a)
         outbound.append(b)

@@ -33,6 +33,17 @@ enum RefusalReason: Int, CaseIterable {
     var label: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit", "address_connections", "address_rate"][rawValue] }
 }
 
+/// Why the server dropped a WebSocket connection on its own.
+enum DropReason: Int, CaseIterable {
+    /// The client did not read, and its outbound queue passed `maxOutboundBytes` (told with 1008).
+    case outboundCap
+    /// No pong to our ping within the ping timeout.
+    case pingTimeout
+    /// Our close (or the flush and linger after it) was not answered in time.
+    case closeTimeout
+    var label: String { ["outbound_cap", "ping_timeout", "close_timeout"][rawValue] }
+}
+
 /// How a TLS handshake ended.
 enum TLSHandshakeResult: Int, CaseIterable {
     case established
@@ -50,6 +61,7 @@ final class LoopMetrics: Sendable {
     let open: [Counter]
     let accepted = Counter()
     let refused = RefusalReason.allCases.map { _ in Counter() }
+    let dropped = DropReason.allCases.map { _ in Counter() }
     let closed = (0..<CloseLabel.count).map { _ in Counter() }
     let messagesIn = Counter()
     let messagesOut = Counter()

@@ -25,6 +25,11 @@ enum ServerMetrics {
         _ = ComputedFamily(name: "parley_connections_refused_total", help: "Connections turned away, by reason.", kind: .counter, registry: registry) { samples in
             for reason in RefusalReason.allCases { samples.add(labels: "reason=\"\(reason.label)\"", sum { $0.refused[reason.rawValue] }) }
         }
+        _ = ComputedFamily(name: "parley_connections_dropped_total",
+                           help: "Connections the server ended on its own, by why: a client not reading past --max-outbound-bytes (told with 1008), no pong, no answer to our close.",
+                           kind: .counter, registry: registry) { samples in
+            for reason in DropReason.allCases { samples.add(labels: "reason=\"\(reason.label)\"", sum { $0.dropped[reason.rawValue] }) }
+        }
         _ = ComputedFamily(name: "parley_connections_closed_total",
                            help: "Connections closed, by WebSocket close code (1006: dropped without a close frame; none: plain HTTP).",
                            kind: .counter, registry: registry) { samples in

@@ -211,14 +211,20 @@ struct WebSocketCloseMachine {
         return .sendPing(thenTimeout: timing.pingTicks)
     }
 
-    /// The client does not read and its outbound queue is over the cap: drop it (RFC 6455
-    /// section 7.2.2), reporting 1008, "a message that violates its policy" (section 7.4.1), unless
-    /// a close frame already gave the connection its code. No close frame is sent: the queue it
-    /// would join is the problem.
-    mutating func outboundOverflowed() -> Action {
+    /// The client does not read and its outbound queue is over the cap. Open: it is told why, with
+    /// 1008, "a message that violates its policy" (RFC 6455 section 7.4.1), in a close frame the
+    /// connection lets past the cap; a client that reads it again learns why, one that does not
+    /// is dropped when the close's deadline passes (section 7.1.7). Already closing: dropped now,
+    /// keeping the code it has (section 7.2.2).
+    mutating func outboundOverflowed(timing: Timing) -> Action {
+        if state == .open {
+            return startClosing(.policyViolation, reason: Self.outboundCapReason, then: .awaitPeer(ticks: timing.closeTicks))
+        }
         if state != .closed { record(.policyViolation) }
         return .drop
     }
+
+    static let outboundCapReason = "not reading: outbound queue over its cap"
 
     /// The TCP connection is gone: the peer's EOF or a socket error, or the caller acted on
     /// `.drop` or completed `.finish` (RFC 6455 section 7.1.4). If no close frame crossed,

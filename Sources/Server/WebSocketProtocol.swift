@@ -120,7 +120,10 @@ final class WebSocketProtocol {
     }
 
     func deadlinePassed() {
-        perform(machine.timerFired(now: connection.loop.now, timing: serving.webSocketTiming))
+        let (wasOpen, pinged) = (machine.isOpen, machine.isPingOutstanding)
+        let action = machine.timerFired(now: connection.loop.now, timing: serving.webSocketTiming)
+        if action == .drop { serving.metrics.dropped[(wasOpen && pinged ? DropReason.pingTimeout : .closeTimeout).rawValue].add(1) }
+        perform(action)
     }
 
     /// Draining: 1001, unless the handler will close the socket itself (and `force` is false).
@@ -129,9 +132,9 @@ final class WebSocketProtocol {
         perform(machine.shutdownRequested(timing: serving.webSocketTiming))
     }
 
-    /// A client that does not read: 1008 or 1013, as the machine says.
+    /// A client that does not read: told so with 1008, or dropped, as the machine says.
     func outboundOverflowed() {
-        perform(machine.outboundOverflowed())
+        perform(machine.outboundOverflowed(timing: serving.webSocketTiming))
     }
 
     /// Carries out what the close machine decided.

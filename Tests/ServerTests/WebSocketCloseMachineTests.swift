@@ -130,7 +130,7 @@ import Testing
     @Test func overflowAfterTheConnectionEndedRecordsNothing() {
         var m = machine()
         m.connectionEnded()
-        #expect(m.outboundOverflowed() == .drop)
+        #expect(m.outboundOverflowed(timing: Self.timing) == .drop)
         #expect(m.reportedCode == .abnormal)
     }
 
@@ -169,7 +169,7 @@ import Testing
         _ = m.closeReceived(WebSocketCloseCode(rawValue: 4002))
         _ = m.closeRequested(.normal, reason: "", timing: Self.timing)
         _ = m.protocolFailed(.protocolError, reason: "")
-        _ = m.outboundOverflowed()
+        _ = m.outboundOverflowed(timing: Self.timing)
         #expect(m.reportedCode == WebSocketCloseCode(rawValue: 4002))
     }
 
@@ -264,9 +264,21 @@ import Testing
         #expect(m.reportedCode == .normal)
     }
 
-    @Test func clientThatDoesNotReadIsDroppedWith1008() {
+    /// Told why in a close frame (which the connection lets past the cap), then dropped when the
+    /// close's deadline passes unanswered, as a client that does not read will leave it.
+    @Test func clientThatDoesNotReadIsToldWhyWith1008ThenDropped() {
         var m = machine()
-        #expect(m.outboundOverflowed() == .drop)
+        #expect(m.outboundOverflowed(timing: Self.timing) == .sendClose(.policyViolation, reason: WebSocketCloseMachine.outboundCapReason, then: .awaitPeer(ticks: 50)))
+        #expect(m.state == .closeSent)
+        #expect(m.timerFired(now: 50, timing: Self.timing) == .drop)
+        m.connectionEnded()
+        #expect(m.reportedCode == .policyViolation)
+    }
+
+    @Test func aClientThatOverflowsAgainWhileBeingToldIsDroppedAtOnce() {
+        var m = machine()
+        _ = m.outboundOverflowed(timing: Self.timing)
+        #expect(m.outboundOverflowed(timing: Self.timing) == .drop)
         m.connectionEnded()
         #expect(m.reportedCode == .policyViolation)
     }
@@ -274,7 +286,7 @@ import Testing
     @Test func overflowKeepsACloseCodeAlreadyGiven() {
         var m = machine()
         _ = m.shutdownRequested(timing: Self.timing)
-        #expect(m.outboundOverflowed() == .drop)
+        #expect(m.outboundOverflowed(timing: Self.timing) == .drop)
         #expect(m.reportedCode == .goingAway)
     }
 
@@ -323,7 +335,8 @@ import Testing
         _ = pinged.timerFired(now: 300, timing: Self.timing)
         #expect(pinged.timerFired(now: 400, timing: Self.timing) == .drop)
         var flooded = machine()
-        #expect(flooded.outboundOverflowed() == .drop)
+        _ = flooded.shutdownRequested(timing: Self.timing)
+        #expect(flooded.outboundOverflowed(timing: Self.timing) == .drop)
     }
 
     // MARK: Idle and ping (RFC 6455 section 5.5.2 keepalive)

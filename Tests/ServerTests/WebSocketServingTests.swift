@@ -152,6 +152,45 @@ import TestSupport
         #expect(try other.readFrame() == (true, 0x1, Array("fine".utf8)))
     }
 
+    /// `/flood`: any message is answered with `floodMessages` of 60 KiB at once, more than the
+    /// outbound cap, as a session streaming to a client that stopped reading would queue.
+    static let floodMessages = 200
+    final class Flood: WebSocketHandler {
+        func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
+            for _ in 0..<WebSocketServingTests.floodMessages { socket.send(binary: [UInt8](repeating: 7, count: 60 * 1024)) }
+        }
+    }
+
+    /// A client that stops reading while the server has more to say than the cap is told why, in
+    /// a close frame past everything queued before the cap (1008, with its reason), and the drop is
+    /// counted by reason; the server queues nothing more for it.
+    @Test func aClientDroppedAtTheOutboundCapIsToldWhy() throws {
+        let server = try TestServer({ $0.maxOutboundBytes = 256 * 1024; $0.closeTimeout = 30 },
+                                    routes: { $0.webSocket("/flood", name: "flood") { _, _ in Flood() } })
+        let client = try server.client()
+        var window: Int32 = 64 * 1024
+        setsockopt(client.fd, SOL_SOCKET, SO_RCVBUF, &window, socklen_t(MemoryLayout<Int32>.size))
+        #expect(try client.upgrade(path: "/flood").status == 101)
+        try client.send(TestClient.frame(0x1, Array("go".utf8)))
+        #expect(server.metric("parley_connections_dropped_total{reason=\"outbound_cap\"}", becomes: 1))
+        #expect((server.metric("parley_accounted_bytes") ?? .infinity) < Double(512 * 1024))
+        var data = 0
+        var close: [UInt8]?
+        while close == nil {
+            let frame = try client.readFrame()
+            if frame.opcode == 0x8 { close = frame.payload } else { data += 1 }
+        }
+        let payload = try #require(close)
+        #expect(payload.count > 2 && Int(payload[0]) << 8 | Int(payload[1]) == 1008)
+        #expect(String(decoding: payload.dropFirst(2), as: UTF8.self) == WebSocketCloseMachine.outboundCapReason)
+        // What the kernel's buffers and the queue held came first; the rest was never queued.
+        #expect(data < Self.floodMessages, "\(data) messages came before the close")
+        try client.send(TestClient.frame(0x8, [0x03, 0xF0]))
+        #expect(client.readsEOF())
+        client.hangUp()
+        #expect(server.metric("parley_connections_closed_total{code=\"1008\"}", becomes: 1))
+    }
+
     @Test func sessionMemoryIsReleasedWhenConnectionsClose() throws {
         let server = try TestServer()
         let clients = try (0..<20).map { _ in try openEcho(server) }
