@@ -117,15 +117,19 @@ bench-cork: release
 bench-survive: release
 	scripts/bench-survive.sh
 
-# Parley against FastAPI + uvicorn and websockets, one process each, in one run (about 3 minutes):
-# idle sessions held and their memory, echo at 100 and 1,000 connections; the ratio table.
+# Parley against uWebSockets (UWS=path to its echo server, built outside the repository as
+# docs/benchmarks.md says; skipped without), Node's ws (Debian's node-ws), FastAPI + uvicorn and
+# websockets, one process each, in one run (about 15 minutes): memory at start, idle sessions held
+# and their memory, echo at 100 and 1,000 connections, paced streams at 1,000, 2,000 and 3,000
+# with server CPU per message, voice on the peers that have it; the ratio tables.
 compare: release
+	scripts/install-deps.sh nodejs node-ws
 	scripts/peers.sh install
 	.venv-peers/bin/python LoadTests/peers/test_peer_voice.py
 	@mkdir -p LoadTests/reports
 	espeak-ng -v en-us -s 140 -w LoadTests/reports/compare-speech.wav \
 	  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
-	$(RELEASE)/parley-load compare --speech LoadTests/reports/compare-speech.wav --docs docs/benchmarks.md
+	$(RELEASE)/parley-load compare --speech LoadTests/reports/compare-speech.wav --docs docs/benchmarks.md $(if $(UWS),--uws $(UWS))
 
 # The metrics writer against swift-prometheus and swift-metrics: observation and scrape cost with
 # 100,000 simulated sessions (docs/architecture.md, "Metrics"); about a minute with its first build.

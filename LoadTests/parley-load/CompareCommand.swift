@@ -4,14 +4,14 @@ import JSON
 import Glibc
 #endif
 
-/// `parley-load compare`: the same scenarios against Parley and against the peers (FastAPI on
-/// uvicorn, and the `websockets` library), one after the other in one run, each server a single
-/// process started here; then the table of ratios. Every server's memory is read the same way, from
+/// `parley-load compare`: the same scenarios against Parley and against the peers (uWebSockets'
+/// echo server, Node's `ws`, FastAPI on uvicorn, and the `websockets` library), one after the
+/// other in one run, each server a single process started here; then the table of ratios. Every server's memory is read the same way, from
 /// /proc (`hold --server-pid`), so that the figures compare like with like.
 struct CompareCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compare",
-        abstract: "Run idle-hold, echo and voice against Parley and the Python peers in one run and print the ratio table.",
+        abstract: "Run idle-hold, echo, paced streams and voice against Parley and its peers in one run and print the ratio table.",
         discussion: """
             The peers are installed into .venv-peers by scripts/peers.sh (run from the repository root). \
             Each server is one process; Parley runs with --loops 1, so every server has one thread of \
@@ -26,8 +26,14 @@ struct CompareCommand: ParsableCommand {
     @Option(help: "Seconds of each echo measurement.")
     var echoSeconds = 10.0
 
-    @Option(help: "Servers to run, in order: parley, fastapi, websockets.")
-    var servers = "parley,fastapi,websockets"
+    @Option(help: "Servers to run, in order: parley, uws, node, fastapi, websockets (uws only with --uws).")
+    var servers = "parley,uws,node,fastapi,websockets"
+
+    @Option(help: "uWebSockets' echo server (built from a fetched snapshot, outside the repository), taking its port as its only argument; without it uws is skipped.")
+    var uws: String?
+
+    @Option(help: "Paced streams (60-byte messages every 20 ms, echoed): the numbers of connections, each measured for --echo-seconds.")
+    var streams = "1000,2000,3000"
 
     @Option(help: "The parley executable to compare.")
     var parley = ".build/release/parley"
@@ -63,7 +69,7 @@ struct CompareCommand: ParsableCommand {
         }
         guard voiceSeconds > 0, voiceSeconds <= 120 else { throw ValidationError("--voice-seconds must be in (0, 120]") }
         for name in servers.split(separator: ",") where Peer(rawValue: String(name)) == nil {
-            throw ValidationError("unknown server \(name); use parley, fastapi, websockets")
+            throw ValidationError("unknown server \(name); use parley, uws, node, fastapi, websockets")
         }
     }
 
@@ -76,6 +82,10 @@ struct CompareCommand: ParsableCommand {
         var results: [CompareResult] = []
         for (i, name) in servers.split(separator: ",").enumerated() {
             let peer = Peer(rawValue: String(name))!
+            if peer == .uws && uws == nil {
+                print("\n== uWebSockets skipped: no --uws (make compare UWS=path)")
+                continue
+            }
             results.append(try measure(peer, port: port + i, directory: directory))
         }
         let table = CompareResult.table(results, command: command)
@@ -95,11 +105,14 @@ struct CompareCommand: ParsableCommand {
     private func measure(_ peer: Peer, port: Int, directory: String) throws -> CompareResult {
         print("\n== \(peer.title) on port \(port)")
         Console.flush()
-        let server = try ServerUnderTest(peer, port: port, parley: parley, log: "\(directory)/\(peer.rawValue)-server.log")
+        let server = try ServerUnderTest(peer, port: port, parley: parley, uws: uws, log: "\(directory)/\(peer.rawValue)-server.log")
         defer { server.stop() }
         let url = "ws://127.0.0.1:\(port)/echo"
         let pid = String(server.pid)
         var result = CompareResult(peer: peer)
+        // What the process holds listening, before any connection.
+        usleep(1_000_000)
+        result.startupResident = ProcessFigures(pid: server.pid).residentBytes
         result.hold = try load(["hold", String(sessions), "--url", url, "--hold-seconds", "5", "--connect-timeout", "120",
                                 "--server-pid", pid], report: "\(directory)/\(peer.rawValue)-hold")
         // The held sessions close before the echo runs start.
@@ -109,7 +122,16 @@ struct CompareCommand: ParsableCommand {
                                  "--server-pid", pid], report: "\(directory)/\(peer.rawValue)-echo-\(connections)")
             if connections == 100 { result.echo100 = echo } else { result.echo1000 = echo }
         }
-        if let speech {
+        // A voice session's shape without the codec: small messages at 50 a second each, paced,
+        // echoed; the server's CPU per message and the round trip's p99 at each count.
+        for connections in streams.split(separator: ",").compactMap({ Int($0) }) {
+            usleep(3_000_000)
+            let run = try load(["echo", "--url", url, "--connections", String(connections), "--rate", "50", "--size", "60",
+                                "--warmup", "3", "--duration", String(echoSeconds), "--connect-timeout", "60", "--server-pid", pid],
+                               report: "\(directory)/\(peer.rawValue)-streams-\(connections)")
+            result.streams.append((connections, run))
+        }
+        if let speech, peer.servesVoice {
             for speaking in steps {
                 usleep(3_000_000)
                 let voice = try load(["voice", String(voiceSessions), "--speaking", String(speaking), "--url", "ws://127.0.0.1:\(port)/ws",
@@ -133,21 +155,29 @@ struct CompareCommand: ParsableCommand {
 
 /// The servers `compare` knows how to start.
 enum Peer: String {
-    case parley, fastapi, websockets
+    case parley, uws, node, fastapi, websockets
 
     var title: String {
         switch self {
         case .parley: "Parley (1 process, --loops 1)"
+        case .uws: "uWebSockets (1 process, 1 loop)"
+        case .node: "Node ws (1 process)"
         case .fastapi: "FastAPI + uvicorn (1 process)"
         case .websockets: "websockets (1 process)"
         }
     }
 
-    func command(port: Int, parley: String) -> [String] {
+    /// The peers with Parley's `/ws` voice path (the Python ones, LoadTests/peers/peer_voice.py).
+    var servesVoice: Bool { self == .parley || self == .fastapi || self == .websockets }
+
+    func command(port: Int, parley: String, uws: String?) -> [String] {
         switch self {
         // Speech is off: the voice scenario measures decoding, VAD and turns, which the peers
         // do too; recognition and synthesis are measured on their own (docs/benchmarks.md).
         case .parley: [parley, "serve", "--host", "127.0.0.1", "--port", String(port), "--loops", "1", "--transcriber", "none", "--synthesizer", "none"]
+        case .uws: [uws ?? "uws-echo", String(port)]
+        // Debian's node-ws lives in /usr/share/nodejs, which this node does not search by itself.
+        case .node: ["/usr/bin/env", "NODE_PATH=/usr/share/nodejs", "node", "LoadTests/peers/node_ws_echo.js", String(port)]
         case .fastapi, .websockets: ["scripts/peers.sh", "run", rawValue, String(port)]
         }
     }
@@ -157,8 +187,8 @@ enum Peer: String {
 final class ServerUnderTest {
     let pid: pid_t
 
-    init(_ peer: Peer, port: Int, parley: String, log: String) throws {
-        guard let pid = Subprocess.start(peer.command(port: port, parley: parley), output: log) else {
+    init(_ peer: Peer, port: Int, parley: String, uws: String?, log: String) throws {
+        guard let pid = Subprocess.start(peer.command(port: port, parley: parley, uws: uws), output: log) else {
             throw LoadFailure("cannot start \(peer.title)")
         }
         self.pid = pid

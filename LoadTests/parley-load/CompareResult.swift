@@ -8,6 +8,14 @@ struct CompareResult {
     var echo1000: JSON?
     /// The voice steps run, in rising order of speakers; all but perhaps the last passed.
     var voices: [JSON] = []
+    /// Resident bytes listening, before any connection.
+    var startupResident: Double?
+    /// The paced streams runs: connections, and the run's report.
+    var streams: [(connections: Int, run: JSON?)] = []
+
+    func streams(_ connections: Int) -> JSON? { streams.first { $0.connections == connections }?.run }
+    func serverMicroseconds(_ run: JSON?) -> Double? { run?["server_microseconds_per_message"]?.double }
+    func serverCores(_ run: JSON?) -> Double? { run?["server_cores_while_measuring"]?.double }
 
     init(peer: Peer) { self.peer = peer }
 
@@ -29,6 +37,7 @@ struct CompareResult {
     /// "400 of 10,000, p99 ≤ 4 ms (500: p99 ≤ 25 ms)": the best step that passed, and the first
     /// that did not.
     var voiceCell: String {
+        guard peer.servesVoice else { return "no /ws voice path" }
         guard !voices.isEmpty else { return "not run (no --speech)" }
         func lag(_ run: JSON) -> String {
             run["server_lag_seconds_bound"]?["p99"]?.double.map { $0.isFinite ? "p99 ≤ \(LatencyRecorder.format(nanoseconds: UInt64($0 * 1e9)))" : "p99 over 10 s" } ?? "no lag measured"
@@ -59,7 +68,47 @@ struct CompareResult {
             ("echo_1000_p99_ns", number(p99(echo1000))),
             ("voice_speakers_in_real_time", speakers.map { .int($0) } ?? .null),
             ("voice", .array(voices)),
+            ("startup_resident_bytes", number(startupResident)),
+            ("streams", .array(streams.map { .object([("connections", .int($0.connections)), ("run", $0.run ?? .null)]) })),
         ])
+    }
+
+    /// The paced streams and start-up memory: each server's figures, then Parley's ratio to each
+    /// (the peer's cost over Parley's: above 1× Parley costs less).
+    static func streamsTable(_ results: [CompareResult]) -> String {
+        let counts = results.flatMap { $0.streams.map(\.connections) }.reduce(into: [Int]()) { if !$0.contains($1) { $0.append($1) } }
+        guard !counts.isEmpty else { return "" }
+        func milliseconds(_ ns: Double?) -> String { ns.map { Format.fixed($0 / 1e6, 2) + " ms" } ?? "n/a" }
+        func cell(_ r: CompareResult, _ n: Int) -> String {
+            let run = r.streams(n)
+            guard let run else { return "n/a" }
+            let cpu = r.serverCores(run).map { Format.fixed($0 * 100, 0) + " %" } ?? "n/a"
+            let us = r.serverMicroseconds(run).map { Format.fixed($0, 2) + " µs" } ?? "n/a"
+            let steal = run["steal_fraction_while_measuring"]?.double.map { ", st " + Format.fixed($0 * 100, 1) + " %" } ?? ""
+            let client = run["client_cores_while_measuring"]?.double.map { ", client " + Format.fixed($0 * 100, 0) + " %" } ?? ""
+            return "\(cpu), \(us)/msg, p99 \(milliseconds(r.p99(run)))\(client)\(steal)\(run["passed"]?.bool == false ? " (errors)" : "")"
+        }
+        var out = "\nPaced streams (60-byte messages every 20 ms a connection, echoed; server CPU as a share of one core, per message, the round trip's p99, the load client's CPU and the machine's steal over the same window) and memory at start:\n\n"
+        out += "| server | RSS at start | " + counts.map { "\(Format.grouped($0)) streams" }.joined(separator: " | ") + " |\n"
+        out += "| --- | ---: | " + counts.map { _ in "---" }.joined(separator: " | ") + " |\n"
+        for r in results {
+            out += "| \(r.peer.title) | \(r.startupResident.map { Format.fixed($0 / 1_048_576, 1) + " MiB" } ?? "n/a") | " + counts.map { cell(r, $0) }.joined(separator: " | ") + " |\n"
+        }
+        guard let parley = results.first(where: { $0.peer == .parley }), results.count > 1 else { return out }
+        func ratio(_ a: Double?, _ b: Double?) -> String {
+            guard let a, let b, a > 0, b > 0 else { return "n/a" }
+            return Format.fixed(a / b, 2) + "×"
+        }
+        out += "\nParley against each (the peer's figure over Parley's: above 1× Parley uses less):\n\n"
+        out += "| against | RSS at start | " + counts.map { "CPU/msg @\(Format.grouped($0)) | p99 @\(Format.grouped($0))" }.joined(separator: " | ") + " |\n"
+        out += "| --- | ---: | " + counts.map { _ in "---: | ---:" }.joined(separator: " | ") + " |\n"
+        for peer in results where peer.peer != .parley {
+            out += "| \(peer.peer.title) | \(ratio(peer.startupResident, parley.startupResident)) | "
+            out += counts.map { n in
+                "\(ratio(peer.serverMicroseconds(peer.streams(n)), parley.serverMicroseconds(parley.streams(n)))) | \(ratio(peer.p99(peer.streams(n)), parley.p99(parley.streams(n))))"
+            }.joined(separator: " | ") + " |\n"
+        }
+        return out
     }
 
     /// The Markdown table: each server's figures, then Parley's ratio to it (higher is better for
@@ -97,6 +146,7 @@ struct CompareResult {
             out += "\(ratio(parley.rate(parley.echo1000), peer.rate(peer.echo1000))) | \(ratio(peer.p99(peer.echo1000), parley.p99(parley.echo1000))) | "
             out += "\(speakerRatio(parley.speakers, peer.speakers)) |\n"
         }
+        out += streamsTable(results)
         let cores = results.compactMap { r in r.clientCores(r.echo100).map { "\(r.peer.rawValue) \(Format.fixed($0, 2))" } }
         out += "\nThe load client shared the two cores: its CPU while measuring echo @100, in cores: \(cores.joined(separator: ", ")).\n"
         let voiceCores = results.compactMap { r in r.voice?["client_cores_while_measuring"]?.double.map { "\(r.peer.rawValue) \(Format.fixed($0, 2))" } }

@@ -103,7 +103,7 @@ struct EchoCommand: ParsableCommand {
     private func runHere(_ target: LoadTarget, _ progress: Progress) throws -> EchoResult {
         let run = try EchoRun(.init(
             target: target, connections: connections, firstIndex: 0, size: size,
-            warmup: warmup, duration: duration, connectTimeout: connectTimeout, rate: rate, batch: batch))
+            warmup: warmup, duration: duration, connectTimeout: connectTimeout, rate: rate, batch: batch, serverPid: serverPid))
         let startedAt = MonotonicClock.nanoseconds()
         var meter = RateMeter()
         return run.run(hangUpFD: nil) { report in
@@ -119,6 +119,7 @@ struct EchoCommand: ParsableCommand {
             return ["echo-worker", "--url", url, "--connections", String(share), "--first-index", String(first),
                     "--size", String(size), "--warmup", String(warmup), "--duration", String(duration),
                     "--connect-timeout", String(connectTimeout), "--rate", String(rate), "--batch", String(batch)] + (ca.map { ["--ca", $0] } ?? [])
+                + (serverPid.map { ["--server-pid", String($0)] } ?? [])
         })
         let startedAt = MonotonicClock.nanoseconds()
         // The workers bound themselves; this bounds the wait for them, with a margin.

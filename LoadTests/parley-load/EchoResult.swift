@@ -18,6 +18,10 @@ struct EchoResult {
     var cpuMeasured = CPUTime.zero
     /// Summed over processes: each measures its own window, so rates add and counts do not divide.
     var messagesPerSecond = 0.0
+    /// The server's CPU over the window (with `--server-pid`), and the machine's stolen share;
+    /// every process reads the same server and machine, so merging keeps the largest.
+    var serverCPUSeconds: Double?
+    var stealFraction: Double?
 
     var errors: Int { failed.values.reduce(0, +) + dropped.values.reduce(0, +) + badEchoes }
 
@@ -33,6 +37,8 @@ struct EchoResult {
             ("messages_per_second", .number(messagesPerSecond)),
             ("cpu_measured", cpuMeasured.json),
             ("latency", latency.json),
+            ("server_cpu_seconds", serverCPUSeconds.map(JSON.number) ?? .null),
+            ("steal_fraction", stealFraction.map(JSON.number) ?? .null),
         ])
     }
 
@@ -49,6 +55,8 @@ struct EchoResult {
         messagesPerSecond = json["messages_per_second"]?.double ?? 0
         cpuMeasured = CPUTime(json: json["cpu_measured"])
         latency = LatencyRecorder(json: json["latency"])
+        serverCPUSeconds = json["server_cpu_seconds"]?.double
+        stealFraction = json["steal_fraction"]?.double
     }
 
     mutating func add(_ other: EchoResult) {
@@ -62,5 +70,7 @@ struct EchoResult {
         messagesPerSecond += other.messagesPerSecond
         cpuMeasured = cpuMeasured + other.cpuMeasured
         latency.merge(other.latency)
+        if let theirs = other.serverCPUSeconds { serverCPUSeconds = max(serverCPUSeconds ?? 0, theirs) }
+        if let theirs = other.stealFraction { stealFraction = max(stealFraction ?? 0, theirs) }
     }
 }

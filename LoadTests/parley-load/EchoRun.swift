@@ -28,6 +28,8 @@ final class EchoRun: ConnectionEvents {
         var rate = 0.0
         /// Messages per write (each echoed on its own).
         var batch = 1
+        /// The server's process, whose CPU over the measured window is read from /proc.
+        var serverPid: Int32?
     }
 
     enum Phase: String {
@@ -85,13 +87,15 @@ final class EchoRun: ConnectionEvents {
         }
 
         var cpuAtStart = CPUTime.zero
+        var serverCPUAtStart: Double?
+        var machineAtStart: MachineCPU?
         var stoppedAt = MonotonicClock.nanoseconds()
         if pool.open > 0 && !pool.hungUp {
             let start = MonotonicClock.nanoseconds()
             phase = .warmup
             measureStart = start + MonotonicClock.nanoseconds(settings.warmup)
             runEnd = measureStart + MonotonicClock.nanoseconds(settings.duration)
-            if settings.warmup == 0 { startMeasuring(&cpuAtStart) }
+            if settings.warmup == 0 { startMeasuring(&cpuAtStart, &serverCPUAtStart, &machineAtStart) }
             let open = pool.openConnections
             for (i, connection) in open.enumerated() {
                 if interval == 0 { send(on: connection, at: start) }
@@ -101,7 +105,7 @@ final class EchoRun: ConnectionEvents {
                 pool.step(timeoutMilliseconds: interval == 0 ? 5 : 1)
                 let now = MonotonicClock.nanoseconds()
                 if interval > 0 { sendDue(now) }
-                if phase == .warmup && now >= measureStart { startMeasuring(&cpuAtStart) }
+                if phase == .warmup && now >= measureStart { startMeasuring(&cpuAtStart, &serverCPUAtStart, &machineAtStart) }
                 if now >= runEnd { break }
                 reportIfDue(now)
             }
@@ -112,6 +116,8 @@ final class EchoRun: ConnectionEvents {
         if phase == .measuring {
             result.measuredSeconds = Double(stoppedAt - measureStart) / 1e9
             result.cpuMeasured = CPUTime.ofSelf() - cpuAtStart
+            if let start = serverCPUAtStart, let end = settings.serverPid.flatMap({ ProcessFigures(pid: $0).cpuSeconds }) { result.serverCPUSeconds = end - start }
+            if let start = machineAtStart { result.stealFraction = MachineCPU.now()?.stealFraction(since: start) }
         }
         phase = .done
         result.connections = settings.connections
@@ -126,9 +132,11 @@ final class EchoRun: ConnectionEvents {
         return result
     }
 
-    private func startMeasuring(_ cpuAtStart: inout CPUTime) {
+    private func startMeasuring(_ cpuAtStart: inout CPUTime, _ serverCPUAtStart: inout Double?, _ machineAtStart: inout MachineCPU?) {
         phase = .measuring
         cpuAtStart = .ofSelf()
+        serverCPUAtStart = settings.serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
+        machineAtStart = MachineCPU.now()
     }
 
     var progressJSON: JSON {

@@ -19,6 +19,14 @@ struct EchoSummary {
         result.measuredSeconds > 0 ? result.cpuMeasured.total / result.measuredSeconds : 0
     }
 
+    /// The server's cores over the window, and its CPU per message echoed (with `--server-pid`).
+    var serverCores: Double? {
+        result.measuredSeconds > 0 ? result.serverCPUSeconds.map { $0 / result.measuredSeconds } : nil
+    }
+    var serverMicrosecondsPerMessage: Double? {
+        result.messages > 0 ? result.serverCPUSeconds.map { $0 * 1e6 / Double(result.messages) } : nil
+    }
+
     var text: String {
         let r = result, h = r.latency
         func ms(_ p: Double) -> String { LatencyRecorder.format(nanoseconds: h.percentile(p)) }
@@ -31,6 +39,10 @@ struct EchoSummary {
             row("errors", "\(Format.grouped(r.errors))  (connect failures: \(Format.reasons(r.failed)); dropped: \(Format.reasons(r.dropped)); bad echoes: \(r.badEchoes))"),
             row("client CPU", "\(Format.fixed(r.cpuMeasured.total, 2)) s user+sys while measuring = \(Format.fixed(clientCores, 2)) of \(Cores.online) cores  (user \(Format.fixed(r.cpuMeasured.user, 2)) s, sys \(Format.fixed(r.cpuMeasured.system, 2)) s; \(Format.fixed(cpuTotal.total, 2)) s over the whole run)"),
         ]
+        if let serverCores, let perMessage = serverMicrosecondsPerMessage {
+            lines.append(row("server CPU", "\(Format.fixed(serverCores, 2)) of \(Cores.online) cores while measuring = \(Format.fixed(perMessage, 2)) µs a message echoed"))
+        }
+        if let steal = r.stealFraction { lines.append(row("steal", "\(Format.fixed(steal * 100, 1)) % of the machine's CPU time while measuring")) }
         // Each client process is one thread: near 100 % of a core it is the limit, not the server.
         let busy = clientCores / Double(processes)
         if busy >= 0.8 {
@@ -61,6 +73,9 @@ struct EchoSummary {
             ("latency_ns", .object([("p50", p(50)), ("p90", p(90)), ("p99", p(99)), ("p99_9", p(99.9)), ("max", .number(Double(h.maximum))), ("mean", .number(h.mean.rounded()))])),
             ("errors", .int(result.errors)),
             ("client_cores_while_measuring", .number(clientCores)),
+            ("server_cores_while_measuring", serverCores.map(JSON.number) ?? .null),
+            ("server_microseconds_per_message", serverMicrosecondsPerMessage.map(JSON.number) ?? .null),
+            ("steal_fraction_while_measuring", result.stealFraction.map(JSON.number) ?? .null),
             ("client_cpu_total", cpuTotal.json),
             ("passed", .bool(passed)),
             ("problems", .array(problems.map(JSON.string))),

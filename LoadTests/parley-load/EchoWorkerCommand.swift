@@ -21,13 +21,14 @@ struct EchoWorkerCommand: ParsableCommand {
     @Option var connectTimeout: Double
     @Option var rate = 0.0
     @Option var batch = 1
+    @Option var serverPid: Int32?
 
     func run() throws {
         signal(SIGPIPE, SIG_IGN)
         DescriptorLimit.raiseToHard()
         let run = try EchoRun(.init(
             target: try LoadTarget(url, caFile: ca), connections: connections, firstIndex: firstIndex, size: size,
-            warmup: warmup, duration: duration, connectTimeout: connectTimeout, rate: rate, batch: batch))
+            warmup: warmup, duration: duration, connectTimeout: connectTimeout, rate: rate, batch: batch, serverPid: serverPid))
         // Bounded by the connect timeout and the duration; stdin's end-of-file stops it sooner.
         let result = run.run(hangUpFD: 0) { ReportWriter.emit($0) }
         ReportWriter.emit(.object([("kind", .string("final")), ("result", result.json)]))
