@@ -125,10 +125,10 @@ bench-survive: release
 compare: release
 	scripts/install-deps.sh nodejs node-ws
 	scripts/peers.sh install
-	.venv-peers/bin/python LoadTests/peers/test_peer_voice.py
 	@mkdir -p LoadTests/reports
 	espeak-ng -v en-us -s 140 -w LoadTests/reports/compare-speech.wav \
 	  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
+	.venv-peers/bin/python LoadTests/peers/test_peer_voice.py
 	$(RELEASE)/parley-load compare --speech LoadTests/reports/compare-speech.wav --docs docs/benchmarks.md $(if $(UWS),--uws $(UWS))
 
 # The metrics writer against swift-prometheus and swift-metrics: observation and scrape cost with

@@ -173,8 +173,11 @@ enum Peer: String {
     func command(port: Int, parley: String, uws: String?) -> [String] {
         switch self {
         // Speech is off: the voice scenario measures decoding, VAD and turns, which the peers
-        // do too; recognition and synthesis are measured on their own (docs/benchmarks.md).
-        case .parley: [parley, "serve", "--host", "127.0.0.1", "--port", String(port), "--loops", "1", "--transcriber", "none", "--synthesizer", "none"]
+        // do too; recognition and synthesis are measured on their own (docs/benchmarks.md). So
+        // are Silero and Smart Turn (make bench-vad, bench-turns): here Parley hears with the
+        // energy detector and ends turns by silence, the work the Python peers' voice path does.
+        case .parley: [parley, "serve", "--host", "127.0.0.1", "--port", String(port), "--loops", "1", "--transcriber", "none", "--synthesizer", "none",
+                       "--vad", "energy", "--turn-model", "none"]
         case .uws: [uws ?? "uws-echo", String(port)]
         // Debian's node-ws lives in /usr/share/nodejs, which this node does not search by itself.
         case .node: ["/usr/bin/env", "NODE_PATH=/usr/share/nodejs", "node", "LoadTests/peers/node_ws_echo.js", String(port)]
