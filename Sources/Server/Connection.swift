@@ -20,6 +20,16 @@ final class Connection: LoopRegistrant {
         case closed
     }
 
+    // The small fields first: Swift lays a class's fields out in the order written, from the end
+    // of its superclass's (here after `LoopRegistrant`'s one Bool), so these three bytes fill what
+    // would be padding before `fd`, and the flags are bits of one byte. An idle connection is 104
+    // bytes of object (malloc's 112-byte bin) this way, 168 before (docs/benchmarks.md, "Issue
+    // 26's targets").
+    private(set) var state = State.open
+    /// Where a client that stopped reading is in being told so (see `enqueue`).
+    private var overflow = Overflow.none
+    private var flags: Flags = []
+
     let fd: Int32
     let registration: Registration
     unowned(unsafe) let serving: ServingLoop
@@ -28,15 +38,24 @@ final class Connection: LoopRegistrant {
     /// What speaks on this socket; `adopt` swaps it. Set in `init` as soon as `self` can be given
     /// to the protocol, and never nil after.
     private(set) var wire: WireProtocol!
-    private(set) var state = State.open
     /// The TLS session on a port that serves TLS; nil on a plain one.
     private var tls: TLSStream?
-    /// A TLS read must wait for the socket to be writable (it has a key update to answer), or a
-    /// TLS write for it to be readable. Rare; without these flags such a connection would stall.
-    private var readWaitsForWritable = false
-    private var writeWaitsForReadable = false
-    /// Where a client that stopped reading is in being told so (see `enqueue`).
-    private var overflow = Overflow.none
+    /// Input not yet used: an unfinished frame header or control frame (at most 131 bytes), or
+    /// pipelined HTTP bytes held while a streamed response is going out (at most one read).
+    private var pending = ByteBuffer()
+    /// Bytes the socket would not take yet.
+    private var outbound = ByteBuffer()
+    /// Bytes currently reported to the loop's memory account.
+    private var accounted: Int32 = 0
+    /// What malloc gave this object and its protocol's; fixed for each protocol's life.
+    private var objectBytes: Int32 = 0
+    /// This connection's place in the loop's list of corked connections (`OutputCork`), or -1
+    /// when it has nothing corked.
+    var corkIndex: Int32 = -1
+
+    /// What the handler reports holding for this connection (a session's history and codecs).
+    var handlerBytes: Int32 = 0
+
     private enum Overflow: UInt8 {
         case none
         /// The queue passed the cap: the close frame that says why is being written.
@@ -44,34 +63,41 @@ final class Connection: LoopRegistrant {
         /// That frame is queued; anything more past the cap drops the connection.
         case told
     }
-    /// Counted in the loop's handshakes in progress (which the handshake cap bounds).
-    private var handshaking: Bool
-    private var writeArmed = false
-    private var readPaused = false
-    /// Close (or linger) once the outbound queue drains.
-    private var finishing = false
-    /// Set while the protocol is processing input, so that input resumed inside it is not re-entered.
-    private var isProcessing = false
-    /// Held input must be processed before the next read (the protocol takes input again).
-    private var reprocessPending = false
 
-    /// Input not yet used: an unfinished frame header or control frame (at most 131 bytes), or
-    /// pipelined HTTP bytes held while a streamed response is going out (at most one read).
-    private var pending = ByteBuffer()
-    /// Bytes the socket would not take yet.
-    private var outbound = ByteBuffer()
-    /// Bytes currently reported to the loop's memory account.
-    private var accounted = 0
-    /// What malloc gave this object and its protocol's; fixed for each protocol's life.
-    private var objectBytes = 0
-    /// This connection's place in the loop's list of corked connections (`OutputCork`), or -1
-    /// when it has nothing corked.
-    var corkIndex: Int32 = -1
+    private struct Flags: OptionSet {
+        let rawValue: UInt8
+        static let readWaitsForWritable = Flags(rawValue: 1 << 0)
+        static let writeWaitsForReadable = Flags(rawValue: 1 << 1)
+        static let handshaking = Flags(rawValue: 1 << 2)
+        static let writeArmed = Flags(rawValue: 1 << 3)
+        static let readPaused = Flags(rawValue: 1 << 4)
+        static let finishing = Flags(rawValue: 1 << 5)
+        static let isProcessing = Flags(rawValue: 1 << 6)
+        static let reprocessPending = Flags(rawValue: 1 << 7)
+    }
+
+    private func flag(_ flag: Flags) -> Bool { flags.contains(flag) }
+    private func set(_ flag: Flags, _ on: Bool) { if on { flags.insert(flag) } else { flags.remove(flag) } }
+
+    /// A TLS read must wait for the socket to be writable (it has a key update to answer), or a
+    /// TLS write for it to be readable. Rare; without these flags such a connection would stall.
+    private var readWaitsForWritable: Bool { get { flag(.readWaitsForWritable) } set { set(.readWaitsForWritable, newValue) } }
+    private var writeWaitsForReadable: Bool { get { flag(.writeWaitsForReadable) } set { set(.writeWaitsForReadable, newValue) } }
+    /// Counted in the loop's handshakes in progress (which the handshake cap bounds).
+    private var handshaking: Bool { get { flag(.handshaking) } set { set(.handshaking, newValue) } }
+    private var writeArmed: Bool { get { flag(.writeArmed) } set { set(.writeArmed, newValue) } }
+    private var readPaused: Bool { get { flag(.readPaused) } set { set(.readPaused, newValue) } }
+    /// Close (or linger) once the outbound queue drains.
+    private var finishing: Bool { get { flag(.finishing) } set { set(.finishing, newValue) } }
+    /// Set while the protocol is processing input, so that input resumed inside it is not re-entered.
+    private var isProcessing: Bool { get { flag(.isProcessing) } set { set(.isProcessing, newValue) } }
+    /// Held input must be processed before the next read (the protocol takes input again).
+    private var reprocessPending: Bool { get { flag(.reprocessPending) } set { set(.reprocessPending, newValue) } }
 
     init(fd: Int32, registration: Registration, serving: ServingLoop, tls: TLSStream? = nil) {
         self.fd = fd
         self.tls = tls
-        handshaking = tls != nil
+        if tls != nil { flags.insert(.handshaking) }
         self.registration = registration
         self.serving = serving
         super.init()
@@ -80,7 +106,7 @@ final class Connection: LoopRegistrant {
 
     /// Registered and counted: the first deadline is set and the memory account opened.
     func opened() {
-        objectBytes = malloc_usable_size(Unmanaged.passUnretained(self).toOpaque()) + wire.objectBytes
+        objectBytes = Int32(malloc_usable_size(Unmanaged.passUnretained(self).toOpaque()) + wire.objectBytes)
         account()
         loop.setDeadline(registration, afterTicks: tls == nil ? serving.handshakeTicks : serving.tlsHandshakeTicks)
     }
@@ -91,7 +117,7 @@ final class Connection: LoopRegistrant {
     /// Another protocol speaks on this socket from now on (an upgrade); input still unread in this
     /// pass goes to it.
     func adopt(_ next: WireProtocol) {
-        objectBytes += next.objectBytes - wire.objectBytes
+        objectBytes += Int32(next.objectBytes - wire.objectBytes)
         wire = next
         account()
     }
@@ -445,16 +471,16 @@ final class Connection: LoopRegistrant {
         handshakeEnded(.closed)
         tls = nil
         let ending = wire.ended()
-        accounted = serving.release(self, accounted: accounted, closeCode: ending.closeCode, endpoint: ending.endpoint)
+        accounted = Int32(clamping: serving.release(self, accounted: Int(accounted), closeCode: ending.closeCode, endpoint: ending.endpoint))
         wire.closed()
     }
 
     /// Reports this connection's heap to the loop: the objects and every buffer they hold.
     func account() {
         guard state != .closed else { return }
-        let now = objectBytes + (tls?.heapBytes ?? 0) + pending.allocatedBytes + outbound.allocatedBytes + wire.heapBytes
+        let now = Int32(clamping: Int(objectBytes) + Int(handlerBytes) + (tls?.heapBytes ?? 0) + pending.allocatedBytes + outbound.allocatedBytes + wire.heapBytes)
         if now != accounted {
-            serving.metrics.accountedBytes.add(now - accounted)
+            serving.metrics.accountedBytes.add(Int(now) - Int(accounted))
             accounted = now
         }
     }

@@ -31,6 +31,4 @@ public struct WebSocket {
     public func account(handlerBytes: Int) { connection.wire.webSocket?.setHandlerBytes(handlerBytes) }
     /// The loop this connection lives on: schedule work with it, reach upstreams through it.
     public var loop: EventLoop { connection.loop }
-    /// The subprotocol agreed in the handshake, if any.
-    public var subprotocol: String? { connection.wire.webSocket?.subprotocol }
 }

@@ -20,25 +20,28 @@ struct WebSocketFrameReader {
     }
 
     private struct DataFrame {
+        // Widest first, and the mask offset (0-3) a byte: 15 bytes with the optional, not 26.
         var remaining: UInt64
         let mask: UInt32
-        var maskOffset: Int
+        var maskOffset: UInt8
         let fin: Bool
     }
 
     private struct Message {
-        let kind: WebSocketMessageKind
         var length: Int = 0
+        let kind: WebSocketMessageKind
         var started = false
         var utf8 = UTF8Validator()
     }
 
-    let maxMessageBytes: Int
     private var frame: DataFrame?
     private var message: Message?
+    /// After the optionals, and 32 bits (the setting's range is far below 2 GiB): 36 bytes in all.
+    private let maxMessageLength: Int32
+    var maxMessageBytes: Int { Int(maxMessageLength) }
 
     init(maxMessageBytes: Int) {
-        self.maxMessageBytes = maxMessageBytes
+        maxMessageLength = Int32(clamping: maxMessageBytes)
     }
 
     /// True while a data message is partly received.
@@ -105,8 +108,8 @@ struct WebSocketFrameReader {
         guard take > 0 || last || (frame!.remaining == 0) else { return (offset, .needMore) }
 
         let chunk = UnsafeMutableRawBufferPointer(rebasing: bytes[offset..<(offset + take)])
-        Self.unmask(chunk, mask: frame!.mask, offset: frame!.maskOffset)
-        frame!.maskOffset = (frame!.maskOffset + take) & 3
+        Self.unmask(chunk, mask: frame!.mask, offset: Int(frame!.maskOffset))
+        frame!.maskOffset = UInt8((Int(frame!.maskOffset) + take) & 3)
         frame!.remaining -= UInt64(take)
         if frame!.remaining == 0 { frame = nil }
 

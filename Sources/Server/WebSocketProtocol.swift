@@ -6,23 +6,23 @@ import Loop
 /// actions on the transport.
 final class WebSocketProtocol {
     /// The transport this protocol speaks on; it owns this value, so it outlives it.
+    // Fields in the order that packs them (Swift keeps the order written): an idle connection is
+    // counted in bytes. The subprotocol is not kept: the handler's factory is given it.
     unowned(unsafe) let connection: Connection
-    /// Index into the per-endpoint metrics.
-    let endpoint: Int
-    /// The subprotocol agreed in the handshake, if any.
-    let subprotocol: String?
-    private var reader: WebSocketFrameReader
-    private var machine: WebSocketCloseMachine
     private var handler: (any WebSocketHandler)?
     /// A fragmented message being put together.
     private var message = ByteBuffer()
-    /// What the handler reports holding for this connection.
-    private var handlerBytes = 0
+    private var reader: WebSocketFrameReader
+    private var machine: WebSocketCloseMachine
+    /// Index into the per-endpoint metrics (a byte: it ends the object in the close machine's
+    /// padding; a server has a handful of endpoints).
+    private let endpointIndex: UInt8
+
+    var endpoint: Int { Int(endpointIndex) }
 
     init(connection: Connection, endpoint: Router.WebSocketEndpoint, admission: WebSocketAdmission) {
         self.connection = connection
-        self.endpoint = endpoint.metricsIndex
-        subprotocol = admission.subprotocol
+        endpointIndex = UInt8(endpoint.metricsIndex)
         reader = WebSocketFrameReader(maxMessageBytes: connection.serving.context.configuration.maxMessageBytes)
         machine = WebSocketCloseMachine(now: connection.loop.now)
         handler = admission.handler
@@ -31,7 +31,8 @@ final class WebSocketProtocol {
     private var serving: ServingLoop { connection.serving }
 
     var isOpen: Bool { connection.isOpen && machine.isOpen }
-    var heapBytes: Int { handlerBytes + message.allocatedBytes }
+    /// The fragmented message's buffer (what the handler holds is in the connection's account).
+    var heapBytes: Int { message.allocatedBytes }
 
     /// Adopted: counted under its endpoint, the idle timer set, the handler told.
     func opened() {
@@ -107,7 +108,7 @@ final class WebSocketProtocol {
     }
 
     func setHandlerBytes(_ bytes: Int) {
-        handlerBytes = bytes
+        connection.handlerBytes = Int32(clamping: bytes)
         connection.account()
     }
 
