@@ -58,17 +58,19 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// A frame from the session's client (its first connection or a resumed one).
     func receive(_ message: UnsafeRawBufferPointer, kind: WebSocketMessageKind, from sender: ObjectIdentifier) {
         guard sender == client, driver.admitEvent() else { return }
-        let engine = driver.engine
+        // Never `let engine = driver.engine` here: a copy of the engine held across the append
+        // shares its audio buffer, and every frame then copied the whole turn's samples (18 % of
+        // the server's CPU at 1,000 speakers, docs/benchmarks.md, "Issue 26's targets").
         switch kind {
         case .text:
             let text = String(decoding: message, as: UTF8.self)
             do {
                 switch try ClientMessage.parse(text) {
                 case .audioAppend(let eventID, let bytes):
-                    if let refusal = engine.configuration.refusal(of: .append(bytes: bytes.count), allowsOpus: engine.allowsOpus) {
+                    if let refusal = driver.refusal(of: .append(bytes: bytes.count)) {
                         return driver.refuse(refusal, eventID: eventID)
                     }
-                    let format = engine.configuration.inputAudioFormat
+                    let format = driver.inputAudioFormat
                     driver.feedAudio { try $0.appended(bytes, as: format) }
                 case .event(let event):
                     driver.handle(.client(event))
@@ -80,7 +82,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
                 driver.handle(.invalidClientEvent(error))
             }
         case .binary:
-            if let refusal = engine.configuration.refusal(of: .binaryFrame, allowsOpus: engine.allowsOpus) {
+            if let refusal = driver.refusal(of: .binaryFrame) {
                 return driver.refuse(refusal)
             }
             driver.feedAudio { try $0.opus(message) }

@@ -249,6 +249,13 @@ package final class SessionDriver {
 
     // MARK: Audio
 
+    /// Why audio arriving this way does not fit the session's input format, if it does not.
+    package func refusal(of arrival: SessionConfiguration.AudioArrival) -> ProtocolError? {
+        engine.configuration.refusal(of: arrival, allowsOpus: engine.allowsOpus)
+    }
+
+    package var inputAudioFormat: RealtimeAudioFormat { engine.configuration.inputAudioFormat }
+
     package func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
         if audio == nil {
             audio = AudioInput()
