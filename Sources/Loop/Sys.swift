@@ -40,6 +40,35 @@ public enum Sys {
         }
     }
 
+    /// recv(2) on a non-blocking socket: `read` without the file layer's work (`fdget_pos`,
+    /// `vfs_read`), about 4 % of a loop's CPU on small echoed messages (docs/benchmarks.md,
+    /// "Issue 26's targets").
+    public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> IOResult {
+        while true {
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n > 0 { return .transferred(n) }
+            if n == 0 { return buffer.isEmpty ? .transferred(0) : .endOfFile }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+            throw SystemError("recv")
+        }
+    }
+
+    /// sendmsg(2) of `count` buffers on a non-blocking socket: `writev` without the file layer,
+    /// as `receive` is `read`'s; MSG_NOSIGNAL, so a peer gone is an error, never SIGPIPE.
+    public static func send(_ fd: Int32, _ iov: UnsafePointer<iovec>, count: Int) throws(SystemError) -> IOResult {
+        var message = msghdr()
+        message.msg_iov = UnsafeMutablePointer(mutating: iov)
+        message.msg_iovlen = count
+        while true {
+            let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            if n >= 0 { return .transferred(n) }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+            throw SystemError("sendmsg")
+        }
+    }
+
     /// writev(2) on a non-blocking descriptor.
     public static func writev(_ fd: Int32, _ iov: UnsafePointer<iovec>, count: Int) throws(SystemError) -> IOResult {
         while true {

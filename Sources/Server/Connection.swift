@@ -178,7 +178,7 @@ final class Connection: LoopRegistrant {
 
     /// One read from the socket, through TLS when the port serves it.
     private func receive(into space: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
-        guard let tls else { return try Sys.read(fd, into: space) }
+        guard let tls else { return try Sys.receive(fd, into: space) }
         let result = tls.read(into: space, needsWritable: &readWaitsForWritable)
         if readWaitsForWritable { armWrite(true) }
         return result
@@ -277,7 +277,7 @@ final class Connection: LoopRegistrant {
         do {
             result = try withUnsafePointer(to: &iov) { pointer throws(SystemError) in
                 try pointer.withMemoryRebound(to: iovec.self, capacity: 2) { vector throws(SystemError) in
-                    try Sys.writev(fd, vector, count: b.isEmpty ? 1 : 2)
+                    try Sys.send(fd, vector, count: b.isEmpty ? 1 : 2)
                 }
             }
         } catch {
