@@ -29,6 +29,9 @@ public final class EventLoop {
     private var registrants: [LoopRegistrant?] = []
     private var generations: [UInt32] = []
     private var freeSlots: [Int32] = []
+    /// The generation a slot grown anew starts at: past every generation of the slots
+    /// `compactSlab` gave back, so that a registration kept from before never matches a new one.
+    private var freshGeneration: UInt32 = 0
     /// Registrations to read again without a new edge: budget spent, or reading resumed.
     private var ready: [Registration] = []
     private var readyBatch: [Registration] = []
@@ -143,7 +146,7 @@ public final class EventLoop {
         } else {
             slot = Int32(registrants.count)
             registrants.append(nil)
-            generations.append(0)
+            generations.append(freshGeneration)
             timers.grow(toSlots: registrants.count)
         }
         let registration = Registration(slot: slot, generation: generations[Int(slot)])
@@ -176,6 +179,25 @@ public final class EventLoop {
         freeSlots.append(registration.slot)
     }
 
+    /// Gives back the slab's slots past the highest one in use, once at least 1,024 of them are free
+    /// there (a wave of connections has closed): about 30 bytes a slot across the slab's and the
+    /// timer wheel's arrays, which otherwise keep the capacity of the wave's peak (1 MB after
+    /// 15,000 connections, docs/benchmarks.md, "Memory back after a wave"). Returns the slots given back.
+    @discardableResult
+    public func compactSlab() -> Int {
+        let keep = (registrants.lastIndex { $0 != nil } ?? -1) + 1
+        guard registrants.count - keep >= 1_024 else { return 0 }
+        let released = registrants.count - keep
+        // Every generation handed out for these slots is below their current one.
+        if let top = generations[keep...].max() { freshGeneration = max(freshGeneration, top) }
+        registrants = Array(registrants[..<keep])
+        generations = Array(generations[..<keep])
+        freeSlots = freeSlots.filter { Int($0) < keep }
+        ready = ready.filter { Int($0.slot) < keep }
+        timers.shrink(toSlots: keep)
+        return released
+    }
+
     /// Every open registration, for an owner that must reach all of its own (a server's drain).
     /// A snapshot: `body` may end registrations as it goes.
     public func forEachRegistrant(_ body: (LoopRegistrant) -> Void) {
@@ -194,7 +216,8 @@ public final class EventLoop {
     /// was spent, or reading resumed after a pause, and edge-triggered epoll would not say so again.
     public func readAgain(_ registration: Registration) {
         let slot = Int(registration.slot)
-        guard generations[slot] == registration.generation, let registrant = registrants[slot], !registrant.queuedToReadAgain else { return }
+        guard slot < registrants.count, generations[slot] == registration.generation, let registrant = registrants[slot],
+              !registrant.queuedToReadAgain else { return }
         registrant.queuedToReadAgain = true
         ready.append(registration)
     }
@@ -207,7 +230,7 @@ public final class EventLoop {
         var count = 0
         for registration in readyBatch {
             let slot = Int(registration.slot)
-            guard generations[slot] == registration.generation, let registrant = registrants[slot] else { continue }
+            guard slot < registrants.count, generations[slot] == registration.generation, let registrant = registrants[slot] else { continue }
             registrant.queuedToReadAgain = false
             registrant.readable(hungUp: false)
             eventHandled()
@@ -228,11 +251,18 @@ public final class EventLoop {
     /// Sets (or moves) the registration's one deadline to `ticks` from now; `deadlinePassed` is
     /// called then. O(1) and allocation-free: every connection's handshake, idle and close time-outs.
     public func setDeadline(_ registration: Registration, afterTicks ticks: UInt32) {
+        guard isCurrent(registration) else { return }
         timers.setDeadline(registration.slot, afterTicks: ticks)
     }
 
     public func clearDeadline(_ registration: Registration) {
+        guard isCurrent(registration) else { return }
         timers.clearDeadline(registration.slot)
+    }
+
+    /// The registration is the one its slot holds now (not one ended, whose slot may be reused or given back).
+    private func isCurrent(_ registration: Registration) -> Bool {
+        Int(registration.slot) < generations.count && generations[Int(registration.slot)] == registration.generation
     }
 
     /// Runs `body` on this loop after `seconds` (0: on the next pass). Cancel the returned task to

@@ -28,6 +28,7 @@ struct LoopTimers {
     var now: UInt32 { wheel.now }
 
     mutating func grow(toSlots count: Int) { wheel.grow(toSlots: count) }
+    mutating func shrink(toSlots count: Int) { wheel.shrink(toSlots: count) }
 
     mutating func setDeadline(_ slot: Int32, afterTicks ticks: UInt32) { wheel.schedule(slot, after: ticks) }
 

@@ -29,6 +29,16 @@ struct TimerWheel {
         scheduled += repeatElement(false, count: extra)
     }
 
+    /// Gives back the slots from `count` on (none of them may be wanted again until grown back).
+    mutating func shrink(toSlots count: Int) {
+        guard count < next.count else { return }
+        for slot in count..<next.count where scheduled[slot] { cancel(Int32(slot)) }
+        next = Array(next[..<count])
+        prev = Array(prev[..<count])
+        deadline = Array(deadline[..<count])
+        scheduled = Array(scheduled[..<count])
+    }
+
     /// Sets (or moves) the slot's deadline to `after` ticks from now.
     mutating func schedule(_ slot: Int32, after delta: UInt32) {
         cancel(slot)

@@ -177,6 +177,7 @@ final class ServingLoop {
         _ = loop.schedule(after: HeapReturn.delaySeconds) { [weak self] in
             guard let self else { return }
             let before = ProcessMemory.residentBytes()
+            loop.compactSlab()
             Sys.trimHeap()
             heap.trimmed(open: openCount)
             serverLog.info("freed memory returned after connections closed",
