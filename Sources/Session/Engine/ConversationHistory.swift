@@ -81,6 +81,8 @@ struct ConversationHistory: Sendable {
     /// Text and calls held, as the budget counts them, and their estimated tokens.
     private(set) var textBytes = 0
     private(set) var tokens = 0
+    /// What the call boxes hold, counted as messages come and go (`heapBytes` is read every frame).
+    private var callBoxBytes = 0
     /// The newest item's id, for `previous_item_id`; kept even after that item is trimmed.
     private(set) var lastItemID: String?
     /// Messages truncation dropped since `takeTruncated`.
@@ -103,7 +105,7 @@ struct ConversationHistory: Sendable {
     /// connection's memory account.
     var heapBytes: Int {
         bytes.capacity + slots.capacity * MemoryLayout<Slot>.stride + (lastItemID.map { $0.utf8.count > 15 ? 32 + $0.utf8.count : 0 } ?? 0)
-            + slots.reduce(0) { $0 + ($1.calls.map { 64 + $0.bytes } ?? 0) }
+            + callBoxBytes
     }
 
     /// A new budget (the session's settings changed): trimmed to it at once.
@@ -238,6 +240,7 @@ struct ConversationHistory: Sendable {
     private mutating func count(_ slot: Slot, _ sign: Int) {
         textBytes += sign * slot.budgetBytes
         tokens += sign * slot.tokens
+        callBoxBytes += sign * (slot.calls.map { 64 + $0.bytes } ?? 0)
     }
 
     private mutating func remove(at index: Int) {
