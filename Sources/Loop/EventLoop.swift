@@ -170,8 +170,8 @@ public final class EventLoop {
     /// Stops watching: the slot is free for reuse, its deadline cleared; late events for it are
     /// dropped. Call before closing the descriptor (closing also removes it from epoll).
     public func deregister(_ registration: Registration) {
+        guard isCurrent(registration) else { return }
         let slot = Int(registration.slot)
-        guard slot < registrants.count, generations[slot] == registration.generation else { return }
         timers.clearDeadline(registration.slot)
         registrants[slot]?.queuedToReadAgain = false
         registrants[slot] = nil
@@ -215,9 +215,7 @@ public final class EventLoop {
     /// Calls `readable(hungUp: false)` on the next pass without waiting for an edge: a read budget
     /// was spent, or reading resumed after a pause, and edge-triggered epoll would not say so again.
     public func readAgain(_ registration: Registration) {
-        let slot = Int(registration.slot)
-        guard slot < registrants.count, generations[slot] == registration.generation, let registrant = registrants[slot],
-              !registrant.queuedToReadAgain else { return }
+        guard isCurrent(registration), let registrant = registrants[Int(registration.slot)], !registrant.queuedToReadAgain else { return }
         registrant.queuedToReadAgain = true
         ready.append(registration)
     }
@@ -229,8 +227,7 @@ public final class EventLoop {
         swap(&ready, &readyBatch)
         var count = 0
         for registration in readyBatch {
-            let slot = Int(registration.slot)
-            guard slot < registrants.count, generations[slot] == registration.generation, let registrant = registrants[slot] else { continue }
+            guard isCurrent(registration), let registrant = registrants[Int(registration.slot)] else { continue }
             registrant.queuedToReadAgain = false
             registrant.readable(hungUp: false)
             eventHandled()

@@ -69,6 +69,12 @@ public enum Sys {
         }
     }
 
+    /// `send` of one buffer.
+    public static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SystemError) -> IOResult {
+        var iov = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        return try send(fd, &iov, count: 1)
+    }
+
     /// writev(2) on a non-blocking descriptor.
     public static func writev(_ fd: Int32, _ iov: UnsafePointer<iovec>, count: Int) throws(SystemError) -> IOResult {
         while true {

@@ -376,7 +376,7 @@ final class Connection: LoopRegistrant {
                 continue
             }
             let result: Sys.IOResult
-            do { result = try Sys.write(fd, UnsafeRawBufferPointer(outbound.readable)) } catch { return close() }
+            do { result = try Sys.send(fd, UnsafeRawBufferPointer(outbound.readable)) } catch { return close() }
             guard case .transferred(let n) = result else { return }
             serving.metrics.bytesOut.add(n)
             outbound.consume(n)

@@ -129,7 +129,7 @@ final class UpstreamConnection: LoopRegistrant {
     }
 
     private func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
-        guard let tls else { return try Sys.read(fd, into: buffer) }
+        guard let tls else { return try Sys.receive(fd, into: buffer) }
         // Registered for both edges, so a read waiting for writability needs no arming.
         return tls.read(into: buffer, needsWritable: &readWaitsForWritable)
     }
@@ -211,7 +211,7 @@ final class UpstreamConnection: LoopRegistrant {
                 continue
             }
             let result: Sys.IOResult
-            do { result = try Sys.write(fd, queued) } catch { return lost() }
+            do { result = try Sys.send(fd, queued) } catch { return lost() }
             guard case .transferred(let n) = result else { return }  // the next writable edge resumes
             outbound.consume(n)
         }

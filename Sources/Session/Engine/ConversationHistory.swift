@@ -35,7 +35,7 @@ struct ConversationHistory: Sendable {
 
     struct Budget: Sendable, Equatable {
         var maxMessages = 64
-        var maxBytes = 32 * 1024
+        var maxBytes = SessionLimits().maxHistoryBytes
         /// The model's context for the conversation (after the instructions), in estimated tokens
         /// (`Usage.estimatedTokens`); nil: the bytes alone bound it.
         var maxTokens: Int?
@@ -68,9 +68,11 @@ struct ConversationHistory: Sendable {
         var audio: Bool
         var calls: Calls?
 
+        var idRange: Range<Int> { Int(idStart)..<Int(idStart) + Int(idCount) }
+        var textRange: Range<Int> { Int(textStart)..<Int(textStart) + Int(textCount) }
         var budgetBytes: Int { Int(textCount) + (calls?.bytes ?? 0) }
         /// As `Usage.estimatedInputTokens` counts a message.
-        var tokens: Int { (budgetBytes + 3) / 4 + 4 }
+        var tokens: Int { Usage.estimatedTokens(bytes: budgetBytes) + Usage.tokensPerMessage }
     }
 
     private(set) var budget: Budget
@@ -273,9 +275,9 @@ struct ConversationHistory: Sendable {
         for index in slots.indices {
             let slot = slots[index]
             slots[index].idStart = UInt32(fresh.count)
-            fresh.append(contentsOf: bytes[Int(slot.idStart)..<Int(slot.idStart) + Int(slot.idCount)])
+            fresh.append(contentsOf: bytes[slot.idRange])
             slots[index].textStart = UInt32(fresh.count)
-            fresh.append(contentsOf: bytes[Int(slot.textStart)..<Int(slot.textStart) + Int(slot.textCount)])
+            fresh.append(contentsOf: bytes[slot.textRange])
         }
         bytes = fresh
         deadBytes = 0
@@ -285,15 +287,15 @@ struct ConversationHistory: Sendable {
 
     private func index(of id: String) -> Int? {
         let utf8 = id.utf8
-        return slots.lastIndex { $0.idCount == utf8.count && bytes[Int($0.idStart)..<Int($0.idStart) + Int($0.idCount)].elementsEqual(utf8) }
+        return slots.lastIndex { $0.idCount == utf8.count && bytes[$0.idRange].elementsEqual(utf8) }
     }
 
     private func id(of slot: Slot) -> String {
-        String(decoding: bytes[Int(slot.idStart)..<Int(slot.idStart) + Int(slot.idCount)], as: UTF8.self)
+        String(decoding: bytes[slot.idRange], as: UTF8.self)
     }
 
     private func message(_ slot: Slot) -> ChatMessage {
-        ChatMessage(role: slot.role, text: String(decoding: bytes[Int(slot.textStart)..<Int(slot.textStart) + Int(slot.textCount)], as: UTF8.self),
+        ChatMessage(role: slot.role, text: String(decoding: bytes[slot.textRange], as: UTF8.self),
                     spokenMilliseconds: slot.spokenMs < 0 ? nil : Int(slot.spokenMs),
                     toolCalls: slot.calls?.toolCalls ?? [], toolCallID: slot.calls?.toolCallID)
     }

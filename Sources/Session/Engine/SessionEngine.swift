@@ -55,7 +55,7 @@ public struct SessionEngine: Sendable {
         public var speculatesByDefault = false
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
-                    maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = 32 * 1024, transcribes: Bool = false, synthesizes: Bool = false) {
+                    maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = SessionLimits().maxHistoryBytes, transcribes: Bool = false, synthesizes: Bool = false) {
             self.synthesizes = synthesizes
             self.model = model
             self.allowsOpus = allowsOpus

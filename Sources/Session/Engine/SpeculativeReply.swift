@@ -106,7 +106,7 @@ public struct SpeculativeReply: Sendable {
             default: break
             }
         }
-        return Usage.estimatedInputTokens(messages) + (written + 3) / 4
+        return Usage.estimatedInputTokens(messages) + Usage.estimatedTokens(bytes: written)
     }
 
     /// Whether the model had said anything yet (the turn's first token came before its end).
