@@ -9,7 +9,10 @@ import Server
 /// `/v1/realtime` speaks the OpenAI Realtime API as it is (JSON events, base64 pcm16 at 24 kHz);
 /// `/ws` adds binary frames, each one Opus packet, and the `opus` audio format. Both choose the
 /// API dialect per connection from the `OpenAI-Beta` header.
-public struct RealtimeEndpoint: Sendable {
+///
+/// A class, all of whose fields are constants: every session refers to it, and as a struct it was
+/// copied into each one (456 bytes of an idle session's 3 KB).
+public final class RealtimeEndpoint: Sendable {
     public let model: any LanguageModel
     /// The model name sessions report (session.created's `model`).
     public let modelName: String
@@ -56,11 +59,11 @@ public struct RealtimeEndpoint: Sendable {
             SpeechMetrics.declare(pool: pool, in: workers)
             routes.addMetrics(workers)
         }
-        routes.webSocket("/v1/realtime", name: "realtime") { request, offered in admit(request, offered, allowsOpus: false) }
-        routes.webSocket("/ws", name: "ws") { request, offered in admit(request, offered, allowsOpus: true) }
+        routes.webSocket("/v1/realtime", name: "realtime") { request, offered in self.admit(request, offered, allowsOpus: false) }
+        routes.webSocket("/ws", name: "ws") { request, offered in self.admit(request, offered, allowsOpus: true) }
         // Azure OpenAI's path (`?api-version=…&deployment=…`, the key in `api-key`): the same
         // sessions, so Azure-style clients need no change but the host.
-        routes.webSocket("/openai/realtime", name: "azure") { request, offered in admit(request, offered, allowsOpus: false) }
+        routes.webSocket("/openai/realtime", name: "azure") { request, offered in self.admit(request, offered, allowsOpus: false) }
         routes.post("/v1/realtime/client_secrets") { request in self.createClientSecret(request, dialect: .ga) }
         routes.post("/v1/realtime/sessions") { request in self.createClientSecret(request, dialect: .beta) }
     }

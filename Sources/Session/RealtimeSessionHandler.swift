@@ -15,9 +15,11 @@ import Store
 /// finishes into the log) until a reconnect with its token attaches a new socket. That life cycle
 /// is `SessionResumption`'s; this type sets the session up and carries its frames and events.
 final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
-    private let dialect: Dialect
     private(set) var driver: SessionDriver!
-    let endpointName: String
+    private let dialect: Dialect
+    /// `/ws` (Opus) rather than `/v1/realtime`: a byte, where the name was a 16-byte string.
+    private let opusEndpoint: Bool
+    var endpointName: String { opusEndpoint ? "/ws" : "/v1/realtime" }
     /// Set for sessions that asked for resume; the rest pay one nil pointer for it.
     private var resumption: SessionResumption?
     /// The connection the session now belongs to: frames and closes from any other (a reconnect
@@ -27,7 +29,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// A new session, or (with `restoring`) one brought back from the store after its process went.
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, resumable: Bool = false,
          restoring stored: StoredConversation? = nil) {
-        endpointName = allowsOpus ? "/ws" : "/v1/realtime"
+        opusEndpoint = allowsOpus
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
@@ -159,7 +161,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     // MARK: SessionWire
 
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        let sent = event.isSent(in: dialect) && (endpointName == "/ws" || !event.isParleyTurnTaking)
+        let sent = event.isSent(in: dialect) && (opusEndpoint || !event.isParleyTurnTaking)
         var text = sent ? event.json(dialect: dialect) : ""
         if let resumption { text = resumption.stamp(event, text, on: socket.loop) }
         guard sent else { return }

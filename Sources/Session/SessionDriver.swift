@@ -54,47 +54,176 @@ package final class SessionDriver {
 
     private let endpoint: RealtimeEndpoint
     package private(set) var engine: SessionEngine
+    // Fields are laid out as written: these three bytes sit in the engine's last word.
+    /// Whether the guard is on for a session whose client has not said (`echo_guard`): the
+    /// server's `--echo-guard` on /v1/realtime and /ws.
+    package var echoGuardByDefault = false
+    /// On whatever the client says: a phone call, whose handset the server cannot count on.
+    package var echoGuardAlways = false
+    /// Depth of `perform`: the in-flight box is given back only when the outermost one ends,
+    /// never under a field being written (a byte: with the flags, in the engine's tail padding).
+    private var performing: UInt8 = 0
     private weak var wire: (any SessionWire)?
     private(set) var socket: (any SessionSocket)?
-    private var calls: [String: any ModelCall] = [:]
-    /// The model call of a reply begun before its turn ended (`SpeculativeReply`), while it is
-    /// one: its failure is the engine's to weigh, never an apology or an error the client hears.
-    private var speculativeCall: String?
-    private var audio: AudioInput?
+    /// What exists while the client's audio flows (its decoder, the stream's clock), made with the
+    /// first frame and let go `codecIdleSeconds` after the last.
+    private var listening: Listening?
+
+    private final class Listening {
+        let input = AudioInput()
+        var lastArrival: UInt64 = 0
+        var clock = AudioStreamClock()
+        var idleCheck: ScheduledTask?
+    }
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made
     /// with the first reply audio of a guarded session, let go with the codec.
     private var echo: EchoGuard?
     /// The input's noise reduction (`noise_reduction`), after the echo guard and before the
     /// engine: made with the first audio of a session that asks for it, let go with the codec.
     private var denoiser: Denoiser?
-    /// Whether the guard is on for a session whose client has not said (`echo_guard`): the
-    /// server's `--echo-guard` on /v1/realtime and /ws.
-    package var echoGuardByDefault = false
-    /// On whatever the client says: a phone call, whose handset the server cannot count on.
-    package var echoGuardAlways = false
-    private var codecCheck: ScheduledTask?
-    private var lastAudio: UInt64 = 0
-    private var streamClock = AudioStreamClock()
-    private var speechStoppedAt: UInt64?
-    /// Turns being recognised, by item: the one streaming, and any finished awaiting their text.
-    private var transcriptions: [String: any TranscriptionSession] = [:]
-    private var streamingTranscription: (any TranscriptionSession)?
-    /// Replies being spoken, by response.
-    private var speechOutputs: [String: SpeechOutput] = [:]
-    /// The reply the user's speech has paused (its speech may not have begun yet).
-    private var pausedReply: String?
-    /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
-    private var replyTurnStoppedAt: UInt64?
-    /// The last turn's stages, from its last word until its reply's first frame (or first token,
-    /// for a text reply), then observed and dropped.
-    private var timeline: TurnTimeline?
-    /// Where (in the input's audio milliseconds) the last turn server VAD ended, its speech's end,
-    /// until the user's next speech: speech again within `prematureEndMs` was a pause mid-turn.
-    private var turnEndedAtMs: Int?
     /// Issue 24's measure of a premature reply: the user went on within a second.
     static let prematureEndMs = 1_000
     private var openedAt: UInt64 = 0
-    private let metrics = SessionMetrics.shared
+    private var metrics: SessionMetrics { .shared }
+
+    // MARK: What is in flight
+
+    /// The calls, recognitions, spoken replies and timings of turns in progress: a box of their
+    /// own, made with the first and given back once none is left (`settle`), so that an idle
+    /// session does not carry them (about 250 bytes; issue 26 wants an idle session in 1 KiB).
+    /// A class, not `OutOfLine`: a call's callback may reach another of these fields while one is
+    /// being read, and each field of a class is its own access.
+    private final class InFlight {
+        var calls: [String: any ModelCall] = [:]
+        var speculativeCall: String?
+        var speechStoppedAt: UInt64?
+        var transcriptions: [String: any TranscriptionSession] = [:]
+        var streamingTranscription: (any TranscriptionSession)?
+        var speechOutputs: [String: SpeechOutput] = [:]
+        var pausedReply: String?
+        var replyTurnStoppedAt: UInt64?
+        var timeline: TurnTimeline?
+        var turnEndedAtMs: Int?
+        var scriptedReply: String?
+        var callsOut: [(callID: String, at: UInt64)] = []
+        var turnJudgement: (itemID: String, call: any ModelCall)?
+        var repliedResponse: String?
+
+        var isResting: Bool {
+            calls.isEmpty
+                && speculativeCall == nil
+                && speechStoppedAt == nil
+                && transcriptions.isEmpty
+                && streamingTranscription == nil
+                && speechOutputs.isEmpty
+                && pausedReply == nil
+                && replyTurnStoppedAt == nil
+                && timeline == nil
+                && turnEndedAtMs == nil
+                && scriptedReply == nil
+                && callsOut.isEmpty
+                && turnJudgement == nil
+                && repliedResponse == nil
+        }
+    }
+
+    private var inFlight: InFlight?
+
+    private var held: InFlight {
+        if let inFlight { return inFlight }
+        let made = InFlight()
+        inFlight = made
+        return made
+    }
+
+    private func settle() {
+        if let inFlight, inFlight.isResting { self.inFlight = nil }
+    }
+
+    private var calls: [String: any ModelCall] {
+        get { inFlight?.calls ?? [:] }
+        _modify { yield &held.calls }
+    }
+
+    /// The model call of a reply begun before its turn ended (`SpeculativeReply`), while it is
+    /// one: its failure is the engine's to weigh, never an apology or an error the client hears.
+    private var speculativeCall: String? {
+        get { inFlight?.speculativeCall ?? nil }
+        _modify { yield &held.speculativeCall }
+    }
+
+    private var speechStoppedAt: UInt64? {
+        get { inFlight?.speechStoppedAt ?? nil }
+        _modify { yield &held.speechStoppedAt }
+    }
+
+    /// Turns being recognised, by item: the one streaming, and any finished awaiting their text.
+    private var transcriptions: [String: any TranscriptionSession] {
+        get { inFlight?.transcriptions ?? [:] }
+        _modify { yield &held.transcriptions }
+    }
+
+    private var streamingTranscription: (any TranscriptionSession)? {
+        get { inFlight?.streamingTranscription ?? nil }
+        _modify { yield &held.streamingTranscription }
+    }
+
+    /// Replies being spoken, by response.
+    private var speechOutputs: [String: SpeechOutput] {
+        get { inFlight?.speechOutputs ?? [:] }
+        _modify { yield &held.speechOutputs }
+    }
+
+    /// The reply the user's speech has paused (its speech may not have begun yet).
+    private var pausedReply: String? {
+        get { inFlight?.pausedReply ?? nil }
+        _modify { yield &held.pausedReply }
+    }
+
+    /// When the user stopped speaking before the reply now being spoken, for voice-to-voice time.
+    private var replyTurnStoppedAt: UInt64? {
+        get { inFlight?.replyTurnStoppedAt ?? nil }
+        _modify { yield &held.replyTurnStoppedAt }
+    }
+
+    /// The last turn's stages, from its last word until its reply's first frame (or first token,
+    /// for a text reply), then observed and dropped.
+    private var timeline: TurnTimeline? {
+        get { inFlight?.timeline ?? nil }
+        _modify { yield &held.timeline }
+    }
+
+    /// Where (in the input's audio milliseconds) the last turn server VAD ended, its speech's end,
+    /// until the user's next speech: speech again within `prematureEndMs` was a pause mid-turn.
+    private var turnEndedAtMs: Int? {
+        get { inFlight?.turnEndedAtMs ?? nil }
+        _modify { yield &held.turnEndedAtMs }
+    }
+
+    private var scriptedReply: String? {
+        get { inFlight?.scriptedReply ?? nil }
+        _modify { yield &held.scriptedReply }
+    }
+
+    /// When each of the model's calls was handed to the client, until its output comes back (a
+    /// few at most: a response's parallel calls).
+    private var callsOut: [(callID: String, at: UInt64)] {
+        get { inFlight?.callsOut ?? [] }
+        _modify { yield &held.callsOut }
+    }
+
+    /// The end-of-turn model's question in flight: one at a time, the turn that went quiet.
+    private var turnJudgement: (itemID: String, call: any ModelCall)? {
+        get { inFlight?.turnJudgement ?? nil }
+        _modify { yield &held.turnJudgement }
+    }
+
+    /// The response whose model has said something (an apology then follows what was said): one
+    /// string compared per delta, not a set hashed.
+    private var repliedResponse: String? {
+        get { inFlight?.repliedResponse ?? nil }
+        _modify { yield &held.repliedResponse }
+    }
 
     package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, wire: any SessionWire) {
         self.endpoint = endpoint
@@ -126,7 +255,10 @@ package final class SessionDriver {
         openedAt = MonotonicClock.nanoseconds()
         metrics.sessionsOpen.add(1)
         if let cap = maxSessionSeconds {
-            sessionCap = socket.loop.schedule(after: cap) { [weak self] in self?.sessionExpired() }
+            // Held strongly: a weak capture would give every session a side table (32 bytes) for
+            // nothing. The cycle (the session, its cap, the cap's closure) ends when the cap fires
+            // or `close` cancels it.
+            sessionCap = socket.loop.schedule(after: cap) { self.sessionExpired() }
         }
         sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(wire?.endpointName ?? "")", "model": "\(engine.model)"])
         if announce, engine.configuration.type == .transcription, !engine.transcribes {
@@ -175,7 +307,6 @@ package final class SessionDriver {
         createResponse()
     }
 
-    private var scriptedReply: String?
 
     /// An event of this session's (its id from the engine's sequence), for the wire to write.
     func event(_ kind: ServerEvent.Kind) -> ServerEvent { engine.event(kind) }
@@ -213,11 +344,12 @@ package final class SessionDriver {
         streamingTranscription = nil
         turnJudgement?.call.cancel()
         turnJudgement = nil
-        codecCheck?.cancel()
-        audio = nil
+        listening?.idleCheck?.cancel()
+        listening = nil
         echo = nil
         denoiser = nil
         engine.audioWentIdle()
+        settle()
         self.socket = nil
     }
 
@@ -257,18 +389,23 @@ package final class SessionDriver {
     package var inputAudioFormat: RealtimeAudioFormat { engine.configuration.inputAudioFormat }
 
     package func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
-        if audio == nil {
-            audio = AudioInput()
+        let listening: Listening
+        if let current = self.listening {
+            listening = current
+        } else {
+            listening = Listening()
+            self.listening = listening
             scheduleCodecCheck()
         }
         let arrived = MonotonicClock.nanoseconds()
-        lastAudio = arrived
+        listening.lastArrival = arrived
+        let audio = listening.input
         do {
-            let samples = try convert(audio!)
-            guard budget.audio(audio!.lastInputNanoseconds, at: arrived, limits: endpoint.limits) else {
+            let samples = try convert(audio)
+            guard budget.audio(audio.lastInputNanoseconds, at: arrived, limits: endpoint.limits) else {
                 return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
             }
-            let due = streamClock.frameArrived(duration: audio!.lastInputNanoseconds, at: arrived)
+            let due = listening.clock.frameArrived(duration: audio.lastInputNanoseconds, at: arrived)
             // The echo guard first (its reference is the reply as played, before any denoising),
             // then the denoiser, then the engine's VAD and recogniser.
             perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
@@ -292,7 +429,7 @@ package final class SessionDriver {
     private var inputRate: Int { engine.configuration.inputAudioFormat.g711Law == nil ? 16_000 : G711.sampleRate }
 
     private func guarded(_ samples: [Int16], arrived: UInt64) -> [Int16] {
-        guard let echo, let audio else { return samples }
+        guard let echo, let audio = listening?.input else { return samples }
         guard echoGuardOn, echo.sampleRate == inputRate else {
             // Turned off (or the input's rate changed): what it held goes on, and its memory goes.
             self.echo = nil
@@ -343,13 +480,12 @@ package final class SessionDriver {
 
     /// Lets the codec go once audio has stopped for a while; a later packet makes a new one.
     private func scheduleCodecCheck() {
-        codecCheck = socket?.loop.schedule(after: Self.codecIdleSeconds) { [weak self] in
-            guard let self else { return }
-            if Double(MonotonicClock.nanoseconds() &- lastAudio) / 1e9 >= Self.codecIdleSeconds {
-                audio = nil
+        listening?.idleCheck = socket?.loop.schedule(after: Self.codecIdleSeconds) { [weak self] in
+            guard let self, let listening else { return }
+            if Double(MonotonicClock.nanoseconds() &- listening.lastArrival) / 1e9 >= Self.codecIdleSeconds {
+                self.listening = nil
                 echo = nil
                 denoiser = nil
-                codecCheck = nil
                 perform(engine.handle(.audioStopped))
             } else {
                 scheduleCodecCheck()
@@ -361,6 +497,11 @@ package final class SessionDriver {
 
     private func perform(_ actions: [SessionAction]) {
         guard let socket else { return }
+        performing += 1
+        defer {
+            performing -= 1
+            if performing == 0 { settle() }
+        }
         for action in actions {
             switch action {
             case .send(let event):
@@ -410,9 +551,6 @@ package final class SessionDriver {
         }
     }
 
-    /// When each of the model's calls was handed to the client, until its output comes back (a
-    /// few at most: a response's parallel calls).
-    private var callsOut: [(callID: String, at: UInt64)] = []
 
     private func timeTurnTaking(_ event: ServerEvent) {
         switch event.kind {
@@ -521,8 +659,6 @@ package final class SessionDriver {
 
     // MARK: End of turn
 
-    /// The end-of-turn model's question in flight: one at a time, the turn that went quiet.
-    private var turnJudgement: (itemID: String, call: any ModelCall)?
 
     private func judgeTurn(_ step: TurnModelStep, on loop: EventLoop) {
         switch step {
@@ -598,9 +734,6 @@ package final class SessionDriver {
         perform(engine.handle(.transcription(itemID: itemID, event)))
     }
 
-    /// The response whose model has said something (an apology then follows what was said): one
-    /// string compared per delta, not a set hashed.
-    private var repliedResponse: String?
 
     private func callModel(_ id: String, _ messages: [ChatMessage], _ options: ModelOptions, on loop: EventLoop) {
         let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
@@ -660,6 +793,6 @@ package final class SessionDriver {
     }
 
     private func updateAccount() {
-        socket?.account(handlerBytes: engine.accountedBytes + (audio?.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0))
+        socket?.account(handlerBytes: engine.accountedBytes + (listening?.input.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0))
     }
 }

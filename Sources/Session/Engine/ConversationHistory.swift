@@ -94,7 +94,6 @@ struct ConversationHistory: Sendable {
         self.budget = budget
     }
 
-    var maxTextBytes: Int { budget.maxBytes }
     var count: Int { slots.count }
     var messages: [ChatMessage] { slots.map(message) }
     var last: Entry? { slots.last.map(entry) }
@@ -314,4 +313,11 @@ struct ConversationHistory: Sendable {
         }
         return String(text[..<end])
     }
+}
+
+/// An empty conversation is at rest: a session holds none until its first item
+/// (`SessionEngine.conversation`), and gives it back when the last is deleted.
+extension ConversationHistory: RestingState {
+    static let resting = ConversationHistory()
+    var isResting: Bool { slots.isEmpty && lastItemID == nil && truncated == 0 }
 }

@@ -189,3 +189,10 @@ public struct SessionConfiguration: Sendable, Equatable {
         (instructions.utf8.count > 15 ? instructions.utf8.count : 0) + (voice.utf8.count > 15 ? voice.utf8.count : 0)
     }
 }
+
+/// The Realtime API's defaults are the resting settings: a session that has not changed them
+/// holds no copy of its own (`SessionEngine.configuration`).
+extension SessionConfiguration: RestingState {
+    static let resting = SessionConfiguration()
+    var isResting: Bool { self == .resting }
+}

@@ -155,65 +155,149 @@ public struct SessionEngine: Sendable {
         }
     }
 
+    // Stored fields are laid out in the order written: the strings and pointers first, the
+    // bytes together after `lastSpokenReply`'s odd 25, so that no field pads (an idle session is
+    // mostly this struct and the objects around it).
     public let model: String
-    public let allowsOpus: Bool
-    private let pinned: Pinned
-    public let transcribes: Bool
-    public let synthesizes: Bool
     private let transcriptionModel: String?
-    public private(set) var configuration: SessionConfiguration
+    /// The session's settings. Out of line, and absent while they are the Realtime API's defaults,
+    /// as every `/v1/realtime` session's are until its first `session.update` (216 bytes each).
+    public var configuration: SessionConfiguration { _read { yield settings.value } }
+    private var settings = OutOfLine<SessionConfiguration>()
     private var ids: IDGenerator
-    private var conversation: ConversationHistory
+    /// The conversation, out of line and absent while it is empty (128 bytes of a new session);
+    /// made with its first item under the session's budget (`historyBudget`).
+    private var conversation: ConversationHistory {
+        _read { yield items.value }
+        _modify {
+            if !items.isHeld { items.value = ConversationHistory(budget: historyBudget) }
+            yield &items.value
+        }
+    }
+    private var items = OutOfLine<ConversationHistory>()
     private var audio: InputAudioBuffer
-    private var vad: VoiceActivity?
+    /// The speech detector, while turn detection is on and audio has come: made with the first
+    /// audio (so a session that never speaks holds none), let go when the audio stops between
+    /// turns (`audioWentIdle`), and kept out of line (160 bytes).
+    private var vad: VoiceActivity? {
+        _read { yield detector.value }
+        _modify { yield &detector.value }
+    }
+    private var detector = OutOfLine<VoiceActivity?>()
     /// The neural VAD (Silero) sessions hear with; nil: the energy detector.
     private let voiceActivityModel: (any VoiceActivityModel)?
     /// Session milliseconds at which the detector started (it counts from its own start).
     private var vadOriginMs = 0
-    private var speech: Speech?
+    /// The state of turns and replies in progress, out of line: an idle session holds 8 bytes of
+    /// it, not 750 (`OutOfLine`). Its fields are below, each reached through its own name.
+    private var turns = OutOfLine<Turns>()
+
+    private struct Turns: RestingState {
+        var speech: Speech?
+        var ending: TurnEnding?
+        var pausing: ReplyInterruption?
+        var pausingWords: String?
+        var response: Response?
+        var turnAwaitingResponse = false
+        var transcribing: String?
+        var pendingTranscripts: [String] = []
+        var partialTranscript = ""
+        var deferredResponse: ResponseOverrides?
+        var speculation: SpeculativeReply?
+        var outspokenWords: (itemID: String, words: [Substring])?
+
+        static let resting = Turns()
+        var isResting: Bool {
+            speech == nil && ending == nil && pausing == nil && pausingWords == nil && response == nil && !turnAwaitingResponse
+                && transcribing == nil && pendingTranscripts.isEmpty && partialTranscript.isEmpty && deferredResponse == nil
+                && speculation == nil && outspokenWords == nil
+        }
+    }
+
+    /// The turn the detector has heard start and not yet end.
+    private var speech: Speech? {
+        _read { yield turns.value.speech }
+        _modify { yield &turns.value.speech }
+    }
     /// `semantic_vad` with a model: the turn that has gone quiet and may be over (`TurnEnding`).
-    private var ending: TurnEnding?
-    /// Whether an end-of-turn model is there to ask (`Options.judgesTurns`).
-    public let judgesTurns: Bool
+    private var ending: TurnEnding? {
+        _read { yield turns.value.ending }
+        _modify { yield &turns.value.ending }
+    }
     /// Set while user speech has paused a spoken reply and is not yet known to be a barge-in:
     /// `speech_started` has not been sent for it, and the reply's audio is held.
-    private var pausing: ReplyInterruption?
+    private var pausing: ReplyInterruption? {
+        _read { yield turns.value.pausing }
+        _modify { yield &turns.value.pausing }
+    }
     /// The recogniser's latest words for the speech that paused the reply (no delta is sent for an
     /// unconfirmed speech: if it barges in, they go out after `speech_started`).
-    private var pausingWords: String?
-    private var response: Response?
+    private var pausingWords: String? {
+        _read { yield turns.value.pausingWords }
+        _modify { yield &turns.value.pausingWords }
+    }
+    private var response: Response? {
+        _read { yield turns.value.response }
+        _modify { yield &turns.value.response }
+    }
     /// A turn server VAD committed while a response was in flight, to be answered (with
     /// `create_response`) when that response ends. One flag covers any number of turns: they are
     /// all in the history the next response sees.
-    private var turnAwaitingResponse = false
+    private var turnAwaitingResponse: Bool {
+        _read { yield turns.value.turnAwaitingResponse }
+        _modify { yield &turns.value.turnAwaitingResponse }
+    }
     /// The turn whose audio is streaming to the recogniser.
-    private var transcribing: String?
+    private var transcribing: String? {
+        _read { yield turns.value.transcribing }
+        _modify { yield &turns.value.transcribing }
+    }
     /// Turns committed whose final text has not come yet; a response waits for them.
-    private var pendingTranscripts: [String] = []
+    private var pendingTranscripts: [String] {
+        _read { yield turns.value.pendingTranscripts }
+        _modify { yield &turns.value.pendingTranscripts }
+    }
     /// The latest partial text of the streaming turn, to send only what each one adds.
-    private var partialTranscript = ""
+    private var partialTranscript: String {
+        _read { yield turns.value.partialTranscript }
+        _modify { yield &turns.value.partialTranscript }
+    }
     /// A response asked for (by VAD or the client) while a transcript was pending.
-    private var deferredResponse: ResponseOverrides?
+    private var deferredResponse: ResponseOverrides? {
+        _read { yield turns.value.deferredResponse }
+        _modify { yield &turns.value.deferredResponse }
+    }
+    /// A reply begun on the words so far while the end-of-turn model weighs a silence.
+    private var speculation: SpeculativeReply? {
+        _read { yield turns.value.speculation }
+        _modify { yield &turns.value.speculation }
+    }
+    /// The words a speculation was cancelled on because the user went on: until newer words come,
+    /// another on them would be wasted too.
+    private var outspokenWords: (itemID: String, words: [Substring])? {
+        _read { yield turns.value.outspokenWords }
+        _modify { yield &turns.value.outspokenWords }
+    }
+
     /// The last response's id, for `output_audio_buffer.cleared` after it has ended.
     private var lastResponseID: String?
-    /// Session milliseconds since which the user has been quiet after a response, for server VAD's
-    /// `idle_timeout_ms`; nil while that clock is not running (a turn or response in progress).
-    private var idleSinceMs: Int?
+    /// What one call to `handle` produces; always empty between calls.
+    private var outbox: [SessionAction] = []
     /// The last spoken reply and how long its audio is: what a client's truncation is measured
     /// against (the one a client truncates is the one it is playing).
     private var lastSpokenReply: (itemID: String, audioMs: Int)?
-    /// What one call to `handle` produces; always empty between calls.
-    private var outbox: [SessionAction] = []
-    /// A reply begun on the words so far while the end-of-turn model weighs a silence.
-    private var speculation: SpeculativeReply?
-    /// The words a speculation was cancelled on because the user went on: until newer words come,
-    /// another on them would be wasted too.
-    private var outspokenWords: (itemID: String, words: [Substring])?
+    public let allowsOpus: Bool
+    private let pinned: Pinned
+    public let transcribes: Bool
+    public let synthesizes: Bool
+    /// Whether an end-of-turn model is there to ask (`Options.judgesTurns`).
+    public let judgesTurns: Bool
     private let speculatesByDefault: Bool
-    /// The server's history budget (`--max-history-bytes`), and what the model reads, if known.
-    private let maxHistoryMessages: Int
-    private let maxHistoryBytes: Int
-    private let modelContextTokens: Int?
+    /// The server's history budget (`--max-history-bytes`), and what the model reads, if known
+    /// (32 bits each: the largest context known is a million tokens).
+    private let maxHistoryMessages: Int32
+    private let maxHistoryBytes: Int32
+    private let modelContextTokens: Int32?
 
     /// `seed` names the session's ids (`sess_…`, `event_…`); pass a random one per session.
     public init(seed: UInt64, options: Options = Options()) {
@@ -225,19 +309,15 @@ public struct SessionEngine: Sendable {
         pinned = options.pinned
         transcriptionModel = options.transcriptionModel ?? "parley"
         synthesizes = options.synthesizes
-        configuration = options.configuration
-        maxHistoryMessages = options.maxHistoryMessages
-        maxHistoryBytes = options.maxHistoryTextBytes
-        modelContextTokens = ModelContext.inputTokens(model: options.model)
-        conversation = ConversationHistory()
-        audio = InputAudioBuffer(sampleRate: configuration.inputAudioFormat.engineRate)
+        settings.value = options.configuration
+        settings.settle()
+        maxHistoryMessages = Int32(clamping: options.maxHistoryMessages)
+        maxHistoryBytes = Int32(clamping: options.maxHistoryTextBytes)
+        modelContextTokens = ModelContext.inputTokens(model: options.model).map { Int32(clamping: $0) }
+        audio = InputAudioBuffer(sampleRate: options.configuration.inputAudioFormat.engineRate)
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
         speculatesByDefault = options.speculatesByDefault
-        if let settings = configuration.turnDetection {
-            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
-        }
-        conversation.setBudget(historyBudget)
     }
 
     /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
@@ -267,15 +347,30 @@ public struct SessionEngine: Sendable {
     /// every input: read through the driver, a computed figure made Swift copy the whole engine
     /// to run its getter, on every audio frame (1.6 % of the server's CPU at 1,000 speakers).
     public private(set) var accountedBytes = 0
+    /// Session milliseconds since which the user has been quiet after a response, for server VAD's
+    /// `idle_timeout_ms`; nil while that clock is not running (a turn or response in progress).
+    private var idleSinceMs: Int?
 
     private mutating func recount() {
         accountedBytes = conversation.heapBytes + audio.heapBytes + configuration.heapBytes + (response?.text.utf8.count ?? 0) + (vad?.heapBytes ?? 0)
     }
 
+    /// Which of the session's out-of-line parts it holds now (`OutOfLine`): none, for a session
+    /// idle since it opened.
+    var heldOutOfLine: (settings: Bool, history: Bool, detector: Bool, turns: Bool) {
+        (settings.isHeld, items.isHeld, detector.isHeld, turns.isHeld)
+    }
+
     /// The session's audio has stopped for a while (the driver lets its decoder go then too): the
     /// neural VAD's stream goes back to its pool, and the next audio takes one with fresh state.
     public mutating func audioWentIdle() {
-        vad?.releaseStream()
+        if speech == nil && pausing == nil {
+            // Between turns the detector's state is worth nothing the next audio cannot rebuild
+            // in a few frames: it goes, and comes back fresh with that audio.
+            detector = OutOfLine()
+        } else {
+            vad?.releaseStream()
+        }
         recount()
     }
 
@@ -347,12 +442,13 @@ public struct SessionEngine: Sendable {
                 return emit(.error(EventError(ProtocolError(.invalidValue, "'\(param)' is fixed by the client secret this session was opened with",
                                                            param: param, eventID: event.eventID))))
             }
-            if let bytes = update.maxHistoryBytes, bytes > maxHistoryBytes {
+            if let bytes = update.maxHistoryBytes, bytes > Int(maxHistoryBytes) {
                 return emitError(.invalidRequest, "invalid_value",
                                  "'session.max_history_bytes' may be at most \(maxHistoryBytes), this server's history budget (--max-history-bytes)", event)
             }
             do {
-                try configuration.apply(update, allowsOpus: allowsOpus)
+                try settings.value.apply(update, allowsOpus: allowsOpus)
+                settings.settle()
             } catch {
                 var error = error
                 error.eventID = event.eventID
@@ -361,7 +457,7 @@ public struct SessionEngine: Sendable {
             }
             // The reply begun may no longer be the one these settings would ask for (tools, voice).
             dropSpeculation(.restarted)
-            conversation.setBudget(historyBudget)
+            if items.isHeld { conversation.setBudget(historyBudget) }
             inputRateChanged()
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
@@ -377,7 +473,7 @@ public struct SessionEngine: Sendable {
                 self.speech = nil
                 vad?.endSpeech()
                 commit(itemID: speech.itemID, spokenMs: audio.totalMs - speech.onsetMs)
-            } else if vad != nil {
+            } else if configuration.turnDetection != nil {
                 // Between turns server VAD keeps only the padding for the next one: silence, not a turn.
                 emitError(.invalidRequest, "input_audio_buffer_commit_empty",
                           "no speech since the last commit: server VAD has heard no turn to commit", event)
@@ -510,10 +606,8 @@ public struct SessionEngine: Sendable {
         guard rate != audio.sampleRate else { return }
         audio.change(sampleRate: rate)
         cancelTranscription()
-        if let settings = vad?.settings {
-            vad = VoiceActivity(model: voiceActivityModel, sampleRate: rate, settings: settings)
-            vadOriginMs = audio.totalMs
-        }
+        // The detector starts over at the new rate with the next audio.
+        detector = OutOfLine()
         if speech != nil {
             forgetEnding()
             speech = nil
@@ -527,15 +621,15 @@ public struct SessionEngine: Sendable {
         case (nil, nil): break
         case (nil, .some):
             // Manual turns from now on; audio already buffered stays for the client to commit.
-            vad = nil
+            detector = OutOfLine()
             forgetEnding()
             speech = nil
             endPause()
             cancelTranscription()
             turnAwaitingResponse = false
-        case (let settings?, nil):
-            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
-            vadOriginMs = audio.totalMs
+        case (_?, nil):
+            // Made with the next audio (`receive`).
+            break
         case (let settings?, .some):
             let detector = detectorSettings(settings)
             vad?.settings = detector
@@ -551,6 +645,10 @@ public struct SessionEngine: Sendable {
     /// The detector's silence: with a model to ask, `semantic_vad` stops listening at a short
     /// silence and lets the model judge (`TurnEnding.probeMs`); otherwise the silence that ends a turn.
     private func detectorSettings(_ vad: ServerVAD) -> VoiceActivityDetector.Settings {
+        Self.detectorSettings(vad, judgesTurns: judgesTurns)
+    }
+
+    private static func detectorSettings(_ vad: ServerVAD, judgesTurns: Bool) -> VoiceActivityDetector.Settings {
         let silenceMs = judgesTurns && vad.semanticEagerness != nil ? TurnEnding.probeMs : vad.silenceDurationMs
         return .init(threshold: vad.threshold, prefixPaddingMs: vad.prefixPaddingMs, silenceDurationMs: silenceMs)
     }
@@ -562,6 +660,10 @@ public struct SessionEngine: Sendable {
         // Audio of a turn already streaming goes to the recogniser; a turn that starts in this
         // piece gets it with its beginning.
         if transcribing != nil { outbox.append(.transcription(.audio(samples))) }
+        if vad == nil, let settings = configuration.turnDetection {
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
+            vadOriginMs = audio.totalMs
+        }
         let wasNeural = vad?.isNeural ?? false
         let events = vad?.process(samples) ?? []
         // The model could make no stream for this session: the energy detector took over, with
@@ -578,7 +680,8 @@ public struct SessionEngine: Sendable {
            case .bargeIn? = pausing?.heard(speechMs: vadOriginMs + vad.lastSpeechEndMs - speech.onsetMs) {
             bargeIn()
         }
-        if let decision = ending?.audio(atMs: audio.totalMs) { applyEnding(decision) }
+        let nowMs = audio.totalMs
+        if let decision = ending?.audio(atMs: nowMs) { applyEnding(decision) }
         checkIdleTimeout()
         if let vad, speech == nil {
             // Between turns only the padding the next start may reach back for is worth keeping
@@ -737,7 +840,8 @@ public struct SessionEngine: Sendable {
             self.ending = ending
         }
         // The silence already heard may be enough for the rule that now applies.
-        if let decision = self.ending?.audio(atMs: audio.totalMs) { applyEnding(decision) }
+        let nowMs = audio.totalMs
+        if let decision = self.ending?.audio(atMs: nowMs) { applyEnding(decision) }
     }
 
     /// Whatever the model was asked about the turn is no longer wanted.
@@ -846,9 +950,10 @@ public struct SessionEngine: Sendable {
     /// (`max_history_bytes`), and the model's context less the instructions, or less if the
     /// session's truncation says (`token_limits.post_instructions`).
     private var historyBudget: ConversationHistory.Budget {
-        var tokens = modelContextTokens.map { max(0, $0 - Usage.estimatedTokens(configuration.instructions)) }
+        var tokens = modelContextTokens.map { max(0, Int($0) - Usage.estimatedTokens(configuration.instructions)) }
         if case .retentionRatio(_, let limit?) = configuration.truncation { tokens = min(tokens ?? limit, limit) }
-        return ConversationHistory.Budget(maxMessages: maxHistoryMessages, maxBytes: min(configuration.maxHistoryBytes ?? maxHistoryBytes, maxHistoryBytes),
+        let serverBytes = Int(maxHistoryBytes)
+        return ConversationHistory.Budget(maxMessages: Int(maxHistoryMessages), maxBytes: min(configuration.maxHistoryBytes ?? serverBytes, serverBytes),
                                           maxTokens: tokens, truncation: configuration.truncation)
     }
 
@@ -875,17 +980,17 @@ public struct SessionEngine: Sendable {
         }
         var new = Response(id: speculative?.responseID ?? ids.make("resp"), itemID: ids.make("item"), modalities: request.options.outputModalities,
                            voice: configuration.voice, outputAudioFormat: configuration.outputAudioFormat, maxOutputTokens: request.options.maxOutputTokens,
-                           maxTextBytes: conversation.maxTextBytes, inputTokens: Usage.estimatedInputTokens(request.messages), tools: request.options.tools,
+                           maxTextBytes: historyBudget.maxBytes, inputTokens: Usage.estimatedInputTokens(request.messages), tools: request.options.tools,
                            metadata: overrides.metadata)
         new.outOfBand = overrides.outOfBand
         new.speed = configuration.speed
+        new.speaks = synthesizes && new.modalities.contains(.audio)
         response = new
-        response?.speaks = synthesizes && new.modalities.contains(.audio)
         // It sees the whole history, so it answers any turn that was waiting too.
         turnAwaitingResponse = false
         emit(.responseCreated(snapshot(new, status: .inProgress, details: nil, output: [], usage: nil)))
         if outgrown {
-            let budget = conversation.budget
+            let budget = historyBudget
             let error = EventError(type: .invalidRequest, code: "context_length_exceeded",
                                    message: "the conversation holds \(conversation.count) items, \(conversation.textBytes) bytes of text (about \(conversation.tokens) tokens), over this session's budget of \(budget.maxMessages) items, \(budget.maxBytes) bytes"
                                        + (budget.maxTokens.map { ", \($0) tokens" } ?? "") + "; truncation is disabled: delete items (conversation.item.delete) or set session.truncation")
@@ -937,7 +1042,7 @@ public struct SessionEngine: Sendable {
         }
         let request = modelRequest(ResponseOverrides(), conversation.messages + [ChatMessage(role: .user, text: words)])
         let id = ids.make("resp")
-        speculation = SpeculativeReply(responseID: id, itemID: speech.itemID, messages: request.messages, maxHeldBytes: conversation.maxTextBytes)
+        speculation = SpeculativeReply(responseID: id, itemID: speech.itemID, messages: request.messages, maxHeldBytes: historyBudget.maxBytes)
         outbox.append(.speculate(responseID: id, messages: request.messages, options: request.options))
     }
 
@@ -1239,9 +1344,13 @@ public struct SessionEngine: Sendable {
     }
 
     private mutating func takeOutbox() -> [SessionAction] {
+        if items.isHeld {
+            let truncated = conversation.takeTruncated()
+            if truncated > 0 { outbox.append(.historyTruncated(items: truncated)) }
+            items.settle()
+        }
+        turns.settle()
         recount()
-        let truncated = conversation.takeTruncated()
-        if truncated > 0 { outbox.append(.historyTruncated(items: truncated)) }
         defer { outbox = [] }
         return outbox
     }
