@@ -232,8 +232,8 @@ package final class SessionDriver {
         // The tightest of the server's limits, the tenant's and the client secret's.
         let tenant = admitted.caller.limits
         maxSessionSeconds = [endpoint.limits.maxSessionSeconds, tenant.maxSessionSeconds, admitted.caller.secret.map { Double($0.sessionSeconds) }]
-            .compactMap { $0 }.min()
-        maxSessionTokens = [endpoint.limits.maxSessionTokens, tenant.maxSessionTokens].compactMap { $0 }.min()
+            .compactMap { $0 }.min() ?? .infinity
+        maxSessionTokens = [endpoint.limits.maxSessionTokens, tenant.maxSessionTokens].compactMap { $0 }.min() ?? .max
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
         budget = SessionBudget(limits: endpoint.limits, now: MonotonicClock.nanoseconds())
     }
@@ -241,9 +241,10 @@ package final class SessionDriver {
     private var budget: SessionBudget
     /// The session's place in its tenant's count, given back when the handler goes.
     private let lease: TenantLease?
-    /// How long this session may last, and how many model tokens it may spend.
-    private let maxSessionSeconds: Double?
-    private let maxSessionTokens: Int?
+    /// How long this session may last, and how many model tokens it may spend: infinite and
+    /// `Int.max` for no limit (not optionals, whose flag byte would pad each to 16 bytes).
+    private let maxSessionSeconds: Double
+    private let maxSessionTokens: Int
     private var tokensSpent = 0
 
     private var sessionCap: ScheduledTask?
@@ -254,7 +255,8 @@ package final class SessionDriver {
         self.socket = socket
         openedAt = MonotonicClock.nanoseconds()
         metrics.sessionsOpen.add(1)
-        if let cap = maxSessionSeconds {
+        if maxSessionSeconds.isFinite {
+            let cap = maxSessionSeconds
             // Held strongly: a weak capture would give every session a side table (32 bytes) for
             // nothing. The cycle (the session, its cap, the cap's closure) ends when the cap fires
             // or `close` cancels it.
@@ -316,7 +318,7 @@ package final class SessionDriver {
     private func sessionExpired() {
         guard let socket else { return }
         metrics.limitCloses.add(1, labels: "reason=\"duration\"")
-        let error = EventError(type: .invalidRequest, code: "session_expired", message: "the session reached its limit of \(Int(maxSessionSeconds ?? 0)) s")
+        let error = EventError(type: .invalidRequest, code: "session_expired", message: "the session reached its limit of \(Int(maxSessionSeconds)) s")
         wire?.send(engine.event(.error(error)), on: socket)
         socket.close(.policyViolation, reason: "session length limit")
     }
@@ -546,7 +548,7 @@ package final class SessionDriver {
         }
         updateAccount()
         // The response that passed the ceiling is delivered whole; the session then ends.
-        if let maxSessionTokens, tokensSpent > maxSessionTokens {
+        if tokensSpent > maxSessionTokens {
             closeForLimit(.tokens, "the session spent \(tokensSpent) tokens, over its limit of \(maxSessionTokens)")
         }
     }
