@@ -36,7 +36,11 @@ status=0
 while read -r sessions workers sources idle; do
   [ "$sessions" -le "$MAX" ] || break
   loops=$([ "$workers" -eq 1 ] && echo 2 || echo 1)
+  # Idle /echo connections: no speech. With it, each worker starts its own speech helper (Whisper,
+  # Piper, Smart Turn: about 320 MiB and seconds of CPU each) and listens only once it is ready, so
+  # the first workers up took every connection and hit the descriptor limit (the 250,000 step).
   "$BIN/parley" serve --host 127.0.0.1 --port "$PORT" --workers "$workers" --loops "$loops" --idle-timeout "$idle" \
+    --transcriber none --synthesizer none --turn-model none --vad energy \
     > "$OUT/server-$sessions.log" 2>&1 &
   server=$!
   for _ in $(seq 300); do curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
