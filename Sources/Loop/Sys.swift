@@ -55,13 +55,16 @@ public enum Sys {
     }
 
     /// sendmsg(2) of `count` buffers on a non-blocking socket: `writev` without the file layer,
-    /// as `receive` is `read`'s; MSG_NOSIGNAL, so a peer gone is an error, never SIGPIPE.
+    /// as `receive` is `read`'s; MSG_NOSIGNAL, so a peer gone is an error, never SIGPIPE. One
+    /// buffer (the usual case: a corked run is one arena) goes by send(2), which skips sendmsg's
+    /// copying in of the message header and its iovec array.
     public static func send(_ fd: Int32, _ iov: UnsafePointer<iovec>, count: Int) throws(SystemError) -> IOResult {
         var message = msghdr()
         message.msg_iov = UnsafeMutablePointer(mutating: iov)
         message.msg_iovlen = count
         while true {
-            let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            let n = count == 1 ? Glibc.send(fd, iov.pointee.iov_base, iov.pointee.iov_len, Int32(MSG_NOSIGNAL))
+                               : sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
             if n >= 0 { return .transferred(n) }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
