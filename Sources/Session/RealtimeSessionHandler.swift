@@ -137,8 +137,9 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         // `session.resumed`.
         driver.open(ParkedSocket(loop: socket.loop), announce: false)
         resumption?.restore(stored, lastSeq: lastSeq)
+        // The turn the old process left unanswered is answered once the session is this node's
+        // (`SessionResumption.attach`): another node may be restoring it at the same moment.
         resumption?.attach(socket, lastSeq: lastSeq, from: sender, restored: true)
-        driver.answerIfUnanswered()
     }
 
     /// Drain: the session's client is told its token afresh and closed with 1012, to reconnect

@@ -63,8 +63,8 @@ public final class SessionMetrics: Sendable {
                              help: "From a function call's arguments being done to the client's function_call_output for it: the client's tool time.",
                              bounds: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registry: registry)
         sessionsDetached = MetricFamily(name: "parley_sessions_detached", help: "Resumable sessions whose client is gone, within their grace window.", kind: .gauge, registry: registry)
-        resumes = MetricFamily(name: "parley_sessions_resumed_total", help: "Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, or told to retry (the store could not answer).",
-                               labels: ["memory", "store", "refused", "out_of_range", "retry"].map { "result=\"\($0)\"" }, registry: registry)
+        resumes = MetricFamily(name: "parley_sessions_resumed_total", help: "Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, taken (another node resumed it first), or told to retry (the store could not answer).",
+                               labels: ["memory", "store", "refused", "taken", "out_of_range", "retry"].map { "result=\"\($0)\"" }, registry: registry)
         resumeSeconds = Histogram(name: "parley_resume_gap_seconds", help: "From a resumable session's client going to its resume.",
                                   bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registry: registry)
         interruptions = MetricFamily(name: "parley_interruptions_total",

@@ -23,14 +23,21 @@ public protocol ConversationStore: AnyObject, Sendable {
     /// whole event that says so (replayed to a client that resumes after missing it), `seq` that
     /// event's sequence number.
     func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop)
-    /// The session's resume token changed (each resume uses one up and gives the next); only its
-    /// SHA-256 is kept, so a leaked store cannot be used to take sessions. `stored` runs on `loop`
-    /// once the store has it (true) or could not take it (false): the session hands the token to
-    /// its client only then, since a client told a token it cannot yet use elsewhere would be
-    /// refused by a node that looks it up first (measured: a drain of 1,000 sessions on Redis).
-    func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop, _ stored: @escaping (Bool) -> Void)
-    /// The session ended for good (closed by its client, or its grace window passed).
-    func sessionEnded(sessionID: String, on loop: EventLoop)
+    /// The session's resume token changes from the one hashing to `previous` to the one hashing to
+    /// `tokenHash` (each resume uses one up and gives the next); only SHA-256s are kept, so a leaked
+    /// store cannot be used to take sessions. Compare-and-set: the store changes it only if its
+    /// current token is still `previous`, so that of two nodes resuming one token at once exactly
+    /// one gets the session (`.taken` for the other). `done` runs on `loop` once the store has
+    /// answered: the session hands the token to its client only after `.stored`, since a client
+    /// told a token it cannot yet use elsewhere would be refused by a node that looks it up first
+    /// (measured: a drain of 1,000 sessions on Redis).
+    func tokenRotated(sessionID: String, from previous: String, to tokenHash: String, lastSeq: Int, on loop: EventLoop,
+                      _ done: @escaping (TokenRotation) -> Void)
+    /// The session ended for good (closed by its client, or its grace window passed): forgotten,
+    /// but only if its token in the store is still `tokenHash`. A session another node resumed
+    /// (its token rotated there) is that node's now, and a parked copy expiring here must not take
+    /// its conversation with it.
+    func sessionEnded(sessionID: String, tokenHash: String, on loop: EventLoop)
     /// The session whose current token hashes to `tokenHash`, with every item kept, or nil; `done`
     /// runs on `loop` (at once, for an embedded store).
     func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void)
@@ -98,4 +105,15 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+/// What came of a token rotation (`ConversationStore.tokenRotated`).
+public enum TokenRotation: Sendable, Equatable {
+    /// The store holds the new token: the session is this node's.
+    case stored
+    /// The store's token is no longer the one rotated from: another node resumed the session
+    /// first, and this one must let it go without writing to it again.
+    case taken
+    /// The store could not answer (down, busy, an error): nothing changed; ask again.
+    case unavailable
 }

@@ -70,47 +70,74 @@ public final class RedisConversationStore: ConversationStore {
                ["HSET", RedisKeys.event(sessionID), itemID, event]], sessionID: sessionID, local(loop))
     }
 
-    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop, _ stored: @escaping (Bool) -> Void) {
+    public func tokenRotated(sessionID: String, from previous: String, to tokenHash: String, lastSeq: Int, on loop: EventLoop,
+                             _ done: @escaping (TokenRotation) -> Void) {
         let local = local(loop)
-        currentToken(sessionID, local, failed: { stored(false) }) { [self] old in
-            var commands: [[String]] = []
-            if let old, old != tokenHash { commands.append(["DEL", RedisKeys.token(old)]) }
-            commands.append(["SET", RedisKeys.token(tokenHash), sessionID])
-            commands.append(["HSET", RedisKeys.session(sessionID), "token_hash", tokenHash, "last_seq", String(lastSeq)])
-            local.tokens[sessionID] = tokenHash
-            write(commands, sessionID: sessionID, local) { ok in
-                // Not taken (Redis busy or down): the old token is still the one Redis knows, and
-                // the one a retry must replace.
-                if !ok, local.tokens[sessionID] == tokenHash { local.tokens[sessionID] = old }
-                stored(ok)
+        let ttl = String(Self.ttlSeconds)
+        let keys = [RedisKeys.session(sessionID), RedisKeys.token(previous), RedisKeys.token(tokenHash),
+                    RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
+        let command = ["EVAL", Self.rotateScript, String(keys.count)] + keys + [previous, tokenHash, String(lastSeq), sessionID, ttl]
+        let bytes = command.reduce(0) { $0 + $1.utf8.count }
+        local.client.send(command) { [metrics] result in
+            switch result {
+            case .success(.integer(1)):
+                metrics.wrote(.ok, bytes: bytes)
+                local.tokens[sessionID] = tokenHash
+                done(.stored)
+            case .success(.integer(0)):
+                metrics.wrote(.ok, bytes: bytes)
+                if local.tokens[sessionID] == previous { local.tokens[sessionID] = nil }
+                done(.taken)
+            case .success:
+                metrics.wrote(.failed, bytes: 0)
+                done(.unavailable)
+            case .failure(.down), .failure(.busy):
+                metrics.wrote(.dropped, bytes: 0)
+                done(.unavailable)
+            case .failure:
+                metrics.wrote(.failed, bytes: 0)
+                done(.unavailable)
             }
         }
     }
 
-    public func sessionEnded(sessionID: String, on loop: EventLoop) {
-        let local = local(loop)
-        currentToken(sessionID, local, failed: {}) { [self] token in
-            local.tokens[sessionID] = nil
-            var keys = [RedisKeys.session(sessionID), RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
-            if let token { keys.append(RedisKeys.token(token)) }
-            write([["DEL"] + keys], sessionID: nil, local)
-        }
-    }
+    /// The rotation's compare-and-set, run by Redis as one step (EVAL is atomic: no other command
+    /// runs between its reads and writes): 1 if the session's token was still `previous` and is
+    /// now the new one, 0 if another node had already rotated it. Every key it touches is named in
+    /// KEYS, as Redis Cluster requires. KEYS: session, old token, new token, items, item, event;
+    /// ARGV: previous hash, new hash, last seq, session id, TTL.
+    static let rotateScript = """
+        if redis.call('HGET', KEYS[1], 'token_hash') ~= ARGV[1] then return 0 end
+        redis.call('HSET', KEYS[1], 'token_hash', ARGV[2], 'last_seq', ARGV[3])
+        redis.call('DEL', KEYS[2])
+        redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5])
+        for i = 1, 6 do if i ~= 2 and i ~= 3 then redis.call('EXPIRE', KEYS[i], ARGV[5]) end end
+        return 1
+        """
 
-    /// The session's current token hash: known on this loop when the session started or was loaded
-    /// here (always, in practice), else asked of Redis first. `body` is not called when Redis is
-    /// down (the write is counted as dropped).
-    private func currentToken(_ sessionID: String, _ local: RedisStoreLoop, failed: @escaping () -> Void, _ body: @escaping (String?) -> Void) {
-        if let known = local.tokens[sessionID] { return body(known) }
-        local.client.send(["HGET", RedisKeys.session(sessionID), "token_hash"]) { [metrics] result in
+    public func sessionEnded(sessionID: String, tokenHash: String, on loop: EventLoop) {
+        let local = local(loop)
+        local.tokens[sessionID] = nil
+        let keys = [RedisKeys.session(sessionID), RedisKeys.token(tokenHash), RedisKeys.items(sessionID), RedisKeys.item(sessionID), RedisKeys.event(sessionID)]
+        let command = ["EVAL", Self.endScript, String(keys.count)] + keys + [tokenHash]
+        local.client.send(command) { [metrics] result in
             switch result {
-            case .success(let reply): return body(reply.text)
+            case .success(.integer): metrics.wrote(.ok, bytes: 0)
+            case .success: metrics.wrote(.failed, bytes: 0)
             case .failure(.down), .failure(.busy): metrics.wrote(.dropped, bytes: 0)
             case .failure: metrics.wrote(.failed, bytes: 0)
             }
-            failed()
         }
     }
+
+    /// The end's check and deletes as one step: every key of the session, only if its token is
+    /// still the one ending it (1), else nothing (0: another node resumed it). KEYS: session,
+    /// token, items, item, event; ARGV: the token's hash.
+    static let endScript = """
+        if redis.call('HGET', KEYS[1], 'token_hash') ~= ARGV[1] then return 0 end
+        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+        return 1
+        """
 
     /// Sends `commands` as one transaction, followed (for a live session) by the TTL on all of its keys.
     /// `done` (if any) learns whether Redis took every command.

@@ -89,20 +89,27 @@ public final class SQLiteConversationStore: ConversationStore {
         }
     }
 
-    public func tokenRotated(sessionID: String, tokenHash: String, lastSeq: Int, on loop: EventLoop, _ stored: @escaping (Bool) -> Void) {
-        stored(write("token", bytes: 0, on: loop) { db throws(SQLiteError) in
-            try db.run("UPDATE sessions SET token_hash = ?1, last_seq = ?2, updated_at = ?3 WHERE session_id = ?4",
-                       [.text(tokenHash), .int(lastSeq), .int(WallClock.seconds()), .text(sessionID)])
-        })
+    public func tokenRotated(sessionID: String, from previous: String, to tokenHash: String, lastSeq: Int, on loop: EventLoop,
+                             _ done: @escaping (TokenRotation) -> Void) {
+        var changed = 0
+        let written = write("token", bytes: 0, on: loop) { db throws(SQLiteError) in
+            // Compare-and-set in one statement: SQLite's write lock makes it atomic across every
+            // process on the file, and the row count says whether this one won.
+            changed = try db.run("""
+                UPDATE sessions SET token_hash = ?1, last_seq = ?2, updated_at = ?3
+                WHERE session_id = ?4 AND token_hash = ?5 AND ended = 0
+                """, [.text(tokenHash), .int(lastSeq), .int(WallClock.seconds()), .text(sessionID), .text(previous)])
+        }
+        done(!written ? .unavailable : changed == 1 ? .stored : .taken)
     }
 
-    public func sessionEnded(sessionID: String, on loop: EventLoop) {
+    public func sessionEnded(sessionID: String, tokenHash: String, on loop: EventLoop) {
         write("session end", bytes: 0, on: loop) { db throws(SQLiteError) in
             // Together, so a crash between the two leaves neither a session without its items
-            // nor items nobody can load.
+            // nor items nobody can load; the items only if the session was still this token's.
             try db.transaction { () throws(SQLiteError) in
+                guard try db.run("DELETE FROM sessions WHERE session_id = ?1 AND token_hash = ?2", [.text(sessionID), .text(tokenHash)]) == 1 else { return }
                 try db.run("DELETE FROM items WHERE session_id = ?1", [.text(sessionID)])
-                try db.run("DELETE FROM sessions WHERE session_id = ?1", [.text(sessionID)])
             }
         }
     }

@@ -18,7 +18,7 @@ import TestSupport
         store.itemCompleted(sessionID: "sess_1", seq: 8, itemID: "item_c", item: #"{"id":"item_c"}"#, event: #"{"seq":8}"#, on: loop)
         store.itemCompleted(sessionID: "sess_1", seq: 9, itemID: "item_b", item: #"{"id":"item_b","v":2}"#, event: #"{"seq":9}"#, on: loop)
         store.settingsChanged(sessionID: "sess_1", settings: #"{"voice":"echo"}"#, on: loop)
-        store.tokenRotated(sessionID: "sess_1", tokenHash: "hash-b", lastSeq: 10, on: loop) { _ in }
+        store.tokenRotated(sessionID: "sess_1", from: "hash-a", to: "hash-b", lastSeq: 10, on: loop) { _ in }
     }
 
     @Test func aConversationComesBackByItsCurrentTokenOnlyAndEndingItLeavesNothing() throws {
@@ -40,7 +40,7 @@ import TestSupport
                 probe.send(["TTL", "parley:items:sess_1"]) {
                     ttl = try? $0.get()
                     metrics = store.renderMetrics()
-                    store.sessionEnded(sessionID: "sess_1", on: loop)
+                    store.sessionEnded(sessionID: "sess_1", tokenHash: "hash-b", on: loop)
                     store.load(tokenHash: "hash-b", on: loop) { result in
                         afterEnd = result
                         probe.send(["KEYS", "parley:*"]) {
@@ -66,6 +66,50 @@ import TestSupport
         #expect(metric(metrics, #"parley_store_writes_total{store="redis",result="ok"}"#) == 7)
         #expect((metric(metrics, #"parley_store_bytes_written_total{store="redis"}"#) ?? 0) > 0)
         #expect(metric(metrics, "parley_redis_up") == 1)
+    }
+
+    /// Two nodes (two stores, two connections) rotating the same token at once, 100 rounds: each
+    /// time exactly one rotation is stored and the other is told the session was taken, and the
+    /// token keys never lead two ways (issue 27).
+    @Test func ofTwoNodesRotatingOneTokenExactlyOneWinsEveryTime() throws {
+        let server = try RedisServer()
+        let nodeA = RedisConversationStore(host: "127.0.0.1", port: server.port)
+        let nodeB = RedisConversationStore(host: "127.0.0.1", port: server.port)
+        var outcomes: [(TokenRotation, TokenRotation)] = []
+        var winnerLoads: [String?] = []
+        var loserLoads: [String?] = []
+        let finished = try runLoop(seconds: 60) { loop, finish in
+            nodeA.sessionStarted(StoredSession(sessionID: "sess_r", tenant: "", tokenHash: "t0", settings: "{}", lastSeq: 0), on: loop)
+            func round(_ n: Int, from used: String) {
+                guard n <= 100 else { return finish() }
+                var a: TokenRotation?, b: TokenRotation?
+                func both() {
+                    guard let a, let b else { return }
+                    outcomes.append((a, b))
+                    let won = a == .stored ? "a\(n)" : "b\(n)", lost = a == .stored ? "b\(n)" : "a\(n)"
+                    nodeB.load(tokenHash: won, on: loop) { winner in
+                        winnerLoads.append((try? winner.get())??.session.sessionID)
+                        nodeA.load(tokenHash: lost, on: loop) { loser in
+                            loserLoads.append((try? loser.get())??.session.sessionID)
+                            round(n + 1, from: won)
+                        }
+                    }
+                }
+                nodeA.tokenRotated(sessionID: "sess_r", from: used, to: "a\(n)", lastSeq: n, on: loop) { a = $0; both() }
+                nodeB.tokenRotated(sessionID: "sess_r", from: used, to: "b\(n)", lastSeq: n, on: loop) { b = $0; both() }
+            }
+            poll(loop, until: { nodeA.isAvailable(on: loop) && nodeB.isAvailable(on: loop) }) {
+                // The session's row is in before the first round (its write is pipelined).
+                nodeA.load(tokenHash: "t0", on: loop) { _ in round(1, from: "t0") }
+            }
+        }
+        #expect(finished)
+        #expect(outcomes.count == 100)
+        for (i, (a, b)) in outcomes.enumerated() {
+            #expect((a == .stored && b == .taken) || (a == .taken && b == .stored), "round \(i + 1): \(a), \(b)")
+        }
+        #expect(winnerLoads.allSatisfy { $0 == "sess_r" } && winnerLoads.count == 100)
+        #expect(loserLoads.allSatisfy { $0 == nil } && loserLoads.count == 100)
     }
 
     @Test func redisKilledMidUseMakesTheStoreUnavailableAndWritesDropCleanly() throws {

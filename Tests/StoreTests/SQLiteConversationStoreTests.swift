@@ -29,12 +29,14 @@ import Testing
             .init(seq: 7, itemID: "item_b", item: "{\"id\":\"item_b\"}", event: "{\"event_id\":7}"),
         ])
 
-        store.tokenRotated(sessionID: "sess_1", tokenHash: "h2", lastSeq: 9, on: loop) { _ in }
+        var rotation: TokenRotation?
+        store.tokenRotated(sessionID: "sess_1", from: "h1", to: "h2", lastSeq: 9, on: loop) { rotation = $0 }
+        #expect(rotation == .stored)
         #expect(try load(store, "h1", on: loop) == nil)
         let rotated = try #require(try load(store, "h2", on: loop))
         #expect(rotated.session.lastSeq == 9 && rotated.session.tokenHash == "h2" && rotated.items.count == 2)
 
-        store.sessionEnded(sessionID: "sess_1", on: loop)
+        store.sessionEnded(sessionID: "sess_1", tokenHash: "h2", on: loop)
         #expect(try load(store, "h2", on: loop) == nil)
         // Its items went with it: the same session started again has none.
         store.sessionStarted(StoredSession(sessionID: "sess_1", tenant: "acme", tokenHash: "h3", settings: "{}", lastSeq: 0), on: loop)
@@ -93,6 +95,39 @@ import Testing
         }
     }
 
+    /// Two processes on one file rotating the same token: the compare-and-set lets exactly one
+    /// through, and the other learns the session was taken (issue 27).
+    @Test func ofTwoRotationsFromOneTokenOnlyOneIsStored() throws {
+        let path = temporaryDatabasePath()
+        defer { removeDatabase(path) }
+        let nodeA = try SQLiteConversationStore.open(path: path)
+        let nodeB = try SQLiteConversationStore.open(path: path)
+        let loop = try EventLoop(handle: LoopHandle(index: 0))
+        nodeA.sessionStarted(StoredSession(sessionID: "sess_r", tenant: "", tokenHash: "t0", settings: "{}", lastSeq: 0), on: loop)
+        for round in 1...100 {
+            var a: TokenRotation?, b: TokenRotation?
+            let used = "t\(round - 1)"
+            nodeA.tokenRotated(sessionID: "sess_r", from: used, to: "a\(round)", lastSeq: round, on: loop) { a = $0 }
+            nodeB.tokenRotated(sessionID: "sess_r", from: used, to: "b\(round)", lastSeq: round, on: loop) { b = $0 }
+            #expect(a == .stored && b == .taken, "round \(round): \(String(describing: a)), \(String(describing: b))")
+            // The winner's token is the session's; the loser's leads nowhere. Then the next round.
+            #expect(try load(nodeA, "a\(round)", on: loop)?.session.sessionID == "sess_r")
+            #expect(try load(nodeA, "b\(round)", on: loop) == nil)
+            var next: TokenRotation?
+            nodeB.tokenRotated(sessionID: "sess_r", from: "a\(round)", to: "t\(round)", lastSeq: round, on: loop) { next = $0 }
+            #expect(next == .stored)
+        }
+        // An ended session cannot be rotated into again.
+        // The loser's end (a parked copy expiring) leaves the winner's session alone; the winner's ends it.
+        nodeA.sessionEnded(sessionID: "sess_r", tokenHash: "t99", on: loop)
+        #expect(try load(nodeA, "t100", on: loop)?.session.sessionID == "sess_r")
+        nodeA.sessionEnded(sessionID: "sess_r", tokenHash: "t100", on: loop)
+        #expect(try load(nodeA, "t100", on: loop) == nil)
+        var late: TokenRotation?
+        nodeB.tokenRotated(sessionID: "sess_r", from: "t100", to: "z", lastSeq: 101, on: loop) { late = $0 }
+        #expect(late == .taken)
+    }
+
     @Test func aFailedWriteIsCountedNotThrown() throws {
         let path = temporaryDatabasePath()
         defer { removeDatabase(path) }
@@ -101,8 +136,10 @@ import Testing
         store.sessionStarted(StoredSession(sessionID: "sess_a", tenant: "", tokenHash: "ha", settings: "{}", lastSeq: 0), on: loop)
         store.sessionStarted(StoredSession(sessionID: "sess_b", tenant: "", tokenHash: "hb", settings: "{}", lastSeq: 0), on: loop)
         // token_hash is unique: b cannot take a's token.
-        store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 1, on: loop) { _ in }
-        store.tokenRotated(sessionID: "sess_b", tokenHash: "ha", lastSeq: 2, on: loop) { _ in }
+        var rotations: [TokenRotation] = []
+        store.tokenRotated(sessionID: "sess_b", from: "hb", to: "ha", lastSeq: 1, on: loop) { rotations.append($0) }
+        store.tokenRotated(sessionID: "sess_b", from: "hb", to: "ha", lastSeq: 2, on: loop) { rotations.append($0) }
+        #expect(rotations == [.unavailable, .unavailable])
         #expect(store.renderMetrics().contains("parley_store_writes_total{store=\"sqlite\",result=\"error\"} 2"))
         #expect(try load(store, "ha", on: loop)?.session.sessionID == "sess_a")
         #expect(try load(store, "hb", on: loop)?.session.sessionID == "sess_b")

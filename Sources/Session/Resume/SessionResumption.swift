@@ -12,7 +12,14 @@ import Store
 /// it, not the hundred bytes of its fields.
 final class SessionResumption {
     private(set) var log: ResumeLog
+    /// The token handed out last (or being stored), and the one the store holds: what the next
+    /// rotation compares against (`ConversationStore.tokenRotated`).
     private var tokenHash = ""
+    private var storedHash = ""
+    /// Whether the store's copy of the session is this one's to write. False for a session
+    /// restored from the store until its first token is stored (another node may be restoring it
+    /// at the same moment), and for good once another node has taken it (`.taken`).
+    private var owned = true
     let tenant: String
     private var graceTimer: ScheduledTask?
     private var parkedAt: UInt64?
@@ -40,6 +47,7 @@ final class SessionResumption {
         }
         let token = ResumeToken.make()
         tokenHash = token.hash
+        storedHash = token.hash
         settings.store?.sessionStarted(StoredSession(sessionID: driver.engine.sessionID, tenant: tenant, tokenHash: token.hash,
                                                      settings: "{}", lastSeq: log.lastSeq), on: socket.loop)
         session.sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: log.lastSeq), on: socket)
@@ -62,7 +70,7 @@ final class SessionResumption {
     }
 
     private func persist(_ event: ServerEvent, text: String, on loop: EventLoop) {
-        guard let store = settings.store else { return }
+        guard let store = settings.store, owned else { return }
         let seq = log.lastSeq
         // Computed where used: the id is an 18-byte string, made on the heap, and most events
         // (the deltas) are not kept.
@@ -124,7 +132,8 @@ final class SessionResumption {
     /// The session is over: nothing can resume it, and the store forgets it.
     func ended() {
         if unpark() != nil { _ = ResumeRegistry.shared.remove(tokenHash: tokenHash) }
-        if let loop = driver.loop { settings.store?.sessionEnded(sessionID: driver.engine.sessionID, on: loop) }
+        // A session another node has taken is that node's to end.
+        if owned, let loop = driver.loop { settings.store?.sessionEnded(sessionID: driver.engine.sessionID, tokenHash: storedHash, on: loop) }
     }
 
     /// A reconnect with this session's token, on its home loop: the events after `lastSeq` are
@@ -144,30 +153,50 @@ final class SessionResumption {
             break
         }
         if let parked = unpark() { SessionMetrics.shared.resumeSeconds.observe(nanoseconds: parked) }
-        SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
         // The client's frames count from now; what the session sends until the new token is
         // stored goes to the log, and is in the replay that follows `session.resumed`.
         session.client = sender
         rotateToken(on: socket.loop) { [weak self] token in
-            guard let self, session.client == sender, let replay = try? log.replay(after: lastSeq).get() else { return }
+            guard let self, session.client == sender else { return }
+            guard let token else { return lostToAnotherNode(socket) }
+            guard let replay = try? log.replay(after: lastSeq).get() else { return }
+            SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
             driver.attach(socket)
             session.sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
             for text in replay { socket.send(text: text) }
             sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])
+            // A turn the old process was answering when it went is answered again, now that the
+            // session is this node's.
+            if restored { driver.answerIfUnanswered() }
         }
+    }
+
+    /// Another node resumed this session first (the store's token had already moved on): the
+    /// reconnect here is refused as a used token is, and the session ends without touching the
+    /// store, which is the other node's now.
+    private func lostToAnotherNode(_ socket: any SessionSocket) {
+        owned = false
+        SessionMetrics.shared.resumes.add(1, labels: "result=\"taken\"")
+        sessionLog.info("resume lost to another node", metadata: ["session": "\(driver.engine.sessionID)"])
+        session.sendControl(.error(EventError(type: .invalidRequest, code: "resume_token_invalid",
+                                              message: "the resume token is not valid: unknown, already used, or past its grace window")), on: socket)
+        socket.close(.policyViolation, reason: "resume_token_invalid")
     }
 
     /// A session restored from the store: its stored events after `lastSeq` are the replay.
     func restore(_ stored: StoredConversation, lastSeq: Int) {
         let kept = stored.items.filter { !$0.event.isEmpty }.map { ResumeLog.Entry(seq: $0.seq, text: $0.event) }
         log = ResumeLog(restoring: kept, lastSeq: max(log.lastSeq, lastSeq), maxBytes: settings.maxLogBytes)
+        storedHash = stored.session.tokenHash
+        owned = false
     }
 
     // MARK: Tokens
 
     /// Each resume uses the token up; the next one is handed to `body` once the store has it, so
-    /// that whichever node the client reaches next can find it.
-    func rotateToken(on loop: EventLoop, then body: @escaping (ResumeToken) -> Void) {
+    /// that whichever node the client reaches next can find it; nil if another node has taken the
+    /// session meanwhile.
+    func rotateToken(on loop: EventLoop, then body: @escaping (ResumeToken?) -> Void) {
         let token = ResumeToken.make()
         tokenHash = token.hash
         guard settings.store != nil else { return body(token) }
@@ -178,12 +207,22 @@ final class SessionResumption {
     /// sessions) is asked again, every 50 ms for up to 2 s: a token handed out unstored would be
     /// refused by whichever node the client reached next (the survive benchmark lost 860 of 3,000
     /// sessions so before this).
-    private func storeToken(_ token: ResumeToken, on loop: EventLoop, attempt: Int, then body: @escaping (ResumeToken) -> Void) {
+    private func storeToken(_ token: ResumeToken, on loop: EventLoop, attempt: Int, then body: @escaping (ResumeToken?) -> Void) {
         guard let store = settings.store, tokenHash == token.hash else { return body(token) }
-        store.tokenRotated(sessionID: driver.engine.sessionID, tokenHash: token.hash, lastSeq: log.lastSeq, on: loop) { [weak self] stored in
+        store.tokenRotated(sessionID: driver.engine.sessionID, from: storedHash, to: token.hash, lastSeq: log.lastSeq, on: loop) { [weak self] rotation in
             guard let self else { return }
-            if stored || attempt >= Self.tokenStoreAttempts { return body(token) }
-            loop.schedule(after: 0.05) { [weak self] in self?.storeToken(token, on: loop, attempt: attempt + 1, then: body) }
+            switch rotation {
+            case .stored:
+                storedHash = token.hash
+                owned = true
+                body(token)
+            case .taken:
+                body(nil)
+            case .unavailable where attempt >= Self.tokenStoreAttempts:
+                body(token)
+            case .unavailable:
+                loop.schedule(after: 0.05) { [weak self] in self?.storeToken(token, on: loop, attempt: attempt + 1, then: body) }
+            }
         }
     }
 
@@ -193,6 +232,7 @@ final class SessionResumption {
     func drain(_ socket: any SessionSocket, client current: ObjectIdentifier) {
         rotateToken(on: socket.loop) { [weak self] token in
             guard let self, session.client == current else { return }
+            guard let token else { return lostToAnotherNode(socket) }
             session.sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: log.lastSeq), on: socket)
             socket.close(.serviceRestart, reason: "server restarting; resume elsewhere")
         }
