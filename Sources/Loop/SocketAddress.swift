@@ -85,20 +85,26 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
-        if family == AF_UNIX {
-            return withUnsafeBytes(of: storage) { bytes in
-                "unix:" + String(decoding: bytes[2..<Int(length)].prefix { $0 != 0 }, as: UTF8.self)
-            }
-        }
+    /// The numeric host (`127.0.0.1`, `::1`), without the port: what a C library that takes a host
+    /// string is given so that it does not resolve it again.
+    public var numericHost: String {
         var text = [UInt8](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let shown: String = withUnsafeBytes(of: storage) { bytes in
+        return withUnsafeBytes(of: storage) { bytes in
             let offset = family == AF_INET6 ? 8 : 4  // sin6_addr, sin_addr
             let ok = text.withUnsafeMutableBufferPointer { out in
                 out.withMemoryRebound(to: CChar.self) { inet_ntop(family, bytes.baseAddress! + offset, $0.baseAddress, socklen_t($0.count)) != nil }
             }
             return ok ? String(decoding: text.prefix { $0 != 0 }, as: UTF8.self) : "?"
         }
+    }
+
+    public var description: String {
+        if family == AF_UNIX {
+            return withUnsafeBytes(of: storage) { bytes in
+                "unix:" + String(decoding: bytes[2..<Int(length)].prefix { $0 != 0 }, as: UTF8.self)
+            }
+        }
+        let shown = numericHost
         return family == AF_INET6 ? "[\(shown)]:\(port)" : "\(shown):\(port)"
     }
 }

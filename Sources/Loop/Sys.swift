@@ -325,13 +325,15 @@ public enum Sys {
     // MARK: Name resolution
 
     /// getaddrinfo(3) for a TCP stream: the addresses of `host` at `port`, in the resolver's order.
-    /// `passive` asks for addresses to listen on (a nil host then means every interface).
-    /// Blocking: Parley resolves its listening address once and each upstream once per loop.
-    public static func resolve(host: String, port: Int, passive: Bool = false) throws(SystemError) -> [SocketAddress] {
+    /// `passive` asks for addresses to listen on (a nil host then means every interface);
+    /// `numericOnly` takes an address literal only, and never asks DNS.
+    /// Blocking for a name: Parley resolves its listening address once and each upstream once per
+    /// loop; a name on a loop's path goes through `Resolver`, off the loop.
+    public static func resolve(host: String, port: Int, passive: Bool = false, numericOnly: Bool = false) throws(SystemError) -> [SocketAddress] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
+        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0) | (numericOnly ? AI_NUMERICHOST : 0)
         var list: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(host, String(port), &hints, &list)
         guard rc == 0, list != nil else {

@@ -86,8 +86,8 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
 ///
 /// hiredis makes the socket and the non-blocking connect itself (socket, connect, and, for a
 /// host name, a blocking getaddrinfo): C at the edge, like OpenSSL's reads and writes, and the one
-/// exception to "every syscall in Sys". Give it an address, not a name, to keep the loop from
-/// waiting on DNS.
+/// exception to "every syscall in Sys". It is only ever given an address: `RedisClient` resolves a
+/// name first, off the loop (`Resolver`), so the loop never waits on DNS.
 ///
 /// Lifetime: hiredis frees its context itself when the connection fails or drops; `cleanup` is
 /// its last word about the descriptor, so the registration ends there, before hiredis closes it.

@@ -45,14 +45,18 @@ public final class RedisClient {
     private var retry: ScheduledTask?
     private var connectDeadline: ScheduledTask?
     private var closed = false
+    private let resolver: Resolver
 
-    /// Starts connecting at once. `host` should be an address (hiredis resolves a name with a
-    /// blocking getaddrinfo on the loop). `observer` runs on the loop.
+    /// Starts connecting at once. `host` is an address or a name; a name is resolved by `resolver`,
+    /// off the loop, before every connect (hiredis would resolve it with a blocking getaddrinfo on
+    /// the loop, and a Kubernetes Service's address can change between connects). `observer` runs
+    /// on the loop.
     public init(host: String, port: Int, loop: EventLoop, connectTimeout: Double = 2, maxInFlight: Int = RedisClient.defaultMaxInFlight,
-                observer: ((Event) -> Void)? = nil) {
+                resolver: Resolver = .system, observer: ((Event) -> Void)? = nil) {
         self.host = host
         self.port = port
         self.loop = loop
+        self.resolver = resolver
         self.connectTimeout = connectTimeout
         self.maxInFlight = maxInFlight
         self.observer = observer
@@ -141,18 +145,35 @@ public final class RedisClient {
 
     private func connect() {
         retry = nil
-        do {
-            let connection = try HiredisConnection(host: host, port: port, loop: loop)
-            connection.onConnected = { [weak self] in self?.connected() }
-            connection.onClosed = { [weak self] error in self?.lost(error) }
-            self.connection = connection
-            connectDeadline = loop.schedule(after: connectTimeout) { [weak self] in
-                self?.connection?.close(.connectFailed("timed out"))
+        // The deadline covers the name's resolution too: a DNS server that never answers is a
+        // connect that timed out, and the next attempt asks again.
+        let attempt = MonotonicClock.nanoseconds()
+        connectAttempt = attempt
+        connectDeadline = loop.schedule(after: connectTimeout) { [weak self] in
+            guard let self, connectAttempt == attempt else { return }
+            if let connection { connection.close(.connectFailed("timed out")) } else { lost(.connectFailed("resolving \(host) timed out")) }
+        }
+        resolver.resolve(host: host, port: port, on: loop) { [weak self] result in
+            guard let self, connectAttempt == attempt, !closed, connection == nil else { return }
+            switch result {
+            case .success(let addresses):
+                guard let address = addresses.first else { return lost(.connectFailed("\(host) has no address")) }
+                do throws(RedisError) {
+                    let connection = try HiredisConnection(host: address.numericHost, port: port, loop: loop)
+                    connection.onConnected = { [weak self] in self?.connected() }
+                    connection.onClosed = { [weak self] error in self?.lost(error) }
+                    self.connection = connection
+                } catch {
+                    lost(error)
+                }
+            case .failure(let error):
+                lost(.connectFailed("cannot resolve \(host): \(error)"))
             }
-        } catch {
-            lost(error)
         }
     }
+
+    /// Names the connect in progress, so that a late resolution or deadline of an earlier one is ignored.
+    private var connectAttempt: UInt64 = 0
 
     private func connected() {
         connectDeadline?.cancel()
@@ -166,6 +187,7 @@ public final class RedisClient {
     private func lost(_ error: RedisError) {
         connectDeadline?.cancel()
         connectDeadline = nil
+        connectAttempt = 0
         connection = nil
         // Closed here, or the loop stopped (its registrations are told to close): an end, not an outage.
         if error == .closed { closed = true }

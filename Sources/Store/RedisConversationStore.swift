@@ -31,8 +31,8 @@ public final class RedisConversationStore: ConversationStore {
     public static let ttlSeconds = 24 * 60 * 60
     private let health = Mutex(Health())
 
-    /// `host` should be an address: hiredis resolves a name with a blocking getaddrinfo, on the
-    /// loop, at each connect. Nothing connects until a loop first uses the store.
+    /// `host` is an address or a name; a name is resolved off the loops before each connect
+    /// (`RedisClient`). Nothing connects until a loop first uses the store.
     public init(host: String, port: Int) {
         self.host = host
         self.port = port
