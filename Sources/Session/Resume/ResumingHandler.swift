@@ -68,9 +68,7 @@ final class ResumingHandler: WebSocketHandler {
     /// hears the same refusal whatever the reason.
     private func refuse(_ socket: WebSocket, because reason: String) {
         sessionLog.info("resume refused", metadata: ["reason": "\(reason)", "token_sha256": "\(ResumeToken.hash(token).prefix(12))"])
-        decline(socket, result: "refused", .policyViolation,
-                EventError(type: .invalidRequest, code: "resume_token_invalid",
-                           message: "the resume token is not valid: unknown, already used, or past its grace window"))
+        decline(socket, result: "refused", .policyViolation, .resumeTokenInvalid)
     }
 
     /// The store could not answer (down, or too busy: a node taking over a thousand sessions at
@@ -114,4 +112,11 @@ final class ResumingHandler: WebSocketHandler {
         case .relayed, nil: return false
         }
     }
+}
+
+extension EventError {
+    /// Every token that does not work gets this same answer (docs/protocol.md, "Resume"): unknown,
+    /// used, expired, another tenant's, or resumed by another node first.
+    static let resumeTokenInvalid = EventError(type: .invalidRequest, code: "resume_token_invalid",
+                                               message: "the resume token is not valid: unknown, already used, or past its grace window")
 }

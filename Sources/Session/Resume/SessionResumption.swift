@@ -178,9 +178,8 @@ final class SessionResumption {
         owned = false
         SessionMetrics.shared.resumes.add(1, labels: "result=\"taken\"")
         sessionLog.info("resume lost to another node", metadata: ["session": "\(driver.engine.sessionID)"])
-        session.sendControl(.error(EventError(type: .invalidRequest, code: "resume_token_invalid",
-                                              message: "the resume token is not valid: unknown, already used, or past its grace window")), on: socket)
-        socket.close(.policyViolation, reason: "resume_token_invalid")
+        session.sendControl(.error(.resumeTokenInvalid), on: socket)
+        socket.close(.policyViolation, reason: EventError.resumeTokenInvalid.code)
     }
 
     /// A session restored from the store: its stored events after `lastSeq` are the replay.
