@@ -24,12 +24,12 @@ let package = Package(
         .systemLibrary(
             name: "CSpeexDSP", path: "Sources/CSpeexDSP", pkgConfig: "speexdsp",
             providers: [.apt(["libspeexdsp-dev"])]),
-        .systemLibrary(
-            name: "CPocketSphinx", path: "Sources/CPocketSphinx", pkgConfig: "pocketsphinx",
-            providers: [.apt(["libpocketsphinx-dev", "pocketsphinx-en-us"])]),
-        .systemLibrary(
-            name: "CEspeak", path: "Sources/CEspeak", pkgConfig: "espeak-ng",
-            providers: [.apt(["libespeak-ng-dev"])]),
+        // The speech libraries, opened with dlopen when first used rather than linked (their
+        // dependency trees cost every server about 2.5 MB resident at start): C targets holding the
+        // loader and trampolines, compiled against libespeak-ng-dev's and libsphinxbase-dev's
+        // headers (scripts/install-deps.sh); no -l flags.
+        .target(name: "CPocketSphinx", path: "Sources/CPocketSphinx"),
+        .target(name: "CEspeak", path: "Sources/CEspeak"),
         .systemLibrary(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),

@@ -1,5 +1,6 @@
 import JSON
 import Loop
+import Synchronization
 import TLS
 
 /// Ephemeral client secrets (`ek_…`), so that a browser never holds a real API key: a server with
@@ -10,12 +11,43 @@ import TLS
 /// session it opens may last, and the session settings it pins. Any node with the same signing
 /// key accepts it, and a node keeps nothing per secret.
 public struct ClientSecretSigner: Sendable {
-    private let key: [UInt8]
+    private let source: KeySource
 
-    public init(key: [UInt8]) { self.key = key }
+    private var key: [UInt8] {
+        switch source {
+        case .given(let key): key
+        case .random(let key): key.value
+        }
+    }
 
-    /// A key of this process alone: its secrets open sessions here only.
-    public static func random() -> ClientSecretSigner { ClientSecretSigner(key: OpenSSL.randomBytes(32)) }
+    public init(key: [UInt8]) { source = .given(key) }
+
+    /// A key of this signer alone, drawn when it first signs or checks a secret: its secrets open
+    /// sessions here only. Drawn at start, it was the one call that initialised OpenSSL in every
+    /// server (3.4 MB of libcrypto's pages resident, docs/benchmarks.md), though most never mint
+    /// a secret.
+    public static func random() -> ClientSecretSigner { ClientSecretSigner(source: .random(RandomKey())) }
+
+    private init(source: KeySource) { self.source = source }
+
+    private enum KeySource: Sendable {
+        case given([UInt8])
+        case random(RandomKey)
+    }
+
+    /// 32 random bytes, drawn once, on first use.
+    private final class RandomKey: Sendable {
+        private let drawn = Mutex<[UInt8]?>(nil)
+
+        var value: [UInt8] {
+            drawn.withLock { drawn in
+                if let drawn { return drawn }
+                let key = OpenSSL.randomBytes(32)
+                drawn = key
+                return key
+            }
+        }
+    }
 
     /// The largest secret: it travels in a header (or a subprotocol) of the upgrade request.
     public static let maxSecretBytes = 8 * 1024

@@ -49,7 +49,7 @@ public enum WebSocketHandshake {
 
     /// base64(SHA-1(key + GUID)), RFC 6455 section 4.2.2 step 5.4. Clients check it too.
     public static func acceptKey(for key: String) -> String {
-        Base64.encode(OpenSSL.sha1(Array((key + guid).utf8)))
+        Base64.encode(SHA1.digest(Array((key + guid).utf8)))
     }
 }
 

@@ -1,12 +1,10 @@
 import CEspeak
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// libespeak-ng, the edge between Swift and the synthesiser. The library keeps one global state
-/// (voice, parameters, callback), so every synthesis in the process goes through one lock; it
-/// speaks far faster than real time, so one at a time is not the bottleneck (encoding is).
+/// libespeak-ng, the edge between Swift and the synthesiser (CEspeak opens it with dlopen, through
+/// `SpeechLibrary.espeak`, when first used). The library keeps one global state (voice,
+/// parameters, callback), so every synthesis in the process goes through one lock; it speaks far
+/// faster than real time, so one at a time is not the bottleneck (encoding is).
 final class Espeak: Sendable {
     static let shared = Espeak()
 
@@ -26,24 +24,24 @@ final class Espeak: Sendable {
                 if case .failure(let failure) = state! { return .failure(failure) }
                 return .failure(Failure(description: "espeak-ng: not initialised"))
             }
-            guard espeak_SetVoiceByName(voice) == EE_OK || espeak_SetVoiceByName("en-us") == EE_OK else {
+            guard parley_espeak_set_voice(voice) == 0 || parley_espeak_set_voice("en-us") == 0 else {
                 return .failure(Failure(description: "espeak-ng: no voice \(voice) or en-us (Debian: espeak-ng-data)"))
             }
-            espeak_SetParameter(espeakRATE, Int32(wordsPerMinute), 0)
+            _ = parley_espeak_set_rate(Int32(wordsPerMinute))
             let sink = SampleSink()
             let user = Unmanaged.passUnretained(sink).toOpaque()
             let result = withExtendedLifetime(sink) {
-                text.withCString { espeak_Synth($0, strlen($0) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, user) }
+                parley_espeak_synth(text, user)
             }
-            guard result == EE_OK else { return .failure(Failure(description: "espeak-ng: synthesis failed (\(result.rawValue))")) }
+            guard result == 0 else { return .failure(Failure(description: "espeak-ng: synthesis failed (\(result))")) }
             return .success((sink.samples, rate))
         }
     }
 
     private static func initialize() -> Result<Int, Failure> {
-        let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, 0)
+        do { try SpeechLibrary.espeak.load() } catch { return .failure(Failure(description: error.description)) }
+        let rate = parley_espeak_initialize(collect)
         guard rate > 0 else { return .failure(Failure(description: "espeak-ng: cannot initialise (Debian: espeak-ng-data)")) }
-        espeak_SetSynthCallback(collect)
         return .success(Int(rate))
     }
 }
@@ -53,9 +51,9 @@ private final class SampleSink {
     var samples: [Int16] = []
 }
 
-/// espeak-ng's callback: a buffer of samples for the synthesis whose sink is the event's user data.
-private let collect: @convention(c) (UnsafeMutablePointer<Int16>?, Int32, UnsafeMutablePointer<espeak_EVENT>?) -> Int32 = { wav, count, events in
-    guard let events, let user = events.pointee.user_data else { return 0 }
+/// espeak-ng's callback: a buffer of samples for the synthesis whose sink is the user data.
+private let collect: @convention(c) (UnsafeMutablePointer<Int16>?, Int32, UnsafeMutableRawPointer?) -> Int32 = { wav, count, user in
+    guard let user else { return 0 }
     let sink = Unmanaged<SampleSink>.fromOpaque(user).takeUnretainedValue()
     if let wav, count > 0 { sink.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count))) }
     return 0

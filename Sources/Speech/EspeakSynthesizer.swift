@@ -14,6 +14,12 @@ public struct EspeakSynthesizer: Synthesizer {
         self.wordsPerMinute = wordsPerMinute
     }
 
+    /// Opens libespeak-ng (dlopen), so that a server told to speak with it says at start when it
+    /// cannot; a server that never speaks with it never maps it.
+    public static func loadLibrary() throws(SpeechLibrary.LoadError) {
+        try SpeechLibrary.espeak.load()
+    }
+
     /// The Realtime API's voice names, mapped onto espeak-ng's English variants.
     static func espeakVoice(_ voice: String) -> String {
         switch voice {

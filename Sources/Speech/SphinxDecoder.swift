@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// One pocketsphinx decoder (acoustic model, dictionary and language model loaded), the edge
-/// between Swift and libpocketsphinx. Loading takes about 0.4 s and tens of megabytes, so decoders
+/// between Swift and libpocketsphinx (CPocketSphinx opens it with dlopen, through
+/// `SpeechLibrary.pocketsphinx`, when first used). Loading takes about 0.4 s and tens of megabytes, so decoders
 /// are made once and lent to one utterance at a time (`SphinxTranscriber`).
 ///
 /// Not thread-safe: one utterance, on one thread at a time; the lender sees to it.
@@ -46,8 +47,9 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// heard against 6 without it (and 24 for the same sentences at 16 kHz).
     static let telephoneBandOffset: [Float] = [-7.87, 27.67, -34.15, 21.78, -6.27, -8.56, 19.57, -15.42, 4.20, 8.61, -19.85, 22.24, -17.11]
 
-    /// The model's files are there and readable.
+    /// The library loads and the model's files are there and readable.
     static func check(_ model: Model) throws(LoadError) {
+        do { try SpeechLibrary.pocketsphinx.load() } catch { throw LoadError(description: error.description) }
         for path in [model.languageModel, model.dictionary, model.acousticModel + "/mdef"] where access(path, R_OK) != 0 {
             throw LoadError(description: "pocketsphinx: cannot read \(path) (Debian: apt-get install pocketsphinx-en-us)")
         }
@@ -60,10 +62,10 @@ public final class SphinxDecoder: @unchecked Sendable {
         // cmd_ln_init is variadic, which Swift cannot call; cmd_ln_parse_r takes an argv.
         var argv = arguments.map { strdup($0) }
         defer { for p in argv { free(p) } }
-        let config = argv.withUnsafeMutableBufferPointer { cmd_ln_parse_r(nil, ps_args(), Int32($0.count), $0.baseAddress, 1) }
-        guard let config else { throw LoadError(description: "pocketsphinx: the model settings were refused") }
-        defer { cmd_ln_free_r(config) }
-        guard let decoder = ps_init(config) else {
+        var refused: Int32 = 0
+        let decoder = argv.withUnsafeMutableBufferPointer { parley_sphinx_decoder_new(Int32($0.count), $0.baseAddress, &refused) }
+        guard let decoder else {
+            if refused != 0 { throw LoadError(description: "pocketsphinx: the model settings were refused") }
             throw LoadError(description: "pocketsphinx: cannot load the model in \(model.acousticModel)")
         }
         self.decoder = decoder
@@ -80,49 +82,49 @@ public final class SphinxDecoder: @unchecked Sendable {
     /// pocketsphinx's running estimate of the cepstral mean (sphinxbase's cmn_live_get/set).
     private var liveMean: [Float] {
         get {
-            guard let cmn = ps_get_feat(decoder)?.pointee.cmn_struct else { return [] }
-            var mean = [Float](repeating: 0, count: Int(cmn.pointee.veclen))
-            cmn_live_get(cmn, &mean)
+            let length = Int(parley_sphinx_mean_length(decoder))
+            guard length > 0 else { return [] }
+            var mean = [Float](repeating: 0, count: length)
+            parley_sphinx_mean_get(decoder, &mean)
             return mean
         }
         set {
-            guard let cmn = ps_get_feat(decoder)?.pointee.cmn_struct, newValue.count == Int(cmn.pointee.veclen) else { return }
-            cmn_live_set(cmn, newValue)
+            guard newValue.count == Int(parley_sphinx_mean_length(decoder)), !newValue.isEmpty else { return }
+            parley_sphinx_mean_set(decoder, newValue)
         }
     }
 
-    deinit { ps_free(decoder) }
+    deinit { parley_sphinx_decoder_free(decoder) }
 
     /// Starts an utterance, ending one left open. `sourceRate`: the rate its audio came at, whose
     /// cepstral mean it starts from.
     func start(sourceRate rate: Int = 16_000) {
-        if inUtterance { ps_end_utt(decoder) }
+        if inUtterance { parley_sphinx_end(decoder) }
         if rate != sourceRate {
             means[sourceRate] = liveMean
             liveMean = means[rate] ?? startingMean(for: rate)
             sourceRate = rate
         }
-        ps_start_utt(decoder)
+        parley_sphinx_start(decoder)
         inUtterance = true
     }
 
     /// 16 kHz mono samples of the utterance (the model's rate).
     func process(_ samples: [Int16]) {
         guard inUtterance, !samples.isEmpty else { return }
-        samples.withUnsafeBufferPointer { _ = ps_process_raw(decoder, $0.baseAddress, $0.count, 0, 0) }
+        samples.withUnsafeBufferPointer { parley_sphinx_process(decoder, $0.baseAddress, $0.count) }
     }
 
     /// The best hypothesis so far (or, after `end`, the final one).
     var hypothesis: String {
-        var score: Int32 = 0
-        guard let text = ps_get_hyp(decoder, &score) else { return "" }
+        guard let text = parley_sphinx_hypothesis(decoder) else { return "" }
         return String(cString: text)
     }
 
     /// Ends the utterance; its final text.
     func end() -> String {
         guard inUtterance else { return "" }
-        ps_end_utt(decoder)
+        parley_sphinx_end(decoder)
         inUtterance = false
         return hypothesis
     }

@@ -14,23 +14,29 @@ public final class HTTPClient {
     static let maxIdlePerUpstream = 1024
 
     unowned(unsafe) let loop: EventLoop
-    /// What https upstreams are verified against; nil when not even the system store could be
+    /// What https upstreams are verified against: the context given at install, or else the
+    /// system's trust store, loaded at the first https connection; nil when not even that could be
     /// loaded (https then fails with that reason; http still works).
-    let tls: TLSContext?
+    var tls: TLSContext? { configured ?? Self.systemTrust }
+    private let configured: TLSContext?
     private var idle: [String: [UpstreamConnection]] = [:]
     private var addresses: [String: SocketAddress] = [:]
 
     init(loop: EventLoop, tls: TLSContext?) {
         self.loop = loop
-        self.tls = tls
+        configured = tls
     }
 
-    /// The system's trust store only: the client of a loop that nobody configured.
-    fileprivate static let systemTrust = try? TLSContext.client()
+    /// The system's trust store only, for clients given no context: made (a static, so once) at
+    /// the first https connection, not at start, because making it initialises OpenSSL, which
+    /// leaves about 3.4 MB of libcrypto's and libssl's pages resident (docs/benchmarks.md), and a
+    /// server with the built-in model or plain-http upstreams never needs it.
+    private static let systemTrust = try? TLSContext.client()
 
     /// Gives `loop` a client that verifies https upstreams against `tls` (the system store plus an
-    /// operator's CA file); call when the loop starts, before anything sends.
-    public static func install(on loop: EventLoop, tls: TLSContext) {
+    /// operator's CA file), or against the system store alone, loaded when first needed, when nil;
+    /// call when the loop starts, before anything sends.
+    public static func install(on loop: EventLoop, tls: TLSContext?) {
         _ = loop.local { HTTPClient(loop: loop, tls: tls) }
     }
 
@@ -102,6 +108,6 @@ public final class HTTPClient {
 extension EventLoop {
     /// This loop's HTTP client, for requests to upstream servers (LLM and speech APIs).
     public var httpClient: HTTPClient {
-        local { HTTPClient(loop: self, tls: HTTPClient.systemTrust) }
+        local { HTTPClient(loop: self, tls: nil) }
     }
 }

@@ -90,11 +90,15 @@ struct Serve: ParsableCommand {
         let metricsListen = try self.access.metricsListen()
         if metricsListen != nil { config.servesMetrics = false }
         let caFile = try Settings.upstreamCA.read(upstreamCA)
-        let upstreamTLS: TLSContext
-        do {
-            upstreamTLS = try TLSContext.client(caFile: caFile)
-        } catch {
-            throw caFile.map { Settings.upstreamCA.refuse($0, "cannot be used: \(error)") } ?? StartupError("TLS: \(error)")
+        // Only a CA file is loaded now, so that a bad one ends the start; the system store alone
+        // waits for the first https upstream (making a context initialises OpenSSL).
+        var upstreamTLS: TLSContext?
+        if let caFile {
+            do {
+                upstreamTLS = try TLSContext.client(caFile: caFile)
+            } catch {
+                throw Settings.upstreamCA.refuse(caFile, "cannot be used: \(error)")
+            }
         }
         var twilio = try telephony.settings()
         twilio.requiresAuth = access.required

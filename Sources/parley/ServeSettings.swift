@@ -16,7 +16,9 @@ struct ServeSettings {
     let access: Access
     let limits: SessionLimits
     let metricsListen: (host: String, port: Int)?
-    let upstreamTLS: TLSContext
+    /// With --upstream-ca: the system store and that file; nil: the system store, loaded by the
+    /// upstream client at its first https connection.
+    let upstreamTLS: TLSContext?
     let model: (primary: LanguageModelOptions.Choice, fallback: LanguageModelOptions.Choice?, policy: UpstreamPolicy)
     let speech: SpeechOptions.Choice
     let resume: (graceSeconds: Double, store: StoreLocation, storeText: String)

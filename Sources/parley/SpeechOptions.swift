@@ -205,12 +205,24 @@ struct SpeechOptions: ParsableArguments {
             let speaking: (any Synthesizer)? = switch synthesizer {
             case "piper": helper.map { PiperSynthesizer(helper: $0) }
             case "openai": OpenAISynthesizer(baseURL: try url(), model: speechModel, apiKey: key)
-            case "espeak-ng": EspeakSynthesizer(pool: pool)
+            case "espeak-ng": espeak(pool: pool)
             default: nil
             }
             var services = SpeechServices(transcriber: transcribing, synthesizer: speaking, pool: pool, voiceActivity: voiceActivity, endOfTurn: endOfTurn)
             services.replyLeadMs = replyLeadMs
             return services
+        }
+
+        /// espeak-ng, its library opened now; when it cannot be, that is said here once, in one
+        /// line, and replies are text (as with --synthesizer none).
+        func espeak(pool: WorkerPool) -> EspeakSynthesizer? {
+            do {
+                try EspeakSynthesizer.loadLibrary()
+                return EspeakSynthesizer(pool: pool)
+            } catch {
+                speechLog.warning("espeak-ng not loaded, replies are text: \(error)")
+                return nil
+            }
         }
 
         /// The hosted API's URL, checked when a hosted recogniser or voice is chosen.
