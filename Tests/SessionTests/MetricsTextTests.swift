@@ -108,11 +108,12 @@ import Metrics
             # HELP parley_sessions_detached Resumable sessions whose client is gone, within their grace window.
             # TYPE parley_sessions_detached gauge
             parley_sessions_detached 0
-            # HELP parley_sessions_resumed_total Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, or told to retry (the store could not answer).
+            # HELP parley_sessions_resumed_total Reconnects with a resume token, by outcome: resumed here (memory), restored from the store, refused, taken (another node resumed it first), or told to retry (the store could not answer).
             # TYPE parley_sessions_resumed_total counter
             parley_sessions_resumed_total{result="memory"} 0
             parley_sessions_resumed_total{result="store"} 0
             parley_sessions_resumed_total{result="refused"} 0
+            parley_sessions_resumed_total{result="taken"} 0
             parley_sessions_resumed_total{result="out_of_range"} 0
             parley_sessions_resumed_total{result="retry"} 0
 
