@@ -680,8 +680,10 @@ public struct SessionEngine: Sendable {
            case .bargeIn? = pausing?.heard(speechMs: vadOriginMs + vad.lastSpeechEndMs - speech.onsetMs) {
             bargeIn()
         }
+        // Read first: the mutating call would make the turns' box on every frame between turns
+        // (`OutOfLine` makes it on a write), only for `settle` to free it again.
         let nowMs = audio.totalMs
-        if let decision = ending?.audio(atMs: nowMs) { applyEnding(decision) }
+        if ending != nil, let decision = ending?.audio(atMs: nowMs) { applyEnding(decision) }
         checkIdleTimeout()
         if let vad, speech == nil {
             // Between turns only the padding the next start may reach back for is worth keeping
