@@ -69,7 +69,7 @@ import Loop
         // The response waits for the words, which this harness does not supply.
         #expect(actions.types.filter { $0 != "transcribe.audio" } == [
             "input_audio_buffer.speech_started", "transcribe.begin", "input_audio_buffer.speech_stopped",
-            "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created",
+            "input_audio_buffer.committed", "conversation.item.created", "transcribe.finish",
         ])
         guard case .speechStarted(let startMs, _) = actions.events[0].kind,
               let stopped = actions.events.first(where: { if case .speechStopped = $0.kind { true } else { false } }),

@@ -23,7 +23,7 @@ import Session
         let actions = h.audio(clip.chunks(ms: 20))
         #expect(Self.summary(actions) == [
             "input_audio_buffer.speech_started", "transcribe.begin", "transcribe.audio", "input_audio_buffer.speech_stopped",
-            "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created",
+            "input_audio_buffer.committed", "conversation.item.created", "transcribe.finish",
         ])
         // What the recogniser got is the speech with its padding, and no audio from before.
         var heard = 0
@@ -84,7 +84,7 @@ import Session
         let rest = h.audio(Array(chunks.dropFirst(chunks.count / 2)))
         #expect(!rest.types.contains("transcribe.audio"), "nothing streams to the failed recogniser")
         let commit = Self.summary(rest).drop { $0 != "input_audio_buffer.speech_stopped" }
-        #expect(Array(commit) == ["input_audio_buffer.speech_stopped", "transcribe.begin", "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created"])
+        #expect(Array(commit) == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "conversation.item.created", "transcribe.begin", "transcribe.finish"])
         let failed = h.engine.handle(.transcription(itemID: itemID, .failed(ModelError(code: "transcription_failed", message: "not running"))))
         #expect(failed.types == ["conversation.item.input_audio_transcription.failed", "response.created", "startModel"])
     }
@@ -104,7 +104,7 @@ import Session
         var h = try EngineHarness.manual(options: .init(transcribes: true))
         _ = h.audio(try SpeechClip.make(SessionEngineAudioTests.question).samples)
         let committed = h.client(#"{"type":"input_audio_buffer.commit"}"#)
-        #expect(committed.types == ["transcribe.begin", "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created"])
+        #expect(committed.types == ["input_audio_buffer.committed", "conversation.item.created", "transcribe.begin", "transcribe.finish"])
         let create = h.client(#"{"type":"response.create"}"#)
         #expect(create.isEmpty)
         guard case .inputAudioCommitted(let itemID, _) = committed.events[0].kind else { return }

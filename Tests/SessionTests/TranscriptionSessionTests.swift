@@ -62,7 +62,7 @@ import Testing
         let actions = h.audio(clip.chunks(ms: 20) + [[Int16]](repeating: [Int16](repeating: 0, count: 320), count: 150))
         let types = actions.types.filter { $0 != "transcribe.audio" }
         #expect(types == ["input_audio_buffer.speech_started", "transcribe.begin", "input_audio_buffer.speech_stopped",
-                          "transcribe.finish", "input_audio_buffer.committed", "conversation.item.created"])
+                          "input_audio_buffer.committed", "conversation.item.created", "transcribe.finish"])
         guard case .speechStarted(_, let itemID) = actions.events[0].kind else { return }
         let partial = h.engine.handle(.transcription(itemID: itemID, .partial("what is")))
         #expect(partial.types == ["conversation.item.input_audio_transcription.delta"])
@@ -97,8 +97,8 @@ import Testing
         let itemID = try #require(asked, "\(actions.types)")
         let ended = engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.95))))
         #expect(ended.turnEnds == [.model])
-        #expect(ended.types.filter { $0 != "transcribe.audio" } == ["input_audio_buffer.speech_stopped", "transcribe.finish",
-                                                                     "input_audio_buffer.committed", "conversation.item.created"])
+        #expect(ended.types.filter { $0 != "transcribe.audio" } == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
+                                                                     "conversation.item.created", "transcribe.finish"])
         let final = engine.handle(.transcription(itemID: itemID, .final("book a flight")))
         #expect(final.types == ["conversation.item.input_audio_transcription.completed"])
         #expect(engine.activeResponseID == nil)

@@ -866,6 +866,14 @@ public struct SessionEngine: Sendable {
     /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
     /// there is one, will take them first.
     private mutating func commit(itemID: String, spokenMs: Int) {
+        let previous = conversation.lastItemID
+        // The item's events go before the recogniser is told to finish: a recogniser whose last
+        // decode already covers the turn answers at once, inside this action list, and its
+        // `…transcription.completed` must follow `committed` and the item, as the API orders them.
+        emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
+        let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)])
+        emit(.conversationItemCreated(item, previousItemID: previous))
+        emit(.conversationItemDone(item, previousItemID: previous))
         if transcribes {
             // A turn committed by hand was not streaming: all its audio goes now.
             if transcribing != itemID {
@@ -876,12 +884,7 @@ public struct SessionEngine: Sendable {
             transcribing = nil
             pendingTranscripts.append(itemID)
         }
-        let previous = conversation.lastItemID
         _ = audio.take()
-        emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
-        let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)])
-        emit(.conversationItemCreated(item, previousItemID: previous))
-        emit(.conversationItemDone(item, previousItemID: previous))
         conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)), audio: true)
     }
 
