@@ -68,7 +68,7 @@ let package = Package(
         // usage, and the upstream metrics.
         .target(name: "Models", dependencies: ["Upstream", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
-        .target(name: "Access", dependencies: ["Server", "TLS", "Loop", "Metrics", "JSON"]),
+        .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
         .target(name: "Session", dependencies: ["Models", "Access", "Store", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.

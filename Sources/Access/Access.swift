@@ -14,14 +14,23 @@ public struct Access: Sendable {
     /// Every tenant's limits unless its token says otherwise.
     public var tenantDefaults: TenantLimits
     public var ledger: TenantLedger
+    /// Where tenants are counted beyond this process (the workers of a box, or Redis); nil: the
+    /// process counts alone.
+    public var shared: (any SharedTenantCount)?
+    /// The processes a tenant's limits are shared among when the shared count cannot answer
+    /// (the workers): each then admits at most its share.
+    public var shares: Int
 
     public init(keys: APIKeys? = nil, tokens: JWTVerifier? = nil, signer: ClientSecretSigner = .random(),
-                tenantDefaults: TenantLimits = TenantLimits(), ledger: TenantLedger = .shared) {
+                tenantDefaults: TenantLimits = TenantLimits(), ledger: TenantLedger = .shared,
+                shared: (any SharedTenantCount)? = nil, shares: Int = 1) {
         self.keys = keys
         self.tokens = tokens
         self.signer = signer
         self.tenantDefaults = tenantDefaults
         self.ledger = ledger
+        self.shared = shared
+        self.shares = max(1, shares)
     }
 
     /// Whether a credential is needed at all; without one, anyone the listener admits connects.
@@ -58,25 +67,30 @@ public struct Access: Sendable {
         return .success(Caller(tenant: nil, limits: tenantDefaults))
     }
 
-    /// `identify`, then a place in the tenant's count: a refusal is 401, or 429 with Retry-After
-    /// for a tenant at its limit.
-    public func admit(_ request: HTTPRequest, offered: [String]) -> Result<Admitted, HTTPRefusal> {
+    /// `identify`, then a place in the tenant's count in this process: a refusal is 401, or 429
+    /// with Retry-After for a tenant at its limit. With a shared count, the admission's `confirm`
+    /// asks it before the upgrade. `held`: whether a session of this tenant that the request
+    /// resumes already holds its place here (parked in this process), so it is not counted twice.
+    public func admit(_ request: HTTPRequest, offered: [String], held: (String) -> Bool = { _ in false }) -> Result<Admitted, HTTPRefusal> {
         let caller: Caller
         switch identify(request, offered: offered) {
         case .success(let identified): caller = identified
         case .failure(let refusal): return .failure(refusal)
         }
         // Every tenant is counted, limited or not: its sessions show in the metrics.
-        guard let tenant = caller.tenant else { return .success(Admitted(caller: caller, lease: nil)) }
+        guard let tenant = caller.tenant, !held(tenant) else { return .success(Admitted(caller: caller, lease: nil)) }
         switch ledger.admit(tenant, limits: caller.limits, now: MonotonicClock.nanoseconds()) {
-        case .success(let lease): return .success(Admitted(caller: caller, lease: lease))
-        case .failure(let refusal):
-            let message = refusal.reason == .sessions
-                ? "the tenant has its most sessions (\(caller.limits.maxSessions ?? 0)) open; retry when one closes"
-                : "the tenant opened its most sessions this minute (\(caller.limits.sessionsPerMinute ?? 0)); retry in \(refusal.retryAfterSeconds) s"
-            return .failure(HTTPRefusal(.jsonError(.tooManyRequests, code: refusal.reason.rawValue, message: message,
-                                                   headers: [("Retry-After", "\(refusal.retryAfterSeconds)")])))
+        case .success(let lease): return .success(Admitted(caller: caller, lease: lease, shared: shared, shares: shares))
+        case .failure(let refusal): return .failure(Self.tooMany(refusal, caller.limits))
         }
+    }
+
+    static func tooMany(_ refusal: TenantRefusal, _ limits: TenantLimits) -> HTTPRefusal {
+        let message = refusal.reason == .sessions
+            ? "the tenant has its most sessions (\(limits.maxSessions ?? 0)) open; retry when one closes"
+            : "the tenant opened its most sessions this minute (\(limits.sessionsPerMinute ?? 0)); retry in \(refusal.retryAfterSeconds) s"
+        return HTTPRefusal(.jsonError(.tooManyRequests, code: refusal.reason.rawValue, message: message,
+                                      headers: [("Retry-After", "\(refusal.retryAfterSeconds)")]))
     }
 
     static func unauthorized(_ code: String, _ message: String) -> HTTPRefusal {
@@ -103,9 +117,42 @@ public struct Caller {
 public struct Admitted {
     public let caller: Caller
     public let lease: TenantLease?
+    private let shared: (any SharedTenantCount)?
+    private let shares: Int
 
-    public init(caller: Caller, lease: TenantLease?) {
+    public init(caller: Caller, lease: TenantLease?, shared: (any SharedTenantCount)? = nil, shares: Int = 1) {
         self.caller = caller
         self.lease = lease
+        self.shared = shared
+        self.shares = shares
+    }
+
+    /// Whether the shared count must be asked (`confirm`) before the upgrade.
+    public var needsConfirmation: Bool { lease != nil && shared != nil }
+
+    /// Asks the shared count for the session's place: `done` (on `loop`) gets nil to go on, or
+    /// the 429. When the count cannot answer, the process admits within its share of the limits
+    /// (`Access.shares`), so a tenant is never let through unbounded.
+    /// `session`: the session's id when it can be resumed; `resuming`: a resume's token hash.
+    public func confirm(session: String?, resuming: String?, on loop: EventLoop, _ done: @escaping (HTTPRefusal?) -> Void) {
+        guard let lease, let shared else { return done(nil) }
+        let caller = caller, shares = shares
+        shared.admit(TenantAsk(tenant: lease.tenant, limits: caller.limits, session: session, resuming: resuming), on: loop) { verdict in
+            let ledger = lease.ledger
+            switch verdict {
+            case .admitted(let place):
+                ledger.sharedCount(up: true, scope: shared.scope)
+                lease.shared = place
+                done(nil)
+            case .refused(let refusal):
+                ledger.sharedCount(up: true, scope: shared.scope)
+                ledger.countRefusal(lease.tenant, refusal)
+                done(Access.tooMany(refusal, caller.limits))
+            case .unavailable(let why):
+                ledger.sharedCount(up: false, scope: shared.scope, why: why)
+                let refusal = ledger.withinShare(lease.tenant, limits: caller.limits, shares: shares, now: MonotonicClock.nanoseconds())
+                done(refusal.map { Access.tooMany($0, caller.limits) })
+            }
+        }
     }
 }

@@ -2,6 +2,9 @@ import JSON
 import Loop
 import Metrics
 import Synchronization
+import Logging
+
+let accessLog = Logger(label: "parley.access")
 
 /// A tenant: whom a session's credentials name. A JWT's `sub`; an API key's name in the keys file
 /// (or `key-` and the start of its digest); for a client secret, the tenant of the credential that
@@ -88,8 +91,9 @@ public final class TenantLedger: Sendable {
 
     private struct Entry {
         var open = 0
-        var tokens = 0.0
-        var refilledAt: UInt64 = 0
+        var bucket = TokenBucket()
+        /// The bucket of the process's share of the rate, while the shared count cannot answer.
+        var fallbackBucket = TokenBucket()
         var series: Int
     }
 
@@ -101,6 +105,10 @@ public final class TenantLedger: Sendable {
 
     private struct State {
         var entries: [String: Entry] = [:]
+        /// Whether the shared count (`SharedTenantCount`) answered last time: nil before it was
+        /// first asked, and always without one.
+        var sharedUp: Bool?
+        var localAdmissions = 0
         /// The tenants with series of their own; `series` is `_other`'s, then theirs in this order.
         var names: [String] = []
         var series: [Series] = [Series()]
@@ -121,8 +129,29 @@ public final class TenantLedger: Sendable {
         }
         byTenant("parley_tenant_sessions_open", "Sessions open by tenant (the first tenants seen by name, the rest as _other).", .gauge) { $0.add(labels: $1, $2.open) }
         byTenant("parley_tenant_sessions_total", "Sessions admitted by tenant.", .counter) { $0.add(labels: $1, $2.opened) }
+        _ = ComputedFamily(name: "parley_tenant_shared_count_up", help: "1 while tenant limits are counted across processes (workers' table or Redis), 0 while this process counts its share alone; absent without a shared count.", kind: .gauge, registry: registry) { [weak self] samples in
+            if let up = self?.state.withLock(\.sharedUp) { samples.add(up ? 1 : 0) }
+        }
+        _ = ComputedFamily(name: "parley_tenant_local_admissions_total", help: "Sessions this process admitted against its share of a tenant's limits because the shared count could not answer.", kind: .counter, registry: registry) { [weak self] samples in
+            samples.add(self?.state.withLock(\.localAdmissions) ?? 0)
+        }
         byTenant("parley_tenant_refusals_total", "Upgrades refused with 429 for a tenant's limit, by tenant and reason.", .counter) { samples, label, s in
             for (i, reason) in Refusal.allCases.enumerated() { samples.add(labels: label + ",reason=\"\(reason.rawValue)\"", s.refused[i]) }
+        }
+    }
+
+    /// The shared count answered (`up`), or could not (`why`): a change is logged, once.
+    func sharedCount(up: Bool, scope: String, why: String = "") {
+        let was = state.withLock { state in
+            defer { state.sharedUp = up; if !up { state.localAdmissions += 1 } }
+            return state.sharedUp
+        }
+        guard was != up else { return }
+        if up {
+            accessLog.info("tenant limits are counted across processes again", metadata: ["scope": "\(scope)"])
+        } else {
+            accessLog.warning("tenant limits cannot be counted across processes; each process counts its share alone until they can",
+                              metadata: ["scope": "\(scope)", "error": "\(why)"])
         }
     }
 
@@ -135,22 +164,11 @@ public final class TenantLedger: Sendable {
     func admit(_ tenant: String, limits: TenantLimits, now: UInt64) -> Result<TenantLease, TenantRefusal> {
         state.withLock { state in
             var entry = state.entries[tenant] ?? Entry(series: Self.series(for: tenant, in: &state))
-            if entry.refilledAt == 0 {
-                entry.tokens = Double(limits.sessionsPerMinute ?? 0)
-                entry.refilledAt = now
-            }
             var refusal: TenantRefusal?
             if let maxSessions = limits.maxSessions, entry.open >= maxSessions {
                 refusal = TenantRefusal(reason: .sessions, retryAfterSeconds: 1)
-            } else if let perMinute = limits.sessionsPerMinute {
-                let rate = Double(perMinute) / 60
-                entry.tokens = min(Double(perMinute), entry.tokens + Double(now &- entry.refilledAt) / 1e9 * rate)
-                entry.refilledAt = now
-                if entry.tokens >= 1 {
-                    entry.tokens -= 1
-                } else {
-                    refusal = TenantRefusal(reason: .rate, retryAfterSeconds: Int(((1 - entry.tokens) / rate).rounded(.up)))
-                }
+            } else if let perMinute = limits.sessionsPerMinute, let retry = entry.bucket.take(perMinute: perMinute, now: now) {
+                refusal = TenantRefusal(reason: .rate, retryAfterSeconds: retry)
             }
             if let refusal {
                 state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1
@@ -175,8 +193,40 @@ public final class TenantLedger: Sendable {
         }
     }
 
+    /// Every tenant with sessions open in this process, and how many.
+    public func openByTenant() -> [(tenant: String, open: Int)] {
+        state.withLock { state in state.entries.compactMap { $0.value.open > 0 ? ($0.key, $0.value.open) : nil } }
+    }
+
     /// Sessions open for `tenant` in this process.
     func openSessions(_ tenant: String) -> Int { state.withLock { $0.entries[tenant]?.open ?? 0 } }
+
+    /// For a session this process admitted (it is counted in `open` already) while the shared
+    /// count could not answer: the process's share of the limits, `limits` divided by `shares`
+    /// (the workers), at least one session each. nil: within the share; else the refusal, counted.
+    func withinShare(_ tenant: String, limits: TenantLimits, shares: Int, now: UInt64) -> TenantRefusal? {
+        state.withLock { state in
+            guard var entry = state.entries[tenant] else { return nil }
+            var refusal: TenantRefusal?
+            if let maxSessions = limits.maxSessions, entry.open > max(1, maxSessions / shares) {
+                refusal = TenantRefusal(reason: .sessions, retryAfterSeconds: 1)
+            } else if let perMinute = limits.sessionsPerMinute,
+                      let retry = entry.fallbackBucket.take(perMinute: max(1, perMinute / shares), now: now) {
+                refusal = TenantRefusal(reason: .rate, retryAfterSeconds: retry)
+            }
+            if let refusal { state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1 }
+            state.entries[tenant] = entry
+            return refusal
+        }
+    }
+
+    /// A refusal the shared count gave, counted under the tenant as the process's own are.
+    func countRefusal(_ tenant: String, _ refusal: TenantRefusal) {
+        state.withLock { state in
+            guard let entry = state.entries[tenant] else { return }
+            state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1
+        }
+    }
 
     /// The series a tenant counts in: its own, for the first `metricsTenants` seen; else `_other`,
     /// which is series 0, so that naming a new tenant never moves anyone else's.
@@ -191,7 +241,9 @@ public final class TenantLedger: Sendable {
     /// Forgets tenants with nothing open whose bucket would be full by now: they would be made
     /// afresh the same.
     private static func compact(_ state: inout State, now: UInt64) {
-        state.entries = state.entries.filter { $0.value.open > 0 || Double(now &- $0.value.refilledAt) < 60e9 }
+        state.entries = state.entries.filter {
+            $0.value.open > 0 || Double(now &- max($0.value.bucket.refilledAt, $0.value.fallbackBucket.refilledAt)) < 60e9
+        }
     }
 
     /// Each tenant's label and series, `_other` first, as a scrape reads them.
@@ -219,21 +271,32 @@ public final class TenantLedger: Sendable {
 }
 
 /// Why a tenant's session was refused, and when to try again (the 429's Retry-After).
-struct TenantRefusal: Error, Equatable {
-    let reason: TenantLedger.Refusal
-    let retryAfterSeconds: Int
+public struct TenantRefusal: Error, Equatable, Sendable {
+    public let reason: TenantLedger.Refusal
+    public let retryAfterSeconds: Int
+
+    public init(reason: TenantLedger.Refusal, retryAfterSeconds: Int) {
+        self.reason = reason
+        self.retryAfterSeconds = retryAfterSeconds
+    }
 }
 
 /// One session's place in its tenant's count, given back when the session lets go of it (its
-/// handler is freed), whether or not the upgrade ever completed.
+/// handler is freed), whether or not the upgrade ever completed: in this process's ledger, and
+/// in the shared count when one granted it a place.
 public final class TenantLease {
     public let tenant: String
-    private let ledger: TenantLedger
+    let ledger: TenantLedger
+    /// The place the shared count granted, once it has.
+    var shared: SharedPlace?
 
     fileprivate init(tenant: String, ledger: TenantLedger) {
         self.tenant = tenant
         self.ledger = ledger
     }
 
-    deinit { ledger.release(tenant) }
+    deinit {
+        ledger.release(tenant)
+        shared?.release()
+    }
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include <errno.h>
 #include "CLinux.h"
 
 int parley_accept(int fd) {
@@ -17,4 +18,30 @@ int parley_die_with_parent(int signal, int expected_parent) {
     if (prctl(PR_SET_PDEATHSIG, signal) != 0) return -1;
     // The parent may have gone before the request took effect: then no signal will come.
     return getppid() == expected_parent ? 0 : -1;
+}
+
+int parley_shared_mutex_size(void) {
+    return (int)sizeof(pthread_mutex_t);
+}
+
+int parley_shared_mutex_init(void *memory) {
+    pthread_mutexattr_t attributes;
+    int failed = pthread_mutexattr_init(&attributes);
+    if (failed) return failed;
+    failed = pthread_mutexattr_setpshared(&attributes, PTHREAD_PROCESS_SHARED);
+    if (!failed) failed = pthread_mutexattr_setrobust(&attributes, PTHREAD_MUTEX_ROBUST);
+    if (!failed) failed = pthread_mutex_init((pthread_mutex_t *)memory, &attributes);
+    pthread_mutexattr_destroy(&attributes);
+    return failed;
+}
+
+int parley_shared_mutex_lock(void *memory) {
+    pthread_mutex_t *mutex = (pthread_mutex_t *)memory;
+    int result = pthread_mutex_lock(mutex);
+    if (result == EOWNERDEAD) result = pthread_mutex_consistent(mutex);
+    return result;
+}
+
+int parley_shared_mutex_unlock(void *memory) {
+    return pthread_mutex_unlock((pthread_mutex_t *)memory);
 }

@@ -112,6 +112,55 @@ public enum Sys {
         try retrying("open(\(path))") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
     }
 
+    /// gethostname(2): this machine's name (a pod's name on Kubernetes), "localhost" if it has none.
+    public static func hostName() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        guard gethostname(&name, name.count - 1) == 0 else { return "localhost" }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Shared memory
+
+    /// A file of `bytes` mapped read-write and shared (MAP_SHARED) with every process that maps
+    /// it; made (and sized, zero-filled) when `create`, else opened as it is, its size checked.
+    public static func mapSharedFile(_ path: String, bytes: Int, create: Bool) throws(SystemError) -> UnsafeMutableRawPointer {
+        let flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0)
+        let fd = try retrying("open(\(path))") { Glibc.open(path, flags, 0o600) }
+        defer { close(fd) }
+        if create {
+            guard ftruncate(fd, off_t(bytes)) == 0 else { throw SystemError("ftruncate(\(path))") }
+        } else {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw SystemError("fstat(\(path))") }
+            guard Int(info.st_size) == bytes else { throw SystemError("\(path) is \(info.st_size) bytes, not \(bytes)", errno: EINVAL) }
+        }
+        guard let memory = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), memory != MAP_FAILED else {
+            throw SystemError("mmap(\(path))")
+        }
+        return memory
+    }
+
+    public static func unmap(_ memory: UnsafeMutableRawPointer, bytes: Int) {
+        _ = munmap(memory, bytes)
+    }
+
+    /// The process-shared, robust mutex at `memory` (CLinux's): its size, and init, lock, unlock.
+    public static let sharedMutexBytes = Int(parley_shared_mutex_size())
+
+    public static func initSharedMutex(_ memory: UnsafeMutableRawPointer) throws(SystemError) {
+        let failed = parley_shared_mutex_init(memory)
+        guard failed == 0 else { throw SystemError("pthread_mutex_init(shared)", errno: failed) }
+    }
+
+    public static func lockSharedMutex(_ memory: UnsafeMutableRawPointer) {
+        let failed = parley_shared_mutex_lock(memory)
+        precondition(failed == 0, "pthread_mutex_lock(shared): \(SystemError.reason(failed))")
+    }
+
+    public static func unlockSharedMutex(_ memory: UnsafeMutableRawPointer) {
+        _ = parley_shared_mutex_unlock(memory)
+    }
+
     // MARK: Processes
 
     /// `posix_spawn(3)` of this very executable (`/proc/self/exe`, so the child is the same

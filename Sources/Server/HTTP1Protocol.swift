@@ -13,6 +13,8 @@ final class HTTP1Protocol {
     private var body = ByteBuffer()
     /// The streamed response in progress; input waits until it ends.
     private var stream: HTTPResponseStream?
+    /// An upgrade waiting for its admission's confirmation; input waits too.
+    private var confirming = false
 
     init(connection: Connection, configuration: ServerConfiguration) {
         self.connection = connection
@@ -22,13 +24,13 @@ final class HTTP1Protocol {
 
     private var serving: ServingLoop { connection.serving }
 
-    var isReading: Bool { stream == nil }
+    var isReading: Bool { stream == nil && !confirming }
     var heapBytes: Int { parser.bufferedBytes + body.allocatedBytes }
 
     /// One step: a piece of a head or a body. Returns the bytes used, or zero while a streamed
     /// response is going out (the input after it waits in the transport).
     func process(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard stream == nil else { return 0 }
+        guard isReading else { return 0 }
         return bodyPending == nil ? readHead(bytes) : readBody(bytes)
     }
 
@@ -80,11 +82,29 @@ final class HTTP1Protocol {
             connection.clearDeadline()  // a stream may rightly take longer than any request deadline
             serve(request, stream)
         case .upgrade(let response, let endpoint, let admission):
-            write(response.serialized(keepAlive: true))
-            let webSocket = WebSocketProtocol(connection: connection, endpoint: endpoint, admission: admission)
-            connection.adopt(.webSocket(webSocket))
-            webSocket.opened()
+            upgrade(response, endpoint, admission)
+        case .confirmThenUpgrade(let response, let endpoint, let admission):
+            confirming = true
+            let connection = connection
+            admission.confirm?(connection.loop) { [weak self] refusal in
+                // The connection may have closed while the answer was on its way.
+                guard let self, connection.isOpen, confirming else { return }
+                confirming = false
+                if let refusal { return respond(RequestRouting.refused(request, refusal), keepAlive: false) }
+                if let refused = RequestRouting.reserveOrRefuse(request, { serving.reserveSession() }) {
+                    return respond(refused, keepAlive: false)
+                }
+                upgrade(response, endpoint, admission)
+                connection.resumeInput()
+            }
         }
+    }
+
+    private func upgrade(_ response: HTTPResponse, _ endpoint: Router.WebSocketEndpoint, _ admission: WebSocketAdmission) {
+        write(response.serialized(keepAlive: true))
+        let webSocket = WebSocketProtocol(connection: connection, endpoint: endpoint, admission: admission)
+        connection.adopt(.webSocket(webSocket))
+        webSocket.opened()
     }
 
     private func respond(_ response: HTTPResponse, keepAlive: Bool, includeBody: Bool = true) {
@@ -126,6 +146,7 @@ final class HTTP1Protocol {
     func ended() {
         body.release()
         bodyPending = nil
+        confirming = false
         if let stream {
             self.stream = nil
             stream.connectionClosed()

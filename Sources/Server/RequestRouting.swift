@@ -9,6 +9,8 @@ enum RouteDecision {
     case stream(Router.StreamingHandler, keepAlive: Bool, includeBody: Bool)
     /// Switch protocols: write the 101, then the connection speaks WebSocket to the admission's handler.
     case upgrade(HTTPResponse, Router.WebSocketEndpoint, WebSocketAdmission)
+    /// As `upgrade`, once the admission's `confirm` has answered (and a session slot is free).
+    case confirmThenUpgrade(HTTPResponse, Router.WebSocketEndpoint, WebSocketAdmission)
     /// Answer, then close: an upgrade turned away (403, 503, the handshake's own refusals).
     case refuse(HTTPResponse)
 }
@@ -52,12 +54,26 @@ enum RequestRouting {
             case .refuse(let response):
                 serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(response.status.code)"])
                 return .refuse(response)
-            case .accept where !reserveSession():
-                serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "session_limit"])
-                return .refuse(.error(.serviceUnavailable, headers: [("Retry-After", "1")]))
+            case .accept(let response, let admission) where admission.confirm != nil:
+                // The session slot is taken once the confirmation comes (`reserveOrRefuse`).
+                return .confirmThenUpgrade(response, endpoint, admission)
             case .accept(let response, let admission):
+                if let refusal = reserveOrRefuse(request, reserveSession) { return .refuse(refusal) }
                 return .upgrade(response, endpoint, admission)
             }
         }
+    }
+
+    /// Takes a session slot, or says why there is none (the process's session cap).
+    static func reserveOrRefuse(_ request: HTTPRequest, _ reserveSession: () -> Bool) -> HTTPResponse? {
+        guard !reserveSession() else { return nil }
+        serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "503", "reason": "session_limit"])
+        return .error(.serviceUnavailable, headers: [("Retry-After", "1")])
+    }
+
+    /// A confirmation's refusal, logged as the others are.
+    static func refused(_ request: HTTPRequest, _ refusal: HTTPRefusal) -> HTTPResponse {
+        serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "\(refusal.response.status.code)"])
+        return refusal.response
     }
 }

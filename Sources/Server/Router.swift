@@ -1,3 +1,4 @@
+import Loop
 import Metrics
 
 /// Maps paths to plain HTTP handlers and WebSocket endpoints. Built before the server starts and
@@ -103,9 +104,16 @@ public final class Router: Sendable {
 public struct WebSocketAdmission {
     public let subprotocol: String?
     public let handler: any WebSocketHandler
+    /// A last check that answers later (a tenant's count on another machine): the 101 waits for
+    /// it, the connection reading nothing meanwhile, and a refusal it gives is the upgrade's answer.
+    public let confirm: Confirm?
 
-    public init(subprotocol: String?, handler: any WebSocketHandler) {
+    /// Called on the connection's loop; `done` is called on that loop, once, with nil to upgrade.
+    public typealias Confirm = (EventLoop, _ done: @escaping (HTTPRefusal?) -> Void) -> Void
+
+    public init(subprotocol: String?, handler: any WebSocketHandler, confirm: Confirm? = nil) {
         self.subprotocol = subprotocol
         self.handler = handler
+        self.confirm = confirm
     }
 }

@@ -76,14 +76,26 @@ public final class RealtimeEndpoint: Sendable {
         case .success(let parsed): asked = parsed
         case .failure(let refusal): return .failure(refusal)
         }
-        return access.admit(request, offered: offered).map { admitted in
-            let handler: any WebSocketHandler = switch asked {
+        var resuming: String?
+        if case .resume(let token, _) = asked { resuming = ResumeToken.hash(token) }
+        // A resume of a session parked in this process: it holds its place in the tenant's count.
+        let held: (String) -> Bool = { tenant in resuming.map { ResumeRegistry.shared.isParked(tokenHash: $0, tenant: tenant) } ?? false }
+        return access.admit(request, offered: offered, held: held).map { admitted in
+            let handler: any WebSocketHandler
+            var session: String?
+            switch asked {
             case .resume(let token, let lastSeq):
-                ResumingHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, token: token, lastSeq: lastSeq)
+                handler = ResumingHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, token: token, lastSeq: lastSeq)
             case .resumable, .none:
-                RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, resumable: asked == .resumable)
+                let made = RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, resumable: asked == .resumable)
+                if asked == .resumable { session = made.driver.engine.sessionID }
+                handler = made
             }
-            return WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil, handler: handler)
+            // With a shared count, the 101 waits for the tenant's place across processes.
+            let confirm: WebSocketAdmission.Confirm? = admitted.needsConfirmation ? { [session, resuming] loop, done in
+                admitted.confirm(session: session, resuming: resuming, on: loop, done)
+            } : nil
+            return WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil, handler: handler, confirm: confirm)
         }
     }
 }

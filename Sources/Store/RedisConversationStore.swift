@@ -310,9 +310,9 @@ public final class RedisConversationStore: ConversationStore {
 }
 
 /// The key names (see `RedisConversationStore`).
-enum RedisKeys {
+public enum RedisKeys {
     static func session(_ id: String) -> String { "parley:session:\(id)" }
-    static func token(_ hash: String) -> String { "parley:token:\(hash)" }
+    public static func token(_ hash: String) -> String { "parley:token:\(hash)" }
     static func items(_ id: String) -> String { "parley:items:\(id)" }
     static func item(_ id: String) -> String { "parley:item:\(id)" }
     static func event(_ id: String) -> String { "parley:event:\(id)" }

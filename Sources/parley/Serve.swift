@@ -64,6 +64,7 @@ struct Serve: ParsableCommand {
         var settings = try readSettings()
         if settings.workers > 1 && !isWorker { return try supervise(settings) }
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
+        (settings.access.shared, settings.access.shares) = try sharedTenantCount(settings)
         let resume = try ResumeOptions.open(settings.resume)
         let models = settings.speech.helperModels()
         let helper = settings.speech.startHelper(models)
@@ -105,6 +106,23 @@ struct Serve: ParsableCommand {
         return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
                              metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
                              resume: try resume.choice(), twilio: twilio)
+    }
+
+    /// Where tenants are counted beyond this process, and among how many processes each limit
+    /// is shared when that count cannot answer: every process on the Redis of `--store redis://`,
+    /// else the workers of this box through the supervisor's table, else this process alone.
+    private func sharedTenantCount(_ settings: ServeSettings) throws -> ((any SharedTenantCount)?, Int) {
+        let workers = isWorker ? settings.workers : 1
+        if case .redis(let host, let port) = settings.resume.store {
+            let ledger = settings.access.ledger
+            return (RedisTenantCount(host: host, port: port) { ledger.openByTenant() }, workers)
+        }
+        guard let workerDir, let workerName, let index = Supervisor.workerIndex(workerName) else { return (nil, 1) }
+        do {
+            return (try WorkerTenantTable.open(Supervisor.tenantTablePath(workerDir), workers: workers, worker: index), workers)
+        } catch {
+            throw StartupError("\(workerName): cannot open the workers' tenant table: \(error)")
+        }
     }
 
     /// A worker goes when its supervisor goes, however the supervisor ended.

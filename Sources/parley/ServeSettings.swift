@@ -13,7 +13,7 @@ import TLS
 struct ServeSettings {
     var server: ServerConfiguration
     let workers: Int
-    let access: Access
+    var access: Access
     let limits: SessionLimits
     let metricsListen: (host: String, port: Int)?
     /// With --upstream-ca: the system store and that file; nil: the system store, loaded by the

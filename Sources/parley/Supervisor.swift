@@ -1,3 +1,4 @@
+import Access
 import Server
 import Loop
 import Metrics
@@ -34,6 +35,8 @@ final class Supervisor {
         let running = Mutex<[(index: Int, pid: pid_t)]>([])
     }
     private let roster = Roster()
+    /// The tenants' count the workers share (`WorkerTenantTable`); a dead worker's column is cleared.
+    private let tenants: WorkerTenantTable
 
     /// `arguments`: the serve arguments each worker gets, without --workers and --port, which the
     /// supervisor sets.
@@ -44,6 +47,7 @@ final class Supervisor {
         directory = try Sys.makeTemporaryDirectory(prefix: "parley-workers-")
         workers = Array(repeating: Worker(), count: count)
         group = WorkerGroupMembership(directory: directory, name: "supervisor")
+        tenants = try WorkerTenantTable.create(Self.tenantTablePath(directory), workers: count)
         restarts = MetricFamily(name: "parley_worker_restarts_total", help: "Workers started again after they died.", registry: metrics)
         let roster = roster, count = count
         _ = ComputedFamily(name: "parley_workers", help: "Worker processes of parley serve --workers, by state.", kind: .gauge, registry: metrics) { samples in
@@ -53,6 +57,13 @@ final class Supervisor {
         _ = ComputedFamily(name: "parley_worker_info", help: "Each running worker's process id.", kind: .gauge, registry: metrics) { samples in
             for (index, pid) in roster.running.withLock({ $0 }) { samples.add(labels: "worker=\"\(index)\",pid=\"\(pid)\"", 1) }
         }
+    }
+
+    static func tenantTablePath(_ directory: String) -> String { "\(directory)/tenants" }
+
+    /// `worker-3` → 3: the worker's column in the tenants' table.
+    static func workerIndex(_ name: String) -> Int? {
+        name.hasPrefix("worker-") ? Int(name.dropFirst("worker-".count)) : nil
     }
 
     /// A port for the workers: the given one, or for 0 a free one, found by binding and letting go.
@@ -98,6 +109,8 @@ final class Supervisor {
         let argv = [CommandLine.arguments[0], "serve"] + arguments
             + ["--worker-dir", directory, "--worker-name", "worker-\(index)"]
         setenv("PARLEY_SUPERVISOR_PID", String(getpid()), 1)
+        // Each worker shares the tenants' limits with the others (`Serve.sharedTenantCount`).
+        setenv("PARLEY_WORKERS", String(count), 1)
         // The child starts with the signals unblocked and at their defaults (Sys.spawnSelf).
         let pid = try Sys.spawnSelf(argv)
         workers[index].pid = pid
@@ -129,6 +142,7 @@ final class Supervisor {
             let delay = workers[index].quickDeaths == 0 ? 0 : min(30, 0.5 * Double(1 << min(6, workers[index].quickDeaths)))
             workers[index].pid = 0
             workers[index].restartAt = now() + delay
+            tenants.clear(worker: index)
             unlink("\(directory)/worker-\(index).prom")
             let how = status & 0x7F == 0 ? "exited with \((status >> 8) & 0xFF)" : "was killed by signal \(status & 0x7F)"
             printError("parley: worker \(index) (pid \(pid)) \(how); restarting it\(delay > 0 ? " in \(delay) s" : "")")

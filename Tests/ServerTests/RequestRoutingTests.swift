@@ -13,6 +13,7 @@ import Testing
         routes.post("/form") { _ in HTTPResponse(status: .ok, contentType: "text/plain", body: "posted") }
         routes.stream("GET", "/events") { _, stream in stream.end() }
         routes.webSocket("/ws", name: "ws") { _, _ in Silent() }
+        routes.webSocket("/later", name: "later") { _, _ in .success(WebSocketAdmission(subprotocol: nil, handler: Silent()) { _, done in done(nil) }) }
         return Router(routes)
     }()
 
@@ -38,7 +39,7 @@ import Testing
 
     func status(_ decision: RouteDecision) -> Int? {
         switch decision {
-        case .respond(let response, _, _), .refuse(let response), .upgrade(let response, _, _): response.status.code
+        case .respond(let response, _, _), .refuse(let response), .upgrade(let response, _, _), .confirmThenUpgrade(let response, _, _): response.status.code
         case .stream: nil
         }
     }
@@ -102,5 +103,14 @@ import Testing
         let (full, _) = decide(request("/ws", upgrade: true), slots: 0)
         guard case .refuse(let refusal) = full else { Issue.record("not refused"); return }
         #expect(refusal.status.code == 503)
+    }
+
+    /// An admission that confirms later (a tenant's count in Redis) takes its slot only once it
+    /// has: a refusal from it then holds none.
+    @Test func anAdmissionToConfirmTakesNoSlotYet() {
+        let (decision, reserved) = decide(request("/later", upgrade: true))
+        guard case .confirmThenUpgrade(let response, let endpoint, let admission) = decision else { Issue.record("not to confirm: \(decision)"); return }
+        #expect(response.status.code == 101 && endpoint.name == "later" && admission.confirm != nil)
+        #expect(reserved == 0)
     }
 }

@@ -20,5 +20,14 @@ int parley_set_thread_name(pthread_t thread, const char *name);
 // prctl(PR_SET_PDEATHSIG): `signal` comes when the parent process dies (a worker of `parley serve
 // --workers` must not outlive its supervisor). -1 if the parent is no longer `expected_parent`.
 int parley_die_with_parent(int signal, int expected_parent);
+// A mutex in memory that several processes map (MAP_SHARED): process-shared and robust, so that a
+// process killed while holding it hands it to the next locker instead of stopping everyone.
+// `parley_shared_mutex_size` bytes at `memory`, which must be suitably aligned (8 bytes).
+int parley_shared_mutex_size(void);
+int parley_shared_mutex_init(void *memory);
+// 0 once held; what the dead holder was doing is left as it was (the caller's data must be
+// consistent after any single store), so EOWNERDEAD is absorbed here.
+int parley_shared_mutex_lock(void *memory);
+int parley_shared_mutex_unlock(void *memory);
 
 #endif

@@ -31,6 +31,11 @@ final class ResumeRegistry: Sendable {
         }
     }
 
+    /// Whether a session of `tenant` is parked under `tokenHash` (left where it is).
+    func isParked(tokenHash: String, tenant: String) -> Bool {
+        parked.withLock { $0[tokenHash]?.tenant == tenant }
+    }
+
     /// Forgets `tokenHash` if it is still parked (its grace window ended); false if a reconnect
     /// claimed it first.
     func remove(tokenHash: String) -> Bool {
