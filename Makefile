@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-cork bench-history bench-survive compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-cork bench-history bench-survive bench-tenants compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -110,6 +110,11 @@ bench-history: release
 # "Corking", says how the one measured was built); about 2 minutes, every process bounded.
 bench-cork: release
 	scripts/bench-cork.sh "$${BEFORE:?BEFORE=dir holding the parley binary to compare against}" $(RELEASE) $(UWS)
+
+# Tenant limits beyond the process: the handshake's p50/p99 at 1,000 sessions a second counted by
+# the process alone, the workers' shared table and Redis (about 2 minutes; installs redis-server).
+bench-tenants: release
+	scripts/bench-tenants.sh
 
 # Calls that survive: 3,000 resumable sessions in conversation through HAProxy in front of 3 nodes
 # on Redis, through a rolling restart and a kill -9; completed items lost, drop -> resumed, Redis's

@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop"]),
-        .testTarget(name: "AccessTests", dependencies: ["Access", "JSON", "Loop", "TLS"]),
+        .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),

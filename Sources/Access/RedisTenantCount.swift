@@ -116,17 +116,22 @@ public final class RedisTenantCount: SharedTenantCount {
     private let heartbeatLoop = Mutex(false)
 
     private func heartbeat(_ local: RedisTenantLoop, on loop: EventLoop) {
-        local.client.send(["SET", Self.processKey(me), "1", "EX", String(Self.processSeconds), "GET"]) { [self] result in
-            // Redis had forgotten this process (restarted, or lost it past its expiry): what the
-            // process holds is counted again.
-            if case .success(.null) = result { republish(local) }
-        }
+        beat(local)
         _ = loop.schedule(after: Self.heartbeatSeconds) { [weak self] in self?.heartbeat(local, on: loop) }
     }
 
-    private func republish(_ local: RedisTenantLoop) {
-        for (tenant, open) in openCounts() where open > 0 {
-            local.client.send(["HSET", Self.openKey(tenant), me, String(open)]) { _ in }
+    /// Keeps this process's key alive; `done` says whether Redis had forgotten the process.
+    func beat(on loop: EventLoop, _ done: @escaping (Bool) -> Void = { _ in }) { beat(local(loop), done) }
+
+    private func beat(_ local: RedisTenantLoop, _ done: @escaping (Bool) -> Void = { _ in }) {
+        local.client.send(["SET", Self.processKey(me), "1", "EX", String(Self.processSeconds), "GET"]) { [self] result in
+            // Redis had forgotten this process (restarted, or lost it past its expiry): what the
+            // process holds is counted again.
+            guard case .success(.null) = result else { return done(false) }
+            for (tenant, open) in openCounts() where open > 0 {
+                local.client.send(["HSET", Self.openKey(tenant), me, String(open)]) { _ in }
+            }
+            done(true)
         }
     }
 
