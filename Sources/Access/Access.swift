@@ -80,15 +80,19 @@ public struct Access: Sendable {
         // Every tenant is counted, limited or not: its sessions show in the metrics.
         guard let tenant = caller.tenant, !held(tenant) else { return .success(Admitted(caller: caller, lease: nil)) }
         switch ledger.admit(tenant, limits: caller.limits, now: MonotonicClock.nanoseconds()) {
-        case .success(let lease): return .success(Admitted(caller: caller, lease: lease, shared: shared, shares: shares))
+        case .success(let lease):
+            lease.count = (shared, shares)
+            return .success(Admitted(caller: caller, lease: lease, shared: shared, shares: shares))
         case .failure(let refusal): return .failure(Self.tooMany(refusal, caller.limits))
         }
     }
 
     static func tooMany(_ refusal: TenantRefusal, _ limits: TenantLimits) -> HTTPRefusal {
-        let message = refusal.reason == .sessions
-            ? "the tenant has its most sessions (\(limits.maxSessions ?? 0)) open; retry when one closes"
-            : "the tenant opened its most sessions this minute (\(limits.sessionsPerMinute ?? 0)); retry in \(refusal.retryAfterSeconds) s"
+        let message = switch refusal.reason {
+        case .sessions: "the tenant has its most sessions (\(limits.maxSessions ?? 0)) open; retry when one closes"
+        case .rate: "the tenant opened its most sessions this minute (\(limits.sessionsPerMinute ?? 0)); retry in \(refusal.retryAfterSeconds) s"
+        case .tokens: "the tenant spent its model tokens for this minute (\(limits.tokensPerMinute ?? 0)); retry in \(refusal.retryAfterSeconds) s"
+        }
         return HTTPRefusal(.jsonError(.tooManyRequests, code: refusal.reason.rawValue, message: message,
                                       headers: [("Retry-After", "\(refusal.retryAfterSeconds)")]))
     }

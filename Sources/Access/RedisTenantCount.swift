@@ -43,6 +43,7 @@ public final class RedisTenantCount: SharedTenantCount {
     static func openKey(_ tenant: String) -> String { "parley:tenant:\(tenant):open" }
     static func rateKey(_ tenant: String) -> String { "parley:tenant:\(tenant):rate" }
     static func processKey(_ process: String) -> String { "parley:node:\(process)" }
+    static func tokensKey(_ tenant: String) -> String { "parley:tenant:\(tenant):tokens" }
 
     public func admit(_ ask: TenantAsk, on loop: EventLoop, _ done: @escaping (SharedVerdict) -> Void) {
         let local = local(loop)
@@ -52,9 +53,10 @@ public final class RedisTenantCount: SharedTenantCount {
             answered = true
             done(.unavailable("redis did not answer within \(Self.answerSeconds) s"))
         }
-        let keys = [Self.openKey(ask.tenant), Self.rateKey(ask.tenant), Self.processKey(me)]
+        let keys = [Self.openKey(ask.tenant), Self.rateKey(ask.tenant), Self.processKey(me), Self.tokensKey(ask.tenant)]
         let arguments = [me, String(ask.limits.maxSessions ?? 0), String(ask.limits.sessionsPerMinute ?? 0), ask.session ?? "",
-                         ask.resuming ?? "", String(Self.processSeconds), String(Self.leaseSeconds), RedisKeys.token("")]
+                         ask.resuming ?? "", String(Self.processSeconds), String(Self.leaseSeconds), RedisKeys.token(""),
+                         String(ask.limits.tokensPerMinute ?? 0)]
         local.client.send(["EVAL", Self.admitScript, String(keys.count)] + keys + arguments) { [self] result in
             timeout.cancel()
             let verdict = verdict(result, tenant: ask.tenant, local: local, home: loop.handle)
@@ -86,11 +88,19 @@ public final class RedisTenantCount: SharedTenantCount {
         case "held":
             // This process holds the session's place already (its parked copy's lease).
             return .admitted(SharedPlace {})
-        case "sessions", "rate":
+        case "sessions", "rate", "tokens":
             let retry = words.count > 1 ? Int(words[1]) ?? 1 : 1
-            return .refused(TenantRefusal(reason: words[0] == "sessions" ? .sessions : .rate, retryAfterSeconds: max(1, retry)))
+            let reason: TenantLedger.Refusal = words[0] == "sessions" ? .sessions : words[0] == "rate" ? .rate : .tokens
+            return .refused(TenantRefusal(reason: reason, retryAfterSeconds: max(1, retry)))
         default:
             return .unavailable("redis answered the admission with \(words)")
+        }
+    }
+
+    public func spend(_ tokens: Int, of tenant: String, perMinute: Int, on loop: EventLoop, _ done: @escaping (SpendVerdict) -> Void) {
+        local(loop).client.send(["EVAL", Self.spendScript, "1", Self.tokensKey(tenant), String(tokens), String(perMinute)]) { result in
+            guard case .success(.integer(let wait)) = result else { return done(.unavailable) }
+            done(.spent(waitSeconds: wait > 0 ? wait : nil))
         }
     }
 
@@ -137,10 +147,10 @@ public final class RedisTenantCount: SharedTenantCount {
 
     // MARK: Scripts
 
-    /// KEYS: the tenant's open hash, its rate bucket, this process's key. ARGV: this process, the
-    /// most sessions (0: none), sessions a minute (0: none), the session's id when resumable (or
-    /// ""), the token hash of a resume (or ""), the process key's expiry, a lease's expiry, and
-    /// the store's token key prefix. Answers admitted|moved|held with the session whose lease it
+    /// KEYS: the tenant's open hash, its rate bucket, this process's key, its token bucket. ARGV:
+    /// this process, the most sessions (0: none), sessions a minute (0: none), the session's id
+    /// when resumable (or ""), the token hash of a resume (or ""), the process key's expiry, a
+    /// lease's expiry, the store's token key prefix, and model tokens a minute (0: none). Answers admitted|moved|held with the session whose lease it
     /// holds, or sessions|rate with the seconds to wait.
     static let admitScript = """
     local me = ARGV[1]
@@ -172,6 +182,15 @@ public final class RedisTenantCount: SharedTenantCount {
     end
     local most = tonumber(ARGV[2])
     if most > 0 and open >= most then return {'sessions', '1'} end
+    local budget = tonumber(ARGV[9])
+    if budget > 0 then
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+      local bucket = redis.call('HMGET', KEYS[4], 'tokens', 'at')
+      local tokens = tonumber(bucket[1]) or budget
+      tokens = math.min(budget, tokens + (now - (tonumber(bucket[2]) or now)) * budget / 60)
+      if tokens < 1 then return {'tokens', tostring(math.ceil((1 - tokens) * 60 / budget))} end
+    end
     local perMinute = tonumber(ARGV[3])
     if perMinute > 0 then
       local t = redis.call('TIME')
@@ -189,6 +208,21 @@ public final class RedisTenantCount: SharedTenantCount {
     redis.call('HINCRBY', KEYS[1], me, 1)
     if session ~= '' then redis.call('SET', 'parley:lease:' .. session, me, 'EX', ARGV[7]) end
     return {'admitted', session}
+    """
+
+    /// KEYS: the tenant's token bucket. ARGV: the tokens a reply spent, the budget a minute.
+    /// Answers the seconds until the bucket has a token again, 0 while it has.
+    static let spendScript = """
+    local budget = tonumber(ARGV[2])
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+    local bucket = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+    local tokens = tonumber(bucket[1]) or budget
+    tokens = math.min(budget, tokens + (now - (tonumber(bucket[2]) or now)) * budget / 60) - tonumber(ARGV[1])
+    redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+    redis.call('EXPIRE', KEYS[1], 3600)
+    if tokens >= 1 then return 0 end
+    return math.ceil((1 - tokens) * 60 / budget)
     """
 
     /// KEYS: the tenant's open hash. ARGV: this process, the session whose lease it held (or "").

@@ -7,6 +7,9 @@ import Loop
 public protocol SharedTenantCount: AnyObject, Sendable {
     /// Asks for a place for one session; `done` runs on `loop`, perhaps before this returns.
     func admit(_ ask: TenantAsk, on loop: EventLoop, _ done: @escaping (SharedVerdict) -> Void)
+    /// Spends a reply's `tokens` from the tenant's shared token budget (`perMinute` a minute);
+    /// `done` (on `loop`) says what is left.
+    func spend(_ tokens: Int, of tenant: String, perMinute: Int, on loop: EventLoop, _ done: @escaping (SpendVerdict) -> Void)
     /// What the count is called in metrics and logs: "workers" or "redis".
     var scope: String { get }
 }
@@ -44,4 +47,11 @@ public struct SharedPlace: Sendable {
     public init(release: @escaping @Sendable () -> Void) {
         self.release = release
     }
+}
+
+public enum SpendVerdict: Sendable, Equatable {
+    /// Spent: the budget has tokens again in `waitSeconds`, or has them now (nil).
+    case spent(waitSeconds: Int?)
+    /// The count could not be asked: the process counts the spend against its share.
+    case unavailable
 }

@@ -25,16 +25,22 @@ public struct TenantLimits: Sendable, Equatable {
     public var maxSessionSeconds: Double?
     /// Model tokens (input and output, as `response.done` reports them) a session may spend.
     public var maxSessionTokens: Int?
+    /// Model tokens the tenant's sessions may spend a minute, together (a bucket of that many,
+    /// refilled evenly): while it is empty, new sessions get 429 and new replies fail.
+    public var tokensPerMinute: Int?
 
-    public init(maxSessions: Int? = nil, sessionsPerMinute: Int? = nil, maxSessionSeconds: Double? = nil, maxSessionTokens: Int? = nil) {
+    public init(maxSessions: Int? = nil, sessionsPerMinute: Int? = nil, maxSessionSeconds: Double? = nil, maxSessionTokens: Int? = nil,
+                tokensPerMinute: Int? = nil) {
         self.maxSessions = maxSessions
         self.sessionsPerMinute = sessionsPerMinute
         self.maxSessionSeconds = maxSessionSeconds
         self.maxSessionTokens = maxSessionTokens
+        self.tokensPerMinute = tokensPerMinute
     }
 
     /// The claims a token may carry, each a positive number.
-    static let claimNames = ["parley_max_sessions", "parley_sessions_per_minute", "parley_max_session_minutes", "parley_max_session_tokens"]
+    static let claimNames = ["parley_max_sessions", "parley_sessions_per_minute", "parley_max_session_minutes", "parley_max_session_tokens",
+                             "parley_tokens_per_minute"]
 
     static func parse(claims: JSON) -> Result<TenantLimits, JWTRefusal> {
         var limits = TenantLimits()
@@ -45,6 +51,7 @@ public struct TenantLimits: Sendable, Equatable {
             case "parley_max_sessions": limits.maxSessions = Int(number)
             case "parley_sessions_per_minute": limits.sessionsPerMinute = Int(number)
             case "parley_max_session_minutes": limits.maxSessionSeconds = number * 60
+            case "parley_tokens_per_minute": limits.tokensPerMinute = Int(number)
             default: limits.maxSessionTokens = Int(number)
             }
         }
@@ -54,7 +61,8 @@ public struct TenantLimits: Sendable, Equatable {
     /// These limits where set, `defaults` elsewhere.
     func over(_ defaults: TenantLimits) -> TenantLimits {
         TenantLimits(maxSessions: maxSessions ?? defaults.maxSessions, sessionsPerMinute: sessionsPerMinute ?? defaults.sessionsPerMinute,
-                     maxSessionSeconds: maxSessionSeconds ?? defaults.maxSessionSeconds, maxSessionTokens: maxSessionTokens ?? defaults.maxSessionTokens)
+                     maxSessionSeconds: maxSessionSeconds ?? defaults.maxSessionSeconds, maxSessionTokens: maxSessionTokens ?? defaults.maxSessionTokens,
+                     tokensPerMinute: tokensPerMinute ?? defaults.tokensPerMinute)
     }
 
     /// As a token's claims, and in a client secret's payload, so that a session opened with it
@@ -65,6 +73,7 @@ public struct TenantLimits: Sendable, Equatable {
         if let sessionsPerMinute { members.append(("parley_sessions_per_minute", .int(sessionsPerMinute))) }
         if let maxSessionSeconds { members.append(("parley_max_session_minutes", .number(maxSessionSeconds / 60))) }
         if let maxSessionTokens { members.append(("parley_max_session_tokens", .int(maxSessionTokens))) }
+        if let tokensPerMinute { members.append(("parley_tokens_per_minute", .int(tokensPerMinute))) }
         return members
     }
 }
@@ -82,6 +91,9 @@ public final class TenantLedger: Sendable {
     public enum Refusal: String, Sendable, CaseIterable {
         case sessions = "tenant_sessions"
         case rate = "tenant_rate"
+        case tokens = "tenant_tokens"
+
+        var index: Int { Self.allCases.firstIndex(of: self) ?? 0 }
     }
 
     /// Tenants given their own series, by default; `configure` changes it before serving.
@@ -94,13 +106,18 @@ public final class TenantLedger: Sendable {
         var bucket = TokenBucket()
         /// The bucket of the process's share of the rate, while the shared count cannot answer.
         var fallbackBucket = TokenBucket()
+        /// The model tokens its sessions spent (`TenantLimits.tokensPerMinute`), counted here
+        /// without a shared count, and while it cannot answer (then the process's share).
+        var tokens = TokenBucket()
+        /// When the shared token budget has tokens again, as the last spend was told (monotonic ns).
+        var tokensBackAt: UInt64 = 0
         var series: Int
     }
 
     private struct Series {
         var open = 0
         var opened = 0
-        var refused = [0, 0]
+        var refused = [Int](repeating: 0, count: Refusal.allCases.count)
     }
 
     private struct State {
@@ -167,11 +184,13 @@ public final class TenantLedger: Sendable {
             var refusal: TenantRefusal?
             if let maxSessions = limits.maxSessions, entry.open >= maxSessions {
                 refusal = TenantRefusal(reason: .sessions, retryAfterSeconds: 1)
+            } else if let retry = Self.tokensWait(&entry, limits, now: now) {
+                refusal = TenantRefusal(reason: .tokens, retryAfterSeconds: retry)
             } else if let perMinute = limits.sessionsPerMinute, let retry = entry.bucket.take(perMinute: perMinute, now: now) {
                 refusal = TenantRefusal(reason: .rate, retryAfterSeconds: retry)
             }
             if let refusal {
-                state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1
+                state.series[entry.series].refused[refusal.reason.index] += 1
                 state.entries[tenant] = entry
                 return .failure(refusal)
             }
@@ -180,7 +199,9 @@ public final class TenantLedger: Sendable {
             state.series[entry.series].opened += 1
             state.entries[tenant] = entry
             if state.entries.count > Self.compactAbove { Self.compact(&state, now: now) }
-            return .success(TenantLease(tenant: tenant, ledger: self))
+            let lease = TenantLease(tenant: tenant, ledger: self)
+            lease.limits = limits
+            return .success(lease)
         }
     }
 
@@ -214,9 +235,45 @@ public final class TenantLedger: Sendable {
                       let retry = entry.fallbackBucket.take(perMinute: max(1, perMinute / shares), now: now) {
                 refusal = TenantRefusal(reason: .rate, retryAfterSeconds: retry)
             }
-            if let refusal { state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1 }
+            if let refusal { state.series[entry.series].refused[refusal.reason.index] += 1 }
             state.entries[tenant] = entry
             return refusal
+        }
+    }
+
+    /// Seconds until the tenant's token budget has tokens again, as this process knows it; nil
+    /// while it has (or without a budget).
+    private static func tokensWait(_ entry: inout Entry, _ limits: TenantLimits, now: UInt64) -> Int? {
+        guard let perMinute = limits.tokensPerMinute else { return nil }
+        if entry.tokensBackAt > now { return Int((Double(entry.tokensBackAt - now) / 1e9).rounded(.up)) }
+        return entry.tokens.waitNow(perMinute: perMinute, now: now)
+    }
+
+    /// Whether `tenant`'s token budget is spent: the seconds until it is not.
+    func tokensWait(_ tenant: String, limits: TenantLimits, now: UInt64) -> Int? {
+        state.withLock { state in
+            guard var entry = state.entries[tenant] else { return nil }
+            defer { state.entries[tenant] = entry }
+            return Self.tokensWait(&entry, limits, now: now)
+        }
+    }
+
+    /// A reply's tokens, spent from the bucket this process keeps (the tenant's whole budget
+    /// without a shared count).
+    func spend(_ tokens: Int, of tenant: String, perMinute: Int, now: UInt64) {
+        state.withLock { state in
+            guard var entry = state.entries[tenant] else { return }
+            _ = entry.tokens.spend(tokens, perMinute: perMinute, now: now)
+            state.entries[tenant] = entry
+        }
+    }
+
+    /// What the shared count said after a spend: the budget has tokens again in `seconds`.
+    func tokensBack(_ tenant: String, inSeconds seconds: Int?, now: UInt64) {
+        state.withLock { state in
+            guard var entry = state.entries[tenant] else { return }
+            entry.tokensBackAt = seconds.map { now + UInt64($0) * 1_000_000_000 } ?? 0
+            state.entries[tenant] = entry
         }
     }
 
@@ -224,7 +281,7 @@ public final class TenantLedger: Sendable {
     func countRefusal(_ tenant: String, _ refusal: TenantRefusal) {
         state.withLock { state in
             guard let entry = state.entries[tenant] else { return }
-            state.series[entry.series].refused[refusal.reason == .sessions ? 0 : 1] += 1
+            state.series[entry.series].refused[refusal.reason.index] += 1
         }
     }
 
@@ -242,7 +299,8 @@ public final class TenantLedger: Sendable {
     /// afresh the same.
     private static func compact(_ state: inout State, now: UInt64) {
         state.entries = state.entries.filter {
-            $0.value.open > 0 || Double(now &- max($0.value.bucket.refilledAt, $0.value.fallbackBucket.refilledAt)) < 60e9
+            $0.value.open > 0 || $0.value.tokensBackAt > now
+                || Double(now &- max($0.value.bucket.refilledAt, $0.value.fallbackBucket.refilledAt, $0.value.tokens.refilledAt)) < 60e9
         }
     }
 
@@ -295,8 +353,35 @@ public final class TenantLease {
         self.ledger = ledger
     }
 
+    /// Where the tenant's tokens are counted beyond the process, and the process's share.
+    var count: (shared: (any SharedTenantCount)?, shares: Int) = (nil, 1)
+    /// The tenant's limits, as admitted.
+    var limits = TenantLimits()
+
     deinit {
         ledger.release(tenant)
         shared?.release()
+    }
+
+    /// A reply's tokens, spent from the tenant's budget (`TenantLimits.tokensPerMinute`): in the
+    /// shared count when there is one (which says when the budget has tokens again), else here.
+    public func spend(_ tokens: Int, on loop: EventLoop) {
+        guard let perMinute = limits.tokensPerMinute, tokens > 0 else { return }
+        let ledger = ledger, tenant = tenant, shares = count.shares
+        // Counted here, a spend weighs `shares` times: the process's share of the budget is the
+        // budget divided among the processes, at the same rate.
+        let alone = { ledger.spend(tokens * shares, of: tenant, perMinute: perMinute, now: MonotonicClock.nanoseconds()) }
+        guard let shared = count.shared, self.shared != nil else { return alone() }
+        shared.spend(tokens, of: tenant, perMinute: perMinute, on: loop) { verdict in
+            switch verdict {
+            case .spent(let seconds): ledger.tokensBack(tenant, inSeconds: seconds, now: MonotonicClock.nanoseconds())
+            case .unavailable: alone()
+            }
+        }
+    }
+
+    /// Seconds until the tenant may spend tokens again; nil while it may.
+    public func tokensWait() -> Int? {
+        ledger.tokensWait(tenant, limits: limits, now: MonotonicClock.nanoseconds())
     }
 }

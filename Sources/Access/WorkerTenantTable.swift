@@ -32,7 +32,10 @@ public final class WorkerTenantTable: SharedTenantCount {
 
     /// Bytes the file holds for `slots` tenants and `workers` workers (less the lock's room).
     static func bytes(slots: Int, workers: Int) -> Int { headerBytes + slots * stride(workers: workers) }
-    private static func stride(workers: Int) -> Int { (32 + 4 * workers + 7) / 8 * 8 }
+    private static func stride(workers: Int) -> Int { (openOffset + 4 * workers + 7) / 8 * 8 }
+    /// A slot: its key (+0), the session bucket (+8 tokens, +16 refilled at), last used (+24), the
+    /// model-token bucket (+32, +40), then each worker's open sessions (Int32 each).
+    private static let openOffset = 48
 
     /// The supervisor's: makes the table at `path`.
     public static func create(_ path: String, workers: Int, slots: Int = defaultSlots) throws(SystemError) -> WorkerTenantTable {
@@ -73,19 +76,19 @@ public final class WorkerTenantTable: SharedTenantCount {
         let verdict: Result<Void, TenantRefusal>? = region.withLock { memory in
             guard let slot = find(key, in: memory, now: now, making: true) else { return nil }
             var open = 0
-            for column in 0..<workers { open += Int(memory.load(fromByteOffset: slot + 32 + 4 * column, as: Int32.self)) }
+            for column in 0..<workers { open += Int(memory.load(fromByteOffset: slot + Self.openOffset + 4 * column, as: Int32.self)) }
             if let maxSessions = limits.maxSessions, open >= maxSessions {
                 return .failure(TenantRefusal(reason: .sessions, retryAfterSeconds: 1))
             }
-            if let perMinute = limits.sessionsPerMinute {
-                var bucket = TokenBucket(tokens: memory.load(fromByteOffset: slot + 8, as: Double.self),
-                                         refilledAt: memory.load(fromByteOffset: slot + 16, as: UInt64.self))
-                let taken = bucket.take(perMinute: perMinute, now: now)
-                memory.storeBytes(of: bucket.tokens, toByteOffset: slot + 8, as: Double.self)
-                memory.storeBytes(of: bucket.refilledAt, toByteOffset: slot + 16, as: UInt64.self)
-                if let retry = taken { return .failure(TenantRefusal(reason: .rate, retryAfterSeconds: retry)) }
+            if let perMinute = limits.tokensPerMinute,
+               let retry = Self.withBucket(at: slot + 32, memory, { $0.waitNow(perMinute: perMinute, now: now) }) {
+                return .failure(TenantRefusal(reason: .tokens, retryAfterSeconds: retry))
             }
-            let mine = slot + 32 + 4 * worker
+            if let perMinute = limits.sessionsPerMinute,
+               let retry = Self.withBucket(at: slot + 8, memory, { $0.take(perMinute: perMinute, now: now) }) {
+                return .failure(TenantRefusal(reason: .rate, retryAfterSeconds: retry))
+            }
+            let mine = slot + Self.openOffset + 4 * worker
             memory.storeBytes(of: memory.load(fromByteOffset: mine, as: Int32.self) + 1, toByteOffset: mine, as: Int32.self)
             memory.storeBytes(of: now, toByteOffset: slot + 24, as: UInt64.self)
             return .success(())
@@ -97,12 +100,29 @@ public final class WorkerTenantTable: SharedTenantCount {
         }
     }
 
+    public func spend(_ tokens: Int, of tenant: String, perMinute: Int, on loop: EventLoop, _ done: @escaping (SpendVerdict) -> Void) {
+        let now = MonotonicClock.nanoseconds()
+        done(region.withLock { memory in
+            guard let slot = find(Self.key(tenant), in: memory, now: now, making: false) else { return .unavailable }
+            return .spent(waitSeconds: Self.withBucket(at: slot + 32, memory) { $0.spend(tokens, perMinute: perMinute, now: now) })
+        })
+    }
+
+    /// `body` on the bucket stored at `offset`, stored back after. Under the lock.
+    private static func withBucket<T>(at offset: Int, _ memory: UnsafeMutableRawPointer, _ body: (inout TokenBucket) -> T) -> T {
+        var bucket = TokenBucket(tokens: memory.load(fromByteOffset: offset, as: Double.self), refilledAt: memory.load(fromByteOffset: offset + 8, as: UInt64.self))
+        let result = body(&bucket)
+        memory.storeBytes(of: bucket.tokens, toByteOffset: offset, as: Double.self)
+        memory.storeBytes(of: bucket.refilledAt, toByteOffset: offset + 8, as: UInt64.self)
+        return result
+    }
+
     private func release(_ key: UInt64) {
         guard let worker else { return }
         let now = MonotonicClock.nanoseconds()
         region.withLock { memory in
             guard let slot = find(key, in: memory, now: now, making: false) else { return }
-            let mine = slot + 32 + 4 * worker
+            let mine = slot + Self.openOffset + 4 * worker
             let open = memory.load(fromByteOffset: mine, as: Int32.self)
             // Zero already: the supervisor cleared this column (this worker was taken for dead).
             if open > 0 { memory.storeBytes(of: open - 1, toByteOffset: mine, as: Int32.self) }
@@ -115,7 +135,7 @@ public final class WorkerTenantTable: SharedTenantCount {
         guard (0..<workers).contains(column) else { return }
         region.withLock { memory in
             for index in 0..<slots {
-                memory.storeBytes(of: 0, toByteOffset: Self.headerBytes + index * stride + 32 + 4 * column, as: Int32.self)
+                memory.storeBytes(of: 0, toByteOffset: Self.headerBytes + index * stride + Self.openOffset + 4 * column, as: Int32.self)
             }
         }
     }
@@ -124,7 +144,7 @@ public final class WorkerTenantTable: SharedTenantCount {
     func openSessions(_ tenant: String) -> Int {
         region.withLock { memory in
             guard let slot = find(Self.key(tenant), in: memory, now: 0, making: false) else { return 0 }
-            return (0..<workers).reduce(0) { $0 + Int(memory.load(fromByteOffset: slot + 32 + 4 * $1, as: Int32.self)) }
+            return (0..<workers).reduce(0) { $0 + Int(memory.load(fromByteOffset: slot + Self.openOffset + 4 * $1, as: Int32.self)) }
         }
     }
 
@@ -149,14 +169,14 @@ public final class WorkerTenantTable: SharedTenantCount {
     private func idle(_ slot: Int, _ memory: UnsafeMutableRawPointer, now: UInt64) -> Bool {
         let last = memory.load(fromByteOffset: slot + 24, as: UInt64.self)
         guard now &- last >= Self.idleReuseNanoseconds else { return false }
-        return (0..<workers).allSatisfy { memory.load(fromByteOffset: slot + 32 + 4 * $0, as: Int32.self) == 0 }
+        return (0..<workers).allSatisfy { memory.load(fromByteOffset: slot + Self.openOffset + 4 * $0, as: Int32.self) == 0 }
     }
 
     private func claim(_ slot: Int, for key: UInt64, in memory: UnsafeMutableRawPointer, now: UInt64) -> Int {
         // Counts and bucket first, the key last: a worker killed half-way leaves a slot no one owns.
-        for column in 0..<workers { memory.storeBytes(of: 0, toByteOffset: slot + 32 + 4 * column, as: Int32.self) }
-        memory.storeBytes(of: -1.0, toByteOffset: slot + 8, as: Double.self)  // a full bucket, filled on first use
-        memory.storeBytes(of: now, toByteOffset: slot + 16, as: UInt64.self)
+        for column in 0..<workers { memory.storeBytes(of: 0, toByteOffset: slot + Self.openOffset + 4 * column, as: Int32.self) }
+        // Both buckets unused (refilled at zero): full on first use.
+        for offset in [8, 16, 32, 40] { memory.storeBytes(of: 0, toByteOffset: slot + offset, as: UInt64.self) }
         memory.storeBytes(of: now, toByteOffset: slot + 24, as: UInt64.self)
         memory.storeBytes(of: key, toByteOffset: slot, as: UInt64.self)
         return slot

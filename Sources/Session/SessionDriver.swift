@@ -510,10 +510,19 @@ package final class SessionDriver {
                 wire?.send(event, on: socket)
                 metrics.record(event)
                 timeTurnTaking(event)
-                if case .responseDone(let response) = event.kind, let usage = response.usage { tokensSpent += usage.totalTokens }
+                if case .responseDone(let response) = event.kind, let usage = response.usage {
+                    tokensSpent += usage.totalTokens
+                    lease?.spend(usage.totalTokens, on: socket.loop)
+                }
             case .startModel(let id, _, _) where scriptedReply != nil:
                 calls[id] = BuiltinModel.scripted(scriptedReply ?? "", on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
                 scriptedReply = nil
+            case .startModel(let id, _, _) where lease?.tokensWait() != nil:
+                // The tenant's sessions spent its tokens for the minute: the reply fails, told on
+                // the next pass (after the rest of these actions, as a model's answer would be).
+                let error = ModelError(code: TenantLedger.Refusal.tokens.rawValue,
+                                       message: "the tenant spent its model tokens for this minute; retry in \(lease?.tokensWait() ?? 1) s")
+                _ = socket.loop.schedule(after: 0) { [weak self] in self?.modelEvent(id, .failed(error)) }
             case .startModel(let id, let messages, let options):
                 if timeline?.has(.modelRequest) == false { timeline?.responseID = id }
                 timeline?.mark(.modelRequest, at: MonotonicClock.nanoseconds())

@@ -19,9 +19,11 @@ struct AccessOptions: ParsableArguments {
         static let jwtCache = Setting.whole("--jwt-cache", "PARLEY_JWT_CACHE", default: JWTCache.defaultCapacity, in: 0...,
                                             about: "Tokens whose signatures are remembered, so that a token presented again is not verified again (its claims always are); 0: verify every time")
         static let tenantMaxSessions = Setting.whole("--tenant-max-sessions", "PARLEY_TENANT_MAX_SESSIONS", shown: "no limit; a token's parley_max_sessions claim sets its own", in: 1...,
-                                                     about: "Sessions a tenant (an API key's, or a token's sub) may hold open in this process; more get 429")
+                                                     about: "Sessions a tenant (an API key's, or a token's sub) may hold open, counted across the workers and, with a Redis store, the nodes; more get 429")
         static let tenantSessionsPerMinute = Setting.whole("--tenant-sessions-per-minute", "PARLEY_TENANT_SESSIONS_PER_MINUTE", shown: "no limit; claim parley_sessions_per_minute", in: 1...,
-                                                           about: "Sessions a tenant may open a minute in this process; more get 429 with Retry-After")
+                                                           about: "Sessions a tenant may open a minute, counted as --tenant-max-sessions is; more get 429 with Retry-After")
+        static let tenantTokensPerMinute = Setting.whole("--tenant-tokens-per-minute", "PARLEY_TENANT_TOKENS_PER_MINUTE", shown: "no limit; claim parley_tokens_per_minute", in: 1...,
+                                                         about: "Model tokens a tenant's sessions may spend a minute together, counted as --tenant-max-sessions is; while spent, new sessions get 429 and replies fail with tenant_tokens")
         static let tenantMetrics = Setting.whole("--tenant-metrics", "PARLEY_TENANT_METRICS", default: TenantLedger.defaultMetricsTenants, in: 0...,
                                                  about: "Tenants named in /metrics; the rest add up as tenant=\"_other\"")
         static let allowedOrigins = Setting.text("--allowed-origins", "PARLEY_ALLOWED_ORIGINS", shown: "any", valueName: "origins",
@@ -60,6 +62,7 @@ struct AccessOptions: ParsableArguments {
     @Option(Settings.jwtCache) var jwtCache: String?
     @Option(Settings.tenantMaxSessions) var tenantMaxSessions: String?
     @Option(Settings.tenantSessionsPerMinute) var tenantSessionsPerMinute: String?
+    @Option(Settings.tenantTokensPerMinute) var tenantTokensPerMinute: String?
     @Option(Settings.tenantMetrics) var tenantMetrics: String?
     @Option(Settings.allowedOrigins) var allowedOriginsFlag: String?
 
@@ -80,6 +83,7 @@ struct AccessOptions: ParsableArguments {
         var tenantDefaults = TenantLimits()
         tenantDefaults.maxSessions = try Settings.tenantMaxSessions.read(tenantMaxSessions)
         tenantDefaults.sessionsPerMinute = try Settings.tenantSessionsPerMinute.read(tenantSessionsPerMinute)
+        tenantDefaults.tokensPerMinute = try Settings.tenantTokensPerMinute.read(tenantTokensPerMinute)
         let ledger = TenantLedger.shared
         ledger.configure(metricsTenants: try Settings.tenantMetrics.read(tenantMetrics))
         return Access(keys: try keys(), tokens: try tokens(), signer: try signer(), tenantDefaults: tenantDefaults, ledger: ledger)

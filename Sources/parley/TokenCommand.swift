@@ -50,6 +50,9 @@ struct TokenCommand: ParsableCommand {
     @Option(help: "Claim parley_max_session_tokens.")
     var maxSessionTokens: Int?
 
+    @Option(help: "Claim parley_tokens_per_minute.")
+    var tokensPerMinute: Int?
+
     func run() throws {
         if let newKey {
             guard let scheme = SignatureScheme(rawValue: newKey.uppercased()), let path = key else {
@@ -79,7 +82,8 @@ struct TokenCommand: ParsableCommand {
         if let aud { claims.append(("aud", .string(aud))) }
         if let iss { claims.append(("iss", .string(iss))) }
         let limits = TenantLimits(maxSessions: maxSessions, sessionsPerMinute: sessionsPerMinute,
-                                  maxSessionSeconds: maxSessionMinutes.map { $0 * 60 }, maxSessionTokens: maxSessionTokens)
+                                  maxSessionSeconds: maxSessionMinutes.map { $0 * 60 }, maxSessionTokens: maxSessionTokens,
+                                  tokensPerMinute: tokensPerMinute)
         claims += limits.claims
         print(try JWTSigner.sign(.object(claims), with: signing))
     }

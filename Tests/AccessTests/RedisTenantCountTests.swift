@@ -113,6 +113,16 @@ import TestSupport
                         && (29...30).contains(verdicts.refusals.first?.retryAfterSeconds ?? 0), "\(verdicts.refusals)")
                 next()
             },
+            // Tokens spent through one process refuse a session on the other until they refill.
+            { loop, next in
+                first.spend(1_500, of: "acme", perMinute: 1_000, on: loop) { verdict in
+                    guard case .spent(let wait?) = verdict else { Issue.record("\(verdict)"); return next() }
+                    #expect((30...31).contains(wait), "\(wait)")
+                    next()
+                }
+            },
+            admit(second, TenantLimits(tokensPerMinute: 1_000), into: verdicts),
+            { _, next in #expect(verdicts.refusals.last?.reason == .tokens, "\(verdicts.refusals)"); next() },
             admit(nowhere, limits, into: lost),
             { _, next in #expect(lost.unavailable.count == 1, "\(lost.places.count) \(lost.refusals)"); next() },
         ])

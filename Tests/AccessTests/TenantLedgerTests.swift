@@ -45,4 +45,23 @@ import Testing
         #expect(ledger.render().contains(#"parley_tenant_sessions_open{tenant="_other"} 0"#))
         #expect(TenantLedger.escape("d\"q\\\n") == #"d\"q\\\n"#)
     }
+
+    /// The tenant's model tokens a minute: replies spend them after they are done (the bucket may
+    /// go below zero), and while it is empty new sessions are refused and the lease says so.
+    @Test func spentTokensRefuseNewSessionsUntilTheBudgetRefills() throws {
+        let ledger = TenantLedger()
+        let limits = TenantLimits(tokensPerMinute: 600)
+        let second: UInt64 = 1_000_000_000
+        let lease = try ledger.admit("acme", limits: limits, now: second).get()
+        ledger.spend(900, of: "acme", perMinute: 600, now: second)
+        // 301 short at ten a second: 31 s until one token is there again.
+        #expect(refusal(ledger.admit("acme", limits: limits, now: second)) == TenantRefusal(reason: .tokens, retryAfterSeconds: 31))
+        #expect(ledger.tokensWait("acme", limits: limits, now: second) == 31)
+        #expect((try? ledger.admit("acme", limits: limits, now: 32 * second).get()) != nil)
+        // A shared count's answer stands in for the process's own bucket.
+        ledger.tokensBack("acme", inSeconds: 5, now: 40 * second)
+        #expect(refusal(ledger.admit("acme", limits: limits, now: 41 * second))?.reason == .tokens)
+        #expect((try? ledger.admit("acme", limits: limits, now: 46 * second).get()) != nil)
+        withExtendedLifetime(lease) {}
+    }
 }

@@ -60,6 +60,22 @@ import Testing
         withExtendedLifetime(supervisor) {}
     }
 
+    @Test func tokensSpentOnOneWorkerRefuseSessionsOnTheOther() throws {
+        let directory = try Directory()
+        let supervisor = try WorkerTenantTable.create(directory.path + "/tenants", workers: 2, slots: 64)
+        let workers = try (0..<2).map { try WorkerTenantTable.open(directory.path + "/tenants", workers: 2, worker: $0, slots: 64) }
+        let limits = TenantLimits(tokensPerMinute: 1_000)
+        let place = admitted(workers[0].admit("acme", limits: limits, now: MonotonicClock.nanoseconds()))
+        #expect(place != nil)
+        let loop = try EventLoop(handle: LoopHandle(index: 0))
+        var spent: SpendVerdict?
+        workers[0].spend(1_500, of: "acme", perMinute: 1_000, on: loop) { spent = $0 }
+        guard case .spent(let wait?)? = spent else { Issue.record("\(String(describing: spent))"); return }
+        #expect((30...31).contains(wait), "\(wait)")
+        #expect(refusal(workers[1].admit("acme", limits: limits, now: MonotonicClock.nanoseconds()))?.reason == .tokens)
+        withExtendedLifetime((supervisor, place)) {}
+    }
+
     @Test func aCrowdedTableTakesOverIdleTenantsAndElseSaysItIsFull() throws {
         let directory = try Directory()
         let supervisor = try WorkerTenantTable.create(directory.path + "/tenants", workers: 1, slots: 4)

@@ -131,3 +131,27 @@ import TestSupport
         withExtendedLifetime((one, two)) {}
     }
 }
+
+/// A tenant's model tokens a minute (`--tenant-tokens-per-minute`): spent by its replies, and once
+/// spent, its next reply fails with `tenant_tokens` and a new session gets 429 until they refill.
+@Suite struct TenantTokenBudgetTests {
+    @Test func aSpentBudgetFailsTheNextReplyAndRefusesTheNextSession() throws {
+        let keys = TenantLimitsAcrossProcessesTests.KeysFile()
+        let server = try ServerProcess(arguments: "--loops 1 --api-keys \(keys.path) --tenant-tokens-per-minute 20 \(TenantLimitsAcrossProcessesTests.quiet)")
+        let (client, answer) = try TenantLimitsAcrossProcessesTests.open(server.port)
+        #expect(answer.status == 101)
+        _ = try client.readEvent()
+        let ask = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"what is twelve times seven, and what is the weather in Paris today?"}]}}"#
+        try client.send(TestClient.frame(0x1, Array(ask.utf8)))
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create","response":{"output_modalities":["text"]}}"#.utf8)))
+        let first = try client.readEvents(until: "response.done").events.last
+        let used = first?["response"]?["usage"]?["total_tokens"]?.int ?? 0
+        #expect(first?["response"]?["status"]?.string == "completed" && used > 20, "\(String(describing: first))")
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create","response":{"output_modalities":["text"]}}"#.utf8)))
+        let second = try client.readEvents(until: "response.done").events.last
+        #expect(second?["response"]?["status"]?.string == "failed", "\(String(describing: second))")
+        #expect(second?["response"]?["status_details"]?["error"]?["code"]?.string == "tenant_tokens", "\(String(describing: second))")
+        let (_, refused) = try TenantLimitsAcrossProcessesTests.open(server.port)
+        #expect(refused.status == 429 && Int(refused.headers["retry-after"] ?? "") ?? 0 >= 1, "\(refused)")
+    }
+}
