@@ -61,6 +61,57 @@ import TestSupport
         #expect(RedisServer.waitUntil(seconds: 10) { (server.metric(refusals) ?? 0) >= 9 }, "\(server.metric(refusals) ?? -1)")
     }
 
+    /// The /metrics text a process serves (summed over the workers with `--workers`).
+    static func scrape(_ port: Int) throws -> String {
+        let client = try TestClient(port: port)
+        try client.send("GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+        return try client.readResponse().body
+    }
+
+    /// A worker killed with SIGKILL takes its sessions with it: the supervisor clears its column
+    /// of the workers' table, so the tenant gets those places back once it has reaped it.
+    @Test func aKilledWorkersSessionsGiveTheirPlacesBack() throws {
+        let keys = KeysFile()
+        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --api-keys \(keys.path) --tenant-max-sessions 4 \(Self.quiet)")
+        var held: [TestClient] = []
+        for _ in 0..<4 {
+            let (client, answer) = try Self.open(server.port)
+            #expect(answer.status == 101)
+            held.append(client)
+        }
+        #expect(try Self.open(server.port).1.status == 429)
+        // The worker holding the most of them, and how many.
+        var busiest: (pid: pid_t, sessions: Int) = (0, 0)
+        #expect(RedisServer.waitUntil(seconds: 5) {
+            guard let text = try? Self.scrape(server.port) else { return false }
+            var pids: [String: pid_t] = [:], sessions: [String: Int] = [:]
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: "\"")
+                if line.hasPrefix("parley_worker_info{"), parts.count >= 4 { pids["worker-" + parts[1]] = pid_t(parts[3]) }
+                if line.hasPrefix("parley_worker_sessions_open{"), parts.count >= 2 {
+                    sessions[String(parts[1])] = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
+                }
+            }
+            let total = sessions.values.reduce(0, +)
+            guard total == 4, let top = sessions.max(by: { $0.value < $1.value }),
+                  let pid = pids[top.key] ?? pids["worker-" + top.key] else { return false }
+            busiest = (pid, top.value)
+            return true
+        }, "the workers' sessions and pids in /metrics")
+        guard busiest.pid > 0, busiest.sessions > 0 else { return }
+        kill(busiest.pid, SIGKILL)
+        // Its places come back once the supervisor has reaped it (and started another).
+        var reopened: [TestClient] = []
+        #expect(RedisServer.waitUntil(seconds: 10) {
+            guard let (client, answer) = try? Self.open(server.port), answer.status == 101 else { return reopened.count >= busiest.sessions }
+            reopened.append(client)
+            return reopened.count >= busiest.sessions
+        }, "\(reopened.count) of \(busiest.sessions) places came back")
+        #expect(reopened.count == busiest.sessions)
+        #expect(try Self.open(server.port).1.status == 429, "and no more than those")
+        withExtendedLifetime(held) {}
+    }
+
     @Test func aTenantCappedAtNGetsNAcrossTwoNodesOnOneRedisAndAResumeCountsOnce() throws {
         let keys = KeysFile()
         let redis = try RedisServer()
