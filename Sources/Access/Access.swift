@@ -17,6 +17,9 @@ public struct Access: Sendable {
     /// Where tenants are counted beyond this process (the workers of a box, or Redis); nil: the
     /// process counts alone.
     public var shared: (any SharedTenantCount)?
+    /// Keys that read session reports (`GET /v1/sessions/{id}`) and nothing else; never a
+    /// client's key.
+    public var operatorKeys: APIKeys?
     /// The processes a tenant's limits are shared among when the shared count cannot answer
     /// (the workers): each then admits at most its share.
     public var shares: Int
@@ -85,6 +88,24 @@ public struct Access: Sendable {
             return .success(Admitted(caller: caller, lease: lease, shared: shared, shares: shares))
         case .failure(let refusal): return .failure(Self.tooMany(refusal, caller.limits))
         }
+    }
+
+    /// Whether `request` comes from an operator: with operator keys, it presents one (401
+    /// without a credential, 403 with any other, a client's key included); without, only on a
+    /// server that asks no one for a credential (loopback, or --insecure-no-auth), where anyone
+    /// who can connect can read what the sessions said anyway.
+    public func operatorAllowed(_ request: HTTPRequest) -> HTTPRefusal? {
+        let credential = APIKeys.presented(in: request, offered: [])
+        guard let operatorKeys else {
+            guard required else { return nil }
+            return HTTPRefusal(.jsonError(.forbidden, code: "operator_key_required",
+                                          message: "session reports are read with an operator key (--operator-keys), and this server has none"))
+        }
+        guard let credential else { return Self.unauthorized("missing_api_key", "session reports are read with an operator key") }
+        guard operatorKeys.accepts(credential) else {
+            return HTTPRefusal(.jsonError(.forbidden, code: "operator_key_required", message: "session reports are read with an operator key"))
+        }
+        return nil
     }
 
     static func tooMany(_ refusal: TenantRefusal, _ limits: TenantLimits) -> HTTPRefusal {

@@ -35,12 +35,15 @@ public final class Router: Sendable {
     }
 
     private let routes: [String: Route]
+    private let prefixes: [(prefix: String, route: Route)]
     /// Metric label per endpoint index: "http", then each WebSocket endpoint.
     let endpointNames: [String]
     let metricsRegistries: [MetricsRegistry]
 
     public struct Builder {
         var routes: [String: Route] = [:]
+        /// Routes for every path under a prefix (`/v1/sessions/`), tried after the exact ones.
+        var prefixes: [(prefix: String, route: Route)] = []
         var endpointNames = ["http"]
         var metricsRegistries: [MetricsRegistry] = []
 
@@ -71,6 +74,12 @@ public final class Router: Sendable {
             routes[path] = .http(methods)
         }
 
+        /// A streamed GET for every path that starts with `prefix` (a resource by id: the handler
+        /// reads the rest of the path).
+        public mutating func streamUnder(_ prefix: String, _ handler: @escaping StreamingHandler) {
+            prefixes.append((prefix, .http(["GET": .streaming(handler)])))
+        }
+
         /// A WebSocket endpoint; `name` labels its metrics. `negotiate` picks a subprotocol.
         public mutating func webSocket(_ path: String, name: String, negotiate: Negotiate? = nil, _ factory: @escaping WebSocketFactory) {
             webSocket(path, name: name, admit: Router.admission(negotiate: negotiate, factory))
@@ -85,11 +94,14 @@ public final class Router: Sendable {
 
     public init(_ builder: Builder) {
         routes = builder.routes
+        prefixes = builder.prefixes
         endpointNames = builder.endpointNames
         metricsRegistries = builder.metricsRegistries
     }
 
-    func route(_ path: Substring) -> Route? { routes[String(path)] }
+    func route(_ path: Substring) -> Route? {
+        routes[String(path)] ?? prefixes.first { path.hasPrefix($0.prefix) && path.count > $0.prefix.count }?.route
+    }
 
     /// Negotiation, then the factory: what an endpoint without its own `Admit` does.
     static func admission(negotiate: Negotiate?, _ factory: @escaping WebSocketFactory) -> Admit {

@@ -32,11 +32,15 @@ public final class RealtimeEndpoint: Sendable {
     public let echoCanceller: Bool
     /// Whether a `semantic_vad` session whose client has not said speculates (`--speculative-replies`).
     public let speculativeRepliesByDefault: Bool
+    /// Where each session's report goes when it ends, and is read back.
+    public let reports: SessionReports
+    static let reportsPrefix = "/v1/sessions/"
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
                 echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false) {
         self.speculativeRepliesByDefault = speculativeRepliesByDefault
+        reports = SessionReports(store: resume.store, keepSeconds: resume.reportSeconds)
         self.echoGuardByDefault = echoGuardByDefault
         self.echoCanceller = echoCanceller
         self.limits = limits
@@ -64,6 +68,7 @@ public final class RealtimeEndpoint: Sendable {
         // Azure OpenAI's path (`?api-version=…&deployment=…`, the key in `api-key`): the same
         // sessions, so Azure-style clients need no change but the host.
         routes.webSocket("/openai/realtime", name: "azure") { request, offered in self.admit(request, offered, allowsOpus: false) }
+        routes.streamUnder(Self.reportsPrefix) { request, stream in self.reports.serve(request, stream, access: self.access) }
         routes.post("/v1/realtime/client_secrets") { request in self.createClientSecret(request, dialect: .ga) }
         routes.post("/v1/realtime/sessions") { request in self.createClientSecret(request, dialect: .beta) }
     }

@@ -78,6 +78,8 @@ package final class SessionDriver {
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made
     /// with the first reply audio of a guarded session, let go with the codec.
     private var echo: EchoGuard?
+    /// What the session's report is fed from its first turn on (`SessionReport`); nil until then.
+    private var report: SessionReport?
     /// The input's noise reduction (`noise_reduction`), after the echo guard and before the
     /// engine: made with the first audio of a session that asks for it, let go with the codec.
     private var denoiser: Denoiser?
@@ -326,6 +328,7 @@ package final class SessionDriver {
     /// A limit was passed: an `error` event naming it, then close 1008; the server goes on.
     private func closeForLimit(_ limit: SessionBudget.Exceeded, _ message: String) {
         guard let socket, socket.isOpen else { return }
+        (report ?? makeReport()).endReason = "limit: \(limit.label)"
         metrics.limitCloses.add(1, labels: "reason=\"\(limit.label)\"")
         sessionLog.warning("session limit", metadata: ["session": "\(engine.sessionID)", "limit": "\(limit.label)"])
         wire?.send(engine.event(.error(EventError(type: .invalidRequest, code: limit.code, message: message))), on: socket)
@@ -335,6 +338,7 @@ package final class SessionDriver {
     package func close(code: WebSocketCloseCode) {
         sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
+        if let loop = socket?.loop { writeReport(code: code, on: loop) }
         sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
                                                      "seconds": "\(MonotonicClock.seconds(since: openedAt))"])
         for call in calls.values { call.cancel() }
@@ -353,6 +357,28 @@ package final class SessionDriver {
         engine.audioWentIdle()
         settle()
         self.socket = nil
+    }
+
+    // MARK: The report
+
+    private func makeReport() -> SessionReport {
+        let made = SessionReport()
+        report = made
+        return made
+    }
+
+    /// The session resumed on a new connection (counted in its report).
+    func noteResumed() { (report ?? makeReport()).record(.sessionResumed(sessionID: "", token: "", lastSeq: 0, replayed: 0), at: 0) }
+
+    private func writeReport(code: WebSocketCloseCode, on loop: EventLoop) {
+        let report = report ?? SessionReport()
+        let seconds = MonotonicClock.seconds(since: openedAt)
+        let ending = SessionReport.Ending(closeCode: Int(code.rawValue), reason: report.endReason ?? code.reportReason, seconds: seconds,
+                                          audioInSeconds: Double(engine.audioMs) / 1000)
+        let json = report.json(sessionID: engine.sessionID, tenant: lease?.tenant, model: engine.model, endpoint: wire?.endpointName ?? "",
+                               startedAt: WallClock.seconds() - Int(seconds.rounded()), ending: ending)
+        endpoint.reports.write(sessionID: engine.sessionID, report: json, on: loop)
+        self.report = nil
     }
 
     /// The client is gone but may come back within the grace window: the session goes on (a
@@ -510,6 +536,7 @@ package final class SessionDriver {
                 wire?.send(event, on: socket)
                 metrics.record(event)
                 timeTurnTaking(event)
+                if report != nil || SessionReport.begins(event.kind) { (report ?? makeReport()).record(event.kind, at: MonotonicClock.nanoseconds()) }
                 if case .responseDone(let response) = event.kind, let usage = response.usage {
                     tokensSpent += usage.totalTokens
                     lease?.spend(usage.totalTokens, on: socket.loop)
@@ -636,7 +663,10 @@ package final class SessionDriver {
             if let output = speechOutputs[id] { output.pause(rewindToMs: wire?.speechPaused(responseID: id, on: socket)) }
         case .resume(let id, let why):
             metrics.repliesResumed.add(1, labels: "reason=\"\(why == .backchannel ? "backchannel" : "short")\"")
-            if why == .backchannel { metrics.backchannels.add(1) }
+            if why == .backchannel {
+                metrics.backchannels.add(1)
+                report?.backchannel()
+            }
             if pausedReply == id { pausedReply = nil }
             speechOutputs[id]?.resume()
         case .stop(let id):
@@ -665,6 +695,7 @@ package final class SessionDriver {
         guard let turn = timeline else { return }
         timeline = nil
         for (label, seconds) in turn.stageSeconds() { metrics.turnStages[label]?.observe(seconds: seconds) }
+        report?.record(turn.eventKind, at: MonotonicClock.nanoseconds())
         if engine.configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
     }
 

@@ -41,6 +41,11 @@ public protocol ConversationStore: AnyObject, Sendable {
     /// The session whose current token hashes to `tokenHash`, with every item kept, or nil; `done`
     /// runs on `loop` (at once, for an embedded store).
     func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void)
+    /// A session's report (docs/operations.md, "Session reports"), written once the session has
+    /// ended, kept `keepSeconds` and then forgotten. Every session's, resumable or not.
+    func reportWritten(sessionID: String, report: String, keepSeconds: Int, on loop: EventLoop)
+    /// The report of `sessionID`, or nil (none, or past its retention); `done` runs on `loop`.
+    func report(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void)
     /// False while the store cannot be reached from `loop` (a remote store down): sessions are
     /// then served without resume, and told so once.
     func isAvailable(on loop: EventLoop) -> Bool

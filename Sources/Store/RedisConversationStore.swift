@@ -163,7 +163,21 @@ public final class RedisConversationStore: ConversationStore {
         }
     }
 
+    public func reportWritten(sessionID: String, report: String, keepSeconds: Int, on loop: EventLoop) {
+        write([["SET", RedisKeys.report(sessionID), report, "EX", String(max(1, keepSeconds))]], sessionID: nil, local(loop))
+    }
+
     // MARK: Reads
+
+    public func report(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
+        local(loop).client.send(["GET", RedisKeys.report(sessionID)]) { result in
+            switch result {
+            case .failure(let error): done(.failure(StoreError("redis: \(error)")))
+            case .success(.null): done(.success(nil))
+            case .success(let reply): done(.success(reply.text))
+            }
+        }
+    }
 
     public func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void) {
         let local = local(loop)
@@ -316,6 +330,7 @@ public enum RedisKeys {
     static func items(_ id: String) -> String { "parley:items:\(id)" }
     static func item(_ id: String) -> String { "parley:item:\(id)" }
     static func event(_ id: String) -> String { "parley:event:\(id)" }
+    static func report(_ id: String) -> String { "parley:report:\(id)" }
 }
 
 /// The store's state on one loop: the loop's connection and the current token hash of each

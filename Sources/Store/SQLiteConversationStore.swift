@@ -35,6 +35,8 @@ public final class SQLiteConversationStore: ConversationStore {
         CREATE TABLE IF NOT EXISTS items(session_id TEXT, seq INTEGER, item_id TEXT, item TEXT, event TEXT,
                                          PRIMARY KEY(session_id, seq));
         CREATE UNIQUE INDEX IF NOT EXISTS items_by_item_id ON items(session_id, item_id);
+        CREATE TABLE IF NOT EXISTS reports(session_id TEXT PRIMARY KEY, expires_at INTEGER, report TEXT);
+        CREATE INDEX IF NOT EXISTS reports_by_expiry ON reports(expires_at);
         """
 
     private init(path: String, metrics: StoreMetrics) {
@@ -144,6 +146,29 @@ public final class SQLiteConversationStore: ConversationStore {
             report(error, "load")
             done(.failure(StoreError("sqlite store: load failed: \(error)")))
             return
+        }
+        done(.success(found))
+    }
+
+    public func reportWritten(sessionID: String, report: String, keepSeconds: Int, on loop: EventLoop) {
+        let now = WallClock.seconds()
+        write("report", bytes: report.utf8.count, on: loop) { db throws(SQLiteError) in
+            // Reports past their retention go as new ones come (by the index, a few rows a time).
+            try db.run("DELETE FROM reports WHERE expires_at < ?1", [.int(now)])
+            try db.run("INSERT OR REPLACE INTO reports(session_id, expires_at, report) VALUES(?1, ?2, ?3)",
+                       [.text(sessionID), .int(now + keepSeconds), .text(report)])
+        }
+    }
+
+    public func report(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
+        guard let db = connection(on: loop) else { return done(.failure(StoreError("sqlite store \(path) cannot be opened"))) }
+        var found: String?
+        do throws(SQLiteError) {
+            try db.query("SELECT report FROM reports WHERE session_id = ?1 AND expires_at >= ?2",
+                         [.text(sessionID), .int(WallClock.seconds())]) { found = $0.text(0) }
+        } catch {
+            report(error, "report read")
+            return done(.failure(StoreError("sqlite store: report read failed: \(error)")))
         }
         done(.success(found))
     }

@@ -12,6 +12,8 @@ import Glibc
 /// the rule that a server without auth serves only its own machine.
 struct AccessOptions: ParsableArguments {
     enum Settings {
+        static let operatorKeysFile = Setting.text("--operator-keys", "PARLEY_OPERATOR_KEYS_FILE", valueName: "file",
+                                                   about: "A file of operator keys, one a line: they read session reports (GET /v1/sessions/{id}) and open no session; a client's key never reads a report. PARLEY_OPERATOR_KEY adds one from the environment")
         static let apiKeysFile = Setting.text("--api-keys", "PARLEY_API_KEYS_FILE", valueName: "file",
                                               about: "A file of API keys, one a line (# comments); sessions must present one. PARLEY_API_KEYS (comma-separated) and PARLEY_API_KEY add keys from the environment")
         static let jwtAudience = Setting.text("--jwt-audience", "PARLEY_JWT_AUDIENCE", valueName: "aud", about: "A token's aud must be or contain this")
@@ -48,6 +50,7 @@ struct AccessOptions: ParsableArguments {
     }
 
     @Option(Settings.apiKeysFile) var apiKeysFile: String?
+    @Option(Settings.operatorKeysFile) var operatorKeysFile: String?
 
     // The secrets' files are flags and the secrets themselves variables: a flag's value would show
     // in the process list.
@@ -86,7 +89,9 @@ struct AccessOptions: ParsableArguments {
         tenantDefaults.tokensPerMinute = try Settings.tenantTokensPerMinute.read(tenantTokensPerMinute)
         let ledger = TenantLedger.shared
         ledger.configure(metricsTenants: try Settings.tenantMetrics.read(tenantMetrics))
-        return Access(keys: try keys(), tokens: try tokens(), signer: try signer(), tenantDefaults: tenantDefaults, ledger: ledger)
+        var access = Access(keys: try keys(), tokens: try tokens(), signer: try signer(), tenantDefaults: tenantDefaults, ledger: ledger)
+        access.operatorKeys = try operatorKeys()
+        return access
     }
 
     /// The JWT verifier, or nil when no token key is configured.
@@ -121,18 +126,29 @@ struct AccessOptions: ParsableArguments {
 
     /// The keys, or nil when none are configured.
     func keys() throws(SettingError) -> APIKeys? {
-        var keys: [APIKeys.Entry] = []
-        if let file = try Settings.apiKeysFile.read(apiKeysFile) {
-            guard let bytes = Sys.readFile(file) else { throw Settings.apiKeysFile.refuse(file, "cannot be read") }
-            let fromFile = APIKeys.parse(String(decoding: bytes, as: UTF8.self))
-            guard !fromFile.isEmpty else { throw Settings.apiKeysFile.refuse(file, "holds no key") }
-            keys += fromFile
-        }
+        var keys = try Self.keys(in: Settings.apiKeysFile, apiKeysFile)
         if let list = Environment.string("PARLEY_API_KEYS") {
             keys += list.split(separator: ",").map { String($0.trimmingSpaces()) }.filter { !$0.isEmpty }.map { APIKeys.Entry(key: $0) }
         }
         if let one = Environment.string("PARLEY_API_KEY"), !one.isEmpty { keys.append(APIKeys.Entry(key: one)) }
         return keys.isEmpty ? nil : APIKeys(entries: keys)
+    }
+
+    /// The operator's keys (session reports), or nil when none are configured.
+    func operatorKeys() throws(SettingError) -> APIKeys? {
+        var keys = try Self.keys(in: Settings.operatorKeysFile, operatorKeysFile)
+        if let one = Environment.string("PARLEY_OPERATOR_KEY"), !one.isEmpty { keys.append(APIKeys.Entry(key: one)) }
+        return keys.isEmpty ? nil : APIKeys(entries: keys)
+    }
+
+    /// The keys in the file `setting` names, if it names one: a file that cannot be read or holds
+    /// none stops the start.
+    private static func keys(in setting: Setting<String?>, _ value: String?) throws(SettingError) -> [APIKeys.Entry] {
+        guard let file = try setting.read(value) else { return [] }
+        guard let bytes = Sys.readFile(file) else { throw setting.refuse(file, "cannot be read") }
+        let keys = APIKeys.parse(String(decoding: bytes, as: UTF8.self))
+        guard !keys.isEmpty else { throw setting.refuse(file, "holds no key") }
+        return keys
     }
 
     /// What signs and checks client secrets.

@@ -60,6 +60,7 @@ enum ClientPage {
       <div id="log" aria-live="polite"></div>
       <div id="timeline" title="The last turn, from your last word to the reply's first sound"></div>
       <div id="timelineText"></div>
+      <p id="report" hidden>This call's report: <a id="reportLink" target="_blank" rel="noopener"></a> (with an operator key when the server has them)</p>
       <form id="textForm"><input type="text" id="text" placeholder="Or type a message" autocomplete="off"><button>Send</button></form>
     </main>
     <script>
@@ -71,7 +72,7 @@ enum ClientPage {
     // Resume (docs/protocol.md): the session outlives a dropped socket for `grace_seconds`. The page
     // keeps the newest token and the seq of the last event it saw, so a reconnect gets back the same
     // conversation and the events it missed instead of starting over.
-    let resumeToken = null, lastSeq = 0, ackedSeq = 0, graceSeconds = 30;
+    let resumeToken = null, lastSeq = 0, ackedSeq = 0, graceSeconds = 30, sessionID = "";
     let droppedAt = 0, resumeTry = 0, resuming = false, lostWhy = "", restartNow = false;
     // The note shown while the agent's reply is paused by the user's speech (parley.response.paused).
     let pausedNote = null;
@@ -142,7 +143,7 @@ enum ClientPage {
       sock.onmessage = (m) => { if (sock === ws) typeof m.data === "string" ? onEvent(JSON.parse(m.data)) : playPacket(m.data); };
       sock.onclose = (e) => {
         if (sock !== ws) return;
-        if (!wantConnected) { setState("not connected"); return; }
+        if (!wantConnected) { setState("not connected"); showReport(); return; }
         const why = closeReasons[e.code] || ("closed with code " + e.code);
         // These codes end the session on the server too (a normal close, or one for the client's
         // fault); anything else (1006 for a network error, 1001/1012 from a server going away) leaves
@@ -172,9 +173,22 @@ enum ClientPage {
       };
     }
 
+    // After a call, where its report is (GET /v1/sessions/{id}, docs/operations.md, "Session reports").
+    function showReport() {
+      if (!sessionID) return;
+      const link = $("reportLink");
+      link.href = "/v1/sessions/" + encodeURIComponent(sessionID);
+      link.textContent = "/v1/sessions/" + sessionID;
+      $("report").hidden = false;
+    }
+
     function onEvent(e) {
       if (typeof e.seq === "number") lastSeq = e.seq;
       switch (e.type) {
+        case "session.created":
+          sessionID = (e.session && e.session.id) || "";
+          $("report").hidden = true;
+          break;
         case "session.resume_token":
           // The newest token is the one that works (a draining server sends a fresh one before 1012).
           resumeToken = e.token;

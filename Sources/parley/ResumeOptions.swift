@@ -2,11 +2,14 @@ import ArgumentParser
 import Session
 import Store
 
-/// Resume and the store (docs/operations.md, "Resume and drain").
+/// Resume, the store, and how long session reports are kept in it (docs/operations.md, "Resume
+/// and drain", "Session reports").
 struct ResumeOptions: ParsableArguments {
     enum Settings {
         static let graceSeconds = Setting.number("--resume-grace-seconds", "PARLEY_RESUME_GRACE_SECONDS", default: 30, in: Above(lower: 0, upper: 3600),
                                                  about: "How long a resumable session whose client is gone waits for it to reconnect")
+        static let reportDays = Setting.whole("--report-retention-days", "PARLEY_REPORT_RETENTION_DAYS", default: 7, in: 0...3650,
+                                              about: "Days a session's report is kept in the store (in memory, the last \(SessionReports.memoryReports), without one); 0 keeps none")
         static let store = Setting<StoreLocation>("--store", "PARLEY_STORE", default: .none, shown: "none", valueName: "store",
                                                   about: "Where resumable sessions' completed items are kept: sqlite:PATH (one node, embedded), redis://HOST:PORT (many nodes), or none, in memory only") { text throws(SettingRejection) in
             do throws(StoreError) {
@@ -22,16 +25,23 @@ struct ResumeOptions: ParsableArguments {
 
     @Option(Settings.graceSeconds) var graceSeconds: String?
     @Option(Settings.store) var store: String?
+    @Option(Settings.reportDays) var reportDays: String?
 
-    /// How long a session waits for its client, and where its items are kept (not opened yet).
-    func choice() throws(SettingError) -> (graceSeconds: Double, store: StoreLocation, storeText: String) {
-        (try Settings.graceSeconds.read(graceSeconds), try Settings.store.read(store), Settings.store.text(store) ?? "none")
+    typealias Choice = (graceSeconds: Double, store: StoreLocation, storeText: String, reportDays: Int)
+
+    /// How long a session waits for its client, where its items are kept (not opened yet), and
+    /// how long its report is.
+    func choice() throws(SettingError) -> Choice {
+        (try Settings.graceSeconds.read(graceSeconds), try Settings.store.read(store), Settings.store.text(store) ?? "none",
+         try Settings.reportDays.read(reportDays))
     }
 
     /// The settings, with the store opened.
-    static func open(_ choice: (graceSeconds: Double, store: StoreLocation, storeText: String)) throws(SettingError) -> ResumeSettings {
+    static func open(_ choice: Choice) throws(SettingError) -> ResumeSettings {
         do throws(StoreError) {
-            return ResumeSettings(graceSeconds: choice.graceSeconds, store: try choice.store.open())
+            var settings = ResumeSettings(graceSeconds: choice.graceSeconds, store: try choice.store.open())
+            settings.reportSeconds = choice.reportDays * 86_400
+            return settings
         } catch {
             throw Settings.store.refuse(choice.storeText, "cannot be opened: \(error)")
         }

@@ -21,7 +21,7 @@ struct ServeSettings {
     let upstreamTLS: TLSContext?
     let model: (primary: LanguageModelOptions.Choice, fallback: LanguageModelOptions.Choice?, policy: UpstreamPolicy)
     let speech: SpeechOptions.Choice
-    let resume: (graceSeconds: Double, store: StoreLocation, storeText: String)
+    let resume: ResumeOptions.Choice
     let twilio: TwilioEndpoint.Settings
 
     /// The address as the listening line shows it, and its scheme.

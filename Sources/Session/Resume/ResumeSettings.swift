@@ -8,6 +8,9 @@ public struct ResumeSettings: Sendable {
     public var maxLogBytes = 1 << 20
     /// `--store`: where items are written as they complete; nil keeps them in memory only.
     public var store: (any ConversationStore)?
+    /// `--report-retention-days`: how long a session's report is kept (every session's, in the
+    /// store when there is one); 0 keeps none.
+    public var reportSeconds = 7 * 86_400
 
     public init(graceSeconds: Double = 30, store: (any ConversationStore)? = nil) {
         self.graceSeconds = graceSeconds

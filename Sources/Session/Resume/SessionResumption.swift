@@ -162,6 +162,7 @@ final class SessionResumption {
             guard let replay = try? log.replay(after: lastSeq).get() else { return }
             SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
             driver.attach(socket)
+            driver.noteResumed()
             session.sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
             for text in replay { socket.send(text: text) }
             sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])

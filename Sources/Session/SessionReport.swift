@@ -1,0 +1,227 @@
+import JSON
+import Loop
+import Models
+import Server
+
+/// What happened on one session, for the operator who is asked about it afterwards: its turns
+/// (what the user said, what the agent answered, where the turn's milliseconds went, whether the
+/// reply was cut and where, the tools it called and how long each took), its usage, its errors,
+/// its resumes and how it ended (docs/operations.md, "Session reports").
+///
+/// Fed the events the session sends, as they go (`record`), by its driver, which makes one with
+/// the session's first turn: an idle session pays a nil pointer. Bounded: at most `maxTurns`
+/// turns (the latest kept), `maxTextBytes` of each text and `maxErrors` errors, so a session that
+/// runs for hours keeps a report of a fixed size. Never a secret: the resume token events are
+/// only counted, and no header or credential passes through here.
+final class SessionReport {
+    static let maxTurns = 200
+    static let maxTextBytes = 2_000
+    static let maxErrors = 20
+
+    struct ToolCall {
+        var name: String
+        var callID: String
+        var arguments: String
+        var startedAt: UInt64
+        var seconds: Double?
+    }
+
+    struct Turn {
+        /// The user's item, when a user item began the turn (speech or typed text).
+        var itemID: String?
+        var user: String?
+        var responseID: String?
+        /// The reply's items (a truncation names one).
+        var replyItems: [String] = []
+        var status: String?
+        var reply = ""
+        /// Where a barge-in cut the reply: the audio heard, in ms.
+        var heardMs: Int?
+        var stages: [TurnStage] = []
+        var tools: [ToolCall] = []
+        var inputTokens = 0
+        var outputTokens = 0
+    }
+
+    /// Why the session ended, when something other than its close said (a limit).
+    var endReason: String?
+    private(set) var turns: [Turn] = []
+    private(set) var droppedTurns = 0
+    private var errors: [EventError] = []
+    private var errorCount = 0
+    private var backchannels = 0
+    private var resumes = 0
+    private var audioOutMs = 0
+
+    /// Whether the user has said something since the last turn began: a response after it is
+    /// the answer to that turn, a response without it (a client's `response.create`) a turn of
+    /// its own.
+    private var userWaiting = false
+
+    func record(_ event: ServerEvent.Kind, at now: UInt64) {
+        switch event {
+        case .inputAudioCommitted(let itemID, _):
+            beginTurn(itemID: itemID, user: nil)
+        case .conversationItemCreated(let item, _) where item.role == .user && item.function == nil:
+            // Typed text; a spoken item arrives here too, after `committed`, without words yet.
+            let text = item.content.compactMap { if case .inputText(let text) = $0 { text } else { nil } }.joined(separator: " ")
+            if !text.isEmpty { beginTurn(itemID: item.id, user: text) }
+        case .inputAudioTranscriptionCompleted(let itemID, _, let transcript, _):
+            if let index = turns.lastIndex(where: { $0.itemID == itemID }) { turns[index].user = Self.clipped(transcript) }
+        case .responseCreated(let response):
+            if !userWaiting || turns.last?.responseID != nil { beginTurn(itemID: nil, user: nil) }
+            userWaiting = false
+            turns[turns.count - 1].responseID = response.id
+        case .outputTextDelta(let at, let delta), .outputAudioTranscriptDelta(let at, let delta):
+            update(response: at.responseID) { turn in
+                if turn.reply.utf8.count < Self.maxTextBytes { turn.reply += delta }
+            }
+        case .outputAudioDelta(_, let delta):
+            // Base64 of the reply's audio: its length says how much was sent, not the format,
+            // which the audio seconds below take from the deltas' count of 20 ms frames.
+            if !delta.isEmpty { audioOutMs += 20 }
+        case .outputItemAdded(let responseID, _, let item):
+            update(response: responseID) { $0.replyItems.append(item.id) }
+        case .conversationItemTruncated(let itemID, _, let audioEndMs):
+            if let index = turns.lastIndex(where: { $0.replyItems.contains(itemID) }) { turns[index].heardMs = audioEndMs }
+        case .functionCallArgumentsDone(let at, let name, let arguments):
+            update(response: at.responseID) { turn in
+                turn.tools.append(ToolCall(name: name, callID: at.callID, arguments: Self.clipped(arguments), startedAt: now))
+            }
+        case .conversationItemCreated(let item, _):
+            guard case .output(let callID, _)? = item.function else { break }
+            for index in turns.indices.reversed() {
+                guard let call = turns[index].tools.firstIndex(where: { $0.callID == callID && $0.seconds == nil }) else { continue }
+                turns[index].tools[call].seconds = Double(now &- turns[index].tools[call].startedAt) / 1e9
+                userWaiting = true
+                break
+            }
+        case .responseDone(let response):
+            update(response: response.id) { turn in
+                turn.status = response.status.rawValue
+                turn.inputTokens = response.usage?.inputTokens ?? 0
+                turn.outputTokens = response.usage?.outputTokens ?? 0
+                turn.reply = Self.clipped(turn.reply)
+            }
+        case .error(let error):
+            errorCount += 1
+            if errors.count < Self.maxErrors { errors.append(error) }
+        case .sessionResumed:
+            resumes += 1
+        case .turnTimeline(let itemID, let responseID, let stages):
+            if let index = turns.lastIndex(where: { ($0.itemID != nil && $0.itemID == itemID) || ($0.responseID != nil && $0.responseID == responseID) }) {
+                turns[index].stages = stages
+            }
+        default:
+            break
+        }
+    }
+
+    /// Whether `event` begins what a report is about (a turn): the driver makes one then.
+    static func begins(_ event: ServerEvent.Kind) -> Bool {
+        switch event {
+        case .inputAudioCommitted, .conversationItemCreated, .responseCreated, .error: true
+        default: false
+        }
+    }
+
+    /// A listener's "uh-huh" the session heard over its reply and did not take as a turn.
+    func backchannel() { backchannels += 1 }
+
+    private func beginTurn(itemID: String?, user: String?) {
+        if let itemID, let last = turns.last, last.itemID == itemID {
+            if let user { turns[turns.count - 1].user = Self.clipped(user) }
+            return
+        }
+        if turns.count == Self.maxTurns {
+            turns.removeFirst()
+            droppedTurns += 1
+        }
+        turns.append(Turn(itemID: itemID, user: user.map(Self.clipped)))
+        userWaiting = itemID != nil
+    }
+
+    private func update(response: String, _ change: (inout Turn) -> Void) {
+        guard let index = turns.lastIndex(where: { $0.responseID == response }) else { return }
+        change(&turns[index])
+    }
+
+    static func clipped(_ text: String) -> String {
+        guard text.utf8.count > maxTextBytes else { return text }
+        var out = ""
+        for character in text {
+            guard out.utf8.count + character.utf8.count <= maxTextBytes - 3 else { break }
+            out.append(character)
+        }
+        return out + "..."
+    }
+
+    /// How the session ended, for the report's `ended`.
+    struct Ending {
+        var closeCode: Int
+        var reason: String
+        var seconds: Double
+        var audioInSeconds: Double
+    }
+
+    /// The report as JSON (`object: "parley.session_report"`).
+    func json(sessionID: String, tenant: String?, model: String, endpoint: String, startedAt: Int, ending: Ending) -> JSON {
+        let inputTokens = turns.reduce(0) { $0 + $1.inputTokens }, outputTokens = turns.reduce(0) { $0 + $1.outputTokens }
+        return .object([
+            ("object", .string("parley.session_report")),
+            ("id", .string(sessionID)),
+            ("tenant", tenant.map(JSON.string) ?? .null),
+            ("model", .string(model)),
+            ("endpoint", .string(endpoint)),
+            ("started_at", .int(startedAt)),
+            ("duration_seconds", .number((ending.seconds * 1000).rounded() / 1000)),
+            ("ended", .object([("code", .int(ending.closeCode)), ("reason", .string(ending.reason))])),
+            ("usage", .object([
+                ("input_tokens", .int(inputTokens)), ("output_tokens", .int(outputTokens)),
+                ("audio_in_seconds", .number((ending.audioInSeconds * 100).rounded() / 100)),
+                ("audio_out_seconds", .number(Double(audioOutMs) / 1000)),
+            ])),
+            ("turns", .array(turns.map(Self.json))),
+            ("turns_dropped", .int(droppedTurns)),
+            ("interruptions", .int(turns.filter { $0.heardMs != nil }.count)),
+            ("backchannels", .int(backchannels)),
+            ("resumes", .int(resumes)),
+            ("errors", .array(errors.map { .object([("type", .string($0.type.rawValue)), ("code", .string($0.code)), ("message", .string($0.message))]) })),
+            ("errors_total", .int(errorCount)),
+        ])
+    }
+
+    private static func json(_ turn: Turn) -> JSON {
+        var members: [(String, JSON)] = [
+            ("item_id", turn.itemID.map(JSON.string) ?? .null),
+            ("user", turn.user.map(JSON.string) ?? .null),
+            ("response_id", turn.responseID.map(JSON.string) ?? .null),
+            ("status", turn.status.map(JSON.string) ?? .null),
+            ("reply", .string(turn.reply)),
+            ("interrupted", .bool(turn.heardMs != nil)),
+        ]
+        if let heard = turn.heardMs { members.append(("heard_ms", .int(heard))) }
+        members.append(("stages_ms", .object(turn.stages.map { ($0.name, .int($0.milliseconds)) })))
+        members.append(("tool_calls", .array(turn.tools.map { call in
+            .object([("name", .string(call.name)), ("call_id", .string(call.callID)), ("arguments", .string(call.arguments)),
+                     ("seconds", call.seconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null)])
+        })))
+        members.append(("usage", .object([("input_tokens", .int(turn.inputTokens)), ("output_tokens", .int(turn.outputTokens))])))
+        return .object(members)
+    }
+}
+
+extension WebSocketCloseCode {
+    /// How a session that closed with this code ended, in its report.
+    var reportReason: String {
+        switch self {
+        case .normal: "closed by the client"
+        case .goingAway: "going away (the client left, or the server drained)"
+        case .noStatus: "closed without a status"
+        case .policyViolation: "closed for a policy (a limit or a refused resume)"
+        case .abnormal: "the connection dropped"
+        case .serviceRestart: "the server restarted (the client may resume)"
+        default: "closed with \(rawValue)"
+        }
+    }
+}
