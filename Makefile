@@ -43,6 +43,7 @@ test: deps
 	scripts/realtime-sdk-test.sh
 	scripts/agents-sdk-test.sh
 	scripts/twilio-carrier-test.sh
+	scripts/otlp-test.sh
 	$(MAKE) e2e
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a

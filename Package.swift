@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // The Swift server ecosystem's logging API; Parley's handler (logfmt or JSON on stderr) is the executable's.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The ecosystem's tracing API; Parley's tracer and its OTLP exporter are its own (Telemetry).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // C at the edges: Linux syscalls Glibc does not export, libopus, OpenSSL, speech, SQLite.
@@ -68,9 +70,11 @@ let package = Package(
         // usage, and the upstream metrics.
         .target(name: "Models", dependencies: ["Upstream", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
+        // Traces: swift-distributed-tracing's Tracer, W3C trace context, OTLP/HTTP export over Upstream's client.
+        .target(name: "Telemetry", dependencies: ["Loop", "Metrics", "Upstream", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
-        .target(name: "Session", dependencies: ["Models", "Access", "Store", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Session", dependencies: ["Models", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON"]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
@@ -81,6 +85,7 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "Server", "Session", "Telephony", "Access", "Models", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
+                "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -101,6 +106,7 @@ let package = Package(
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop"]),
+        .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),

@@ -17,12 +17,13 @@ declare -A allowed=(
   [Server]="Loop TLS Metrics JSON CLinux Logging"
   [Store]="Loop Metrics JSON CSQLite CHiredis Logging"
   [Models]="Upstream Loop Metrics JSON Logging"
+  [Telemetry]="Upstream Loop Metrics Tracing"
   [Access]="Server Store TLS Loop Metrics JSON Logging"
-  [Session]="Models Access Store Server TLS Loop Metrics Codec JSON Logging"
+  [Session]="Models Access Store Telemetry Tracing Server TLS Loop Metrics Codec JSON Logging"
   [Telephony]="Session Models Access Server TLS Loop Metrics Codec JSON"
   [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
   [MockLLM]="Server Models Loop Codec JSON"
-  [parley]="Server Session Telephony Access Models Speech MockLLM Store Upstream TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+  [parley]="Server Session Telephony Access Models Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
   [parley-fuzz]="Server Session Access Telephony Codec JSON Loop TLS TestSupport"
   # The session engine and the Realtime protocol are values: events in, actions out. They know the
   # models' vocabulary (messages, tools, usage) and JSON, never a loop, a socket or a store.
@@ -32,7 +33,7 @@ declare -A allowed=(
 # Where a module's sources are when not in Sources/<module>.
 declare -A paths=([parley-fuzz]=Fuzz/Sources [Session/Engine]=Sources/Session/Engine [Session/Protocol]=Sources/Session/Protocol)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Loop TLS Upstream Server Store Models Access Session Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis"
+ours="Metrics JSON Codec Loop TLS Upstream Server Store Models Telemetry Access Session Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis"
 
 failures=0
 # Every Swift module under Sources has its row above: a new module states what it may import.

@@ -28,4 +28,11 @@ public enum WallClock {
         clock_gettime(CLOCK_REALTIME, &ts)
         return ts.tv_sec
     }
+
+    /// Unix time in nanoseconds (a trace's timestamps).
+    public static func nanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
 }

@@ -24,6 +24,7 @@ public struct AnthropicModel: LanguageModel {
     public func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall {
         var headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream"), ("anthropic-version", "2023-06-01")]
         if let apiKey { headers.append(("x-api-key", apiKey)) }
+        if let traceparent = request.traceparent { headers.append(("traceparent", traceparent)) }
         var http = HTTPClientRequest(method: "POST", url: baseURL.appending("/messages"), headers: headers,
                                      body: Array(body(request).description.utf8))
         http.timeouts = timeouts

@@ -7,6 +7,9 @@ public struct ModelRequest: Sendable {
     /// The functions the model may call; none when nil or empty.
     public var tools: ToolSet?
     public var toolChoice: ToolChoice
+    /// The W3C `traceparent` of the call's span, sent to an upstream so that its trace joins the
+    /// session's; nil without tracing.
+    public var traceparent: String?
 
     public init(messages: [ChatMessage], maxOutputTokens: Int? = nil, tools: ToolSet? = nil, toolChoice: ToolChoice = .auto) {
         self.messages = messages

@@ -22,6 +22,7 @@ public struct OpenAIChatModel: LanguageModel {
     public func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall {
         var headers = [("Content-Type", "application/json"), ("Accept", "text/event-stream")]
         if let apiKey { headers.append(("Authorization", "Bearer \(apiKey)")) }
+        if let traceparent = request.traceparent { headers.append(("traceparent", traceparent)) }
         var http = HTTPClientRequest(method: "POST", url: baseURL.appending("/chat/completions"), headers: headers,
                                      body: Array(body(request).description.utf8))
         http.timeouts = timeouts

@@ -3,6 +3,7 @@ import Loop
 import Metrics
 import Models
 import Server
+import Telemetry
 
 /// The two session endpoints and what they share: the model, and who may connect.
 ///
@@ -34,11 +35,14 @@ public final class RealtimeEndpoint: Sendable {
     public let speculativeRepliesByDefault: Bool
     /// Where each session's report goes when it ends, and is read back.
     public let reports: SessionReports
+    /// Sessions' traces, when the OpenTelemetry variables name a collector.
+    public let tracer: ParleyTracer?
     static let reportsPrefix = "/v1/sessions/"
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
-                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false) {
+                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, tracer: ParleyTracer? = nil) {
+        self.tracer = tracer
         self.speculativeRepliesByDefault = speculativeRepliesByDefault
         reports = SessionReports(store: resume.store, keepSeconds: resume.reportSeconds)
         self.echoGuardByDefault = echoGuardByDefault
@@ -58,6 +62,7 @@ public final class RealtimeEndpoint: Sendable {
             routes.addMetrics(registry)
         }
         if let store = resume.store { routes.addMetrics(store.metricsRegistry) }
+        if let tracer { routes.addMetrics(tracer.exporter.registry) }
         if let pool = speech.pool {
             let workers = MetricsRegistry()
             SpeechMetrics.declare(pool: pool, in: workers)

@@ -36,6 +36,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         let options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: allowsOpus, restoring: stored)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
         driver.echoGuardByDefault = endpoint.echoGuardByDefault
+        driver.startTrace(traceparent: request.header("traceparent"), endpointName: allowsOpus ? "/ws" : "/v1/realtime")
         if let stored {
             driver.restore(stored.items.compactMap { ChatMessage.restoring($0.item) })
         }
@@ -155,6 +156,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private var draining = false
 
     func webSocketDrain(_ socket: WebSocket) -> Bool {
+        driver.noteDraining()
         if driver.engine.activeResponseID == nil { drain() } else { draining = true }
         return true
     }

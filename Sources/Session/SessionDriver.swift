@@ -80,6 +80,8 @@ package final class SessionDriver {
     private var echo: EchoGuard?
     /// What the session's report is fed from its first turn on (`SessionReport`); nil until then.
     private var report: SessionReport?
+    /// The session's trace, when tracing is on (`SessionTrace`).
+    private var trace: SessionTrace?
     /// The input's noise reduction (`noise_reduction`), after the echo guard and before the
     /// engine: made with the first audio of a session that asks for it, let go with the codec.
     private var denoiser: Denoiser?
@@ -339,6 +341,8 @@ package final class SessionDriver {
         sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
         if let loop = socket?.loop { writeReport(code: code, on: loop) }
+        trace?.end(code: Int(code.rawValue), at: MonotonicClock.nanoseconds())
+        trace = nil
         sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
                                                      "seconds": "\(MonotonicClock.seconds(since: openedAt))"])
         for call in calls.values { call.cancel() }
@@ -367,8 +371,22 @@ package final class SessionDriver {
         return made
     }
 
-    /// The session resumed on a new connection (counted in its report).
-    func noteResumed() { (report ?? makeReport()).record(.sessionResumed(sessionID: "", token: "", lastSeq: 0, replayed: 0), at: 0) }
+    /// The session resumed on a new connection (counted in its report, an event in its trace).
+    func noteResumed() {
+        (report ?? makeReport()).record(.sessionResumed(sessionID: "", token: "", lastSeq: 0, replayed: 0), at: 0)
+        trace?.event("resume")
+    }
+
+    /// The server is draining (an event in the session's trace).
+    func noteDraining() { trace?.event("drain") }
+
+    /// Starts the session's trace when tracing is on: a child of the client's `traceparent`, if
+    /// its upgrade carried one.
+    func startTrace(traceparent: String?, endpointName: String) {
+        guard let tracer = endpoint.tracer else { return }
+        trace = SessionTrace(tracer: tracer, traceparent: traceparent,
+                             attributes: [("parley.endpoint", endpointName), ("gen_ai.request.model", endpoint.modelName)])
+    }
 
     private func writeReport(code: WebSocketCloseCode, on loop: EventLoop) {
         let report = report ?? SessionReport()
@@ -537,6 +555,7 @@ package final class SessionDriver {
                 metrics.record(event)
                 timeTurnTaking(event)
                 if report != nil || SessionReport.begins(event.kind) { (report ?? makeReport()).record(event.kind, at: MonotonicClock.nanoseconds()) }
+                trace?.record(event.kind, at: MonotonicClock.nanoseconds())
                 if case .responseDone(let response) = event.kind, let usage = response.usage {
                     tokensSpent += usage.totalTokens
                     lease?.spend(usage.totalTokens, on: socket.loop)
@@ -606,7 +625,9 @@ package final class SessionDriver {
             // The last word was heard as many milliseconds ago as the audio since it lasts (the
             // client streams in real time).
             var turn = TurnTimeline()
-            turn.mark(.lastWord, at: now &- UInt64(max(0, engine.audioMs - audioEndMs)) * 1_000_000)
+            let lastWord = now &- UInt64(max(0, engine.audioMs - audioEndMs)) * 1_000_000
+            turn.mark(.lastWord, at: lastWord)
+            trace?.turnEnded(lastWordAt: lastWord)
             turn.mark(.turnEnd, at: now)
             turn.itemID = itemID
             timeline = turn
@@ -696,6 +717,7 @@ package final class SessionDriver {
         timeline = nil
         for (label, seconds) in turn.stageSeconds() { metrics.turnStages[label]?.observe(seconds: seconds) }
         report?.record(turn.eventKind, at: MonotonicClock.nanoseconds())
+        trace?.stages(turn)
         if engine.configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
     }
 
@@ -778,7 +800,8 @@ package final class SessionDriver {
 
 
     private func callModel(_ id: String, _ messages: [ChatMessage], _ options: ModelOptions, on loop: EventLoop) {
-        let request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
+        var request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
+        request.traceparent = trace?.modelCall(id, model: endpoint.modelName, at: MonotonicClock.nanoseconds())
         calls[id] = endpoint.model.stream(request, on: loop) { [weak self] event in self?.modelEvent(id, event) }
     }
 
@@ -812,6 +835,7 @@ package final class SessionDriver {
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .failed(let error):
             calls[id] = nil
+            trace?.modelFailed(id, code: error.code, at: MonotonicClock.nanoseconds())
             // An upstream may quote the key it was sent in its error; the client never sees it.
             let message = Credentials.scrub(error.message)
             guard !speculative else {

@@ -60,6 +60,24 @@ struct TurnTimeline: Sendable {
         return out
     }
 
+    /// Each stage marked, with its start and end (monotonic ns), as `stages()` measures them.
+    func intervals() -> [(name: String, start: UInt64, end: UInt64)] {
+        var out: [(String, UInt64, UInt64)] = []
+        for stage in Self.stages {
+            guard let end = marks[stage.to.rawValue],
+                  let start = marks[...stage.from.rawValue].reversed().compactMap({ $0 }).first else { continue }
+            out.append((stage.name, start, end))
+        }
+        return out
+    }
+
+    /// The first and last moments marked (the turn's span), when any.
+    var span: (start: UInt64, end: UInt64)? {
+        let marked = marks.compactMap { $0 }
+        guard let first = marked.min(), let last = marked.max() else { return nil }
+        return (first, last)
+    }
+
     /// What `parley.turn.timeline` says, for a session that asked for it.
     var eventKind: ServerEvent.Kind {
         .turnTimeline(itemID: itemID, responseID: responseID,

@@ -8,6 +8,9 @@ import CLinux
 import TLS
 import Loop
 import Models
+import Telemetry
+import Tracing
+import Metrics
 import Telephony
 import Upstream
 import Store
@@ -125,6 +128,28 @@ struct Serve: ParsableCommand {
         }
     }
 
+    /// Sessions' traces, when the OpenTelemetry variables name a collector (docs/operations.md,
+    /// "Traces"): the tracer, bootstrapped as the process's, and its exporter's loop started. A
+    /// variable it cannot use stops the start, saying which (never its value: the headers
+    /// variable holds a collector's key).
+    private func startTracing() throws -> ParleyTracer? {
+        let settings: TraceSettings
+        switch TraceSettings.read({ Environment.string($0) }) {
+        case .success(nil): return nil
+        case .success(let read?): settings = read
+        case .failure(let refusal): throw StartupError("tracing: \(refusal)")
+        }
+        do {
+            let exporter = try SpanExporter(settings: settings, registry: MetricsRegistry())
+            try exporter.start()
+            let tracer = ParleyTracer(settings: settings, exporter: exporter)
+            InstrumentationSystem.bootstrap(tracer)
+            return tracer
+        } catch {
+            throw StartupError("tracing: \(error)")
+        }
+    }
+
     /// A worker goes when its supervisor goes, however the supervisor ended.
     private func joinSupervisor(directory: String, name: String) throws -> WorkerGroupMembership {
         guard let parent = Environment.string("PARLEY_SUPERVISOR_PID").flatMap(Int32.init),
@@ -139,12 +164,13 @@ struct Serve: ParsableCommand {
     private func buildSessions(_ settings: ServeSettings, resume: ResumeSettings, helper: SpeechHelperStatus?,
                                models: SpeechOptions.Choice.HelperModels) throws -> RealtimeEndpoint {
         let model = ResilientModel(primary: settings.model.primary.build(), fallback: settings.model.fallback?.build(), policy: settings.model.policy)
+        let tracer = try startTracing()
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
-                                speculativeRepliesByDefault: settings.speech.speculativeReplies)
+                                speculativeRepliesByDefault: settings.speech.speculativeReplies, tracer: tracer)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {
