@@ -1,7 +1,8 @@
 """The OTLP round trip (issue 28): a real OTLP/HTTP receiver that decodes what Parley exports with
 the opentelemetry-proto package (the protobuf messages a collector reads), and an OpenAI-compatible
 upstream that records the `traceparent` Parley sends it. One session whose upgrade carries a
-`traceparent` asks a question and gets its answer; then the checks: the session's span joins the
+`traceparent` asks a question and gets its answer (the upstream failing the first attempt);
+then the checks: the session's span joins the
 caller's trace, a turn span and the model call's span under it (model name, tokens in and out),
 the upstream saw the model call's own span, the resource names the service, and no secret is in
 any span. Then a server whose collector is down serves its session all the same and counts the
@@ -63,7 +64,7 @@ class Handler(BaseHTTPRequestHandler):
                                 "parent": span.parent_span_id.hex(), "kind": span.kind,
                                 "start": span.start_time_unix_nano, "end": span.end_time_unix_nano,
                                 "attributes": {kv.key: value(kv.value) for kv in span.attributes},
-                                "events": [event.name for event in span.events], "status": span.status.code,
+                                "events": [event.name for event in span.events], "event_attributes": [{kv.key: value(kv.value) for kv in event.attributes} for event in span.events], "status": span.status.code,
                             })
             self.send_response(200)
             self.send_header("Content-Type", "application/x-protobuf")
@@ -72,6 +73,14 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/v1/chat/completions":
             with lock:
                 upstream_traceparents.append(self.headers.get("traceparent", ""))
+                first = len(upstream_traceparents) == 1
+            if first:
+                # The first attempt fails as an overloaded upstream does: Parley tries again, and
+                # the model call's span says so.
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             chunks = [{"choices": [{"delta": {"content": "Eighty-four."}, "finish_reason": None}]},
                       {"choices": [{"delta": {}, "finish_reason": "stop"}]},
                       {"choices": [], "usage": {"prompt_tokens": 21, "completion_tokens": 3}}]
@@ -161,8 +170,11 @@ def main() -> None:
               str(chat["attributes"]))
         check("spans start before they end, the model call within the turn",
               all(s["start"] <= s["end"] for s in spans) and turn["start"] <= chat["start"] and chat["end"] <= turn["end"] + 1_000_000)
-        sent = upstream_traceparents[0] if upstream_traceparents else ""
+        sent = upstream_traceparents[-1] if upstream_traceparents else ""
         check("the upstream request carried the model call's traceparent", sent == f"00-{TRACE_ID}-{chat['span_id']}-01", sent)
+        check("the failed first attempt is an event on the model call's span", chat["events"] == ["upstream_retry"] and len(upstream_traceparents) == 2
+              and chat["event_attributes"][0].get("error.type") == "upstream_error",
+              f"{chat['event_attributes']}, {len(upstream_traceparents)} upstream requests")
         blob = json.dumps(spans) + json.dumps(resources)
         check("no secret in any span", SECRET not in blob and "Bearer" not in blob)
 

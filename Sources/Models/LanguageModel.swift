@@ -50,6 +50,10 @@ public enum ModelEvent: Sendable, Equatable {
     /// Usage when the model reported it (nil to have the session estimate it), and why it stopped.
     case finished(Usage?, reason: FinishReason = .stop)
     case failed(ModelError)
+    /// The call's last attempt failed before anything of its reply came and another begins (on
+    /// `upstream`, its circuit's label: the same one again, or a fallback); nothing for the
+    /// client, an event for the call's trace.
+    case retrying(upstream: String, after: String)
 }
 
 /// Why a model ended its reply.

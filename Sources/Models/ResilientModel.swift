@@ -103,6 +103,8 @@ final class ResilientCall: ModelCall {
     /// When the reply's last piece came.
     private var lastPieceAt: UInt64 = 0
     private var over = false
+    /// Why the last attempt failed; nil before the first has.
+    private var lastFailure: String?
     private let metrics = UpstreamMetrics.shared
 
     init(model: ResilientModel, request: ModelRequest, loop: EventLoop, onEvent: @escaping (ModelEvent) -> Void) {
@@ -139,6 +141,8 @@ final class ResilientCall: ModelCall {
 
     private func begin(_ upstream: Int) {
         guard !over else { return }
+        // Every attempt after the first says so (the trace's event; nothing for the client).
+        if let lastFailure { onEvent(.retrying(upstream: model.upstreams[upstream].circuit.label, after: lastFailure)) }
         if upstream > 0 && current != upstream { metrics.fallbacks.add(1) }
         current = upstream
         armTimer(model.policy.firstTokenSeconds)
@@ -174,6 +178,7 @@ final class ResilientCall: ModelCall {
         modelLog.warning("model attempt failed", metadata: ["upstream": "\(model.upstreams[upstream].circuit.label)", "code": "\(error.code)",
                                                               "error": "\(Credentials.scrub(error.message))", "reply_begun": "\(forwarded)"])
         guard !forwarded else { return giveUp(error) }
+        lastFailure = error.code
         follow(plan.failed(error, now: now) { self.model.upstreams[$0].circuit.isOpen(now: now) }, after: error)
     }
 

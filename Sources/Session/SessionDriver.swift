@@ -833,6 +833,8 @@ package final class SessionDriver {
             calls[id] = nil
             if repliedResponse == id { repliedResponse = nil }
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
+        case .retrying(let upstream, let after):
+            trace?.modelRetried(id, upstream: upstream, after: after, at: MonotonicClock.nanoseconds())
         case .failed(let error):
             calls[id] = nil
             trace?.modelFailed(id, code: error.code, at: MonotonicClock.nanoseconds())

@@ -88,6 +88,12 @@ final class SessionTrace {
         return span.context.trace?.traceparent
     }
 
+    /// An upstream attempt failed and another began (a retry, or the fallback).
+    func modelRetried(_ responseID: String, upstream: String, after: String, at now: UInt64) {
+        models[responseID]?.addEvent(SpanEvent(name: "upstream_retry", at: WallInstant(monotonic: now),
+                                               attributes: ["parley.upstream": .string(upstream), "error.type": .string(after)]))
+    }
+
     func modelFailed(_ responseID: String, code: String, at now: UInt64) {
         guard let span = models.removeValue(forKey: responseID) else { return }
         span.setStatus(SpanStatus(code: .error, message: code))

@@ -35,6 +35,7 @@ import Upstream
                         stream.write("finished \(usage.map { "\($0.inputTokens)/\($0.outputTokens)" } ?? "-")\(reason == .length ? " length" : "")\n")
                         stream.end()
                     case .failed(let error): stream.write("failed \(error.code): \(error.message)\n"); stream.end()
+                    case .retrying: break
                     }
                 }
                 stream.onClose = { call.cancel() }
