@@ -384,8 +384,11 @@ package final class SessionDriver {
     /// its upgrade carried one.
     func startTrace(traceparent: String?, endpointName: String) {
         guard let tracer = endpoint.tracer else { return }
-        trace = SessionTrace(tracer: tracer, traceparent: traceparent,
-                             attributes: [("parley.endpoint", endpointName), ("gen_ai.request.model", endpoint.modelName)])
+        let made = SessionTrace(tracer: tracer, traceparent: traceparent,
+                                attributes: [("parley.endpoint", endpointName), ("gen_ai.request.model", endpoint.modelName)])
+        // A trace the sampler did not keep is let go at once: every span under it would be
+        // dropped alike, so the session keeps nothing (and sends no traceparent upstream).
+        if made.session.isRecording { trace = made }
     }
 
     private func writeReport(code: WebSocketCloseCode, on loop: EventLoop) {
