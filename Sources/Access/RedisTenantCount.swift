@@ -152,7 +152,7 @@ public final class RedisTenantCount: SharedTenantCount {
     /// when resumable (or ""), the token hash of a resume (or ""), the process key's expiry, a
     /// lease's expiry, the store's token key prefix, and model tokens a minute (0: none). Answers admitted|moved|held with the session whose lease it
     /// holds, or sessions|rate with the seconds to wait.
-    static let admitScript = """
+    static let admitScript = bucketFunctions + """
     local me = ARGV[1]
     redis.call('SET', KEYS[3], '1', 'EX', ARGV[6])
     local session = ARGV[4]
@@ -184,26 +184,17 @@ public final class RedisTenantCount: SharedTenantCount {
     if most > 0 and open >= most then return {'sessions', '1'} end
     local budget = tonumber(ARGV[9])
     if budget > 0 then
-      local t = redis.call('TIME')
-      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-      local bucket = redis.call('HMGET', KEYS[4], 'tokens', 'at')
-      local tokens = tonumber(bucket[1]) or budget
-      tokens = math.min(budget, tokens + (now - (tonumber(bucket[2]) or now)) * budget / 60)
-      if tokens < 1 then return {'tokens', tostring(math.ceil((1 - tokens) * 60 / budget))} end
+      local tokens = refilled(KEYS[4], budget)
+      if tokens < 1 then return {'tokens', tostring(wait(tokens, budget))} end
     end
     local perMinute = tonumber(ARGV[3])
     if perMinute > 0 then
-      local t = redis.call('TIME')
-      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-      local bucket = redis.call('HMGET', KEYS[2], 'tokens', 'at')
-      local tokens = tonumber(bucket[1]) or perMinute
-      local at = tonumber(bucket[2]) or now
-      tokens = math.min(perMinute, tokens + (now - at) * perMinute / 60)
+      local tokens, now = refilled(KEYS[2], perMinute)
       local taken = tokens >= 1
       if taken then tokens = tokens - 1 end
       redis.call('HSET', KEYS[2], 'tokens', tostring(tokens), 'at', tostring(now))
       redis.call('EXPIRE', KEYS[2], 120)
-      if not taken then return {'rate', tostring(math.ceil((1 - tokens) * 60 / perMinute))} end
+      if not taken then return {'rate', tostring(wait(tokens, perMinute))} end
     end
     redis.call('HINCRBY', KEYS[1], me, 1)
     if session ~= '' then redis.call('SET', 'parley:lease:' .. session, me, 'EX', ARGV[7]) end
@@ -212,17 +203,30 @@ public final class RedisTenantCount: SharedTenantCount {
 
     /// KEYS: the tenant's token bucket. ARGV: the tokens a reply spent, the budget a minute.
     /// Answers the seconds until the bucket has a token again, 0 while it has.
-    static let spendScript = """
+    static let spendScript = bucketFunctions + """
     local budget = tonumber(ARGV[2])
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-    local bucket = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-    local tokens = tonumber(bucket[1]) or budget
-    tokens = math.min(budget, tokens + (now - (tonumber(bucket[2]) or now)) * budget / 60) - tonumber(ARGV[1])
+    local tokens, now = refilled(KEYS[1], budget)
+    tokens = tokens - tonumber(ARGV[1])
     redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
     redis.call('EXPIRE', KEYS[1], 3600)
     if tokens >= 1 then return 0 end
-    return math.ceil((1 - tokens) * 60 / budget)
+    return wait(tokens, budget)
+    """
+
+    /// The buckets' arithmetic, as `TokenBucket` does it, for both scripts: a hash of `tokens` and
+    /// `at` (Redis's TIME, so every process refills alike), full when new, refilled evenly.
+    static let bucketFunctions = """
+    local function refilled(key, perMinute)
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+      local bucket = redis.call('HMGET', key, 'tokens', 'at')
+      local tokens = tonumber(bucket[1]) or perMinute
+      return math.min(perMinute, tokens + (now - (tonumber(bucket[2]) or now)) * perMinute / 60), now
+    end
+    local function wait(tokens, perMinute)
+      return math.ceil((1 - tokens) * 60 / perMinute)
+    end
+
     """
 
     /// KEYS: the tenant's open hash. ARGV: this process, the session whose lease it held (or "").
