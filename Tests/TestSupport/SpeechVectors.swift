@@ -32,7 +32,8 @@ public enum SpeechVectors {
     /// Piper draws random noise into every reading (its generator's and its phoneme lengths'), and
     /// Smart Turn's verdict on one half-sentence swung from 0.07 to 0.81 across readings, so a test
     /// passed or failed by chance. Both noises are off here: the same sentence is the same audio on
-    /// every run and machine ("I need a flight to": 0.35 every time).
+    /// every run and machine. The verdict still moves with the moment it is asked (25 ms later can
+    /// swing "I need a flight to" from 0.01 to 0.96), so tests pick halves it scores low throughout.
     public static func piper(_ sentence: String, lengthScale: Double = 1.0) throws -> String {
         guard let model = piperVoice else {
             throw ToolFailure(description: "no Piper voice in .venv-speech: run scripts/speech-models.sh (make test does)")
