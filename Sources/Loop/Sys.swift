@@ -270,6 +270,38 @@ public enum Sys {
         }
     }
 
+    // MARK: Files that grow (recordings)
+
+    /// `open(2)` of a new file (O_EXCL: never someone else's) for writing, with `mode`.
+    public static func createNew(_ path: String, mode: UInt32) throws(SystemError) -> Int32 {
+        try retrying("open(\(path))") { Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+    }
+
+    /// write(2) of all of `bytes` to a blocking file, retrying short writes and EINTR.
+    public static func writeWhole(_ fd: Int32, _ bytes: [UInt8]) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { throw SystemError("write") }
+        }
+    }
+
+    /// `mkdir(2)` with `mode`; a directory already there is fine.
+    public static func makeDirectory(_ path: String, mode: UInt32) throws(SystemError) {
+        if Glibc.mkdir(path, mode) != 0 && errno != EEXIST { throw SystemError("mkdir(\(path))") }
+    }
+
+    /// When `path` was last written (seconds since the epoch), nil if it cannot be read.
+    public static func modificationTime(_ path: String) -> Double? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+    }
+
+    /// `unlink(2)`; false if the file could not be removed.
+    @discardableResult
+    public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
+
     // MARK: Sockets
 
     /// The kinds of socket Parley opens: TCP streams, non-blocking or blocking.

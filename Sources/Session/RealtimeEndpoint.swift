@@ -37,12 +37,16 @@ public final class RealtimeEndpoint: Sendable {
     public let reports: SessionReports
     /// Sessions' traces, when the OpenTelemetry variables name a collector.
     public let tracer: ParleyTracer?
+    /// Where sessions that ask are recorded (`--recordings`); nil: none may be.
+    public let recordings: Recordings?
     static let reportsPrefix = "/v1/sessions/"
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
-                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, tracer: ParleyTracer? = nil) {
+                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, tracer: ParleyTracer? = nil,
+                recordings: Recordings? = nil) {
         self.tracer = tracer
+        self.recordings = recordings
         self.speculativeRepliesByDefault = speculativeRepliesByDefault
         reports = SessionReports(store: resume.store, keepSeconds: resume.reportSeconds)
         self.echoGuardByDefault = echoGuardByDefault
@@ -63,6 +67,7 @@ public final class RealtimeEndpoint: Sendable {
         }
         if let store = resume.store { routes.addMetrics(store.metricsRegistry) }
         if let tracer { routes.addMetrics(tracer.exporter.registry) }
+        if let recordings { routes.addMetrics(recordings.registry) }
         if let pool = speech.pool {
             let workers = MetricsRegistry()
             SpeechMetrics.declare(pool: pool, in: workers)

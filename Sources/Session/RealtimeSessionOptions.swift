@@ -16,6 +16,7 @@ extension SessionEngine.Options {
         voiceActivityModel = endpoint.speech.voiceActivity
         judgesTurns = endpoint.speech.endOfTurn != nil
         speculatesByDefault = endpoint.speculativeRepliesByDefault
+        records = endpoint.recordings != nil
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
         if allowsOpus { configuration.inputAudioFormat = .opus }
         // ... and whose page plays Opus back: with a synthesiser, /ws replies are spoken.

@@ -82,6 +82,8 @@ package final class SessionDriver {
     private var report: SessionReport?
     /// The session's trace, when tracing is on (`SessionTrace`).
     private var trace: SessionTrace?
+    /// The call's recording, while the session asks for one on a server that records.
+    private var recorder: SessionRecorder?
     /// The input's noise reduction (`noise_reduction`), after the echo guard and before the
     /// engine: made with the first audio of a session that asks for it, let go with the codec.
     private var denoiser: Denoiser?
@@ -358,6 +360,8 @@ package final class SessionDriver {
         listening = nil
         echo = nil
         denoiser = nil
+        recorder?.finish()
+        recorder = nil
         engine.audioWentIdle()
         settle()
         self.socket = nil
@@ -451,6 +455,7 @@ package final class SessionDriver {
         let audio = listening.input
         do {
             let samples = try convert(audio)
+            if let recorder, recorder.rate == inputRate { recorder.caller(samples, startsAt: arrived &- audio.lastInputNanoseconds) }
             guard budget.audio(audio.lastInputNanoseconds, at: arrived, limits: endpoint.limits) else {
                 return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
             }
@@ -491,6 +496,22 @@ package final class SessionDriver {
         return out
     }
 
+    // MARK: Recording
+
+    /// Starts or ends the recording as the session's `recording` setting now says (the engine
+    /// refused it already where the server does not record). It begins now: nothing the caller
+    /// said before is in it.
+    private func recordingAsked() {
+        let asked = engine.configuration.recording == true
+        guard asked != (recorder != nil) else { return }
+        if asked, let recordings = endpoint.recordings, let loop = socket?.loop {
+            recorder = SessionRecorder(recordings: recordings, sessionID: engine.sessionID, rate: inputRate, now: MonotonicClock.nanoseconds(), loop: loop)
+        } else {
+            recorder?.finish()
+            recorder = nil
+        }
+    }
+
     // MARK: Noise reduction
 
     /// The input denoised as the session's `noise_reduction` asks (the kind and the engine's rate
@@ -517,8 +538,10 @@ package final class SessionDriver {
         return held + denoiser.process(samples)
     }
 
-    /// A piece of the reply goes out: the guard's reference, from when the client plays it.
+    /// A piece of the reply goes out: the guard's reference and the recording's right channel,
+    /// from when the client plays it.
     private func replyPlayed(_ samples: [Int16], at playsAt: UInt64) {
+        if let recorder, recorder.rate == inputRate { recorder.agent(samples, playsAt: playsAt) }
         guard echoGuardOn else { return }
         if echo == nil || echo?.sampleRate != inputRate {
             echo = EchoGuard(sampleRate: inputRate, now: MonotonicClock.nanoseconds(), cancels: endpoint.echoCanceller)
@@ -554,6 +577,10 @@ package final class SessionDriver {
         for action in actions {
             switch action {
             case .send(let event):
+                switch event.kind {
+                case .sessionCreated, .sessionUpdated: recordingAsked()
+                default: break
+                }
                 wire?.send(event, on: socket)
                 metrics.record(event)
                 timeTurnTaking(event)
@@ -659,13 +686,13 @@ package final class SessionDriver {
             if speechOutputs[at.responseID] == nil {
                 guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
                       let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
-                                                     referenceRate: echoGuardOn ? inputRate : nil,
+                                                     referenceRate: echoGuardOn || recorder != nil ? inputRate : nil,
                                                      send: { [weak self] piece in self?.sendAudio(piece, at) },
                                                      report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }
                 if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
                 output.leadMs = endpoint.speech.replyLeadMs
-                if echoGuardOn { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
+                if echoGuardOn || recorder != nil { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
                 let stoppedAt = replyTurnStoppedAt
                 replyTurnStoppedAt = nil
                 output.onFirstSentence = { [weak self] in self?.timeline?.mark(.firstSentence, at: MonotonicClock.nanoseconds()) }
@@ -684,7 +711,12 @@ package final class SessionDriver {
         case .pause(let id):
             metrics.repliesPaused.add(1)
             pausedReply = id
-            if let output = speechOutputs[id] { output.pause(rewindToMs: wire?.speechPaused(responseID: id, on: socket)) }
+            if let output = speechOutputs[id] {
+                let rewound = wire?.speechPaused(responseID: id, on: socket)
+                // A listener whose queue was cleared never hears what was sent ahead.
+                if rewound != nil { recorder?.cutAgent(at: MonotonicClock.nanoseconds()) }
+                output.pause(rewindToMs: rewound)
+            }
         case .resume(let id, let why):
             metrics.repliesResumed.add(1, labels: "reason=\"\(why == .backchannel ? "backchannel" : "short")\"")
             if why == .backchannel {
@@ -696,6 +728,9 @@ package final class SessionDriver {
         case .stop(let id):
             if pausedReply == id { pausedReply = nil }
             guard let output = speechOutputs.removeValue(forKey: id) else { return }
+            // What was sent ahead of its playing time is cut from the listener's ears, and so
+            // from the recording.
+            recorder?.cutAgent(at: MonotonicClock.nanoseconds())
             let (played, heard) = output.stop(heardMs: wire?.heardMs(of: id))
             wire?.speechStopped(responseID: id, on: socket)
             sessionLog.debug("reply interrupted", metadata: ["session": "\(engine.sessionID)", "response": "\(id)", "heard_ms": "\(played)"])
@@ -864,6 +899,7 @@ package final class SessionDriver {
     }
 
     private func updateAccount() {
-        socket?.account(handlerBytes: engine.accountedBytes + (listening?.input.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0))
+        socket?.account(handlerBytes: engine.accountedBytes + (listening?.input.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0)
+                        + (recorder?.heldBytes ?? 0))
     }
 }

@@ -44,6 +44,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Resume")
     var resume: ResumeOptions
 
+    @OptionGroup(title: "Recording")
+    var recording: RecordingOptions
+
     enum Settings {
         static let upstreamCA = Setting.text("--upstream-ca", "PARLEY_UPSTREAM_CA", valueName: "file",
                                              about: "PEM CA certificates trusted for https LLM upstreams, besides the system store")
@@ -108,7 +111,7 @@ struct Serve: ParsableCommand {
         twilio.requiresAuth = access.required
         return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
                              metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
-                             resume: try resume.choice(), twilio: twilio)
+                             resume: try resume.choice(), recording: try recording.choice(), twilio: twilio)
     }
 
     /// Where tenants are counted beyond this process, and among how many processes each limit
@@ -165,12 +168,14 @@ struct Serve: ParsableCommand {
                                models: SpeechOptions.Choice.HelperModels) throws -> RealtimeEndpoint {
         let model = ResilientModel(primary: settings.model.primary.build(), fallback: settings.model.fallback?.build(), policy: settings.model.policy)
         let tracer = try startTracing()
+        let recordings = try RecordingOptions.open(settings.recording)
         // Keys come from a file or the environment, never from flags, where they would show in
         // the process list.
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
-                                speculativeRepliesByDefault: settings.speech.speculativeReplies, tracer: tracer)
+                                speculativeRepliesByDefault: settings.speech.speculativeReplies, tracer: tracer,
+                                recordings: recordings)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

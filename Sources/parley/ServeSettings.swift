@@ -22,6 +22,7 @@ struct ServeSettings {
     let model: (primary: LanguageModelOptions.Choice, fallback: LanguageModelOptions.Choice?, policy: UpstreamPolicy)
     let speech: SpeechOptions.Choice
     let resume: ResumeOptions.Choice
+    let recording: RecordingOptions.Choice
     let twilio: TwilioEndpoint.Settings
 
     /// The address as the listening line shows it, and its scheme.

@@ -55,14 +55,7 @@ struct OggStreamBuilder {
         lacing: [UInt8], body: [UInt8], headerType: UInt8, granule: Int64, serial: UInt32, sequence: UInt32,
         version: UInt8 = 0
     ) -> [UInt8] {
-        var out = Array("OggS".utf8) + [version, headerType]
-        out.appendLittleEndian(granule)
-        out.appendLittleEndian(serial)
-        out.appendLittleEndian(sequence)
-        out += [0, 0, 0, 0, UInt8(lacing.count)] + lacing + body
-        let crc = OggPage.crc(out, page: 0..<out.count)
-        out.replaceSubrange(22..<26, with: (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * $0)) })
-        return out
+        OggOpusWriter.page(lacing: lacing, body: body, headerType: headerType, granule: granule, serial: serial, sequence: sequence, version: version)
     }
 
     /// An OpusHead for mapping family 0 (RFC 7845 section 5.1).

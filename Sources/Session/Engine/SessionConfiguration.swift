@@ -39,6 +39,10 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// endpoint's default holds (on for /twilio, the server's `--echo-guard` for the others); only
     /// then is the field left out of `session.created` and `session.updated`.
     public var echoGuard: Bool?
+    /// Parley's `recording` extension: the call is recorded (both sides, `Recordings`) from the
+    /// moment the client asks, on a server that allows it. nil until a client says, and only then
+    /// reported, as `echoGuard`.
+    public var recording: Bool?
     /// `realtime`: a conversation with responses; `transcription`: the input's turns transcribed
     /// and nothing else (no response, no model call). Fixed when the session opens
     /// (`?intent=transcription`, or a client secret's `type`).
@@ -139,6 +143,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
         if let choice = update.toolChoice { next.toolChoice = choice }
         if let guarded = update.echoGuard { next.echoGuard = guarded }
+        if let recording = update.recording { next.recording = recording }
         if let truncation = update.truncation { next.truncation = truncation }
         if let bytes = update.maxHistoryBytes { next.maxHistoryBytes = bytes }
         switch update.noiseReduction {

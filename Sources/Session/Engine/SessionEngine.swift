@@ -53,6 +53,8 @@ public struct SessionEngine: Sendable {
         /// Whether a session whose `turn_detection` does not say speculates (`--speculative-replies`;
         /// see `SpeculativeReply`).
         public var speculatesByDefault = false
+        /// The server records sessions that ask (`--recordings`); else `recording: true` is refused.
+        public var records = false
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
                     maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = SessionLimits().maxHistoryBytes, transcribes: Bool = false, synthesizes: Bool = false) {
@@ -293,6 +295,7 @@ public struct SessionEngine: Sendable {
     /// Whether an end-of-turn model is there to ask (`Options.judgesTurns`).
     public let judgesTurns: Bool
     private let speculatesByDefault: Bool
+    private let records: Bool
     /// The server's history budget (`--max-history-bytes`), and what the model reads, if known
     /// (32 bits each: the largest context known is a million tokens).
     private let maxHistoryMessages: Int32
@@ -318,6 +321,7 @@ public struct SessionEngine: Sendable {
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
         speculatesByDefault = options.speculatesByDefault
+        records = options.records
     }
 
     /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
@@ -441,6 +445,10 @@ public struct SessionEngine: Sendable {
                                             (.voice, update.voice != nil, "session.voice")] where given && pinned.contains(setting) {
                 return emit(.error(EventError(ProtocolError(.invalidValue, "'\(param)' is fixed by the client secret this session was opened with",
                                                            param: param, eventID: event.eventID))))
+            }
+            if update.recording == true, !records {
+                return emitError(.invalidRequest, "recording_not_allowed",
+                                 "this server does not record sessions ('session.recording'): its operator starts it with --recordings DIR to allow it", event)
             }
             if let bytes = update.maxHistoryBytes, bytes > Int(maxHistoryBytes) {
                 return emitError(.invalidRequest, "invalid_value",

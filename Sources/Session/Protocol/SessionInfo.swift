@@ -45,7 +45,7 @@ public struct SessionInfo: Sendable, Equatable {
                         ("speed", .number(c.speed)),
                     ])),
                 ])),
-            ] + historyBudget(c))
+            ] + historyBudget(c) + recording(c))
         case .beta:
             return .object([
                 ("id", .string(id)),
@@ -63,7 +63,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("tool_choice", c.toolChoice.json),
                 ("temperature", .number(0.8)),
                 ("max_response_output_tokens", maxTokens),
-            ] + echoGuard(c, "input_audio_echo_guard") + historyBudget(c))
+            ] + echoGuard(c, "input_audio_echo_guard") + historyBudget(c) + recording(c))
         }
     }
 
@@ -95,7 +95,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("id", .string(id)),
                 ("audio", .object([("input", gaAudioInput)])),
                 ("include", .null),
-            ])
+            ] + recording(c))
         case .beta:
             return .object([
                 ("id", .string(id)),
@@ -105,7 +105,7 @@ public struct SessionInfo: Sendable, Equatable {
                 ("input_audio_noise_reduction", noiseReduction),
                 ("turn_detection", c.turnDetection?.json ?? .null),
                 ("include", .null),
-            ] + echoGuard(c, "input_audio_echo_guard"))
+            ] + echoGuard(c, "input_audio_echo_guard") + recording(c))
         }
     }
 
@@ -117,6 +117,11 @@ public struct SessionInfo: Sendable, Equatable {
             .object([("type", .string("retention_ratio")), ("retention_ratio", .number(ratio))]
                 + (limit.map { [("token_limits", .object([("post_instructions", .int($0))]))] } ?? []))
         }
+    }
+
+    /// Parley's `recording`, only once a client has set it (as `echoGuard`).
+    private func recording(_ c: SessionConfiguration) -> [(String, JSON)] {
+        c.recording.map { [("recording", .bool($0))] } ?? []
     }
 
     /// Parley's `max_history_bytes`, only once a client has set it (as `echoGuard`).

@@ -88,6 +88,8 @@ public struct SessionUpdate: Sendable, Equatable {
     public var truncation: SessionConfiguration.Truncation?
     /// Parley's extension: the session's history budget in bytes, at most the server's.
     public var maxHistoryBytes: Int?
+    /// Parley's extension: record this call (`recording`), where the server allows it.
+    public var recording: Bool?
     /// Where the formats were given, for an error that names the field.
     var inputAudioFormatParam = "session.input_audio_format"
     var outputAudioFormatParam = "session.output_audio_format"
@@ -135,6 +137,7 @@ public struct SessionUpdate: Sendable, Equatable {
         update.toolChoice = try ToolsField.choice(session)
         update.truncation = try truncation(session, "truncation")
         update.maxHistoryBytes = try session.integer("max_history_bytes", in: SessionConfiguration.minHistoryBytes...Int(Int32.max))
+        update.recording = try session.bool("recording")
         update.echoGuard = try session.bool("input_audio_echo_guard")
         update.noiseReduction = try noiseReduction(session, "input_audio_noise_reduction")
         try transcription(session, "input_audio_transcription")
