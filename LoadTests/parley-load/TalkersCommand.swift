@@ -65,6 +65,9 @@ struct TalkersCommand: ParsableCommand {
     @Option(help: "Write the results as JSON to this file.")
     var json: String?
 
+    @Flag(help: "Ask each session to be recorded (recording: true; the server must run with --recordings DIR).")
+    var record = false
+
     /// 2 to 8 s each in Piper's joe voice, some with clauses. What a person asks the built-in agent
     /// and it answers in a sentence (sums, counts, thanks, goodbye), so a turn's reply lasts seconds,
     /// as a voice agent's should, rather than its 20 s "I didn't understand", which a talker would
@@ -110,7 +113,7 @@ struct TalkersCommand: ParsableCommand {
     /// The session every talker asks for: the embedded pipeline's spoken replies, and the timeline.
     var sessionUpdate: String {
         let detection = turnDetection == "server_vad" ? #""type":"server_vad""# : #""type":"semantic_vad","eagerness":"auto""#
-        return #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"],"include":["parley.turn.timeline"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"# + detection
+        return #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"],"include":["parley.turn.timeline"],"# + (record ? #""recording":true,"# : "") + #""audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"# + detection
             + #","create_response":true,"interrupt_response":true}},"output":{"format":{"type":"audio/pcm","rate":24000}}}}}"#
     }
 

@@ -41,9 +41,13 @@ public struct OggOpusWriter: Sendable {
         return page(packet: head, granule: 0, flags: OggPage.firstFlag) + page(packet: tags, granule: 0, flags: 0)
     }
 
-    /// Adds one packet of `samples48k` samples (per channel, at 48 kHz: 960 for 20 ms); returns a
-    /// finished page when this packet completes one, else nothing.
+    /// Adds one packet of `samples48k` samples (per channel, at 48 kHz: 960 for 20 ms); returns the
+    /// page this packet found full, else nothing.
     public mutating func append(_ packet: [UInt8], samples48k: Int) -> [UInt8] {
+        // A full page goes when the next packet comes, so the stream's last page (flagged end of
+        // stream by `finish`) always ends a packet: a page that ends none must not carry a granule
+        // position (RFC 7845 section 3), and an empty last page would have to.
+        let page = pending >= Self.packetsPerPage || lacing.count > 240 ? flush(last: false) : []
         // Lacing (RFC 3533 section 6): 255s then the remainder, which may be 0.
         var left = packet.count
         while left >= 255 { lacing.append(255); left -= 255 }
@@ -52,15 +56,14 @@ public struct OggOpusWriter: Sendable {
         granulePosition += Int64(samples48k)
         pending += 1
         // A page holds at most 255 lacing values; a packet is at most 1,275 bytes (6 values).
-        guard pending >= Self.packetsPerPage || lacing.count > 240 else { return [] }
-        return flush(last: false)
+        return page
     }
 
     /// The packets still waiting, on the stream's last page (flagged end of stream).
     public mutating func finish() -> [UInt8] { flush(last: true) }
 
     private mutating func flush(last: Bool) -> [UInt8] {
-        let out = Self.page(lacing: lacing, body: body, headerType: last ? OggPage.lastFlag : 0, granule: granulePosition,
+        let out = Self.page(lacing: lacing, body: body, headerType: last ? OggPage.lastFlag : 0, granule: pending > 0 ? granulePosition : -1,
                             serial: serial, sequence: sequence)
         sequence += 1
         lacing.removeAll(keepingCapacity: true)

@@ -360,7 +360,7 @@ package final class SessionDriver {
         listening = nil
         echo = nil
         denoiser = nil
-        recorder?.finish()
+        recorder?.finish(at: MonotonicClock.nanoseconds())
         recorder = nil
         engine.audioWentIdle()
         settle()
@@ -455,11 +455,12 @@ package final class SessionDriver {
         let audio = listening.input
         do {
             let samples = try convert(audio)
-            if let recorder, recorder.rate == inputRate { recorder.caller(samples, startsAt: arrived &- audio.lastInputNanoseconds) }
             guard budget.audio(audio.lastInputNanoseconds, at: arrived, limits: endpoint.limits) else {
                 return closeForLimit(.audio, "audio arrives faster than \(endpoint.limits.audioRealTimeFactor)× real time")
             }
             let due = listening.clock.frameArrived(duration: audio.lastInputNanoseconds, at: arrived)
+            // Recorded where the stream's clock puts it: a burst sent at once starts when it came.
+            if let recorder, recorder.rate == inputRate { recorder.caller(samples, startsAt: due) }
             // The echo guard first (its reference is the reply as played, before any denoising),
             // then the denoiser, then the engine's VAD and recogniser.
             perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
@@ -507,7 +508,7 @@ package final class SessionDriver {
         if asked, let recordings = endpoint.recordings, let loop = socket?.loop {
             recorder = SessionRecorder(recordings: recordings, sessionID: engine.sessionID, rate: inputRate, now: MonotonicClock.nanoseconds(), loop: loop)
         } else {
-            recorder?.finish()
+            recorder?.finish(at: MonotonicClock.nanoseconds())
             recorder = nil
         }
     }

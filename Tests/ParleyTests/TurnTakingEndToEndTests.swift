@@ -36,32 +36,7 @@ import TestSupport
 
     static func silence(ms: Int) -> [Int16] { [Int16](repeating: 0, count: 24 * ms) }
 
-    /// Events as they arrive, each with when (monotonic nanoseconds), read on a thread of their own
-    /// while the test streams its microphone in real time.
-    final class Recorder: @unchecked Sendable {
-        let client: TestClient
-        private let received = Mutex<[(event: JSON, at: UInt64)]>([])
-        private var thread: pthread_t?
-
-        init(_ client: TestClient) throws {
-            self.client = client
-            thread = try Thread.spawn(name: "test-events") { [self] in
-                while let event = try? self.client.readEvent() {
-                    received.withLock { $0.append((event, MonotonicClock.nanoseconds())) }
-                }
-            }
-        }
-
-        /// Stops reading (the connection is shut, after a moment for the last events to arrive)
-        /// and returns everything read.
-        func finish() -> [(event: JSON, at: UInt64)] {
-            usleep(300_000)
-            client.hangUp()
-            if let thread { Thread.join(thread) }
-            thread = nil
-            return received.withLock { $0 }
-        }
-    }
+    typealias Recorder = EventRecorder
 
     /// Streams `samples` in 20 ms appends at real-time pace; returns when each sample index in
     /// `marks` went out.

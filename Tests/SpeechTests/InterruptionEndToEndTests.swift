@@ -33,17 +33,18 @@ import Glibc
 
     /// A server whose agent tells `story`, heard by pocketsphinx and the energy detector or Silero,
     /// spoken by espeak-ng; the pool is the caller's to stop.
-    static func storyServer(silero: Bool) throws -> (TestServer, WorkerPool) {
+    static func storyServer(silero: Bool, recordings: Recordings? = nil, replyLeadMs: Int = SpeechServices().replyLeadMs) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         var vad: (any VoiceActivityModel)?
         if silero {
             let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
             vad = model
         }
-        let speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
+        var speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
                                     voiceActivity: vad)
+        speech.replyLeadMs = replyLeadMs
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
-            RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech).install(on: &routes)
+            RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech, recordings: recordings).install(on: &routes)
         })
         return (server, pool)
     }

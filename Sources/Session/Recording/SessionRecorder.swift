@@ -28,10 +28,12 @@ final class SessionRecorder {
     func agent(_ samples: [Int16], playsAt time: UInt64) { call.agent(samples, playsAt: time) }
     func cutAgent(at time: UInt64) { call.cutAgent(at: time) }
 
-    /// The rest, and the file closed.
-    func finish() {
+    /// The rest, and the file closed. What a reply sent ahead of `now` is never heard: the
+    /// listener has gone, or no longer asks for a recording.
+    func finish(at now: UInt64) {
         flush?.cancel()
         flush = nil
+        call.cutAgent(at: now)
         recordings.finish(call.takeAll(), file)
     }
 

@@ -1,0 +1,154 @@
+import Codec
+import JSON
+@testable import Models
+import Server
+@testable import Session
+import Speech
+import Testing
+import TestSupport
+import Loop
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A recorded call over a real socket, with real speech (espeak-ng in two voices) heard by the
+/// server's VAD and pocketsphinx and a spoken reply: the file decodes with opusinfo and opusdec, is
+/// stereo, starts when the session asked (what the caller said before is not in it), holds the
+/// caller on the left where they spoke and the agent on the right where it was heard, cut where the
+/// caller's "stop" cut it. A server that does not record refuses the setting and goes on.
+@Suite(.serialized) struct RecordingEndToEndTests {
+    static let story = InterruptionEndToEndTests.story
+
+    /// Replies sent 1.5 s ahead of their playing (a client on a lossy network's lead): without
+    /// the cut at the barge-in, the recording would hold that much of what was never heard.
+    static let leadMs = 1_500
+
+    /// 16 kHz samples: the rate a pcm16 session is heard (and so recorded) at.
+    static let rate = 16_000
+
+    func say(_ text: String, _ voice: String) throws -> [Int16] {
+        let wav = try WAVFile.read(path: try SpeechVectors.wav(text, voice: voice))
+        return try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
+    }
+
+    /// Streams 24 kHz samples in 100 ms appends at real-time pace, reading nothing.
+    func stream(_ samples: [Int16], _ client: TestClient) throws {
+        for start in stride(from: 0, to: samples.count, by: 2_400) {
+            let chunk = Array(samples[start..<min(samples.count, start + 2_400)])
+            try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#.utf8)))
+            usleep(100_000)
+        }
+    }
+
+    func update(_ client: TestClient, _ session: String) throws {
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":\#(session)}"#.utf8)))
+    }
+
+    /// Seconds from the recording's start of the first and last samples at or above -30 dBFS in
+    /// `samples` (one channel), nil when none is.
+    func loud(_ samples: [Int16]) -> (first: Double, last: Double)? {
+        let threshold: Int16 = 1_000
+        guard let first = samples.firstIndex(where: { abs(Int($0)) >= Int(threshold) }),
+              let last = samples.lastIndex(where: { abs(Int($0)) >= Int(threshold) }) else { return nil }
+        return (Double(first) / Double(Self.rate), Double(last) / Double(Self.rate))
+    }
+
+    @Test(arguments: [("en-us", "en-gb+f3"), ("en-gb+f3", "en-us")])
+    func aRecordedCallHoldsBothSidesWhereTheyWereHeard(asker: String, interrupter: String) throws {
+        let directory = try Sys.makeTemporaryDirectory(prefix: "parley-recordings-")
+        defer { Directory.removeFlat(directory) }
+        let recordings = try Recordings(directory: directory, retentionDays: 1)
+        let (server, pool) = try InterruptionEndToEndTests.storyServer(silero: false, recordings: recordings, replyLeadMs: Self.leadMs)
+        defer { pool.stop() }
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        let created = try client.readEvents(until: "session.created").events.last
+        let sessionID = try #require(created?["session"]?["id"]?.string)
+        // Before the ask: speech with no turn detection, which must not reach the recording.
+        try update(client, #"{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"turn_detection":null}}}"#)
+        _ = try client.readEvents(until: "session.updated")
+        try stream(try say("This was said before anyone asked to record.", asker), client)
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.clear"}"#.utf8)))
+        _ = try client.readEvents(until: "input_audio_buffer.cleared")
+
+        // The client asks for each reply, so that "stop" cuts the reply and starts none.
+        try update(client, #"{"recording":true,"audio":{"input":{"turn_detection":{"type":"server_vad","create_response":false}}}}"#)
+        let asked = MonotonicClock.nanoseconds()
+        let updated = try client.readEvents(until: "session.updated").events.last
+        #expect(updated?["session"]?["recording"]?.bool == true)
+        let question = try say("Tell me a story about the sea.", asker)
+        let recorder = try EventRecorder(client)
+        try stream([Int16](repeating: 0, count: 12_000) + question + [Int16](repeating: 0, count: 12_000), client)
+        _ = try #require(recorder.first("input_audio_buffer.committed"), "the question's turn never ended")
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        // The reply's first audio, then one second of it, then "stop" over it.
+        let firstAudio = try #require(recorder.first("response.output_audio.delta"), "no reply audio").at
+        while MonotonicClock.nanoseconds() < firstAudio + 1_000_000_000 { usleep(10_000) }
+        try stream(try say("stop", interrupter) + [Int16](repeating: 0, count: 12_000), client)
+        let done = try #require(recorder.first("response.done"), "the reply never ended")
+        let cut = done.at
+        #expect(done.event["response"]?["status"]?.string == "cancelled", "the reply was not cut: \(recorder.events.compactMap { $0.event["type"]?.string })")
+        // A second and a half of quiet: as long as the reply was sent ahead, so that what the cut
+        // took would show.
+        try stream([Int16](repeating: 0, count: 36_000), client)
+        let ended = MonotonicClock.nanoseconds()
+        let timed = recorder.finish()
+        // pcm16 at 24 kHz: 48 bytes a millisecond. The first reply's audio: what came before the cut.
+        let sentMs = timed.filter { $0.at <= cut && $0.event["type"]?.string == "response.output_audio.delta" }
+            .reduce(0) { $0 + ($1.event["delta"]?.string?.utf8.count ?? 0) * 3 / 4 / 48 }
+        #expect(!timed.contains { $0.at > cut && $0.event["type"]?.string == "response.output_audio.delta" }, "audio after the cut")
+
+        // The file is closed on the recording thread once the session has gone.
+        let path = "\(directory)/\(sessionID).opus"
+        var info = try Subprocess.capture(["opusinfo", path])
+        for _ in 0..<50 where info.status != 0 || !info.stdout.contains("Total data length") {
+            usleep(100_000)
+            info = try Subprocess.capture(["opusinfo", path])
+        }
+        #expect(info.status == 0, "opusinfo: \(info.stdout)")
+        #expect(info.stdout.contains("Channels: 2"), "\(info.stdout)")
+        #expect(!info.stdout.contains("WARNING"), "opusinfo finds fault: \(info.stdout)")
+        let wavPath = "\(directory)/decoded.wav"
+        #expect(try Subprocess.run(["opusdec", "--quiet", "--rate", "\(Self.rate)", path, wavPath]) == 0)
+        let wav = try WAVFile.read(path: wavPath)
+        #expect(wav.channels == 2 && wav.sampleRate == Self.rate)
+        let left = stride(from: 0, to: wav.samples.count, by: 2).map { wav.samples[$0] }
+        let right = stride(from: 1, to: wav.samples.count, by: 2).map { wav.samples[$0] }
+        let seconds = { (time: UInt64) in Double(time - asked) / 1e9 }
+
+        // As long as the session was recorded, both channels.
+        #expect(abs(wav.duration - seconds(ended)) < 0.5, "recorded \(wav.duration) s of \(seconds(ended)) s")
+        // The caller: nothing before the ask; the question from 0.5 s, for as long as it is.
+        let caller = try #require(loud(left), "the caller's channel is silent")
+        #expect(abs(caller.first - 0.5) < 0.25, "the caller is first heard at \(caller.first) s, not 0.5 s: audio from before the ask?")
+        #expect(caller.last > seconds(cut) - 2, "the caller's \"stop\" is missing (last heard at \(caller.last) s)")
+        // The agent: from when its first audio came to where the barge-in cut it, then silent; what
+        // it sent ahead and no one heard is not in the recording.
+        let index = { (time: Double) in min(right.count, max(0, Int(time * Double(Self.rate)))) }
+        let reply = try #require(loud(Array(right[..<index(seconds(cut) + 0.3)])), "the agent's channel is silent")
+        #expect(abs(reply.first - seconds(firstAudio)) < 0.5, "the agent is first heard at \(reply.first) s, its audio came at \(seconds(firstAudio)) s")
+        #expect(reply.last > seconds(firstAudio) + 0.8, "the agent's channel ends at \(reply.last) s, before the second it played")
+        let afterCut = Array(right[index(seconds(cut) + 0.3)...])
+        #expect(loud(afterCut) == nil, "the agent is heard after the cut at \(seconds(cut)) s")
+        let heardMs = stride(from: 0, to: index(seconds(cut)), by: Self.rate / 50).count { start in
+            right[start..<min(right.count, start + Self.rate / 50)].contains { abs(Int($0)) > 300 }
+        } * 20
+        #expect(heardMs < sentMs - Self.leadMs / 2, "the agent's channel holds \(heardMs) ms of the \(sentMs) ms it sent, \(Self.leadMs) ms ahead")
+    }
+
+    @Test func aServerThatDoesNotRecordRefusesAndGoesOn() throws {
+        let (server, pool) = try InterruptionEndToEndTests.storyServer(silero: false)
+        defer { pool.stop() }
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        _ = try client.readEvents(until: "session.created")
+        try update(client, #"{"type":"realtime","recording":true}"#)
+        let refused = try client.readEvents(until: "error").events.last
+        #expect(refused?["error"]?["code"]?.string == "recording_not_allowed", "\(String(describing: refused))")
+        #expect(refused?["error"]?["message"]?.string?.contains("--recordings") == true)
+        try update(client, #"{"type":"realtime","instructions":"Be brief."}"#)
+        let updated = try client.readEvents(until: "session.updated").events.last
+        #expect(updated?["session"]?["instructions"]?.string == "Be brief.")
+        #expect(updated?["session"]?["recording"] == nil, "a session that never recorded reports no recording")
+    }
+}
