@@ -27,6 +27,10 @@ final class RecordingFile: @unchecked Sendable {
         self.rate = rate
     }
 
+    /// A file whose close found the recording thread's queue full ends here, when the last job
+    /// that held it lets it go: its last page, and the descriptor back.
+    deinit { _ = close() }
+
     /// Encodes whole 20 ms frames of interleaved stereo and writes the pages they complete; the
     /// bytes written, or -1 if the recording failed (it is then left as it is).
     func append(_ stereo: [Int16]) -> Int {

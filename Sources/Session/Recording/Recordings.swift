@@ -2,9 +2,6 @@ import Codec
 import Loop
 import Metrics
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Where calls are recorded (`--recordings DIR`), for how long (`--recording-retention-days`),
 /// and the one thread that encodes them. Off unless the server is started with a directory, and
@@ -66,16 +63,15 @@ public final class Recordings: Sendable {
         if accepted { secondsRecorded.add(stereo.count / 2 / file.rate) } else { blocksDropped.add(1) }
     }
 
-    /// The recording's last block and its end. Closing is never dropped for a full queue: it waits
-    /// for room, since a file left open would hold a descriptor for the process's life.
+    /// The recording's last block and its end. A close that finds the queue full is not waited
+    /// for (that would stall a loop): the file closes itself when the last job holding it is done.
     func finish(_ stereo: [Int16], _ file: RecordingFile) {
         active.add(-1)
         write(stereo, to: file)
-        let close: WorkerPool.Job = { [self] in
+        _ = writer.submit { [self] in
             if file.close() < 0 { failures.add(1) }
             sweepIfDue()
         }
-        while !writer.submit(close) { usleep(1_000) }
     }
 
     /// Removes recordings older than the retention (on the recording thread; at most once an hour).
