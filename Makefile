@@ -44,6 +44,7 @@ test: deps
 	scripts/agents-sdk-test.sh
 	scripts/twilio-carrier-test.sh
 	scripts/otlp-test.sh
+	scripts/eval-test.sh
 	$(MAKE) e2e
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
