@@ -20,7 +20,7 @@ struct EvalCommand: ParsableCommand {
               expect tool NAME [with key=value, …] · expect no tool · expect reply starts within N ms
               expect reply cut · expect reply not cut · expect no reply · expect no early reply
             Speech is made before each session opens, with espeak-ng (en-us, en-gb+f3) or Piper (joe, \
-            joe-1.25) from --speech-venv. PARLEY_LOAD_API_KEY, when set, is sent as the bearer key.
+            joe-1.25, its noise off: the same audio every run) from --speech-venv. PARLEY_LOAD_API_KEY, when set, is sent as the bearer key.
             """)
 
     @Argument(help: "Eval scripts.")
@@ -77,7 +77,7 @@ struct EvalCommand: ParsableCommand {
         let observations: [EvalObservation]
         do {
             let directory = file.contains("/") ? String(file[..<file.lastIndex(of: "/")!]) : "."
-            let speech = try EvalRun.speech(for: script, directory: directory) { try TurnTakingSpeechMaker(venv: speechVenv) }
+            let speech = try EvalRun.speech(for: script, directory: directory) { try TurnTakingSpeechMaker(venv: speechVenv, sameReadingEachTime: true) }
             observations = try EvalRun(script: script, target: target, path: path, replyTimeoutMs: replyTimeoutMs, speech: speech).run()
         } catch {
             print("  could not run: \(error)")

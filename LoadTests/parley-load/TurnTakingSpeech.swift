@@ -56,8 +56,13 @@ final class TurnTakingSpeechMaker {
     private var files = 0
     private var piperModel: String?
 
-    init(venv: String) throws(LoadFailure) {
+    /// Piper reads with both its noises off, so a text is the same audio on every run (as the
+    /// tests' vectors are): what an eval needs. Off, each reading differs a little, as people do.
+    let sameReadingEachTime: Bool
+
+    init(venv: String, sameReadingEachTime: Bool = false) throws(LoadFailure) {
         self.venv = venv
+        self.sameReadingEachTime = sameReadingEachTime
         var template = Array("/tmp/parley-turn-taking-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw LoadFailure("mkdtemp in /tmp: \(String(cString: strerror(errno)))") }
         directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -74,8 +79,8 @@ final class TurnTakingSpeechMaker {
         switch voice {
         case .joe, .joeSlow:
             // The text goes through stdin, as piper reads it; as "$1" it is never parsed by the shell.
-            argv = ["/bin/sh", "-c", #"printf '%s' "$1" | "$2" -m "$3" -f "$4" --length-scale "$5""#, "sh",
-                    text, "\(venv)/bin/piper", try piper(), path, voice == .joe ? "1.0" : "1.25"]
+            argv = ["/bin/sh", "-c", #"printf '%s' "$1" | "$2" -m "$3" -f "$4" --length-scale "$5" ${6:+--noise-scale 0 --noise-w-scale 0}"#, "sh",
+                    text, "\(venv)/bin/piper", try piper(), path, voice == .joe ? "1.0" : "1.25", sameReadingEachTime ? "fixed" : ""]
         case .enUS, .enGB:
             argv = ["espeak-ng", "-v", voice.rawValue, "-s", "140", "-w", path, text]
         }
