@@ -156,10 +156,11 @@ class Whisper:
     NAME = "whisper-tiny.en"
 
     def __init__(self, directory, threads):
+        import ctranslate2
         from faster_whisper import WhisperModel
-
         from faster_whisper.tokenizer import Tokenizer
 
+        self.storage = ctranslate2.StorageView
         self.model = WhisperModel(directory, device="cpu", compute_type="int8", cpu_threads=threads)
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe", language="en")
         # No timestamps: the words alone.
@@ -168,8 +169,9 @@ class Whisper:
     # Whisper's encoder reads a window of up to 30 s of log-mel frames, and faster-whisper pads
     # every clip with quiet to the whole 30 s; CTranslate2 encodes a shorter window as readily, at
     # a cost that grows with it. A `fast` request (the server's periodic partials while the user
-    # talks, under WINDOW_SECONDS less one of audio) pads the turn to WINDOW_SECONDS instead. Measured on WordErrorRate's 30 sentences in four voices (docs/benchmarks.md,
-    # "Whisper on a 15 s window"): 116 ms a clip on one thread against 340, and fewer errors over
+    # talks, under WINDOW_SECONDS less one of audio) pads the turn to WINDOW_SECONDS instead.
+    # Measured on WordErrorRate's 30 sentences in four voices (docs/benchmarks.md, "Whisper's
+    # partials on a 15 s window"): 116 ms a clip on one thread against 340, and fewer errors over
     # all; but it heard Piper's "Paris" as "pairs" in 3 of 7 readings where 30 s heard it in 7 of 7
     # (and 20, 24 and 28 s windows as often), so a transcript that may be final, which tools and
     # the history are made from, is decoded on the whole window.
@@ -180,8 +182,6 @@ class Whisper:
     TOKENS_PER_SECOND = 6
 
     def transcribe(self, pcm, rate, fast=False):
-        import ctranslate2
-
         audio = to_16k(pcm, rate)
         if len(audio) < RATE // 10:
             return ""
@@ -192,12 +192,11 @@ class Whisper:
             segments, _ = self.model.transcribe(audio, language="en", beam_size=5, vad_filter=False,
                                                 condition_on_previous_text=False, without_timestamps=True)
             return "".join(segment.text for segment in segments).strip()
-        window = self.WINDOW_SECONDS
         # Padded as audio, not as features, so the log-mel's level is the clip's own.
-        padded = np.zeros(window * RATE, dtype=np.float32)
+        padded = np.zeros(self.WINDOW_SECONDS * RATE, dtype=np.float32)
         padded[: len(audio)] = audio
-        features = np.ascontiguousarray(self.model.feature_extractor(padded)[:, : window * 100][None])
-        encoded = self.model.model.encode(ctranslate2.StorageView.from_array(features), to_cpu=False)
+        features = np.ascontiguousarray(self.model.feature_extractor(padded)[:, : self.WINDOW_SECONDS * 100][None])
+        encoded = self.model.model.encode(self.storage.from_array(features), to_cpu=False)
         limit = min(224, len(self.prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
         result = self.model.model.generate(encoded, [self.prompt], beam_size=5, max_length=limit,
                                            suppress_blank=True, suppress_tokens=[-1])

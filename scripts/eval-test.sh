@@ -27,13 +27,7 @@ logs() { echo "--- server log (last 40 lines):"; tail -40 "$WORK/server.err"; } 
 # The server waits for its speech helper (Whisper, Piper, Smart Turn) before it listens.
 "$PARLEY_BIN" serve --host 127.0.0.1 --port 0 > "$WORK/server.out" 2> "$WORK/server.err" &
 SERVER_PID=$!
-for _ in $(seq 600); do
-    [[ "$(head -n 1 "$WORK/server.out")" =~ ^parley\ listening\ on\ http://127\.0\.0\.1:([0-9]+) ]] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || { logs; die "parley serve exited before listening" 2; }
-    sleep 0.1
-done
-PORT="${BASH_REMATCH[1]:-}"
-[[ -n "$PORT" ]] || { logs; die "parley serve did not listen within 60 s" 2; }
+wait_listening "$SERVER_PID" "$WORK/server.out" '^parley listening on http://127\.0\.0\.1:([0-9]+)' "parley serve" 60
 grep -q 'speech: whisper in' "$WORK/server.out" || say "note: the server is not hearing with Whisper: $(head -n 1 "$WORK/server.out")"
 
 JUNIT="${JUNIT:-$WORK/eval.xml}"

@@ -37,18 +37,18 @@ stop() {
     fi
 }
 
-# wait_listening PID FILE REGEX WHAT: sets PORT from the first line of FILE (REGEX's first group),
-# within 10 s; fails if the process ends first.
+# wait_listening PID FILE REGEX WHAT [SECONDS]: sets PORT from the first line of FILE (REGEX's
+# first group), within SECONDS (10); fails if the process ends first.
 wait_listening() {
-    local pid=$1 file=$2 regex=$3 what=$4 line
+    local pid=$1 file=$2 regex=$3 what=$4 seconds=${5:-10} line
     PORT=""
-    for _ in $(seq 100); do
+    for _ in $(seq $((seconds * 10))); do
         if ! kill -0 "$pid" 2>/dev/null; then logs; die "$what exited before listening" 2; fi
         line="$(head -n 1 "$file")"
         if [[ "$line" =~ $regex ]]; then PORT="${BASH_REMATCH[1]}"; return 0; fi
         sleep 0.1
     done
-    logs; die "no listening line from $what within 10 s" 2
+    logs; die "no listening line from $what within $seconds s" 2
 }
 
 # wait_healthy SCHEME PORT: /healthz answers 200 within about 10 s (-k: a probe only).

@@ -89,7 +89,8 @@ struct EvalRun {
                 var mark = TurnMark(step: index, from: speaker.receivedCount, problem: nothingToSpeakOver)
                 nothingToSpeakOver = nil
                 try take(turn, step: index, interruptAfterMs: after, speaker, microphone: microphone, tools: &tools, mark: &mark)
-                if let after, mark.problem == nil, Self.allDone(speaker.received(from: mark.from), since: mark.lastWord) {
+                if let after, mark.problem == nil, case let replies = Self.responses(speaker.received(from: mark.from), since: mark.lastWord),
+                   replies.begun > 0, replies.open == 0 {
                     nothingToSpeakOver = "the reply it was to speak over had ended before \(after) ms of it had come"
                 }
                 marks.append(mark)
@@ -123,10 +124,29 @@ struct EvalRun {
     /// within the reply timeout; for a turn an interruption follows, until the moment to speak over it.
     private func take(_ turn: EvalScript.Turn, step: Int, interruptAfterMs: Int?, _ speaker: RealtimeSpeaker, microphone: Bool,
                       tools: inout ToolAnswers, mark: inout TurnMark) throws {
-        var lastWord: UInt64?
-        let manual = !script.serverDetectsTurns
+        let lastWord: UInt64
+        switch turn.input {
+        case .typed(let text):
+            try speaker.send(JSON.object([("type", .string("conversation.item.create")), ("item", .object([
+                ("type", .string("message")), ("role", .string("user")),
+                ("content", .array([.object([("type", .string("input_text")), ("text", .string(text))])])),
+            ]))]).description)
+            try speaker.send(#"{"type":"response.create"}"#)
+            lastWord = MonotonicClock.nanoseconds()
+            tools.pendingSince = lastWord
+        case .spoken, .recorded:
+            let samples = speech[step] ?? []
+            let last = SpeechBounds(samples)?.last ?? max(0, samples.count - 1)
+            let sent = try speaker.stream(samples, marking: [last])
+            lastWord = sent[last] ?? MonotonicClock.nanoseconds()
+            if !script.serverDetectsTurns {
+                try speaker.send(#"{"type":"input_audio_buffer.commit"}"#)
+                try speaker.send(#"{"type":"response.create"}"#)
+                tools.pendingSince = MonotonicClock.nanoseconds()
+            }
+        }
+        mark.lastWord = lastWord
         func done(_ now: UInt64) -> Bool {
-            guard let lastWord else { return false }
             let events = speaker.received(from: mark.from)
             if (try? tools.answer(events, speaker)) == nil { return true }
             if now >= lastWord + UInt64(Self.turnLimitMs) * 1_000_000 {
@@ -144,27 +164,6 @@ struct EvalRun {
             }
             return settled(events, lastWord: lastWord, now: now, pendingSince: tools.pendingSince)
         }
-        switch turn.input {
-        case .typed(let text):
-            try speaker.send(JSON.object([("type", .string("conversation.item.create")), ("item", .object([
-                ("type", .string("message")), ("role", .string("user")),
-                ("content", .array([.object([("type", .string("input_text")), ("text", .string(text))])])),
-            ]))]).description)
-            try speaker.send(#"{"type":"response.create"}"#)
-            lastWord = MonotonicClock.nanoseconds()
-            tools.pendingSince = lastWord
-        case .spoken, .recorded:
-            let samples = speech[step] ?? []
-            let last = SpeechBounds(samples)?.last ?? max(0, samples.count - 1)
-            let sent = try speaker.stream(samples, marking: [last])
-            lastWord = sent[last] ?? MonotonicClock.nanoseconds()
-            if manual {
-                try speaker.send(#"{"type":"input_audio_buffer.commit"}"#)
-                try speaker.send(#"{"type":"response.create"}"#)
-                tools.pendingSince = MonotonicClock.nanoseconds()
-            }
-        }
-        mark.lastWord = lastWord!
         if microphone {
             _ = try speaker.stream(TurnTakingCase.silence(ms: Self.turnLimitMs + 1_000)) { _, _ in done(MonotonicClock.nanoseconds()) }
         } else {
@@ -176,26 +175,23 @@ struct EvalRun {
     /// the audio has played out (a player starting at the first delta) and 300 ms have passed
     /// quietly; or nothing began within the reply timeout and nothing is playing.
     func settled(_ events: [RealtimeSpeaker.Received], lastWord: UInt64, now: UInt64, pendingSince: UInt64?) -> Bool {
+        guard Self.responses(events).open == 0 else { return false }
         let created = events.filter { $0.type == "response.created" }
-        let ids = created.compactMap { $0.event?["response"]?["id"]?.string }
-        let dones = events.filter { $0.type == "response.done" }
-        let doneIDs = Set(dones.compactMap { $0.event?["response"]?["id"]?.string })
-        guard ids.allSatisfy(doneIDs.contains) else { return false }
         if let pendingSince, !created.contains(where: { $0.at >= pendingSince }),
            now < pendingSince + UInt64(replyTimeoutMs) * 1_000_000 { return false }
         let playedOut = now >= TurnTakingCase.playbackEnd(events.filter { $0.type == Self.audioDelta }) + 200_000_000
         guard playedOut else { return false }
         if created.contains(where: { $0.at >= lastWord }) {
-            return now >= (dones.last?.at ?? 0) + 300_000_000
+            return now >= (events.last { $0.type == "response.done" }?.at ?? 0) + 300_000_000
         }
         return now >= lastWord + UInt64(replyTimeoutMs) * 1_000_000
     }
 
-    /// Whether every response begun after `moment` has ended.
-    static func allDone(_ events: [RealtimeSpeaker.Received], since moment: UInt64) -> Bool {
-        let ids = events.filter { $0.type == "response.created" && $0.at >= moment }.compactMap { $0.event?["response"]?["id"]?.string }
-        let done = Set(events.filter { $0.type == "response.done" }.compactMap { $0.event?["response"]?["id"]?.string })
-        return !ids.isEmpty && ids.allSatisfy(done.contains)
+    /// How many responses began in `events` at or after `moment`, and how many of those have not ended.
+    static func responses(_ events: [RealtimeSpeaker.Received], since moment: UInt64 = 0) -> (begun: Int, open: Int) {
+        let begun = events.filter { $0.type == "response.created" && $0.at >= moment }.compactMap { $0.event?["response"]?["id"]?.string }
+        let ended = Set(events.filter { $0.type == "response.done" }.compactMap { $0.event?["response"]?["id"]?.string })
+        return (begun.count, begun.count { !ended.contains($0) })
     }
 
     private func observe(_ mark: TurnMark, _ window: [RealtimeSpeaker.Received], _ log: [RealtimeSpeaker.Received]) -> EvalObservation {

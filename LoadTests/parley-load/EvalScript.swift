@@ -54,8 +54,6 @@ struct EvalScript: Equatable {
         var overPreviousAfterMs: Int?
         var line: Int
         var expectations: [Expectation] = []
-
-        var isSpoken: Bool { if case .typed = input { false } else { true } }
     }
 
     struct Expectation: Equatable {

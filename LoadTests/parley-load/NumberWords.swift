@@ -34,7 +34,12 @@ enum NumberWords {
                 part += ten; reading = true; lastWasUnit = false
             } else if word == "hundred" {
                 // "three hundred"; "hundred" alone is one; after a hundred or a scale, a new number.
-                if reading && part > 0 && part < 100 { part *= 100 } else { if reading && part != 0 { close() }; part += 100 }
+                if (1..<100).contains(part) {
+                    part *= 100
+                } else {
+                    if part != 0 { close() }
+                    part = 100
+                }
                 reading = true; lastWasUnit = false
             } else if let scale = scales[word] {
                 total += (reading && part > 0 ? part : 1) * scale; part = 0; reading = true; lastWasUnit = false

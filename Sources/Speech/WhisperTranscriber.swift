@@ -55,11 +55,11 @@ final class WhisperTranscription: TranscriptionSession {
     private let onEvent: (TranscriptionEvent) -> Void
     private var samples: [Int16] = []
     /// The decode in flight: its id, how many samples it covers, and whether it is the final one.
-    private var inFlight: (id: UInt64?, upTo: Int, final: Bool, fast: Bool)?
+    private var inFlight: (id: UInt64?, upTo: Int, final: Bool)?
     /// The last decode answered: its text and how many samples it covered.
     private var decoded: (text: String, upTo: Int)?
-    /// How many samples the last decode on the whole window covered: only such a text may be final.
-    private var exactUpTo = 0
+    /// The last decode on the whole window (not `fast`): only its text may be the final one.
+    private var exact: (text: String, upTo: Int)?
     private var finishing = false
     private var over = false
     /// Where the last piece with speech in it ended (a piece louder than `isSilence`'s -40 dBFS).
@@ -90,7 +90,7 @@ final class WhisperTranscription: TranscriptionSession {
 
     /// Speech came since the last decode on the whole window, and the last `tailQuietSeconds` have been quiet.
     private var speechThenQuiet: Bool {
-        guard let loudSince, loudSince > exactUpTo else { return false }
+        guard let loudSince, loudSince > (exact?.upTo ?? 0) else { return false }
         return samples.count - loudSince >= Int(WhisperTranscriber.tailQuietSeconds * Double(sampleRate))
     }
 
@@ -109,11 +109,11 @@ final class WhisperTranscription: TranscriptionSession {
         inFlight = nil
     }
 
-    /// At the end: the last decode if it read the whole window and only silence followed it, or one more.
+    /// At the end: the last whole-window decode if only silence followed it, or one more.
     private func settle() {
-        if let decoded, decoded.upTo == exactUpTo, exactUpTo > 0, Self.isSilence(samples[decoded.upTo...]) {
+        if let exact, Self.isSilence(samples[exact.upTo...]) {
             over = true
-            return onEvent(.final(decoded.text))
+            return onEvent(.final(exact.text))
         }
         decode(final: true, fast: false)
     }
@@ -123,7 +123,7 @@ final class WhisperTranscription: TranscriptionSession {
     private func decode(final: Bool, fast: Bool) {
         let upTo = samples.count
         let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate), rate = sampleRate
-        inFlight = (nil, upTo, final, fast)
+        inFlight = (nil, upTo, final)
         let status = connection.status
         // Counted until its answer (a failure too: a helper that is down answers at once) or its cancel.
         status.transcriptionSent()
@@ -147,7 +147,7 @@ final class WhisperTranscription: TranscriptionSession {
         case .success(let frame):
             let text = frame.header["text"]?.string ?? ""
             decoded = (text, upTo)
-            if !fast { exactUpTo = upTo }
+            if !fast { exact = (text, upTo) }
             if final {
                 over = true
                 return onEvent(.final(text))
