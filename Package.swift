@@ -32,8 +32,10 @@ let package = Package(
         // headers (scripts/install-deps.sh); no -l flags.
         .target(name: "CPocketSphinx", path: "Sources/CPocketSphinx"),
         .target(name: "CEspeak", path: "Sources/CEspeak"),
+        // OpenSSL's headers only, no -l flags (no pkgConfig, whose flags link it): CTLS opens
+        // libssl.so.3 with dlopen when it is first needed (Sources/CTLS/OpenSSLLibrary.c).
         .systemLibrary(
-            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            name: "COpenSSL", path: "Sources/COpenSSL",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
@@ -44,7 +46,7 @@ let package = Package(
             name: "CHiredis", path: "Sources/CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
 
-        // OpenSSL's macros, callbacks and allocator hooks, which Swift cannot reach directly.
+        // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
 
         // The layers (docs/architecture.md; scripts/check-layers.sh fails on an import going the

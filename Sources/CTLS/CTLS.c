@@ -1,39 +1,4 @@
 #include "CTLS.h"
-#include <malloc.h>
-#include <string.h>
-
-static _Thread_local long heap_bytes;
-static int tracked;
-
-static void *counting_malloc(size_t size, const char *file, int line) {
-    (void)file; (void)line;
-    void *p = malloc(size);
-    if (p) heap_bytes += (long)malloc_usable_size(p);
-    return p;
-}
-
-static void *counting_realloc(void *old, size_t size, const char *file, int line) {
-    (void)file; (void)line;
-    long before = old ? (long)malloc_usable_size(old) : 0;
-    void *p = realloc(old, size);
-    if (p) heap_bytes += (long)malloc_usable_size(p) - before;
-    return p;
-}
-
-static void counting_free(void *p, const char *file, int line) {
-    (void)file; (void)line;
-    if (!p) return;
-    heap_bytes -= (long)malloc_usable_size(p);
-    free(p);
-}
-
-// Before main, so before OpenSSL's first allocation: OpenSSL refuses new hooks after that.
-__attribute__((constructor)) static void install_counting_allocator(void) {
-    tracked = CRYPTO_set_mem_functions(counting_malloc, counting_realloc, counting_free);
-}
-
-long parley_tls_thread_heap_bytes(void) { return heap_bytes; }
-int parley_tls_memory_tracked(void) { return tracked; }
 
 void parley_tls_ctx_configure(SSL_CTX *ctx) {
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);

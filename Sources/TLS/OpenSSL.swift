@@ -1,8 +1,22 @@
 internal import COpenSSL
+internal import CTLS
 
 /// The OpenSSL calls Parley makes outside a TLS session (digests: the WebSocket handshake's, API
 /// keys'), wrapped once.
 public enum OpenSSL {
+    /// Opens OpenSSL (libssl.so.3 and its libcrypto), if it is not yet: it is opened when first
+    /// used, not linked, so a server that never speaks TLS nor signs anything does not carry it
+    /// (docs/benchmarks.md, "Start-up memory"). The TLS contexts and keys call this first, so a
+    /// missing library is their error; the calls below open it themselves, and stop the process
+    /// with the reason if it cannot be had (libssl3 is a package dependency, so only a broken
+    /// install gets there).
+    public static func load() throws(TLSError) {
+        var error = [CChar](repeating: 0, count: 256)
+        guard parley_openssl_load(&error, error.count) == 0 else {
+            throw TLSError("OpenSSL cannot be loaded: \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+        }
+    }
+
     /// SHA-1 digest, used only for the WebSocket accept key (RFC 6455 section 4.2.2).
     public static func sha1(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha1(), "SHA-1") }
 

@@ -72,6 +72,7 @@ public class SigningKeyBase: @unchecked Sendable {
 public final class PublicKey: SigningKeyBase, @unchecked Sendable {
     /// A key from PEM (`BEGIN PUBLIC KEY`, SubjectPublicKeyInfo).
     public init(pem: [UInt8]) throws(TLSError) {
+        try OpenSSL.load()
         guard let raw = Self.withPEM(pem, { PEM_read_bio_PUBKEY($0, nil, nil, nil) }) else {
             throw TLSError.fromQueue("not a PEM public key")
         }
@@ -108,6 +109,7 @@ public final class PublicKey: SigningKeyBase, @unchecked Sendable {
 public final class PrivateKey: SigningKeyBase, @unchecked Sendable {
     /// A key from PEM (`BEGIN PRIVATE KEY`, `BEGIN EC PRIVATE KEY`, `BEGIN RSA PRIVATE KEY`), unencrypted.
     public init(pem: [UInt8]) throws(TLSError) {
+        try OpenSSL.load()
         guard let raw = Self.withPEM(pem, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
             throw TLSError.fromQueue("not an unencrypted PEM private key")
         }
@@ -116,6 +118,7 @@ public final class PrivateKey: SigningKeyBase, @unchecked Sendable {
 
     /// A fresh key: P-256 for ES256, 2048-bit RSA for RS256.
     public init(generating scheme: SignatureScheme) throws(TLSError) {
+        try OpenSSL.load()
         guard let context = EVP_PKEY_CTX_new_id(scheme == .es256 ? EVP_PKEY_EC : EVP_PKEY_RSA, nil) else { throw TLSError.fromQueue("EVP_PKEY_CTX_new_id") }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?

@@ -44,6 +44,7 @@ public final class TLSContext: @unchecked Sendable {
 
     /// A server context from PEM files: the certificate chain (leaf first) and its private key.
     public static func server(certificateFile: String, keyFile: String) throws(TLSError) -> TLSContext {
+        try OpenSSL.load()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw .fromQueue("SSL_CTX_new") }
         parley_tls_ctx_configure(ctx)
         parley_tls_ctx_configure_server(ctx)
@@ -68,6 +69,7 @@ public final class TLSContext: @unchecked Sendable {
     /// A client context that verifies servers against the system's trust store and, when given,
     /// the CA certificates in `caFile` (PEM) as well.
     public static func client(caFile: String? = nil) throws(TLSError) -> TLSContext {
+        try OpenSSL.load()
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw .fromQueue("SSL_CTX_new") }
         parley_tls_ctx_configure(ctx)
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)

@@ -40,6 +40,29 @@ import TLS
         return events
     }
 
+    /// OpenSSL is opened when first used (`OpenSSL.load`), not linked: a plain server holding a
+    /// session has neither libssl nor libcrypto mapped; one serving TLS has both.
+    @Test func onlyAServerThatUsesTLSHasOpenSSLMapped() throws {
+        func mapsOpenSSL(_ server: ServerProcess) throws -> (ssl: Bool, crypto: Bool) {
+            let file = try #require(fopen("/proc/\(server.pid)/maps", "r"))
+            defer { fclose(file) }
+            var maps = "", line = [CChar](repeating: 0, count: 4096)
+            while fgets(&line, Int32(line.count), file) != nil { maps += String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+            return (maps.contains("/libssl.so"), maps.contains("/libcrypto.so"))
+        }
+        let plain = try ServerProcess()
+        let client = try TestClient(port: plain.port)
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        #expect(try event(client)["type"]?.string == "session.created")
+        let unused = try mapsOpenSSL(plain)
+        #expect(!unused.ssl && !unused.crypto)
+
+        let secure = try ServerProcess(arguments: tlsArguments)
+        _ = try session(secure)
+        let used = try mapsOpenSSL(secure)
+        #expect(used.ssl && used.crypto)
+    }
+
     @Test func aWssSessionIsAnsweredByAnHTTPSUpstreamTrustedThroughUpstreamCA() throws {
         let mock = try mockLLM()
         let server = try ServerProcess(arguments: "\(tlsArguments) --llm openai --llm-model mock --llm-base-url https://127.0.0.1:\(mock.port)/v1 --upstream-ca \(certificates.caCertificate)")

@@ -1,15 +1,18 @@
-// OpenSSL's function-like macros, its callbacks and its allocator hooks: the parts of OpenSSL that
-// Swift cannot call directly. Everything else in OpenSSL is called from Server/TLS*.swift.
+// OpenSSL's loading, its function-like macros, its callbacks and its allocator hooks: the parts of
+// OpenSSL that Swift cannot call directly. Everything else in OpenSSL is called from Sources/TLS.
 #ifndef PARLEY_CTLS_H
 #define PARLEY_CTLS_H
 
 #include <openssl/ssl.h>
 
+// OpenSSL is opened with dlopen when first used (OpenSSLLibrary.c). 0 when it is open; -1 with the
+// reason in `error` (nul-terminated, at most `capacity` bytes) when it cannot be. Thread-safe; the
+// first call decides.
+int parley_openssl_load(char *error, size_t capacity);
+
 // Heap bytes OpenSSL holds that were allocated, net of frees, on the calling thread. Sampled before
 // and after each call on a connection's SSL object, the difference is that connection's TLS memory.
 long parley_tls_thread_heap_bytes(void);
-// 1 if OpenSSL's allocations are being counted (the hooks went in before OpenSSL's first malloc).
-int parley_tls_memory_tracked(void);
 
 // TLS 1.2 minimum; renegotiation and compression off; partial writes and moving write buffers (the
 // retry of a write may come from the connection's queue); buffers released while idle.
