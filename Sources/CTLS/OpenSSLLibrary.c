@@ -16,7 +16,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 _Static_assert(OPENSSL_VERSION_MAJOR == 3, "the soname below is OpenSSL 3's");
 static const char soname[] = "libssl.so.3";
@@ -92,6 +91,7 @@ static void load(void) {
 #define RESOLVE(name)                                                         \
     if (!(table.name = (__typeof__(name) *)dlsym(library, #name))) {          \
         snprintf(why, sizeof why, "%s has no %s", soname, #name);             \
+        dlclose(library);                                                     \
         return;                                                               \
     }
     OPENSSL_FUNCTIONS(RESOLVE)
