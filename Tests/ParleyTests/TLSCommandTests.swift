@@ -1,5 +1,6 @@
 import Glibc
 import JSON
+import Loop
 import Server
 import Testing
 import TestSupport
@@ -44,10 +45,7 @@ import TLS
     /// session has neither libssl nor libcrypto mapped; one serving TLS has both.
     @Test func onlyAServerThatUsesTLSHasOpenSSLMapped() throws {
         func mapsOpenSSL(_ server: ServerProcess) throws -> (ssl: Bool, crypto: Bool) {
-            let file = try #require(fopen("/proc/\(server.pid)/maps", "r"))
-            defer { fclose(file) }
-            var maps = "", line = [CChar](repeating: 0, count: 4096)
-            while fgets(&line, Int32(line.count), file) != nil { maps += String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+            let maps = String(decoding: try #require(Sys.readFile("/proc/\(server.pid)/maps")), as: UTF8.self)
             return (maps.contains("/libssl.so"), maps.contains("/libcrypto.so"))
         }
         let plain = try ServerProcess()
