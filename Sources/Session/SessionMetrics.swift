@@ -109,17 +109,23 @@ public final class SessionMetrics: Sendable {
     /// Its series alone, as a scrape shows them.
     public func render() -> String { registry.render() }
 
-    /// Counts what an outgoing event says about turns and responses.
-    func record(_ event: ServerEvent) {
-        switch event.kind {
-        case .responseCreated: turns.add(1)
-        case .responseDone(let response):
+    /// Counts what a fact says about turns, replies and responses.
+    func observe(_ fact: SessionFact) {
+        switch fact {
+        case .responseBegan: turns.add(1)
+        case .responseEnded(let response):
             responses.add(1, labels: "status=\"\(response.status.rawValue)\"")
-            if response.statusDetails == .cancelled(reason: "turn_detected") { interruptions.add(1) }
             for item in response.output {
                 guard case .call = item.function else { continue }
                 toolCalls.add(1, labels: item.status == .completed ? "status=\"completed\"" : "status=\"incomplete\"")
             }
+        case .bargedIn: interruptions.add(1)
+        case .replyPaused: repliesPaused.add(1)
+        case .replyResumed(_, let why):
+            repliesResumed.add(1, labels: "reason=\"\(why == .backchannel ? "backchannel" : "short")\"")
+            if why == .backchannel { backchannels.add(1) }
+        case .turnEnded(_, _, let cause): turnEnds.add(1, labels: cause.label)
+        case .historyTruncated(let items): historyTruncated.add(items)
         default: break
         }
     }

@@ -8,7 +8,7 @@ import Server
 /// reply was cut and where, the tools it called and how long each took), its usage, its errors,
 /// its resumes and how it ended (docs/operations.md, "Session reports").
 ///
-/// Fed the events the session sends, as they go (`record`), by its driver, which makes one with
+/// Fed the session's facts as they happen (`observe`), by its driver, which makes one with
 /// the session's first turn: an idle session pays a nil pointer. Bounded: at most `maxTurns`
 /// turns (the latest kept), `maxTextBytes` of each text and `maxErrors` errors, so a session that
 /// runs for hours keeps a report of a fixed size. Never a secret: the resume token events are
@@ -58,57 +58,60 @@ final class SessionReport {
     /// its own.
     private var userWaiting = false
 
-    func record(_ event: ServerEvent.Kind, at now: UInt64) {
-        switch event {
-        case .inputAudioCommitted(let itemID, _):
-            beginTurn(itemID: itemID, user: nil)
-        case .conversationItemCreated(let item, _) where item.role == .user && item.function == nil:
-            // Typed text; a spoken item arrives here too, after `committed`, without words yet.
-            let text = item.content.compactMap { if case .inputText(let text) = $0 { text } else { nil } }.joined(separator: " ")
-            if !text.isEmpty { beginTurn(itemID: item.id, user: text) }
-        case .inputAudioTranscriptionCompleted(let itemID, _, let transcript, _):
-            if let index = turns.lastIndex(where: { $0.itemID == itemID }) { turns[index].user = Self.clipped(transcript) }
-        case .responseCreated(let response):
+    /// What happened, as the report keeps it.
+    func observe(_ fact: SessionFact, at now: UInt64) {
+        switch fact {
+        case .userItem(let itemID, let text):
+            // A spoken turn's words follow as `transcript`; typed text is the turn's at once.
+            if let text {
+                if !text.isEmpty { beginTurn(itemID: itemID, user: text) }
+            } else {
+                beginTurn(itemID: itemID, user: nil)
+            }
+        case .transcript(let itemID, let text):
+            if let index = turns.lastIndex(where: { $0.itemID == itemID }) { turns[index].user = Self.clipped(text) }
+        case .responseBegan(let responseID, let itemID):
             if !userWaiting || turns.last?.responseID != nil { beginTurn(itemID: nil, user: nil) }
             userWaiting = false
-            turns[turns.count - 1].responseID = response.id
-        case .outputTextDelta(let at, let delta), .outputAudioTranscriptDelta(let at, let delta):
-            update(response: at.responseID) { turn in
-                if turn.reply.utf8.count < Self.maxTextBytes { turn.reply += delta }
-            }
-        case .outputAudioDelta(_, let delta):
-            // Base64 of the reply's audio: its length says how much was sent, not the format,
-            // which the audio seconds below take from the deltas' count of 20 ms frames.
-            if !delta.isEmpty { audioOutMs += 20 }
-        case .outputItemAdded(let responseID, _, let item):
-            update(response: responseID) { $0.replyItems.append(item.id) }
-        case .conversationItemTruncated(let itemID, _, let audioEndMs):
+            turns[turns.count - 1].responseID = responseID
+            turns[turns.count - 1].replyItems.append(itemID)
+        case .replyAudio(let milliseconds):
+            audioOutMs += milliseconds
+        case .replyCut(let itemID, let audioEndMs):
             if let index = turns.lastIndex(where: { $0.replyItems.contains(itemID) }) { turns[index].heardMs = audioEndMs }
-        case .functionCallArgumentsDone(let at, let name, let arguments):
-            update(response: at.responseID) { turn in
-                turn.tools.append(ToolCall(name: name, callID: at.callID, arguments: Self.clipped(arguments), startedAt: now))
+        case .replyResumed(_, .backchannel):
+            backchannels += 1
+        case .toolCalled(let responseID, let callID, let name, let arguments):
+            update(response: responseID) { turn in
+                turn.tools.append(ToolCall(name: name, callID: callID, arguments: Self.clipped(arguments), startedAt: now))
             }
-        case .conversationItemCreated(let item, _):
-            guard case .output(let callID, _)? = item.function else { break }
+        case .toolReturned(let callID):
             for index in turns.indices.reversed() {
                 guard let call = turns[index].tools.firstIndex(where: { $0.callID == callID && $0.seconds == nil }) else { continue }
                 turns[index].tools[call].seconds = Double(now &- turns[index].tools[call].startedAt) / 1e9
                 userWaiting = true
                 break
             }
-        case .responseDone(let response):
+        case .responseEnded(let response):
             update(response: response.id) { turn in
                 turn.status = response.status.rawValue
                 turn.inputTokens = response.usage?.inputTokens ?? 0
                 turn.outputTokens = response.usage?.outputTokens ?? 0
-                turn.reply = Self.clipped(turn.reply)
+                let said = response.output.flatMap(\.content).compactMap { content -> String? in
+                    switch content {
+                    case .outputText(let text): text
+                    case .outputAudio(let transcript): transcript
+                    default: nil
+                    }
+                }
+                turn.reply = Self.clipped(said.joined(separator: " "))
             }
         case .error(let error):
             errorCount += 1
             if errors.count < Self.maxErrors { errors.append(error) }
         case .sessionResumed:
             resumes += 1
-        case .turnTimeline(let itemID, let responseID, let stages):
+        case .turnTimed(let itemID, let responseID, let stages):
             if let index = turns.lastIndex(where: { ($0.itemID != nil && $0.itemID == itemID) || ($0.responseID != nil && $0.responseID == responseID) }) {
                 turns[index].stages = stages
             }
@@ -117,16 +120,13 @@ final class SessionReport {
         }
     }
 
-    /// Whether `event` begins what a report is about (a turn): the driver makes one then.
-    static func begins(_ event: ServerEvent.Kind) -> Bool {
-        switch event {
-        case .inputAudioCommitted, .conversationItemCreated, .responseCreated, .error: true
+    /// Whether `fact` begins what a report is about (a turn): the driver makes one then.
+    static func begins(_ fact: SessionFact) -> Bool {
+        switch fact {
+        case .userItem, .responseBegan, .error, .sessionResumed: true
         default: false
         }
     }
-
-    /// A listener's "uh-huh" the session heard over its reply and did not take as a turn.
-    func backchannel() { backchannels += 1 }
 
     private func beginTurn(itemID: String?, user: String?) {
         if let itemID, let last = turns.last, last.itemID == itemID {

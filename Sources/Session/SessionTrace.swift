@@ -7,7 +7,7 @@ import Tracing
 /// client's `traceparent` when the upgrade carried one), a span per turn, and within each the
 /// stages of `TurnTimeline`, the model call (model name, tokens in and out; its `traceparent` goes
 /// to the upstream) and each tool call; resumes, drains and errors are events on the session's
-/// span. Made only when tracing is on, fed the events the session sends; a trace that is not
+/// span. Made only when tracing is on, fed the session's facts (`SessionFact`); a trace that is not
 /// sampled costs its ids and nothing is exported.
 final class SessionTrace {
     private let tracer: ParleyTracer
@@ -27,21 +27,20 @@ final class SessionTrace {
 
     private var turnContext: InstrumentationContext { (turn ?? session).context }
 
-    func record(_ event: ServerEvent.Kind, at now: UInt64) {
-        switch event {
-        case .sessionCreated(let info):
-            session.attributes["session.id"] = info.id
-        case .responseCreated(let response):
+    /// What happened in the session, as its spans and their events.
+    func observe(_ fact: SessionFact, at now: UInt64) {
+        switch fact {
+        case .responseBegan(let responseID, _):
             if turn == nil { startTurn(at: now) }
-            turn?.attributes["gen_ai.response.id"] = response.id
-        case .functionCallArgumentsDone(let at, let name, _):
+            turn?.attributes["gen_ai.response.id"] = responseID
+        case .toolCalled(_, let callID, let name, _):
             let span = tracer.startSpan("tool \(name)", context: turnContext, ofKind: .internal, at: WallInstant(monotonic: now))
             span.attributes["gen_ai.tool.name"] = name
-            span.attributes["gen_ai.tool.call.id"] = at.callID
-            tools[at.callID] = span
-        case .conversationItemCreated(let item, _):
-            if case .output(let callID, _)? = item.function { tools.removeValue(forKey: callID)?.end(at: WallInstant(monotonic: now)) }
-        case .responseDone(let response):
+            span.attributes["gen_ai.tool.call.id"] = callID
+            tools[callID] = span
+        case .toolReturned(let callID):
+            tools.removeValue(forKey: callID)?.end(at: WallInstant(monotonic: now))
+        case .responseEnded(let response):
             if let usage = response.usage, let model = models[response.id] {
                 model.attributes["gen_ai.usage.input_tokens"] = usage.inputTokens
                 model.attributes["gen_ai.usage.output_tokens"] = usage.outputTokens
@@ -52,13 +51,20 @@ final class SessionTrace {
             if response.status == .failed { turn.setStatus(SpanStatus(code: .error, message: "the response failed")) }
             turn.end(at: WallInstant(monotonic: now))
             self.turn = nil
-        case .conversationItemTruncated(_, _, let audioEndMs):
+        case .replyCut(_, let audioEndMs):
             (turn ?? session).addEvent(SpanEvent(name: "barge_in", at: WallInstant(monotonic: now), attributes: ["parley.audio_end_ms": .int64(Int64(audioEndMs))]))
         case .error(let error):
             session.addEvent(SpanEvent(name: "error", at: WallInstant(monotonic: now), attributes: ["error.type": .string(error.code)]))
+        case .sessionResumed:
+            session.addEvent(SpanEvent(name: "resume", at: WallInstant(monotonic: now)))
         default:
             break
         }
+    }
+
+    /// The session's id, once it has one to say.
+    func identify(_ sessionID: String) {
+        session.attributes["session.id"] = sessionID
     }
 
     /// The user's turn ended (`speech_stopped`): its span begins at the user's last word.

@@ -40,6 +40,8 @@ package final class SpeechOutput {
     private let send: (Piece) -> Void
     private let report: (SpeechOutputEvent) -> Void
     private let encoder: ReplyEncoder
+    /// How long each piece it sends lasts.
+    var pieceMs: Int { encoder.frameMs }
 
     private var text = ""
     private var sentences: [String] = []

@@ -13,7 +13,7 @@ import Metrics
 /// - `synthesis`: that sentence to its first synthesised audio;
 /// - `first_frame`: that audio to the first frame written to the client (resampling, encoding);
 /// - `total`: the last word to the first frame (to the first token for a text reply).
-struct TurnTimeline: Sendable {
+struct TurnTimeline: Sendable, Equatable {
     enum Mark: Int, CaseIterable, Sendable {
         case lastWord, turnEnd, transcript, modelRequest, firstToken, firstSentence, firstAudio, firstFrame
     }
@@ -80,7 +80,11 @@ struct TurnTimeline: Sendable {
 
     /// What `parley.turn.timeline` says, for a session that asked for it.
     var eventKind: ServerEvent.Kind {
-        .turnTimeline(itemID: itemID, responseID: responseID,
-                      stages: stages().map { TurnStage(name: Self.names[$0.index], milliseconds: Int(($0.seconds * 1000).rounded())) })
+        .turnTimeline(itemID: itemID, responseID: responseID, stages: namedStages)
+    }
+
+    /// The turn's stages by name, in whole milliseconds.
+    var namedStages: [TurnStage] {
+        stages().map { TurnStage(name: Self.names[$0.index], milliseconds: Int(($0.seconds * 1000).rounded())) }
     }
 }

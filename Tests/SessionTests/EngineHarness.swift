@@ -94,8 +94,8 @@ extension [SessionAction] {
             case .speech(.resume(_, .short)): "speak.resume.short"
             case .turnModel(.judge): "turn.judge"
             case .turnModel(.cancel): "turn.cancel"
-            // Bookkeeping for metrics, listed by `turnEnds`.
-            case .turnEnded, .speculationEnded, .historyTruncated: nil
+            // What observers are told, listed by `facts` and `turnEnds`; bookkeeping for metrics.
+            case .fact, .speculationEnded: nil
             }
         }
     }
@@ -116,7 +116,10 @@ extension [SessionAction] {
     var speculationOutcomes: [SpeculativeReply.Outcome] { compactMap { if case .speculationEnded(_, let outcome, _, _) = $0 { outcome } else { nil } } }
 
     /// Why each turn these actions end ended.
-    var turnEnds: [TurnEnding.Cause] { compactMap { if case .turnEnded(let cause) = $0 { cause } else { nil } } }
+    var turnEnds: [TurnEnding.Cause] { compactMap { if case .fact(.turnEnded(_, _, let cause)) = $0 { cause } else { nil } } }
+
+    /// The facts these actions tell observers, in order.
+    var facts: [SessionFact] { compactMap { if case .fact(let fact) = $0 { fact } else { nil } } }
 
     var errors: [EventError] { events.compactMap { if case .error(let error) = $0.kind { error } else { nil } } }
 

@@ -75,7 +75,7 @@ import Testing
     private func update(_ session: String) -> String { #"{"type":"session.update","session":\#(session)}"# }
 
     private static func dropped(_ actions: [SessionAction]) -> Int {
-        actions.reduce(0) { if case .historyTruncated(let n) = $1 { $0 + n } else { $0 } }
+        actions.reduce(0) { if case .fact(.historyTruncated(let n)) = $1 { $0 + n } else { $0 } }
     }
 
     @Test func autoTruncationIsTheDefaultAndIsReported() throws {

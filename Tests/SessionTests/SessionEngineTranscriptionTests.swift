@@ -29,7 +29,7 @@ import Session
         var heard = 0
         for action in actions {
             if case .transcription(.begin(_, let audio, _)) = action { heard += audio.count }
-            if case .transcription(.audio(let audio)) = action { heard += audio.count }
+            if case .transcription(.audio(_, let audio)) = action { heard += audio.count }
         }
         let spokenMs = clip.speechEndMs - clip.speechStartMs
         #expect(heard / 16 >= spokenMs && heard / 16 <= spokenMs + 1000 + 600, "heard \(heard / 16) ms of \(spokenMs) ms spoken")

@@ -4,13 +4,13 @@ import Server
 import Testing
 @testable import Session
 
-/// A session's report from the events its engine sends (what the driver feeds it): the turns with
+/// A session's report from the facts its engine tells (what the driver feeds it): the turns with
 /// what each side said, the tool called and how long it took, usage, errors, a cut reply, and
 /// nothing secret.
 @Suite struct SessionReportTests {
-    /// Feeds every event in `actions` to `report`, at `now`.
+    /// Feeds every fact in `actions` to `report`, at `now`.
     func feed(_ report: SessionReport, _ actions: [SessionAction], at now: UInt64 = 1_000_000_000) {
-        for case .send(let event) in actions { report.record(event.kind, at: now) }
+        for case .fact(let fact) in actions { report.observe(fact, at: now) }
     }
 
     /// `response.create`, its events fed; the response's id.
@@ -54,8 +54,7 @@ import Testing
 
     @Test func aResumeIsCountedAndItsTokenNeverKept() {
         let report = SessionReport()
-        report.record(.sessionResumed(sessionID: "sess_1", token: "rt_secretsecretsecretsecret", lastSeq: 3, replayed: 1), at: 1)
-        report.record(.resumeToken(token: "rt_othersecretothersecret00", graceSeconds: 30, lastSeq: 4), at: 1)
+        report.observe(.sessionResumed, at: 1)
         let json = report.json(sessionID: "sess_1", tenant: nil, model: "m", endpoint: "/v1/realtime", startedAt: 0,
                                ending: .init(closeCode: 1006, reason: WebSocketCloseCode.abnormal.reportReason, seconds: 1, audioInSeconds: 0))
         #expect(json["resumes"]?.int == 1)
@@ -67,8 +66,7 @@ import Testing
         let report = SessionReport()
         let long = String(repeating: "word ", count: 1_000)
         for index in 0..<(SessionReport.maxTurns + 5) {
-            let item = ConversationItem(id: "item_\(index)", role: .user, status: .completed, content: [.inputText(index == SessionReport.maxTurns + 4 ? long : "turn \(index)")])
-            report.record(.conversationItemCreated(item, previousItemID: nil), at: 1)
+            report.observe(.userItem(itemID: "item_\(index)", text: index == SessionReport.maxTurns + 4 ? long : "turn \(index)"), at: 1)
         }
         #expect(report.turns.count == SessionReport.maxTurns && report.droppedTurns == 5)
         #expect(report.turns.first?.user == "turn 5")

@@ -7,7 +7,9 @@
 /// session pays 8 bytes for it.
 ///
 /// A value type, copy-on-write like the standard library's collections: a copy shares the box
-/// until one side changes it, so `SessionEngine` stays a value machine.
+/// until one side changes it, so `SessionEngine` stays a value machine. Its fields are reached by
+/// their own names (`turns.response`), so the state's owner writes no forwarder per field.
+@dynamicMemberLookup
 struct OutOfLine<Value: RestingState & Sendable>: @unchecked Sendable {
     // @unchecked: the box is only written when uniquely referenced (copy-on-write), as Array's is.
     private final class Box {
@@ -35,6 +37,12 @@ struct OutOfLine<Value: RestingState & Sendable>: @unchecked Sendable {
         }
     }
 
+    /// A field of the state, read and written in place as `value`'s are.
+    subscript<Field>(dynamicMember field: WritableKeyPath<Value, Field>) -> Field {
+        _read { yield value[keyPath: field] }
+        _modify { yield &value[keyPath: field] }
+    }
+
     /// Gives the box back if the state is at rest again. Called once an input has been handled,
     /// not on every write: a turn's fields go to rest one by one.
     mutating func settle() {
@@ -57,4 +65,10 @@ protocol RestingState {
 extension Optional: RestingState {
     static var resting: Self { nil }
     var isResting: Bool { self == nil }
+}
+
+/// A table's resting value is empty.
+extension Dictionary: RestingState {
+    static var resting: Self { [:] }
+    var isResting: Bool { isEmpty }
 }

@@ -14,16 +14,15 @@ public enum SessionAction: Sendable, Equatable {
     /// The speculative reply was used as the turn's response (`answered`: the model had already
     /// said something), or dropped, costing `tokens` (for the metrics; its events are sent as usual).
     case speculationEnded(responseID: String, SpeculativeReply.Outcome, tokens: Int, answered: Bool)
-    /// Truncation dropped this many messages from the conversation (`ConversationHistory`).
-    case historyTruncated(items: Int)
     /// Feed the recogniser; its results come back as `.transcription`.
     case transcription(TranscriptionStep)
     /// Speak the reply; the synthesiser's progress comes back as `.speechOutput`.
     case speech(SpeechStep)
     /// Ask the end-of-turn model (or stop asking); its answer comes back as `.turnVerdict`.
     case turnModel(TurnModelStep)
-    /// A turn ended, and why (for the turn-taking metrics; its events are sent as usual).
-    case turnEnded(TurnEnding.Cause)
+    /// Something happened that the session's observers (metrics, timing, the report, the
+    /// trace) are told of; never sent as such (`SessionFact`).
+    case fact(SessionFact)
 }
 
 /// What the end-of-turn model is asked (see `TurnEnding`).
@@ -70,7 +69,8 @@ public enum TranscriptionStep: Sendable, Equatable {
     /// Mono samples of the turn so far, at `sampleRate` (the session's: 16 kHz, or 8 kHz for
     /// G.711 input), as is every `audio` after it.
     case begin(itemID: String, audio: [Int16], sampleRate: Int)
-    case audio([Int16])
+    /// More of the turn `itemID`'s audio.
+    case audio(itemID: String, [Int16])
     /// The turn is over: produce the final text.
     case finish(itemID: String)
     /// The turn's audio was cleared: no text is wanted.

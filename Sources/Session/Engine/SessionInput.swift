@@ -1,6 +1,6 @@
 import Models
 /// What drives a session engine: the client's events, its audio, and the model's output.
-public enum SessionInput: Sendable {
+public enum SessionInput: Sendable, Equatable {
     /// A parsed client event. `input_audio_buffer.append` is not one of these (see
     /// `ClientMessage`): the caller decodes and resamples its audio and passes `.audio`.
     case client(ClientEvent)

@@ -9,7 +9,7 @@ import Models
 ///
 /// A value, as the rest of the engine is: the rule that decides whether it may stand is
 /// `answers(_:)`, a unit test.
-public struct SpeculativeReply: Sendable {
+public struct SpeculativeReply: Sendable, Equatable {
     /// What became of it, the label of `parley_speculative_replies_total`.
     public enum Outcome: String, Sendable, CaseIterable {
         /// The final transcript matched: it became the turn's response.

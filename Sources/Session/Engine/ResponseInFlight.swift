@@ -1,0 +1,67 @@
+import JSON
+import Models
+
+extension SessionEngine {
+    /// The response being generated: what of it has been said, the calls it has begun, and how
+    /// it ended while its last speech goes out.
+    struct Response: Sendable, Equatable {
+        let id: String
+        let itemID: String
+        let modalities: OutputModalities
+        let voice: String
+        let outputAudioFormat: RealtimeAudioFormat
+        let maxOutputTokens: Int?
+        /// The most text the reply may have: the history's whole text budget, and at most four
+        /// bytes a token of `maxOutputTokens` (the usage estimate's rate).
+        let maxTextBytes: Int
+        let inputTokens: Int
+        var text = ""
+        var itemStarted = false
+        /// Where the text item stands in the response's output, once it has begun.
+        var messageOutputIndex = 0
+        /// The function calls the model has begun, in the order it began them.
+        var calls: [Call] = []
+        var nextOutputIndex = 0
+        let tools: ToolSet?
+        let metadata: JSON?
+        /// Out of band (`conversation: "none"`): nothing of it joins the conversation.
+        var outOfBand = false
+        /// The session's `speed` when it began.
+        var speed = 1.0
+        /// Spoken: its end waits for the speech to be sent.
+        var speaks = false
+        /// How it ended, held while the last of its speech goes out.
+        var ending: Ending?
+
+        struct Call: Sendable, Equatable {
+            /// The model's index for the call (its events name it by this).
+            let index: Int
+            let itemID: String
+            let outputIndex: Int
+            let callID: String
+            let name: String
+            var arguments = ""
+        }
+
+        struct Ending: Sendable, Equatable {
+            let status: RealtimeResponse.Status
+            let details: RealtimeResponse.StatusDetails?
+            let usage: Usage?
+        }
+
+        init(id: String, itemID: String, modalities: OutputModalities, voice: String, outputAudioFormat: RealtimeAudioFormat, maxOutputTokens: Int?,
+             maxTextBytes: Int, inputTokens: Int, tools: ToolSet?, metadata: JSON?) {
+            self.tools = tools
+            self.metadata = metadata
+            self.id = id
+            self.itemID = itemID
+            self.modalities = modalities
+            self.voice = voice
+            self.outputAudioFormat = outputAudioFormat
+            self.maxOutputTokens = maxOutputTokens
+            self.maxTextBytes = maxOutputTokens.map { min(maxTextBytes, 4 * $0) } ?? maxTextBytes
+            self.inputTokens = inputTokens
+        }
+    }
+
+}

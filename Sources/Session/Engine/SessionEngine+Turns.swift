@@ -1,0 +1,237 @@
+import Models
+
+/// The user's turns: audio in, the detector's events to `TurnTaking`, and its decisions carried
+/// out (the events, the commit, the reply paused, resumed or cut, the end-of-turn model asked).
+extension SessionEngine {
+    // MARK: Audio
+
+    mutating func receive(_ samples: [Int16]) {
+        guard !samples.isEmpty else { return }
+        // Audio of a turn already streaming goes to the recogniser; a turn that starts in this
+        // piece gets it with its beginning.
+        if let itemID = turns.transcribing { outbox.append(.transcription(.audio(itemID: itemID, samples))) }
+        if vad == nil, let settings = configuration.turnDetection {
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
+            vadOriginMs = audio.totalMs
+        }
+        let wasNeural = vad?.isNeural ?? false
+        let events = vad?.process(samples) ?? []
+        // The model could make no stream for this session: the energy detector took over, with
+        // its clock starting at these samples.
+        if wasNeural, vad?.isNeural == false { vadOriginMs = audio.totalMs }
+        audio.append(samples)
+        for event in events {
+            switch event {
+            case .speechStarted(let ms): speechStarted(atMs: vadOriginMs + ms)
+            case .speechStopped(let ms): speechStopped(atMs: vadOriginMs + ms)
+            }
+        }
+        if turns.floor.isPaused, let vad, turns.floor.lastsLongEnough(lastSpeechEndMs: vadOriginMs + vad.lastSpeechEndMs) {
+            bargeIn()
+        }
+        // Read first: the mutating call would make the turns' box on every frame between turns
+        // (`OutOfLine` makes it on a write), only for `settle` to free it again.
+        if turns.floor.isEndPending, let step = turns.floor.audio(atMs: audio.totalMs) { carryOut(step) }
+        checkIdleTimeout()
+        if let vad, turns.floor.isIdle {
+            // Between turns only the padding the next start may reach back for is worth keeping
+            // (plus the detector's look-back of up to 130 ms, and some margin).
+            audio.keepLast(ms: vad.settings.prefixPaddingMs + 300)
+        }
+    }
+
+    /// `idle_timeout_ms`: the user said nothing for that long after a response. The silence is
+    /// committed as a turn and answered, so the model can ask whether anyone is still there.
+    mutating func checkIdleTimeout() {
+        guard configuration.type == .realtime, let timeout = configuration.turnDetection?.idleTimeoutMs, let since = idleSinceMs, turns.floor.isIdle,
+              turns.response == nil, turns.pendingTranscripts.isEmpty, audio.totalMs - since >= timeout else { return }
+        idleSinceMs = nil
+        let itemID = ids.make("item")
+        emit(.inputAudioTimeoutTriggered(audioStartMs: since, audioEndMs: audio.totalMs, itemID: itemID))
+        commit(itemID: itemID, spokenMs: 0)
+        if configuration.turnDetection?.createResponse ?? true { startResponse(ResponseOverrides()) }
+    }
+
+    // MARK: Speech starts and stops
+
+    mutating func speechStarted(atMs ms: Int) {
+        let new = TurnTaking.Turn(itemID: ids.make("item"), onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0), audioStartMs: ms)
+        let reply: ReplyInterruption.Reply = turns.response.map { $0.speaks ? .spoken : .text } ?? .none
+        let settings = configuration.turnDetection ?? ServerVAD()
+        let start = turns.floor.speechStarted(new, during: reply, interruptResponse: settings.interruptResponse,
+                                              settings: settings.interruption, expectsWords: transcribes)
+        guard case .began(let turn, let decision) = start else {
+            // The user went on after a silence the model was judging: the same turn continues,
+            // and a reply begun on its words so far is not what it will need.
+            if let speculation = turns.speculation {
+                turns.outspokenWords = OutspokenWords(itemID: speculation.itemID, words: SpeculativeReply.words(speculation.transcript))
+            }
+            dropSpeculation(.cancelled)
+            if case .continued(let withdraw?) = start { carryOut(withdraw) }
+            return
+        }
+        idleSinceMs = nil
+        audio.keep(fromMs: ms)
+        if decision == .pause, let response = turns.response {
+            // Not yet a turn: no event until it is confirmed, since clients flush their playback
+            // on `speech_started`. The reply's audio is held, the response stays alive.
+            fact(.replyPaused(responseID: response.id))
+            emit(.replyPaused(responseID: response.id))
+            outbox.append(.speech(.pause(responseID: response.id)))
+        } else {
+            announce(turn)
+        }
+        if transcribes {
+            // Streamed from the start either way: a paused reply's fate may hang on the words.
+            cancelTranscription()
+            turns.transcribing = turn.itemID
+            turns.partialTranscript = ""
+            outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
+        }
+        if decision == .bargeIn, let response = turns.response {
+            fact(.bargedIn(responseID: response.id))
+            cancel(response.id, reason: "turn_detected")
+        }
+    }
+
+    private mutating func announce(_ turn: TurnTaking.Turn) {
+        emit(.speechStarted(audioStartMs: turn.audioStartMs, itemID: turn.itemID))
+        fact(.turnBegan(itemID: turn.itemID, audioStartMs: turn.audioStartMs))
+    }
+
+    private mutating func speechStopped(atMs ms: Int) {
+        let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding : nil
+        switch turns.floor.speechStopped(atMs: ms, semantic: semantic) {
+        case nil: break
+        case .resume(let turn, let why)?: resume(turn, why)
+        case .step(let step)?: carryOut(step)
+        }
+    }
+
+    /// The speech that paused the reply is a barge-in: it is announced as the turn it is
+    /// (`speech_started`, with the start it had), then the response is cancelled and the reply
+    /// truncated at what was heard, exactly as an immediate barge-in does.
+    mutating func bargeIn() {
+        guard let announced = turns.floor.confirm() else { return }
+        announce(announced.turn)
+        if let response = turns.response {
+            fact(.bargedIn(responseID: response.id))
+            cancel(response.id, reason: "turn_detected")
+        }
+        if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words) }
+    }
+
+    /// The reply the speech had paused ended (a client's cancel, a failure): with no reply left
+    /// to protect, the speech is the turn it would have been.
+    mutating func replyEndedUnderSpeech() {
+        guard let announced = turns.floor.confirm() else { return }
+        announce(announced.turn)
+        if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words) }
+    }
+
+    /// The speech that paused the reply ended unconfirmed (a backchannel, a noise, a short
+    /// sound): the reply resumes and the speech leaves nothing behind. No event was sent for it,
+    /// so none is; its audio is dropped with the padding kept between turns, its transcription
+    /// cancelled, and no item is made, so the model never answers "uh-huh".
+    private mutating func resume(_ turn: TurnTaking.Turn, _ why: ReplyInterruption.Resumption) {
+        cancelTranscription()
+        guard let response = turns.response else { return }
+        fact(.replyResumed(responseID: response.id, why))
+        emit(.replyResumed(responseID: response.id, reason: why == .backchannel ? "backchannel" : "short"))
+        outbox.append(.speech(.resume(responseID: response.id, why)))
+    }
+
+    /// The turn in progress is dropped without being a turn (its audio cleared, the input's rate
+    /// or turn detection changed): a question about its end is withdrawn and a reply it paused
+    /// resumes. True if there was one.
+    @discardableResult
+    mutating func dropTurn() -> Bool {
+        dropSpeculation(.cancelled)
+        let (dropped, withdraw, resumes) = turns.floor.drop()
+        if let withdraw { carryOut(withdraw) }
+        if resumes, let response = turns.response {
+            fact(.replyResumed(responseID: response.id, .short))
+            emit(.replyResumed(responseID: response.id, reason: "short"))
+            outbox.append(.speech(.resume(responseID: response.id, .short)))
+        }
+        return dropped
+    }
+
+    // MARK: The end of the turn
+
+    /// Carries out what turn-taking decided about the turn's end.
+    mutating func carryOut(_ step: TurnTaking.Step) {
+        switch step {
+        case .ask(let itemID):
+            let rate = audio.sampleRate
+            outbox.append(.turnModel(.judge(itemID: itemID, audio: Array(audio.samples.suffix(TurnEnding.maxSeconds * rate)), sampleRate: rate)))
+            speculate()
+        case .withdraw(let itemID):
+            outbox.append(.turnModel(.cancel(itemID: itemID)))
+        case .end(let ended):
+            endTurn(ended)
+        }
+    }
+
+    /// The turn is over: `speech_stopped` where its speech ended, the commit, and the answer.
+    mutating func endTurn(_ ended: TurnTaking.Ended) {
+        let itemID = ended.turn.itemID
+        emit(.speechStopped(audioEndMs: ended.atMs, itemID: itemID))
+        fact(.turnEnded(itemID: itemID, audioEndMs: ended.atMs, cause: ended.cause))
+        commit(itemID: itemID, spokenMs: ended.atMs - ended.turn.onsetMs)
+        // A transcription session's turn ends with its transcript; no model is ever asked.
+        guard configuration.type == .realtime, configuration.turnDetection?.createResponse ?? true else { return dropSpeculation(.cancelled) }
+        if turns.response == nil {
+            startResponse(ResponseOverrides())
+        } else {
+            turns.turnAwaitingResponse = true
+        }
+    }
+
+    /// The model's answer about the turn `itemID` (a late one, for a turn that went on or ended, is dropped).
+    mutating func turnVerdict(_ itemID: String, _ result: Result<TurnVerdict, ModelError>) {
+        guard turns.floor.turn?.itemID == itemID, let step = turns.floor.verdict(itemID, result, nowMs: audio.totalMs) else { return }
+        carryOut(step)
+    }
+
+    /// Whatever the model was asked about the turn is no longer wanted.
+    mutating func forgetEnding() {
+        dropSpeculation(.cancelled)
+        if let withdraw = turns.floor.forgetEnding() { carryOut(withdraw) }
+    }
+
+    /// Answers the turn that waited for a response to end, once nothing stands in its way: no
+    /// response in flight, and the user not speaking (a turn in progress gets its own response
+    /// when it ends, which covers the waiting one too).
+    mutating func answerWaitingTurn() {
+        guard turns.turnAwaitingResponse, turns.response == nil, turns.floor.isIdle else { return }
+        turns.turnAwaitingResponse = false
+        if configuration.turnDetection?.createResponse == true { startResponse(ResponseOverrides()) }
+    }
+
+    /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
+    /// there is one, will take them first.
+    mutating func commit(itemID: String, spokenMs: Int) {
+        let previous = conversation.lastItemID
+        // The item's events go before the recogniser is told to finish: a recogniser whose last
+        // decode already covers the turn answers at once, inside this action list, and its
+        // `…transcription.completed` must follow `committed` and the item, as the API orders them.
+        emit(.inputAudioCommitted(itemID: itemID, previousItemID: previous))
+        fact(.userItem(itemID: itemID, text: nil))
+        let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: nil)])
+        emit(.conversationItemCreated(item, previousItemID: previous))
+        emit(.conversationItemDone(item, previousItemID: previous))
+        if transcribes {
+            // A turn committed by hand was not streaming: all its audio goes now.
+            if turns.transcribing != itemID {
+                cancelTranscription()
+                outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
+            }
+            outbox.append(.transcription(.finish(itemID: itemID)))
+            turns.transcribing = nil
+            turns.pendingTranscripts.append(itemID)
+        }
+        _ = audio.take()
+        conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)), audio: true)
+    }
+}

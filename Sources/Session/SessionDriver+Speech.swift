@@ -1,0 +1,85 @@
+import Access
+import Codec
+import Models
+import Server
+import Loop
+
+/// The reply spoken: its speech output made, paused, resumed and stopped as the engine says,
+/// its audio sent, and the turn's timeline observed at its first frame.
+extension SessionDriver {
+    // MARK: Speech
+
+    func speak(_ step: SpeechStep, on socket: any SessionSocket) {
+        switch step {
+        case .text(let at, let voice, let format, let piece):
+            if speechOutputs[at.responseID] == nil {
+                guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
+                      let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
+                                                     referenceRate: echoGuardOn || recorder != nil ? inputRate : nil,
+                                                     send: { [weak self] piece in self?.sendAudio(piece, at) },
+                                                     report: { [weak self] event in self?.speechEvent(at.responseID, event) })
+                else { return }
+                if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
+                output.leadMs = endpoint.speech.replyLeadMs
+                if echoGuardOn || recorder != nil { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
+                let stoppedAt = inFlight == nil ? nil : clock.takeReplyTurnStoppedAt()
+                output.onFirstSentence = { [weak self] in self?.mark(.firstSentence) }
+                output.onFirstSynthesized = { [weak self] in self?.mark(.firstAudio) }
+                output.onFirstAudio = { [weak self] in
+                    if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
+                    self?.mark(.firstFrame)
+                    self?.observeTimeline()
+                }
+                speechOutputs[at.responseID] = output
+                if engine.pausedResponseID == at.responseID { output.pause(rewindToMs: wire?.speechPaused(responseID: at.responseID, on: socket)) }
+            }
+            speechOutputs[at.responseID]?.add(piece)
+        case .end(let id):
+            if let output = speechOutputs[id] { output.end() } else { speechEvent(id, .finished) }
+        case .pause(let id):
+            if let output = speechOutputs[id] {
+                let rewound = wire?.speechPaused(responseID: id, on: socket)
+                // A listener whose queue was cleared never hears what was sent ahead.
+                if rewound != nil { recorder?.cutAgent(at: MonotonicClock.nanoseconds()) }
+                output.pause(rewindToMs: rewound)
+            }
+        case .resume(let id, _):
+            speechOutputs[id]?.resume()
+        case .stop(let id):
+            guard let output = speechOutputs.removeValue(forKey: id) else { return }
+            // What was sent ahead of its playing time is cut from the listener's ears, and so
+            // from the recording.
+            recorder?.cutAgent(at: MonotonicClock.nanoseconds())
+            let (played, heard) = output.stop(heardMs: wire?.heardMs(of: id))
+            wire?.speechStopped(responseID: id, on: socket)
+            sessionLog.debug("reply interrupted", metadata: ["session": "\(engine.sessionID)", "response": "\(id)", "heard_ms": "\(played)"])
+            speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played, heard: heard))
+        }
+    }
+
+    func sendAudio(_ piece: SpeechOutput.Piece, _ at: ContentLocation) {
+        guard let socket else { return }
+        wire?.sendAudio(piece, at: at, on: socket)
+        if let ms = speechOutputs[at.responseID]?.pieceMs { observe(.replyAudio(milliseconds: ms)) }
+    }
+
+    func speechEvent(_ id: String, _ event: SpeechOutputEvent) {
+        var event = event
+        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
+        if case .finished = event { speechOutputs[id] = nil }
+        perform(engine.handle(.speechOutput(responseID: id, event)))
+    }
+
+    /// A stage of the current turn passed.
+    func mark(_ stage: TurnTimeline.Mark) {
+        if inFlight != nil { clock.mark(stage, at: MonotonicClock.nanoseconds()) }
+    }
+
+    func observeTimeline() {
+        guard inFlight != nil, let turn = clock.takeTimeline() else { return }
+        for (label, seconds) in turn.stageSeconds() { metrics.turnStages[label]?.observe(seconds: seconds) }
+        observe(.turnTimed(itemID: turn.itemID, responseID: turn.responseID, stages: turn.namedStages))
+        trace?.stages(turn)
+        if engine.configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
+    }
+}

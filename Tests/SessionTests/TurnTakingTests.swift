@@ -1,0 +1,239 @@
+import Models
+import Testing
+@testable import Session
+
+/// Every decision `TurnTaking` makes, from scripted VAD events, words and verdicts: no model, no
+/// socket, no clock (times are audio milliseconds).
+@Suite struct TurnTakingTests {
+    static let semantic = TurnEnding.Settings(maxWaitMs: 2_000, silenceMs: 800)
+    static let interruption = ReplyInterruption.Settings(minDurationMs: 500, minWords: 1)
+
+    static func turn(_ n: Int = 1, onsetMs: Int = 1_000) -> TurnTaking.Turn {
+        TurnTaking.Turn(itemID: "item_\(n)", onsetMs: onsetMs, audioStartMs: onsetMs - 300)
+    }
+
+    /// A floor on which `turn` began during `reply`.
+    static func started(_ turn: TurnTaking.Turn = turn(), during reply: ReplyInterruption.Reply = .none,
+                        expectsWords: Bool = false) -> (TurnTaking, TurnTaking.Start) {
+        var floor = TurnTaking()
+        let start = floor.speechStarted(turn, during: reply, interruptResponse: true, settings: interruption, expectsWords: expectsWords)
+        return (floor, start)
+    }
+
+    /// A turn gone quiet at 2,000 ms under `semantic_vad`, its end asked about.
+    static func asking() -> TurnTaking {
+        var (floor, _) = started()
+        let r1 = floor.speechStopped(atMs: 2_000, semantic: semantic)
+        #expect(r1 == .step(.ask(itemID: "item_1")))
+        return floor
+    }
+
+    // MARK: Speech starts
+
+    @Test func speechWithNothingToAnswerBeginsATurn() {
+        let (floor, start) = Self.started()
+        #expect(start == .began(Self.turn(), nil))
+        #expect(floor.turn == Self.turn() && !floor.isIdle && !floor.isPaused)
+    }
+
+    @Test func speechDuringATextReplyBargesInAtOnce() {
+        let (floor, start) = Self.started(during: .text)
+        #expect(start == .began(Self.turn(), .bargeIn))
+        #expect(!floor.isPaused)
+    }
+
+    @Test func speechDuringASpokenReplyPausesIt() {
+        let (floor, start) = Self.started(during: .spoken)
+        #expect(start == .began(Self.turn(), .pause))
+        #expect(floor.isPaused)
+    }
+
+    @Test func aReplyThatMayNotBeInterruptedIsNeitherPausedNorCut() {
+        var floor = TurnTaking()
+        let start = floor.speechStarted(Self.turn(), during: .spoken, interruptResponse: false, settings: Self.interruption, expectsWords: true)
+        #expect(start == .began(Self.turn(), nil))
+        #expect(!floor.isPaused)
+    }
+
+    // MARK: A paused reply
+
+    @Test func aShortSoundResumesThePausedReplyAndLeavesNoTurn() {
+        var (floor, _) = Self.started(during: .spoken)
+        let r2 = floor.speechStopped(atMs: 1_300, semantic: nil)
+        #expect(r2 == .resume(Self.turn(), .short))
+        #expect(floor.isIdle && !floor.isPaused)
+    }
+
+    @Test func backchannelWordsAreHeldAndTheReplyResumesForThem() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        let r3 = floor.recognised("mm hmm")
+        #expect(r3 == .held)
+        #expect(!floor.lastsLongEnough(lastSpeechEndMs: 1_900), "a long mm-hmm is still a backchannel")
+        let r4 = floor.speechStopped(atMs: 1_900, semantic: Self.semantic)
+        #expect(r4 == .resume(Self.turn(), .backchannel))
+        #expect(floor.isIdle)
+    }
+
+    @Test func aRealWordBargesInAndItsHeldWordsGoWithTheTurn() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        let r5 = floor.recognised("wait")
+        #expect(r5 == .bargeIn)
+        let r6 = floor.confirm()
+        #expect(r6 == TurnTaking.Announced(turn: Self.turn(), heldWords: "wait"))
+        #expect(!floor.isPaused && floor.turn == Self.turn(), "the speech goes on as the user's turn")
+        let r7 = floor.recognised("wait a moment")
+        #expect(r7 == .delivered)
+    }
+
+    @Test func speechLongEnoughBargesInWithoutWords() {
+        let floor = Self.started(during: .spoken).0
+        let short = floor.lastsLongEnough(lastSpeechEndMs: 1_400), long = floor.lastsLongEnough(lastSpeechEndMs: 1_500)
+        #expect(!short && long)
+    }
+
+    @Test func withARecogniserSpeechWaitsForItsWordsUpToTwiceTheDuration() {
+        let floor = Self.started(during: .spoken, expectsWords: true).0
+        let waiting = floor.lastsLongEnough(lastSpeechEndMs: 1_900), enough = floor.lastsLongEnough(lastSpeechEndMs: 2_000)
+        #expect(!waiting && enough)
+    }
+
+    @Test func confirmingOrReleasingWithoutAPauseDoesNothing() {
+        var (floor, _) = Self.started()
+        let r8 = floor.confirm()
+        #expect(r8 == nil)
+        let released = floor.releasePause()
+        #expect(!released)
+        let r9 = floor.recognised("hello")
+        #expect(r9 == .delivered)
+    }
+
+    @Test func aPauseReleasedWithoutATurnResumesTheReply() {
+        var (floor, _) = Self.started(during: .spoken)
+        let r10 = floor.releasePause()
+        #expect(r10)
+        #expect(!floor.isPaused && floor.turn == Self.turn())
+    }
+
+    // MARK: The end of the turn
+
+    @Test func silenceEndsTheTurnWhereItsSpeechStopped() {
+        var (floor, _) = Self.started()
+        let stop = floor.speechStopped(atMs: 2_000, semantic: nil)
+        #expect(stop == .step(.end(TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .silence))))
+        #expect(floor.isIdle)
+        let r11 = floor.speechStopped(atMs: 2_100, semantic: nil)
+        #expect(r11 == nil, "no turn, nothing to stop")
+    }
+
+    @Test func semanticVADAsksTheModelAndACompleteVerdictEndsTheTurn() {
+        var floor = Self.asking()
+        #expect(floor.isEndPending && floor.pendingSpeechEndMs == 2_000)
+        let step = floor.verdict("item_1", .success(TurnVerdict(complete: true, probability: 0.9)), nowMs: 2_250)
+        #expect(step == .end(TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .model)))
+        #expect(floor.isIdle && !floor.isEndPending)
+    }
+
+    @Test func anIncompleteVerdictHoldsTheTurnUntilTheLongestWait() {
+        var floor = Self.asking()
+        let r12 = floor.verdict("item_1", .success(TurnVerdict(complete: false, probability: 0.1)), nowMs: 2_250)
+        #expect(r12 == nil)
+        #expect(floor.isEndPending)
+        let r13 = floor.audio(atMs: 3_990)
+        #expect(r13 == nil)
+        let r14 = floor.audio(atMs: 4_000)
+        #expect(r14 == .end(TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .maxWait)))
+    }
+
+    @Test func aFailedModelLeavesTheTurnToSilence() {
+        var floor = Self.asking()
+        let r15 = floor.verdict("item_1", .failure(ModelError(code: "unavailable", message: "down")), nowMs: 2_300)
+        #expect(r15 == nil)
+        let r16 = floor.audio(atMs: 2_799)
+        #expect(r16 == nil)
+        let r17 = floor.audio(atMs: 2_800)
+        #expect(r17 == .end(TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .silence)))
+    }
+
+    @Test func aFailureAfterTheSilenceAlreadyHeardEndsTheTurnAtOnce() {
+        var floor = Self.asking()
+        let step = floor.verdict("item_1", .failure(ModelError(code: "timeout", message: "late")), nowMs: 2_900)
+        #expect(step == .end(TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .silence)))
+    }
+
+    @Test func aVerdictForAnotherTurnChangesNothing() {
+        var floor = Self.asking()
+        let r18 = floor.verdict("item_9", .success(TurnVerdict(complete: true, probability: 1)), nowMs: 2_250)
+        #expect(r18 == nil)
+        #expect(floor.isEndPending && floor.turn == Self.turn())
+    }
+
+    @Test func speakingAgainWhileAskedWithdrawsTheQuestionAndKeepsTheTurn() {
+        var floor = Self.asking()
+        let start = floor.speechStarted(Self.turn(2, onsetMs: 2_500), during: .none, interruptResponse: true, settings: Self.interruption, expectsWords: true)
+        #expect(start == .continued(withdraw: .withdraw(itemID: "item_1")))
+        #expect(floor.turn == Self.turn() && !floor.isEndPending)
+        // A late verdict on the withdrawn question is no longer wanted.
+        let r19 = floor.verdict("item_1", .success(TurnVerdict(complete: true, probability: 1)), nowMs: 2_600)
+        #expect(r19 == nil)
+        #expect(!floor.isIdle)
+    }
+
+    @Test func speakingAgainWhileHeldWithdrawsNothing() {
+        var floor = Self.asking()
+        _ = floor.verdict("item_1", .success(TurnVerdict(complete: false, probability: 0.2)), nowMs: 2_250)
+        let start = floor.speechStarted(Self.turn(2), during: .none, interruptResponse: true, settings: Self.interruption, expectsWords: true)
+        #expect(start == .continued(withdraw: nil))
+        #expect(floor.turn == Self.turn())
+    }
+
+    @Test func theClientsAudioStoppingEndsAPendingTurn() {
+        var floor = Self.asking()
+        let r20 = floor.audioStopped()
+        #expect(r20 == .end(TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .maxWait)))
+        var quiet = TurnTaking()
+        let r21 = quiet.audioStopped()
+        let r22 = quiet.audio(atMs: 10_000)
+        #expect(r21 == nil && r22 == nil)
+    }
+
+    // MARK: Turns taken away
+
+    @Test func aTurnCommittedByHandIsHandedOverAndItsQuestionWithdrawn() {
+        var floor = Self.asking()
+        let taken = floor.take()
+        #expect(taken?.turn == Self.turn() && taken?.withdraw == .withdraw(itemID: "item_1"))
+        #expect(floor.isIdle && !floor.isEndPending)
+        let r23 = floor.take()
+        #expect(r23 == nil)
+    }
+
+    @Test func aDroppedTurnResumesTheReplyItPaused() {
+        var (floor, _) = Self.started(during: .spoken)
+        let dropped = floor.drop()
+        #expect(dropped.dropped && dropped.withdraw == nil && dropped.resumes)
+        #expect(floor.isIdle && !floor.isPaused)
+        var empty = TurnTaking()
+        let nothing = empty.drop()
+        #expect(!nothing.dropped && nothing.withdraw == nil && !nothing.resumes)
+    }
+
+    @Test func leavingSemanticVADEndsAPendingTurnBySilence() {
+        var floor = Self.asking()
+        let ended = floor.semanticEnded()
+        #expect(ended?.withdraw == .withdraw(itemID: "item_1"))
+        #expect(ended?.ended == TurnTaking.Ended(turn: Self.turn(), atMs: 2_000, cause: .silence))
+        #expect(floor.isIdle)
+        var plain = Self.started().0
+        let r24 = plain.semanticEnded()
+        #expect(r24 == nil, "nothing was pending")
+    }
+
+    @Test func forgettingTheEndWithdrawsOnlyAQuestionStillOut() {
+        var floor = Self.asking()
+        let r25 = floor.forgetEnding()
+        #expect(r25 == .withdraw(itemID: "item_1"))
+        let r26 = floor.forgetEnding()
+        #expect(r26 == nil)
+        #expect(!floor.isIdle, "the turn itself goes on")
+    }
+}
