@@ -34,6 +34,35 @@ import Testing
         #expect(a.value.count == 5 && b.value.count == 2)
     }
 
+    @Test func fieldsAreReachedByNameAndWrittenInPlace() {
+        var state = OutOfLine<Counter>()
+        #expect(state.count == 0 && !state.isHeld, "reading a field makes no box")
+        state.count += 3
+        #expect(state.count == 3 && state.isHeld)
+    }
+
+    @Test func theEnginesTurnsRestWhenEveryFieldDoes() {
+        var turns = SessionEngine.Turns.resting
+        #expect(turns.isResting)
+        turns.partialTranscript = "hello"
+        #expect(!turns.isResting)
+        turns.partialTranscript = ""
+        turns.turnAwaitingResponse = true
+        #expect(!turns.isResting)
+    }
+
+    @Test func theDriversWorkInFlightRestsWhenEveryFieldDoes() {
+        let work = SessionDriver.InFlight()
+        #expect(work.isResting)
+        work.scriptedReply = "Hello"
+        #expect(!work.isResting)
+        work.scriptedReply = nil
+        work.clock.toolCalled("call_1", at: 1)
+        #expect(!work.isResting, "a tool call being timed is in flight")
+        _ = work.clock.toolReturned("call_1", at: 2)
+        #expect(work.isResting)
+    }
+
     @Test func anOptionalIsAtRestWhenNil() {
         var detector = OutOfLine<Int?>()
         #expect(detector.value == nil && !detector.isHeld)
