@@ -12,21 +12,17 @@
 #
 #   HANDSHAKES=10000 SESSIONS=10000 RUNS=2 PORT=9650 scripts/benchmarks/bench-auth.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 PORT="${PORT:-9650}"
 HANDSHAKES="${HANDSHAKES:-10000}"
 SESSIONS="${SESSIONS:-10000}"
 RUNS="${RUNS:-2}"
 OUT="${1:-LoadTests/reports/auth-$(date -u +%Y%m%dT%H%M%SZ)}"
-. scripts/lib/bench-common.sh
-prepare_run
+. "$(dirname "$0")/../lib/bench.sh"
+record_vmstat
 
 # The credentials: a key, and an ES256 key pair with a token for tenant "bench" (no limits, so
 # only the signature and claim checks are measured). Kept out of the reports.
-CREDS="$(mktemp -d)"
-trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$CREDS"' EXIT
+CREDS="$WORK"
 KEY="sk-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 "$BIN/parley" token --new-key es256 --key "$CREDS/jwt.pem" > /dev/null
 TOKEN="$("$BIN/parley" token --key "$CREDS/jwt.pem" --sub bench --ttl 3600)"
@@ -36,10 +32,10 @@ common=(--log-level warning --transcriber none --synthesizer none)
 serve() {
   local mode=$1 name=$2 port=$3 loops=$4
   case "$mode" in
-    none) credential=""; start "$name" "$port" "$loops" "${common[@]}" ;;
-    key) credential="$KEY"; PARLEY_API_KEY="$KEY" start "$name" "$port" "$loops" "${common[@]}" ;;
-    jwt) credential="$TOKEN"; start "$name" "$port" "$loops" "${common[@]}" --jwt-public-key "$CREDS/jwt.pub.pem" ;;
-    jwt-uncached) credential="$TOKEN"; start "$name" "$port" "$loops" "${common[@]}" --jwt-public-key "$CREDS/jwt.pub.pem" --jwt-cache 0 ;;
+    none) credential=""; start_parley "$name" serve "$port" --loops "$loops" "${common[@]}" ;;
+    key) credential="$KEY"; PARLEY_API_KEY="$KEY" start_parley "$name" serve "$port" --loops "$loops" "${common[@]}" ;;
+    jwt) credential="$TOKEN"; start_parley "$name" serve "$port" --loops "$loops" "${common[@]}" --jwt-public-key "$CREDS/jwt.pub.pem" ;;
+    jwt-uncached) credential="$TOKEN"; start_parley "$name" serve "$port" --loops "$loops" "${common[@]}" --jwt-public-key "$CREDS/jwt.pub.pem" --jwt-cache 0 ;;
   esac
 }
 
@@ -48,26 +44,24 @@ for mode in none key jwt jwt-uncached; do
   port=$((PORT + 1))
   serve "$mode" "handshake-$mode" "$port" 1
   before=$(cpu "$pid")
-  PARLEY_LOAD_API_KEY="$credential" run "handshakes-$mode" hold "$HANDSHAKES" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds 0 --rate 20000
+  PARLEY_LOAD_API_KEY="$credential" run "handshakes-$mode" hold "$HANDSHAKES" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds 0 --rate 20000 || true
   after=$(cpu "$pid")
-  awk -v n="$HANDSHAKES" -v a="$after" -v b="$before" -v k="$mode" \
-    'BEGIN { s = a - b; printf "handshakes %s: %d sessions, server CPU %.2f s, %.0f handshakes per server CPU-second\n", k, n, s, n / s }' \
-    | tee -a "$OUT/summary.txt"
-  kill -TERM "$pid"; wait "$pid" || true
+  handshake_rate "handshakes $mode" "$HANDSHAKES" "$before" "$after" | tee -a "$OUT/summary.txt"
+  stop "handshake-$mode" || true
 done
 
 for round in $(seq "$RUNS"); do
   for mode in none key jwt jwt-uncached; do
     port=$((PORT + 2))
     serve "$mode" "connect-$mode-$round" "$port" 2
-    PARLEY_LOAD_API_KEY="$credential" run "connect-$mode-$round" hold "$SESSIONS" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds 2 --rate 50000
+    PARLEY_LOAD_API_KEY="$credential" run "connect-$mode-$round" hold "$SESSIONS" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds 2 --rate 50000 || true
     grep -m1 "connect rate" "$OUT/connect-$mode-$round.txt" | sed "s/^/connect $mode run $round: /" | tee -a "$OUT/summary.txt"
     grep -m1 "client CPU" "$OUT/connect-$mode-$round.txt" | sed "s/^/connect $mode run $round: /" >> "$OUT/summary.txt"
-    kill -TERM "$pid"; wait "$pid" || true
+    stop "connect-$mode-$round" || true
     sleep 1
   done
 done
 # Nothing secret in what is kept.
-grep -rlF -e "$KEY" -e "$TOKEN" "$OUT" && { echo "bench-auth: a credential reached the reports" >&2; exit 1; }
-echo "bench-auth: steal (vmstat st) over the run: $(awk 'NR > 2 { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+grep -rlF -e "$KEY" -e "$TOKEN" "$OUT" && die "a credential reached the reports"
+echo "bench-auth: steal (vmstat st) over the run: $(steal)" | tee -a "$OUT/summary.txt"
 echo "bench-auth: reports in $OUT"

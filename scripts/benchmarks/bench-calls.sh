@@ -8,9 +8,6 @@
 #
 #   CALLS=1000 TALKING=0.2 VOICE=1000 SPEAKING=200 MEASURE=10 PORT=9660 scripts/benchmarks/bench-calls.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 PORT="${PORT:-9660}"
 CALLS="${CALLS:-1000}"
 TALKING="${TALKING:-0.2}"
@@ -18,27 +15,26 @@ VOICE="${VOICE:-1000}"
 SPEAKING="${SPEAKING:-200}"
 MEASURE="${MEASURE:-10}"
 OUT="${1:-LoadTests/reports/calls-$(date -u +%Y%m%dT%H%M%SZ)}"
-. scripts/lib/bench-common.sh
-prepare_run
+. "$(dirname "$0")/../lib/bench.sh"
+record_vmstat
 
 espeak-ng -v en-us -s 140 -w "$OUT/speech.wav" \
   "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
 
-start server "$PORT" 2 --transcriber none --synthesizer none --log-level warning
+start_parley server serve "$PORT" --loops 2 --transcriber none --synthesizer none --log-level warning
 server=$pid
 run "calls-$CALLS" calls "$CALLS" --talking "$TALKING" --url "ws://127.0.0.1:$PORT/twilio" --input "$OUT/speech.wav" \
-  --warmup 3 --duration "$MEASURE" --server-pid "$server"
+  --warmup 3 --duration "$MEASURE" --server-pid "$server" || true
 run "voice-$VOICE" voice "$VOICE" --speaking "$SPEAKING" --url "ws://127.0.0.1:$PORT/ws" --input "$OUT/speech.wav" \
-  --warmup 3 --duration "$MEASURE" --server-pid "$server"
+  --warmup 3 --duration "$MEASURE" --server-pid "$server" || true
 
 # Where the calls' time goes: the same load again, profiled (not measured: perf costs some).
 if command -v perf > /dev/null; then
-  "$BIN/parley-load" calls "$CALLS" --talking "$TALKING" --url "ws://127.0.0.1:$PORT/twilio" --input "$OUT/speech.wav" \
-    --warmup 2 --duration 12 > "$OUT/calls-profiled.txt" 2>&1 &
-  load=$!
+  start calls-profiled "$BIN/parley-load" calls "$CALLS" --talking "$TALKING" --url "ws://127.0.0.1:$PORT/twilio" \
+    --input "$OUT/speech.wav" --warmup 2 --duration 12
   sleep 6
   perf record -F 999 -g -p "$server" -o "$OUT/perf.data" -- sleep 6 > /dev/null 2>&1 || true
-  wait "$load" || true
+  finish calls-profiled || true
   perf report -i "$OUT/perf.data" --no-children --sort dso,symbol --stdio 2> /dev/null | grep -v '^#' | grep '%' | head -40 > "$OUT/profile.txt" || true
   perf report -i "$OUT/perf.data" --no-children --sort dso --stdio 2> /dev/null | grep -v '^#' | grep '%' | head -12 > "$OUT/profile-dso.txt" || true
   # Inclusive shares of the steps a media message goes through.
@@ -47,6 +43,6 @@ if command -v perf > /dev/null; then
     | head -30 > "$OUT/profile-steps.txt" || true
   rm -f "$OUT/perf.data"
 fi
-kill -TERM "$server"; wait "$server" || true
-echo "bench-calls: steal (vmstat st) over the run: $(awk 'NR > 2 { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' ')"
+stop server || true
+echo "bench-calls: steal (vmstat st) over the run: $(steal)"
 echo "bench-calls: reports in $OUT"

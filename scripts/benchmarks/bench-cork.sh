@@ -28,9 +28,9 @@
 #
 #   CONNECTIONS=2000 RATE=50 BATCHES="1 5" WARMUP=3 WINDOW=5 LOOPS=1 PORT=9300 scripts/benchmarks/bench-cork.sh ...
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib/harness.sh"
 
-[ $# -ge 2 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 2 ] || usage
 BEFORE="$1"; AFTER="$2"; UWS="${3:-}"
 LOAD="${LOAD:-.build/release/parley-load}"
 CONNECTIONS="${CONNECTIONS:-2000}"
@@ -41,16 +41,14 @@ WINDOW="${WINDOW:-5}"
 LOOPS="${LOOPS:-1}"  # uWebSockets runs one thread; so does Parley here, unless told
 PORT="${PORT:-9300}"
 OUT="LoadTests/reports/bench-cork-$(date -u +%Y%m%dT%H%M%SZ)"
+LOGS="$OUT"
 mkdir -p "$OUT"
 
 for binary in "$BEFORE/parley" "$AFTER/parley" "$LOAD" ${UWS:+"$UWS"}; do
-  [ -x "$binary" ] || { echo "bench-cork: $binary is missing or not executable" >&2; exit 2; }
+  [ -x "$binary" ] || die "$binary is missing or not executable" 2
 done
-command -v perf >/dev/null || { echo "bench-cork: perf is missing (apt-get install linux-perf)" >&2; exit 2; }
-command -v vmstat >/dev/null || { echo "bench-cork: vmstat is missing (apt-get install procps)" >&2; exit 2; }
-
-started=()
-trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+command -v perf >/dev/null || die "perf is missing (apt-get install linux-perf)" 2
+command -v vmstat >/dev/null || die "vmstat is missing (apt-get install procps)" 2
 
 ticks=$(getconf CLK_TCK)
 # user+sys ticks of process $1, all threads
@@ -64,22 +62,15 @@ sent() { ss -Hti state established "( sport = :$1 )" | grep -o 'bytes_acked:[0-9
 run() {
   local label=$1 port=$2 batch=$3; shift 3
   local log="$OUT/$label-batch$batch"
-  "$@" > "$log.server.log" 2>&1 &
-  local server=$!
-  started+=("$server")
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    kill -0 "$server" 2>/dev/null || { cat "$log.server.log" >&2; exit 1; }
-    sleep 0.1
-  done
+  start "$label-batch$batch.server" "$@"
+  local server=$pid
+  wait_port "$label-batch$batch.server" "$port"
   # The load measures from the end of its warm-up for two windows and a margin; the windows here
   # start once every connection is open and the warm-up has passed, so they fall inside its own.
   local duration=$((2 * WINDOW + 3))
-  "$LOAD" echo --url "ws://127.0.0.1:$port/echo" --connections "$CONNECTIONS" --rate "$RATE" --batch "$batch" \
-    --warmup "$WARMUP" --duration "$duration" --connect-timeout 30 --server-pid "$server" --json "$log.json" \
-    > "$log.load.txt" 2>&1 &
-  local load=$!
-  started+=("$load")
+  start "$label-batch$batch.load" "$LOAD" echo --url "ws://127.0.0.1:$port/echo" --connections "$CONNECTIONS" --rate "$RATE" \
+    --batch "$batch" --warmup "$WARMUP" --duration "$duration" --connect-timeout 30 --server-pid "$server" --json "$log.json"
+  local load=$pid
   for _ in $(seq 300); do
     [ "$(established "$port")" -ge "$CONNECTIONS" ] && break
     sleep 0.1
@@ -100,9 +91,8 @@ run() {
     -- sleep "$WINDOW" 2> "$log.perf" || true
   b1=$(sent "$port"); tb1=$(date +%s.%N)
 
-  wait "$load" || true
-  kill "$server" 2>/dev/null || true
-  wait "$server" 2>/dev/null || true
+  finish "$label-batch$batch.load" || true
+  stop "$label-batch$batch.server" || true
 
   python3 - "$log" "$label" "$batch" "$WINDOW" "$ticks" "$s0" "$s1" "$c0" "$c1" "$CONNECTIONS" "$RATE" \
     "$((a1 - a0))" "$((b1 - b0))" "$FRAME_BYTES" "$tb0" "$tb1" <<'EOF' | tee -a "$OUT/summary.txt"

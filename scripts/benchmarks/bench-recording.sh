@@ -7,13 +7,10 @@
 # written. make bench-recording runs it after make release; about 6 minutes.
 #   TALKERS (10), TURNS (3 a talker), BIN (.build/release), OUT (LoadTests/reports/recording-<UTC time>)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 OUT="${OUT:-LoadTests/reports/recording-$(date -u +%Y%m%dT%H%M%SZ)}"
-source scripts/lib/bench-serve.sh
-recordings=$(mktemp -d /tmp/parley-bench-recordings-XXXXXX)
-trap 'for pid in "${started[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$recordings"' EXIT
+. "$(dirname "$0")/../lib/bench.sh"
+recordings="$WORK/recordings"
+mkdir -p "$recordings"
 
 # The CPU seconds of $server's threads named $1 (all of them without one), from /proc.
 thread_cpu() {
@@ -28,32 +25,30 @@ thread_cpu() {
   done
   awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }' 
 }
-metric() { curl -fsS "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
-# run NAME [--record]: talkers against a fresh server; prints CPU and the recording's figures.
-run() {
+# measure NAME [--record]: talkers against a fresh server; prints CPU and the recording's figures.
+measure() {
   local name=$1; shift
-  serve "$name" --recordings "$recordings"
+  serve_speech "$name" --recordings "$recordings"
   local args=(talkers --url "ws://127.0.0.1:$port" --talkers "${TALKERS:-10}" --turns-per-talker "${TURNS:-3}" --duration 240
               --barge-in-every 3 --voices joe,joe-1.25,en-us,en-gb+f3 --server-pid "$server" "$@")
   echo "\$ parley-load $(printf '%q ' "${args[@]}")" | tee "$OUT/$name.txt"
   timeout 600 "$BIN/parley-load" "${args[@]}" --json "$OUT/$name.json" | tee -a "$OUT/$name.txt"
   sleep 2
   local seconds bytes recorder
-  seconds=$(metric parley_recording_seconds_total); bytes=$(metric parley_recording_bytes_total)
+  seconds=$(metric "$port" parley_recording_seconds_total); bytes=$(metric "$port" parley_recording_bytes_total)
   recorder=$(thread_cpu recorder-0)
-  echo "$name: server CPU (parley process) $(thread_cpu) s, recording thread $recorder s, recorded ${seconds:-0} s, ${bytes:-0} bytes, dropped $(metric parley_recording_blocks_dropped_total)" | tee -a "$OUT/summary.txt"
+  echo "$name: server CPU (parley process) $(thread_cpu) s, recording thread $recorder s, recorded ${seconds:-0} s, ${bytes:-0} bytes, dropped $(metric "$port" parley_recording_blocks_dropped_total)" | tee -a "$OUT/summary.txt"
   if [ "${seconds:-0}" != "0" ]; then
     awk -v n="$name" -v c="$recorder" -v s="$seconds" -v b="$bytes" \
       'BEGIN { printf "%s: per recorded minute: recording thread %.3f CPU s (%.2f %% of a core), %.0f KiB\n", n, c * 60 / s, c * 100 / s, b * 60 / s / 1024 }' | tee -a "$OUT/summary.txt"
   fi
-  stop
+  stop "$name" || true
 }
 
-echo "machine: $(nproc) cores; vmstat 1 3 (r: runnable, us/sy/id/st: CPU %):" | tee "$OUT/machine.txt"
-vmstat 1 3 | tail -2 | tee -a "$OUT/machine.txt"
-run unrecorded
-run recorded --record
+machine_state | tee "$OUT/machine.txt"
+measure unrecorded
+measure recorded --record
 vmstat 1 2 | tail -1 | sed 's/^/vmstat after: /' | tee -a "$OUT/machine.txt"
 ls -la "$recordings" | head -5
 echo "bench-recording: $OUT/summary.txt, {unrecorded,recorded}.txt and .json"

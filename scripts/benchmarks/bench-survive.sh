@@ -9,9 +9,6 @@
 #
 #   SESSIONS=3000 INTERVAL=10 DURATION=150 SQLITE_DURATION=60 scripts/benchmarks/bench-survive.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 SESSIONS="${SESSIONS:-3000}"
 INTERVAL="${INTERVAL:-10}"
 DURATION="${DURATION:-150}"
@@ -19,48 +16,41 @@ SQLITE_DURATION="${SQLITE_DURATION:-60}"
 SQLITE="${SQLITE:-1}"
 OUT="${1:-LoadTests/reports/survive-$(date -u +%Y%m%dT%H%M%SZ)}"
 scripts/tools/install-deps.sh haproxy redis-server redis-tools
-. scripts/lib/bench-common.sh
-prepare_run
+. "$(dirname "$0")/../lib/bench.sh"
+record_vmstat
 ulimit -n "$(ulimit -Hn)"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 now() { date -u +%H:%M:%S; }
 log() { echo "[$(now)] $*" | tee -a "$OUT/timeline.txt"; }
 
-# Waits up to 30 s for URL to answer 200.
-wait_200() {
-  for _ in $(seq 300); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$1" 2>/dev/null)" = 200 ] && return 0
-    sleep 0.1
-  done
-  echo "bench-survive: $1 did not answer 200" >&2
-  return 1
-}
-
-# Waits up to $2 s for process $1 to exit.
-wait_exit() {
-  for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  return 1
-}
-
 # The mock model every node talks to.
-MP=$(free_port)
-"$BIN/parley" mock-llm --host 127.0.0.1 --port "$MP" --first-token-ms 50 --tokens-per-second 50 --reply-tokens 20 > "$OUT/mock-llm.log" 2>&1 &
-started+=("$!")
-wait_200 "http://127.0.0.1:$MP/healthz" || wait_200 "http://127.0.0.1:$MP/v1/models"
+start_parley mock-llm mock-llm "$(free_port)" --first-token-ms 50 --tokens-per-second 50 --reply-tokens 20
+MP=$port
 
-declare -a node_pid node_port node_args
+declare -a node_pid node_port node_args node_name node_starts
 scrape=0
-# start_node I: starts node I on its port (the same one after a restart), waits for /readyz.
+# start_node I: starts node I on its port (the same one after a restart), waits for /readyz. Each
+# incarnation has its log: nodeI-N.log.
 start_node() {
   local i=$1
-  OPENAI_API_KEY=sk-bench "$BIN/parley" serve --host 127.0.0.1 --port "${node_port[$i]}" --loops 1 ${node_args[$i]} \
+  node_starts[$i]=$(( ${node_starts[$i]:-0} + 1 ))
+  node_name[$i]="node$i-${node_starts[$i]}"
+  # shellcheck disable=SC2086
+  OPENAI_API_KEY=sk-bench start_parley "${node_name[$i]}" serve "${node_port[$i]}" --loops 1 ${node_args[$i]} \
     --llm openai --llm-base-url "http://127.0.0.1:$MP/v1" --llm-model m --transcriber none --synthesizer none \
-    --drain-seconds 5 --log-level warning >> "$OUT/node$i.log" 2>&1 &
-  node_pid[$i]=$!
-  started+=("$!")
-  wait_200 "http://127.0.0.1:${node_port[$i]}/readyz"
+    --drain-seconds 5 --log-level warning
+  node_pid[$i]=$pid
+  wait_healthy "${node_name[$i]}" "http://127.0.0.1:${node_port[$i]}/readyz"
 }
+# survive_load NAME URL SECONDS: the load client in the background, resuming every drop; its report in
+# $OUT/NAME.txt and NAME.json once `finish NAME` has waited for it.
+survive_load() {
+  cmd=(survive "$SESSIONS" --url "$2" --turn-interval "$INTERVAL" --duration "$3")
+  echo "\$ parley-load ${cmd[*]}" > "$OUT/$1.txt"
+  start "$1" timeout $(($3 + 300)) "$BIN/parley-load" "${cmd[@]}" --json "$OUT/$1.json"
+}
+# load_done NAME: waits for the load client NAME, its output appended to its report.
+load_done() { finish "$1" || true; cat "$OUT/$1.log" >> "$OUT/$1.txt"; rm -f "$OUT/$1.log"; }
 # scrape_node I: keeps node I's /metrics (its counters die with it).
 scrape_node() {
   scrape=$((scrape + 1))
@@ -72,15 +62,12 @@ sum_metric() { # PATTERN FILES...
   cat "$@" 2>/dev/null | awk -v p="$pattern" 'index($0, p) == 1 { s += $NF } END { printf "%.6f\n", s + 0 }'
 }
 json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2" 2>/dev/null || echo 0; }
-steal() { awk -v from="$1" -v to="$2" 'NR > 2 && NR - 2 >= from && NR - 2 <= to && $17 ~ /^[0-9]+$/ { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' '; }
-vmstat_line() { wc -l < "$OUT/vmstat.txt"; }
+vmstat_line() { wc -l < "$OUT/vmstat.log"; }
 
 # ---------------------------------------------------------------- 3 nodes, Redis, HAProxy
 RP=$(free_port)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --daemonize no > "$OUT/redis.log" 2>&1 &
-redis=$!
-started+=("$redis")
-for _ in $(seq 100); do redis-cli -p "$RP" ping > /dev/null 2>&1 && break; sleep 0.1; done
+start_redis redis "$RP"
+redis=$pid
 
 for i in 1 2 3; do
   node_port[$i]=$(free_port)
@@ -89,9 +76,8 @@ for i in 1 2 3; do
 done
 FRONT=$(free_port)
 STATS_PORT=$(free_port) scripts/tools/haproxy-config.sh "$FRONT" "${node_port[1]}" "${node_port[2]}" "${node_port[3]}" > "$OUT/haproxy.cfg"
-haproxy -f "$OUT/haproxy.cfg" -db > "$OUT/haproxy.log" 2>&1 &
-started+=("$!")
-wait_200 "http://127.0.0.1:$FRONT/readyz"
+start haproxy haproxy -f "$OUT/haproxy.cfg" -db
+wait_healthy haproxy "http://127.0.0.1:$FRONT/readyz"
 log "redis :$RP (pid $redis), nodes :${node_port[1]} :${node_port[2]} :${node_port[3]}, haproxy :$FRONT, mock-llm :$MP"
 
 redis-cli -p "$RP" INFO stats > "$OUT/redis-stats-before.txt"
@@ -99,12 +85,8 @@ redis-cli -p "$RP" INFO commandstats > "$OUT/redis-commandstats-before.txt"
 redis_cpu_before=$(cpu "$redis")
 declare -a node_cpu
 vm_from=$(vmstat_line)
-cmd=(survive "$SESSIONS" --url "ws://127.0.0.1:$FRONT/v1/realtime?resume=1" --turn-interval "$INTERVAL" --duration "$DURATION")
-echo "\$ parley-load ${cmd[*]}" > "$OUT/survive.txt"
-timeout $((DURATION + 300)) "$BIN/parley-load" "${cmd[@]}" --json "$OUT/survive.json" >> "$OUT/survive.txt" 2>&1 &
-load=$!
-started+=("$load")
-log "load client pid $load"
+survive_load survive "ws://127.0.0.1:$FRONT/v1/realtime?resume=1" "$DURATION"
+log "load client pid $pid"
 sleep 20
 
 # Rolling restart: each node drained (SIGTERM), started again on its port, ready, then the next.
@@ -112,8 +94,7 @@ for i in 1 2 3; do
   scrape_node "$i"
   node_cpu[$i]=$(cpu "${node_pid[$i]}")
   log "SIGTERM node$i (pid ${node_pid[$i]})"
-  kill -TERM "${node_pid[$i]}"
-  wait_exit "${node_pid[$i]}" 30 || { log "node$i still running after 30 s: kill -9"; kill -9 "${node_pid[$i]}"; }
+  stop "${node_name[$i]}" 30 || log "node$i exited with status $? (137: still running after 30 s, so kill -9)"
   log "node$i exited"
   start_node "$i"
   log "node$i ready again (pid ${node_pid[$i]})"
@@ -124,11 +105,11 @@ sleep 5
 scrape_node 2
 log "kill -9 node2 (pid ${node_pid[2]})"
 kill -9 "${node_pid[2]}"
-wait_exit "${node_pid[2]}" 5 || true
+stop "${node_name[2]}" 5 || true
 start_node 2
 log "node2 ready again (pid ${node_pid[2]})"
 
-wait "$load" || true
+load_done survive
 log "load client finished"
 vm_to=$(vmstat_line)
 redis_cpu_after=$(cpu "$redis")
@@ -161,7 +142,7 @@ metrics=("$OUT"/metrics-node*.txt)
 } | tee "$OUT/redis-summary.txt"
 
 for i in 1 2 3; do kill -TERM "${node_pid[$i]}" 2>/dev/null || true; done
-for i in 1 2 3; do wait_exit "${node_pid[$i]}" 15 || kill -9 "${node_pid[$i]}" 2>/dev/null || true; done
+for i in 1 2 3; do stop "${node_name[$i]}" 15 || true; done
 
 # ---------------------------------------------------------------- 1 node, SQLite
 if [ "$SQLITE" = 1 ]; then
@@ -169,19 +150,15 @@ if [ "$SQLITE" = 1 ]; then
   node_args[4]="--store sqlite:$OUT/store.db"
   start_node 4
   vm_from=$(vmstat_line)
-  cmd=(survive "$SESSIONS" --url "ws://127.0.0.1:${node_port[4]}/v1/realtime?resume=1" --turn-interval "$INTERVAL" --duration "$SQLITE_DURATION")
-  echo "\$ parley-load ${cmd[*]}" > "$OUT/survive-sqlite.txt"
-  timeout $((SQLITE_DURATION + 300)) "$BIN/parley-load" "${cmd[@]}" --json "$OUT/survive-sqlite.json" >> "$OUT/survive-sqlite.txt" 2>&1 &
-  load=$!
-  started+=("$load")
+  survive_load survive-sqlite "ws://127.0.0.1:${node_port[4]}/v1/realtime?resume=1" "$SQLITE_DURATION"
   sleep $((SQLITE_DURATION / 2))
   scrape_node 4
   log "sqlite: kill -9 node4 (pid ${node_pid[4]})"
   kill -9 "${node_pid[4]}"
-  wait_exit "${node_pid[4]}" 5 || true
+  stop "${node_name[4]}" 5 || true
   start_node 4
   log "sqlite: node4 ready again (pid ${node_pid[4]})"
-  wait "$load" || true
+  load_done survive-sqlite
   vm_to=$(vmstat_line)
   scrape_node 4
   cat "$OUT/survive-sqlite.txt"
@@ -200,7 +177,6 @@ if [ "$SQLITE" = 1 ]; then
     echo "database file: $(du -k "$OUT/store.db" | cut -f1) KiB"
     echo "steal (vmstat st) over the run: $(steal "$vm_from" "$vm_to")"
   } | tee "$OUT/sqlite-summary.txt"
-  kill -TERM "${node_pid[4]}" 2>/dev/null || true
-  wait_exit "${node_pid[4]}" 15 || true
+  stop "${node_name[4]}" 15 || true
 fi
 echo "bench-survive: reports in $OUT"

@@ -13,11 +13,8 @@
 #   TRANSCRIPTION_BOUND_MS (500), BIN (.build/release), OUT (LoadTests/reports/talkers-<UTC time>),
 #   LIMIT (minutes each client run may take, 30)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 OUT="${OUT:-LoadTests/reports/talkers-$(date -u +%Y%m%dT%H%M%SZ)}"
-source scripts/lib/bench-serve.sh
+. "$(dirname "$0")/../lib/bench.sh"
 
 # talkers NAME TALKERS: one parley-load talkers run against $port, its text and JSON in $OUT.
 talkers() {
@@ -29,20 +26,19 @@ talkers() {
   timeout "$(( ${LIMIT:-30} * 60 ))" "$BIN/parley-load" "${args[@]}" --json "$OUT/$name.json" | tee -a "$OUT/$name.txt"
 }
 
-echo "machine: $(nproc) cores; vmstat 1 3 (r: runnable, us/sy/id/st: CPU %):" | tee "$OUT/machine.txt"
-vmstat 1 3 | tail -2 | tee -a "$OUT/machine.txt"
+machine_state | tee "$OUT/machine.txt"
 
-serve whisper
+serve_speech whisper
 talkers latency "${TALKERS:-10}"
-stop
+stop whisper || true
 
-serve whisper-ramp
+serve_speech whisper-ramp
 talkers ramp-whisper "${RAMP:-1,5,10,20}"
-stop
+stop whisper-ramp || true
 
-serve pocketsphinx-ramp --transcriber pocketsphinx
+serve_speech pocketsphinx-ramp --transcriber pocketsphinx
 talkers ramp-pocketsphinx "${RAMP:-1,5,10,20}"
-stop
+stop pocketsphinx-ramp || true
 
 vmstat 1 2 | tail -1 | sed 's/^/vmstat after: /' | tee -a "$OUT/machine.txt"
 echo "Whisper:      $(grep '^talkers per core' "$OUT/ramp-whisper.txt" || echo 'talkers per core: n/a')"

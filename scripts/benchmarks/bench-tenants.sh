@@ -10,27 +10,21 @@
 #
 #   SESSIONS=5000 RATE=1000 HOLD=2 RUNS=2 PORT=9680 scripts/benchmarks/bench-tenants.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 PORT="${PORT:-9680}"
 SESSIONS="${SESSIONS:-5000}"
 RATE="${RATE:-1000}"
 HOLD="${HOLD:-2}"
 RUNS="${RUNS:-2}"
 OUT="${1:-LoadTests/reports/tenants-$(date -u +%Y%m%dT%H%M%SZ)}"
-. scripts/lib/bench-common.sh
-prepare_run
+. "$(dirname "$0")/../lib/bench.sh"
+record_vmstat
 scripts/tools/install-deps.sh redis-server >/dev/null
 
-CREDS="$(mktemp -d)"
+CREDS="$WORK"
 KEY="sk-bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 echo "bench $KEY" > "$CREDS/keys"
 REDIS_PORT=$((PORT + 9))
-redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize no --logfile "" > /dev/null &
-started+=("$!")
-trap 'for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$CREDS"' EXIT
-for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping > /dev/null 2>&1 && break; sleep 0.1; done
+start_redis redis "$REDIS_PORT"
 
 # Redis's own CPU seconds so far (user + system, from INFO).
 redis_cpu() { redis-cli -p "$REDIS_PORT" info cpu | awk -F: '/^used_cpu_(user|sys):/ { s += $2 } END { print s }'; }
@@ -41,22 +35,22 @@ for round in $(seq "$RUNS"); do
   for mode in process workers redis; do
     port=$((PORT + 1))
     case "$mode" in
-      process) start "$mode-$round" "$port" 1 "${common[@]}" ;;
-      workers) start "$mode-$round" "$port" 1 "${common[@]}" --workers 2 ;;
-      redis) redis-cli -p "$REDIS_PORT" flushall > /dev/null; start "$mode-$round" "$port" 1 "${common[@]}" --store "redis://127.0.0.1:$REDIS_PORT" ;;
+      process) start_parley "$mode-$round" serve "$port" --loops 1 "${common[@]}" ;;
+      workers) start_parley "$mode-$round" serve "$port" --loops 1 "${common[@]}" --workers 2 ;;
+      redis) redis-cli -p "$REDIS_PORT" flushall > /dev/null; start_parley "$mode-$round" serve "$port" --loops 1 "${common[@]}" --store "redis://127.0.0.1:$REDIS_PORT" ;;
     esac
     redis_before=$(redis_cpu)
-    PARLEY_LOAD_API_KEY="$KEY" run "$mode-$round" hold "$SESSIONS" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds "$HOLD" --rate "$RATE" --processes 1
+    PARLEY_LOAD_API_KEY="$KEY" run "$mode-$round" hold "$SESSIONS" --url "ws://127.0.0.1:$port/v1/realtime" --hold-seconds "$HOLD" --rate "$RATE" --processes 1 || true
     # The shared count answered throughout (1; absent for the process alone), and nothing was refused.
-    shared=$(curl -fsS "http://127.0.0.1:$port/metrics" | awk '$1 == "parley_tenant_shared_count_up" { print $2 }')
+    shared=$(metric "$port" parley_tenant_shared_count_up)
     for line in "connect to 101" "server refused" "client CPU"; do
       { grep -m1 "$line" "$OUT/$mode-$round.txt" || echo "  $line: missing"; } | sed "s/^/$mode run $round: /" | tee -a "$OUT/summary.txt"
     done
     echo "$mode run $round:   shared count up: ${shared:-n/a}; Redis CPU over the run: $(awk -v a="$(redis_cpu)" -v b="$redis_before" 'BEGIN { printf "%.2f s", a - b }')" | tee -a "$OUT/summary.txt"
-    kill -TERM "$pid"; wait "$pid" || true
+    stop "$mode-$round" || true
     sleep 1
   done
 done
-grep -rlF -e "$KEY" "$OUT" && { echo "bench-tenants: a credential reached the reports" >&2; exit 1; }
-echo "bench-tenants: steal (vmstat st) over the run: $(awk 'NR > 2 { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+grep -rlF -e "$KEY" "$OUT" && die "a credential reached the reports"
+echo "bench-tenants: steal (vmstat st) over the run: $(steal)" | tee -a "$OUT/summary.txt"
 echo "bench-tenants: reports in $OUT"

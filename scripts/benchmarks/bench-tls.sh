@@ -8,20 +8,14 @@
 #
 #   HOLD=10000 ECHO_SECONDS=10 HANDSHAKES=5000 PORT=9300 scripts/benchmarks/bench-tls.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"  # BIN=DIR measures another build (a before/after pair)
 PORT="${PORT:-9300}"
 HOLD="${HOLD:-10000}"
 ECHO_SECONDS="${ECHO_SECONDS:-10}"
 HANDSHAKES="${HANDSHAKES:-5000}"
 LOOPS="${LOOPS:-2}"
 OUT="${1:-LoadTests/reports/tls-$(date -u +%Y%m%dT%H%M%SZ)}"
+. "$(dirname "$0")/../lib/bench.sh"
 mkdir -p "$OUT/certs"
-
-for tool in parley parley-load; do
-  [ -x "$BIN/$tool" ] || { echo "bench-tls: $BIN/$tool is missing; run 'swift build -c release'" >&2; exit 2; }
-done
 
 # Self-signed certificates for 127.0.0.1; the load client trusts them through --ca.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
@@ -29,15 +23,13 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
   -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$OUT/certs/rsa.key" -out "$OUT/certs/rsa.pem" >/dev/null 2>&1
 
-. scripts/lib/bench-common.sh
-
 # echo_run NAME SERVER_PID options...: an echo run, then the server's CPU seconds over it (warm-up
 # included): with the client's CPU, it shows who used the two cores.
 echo_run() {
   local name=$1 server=$2; shift 2
   local before after
   before=$(cpu "$server")
-  run "$name" echo "$@"
+  run "$name" echo "$@" || true
   after=$(cpu "$server")
   awk -v a="$after" -v b="$before" -v name="$name" \
     'BEGIN { printf "%s: server CPU %.2f s over the run\n", name, a - b }' | tee -a "$OUT/$name.txt" "$OUT/server-cpu.txt"
@@ -46,36 +38,33 @@ echo_run() {
 ec=(--tls-cert "$OUT/certs/ec.pem" --tls-key "$OUT/certs/ec.key")
 
 # Idle sessions and echo: a wss server and a ws server, two loops each, one after the other.
-start wss "$PORT" "$LOOPS" "${ec[@]}"
+start_parley wss serve "$PORT" --loops "$LOOPS" "${ec[@]}"
 wss=$pid
-run "hold-wss-$HOLD" hold "$HOLD" --url "wss://127.0.0.1:$PORT/echo" --ca "$OUT/certs/ec.pem" --hold-seconds 5
+run "hold-wss-$HOLD" hold "$HOLD" --url "wss://127.0.0.1:$PORT/echo" --ca "$OUT/certs/ec.pem" --hold-seconds 5 || true
 sleep 2
 echo_run echo-wss-100 "$wss" --url "wss://127.0.0.1:$PORT/echo" --ca "$OUT/certs/ec.pem" --connections 100 --duration "$ECHO_SECONDS"
 echo_run echo-wss-1000 "$wss" --url "wss://127.0.0.1:$PORT/echo" --ca "$OUT/certs/ec.pem" --connections 1000 --duration "$ECHO_SECONDS"
-kill -TERM "$wss"; wait "$wss" || true
+stop wss || true
 
-start ws "$((PORT + 1))" "$LOOPS"
+start_parley ws serve "$((PORT + 1))" --loops "$LOOPS"
 ws=$pid
-run "hold-ws-$HOLD" hold "$HOLD" --url "ws://127.0.0.1:$((PORT + 1))/echo" --hold-seconds 5
+run "hold-ws-$HOLD" hold "$HOLD" --url "ws://127.0.0.1:$((PORT + 1))/echo" --hold-seconds 5 || true
 sleep 2
 echo_run echo-ws-100 "$ws" --url "ws://127.0.0.1:$((PORT + 1))/echo" --connections 100 --duration "$ECHO_SECONDS"
 echo_run echo-ws-1000 "$ws" --url "ws://127.0.0.1:$((PORT + 1))/echo" --connections 1000 --duration "$ECHO_SECONDS"
-kill -TERM "$ws"; wait "$ws" || true
+stop ws || true
 
 # Handshakes per core: one loop, so the server uses at most one core; the figure is handshakes
 # divided by the server's CPU seconds over the run (connect, upgrade and close of each).
 : > "$OUT/handshakes.txt"
 for key in ec rsa; do
   port=$((PORT + 2))
-  start "handshake-$key" "$port" 1 --tls-cert "$OUT/certs/$key.pem" --tls-key "$OUT/certs/$key.key"
+  start_parley "handshake-$key" serve "$port" --loops 1 --tls-cert "$OUT/certs/$key.pem" --tls-key "$OUT/certs/$key.key"
   before=$(cpu "$pid")
   run "handshakes-$key" hold "$HANDSHAKES" --url "wss://127.0.0.1:$port/echo" --ca "$OUT/certs/$key.pem" \
-    --hold-seconds 0 --rate 20000
+    --hold-seconds 0 --rate 20000 || true
   after=$(cpu "$pid")
-  awk -v n="$HANDSHAKES" -v a="$after" -v b="$before" -v k="$key" \
-    'BEGIN { s = a - b; printf "%s: %d handshakes, server CPU %.2f s, %.0f handshakes per server CPU-second\n", k, n, s, n / s }' \
-    | tee -a "$OUT/handshakes.txt"
-  kill -TERM "$pid"; wait "$pid" || true
+  handshake_rate "$key" "$HANDSHAKES" "$before" "$after" | tee -a "$OUT/handshakes.txt"
+  stop "handshake-$key" || true
 done
-trap - EXIT
 echo "bench-tls: reports in $OUT"

@@ -8,25 +8,19 @@
 #
 #   SESSIONS=10000 INTERVAL=10 MEASURE=30 RUNS=1 PORT=9700 scripts/benchmarks/bench-tracing.sh [OUT_DIR]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 PORT="${PORT:-9700}"
 SESSIONS="${SESSIONS:-10000}"
 INTERVAL="${INTERVAL:-10}"
 MEASURE="${MEASURE:-30}"
 RUNS="${RUNS:-1}"
 OUT="${1:-LoadTests/reports/tracing-$(date -u +%Y%m%dT%H%M%SZ)}"
-. scripts/lib/bench-common.sh
-prepare_run
+. "$(dirname "$0")/../lib/bench.sh"
+record_vmstat
 
-"$BIN/parley" mock-llm --host 127.0.0.1 --port $((PORT + 1)) --loops 1 --first-token-ms 200 --tokens-per-second 50 --reply-tokens 20 > "$OUT/mock.log" 2>&1 &
-started+=("$!")
-python3 scripts/benchmarks/otlp_sink.py > "$OUT/sink.log" 2>&1 &
-sink=$!
-started+=("$sink")
-for _ in $(seq 50); do [ -s "$OUT/sink.log" ] && break; sleep 0.1; done
-SINK_PORT=$(head -n 1 "$OUT/sink.log")
+start_parley mock mock-llm $((PORT + 1)) --loops 1 --first-token-ms 200 --tokens-per-second 50 --reply-tokens 20
+start sink "$PYTHON3" scripts/benchmarks/otlp_sink.py
+wait_listening sink '^([0-9]+)$'
+SINK_PORT=$port
 
 : > "$OUT/summary.txt"
 for round in $(seq "$RUNS"); do
@@ -36,27 +30,26 @@ for round in $(seq "$RUNS"); do
       all) tracing=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT" OTEL_TRACES_SAMPLER=always_on OTEL_BSP_SCHEDULE_DELAY=1000) ;;
       one-percent) tracing=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$SINK_PORT" OTEL_TRACES_SAMPLER=traceidratio OTEL_TRACES_SAMPLER_ARG=0.01 OTEL_BSP_SCHEDULE_DELAY=1000) ;;
     esac
-    env "${tracing[@]}" "$BIN/parley" serve --host 127.0.0.1 --port "$PORT" --loops 2 --log-level warning \
-      --llm openai --llm-base-url "http://127.0.0.1:$((PORT + 1))/v1" --llm-model mock > "$OUT/$mode-$round.log" 2>&1 &
-    pid=$!
-    started+=("$pid")
-    for _ in $(seq 100); do curl -fsS "http://127.0.0.1:$PORT/healthz" > /dev/null 2>&1 && break; sleep 0.1; done
+    for setting in "${tracing[@]}"; do export "${setting?}"; done
+    start_parley "$mode-$round" serve "$PORT" --loops 2 --log-level warning \
+      --llm openai --llm-base-url "http://127.0.0.1:$((PORT + 1))/v1" --llm-model mock
+    for setting in "${tracing[@]}"; do unset "${setting%%=*}"; done
     # The measured window's CPU: sampled after the turns' warm-up, and at the end.
     ( sleep $((10 + SESSIONS / 5000 * 5)); cpu "$pid" > "$OUT/$mode-$round.cpu-start" ) &
-    run "$mode-$round" turns "$SESSIONS" --url "ws://127.0.0.1:$PORT/v1/realtime" --duration "$MEASURE" --turn-interval "$INTERVAL"
+    run "$mode-$round" turns "$SESSIONS" --url "ws://127.0.0.1:$PORT/v1/realtime" --duration "$MEASURE" --turn-interval "$INTERVAL" || true
     end=$(cpu "$pid")
     start_cpu=$(cat "$OUT/$mode-$round.cpu-start" 2>/dev/null || echo 0)
-    exported=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '$1 == "parley_trace_spans_exported_total" { print $2 }')
-    dropped=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '$1 == "parley_trace_spans_dropped_total" { print $2 }')
+    exported=$(metric "$PORT" parley_trace_spans_exported_total)
+    dropped=$(metric "$PORT" parley_trace_spans_dropped_total)
     {
       echo "$mode run $round: server CPU $(awk -v a="$end" -v b="$start_cpu" 'BEGIN { printf "%.2f", a - b }') s from the warm-up's end to the run's end; spans exported ${exported:-n/a}, dropped ${dropped:-n/a}"
       grep -m3 -E "server-added|client CPU|responses" "$OUT/$mode-$round.txt" | sed "s/^/$mode run $round: /" || true
     } | tee -a "$OUT/summary.txt"
-    kill -TERM "$pid"; wait "$pid" || true
+    stop "$mode-$round" || true
     sleep 2
   done
 done
-kill -TERM "$sink"; wait "$sink" || true
+stop sink || true
 tail -n 1 "$OUT/sink.log" | tee -a "$OUT/summary.txt"
-echo "bench-tracing: steal (vmstat st) over the run: $(awk 'NR > 2 { print $17 }' "$OUT/vmstat.txt" | sort -n | uniq -c | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
+echo "bench-tracing: steal (vmstat st) over the run: $(steal)" | tee -a "$OUT/summary.txt"
 echo "bench-tracing: reports in $OUT"

@@ -9,19 +9,15 @@
 #   REPEAT (3), VOICES (joe,joe-1.25,en-us,en-gb+f3), SCENARIOS (end,pause,backchannel,interruption),
 #   BIN (.build/release), OUT (LoadTests/reports/turns-<UTC time>), LIMIT (minutes, 90)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-
-BIN="${BIN:-.build/release}"
 OUT="${OUT:-LoadTests/reports/turns-$(date -u +%Y%m%dT%H%M%SZ)}"
-source scripts/lib/bench-serve.sh
+. "$(dirname "$0")/../lib/bench.sh"
 
-serve energy-silence --vad energy --turn-model none
+serve_speech energy-silence --vad energy --turn-model none
 energy=$port
-serve silero-smart-turn
+serve_speech silero-smart-turn
 silero=$port
 
-echo "machine: $(nproc) cores; vmstat 1 3 (r: runnable, us/sy/id/st: CPU %):" | tee "$OUT/turns.txt"
-vmstat 1 3 | tail -2 | tee -a "$OUT/turns.txt"
+machine_state | tee "$OUT/turns.txt"
 args=(turn-taking --url "ws://127.0.0.1:$energy" --label "energy, silence" --url "ws://127.0.0.1:$silero" --label "Silero + Smart Turn"
       --repeat "${REPEAT:-3}" --voices "${VOICES:-joe,joe-1.25,en-us,en-gb+f3}" --scenarios "${SCENARIOS:-end,pause,backchannel,interruption}")
 echo "\$ parley-load $(printf '%q ' "${args[@]}")" | tee -a "$OUT/turns.txt"

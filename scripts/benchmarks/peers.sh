@@ -24,10 +24,8 @@
 # Exit status: 2 on a setup failure (venv, PyPI, bad arguments); otherwise the server's own.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
-
-PYTHON3="${PYTHON3:-python3}"
+NAME=peers
+. "$(dirname "$0")/../lib/harness.sh"
 
 # Pinned: the peers' versions are part of any comparison with them. Of what fastapi and
 # uvicorn[standard] bring in, the packages the echo and voice paths run through (starlette under FastAPI;
@@ -40,36 +38,13 @@ WEBSOCKETS_VERSION="17.4"
 UVLOOP_VERSION="0.23.0"
 HTTPTOOLS_VERSION="0.9.0"
 VENV="$ROOT/.venv-peers"
-MARKER="$VENV/.parley-peers-pins"
 PINS="fastapi==$FASTAPI_VERSION starlette==$STARLETTE_VERSION uvicorn[standard]==$UVICORN_VERSION websockets==$WEBSOCKETS_VERSION uvloop==$UVLOOP_VERSION httptools==$HTTPTOOLS_VERSION"
 
-say() { echo "peers: $*" >&2; }
-die() { echo "peers: FAILED: $1" >&2; exit "${2:-2}"; }
-usage() {
-    echo "usage: scripts/benchmarks/peers.sh install" >&2
-    echo "       scripts/benchmarks/peers.sh run fastapi|websockets PORT [server options]" >&2
-    exit 2
-}
-
 install() {
-    if [[ -x "$VENV/bin/python" && "$(cat "$MARKER" 2>/dev/null)" == "$PINS" ]]; then
-        return 0
-    fi
-    say "installing $PINS into .venv-peers (once)"
-    rm -rf "$VENV"
-    "$PYTHON3" -m venv "$VENV" || die "could not create the venv with $PYTHON3 -m venv (Debian: apt-get install python3-venv)"
-    local pip_status=0
-    # shellcheck disable=SC2086
-    timeout 300 "$VENV/bin/pip" install --quiet --disable-pip-version-check $PINS || pip_status=$?
-    if [[ $pip_status -ne 0 ]]; then
-        rm -rf "$VENV"
-        [[ $pip_status -eq 124 ]] && die "pip install $PINS did not finish within 300 s (is PyPI reachable from this machine?)"
-        die "pip could not install $PINS from PyPI (exit $pip_status; is PyPI reachable from this machine? see pip's message above)"
-    fi
+    pinned_venv "$VENV" "$PINS"
     # The servers refuse to start without their fast paths rather than fall back silently.
-    "$VENV/bin/python" -c 'import fastapi, uvicorn, uvloop, httptools, websockets' \
-        || { rm -rf "$VENV"; die "the installed packages do not import (see the traceback above)"; }
-    echo "$PINS" > "$MARKER"
+    [[ $venv_made -eq 0 ]] || "$VENV/bin/python" -c 'import fastapi, uvicorn, uvloop, httptools, websockets' \
+        || { rm -rf "$VENV"; die "the installed packages do not import (see the traceback above)" 2; }
 }
 
 [[ $# -ge 1 ]] || usage
@@ -85,15 +60,16 @@ case "$1" in
         shift 3
         case "$name" in
             fastapi|websockets) ;;
-            *) echo "peers: unknown peer '$name' (fastapi or websockets)" >&2; usage ;;
+            *) say "unknown peer '$name' (fastapi or websockets)"; usage ;;
         esac
-        [[ "$port" =~ ^[0-9]+$ && "$port" -le 65535 ]] || die "PORT must be a number from 0 to 65535, not '$port'"
+        [[ "$port" =~ ^[0-9]+$ && "$port" -le 65535 ]] || die "PORT must be a number from 0 to 65535, not '$port'" 2
         install
+        rm -rf "$WORK"  # exec ends this shell without its EXIT trap
         # -u: unbuffered, so the listening line reaches a caller's log file at once.
         exec "$VENV/bin/python" -u "LoadTests/peers/${name}_echo.py" --port "$port" "$@"
         ;;
     -h|--help|help)
-        sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+        usage
         ;;
     *)
         usage

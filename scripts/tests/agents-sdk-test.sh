@@ -18,12 +18,8 @@
 # The venv .venv-agents is made once and reused while its marker file names the same pinned versions.
 # Exit status: 0 all checks passed; 1 a check failed; 2 setup failed (venv, PyPI, server start).
 set -euo pipefail
+. "$(dirname "$0")/../lib/harness.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
-
-PARLEY_BIN="${PARLEY_BIN:-.build/debug/parley}"
-PYTHON3="${PYTHON3:-python3}"
 AGENTS_TIMEOUT="${AGENTS_TIMEOUT:-20}"
 
 # openai-agents 0.24.0, with the openai and websockets releases it resolved to when this was written
@@ -32,42 +28,11 @@ AGENTS_VERSION="0.24.0"
 OPENAI_VERSION="3.54.0"
 WEBSOCKETS_VERSION="16.1.1"
 VENV="$ROOT/.venv-agents"
-PINS="openai-agents==$AGENTS_VERSION openai==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
-
-say() { echo "agents-sdk-test: $*"; }
-die() { echo "agents-sdk-test: FAILED: $1" >&2; exit "${2:-1}"; }
-
-# shellcheck source=scripts/lib/sdk-common.sh
-source scripts/lib/sdk-common.sh
-
-pinned_venv "$VENV" "$PINS"
+pinned_venv "$VENV" "openai-agents==$AGENTS_VERSION openai==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
 
 # --- mock-llm and the server ----------------------------------------------------------------------
-[[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
-
-WORK="$(mktemp -d)"
-MOCK_PID=""
-SERVER_PID=""
-cleanup() { stop "$SERVER_PID"; stop "$MOCK_PID"; SERVER_PID=""; MOCK_PID=""; rm -rf "$WORK"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-logs() {
-    echo "--- server stdout:"; cat "$WORK/server.out" 2>/dev/null
-    echo "--- server stderr:"; cat "$WORK/server.err" 2>/dev/null
-    echo "--- mock-llm stderr:"; cat "$WORK/mock.err" 2>/dev/null
-} >&2
-
 start_mock
-mock_port=$MOCK_PORT
-
-"$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock \
-    > "$WORK/server.out" 2> "$WORK/server.err" &
-SERVER_PID=$!
-wait_listening "$SERVER_PID" "$WORK/server.out" '^parley listening on http://127\.0\.0\.1:([0-9]+)/' "parley serve"
-port=$PORT
-
-wait_healthy http "$port"
+start_parley server serve 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
 say "$PARLEY_BIN serving on 127.0.0.1:$port, its model parley mock-llm on 127.0.0.1:$mock_port"
 
 # --- the client -----------------------------------------------------------------------------------
@@ -75,7 +40,7 @@ status=0
 timeout 120 "$VENV/bin/python" scripts/tests/agents_sdk_client.py --url "ws://127.0.0.1:$port/v1/realtime?model=gpt-realtime" \
     --timeout "$AGENTS_TIMEOUT" || status=$?
 if [[ $status -ne 0 ]]; then
-    logs
+    logs server mock
     [[ $status -eq 124 ]] && die "the Agents SDK client did not finish within 120 s"
     die "Agents SDK round trip against Parley failed (exit $status; see the FAIL lines above)"
 fi
@@ -87,10 +52,10 @@ ulaw_speech "Good morning" "$WORK/said.ulaw"
 timeout 120 "$VENV/bin/python" scripts/tests/agents_sdk_client.py --url "ws://127.0.0.1:$port/v1/realtime?model=gpt-realtime" \
     --timeout "$AGENTS_TIMEOUT" --g711 "$WORK/said.ulaw" || status=$?
 if [[ $status -ne 0 ]]; then
-    logs
+    logs server mock
     [[ $status -eq 124 ]] && die "the Agents SDK telephony client did not finish within 120 s"
     die "Agents SDK telephony round trip against Parley failed (exit $status; see the FAIL lines above)"
 fi
-kill -0 "$SERVER_PID" 2>/dev/null || { logs; die "the server died during the run"; }
+kill -0 "$pid" 2>/dev/null || { logs server; die "the server died during the run"; }
 
 say "passed, telephony included (openai-agents $AGENTS_VERSION)"

@@ -7,32 +7,17 @@
 #   scripts/tests/eval-test.sh                 # uses .build/debug/parley and parley-load
 #   JUNIT=eval.xml scripts/tests/eval-test.sh  # keeps the JUnit XML
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
-
-PARLEY_BIN="${PARLEY_BIN:-.build/debug/parley}"
+. "$(dirname "$0")/../lib/harness.sh"
 LOAD_BIN="${LOAD_BIN:-.build/debug/parley-load}"
-say() { echo "eval-test: $*"; }
-die() { echo "eval-test: FAILED: $1" >&2; exit "${2:-1}"; }
-# shellcheck source=scripts/lib/sdk-common.sh
-source scripts/lib/sdk-common.sh
 [[ -x "$PARLEY_BIN" && -x "$LOAD_BIN" ]] || die "no binaries at $PARLEY_BIN and $LOAD_BIN (build them with: swift build)" 2
 
-WORK="$(mktemp -d)"
-SERVER_PID=""
-cleanup() { stop "$SERVER_PID"; rm -rf "$WORK"; }
-trap cleanup EXIT
-logs() { echo "--- server log (last 40 lines):"; tail -40 "$WORK/server.err"; } >&2
-
 # The server waits for its speech helper (Whisper, Piper, Smart Turn) before it listens.
-"$PARLEY_BIN" serve --host 127.0.0.1 --port 0 > "$WORK/server.out" 2> "$WORK/server.err" &
-SERVER_PID=$!
-wait_listening "$SERVER_PID" "$WORK/server.out" '^parley listening on http://127\.0\.0\.1:([0-9]+)' "parley serve" 60
-grep -q 'speech: whisper in' "$WORK/server.out" || say "note: the server is not hearing with Whisper: $(head -n 1 "$WORK/server.out")"
+WAIT_SECONDS=60 start_parley server serve 0
+grep -q 'speech: whisper in' "$LOGS/server.log" || say "note: the server is not hearing with Whisper: $(grep -m1 'listening on' "$LOGS/server.log")"
 
 JUNIT="${JUNIT:-$WORK/eval.xml}"
-"$LOAD_BIN" eval LoadTests/evals/*.eval --url "ws://127.0.0.1:$PORT" --junit "$JUNIT" | tee "$WORK/eval.out" \
-    || { logs; die "an example eval failed (above)"; }
+"$LOAD_BIN" eval LoadTests/evals/*.eval --url "ws://127.0.0.1:$port" --junit "$JUNIT" | tee "$WORK/eval.out" \
+    || { logs server; die "an example eval failed (above)"; }
 grep -Eq '^eval: [1-9][0-9]* passed, 0 failed$' "$WORK/eval.out" || die "the evals did not all pass"
 grep -q '<testsuites name="parley-load eval"' "$JUNIT" || die "no JUnit XML in $JUNIT"
 [[ "$(grep -c '<testsuite ' "$JUNIT")" == "$(ls LoadTests/evals/*.eval | wc -l)" ]] || die "a suite is missing from the JUnit XML"
@@ -45,7 +30,7 @@ user types What is 2 plus 2?
 expect reply contains 4|four
 expect reply contains five
 SCRIPT
-if "$LOAD_BIN" eval "$WORK/wrong.eval" --url "ws://127.0.0.1:$PORT" --junit "$WORK/wrong.xml" > "$WORK/wrong.out"; then
+if "$LOAD_BIN" eval "$WORK/wrong.eval" --url "ws://127.0.0.1:$port" --junit "$WORK/wrong.xml" > "$WORK/wrong.out"; then
     cat "$WORK/wrong.out"; die "a false expectation passed the run"
 fi
 cat "$WORK/wrong.out"

@@ -6,16 +6,8 @@
 #   scripts/tests/otlp-test.sh                     # uses .build/debug/parley
 #   PARLEY_BIN=.build/release/parley scripts/tests/otlp-test.sh
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
-PARLEY_BIN="${PARLEY_BIN:-.build/debug/parley}"
-PYTHON3="${PYTHON3:-python3}"
+. "$(dirname "$0")/../lib/harness.sh"
 VENV="$ROOT/.venv-otlp"
-PINS="opentelemetry-proto==1.45.2 websockets==15.0.1"
-say() { echo "otlp-test: $*"; }
-die() { echo "otlp-test: FAILED: $1" >&2; exit "${2:-1}"; }
-# shellcheck source=scripts/lib/sdk-common.sh
-source scripts/lib/sdk-common.sh
-pinned_venv "$VENV" "$PINS"
+pinned_venv "$VENV" "opentelemetry-proto==1.45.2 websockets==15.0.1"
 [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
 timeout 120 "$VENV/bin/python" scripts/tests/otlp_trace_check.py "$PARLEY_BIN" || die "the OTLP round trip failed (see the FAIL lines above)" $?

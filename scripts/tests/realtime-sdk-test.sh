@@ -16,68 +16,37 @@
 # The venv .venv-sdk is made once and reused while its marker file names the same pinned versions.
 # Exit status: 0 all checks passed; 1 a check failed; 2 setup failed (venv, PyPI, server start).
 set -euo pipefail
+. "$(dirname "$0")/../lib/harness.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
-
-PARLEY_BIN="${PARLEY_BIN:-.build/debug/parley}"
-PYTHON3="${PYTHON3:-python3}"
 SDK_TIMEOUT="${SDK_TIMEOUT:-10}"
 
 # The newest openai release at the time of writing; websockets is its `realtime` extra, pinned too.
 OPENAI_VERSION="3.54.0"
 WEBSOCKETS_VERSION="15.0.1"
 VENV="$ROOT/.venv-sdk"
-PINS="openai[realtime]==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
-
-say() { echo "realtime-sdk-test: $*"; }
-die() { echo "realtime-sdk-test: FAILED: $1" >&2; exit "${2:-1}"; }
-
-# shellcheck source=scripts/lib/sdk-common.sh
-source scripts/lib/sdk-common.sh
-
-pinned_venv "$VENV" "$PINS"
-
-# --- the server -----------------------------------------------------------------------------------
-[[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
-
-WORK="$(mktemp -d)"
-SERVER_PID=""
-MOCK_PID=""
-stop_server() { stop "$SERVER_PID"; SERVER_PID=""; }
-cleanup() { stop_server; stop "$MOCK_PID"; rm -rf "$WORK"; }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-server_log() { echo "--- server stdout:"; cat "$WORK/server.out"; echo "--- server stderr:"; cat "$WORK/server.err"; } >&2
-logs() { server_log; }
+pinned_venv "$VENV" "openai[realtime]==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
 
 # round_trip SCHEME [client options] -- [serve options]: starts a server, waits for it, runs the
-# SDK clients against it, stops it. SCHEME is http or https (the server's listening line and the
-# health check follow it).
+# SDK clients against it, stops it. SCHEME is http or https (what the server must say it serves).
 round_trip() {
-    local scheme=$1; shift
+    local want=$1; shift
     local client_options=()
     while [[ $# -gt 0 && "$1" != "--" ]]; do client_options+=("$1"); shift; done
     [[ $# -gt 0 ]] && shift
-    "$PARLEY_BIN" serve --host 127.0.0.1 --port 0 --loops 1 "$@" > "$WORK/server.out" 2> "$WORK/server.err" &
-    SERVER_PID=$!
-
-    wait_listening "$SERVER_PID" "$WORK/server.out" "^parley listening on $scheme://127\\.0\\.0\\.1:([0-9]+)/" "$PARLEY_BIN"
-    local port=$PORT
-    wait_healthy "$scheme" "$port"
+    start_parley server serve 0 --loops 1 "$@"
+    [[ "$scheme" == "$want" ]] || { logs server; die "the server listens on $scheme, not $want" 2; }
     say "$PARLEY_BIN serving $scheme on 127.0.0.1:$port"
 
     local status=0
     timeout 120 "$VENV/bin/python" scripts/tests/realtime_sdk_client.py --base-url "$scheme://127.0.0.1:$port/v1" \
         --timeout "$SDK_TIMEOUT" "${client_options[@]}" || status=$?
     if [[ $status -ne 0 ]]; then
-        server_log
+        logs server
         [[ $status -eq 124 ]] && die "the SDK client did not finish within 120 s ($scheme)"
         die "SDK round trip against Parley over $scheme failed (exit $status; see the FAIL lines above)"
     fi
-    kill -0 "$SERVER_PID" 2>/dev/null || { server_log; die "the server died during the $scheme run"; }
-    stop_server
+    kill -0 "$pid" 2>/dev/null || { logs server; die "the server died during the $scheme run"; }
+    stop server
 }
 
 # --- the clients, over ws and then over wss -------------------------------------------------------
@@ -104,7 +73,6 @@ unset PARLEY_API_KEY
 # tool when the prompt names it and answers with the tool's output, in the OpenAI chat format and
 # then in Anthropic's.
 start_mock
-mock_port=$MOCK_PORT
 round_trip http --tools -- --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
 # ... and the same with the model upstream speaking Anthropic's Messages API (tool_use, tool_result).
 round_trip http --tools -- --llm anthropic --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock

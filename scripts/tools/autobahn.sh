@@ -34,15 +34,14 @@
 # incomplete run, or a wstest error/timeout; 2 missing prerequisites / setup error.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$ROOT"
+PARLEY_BIN="${PARLEY_BIN:-.build/release/parley}"
+. "$(dirname "$0")/../lib/harness.sh"
 
 PORT="${PORT:-9001}"
-PARLEY_BIN="${PARLEY_BIN:-.build/release/parley}"
 TLS="${TLS:-0}"
 case "$TLS" in
   0|1) ;;
-  *) printf '[autobahn] ERROR: TLS must be 0 or 1, got %s\n' "$TLS" >&2; exit 2 ;;
+  *) die "TLS must be 0 or 1, got $TLS" 2 ;;
 esac
 if [[ "$TLS" == 1 ]]; then
   AGENT="${AGENT:-Parley (wss)}"
@@ -52,7 +51,6 @@ fi
 CASES="${CASES:-[\"1.*\",\"2.*\",\"3.*\",\"4.*\",\"5.*\",\"6.*\",\"7.*\",\"8.*\",\"9.*\",\"10.*\"]}"
 EXCLUDE_CASES="${EXCLUDE_CASES:-[]}"
 WSTEST_TIMEOUT="${WSTEST_TIMEOUT:-1200}"
-PYTHON3="${PYTHON3:-python3}"
 
 TOOLS_VENV="$ROOT/.venv-tools"
 AB_VENV="$ROOT/.venv-autobahn"
@@ -109,8 +107,7 @@ zope.interface==4.6.0"
 AB_RECIPE="autobahntestsuite==$AUTOBAHNTESTSUITE_VERSION virtualenv==$VIRTUALENV_VERSION
 $AB_CONSTRAINTS"
 
-log() { printf '[autobahn] %s\n' "$*" >&2; }
-die() { local code="$1"; shift; printf '[autobahn] ERROR: %s\n' "$*" >&2; exit "$code"; }
+log() { say "$*"; }
 
 # --- 1. Python 2.7 --------------------------------------------------------------
 find_python2() {
@@ -140,16 +137,16 @@ EOF
 fi
 
 if ! command -v "$PYTHON3" >/dev/null 2>&1 || ! "$PYTHON3" -c 'import venv' >/dev/null 2>&1; then
-  die 2 "python3 with the venv module not found ('$PYTHON3'); install python3 and python3-venv (apt-get install python3-venv) or set PYTHON3"
+  die "python3 with the venv module not found ('$PYTHON3'); install python3 and python3-venv (apt-get install python3-venv) or set PYTHON3" 2
 fi
-command -v curl >/dev/null 2>&1 || die 2 "curl not found (apt-get install curl)"
-command -v timeout >/dev/null 2>&1 || die 2 "timeout not found (coreutils)"
+command -v curl >/dev/null 2>&1 || die "curl not found (apt-get install curl)" 2
+command -v timeout >/dev/null 2>&1 || die "timeout not found (coreutils)" 2
 if [[ "$TLS" == 1 && -z "${AUTOBAHN_URL:-}" ]]; then
-  command -v openssl >/dev/null 2>&1 || die 2 "openssl CLI not found (apt-get install openssl); TLS=1 needs it for the test certificate"
+  command -v openssl >/dev/null 2>&1 || die "openssl CLI not found (apt-get install openssl); TLS=1 needs it for the test certificate" 2
 fi
 
 # Validate CASES / EXCLUDE_CASES before spending time on installs or servers.
-CASES="$CASES" EXCLUDE_CASES="$EXCLUDE_CASES" "$PYTHON3" - <<'PY' || die 2 "invalid CASES / EXCLUDE_CASES"
+CASES="$CASES" EXCLUDE_CASES="$EXCLUDE_CASES" "$PYTHON3" - <<'PY' || die "invalid CASES / EXCLUDE_CASES" 2
 import json, os, sys
 for name in ("CASES", "EXCLUDE_CASES"):
     try:
@@ -162,17 +159,10 @@ for name in ("CASES", "EXCLUDE_CASES"):
 PY
 
 # --- 2. Tool venvs (cached; a marker file records a finished install) ------------
-TOOLS_MARKER="$TOOLS_VENV/.parley-installed"
 AB_MARKER="$AB_VENV/.parley-installed"
 
-if [[ ! -f "$TOOLS_MARKER" || "$(cat "$TOOLS_MARKER")" != "virtualenv==$VIRTUALENV_VERSION" ]]; then
-  log "creating $TOOLS_VENV (python3 + virtualenv==$VIRTUALENV_VERSION)"
-  rm -rf "$TOOLS_VENV"
-  "$PYTHON3" -m venv "$TOOLS_VENV"
-  "$TOOLS_VENV/bin/python" -m pip install --disable-pip-version-check -q "virtualenv==$VIRTUALENV_VERSION"
-  printf '%s' "virtualenv==$VIRTUALENV_VERSION" >"$TOOLS_MARKER"
-  rm -f "$AB_MARKER"   # rebuild the py2 env with the new virtualenv
-fi
+pinned_venv "$TOOLS_VENV" "virtualenv==$VIRTUALENV_VERSION"
+[[ $venv_made -eq 0 ]] || rm -f "$AB_MARKER"   # rebuild the py2 env with the new virtualenv
 
 if [[ ! -f "$AB_MARKER" || "$(cat "$AB_MARKER")" != "$AB_RECIPE" ]]; then
   log "creating $AB_VENV (Python 2.7 virtualenv + autobahntestsuite==$AUTOBAHNTESTSUITE_VERSION); takes ~1 min"
@@ -187,44 +177,14 @@ if [[ ! -f "$AB_MARKER" || "$(cat "$AB_MARKER")" != "$AB_RECIPE" ]]; then
 fi
 if [[ "$TLS" == 1 ]]; then
   "$AB_VENV/bin/python" -W ignore -c 'import OpenSSL.SSL, service_identity, twisted.internet.ssl' 2>/dev/null \
-    || die 2 "$AB_VENV lacks TLS support for Twisted (pyOpenSSL / service_identity); remove $AB_VENV and run again"
+    || die "$AB_VENV lacks TLS support for Twisted (pyOpenSSL / service_identity); remove $AB_VENV and run again" 2
 fi
 WSTEST="$AB_VENV/bin/wstest"
 
 # --- 3. Server under test ----------------------------------------------------------
 rm -rf "$REPORT_DIR" "$SUMMARY_MD"
 mkdir -p "$REPORT_DIR"
-
-SERVER_PID=""
-WSTEST_PID=""
-TAIL_PID=""
-CERT_DIR=""
-cleanup() {
-  if [[ -n "$WSTEST_PID" ]] && kill -0 "$WSTEST_PID" 2>/dev/null; then
-    log "stopping wstest (pid $WSTEST_PID)"
-    kill -TERM "$WSTEST_PID" 2>/dev/null || true   # timeout(1) passes it on to wstest
-    wait "$WSTEST_PID" 2>/dev/null || true
-  fi
-  if [[ -n "$TAIL_PID" ]]; then
-    kill "$TAIL_PID" 2>/dev/null || true
-  fi
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    log "stopping server (pid $SERVER_PID)"
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  if [[ -n "$CERT_DIR" ]]; then
-    rm -rf "$CERT_DIR"
-  fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+LOGS="$REPORT_DIR"
 
 if [[ -n "${AUTOBAHN_URL:-}" ]]; then
   URL="$AUTOBAHN_URL"
@@ -233,16 +193,16 @@ if [[ -n "${AUTOBAHN_URL:-}" ]]; then
   case "$host" in
     127.*|localhost|"[::1]") ;;
     *) [[ "${AUTOBAHN_ALLOW_REMOTE:-0}" == 1 ]] \
-         || die 2 "AUTOBAHN_URL host '$host' is not a loopback address; set AUTOBAHN_ALLOW_REMOTE=1 to allow" ;;
+         || die "AUTOBAHN_URL host '$host' is not a loopback address; set AUTOBAHN_ALLOW_REMOTE=1 to allow" 2 ;;
   esac
   if [[ "$TLS" == 1 && "$URL" != wss://* ]]; then
-    die 2 "TLS=1 needs a wss:// AUTOBAHN_URL, got '$URL'"
+    die "TLS=1 needs a wss:// AUTOBAHN_URL, got '$URL'" 2
   fi
   log "testing external server at $URL"
 else
-  [[ -x "$PARLEY_BIN" ]] || die 2 "server binary '$PARLEY_BIN' not found or not executable; build it with 'swift build -c release' or set PARLEY_BIN (or AUTOBAHN_URL to test a running server)"
-  if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-    die 2 "port $PORT on 127.0.0.1 is already in use; stop whatever listens there or set PORT"
+  [[ -x "$PARLEY_BIN" ]] || die "server binary '$PARLEY_BIN' not found or not executable; build it with 'swift build -c release' or set PARLEY_BIN (or AUTOBAHN_URL to test a running server)" 2
+  if harness_accepts "$PORT"; then
+    die "port $PORT on 127.0.0.1 is already in use; stop whatever listens there or set PORT" 2
   fi
   server_args=(serve --host 127.0.0.1 --port "$PORT" --max-message-bytes 16777216)
   health_url="http://127.0.0.1:$PORT/healthz"
@@ -257,11 +217,11 @@ else
     # and no SNI. (A "hostname" would switch it to ssl.optionsForClientTLS, which
     # verifies against the platform trust store and would reject this
     # certificate.) The health probe below does verify it, with curl --cacert.
-    CERT_DIR="$(mktemp -d "${TMPDIR:-/tmp}/parley-autobahn-tls.XXXXXX")"
+    CERT_DIR="$WORK"
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
       -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
       -keyout "$CERT_DIR/key.pem" -out "$CERT_DIR/cert.pem" >"$CERT_DIR/openssl.log" 2>&1 \
-      || { cat "$CERT_DIR/openssl.log" >&2; die 2 "openssl could not make the test certificate"; }
+      || { cat "$CERT_DIR/openssl.log" >&2; die "openssl could not make the test certificate" 2; }
     server_args+=(--tls-cert "$CERT_DIR/cert.pem" --tls-key "$CERT_DIR/key.pem")
     health_url="https://127.0.0.1:$PORT/healthz"
     curl_tls=(--cacert "$CERT_DIR/cert.pem")
@@ -270,28 +230,15 @@ else
     URL="ws://127.0.0.1:$PORT/echo"
   fi
   log "starting $PARLEY_BIN on 127.0.0.1:$PORT${CERT_DIR:+ (TLS)} (log: $REPORT_DIR/server.log)"
-  "$PARLEY_BIN" "${server_args[@]}" >"$REPORT_DIR/server.log" 2>&1 &
-  SERVER_PID=$!
-  deadline=$((SECONDS + 20))
-  until curl -fsS --max-time 1 "${curl_tls[@]}" -o /dev/null "$health_url" 2>/dev/null; do
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-      tail -n 20 "$REPORT_DIR/server.log" >&2 || true
-      SERVER_PID=""
-      die 1 "server exited before becoming healthy (see $REPORT_DIR/server.log)"
-    fi
-    if (( SECONDS >= deadline )); then
-      tail -n 20 "$REPORT_DIR/server.log" >&2 || true
-      die 1 "server did not answer $health_url within 20 s"
-    fi
-    sleep 0.2
-  done
-  log "server healthy (pid $SERVER_PID)"
+  start server "$PARLEY_BIN" "${server_args[@]}"
+  WAIT_SECONDS=20 wait_healthy server "$health_url" "${curl_tls[@]}"
+  log "server healthy (pid $pid)"
 fi
 
 # --- 4. Fuzzingclient spec + run ---------------------------------------------------
 SPEC="$REPORT_DIR/spec.json"
 AGENT="$AGENT" URL="$URL" CASES="$CASES" EXCLUDE_CASES="$EXCLUDE_CASES" OUTDIR="$REPORT_DIR" \
-"$PYTHON3" - "$SPEC" <<'PY' || die 2 "could not write $SPEC"
+"$PYTHON3" - "$SPEC" <<'PY' || die "could not write $SPEC" 2
 import json, os, sys
 spec = {
     "outdir": os.environ["OUTDIR"],
@@ -315,33 +262,29 @@ from autobahntestsuite.caseset import CaseSet
 cs = CaseSet(CaseSetname, CaseBasename, Cases, CaseCategories, CaseSubCategories)
 print(len(cs.parseSpecCases(json.load(open(sys.argv[1])))))
 PY
-)" || die 2 "could not resolve the case patterns in $SPEC"
-(( expected > 0 )) || die 2 "CASES=$CASES (minus EXCLUDE_CASES=$EXCLUDE_CASES) matches no Autobahn test case"
+)" || die "could not resolve the case patterns in $SPEC" 2
+(( expected > 0 )) || die "CASES=$CASES (minus EXCLUDE_CASES=$EXCLUDE_CASES) matches no Autobahn test case" 2
 
 log "running wstest fuzzingclient against $URL: $expected cases from $CASES (timeout ${WSTEST_TIMEOUT}s)"
 start=$SECONDS
 rc=0
 # Run in the background and `wait`, so INT/TERM traps (and the cleanup) fire at
 # once instead of after wstest ends; its output goes to the log and to stderr.
-PYTHONUNBUFFERED=1 timeout --kill-after=10 "$WSTEST_TIMEOUT" \
-  "$WSTEST" -m fuzzingclient -s "$SPEC" >"$REPORT_DIR/wstest.log" 2>&1 &
-WSTEST_PID=$!
-tail -n +1 -f --pid="$WSTEST_PID" "$REPORT_DIR/wstest.log" >&2 &
-TAIL_PID=$!
-wait "$WSTEST_PID" || rc=$?
-WSTEST_PID=""
-wait "$TAIL_PID" 2>/dev/null || true
-TAIL_PID=""
+PYTHONUNBUFFERED=1 start wstest timeout --kill-after=10 "$WSTEST_TIMEOUT" "$WSTEST" -m fuzzingclient -s "$SPEC"
+tail -n +1 -f --pid="$pid" "$REPORT_DIR/wstest.log" >&2 &
+tail=$!
+finish wstest || rc=$?
+wait "$tail" 2>/dev/null || true
 log "wstest finished in $((SECONDS - start)) s (exit $rc)"
 if (( rc == 124 || rc == 137 )); then
-  die 1 "wstest timed out after ${WSTEST_TIMEOUT}s (log: $REPORT_DIR/wstest.log)"
+  die "wstest timed out after ${WSTEST_TIMEOUT}s (log: $REPORT_DIR/wstest.log)" 1
 elif (( rc != 0 )); then
-  die 1 "wstest failed with exit $rc (log: $REPORT_DIR/wstest.log)"
+  die "wstest failed with exit $rc (log: $REPORT_DIR/wstest.log)" 1
 fi
 if grep -q '^Connection to .* failed' "$REPORT_DIR/wstest.log"; then
   log "WARNING: wstest could not connect at some point; the run is incomplete"
 fi
-[[ -f "$REPORT_DIR/index.json" ]] || die 1 "wstest wrote no $REPORT_DIR/index.json (log: $REPORT_DIR/wstest.log)"
+[[ -f "$REPORT_DIR/index.json" ]] || die "wstest wrote no $REPORT_DIR/index.json (log: $REPORT_DIR/wstest.log)" 1
 
 # --- 5. Summary ----------------------------------------------------------------------
 summary_args=("$REPORT_DIR/index.json" --agent "$AGENT" --out "$SUMMARY_MD" --expected "$expected")

@@ -11,17 +11,12 @@
 # Its tools live in .venv-deploy (kubernetes-validate, which brings PyYAML) and come from Debian
 # (haproxy); both are installed on the first run only, so later runs take a few seconds.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib/harness.sh"
 
 KV_VERSION=1.37.0      # kubernetes-validate on PyPI
 K8S_VERSION=1.35.0     # the Kubernetes API the manifests are checked against
 venv=.venv-deploy
-
-if [ "$("$venv/bin/kubernetes-validate" --version 2>/dev/null)" != "$KV_VERSION" ]; then
-  echo "check-deploy: installing kubernetes-validate $KV_VERSION in $venv"
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "kubernetes-validate==$KV_VERSION"
-fi
+pinned_venv "$venv" "kubernetes-validate==$KV_VERSION"
 command -v haproxy >/dev/null || scripts/tools/install-deps.sh haproxy
 
 # Kubernetes manifests (the kustomization is kustomize's, not an API object: checked below).
@@ -32,10 +27,9 @@ done
 "$venv/bin/kubernetes-validate" --strict --quiet -k "$K8S_VERSION" "${manifests[@]}"
 
 # HAProxy: the template as it is, and as the multi-node test makes it.
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+work=$WORK
 STATS_PORT=18404 scripts/tools/haproxy-config.sh 18080 18081 18082 18083 > "$work/haproxy.cfg"
-grep -q 'server node3 127.0.0.1:18083' "$work/haproxy.cfg" || { echo "check-deploy: haproxy-config.sh did not list the nodes" >&2; exit 1; }
+grep -q 'server node3 127.0.0.1:18083' "$work/haproxy.cfg" || die "haproxy-config.sh did not list the nodes"
 for cfg in deploy/haproxy.cfg "$work/haproxy.cfg"; do
   if ! haproxy -c -f "$cfg" > "$work/haproxy.out" 2>&1 || grep -qE 'WARNING|ALERT' "$work/haproxy.out"; then
     echo "check-deploy: haproxy -c -f $cfg:" >&2

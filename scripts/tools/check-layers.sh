@@ -3,7 +3,7 @@
 # file outside Sys (Sources/Loop/Sys.swift) calls epoll, socket, connect or getaddrinfo itself.
 # make test runs this first; it prints every violation and fails if there is one.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib/harness.sh"
 
 # What each module may import besides the system (Glibc, Synchronization, Testing) and its own
 # C wrappers. A module not listed here may import nothing of Parley's.

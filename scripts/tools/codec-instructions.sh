@@ -3,12 +3,11 @@
 # packets, with callgrind: unlike timings on a shared VM, the counts repeat exactly.
 #   scripts/tools/codec-instructions.sh [speech.wav]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+. "$(dirname "$0")/../lib/harness.sh"
+command -v valgrind >/dev/null || die "needs valgrind (apt-get install valgrind)" 2
 bin=.build/release/parley-load
-[ -x "$bin" ] || { echo "build first: swift build -c release" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[ -x "$bin" ] || die "build first: swift build -c release" 2
+work=$WORK
 wav=${1:-$work/speech.wav}
 [ -f "$wav" ] || espeak-ng -v en-us -s 140 -w "$wav" \
   "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."

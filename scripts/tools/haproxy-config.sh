@@ -7,16 +7,14 @@
 #
 #   scripts/tools/haproxy-config.sh 8080 8081 8082 > /tmp/haproxy.cfg && haproxy -f /tmp/haproxy.cfg
 set -euo pipefail
+. "$(dirname "$0")/../lib/harness.sh"
 
-if [ $# -lt 2 ]; then
-  echo "usage: $0 PORT NODE_PORT... (env: FRONT_HOST=127.0.0.1, NODE_HOST=127.0.0.1, STATS_PORT=8404)" >&2
-  exit 2
-fi
+[ $# -ge 2 ] || usage
 for p in "$@" "${STATS_PORT:-8404}"; do
-  [[ "$p" =~ ^[0-9]+$ ]] && [ "$p" -ge 1 ] && [ "$p" -le 65535 ] || { echo "$0: not a port: $p" >&2; exit 2; }
+  [[ "$p" =~ ^[0-9]+$ ]] && [ "$p" -ge 1 ] && [ "$p" -le 65535 ] || die "not a port: $p" 2
 done
 
-template="$(dirname "$0")/../../deploy/haproxy.cfg"
+template=deploy/haproxy.cfg
 port=$1
 shift
 servers=""

@@ -2,6 +2,7 @@
 # Installs the Debian packages Parley builds and tests with, only those that are missing.
 # Called by `make run` and `make test`, so that on a fresh machine those two commands are the set-up.
 set -euo pipefail
+. "$(dirname "$0")/../lib/harness.sh"
 
 # Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition),
 # libespeak-ng (synthesis), libsqlite3 and libhiredis (the conversation stores: SQLite on one node,
@@ -31,10 +32,10 @@ flock 9
 missing_packages
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "installing missing packages: ${missing[*]}"
+say "installing missing packages: ${missing[*]}"
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null || die "need root (or sudo) to install: ${missing[*]}"
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -13,7 +13,7 @@
 # (-rss_limit_mb), leaving the input that did it in Fuzz/crashes/<target>/ (not committed); replay
 # it with `.build-fuzz/release/parley-fuzz --target=<target> <file>`.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib/harness.sh"
 
 mode=${1:-}
 case "$mode" in
@@ -61,7 +61,7 @@ for target in $targets; do
   # libFuzzer writes what it finds into the first corpus directory: smoke mode's is thrown away,
   # deep mode's is kept between runs; the committed seeds are only read.
   if [ "$mode" = smoke ]; then
-    grown=$(mktemp -d)
+    grown=$(mktemp -d "$WORK/corpus.XXXXXX")
   else
     grown=.build-fuzz/corpus/$target
     mkdir -p "$grown"

@@ -4,7 +4,8 @@
 #
 # Usage: scripts/tools/self-signed-cert.sh [DIR]    prints the certificate and key paths
 set -euo pipefail
-dir="${1:-.tls}"
+dir="$(realpath -m "${1:-.tls}")"
+. "$(dirname "$0")/../lib/harness.sh"
 cert="$dir/localhost.pem"
 key="$dir/localhost.key"
 mkdir -p "$dir"
@@ -15,5 +16,5 @@ fi
 umask 077
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 90 \
     -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$key" -out "$cert" >/dev/null 2>&1
+    -keyout "$key" -out "$cert" >/dev/null 2>&1 || die "openssl could not make the certificate" 2
 echo "$cert $key"
