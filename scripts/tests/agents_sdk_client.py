@@ -46,7 +46,7 @@ from agents import function_tool, set_tracing_disabled
 from agents.realtime import RealtimeAgent, RealtimeRunner
 from agents.realtime.model_inputs import RealtimeModelSendRawMessage
 from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
-from sdk_checks import Abort, Checks  # scripts/tests/sdk_checks.py, beside this file
+from checks import Abort, Checks  # scripts/tests/checks.py, beside this file
 
 PROMPT = "what's the weather in Paris"
 WEATHER = {"temperature_c": 21, "sky": "clear"}

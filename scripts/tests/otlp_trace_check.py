@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import websockets
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from checks import Checks  # scripts/tests/checks.py, beside this file
+
 PARLEY = sys.argv[1]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
@@ -28,14 +30,8 @@ spans: list[dict] = []
 resources: list[dict] = []
 upstream_traceparents: list[str] = []
 lock = threading.Lock()
-failures = 0
-
-
-def check(name: str, ok: bool, detail: str = "") -> None:
-    global failures
-    print(("ok   " if ok else "FAIL ") + name + (f" ({detail})" if detail else ""))
-    if not ok:
-        failures += 1
+checks = Checks()
+check = checks.check
 
 
 def value(any_value) -> object:
@@ -194,8 +190,8 @@ def main() -> None:
         parley.terminate()
         parley.wait(10)
     server.shutdown()
-    print(f"otlp: {'all checks passed' if failures == 0 else f'{failures} failed'}")
-    sys.exit(1 if failures else 0)
+    print(f"otlp: {'all checks passed' if checks.failed == 0 else f'{checks.failed} failed'}")
+    sys.exit(1 if checks.failed else 0)
 
 
 if __name__ == "__main__":

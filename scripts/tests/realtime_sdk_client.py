@@ -35,7 +35,7 @@ from typing import Any, Callable
 import openai
 import pydantic
 from openai import AsyncOpenAI
-from sdk_checks import Abort, Checks  # scripts/tests/sdk_checks.py, beside this file
+from checks import Abort, Checks  # scripts/tests/checks.py, beside this file
 
 QUESTION = "what is 12 times 7"
 ANSWER = "84"

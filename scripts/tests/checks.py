@@ -1,5 +1,6 @@
-"""What the SDK round-trip clients (realtime_sdk_client.py, agents_sdk_client.py) share: one line
-per check, `ok`/`FAIL`/`note`, and the counts for the last line and the exit status."""
+"""What the Python checkers of scripts/tests share (realtime_sdk_client.py, agents_sdk_client.py,
+otlp_trace_check.py): one line per check, `ok`/`FAIL`/`note`, and the counts for the last line and
+the exit status."""
 from __future__ import annotations
 
 
