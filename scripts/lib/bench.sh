@@ -6,8 +6,8 @@
 # BIN is the folder of the binaries measured (.build/release; BIN=DIR measures another build, the
 # other half of a before/after pair).
 #
-# It checks that $BIN/parley and $BIN/parley-load exist (exit 2: build with `swift build -c
-# release`), makes OUT and puts the servers' logs there (LOGS=OUT, NAME.log each), and serves
+# It checks that $BIN/parley-load exists (exit 2: build with `swift build -c release`; start_parley
+# checks $BIN/parley when it is first needed), makes OUT and puts the servers' logs there (LOGS=OUT, NAME.log each), and serves
 # with $BIN/parley (PARLEY_BIN).
 #
 #   run NAME ARGS...     parley-load ARGS, the command and its output in $OUT/NAME.txt (but for
@@ -32,9 +32,7 @@ OUT="${OUT:-LoadTests/reports/$NAME-$(date -u +%Y%m%dT%H%M%SZ)}"
 LOGS="$OUT"
 PARLEY_BIN="$BIN/parley"
 mkdir -p "$OUT"
-for tool in parley parley-load; do
-    [ -x "$BIN/$tool" ] || die "$BIN/$tool is missing; run 'swift build -c release'" 2
-done
+[ -x "$BIN/parley-load" ] || die "$BIN/parley-load is missing; run 'swift build -c release'" 2
 
 run() {
     local name=$1; shift

@@ -123,7 +123,7 @@ wait_port() { wait_until "$1" "accepting on port $2" harness_accepts "$2"; }
 
 start_parley() {
     local name=$1 command=$2 wanted=$3; shift 3
-    [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
+    [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build$([[ $PARLEY_BIN == *release* ]] && echo ' -c release'))" 2
     start "$name" "$PARLEY_BIN" "$command" --host 127.0.0.1 --port "$wanted" "$@"
     wait_listening "$name" 'listening on https?://127\.0\.0\.1:([0-9]+)/'
     scheme=$(grep -m1 -oE 'listening on https?' "$LOGS/$name.log"); scheme=${scheme##* }
