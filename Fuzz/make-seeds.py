@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora, Fuzz/corpus/<target>/: a few small valid inputs per target,
-the shapes Parley's tests use, for libFuzzer to start from (scripts/libfuzzer.sh grows them in
+the shapes Parley's tests use, for libFuzzer to start from (scripts/tools/libfuzzer.sh grows them in
 .build-fuzz/corpus/, which is not committed). Run it again after changing a target's input format;
-the ogg and wav targets' real-speech seeds need espeak-ng and opusenc (scripts/install-deps.sh).
+the ogg and wav targets' real-speech seeds need espeak-ng and opusenc (scripts/tools/install-deps.sh).
 
 The http and frames inputs start with the byte that cuts the stream into reads (Fuzz/Sources/Reads.swift).
 """

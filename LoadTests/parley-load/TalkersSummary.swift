@@ -218,7 +218,7 @@ struct TalkersSummary {
         return lines.joined(separator: "\n")
     }
 
-    /// "talkers per core: …", the line scripts/bench-talkers.sh quotes.
+    /// "talkers per core: …", the line scripts/benchmarks/bench-talkers.sh quotes.
     var talkersPerCoreLine: String {
         guard let (step, perCore) = talkersPerCore else {
             return "talkers per core: n/a (no step kept transcription p99 under \(Format.fixed(transcriptionBoundMs, 0)) ms below \(cores) cores)"

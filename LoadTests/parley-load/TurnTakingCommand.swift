@@ -20,7 +20,7 @@ struct TurnTakingCommand: ParsableCommand {
               pause         4 sentences with a 0.5, 0.8, 1.0 and 1.5 s pause mid-thought: turns ended in the pause
               backchannel   "uh huh", "mm hmm", "okay", "yeah", "right" one second into a long spoken reply: replies cut
               interruption  "stop", "wait, actually I meant Paris" one second into the reply: first word sent → reply stops
-            Speech is made here: Piper's joe voice from --speech-venv (scripts/speech-models.sh) and \
+            Speech is made here: Piper's joe voice from --speech-venv (scripts/tools/speech-models.sh) and \
             espeak-ng. The servers alternate case by case, so a machine that gets busier mid-run \
             weighs on each alike. About 27 minutes a server with every scenario, voice and 3 repeats.
             """)

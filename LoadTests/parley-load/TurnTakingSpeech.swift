@@ -85,7 +85,7 @@ final class TurnTakingSpeechMaker {
             argv = ["espeak-ng", "-v", voice.rawValue, "-s", "140", "-w", path, text]
         }
         guard Subprocess.run(argv, output: log) == 0 else {
-            throw LoadFailure("\(voice.description) could not say \"\(text)\": \((try? TextFile.read(log)) ?? "")  (scripts/install-deps.sh installs espeak-ng, scripts/speech-models.sh Piper)")
+            throw LoadFailure("\(voice.description) could not say \"\(text)\": \((try? TextFile.read(log)) ?? "")  (scripts/tools/install-deps.sh installs espeak-ng, scripts/tools/speech-models.sh Piper)")
         }
         let wav = try WAVFile.read(path: path)
         let samples = try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
@@ -105,7 +105,7 @@ final class TurnTakingSpeechMaker {
         let text = (try? TextFile.read(out)) ?? ""
         unlink(out)
         guard found == 0, let line = text.split(separator: "\n").last(where: { $0.hasSuffix(".onnx") }) else {
-            throw LoadFailure("no Piper joe voice in \(venv): run scripts/speech-models.sh (\(text.split(separator: "\n").last ?? ""))")
+            throw LoadFailure("no Piper joe voice in \(venv): run scripts/tools/speech-models.sh (\(text.split(separator: "\n").last ?? ""))")
         }
         piperModel = String(line)
         return String(line)

@@ -14,8 +14,8 @@ WebSockets by uvicorn's "websockets-sansio" protocol, the one its "auto" choice 
 websockets package is installed. Keepalive pings are uvicorn's defaults (every 20 s, 20 s to answer);
 messages up to 1 MiB. Loopback addresses only.
 
-Run it with scripts/peers.sh (which installs the pinned versions into .venv-peers):
-    scripts/peers.sh run fastapi 8081
+Run it with scripts/benchmarks/peers.sh (which installs the pinned versions into .venv-peers):
+    scripts/benchmarks/peers.sh run fastapi 8081
 """
 
 from __future__ import annotations

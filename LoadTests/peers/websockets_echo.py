@@ -16,8 +16,8 @@ One process, websockets.asyncio.server.serve on asyncio's own event loop (--loop
 uvloop instead). Keepalive pings are the library's defaults (every 20 s, 20 s to answer); messages
 up to 1 MiB. Loopback addresses only.
 
-Run it with scripts/peers.sh (which installs the pinned versions into .venv-peers):
-    scripts/peers.sh run websockets 8082
+Run it with scripts/benchmarks/peers.sh (which installs the pinned versions into .venv-peers):
+    scripts/benchmarks/peers.sh run websockets 8082
 """
 
 from __future__ import annotations

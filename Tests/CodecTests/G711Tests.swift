@@ -76,7 +76,7 @@ import TestSupport
         let all = (Int(Int16.min)...Int(Int16.max)).map { Int16($0) }
         try WAVFile(sampleRate: 8000, channels: 1, samples: all).write(path: directory.path("all.wav"))
         let encodeStatus = try Subprocess.run(["sox", "-D", directory.path("all.wav"), "-t", "raw", "-e", encoding, "-b", "8", directory.path("all.g711")])
-        try #require(encodeStatus == 0, "sox could not encode (is sox installed? scripts/install-deps.sh)")
+        try #require(encodeStatus == 0, "sox could not encode (is sox installed? scripts/tools/install-deps.sh)")
         let soxBytes = try FileBytes.read(path: directory.path("all.g711"))
         let ours = G711.encode(all, law)
         #expect(soxBytes.count == ours.count)

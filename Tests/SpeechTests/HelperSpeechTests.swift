@@ -52,7 +52,7 @@ import Glibc
     /// every voice and speed, for docs/benchmarks.md.
     @Test(arguments: ["whisper", "pocketsphinx"])
     func wordErrorRateOverThirtySentencesInSeveralVoices(recogniser: String) throws {
-        let helper = try #require(Self.helper, "the speech helper did not start: run scripts/speech-models.sh (make test does)")
+        let helper = try #require(Self.helper, "the speech helper did not start: run scripts/tools/speech-models.sh (make test does)")
         let (server, pool) = try server(helper, sphinx: recogniser == "pocketsphinx")
         defer { pool.stop() }
         let voices = getenv("PARLEY_WER_VOICES").map { String(cString: $0) } == "all" ? WordErrorRate.Voice.all : WordErrorRate.Voice.quick

@@ -37,7 +37,7 @@ import Glibc
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         var vad: (any VoiceActivityModel)?
         if silero {
-            let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+            let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
             vad = model
         }
         var speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,

