@@ -58,6 +58,59 @@ import Glibc
 
     static let hello = SpeechHelperFrame(.hello, id: 0, [("version", .int(SpeechHelperContract.version))])
 
+    /// A helper with Whisper and one transcription worker: what waits is in its queues.
+    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en"], workers: 1)
+
+    /// A connection with a stream of `seconds` of audio open as `stream`.
+    static func streaming(_ path: String, stream: UInt64, seconds: Int) throws -> Client {
+        let client = try Client(path)
+        client.send(hello, SpeechHelperFrame(.open, id: stream, [("rate", .int(16_000))]))
+        let samples = audio(seconds: seconds)
+        for start in stride(from: 0, to: samples.count, by: 16_000) {
+            client.send(SpeechHelperFrame(.append, id: stream, payload: PCMBytes.of(samples[start..<min(samples.count, start + 16_000)])))
+        }
+        return client
+    }
+
+    /// One connection asks for ten decodes, then another for one: the helper serves connections in
+    /// turn, so the second's answer comes before most of the first's (with one worker, after the
+    /// two of the first's that ran or were next; one more may end while the stats are asked for).
+    /// First come, first served would answer all nine first.
+    @Test func oneConnectionsQueueCannotStarveAnother() throws {
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
+        var busy = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 4)
+        var other = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 4)
+        defer { busy.close(); other.close() }
+        for id in 10..<20 { busy.send(SpeechHelperFrame(.partial, id: UInt64(id), [("stream", .int(1))])) }
+        // Its first decode (hundreds of ms) is under way before the other connection asks.
+        _ = try #require(try busy.answer(10))
+        other.send(SpeechHelperFrame(.partial, id: 50, [("stream", .int(1))]))
+        _ = try #require(try other.answer(50), "the second connection was not answered")
+        busy.send(SpeechHelperFrame(.stats, id: 99))
+        _ = try #require(try busy.answer(99))
+        let answeredBefore = busy.early.filter { ($0.header["id"]?.int ?? 0) >= 11 && ($0.header["id"]?.int ?? 0) < 20 }.count
+        #expect(answeredBefore <= 3, "\(answeredBefore) of the first connection's decodes were answered before the second's one")
+        for id in 11..<20 { _ = try busy.answer(id) }
+    }
+
+    /// More requests of one kind than a connection may have waiting are answered `overloaded` at
+    /// once; the helper goes on serving the rest.
+    @Test func aConnectionsQueueIsBounded() throws {
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
+        var client = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 1)
+        defer { client.close() }
+        let count = SpeechHelperContract.queuePerConnection + 8
+        for id in 100..<(100 + count) { client.send(SpeechHelperFrame(.partial, id: UInt64(id), [("stream", .int(1))])) }
+        var overloaded = 0, decoded = 0
+        for id in 100..<(100 + count) {
+            let answer = try #require(try client.answer(id), "request \(id) was never answered")
+            if answer.header["error"]?.string == SpeechHelperContract.ErrorCode.overloaded.rawValue { overloaded += 1 } else { decoded += 1 }
+        }
+        // One runs and 32 wait; the rest are refused (a few more run if the worker is quick).
+        #expect(overloaded >= 1 && overloaded <= count - SpeechHelperContract.queuePerConnection, "\(overloaded) overloaded, \(decoded) decoded")
+        #expect(decoded >= SpeechHelperContract.queuePerConnection)
+    }
+
     /// A first message of another version is answered with the helper's version and
     /// `version_mismatch`, and the connection closed; no request on it is served.
     @Test func anotherProtocolVersionIsRefusedAtTheFirstMessage() throws {
@@ -80,7 +133,7 @@ import Glibc
         #expect(try client.answer(1) == nil)
     }
 
-    /// 12 s of speech-like audio (a sweep between words' pitches, with pauses), pcm16 at 16 kHz.
+    /// Speech-like audio (a sweep between words' pitches, with pauses), pcm16 at 16 kHz.
     static func audio(seconds: Int) -> [Int16] {
         (0..<(seconds * 16_000)).map { i in
             let t = Double(i) / 16_000
@@ -93,11 +146,10 @@ import Glibc
     /// behind it and cancelled at once is dropped from the queue: it is never answered, and the
     /// helper's count of decodes grows by the one that ran, its count of cancelled jobs by one.
     @Test func aCancelledTranscriptionNeverDecodes() throws {
-        let helper = try #require(RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en"], workers: 1), "the speech helper did not start")
-        defer { helper.stop() }
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
         var client = try Client(helper.status.socketPath)
         defer { client.close() }
-        let samples = Self.audio(seconds: 12)
+        let samples = Self.audio(seconds: 8)
         client.send(Self.hello, SpeechHelperFrame(.stats, id: 1))
         let before = try #require(try client.answer(1))
         var frames = [SpeechHelperFrame(.open, id: 10, [("rate", .int(16_000))]), SpeechHelperFrame(.open, id: 20, [("rate", .int(16_000))])]
@@ -105,7 +157,7 @@ import Glibc
             let piece = PCMBytes.of(samples[start..<min(samples.count, start + 16_000)])
             frames += [SpeechHelperFrame(.append, id: 10, payload: piece), SpeechHelperFrame(.append, id: 20, payload: piece)]
         }
-        // The whole-window decode of 12 s takes hundreds of ms on this machine's cores; the
+        // The whole-window decode of 8 s takes hundreds of ms on this machine's cores; the
         // partial and its cancel arrive in the same write, read one after the other.
         frames += [SpeechHelperFrame(.finish, id: 11, [("stream", .int(10))]), SpeechHelperFrame(.partial, id: 21, [("stream", .int(20))]),
                    SpeechHelperFrame(.cancel, id: 21), SpeechHelperFrame(.finish, id: 22, [("stream", .int(20))])]
