@@ -347,7 +347,10 @@ class Stream:
 
 class Job:
     """A request waiting for or running on a worker; `cancelled` is read by the worker before it
-    starts (a cancelled job never runs) and between a speak's chunks."""
+    starts (a cancelled job never runs) and between a speak's chunks. A decode or a verdict already
+    running is not stopped midway (neither CTranslate2's generate nor ONNX Runtime's run can be):
+    its answer is dropped, and its worker is free when it ends, a decode's time at most (about
+    340 ms of one core on the whole window, 120 ms on the fast one; docs/benchmarks.md)."""
 
     __slots__ = ("connection", "ident", "work", "cancelled")
 

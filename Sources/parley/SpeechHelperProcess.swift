@@ -151,26 +151,35 @@ final class SpeechHelperProcess: Sendable {
         }
     }
 
-    /// Asks the helper at `path` its protocol version (`hello`, blocking, 5 s at most): nil when it
-    /// is this server's, else the one it speaks ("none" when it said nothing the server could read).
+    /// Asks the helper at `path` its protocol version (`hello`; 5 s at most, polled every 10 ms on
+    /// this watcher thread, never a loop's): nil when it is this server's, else the one it speaks
+    /// ("none" when it said nothing the server could read).
     static func versionMismatch(_ path: String) -> String? {
-        guard let fd = try? Sys.streamSocket(family: AF_UNIX, .blocking) else { return nil }
+        guard let address = SocketAddress.unix(path: path), let fd = try? Sys.streamSocket(family: AF_UNIX) else { return nil }
         defer { Sys.close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard let address = SocketAddress.unix(path: path), (try? Sys.connect(fd, to: address)) == true else { return nil }
         let hello = SpeechHelperFrame(.hello, id: 0, [("version", .int(SpeechHelperContract.version))]).encoded()
-        guard hello.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == hello.count else { return nil }
+        // A Unix socket connects at once, and its buffer takes a few dozen bytes at once.
+        guard (try? Sys.connect(fd, to: address)) == true,
+              case .transferred(hello.count)? = hello.withUnsafeBytes({ try? Sys.write(fd, $0) }) else { return nil }
         var reader = SpeechHelperFrame.Reader()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0, let frames = try? buffer[..<n].withUnsafeBytes({ try reader.read($0) }) else { return "none" }
-            if let answer = frames.first {
-                let version = answer.header["version"]?.int
-                // Version 1 sent none.
-                return version == SpeechHelperContract.version && answer.header["error"] == nil ? nil : String(version ?? 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { buffer.deallocate() }
+        let deadline = MonotonicClock.nanoseconds() + 5_000_000_000
+        while MonotonicClock.nanoseconds() < deadline {
+            switch try? Sys.read(fd, into: buffer) {
+            case .wouldBlock?:
+                usleep(10_000)
+            case .transferred(let n)?:
+                guard let frames = try? reader.read(UnsafeRawBufferPointer(rebasing: buffer[..<n])) else { return "none" }
+                if let answer = frames.first {
+                    let version = answer.header["version"]?.int
+                    // Version 1 sent none.
+                    return version == SpeechHelperContract.version && answer.header["error"] == nil ? nil : String(version ?? 1)
+                }
+            default:
+                return "none"
             }
         }
+        return "none"
     }
 }
