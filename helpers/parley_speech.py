@@ -364,19 +364,23 @@ class Job:
 class FairQueue:
     """Jobs of one kind for `workers` threads: a bounded queue per connection (each a server loop,
     of any worker process), served round-robin between connections, so that one worker's talkers
-    cannot starve another's however many requests they make."""
+    cannot starve another's however many requests they make. Two lanes: `urgent` jobs (a decode a
+    user waits on: the final text, or the one when they went quiet) are served before the rest
+    (periodic partials nobody waits on). Each server process holds back its own partials while
+    two decodes are out (WhisperTranscriber.partialsInFlight), but with one helper for N worker
+    processes that is 2N, so the helper must not queue a turn's end behind them."""
 
     def __init__(self, workers, name, counters):
         self.condition = threading.Condition()
-        # Connections with jobs waiting, in the order they are next served.
-        self.waiting = collections.OrderedDict()
+        # Per lane, the connections with jobs waiting, in the order they are next served.
+        self.lanes = (collections.OrderedDict(), collections.OrderedDict())
         self.counters = counters
         for n in range(workers):
             threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
 
-    def submit(self, job):
+    def submit(self, job, urgent=False):
         with self.condition:
-            queue = self.waiting.setdefault(job.connection, collections.deque())
+            queue = self.lanes[0 if urgent else 1].setdefault(job.connection, collections.deque())
             if len(queue) >= QUEUE_PER_CONNECTION:
                 return False
             queue.append(job)
@@ -386,28 +390,30 @@ class FairQueue:
     def drop(self, job):
         """A cancelled job leaves its queue now (it is not there if a worker has it)."""
         with self.condition:
-            queue = self.waiting.get(job.connection)
-            if queue is not None and job in queue:
-                queue.remove(job)
-                if not queue:
-                    del self.waiting[job.connection]
-                return True
+            for lane in self.lanes:
+                queue = lane.get(job.connection)
+                if queue is not None and job in queue:
+                    queue.remove(job)
+                    if not queue:
+                        del lane[job.connection]
+                    return True
             return False
 
     def drop_connection(self, connection):
         with self.condition:
-            return len(self.waiting.pop(connection, ()))
+            return sum(len(lane.pop(connection, ())) for lane in self.lanes)
 
     def next(self):
         with self.condition:
-            while not self.waiting:
+            while not any(self.lanes):
                 self.condition.wait()
-            connection, queue = next(iter(self.waiting.items()))
+            lane = next(lane for lane in self.lanes if lane)
+            connection, queue = next(iter(lane.items()))
             job = queue.popleft()
             if queue:
-                self.waiting.move_to_end(connection)
+                lane.move_to_end(connection)
             else:
-                del self.waiting[connection]
+                del lane[connection]
             return job
 
     def run(self):
@@ -465,11 +471,11 @@ class Connection:
             if self.jobs.get(job.ident) is job:
                 del self.jobs[job.ident]
 
-    def submit(self, queue, ident, work):
+    def submit(self, queue, ident, work, urgent=False):
         job = Job(self, ident, work)
         with self.jobs_lock:
             self.jobs[ident] = job
-        if not queue.submit(job):
+        if not queue.submit(job, urgent):
             self.done(job)
             self.refuse(ident, "overloaded", f"more than {QUEUE_PER_CONNECTION} requests of this kind are waiting on this connection")
 
@@ -615,7 +621,7 @@ class Helper:
                     del connection.streams[request.get("stream")]
                 # What the stream holds now: the appends before this request, none after.
                 audio, rate, fast = stream.window(), stream.rate, op == "partial" and request.get("fast") is True
-                connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast))
+                connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), urgent=not fast)
         elif op == "turn":
             if "stream" in request:
                 stream = connection.streams.get(request.get("stream"))

@@ -93,6 +93,25 @@ import Glibc
         for id in 11..<20 { _ = try busy.answer(id) }
     }
 
+    /// A turn's final text is decoded before the periodic partials waiting ahead of it (from this
+    /// connection or, with one helper a box, any worker's): with one worker, after the partial
+    /// that was running, and perhaps one more that ended while the stats were asked for.
+    @Test func aFinalDecodeGoesBeforeWaitingPartials() throws {
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
+        var client = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 4)
+        defer { client.close() }
+        client.send(SpeechHelperFrame(.open, id: 2, [("rate", .int(16_000))]),
+                    SpeechHelperFrame(.append, id: 2, payload: PCMBytes.of(Self.audio(seconds: 2)[...])))
+        for id in 10..<20 { client.send(SpeechHelperFrame(.partial, id: UInt64(id), [("stream", .int(1)), ("fast", .bool(true))])) }
+        client.send(SpeechHelperFrame(.finish, id: 30, [("stream", .int(2))]))
+        _ = try #require(try client.answer(30), "the final decode was not answered")
+        client.send(SpeechHelperFrame(.stats, id: 99))
+        _ = try #require(try client.answer(99))
+        let partialsBefore = client.early.filter { (10..<20).contains($0.header["id"]?.int ?? 0) }.count
+        #expect(partialsBefore <= 2, "\(partialsBefore) partials were answered before the final text")
+        for id in 10..<20 { _ = try client.answer(id) }
+    }
+
     /// More requests of one kind than a connection may have waiting are answered `overloaded` at
     /// once; the helper goes on serving the rest.
     @Test func aConnectionsQueueIsBounded() throws {
