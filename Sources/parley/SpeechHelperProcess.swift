@@ -48,7 +48,13 @@ final class SpeechHelperProcess: Sendable {
     }
 
     func start() throws(SystemError) {
-        try Thread.spawn(name: "parley-helper") { [self] in watch() }
+        try Thread.spawn(name: "parley-helper") { [self] in
+            // The signals the server or the supervisor waits for (sigwait in its main thread) are
+            // never this thread's: started before they are blocked there, it would take a SIGTERM
+            // at its default action and end the process instead of draining it.
+            _ = Sys.blockSignals([SIGINT, SIGTERM, SIGHUP, SIGCHLD])
+            watch()
+        }
     }
 
     /// Waits until the helper is ready, its first life has ended (it could not load: the callers'
