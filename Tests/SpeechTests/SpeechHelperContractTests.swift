@@ -53,6 +53,16 @@ import Glibc
             }
         }
 
+        /// How many of `ids` have been answered by now (a `stats` round trip flushes what came
+        /// before it); then waits for the rest, so the next test finds the helper idle.
+        mutating func answeredNow(_ ids: Range<Int>) throws -> Int {
+            send(SpeechHelperFrame(.stats, id: 99))
+            _ = try #require(try answer(99))
+            let answered = early.filter { ids.contains($0.header["id"]?.int ?? 0) }.count
+            for id in ids { _ = try answer(id) }
+            return answered
+        }
+
         func close() { Sys.close(fd) }
     }
 
@@ -86,11 +96,8 @@ import Glibc
         _ = try #require(try busy.answer(10))
         other.send(SpeechHelperFrame(.partial, id: 50, [("stream", .int(1))]))
         _ = try #require(try other.answer(50), "the second connection was not answered")
-        busy.send(SpeechHelperFrame(.stats, id: 99))
-        _ = try #require(try busy.answer(99))
-        let answeredBefore = busy.early.filter { ($0.header["id"]?.int ?? 0) >= 11 && ($0.header["id"]?.int ?? 0) < 20 }.count
+        let answeredBefore = try busy.answeredNow(11..<20)
         #expect(answeredBefore <= 3, "\(answeredBefore) of the first connection's decodes were answered before the second's one")
-        for id in 11..<20 { _ = try busy.answer(id) }
     }
 
     /// A turn's final text is decoded before the periodic partials waiting ahead of it (from this
@@ -105,11 +112,8 @@ import Glibc
         for id in 10..<20 { client.send(SpeechHelperFrame(.partial, id: UInt64(id), [("stream", .int(1)), ("fast", .bool(true))])) }
         client.send(SpeechHelperFrame(.finish, id: 30, [("stream", .int(2))]))
         _ = try #require(try client.answer(30), "the final decode was not answered")
-        client.send(SpeechHelperFrame(.stats, id: 99))
-        _ = try #require(try client.answer(99))
-        let partialsBefore = client.early.filter { (10..<20).contains($0.header["id"]?.int ?? 0) }.count
+        let partialsBefore = try client.answeredNow(10..<20)
         #expect(partialsBefore <= 2, "\(partialsBefore) partials were answered before the final text")
-        for id in 10..<20 { _ = try client.answer(id) }
     }
 
     /// More requests of one kind than a connection may have waiting are answered `overloaded` at
