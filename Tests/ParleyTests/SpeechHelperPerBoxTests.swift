@@ -18,7 +18,7 @@ import TestSupport
         while let parent = queue.popLast() {
             let children = (try? Subprocess.capture(["pgrep", "-P", String(parent)]).stdout) ?? ""
             for child in children.split(separator: "\n").compactMap({ pid_t($0) }) {
-                let command = (try? Sys.readFile("/proc/\(child)/cmdline")).map { String(decoding: $0.map { $0 == 0 ? 32 : $0 }, as: UTF8.self) } ?? ""
+                let command = Sys.readFile("/proc/\(child)/cmdline").map { String(decoding: $0.map { $0 == 0 ? 32 : $0 }, as: UTF8.self) } ?? ""
                 found.append((child, command))
                 queue.append(child)
             }
@@ -61,21 +61,51 @@ import TestSupport
         var heard: [String] = []
         let speech = try TurnTakingEndToEndTests.Voice.piper(lengthScale: 1.0).say("Good morning, how are you?")
         for _ in 0..<12 where !workers.isSubset(of: peers) {
-            let client = try TestClient(port: server.port, timeoutSeconds: 30)
-            #expect(try client.upgrade(path: "/v1/realtime").status == 101)
-            _ = try client.readEvents(until: "session.created")
-            let update = #"{"type":"session.update","session":{"type":"realtime","output_modalities":["text"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"server_vad","create_response":false}}}}}"#
-            try client.send(TestClient.frame(0x1, Array(update.utf8)))
-            _ = try client.readEvents(until: "session.updated")
-            _ = try turns.stream(TurnTakingEndToEndTests.silence(ms: 300) + speech + TurnTakingEndToEndTests.silence(ms: 800), to: client)
-            let events = try client.readEvents(until: "conversation.item.input_audio_transcription.completed").events
-            heard.append(events.last?["transcript"]?.string ?? "")
+            heard.append(try transcribe(speech, on: server))
             let stats = try Self.stats(socketPath)
             peers.formUnion((stats["peers"]?.array ?? []).compactMap { $0.int.map(pid_t.init) })
         }
         #expect(workers.isSubset(of: peers), "the helper's peers \(peers), the workers \(workers)")
         #expect(heard.allSatisfy { $0.lowercased().contains("morning") }, "\(heard)")
         #expect(Self.descendants(of: server.pid).filter { $0.command.contains("parley_speech") }.count == 1)
+    }
+
+    /// One session's turn, transcribed: what it heard ("" if the transcription failed).
+    func transcribe(_ speech: [Int16], on server: ServerProcess) throws -> String {
+        let client = try TestClient(port: server.port, timeoutSeconds: 30)
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        _ = try client.readEvents(until: "session.created")
+        let update = #"{"type":"session.update","session":{"type":"realtime","output_modalities":["text"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"server_vad","create_response":false}}}}}"#
+        try client.send(TestClient.frame(0x1, Array(update.utf8)))
+        _ = try client.readEvents(until: "session.updated")
+        _ = try turns.stream(TurnTakingEndToEndTests.silence(ms: 300) + speech + TurnTakingEndToEndTests.silence(ms: 800), to: client)
+        while true {
+            let event = try client.readEvent()
+            switch event["type"]?.string {
+            case "conversation.item.input_audio_transcription.completed": return event["transcript"]?.string ?? ""
+            case "conversation.item.input_audio_transcription.failed": return ""
+            default: continue
+            }
+        }
+    }
+
+    /// The box's helper is killed: the supervisor starts it again, and the workers' loops, whose
+    /// connections ended, connect to the new one with their next turn.
+    @Test func aHelperThatDiesIsRestartedByTheSupervisorAndTheWorkersReconnect() throws {
+        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --synthesizer none --turn-model none")
+        let speech = try TurnTakingEndToEndTests.Voice.piper(lengthScale: 1.0).say("Good morning, how are you?")
+        #expect(try transcribe(speech, on: server).lowercased().contains("morning"))
+        let helper = try #require(Self.descendants(of: server.pid).first { $0.command.contains("parley_speech.py") })
+        kill(helper.pid, SIGKILL)
+        for _ in 0..<50 where server.metric("parley_speech_helper_up") != 0 { usleep(100_000) }
+        // Back within its first restart (1 s) and its model's load.
+        for _ in 0..<150 where server.metric("parley_speech_helper_up") != 1 { usleep(100_000) }
+        #expect(server.metric("parley_speech_helper_up") == 1, "the helper was not started again")
+        #expect(server.metric("parley_speech_helper_restarts_total") == 1)
+        let again = Self.descendants(of: server.pid).filter { $0.command.contains("parley_speech.py") }
+        #expect(again.count == 1 && again.first?.pid != helper.pid, "\(again)")
+        // Sessions on either worker: each turn heard by the new helper.
+        for _ in 0..<4 { #expect(try transcribe(speech, on: server).lowercased().contains("morning")) }
     }
 
     /// A helper that answers `hello` with protocol version 1 (a stand-in with no models: it only
