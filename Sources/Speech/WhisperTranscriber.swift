@@ -118,8 +118,14 @@ final class WhisperTranscription: TranscriptionSession {
 
     func cancel() {
         over = true
+        dropInFlight()
+    }
+
+    /// The decode in flight is no longer wanted (the helper drops it), and the stream is closed.
+    private func dropInFlight() {
         if let id = inFlight?.id {
             connection.cancel(id)
+            // Its answer will not come to say so.
             connection.status.transcriptionEnded()
         }
         inFlight = nil
@@ -190,10 +196,7 @@ final class WhisperTranscription: TranscriptionSession {
     private func failed(_ error: ModelError) {
         guard !over else { return }
         over = true
-        if let id = inFlight?.id { connection.cancel(id) }
-        inFlight = nil
-        if let stream { connection.closeStream(stream, tell: true) }
-        stream = nil
+        dropInFlight()
         onEvent(.failed(ModelError(code: "transcription_failed", message: "the recogniser failed: \(error.message)", speechHelper: error.speechHelper)))
     }
 
