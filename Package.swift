@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
-        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "Codec", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "Codec", "Speech", "Models", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         // A child that writes through SQLiteConversationStore until it is killed, for the kill -9 test.
         .executableTarget(name: "store-writer", dependencies: ["Store", "Loop"], path: "Tests/StoreWriter"),
         .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Loop", "TestSupport"]),

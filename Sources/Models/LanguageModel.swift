@@ -29,12 +29,16 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether asking again may go better: a 429, a 5xx, a connection that failed or timed out;
     /// not a 4xx that says the request itself is wrong.
     public let retryable: Bool
+    /// Why, when the speech helper failed (a transcription's or a verdict's error carries it on):
+    /// what callers switch on instead of matching `code`.
+    public let speechHelper: SpeechHelperFailure?
 
-    public init(code: String, message: String, retryAfter: Double? = nil, retryable: Bool = false) {
+    public init(code: String, message: String, retryAfter: Double? = nil, retryable: Bool = false, speechHelper: SpeechHelperFailure? = nil) {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
         self.retryable = retryable
+        self.speechHelper = speechHelper
     }
 
     public var description: String { "\(code): \(message)" }

@@ -20,7 +20,7 @@ public struct PiperSynthesizer: Synthesizer {
     public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
         let connection = SpeechHelperConnection.on(loop, status)
         let id = connection.request(timeout: Self.timeoutSeconds, streaming: true, { id in
-            SpeechHelperFrame(header: .object([("op", .string("speak")), ("id", .int(Int(id))), ("text", .string(text)), ("speed", .number(voice.speed))])).encoded()
+            SpeechHelperFrame(.speak, id: id, [("text", .string(text)), ("speed", .number(voice.speed))])
         }) { result in
             switch result {
             case .failure(let error):

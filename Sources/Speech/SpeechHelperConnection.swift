@@ -1,14 +1,16 @@
 import JSON
 import Loop
 import Models
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One loop's connection to the speech helper, on that loop: requests go out framed
 /// (`SpeechHelperFrame`), answers come back by `id` in any order, each to its caller on this loop.
-/// Every request has a deadline; a request the helper cannot take now (down, starting, the
-/// connection lost) fails at once, so a caller's fallback rule serves without waiting.
+/// Every request has a deadline and can be cancelled (the helper drops it if it has not started,
+/// and its answer if it has); a request the helper cannot take now (down, starting, the connection
+/// lost) fails at once, so a caller's fallback rule serves without waiting.
+///
+/// A turn's audio crosses once, as a stream (`openStream`, `append`): decodes and verdicts name
+/// the stream and the helper reads what it holds. Each new socket's first message is `hello` with
+/// `SpeechHelperContract.version`; an answer with another version closes it.
 ///
 /// Made on a loop's first request (`SpeechHelperConnection.on(loop, status)`), kept for the loop's
 /// life, and reconnected when the helper comes back as a new generation.
@@ -17,11 +19,13 @@ final class SpeechHelperConnection {
 
     unowned(unsafe) let loop: EventLoop
     let status: SpeechHelperStatus
-    private var socket: Socket?
+    private var socket: SpeechHelperSocket?
     private var nextID: UInt64 = 0
     /// Requests out, by id. A streaming one (`speak`) answers with several frames, its deadline
     /// re-armed by each, until one says `done` (or `error`).
     private var pending: [UInt64: Pending] = [:]
+    /// Streams open on the socket, by id.
+    private var streams: [UInt64: SpeechHelperStream] = [:]
 
     private struct Pending {
         let answer: Answer
@@ -35,54 +39,106 @@ final class SpeechHelperConnection {
         self.status = status
     }
 
-    /// Sends `bytes` (a frame whose header carries `id`, made by `frame(id)`), and calls `answer`
-    /// once: with the helper's reply, or a failure (unavailable, timed out, lost). Returns the id,
-    /// for `cancel`, or nil when it failed at once (the failure is delivered on a later pass, never
-    /// inside this call, so callers never see their answer before their request returns).
+    /// Sends the frame `frame(id)` makes, and calls `answer` once: with the helper's reply, or a
+    /// failure (unavailable, timed out, lost, refused). Returns the id, for `cancel`, or nil when it
+    /// failed at once (the failure is delivered on a later pass, never inside this call, so callers
+    /// never see their answer before their request returns).
     @discardableResult
-    func request(timeout seconds: Double, streaming: Bool = false, _ frame: (UInt64) -> [UInt8], _ answer: @escaping Answer) -> UInt64? {
+    func request(timeout seconds: Double, streaming: Bool = false, _ frame: (UInt64) -> SpeechHelperFrame, _ answer: @escaping Answer) -> UInt64? {
         guard let socket = connected() else {
-            _ = loop.schedule(after: 0) { answer(.failure(Self.unavailable("the speech helper is not running"))) }
+            _ = loop.schedule(after: 0) { answer(.failure(ModelError(speechHelper: .unavailable, message: "the speech helper is not running"))) }
             return nil
         }
-        nextID &+= 1
-        let id = nextID
+        let id = newID()
         pending[id] = Pending(answer: answer, deadline: arm(id, seconds), timeout: seconds, streaming: streaming)
-        socket.send(frame(id))
+        socket.send(frame(id).encoded())
         return id
+    }
+
+    private func newID() -> UInt64 {
+        nextID &+= 1
+        return nextID
     }
 
     private func arm(_ id: UInt64, _ seconds: Double) -> ScheduledTask {
         loop.schedule(after: seconds) { [weak self] in
-            self?.finish(id, .failure(ModelError(code: "speech_helper_timeout", message: "the speech helper did not answer within \(seconds) s", retryable: true)))
+            self?.finish(id, .failure(ModelError(speechHelper: .timeout, message: "the speech helper did not answer within \(seconds) s")))
         }
     }
 
-    /// The caller no longer wants the answer; a streaming request is also told to stop.
+    /// The caller no longer wants the answer: the helper is told too, so that a request still
+    /// queued there never runs and a running one's answer is dropped (a speak stops after its clause).
     func cancel(_ id: UInt64) {
         guard let entry = pending.removeValue(forKey: id) else { return }
         entry.deadline.cancel()
-        if entry.streaming {
-            socket?.send(SpeechHelperFrame(header: .object([("op", .string("cancel")), ("id", .int(Int(id)))])).encoded())
-        }
+        socket?.send(SpeechHelperFrame(.cancel, id: id).encoded())
     }
 
-    private func connected() -> Socket? {
+    // MARK: Streams
+
+    /// Opens a stream at `rate` on the socket: nil while the helper cannot be reached. `failed` is
+    /// called once if the stream is lost (the connection ends) or the helper refuses it.
+    func openStream(rate: Int, failed: @escaping (ModelError) -> Void) -> UInt64? {
+        guard let socket = connected() else { return nil }
+        let id = newID()
+        streams[id] = SpeechHelperStream(rate: rate, socket: ObjectIdentifier(socket), failed: failed)
+        socket.send(SpeechHelperFrame(.open, id: id, [("rate", .int(rate))]).encoded())
+        return id
+    }
+
+    /// More of the stream's audio; the helper keeps its last `SpeechHelperContract.streamSeconds`.
+    func append(_ samples: [Int16], to id: UInt64) {
+        guard !samples.isEmpty, streams[id] != nil else { return }
+        guard let socket, !socket.isClosed, streams[id]?.socket == ObjectIdentifier(socket) else {
+            return streamFailed(id, ModelError(speechHelper: .unavailable, message: "the speech helper's connection was lost"))
+        }
+        streams[id]?.appended(samples)
+        socket.send(SpeechHelperFrame.encoded(header: SpeechHelperFrame.header(.append, id: id), samples: samples[...]))
+    }
+
+    /// The stream is done with: `finish` closed it at the helper, or the turn was cleared (`tell`).
+    func closeStream(_ id: UInt64, tell: Bool) {
+        guard streams.removeValue(forKey: id) != nil, tell else { return }
+        socket?.send(SpeechHelperFrame(.close, id: id).encoded())
+    }
+
+    /// The open stream whose audio `samples` are (the same rate, the same last half second, which
+    /// is not all zeros), when exactly one is: a verdict then names it instead of sending 256 KB.
+    func stream(holding samples: ArraySlice<Int16>, rate: Int) -> UInt64? {
+        let matching = streams.filter { $0.value.holds(samples, rate: rate) }
+        return matching.count == 1 ? matching.first?.key : nil
+    }
+
+    private func streamFailed(_ id: UInt64, _ error: ModelError) {
+        streams.removeValue(forKey: id)?.failed(error)
+    }
+
+    // MARK: The socket
+
+    private func connected() -> SpeechHelperSocket? {
         guard let generation = status.readyGeneration else {
             socket?.close()
-            socket = nil
+            if socket != nil { lost("the speech helper is down") }
             return nil
         }
         if let socket, socket.generation == generation, !socket.isClosed { return socket }
-        socket?.close()
-        socket = Socket.open(status.socketPath, generation: generation, loop: loop, owner: self)
+        if let socket {
+            socket.close()
+            lost("the speech helper was restarted")
+        }
+        socket = SpeechHelperSocket.open(status.socketPath, generation: generation, loop: loop, owner: self)
+        socket?.send(SpeechHelperFrame(.hello, id: 0, [("version", .int(SpeechHelperContract.version))]).encoded())
         return socket
     }
 
-    fileprivate func received(_ frame: SpeechHelperFrame) {
+    func received(_ frame: SpeechHelperFrame) {
         guard let id = frame.header["id"]?.int.flatMap(UInt64.init(exactly:)) else { return }
-        if let error = frame.header["error"]?.string {
-            return finish(id, .failure(ModelError(code: "speech_helper_error", message: error)))
+        if frame.header["op"]?.string == SpeechHelperContract.Operation.hello.rawValue { return greeted(frame) }
+        if let code = frame.header["error"]?.string {
+            let message = frame.header["message"]?.string ?? code
+            let error = ModelError(speechHelper: .refused(SpeechHelperContract.ErrorCode(rawValue: code) ?? .failed), message: "the speech helper: \(message)")
+            if streams[id] != nil { return streamFailed(id, error) }
+            return finish(id, .failure(error))
         }
         if var entry = pending[id], entry.streaming, frame.header["done"]?.bool != true {
             entry.deadline.cancel()
@@ -93,15 +149,28 @@ final class SpeechHelperConnection {
         finish(id, .success(frame))
     }
 
-    /// The connection ended: every request on it fails now.
-    fileprivate func lost(_ why: String) {
+    /// The helper's answer to `hello`: another protocol version closes the socket (the server's
+    /// start-up check has said so once, in one line: `SpeechHelperProcess`).
+    private func greeted(_ frame: SpeechHelperFrame) {
+        let version = frame.header["version"]?.int
+        guard version == SpeechHelperContract.version, frame.header["error"] == nil else {
+            socket?.close()
+            return lost("the speech helper speaks protocol version \(version.map(String.init) ?? "unknown"), this server \(SpeechHelperContract.version)")
+        }
+    }
+
+    /// The connection ended: every request and stream on it fails now.
+    func lost(_ why: String) {
         socket = nil
-        let failed = pending
+        let failed = pending, orphans = streams
         pending = [:]
+        streams = [:]
+        let error = ModelError(speechHelper: .unavailable, message: why)
         for (_, entry) in failed {
             entry.deadline.cancel()
-            entry.answer(.failure(Self.unavailable(why)))
+            entry.answer(.failure(error))
         }
+        for (_, stream) in orphans { stream.failed(error) }
     }
 
     private func finish(_ id: UInt64, _ result: Result<SpeechHelperFrame, ModelError>) {
@@ -110,102 +179,14 @@ final class SpeechHelperConnection {
         entry.answer(result)
     }
 
-    static func unavailable(_ why: String) -> ModelError {
-        ModelError(code: "speech_helper_unavailable", message: why, retryable: true)
-    }
-
     /// The loop's connection, made on first use.
     static func on(_ loop: EventLoop, _ status: SpeechHelperStatus) -> SpeechHelperConnection {
         loop.local { SpeechHelperConnections() }.connection(loop, status)
     }
-
-    /// The Unix socket itself, registered with the loop.
-    final class Socket: LoopRegistrant {
-        let fd: Int32
-        let generation: Int
-        private let registration: Registration
-        unowned(unsafe) let loop: EventLoop
-        private weak var owner: SpeechHelperConnection?
-        private var outbound = ByteBuffer()
-        private var reader = SpeechHelperFrame.Reader()
-        private(set) var isClosed = false
-
-        private init(fd: Int32, generation: Int, registration: Registration, loop: EventLoop, owner: SpeechHelperConnection) {
-            self.fd = fd
-            self.generation = generation
-            self.registration = registration
-            self.loop = loop
-            self.owner = owner
-        }
-
-        /// A Unix socket's connect completes at once or fails at once (no EINPROGRESS).
-        static func open(_ path: String, generation: Int, loop: EventLoop, owner: SpeechHelperConnection) -> Socket? {
-            guard let address = SocketAddress.unix(path: path), let fd = try? Sys.streamSocket(family: AF_UNIX) else { return nil }
-            do {
-                guard try Sys.connect(fd, to: address) else {
-                    Sys.close(fd)
-                    return nil
-                }
-                return try loop.register(fd, [.readable, .writable, .edge]) { registration in
-                    Socket(fd: fd, generation: generation, registration: registration, loop: loop, owner: owner)
-                }
-            } catch {
-                Sys.close(fd)
-                return nil
-            }
-        }
-
-        func send(_ bytes: [UInt8]) {
-            bytes.withUnsafeBytes { outbound.append($0) }
-            flush()
-        }
-
-        override func writable() { flush() }
-
-        override func readable(hungUp: Bool) {
-            while !isClosed {
-                let buffer = loop.readBuffer
-                let result: Sys.IOResult
-                do { result = try Sys.read(fd, into: buffer) } catch { return lose("\(error)") }
-                switch result {
-                case .wouldBlock: return
-                case .endOfFile: return lose("the speech helper closed the connection")
-                case .transferred(let n):
-                    let frames: [SpeechHelperFrame]
-                    do { frames = try reader.read(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) } catch { return lose("the speech helper sent \(error)") }
-                    for frame in frames { owner?.received(frame) }
-                }
-            }
-        }
-
-        private func flush() {
-            while !outbound.isEmpty && !isClosed {
-                let result: Sys.IOResult
-                do { result = try Sys.write(fd, UnsafeRawBufferPointer(outbound.readable)) } catch { return lose("\(error)") }
-                guard case .transferred(let n) = result else { return }  // the next writable edge resumes
-                outbound.consume(n)
-            }
-        }
-
-        private func lose(_ why: String) {
-            close()
-            owner?.lost(why)
-        }
-
-        func close() {
-            guard !isClosed else { return }
-            isClosed = true
-            outbound.release()
-            loop.deregister(registration)
-            Sys.close(fd)
-        }
-
-        override func loopStopped() { close() }
-    }
 }
 
-/// A request to the helper as a `ModelCall`: cancelling it drops the answer, and stops a `speak`
-/// after its clause (a verdict's or a decode's work, tens of ms, runs out).
+/// A request to the helper as a `ModelCall`: cancelling it drops the answer, and the helper drops
+/// the work if it has not begun (a speak stops after its clause).
 final class SpeechHelperCall: ModelCall {
     private let connection: SpeechHelperConnection
     private let id: UInt64?

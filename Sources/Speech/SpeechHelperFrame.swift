@@ -1,5 +1,6 @@
 import Codec
 import JSON
+import Models
 
 /// The speech helper's framing (helpers/parley_speech.py; docs/protocol.md, "The speech helper"):
 /// each message either way is a little-endian u32 header length, a u32 payload length, the JSON
@@ -9,13 +10,21 @@ public struct SpeechHelperFrame: Sendable, Equatable {
     public var header: JSON
     public var payload: [UInt8]
 
-    /// Headers are a few fields; payloads at most 8 s of 16 kHz pcm16 (256 KB) with room to spare.
-    public static let maxHeaderBytes = 64 * 1024
-    public static let maxPayloadBytes = 1024 * 1024
+    public static let maxHeaderBytes = SpeechHelperContract.maxHeaderBytes
+    public static let maxPayloadBytes = SpeechHelperContract.maxPayloadBytes
 
     public init(header: JSON, payload: [UInt8] = []) {
         self.header = header
         self.payload = payload
+    }
+
+    /// A request: `op`, `id` and the operation's other fields.
+    public init(_ op: SpeechHelperContract.Operation, id: UInt64, _ fields: [(String, JSON)] = [], payload: [UInt8] = []) {
+        self.init(header: Self.header(op, id: id, fields), payload: payload)
+    }
+
+    public static func header(_ op: SpeechHelperContract.Operation, id: UInt64, _ fields: [(String, JSON)] = []) -> JSON {
+        .object([("op", .string(op.rawValue)), ("id", .int(Int(id)))] + fields)
     }
 
     /// The message's bytes.

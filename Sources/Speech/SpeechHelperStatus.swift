@@ -5,6 +5,10 @@ import Synchronization
 /// start that reaches `ready` is a new generation: a loop whose connection belongs to an older one
 /// reconnects, and while the helper is down requests fail at once (the callers' fallback rules
 /// serve) instead of waiting on a socket nobody answers.
+///
+/// A worker of `parley serve --workers N` uses its supervisor's helper (`init(sharedAt:)`): it
+/// cannot see that helper's life, so it counts it up, and learns otherwise from its socket (a
+/// connect refused fails a request at once; a connection that ends is made again at the next).
 public final class SpeechHelperStatus: Sendable {
     /// The Unix socket the helper listens on.
     public let socketPath: String
@@ -13,6 +17,12 @@ public final class SpeechHelperStatus: Sendable {
 
     public init(socketPath: String) {
         self.socketPath = socketPath
+    }
+
+    /// The helper another process runs, at `socketPath`.
+    public convenience init(sharedAt socketPath: String) {
+        self.init(socketPath: socketPath)
+        markReady()
     }
 
     /// The generation now serving, or nil while the helper is down or starting.

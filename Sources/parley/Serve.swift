@@ -63,6 +63,10 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("worker-name"), help: .hidden)
     var workerName: String?
 
+    /// A worker's speech helper: the supervisor's, one per box, at this socket.
+    @Option(name: .customLong("speech-helper-socket"), help: .hidden)
+    var speechHelperSocket: String?
+
     /// A worker started by a supervisor stays quiet: the supervisor says when all of them listen.
     private var isWorker: Bool { workerName != nil }
 
@@ -72,10 +76,12 @@ struct Serve: ParsableCommand {
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
         (settings.access.shared, settings.access.shares) = try sharedTenantCount(settings)
         let resume = try ResumeOptions.open(settings.resume)
-        let models = settings.speech.helperModels()
-        let helper = settings.speech.startHelper(models)
+        // A worker's helper is its supervisor's, which has said what it lacks.
+        let models = settings.speech.helperModels(quiet: speechHelperSocket != nil)
+        let helper = speechHelperSocket == nil ? settings.speech.startHelper(models) : nil
         defer { helper?.stop() }
-        let sessions = try buildSessions(settings, resume: resume, helper: helper?.status, models: models)
+        let status = helper?.status ?? speechHelperSocket.map(SpeechHelperStatus.init(sharedAt:))
+        let sessions = try buildSessions(settings, resume: resume, helper: status, models: models)
         let routes = installRoutes(settings, sessions: sessions)
         let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store)
         if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
@@ -252,11 +258,16 @@ struct Serve: ParsableCommand {
         if access.signingKeyFile == nil && Environment.string("PARLEY_SIGNING_KEY") == nil {
             setenv("PARLEY_SIGNING_KEY", Base64.encode(OpenSSL.randomBytes(48)), 1)
         }
+        // One speech helper for the box (about 320 MiB of models): the workers' loops connect to it.
+        let helper = settings.speech.startHelper(settings.speech.helperModels())
+        defer { helper?.stop() }
+        let helperArguments = helper.map { ["--speech-helper-socket", $0.status.socketPath] } ?? []
         let shared: Int
         let supervisor: Supervisor
         do {
             shared = try Supervisor.concretePort(host: settings.server.host, port: settings.server.port)
-            supervisor = try Supervisor(count: settings.workers, arguments: Self.workerArguments(port: shared), shutdownTimeout: settings.server.shutdownTimeout)
+            supervisor = try Supervisor(count: settings.workers, arguments: Self.workerArguments(port: shared) + helperArguments,
+                                        shutdownTimeout: settings.server.shutdownTimeout, figures: helper == nil ? [] : [SpeechMetrics.shared.registry])
         } catch {
             throw StartupError("cannot start the workers: \(error)")
         }

@@ -137,7 +137,8 @@ struct SpeechOptions: ParsableArguments {
             var any: Bool { turn || whisper || piper }
         }
 
-        func helperModels() -> HelperModels {
+        /// `quiet`: a worker's, whose supervisor has said what is missing.
+        func helperModels(quiet: Bool = false) -> HelperModels {
             var models = HelperModels()
             let wanted: [(Bool, String, Setting<String>, String, WritableKeyPath<HelperModels, Bool>)] = [
                 (turnModel == "smart-turn", turnModelFile, Settings.turnModelFile, "Smart Turn not started, semantic_vad ends turns by silence", \.turn),
@@ -147,6 +148,7 @@ struct SpeechOptions: ParsableArguments {
             for (chosen, file, setting, fallback, model) in wanted where chosen {
                 let missing = [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (file, setting)].first { !Sys.canRead($0.0) }
                 if let (path, setting) = missing {
+                    if quiet { continue }
                     speechLog.warning("\(fallback): \(path) is missing (\(setting.flag); scripts/tools/speech-models.sh installs it)")
                 } else {
                     models[keyPath: model] = true

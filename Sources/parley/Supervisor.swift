@@ -40,7 +40,8 @@ final class Supervisor {
 
     /// `arguments`: the serve arguments each worker gets, without --workers and --port, which the
     /// supervisor sets.
-    init(count: Int, arguments: [String], shutdownTimeout: Double) throws {
+    /// `figures`: more of the supervisor's own series to publish (the speech helper's, which it runs).
+    init(count: Int, arguments: [String], shutdownTimeout: Double, figures: [MetricsRegistry] = []) throws {
         self.count = count
         self.arguments = arguments
         self.shutdownTimeout = shutdownTimeout
@@ -49,6 +50,7 @@ final class Supervisor {
         group = WorkerGroupMembership(directory: directory, name: "supervisor")
         tenants = try WorkerTenantTable.create(Self.tenantTablePath(directory), workers: count)
         restarts = MetricFamily(name: "parley_worker_restarts_total", help: "Workers started again after they died.", registry: metrics)
+        for registry in figures { metrics.include(registry) }
         let roster = roster, count = count
         _ = ComputedFamily(name: "parley_workers", help: "Worker processes of parley serve --workers, by state.", kind: .gauge, registry: metrics) { samples in
             samples.add(labels: "state=\"running\"", roster.running.withLock(\.count))

@@ -17,18 +17,9 @@ import Glibc
 /// helper that dies mid-turn.
 @Suite(.serialized) struct HelperSpeechTests {
     /// One helper for the suite (it takes about 3 s to load its models), up before any test uses it.
-    static let helper: SpeechHelperProcess? = {
-        guard let directory = try? Sys.makeTemporaryDirectory(prefix: "parley-test-helper-") else { return nil }
-        let process = SpeechHelperProcess(python: ".venv-speech/bin/python", script: "helpers/parley_speech.py", directory: directory,
-                                          modelArguments: ["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"]) { report in
-            if case .warning(let message) = report { print("helper: \(message)") }
-        }
-        guard (try? process.start()) != nil else { return nil }
-        for _ in 0..<300 where process.status.readyGeneration == nil { usleep(50_000) }
-        return process.status.readyGeneration == nil ? nil : process
-    }()
+    static let helper = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"])
 
-    func server(_ helper: SpeechHelperProcess, reply: String = "It is sunny in Paris today.", sphinx: Bool = false,
+    func server(_ helper: RunningSpeechHelper, reply: String = "It is sunny in Paris today.", sphinx: Bool = false,
                 synthesizer: (any Synthesizer)? = nil) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         let transcriber: any Transcriber = sphinx ? try SphinxTranscriber(decoders: 2, pool: pool) : WhisperTranscriber(helper: helper.status)
@@ -156,67 +147,4 @@ final class SentenceClock: Synthesizer, @unchecked Sendable {
     }
 
     func finished(_ text: String) -> UInt64? { finishedAt.withLock { $0[text] } }
-}
-
-/// The helper's protocol with bad input: a malformed frame closes that connection only; the
-/// helper goes on answering others.
-@Suite(.serialized) struct SpeechHelperProtocolTests {
-    /// A blocking connection to the helper's socket, with a 10 s receive time-out.
-    func connect(_ path: String) throws -> Int32 {
-        let fd = try Sys.streamSocket(family: AF_UNIX, .blocking)
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = try Sys.connect(fd, to: try #require(SocketAddress.unix(path: path)))
-        return fd
-    }
-
-    func readFrames(_ fd: Int32, count: Int) throws -> [SpeechHelperFrame] {
-        var reader = SpeechHelperFrame.Reader()
-        var frames: [SpeechHelperFrame] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while frames.count < count {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            frames += try buffer[..<n].withUnsafeBytes { try reader.read($0) }
-        }
-        return frames
-    }
-
-    /// The helper closed: end of file, or a reset when it closed with our bytes unread.
-    func closedByHelper(_ fd: Int32) -> Bool {
-        var byte: UInt8 = 0
-        let n = recv(fd, &byte, 1, 0)
-        return n == 0 || (n < 0 && errno == ECONNRESET)
-    }
-
-    @Test func aMalformedFrameClosesItsConnectionAndTheHelperGoesOn() throws {
-        let helper = try #require(HelperSpeechTests.helper, "the speech helper did not start")
-        let path = helper.status.socketPath
-        for garbage: [UInt8] in [[0xFF, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0], SpeechHelperFrame(header: .array([])).encoded(), Array("{not json".utf8) + [0, 0, 0, 0]] {
-            let bad = try connect(path)
-            _ = garbage.withUnsafeBytes { send(bad, $0.baseAddress, $0.count, 0) }
-            // "{not…" is no length prefix at all: read as one, it is a header past the limit.
-            #expect(closedByHelper(bad), "the helper kept a connection that sent \(garbage.prefix(12))")
-            Sys.close(bad)
-        }
-        let good = try connect(path)
-        defer { Sys.close(good) }
-        let hello = SpeechHelperFrame(header: .object([("op", .string("hello")), ("id", .int(7))])).encoded()
-        let unknown = SpeechHelperFrame(header: .object([("op", .string("dance")), ("id", .int(8))])).encoded()
-        _ = (hello + unknown).withUnsafeBytes { send(good, $0.baseAddress, $0.count, 0) }
-        let answers = try readFrames(good, count: 2)
-        #expect(answers.first { $0.header["id"]?.int == 7 }?.header["models"]?["transcribe"]?.string == "whisper-tiny.en")
-        #expect(answers.first { $0.header["id"]?.int == 8 }?.header["error"]?.string?.contains("unknown op") == true, "\(answers)")
-    }
-
-    @Test func aSpeakWithoutTextIsAnErrorNotACrash() throws {
-        let helper = try #require(HelperSpeechTests.helper, "the speech helper did not start")
-        let fd = try connect(helper.status.socketPath)
-        defer { Sys.close(fd) }
-        let request = SpeechHelperFrame(header: .object([("op", .string("speak")), ("id", .int(1)), ("text", .int(5))])).encoded()
-            + SpeechHelperFrame.encoded(header: .object([("op", .string("transcribe")), ("id", .int(2)), ("rate", .int(11025))]), samples: [1, 2, 3][...])
-        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        let answers = try readFrames(fd, count: 2)
-        #expect(answers.count == 2 && answers.allSatisfy { $0.header["error"]?.string != nil }, "\(answers)")
-    }
 }
