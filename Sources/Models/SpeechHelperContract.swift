@@ -4,7 +4,7 @@ import JSON
 /// the error codes, written once on this side; helpers/parley_speech.py's "Contract" section is the
 /// other (its `--contract` prints that table, and `SpeechHelperContractTests` fails when the two
 /// differ). In Models, not Speech, because the session layer switches on `SpeechHelperFailure`
-/// and may not import Speech (scripts/check-layers.sh). docs/protocol.md, "The speech helper".
+/// and may not import Speech (scripts/tools/check-layers.sh). docs/protocol.md, "The speech helper".
 public enum SpeechHelperContract {
     /// Carried by each connection's first message (`hello`) and checked by both sides: 2 is the
     /// streaming contract (1, never sent, re-sent a turn's whole audio with every decode).

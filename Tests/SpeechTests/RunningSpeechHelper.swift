@@ -15,7 +15,7 @@ final class RunningSpeechHelper: Sendable {
     let directory: String
     private let input: Int32
 
-    /// Nil when it ends before it says `ready` (its models missing: run scripts/speech-models.sh).
+    /// Nil when it ends before it says `ready` (its models missing: run scripts/tools/speech-models.sh).
     init?(_ modelArguments: [String], workers: Int = 2) {
         guard let directory = try? Sys.makeTemporaryDirectory(prefix: "parley-test-helper-") else { return nil }
         let socketPath = directory + "/helper.sock"
