@@ -34,11 +34,19 @@ else
 	$(RELEASE)/parley serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
 endif
 
+# Suites whose outcome rests on a recogniser keeping pace with audio streamed in real time (a
+# one-word barge-in is decided by pocketsphinx's partial before the speech's silence ends it): run
+# on their own after the rest, so that the suite's other servers and speech helpers, run in
+# parallel, do not starve them of the two cores (measured: "stop" resumed instead of cutting the
+# reply in 1 to 5 of 12 cases inside the parallel run, 0 of 12 alone).
+REAL_TIME_SUITES := InterruptionEndToEndTests|EchoGuardEndToEndTests|RecordingEndToEndTests
+
 test: deps
 	scripts/tools/check-layers.sh
 	scripts/tools/check-deploy.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip '$(REAL_TIME_SUITES)'
+	$(SWIFT) test --skip-build --filter '$(REAL_TIME_SUITES)'
 	$(MAKE) fuzz-smoke
 	scripts/tests/realtime-sdk-test.sh
 	scripts/tests/agents-sdk-test.sh
