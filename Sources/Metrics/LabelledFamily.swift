@@ -8,9 +8,9 @@ public final class LabelledFamily<Label: MetricLabel & CaseIterable & Equatable>
     public let kind: PrometheusText.Kind
     /// The cases, kept so that `add` searches an array made once (a synthesised `allCases` may
     /// build its array at each call).
-    private let cases: [Label]
+    @usableFromInline let cases: [Label]
     /// Each case's label text, made once, and its counter.
-    private let series: [(labels: String, counter: Counter)]
+    @usableFromInline let series: [(labels: String, counter: Counter)]
 
     /// `fixed`: a label every series carries before its own (`store="sqlite"`), for a family
     /// declared by each of several values (a store each).
@@ -24,12 +24,16 @@ public final class LabelledFamily<Label: MetricLabel & CaseIterable & Equatable>
         registry.register(self)
     }
 
+    /// Inlinable, so that the search is specialised where it is called: an enumeration's cases
+    /// compared as integers, not through the generic `Equatable` witness on each step.
+    @inlinable
     public func add(_ n: Int, _ label: Label) {
         // Every value of `Label` is among `cases`: made from `allCases` above.
         series[cases.firstIndex(of: label)!].counter.add(n)
     }
 
     /// The value of one series (tests, and a gauge read back).
+    @inlinable
     public func current(_ label: Label) -> Int { series[cases.firstIndex(of: label)!].counter.current }
 
     public func writeSamples(into out: inout PrometheusText) {
