@@ -105,9 +105,13 @@ let package = Package(
         // Real-socket clients and servers shared by the test targets.
         .target(name: "TestSupport", dependencies: ["Server", "Loop", "JSON"], path: "Tests/TestSupport"),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "Loop", "TestSupport"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop"]),
+        // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport"]),
+        .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),

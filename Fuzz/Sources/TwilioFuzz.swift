@@ -13,7 +13,7 @@ enum TwilioFuzz {
         do {
             message = try TwilioMessage.parse(String(decoding: input, as: UTF8.self))
         } catch {
-            precondition(TwilioMessageError.labels.contains(error.label) && !error.message.isEmpty, "\(error) has no reason or label")
+            precondition(TwilioRejection.allCases.contains(error.reason) && !error.message.isEmpty, "\(error) has no reason or message")
             return
         }
         switch message {

@@ -88,7 +88,8 @@ public struct TenantLimits: Sendable, Equatable {
 public final class TenantLedger: Sendable {
     public static let shared = TenantLedger(registry: .process)
 
-    public enum Refusal: String, Sendable, CaseIterable {
+    public enum Refusal: String, Sendable, CaseIterable, MetricLabel {
+        public static let labelName = "reason"
         case sessions = "tenant_sessions"
         case rate = "tenant_rate"
         case tokens = "tenant_tokens"
@@ -138,14 +139,14 @@ public final class TenantLedger: Sendable {
 
     public init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
-        func byTenant(_ name: String, _ help: String, _ kind: PrometheusText.Kind, _ write: @escaping @Sendable (inout ComputedFamily.Samples, String, Series) -> Void) {
+        func byTenant(_ name: String, _ help: String, _ kind: PrometheusText.Kind, _ write: @escaping @Sendable (inout ComputedFamily.Samples, TenantLabel, Series) -> Void) {
             _ = ComputedFamily(name: name, help: help, kind: kind, registry: registry) { [weak self] samples in
                 guard let (labels, series) = self?.snapshot() else { return }
                 for (label, s) in zip(labels, series) { write(&samples, label, s) }
             }
         }
-        byTenant("parley_tenant_sessions_open", "Sessions open by tenant (the first tenants seen by name, the rest as _other).", .gauge) { $0.add(labels: $1, $2.open) }
-        byTenant("parley_tenant_sessions_total", "Sessions admitted by tenant.", .counter) { $0.add(labels: $1, $2.opened) }
+        byTenant("parley_tenant_sessions_open", "Sessions open by tenant (the first tenants seen by name, the rest as _other).", .gauge) { $0.add($1, $2.open) }
+        byTenant("parley_tenant_sessions_total", "Sessions admitted by tenant.", .counter) { $0.add($1, $2.opened) }
         _ = ComputedFamily(name: "parley_tenant_shared_count_up", help: "1 while tenant limits are counted across processes (workers' table or Redis), 0 while this process counts its share alone; absent without a shared count.", kind: .gauge, registry: registry) { [weak self] samples in
             if let up = self?.state.withLock(\.sharedUp) { samples.add(up ? 1 : 0) }
         }
@@ -153,7 +154,7 @@ public final class TenantLedger: Sendable {
             samples.add(self?.state.withLock(\.localAdmissions) ?? 0)
         }
         byTenant("parley_tenant_refusals_total", "Upgrades refused with 429 for a tenant's limit, by tenant and reason.", .counter) { samples, label, s in
-            for (i, reason) in Refusal.allCases.enumerated() { samples.add(labels: label + ",reason=\"\(reason.rawValue)\"", s.refused[i]) }
+            for (i, reason) in Refusal.allCases.enumerated() { samples.add(label, reason, s.refused[i]) }
         }
     }
 
@@ -305,27 +306,20 @@ public final class TenantLedger: Sendable {
     }
 
     /// Each tenant's label and series, `_other` first, as a scrape reads them.
-    private func snapshot() -> ([String], [Series]) {
+    private func snapshot() -> ([TenantLabel], [Series]) {
         let (names, series) = state.withLock { ($0.names, $0.series) }
-        return (["tenant=\"_other\""] + names.map { "tenant=\"\(Self.escape($0))\"" }, series)
+        return ([TenantLabel.other] + names.map(TenantLabel.init(labelValue:)), series)
     }
 
     /// Its series alone, as a scrape shows them.
     public func render() -> String { registry.render() }
+}
 
-    /// A label value as the exposition format wants it: backslash, quote and newline escaped.
-    static func escape(_ value: String) -> String {
-        var out = ""
-        for c in value {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+/// A tenant's name on the `parley_tenant_*` series (`_other` for those past `metricsTenants`).
+struct TenantLabel: MetricLabel {
+    static let labelName = "tenant"
+    static let other = TenantLabel(labelValue: "_other")
+    let labelValue: String
 }
 
 /// Why a tenant's session was refused, and when to try again (the 429's Retry-After).

@@ -12,9 +12,17 @@ public final class ComputedFamily: Metric {
         fileprivate var out: PrometheusText
         fileprivate let name: String
 
-        /// `labels` is the label text without braces (`reason="x"`), empty for none.
-        public mutating func add(labels: String = "", _ value: Int) { out.sample(name, labels: labels, value) }
-        public mutating func add(labels: String = "", _ value: Double) { out.sample(name, labels: labels, value) }
+        /// The family's one unlabelled sample.
+        public mutating func add(_ value: Int) { out.sample(name, value) }
+        public mutating func add(_ value: Double) { out.sample(name, value) }
+
+        /// A sample with one label.
+        public mutating func add(_ label: some MetricLabel, _ value: Int) { out.sample(name, labels: label.labelText, value) }
+
+        /// A sample with two labels, in this order.
+        public mutating func add(_ first: some MetricLabel, _ second: some MetricLabel, _ value: Int) {
+            out.sample(name, labels: first.labelText + "," + second.labelText, value)
+        }
     }
 
     public init(name: String, help: String, kind: PrometheusText.Kind, registry: MetricsRegistry,

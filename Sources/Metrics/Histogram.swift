@@ -17,7 +17,19 @@ public final class Histogram: Metric {
 
     /// `registry`: where it is declared; nil for one part of a family that a `SummedHistogram`
     /// declares (each loop's own, so loops do not share cache lines).
-    public init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds, labels: String = "", registry: MetricsRegistry?) {
+    public convenience init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds, registry: MetricsRegistry?) {
+        self.init(name: name, help: help, bounds: bounds, labels: "", registry: registry)
+    }
+
+    /// One series of a family labelled by `label` (`store="sqlite"`): each value is a histogram of
+    /// its own, declared under the same name.
+    public convenience init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds, label: some MetricLabel, registry: MetricsRegistry?) {
+        self.init(name: name, help: help, bounds: bounds, labels: label.labelText, registry: registry)
+    }
+
+    /// TRANSITIONAL, for Sources/Session's turn-stage histograms alone until they pass a typed
+    /// label (as `MetricFamily`'s `labels:` init): the label text written by hand.
+    public init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds, labels: String, registry: MetricsRegistry?) {
         self.name = name
         self.help = help
         self.bounds = bounds

@@ -30,6 +30,22 @@ public struct PrometheusText {
         text += labels.isEmpty ? "\(name) \(value)\n" : "\(name){\(labels)} \(value)\n"
     }
 
+    /// A label value as the exposition format wants it: backslash, quote and newline escaped
+    /// (every label value on /metrics passes through here, `MetricLabel.labelText`).
+    public static func escape(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\n") }) else { return value }
+        var out = ""
+        for c in value {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
     /// A sample already written as `name{labels}` and its value's text (the merge's, which keeps
     /// what it read).
     mutating func sample(series: String, text value: String) {

@@ -16,8 +16,8 @@ public struct ResilientModel: LanguageModel {
 
     public init(primary: any LanguageModel, fallback: (any LanguageModel)? = nil, policy: UpstreamPolicy = UpstreamPolicy()) {
         name = primary.name
-        var upstreams: [(any LanguageModel, Circuit)] = [(primary, Circuit(label: "primary", policy: policy))]
-        if let fallback { upstreams.append((fallback, Circuit(label: "fallback", policy: policy))) }
+        var upstreams: [(any LanguageModel, Circuit)] = [(primary, Circuit(label: .primary, policy: policy))]
+        if let fallback { upstreams.append((fallback, Circuit(label: .fallback, policy: policy))) }
         self.upstreams = upstreams
         self.policy = policy
     }
@@ -41,11 +41,11 @@ final class Circuit: Sendable {
         var trial = false
     }
 
-    let label: String
+    let label: UpstreamRole
     private let policy: UpstreamPolicy
     private let state = Mutex(State())
 
-    init(label: String, policy: UpstreamPolicy) {
+    init(label: UpstreamRole, policy: UpstreamPolicy) {
         self.label = label
         self.policy = policy
     }
@@ -68,7 +68,7 @@ final class Circuit: Sendable {
             defer { state = State() }
             return state.openUntil != 0
         }
-        if wasOpen { UpstreamMetrics.shared.circuitsOpen.add(-1, labels: "upstream=\"\(label)\"") }
+        if wasOpen { UpstreamMetrics.shared.circuitsOpen.add(-1, label) }
     }
 
     func failed(now: UInt64) {
@@ -81,7 +81,7 @@ final class Circuit: Sendable {
             return !wasOpen
         }
         if opened {
-            UpstreamMetrics.shared.circuitsOpen.add(1, labels: "upstream=\"\(label)\"")
+            UpstreamMetrics.shared.circuitsOpen.add(1, label)
             modelLog.warning("upstream circuit open", metadata: ["upstream": "\(label)", "seconds": "\(policy.circuitOpenSeconds)"])
         }
     }
@@ -142,7 +142,7 @@ final class ResilientCall: ModelCall {
     private func begin(_ upstream: Int) {
         guard !over else { return }
         // Every attempt after the first says so (the trace's event; nothing for the client).
-        if let lastFailure { onEvent(.retrying(upstream: model.upstreams[upstream].circuit.label, after: lastFailure)) }
+        if let lastFailure { onEvent(.retrying(upstream: model.upstreams[upstream].circuit.label.rawValue, after: lastFailure)) }
         if upstream > 0 && current != upstream { metrics.fallbacks.add(1) }
         current = upstream
         armTimer(model.policy.firstTokenSeconds)

@@ -15,7 +15,7 @@ public final class UpstreamMetrics: Sendable {
     let fallbacks: MetricFamily
     let stalls: MetricFamily
     public let apologies: MetricFamily
-    let circuitsOpen: MetricFamily
+    let circuitsOpen: LabelledFamily<UpstreamRole>
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -30,10 +30,16 @@ public final class UpstreamMetrics: Sendable {
         stalls = MetricFamily(name: "parley_upstream_stalls_total", help: "Replies cut because the upstream went quiet (--llm-stall-seconds).", registry: registry)
         apologies = MetricFamily(name: "parley_upstream_apologies_total", help: "Turns answered with the apology because every attempt failed (a 429, 5xx, failed connection or stall each time).",
                                  registry: registry)
-        circuitsOpen = MetricFamily(name: "parley_upstream_circuit_open", help: "1 while an upstream's circuit is open (calls skip it).", kind: .gauge,
-                                    labels: ["primary", "fallback"].map { "upstream=\"\($0)\"" }, registry: registry)
+        circuitsOpen = LabelledFamily(name: "parley_upstream_circuit_open", help: "1 while an upstream's circuit is open (calls skip it).", kind: .gauge,
+                                      registry: registry)
     }
 
     /// Its series alone, as a scrape shows them.
     public func render() -> String { registry.render() }
+}
+
+/// Which of a session's upstreams: the model it asks first, or the one it falls back to.
+public enum UpstreamRole: String, Sendable, CaseIterable, MetricLabel {
+    public static let labelName = "upstream"
+    case primary, fallback
 }

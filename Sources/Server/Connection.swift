@@ -145,43 +145,34 @@ final class Connection: LoopRegistrant {
             reprocessPending = false
             processPending()
         }
-        var budget = 16
-        while budget > 0 {
-            guard state != .closed, !readPaused, wire.isReading else { return }
-            budget -= 1
-            let buffer = loop.readBuffer
-            let prefix = pending.count
+        guard state != .closed, !readPaused, wire.isReading else { return }
+        var source = TLSOrSocketSource(fd: fd, tls: tls)
+        var prefix = 0
+        let outcome = loop.readUntilDrained(from: &source, budget: 16, hungUp: hungUp, held: { buffer in
+            // What a protocol left unprocessed goes in front of the new bytes, as one run.
+            prefix = pending.count
             if prefix > 0 { buffer.baseAddress!.copyMemory(from: pending.readable.baseAddress!, byteCount: prefix) }
-            let space = UnsafeMutableRawBufferPointer(rebasing: buffer[prefix...])
-            let result: Sys.IOResult
-            do { result = try receive(into: space) } catch { return close() }
-            switch result {
-            case .wouldBlock: return
-            case .endOfFile: return close()
-            case .transferred(let n):
-                pending.release()
-                serving.metrics.bytesIn.add(n)
-                wire.trafficReceived()
-                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<(prefix + n)])
-                let consumed = process(bytes)
-                if consumed < bytes.count && state != .closed {
-                    pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
-                }
-                account()
-                // Edge-triggered: a short read means the socket is drained, and new data brings a new
-                // edge. Not so for TLS, which reads a record at a time: it reads on to `wantRead`.
-                if n < space.count && !hungUp && tls == nil { return }
+            return prefix
+        }) { bytes in
+            pending.release()
+            serving.metrics.bytesIn.add(bytes.count - prefix)
+            wire.trafficReceived()
+            let consumed = process(bytes)
+            if consumed < bytes.count && state != .closed {
+                pending.append(UnsafeRawBufferPointer(rebasing: bytes[consumed...]))
             }
+            account()
+            return state != .closed && !readPaused && wire.isReading ? .readOn : .stop
         }
-        loop.readAgain(registration)
-    }
-
-    /// One read from the socket, through TLS when the port serves it.
-    private func receive(into space: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
-        guard let tls else { return try Sys.receive(fd, into: space) }
-        let result = tls.read(into: space, needsWritable: &readWaitsForWritable)
-        if readWaitsForWritable { armWrite(true) }
-        return result
+        if source.needsWritable {
+            readWaitsForWritable = true
+            armWrite(true)
+        }
+        switch outcome {
+        case .drained, .stopped: return
+        case .endOfFile, .failed: close()
+        case .budgetSpent: loop.readAgain(registration)
+        }
     }
 
     /// Moves the TLS handshake on; true once it is complete and the connection can read HTTP.

@@ -2,14 +2,23 @@ import Loop
 import Metrics
 
 /// Close codes get a fixed set of labels so the metric's cardinality stays bounded.
-enum CloseLabel {
+struct CloseLabel: MetricLabel {
+    static let labelName = "code"
     /// 1000...1015, then "other" for library/application codes, then "none" for plain HTTP.
     static let count = 18
-    static func index(_ code: WebSocketCloseCode?) -> Int {
-        guard let code else { return 17 }
-        return (1000...1015).contains(code.rawValue) ? Int(code.rawValue - 1000) : 16
+    let index: Int
+
+    init(index: Int) { self.index = index }
+
+    init(_ code: WebSocketCloseCode?) {
+        guard let code else {
+            index = 17
+            return
+        }
+        index = (1000...1015).contains(code.rawValue) ? Int(code.rawValue - 1000) : 16
     }
-    static func name(_ index: Int) -> String {
+
+    var labelValue: String {
         switch index {
         case 0..<16: return String(1000 + index)
         case 16: return "other"
@@ -18,8 +27,15 @@ enum CloseLabel {
     }
 }
 
+/// An endpoint's name on `parley_connections_open` (`http` for connections not upgraded).
+struct EndpointLabel: MetricLabel {
+    static let labelName = "endpoint"
+    let labelValue: String
+}
+
 /// Why an accepted-or-attempted connection was turned away.
-enum RefusalReason: Int, CaseIterable {
+enum RefusalReason: Int, CaseIterable, MetricLabel {
+    static let labelName = "reason"
     /// accept(2) failed with EMFILE/ENFILE.
     case descriptorLimit
     /// A WebSocket upgrade past `maxConnections` sessions, or any connection past the hard cap.
@@ -30,22 +46,24 @@ enum RefusalReason: Int, CaseIterable {
     case addressConnections
     /// A client address opening connections faster than `connectsPerSecondPerAddress`.
     case addressRate
-    var label: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit", "address_connections", "address_rate"][rawValue] }
+    var labelValue: String { ["descriptor_limit", "connection_limit", "tls_handshake_limit", "address_connections", "address_rate"][rawValue] }
 }
 
 /// Why the server dropped a WebSocket connection on its own.
-enum DropReason: Int, CaseIterable {
+enum DropReason: Int, CaseIterable, MetricLabel {
+    static let labelName = "reason"
     /// The client did not read, and its outbound queue passed `maxOutboundBytes` (told with 1008).
     case outboundCap
     /// No pong to our ping within the ping timeout.
     case pingTimeout
     /// Our close (or the flush and linger after it) was not answered in time.
     case closeTimeout
-    var label: String { ["outbound_cap", "ping_timeout", "close_timeout"][rawValue] }
+    var labelValue: String { ["outbound_cap", "ping_timeout", "close_timeout"][rawValue] }
 }
 
 /// How a TLS handshake ended.
-enum TLSHandshakeResult: Int, CaseIterable {
+enum TLSHandshakeResult: Int, CaseIterable, MetricLabel {
+    static let labelName = "result"
     case established
     /// A protocol or certificate error.
     case failed
@@ -53,7 +71,7 @@ enum TLSHandshakeResult: Int, CaseIterable {
     case timedOut
     /// The client left first (or the server shut down).
     case closed
-    var label: String { ["ok", "failed", "timeout", "closed"][rawValue] }
+    var labelValue: String { ["ok", "failed", "timeout", "closed"][rawValue] }
 }
 
 /// The server's counters on one event loop (the loop's own lag histogram is its handle's).

@@ -18,24 +18,24 @@ enum ServerMetrics {
         }
 
         _ = ComputedFamily(name: "parley_connections_open", help: "Open connections by endpoint (http: not upgraded).", kind: .gauge, registry: registry) { samples in
-            for (i, name) in endpointNames.enumerated() { samples.add(labels: "endpoint=\"\(name)\"", sum { $0.open[i] }) }
+            for (i, name) in endpointNames.enumerated() { samples.add(EndpointLabel(labelValue: name), sum { $0.open[i] }) }
         }
         gauge("parley_draining", "1 from SIGTERM while sessions drain (/readyz answers 503).") { drain.isDraining ? 1 : 0 }
         counter("parley_connections_accepted_total", "Connections accepted.") { $0.accepted }
         _ = ComputedFamily(name: "parley_connections_refused_total", help: "Connections turned away, by reason.", kind: .counter, registry: registry) { samples in
-            for reason in RefusalReason.allCases { samples.add(labels: "reason=\"\(reason.label)\"", sum { $0.refused[reason.rawValue] }) }
+            for reason in RefusalReason.allCases { samples.add(reason, sum { $0.refused[reason.rawValue] }) }
         }
         _ = ComputedFamily(name: "parley_connections_dropped_total",
                            help: "Connections the server ended on its own, by why: a client not reading past --max-outbound-bytes (told with 1008), no pong, no answer to our close.",
                            kind: .counter, registry: registry) { samples in
-            for reason in DropReason.allCases { samples.add(labels: "reason=\"\(reason.label)\"", sum { $0.dropped[reason.rawValue] }) }
+            for reason in DropReason.allCases { samples.add(reason, sum { $0.dropped[reason.rawValue] }) }
         }
         _ = ComputedFamily(name: "parley_connections_closed_total",
                            help: "Connections closed, by WebSocket close code (1006: dropped without a close frame; none: plain HTTP).",
                            kind: .counter, registry: registry) { samples in
             for i in 0..<CloseLabel.count {
                 let n = sum { $0.closed[i] }
-                if n > 0 || i == 0 { samples.add(labels: "code=\"\(CloseLabel.name(i))\"", n) }
+                if n > 0 || i == 0 { samples.add(CloseLabel(index: i), n) }
             }
         }
         counter("parley_websocket_messages_received_total", "WebSocket data messages received.") { $0.messagesIn }
@@ -63,15 +63,21 @@ enum ServerMetrics {
 
         if let tls {
             _ = ComputedFamily(name: "parley_tls_handshakes_total", help: "TLS handshakes with clients, by how they ended.", kind: .counter, registry: registry) { samples in
-                for result in TLSHandshakeResult.allCases { samples.add(labels: "result=\"\(result.label)\"", sum { $0.tlsHandshakes[result.rawValue] }) }
+                for result in TLSHandshakeResult.allCases { samples.add(result, sum { $0.tlsHandshakes[result.rawValue] }) }
             }
             gauge("parley_tls_handshakes_in_progress", "TLS handshakes under way (capped by --max-tls-handshakes).") { sum { $0.tlsHandshakesInProgress } }
             _ = ComputedFamily(name: "parley_tls_certificate_reloads_total", help: "Certificate reloads (SIGHUP), by outcome.", kind: .counter, registry: registry) { samples in
-                samples.add(labels: "result=\"ok\"", tls.reloads.current)
-                samples.add(labels: "result=\"failed\"", tls.reloadFailures.current)
+                samples.add(CertificateReload.ok, tls.reloads.current)
+                samples.add(CertificateReload.failed, tls.reloadFailures.current)
             }
             gauge("parley_tls_certificate_expiry_timestamp_seconds", "When the served certificate expires (Unix time).") { tls.context.certificateNotAfter ?? 0 }
         }
         _ = SummedHistogram(lag, registry: registry)
     }
+}
+
+/// How a certificate reload (SIGHUP) ended.
+enum CertificateReload: String, MetricLabel {
+    static let labelName = "result"
+    case ok, failed
 }

@@ -124,7 +124,7 @@ final class ServingLoop {
         metrics.refused[reason.rawValue].add(1)
         refusedSinceLog += 1
         if let last = lastRefusalLog, loop.now &- last < loop.ticks(seconds: 1) { return }
-        serverLog.warning("refusing connections", metadata: ["reason": "\(reason.label)", "refused": "\(refusedSinceLog)", "loop": "\(loop.handle.index)"])
+        serverLog.warning("refusing connections", metadata: ["reason": "\(reason.labelValue)", "refused": "\(refusedSinceLog)", "loop": "\(loop.handle.index)"])
         refusedSinceLog = 0
         lastRefusalLog = loop.now
     }
@@ -166,7 +166,7 @@ final class ServingLoop {
         context.openConnections.subtract(1, ordering: .relaxed)
         if endpoint > 0 { context.openSessions.subtract(1, ordering: .relaxed) }
         metrics.open[endpoint].add(-1)
-        metrics.closed[CloseLabel.index(closeCode)].add(1)
+        metrics.closed[CloseLabel(closeCode).index].add(1)
         metrics.accountedBytes.add(-accounted)
         if endpoint > 0 { sessionsHere -= 1 }
         if shuttingDown && sessionsHere == 0 { stopNow() }

@@ -1,26 +1,23 @@
 import Metrics
 
-/// The Redis store's series in /metrics: its writes (`StoreMetrics`, results `ok`; `failed`: Redis
-/// answered an error or the connection dropped with it in flight; `dropped`: Redis was down, so it
-/// was never sent; not timed, since they do not hold the loop) and its connections.
+/// The Redis store's series in /metrics: its writes (`StoreMetrics`, by `RedisWriteResult`; not
+/// timed, since they do not hold the loop) and its connections.
 public final class RedisStoreMetrics: Sendable {
     /// Where its series are declared: the store's own registry.
     public let registry = MetricsRegistry()
-    let writes: StoreMetrics
+    let writes: StoreMetrics<RedisWriteResult>
     let up: MetricFamily
     let reconnects: MetricFamily
 
     public init() {
-        writes = StoreMetrics(store: "redis", failures: ["failed", "dropped"], timesWrites: false, registry: registry)
+        writes = StoreMetrics(store: .redis, timesWrites: false, registry: registry)
         up = MetricFamily(name: "parley_redis_up", help: "1 while every loop's Redis connection is up, 0 while any is down or none is made yet.", kind: .gauge,
                           registry: registry)
         reconnects = MetricFamily(name: "parley_redis_reconnects_total", help: "Attempts to connect to Redis again after a connection was lost or refused.",
                                   registry: registry)
     }
 
-    enum WriteResult: String { case ok, failed, dropped }
-
-    func wrote(_ result: WriteResult, bytes: Int) {
-        writes.recordWrite(result.rawValue, bytes: bytes)
+    func wrote(_ result: RedisWriteResult, bytes: Int) {
+        writes.recordWrite(result, bytes: bytes)
     }
 }

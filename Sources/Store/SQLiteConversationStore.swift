@@ -16,7 +16,7 @@ let storeLog = Logger(label: "parley.store")
 public final class SQLiteConversationStore: ConversationStore {
     public let kind = "sqlite"
     public let path: String
-    public let metrics: StoreMetrics
+    public let metrics: StoreMetrics<SQLiteWriteResult>
     /// Names this store's connection among a loop's (tests open several stores in one process).
     private let id: Int
     private static let lastID = Atomic<Int>(0)
@@ -39,7 +39,7 @@ public final class SQLiteConversationStore: ConversationStore {
         CREATE INDEX IF NOT EXISTS reports_by_expiry ON reports(expires_at);
         """
 
-    private init(path: String, metrics: StoreMetrics) {
+    private init(path: String, metrics: StoreMetrics<SQLiteWriteResult>) {
         self.path = path
         self.metrics = metrics
         id = Self.lastID.add(1, ordering: .relaxed).newValue
@@ -56,7 +56,7 @@ public final class SQLiteConversationStore: ConversationStore {
         } catch {
             throw SQLiteError(code: error.code, message: "cannot create the schema in \(path): \(error.message)")
         }
-        return SQLiteConversationStore(path: path, metrics: StoreMetrics(store: "sqlite"))
+        return SQLiteConversationStore(path: path, metrics: StoreMetrics(store: .sqlite))
     }
 
     /// The store's series (`parley_store_*{store="sqlite"}`) for /metrics.
@@ -198,15 +198,15 @@ public final class SQLiteConversationStore: ConversationStore {
     private func write(_ what: String, bytes: Int, on loop: EventLoop, _ body: (SQLiteDatabase) throws(SQLiteError) -> Void) -> Bool {
         let start = MonotonicClock.nanoseconds()
         guard let db = connection(on: loop) else {
-            metrics.recordWrite("error", bytes: 0, nanoseconds: MonotonicClock.nanoseconds() &- start)
+            metrics.recordWrite(.error, bytes: 0, nanoseconds: MonotonicClock.nanoseconds() &- start)
             return false
         }
         do throws(SQLiteError) {
             try body(db)
-            metrics.recordWrite("ok", bytes: bytes, nanoseconds: MonotonicClock.nanoseconds() &- start)
+            metrics.recordWrite(.ok, bytes: bytes, nanoseconds: MonotonicClock.nanoseconds() &- start)
             return true
         } catch {
-            metrics.recordWrite("error", bytes: 0, nanoseconds: MonotonicClock.nanoseconds() &- start)
+            metrics.recordWrite(.error, bytes: 0, nanoseconds: MonotonicClock.nanoseconds() &- start)
             report(error, what)
             return false
         }

@@ -73,20 +73,6 @@ public final class TLSStream {
         return result == 1 ? .transferred(n) : outcome(of: result, during: "TLS read")
     }
 
-    /// A read in the socket's own terms, for the loop's connections: `wantRead` is "would block";
-    /// a read that must wait for the socket to be writable sets `needsWritable`; the peer's close and
-    /// a failed session both end the stream.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, needsWritable: inout Bool) -> Sys.IOResult {
-        switch read(into: buffer) {
-        case .transferred(let n): return .transferred(n)
-        case .wantRead: return .wouldBlock
-        case .wantWrite:
-            needsWritable = true
-            return .wouldBlock
-        case .closed, .failed: return .endOfFile
-        }
-    }
-
     /// Writes what it can, in whole records; `.transferred` may be short of `bytes.count`.
     public func write(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         var total = 0

@@ -35,18 +35,18 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     func webSocketDidOpen(_ socket: WebSocket) { self.socket = socket }
 
     func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
-        guard kind == .text else { return reject("binary_frame") }
+        guard kind == .text else { return reject(.binaryFrame) }
         let parsed: TwilioMessage
         do {
             parsed = try TwilioMessage.parse(String(decoding: message, as: UTF8.self))
         } catch {
-            return reject(error.label, error.message)
+            return reject(error.reason, error.message)
         }
         switch parsed {
         case .connected: break
         case .start(let call): start(call, on: socket)
         case .media(let track, let payload):
-            guard let driver else { return reject("media_before_start") }
+            guard let driver else { return reject(.mediaBeforeStart) }
             // With both tracks streamed, the outbound one is our own voice coming back.
             guard track == nil || track == "inbound" else { return }
             guard driver.admitEvent() else { return }
@@ -67,7 +67,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         metrics.marksOutstanding.add(-playback.outstanding)
         guard let driver else { return }
         metrics.callsOpen.add(-1)
-        metrics.calls.add(1, labels: stopped ? "end=\"stop\"" : "end=\"no_stop\"")
+        metrics.calls.add(1, stopped ? .stop : .noStop)
         sessionLog.info("call ended", metadata: ["session": "\(driver.engine.sessionID)", "call": "\(callSid)",
                                                  "stop": "\(stopped)", "code": "\(code)"])
         driver.close(code: code)
@@ -77,7 +77,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     // MARK: The call
 
     private func start(_ call: TwilioStart, on socket: WebSocket) {
-        guard driver == nil else { return reject("missing_field", "a second start") }
+        guard driver == nil else { return reject(.missingField, "a second start") }
         guard call.encoding == "audio/x-mulaw", call.sampleRate == 8000, call.channels == 1 else {
             sessionLog.warning("call refused", metadata: ["call": "\(call.callSid ?? "")", "encoding": "\(call.encoding)", "rate": "\(call.sampleRate)"])
             return socket.close(.unsupportedData, reason: "media must be audio/x-mulaw at 8000 Hz, mono")
@@ -118,7 +118,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     /// Keys reach the conversation as a user turn ("The caller pressed 1 2 3 #.") and are answered.
     private func pressed(_ digit: Character) {
         metrics.dtmf.add(1)
-        guard driver != nil else { return reject("media_before_start") }
+        guard driver != nil else { return reject(.mediaBeforeStart) }
         digits.append(digit)
         digitFlush?.cancel()
         guard digit != "#", digits.count < 32 else { return flushDigits() }
@@ -133,9 +133,9 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         driver.userSaid("The caller pressed \(keys) on the keypad.")
     }
 
-    private func reject(_ label: String, _ why: String = "") {
-        metrics.rejected.add(1, labels: "reason=\"\(label)\"")
-        sessionLog.debug("twilio message ignored", metadata: ["call": "\(callSid)", "reason": "\(label)", "detail": "\(why)"])
+    private func reject(_ reason: TwilioRejection, _ why: String = "") {
+        metrics.rejected.add(1, reason)
+        sessionLog.debug("twilio message ignored", metadata: ["call": "\(callSid)", "reason": "\(reason.rawValue)", "detail": "\(why)"])
     }
 
     // MARK: SessionWire

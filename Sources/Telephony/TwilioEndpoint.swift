@@ -57,6 +57,13 @@ public struct TwilioEndpoint: Sendable {
     }
 }
 
+/// How a Twilio call ended: a `stop` received, or the socket closed without one.
+enum TwilioCallEnd: String, CaseIterable, MetricLabel {
+    static let labelName = "end"
+    case stop
+    case noStop = "no_stop"
+}
+
 /// The calls' series in /metrics.
 final class TwilioMetrics: Sendable {
     static let shared = TwilioMetrics(registry: .process)
@@ -65,23 +72,22 @@ final class TwilioMetrics: Sendable {
     let registry: MetricsRegistry
 
     let callsOpen: MetricFamily
-    let calls: MetricFamily
+    let calls: LabelledFamily<TwilioCallEnd>
     let marksOutstanding: MetricFamily
     let clears: MetricFamily
     let dtmf: MetricFamily
-    let rejected: MetricFamily
+    let rejected: LabelledFamily<TwilioRejection>
     let refused: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
         callsOpen = MetricFamily(name: "parley_twilio_calls_open", help: "Twilio calls in progress (a start received, the stream not ended).", kind: .gauge, registry: registry)
-        calls = MetricFamily(name: "parley_twilio_calls_total", help: "Twilio calls ended, by how: stop received, or the socket closed without one.",
-                             labels: ["stop", "no_stop"].map { "end=\"\($0)\"" }, registry: registry)
+        calls = LabelledFamily(name: "parley_twilio_calls_total", help: "Twilio calls ended, by how: stop received, or the socket closed without one.",
+                               registry: registry)
         marksOutstanding = MetricFamily(name: "parley_twilio_marks_outstanding", help: "Marks sent and not yet echoed: reply audio queued at Twilio, in 20 ms chunks.", kind: .gauge, registry: registry)
         clears = MetricFamily(name: "parley_twilio_clears_total", help: "clear messages sent (barge-in: the caller spoke over a reply).", registry: registry)
         dtmf = MetricFamily(name: "parley_twilio_dtmf_digits_total", help: "Keypresses received.", registry: registry)
-        rejected = MetricFamily(name: "parley_twilio_messages_rejected_total", help: "Messages from Twilio ignored, by why.",
-                                labels: TwilioMessageError.labels.map { "reason=\"\($0)\"" }, registry: registry)
+        rejected = LabelledFamily(name: "parley_twilio_messages_rejected_total", help: "Messages from Twilio ignored, by why.", registry: registry)
         refused = MetricFamily(name: "parley_twilio_signature_refusals_total", help: "Upgrades refused (403) for a missing or wrong X-Twilio-Signature.", registry: registry)
     }
 

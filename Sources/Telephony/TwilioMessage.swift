@@ -1,5 +1,6 @@
 import Session
 import JSON
+import Metrics
 import Loop
 
 /// A message Twilio sends on a Media Streams WebSocket, decoded and checked
@@ -78,7 +79,20 @@ struct TwilioStart: Equatable {
     func parameter(_ name: String) -> String? { customParameters.first { $0.0 == name }?.1 }
 }
 
-/// Why a message was not taken; `label` counts it in `parley_twilio_messages_rejected_total`.
+/// Why a message from Twilio was ignored, as `parley_twilio_messages_rejected_total{reason}`
+/// counts it: a malformed message (`TwilioMessageError.reason`), or one that came out of turn.
+enum TwilioRejection: String, CaseIterable, MetricLabel {
+    static let labelName = "reason"
+    case notJSON = "not_json"
+    case missingField = "missing_field"
+    case invalidBase64 = "invalid_base64"
+    case payloadSize = "payload_size"
+    case unknownEvent = "unknown_event"
+    case mediaBeforeStart = "media_before_start"
+    case binaryFrame = "binary_frame"
+}
+
+/// Why a message was not taken; `reason` counts it in `parley_twilio_messages_rejected_total`.
 enum TwilioMessageError: Error, Equatable {
     case notJSON
     case missing(String)
@@ -86,17 +100,15 @@ enum TwilioMessageError: Error, Equatable {
     case payloadSize(Int)
     case unknownEvent(String)
 
-    var label: String {
+    var reason: TwilioRejection {
         switch self {
-        case .notJSON: "not_json"
-        case .missing: "missing_field"
-        case .invalidBase64: "invalid_base64"
-        case .payloadSize: "payload_size"
-        case .unknownEvent: "unknown_event"
+        case .notJSON: .notJSON
+        case .missing: .missingField
+        case .invalidBase64: .invalidBase64
+        case .payloadSize: .payloadSize
+        case .unknownEvent: .unknownEvent
         }
     }
-
-    static let labels = ["not_json", "missing_field", "invalid_base64", "payload_size", "unknown_event", "media_before_start", "binary_frame"]
 
     var message: String {
         switch self {

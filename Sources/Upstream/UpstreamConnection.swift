@@ -110,28 +110,23 @@ final class UpstreamConnection: LoopRegistrant {
             guard continueHandshake() else { return }
             flush()
         }
-        while state != .closed {
-            let buffer = loop.readBuffer
-            let result: Sys.IOResult
-            do { result = try receive(into: buffer) } catch { return lost() }
-            switch result {
-            case .wouldBlock: return
-            case .endOfFile: return lost()
-            case .transferred(let n):
-                guard state == .awaitingHead || state == .readingBody else { return close() }  // idle: nothing may come
-                lastActivity = MonotonicClock.nanoseconds()
-                retryable = nil
-                guard consume(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) else { return }
-                // TLS reads a record at a time, so only `wantRead` says the socket is drained.
-                if n < buffer.count && !hungUp && tls == nil { return }
+        guard state != .closed else { return }
+        var source = TLSOrSocketSource(fd: fd, tls: tls)
+        let outcome = loop.readUntilDrained(from: &source, hungUp: hungUp) { bytes in
+            guard state == .awaitingHead || state == .readingBody else {  // idle: nothing may come
+                close()
+                return .stop
             }
+            lastActivity = MonotonicClock.nanoseconds()
+            retryable = nil
+            return consume(UnsafeRawBufferPointer(bytes)) && state != .closed ? .readOn : .stop
         }
-    }
-
-    private func receive(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Sys.IOResult {
-        guard let tls else { return try Sys.receive(fd, into: buffer) }
         // Registered for both edges, so a read waiting for writability needs no arming.
-        return tls.read(into: buffer, needsWritable: &readWaitsForWritable)
+        if source.needsWritable { readWaitsForWritable = true }
+        switch outcome {
+        case .drained, .stopped, .budgetSpent: return
+        case .endOfFile, .failed: lost()
+        }
     }
 
     // MARK: TLS

@@ -53,11 +53,11 @@ final class Supervisor {
         for registry in figures { metrics.include(registry) }
         let roster = roster, count = count
         _ = ComputedFamily(name: "parley_workers", help: "Worker processes of parley serve --workers, by state.", kind: .gauge, registry: metrics) { samples in
-            samples.add(labels: "state=\"running\"", roster.running.withLock(\.count))
-            samples.add(labels: "state=\"configured\"", count)
+            samples.add(WorkerState.running, roster.running.withLock(\.count))
+            samples.add(WorkerState.configured, count)
         }
         _ = ComputedFamily(name: "parley_worker_info", help: "Each running worker's process id.", kind: .gauge, registry: metrics) { samples in
-            for (index, pid) in roster.running.withLock({ $0 }) { samples.add(labels: "worker=\"\(index)\",pid=\"\(pid)\"", 1) }
+            for (index, pid) in roster.running.withLock({ $0 }) { samples.add(WorkerLabel(index), ProcessIDLabel(pid), 1) }
         }
     }
 

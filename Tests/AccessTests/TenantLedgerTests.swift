@@ -43,7 +43,11 @@ import Testing
         #expect(!text.contains(#"tenant="c""#))
         leases.removeAll()
         #expect(ledger.render().contains(#"parley_tenant_sessions_open{tenant="_other"} 0"#))
-        #expect(TenantLedger.escape("d\"q\\\n") == #"d\"q\\\n"#)
+        // A tenant's name is escaped as a label value (Metrics' `PrometheusText.escape`).
+        let quoting = TenantLedger()
+        let held = try quoting.admit("d\"q", limits: TenantLimits(), now: 1).get()
+        #expect(quoting.render().contains(#"parley_tenant_sessions_open{tenant="d\"q"} 1"#))
+        withExtendedLifetime(held) {}
     }
 
     /// The tenant's model tokens a minute: replies spend them after they are done (the bucket may

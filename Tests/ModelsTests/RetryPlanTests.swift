@@ -54,7 +54,7 @@ import Testing
         var policy = UpstreamPolicy()
         policy.circuitFailures = 3
         policy.circuitOpenSeconds = 10
-        let circuit = Circuit(label: "primary", policy: policy)
+        let circuit = Circuit(label: .primary, policy: policy)
         for _ in 0..<2 { circuit.failed(now: 0) }
         #expect(!circuit.isOpen(now: 0))
         circuit.failed(now: 0)

@@ -39,11 +39,11 @@ final class ParleySide: MetricsSide {
     // SessionMetrics and UpstreamMetrics.
     let sessionsOpen: MetricFamily
     let turns: MetricFamily
-    let responses: MetricFamily
+    let responses: LabelledFamily<ResponseStatus>
     let firstToken: Histogram
     let serverAdded: Histogram
     let speechToResponse: Histogram
-    let audioFrames: MetricFamily
+    let audioFrames: LabelledFamily<FrameResult>
     let audioLag: Histogram
 
     // SpeechMetrics.
@@ -60,8 +60,7 @@ final class ParleySide: MetricsSide {
         messagesInLoop0 = loops[0].messagesIn
         sessionsOpen = MetricFamily(name: "parley_sessions_open", help: "Realtime sessions open (/v1/realtime and /ws).", kind: .gauge, registry: registry)
         turns = MetricFamily(name: "parley_session_turns_total", help: "Responses started (turns).", registry: registry)
-        responses = MetricFamily(name: "parley_session_responses_total", help: "Responses finished, by status.",
-                                 labels: ["completed", "cancelled", "failed", "incomplete"].map { "status=\"\($0)\"" }, registry: registry)
+        responses = LabelledFamily(name: "parley_session_responses_total", help: "Responses finished, by status.", registry: registry)
         firstToken = Histogram(name: "parley_upstream_first_token_seconds",
                                help: "From sending a request to an upstream model to its first text delta.",
                                bounds: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registry: registry)
@@ -70,8 +69,8 @@ final class ParleySide: MetricsSide {
         speechToResponse = Histogram(name: "parley_speech_stopped_to_response_created_seconds",
                                      help: "From speech_stopped to response.created (transcription and turn-taking).",
                                      bounds: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry: registry)
-        audioFrames = MetricFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
-                                   labels: ["processed", "rejected"].map { "result=\"\($0)\"" }, registry: registry)
+        audioFrames = LabelledFamily(name: "parley_audio_input_frames_total", help: "Audio frames (Opus packets, or pcm16 appends) received, by outcome.",
+                                     registry: registry)
         audioLag = Histogram(name: "parley_audio_input_lag_seconds",
                              help: "How far behind real time each audio frame was when its processing (decode, resampling, VAD, turn-taking) ended, by the stream's own clock; meaningful for clients that stream at real-time pace.",
                              bounds: [0.0001, 0.00025, 0.0005, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 10],
@@ -118,7 +117,7 @@ final class ParleySide: MetricsSide {
         let m = loops[loop]
         m.bytesIn.add(bytes)
         m.messagesIn.add(1)
-        audioFrames.add(1, labels: "result=\"processed\"")
+        audioFrames.add(1, .processed)
         audioLag.observe(nanoseconds: lagNanoseconds)
         m.lag.observe(nanoseconds: iterationNanoseconds)
     }
@@ -149,8 +148,8 @@ final class ParleySide: MetricsSide {
         voiceToVoice.observe(nanoseconds: voiceToVoiceNanoseconds)
     }
 
-    /// As SessionMetrics.record: the label text is interpolated at the call.
-    func responseDone(loop: Int, status: Int) { responses.add(1, labels: "status=\"\(statuses[status])\"") }
+    /// As a typed family is counted: the label is a case, its series found among the family's.
+    func responseDone(loop: Int, status: Int) { responses.add(1, ResponseStatus.ordered[status]) }
 
     func closed(loop: Int, endpoint: Int, code: Int) {
         let m = loops[loop]
@@ -163,7 +162,7 @@ final class ParleySide: MetricsSide {
     // Each side's single operations go to a metric held in a stored property of the side, the
     // same access on every side.
     func counterAdd() { messagesInLoop0.add(1) }
-    func labelledCounterAdd() { audioFrames.add(1, labels: "result=\"processed\"") }
+    func labelledCounterAdd() { audioFrames.add(1, .processed) }
     func histogramObserve(nanoseconds: UInt64) { serverAdded.observe(nanoseconds: nanoseconds) }
 
     // MARK: The scrape: the server's families as ServerMetrics declares them, then the registry.
@@ -188,18 +187,18 @@ final class ParleySide: MetricsSide {
         }
 
         _ = ComputedFamily(name: "parley_connections_open", help: "Open connections by endpoint (http: not upgraded).", kind: .gauge, registry: registry) { samples in
-            for (i, name) in endpointNames.enumerated() { samples.add(labels: "endpoint=\"\(name)\"", sum { $0.open[i] }) }
+            for (i, name) in endpointNames.enumerated() { samples.add(Label<EndpointName>(name), sum { $0.open[i] }) }
         }
         counter("parley_connections_accepted_total", "Connections accepted.") { $0.accepted }
         _ = ComputedFamily(name: "parley_connections_refused_total", help: "Connections turned away, by reason.", kind: .counter, registry: registry) { samples in
-            for (i, reason) in refusalReasons.enumerated() { samples.add(labels: "reason=\"\(reason)\"", sum { $0.refused[i] }) }
+            for (i, reason) in refusalReasons.enumerated() { samples.add(Label<ReasonName>(reason), sum { $0.refused[i] }) }
         }
         _ = ComputedFamily(name: "parley_connections_closed_total",
                            help: "Connections closed, by WebSocket close code (1006: dropped without a close frame; none: plain HTTP).",
                            kind: .counter, registry: registry) { samples in
             for i in 0..<18 {
                 let n = sum { $0.closed[i] }
-                if n > 0 || i == 0 { samples.add(labels: "code=\"\(closeName(i))\"", n) }
+                if n > 0 || i == 0 { samples.add(Label<CodeName>(closeName(i)), n) }
             }
         }
         counter("parley_websocket_messages_received_total", "WebSocket data messages received.") { $0.messagesIn }
@@ -228,16 +227,45 @@ final class ParleySide: MetricsSide {
         }
 
         _ = ComputedFamily(name: "parley_tls_handshakes_total", help: "TLS handshakes with clients, by how they ended.", kind: .counter, registry: registry) { samples in
-            for (i, result) in tlsResults.enumerated() { samples.add(labels: "result=\"\(result)\"", sum { $0.tlsHandshakes[i] }) }
+            for (i, result) in tlsResults.enumerated() { samples.add(Label<ResultName>(result), sum { $0.tlsHandshakes[i] }) }
         }
         gauge("parley_tls_handshakes_in_progress", "TLS handshakes under way (capped by --max-tls-handshakes).") { sum { $0.tlsHandshakesInProgress } }
         _ = ComputedFamily(name: "parley_tls_certificate_reloads_total", help: "Certificate reloads (SIGHUP), by outcome.", kind: .counter, registry: registry) { samples in
-            samples.add(labels: "result=\"ok\"", tlsReloads.current)
-            samples.add(labels: "result=\"failed\"", tlsReloadFailures.current)
+            samples.add(Label<ResultName>("ok"), tlsReloads.current)
+            samples.add(Label<ResultName>("failed"), tlsReloadFailures.current)
         }
         gauge("parley_tls_certificate_expiry_timestamp_seconds", "When the served certificate expires (Unix time).") { ProcessFigures.certificateNotAfter }
         _ = SummedHistogram(loops.map(\.lag), registry: registry)
     }
 
     func scrape() -> String { registry.render() }
+}
+
+/// Session's labels as typed families declare them (the same values as `statuses` and the frames'
+/// results).
+enum ResponseStatus: String, CaseIterable, MetricLabel {
+    static let labelName = "status"
+    case completed, cancelled, failed, incomplete
+    /// Made once: a synthesised `allCases` may build its array at each call, which the workload
+    /// would count as an allocation of the metrics' own.
+    static let ordered = Array(allCases)
+}
+
+enum FrameResult: String, CaseIterable, MetricLabel {
+    static let labelName = "result"
+    case processed, rejected
+}
+
+/// The server's labels, whose values ServerMetrics knows only at scrape (or keeps as its own
+/// enumerations): one label name each, a value each sample.
+protocol LabelName { static var name: String { get } }
+enum EndpointName: LabelName { static let name = "endpoint" }
+enum ReasonName: LabelName { static let name = "reason" }
+enum CodeName: LabelName { static let name = "code" }
+enum ResultName: LabelName { static let name = "result" }
+
+struct Label<Name: LabelName>: MetricLabel {
+    static var labelName: String { Name.name }
+    let labelValue: String
+    init(_ value: String) { labelValue = value }
 }

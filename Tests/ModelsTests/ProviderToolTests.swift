@@ -2,7 +2,6 @@ import JSON
 import Metrics
 @testable import Models
 import Server
-@testable import Session
 import Synchronization
 import Testing
 import TestSupport

@@ -1,6 +1,5 @@
 import Testing
 import Metrics
-import Server
 
 @Suite struct MetricsMergeTests {
     let a = """

@@ -1,6 +1,5 @@
 @testable import Models
 import Server
-import Session
 import Testing
 import TestSupport
 import MockLLM
