@@ -27,9 +27,8 @@ public final class Histogram: Metric {
         self.init(name: name, help: help, bounds: bounds, labels: label.labelText, registry: registry)
     }
 
-    /// TRANSITIONAL, for Sources/Session's turn-stage histograms alone until they pass a typed
-    /// label (as `MetricFamily`'s `labels:` init): the label text written by hand.
-    public init(name: String, help: String, bounds: [Double] = Histogram.latencyBounds, labels: String, registry: MetricsRegistry?) {
+    /// The one designated init, with the label text already made by the two above.
+    private init(name: String, help: String, bounds: [Double], labels: String, registry: MetricsRegistry?) {
         self.name = name
         self.help = help
         self.bounds = bounds

@@ -40,13 +40,13 @@ extension SessionDriver {
             // then the denoiser, then the engine's VAD and recogniser.
             perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
             let done = MonotonicClock.nanoseconds()
-            metrics.audioFrames.add(1, labels: "result=\"processed\"")
+            metrics.audioFrames.add(1, .processed)
             metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
         } catch let error as OpusError {
-            metrics.audioFrames.add(1, labels: "result=\"rejected\"")
+            metrics.audioFrames.add(1, .rejected)
             perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "an Opus packet could not be decoded: \(error)"))))
         } catch {
-            metrics.audioFrames.add(1, labels: "result=\"rejected\"")
+            metrics.audioFrames.add(1, .rejected)
             perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "audio could not be processed: \(error)"))))
         }
     }
@@ -67,8 +67,8 @@ extension SessionDriver {
         }
         let out = echo.process(samples, arrived: arrived, duration: audio.lastInputNanoseconds)
         let (cancelled, held) = echo.takeCounts()
-        if cancelled > 0 { metrics.echoFrames.add(cancelled, labels: "result=\"cancelled\"") }
-        if held > 0 { metrics.echoFrames.add(held, labels: "result=\"held\"") }
+        if cancelled > 0 { metrics.echoFrames.add(cancelled, .cancelled) }
+        if held > 0 { metrics.echoFrames.add(held, .held) }
         return out
     }
 

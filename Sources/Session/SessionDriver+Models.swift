@@ -27,7 +27,7 @@ extension SessionDriver {
                     self.metrics.turnModelTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- asked)
                     sessionLog.debug("turn judged", metadata: ["session": "\(self.engine.sessionID)", "item": "\(itemID)", "complete": "\(verdict.complete)",
                                                                "probability": "\(verdict.probability)", "audio_ms": "\(audio.count * 1000 / sampleRate)"])
-                case .failure(let error): self.metrics.turnModelFailures.add(1, labels: error.speechHelper == .timeout ? "reason=\"timeout\"" : "reason=\"unavailable\"")
+                case .failure(let error): self.metrics.turnModelFailures.add(1, error.speechHelper == .timeout ? .timeout : .unavailable)
                 }
                 self.perform(self.engine.handle(.turnVerdict(itemID: itemID, result)))
             }

@@ -77,7 +77,7 @@ extension SessionDriver {
 
     func observeTimeline() {
         guard inFlight != nil, let turn = clock.takeTimeline() else { return }
-        for (label, seconds) in turn.stageSeconds() { metrics.turnStages[label]?.observe(seconds: seconds) }
+        for (stage, seconds) in turn.stageSeconds() { metrics.turnStages[stage]?.observe(seconds: seconds) }
         observe(.turnTimed(itemID: turn.itemID, responseID: turn.responseID, stages: turn.namedStages))
         trace?.stages(turn)
         if engine.configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }

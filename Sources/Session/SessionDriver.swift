@@ -235,7 +235,7 @@ package final class SessionDriver {
     /// closed with 1008 (policy).
     private func sessionExpired() {
         guard let socket else { return }
-        metrics.limitCloses.add(1, labels: "reason=\"duration\"")
+        metrics.limitCloses.add(1, .duration)
         let error = EventError(type: .invalidRequest, code: "session_expired", message: "the session reached its limit of \(Int(maxSessionSeconds)) s")
         wire?.send(engine.event(.error(error)), on: socket)
         socket.close(.policyViolation, reason: "session length limit")
@@ -245,7 +245,7 @@ package final class SessionDriver {
     func closeForLimit(_ limit: SessionBudget.Exceeded, _ message: String) {
         guard let socket, socket.isOpen else { return }
         (report ?? makeReport()).endReason = "limit: \(limit.label)"
-        metrics.limitCloses.add(1, labels: "reason=\"\(limit.label)\"")
+        metrics.limitCloses.add(1, LimitClose(limit))
         sessionLog.warning("session limit", metadata: ["session": "\(engine.sessionID)", "limit": "\(limit.label)"])
         wire?.send(engine.event(.error(EventError(type: .invalidRequest, code: limit.code, message: message))), on: socket)
         socket.close(.policyViolation, reason: limit.code)
@@ -374,7 +374,7 @@ package final class SessionDriver {
             case .speculate(let id, let messages, let options):
                 callModel(id, messages, options, on: socket.loop)
             case .speculationEnded(let id, let outcome, let tokens, let answered):
-                metrics.speculativeReplies.add(1, labels: outcome.label)
+                metrics.speculativeReplies.add(1, outcome)
                 if tokens > 0 { metrics.speculativeTokensWasted.add(tokens) }
                 guard outcome == .used else { break }
                 // The request went out before the turn ended, and its first words, if any, came

@@ -24,7 +24,6 @@ struct TurnTimeline: Sendable, Equatable {
         ("first_frame", .firstAudio, .firstFrame),
     ]
     static let names = stages.map(\.name) + ["total"]
-    static let labels = names.map { "stage=\"\($0)\"" }
 
     private var marks = [UInt64?](repeating: nil, count: Mark.allCases.count)
     /// The turn's item and the response that answered it, for `parley.turn.timeline`.
@@ -42,8 +41,8 @@ struct TurnTimeline: Sendable, Equatable {
     /// Each stage's seconds, for the stages whose end was marked: a stage runs from the latest
     /// mark before its end (so a turn without a transcript measures `model_request` from the
     /// turn's end), and `total` from the last word to the last mark.
-    func stageSeconds() -> [(label: String, seconds: Double)] {
-        stages().map { (Self.labels[$0.index], $0.seconds) }
+    func stageSeconds() -> [(name: String, seconds: Double)] {
+        stages().map { (Self.names[$0.index], $0.seconds) }
     }
 
     /// The stages marked, each by its place in `names`.

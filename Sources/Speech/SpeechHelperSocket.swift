@@ -49,18 +49,24 @@ final class SpeechHelperSocket: LoopRegistrant {
     override func writable() { flush() }
 
     override func readable(hungUp: Bool) {
-        while !isClosed {
-            let buffer = loop.readBuffer
-            let result: Sys.IOResult
-            do { result = try Sys.read(fd, into: buffer) } catch { return lose("\(error)") }
-            switch result {
-            case .wouldBlock: return
-            case .endOfFile: return lose("the speech helper closed the connection")
-            case .transferred(let n):
-                let frames: [SpeechHelperFrame]
-                do { frames = try reader.read(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) } catch { return lose("the speech helper sent \(error)") }
-                for frame in frames { owner?.received(frame) }
+        guard !isClosed else { return }
+        // The loop's one read loop (`readUntilDrained`), as the connections and upstreams read.
+        var source = SocketSource(fd: fd)
+        var malformed: String?
+        let outcome = loop.readUntilDrained(from: &source, hungUp: hungUp) { bytes in
+            do {
+                for frame in try reader.read(UnsafeRawBufferPointer(bytes)) { owner?.received(frame) }
+            } catch {
+                malformed = "the speech helper sent \(error)"
+                return .stop
             }
+            return isClosed ? .stop : .readOn
+        }
+        if let malformed { return lose(malformed) }
+        switch outcome {
+        case .endOfFile: lose("the speech helper closed the connection")
+        case .failed(let error): lose("\(error)")
+        case .drained, .stopped, .budgetSpent: break
         }
     }
 

@@ -11,7 +11,7 @@ import TestSupport
     @Test func sessionSeriesRenderAsBefore() {
         let session = SessionMetrics()
         session.sessionsOpen.add(3)
-        session.responses.add(1, labels: "status=\"cancelled\"")
+        session.responses.add(1, .cancelled)
         session.audioLag.observe(seconds: 0.002)
         let expected = """
             # HELP parley_sessions_open Realtime sessions open (/v1/realtime and /ws).
@@ -110,8 +110,8 @@ import TestSupport
         let stageFamily = rendered.filter { $0.hasPrefix("# HELP parley_turn_stage_seconds ") }
         #expect(rendered.filter { !$0.hasPrefix("# HELP parley_turn_stage_seconds ") }.joined() == ExpositionFamilies.byName([expected]))
         #expect(stageFamily.count == 1)
-        for label in TurnTimeline.labels {
-            #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{\(label)} 0\n") == true, "\(label)")
+        for stage in TurnTimeline.names {
+            #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{stage=\"\(stage)\"} 0\n") == true, "\(stage)")
         }
         #expect(ExpositionFamilies.split(session.render()).count == 26)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))

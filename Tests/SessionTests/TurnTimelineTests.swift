@@ -12,12 +12,12 @@ import Testing
         }
         // A second token does not move the first.
         turn.mark(.firstToken, at: 9_000 * ms)
-        let stages = Dictionary(uniqueKeysWithValues: turn.stageSeconds().map { ($0.label, $0.seconds) })
-        #expect(stages["stage=\"end_of_turn\""] == 0.23)
-        #expect(stages["stage=\"first_token\""] == 0.039)
-        #expect(stages["stage=\"synthesis\""] == 0.13)
-        let parts = stages.filter { $0.key != "stage=\"total\"" }.values.reduce(0, +)
-        #expect(abs(parts - 0.49) < 1e-9 && stages["stage=\"total\""] == 0.49)
+        let stages = Dictionary(uniqueKeysWithValues: turn.stageSeconds().map { ($0.name, $0.seconds) })
+        #expect(stages["end_of_turn"] == 0.23)
+        #expect(stages["first_token"] == 0.039)
+        #expect(stages["synthesis"] == 0.13)
+        let parts = stages.filter { $0.key != "total" }.values.reduce(0, +)
+        #expect(abs(parts - 0.49) < 1e-9 && stages["total"] == 0.49)
     }
 
     @Test func aTurnWithoutATranscriptMeasuresTheRequestFromTheTurnsEnd() {
@@ -26,10 +26,10 @@ import Testing
         turn.mark(.turnEnd, at: 500_000_000)
         turn.mark(.modelRequest, at: 501_000_000)
         turn.mark(.firstToken, at: 600_000_000)
-        let stages = Dictionary(uniqueKeysWithValues: turn.stageSeconds().map { ($0.label, $0.seconds) })
-        #expect(stages["stage=\"transcription\""] == nil)
-        #expect(stages["stage=\"model_request\""] == 0.001)
-        #expect(stages["stage=\"total\""] == 0.6)
-        #expect(stages["stage=\"first_frame\""] == nil)
+        let stages = Dictionary(uniqueKeysWithValues: turn.stageSeconds().map { ($0.name, $0.seconds) })
+        #expect(stages["transcription"] == nil)
+        #expect(stages["model_request"] == 0.001)
+        #expect(stages["total"] == 0.6)
+        #expect(stages["first_frame"] == nil)
     }
 }

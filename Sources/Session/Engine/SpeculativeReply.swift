@@ -20,8 +20,6 @@ public struct SpeculativeReply: Sendable, Equatable {
         case cancelled
         /// The model call failed; the turn's response starts afresh.
         case failed
-
-        public var label: String { "outcome=\"\(rawValue)\"" }
     }
 
     let responseID: String

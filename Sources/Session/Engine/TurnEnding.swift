@@ -20,9 +20,6 @@ public struct TurnEnding: Sendable, Equatable {
         case maxWait = "max_wait"
         /// Silence alone: server_vad, or semantic_vad without a model.
         case silence
-
-        /// Its label in `parley_turn_ends_total`.
-        public var label: String { "cause=\"\(rawValue)\"" }
     }
 
     public enum Decision: Sendable, Equatable {

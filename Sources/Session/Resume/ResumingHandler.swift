@@ -68,19 +68,19 @@ final class ResumingHandler: WebSocketHandler {
     /// hears the same refusal whatever the reason.
     private func refuse(_ socket: WebSocket, because reason: String) {
         sessionLog.info("resume refused", metadata: ["reason": "\(reason)", "token_sha256": "\(ResumeToken.hash(token).prefix(12))"])
-        decline(socket, result: "refused", .policyViolation, .resumeTokenInvalid)
+        decline(socket, result: .refused, .policyViolation, .resumeTokenInvalid)
     }
 
     /// The store could not answer (down, or too busy: a node taking over a thousand sessions at
     /// once): nothing was used up, so the client is told to come back with the same token (1013).
     private func tryLater(_ socket: WebSocket, _ why: String) {
-        decline(socket, result: "retry", .tryAgainLater,
+        decline(socket, result: .retry, .tryAgainLater,
                 EventError(type: .server, code: "resume_unavailable", message: "\(why); reconnect with the same token"))
     }
 
     /// The reconnect gets `error`, then the close `code`; counted under `result`.
-    private func decline(_ socket: WebSocket, result: String, _ code: WebSocketCloseCode, _ error: EventError) {
-        SessionMetrics.shared.resumes.add(1, labels: "result=\"\(result)\"")
+    private func decline(_ socket: WebSocket, result: ResumeResult, _ code: WebSocketCloseCode, _ error: EventError) {
+        SessionMetrics.shared.resumes.add(1, result)
         socket.send(text: ServerEvent(eventID: "event_resume", .error(error)).json(dialect: .ga))
         socket.close(code, reason: error.code)
     }

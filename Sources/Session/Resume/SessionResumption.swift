@@ -143,7 +143,7 @@ final class SessionResumption {
     func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: ObjectIdentifier, restored: Bool = false) {
         switch log.replay(after: lastSeq) {
         case .failure(.outOfRange(let last, let oldest)):
-            SessionMetrics.shared.resumes.add(1, labels: "result=\"out_of_range\"")
+            SessionMetrics.shared.resumes.add(1, .outOfRange)
             session.sendControl(.error(EventError(type: .invalidRequest, code: "resume_out_of_range",
                                                   message: "last_seq \(lastSeq) is outside the events this session keeps (\(oldest) to \(last))")), on: socket)
             socket.close(.policyViolation, reason: "resume_out_of_range")
@@ -160,7 +160,7 @@ final class SessionResumption {
             guard let self, session.client == sender else { return }
             guard let token else { return lostToAnotherNode(socket) }
             guard let replay = try? log.replay(after: lastSeq).get() else { return }
-            SessionMetrics.shared.resumes.add(1, labels: restored ? "result=\"store\"" : "result=\"memory\"")
+            SessionMetrics.shared.resumes.add(1, restored ? .store : .memory)
             driver.attach(socket)
             driver.noteResumed()
             session.sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
@@ -177,7 +177,7 @@ final class SessionResumption {
     /// store, which is the other node's now.
     private func lostToAnotherNode(_ socket: any SessionSocket) {
         owned = false
-        SessionMetrics.shared.resumes.add(1, labels: "result=\"taken\"")
+        SessionMetrics.shared.resumes.add(1, .taken)
         sessionLog.info("resume lost to another node", metadata: ["session": "\(driver.engine.sessionID)"])
         session.sendControl(.error(.resumeTokenInvalid), on: socket)
         socket.close(.policyViolation, reason: EventError.resumeTokenInvalid.code)
