@@ -34,8 +34,9 @@ public struct TurnEnding: Sendable, Equatable {
     /// The silence after which the model is asked: Pipecat's VAD stop with Smart Turn (0.2 s),
     /// short enough that a complete turn ends within about 300 ms of its last word.
     public static let probeMs = 200
-    /// The audio the model is sent: Smart Turn reads the last 8 s of a turn.
-    public static let maxSeconds = 8
+    /// The audio the model is sent: Smart Turn reads the last 8 s of a turn, as the speech
+    /// helper's contract says (one number for both sides of the helper's socket).
+    public static let maxSeconds = SpeechHelperContract.turnSeconds
 
     public struct Settings: Sendable, Equatable {
         /// After an incomplete verdict, how long the turn may stay open without speech.
