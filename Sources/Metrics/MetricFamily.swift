@@ -6,33 +6,34 @@ public final class MetricFamily: Metric {
     public let name: String
     public let help: String
     public let kind: PrometheusText.Kind
-    private let series: [(labels: String, counter: Counter)]
+    private let labels: String
+    private let counter = Counter()
 
     public convenience init(name: String, help: String, kind: PrometheusText.Kind = .counter, registry: MetricsRegistry) {
-        self.init(name: name, help: help, kind: kind, series: [""], registry: registry)
+        self.init(name: name, help: help, kind: kind, labels: "", registry: registry)
     }
 
     /// The one series carries `label`.
     public convenience init(name: String, help: String, kind: PrometheusText.Kind = .counter, label: some MetricLabel, registry: MetricsRegistry) {
-        self.init(name: name, help: help, kind: kind, series: [label.labelText], registry: registry)
+        self.init(name: name, help: help, kind: kind, labels: label.labelText, registry: registry)
     }
 
-    private init(name: String, help: String, kind: PrometheusText.Kind, series labels: [String], registry: MetricsRegistry) {
+    private init(name: String, help: String, kind: PrometheusText.Kind, labels: String, registry: MetricsRegistry) {
         self.name = name
         self.help = help
         self.kind = kind
-        series = labels.map { ($0, Counter()) }
+        self.labels = labels
         registry.register(self)
     }
 
     public func add(_ n: Int) {
-        series[0].counter.add(n)
+        counter.add(n)
     }
 
     /// The series' value (tests, and a gauge read back).
-    public var current: Int { series[0].counter.current }
+    public var current: Int { counter.current }
 
     public func writeSamples(into out: inout PrometheusText) {
-        for (labels, counter) in series { out.sample(name, labels: labels, counter.current) }
+        out.sample(name, labels: labels, counter.current)
     }
 }

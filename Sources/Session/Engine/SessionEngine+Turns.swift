@@ -88,10 +88,14 @@ extension SessionEngine {
             turns.partialTranscript = ""
             outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
         }
-        if decision == .bargeIn, let response = turns.response {
-            fact(.bargedIn(responseID: response.id))
-            cancel(response.id, reason: "turn_detected")
-        }
+        if decision == .bargeIn { cutReply() }
+    }
+
+    /// The user spoke over the reply: it is cancelled, and truncated at what was heard.
+    private mutating func cutReply() {
+        guard let response = turns.response else { return }
+        fact(.bargedIn(responseID: response.id))
+        cancel(response.id, reason: "turn_detected")
     }
 
     private mutating func announce(_ turn: TurnTaking.Turn) {
@@ -103,7 +107,9 @@ extension SessionEngine {
         let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding : nil
         switch turns.floor.speechStopped(atMs: ms, semantic: semantic) {
         case nil: break
-        case .resume(let turn, let why)?: resume(turn, why)
+        case .resume(_, let why)?:
+            cancelTranscription()
+            resumeReply(why)
         case .step(let step)?: carryOut(step)
         }
     }
@@ -112,29 +118,29 @@ extension SessionEngine {
     /// (`speech_started`, with the start it had), then the response is cancelled and the reply
     /// truncated at what was heard, exactly as an immediate barge-in does.
     mutating func bargeIn() {
-        guard let announced = turns.floor.confirm() else { return }
-        announce(announced.turn)
-        if let response = turns.response {
-            fact(.bargedIn(responseID: response.id))
-            cancel(response.id, reason: "turn_detected")
-        }
-        if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words) }
+        confirmPausedTurn(cuttingTheReply: true)
     }
 
     /// The reply the speech had paused ended (a client's cancel, a failure): with no reply left
     /// to protect, the speech is the turn it would have been.
     mutating func replyEndedUnderSpeech() {
+        confirmPausedTurn(cuttingTheReply: false)
+    }
+
+    /// The paused speech is announced as a turn, the reply cut if asked, and the words it had,
+    /// held back until now, sent.
+    private mutating func confirmPausedTurn(cuttingTheReply: Bool) {
         guard let announced = turns.floor.confirm() else { return }
         announce(announced.turn)
+        if cuttingTheReply { cutReply() }
         if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words) }
     }
 
-    /// The speech that paused the reply ended unconfirmed (a backchannel, a noise, a short
-    /// sound): the reply resumes and the speech leaves nothing behind. No event was sent for it,
-    /// so none is; its audio is dropped with the padding kept between turns, its transcription
-    /// cancelled, and no item is made, so the model never answers "uh-huh".
-    private mutating func resume(_ turn: TurnTaking.Turn, _ why: ReplyInterruption.Resumption) {
-        cancelTranscription()
+    /// The paused reply goes on. When the speech that paused it ended unconfirmed (a backchannel,
+    /// a noise, a short sound) it leaves nothing behind: no event was sent for it, so none is; its
+    /// audio is dropped with the padding kept between turns, its transcription cancelled (by the
+    /// caller), and no item is made, so the model never answers "uh-huh".
+    private mutating func resumeReply(_ why: ReplyInterruption.Resumption) {
         guard let response = turns.response else { return }
         fact(.replyResumed(responseID: response.id, why))
         emit(.replyResumed(responseID: response.id, reason: why == .backchannel ? "backchannel" : "short"))
@@ -149,11 +155,7 @@ extension SessionEngine {
         dropSpeculation(.cancelled)
         let (dropped, withdraw, resumes) = turns.floor.drop()
         if let withdraw { carryOut(withdraw) }
-        if resumes, let response = turns.response {
-            fact(.replyResumed(responseID: response.id, .short))
-            emit(.replyResumed(responseID: response.id, reason: "short"))
-            outbox.append(.speech(.resume(responseID: response.id, .short)))
-        }
+        if resumes { resumeReply(.short) }
         return dropped
     }
 
