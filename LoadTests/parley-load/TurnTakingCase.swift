@@ -12,7 +12,7 @@ struct TurnTakingCase {
         /// A finished sentence: how soon after its last word the turn ends.
         case endOfTurn(String)
         /// A sentence with a pause mid-thought: whether the pause is taken for the end.
-        case pause(first: String, second: String, ms: Int)
+        case pause(category: String, first: String, second: String, ms: Int)
         /// Said one second into a spoken reply: must not cut it.
         case backchannel(String)
         /// Said one second into a spoken reply: must cut it, soon.
@@ -30,7 +30,7 @@ struct TurnTakingCase {
         var text: String {
             switch self {
             case .endOfTurn(let text), .backchannel(let text), .interruption(let text): text
-            case .pause(let first, let second, _): first + " … " + second
+            case .pause(_, let first, let second, _): first + " … " + second
             }
         }
     }
@@ -66,8 +66,9 @@ struct TurnTakingCase {
         switch kind {
         case .endOfTurn(let text):
             try endOfTurn(try maker.say(text, voice), target, path, &results, &record)
-        case .pause(let first, let second, let ms):
-            try pause(SpeechBounds.trimmed(try maker.say(first, voice)), SpeechBounds.trimmed(try maker.say(second, voice)), ms, target, path, &results, &record)
+        case .pause(let category, let first, let second, let ms):
+            record.append(("category", .string(category)))
+            try pause(SpeechBounds.trimmed(try maker.say(first, voice)), SpeechBounds.trimmed(try maker.say(second, voice)), ms, category, target, path, &results, &record)
         case .backchannel(let text), .interruption(let text):
             try spokenOver(try maker.say(text, voice), target, path, &results, &record)
         }
@@ -115,7 +116,7 @@ struct TurnTakingCase {
         record.append(("speech_stopped_before_last_word", .int(stops.filter { $0.at < spoken }.count)))
     }
 
-    private func pause(_ first: [Int16], _ second: [Int16], _ pauseMs: Int, _ target: LoadTarget, _ path: String,
+    private func pause(_ first: [Int16], _ second: [Int16], _ pauseMs: Int, _ category: String, _ target: LoadTarget, _ path: String,
                        _ results: inout TurnTakingResults, _ record: inout [(String, JSON)]) throws {
         guard !first.isEmpty, !second.isEmpty else { throw LoadFailure("\(voice.description): silent speech for \(kind.text)") }
         let lead = Self.silence(ms: 500)
@@ -129,9 +130,12 @@ struct TurnTakingCase {
         // Premature: the server said the turn was over while the user was only pausing.
         let premature = events.contains { ($0.type == Self.stopped || $0.type == Self.committed) && $0.at < resumed }
         results.premature[pauseMs, default: .init()].add(premature)
+        results.prematureByCategory[category, default: .init()].add(premature)
         record += [("pause_ms", .int(pauseMs)), ("premature", .bool(premature))]
         if let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }) {
             record.append(("last_word_to_speech_stopped_ms", .number(Self.ms(spoken, end.at))))
+            // The whole sentence, once said, is a finished turn too: its wait counts with theirs.
+            results.pausedThenFinishedMs.append(Self.ms(spoken, end.at))
         }
     }
 

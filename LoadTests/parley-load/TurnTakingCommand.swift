@@ -16,13 +16,17 @@ struct TurnTakingCommand: ParsableCommand {
         discussion: """
             Four scenarios, each in every voice (--voices) and repeated --repeat times, in sessions on \
             /v1/realtime with semantic_vad at auto eagerness (the same settings on every server):
-              end           5 finished sentences: the last word's last sample sent → speech_stopped received
-              pause         4 sentences with a 0.5, 0.8, 1.0 and 1.5 s pause mid-thought: turns ended in the pause
-              backchannel   "uh huh", "mm hmm", "okay", "yeah", "right" one second into a long spoken reply: replies cut
-              interruption  "stop", "wait, actually I meant Paris" one second into the reply: first word sent → reply stops
-            Speech is made here: Piper's joe voice from --speech-venv (scripts/tools/speech-models.sh) and \
-            espeak-ng. The servers alternate case by case, so a machine that gets busier mid-run \
-            weighs on each alike. About 27 minutes a server with every scenario, voice and 3 repeats.
+              end           9 finished sentences (questions, requests, short answers): the last word's last \
+            sample sent → speech_stopped received
+              pause         10 sentences with a pause mid-thought (--pauses; after a function word, inside a \
+            number, a code and an address, in a list, after a hesitation): turns ended in the pause
+              backchannel   8 backchannels ("uh huh", "mm hmm", "okay", "yeah", "right", "sure", "I see", "got it") \
+            one second into a long spoken reply: replies cut
+              interruption  4 interruptions ("stop", "no, no", "wait, actually I meant Paris", "okay but wait, I \
+            meant Boston") one second into the reply: first word sent → reply stops
+            Speech is made here: Piper's joe voice from --speech-venv (scripts/tools/speech-models.sh), \
+            espeak-ng and flite. The servers alternate case by case, so a machine that gets busier mid-run \
+            weighs on each alike.
             """)
 
     @Option(help: "A server to measure, ws://HOST:PORT on a loopback address (repeat the option for several, side by side).")
@@ -31,11 +35,14 @@ struct TurnTakingCommand: ParsableCommand {
     @Option(help: "A name for each --url, in the same order (default: the URL).")
     var label: [String] = []
 
-    @Option(help: "Voices, comma-separated: joe (Piper joe ×1.0), joe-1.25 (slower), en-us, en-gb+f3 (espeak-ng).")
+    @Option(help: "Voices, comma-separated: joe (Piper joe ×1.0), joe-1.25 (slower), en-us, en-gb+f3 (espeak-ng), slt, rms (flite).")
     var voices = TurnTakingVoice.allCases.map(\.rawValue).joined(separator: ",")
 
     @Option(help: "Scenarios, comma-separated: end, pause, backchannel, interruption.")
     var scenarios = "end,pause,backchannel,interruption"
+
+    @Option(help: "Pauses mid-thought, in milliseconds, comma-separated.")
+    var pauses = "500,800,1000,1500"
 
     @Option(help: "Times each case is run on each server.")
     var `repeat` = 3
@@ -52,16 +59,27 @@ struct TurnTakingCommand: ParsableCommand {
         "Good morning, how are you?",
         "Can you send the report to my manager?",
         "I would like to cancel my subscription.",
+        "Yes.",
+        "Paris.",
+        "Tomorrow at nine.",
+        "How much does a ticket to Rome cost?",
     ]
+    /// (category, before the pause, after it).
     static let pausedSentences = [
-        ("I need a flight to", "Boston on Friday."),
-        ("I would like to order", "a large pizza with mushrooms."),
-        ("Can you tell me", "what the weather is like in Paris?"),
-        ("My account number is", "four five six seven."),
+        ("function word", "I need a flight to", "Boston on Friday."),
+        ("function word", "I would like to order", "a large pizza with mushrooms."),
+        ("function word", "Can you tell me", "what the weather is like in Paris?"),
+        ("number", "My account number is four five", "six seven."),
+        ("number", "My account number is", "four five six seven."),
+        ("code", "The code is A B", "seven two nine."),
+        ("address", "I live at twenty two", "Baker Street."),
+        ("list", "I need milk, eggs,", "and bread."),
+        ("hesitation", "I want to um", "book a table for two."),
+        ("hesitation", "Let me think", "the second one please."),
     ]
-    static let pausesMs = [500, 800, 1_000, 1_500]
-    static let backchannels = ["uh huh", "mm hmm", "okay", "yeah", "right"]
-    static let interruptions = ["stop", "wait, actually I meant Paris"]
+    static let backchannels = ["uh huh", "mm hmm", "okay", "yeah", "right", "sure", "I see", "got it"]
+    static let interruptions = ["stop", "no, no", "wait, actually I meant Paris", "okay but wait, I meant Boston"]
+    var pausesMs: [Int] { pauses.split(separator: ",").compactMap { Int($0) } }
     static let scenarioNames = ["end", "pause", "backchannel", "interruption"]
 
     private var chosenVoices: [TurnTakingVoice] { voices.split(separator: ",").compactMap { TurnTakingVoice(rawValue: String($0)) } }
@@ -74,6 +92,9 @@ struct TurnTakingCommand: ParsableCommand {
         }
         guard !chosenScenarios.isEmpty, chosenScenarios.allSatisfy(Self.scenarioNames.contains) else {
             throw ValidationError("--scenarios takes \(Self.scenarioNames.joined(separator: ", "))")
+        }
+        guard !pausesMs.isEmpty, pausesMs.count == pauses.split(separator: ",").count, pausesMs.allSatisfy({ (100...5_000).contains($0) }) else {
+            throw ValidationError("--pauses takes milliseconds from 100 to 5000, comma-separated")
         }
         guard label.isEmpty || label.count == url.count else { throw ValidationError("give one --label per --url, or none") }
         for url in url {
@@ -90,7 +111,7 @@ struct TurnTakingCommand: ParsableCommand {
         for scenario in chosenScenarios {
             switch scenario {
             case "end": kinds += Self.sentences.map { .endOfTurn($0) }
-            case "pause": kinds += Self.pausesMs.flatMap { ms in Self.pausedSentences.map { .pause(first: $0.0, second: $0.1, ms: ms) } }
+            case "pause": kinds += pausesMs.flatMap { ms in Self.pausedSentences.map { .pause(category: $0.0, first: $0.1, second: $0.2, ms: ms) } }
             case "backchannel": kinds += Self.backchannels.map { .backchannel($0) }
             default: kinds += Self.interruptions.map { .interruption($0) }
             }
@@ -119,7 +140,7 @@ struct TurnTakingCommand: ParsableCommand {
         for item in cases.prefix(cases.count / self.repeat) {
             switch item.kind {
             case .endOfTurn(let text), .backchannel(let text), .interruption(let text): _ = try maker.say(text, item.voice)
-            case .pause(let first, let second, _):
+            case .pause(_, let first, let second, _):
                 _ = try maker.say(first, item.voice)
                 _ = try maker.say(second, item.voice)
             }
@@ -143,7 +164,8 @@ struct TurnTakingCommand: ParsableCommand {
             guard let end = try? ServerMetrics.fetch(from: target) else { continue }
             results[i].counters = Self.counters(before[i], end)
         }
-        let summary = TurnTakingSummary(servers: results, scenarios: chosenScenarios, voices: chosenVoices, repeats: self.repeat, pausesMs: Self.pausesMs,
+        let summary = TurnTakingSummary(servers: results, scenarios: chosenScenarios, voices: chosenVoices, repeats: self.repeat, pausesMs: pausesMs,
+                                        pauseCategories: Self.pausedSentences.map(\.0).reduce(into: []) { if !$0.contains($1) { $0.append($1) } },
                                         wallSeconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, clientCPU: CPUTime.ofSelf() - cpuStart)
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
@@ -158,7 +180,8 @@ struct TurnTakingCommand: ParsableCommand {
                 out.append(("\(name){\(labels)}", value - (start.series(name)[labels] ?? 0)))
             }
         }
-        for name in ["parley_turn_premature_ends_total", "parley_interruptions_total", "parley_backchannels_ignored_total", "parley_turn_model_seconds_count"] {
+        for name in ["parley_turn_premature_ends_total", "parley_interruptions_total", "parley_backchannels_ignored_total", "parley_turn_model_seconds_count",
+                     "parley_transcription_seconds_count"] {
             if let value = end.value(name) { out.append((name, value - (start.value(name) ?? 0))) }
         }
         return out

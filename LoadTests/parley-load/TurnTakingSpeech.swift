@@ -4,13 +4,15 @@ import Glibc
 #endif
 
 /// The voices `turn-taking` speaks in, as TurnTakingEndToEndTests makes them: Piper's joe (a
-/// natural voice, which Smart Turn hears as a person) at two speeds, and espeak-ng's en-us and
-/// en-gb+f3 (robotic; Smart Turn hears en-us as never quite finishing).
+/// natural voice, which Smart Turn hears as a person) at two speeds, espeak-ng's en-us and
+/// en-gb+f3 (robotic; Smart Turn hears en-us as never quite finishing), and flite's slt and rms.
 enum TurnTakingVoice: String, CaseIterable, Sendable {
     case joe = "joe"
     case joeSlow = "joe-1.25"
     case enUS = "en-us"
     case enGB = "en-gb+f3"
+    case slt
+    case rms
 
     var description: String {
         switch self {
@@ -18,6 +20,8 @@ enum TurnTakingVoice: String, CaseIterable, Sendable {
         case .joeSlow: "piper joe ×1.25"
         case .enUS: "espeak-ng en-us"
         case .enGB: "espeak-ng en-gb+f3"
+        case .slt: "flite slt"
+        case .rms: "flite rms"
         }
     }
 }
@@ -83,6 +87,8 @@ final class TurnTakingSpeechMaker {
                     text, "\(venv)/bin/piper", try piper(), path, voice == .joe ? "1.0" : "1.25", sameReadingEachTime ? "fixed" : ""]
         case .enUS, .enGB:
             argv = ["espeak-ng", "-v", voice.rawValue, "-s", "140", "-w", path, text]
+        case .slt, .rms:
+            argv = ["flite", "-voice", voice.rawValue, "-t", text, "-o", path]
         }
         guard Subprocess.run(argv, output: log) == 0 else {
             throw LoadFailure("\(voice.description) could not say \"\(text)\": \((try? TextFile.read(log)) ?? "")  (scripts/tools/install-deps.sh installs espeak-ng, scripts/tools/speech-models.sh Piper)")

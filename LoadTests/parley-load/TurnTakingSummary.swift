@@ -26,6 +26,9 @@ struct TurnTakingResults {
     var endedEarly = Tally()
     /// Scenario 2: premature ends (speech_stopped or committed before the second half), by pause in ms.
     var premature: [Int: Tally] = [:]
+    var prematureByCategory: [String: Tally] = [:]
+    /// Scenario 2: the second half's last word → speech_stopped (the sentence finished after its pause).
+    var pausedThenFinishedMs: [Double] = []
     /// Scenario 3: replies cut by a backchannel, and those whose audio went on after it.
     var backchannelCuts = Tally()
     var backchannelResumed = Tally()
@@ -72,6 +75,7 @@ struct TurnTakingSummary {
     let voices: [TurnTakingVoice]
     let repeats: Int
     let pausesMs: [Int]
+    let pauseCategories: [String]
     let wallSeconds: Double
     let clientCPU: CPUTime
 
@@ -104,7 +108,7 @@ struct TurnTakingSummary {
     }
 
     private var endOfTurnLines: [String] {
-        var lines = ["end of turn: last word sent → speech_stopped (5 finished sentences)"]
+        var lines = ["end of turn: last word sent → speech_stopped (finished sentences)"]
         for (name, p) in [("p50", 50.0), ("p90", 90), ("p99", 99), ("max", 100)] {
             lines.append(row(name, { NearestRank.text(p, of: $0.endOfTurnMs) }))
         }
@@ -118,6 +122,16 @@ struct TurnTakingSummary {
         for pause in pausesMs {
             lines.append(row("\(Format.fixed(Double(pause) / 1000, 1)) s pause", { $0.premature[pause]?.text ?? "n/a" }))
         }
+        for category in pauseCategories {
+            lines.append(row("  \(category)", { $0.prematureByCategory[category]?.text ?? "n/a" }))
+        }
+        // As eot-bench reports a detector: how often it cuts in (pauses up to 1 s), and how long
+        // a finished turn waits (the sentences said whole, and the paused ones once finished).
+        lines.append(row("false cut-offs, pauses ≤ 1 s", { s in
+            let tally = s.premature.filter { $0.key <= 1_000 }.values.reduce(into: TurnTakingResults.Tally()) { $0.hits += $1.hits; $0.runs += $1.runs }
+            return tally.runs == 0 ? "n/a" : "\(tally.text) (\(Format.fixed(Double(tally.hits) * 100 / Double(tally.runs), 1)) %)"
+        }))
+        lines.append(row("finished after a pause: end p50 / p90", { "\(NearestRank.text(50, of: $0.pausedThenFinishedMs)) / \(NearestRank.text(90, of: $0.pausedThenFinishedMs))" }))
         return lines
     }
 
@@ -161,6 +175,8 @@ struct TurnTakingSummary {
                 ("premature_by_pause", .array(pausesMs.map { pause in
                     .object([("pause_ms", .int(pause)), ("premature", (s.premature[pause] ?? TurnTakingResults.Tally()).json)])
                 })),
+                ("premature_by_category", .object(pauseCategories.map { ($0, (s.prematureByCategory[$0] ?? TurnTakingResults.Tally()).json) })),
+                ("paused_then_finished_end_ms", NearestRank.json(s.pausedThenFinishedMs, percents)),
                 ("backchannel_replies_cut", s.backchannelCuts.json),
                 ("backchannel_reply_audio_went_on", s.backchannelResumed.json),
                 ("interruption_replies_cut", s.interruptionCuts.json),

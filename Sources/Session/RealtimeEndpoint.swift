@@ -33,6 +33,9 @@ public final class RealtimeEndpoint: Sendable {
     public let echoCanceller: Bool
     /// Whether a `semantic_vad` session whose client has not said speculates (`--speculative-replies`).
     public let speculativeRepliesByDefault: Bool
+    /// Whether `semantic_vad` weighs the words decoded as a turn goes quiet in its end, beside the
+    /// audio model (`--turn-words`; see `TurnWords`).
+    public let readsTurnWords: Bool
     /// Where each session's report goes when it ends, and is read back.
     public let reports: SessionReports
     /// Sessions' traces, when the OpenTelemetry variables name a collector.
@@ -43,8 +46,9 @@ public final class RealtimeEndpoint: Sendable {
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
-                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, tracer: ParleyTracer? = nil,
-                recordings: Recordings? = nil) {
+                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, readsTurnWords: Bool = true,
+                tracer: ParleyTracer? = nil, recordings: Recordings? = nil) {
+        self.readsTurnWords = readsTurnWords
         self.tracer = tracer
         self.recordings = recordings
         self.speculativeRepliesByDefault = speculativeRepliesByDefault

@@ -15,6 +15,7 @@ extension SessionEngine.Options {
         transcriptionModel = endpoint.speech.transcriber?.name
         voiceActivityModel = endpoint.speech.voiceActivity
         judgesTurns = endpoint.speech.endOfTurn != nil
+        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.decodesWhenQuiet == true
         speculatesByDefault = endpoint.speculativeRepliesByDefault
         records = endpoint.recordings != nil
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.

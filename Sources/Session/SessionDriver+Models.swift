@@ -50,6 +50,8 @@ extension SessionDriver {
             session.append(audio)
         case .audio(let itemID, let samples):
             transcriptions[itemID]?.append(samples)
+        case .quiet(let itemID):
+            transcriptions[itemID]?.quiet()
         case .finish(let itemID):
             transcriptions[itemID]?.finish()
         case .cancel(let itemID):
@@ -73,7 +75,7 @@ extension SessionDriver {
                 SpeechMetrics.shared.transcription.observe(nanoseconds: took)
             }
             transcriptions[itemID] = nil
-        case .partial: break
+        case .partial, .settled: break
         }
         perform(engine.handle(.transcription(itemID: itemID, event)))
     }

@@ -74,7 +74,7 @@ public final class SessionMetrics: Sendable {
                                          help: "Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).",
                                          registry: registry)
         turnEnds = LabelledFamily(name: "parley_turn_ends_total",
-                                help: "Turns server VAD ended, by what ended them: the end-of-turn model (semantic_vad), its longest wait after an incomplete verdict, or silence alone.", registry: registry)
+                                help: "Turns server VAD ended, by what ended them: the end-of-turn model (semantic_vad, the words agreeing when read), the words alone past a pause (finished words the model did not confirm, or digits read out), the longest wait when nothing said finished, or silence alone.", registry: registry)
         turnModelTime = Histogram(name: "parley_turn_model_seconds", help: "The end-of-turn model's decisions, from asking to the answer on the session's loop.",
                                   bounds: [0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5], registry: registry)
         turnModelFailures = LabelledFamily(name: "parley_turn_model_failures_total",

@@ -180,7 +180,7 @@ struct Serve: ParsableCommand {
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
-                                speculativeRepliesByDefault: settings.speech.speculativeReplies, tracer: tracer,
+                                speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords, tracer: tracer,
                                 recordings: recordings)
     }
 

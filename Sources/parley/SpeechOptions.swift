@@ -45,6 +45,9 @@ struct SpeechOptions: ParsableArguments {
         static let speculativeReplies = Setting.choice("--speculative-replies", "PARLEY_SPECULATIVE_REPLIES", default: false, shown: "off",
                                                        among: [("off", false), ("on", true)],
                                                        about: "Whether semantic_vad sessions start the reply on the words so far while the end-of-turn model weighs a silence, heard only if the turn ends with those words, unless a session says (turn_detection.speculative_response); costs the model calls of the turns that go on")
+        static let turnWords = Setting.choice("--turn-words", "PARLEY_TURN_WORDS", default: true, shown: "rules",
+                                              among: [("rules", true), ("none", false)],
+                                              about: "Whether semantic_vad weighs what the words decoded as the user goes quiet say (a trailing \"to\", \"and\", \"um\" holds the turn; a finished sentence ends it past a pause) beside the end-of-turn model (rules), or the model alone (none); needs a recogniser that decodes whole turns (whisper)")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
@@ -75,6 +78,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.echoGuard) var echoGuardFlag: String?
     @Option(Settings.echoCanceller) var echoCancellerFlag: String?
     @Option(Settings.speculativeReplies) var speculativeRepliesFlag: String?
+    @Option(Settings.turnWords) var turnWordsFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -108,6 +112,7 @@ struct SpeechOptions: ParsableArguments {
         let echoGuard: Bool
         let echoCanceller: Bool
         let speculativeReplies: Bool
+        let turnWords: Bool
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -246,7 +251,8 @@ struct SpeechOptions: ParsableArguments {
                             whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
                             replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
                             echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
-                            speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag))
+                            speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag),
+                            turnWords: try Settings.turnWords.read(turnWordsFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

@@ -85,6 +85,9 @@ extension [SessionAction] {
             case .transcription(.begin): "transcribe.begin"
             case .transcription(.audio): "transcribe.audio"
             case .transcription(.finish): "transcribe.finish"
+            // Sent once per silence within a turn: left out here so that the lists read as the
+            // turn's story; TurnWordsEngineTests checks it.
+            case .transcription(.quiet): nil
             case .transcription(.cancel): "transcribe.cancel"
             case .speech(.text): "speak.text"
             case .speech(.end): "speak.end"

@@ -2,7 +2,8 @@ import Testing
 @testable import Session
 
 /// The turn-taking rule during a spoken reply, as a value: speech pauses the reply, and becomes a
-/// barge-in only after 500 ms of speech or a recognised word that is not a backchannel.
+/// barge-in only after 500 ms of speech, a word that asks for the floor, or three words that are
+/// not backchannels.
 @Suite struct ReplyInterruptionTests {
     static let defaults = ReplyInterruption.Settings()
 
@@ -32,12 +33,20 @@ import Testing
         #expect(m.speechStopped() == .resume(.backchannel))
     }
 
-    @Test func aWordThatIsNotABackchannelBargesInBefore500ms() throws {
+    @Test(arguments: ["stop", "okay wait", "No, no.", "Actually, I meant Paris", "okay but wait", "Hold on", "Sorry?"])
+    func aWordThatAsksForTheFloorBargesInBefore500ms(text: String) throws {
         var m = try Self.paused()
         #expect(m.heard(speechMs: 200) == nil)
-        #expect(m.recognised("stop") == .bargeIn)
-        var n = try Self.paused()
-        #expect(n.recognised("okay wait") == .bargeIn)
+        #expect(m.recognised(text) == .bargeIn, "\(text)")
+    }
+
+    /// What Whisper tiny.en made of backchannels in the trials, and the like: one or two
+    /// stray words are not an interruption.
+    @Test(arguments: ["I'm home.", "Hmm, hmm.", "Mmm.", "Okay.", "Uh-huh.", "Mm-hmm.", "I see.", "Got it.", "Right.", "Sure.", "yeah", "Oh, OK.", "Ma'am."])
+    func aMisheardBackchannelDoesNotBargeIn(text: String) throws {
+        var m = try Self.paused()
+        #expect(m.recognised(text) == nil, "\(text)")
+        #expect(m.speechStopped() != .bargeIn)
     }
 
     @Test func interruptResponseFalseNeverPauses() {
@@ -56,8 +65,8 @@ import Testing
 
     @Test func minWordsCountsOnlyWordsThatAreNotBackchannels() throws {
         var m = try Self.paused(.init(minDurationMs: 2000, minWords: 3))
-        #expect(m.recognised("yeah right no") == nil)
-        #expect(m.recognised("yeah right no wait please") == .bargeIn)
+        #expect(m.recognised("yeah right maybe") == nil)
+        #expect(m.recognised("yeah right maybe tell me more") == .bargeIn)
         var words = try Self.paused(.init(minDurationMs: 500, minWords: 0))
         #expect(words.recognised("stop") == nil)
         #expect(words.heard(speechMs: 500) == .bargeIn)
@@ -68,7 +77,8 @@ import Testing
         ("I see", 0, 1), ("aha", 0, 1), ("sure, right", 0, 2), ("stop", 1, 0), ("wait, actually I meant Paris", 5, 0), ("yes please", 1, 1), ("", 0, 0),
     ])
     func backchannelsAreToldFromWords(text: String, words: Int, backchannels: Int) {
-        #expect(ReplyInterruption.count(text) == (words, backchannels))
+        let counted = ReplyInterruption.count(text)
+        #expect(counted.words == words && counted.backchannels == backchannels, "\(text)")
     }
 }
 
@@ -82,6 +92,13 @@ import Testing
         #expect(machine.heard(speechMs: 600) == nil)
         #expect(machine.heard(speechMs: 1_000) == .bargeIn)
         #expect(machine.recognised("stop") == .bargeIn)
+    }
+
+    @Test func strayWordsWaitForTheDurationToo() throws {
+        var machine = try #require(ReplyInterruption.speechStarted(during: .spoken, interruptResponse: true, settings: .init(), expectsWords: true).0)
+        #expect(machine.recognised("I'm home") == nil)
+        #expect(machine.heard(speechMs: 800) == nil)
+        #expect(machine.speechStopped() == .resume(.short))
     }
 
     @Test func aRecognisedBackchannelStillVetoesTheDuration() throws {

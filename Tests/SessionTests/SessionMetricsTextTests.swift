@@ -78,9 +78,10 @@ import TestSupport
             # HELP parley_turn_premature_ends_total Turns that server VAD ended although the user went on speaking within 1 s of the end (a pause taken for the end of a turn).
             # TYPE parley_turn_premature_ends_total counter
             parley_turn_premature_ends_total 0
-            # HELP parley_turn_ends_total Turns server VAD ended, by what ended them: the end-of-turn model (semantic_vad), its longest wait after an incomplete verdict, or silence alone.
+            # HELP parley_turn_ends_total Turns server VAD ended, by what ended them: the end-of-turn model (semantic_vad, the words agreeing when read), the words alone past a pause (finished words the model did not confirm, or digits read out), the longest wait when nothing said finished, or silence alone.
             # TYPE parley_turn_ends_total counter
             parley_turn_ends_total{cause="model"} 0
+            parley_turn_ends_total{cause="words"} 0
             parley_turn_ends_total{cause="max_wait"} 0
             parley_turn_ends_total{cause="silence"} 0
             # HELP parley_turn_model_failures_total End-of-turn questions unanswered, by why (the helper down or starting, or past the deadline): those turns ended by silence.

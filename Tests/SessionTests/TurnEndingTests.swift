@@ -10,7 +10,7 @@ import Testing
         var ending = TurnEnding(settings: settings)
         #expect(ending.silenceHeard(speechEndMs: 1000) == .ask)
         #expect(ending.audio(atMs: 1250) == nil)
-        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.97)) == .end(.model))
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.97), atMs: 1250) == .end(.model))
         #expect(!ending.isPending)
         #expect(ending.speechEndMs == 1000)
     }
@@ -18,7 +18,7 @@ import Testing
     @Test func anIncompleteVerdictWaitsUpToTheLongestWaitThenEnds() {
         var ending = TurnEnding(settings: settings)
         _ = ending.silenceHeard(speechEndMs: 1000)
-        #expect(ending.verdict(TurnVerdict(complete: false, probability: 0.1)) == nil)
+        #expect(ending.verdict(TurnVerdict(complete: false, probability: 0.1), atMs: 1250) == nil)
         #expect(ending.audio(atMs: 4999) == nil)
         #expect(ending.audio(atMs: 5000) == .end(.maxWait))
     }
@@ -27,7 +27,7 @@ import Testing
         var ending = TurnEnding(settings: settings)
         _ = ending.silenceHeard(speechEndMs: 0)
         // The model's own cut says complete at 0.53; auto asks for 0.8.
-        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.53)) == nil)
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.53), atMs: 1250) == nil)
         #expect(ending.isPending)
     }
 
@@ -37,14 +37,14 @@ import Testing
         #expect(ending.speechResumed() == .withdraw)
         #expect(!ending.isPending)
         // A verdict that comes after is for a question withdrawn.
-        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.99)) == nil)
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.99), atMs: 1250) == nil)
         #expect(ending.audio(atMs: 9000) == nil)
     }
 
     @Test func speechAgainAfterAnIncompleteVerdictNeedsNoWithdrawal() {
         var ending = TurnEnding(settings: settings)
         _ = ending.silenceHeard(speechEndMs: 1000)
-        _ = ending.verdict(TurnVerdict(complete: false, probability: 0.2))
+        _ = ending.verdict(TurnVerdict(complete: false, probability: 0.2), atMs: 1250)
         #expect(ending.speechResumed() == nil)
         #expect(ending.audio(atMs: 9000) == nil)
     }
@@ -52,7 +52,7 @@ import Testing
     @Test func aModelThatFailsLeavesTheSilenceRule() {
         var ending = TurnEnding(settings: settings)
         _ = ending.silenceHeard(speechEndMs: 1000)
-        ending.modelFailed()
+        _ = ending.modelFailed(atMs: 1250)
         #expect(ending.audio(atMs: 1499) == nil)
         #expect(ending.audio(atMs: 1500) == .end(.silence))
     }
@@ -181,8 +181,101 @@ import Testing
     @Test func aHeldTurnEndsWhenTheAudioStops() {
         var ending = TurnEnding(settings: TurnEnding.Settings(maxWaitMs: 4000, silenceMs: 500))
         _ = ending.silenceHeard(speechEndMs: 1000)
-        _ = ending.verdict(TurnVerdict(complete: false, probability: 0.1))
+        _ = ending.verdict(TurnVerdict(complete: false, probability: 0.1), atMs: 1250)
         #expect(ending.audioStopped() == .end(.maxWait))
         #expect(ending.audioStopped() == nil)
+    }
+}
+
+/// The audio model and the words together (the table in `TurnEnding`'s documentation).
+@Suite struct TurnEndingWordsTests {
+    let settings: TurnEnding.Settings = {
+        var settings = TurnEnding.Settings(maxWaitMs: 4000, silenceMs: 500, completeAt: 0.8, readsWords: true)
+        settings.finishedWaitMs = 1200
+        settings.spellingOutWaitMs = 1500
+        settings.wordsWaitMs = 600
+        return settings
+    }()
+    let complete = TurnVerdict(complete: true, probability: 0.95)
+    let incomplete = TurnVerdict(complete: false, probability: 0.2)
+
+    private func asked() -> TurnEnding {
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        return ending
+    }
+
+    @Test func audioAndWordsThatAgreeEndTheTurnAtOnce() {
+        var ending = asked()
+        #expect(ending.verdict(complete, atMs: 1230) == nil)  // the words are waited for
+        #expect(ending.wordsHeard("What is the weather like in Paris today?", speechEndMs: 1000, atMs: 1310) == .end(.model))
+    }
+
+    @Test func wordsFirstThenACompleteVerdictEndsAtOnce() {
+        var ending = asked()
+        #expect(ending.wordsHeard("Good morning, how are you?", speechEndMs: 1000, atMs: 1200) == nil)
+        #expect(ending.verdict(complete, atMs: 1230) == .end(.model))
+    }
+
+    @Test func unfinishedWordsHoldTheTurnHoweverSureTheAudioModelIs() {
+        var ending = asked()
+        _ = ending.wordsHeard("I need a flight to", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.verdict(complete, atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 2000) == nil)  // a 1 s pause mid-thought
+        #expect(ending.audio(atMs: 4999) == nil)
+        #expect(ending.audio(atMs: 5000) == .end(.maxWait))
+    }
+
+    @Test func finishedWordsEndTheTurnPastAPauseWhenTheAudioModelSaysNot() {
+        var ending = asked()
+        _ = ending.wordsHeard("Please book me a table for two at eight.", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.verdict(incomplete, atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 2199) == nil)
+        #expect(ending.audio(atMs: 2200) == .end(.words))
+    }
+
+    @Test func finishedWordsWithNoVerdictYetEndPastAPauseToo() {
+        var ending = asked()
+        _ = ending.wordsHeard("Yes.", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.audio(atMs: 2200) == .end(.words))
+    }
+
+    @Test func digitsBeingReadOutWaitPastAPauseWhateverTheAudioSays() {
+        var ending = asked()
+        _ = ending.wordsHeard("My account number is four five", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.verdict(complete, atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 2499) == nil)
+        #expect(ending.audio(atMs: 2500) == .end(.words))
+    }
+
+    @Test func aCompleteVerdictWaitsForTheWordsOnlySoLong() {
+        var ending = asked()
+        #expect(ending.verdict(complete, atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 1599) == nil)
+        #expect(ending.audio(atMs: 1600) == .end(.model))
+    }
+
+    @Test func withoutWordsAVerdictDecidesAlone() {
+        var ending = TurnEnding(settings: TurnEnding.Settings(maxWaitMs: 4000, silenceMs: 500, completeAt: 0.8))
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        #expect(ending.verdict(complete, atMs: 1230) == .end(.model))
+    }
+
+    @Test func wordsOfAnEarlierSilenceDoNotCount() {
+        var ending = asked()
+        _ = ending.wordsHeard("I need a flight to", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.speechResumed() == .withdraw)
+        _ = ending.silenceHeard(speechEndMs: 3000)
+        // The words for 1000 are gone: a complete verdict waits for this silence's words.
+        #expect(ending.verdict(complete, atMs: 3230) == nil)
+        #expect(ending.wordsHeard("I need a flight to Boston on Friday.", speechEndMs: 3000, atMs: 3350) == .end(.model))
+    }
+
+    @Test func aFailedModelWithUnfinishedWordsStillHolds() {
+        var ending = asked()
+        _ = ending.wordsHeard("Add milk, eggs and", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.modelFailed(atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 1500) == nil)
+        #expect(ending.audio(atMs: 5000) == .end(.maxWait))
     }
 }

@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
-# Turn-taking, the old pipeline against the new: two release servers on free loopback ports, one
-# with the energy detector and semantic_vad ending turns by silence (--vad energy --turn-model none)
-# and one with the defaults (Silero VAD and Smart Turn), every other flag the same; then
-# `parley-load turn-taking` speaks its fixed scenarios to both, the servers alternating case by case,
+# Turn-taking, three pipelines side by side: three release servers on free loopback ports, one with
+# the energy detector and semantic_vad ending turns by silence (--vad energy --turn-model none), one
+# with Silero VAD and Smart Turn alone (--turn-words none), and one with the defaults (Silero, Smart
+# Turn and the words Whisper decodes as the user goes quiet), every other flag the same; then
+# `parley-load turn-taking` speaks its scenarios to all three, the servers alternating case by case,
 # and prints one table (the JSON and the servers' logs beside it). Every run is bounded: the client
 # by `timeout`, the servers stopped at the end whatever happens. make bench-turns runs it after
-# make release; about 55 minutes with every scenario, voice and 3 repeats.
-#   REPEAT (3), VOICES (joe,joe-1.25,en-us,en-gb+f3), SCENARIOS (end,pause,backchannel,interruption),
-#   BIN (.build/release), OUT (LoadTests/reports/turns-<UTC time>), LIMIT (minutes, 90)
+# make release; about 70 minutes with the defaults below.
+#   REPEAT (1), VOICES (joe,joe-1.25,en-us,en-gb+f3,slt,rms), SCENARIOS (end,pause,backchannel,interruption),
+#   PAUSES (800,1000), BIN (.build/release), OUT (LoadTests/reports/turns-<UTC time>), LIMIT (minutes, 120)
 set -euo pipefail
 OUT="${OUT:-LoadTests/reports/turns-$(date -u +%Y%m%dT%H%M%SZ)}"
 . "$(dirname "$0")/../lib/bench.sh"
 
 serve_speech energy-silence --vad energy --turn-model none
 energy=$port
-serve_speech silero-smart-turn
-silero=$port
+serve_speech smart-turn-alone --turn-words none
+alone=$port
+serve_speech smart-turn-and-words
+words=$port
 
 machine_state | tee "$OUT/turns.txt"
-args=(turn-taking --url "ws://127.0.0.1:$energy" --label "energy, silence" --url "ws://127.0.0.1:$silero" --label "Silero + Smart Turn"
-      --repeat "${REPEAT:-3}" --voices "${VOICES:-joe,joe-1.25,en-us,en-gb+f3}" --scenarios "${SCENARIOS:-end,pause,backchannel,interruption}")
+args=(turn-taking --url "ws://127.0.0.1:$energy" --label "energy, silence" --url "ws://127.0.0.1:$alone" --label "Smart Turn alone"
+      --url "ws://127.0.0.1:$words" --label "Smart Turn + words" --repeat "${REPEAT:-1}" --voices "${VOICES:-joe,joe-1.25,en-us,en-gb+f3,slt,rms}"
+      --scenarios "${SCENARIOS:-end,pause,backchannel,interruption}" --pauses "${PAUSES:-800,1000}")
 echo "\$ parley-load $(printf '%q ' "${args[@]}")" | tee -a "$OUT/turns.txt"
-timeout "$(( ${LIMIT:-90} * 60 ))" "$BIN/parley-load" "${args[@]}" --json "$OUT/turns.json" | tee -a "$OUT/turns.txt"
+timeout "$(( ${LIMIT:-120} * 60 ))" "$BIN/parley-load" "${args[@]}" --json "$OUT/turns.json" | tee -a "$OUT/turns.txt"
 vmstat 1 2 | tail -1 | sed 's/^/vmstat after: /' | tee -a "$OUT/turns.txt"
 # Smart Turn's decision alone, in the helper's own process: features and model, one at a time on
 # one thread, wall and CPU time, on a finished sentence in Piper's voice (2 s).

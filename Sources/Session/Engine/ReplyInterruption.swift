@@ -5,14 +5,19 @@
 ///
 /// The rule follows LiveKit Agents (`min_interruption_duration` 0.5 s, `min_interruption_words`,
 /// resuming after a false interruption) and Pipecat's minimum-words interruption strategy: speech
-/// first pauses the reply; it becomes a barge-in once it has lasted `minDurationMs` or once the
-/// recogniser has heard `minWords` words that are not backchannels. A recognised backchannel
-/// vetoes the duration rule (a long "mm-hmm" is still a backchannel); a speech that ends before
-/// either rule fires resumes the reply where it paused. With a recogniser whose words come in
-/// hundreds of milliseconds (Whisper decodes every 0.3 s), a speech of which nothing is recognised
-/// yet gets as long again for its words before its duration alone makes it a barge-in: measured on
-/// `make bench-turns`, "mm hmm" (0.5 to 0.8 s in four voices) otherwise passed 500 ms before its
-/// words came. The reply stays paused meanwhile, so the user is not talked over.
+/// first pauses the reply; it becomes a barge-in once the recogniser hears a word that asks for
+/// the floor ("wait", "stop", "no", "actually", "but": `interruptionWords`), once it has heard
+/// `minWords` words that are not backchannels, or once it has lasted `minDurationMs`. A recognised
+/// backchannel vetoes the duration rule (a long "mm-hmm" is still a backchannel); a speech that
+/// ends before any rule fires resumes the reply where it paused.
+///
+/// Backchannels are short, and a recogniser hears them badly: Whisper tiny.en wrote "mm hmm" as
+/// other words ("I'm home", "Mm-hmm" as "Hmm, hmm" or "Mmm."), which counted as real ones and cut
+/// the reply every time (the trials). So one or two stray words never cut (`minWords` is 3
+/// by default; a word that asks for the floor still cuts alone), and with a recogniser the
+/// duration rule waits twice `minDurationMs` (1 s, longer than any backchannel in the test voices,
+/// 0.3 to 0.9 s) whatever the words so far. The reply stays paused meanwhile, so the user is not
+/// talked over: what they hear stop is the pause, at the speech's onset.
 public struct ReplyInterruption: Sendable, Equatable {
     /// The session's settings (a Parley extension under `turn_detection`: `interruption`).
     public struct Settings: Sendable, Equatable {
@@ -20,10 +25,11 @@ public struct ReplyInterruption: Sendable, Equatable {
         /// is one at once (Parley's behaviour before pausing existed).
         public var minDurationMs = 500
         /// This many recognised words that are not backchannels are a barge-in, however short the
-        /// speech. 0: words never decide (only the duration does).
-        public var minWords = 1
+        /// speech (a word in `interruptionWords` is one alone). 0: words never decide (only the
+        /// duration does).
+        public var minWords = 3
 
-        public init(minDurationMs: Int = 500, minWords: Int = 1) {
+        public init(minDurationMs: Int = 500, minWords: Int = 3) {
             self.minDurationMs = minDurationMs
             self.minWords = minWords
         }
@@ -65,9 +71,10 @@ public struct ReplyInterruption: Sendable, Equatable {
     public let settings: Settings
     /// Whether a recogniser follows the speech, so words may yet decide it.
     public let expectsWords: Bool
-    /// Words recognised so far: real ones, and backchannels.
+    /// Words recognised so far: real ones, and backchannels; and whether one asks for the floor.
     public private(set) var words = 0
     public private(set) var backchannels = 0
+    public private(set) var asksForTheFloor = false
 
     private init(settings: Settings, expectsWords: Bool) {
         self.settings = settings
@@ -94,15 +101,15 @@ public struct ReplyInterruption: Sendable, Equatable {
         guard speechMs >= settings.minDurationMs else { return nil }
         // Words heard and every one a backchannel: a long "mm-hmm" is still one.
         if backchannels > 0 && words == 0 { return nil }
-        // Nothing recognised yet, and words may still come: wait for them up to twice the duration.
-        if expectsWords && settings.minWords > 0 && words == 0 && speechMs < 2 * settings.minDurationMs { return nil }
+        // Words may still come, or be misheard: the duration alone decides at twice its length.
+        if expectsWords && settings.minWords > 0 && speechMs < 2 * settings.minDurationMs { return nil }
         return .bargeIn
     }
 
     /// The recogniser's hypothesis of the whole speech so far (partial or final).
     public mutating func recognised(_ text: String) -> Decision? {
-        (words, backchannels) = Self.count(text)
-        guard settings.minWords > 0, words >= settings.minWords else { return nil }
+        (words, backchannels, asksForTheFloor) = Self.count(text)
+        guard settings.minWords > 0, asksForTheFloor || words >= settings.minWords else { return nil }
         return .bargeIn
     }
 
@@ -126,8 +133,15 @@ public struct ReplyInterruption: Sendable, Equatable {
         "aha", "uhhuh", "mhmm", "mmhmm", "ahh", "ohh",
     ]
 
-    /// Words that are not backchannels, and backchannel phrases, in `text`.
-    static func count(_ text: String) -> (words: Int, backchannels: Int) {
+    /// Words that ask for the floor: said over a reply, each is an interruption on its own, even
+    /// after a backchannel ("okay, but wait"). Lower case.
+    static let interruptionWords: Set<String> = [
+        "wait", "stop", "no", "nope", "actually", "but", "hold", "hang", "sorry", "excuse", "pardon", "what", "quiet",
+        "enough", "cancel", "instead", "hey",
+    ]
+
+    /// Words that are not backchannels, backchannel phrases, and whether a word asks for the floor, in `text`.
+    static func count(_ text: String) -> (words: Int, backchannels: Int, asksForTheFloor: Bool) {
         var tokens: [Substring] = []
         var normalized = ""
         for c in text.lowercased() {
@@ -136,6 +150,7 @@ public struct ReplyInterruption: Sendable, Equatable {
         tokens = normalized.split(separator: " ")
         var words = 0
         var backchannels = 0
+        let asks = tokens.contains { interruptionWords.contains(String($0)) }
         var i = 0
         while i < tokens.count {
             if i + 1 < tokens.count, backchannelPhrases.contains("\(tokens[i]) \(tokens[i + 1])") {
@@ -146,6 +161,6 @@ public struct ReplyInterruption: Sendable, Equatable {
             if backchannelWords.contains(String(tokens[i])) { backchannels += 1 } else { words += 1 }
             i += 1
         }
-        return (words, backchannels)
+        return (words, backchannels, asks)
     }
 }

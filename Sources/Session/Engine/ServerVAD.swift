@@ -68,7 +68,22 @@ public struct ServerVAD: Sendable, Equatable {
             }
         }
 
-        var turnEnding: TurnEnding.Settings { TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: completeAt) }
+        /// Finished words the audio model does not confirm end the turn after this much silence:
+        /// past the mid-thought pauses each eagerness means to wait through (auto: up to 1 s).
+        var finishedWaitMs: Int {
+            switch self {
+            case .low: 1_600
+            case .medium, .auto: 1_200
+            case .high: 800
+            }
+        }
+
+        func turnEnding(readsWords: Bool) -> TurnEnding.Settings {
+            var settings = TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: completeAt, readsWords: readsWords)
+            settings.finishedWaitMs = finishedWaitMs
+            settings.spellingOutWaitMs = min(maxWaitMs, finishedWaitMs + 300)
+            return settings
+        }
     }
 
     public init(threshold: Double = 0.5, prefixPaddingMs: Int = 300, silenceDurationMs: Int = 500,

@@ -71,6 +71,10 @@ public enum TranscriptionStep: Sendable, Equatable {
     case begin(itemID: String, audio: [Int16], sampleRate: Int)
     /// More of the turn `itemID`'s audio.
     case audio(itemID: String, [Int16])
+    /// The speaker has gone quiet (`SessionEngine.quietMs` after their last speech): what the
+    /// turn holds may be all of it, so a recogniser that can decode it now does, and that decode
+    /// is the final text if only silence follows (`TranscriptionEvent.settled`).
+    case quiet(itemID: String)
     /// The turn is over: produce the final text.
     case finish(itemID: String)
     /// The turn's audio was cleared: no text is wanted.

@@ -21,6 +21,19 @@ extension SessionEngine {
                 return
             }
             partialArrived(itemID, text)
+        case .settled(let text):
+            if streaming, turns.floor.isPaused {
+                if turns.floor.recognised(text) == .bargeIn { bargeIn() }
+                return
+            }
+            partialArrived(itemID, text)
+            // The words of the turn up to its silence: the text signal of its end, if no speech
+            // came since (the VAD's last speech is still the one the recogniser was told of).
+            if readsTurnWords, streaming, let speechEndMs = turns.quietSpeechEndMs, let vad,
+               vadOriginMs + vad.lastSpeechEndMs == speechEndMs,
+               let step = turns.floor.wordsHeard(itemID, text, speechEndMs: speechEndMs, nowMs: audio.totalMs) {
+                carryOut(step)
+            }
         case .final(let words):
             // Providers pad their text differently (an API's leading space); the user's message does not.
             let text = words.trimmed

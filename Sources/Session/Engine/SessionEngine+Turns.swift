@@ -29,6 +29,7 @@ extension SessionEngine {
         if turns.floor.isPaused, let vad, turns.floor.lastsLongEnough(lastSpeechEndMs: vadOriginMs + vad.lastSpeechEndMs) {
             bargeIn()
         }
+        if let vad { tellQuiet(speechEndMs: vadOriginMs + vad.lastSpeechEndMs) }
         // Read first: the mutating call would make the turns' box on every frame between turns
         // (`OutOfLine` makes it on a write), only for `settle` to free it again.
         if turns.floor.isEndPending, let step = turns.floor.audio(atMs: audio.totalMs) { carryOut(step) }
@@ -38,6 +39,21 @@ extension SessionEngine {
             // (plus the detector's look-back of up to 130 ms, and some margin).
             audio.keepLast(ms: vad.settings.prefixPaddingMs + 300)
         }
+    }
+
+    /// The quiet after speech that has the recogniser decode the turn so far: shorter than any
+    /// stop (semantic_vad's 200 ms probe, server_vad's 500 ms), so that the decode is under way,
+    /// or done, when the turn ends; long enough that a stop consonant's gap is not taken for it.
+    static let quietMs = 120
+
+    /// Tells the recogniser, once per silence, that the turn has gone quiet after speech that
+    /// ended at `speechEndMs`.
+    private mutating func tellQuiet(speechEndMs: Int) {
+        guard let itemID = turns.transcribing, let turn = turns.floor.turn, turn.itemID == itemID,
+              speechEndMs > turn.onsetMs, audio.totalMs - speechEndMs >= Self.quietMs,
+              turns.quietSpeechEndMs != speechEndMs else { return }
+        turns.quietSpeechEndMs = speechEndMs
+        outbox.append(.transcription(.quiet(itemID: itemID)))
     }
 
     /// `idle_timeout_ms`: the user said nothing for that long after a response. The silence is
@@ -86,6 +102,7 @@ extension SessionEngine {
             cancelTranscription()
             turns.transcribing = turn.itemID
             turns.partialTranscript = ""
+            turns.quietSpeechEndMs = nil
             outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
         }
         if decision == .bargeIn { cutReply() }
@@ -104,7 +121,7 @@ extension SessionEngine {
     }
 
     private mutating func speechStopped(atMs ms: Int) {
-        let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding : nil
+        let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding(readsWords: readsTurnWords) : nil
         switch turns.floor.speechStopped(atMs: ms, semantic: semantic) {
         case nil: break
         case .resume(_, let why)?:

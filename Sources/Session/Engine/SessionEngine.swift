@@ -50,6 +50,9 @@ public struct SessionEngine: Sendable {
         /// An end-of-turn model is there: `semantic_vad` asks it (`.turnModel`) when the user
         /// goes quiet, instead of waiting out a fixed silence (see `TurnEnding`).
         public var judgesTurns = false
+        /// The recogniser decodes a turn as it goes quiet (`Transcriber.decodesWhenQuiet`) and the
+        /// server weighs those words in the turn's end (`--turn-words rules`; see `TurnWords`).
+        public var readsTurnWords = false
         /// Whether a session whose `turn_detection` does not say speculates (`--speculative-replies`;
         /// see `SpeculativeReply`).
         public var speculatesByDefault = false
@@ -140,6 +143,9 @@ public struct SessionEngine: Sendable {
         var pendingTranscripts: [String] = []
         /// The latest partial text of the streaming turn, to send only what each one adds.
         var partialTranscript = ""
+        /// Where the speech ended that the recogniser was last told had gone quiet (`quietMs` of
+        /// it), so that it is told once per silence and its words are known to be for it.
+        var quietSpeechEndMs: Int?
         /// A response asked for (by VAD or the client) while a transcript was pending.
         var deferredResponse: ResponseOverrides?
         /// A reply begun on the words so far while the end-of-turn model weighs a silence.
@@ -170,6 +176,8 @@ public struct SessionEngine: Sendable {
     public let synthesizes: Bool
     /// Whether an end-of-turn model is there to ask (`Options.judgesTurns`).
     public let judgesTurns: Bool
+    /// Whether the words decoded when a turn goes quiet count in its end (`Options.readsTurnWords`).
+    let readsTurnWords: Bool
     let speculatesByDefault: Bool
     let records: Bool
     /// The server's history budget (`--max-history-bytes`), and what the model reads, if known
@@ -196,6 +204,7 @@ public struct SessionEngine: Sendable {
         audio = InputAudioBuffer(sampleRate: options.configuration.inputAudioFormat.engineRate)
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
+        readsTurnWords = options.readsTurnWords && options.transcribes
         speculatesByDefault = options.speculatesByDefault
         records = options.records
     }

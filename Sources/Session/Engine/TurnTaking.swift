@@ -79,10 +79,20 @@ public struct TurnTaking: Sendable, Equatable {
         case bargeIn
     }
 
-    public private(set) var turn: Turn?
+    public private(set) var turn: Turn? {
+        // Words kept for a silence belong to the turn they were heard in.
+        didSet { if turn != oldValue { earlyWords = nil } }
+    }
     private var ending: TurnEnding?
     private var pause: ReplyInterruption?
     private var pausedWords: String?
+    /// Words for a silence the detector has not yet stopped on (see `wordsHeard`).
+    private struct EarlyWords: Sendable, Equatable {
+        let text: String
+        let speechEndMs: Int
+    }
+
+    private var earlyWords: EarlyWords?
 
     public init() {}
 
@@ -130,6 +140,8 @@ public struct TurnTaking: Sendable, Equatable {
         guard let semantic else { return .step(.end(end(current, atMs: ms, .silence))) }
         var pending = ending ?? TurnEnding(settings: semantic)
         _ = pending.silenceHeard(speechEndMs: ms)
+        if let early = earlyWords, early.speechEndMs == ms { _ = pending.wordsHeard(early.text, speechEndMs: ms, atMs: ms) }
+        earlyWords = nil
         ending = pending
         return .step(.ask(itemID: current.itemID))
     }
@@ -193,17 +205,28 @@ public struct TurnTaking: Sendable, Equatable {
     /// turn that went on, ended, or was never asked about) changes nothing.
     public mutating func verdict(_ itemID: String, _ result: Result<TurnVerdict, ModelError>, nowMs: Int) -> Step? {
         guard turn?.itemID == itemID, var pending = ending, pending.isAsking else { return nil }
-        switch result {
-        case .success(let verdict):
-            let decision = pending.verdict(verdict)
-            ending = pending
-            if let decision { return step(decision) }
-        case .failure:
-            pending.modelFailed()
-            ending = pending
+        let decision = switch result {
+        case .success(let verdict): pending.verdict(verdict, atMs: nowMs)
+        case .failure: pending.modelFailed(atMs: nowMs)
         }
-        // The silence already heard may be enough for the rule that now applies.
-        return audio(atMs: nowMs)
+        ending = pending
+        return decision.flatMap { step($0) }
+    }
+
+    /// The recogniser's words for the turn `itemID` up to the speech that ended at `speechEndMs`
+    /// (decoded as it went quiet): the text signal of the turn's end. Words of a turn that has
+    /// gone on, or that is not weighed by a model, change nothing.
+    public mutating func wordsHeard(_ itemID: String, _ text: String, speechEndMs: Int, nowMs: Int) -> Step? {
+        guard turn?.itemID == itemID, pause == nil else { return nil }
+        guard var pending = ending else {
+            // Decoded before the detector's stop (the recogniser starts at a shorter quiet): kept
+            // for the silence the stop will begin.
+            earlyWords = EarlyWords(text: text, speechEndMs: speechEndMs)
+            return nil
+        }
+        let decision = pending.wordsHeard(text, speechEndMs: speechEndMs, atMs: nowMs)
+        ending = pending
+        return decision.flatMap { step($0) }
     }
 
     /// The session left `semantic_vad` while the model weighed the turn's end: plain silence rules

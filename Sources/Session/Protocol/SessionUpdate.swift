@@ -291,7 +291,7 @@ public struct SessionUpdate: Sendable, Equatable {
             speculativeResponse: try vad.bool("speculative_response")))
     }
 
-    /// Parley's extension `turn_detection.interruption`: `{"min_duration_ms": 500, "min_words": 1}`.
+    /// Parley's extension `turn_detection.interruption`: `{"min_duration_ms": 500, "min_words": 3}`.
     private static func interruption(_ vad: EventFields) throws(ProtocolError) -> (Int?, Int?) {
         guard let object = try vad.object("interruption") else { return (nil, nil) }
         typealias S = ReplyInterruption.Settings

@@ -1,0 +1,79 @@
+import Models
+@testable import Session
+import Testing
+
+/// The engine with a recogniser that decodes as the user goes quiet: it is told of each silence
+/// once, and the words it answers weigh in the turn's end beside the audio model's verdict.
+@Suite struct TurnWordsEngineTests {
+    private func engine() -> SessionEngine {
+        .semantic { options in
+            options.transcribes = true
+            options.readsTurnWords = true
+        }
+    }
+
+    private func quiets(_ actions: [SessionAction]) -> [String] {
+        actions.compactMap { if case .transcription(.quiet(let itemID)) = $0 { itemID } else { nil } }
+    }
+
+    private func judged(_ actions: [SessionAction]) -> String? {
+        for case .turnModel(.judge(let itemID, _, _)) in actions { return itemID }
+        return nil
+    }
+
+    @Test func theRecogniserIsToldOncePerSilenceBeforeTheModelIsAsked() throws {
+        var engine = engine()
+        _ = engine.feed(silentMs: 320)
+        let speech = engine.feed(loudMs: 640)
+        #expect(quiets(speech).isEmpty)
+        let quiet = engine.feed(silentMs: 140)
+        let itemID = try #require(quiets(quiet).first, "\(quiet)")
+        #expect(judged(quiet) == nil)
+        let more = engine.feed(silentMs: 120)
+        #expect(quiets(more).isEmpty)
+        #expect(judged(more) == itemID)
+    }
+
+    @Test func unfinishedWordsHoldATurnTheModelCallsComplete() throws {
+        var engine = engine()
+        _ = engine.feed(silentMs: 320)
+        let first = engine.feed(loudMs: 640) + engine.feed(silentMs: 260)
+        let itemID = try #require(judged(first))
+        #expect(engine.handle(.transcription(itemID: itemID, .settled("I need a flight to"))).turnEnds.isEmpty)
+        #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.97)))).turnEnds.isEmpty)
+        // A one-second pause, then the rest: the same turn.
+        let rest = engine.feed(silentMs: 740) + engine.feed(loudMs: 640) + engine.feed(silentMs: 260)
+        #expect(rest.turnEnds.isEmpty && !rest.types.contains("input_audio_buffer.speech_started"), "\(rest.types)")
+        #expect(quiets(rest) == [itemID])
+        #expect(engine.handle(.transcription(itemID: itemID, .settled("I need a flight to Boston on Friday."))).turnEnds.isEmpty)
+        let ended = engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.97))))
+        #expect(ended.turnEnds == [.model])
+    }
+
+    @Test func finishedWordsEndATurnTheModelCallsIncompletePastAPause() throws {
+        var engine = engine()
+        _ = engine.feed(silentMs: 320)
+        let first = engine.feed(loudMs: 640) + engine.feed(silentMs: 260)
+        let itemID = try #require(judged(first))
+        _ = engine.handle(.transcription(itemID: itemID, .settled("Good morning, how are you?")))
+        #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: false, probability: 0.3)))).turnEnds.isEmpty)
+        // auto: 1.2 s after the speech ended at 960 ms.
+        #expect(engine.feed(silentMs: 900).turnEnds.isEmpty)
+        #expect(engine.feed(silentMs: 100).turnEnds == [.words])
+    }
+
+    @Test func wordsOfSpeechThatWentOnDoNotCount() throws {
+        var engine = engine()
+        _ = engine.feed(silentMs: 320)
+        let quiet = engine.feed(loudMs: 640) + engine.feed(silentMs: 140)
+        let itemID = try #require(quiets(quiet).first)
+        // The user speaks again before the words come: they are for a silence that is over.
+        _ = engine.feed(loudMs: 100)
+        _ = engine.handle(.transcription(itemID: itemID, .settled("I need a flight to")))
+        let stopped = engine.feed(silentMs: 260)
+        #expect(judged(stopped) == itemID)
+        // The verdict alone, the words awaited: complete ends the turn after the words' wait.
+        #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.97)))).turnEnds.isEmpty)
+        #expect(engine.feed(silentMs: 400).turnEnds == [.model])
+    }
+}

@@ -1,0 +1,35 @@
+import Testing
+@testable import Session
+
+/// The text signal on its own: finished thoughts, cut ones, and numbers being read out, as
+/// Whisper writes them (with and without its punctuation).
+struct TurnWordsTests {
+    @Test(arguments: [
+        "What is the weather like in Paris today?", "Please book me a table for two at eight.", "Good morning, how are you?",
+        "Yes.", "Paris", "tomorrow at nine", "No thanks.", "I see", "Thank you", "Can you tell me a joke", "What is 12 times 7?",
+        "Set an alarm for 7 in the morning", "Book a table for 2 at 8", "That's right.",
+    ])
+    func finished(_ text: String) {
+        #expect(TurnWords.judge(text) == .finished, "\(text)")
+    }
+
+    @Test(arguments: [
+        "I need a flight to", "I need a flight to.", "I would like to order a", "Can you send the report to my", "Add milk, eggs and",
+        "Add milk, eggs,", "I want to um", "Um.", "Let me think.", "Well...", "I was wondering if", "My name is", "It's the one that I",
+        "Could you", "I think I", "and then—",
+    ])
+    func unfinished(_ text: String) {
+        #expect(TurnWords.judge(text) == .unfinished, "\(text)")
+    }
+
+    @Test(arguments: ["My account number is four five", "It is four five six seven.", "My number is 4", "The code is 4567", "Call 555 12"])
+    func spellingOut(_ text: String) {
+        #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
+    }
+
+    @Test func noWordsIsNoJudgement() {
+        #expect(TurnWords.judge("") == nil)
+        #expect(TurnWords.judge("  ") == nil)
+        #expect(TurnWords.judge("?!") == nil)
+    }
+}
