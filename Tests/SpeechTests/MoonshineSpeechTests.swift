@@ -1,0 +1,68 @@
+import Codec
+import JSON
+import Models
+import Session
+import Speech
+import Testing
+import TestSupport
+import Loop
+
+/// Moonshine base (`--transcriber moonshine`) through a real server and a real speech helper
+/// started with `--moonshine`: sentences in several voices come back as their words. Skipped only
+/// when moonshine-cpp is not installed (scripts/tools/speech-models.sh installs it).
+@Suite(.serialized) struct MoonshineSpeechTests {
+    static let directory = ".venv-speech/moonshine-base"
+    static let installed = Sys.canRead(directory + "/libmoonshine.so")
+    /// One helper for the suite (Moonshine loads in about a second), nil when it cannot start.
+    static let helper = installed ? RunningSpeechHelper(["--moonshine", directory]) : nil
+
+    @Test(.enabled(if: installed, "moonshine-cpp is not installed in .venv-speech: run scripts/tools/speech-models.sh (make test does)"))
+    func sentencesInSeveralVoicesComeBackAsTheirWords() throws {
+        let helper = try #require(Self.helper, "the speech helper did not start with --moonshine \(Self.directory) although it is installed")
+        let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
+        defer { pool.stop() }
+        let transcriber = WhisperTranscriber(helper: helper.status, model: .moonshine)
+        #expect(transcriber.name == "moonshine-base")
+        let speech = SpeechServices(transcriber: transcriber, synthesizer: nil, pool: pool)
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            RealtimeEndpoint(model: FixedReplyModel(reply: "Yes."), modelName: "test", speech: speech).install(on: &routes)
+        })
+        // Ten sentences in each of three voices (a formant voice, a diphone voice, a natural one),
+        // appended and committed as manual turns, each transcript read back.
+        let sentences = WordErrorRate.sentences.prefix(10)
+        var total = 0, wrong = 0, misheard: [String] = []
+        for voice in WordErrorRate.Voice.quick {
+            let client = try TestClient(port: server.port, timeoutSeconds: 20)
+            #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+            _ = try client.readEvents(until: "session.created")
+            try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"turn_detection":null}}}}"#.utf8)))
+            _ = try client.readEvents(until: "session.updated")
+            var voiceWords = 0, voiceWrong = 0
+            for sentence in sentences {
+                let samples = try voice.say(sentence)
+                for start in stride(from: 0, to: samples.count, by: 4_800) {
+                    let chunk = Array(samples[start..<min(samples.count, start + 4_800)])
+                    try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#.utf8)))
+                }
+                try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.commit"}"#.utf8)))
+                let events = try client.readEvents(until: "conversation.item.input_audio_transcription.completed").events
+                let heard = events.last?["transcript"]?.string ?? ""
+                let reference = WordErrorRate.words(sentence)
+                let n = WordErrorRate.errors(reference, WordErrorRate.words(heard))
+                voiceWords += reference.count
+                voiceWrong += n
+                if n > 0 { misheard.append("\(voice): \"\(sentence)\" heard \"\(heard)\"") }
+            }
+            print("WER moonshine, \(voice): \(Double(voiceWrong) / Double(voiceWords)) (\(voiceWrong) of \(voiceWords) words)")
+            // Each voice is heard, not one carrying the others (a broken model hears nothing).
+            #expect(Double(voiceWrong) / Double(voiceWords) <= 0.3, "\(voice): \(misheard)")
+            total += voiceWords
+            wrong += voiceWrong
+        }
+        let rate = Double(wrong) / Double(total)
+        print("WER moonshine, all: \(rate) (\(wrong) of \(total) words); misheard: \(misheard)")
+        // Measured by `make bench-recogniser` (docs/benchmarks.md, "Moonshine base against Whisper
+        // tiny.en"); the bound catches a recogniser that has broken, as HelperSpeechTests' does.
+        #expect(rate <= 0.15, "WER \(rate): \(misheard)")
+    }
+}
