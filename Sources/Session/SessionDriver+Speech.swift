@@ -29,6 +29,7 @@ extension SessionDriver {
                     if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
                     self?.mark(.firstFrame)
                     self?.observeTimeline()
+                    self?.speechEvent(at.responseID, .audible)
                 }
                 speechOutputs[at.responseID] = output
                 if engine.pausedResponseID == at.responseID { output.pause(rewindToMs: wire?.speechPaused(responseID: at.responseID, on: socket)) }

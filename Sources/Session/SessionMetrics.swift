@@ -29,6 +29,7 @@ public final class SessionMetrics: Sendable {
     let interruptions: MetricFamily
     let backchannels: MetricFamily
     let repliesPaused: MetricFamily
+    let turnsReopened: MetricFamily
     let repliesResumed: LabelledFamily<ReplyInterruption.Resumption>
     let prematureTurnEnds: MetricFamily
     let turnEnds: LabelledFamily<TurnEnding.Cause>
@@ -67,6 +68,9 @@ public final class SessionMetrics: Sendable {
         backchannels = MetricFamily(name: "parley_backchannels_ignored_total",
                                     help: "Speech during a spoken reply whose words were all backchannels (uh-huh, okay): the reply resumed.", registry: registry)
         repliesPaused = MetricFamily(name: "parley_replies_paused_total", help: "Spoken replies paused by user speech, before it was known to be a barge-in.",
+                                     registry: registry)
+        turnsReopened = MetricFamily(name: "parley_turns_reopened_total",
+                                     help: "Turns that went on after they had ended, before their reply was heard: the reply withdrawn, the two halves one item.",
                                      registry: registry)
         repliesResumed = LabelledFamily(name: "parley_replies_resumed_total",
                                       help: "Paused replies resumed, by why: the speech was only backchannels, or ended short (a noise, a short sound).", registry: registry)
@@ -111,6 +115,7 @@ public final class SessionMetrics: Sendable {
             }
         case .bargedIn: interruptions.add(1)
         case .replyPaused: repliesPaused.add(1)
+        case .turnReopened: turnsReopened.add(1)
         case .replyResumed(_, let why):
             repliesResumed.add(1, why)
             if why == .backchannel { backchannels.add(1) }

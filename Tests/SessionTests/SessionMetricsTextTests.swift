@@ -71,6 +71,9 @@ import TestSupport
             # HELP parley_replies_paused_total Spoken replies paused by user speech, before it was known to be a barge-in.
             # TYPE parley_replies_paused_total counter
             parley_replies_paused_total 0
+            # HELP parley_turns_reopened_total Turns that went on after they had ended, before their reply was heard: the reply withdrawn, the two halves one item.
+            # TYPE parley_turns_reopened_total counter
+            parley_turns_reopened_total 0
             # HELP parley_replies_resumed_total Paused replies resumed, by why: the speech was only backchannels, or ended short (a noise, a short sound).
             # TYPE parley_replies_resumed_total counter
             parley_replies_resumed_total{reason="backchannel"} 0
@@ -114,7 +117,7 @@ import TestSupport
         for stage in TurnTimeline.names {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{stage=\"\(stage)\"} 0\n") == true, "\(stage)")
         }
-        #expect(ExpositionFamilies.split(session.render()).count == 26)
+        #expect(ExpositionFamilies.split(session.render()).count == 27)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

@@ -58,6 +58,13 @@ struct InputAudioBuffer: Sendable {
         pendingSamples = samples.count
     }
 
+    /// A reopened turn: the withdrawn item's audio goes back before what the buffer holds (the
+    /// new speech and its padding), so the two halves are one item's audio. The clock is not moved.
+    mutating func prepend(_ earlier: [Int16]) {
+        samples = earlier + samples
+        pendingSamples = samples.count
+    }
+
     /// The samples of the item being committed; the buffer is empty and released afterwards.
     mutating func take() -> [Int16] {
         defer { clear() }

@@ -17,6 +17,9 @@ extension SessionEngine {
         let inputTokens: Int
         var text = ""
         var itemStarted = false
+        /// Its first audio has gone to the listener (`SpeechOutputEvent.audible`): from then on it
+        /// may have been heard, and a turn that resumes is a barge-in, not a reopening.
+        var audible = false
         /// Where the text item stands in the response's output, once it has begun.
         var messageOutputIndex = 0
         /// The function calls the model has begun, in the order it began them.

@@ -53,6 +53,8 @@ public enum SpeechOutputEvent: Sendable, Equatable {
     /// The reply's audio, whole: how long it lasts (just before `finished`), so that a client's
     /// `conversation.item.truncate` can be mapped onto its transcript.
     case spoken(itemID: String, audioMs: Int)
+    /// The reply's first audio went to the listener.
+    case audible
     /// Every sentence was spoken and sent.
     case finished
     /// Stopped (barge-in, cancel) after the client had had time to play `playedMs` of it, which

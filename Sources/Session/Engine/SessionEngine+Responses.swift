@@ -310,7 +310,13 @@ extension SessionEngine {
         switch event {
         case .spoken(let itemID, let audioMs):
             lastSpokenReply = (itemID, audioMs)
+        case .audible:
+            guard turns.response?.id == id else { return }
+            turns.response?.audible = true
+            turns.reopenable = nil
         case .interrupted(let itemID, let playedMs, let heard):
+            // A reply withdrawn unheard (a reopened turn) left the conversation: nothing to truncate.
+            guard conversation.entry(itemID) != nil else { return }
             // The response is over by now (cancelled); the client learns where its audio stopped,
             // and the history keeps what the user heard, not the text generated ahead of the audio.
             conversation.setText(heard, of: itemID)
@@ -331,6 +337,8 @@ extension SessionEngine {
     mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         guard let current = turns.response else { return }
         turns.response = nil
+        // Whatever it said is there to be heard now: the turn it answered is closed.
+        turns.reopenable = nil
         lastResponseID = current.id
         if turns.floor.isPaused { replyEndedUnderSpeech() }
         var output: [(index: Int, item: ConversationItem)] = []

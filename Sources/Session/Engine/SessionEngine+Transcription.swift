@@ -71,7 +71,11 @@ extension SessionEngine {
     mutating func transcriptArrived(_ itemID: String, answer: Bool) {
         turns.pendingTranscripts.removeAll { $0 == itemID }
         if turns.transcribing == itemID { turns.transcribing = nil }
-        if !answer { dropSpeculation(.cancelled) }
+        if !answer {
+            dropSpeculation(.cancelled)
+            // No reply is coming for it: nothing to reopen.
+            if turns.reopenable?.itemID == itemID { turns.reopenable = nil }
+        }
         guard turns.pendingTranscripts.isEmpty, let overrides = turns.deferredResponse else { return }
         turns.deferredResponse = nil
         if answer && turns.response == nil { startResponse(overrides) }

@@ -74,8 +74,13 @@ extension SessionEngine {
         let new = TurnTaking.Turn(itemID: ids.make("item"), onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0), audioStartMs: ms)
         let reply: ReplyInterruption.Reply = turns.response.map { $0.speaks ? .spoken : .text } ?? .none
         let settings = configuration.turnDetection ?? ServerVAD()
+        let reopenable = turns.reopenable.flatMap { unheardReply(answering: $0.itemID) ? $0 : nil }
+        turns.reopenable = nil
         let start = turns.floor.speechStarted(new, during: reply, interruptResponse: settings.interruptResponse,
-                                              settings: settings.interruption, expectsWords: transcribes)
+                                              settings: settings.interruption, expectsWords: transcribes, replyUnheard: reopenable != nil)
+        if case .reopened(let turn, let withdrawn) = start, let reopenable {
+            return reopen(turn, withdrawing: withdrawn, audio: reopenable.samples, speechStartMs: ms)
+        }
         guard case .began(let turn, let decision) = start else {
             // The user went on after a silence the model was judging: the same turn continues,
             // and a reply begun on its words so far is not what it will need.
@@ -106,6 +111,45 @@ extension SessionEngine {
             outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
         }
         if decision == .bargeIn { cutReply() }
+    }
+
+    /// Whether the reply in the making answers the item `itemID` and nothing of it has reached the
+    /// listener: a spoken one whose first audio has not gone out, a text one with no text yet, or
+    /// one still waiting for the item's words.
+    private func unheardReply(answering itemID: String) -> Bool {
+        guard let response = turns.response else { return turns.deferredResponse != nil && turns.pendingTranscripts.contains(itemID) }
+        return response.speaks ? !response.audible : !response.itemStarted
+    }
+
+    /// The user went on after their turn had ended, before its reply was heard: the reply is
+    /// withdrawn (cancelled, its item deleted), the ended turn's item deleted, and the turn goes
+    /// on as a new item whose audio is the ended turn's and the new speech's (docs/protocol.md,
+    /// "A turn that reopens").
+    private mutating func reopen(_ turn: TurnTaking.Turn, withdrawing withdrawn: String, audio earlier: [Int16], speechStartMs ms: Int) {
+        idleSinceMs = nil
+        fact(.turnReopened(itemID: turn.itemID, withdrawnItemID: withdrawn))
+        if let response = turns.response {
+            let replyItem = response.itemStarted ? response.itemID : nil
+            cancel(response.id, reason: "turn_detected")
+            if let replyItem, conversation.delete(replyItem) { emit(.conversationItemDeleted(itemID: replyItem)) }
+        }
+        turns.deferredResponse = nil
+        turns.turnAwaitingResponse = false
+        if turns.pendingTranscripts.contains(withdrawn) {
+            outbox.append(.transcription(.cancel(itemID: withdrawn)))
+            turns.pendingTranscripts.removeAll { $0 == withdrawn }
+        }
+        if conversation.delete(withdrawn) { emit(.conversationItemDeleted(itemID: withdrawn)) }
+        audio.keep(fromMs: ms)
+        audio.prepend(earlier)
+        announce(turn)
+        if transcribes {
+            cancelTranscription()
+            turns.transcribing = turn.itemID
+            turns.partialTranscript = ""
+            turns.quietSpeechEndMs = nil
+            outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
+        }
     }
 
     /// The user spoke over the reply: it is cancelled, and truncated at what was heard.
@@ -197,10 +241,12 @@ extension SessionEngine {
         let itemID = ended.turn.itemID
         emit(.speechStopped(audioEndMs: ended.atMs, itemID: itemID))
         fact(.turnEnded(itemID: itemID, audioEndMs: ended.atMs, cause: ended.cause))
-        commit(itemID: itemID, spokenMs: ended.atMs - ended.turn.onsetMs)
+        let samples = commit(itemID: itemID, spokenMs: ended.atMs - ended.turn.onsetMs)
         // A transcription session's turn ends with its transcript; no model is ever asked.
         guard configuration.type == .realtime, configuration.turnDetection?.createResponse ?? true else { return dropSpeculation(.cancelled) }
         if turns.response == nil {
+            // Kept while its reply is unheard, should the user go on (`reopen`).
+            turns.reopenable = Reopenable(itemID: itemID, samples: samples)
             startResponse(ResponseOverrides())
         } else {
             turns.turnAwaitingResponse = true
@@ -230,7 +276,8 @@ extension SessionEngine {
 
     /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
     /// there is one, will take them first.
-    mutating func commit(itemID: String, spokenMs: Int) {
+    @discardableResult
+    mutating func commit(itemID: String, spokenMs: Int) -> [Int16] {
         let previous = conversation.lastItemID
         // The item's events go before the recogniser is told to finish: a recogniser whose last
         // decode already covers the turn answers at once, inside this action list, and its
@@ -250,7 +297,8 @@ extension SessionEngine {
             turns.transcribing = nil
             turns.pendingTranscripts.append(itemID)
         }
-        _ = audio.take()
+        let samples = audio.take()
         conversation.append(id: itemID, ChatMessage.untranscribedSpeech(milliseconds: max(0, spokenMs)), audio: true)
+        return samples
     }
 }

@@ -143,6 +143,9 @@ public struct SessionEngine: Sendable {
         var pendingTranscripts: [String] = []
         /// The latest partial text of the streaming turn, to send only what each one adds.
         var partialTranscript = ""
+        /// The turn that ended last, with its audio, while the reply to it is unheard: speech now
+        /// reopens it (`TurnTaking.Start.reopened`).
+        var reopenable: Reopenable?
         /// Where the speech ended that the recogniser was last told had gone quiet (`quietMs` of
         /// it), so that it is told once per silence and its words are known to be for it.
         var quietSpeechEndMs: Int?
@@ -156,6 +159,11 @@ public struct SessionEngine: Sendable {
 
         static let resting = Turns()
         var isResting: Bool { self == Self.resting }
+    }
+
+    struct Reopenable: Sendable, Equatable {
+        let itemID: String
+        let samples: [Int16]
     }
 
     struct OutspokenWords: Sendable, Equatable {

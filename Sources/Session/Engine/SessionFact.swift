@@ -20,6 +20,9 @@ public enum SessionFact: Sendable, Equatable {
     case turnBegan(itemID: String, audioStartMs: Int)
     /// The turn is over (`speech_stopped`): where its speech ended, and why it was over.
     case turnEnded(itemID: String, audioEndMs: Int, cause: TurnEnding.Cause)
+    /// The user spoke again after their turn had ended, before any of its reply was heard: the
+    /// reply was withdrawn and the turn reopened as `itemID`, the withdrawn item's audio its start.
+    case turnReopened(itemID: String, withdrawnItemID: String)
     /// User speech paused the spoken reply; not yet known to be a barge-in.
     case replyPaused(responseID: String)
     /// The paused reply goes on: the speech was only a backchannel, or short.

@@ -59,6 +59,10 @@ public struct TurnTaking: Sendable, Equatable {
         case continued(withdraw: Step?)
         /// A new turn; what it does to the reply in progress, if anything.
         case began(Turn, ReplyInterruption.Decision?)
+        /// The user spoke again soon after their turn ended, before its reply was heard: the
+        /// reply is withdrawn and the turn goes on, as a new item (`turn`, with the ended turn's
+        /// start) that holds both halves; `withdrawn` is the ended turn's item.
+        case reopened(Turn, withdrawn: String)
     }
 
     /// What a speech stop is.
@@ -78,6 +82,12 @@ public struct TurnTaking: Sendable, Equatable {
         /// The words make the paused speech a barge-in.
         case bargeIn
     }
+
+    /// The turn that ended last, while it may reopen (`speechStarted`).
+    public private(set) var lastEnded: Ended?
+    /// How soon after a turn ended speech may reopen it: a pause a speaker takes mid-thought and
+    /// the turn-taking targets count (up to 1 s), past the 1.2 s finished words wait, with room.
+    public static let reopenWithinMs = 2_500
 
     public private(set) var turn: Turn? {
         // Words kept for a silence belong to the turn they were heard in.
@@ -109,12 +119,21 @@ public struct TurnTaking: Sendable, Equatable {
 
     /// The detector heard speech start. `turn` is the one it begins if it is not the current one
     /// going on; `reply` is what is being answered meanwhile.
+    /// `replyUnheard`: the reply being made answers the turn that ended last, and nothing of it
+    /// has reached the listener yet.
     public mutating func speechStarted(_ new: Turn, during reply: ReplyInterruption.Reply, interruptResponse: Bool,
-                                       settings: ReplyInterruption.Settings, expectsWords: Bool) -> Start {
+                                       settings: ReplyInterruption.Settings, expectsWords: Bool, replyUnheard: Bool = false) -> Start {
         if turn != nil, var pending = ending, pending.isPending {
             let decision = pending.speechResumed()
             ending = pending
             return .continued(withdraw: decision == .withdraw ? turn.map { .withdraw(itemID: $0.itemID) } : nil)
+        }
+        let last = lastEnded
+        lastEnded = nil
+        if replyUnheard, let last, new.audioStartMs - last.atMs <= Self.reopenWithinMs {
+            let reopened = Turn(itemID: new.itemID, onsetMs: last.turn.onsetMs, audioStartMs: last.turn.audioStartMs)
+            turn = reopened
+            return .reopened(reopened, withdrawn: last.turn.itemID)
         }
         turn = new
         let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: interruptResponse,
@@ -243,6 +262,7 @@ public struct TurnTaking: Sendable, Equatable {
     /// The turn is committed by hand (`input_audio_buffer.commit`): it is handed over whole, and
     /// any question about its end withdrawn.
     public mutating func take() -> (turn: Turn, withdraw: Step?)? {
+        lastEnded = nil
         guard let current = turn else { return nil }
         let withdraw = forgetEnding()
         turn = nil
@@ -255,6 +275,7 @@ public struct TurnTaking: Sendable, Equatable {
         let withdraw = forgetEnding()
         let dropped = turn != nil
         turn = nil
+        lastEnded = nil
         return (dropped, withdraw, releasePause())
     }
 
@@ -278,6 +299,8 @@ public struct TurnTaking: Sendable, Equatable {
     private mutating func end(_ ended: Turn, atMs ms: Int, _ cause: TurnEnding.Cause) -> Ended {
         turn = nil
         ending = nil
-        return Ended(turn: ended, atMs: ms, cause: cause)
+        let done = Ended(turn: ended, atMs: ms, cause: cause)
+        lastEnded = done
+        return done
     }
 }
