@@ -222,13 +222,14 @@ class Whisper:
 
     # Whisper's encoder reads a window of up to 30 s of log-mel frames, and faster-whisper pads
     # every clip with quiet to the whole 30 s; CTranslate2 encodes a shorter window as readily, at
-    # a cost that grows with it. A `fast` request (the server's periodic partials while the user
-    # talks, under WINDOW_SECONDS less one of audio) pads the turn to WINDOW_SECONDS instead.
-    # Measured on WordErrorRate's 30 sentences in four voices (docs/benchmarks.md, "Whisper's
-    # partials on a 15 s window"): 116 ms a clip on one thread against 340, and fewer errors over
-    # all; but it heard Piper's "Paris" as "pairs" in 3 of 7 readings where 30 s heard it in 7 of 7
-    # (and 20, 24 and 28 s windows as often), so a transcript that may be final, which tools and
-    # the history are made from, is decoded on the whole window.
+    # a cost that grows with it. A turn under WINDOW_SECONDS less one of audio is padded to
+    # WINDOW_SECONDS instead, whatever the request: on the 210 clips of docs/benchmarks.md
+    # ("Moonshine base against Whisper tiny.en") the 15 s window heard better than the 30 s one
+    # (6.5 % WER against 8.4 %) for a third of the CPU (96 ms a clip against 313), so the decode a
+    # turn's end waits on (the one at the quiet, and the final) is a third as long. (An earlier
+    # measurement on 4 voices kept the finals on 30 s for Piper's "Paris", heard as "pairs" in 3 of
+    # 7 readings; over seven voices the shorter window errs less.) `fast` now only says that nobody
+    # waits on the answer (it queues behind those somebody does).
     WINDOW_SECONDS = 15
     # Whisper on a short window sometimes says the turn again ("Hello there. Hello there."): its
     # text is bounded by the audio's length (six tokens a second is past fast speech) and a
@@ -243,7 +244,7 @@ class Whisper:
         if len(audio) < RATE // 10:
             return ""
         seconds = len(audio) / RATE
-        if not fast or seconds > self.WINDOW_SECONDS - 1:
+        if seconds > self.WINDOW_SECONDS - 1:
             # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
             # own (Parley's has cut the turn), no carried context (each request is a whole turn).
             segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,

@@ -45,6 +45,8 @@ package final class SpeechOutput {
 
     private var text = ""
     private var sentences: [String] = []
+    /// A first piece went to the voice: later ones are whole sentences.
+    private var startedSpeaking = false
     private var speaking: (any ModelCall)?
     private var textEnded = false
     private var audio: [([Int16], Int)] = []
@@ -99,10 +101,16 @@ package final class SpeechOutput {
     func add(_ piece: String) {
         guard !over else { return }
         text += piece
-        while let end = Self.sentenceEnd(in: text) {
+        // The reply's first piece may end at a clause, so that the voice starts on "Sure, I can
+        // help with that," while the model is still writing the sentence's end; after it, whole
+        // sentences (the voice splits them into clauses itself).
+        while let end = Self.sentenceEnd(in: text) ?? (startedSpeaking ? nil : Self.clauseEnd(in: text)) {
             let sentence = String(text[..<end]).trimmed
             text = String(text[end...])
-            if !sentence.isEmpty { sentences.append(sentence) }
+            if !sentence.isEmpty {
+                sentences.append(sentence)
+                startedSpeaking = true
+            }
         }
         speakNext()
     }
@@ -198,6 +206,22 @@ package final class SpeechOutput {
         // Paused or not, the client plays what it was sent in real time.
         return min(sentMs, Int((MonotonicClock.nanoseconds() &- startedAt) / 1_000_000))
     }
+
+    /// After a clause's mark (, ; : —) and the space after it, with at least `clauseWords` words
+    /// before it (a clause of fewer, "Well," or "Yes,", is spoken with what follows).
+    static func clauseEnd(in text: String) -> String.Index? {
+        var previous: Character?
+        var words = 0
+        for i in text.indices {
+            let c = text[i]
+            if c == " ", let p = previous, p != " " { words += 1 }
+            if let p = previous, ",;:—".contains(p), c == " ", words >= clauseWords { return text.index(after: i) }
+            previous = c
+        }
+        return nil
+    }
+
+    static let clauseWords = 3
 
     /// After a sentence's closing mark and the space (or end of line) after it.
     static func sentenceEnd(in text: String) -> String.Index? {
