@@ -180,7 +180,8 @@ struct Serve: ParsableCommand {
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
-                                speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords, tracer: tracer,
+                                speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords,
+                                speechCapacity: settings.speech.speechCapacity(helperServes: helper != nil && (models.recogniser != nil || models.piper), workers: isWorker ? settings.workers : 1), tracer: tracer,
                                 recordings: recordings)
     }
 

@@ -50,6 +50,8 @@ struct SpeechOptions: ParsableArguments {
         static let turnWords = Setting.choice("--turn-words", "PARLEY_TURN_WORDS", default: true, shown: "rules",
                                               among: [("rules", true), ("none", false)],
                                               about: "Whether semantic_vad weighs what the words decoded as the user goes quiet say (a trailing \"to\", \"and\", \"um\" holds the turn; a finished sentence ends it past a pause) beside the end-of-turn model (rules), or the model alone (none); needs a recogniser that decodes whole turns (whisper)")
+        static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(SpeechCapacity.talkersPerCore) talkers per core, \(SpeechCapacity.talkersPerCore * ServerConfiguration().loops) here", in: 0...,
+                                                  about: "Voice sessions the box takes while the speech helper serves them (split evenly between --workers); past it a new session gets 503 server_busy with Retry-After, rather than every session slowing; 0: no limit")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
@@ -82,6 +84,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.echoCanceller) var echoCancellerFlag: String?
     @Option(Settings.speculativeReplies) var speculativeRepliesFlag: String?
     @Option(Settings.turnWords) var turnWordsFlag: String?
+    @Option(Settings.speechCapacity) var speechCapacityFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
     @Option(Settings.baseURL) var baseURLFlag: String?
@@ -117,6 +120,15 @@ struct SpeechOptions: ParsableArguments {
         let echoCanceller: Bool
         let speculativeReplies: Bool
         let turnWords: Bool
+        /// nil: the default (talkers per core times the cores); 0: no limit.
+        let speechCapacity: Int?
+
+        /// This process's share of the box's speech capacity, when the helper serves its sessions.
+        func speechCapacity(helperServes: Bool, workers: Int) -> SpeechCapacity? {
+            guard helperServes else { return nil }
+            let box = speechCapacity ?? SpeechCapacity.talkersPerCore * ServerConfiguration().loops
+            return box == 0 ? nil : SpeechCapacity(limit: SpeechCapacity.share(of: box, workers: workers))
+        }
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -285,7 +297,8 @@ struct SpeechOptions: ParsableArguments {
                             replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
                             echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
                             speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag),
-                            turnWords: try Settings.turnWords.read(turnWordsFlag))
+                            turnWords: try Settings.turnWords.read(turnWordsFlag),
+                            speechCapacity: try Settings.speechCapacity.read(speechCapacityFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice
     }

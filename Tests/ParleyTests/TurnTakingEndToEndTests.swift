@@ -16,11 +16,13 @@ import TestSupport
     enum Voice: CustomStringConvertible, Sendable {
         case piper(lengthScale: Double)
         case espeak(String)
+        case flite(String)
 
         var description: String {
             switch self {
             case .piper(let scale): "piper joe ×\(scale)"
             case .espeak(let name): "espeak-ng \(name)"
+            case .flite(let name): "flite \(name)"
             }
         }
 
@@ -28,6 +30,7 @@ import TestSupport
             let path = switch self {
             case .piper(let scale): try SpeechVectors.piper(text, lengthScale: scale)
             case .espeak(let name): try SpeechVectors.wav(text, voice: name)
+            case .flite(let name): try SpeechVectors.flite(text, voice: name)
             }
             let wav = try WAVFile.read(path: path)
             return try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
