@@ -74,6 +74,6 @@ import Testing
         #expect(judged(stopped) == itemID)
         // The verdict alone, the words awaited: complete ends the turn after the words' wait.
         #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.97)))).turnEnds.isEmpty)
-        #expect(engine.feed(silentMs: 400).turnEnds == [.model])
+        #expect((engine.feed(silentMs: 400) + engine.feed(silentMs: 700)).turnEnds == [.model])
     }
 }

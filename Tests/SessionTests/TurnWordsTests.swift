@@ -33,3 +33,21 @@ struct TurnWordsTests {
         #expect(TurnWords.judge("?!") == nil)
     }
 }
+
+/// The rules added after the first `make bench-turns` run: what Smart Turn had answered in the pause.
+struct TurnWordsFromTheBenchTests {
+    @Test(arguments: ["I would like to order", "I would like to order.", "I need to book", "Could I get a"])
+    func aVerbWaitingForItsObjectIsUnfinished(_ text: String) {
+        #expect(TurnWords.judge(text) != .finished, "\(text)")
+    }
+
+    @Test(arguments: ["The code is A B", "I need milk, eggs.", "I need milk, eggs", "My postcode is SW1"])
+    func itemsBeingReadOutWaitPastAPause(_ text: String) {
+        #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
+    }
+
+    @Test(arguments: ["Add milk, eggs and bread.", "A table for two, please.", "Good morning, how are you?", "I want to cancel.", "Yes, I see."])
+    func listsWithTheirEndAndClosingWordsAreFinished(_ text: String) {
+        #expect(TurnWords.judge(text) == .finished, "\(text)")
+    }
+}

@@ -61,8 +61,11 @@ public struct TurnEnding: Sendable, Equatable {
         public var finishedWaitMs = 1_200
         /// Digits being read out: groups are paused between, so the turn waits past such a pause.
         public var spellingOutWaitMs = 1_500
-        /// A complete verdict before the words: how long they are waited for, at most.
-        public var wordsWaitMs = 600
+        /// A complete verdict before the words: how long they are waited for, at most. Past the
+        /// 1 s pauses the targets count, so that words slower than the verdict (a busy helper)
+        /// never let a pause after "I need a flight to" end the turn; they come about 250 ms after
+        /// the last word on an idle machine, so a finished turn seldom waits this out.
+        public var wordsWaitMs = 1_000
         /// Whether words come (a recogniser that decodes the turn when it goes quiet): without
         /// them the audio model's verdict decides alone.
         public var readsWords = false

@@ -14,8 +14,9 @@ public enum TurnWords {
         case finished
         /// The words cannot end one: a function word, a filler, or a comma or dash last.
         case unfinished
-        /// Digits or number words being read out ("my number is four five"): a pause between
-        /// groups is usual, so the end waits past one, whatever the audio says.
+        /// Digits, letters or items being read out ("my number is four five", "the code is A B",
+        /// "milk, eggs"): a pause between groups is usual, so the end waits past one, whatever
+        /// the audio says (and a wrong guess costs that wait, not the longest).
         case spellingOut = "spelling_out"
     }
 
@@ -38,6 +39,8 @@ public enum TurnWords {
         if unfinishedPairs.contains(pair) { return .unfinished }
         if tokens.count == 2, auxiliaries.contains(tokens[0]), pronouns.contains(last) { return .unfinished }
         if unfinishedEnds.contains(last) { return .unfinished }
+        // "I would like to order", "I need to book": a verb that takes an object, after "to".
+        if tokens.count >= 3, tokens[tokens.count - 2] == "to", objectVerbs.contains(last) { return .unfinished }
         // "I need to", not "I will" or "yes, it is".
         if auxiliaries.contains(last), tokens.count > 2, !["yes", "no", "yeah", "nope", "yep", "not"].contains(tokens[0]) { return .unfinished }
         // A number written whole ("7:30", "555-123-4567", "forty-two") is said whole.
@@ -45,8 +48,10 @@ public enum TurnWords {
             return .finished
         }
         let run = tokens.reversed().prefix { isCode($0) || $0.count == 1 }
-        if run.count >= 2, run.contains(where: isCode), run.count < tokens.count { return .spellingOut }
-        if isCode(last), last.filter(\.isNumber).count < 5, tokens.dropLast().contains(where: digitCues.contains) { return .spellingOut }
+        let asksForDigits = tokens.dropLast().contains(where: digitCues.contains)
+        if run.count >= 2, run.count < tokens.count, run.contains(where: isCode) || asksForDigits { return .spellingOut }
+        if isCode(last), last.filter(\.isNumber).count < 5, asksForDigits { return .spellingOut }
+        if isUnfinishedList(String(stripped)) { return .spellingOut }
         return .finished
     }
 
@@ -65,6 +70,23 @@ public enum TurnWords {
         if !current.isEmpty { tokens.append(current) }
         return tokens
     }
+
+    /// Items read out with commas and no "and" yet ("I need milk, eggs"; Whisper writes the pause
+    /// after the last as a period): a first clause of two words or more, then items of one or
+    /// two words, none of them a closing word ("please", "thanks").
+    static func isUnfinishedList(_ text: String) -> Bool {
+        let segments = text.split(separator: ",").map { words($0) }
+        guard segments.count >= 2, let first = segments.first, first.count >= 2, let last = segments.last,
+              (1...2).contains(last.count), !listClosers.contains(last.joined(separator: " ")) else { return false }
+        return !segments.dropFirst().joined().contains { $0 == "and" || $0 == "or" }
+    }
+
+    static let listClosers: Set<String> = ["please", "thanks", "thank you", "too", "then", "right", "okay", "ok", "sorry", "yes", "no"]
+
+    /// Verbs that take an object, unfinished after "to" ("I would like to order").
+    static let objectVerbs: Set<String> = [
+        "order", "book", "buy", "get", "make", "send", "find", "tell", "give", "bring", "add", "reserve", "schedule", "see",
+    ]
 
     /// A number, or a token of a code ("sw1", "4567", "four").
     static func isCode(_ token: String) -> Bool {
