@@ -41,7 +41,7 @@ endif
 # inside the parallel run "stop" resumed instead of cutting the reply in 1 to 5 of 12 cases; with
 # the three suites' cases in parallel, once a guarded echo paused its own reply (1 of 3 runs); one
 # at a time, none (176 s, against 92 s in parallel).
-REAL_TIME_SUITES := InterruptionEndToEndTests|EchoGuardEndToEndTests|RecordingEndToEndTests
+REAL_TIME_SUITES := InterruptionEndToEndTests|EchoGuardEndToEndTests|RecordingEndToEndTests|TurnWordsEndToEndTests
 
 test: deps
 	scripts/tools/check-layers.sh

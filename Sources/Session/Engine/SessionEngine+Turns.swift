@@ -102,15 +102,19 @@ extension SessionEngine {
         } else {
             announce(turn)
         }
-        if transcribes {
-            // Streamed from the start either way: a paused reply's fate may hang on the words.
-            cancelTranscription()
-            turns.transcribing = turn.itemID
-            turns.partialTranscript = ""
-            turns.quietSpeechEndMs = nil
-            outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
-        }
+        // Streamed from the start either way: a paused reply's fate may hang on the words.
+        beginTranscription(turn.itemID)
         if decision == .bargeIn { cutReply() }
+    }
+
+    /// The recogniser hears the turn `itemID` from its start: the audio held now, then each piece.
+    private mutating func beginTranscription(_ itemID: String) {
+        guard transcribes else { return }
+        cancelTranscription()
+        turns.transcribing = itemID
+        turns.partialTranscript = ""
+        turns.quietSpeechEndMs = nil
+        outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
     }
 
     /// Whether the reply in the making answers the item `itemID` and nothing of it has reached the
@@ -143,13 +147,7 @@ extension SessionEngine {
         audio.keep(fromMs: ms)
         audio.prepend(earlier)
         announce(turn)
-        if transcribes {
-            cancelTranscription()
-            turns.transcribing = turn.itemID
-            turns.partialTranscript = ""
-            turns.quietSpeechEndMs = nil
-            outbox.append(.transcription(.begin(itemID: turn.itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
-        }
+        beginTranscription(turn.itemID)
     }
 
     /// The user spoke over the reply: it is cancelled, and truncated at what was heard.
