@@ -85,12 +85,12 @@ import Testing
 /// With a recogniser: a speech nothing has been recognised of yet waits for its words up to twice
 /// the duration; a recognised backchannel still vetoes, a word still barges in at once.
 @Suite struct ReplyInterruptionWithWordsTests {
-    @Test func unrecognisedSpeechWaitsForWordsUpToTwiceTheDuration() throws {
+    @Test func unrecognisedSpeechWaitsForWordsUpToThreeTimesTheDuration() throws {
         let (started, decision) = ReplyInterruption.speechStarted(during: .spoken, interruptResponse: true, settings: .init(), expectsWords: true)
         var machine = try #require(started)
         #expect(decision == .pause)
-        #expect(machine.heard(speechMs: 600) == nil)
-        #expect(machine.heard(speechMs: 1_000) == .bargeIn)
+        #expect(machine.heard(speechMs: 1_000) == nil)
+        #expect(machine.heard(speechMs: 1_500) == .bargeIn)
         #expect(machine.recognised("stop") == .bargeIn)
     }
 

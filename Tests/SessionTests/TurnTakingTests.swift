@@ -69,9 +69,35 @@ import Testing
         let r3 = floor.recognised("mm hmm")
         #expect(r3 == .held)
         #expect(!floor.lastsLongEnough(lastSpeechEndMs: 1_900), "a long mm-hmm is still a backchannel")
+        // The speech ends before its settled words: the reply stays paused for them.
         let r4 = floor.speechStopped(atMs: 1_900, semantic: Self.semantic)
-        #expect(r4 == .resume(Self.turn(), .backchannel))
+        #expect(r4 == nil && floor.isPaused)
+        let r5 = floor.recognised("Mm-hmm.", settled: true)
+        #expect(r5 == .resume(Self.turn(), .backchannel))
         #expect(floor.isIdle)
+    }
+
+    @Test func aShortStopEndsBeforeItsWordsAndStillBargesIn() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        #expect(floor.speechStopped(atMs: 1_400, semantic: Self.semantic) == nil)
+        #expect(floor.pauseDue(atMs: 1_800) == nil)
+        #expect(floor.recognised("Stop.", settled: true) == .bargeIn)
+    }
+
+    @Test func wordsThatNeverComeResumeTheReplyAfterTheirWait() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        _ = floor.speechStopped(atMs: 1_400, semantic: Self.semantic)
+        #expect(floor.pauseDue(atMs: 1_999) == nil)
+        #expect(floor.pauseDue(atMs: 2_000) == .resume(Self.turn(), .short))
+        #expect(floor.isIdle && !floor.isPaused)
+    }
+
+    @Test func speechAgainWhileItsWordsAreAwaitedIsTheSameSpeech() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        _ = floor.speechStopped(atMs: 1_400, semantic: Self.semantic)
+        let again = TurnTaking.Turn(itemID: "item_9", onsetMs: 1_700, audioStartMs: 1_400)
+        #expect(floor.speechStarted(again, during: .spoken, interruptResponse: true, settings: .init(), expectsWords: true) == .continued(withdraw: nil))
+        #expect(floor.turn == Self.turn() && floor.isPaused)
     }
 
     @Test func aRealWordBargesInAndItsHeldWordsGoWithTheTurn() {
@@ -91,9 +117,9 @@ import Testing
         #expect(!short && long)
     }
 
-    @Test func withARecogniserSpeechWaitsForItsWordsUpToTwiceTheDuration() {
+    @Test func withARecogniserSpeechWaitsForItsWordsUpToThreeTimesTheDuration() {
         let floor = Self.started(during: .spoken, expectsWords: true).0
-        let waiting = floor.lastsLongEnough(lastSpeechEndMs: 1_900), enough = floor.lastsLongEnough(lastSpeechEndMs: 2_000)
+        let waiting = floor.lastsLongEnough(lastSpeechEndMs: 2_400), enough = floor.lastsLongEnough(lastSpeechEndMs: 2_500)
         #expect(!waiting && enough)
     }
 

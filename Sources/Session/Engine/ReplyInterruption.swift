@@ -15,9 +15,11 @@
 /// other words ("I'm home", "Mm-hmm" as "Hmm, hmm" or "Mmm."), which counted as real ones and cut
 /// the reply every time (the trials). So one or two stray words never cut (`minWords` is 3
 /// by default; a word that asks for the floor still cuts alone), and with a recogniser the
-/// duration rule waits twice `minDurationMs` (1 s, longer than any backchannel in the test voices,
-/// 0.3 to 0.9 s) whatever the words so far. The reply stays paused meanwhile, so the user is not
-/// talked over: what they hear stop is the pause, at the speech's onset.
+/// duration rule waits three times `minDurationMs` (1.5 s, longer than any backchannel in the test
+/// voices, 0.3 to 1.2 s) whatever the words so far; a speech that ends is decided by its words when
+/// they come (a short "stop" ends before any decode of it is back), within 600 ms. The reply stays
+/// paused meanwhile, so the user is not talked over: what they hear stop is the pause, at the
+/// speech's onset.
 public struct ReplyInterruption: Sendable, Equatable {
     /// The session's settings (a Parley extension under `turn_detection`: `interruption`).
     public struct Settings: Sendable, Equatable {
@@ -101,8 +103,9 @@ public struct ReplyInterruption: Sendable, Equatable {
         guard speechMs >= settings.minDurationMs else { return nil }
         // Words heard and every one a backchannel: a long "mm-hmm" is still one.
         if backchannels > 0 && words == 0 { return nil }
-        // Words may still come, or be misheard: the duration alone decides at twice its length.
-        if expectsWords && settings.minWords > 0 && speechMs < 2 * settings.minDurationMs { return nil }
+        // Words may still come, or be misheard: the duration alone decides at three times its
+        // length (flite's slt says "mm hmm" for 1.2 s).
+        if expectsWords && settings.minWords > 0 && speechMs < 3 * settings.minDurationMs { return nil }
         return .bargeIn
     }
 

@@ -17,15 +17,11 @@ extension SessionEngine {
         case .partial(let text):
             if streaming, turns.floor.isPaused {
                 // Unconfirmed speech: its words decide the paused reply's fate and are not sent yet.
-                if turns.floor.recognised(text) == .bargeIn { bargeIn() }
-                return
+                return pausedSpeechRecognised(text, settled: false)
             }
             partialArrived(itemID, text)
         case .settled(let text):
-            if streaming, turns.floor.isPaused {
-                if turns.floor.recognised(text) == .bargeIn { bargeIn() }
-                return
-            }
+            if streaming, turns.floor.isPaused { return pausedSpeechRecognised(text, settled: true) }
             partialArrived(itemID, text)
             // The words of the turn up to its silence: the text signal of its end, if no speech
             // came since (the VAD's last speech is still the one the recogniser was told of).
@@ -54,6 +50,18 @@ extension SessionEngine {
             let overloaded = error.code == "overloaded"
             if overloaded { emit(.error(eventError)) }
             transcriptArrived(itemID, answer: !overloaded)
+        }
+    }
+
+    /// Words of the speech that paused the reply: a barge-in, the reply resumed (the speech had
+    /// ended, and its words are backchannels or too few), or nothing yet.
+    private mutating func pausedSpeechRecognised(_ text: String, settled: Bool) {
+        switch turns.floor.recognised(text, settled: settled) {
+        case .bargeIn: bargeIn()
+        case .resume(_, let why):
+            cancelTranscription()
+            resumeReply(why)
+        case .held, .delivered: break
         }
     }
 

@@ -29,6 +29,10 @@ extension SessionEngine {
         if turns.floor.isPaused, let vad, turns.floor.lastsLongEnough(lastSpeechEndMs: vadOriginMs + vad.lastSpeechEndMs) {
             bargeIn()
         }
+        if turns.floor.isPaused, case .resume(_, let why)? = turns.floor.pauseDue(atMs: audio.totalMs) {
+            cancelTranscription()
+            resumeReply(why)
+        }
         if let vad { tellQuiet(speechEndMs: vadOriginMs + vad.lastSpeechEndMs) }
         // Read first: the mutating call would make the turns' box on every frame between turns
         // (`OutOfLine` makes it on a write), only for `settle` to free it again.
@@ -199,7 +203,7 @@ extension SessionEngine {
     /// a noise, a short sound) it leaves nothing behind: no event was sent for it, so none is; its
     /// audio is dropped with the padding kept between turns, its transcription cancelled (by the
     /// caller), and no item is made, so the model never answers "uh-huh".
-    private mutating func resumeReply(_ why: ReplyInterruption.Resumption) {
+    mutating func resumeReply(_ why: ReplyInterruption.Resumption) {
         guard let response = turns.response else { return }
         fact(.replyResumed(responseID: response.id, why))
         emit(.replyResumed(responseID: response.id, reason: why == .backchannel ? "backchannel" : "short"))

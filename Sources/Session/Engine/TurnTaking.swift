@@ -81,6 +81,9 @@ public struct TurnTaking: Sendable, Equatable {
         case held
         /// The words make the paused speech a barge-in.
         case bargeIn
+        /// The paused speech had ended and its words, now in, are no barge-in: the reply resumes
+        /// and the speech leaves nothing behind.
+        case resume(Turn, ReplyInterruption.Resumption)
     }
 
     /// The turn that ended last, while it may reopen (`speechStarted`).
@@ -96,6 +99,12 @@ public struct TurnTaking: Sendable, Equatable {
     private var ending: TurnEnding?
     private var pause: ReplyInterruption?
     private var pausedWords: String?
+    /// Where the paused speech ended, while its words are awaited (`pauseWordsWaitMs`): a short
+    /// "stop" ends before any decode of it is back, and is a barge-in all the same.
+    private var pauseEndedMs: Int?
+    private var pausedWordsSettled = false
+    /// How long an ended paused speech waits for its words before the reply resumes without them.
+    public static let pauseWordsWaitMs = 600
     /// Words for a silence the detector has not yet stopped on (see `wordsHeard`).
     private struct EarlyWords: Sendable, Equatable {
         let text: String
@@ -128,6 +137,11 @@ public struct TurnTaking: Sendable, Equatable {
             ending = pending
             return .continued(withdraw: decision == .withdraw ? turn.map { .withdraw(itemID: $0.itemID) } : nil)
         }
+        // The paused speech goes on while its words were awaited: the same speech.
+        if turn != nil, pause != nil, pauseEndedMs != nil {
+            pauseEndedMs = nil
+            return .continued(withdraw: nil)
+        }
         let last = lastEnded
         lastEnded = nil
         if replyUnheard, let last, new.audioStartMs - last.atMs <= Self.reopenWithinMs {
@@ -139,8 +153,8 @@ public struct TurnTaking: Sendable, Equatable {
         let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: interruptResponse,
                                                                   settings: settings, expectsWords: expectsWords)
         if decision == .pause {
+            releasePauseState()
             pause = machine
-            pausedWords = nil
         }
         return .began(new, decision)
     }
@@ -150,11 +164,12 @@ public struct TurnTaking: Sendable, Equatable {
     public mutating func speechStopped(atMs ms: Int, semantic: TurnEnding.Settings?) -> Stop? {
         guard let current = turn else { return nil }
         if let machine = pause {
-            guard case .resume(let why) = machine.speechStopped() else { return nil }
-            pause = nil
-            pausedWords = nil
-            turn = nil
-            return .resume(current, why)
+            // Its words may yet make it a barge-in: the reply stays paused until they come.
+            if machine.expectsWords, machine.settings.minWords > 0, pausedWords == nil || !pausedWordsSettled {
+                pauseEndedMs = ms
+                return nil
+            }
+            return resumeFromPause(current, machine)
         }
         guard let semantic else { return .step(.end(end(current, atMs: ms, .silence))) }
         var pending = ending ?? TurnEnding(settings: semantic)
@@ -172,13 +187,40 @@ public struct TurnTaking: Sendable, Equatable {
         return pause.heard(speechMs: lastSpeechEndMs - turn.onsetMs) == .bargeIn
     }
 
-    /// The recogniser's hypothesis of the current speech so far.
-    public mutating func recognised(_ text: String) -> Words {
+    /// The recogniser's hypothesis of the current speech so far; `settled`: all of it, up to a
+    /// quiet after it (`TranscriptionEvent.settled`).
+    public mutating func recognised(_ text: String, settled: Bool = false) -> Words {
         guard var machine = pause else { return .delivered }
         pausedWords = text
+        pausedWordsSettled = settled
         let decision = machine.recognised(text)
         pause = machine
-        return decision == .bargeIn ? .bargeIn : .held
+        if decision == .bargeIn { return .bargeIn }
+        if settled, pauseEndedMs != nil, let current = turn, case .resume(let turn, let why) = resumeFromPause(current, machine) {
+            return .resume(turn, why)
+        }
+        return .held
+    }
+
+    /// The paused speech ended `pauseWordsWaitMs` ago and no words came to decide it: the reply
+    /// resumes, at the audio's `nowMs`.
+    public mutating func pauseDue(atMs nowMs: Int) -> Stop? {
+        guard let machine = pause, let ended = pauseEndedMs, let current = turn, nowMs - ended >= Self.pauseWordsWaitMs else { return nil }
+        return resumeFromPause(current, machine)
+    }
+
+    private mutating func resumeFromPause(_ current: Turn, _ machine: ReplyInterruption) -> Stop? {
+        guard case .resume(let why) = machine.speechStopped() else { return nil }
+        releasePauseState()
+        turn = nil
+        return .resume(current, why)
+    }
+
+    private mutating func releasePauseState() {
+        pause = nil
+        pausedWords = nil
+        pausedWordsSettled = false
+        pauseEndedMs = nil
     }
 
     /// The paused speech is a turn after all (a barge-in, or the reply it paused ended): the
@@ -186,8 +228,7 @@ public struct TurnTaking: Sendable, Equatable {
     public mutating func confirm() -> Announced? {
         guard pause != nil, let turn else { return nil }
         let words = pausedWords
-        pause = nil
-        pausedWords = nil
+        releasePauseState()
         return Announced(turn: turn, heldWords: words)
     }
 
@@ -195,8 +236,7 @@ public struct TurnTaking: Sendable, Equatable {
     /// changed) without being a turn: true if there was one, to resume its reply.
     public mutating func releasePause() -> Bool {
         guard pause != nil else { return false }
-        pause = nil
-        pausedWords = nil
+        releasePauseState()
         return true
     }
 
