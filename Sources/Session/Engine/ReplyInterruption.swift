@@ -143,6 +143,12 @@ public struct ReplyInterruption: Sendable, Equatable {
         "enough", "cancel", "instead", "hey",
     ]
 
+    /// Letters with no vowel: how Whisper spells a hum it has no word for ("MMH", "MCHM", the
+    /// "M-M-H-M" it wrote for flite's "mm hmm"). Never a word that asks for anything.
+    static func isHum(_ token: Substring) -> Bool {
+        token.allSatisfy(\.isLetter) && !token.contains { "aeiouy".contains($0) }
+    }
+
     /// Words that are not backchannels, backchannel phrases, and whether a word asks for the floor, in `text`.
     static func count(_ text: String) -> (words: Int, backchannels: Int, asksForTheFloor: Bool) {
         var tokens: [Substring] = []
@@ -161,7 +167,7 @@ public struct ReplyInterruption: Sendable, Equatable {
                 i += 2
                 continue
             }
-            if backchannelWords.contains(String(tokens[i])) { backchannels += 1 } else { words += 1 }
+            if backchannelWords.contains(String(tokens[i])) || isHum(tokens[i]) { backchannels += 1 } else { words += 1 }
             i += 1
         }
         return (words, backchannels, asks)
