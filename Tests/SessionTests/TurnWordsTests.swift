@@ -51,3 +51,16 @@ struct TurnWordsFromTheBenchTests {
         #expect(TurnWords.judge(text) == .finished, "\(text)")
     }
 }
+
+/// Questions Whisper wrote as questions may strand a preposition or an auxiliary.
+struct TurnWordsQuestionTests {
+    @Test(arguments: ["Could you please tell me what twelve times seven is?", "What are you looking for?", "Where are you from?", "Who is it for?"])
+    func aQuestionMayEndInAnAuxiliaryOrAPreposition(_ text: String) {
+        #expect(TurnWords.judge(text) == .finished, "\(text)")
+    }
+
+    @Test(arguments: ["Can you tell me?", "Is it the?", "Do you want milk and?"])
+    func butNotInAnArticleAConjunctionOrAHeldPair(_ text: String) {
+        #expect(TurnWords.judge(text) == .unfinished, "\(text)")
+    }
+}

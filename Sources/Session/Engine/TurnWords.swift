@@ -38,11 +38,15 @@ public enum TurnWords {
         if finishedPairs.contains(pair) { return .finished }
         if unfinishedPairs.contains(pair) { return .unfinished }
         if tokens.count == 2, auxiliaries.contains(tokens[0]), pronouns.contains(last) { return .unfinished }
-        if unfinishedEnds.contains(last) { return .unfinished }
+        if neverLast.contains(last) { return .unfinished }
+        // A question Whisper heard as one may end in a stranded preposition or auxiliary ("what
+        // are you looking for?", "could you tell me what twelve times seven is?").
+        let question = raw.hasSuffix("?")
+        if !question, unfinishedEnds.contains(last) { return .unfinished }
         // "I would like to order", "I need to book": a verb that takes an object, after "to".
-        if tokens.count >= 3, tokens[tokens.count - 2] == "to", objectVerbs.contains(last) { return .unfinished }
+        if !question, tokens.count >= 3, tokens[tokens.count - 2] == "to", objectVerbs.contains(last) { return .unfinished }
         // "I need to", not "I will" or "yes, it is".
-        if auxiliaries.contains(last), tokens.count > 2, !["yes", "no", "yeah", "nope", "yep", "not"].contains(tokens[0]) { return .unfinished }
+        if !question, auxiliaries.contains(last), tokens.count > 2, !["yes", "no", "yeah", "nope", "yep", "not"].contains(tokens[0]) { return .unfinished }
         // A number written whole ("7:30", "555-123-4567", "forty-two") is said whole.
         if let chunk = stripped.split(separator: " ").last, chunk.contains(where: { ":-".contains($0) }), isCode(String(chunk.filter { $0.isLetter || $0.isNumber })) || chunk.contains(where: \.isNumber) {
             return .finished
@@ -93,19 +97,22 @@ public enum TurnWords {
         token.contains(where: \.isNumber) || numberWords.contains(token)
     }
 
-    /// Words after which an English sentence is not over.
-    static let unfinishedEnds: Set<String> = [
-        // articles and determiners
+    /// Words after which no English sentence is over, a question either: articles, determiners,
+    /// conjunctions, fillers, and adjectives that wait for their noun.
+    static let neverLast: Set<String> = [
         "a", "an", "the", "my", "your", "our", "their", "its", "his", "every", "each", "another", "whose",
+        "and", "or", "but", "nor", "because", "cause", "if", "while", "although", "unless", "whether", "whereas", "plus",
+        "um", "umm", "uh", "uhh", "uhm", "erm", "er", "eh", "basically", "just", "next", "same", "wrong", "recent",
+    ]
+
+    /// Words after which a statement is not over, though a question may be (a stranded
+    /// preposition): prepositions and subject pronouns.
+    static let unfinishedEnds: Set<String> = [
         // prepositions
         "to", "for", "of", "at", "by", "with", "from", "about", "into", "onto", "between", "through", "during", "without",
         "than", "towards", "toward", "via", "per", "until", "since", "within", "across", "upon",
-        // conjunctions
-        "and", "or", "but", "nor", "because", "cause", "if", "while", "although", "unless", "whether", "whereas", "plus",
         // subject pronouns
         "i", "we", "they", "she",
-        // fillers, and adjectives that wait for their noun
-        "um", "umm", "uh", "uhh", "uhm", "erm", "er", "eh", "basically", "just", "next", "same", "wrong", "recent",
     ]
 
     /// Auxiliaries and modals: unfinished last in a longer sentence ("I need to be", "it was").
