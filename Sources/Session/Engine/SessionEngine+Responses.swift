@@ -90,7 +90,7 @@ extension SessionEngine {
     /// The end-of-turn model is weighing a silence, and these are the user's words so far: the
     /// reply starts on them, unheard (or starts again, if the words have changed since).
     mutating func speculate() {
-        let words = turns.partialTranscript.trimmed
+        let words = turns.heardWords.trimmed
         guard speculates, transcribes, !conversation.exceedsBudget, let speech = turns.floor.turn, turns.floor.isEndPending, turns.response == nil, turns.pendingTranscripts.isEmpty,
               turns.deferredResponse == nil, configuration.turnDetection?.createResponse ?? true, !words.isEmpty else { return }
         let heard = SpeculativeReply.words(words)

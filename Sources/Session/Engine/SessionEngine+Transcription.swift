@@ -66,6 +66,7 @@ extension SessionEngine {
     }
 
     mutating func partialArrived(_ itemID: String, _ text: String) {
+        turns.heardWords = text
         // Only growth is sent: a hypothesis that rewrites earlier words waits for the final.
         let sent = turns.partialTranscript
         if text.hasPrefix(sent), text.count > sent.count {

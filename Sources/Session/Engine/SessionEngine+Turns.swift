@@ -117,6 +117,7 @@ extension SessionEngine {
         cancelTranscription()
         turns.transcribing = itemID
         turns.partialTranscript = ""
+        turns.heardWords = ""
         turns.quietSpeechEndMs = nil
         outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
     }

@@ -143,6 +143,9 @@ public struct SessionEngine: Sendable {
         var pendingTranscripts: [String] = []
         /// The latest partial text of the streaming turn, to send only what each one adds.
         var partialTranscript = ""
+        /// The recogniser's latest hypothesis of the streaming turn, rewrites included: what a
+        /// speculative reply reads (the deltas sent, `partialTranscript`, only ever grow).
+        var heardWords = ""
         /// The turn that ended last, with its audio, while the reply to it is unheard: speech now
         /// reopens it (`TurnTaking.Start.reopened`).
         var reopenable: Reopenable?
