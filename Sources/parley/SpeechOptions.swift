@@ -44,7 +44,7 @@ struct SpeechOptions: ParsableArguments {
         static let echoGuard = Setting.choice("--echo-guard", "PARLEY_ECHO_GUARD", default: false, shown: "off",
                                               among: [("off", false), ("on", true)],
                                               about: "Whether /v1/realtime and /ws sessions discount the reply's own audio (its echo) from what server VAD hears, for clients that play replies without echo cancellation, unless a session says (audio.input.echo_guard); /twilio calls always do")
-        static let speculativeReplies = Setting.choice("--speculative-replies", "PARLEY_SPECULATIVE_REPLIES", default: false, shown: "off",
+        static let speculativeReplies = Setting.choice("--speculative-replies", "PARLEY_SPECULATIVE_REPLIES", default: true, shown: "on",
                                                        among: [("off", false), ("on", true)],
                                                        about: "Whether semantic_vad sessions start the reply on the words so far while the end-of-turn model weighs a silence, heard only if the turn ends with those words, unless a session says (turn_detection.speculative_response); costs the model calls of the turns that go on")
         static let turnWords = Setting.choice("--turn-words", "PARLEY_TURN_WORDS", default: true, shown: "rules",
