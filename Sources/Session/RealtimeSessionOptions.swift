@@ -16,6 +16,7 @@ extension SessionEngine.Options {
         voiceActivityModel = endpoint.speech.voiceActivity
         judgesTurns = endpoint.speech.endOfTurn != nil
         readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.decodesWhenQuiet == true
+        transcriberSettles = endpoint.speech.transcriber?.decodesWhenQuiet ?? true
         speculatesByDefault = endpoint.speculativeRepliesByDefault
         records = endpoint.recordings != nil
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.

@@ -91,6 +91,8 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         options.transcriptionModel = sessions.speech.transcriber?.name
         options.voiceActivityModel = sessions.speech.voiceActivity
         options.judgesTurns = sessions.speech.endOfTurn != nil
+        options.readsTurnWords = sessions.readsTurnWords && sessions.speech.transcriber?.decodesWhenQuiet == true
+        options.transcriberSettles = sessions.speech.transcriber?.decodesWhenQuiet ?? true
         var configuration = SessionConfiguration()
         configuration.inputAudioFormat = .pcmu
         configuration.outputAudioFormat = .pcmu

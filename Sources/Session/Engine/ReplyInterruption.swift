@@ -73,12 +73,18 @@ public struct ReplyInterruption: Sendable, Equatable {
     public let settings: Settings
     /// Whether a recogniser follows the speech, so words may yet decide it.
     public let expectsWords: Bool
+    /// Whether those words are a whole decode of the speech up to a quiet (Whisper), which a
+    /// paused reply may wait for; a streaming recogniser's (pocketsphinx) are its guess as it
+    /// goes, often another word ("stop" heard as "ta" or "doc"), so any word of it counts as
+    /// one that asks for the floor, as before Parley weighed words.
+    public let wordsSettle: Bool
     /// Words recognised so far: real ones, and backchannels; and whether one asks for the floor.
     public private(set) var words = 0
     public private(set) var backchannels = 0
     public private(set) var asksForTheFloor = false
 
-    private init(settings: Settings, expectsWords: Bool) {
+    private init(settings: Settings, expectsWords: Bool, wordsSettle: Bool) {
+        self.wordsSettle = wordsSettle
         self.settings = settings
         self.expectsWords = expectsWords
     }
@@ -87,14 +93,14 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// (nil unless the decision is `.pause`) and the decision (nil: nothing to do).
     /// `interruptResponse` false means the reply is never interrupted, and so never paused.
     public static func speechStarted(during reply: Reply, interruptResponse: Bool, settings: Settings,
-                                     expectsWords: Bool = false) -> (ReplyInterruption?, Decision?) {
+                                     expectsWords: Bool = false, wordsSettle: Bool = true) -> (ReplyInterruption?, Decision?) {
         guard interruptResponse else { return (nil, nil) }
         switch reply {
         case .none: return (nil, nil)
         case .text: return (nil, .bargeIn)
         case .spoken:
             if settings.minDurationMs == 0 { return (nil, .bargeIn) }
-            return (ReplyInterruption(settings: settings, expectsWords: expectsWords), .pause)
+            return (ReplyInterruption(settings: settings, expectsWords: expectsWords, wordsSettle: wordsSettle), .pause)
         }
     }
 
@@ -112,7 +118,7 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// The recogniser's hypothesis of the whole speech so far (partial or final).
     public mutating func recognised(_ text: String) -> Decision? {
         (words, backchannels, asksForTheFloor) = Self.count(text)
-        guard settings.minWords > 0, asksForTheFloor || words >= settings.minWords else { return nil }
+        guard settings.minWords > 0, asksForTheFloor || words >= (wordsSettle ? settings.minWords : 1) else { return nil }
         return .bargeIn
     }
 

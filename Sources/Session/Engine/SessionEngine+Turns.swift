@@ -81,7 +81,8 @@ extension SessionEngine {
         let reopenable = turns.reopenable.flatMap { unheardReply(answering: $0.itemID) ? $0 : nil }
         turns.reopenable = nil
         let start = turns.floor.speechStarted(new, during: reply, interruptResponse: settings.interruptResponse,
-                                              settings: settings.interruption, expectsWords: transcribes, replyUnheard: reopenable != nil)
+                                              settings: settings.interruption, expectsWords: transcribes,
+                                              wordsSettle: transcriberSettles, replyUnheard: reopenable != nil)
         if case .reopened(let turn, let withdrawn) = start, let reopenable {
             return reopen(turn, withdrawing: withdrawn, audio: reopenable.samples, speechStartMs: ms)
         }

@@ -53,6 +53,9 @@ public struct SessionEngine: Sendable {
         /// The recogniser decodes a turn as it goes quiet (`Transcriber.decodesWhenQuiet`) and the
         /// server weighs those words in the turn's end (`--turn-words rules`; see `TurnWords`).
         public var readsTurnWords = false
+        /// The recogniser decodes whole turns and answers `settled` at a quiet (Whisper), rather than
+        /// streaming its guesses (pocketsphinx): see `ReplyInterruption.wordsSettle`.
+        public var transcriberSettles = true
         /// Whether a session whose `turn_detection` does not say speculates (`--speculative-replies`;
         /// see `SpeculativeReply`).
         public var speculatesByDefault = false
@@ -189,6 +192,7 @@ public struct SessionEngine: Sendable {
     public let judgesTurns: Bool
     /// Whether the words decoded when a turn goes quiet count in its end (`Options.readsTurnWords`).
     let readsTurnWords: Bool
+    let transcriberSettles: Bool
     let speculatesByDefault: Bool
     let records: Bool
     /// The server's history budget (`--max-history-bytes`), and what the model reads, if known
@@ -216,6 +220,7 @@ public struct SessionEngine: Sendable {
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
         readsTurnWords = options.readsTurnWords && options.transcribes
+        transcriberSettles = options.transcriberSettles
         speculatesByDefault = options.speculatesByDefault
         records = options.records
     }
