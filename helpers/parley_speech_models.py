@@ -1,0 +1,302 @@
+"""The models of Parley's speech helper (helpers/parley_speech.py, which serves them): Smart Turn
+v3.2 and the Whisper log-mel features it reads, the recognisers (Whisper tiny.en by faster-whisper,
+Moonshine base by moonshine-cpp) and the Piper voice. Each takes pcm16 at 16 or 8 kHz and raises
+`Refusal` (a code of the helper's contract and a message) for what it cannot serve; the protocol,
+the queues and the contract are the helper's.
+"""
+
+import os
+import re
+
+import numpy as np
+
+RATE = 16000
+
+
+class Refusal(Exception):
+    """A request the helper answers with an error CODE (one of ERRORS) instead of a result."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+# MARK: Whisper log-mel features (Smart Turn's input)
+
+
+class WhisperFeatures:
+    """Whisper's log-mel spectrogram as its feature extractor computes it (80 Slaney mel bands,
+    25 ms Hann windows every 10 ms, log10 clamped to 8 decades below the peak, scaled to about
+    -1...1), for a fixed number of samples. The filter bank and window are made once."""
+
+    N_FFT = 400
+    HOP = 160
+    MELS = 80
+
+    def __init__(self, seconds):
+        self.samples = seconds * RATE
+        n = np.arange(self.N_FFT)
+        # Periodic Hann (torch.hann_window's default): the DFT's window, not the symmetric one.
+        self.window = (0.5 - 0.5 * np.cos(2 * np.pi * n / self.N_FFT)).astype(np.float32)
+        self.filters = self._slaney_filters().astype(np.float32)
+
+    @staticmethod
+    def _hz_to_mel(hz):
+        # Slaney's scale: linear below 1 kHz, logarithmic above.
+        hz = np.asarray(hz, dtype=np.float64)
+        mel = hz / (200.0 / 3)
+        log_region = hz >= 1000.0
+        return np.where(log_region, 15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27.0), mel)
+
+    @staticmethod
+    def _mel_to_hz(mel):
+        mel = np.asarray(mel, dtype=np.float64)
+        hz = mel * (200.0 / 3)
+        return np.where(mel >= 15.0, 1000.0 * np.exp((np.log(6.4) / 27.0) * (mel - 15.0)), hz)
+
+    def _slaney_filters(self):
+        bins = self.N_FFT // 2 + 1
+        fft_hz = np.linspace(0, RATE / 2, bins)
+        edges = self._mel_to_hz(np.linspace(self._hz_to_mel(0.0), self._hz_to_mel(RATE / 2), self.MELS + 2))
+        widths = np.diff(edges)
+        offsets = edges[None, :] - fft_hz[:, None]
+        rising = -offsets[:, :-2] / widths[:-1]
+        falling = offsets[:, 2:] / widths[1:]
+        filters = np.maximum(0.0, np.minimum(rising, falling))
+        # Slaney normalisation: each band's area is the same.
+        filters *= (2.0 / (edges[2:] - edges[:-2]))[None, :]
+        return filters  # (bins, mels)
+
+    def __call__(self, audio):
+        """`audio`: float32 at 16 kHz, exactly `self.samples` long. Returns (80, frames)."""
+        # Zero mean, unit variance over the whole window, as Smart Turn was trained (do_normalize).
+        audio = (audio - audio.mean()) / np.sqrt(audio.var() + 1e-7)
+        half = self.N_FFT // 2
+        padded = np.pad(audio, (half, half), mode="reflect")
+        frames = np.lib.stride_tricks.sliding_window_view(padded, self.N_FFT)[:: self.HOP]
+        spectrum = np.fft.rfft(frames * self.window, axis=-1)
+        power = (spectrum.real ** 2 + spectrum.imag ** 2).astype(np.float32)
+        mel = power @ self.filters  # (frames, mels)
+        log_mel = np.log10(np.maximum(mel, 1e-10)).T[:, :-1]  # Whisper drops the last frame
+        log_mel = np.maximum(log_mel, log_mel.max() - 8.0)
+        return ((log_mel + 4.0) / 4.0).astype(np.float32)
+
+
+# MARK: Models
+
+
+class SmartTurn:
+    """Smart Turn v3.2: is the turn in this audio complete? Input the last 8 s (zeros before a
+    shorter turn), output the probability that the speaker has finished."""
+
+    NAME = "smart-turn-v3.2"
+
+    def __init__(self, path, threads, seconds):
+        import onnxruntime as ort
+
+        self.SECONDS = seconds
+        options = ort.SessionOptions()
+        # One thread per decision: decisions run side by side on the pool instead, and a 2-core
+        # server keeps a core for its loops (about 30 ms a decision on one thread).
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # No spinning between runs: an idle helper costs no CPU.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+        self.features = WhisperFeatures(self.SECONDS)
+
+    def probability(self, pcm, rate):
+        audio = to_16k(pcm, rate)
+        n = self.features.samples
+        audio = audio[-n:] if len(audio) >= n else np.pad(audio, (n - len(audio), 0))
+        if not audio.any():
+            return 0.0
+        features = self.features(audio)[None, :, :]
+        output = self.session.run(None, {"input_features": features})[0]
+        return float(np.asarray(output).reshape(-1)[0])
+
+
+class Whisper:
+    """Whisper tiny.en: the turn's audio in, its words out."""
+
+    NAME = "whisper-tiny.en"
+
+    def __init__(self, directory, threads):
+        import ctranslate2
+        from faster_whisper import WhisperModel
+        from faster_whisper.tokenizer import Tokenizer
+
+        self.storage = ctranslate2.StorageView
+        self.model = WhisperModel(directory, device="cpu", compute_type="int8", cpu_threads=threads)
+        self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe", language="en")
+        # No timestamps: the words alone.
+        self.prompt = list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
+
+    # Whisper's encoder reads a window of up to 30 s of log-mel frames, and faster-whisper pads
+    # every clip with quiet to the whole 30 s; CTranslate2 encodes a shorter window as readily, at
+    # a cost that grows with it. A turn under WINDOW_SECONDS less one of audio is padded to
+    # WINDOW_SECONDS instead, whatever the request: on the 210 clips of docs/benchmarks.md
+    # ("Moonshine base against Whisper tiny.en") the 15 s window heard better than the 30 s one
+    # (6.5 % WER against 8.4 %) for a third of the CPU (96 ms a clip against 313), so the decode a
+    # turn's end waits on (the one at the quiet, and the final) is a third as long. (An earlier
+    # measurement on 4 voices kept the finals on 30 s for Piper's "Paris", heard as "pairs" in 3 of
+    # 7 readings; over seven voices the shorter window errs less.) `fast` now only says that nobody
+    # waits on the answer (it queues behind those somebody does).
+    WINDOW_SECONDS = 15
+    # Whisper on a short window sometimes says the turn again ("Hello there. Hello there."): its
+    # text is bounded by the audio's length (six tokens a second is past fast speech) and a
+    # repeat of what was already said is cut (without_repeats).
+    TOKENS_PER_SECOND = 6
+    # Beam search's width. Greedy decoding (1) was measured on the same 210 clips (docs/benchmarks.md,
+    # "Moonshine base against Whisper tiny.en"): 11.9 % WER against 8.4 % for about 7 % less CPU.
+    BEAM_SIZE = 5
+
+    def transcribe(self, pcm, rate, fast=False):
+        audio = to_16k(pcm, rate)
+        if len(audio) < RATE // 10:
+            return ""
+        seconds = len(audio) / RATE
+        if seconds > self.WINDOW_SECONDS - 1:
+            # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
+            # own (Parley's has cut the turn), no carried context (each request is a whole turn).
+            segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,
+                                                condition_on_previous_text=False, without_timestamps=True)
+            return "".join(segment.text for segment in segments).strip()
+        # Padded as audio, not as features, so the log-mel's level is the clip's own.
+        padded = np.zeros(self.WINDOW_SECONDS * RATE, dtype=np.float32)
+        padded[: len(audio)] = audio
+        features = np.ascontiguousarray(self.model.feature_extractor(padded)[:, : self.WINDOW_SECONDS * 100][None])
+        encoded = self.model.model.encode(self.storage.from_array(features), to_cpu=False)
+        limit = min(224, len(self.prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
+        result = self.model.model.generate(encoded, [self.prompt], beam_size=self.BEAM_SIZE, max_length=limit,
+                                           suppress_blank=True, suppress_tokens=[-1])
+        tokens = [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
+        return without_repeats(self.tokenizer.decode(tokens).strip())
+
+
+class Moonshine:
+    """Moonshine base (English, MIT): the turn's audio in, its words out, as `Whisper`. moonshine-cpp
+    0.1.4 ships it as int8 .ort files with its own ONNX Runtime (1.22.1) and a C interface,
+    libmoonshine.so, called here directly: the package's Python `transcribe()` is broken in that
+    version (it names a ctypes type that does not exist). Its encoder reads the audio as long as it
+    is, so its cost grows with the turn where Whisper's is a fixed window's: `fast` changes nothing.
+    As accurate as Whisper tiny.en on Parley's clips but dearer: 247, 709 and 2,543 ms of CPU for
+    1, 3 and 8 s (its decoder turns its int8 weights to float on every token; docs/benchmarks.md,
+    "Moonshine base against Whisper tiny.en"), so Whisper is the default."""
+
+    NAME = "moonshine-base"
+    RUNTIME = "libonnxruntime.so.1.22.1"
+
+    def __init__(self, directory, handles):
+        import ctypes
+        import queue
+
+        self.ctypes = ctypes
+        # Its runtime first: libmoonshine.so needs libonnxruntime.so.1, which the loader finds
+        # among what is loaded by that name. The onnxruntime package that runs Smart Turn links its
+        # runtime into its Python module, so the two never meet (measured: both run in one process).
+        self.runtime = ctypes.CDLL(os.path.join(directory, self.RUNTIME))
+        lib = ctypes.CDLL(os.path.join(directory, "libmoonshine.so"))
+        lib.moonshine_load_model.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32)
+        lib.moonshine_load_model.restype = ctypes.c_int
+        lib.moonshine_transcribe.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t,
+                                             ctypes.POINTER(ctypes.c_char_p))
+        lib.moonshine_transcribe.restype = ctypes.c_int
+        lib.moonshine_free_text.argtypes = (ctypes.c_char_p,)
+        lib.moonshine_free_text.restype = None
+        self.lib = lib
+        models = os.path.join(directory, "models", "base-en")
+        files = [os.path.join(models, name) for name in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin")]
+        for file in files:
+            if not os.path.isfile(file):
+                raise FileNotFoundError(f"no {file}")
+        # One model per request that may run at once (the helper's transcription workers): the C
+        # interface says nothing of two threads in one model, so none share one.
+        self.handles = queue.SimpleQueue()
+        for _ in range(handles):
+            handle = lib.moonshine_load_model(*(file.encode() for file in files), 1)  # 1: base
+            if handle < 0:
+                raise RuntimeError(f"moonshine_load_model failed on {models}")
+            self.handles.put(handle)
+
+    def transcribe(self, pcm, rate, fast=False):
+        ctypes = self.ctypes
+        audio = np.ascontiguousarray(to_16k(pcm, rate), dtype=np.float32)
+        if len(audio) < RATE // 10:
+            return ""
+        handle = self.handles.get()
+        text = ctypes.c_char_p()
+        try:
+            error = self.lib.moonshine_transcribe(handle, audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), len(audio),
+                                                  ctypes.byref(text))
+        finally:
+            self.handles.put(handle)
+        if error != 0:
+            raise Refusal("failed", f"moonshine_transcribe returned {error}")
+        words = (text.value or b"").decode("utf-8", "replace")
+        self.lib.moonshine_free_text(text)
+        return words.strip()
+
+
+def without_repeats(text):
+    """The text up to where it starts to say again what it has said: "Hello there. Hello there."
+    is "Hello there."; "Good morning, how are you? Good morning," is its first sentence."""
+    def letters(s):
+        return "".join(c for c in s.lower() if c.isalnum())
+
+    parts = re.split(r"(?<=[.?!])\s+", text)
+    kept = [parts[0]]
+    for part in parts[1:]:
+        if letters(part) and letters(" ".join(kept)).startswith(letters(part)):
+            break
+        kept.append(part)
+    return " ".join(kept)
+
+
+class Piper:
+    """A Piper voice: text in, 22,050 Hz pcm16 out, a clause at a time so that the first sound
+    leaves before the sentence is made (Piper itself works a sentence at a time)."""
+
+    NAME = "piper-joe-medium"
+    # A clause boundary: after , ; : or a dash, before the next word. A piece of fewer than three
+    # words stays with the next, so the voice does not stop after "Well," or "Yes,".
+    CLAUSE = re.compile(r"(?<=[,;:—])\s+")
+
+    def __init__(self, path):
+        from piper import PiperVoice
+
+        self.voice = PiperVoice.load(path)
+        self.rate = self.voice.config.sample_rate
+
+    def clauses(self, text):
+        pieces, held = [], ""
+        for piece in self.CLAUSE.split(text.strip()):
+            held = f"{held} {piece}".strip() if held else piece
+            if len(held.split()) >= 3:
+                pieces.append(held)
+                held = ""
+        if held:
+            pieces.append(held)
+        return pieces
+
+    def speak(self, text, speed, cancelled):
+        from piper import SynthesisConfig
+
+        # Piper's length_scale is the inverse of speed (2 is half as fast).
+        config = SynthesisConfig(length_scale=1.0 / max(0.25, min(4.0, speed)))
+        for clause in self.clauses(text):
+            for chunk in self.voice.synthesize(clause, config):
+                if cancelled():
+                    return
+                yield chunk.audio_int16_bytes
+
+
+def to_16k(pcm, rate):
+    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+    if rate == 8000:
+        # Telephone audio: up to 16 kHz by linear interpolation; its band ends at 4 kHz anyway.
+        return np.interp(np.arange(len(audio) * 2) / 2.0, np.arange(len(audio)), audio).astype(np.float32)
+    if rate != RATE:
+        raise Refusal("bad_request", f"rate {rate} is not 16000 or 8000")
+    return audio
