@@ -135,14 +135,14 @@ class Whisper:
 
     # Whisper's encoder reads a window of up to 30 s of log-mel frames, and faster-whisper pads
     # every clip with quiet to the whole 30 s; CTranslate2 encodes a shorter window as readily, at
-    # a cost that grows with it. A turn under WINDOW_SECONDS less one of audio is padded to
-    # WINDOW_SECONDS instead, whatever the request: on the 210 clips of docs/benchmarks.md
-    # ("Moonshine base against Whisper tiny.en") the 15 s window heard better than the 30 s one
-    # (6.5 % WER against 8.4 %) for a third of the CPU (96 ms a clip against 313), so the decode a
-    # turn's end waits on (the one at the quiet, and the final) is a third as long. (An earlier
-    # measurement on 4 voices kept the finals on 30 s for Piper's "Paris", heard as "pairs" in 3 of
-    # 7 readings; over seven voices the shorter window errs less.) `fast` now only says that nobody
-    # waits on the answer (it queues behind those somebody does).
+    # a cost that grows with it. A `fast` request (the server's periodic partials, nobody waits on
+    # them), under WINDOW_SECONDS less one of audio, pads the turn to WINDOW_SECONDS instead: a
+    # third of the CPU (96 ms a clip against 313 on the 210 clips of docs/benchmarks.md, "Moonshine
+    # base against Whisper tiny.en", where it even erred less, 6.5 % WER against 8.4 %). A decode
+    # that may be the final text (the one at the turn's quiet, and the final) reads the whole
+    # window all the same: on the short one Whisper hears Piper's "Paris" as "pairs" (3 of 7
+    # readings; the builtin-agent eval asked for the weather in "pairs" when the finals were
+    # moved to it), and tools and the history are made from the final text.
     WINDOW_SECONDS = 15
     # Whisper on a short window sometimes says the turn again ("Hello there. Hello there."): its
     # text is bounded by the audio's length (six tokens a second is past fast speech) and a
@@ -157,7 +157,7 @@ class Whisper:
         if len(audio) < RATE // 10:
             return ""
         seconds = len(audio) / RATE
-        if seconds > self.WINDOW_SECONDS - 1:
+        if not fast or seconds > self.WINDOW_SECONDS - 1:
             # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
             # own (Parley's has cut the turn), no carried context (each request is a whole turn).
             segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,
