@@ -127,13 +127,16 @@ struct EvalRun {
         let lastWord: UInt64
         switch turn.input {
         case .typed(let text):
+            // Stamped before the sends: the reader stamps a response.created that comes back
+            // faster than this thread goes on (the built-in agent answers in microseconds), and
+            // one stamped before the "last word" would be taken for an early reply.
+            lastWord = MonotonicClock.nanoseconds()
+            tools.pendingSince = lastWord
             try speaker.send(JSON.object([("type", .string("conversation.item.create")), ("item", .object([
                 ("type", .string("message")), ("role", .string("user")),
                 ("content", .array([.object([("type", .string("input_text")), ("text", .string(text))])])),
             ]))]).description)
             try speaker.send(#"{"type":"response.create"}"#)
-            lastWord = MonotonicClock.nanoseconds()
-            tools.pendingSince = lastWord
         case .spoken, .recorded:
             let samples = speech[step] ?? []
             let last = SpeechBounds(samples)?.last ?? max(0, samples.count - 1)
