@@ -102,6 +102,7 @@ public struct TurnTaking: Sendable, Equatable {
     /// Where the paused speech ended, while its words are awaited (`pauseWordsWaitMs`): a short
     /// "stop" ends before any decode of it is back, and is a barge-in all the same.
     private var pauseEndedMs: Int?
+    /// The words held are a whole decode up to a quiet (reset with them).
     private var pausedWordsSettled = false
     /// How long an ended paused speech waits for its words before the reply resumes without them.
     public static let pauseWordsWaitMs = 600
@@ -166,7 +167,7 @@ public struct TurnTaking: Sendable, Equatable {
         guard let current = turn else { return nil }
         if let machine = pause {
             // Its words may yet make it a barge-in: the reply stays paused until they come.
-            if machine.expectsWords, machine.wordsSettle, machine.settings.minWords > 0, pausedWords == nil || !pausedWordsSettled {
+            if machine.expectsWords, machine.wordsSettle, machine.settings.minWords > 0, !pausedWordsSettled {
                 pauseEndedMs = ms
                 return nil
             }
