@@ -20,7 +20,8 @@ connection closed. Audio crosses once: a turn is a stream, opened, appended to a
 decoded from what the helper holds (its last STREAM_SECONDS):
   {"op": "open", "id": S, "rate": 16000|8000}          a stream (no answer unless an error)
   {"op": "append", "id": S} + pcm16                     more of its audio (no answer unless an error)
-  {"op": "partial", "id": N, "stream": S, "fast": b}    -> {"id": N, "text": "...", "ms": ...}
+  {"op": "partial", "id": N, "stream": S, "fast": b,    -> {"id": N, "text": "...", "ms": ...}
+   "reply": b}                                          (reply: a paused reply waits on it; first)
   {"op": "finish", "id": N, "stream": S}                -> {"id": N, "text": "...", "ms": ...}; S closes
   {"op": "close", "id": S}                              the stream is dropped (no answer)
   {"op": "turn", "id": N, "stream": S}                  -> {"id": N, "complete": b, "probability": p,
@@ -143,23 +144,28 @@ class Job:
 class FairQueue:
     """Jobs of one kind for `workers` threads: a bounded queue per connection (each a server loop,
     of any worker process), served round-robin between connections, so that one worker's talkers
-    cannot starve another's however many requests they make. Two lanes: `urgent` jobs (a decode a
-    user waits on: the final text, or the one when they went quiet) are served before the rest
-    (periodic partials nobody waits on). Each server process holds back its own partials while
+    cannot starve another's however many requests they make. Three lanes, each served before the
+    next: `REPLY` (a decode a paused reply waits on: whether the speech over it is a barge-in or a
+    backchannel, due within TurnTaking.pauseWordsWaitMs, 600 ms, or the reply resumes as if it were
+    one), `URGENT` (a decode a user waits on: the final text, or the one when they went quiet), and
+    `LATER` (periodic partials nobody waits on). Measured by `parley-load talkers`: with two lanes,
+    ten talkers' turn ends queued the barge-ins' decodes past 600 ms and 3 of 10 did not cut. Each server process holds back its own partials while
     two decodes are out (WhisperTranscriber.partialsInFlight), but with one helper for N worker
     processes that is 2N, so the helper must not queue a turn's end behind them."""
 
     def __init__(self, workers, name, counters):
         self.condition = threading.Condition()
         # Per lane, the connections with jobs waiting, in the order they are next served.
-        self.lanes = (collections.OrderedDict(), collections.OrderedDict())
+        self.lanes = tuple(collections.OrderedDict() for _ in range(3))
         self.counters = counters
         for n in range(workers):
             threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
 
-    def submit(self, job, urgent=False):
+    REPLY, URGENT, LATER = range(3)
+
+    def submit(self, job, lane):
         with self.condition:
-            queue = self.lanes[0 if urgent else 1].setdefault(job.connection, collections.deque())
+            queue = self.lanes[lane].setdefault(job.connection, collections.deque())
             if len(queue) >= QUEUE_PER_CONNECTION:
                 return False
             queue.append(job)
@@ -250,11 +256,11 @@ class Connection:
             if self.jobs.get(job.ident) is job:
                 del self.jobs[job.ident]
 
-    def submit(self, queue, ident, work, urgent=False):
+    def submit(self, queue, ident, work, lane=FairQueue.URGENT):
         job = Job(self, ident, work)
         with self.jobs_lock:
             self.jobs[ident] = job
-        if not queue.submit(job, urgent):
+        if not queue.submit(job, lane):
             self.done(job)
             self.refuse(ident, "overloaded", f"more than {QUEUE_PER_CONNECTION} requests of this kind are waiting on this connection")
 
@@ -401,7 +407,8 @@ class Helper:
                     del connection.streams[request.get("stream")]
                 # What the stream holds now: the appends before this request, none after.
                 audio, rate, fast = stream.window(), stream.rate, op == "partial" and request.get("fast") is True
-                connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), urgent=not fast)
+                lane = FairQueue.REPLY if request.get("reply") is True else FairQueue.LATER if fast else FairQueue.URGENT
+                connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), lane)
         elif op == "turn":
             if "stream" in request:
                 stream = connection.streams.get(request.get("stream"))

@@ -20,6 +20,9 @@ public protocol TranscriptionSession: AnyObject {
     /// decodes whole utterances decodes it now and answers `settled`, and at `finish` uses that
     /// decode when nothing was appended after this but silence.
     func quiet()
+    /// Whether a paused reply waits on these words: a recogniser with a queue puts the turn's
+    /// decodes first while it does.
+    func replyWaits(_ waits: Bool)
     /// The turn is over: produce the final text.
     func finish()
     /// The turn was cleared or the session closed; no event follows.
@@ -30,6 +33,11 @@ public protocol TranscriptionSession: AnyObject {
 /// loop it is given (CPU-heavy recognisers hand their work to a worker pool and report back on it).
 /// The speech issue brings the providers (pocketsphinx, OpenAI-compatible transcriptions); until
 /// then audio turns reach the model as their duration.
+extension TranscriptionSession {
+    /// A recogniser that answers in step with the audio (no queue) has nothing to reorder.
+    public func replyWaits(_ waits: Bool) {}
+}
+
 public protocol Transcriber: Sendable {
     var name: String { get }
     /// Whether its sessions answer `quiet` with `settled` words (the text signal of a turn's end).

@@ -74,6 +74,11 @@ final class WhisperTranscription: TranscriptionSession {
     /// that quiet still waits for its decode.
     private var quietAt: Int?
     private var quietPending = false
+    /// A paused reply waits on this turn's words (`replyWaits`): its decodes go in the helper's
+    /// first lane, its partials are not held back for other sessions' decodes, and its quiet
+    /// decode reads the shorter window (a third of the CPU: whether it is "mm hmm" or "wait" is
+    /// what is asked, and the final text is decoded on the whole window if the turn goes on).
+    private var replyWaiting = false
     private var finishing = false
     private var over = false
 
@@ -102,7 +107,7 @@ final class WhisperTranscription: TranscriptionSession {
         let young = count < Int(WhisperTranscriber.youngSeconds * Double(sampleRate))
         let every = young ? WhisperTranscriber.youngPartialEverySeconds : WhisperTranscriber.partialEverySeconds
         if count - (decoded?.upTo ?? 0) >= Int(every * Double(sampleRate)),
-           connection.status.transcriptionsInFlight < WhisperTranscriber.partialsInFlight {
+           replyWaiting || connection.status.transcriptionsInFlight < WhisperTranscriber.partialsInFlight {
             decode(.fast)
         }
     }
@@ -115,6 +120,10 @@ final class WhisperTranscription: TranscriptionSession {
         quietPending = true
         if let flight = inFlight, flight.kind == .fast { drop(flight) }
         if inFlight == nil { decode(.quiet) }
+    }
+
+    func replyWaits(_ waits: Bool) {
+        replyWaiting = waits
     }
 
     /// Opens the turn's stream; a helper that cannot be reached fails the turn at once.
@@ -183,17 +192,19 @@ final class WhisperTranscription: TranscriptionSession {
             connection.closeStream(stream, tell: false)  // `finish` closes it at the helper
         }
         let op: SpeechHelperContract.Operation = kind == .final ? .finish : .partial
-        let fields: [(String, JSON)] = [("stream", .int(Int(stream)))] + (kind == .fast ? [("fast", .bool(true))] : [])
+        let whole = kind == .final || (kind == .quiet && !replyWaiting)
+        let fields: [(String, JSON)] = [("stream", .int(Int(stream)))] + (whole ? [] : [("fast", .bool(true))])
+            + (replyWaiting ? [("reply", .bool(true))] : [])
         let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
             SpeechHelperFrame(op, id: id, fields)
         }) { [weak self] result in
             status.transcriptionEnded()
-            self?.answered(result, upTo: upTo, kind: kind)
+            self?.answered(result, upTo: upTo, kind: kind, whole: whole)
         }
         if inFlight?.upTo == upTo, inFlight?.kind == kind { inFlight?.id = id }
     }
 
-    private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, kind: Kind) {
+    private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, kind: Kind, whole: Bool) {
         guard !over, let flight = inFlight, flight.upTo == upTo, flight.kind == kind else { return }
         inFlight = nil
         switch result {
@@ -202,7 +213,7 @@ final class WhisperTranscription: TranscriptionSession {
         case .success(let frame):
             let text = frame.header["text"]?.string ?? ""
             decoded = (text, upTo)
-            if kind != .fast { exact = (text, upTo) }
+            if whole { exact = (text, upTo) }
             if kind == .final {
                 over = true
                 return onEvent(.final(text))

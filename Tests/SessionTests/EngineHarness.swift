@@ -88,6 +88,8 @@ extension [SessionAction] {
             // Sent once per silence within a turn: left out here so that the lists read as the
             // turn's story; TurnWordsEngineTests checks it.
             case .transcription(.quiet): nil
+            case .transcription(.replyWaits(_, true)): "transcribe.replyWaits"
+            case .transcription(.replyWaits(_, false)): "transcribe.replyDecided"
             case .transcription(.cancel): "transcribe.cancel"
             case .speech(.text): "speak.text"
             case .speech(.end): "speak.end"

@@ -147,9 +147,11 @@ import Session
         while let chunk = chunks.popFirst(), !actions.types.contains("transcribe.begin") { actions += h.audio(chunk) }
         guard case .transcription(.begin(let itemID, _, _))? = actions.first(where: { if case .transcription(.begin) = $0 { true } else { false } })
         else { Issue.record("\(actions.types)"); return }
+        // The recogniser put the paused speech's decodes first while the reply waited on them.
+        #expect(actions.contains(.transcription(.replyWaits(itemID: itemID, true))))
         let cut = h.engine.handle(.transcription(itemID: itemID, .partial("stop")))
         #expect(cut.types == [
-            "input_audio_buffer.speech_started", "cancelModel", "response.output_audio.done", "response.output_audio_transcript.done",
+            "transcribe.replyDecided", "input_audio_buffer.speech_started", "cancelModel", "response.output_audio.done", "response.output_audio_transcript.done",
             "response.content_part.done", "response.output_item.done", "response.done", "speak.stop",
             "conversation.item.input_audio_transcription.delta",
         ])

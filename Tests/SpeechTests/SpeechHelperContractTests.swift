@@ -116,6 +116,22 @@ import Glibc
         #expect(partialsBefore <= 2, "\(partialsBefore) partials were answered before the final text")
     }
 
+    /// A decode a paused reply waits on (`reply`) goes before the turn ends waiting ahead of it:
+    /// with one worker, after the decode that was running, and perhaps one more that ended while
+    /// the stats were asked for. In the urgent lane it would wait for all ten.
+    @Test func aDecodeAPausedReplyWaitsOnGoesBeforeOtherTurnsEnds() throws {
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
+        var client = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 4)
+        defer { client.close() }
+        client.send(SpeechHelperFrame(.open, id: 2, [("rate", .int(16_000))]),
+                    SpeechHelperFrame(.append, id: 2, payload: PCMBytes.of(Self.audio(seconds: 1)[...])))
+        for id in 10..<20 { client.send(SpeechHelperFrame(.partial, id: UInt64(id), [("stream", .int(1))])) }
+        client.send(SpeechHelperFrame(.partial, id: 30, [("stream", .int(2)), ("fast", .bool(true)), ("reply", .bool(true))]))
+        _ = try #require(try client.answer(30), "the decode the reply waits on was not answered")
+        let endsBefore = try client.answeredNow(10..<20)
+        #expect(endsBefore <= 2, "\(endsBefore) turn-end decodes were answered before the one a reply waits on")
+    }
+
     /// More requests of one kind than a connection may have waiting are answered `overloaded` at
     /// once; the helper goes on serving the rest.
     @Test func aConnectionsQueueIsBounded() throws {

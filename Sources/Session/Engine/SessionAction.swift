@@ -77,6 +77,10 @@ public enum TranscriptionStep: Sendable, Equatable {
     /// turn holds may be all of it, so a recogniser that can decode it now does, and that decode
     /// is the final text if only silence follows (`TranscriptionEvent.settled`).
     case quiet(itemID: String)
+    /// Whether a reply is paused on the turn's words (speech over it that may be a barge-in or a
+    /// backchannel: `TurnTaking.pauseWordsWaitMs` to tell, or the reply resumes): its decodes go
+    /// ahead of every other turn's until the speech is confirmed as a turn.
+    case replyWaits(itemID: String, Bool)
     /// The turn is over: produce the final text.
     case finish(itemID: String)
     /// The turn's audio was cleared: no text is wanted.

@@ -109,6 +109,7 @@ extension SessionEngine {
         }
         // Streamed from the start either way: a paused reply's fate may hang on the words.
         beginTranscription(turn.itemID)
+        if decision == .pause, turns.transcribing == turn.itemID { outbox.append(.transcription(.replyWaits(itemID: turn.itemID, true))) }
         if decision == .bargeIn { cutReply() }
     }
 
@@ -196,6 +197,7 @@ extension SessionEngine {
     /// held back until now, sent.
     private mutating func confirmPausedTurn(cuttingTheReply: Bool) {
         guard let announced = turns.floor.confirm() else { return }
+        if turns.transcribing == announced.turn.itemID { outbox.append(.transcription(.replyWaits(itemID: announced.turn.itemID, false))) }
         announce(announced.turn)
         if cuttingTheReply { cutReply() }
         if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words) }
