@@ -145,11 +145,11 @@ class FairQueue:
     """Jobs of one kind for `workers` threads: a bounded queue per connection (each a server loop,
     of any worker process), served round-robin between connections, so that one worker's talkers
     cannot starve another's however many requests they make. Three lanes, each served before the
-    next: `REPLY` (a decode a paused reply waits on: whether the speech over it is a barge-in or a
-    backchannel, due within TurnTaking.pauseWordsWaitMs, 600 ms, or the reply resumes as if it were
-    one), `URGENT` (a decode a user waits on: the final text, or the one when they went quiet), and
+    next: `REPLY` (the decode a paused reply waits on: whether the speech over it is a barge-in or
+    a backchannel, due within TurnTaking.pauseWordsWaitMs or the reply resumes as if it were one),
+    `URGENT` (a decode a user waits on: the final text, or the one when they went quiet), and
     `LATER` (periodic partials nobody waits on). Measured by `parley-load talkers`: with two lanes,
-    ten talkers' turn ends queued the barge-ins' decodes past 600 ms and 3 of 10 did not cut. Each server process holds back its own partials while
+    ten talkers' turn ends queued the barge-ins' decodes past their wait and 3 of 10 did not cut. Each server process holds back its own partials while
     two decodes are out (WhisperTranscriber.partialsInFlight), but with one helper for N worker
     processes that is 2N, so the helper must not queue a turn's end behind them."""
 

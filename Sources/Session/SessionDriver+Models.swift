@@ -65,8 +65,10 @@ extension SessionDriver {
         var event = event
         if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         // What the user said is theirs: logged only at debug, for tracing a conversation.
-        if case .final(let text) = event {
-            sessionLog.debug("transcript", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
+        switch event {
+        case .final(let text): sessionLog.debug("transcript", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
+        case .settled(let text): sessionLog.debug("words at a quiet", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
+        case .partial, .failed: break
         }
         if case .failed(let error) = event {
             sessionLog.warning("transcription failed", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "error": "\(error.message)"])

@@ -413,6 +413,10 @@ package final class SessionDriver {
         switch fact {
         case .settingsChanged:
             recordingAsked()
+        case .replyResumed(let responseID, let why):
+            // Why speech over a reply did not cut it: with the words it was heard as (debug), the
+            // trail of a barge-in that was missed.
+            sessionLog.debug("reply resumed", metadata: ["session": "\(engine.sessionID)", "response": "\(responseID)", "reason": "\(why)"])
         case .responseEnded(let response):
             if let usage = response.usage, let loop = socket?.loop {
                 tokensSpent += usage.totalTokens

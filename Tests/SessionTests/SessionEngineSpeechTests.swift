@@ -132,7 +132,8 @@ import Session
         else { Issue.record("\(actions.types)"); return }
         #expect(actions.types.contains("speak.pause"))
         #expect(h.engine.handle(.transcription(itemID: itemID, .partial("uh huh"))).isEmpty)
-        let rest = h.audio(Array(chunks))
+        // No settled words come: the reply resumes when their wait is over.
+        let rest = h.audio(Array(chunks) + Array(repeating: [Int16](repeating: 0, count: 320), count: TurnTaking.pauseWordsWaitMs / 20))
         #expect(rest.types.filter { !$0.hasPrefix("transcribe.audio") } == ["transcribe.cancel", "parley.response.resumed", "speak.resume.backchannel"])
         #expect(rest.events.map(\.kind) == [.replyResumed(responseID: id, reason: "backchannel")])
         #expect(h.engine.activeResponseID == id)

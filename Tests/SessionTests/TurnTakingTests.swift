@@ -87,8 +87,8 @@ import Testing
     @Test func wordsThatNeverComeResumeTheReplyAfterTheirWait() {
         var (floor, _) = Self.started(during: .spoken, expectsWords: true)
         _ = floor.speechStopped(atMs: 1_400, semantic: Self.semantic)
-        #expect(floor.pauseDue(atMs: 1_999) == nil)
-        #expect(floor.pauseDue(atMs: 2_000) == .resume(Self.turn(), .short))
+        #expect(floor.pauseDue(atMs: 1_400 + TurnTaking.pauseWordsWaitMs - 1) == nil)
+        #expect(floor.pauseDue(atMs: 1_400 + TurnTaking.pauseWordsWaitMs) == .resume(Self.turn(), .short))
         #expect(floor.isIdle && !floor.isPaused)
     }
 

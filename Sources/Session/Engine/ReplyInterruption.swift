@@ -17,7 +17,8 @@
 /// by default; a word that asks for the floor still cuts alone), and with a recogniser the
 /// duration rule waits three times `minDurationMs` (1.5 s, longer than any backchannel in the test
 /// voices, 0.3 to 1.2 s) whatever the words so far; a speech that ends is decided by its words when
-/// they come (a short "stop" ends before any decode of it is back), within 600 ms. The reply stays
+/// they come (a short "stop" ends before any decode of it is back), within 1.5 s
+/// (`TurnTaking.pauseWordsWaitMs`). The reply stays
 /// paused meanwhile, so the user is not talked over: what they hear stop is the pause, at the
 /// speech's onset.
 public struct ReplyInterruption: Sendable, Equatable {

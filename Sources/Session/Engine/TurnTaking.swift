@@ -105,7 +105,11 @@ public struct TurnTaking: Sendable, Equatable {
     /// The words held are a whole decode up to a quiet (reset with them).
     private var pausedWordsSettled = false
     /// How long an ended paused speech waits for its words before the reply resumes without them.
-    public static let pauseWordsWaitMs = 600
+    /// The words decide as soon as they come (one decode, about 350 ms on an idle box); this bounds
+    /// the wait when the recogniser is busy. 600 ms missed 5 of 20 barge-ins at 10 talkers
+    /// (`parley-load talkers`, ten barge-ins at once: their decodes queue behind one another);
+    /// a backchannel then holds the reply a little longer, a barge-in is not lost.
+    public static let pauseWordsWaitMs = 1_500
     /// Words for a silence the detector has not yet stopped on (see `wordsHeard`).
     private struct EarlyWords: Sendable, Equatable {
         let text: String
