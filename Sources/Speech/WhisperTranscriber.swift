@@ -32,12 +32,15 @@ public struct WhisperTranscriber: Transcriber {
     static let partialEverySeconds = 0.6
     static let youngPartialEverySeconds = 0.3
     static let youngSeconds = 1.5
-    /// A periodic partial is sent only while fewer transcriptions than this are in the helper (its
-    /// two transcription workers) from all sessions: with ten people talking at once on two cores,
-    /// partials every 0.3-0.6 s from each would queue the decodes that end turns behind them
-    /// (measured by `parley-load talkers`: the final text 1.7 s after the turn's end at the median).
-    /// A turn's decode when the user goes quiet, and its final one, are always sent.
-    static let partialsInFlight = 2
+    /// A periodic partial is sent only while fewer transcriptions than this are in the helper
+    /// from all sessions (nobody waits on a partial: under load they are the work shed first).
+    /// With ten people talking at once on two cores, partials every 0.3-0.6 s from each queued
+    /// the decodes that end turns behind them (`parley-load talkers`: the final text 1.7 s after
+    /// the turn's end at the median); with 2 in flight the helper's two workers were always busy
+    /// with partials, and the transcription stage's p99 at 10 talkers was 1,300 ms, with 1 705 ms.
+    /// One talker is not affected (its decodes are one at a time anyway). A turn's decode when
+    /// the user goes quiet, and its final one, are always sent.
+    static let partialsInFlight = 1
     /// A decode of 10 s of audio takes about a second on this machine's busy cores; past 10 s the
     /// turn fails with a clear event instead of hanging.
     static let timeoutSeconds = 10.0
