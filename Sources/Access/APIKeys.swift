@@ -1,3 +1,4 @@
+import Loop
 import Server
 import TLS
 
@@ -25,6 +26,7 @@ public struct APIKeys: Sendable {
     public init(_ keys: [String]) { self.init(entries: keys.map { Entry(key: $0) }) }
 
     public init(entries: [Entry]) {
+        for entry in entries { Secrets.register(entry.key) }
         digests = entries.map { OpenSSL.sha256(Array($0.key.utf8)) }
         tenants = zip(entries, digests).map { entry, digest in
             entry.tenant ?? "key-" + OpenSSL.hex(digest.prefix(4))

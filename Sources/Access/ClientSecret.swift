@@ -20,7 +20,10 @@ public struct ClientSecretSigner: Sendable {
         }
     }
 
-    public init(key: [UInt8]) { source = .given(key) }
+    public init(key: [UInt8]) {
+        Secrets.register(String(decoding: key, as: UTF8.self))
+        source = .given(key)
+    }
 
     /// A key of this signer alone, drawn when it first signs or checks a secret: its secrets open
     /// sessions here only. Drawn at start, it was the one call that initialised OpenSSL in every

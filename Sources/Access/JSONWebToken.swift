@@ -13,7 +13,9 @@ import TLS
 /// secret (the "algorithm confusion" attack of RFC 8725 section 2.1).
 public struct JWTVerifier: Sendable {
     /// The HS256 secret, when one is configured (at least 32 bytes, RFC 7518 section 3.2).
-    public var hmacSecret: [UInt8]?
+    public var hmacSecret: [UInt8]? {
+        didSet { hmacSecret.map { Secrets.register(String(decoding: $0, as: UTF8.self)) } }
+    }
     /// RS256 and ES256 keys; each checks only the scheme it is.
     public var publicKeys: [PublicKey]
     /// When set, `aud` must be or contain it.
@@ -32,6 +34,7 @@ public struct JWTVerifier: Sendable {
 
     public init(hmacSecret: [UInt8]? = nil, publicKeys: [PublicKey] = [], audience: String? = nil, issuer: String? = nil, cache: JWTCache? = nil) {
         self.hmacSecret = hmacSecret
+        hmacSecret.map { Secrets.register(String(decoding: $0, as: UTF8.self)) }
         self.publicKeys = publicKeys
         self.audience = audience
         self.issuer = issuer

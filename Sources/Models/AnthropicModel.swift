@@ -14,6 +14,7 @@ public struct AnthropicModel: LanguageModel {
     public let timeouts: HTTPClientRequest.Timeouts
 
     public init(baseURL: UpstreamURL, model: String, apiKey: String?, defaultMaxTokens: Int = 1024, timeouts: HTTPClientRequest.Timeouts = .init()) {
+        apiKey.map(Secrets.register)
         self.baseURL = baseURL
         self.model = model
         self.apiKey = apiKey

@@ -33,9 +33,12 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// what callers switch on instead of matching `code`.
     public let speechHelper: SpeechHelperFailure?
 
+    /// `message` is scrubbed of every secret here (`Secrets`), where every model error is made:
+    /// an upstream may quote the key it was sent, and the error goes on to logs, traces, reports
+    /// and the client's `error` event, none of which may see it.
     public init(code: String, message: String, retryAfter: Double? = nil, retryable: Bool = false, speechHelper: SpeechHelperFailure? = nil) {
         self.code = code
-        self.message = message
+        self.message = Secrets.scrub(message)
         self.retryAfter = retryAfter
         self.retryable = retryable
         self.speechHelper = speechHelper

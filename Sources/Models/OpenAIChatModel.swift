@@ -13,6 +13,7 @@ public struct OpenAIChatModel: LanguageModel {
     public let timeouts: HTTPClientRequest.Timeouts
 
     public init(baseURL: UpstreamURL, model: String, apiKey: String?, timeouts: HTTPClientRequest.Timeouts = .init()) {
+        apiKey.map(Secrets.register)
         self.baseURL = baseURL
         self.model = model
         self.apiKey = apiKey

@@ -62,8 +62,6 @@ extension SessionDriver {
     }
 
     func transcriptionEvent(_ itemID: String, _ event: TranscriptionEvent) {
-        var event = event
-        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         // What the user said is theirs: logged only at debug, for tracing a conversation.
         switch event {
         case .final(let text): sessionLog.debug("transcript", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
@@ -120,8 +118,7 @@ extension SessionDriver {
         case .failed(let error):
             calls[id] = nil
             trace?.modelFailed(id, code: error.code, at: MonotonicClock.nanoseconds())
-            // An upstream may quote the key it was sent in its error; the client never sees it.
-            let message = Credentials.scrub(error.message)
+            let message = error.message  // scrubbed of secrets where it was made (ModelError)
             guard !speculative else {
                 sessionLog.debug("speculative model call failed", metadata: ["session": "\(engine.sessionID)", "code": "\(error.code)"])
                 return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: message)))

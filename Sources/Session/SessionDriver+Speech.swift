@@ -65,8 +65,6 @@ extension SessionDriver {
     }
 
     func speechEvent(_ id: String, _ event: SpeechOutputEvent) {
-        var event = event
-        if case .failed(let error) = event { event = .failed(ModelError(code: error.code, message: Credentials.scrub(error.message), retryAfter: error.retryAfter)) }
         if case .finished = event { speechOutputs[id] = nil }
         perform(engine.handle(.speechOutput(responseID: id, event)))
     }

@@ -14,6 +14,7 @@ public struct OpenAISynthesizer: Synthesizer {
     static let sampleRate = 24_000
 
     public init(baseURL: UpstreamURL, model: String, apiKey: String?) {
+        apiKey.map(Secrets.register)
         self.baseURL = baseURL
         self.model = model
         self.apiKey = apiKey

@@ -19,6 +19,7 @@ public struct OpenAITranscriber: Transcriber {
     static let maxSeconds = 30
 
     public init(baseURL: UpstreamURL, model: String, apiKey: String?) {
+        apiKey.map(Secrets.register)
         self.baseURL = baseURL
         self.model = model
         self.apiKey = apiKey

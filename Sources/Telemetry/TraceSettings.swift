@@ -1,3 +1,4 @@
+import Loop
 /// What the OpenTelemetry environment variables say about traces
 /// (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/): where
 /// to export (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_EXPORTER_OTLP_ENDPOINT` plus
@@ -59,7 +60,10 @@ public struct TraceSettings: Sendable, Equatable {
             guard parts.count == 2, !parts[0].trimmingCharacters(in: " ").isEmpty else {
                 return .failure(Refusal(variable: "OTEL_EXPORTER_OTLP_HEADERS", why: "must be key=value pairs separated by commas"))
             }
-            headers.append((parts[0].trimmingCharacters(in: " "), percentDecoded(parts[1].trimmingCharacters(in: " "))))
+            let value = percentDecoded(parts[1].trimmingCharacters(in: " "))
+            // Often a collector's key (`x-honeycomb-team=…`, `authorization=Bearer …`).
+            Secrets.register(value)
+            headers.append((parts[0].trimmingCharacters(in: " "), value))
         }
         let argument = environment("OTEL_TRACES_SAMPLER_ARG").flatMap(Double.init)
         let ratio = min(1, max(0, argument ?? 1))

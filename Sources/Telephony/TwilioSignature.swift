@@ -15,6 +15,7 @@ struct TwilioSignature: Sendable {
     let publicBase: String?
 
     init(authToken: [UInt8], publicBase: String?) {
+        Secrets.register(String(decoding: authToken, as: UTF8.self))
         token = authToken
         self.publicBase = publicBase.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
     }

@@ -56,7 +56,7 @@ public struct StderrLogHandler: LogHandler {
         return secretKeys.contains { lowered == $0 || lowered.hasSuffix("_" + $0) || lowered.hasSuffix("-" + $0) }
     }
 
-    static func scrub(_ text: String) -> String { Credentials.scrub(text) }
+    static func scrub(_ text: String) -> String { Secrets.scrub(text) }
 
     /// One line, newline included; metadata in key order, so lines are stable.
     static func line(time: String, level: Logger.Level, label: String, message: String, metadata: Logger.Metadata, format: Format) -> String {
