@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -156,6 +156,12 @@ bench-tracing: release
 # and then SQLite's cost per turn (about 7 minutes; installs haproxy and redis-server).
 bench-survive: release
 	scripts/benchmarks/bench-survive.sh
+
+# Issue 41: 3 nodes, Redis with persistence, HAProxy and a proxy of our own that delays, stalls and
+# cuts, SESSIONS (3000) resumable sessions for CHAOS_MINUTES (30) while a seeded schedule kills and
+# drains nodes, kills Redis and fails or stalls the upstream; exits non-zero on any item lost.
+chaos: release
+	scripts/benchmarks/chaos.sh
 
 # Parley against uWebSockets (UWS=path to its echo server, built outside the repository as
 # docs/benchmarks.md says; skipped without), Node's ws (Debian's node-ws), FastAPI + uvicorn and

@@ -9,7 +9,7 @@
 #   scripts/tools/libfuzzer.sh build   only the build: .build-fuzz/release/parley-fuzz
 #
 # FUZZ_TARGETS="http frames" runs only those. Prints a table (target, seconds, executions, exec/s,
-# crashes) and exits non-zero if any target crashed, hung (-timeout) or ran out of memory
+# coverage: the edges (cov) and features (ft) reached, and the corpus's inputs at the end; crashes) and exits non-zero if any target crashed, hung (-timeout) or ran out of memory
 # (-rss_limit_mb), leaving the input that did it in Fuzz/crashes/<target>/ (not committed); replay
 # it with `.build-fuzz/release/parley-fuzz --target=<target> <file>`.
 set -euo pipefail
@@ -80,15 +80,18 @@ for target in $targets; do
 
   runs=$(sed -nE 's/^stat::number_of_executed_units: ([0-9]+)/\1/p' "$log")
   rate=$(sed -nE 's/^stat::average_exec_per_sec: +([0-9]+)/\1/p' "$log")
+  # libFuzzer's last status line: "#N  DONE  cov: C ft: F corp: K/…".
+  coverage=$(grep -E 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$log" | tail -1 | sed -nE 's/.*cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/\1 \2 \3/p')
+  read -r cov ft corp <<<"${coverage:-? ? ?}"
   if [ "$status" -ne 0 ] || [ "$found" -gt 0 ]; then
     failed=1
     found=$((found > 0 ? found : 1))
     echo "libfuzzer: $target failed (exit $status); the end of $log:" >&2
     grep -E '^(==[0-9]+==ERROR|SUMMARY|Fatal error|.*Test unit written to|artifact_prefix)' "$log" >&2 || tail -20 "$log" >&2
   fi
-  rows+=("$(printf '%-14s %8s %14s %10s %8s' "$target" "$elapsed" "${runs:-?}" "${rate:-?}" "$found")")
+  rows+=("$(printf '%-14s %8s %14s %10s %7s %7s %7s %8s' "$target" "$elapsed" "${runs:-?}" "${rate:-?}" "$cov" "$ft" "$corp" "$found")")
 done
 
-printf '%-14s %8s %14s %10s %8s\n' target seconds executions exec/s crashes
+printf '%-14s %8s %14s %10s %7s %7s %7s %8s\n' target seconds executions exec/s cov ft corpus crashes
 printf '%s\n' "${rows[@]}"
 [ "$failed" -eq 0 ] || { echo "libfuzzer: crash inputs are in Fuzz/crashes/; logs in .build-fuzz/logs/" >&2; exit 1; }
