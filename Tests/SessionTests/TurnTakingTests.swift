@@ -100,6 +100,18 @@ import Testing
         #expect(floor.turn == Self.turn() && floor.isPaused)
     }
 
+    /// Two backchannels a second apart are one speech to the words, but the duration rule
+    /// measures the second from its own onset: 1.2 s of it is no barge-in, though 2.6 s have
+    /// passed since the first began; 1.5 s of it is one.
+    @Test func speechAgainWhileItsWordsAreAwaitedIsTimedFromItsOwnOnset() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        _ = floor.speechStopped(atMs: 1_400, semantic: Self.semantic)
+        let again = TurnTaking.Turn(itemID: "item_9", onsetMs: 2_400, audioStartMs: 2_100)
+        _ = floor.speechStarted(again, during: .spoken, interruptResponse: true, settings: .init(), expectsWords: true)
+        #expect(!floor.lastsLongEnough(lastSpeechEndMs: 3_600))
+        #expect(floor.lastsLongEnough(lastSpeechEndMs: 3_900))
+    }
+
     @Test func aRealWordBargesInAndItsHeldWordsGoWithTheTurn() {
         var (floor, _) = Self.started(during: .spoken, expectsWords: true)
         let r5 = floor.recognised("wait")

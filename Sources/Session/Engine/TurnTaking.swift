@@ -104,6 +104,12 @@ public struct TurnTaking: Sendable, Equatable {
     private var pauseEndedMs: Int?
     /// The words held are a whole decode up to a quiet (reset with them).
     private var pausedWordsSettled = false
+    /// Where the paused speech's duration is measured from: its onset, or the onset of speech that
+    /// went on while its words were awaited. Two "mm hmm"s a second apart are one speech to the
+    /// words (backchannels both) but not 1.5 s of talking: measured from the first onset, the
+    /// duration rule cut 6 replies in 111 pauses over ten minutes of looped backchannels
+    /// (`make bench-noise`).
+    private var pauseOnsetMs: Int?
     /// How long an ended paused speech waits for its words before the reply resumes without them.
     /// The words decide as soon as they come (one decode, about 350 ms on an idle box); this bounds
     /// the wait when the recogniser is busy. 600 ms missed 5 of 20 barge-ins at 10 talkers
@@ -146,6 +152,7 @@ public struct TurnTaking: Sendable, Equatable {
         // The paused speech goes on while its words were awaited: the same speech.
         if turn != nil, pause != nil, pauseEndedMs != nil {
             pauseEndedMs = nil
+            pauseOnsetMs = new.onsetMs
             return .continued(withdraw: nil)
         }
         let last = lastEnded
@@ -161,6 +168,7 @@ public struct TurnTaking: Sendable, Equatable {
         if decision == .pause {
             releasePauseState()
             pause = machine
+            pauseOnsetMs = new.onsetMs
         }
         return .began(new, decision)
     }
@@ -190,7 +198,7 @@ public struct TurnTaking: Sendable, Equatable {
     /// whether that makes it a barge-in.
     public func lastsLongEnough(lastSpeechEndMs: Int) -> Bool {
         guard let pause, let turn else { return false }
-        return pause.heard(speechMs: lastSpeechEndMs - turn.onsetMs) == .bargeIn
+        return pause.heard(speechMs: lastSpeechEndMs - (pauseOnsetMs ?? turn.onsetMs)) == .bargeIn
     }
 
     /// The recogniser's hypothesis of the current speech so far; `settled`: all of it, up to a
@@ -227,6 +235,7 @@ public struct TurnTaking: Sendable, Equatable {
         pausedWords = nil
         pausedWordsSettled = false
         pauseEndedMs = nil
+        pauseOnsetMs = nil
     }
 
     /// The paused speech is a turn after all (a barge-in, or the reply it paused ended): the
