@@ -432,7 +432,7 @@ def main():
     p.add_argument("--stage", type=int, default=120, help="seconds of quiet alone, then of quiet and noise")
     p.add_argument("--sample", type=int, default=30)
     p.add_argument("--warmup", type=int, default=30)
-    p.add_argument("--settle", type=int, default=60, help="seconds after the last session opens to the growth check's start")
+    p.add_argument("--settle", type=int, default=180, help="seconds after the last session opens to the growth check's start")
     p.add_argument("--margin-mib", type=float, default=8)
     p.add_argument("--helper-margin-mib", type=float, default=16)
     p.add_argument("--seed", type=int, default=37)
