@@ -45,13 +45,14 @@ fi
 
 # The clips, 24 kHz pcm16 mono: what a listener says to show they listen, in voices a recogniser
 # and Smart Turn hear differently (the robotic ones are the hard cases of docs/benchmarks.md).
+# Piper without its noise, so that every run streams the same clips.
 clips="$WORK/clips"
 mkdir -p "$clips"
 i=0
 for phrase in "Mm hmm." "Uh huh." "Okay."; do
   i=$((i + 1))
   for scale in 1.0 1.25; do
-    echo "$phrase" | timeout 60 "$venv/bin/piper" -m "$venv/piper-voice/en_US-joe-medium.onnx" --length-scale "$scale" \
+    echo "$phrase" | timeout 60 "$venv/bin/piper" -m "$venv/piper-voice/en_US-joe-medium.onnx" --length-scale "$scale" --noise-scale 0 --noise-w-scale 0 \
       -f "$WORK/p.wav" 2> /dev/null || die "piper could not say '$phrase'" 2
     sox -V1 "$WORK/p.wav" -r 24000 -c 1 -b 16 -e signed-integer -t raw "$clips/$i-joe-$scale.raw"
   done
