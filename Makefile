@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -123,6 +123,13 @@ bench-speech-helper: release
 # by side (about 6 minutes).
 bench-recording: release
 	scripts/benchmarks/bench-recording.sh
+
+# An hour of noise or of "mm hmm" (issue 37): three sessions streaming silence, noise and backchannels
+# in real time, opened one after another, each kind's CPU and memory against the quiet one's; exits
+# 1 if memory grows past a margin after warm-up or a session stops answering (MINUTES, 10; 60 for
+# the hour; about MINUTES + 1 minutes).
+bench-noise: release
+	scripts/benchmarks/bench-noise.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
