@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import json
 import random
+import signal
 import sys
 import time
 
@@ -102,8 +103,14 @@ async def main() -> None:
     proxy = Proxy(arguments.to, arguments.seed, arguments.calm_only)
     server = await asyncio.start_server(proxy.serve, "127.0.0.1", arguments.listen, backlog=4096)
     print(f"proxy: listening on 127.0.0.1:{arguments.listen} for 127.0.0.1:{arguments.to}", flush=True)
+    # Stopped early (the run is over), it still says what it did.
+    schedule = asyncio.ensure_future(proxy.schedule(arguments.seconds))
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, schedule.cancel)
     async with server:
-        await proxy.schedule(arguments.seconds)
+        try:
+            await schedule
+        except asyncio.CancelledError:
+            pass
     print("proxy: " + json.dumps(proxy.counts), flush=True)
 
 
