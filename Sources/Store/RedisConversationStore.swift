@@ -156,10 +156,41 @@ public final class RedisConversationStore: ConversationStore {
                 let refused = replies.contains { if case .error = $0 { true } else { false } }
                 metrics.wrote(refused ? .failed : .ok, bytes: bytes)
                 return done?(!refused) ?? ()
-            case .failure(.down), .failure(.busy): metrics.wrote(.dropped, bytes: 0)
+            case .failure(.down), .failure(.busy):
+                // A session's write is held while Redis is away and written when it is back:
+                // dropped, the session would be resumable again with the items it completed
+                // meanwhile missing (make chaos lost 1,380 of 161,628 so, in three 3 s outages).
+                if sessionID != nil, local.backlog.count + all.count <= Self.maxBacklogCommands {
+                    local.backlog += all
+                } else {
+                    metrics.wrote(.dropped, bytes: 0)
+                }
             case .failure: metrics.wrote(.failed, bytes: 0)
             }
             done?(false)
+        }
+    }
+
+    /// Commands a loop holds for Redis's return, at most: about 100 bytes each, so 10 MB a loop,
+    /// some 30,000 completed items (a minute's outage at 500 items a second). Past it, writes drop.
+    static let maxBacklogCommands = 100_000
+
+    /// Redis is back on this loop: what was held goes first, in order, before anything written
+    /// after it (one connection, answered in order), a thousand commands a transaction.
+    private func writeBacklog(_ local: RedisStoreLoop) {
+        let held = local.backlog
+        local.backlog = []
+        for start in stride(from: 0, to: held.count, by: 1_000) {
+            let chunk = Array(held[start..<min(held.count, start + 1_000)])
+            let bytes = chunk.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
+            local.client.transaction(chunk) { [metrics] result in
+                switch result {
+                case .success: metrics.wrote(.ok, bytes: bytes)
+                // Gone again: held again, for the next return.
+                case .failure(.down), .failure(.busy): local.backlog += chunk
+                case .failure: metrics.wrote(.failed, bytes: 0)
+                }
+            }
         }
     }
 
@@ -267,7 +298,9 @@ public final class RedisConversationStore: ConversationStore {
         case .reconnecting:
             metrics.reconnects.add(1)
             return
-        case .up: now = .up
+        case .up:
+            now = .up
+            writeBacklog(loop)
         case .down: now = .down
         }
         let before = loop.status
@@ -339,6 +372,8 @@ final class RedisStoreLoop {
     enum Status { case unknown, up, down }
     var client: RedisClient!
     var tokens: [String: String] = [:]
+    /// Session writes made while Redis was away, to be written when it is back.
+    var backlog: [[String]] = []
     /// What this loop last added to the store's `Health`.
     var status = Status.unknown
 }
