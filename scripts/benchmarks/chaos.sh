@@ -12,7 +12,7 @@
 # last start. The report: $OUT/report.txt (faults, sessions, turns, resumes, items, memory, the
 # load client's CPU, steal). Exit 0 when nothing was lost, 1 otherwise, 2 on a setup failure.
 #
-#   CHAOS_MINUTES=30 SESSIONS=3000 INTERVAL=64 FAULT_EVERY=45 SEED=1 scripts/benchmarks/chaos.sh [OUT_DIR]
+#   CHAOS_MINUTES=30 SESSIONS=3000 INTERVAL=64 FAULT_EVERY=45 SEED=1 APPENDFSYNC=everysec scripts/benchmarks/chaos.sh [OUT_DIR]
 #
 # Not yet in it (issue 41 asks for them): spoken turns, tool calls, the speech helper killed, and
 # the tenants' limits checked.
@@ -49,7 +49,7 @@ mock none
 RP=$(free_port)
 mkdir -p "$OUT/redis"
 start_redis_persistent() {
-  start redis redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync everysec --dir "$OUT/redis" --daemonize no
+  start redis redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync "${APPENDFSYNC:-everysec}" --dir "$OUT/redis" --daemonize no
   wait_until redis "answering PING on port $RP" harness_pong "$RP"
 }
 start_redis_persistent
