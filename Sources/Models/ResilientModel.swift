@@ -176,7 +176,7 @@ final class ResilientCall: ModelCall {
         let now = MonotonicClock.nanoseconds()
         model.upstreams[upstream].circuit.failed(now: now)
         modelLog.warning("model attempt failed", metadata: ["upstream": "\(model.upstreams[upstream].circuit.label)", "code": "\(error.code)",
-                                                              "error": "\(Secrets.scrub(error.message))", "reply_begun": "\(forwarded)"])
+                                                              "error": "\(error.message)", "reply_begun": "\(forwarded)"])
         guard !forwarded else { return giveUp(error) }
         lastFailure = error.code
         follow(plan.failed(error, now: now) { self.model.upstreams[$0].circuit.isOpen(now: now) }, after: error)

@@ -118,21 +118,20 @@ extension SessionDriver {
         case .failed(let error):
             calls[id] = nil
             trace?.modelFailed(id, code: error.code, at: MonotonicClock.nanoseconds())
-            let message = error.message  // scrubbed of secrets where it was made (ModelError)
             guard !speculative else {
                 sessionLog.debug("speculative model call failed", metadata: ["session": "\(engine.sessionID)", "code": "\(error.code)"])
-                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: message)))
+                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
             }
             let replied = engine.hasSaidSomething(responseID: id)
             sessionLog.warning("model call failed", metadata: ["session": "\(engine.sessionID)", "response": "\(id)",
                                                                "code": "\(error.code)", "error": "\(error.message)"])
             guard error.retryable, let apology = endpoint.model.apology, let socket else {
-                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: message)))
+                return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))
             }
             // A passing fault: the client is told what failed, and the caller hears the apology
             // (after whatever the reply had said) rather than silence.
             UpstreamMetrics.shared.apologies.add(1)
-            let told = EventError(type: .server, code: error.code, message: message)
+            let told = EventError(type: .server, code: error.code, message: error.message)
             wire?.send(engine.event(.error(told)), on: socket)
             observe(.error(told))
             perform(engine.handle(.modelDelta(responseID: id, text: replied ? " " + apology : apology)))

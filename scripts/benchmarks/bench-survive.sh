@@ -20,8 +20,6 @@ scripts/tools/install-deps.sh haproxy redis-server redis-tools
 record_vmstat
 ulimit -n "$(ulimit -Hn)"
 
-now() { date -u +%H:%M:%S; }
-log() { echo "[$(now)] $*" | tee -a "$OUT/timeline.txt"; }
 
 # The mock model every node talks to.
 start_parley mock-llm mock-llm "$(free_port)" --first-token-ms 50 --tokens-per-second 50 --reply-tokens 20
@@ -61,7 +59,6 @@ sum_metric() { # PATTERN FILES...
   local pattern=$1; shift
   cat "$@" 2>/dev/null | awk -v p="$pattern" 'index($0, p) == 1 { s += $NF } END { printf "%.6f\n", s + 0 }'
 }
-json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2" 2>/dev/null || echo 0; }
 vmstat_line() { wc -l < "$OUT/vmstat.log"; }
 
 # ---------------------------------------------------------------- 3 nodes, Redis, HAProxy

@@ -32,8 +32,6 @@ ulimit -n "$(ulimit -Hn)"
 RANDOM=$SEED
 seconds=$((CHAOS_MINUTES * 60))
 
-now() { date -u +%H:%M:%S; }
-log() { echo "[$(now)] $*" | tee -a "$OUT/timeline.txt"; }
 faults=()
 fault() { faults+=("$1"); log "fault: $*"; }
 
@@ -130,7 +128,7 @@ sleep 30
 kill "$sampler" 2>/dev/null || true
 stop proxy 5 || true
 
-json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2" 2>/dev/null || echo "?"; }
+[ -s "$OUT/survive.json" ] || die "the load client wrote no report (its output: $OUT/survive.txt)" 1
 lost=$(json_field "$OUT/survive.json" items_lost)
 gaps=$(json_field "$OUT/survive.json" seq_gaps)
 dups=$(json_field "$OUT/survive.json" seq_duplicates)
@@ -154,7 +152,6 @@ dups=$(json_field "$OUT/survive.json" seq_duplicates)
   echo "items lost $lost, seq gaps $gaps, seq duplicates $dups"
 } | tee "$OUT/report.txt"
 for i in 1 2 3; do stop "${node_name[$i]}" 15 || true; done
-[ -s "$OUT/survive.json" ] || die "the load client wrote no report (its output: $OUT/survive.txt)" 1
 passed=$(json_field "$OUT/survive.json" passed)
 [ "$lost" = 0 ] && [ "$dups" = 0 ] || die "completed items were lost or duplicated (report: $OUT/report.txt)" 1
 # survive's own verdict: sessions that could not be accounted for, resumes refused, turns unanswered.

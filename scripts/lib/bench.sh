@@ -19,6 +19,8 @@
 #                        seconds at each percentage
 #   machine_state        the cores and two seconds of vmstat: a busy machine or steal inflates figures
 #   metric PORT NAME     the value of the series NAME (with its labels, as /metrics writes it) on PORT
+#   json_field FILE KEY  the top-level KEY of the JSON report FILE (0 when it or the file is missing)
+#   log MESSAGE          "[HH:MM:SS] MESSAGE" on stdout and appended to $OUT/timeline.txt
 #   handshake_rate LABEL COUNT CPU_BEFORE CPU_AFTER
 #                        "LABEL: COUNT handshakes, server CPU S s, R handshakes per server CPU-second"
 #   serve_speech NAME [SERVE OPTIONS...]
@@ -44,6 +46,10 @@ run() {
 cpu() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
 
 metric() { curl -fsS "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+
+json_field() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get(sys.argv[2], 0))' "$1" "$2" 2>/dev/null || echo 0; }
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$OUT/timeline.txt"; }
 
 record_vmstat() { start vmstat vmstat 1; }
 
