@@ -169,10 +169,14 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
 
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
         let sent = event.isSent(in: dialect) && (opusEndpoint || !event.isParleyTurnTaking)
-        var text = sent ? event.json(dialect: dialect) : ""
-        if let resumption { text = resumption.stamp(event, text, on: socket.loop) }
+        let text = sent ? event.json(dialect: dialect) : ""
+        if let resumption {
+            let stamped = resumption.stamp(event, text, on: socket.loop)
+            if sent { resumption.deliver(.text(stamped), on: socket) }
+        } else if sent {
+            socket.send(text: text)
+        }
         guard sent else { return }
-        socket.send(text: text)
         if draining, case .responseDone = event.kind { drain() }
     }
 
@@ -183,7 +187,8 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
 
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         switch piece {
-        case .opus(let packet): socket.send(binary: packet)
+        case .opus(let packet):
+            if let resumption { resumption.deliver(.binary(packet), on: socket) } else { socket.send(binary: packet) }
         case .pcm(let base64): send(driver.event(.outputAudioDelta(at, delta: base64)), on: socket)
         }
     }

@@ -25,6 +25,7 @@ public final class SessionMetrics: Sendable {
     let resumes: LabelledFamily<ResumeResult>
     let resumeSeconds: Histogram
     let expired: MetricFamily
+    let storeWaitsGivenUp: MetricFamily
 
     let interruptions: MetricFamily
     let backchannels: MetricFamily
@@ -98,6 +99,9 @@ public final class SessionMetrics: Sendable {
         speculativeTokensWasted = MetricFamily(name: "parley_speculative_tokens_wasted_total",
                                                help: "Tokens (in and out, as the model reported them or estimated) of speculative replies that were not used.", registry: registry)
         expired = MetricFamily(name: "parley_sessions_expired_total", help: "Resumable sessions ended because their client did not come back within the grace window.", registry: registry)
+        storeWaitsGivenUp = MetricFamily(name: "parley_resume_store_waits_given_up_total",
+                                         help: "Times a resumable session stopped waiting for the store to keep a completed item and told its client anyway (--resume-store-wait-seconds).",
+                                         registry: registry)
     }
 
     /// Its series alone, as a scrape shows them.

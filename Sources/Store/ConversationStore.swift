@@ -5,10 +5,10 @@ import Metrics
 /// settings, and the hash of its current resume token. The session layer writes through this on
 /// its loop; `Store` implements it on SQLite (one node) and Redis (many nodes).
 ///
-/// Writes are fire-and-forget from the session's point of view: an embedded store commits before
-/// it returns (so an item is durable before the event that says it is done is written), a remote
-/// one queues the command on its connection before it returns (so the command is on its way first).
-/// A store that cannot write says so in its metrics and log; the session goes on without it.
+/// Writes are not waited for, with one exception: a completed item's `kept` says when the store
+/// holds it, and the session tells its client the item is done only then (an embedded store
+/// commits before it returns; a remote one answers a round trip later, or when it is back from an
+/// outage). A store that cannot write says so in its metrics and log; the session goes on without it.
 public protocol ConversationStore: AnyObject, Sendable {
     /// Names the store in logs and metrics: "sqlite", "redis".
     var kind: String { get }
@@ -21,8 +21,13 @@ public protocol ConversationStore: AnyObject, Sendable {
     func settingsChanged(sessionID: String, settings: String, on loop: EventLoop)
     /// An item is complete: `item` is its JSON as `conversation.item.done` shows it, `event` the
     /// whole event that says so (replayed to a client that resumes after missing it), `seq` that
-    /// event's sequence number.
-    func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop)
+    /// event's sequence number. `kept` runs on `loop` once, when the store holds the item (true) or
+    /// will not (false: refused, or dropped past what an outage may hold).
+    func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop,
+                       _ kept: @escaping (Bool) -> Void)
+    /// A completed item changed after it was done (a spoken reply truncated to what was heard):
+    /// its JSON is replaced; its seq and the event that said it was done stay. `kept` as above.
+    func itemChanged(sessionID: String, itemID: String, item: String, on loop: EventLoop, _ kept: @escaping (Bool) -> Void)
     /// The session's resume token changes from the one hashing to `previous` to the one hashing to
     /// `tokenHash` (each resume uses one up and gives the next); only SHA-256s are kept, so a leaked
     /// store cannot be used to take sessions. Compare-and-set: the store changes it only if its
@@ -55,6 +60,11 @@ public protocol ConversationStore: AnyObject, Sendable {
 
 extension ConversationStore {
     public func prepare(on loop: EventLoop) {}
+
+    /// A completed item whose keeping nobody waits for (tools, tests).
+    public func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop) {
+        itemCompleted(sessionID: sessionID, seq: seq, itemID: itemID, item: item, event: event, on: loop) { _ in }
+    }
 
     /// The store's series alone, as a scrape shows them.
     public func renderMetrics() -> String { metricsRegistry.render() }

@@ -20,8 +20,9 @@ let redisStoreLog = Logger(label: "parley.store")
 ///   and its two fields, so it replaces the older entry with plain commands, no Lua.
 /// Every write refreshes a 24-hour TTL on all of them, so an abandoned session goes by itself.
 ///
-/// While Redis cannot be reached from a loop, that loop's writes are dropped (and counted),
-/// `isAvailable(on:)` is false, and the outage is logged once.
+/// While Redis cannot be reached from a loop, that loop's session writes are held (up to
+/// `maxBacklogCommands`) and made first when it is back; `isAvailable(on:)` is false, and the
+/// outage is logged once. A completed item's `kept` runs when Redis has answered its write.
 public final class RedisConversationStore: ConversationStore {
     public var kind: String { "redis" }
     public let host: String
@@ -64,10 +65,15 @@ public final class RedisConversationStore: ConversationStore {
         write([["HSET", RedisKeys.session(sessionID), "settings", settings]], sessionID: sessionID, local(loop))
     }
 
-    public func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop) {
+    public func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop,
+                              _ kept: @escaping (Bool) -> Void) {
         write([["ZADD", RedisKeys.items(sessionID), String(seq), itemID],
                ["HSET", RedisKeys.item(sessionID), itemID, item],
-               ["HSET", RedisKeys.event(sessionID), itemID, event]], sessionID: sessionID, local(loop))
+               ["HSET", RedisKeys.event(sessionID), itemID, event]], sessionID: sessionID, local(loop), kept)
+    }
+
+    public func itemChanged(sessionID: String, itemID: String, item: String, on loop: EventLoop, _ kept: @escaping (Bool) -> Void) {
+        write([["HSET", RedisKeys.item(sessionID), itemID, item]], sessionID: sessionID, local(loop), kept)
     }
 
     public func tokenRotated(sessionID: String, from previous: String, to tokenHash: String, lastSeq: Int, on loop: EventLoop,
@@ -140,7 +146,8 @@ public final class RedisConversationStore: ConversationStore {
         """
 
     /// Sends `commands` as one transaction, followed (for a live session) by the TTL on all of its keys.
-    /// `done` (if any) learns whether Redis took every command.
+    /// `done` (if any) learns whether Redis took every command: at its answer, or, for a session's
+    /// write made while Redis is away, when the write is made at its return.
     private func write(_ commands: [[String]], sessionID: String?, _ local: RedisStoreLoop, _ done: ((Bool) -> Void)? = nil) {
         var all = commands
         if let sessionID {
@@ -155,19 +162,21 @@ public final class RedisConversationStore: ConversationStore {
             case .success(let replies):
                 let refused = replies.contains { if case .error = $0 { true } else { false } }
                 metrics.wrote(refused ? .failed : .ok, bytes: bytes)
-                return done?(!refused) ?? ()
+                done?(!refused)
             case .failure(.down), .failure(.busy):
                 // A session's write is held while Redis is away and written when it is back:
                 // dropped, the session would be resumable again with the items it completed
                 // meanwhile missing (make chaos lost 1,380 of 161,628 so, in three 3 s outages).
-                if sessionID != nil, local.backlog.count + all.count <= Self.maxBacklogCommands {
-                    local.backlog += all
+                if sessionID != nil, local.backlogCommands + all.count <= Self.maxBacklogCommands {
+                    local.hold(RedisStoreLoop.HeldWrite(commands: all, done: done))
                 } else {
                     metrics.wrote(.dropped, bytes: 0)
+                    done?(false)
                 }
-            case .failure: metrics.wrote(.failed, bytes: 0)
+            case .failure:
+                metrics.wrote(.failed, bytes: 0)
+                done?(false)
             }
-            done?(false)
         }
     }
 
@@ -176,19 +185,30 @@ public final class RedisConversationStore: ConversationStore {
     static let maxBacklogCommands = 100_000
 
     /// Redis is back on this loop: what was held goes first, in order, before anything written
-    /// after it (one connection, answered in order), a thousand commands a transaction.
+    /// after it (one connection, answered in order), about a thousand commands a transaction.
     private func writeBacklog(_ local: RedisStoreLoop) {
-        let held = local.backlog
-        local.backlog = []
-        for start in stride(from: 0, to: held.count, by: 1_000) {
-            let chunk = Array(held[start..<min(held.count, start + 1_000)])
-            let bytes = chunk.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
-            local.client.transaction(chunk) { [metrics] result in
+        var held = local.takeBacklog()[...]
+        while !held.isEmpty {
+            var chunk: [RedisStoreLoop.HeldWrite] = []
+            var count = 0
+            while let next = held.first, chunk.isEmpty || count + next.commands.count <= 1_000 {
+                chunk.append(next)
+                count += next.commands.count
+                held = held.dropFirst()
+            }
+            let commands = chunk.flatMap(\.commands)
+            let bytes = commands.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
+            local.client.transaction(commands) { [metrics] result in
                 switch result {
-                case .success: metrics.wrote(.ok, bytes: bytes)
+                case .success:
+                    metrics.wrote(.ok, bytes: bytes)
+                    for write in chunk { write.done?(true) }
                 // Gone again: held again, for the next return.
-                case .failure(.down), .failure(.busy): local.backlog += chunk
-                case .failure: metrics.wrote(.failed, bytes: 0)
+                case .failure(.down), .failure(.busy):
+                    for write in chunk { local.hold(write) }
+                case .failure:
+                    metrics.wrote(.failed, bytes: 0)
+                    for write in chunk { write.done?(false) }
                 }
             }
         }
@@ -372,8 +392,27 @@ final class RedisStoreLoop {
     enum Status { case unknown, up, down }
     var client: RedisClient!
     var tokens: [String: String] = [:]
+    /// A session's write made while Redis was away, with whoever waits for it to be made.
+    struct HeldWrite {
+        var commands: [[String]]
+        var done: ((Bool) -> Void)?
+    }
     /// Session writes made while Redis was away, to be written when it is back.
-    var backlog: [[String]] = []
+    private(set) var backlog: [HeldWrite] = []
+    private(set) var backlogCommands = 0
+
+    func hold(_ write: HeldWrite) {
+        backlog.append(write)
+        backlogCommands += write.commands.count
+    }
+
+    func takeBacklog() -> [HeldWrite] {
+        defer {
+            backlog = []
+            backlogCommands = 0
+        }
+        return backlog
+    }
     /// What this loop last added to the store's `Health`.
     var status = Status.unknown
 }

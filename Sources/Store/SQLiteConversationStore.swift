@@ -84,11 +84,18 @@ public final class SQLiteConversationStore: ConversationStore {
         }
     }
 
-    public func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop) {
-        write("item", bytes: item.utf8.count + event.utf8.count, on: loop) { db throws(SQLiteError) in
+    public func itemCompleted(sessionID: String, seq: Int, itemID: String, item: String, event: String, on loop: EventLoop,
+                              _ kept: @escaping (Bool) -> Void) {
+        kept(write("item", bytes: item.utf8.count + event.utf8.count, on: loop) { db throws(SQLiteError) in
             try db.run("INSERT OR REPLACE INTO items(session_id, seq, item_id, item, event) VALUES(?1, ?2, ?3, ?4, ?5)",
                        [.text(sessionID), .int(seq), .text(itemID), .text(item), .text(event)])
-        }
+        })
+    }
+
+    public func itemChanged(sessionID: String, itemID: String, item: String, on loop: EventLoop, _ kept: @escaping (Bool) -> Void) {
+        kept(write("item", bytes: item.utf8.count, on: loop) { db throws(SQLiteError) in
+            try db.run("UPDATE items SET item = ?1 WHERE session_id = ?2 AND item_id = ?3", [.text(item), .text(sessionID), .text(itemID)])
+        })
     }
 
     public func tokenRotated(sessionID: String, from previous: String, to tokenHash: String, lastSeq: Int, on loop: EventLoop,

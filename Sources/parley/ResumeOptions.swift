@@ -8,6 +8,8 @@ struct ResumeOptions: ParsableArguments {
     enum Settings {
         static let graceSeconds = Setting.number("--resume-grace-seconds", "PARLEY_RESUME_GRACE_SECONDS", default: 30, in: Above(lower: 0, upper: 3600),
                                                  about: "How long a resumable session whose client is gone waits for it to reconnect")
+        static let storeWaitSeconds = Setting.number("--resume-store-wait-seconds", "PARLEY_RESUME_STORE_WAIT_SECONDS", default: 10, in: AtLeast(lower: 0, upper: 600),
+                                                     about: "How long a completed item's event waits for the store to keep the item before the client is told anyway (Redis away); 0 does not wait")
         static let reportDays = Setting.whole("--report-retention-days", "PARLEY_REPORT_RETENTION_DAYS", default: 7, in: 0...3650,
                                               about: "Days a session's report is kept in the store (in memory, the last \(SessionReports.memoryReports), without one); 0 keeps none")
         static let store = Setting<StoreLocation>("--store", "PARLEY_STORE", default: .none, shown: "none", valueName: "store",
@@ -26,14 +28,15 @@ struct ResumeOptions: ParsableArguments {
     @Option(Settings.graceSeconds) var graceSeconds: String?
     @Option(Settings.store) var store: String?
     @Option(Settings.reportDays) var reportDays: String?
+    @Option(Settings.storeWaitSeconds) var storeWaitSeconds: String?
 
-    typealias Choice = (graceSeconds: Double, store: StoreLocation, storeText: String, reportDays: Int)
+    typealias Choice = (graceSeconds: Double, store: StoreLocation, storeText: String, reportDays: Int, storeWaitSeconds: Double)
 
     /// How long a session waits for its client, where its items are kept (not opened yet), and
     /// how long its report is.
     func choice() throws(SettingError) -> Choice {
         (try Settings.graceSeconds.read(graceSeconds), try Settings.store.read(store), Settings.store.text(store) ?? "none",
-         try Settings.reportDays.read(reportDays))
+         try Settings.reportDays.read(reportDays), try Settings.storeWaitSeconds.read(storeWaitSeconds))
     }
 
     /// The settings, with the store opened.
@@ -41,6 +44,7 @@ struct ResumeOptions: ParsableArguments {
         do throws(StoreError) {
             var settings = ResumeSettings(graceSeconds: choice.graceSeconds, store: try choice.store.open())
             settings.reportSeconds = choice.reportDays * 86_400
+            settings.storeWaitSeconds = choice.storeWaitSeconds
             return settings
         } catch {
             throw Settings.store.refuse(choice.storeText, "cannot be opened: \(error)")

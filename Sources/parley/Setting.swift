@@ -178,11 +178,12 @@ struct Above: NumberRange {
     var words: String { upper == .infinity ? "a number above \(Int(lower))" : "a number above \(Int(lower)) and at most \(Int(upper))" }
 }
 
-/// At least `lower`.
+/// At least `lower` and at most `upper`: [0, 600].
 struct AtLeast: NumberRange {
     let lower: Double
-    func contains(_ value: Double) -> Bool { value >= lower }
-    var words: String { "a number of at least \(Int(lower))" }
+    var upper: Double = .infinity
+    func contains(_ value: Double) -> Bool { value >= lower && value <= upper }
+    var words: String { upper == .infinity ? "a number of at least \(Int(lower))" : "a number from \(Int(lower)) to \(Int(upper))" }
 }
 
 private func parseWholeNumber(_ text: String, in range: some RangeExpression<Int>) throws(SettingRejection) -> Int {

@@ -21,7 +21,7 @@ import TestSupport
         "parley_process_resident_memory_bytes gauge", "parley_process_startup_resident_memory_bytes gauge",
         "parley_resident_bytes_per_connection gauge", "parley_resume_gap_seconds histogram", "parley_server_added_latency_seconds histogram",
         "parley_session_limit_closes_total counter", "parley_session_responses_total counter", "parley_session_turns_total counter",
-        "parley_sessions_detached gauge", "parley_sessions_expired_total counter", "parley_sessions_open gauge",
+        "parley_sessions_detached gauge", "parley_sessions_expired_total counter", "parley_resume_store_waits_given_up_total counter", "parley_sessions_open gauge",
         "parley_sessions_resumed_total counter", "parley_speech_encoding_real_time_factor histogram", "parley_speech_overloaded_total counter",
         "parley_speech_queue_depth gauge", "parley_speech_recognition_real_time_factor histogram", "parley_speech_recognizers_busy gauge",
         "parley_speech_stopped_to_response_created_seconds histogram", "parley_speech_synthesis_real_time_factor histogram",

@@ -236,4 +236,70 @@ import TestSupport
         try session.ask("and again")
         #expect(try session.read(until: "response.done").last?["response"]?["status"]?.string == "completed")
     }
+
+    /// Frames that reach the client within `seconds`, until none does.
+    func framesArriving(_ session: Session, within seconds: Double) throws -> [JSON] {
+        var events: [JSON] = []
+        let end = MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(seconds)
+        while MonotonicClock.nanoseconds() < end {
+            guard readable(session.client) else {
+                usleep(20_000)
+                continue
+            }
+            let event = try session.client.readEvent()
+            if let n = event["seq"]?.int { session.seq = n }
+            events.append(event)
+        }
+        return events
+    }
+
+    /// The client hears an item is done only once Redis holds it (`KeptBeforeTold`): with Redis
+    /// stopped (SIGSTOP: connected, answering nothing) the turn's `conversation.item.done` and
+    /// everything after it wait; once it answers they come, and a kill -9 of the node right then
+    /// loses none of them to the node that resumes the session.
+    @Test func anItemIsToldDoneOnlyOnceRedisHoldsItAndOutlivesTheNode() throws {
+        let redis = try RedisServer()
+        let model = try ServerProcess(command: "mock-llm", arguments: "--first-token-ms 5 --tokens-per-second 200 --reply-tokens 10")
+        let store = "redis://127.0.0.1:\(redis.port)"
+        let first = try node(model, store: store)
+        let session = try Session(port: first.port)
+        redis.pause()
+        defer { redis.carryOn() }
+        try session.ask("remember the word lantern")
+        let whileStopped = try framesArriving(session, within: 1.5)
+        #expect(!whileStopped.contains { $0["type"]?.string == "conversation.item.done" || $0["type"]?.string == "response.done" },
+                "\(whileStopped.map { $0["type"]?.string ?? "" })")
+        redis.carryOn()
+        var events = whileStopped
+        events += try session.read(until: "response.done")
+        #expect(events.last?["response"]?["status"]?.string == "completed")
+        let done = events.compactMap { $0["type"]?.string == "conversation.item.done" ? $0["item"]?["id"]?.string : nil }
+        #expect(done.count == 2, "the user's item and the reply: \(events.map { $0["type"]?.string ?? "" })")
+
+        first.signal(SIGKILL)
+        _ = first.waitForExit(seconds: 5)
+        let second = try node(model, store: store)
+        let resumed = try session.resume(port: second.port)
+        #expect(resumed["type"]?.string == "session.resumed", "\(resumed)")
+        for id in done {
+            try session.client.send(TestClient.frame(0x1, Array(#"{"type":"conversation.item.retrieve","item_id":"\#(id)"}"#.utf8)))
+            let answer = try session.read(until: "conversation.item.retrieved").last
+            #expect(answer?["item"]?["id"]?.string == id)
+        }
+    }
+
+    /// Past `--resume-store-wait-seconds` a session stops waiting for a store that does not
+    /// answer: its client is told, and the metric says so.
+    @Test func aStoreThatDoesNotAnswerHoldsTheClientOnlyUpToTheWait() throws {
+        let redis = try RedisServer()
+        let model = try ServerProcess(command: "mock-llm", arguments: "--first-token-ms 5 --tokens-per-second 200 --reply-tokens 10")
+        let server = try node(model, store: "redis://127.0.0.1:\(redis.port)", "--resume-store-wait-seconds 1")
+        let session = try Session(port: server.port)
+        redis.pause()
+        defer { redis.carryOn() }
+        try session.ask("hello")
+        let events = try session.read(until: "response.done")
+        #expect(events.last?["response"]?["status"]?.string == "completed")
+        #expect((server.metric("parley_resume_store_waits_given_up_total") ?? 0) >= 1)
+    }
 }

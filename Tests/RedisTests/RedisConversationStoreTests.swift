@@ -149,24 +149,29 @@ import TestSupport
         let store = RedisConversationStore(host: "127.0.0.1", port: port)
         var loaded: Result<StoredConversation?, StoreError>?
         var restartError: (any Error)?
+        var kept: [String: Bool] = [:]
+        var keptWhileAway: [String: Bool] = [:]
         let finished = try runLoop(seconds: 20) { loop, finish in
             store.connect(on: loop)
             poll(loop, until: { store.isAvailable(on: loop) && store.metrics.up.render().contains("parley_redis_up 1") }) {
                 store.sessionStarted(Self.started, on: loop)
-                store.itemCompleted(sessionID: "sess_1", seq: 4, itemID: "item_a", item: #"{"id":"item_a"}"#, event: #"{"seq":4}"#, on: loop)
-                server?.kill()
-                poll(loop, until: { !store.isAvailable(on: loop) }) {
-                    // Completed while Redis is away.
-                    store.itemCompleted(sessionID: "sess_1", seq: 6, itemID: "item_b", item: #"{"id":"item_b"}"#, event: #"{"seq":6}"#, on: loop)
-                    store.itemCompleted(sessionID: "sess_1", seq: 8, itemID: "item_c", item: #"{"id":"item_c"}"#, event: #"{"seq":8}"#, on: loop)
-                    do { server = try RedisServer(port: port) } catch { restartError = error; return finish() }
-                    poll(loop, until: { store.isAvailable(on: loop) }) {
-                        // This Redis has no persistence: what was written before the kill is gone,
-                        // so the session's record is written again for the load to find it.
-                        store.sessionStarted(Self.started, on: loop)
-                        store.load(tokenHash: "hash-a", on: loop) { result in
-                            loaded = result
-                            finish()
+                store.itemCompleted(sessionID: "sess_1", seq: 4, itemID: "item_a", item: #"{"id":"item_a"}"#, event: #"{"seq":4}"#, on: loop) { kept["item_a"] = $0 }
+                poll(loop, until: { kept["item_a"] != nil }) {
+                    server?.kill()
+                    poll(loop, until: { !store.isAvailable(on: loop) }) {
+                        // Completed while Redis is away: kept (and the session told) only once it is back.
+                        store.itemCompleted(sessionID: "sess_1", seq: 6, itemID: "item_b", item: #"{"id":"item_b"}"#, event: #"{"seq":6}"#, on: loop) { kept["item_b"] = $0 }
+                        store.itemCompleted(sessionID: "sess_1", seq: 8, itemID: "item_c", item: #"{"id":"item_c"}"#, event: #"{"seq":8}"#, on: loop) { kept["item_c"] = $0 }
+                        keptWhileAway = kept
+                        do { server = try RedisServer(port: port) } catch { restartError = error; return finish() }
+                        poll(loop, until: { store.isAvailable(on: loop) }) {
+                            // This Redis has no persistence: what was written before the kill is gone,
+                            // so the session's record is written again for the load to find it.
+                            store.sessionStarted(Self.started, on: loop)
+                            store.load(tokenHash: "hash-a", on: loop) { result in
+                                loaded = result
+                                finish()
+                            }
                         }
                     }
                 }
@@ -174,6 +179,8 @@ import TestSupport
         }
         #expect(finished)
         #expect(restartError == nil)
+        #expect(keptWhileAway == ["item_a": true], "a write held for Redis's return is not yet kept")
+        #expect(kept == ["item_a": true, "item_b": true, "item_c": true])
         guard case .success(let conversation?)? = loaded else { Issue.record("\(String(describing: loaded))"); return }
         #expect(conversation.items.map(\.itemID).contains("item_b") && conversation.items.map(\.itemID).contains("item_c"),
                 "\(conversation.items.map(\.itemID))")

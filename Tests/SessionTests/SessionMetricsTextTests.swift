@@ -62,6 +62,9 @@ import TestSupport
             # HELP parley_sessions_expired_total Resumable sessions ended because their client did not come back within the grace window.
             # TYPE parley_sessions_expired_total counter
             parley_sessions_expired_total 0
+            # HELP parley_resume_store_waits_given_up_total Times a resumable session stopped waiting for the store to keep a completed item and told its client anyway (--resume-store-wait-seconds).
+            # TYPE parley_resume_store_waits_given_up_total counter
+            parley_resume_store_waits_given_up_total 0
             # HELP parley_interruptions_total Replies cut by the user's speech (barge-ins): responses cancelled with reason turn_detected.
             # TYPE parley_interruptions_total counter
             parley_interruptions_total 0
@@ -117,7 +120,7 @@ import TestSupport
         for stage in TurnTimeline.names {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{stage=\"\(stage)\"} 0\n") == true, "\(stage)")
         }
-        #expect(ExpositionFamilies.split(session.render()).count == 27)
+        #expect(ExpositionFamilies.split(session.render()).count == 28)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

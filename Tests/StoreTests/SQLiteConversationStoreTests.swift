@@ -59,6 +59,21 @@ import Testing
         #expect(try load(store, "he", on: loop) == nil)
     }
 
+    /// A spoken reply truncated to what was heard: its JSON changes, its seq and event stay, and
+    /// the store says it kept it before the call returns (nothing is held for an embedded store).
+    @Test func aChangedItemKeepsItsSeqAndEvent() throws {
+        let path = temporaryDatabasePath()
+        defer { removeDatabase(path) }
+        let store = try SQLiteConversationStore.open(path: path)
+        let loop = try EventLoop(handle: LoopHandle(index: 0))
+        store.sessionStarted(StoredSession(sessionID: "sess_t", tenant: "", tokenHash: "ht", settings: "{}", lastSeq: 0), on: loop)
+        store.itemCompleted(sessionID: "sess_t", seq: 5, itemID: "item_reply", item: #"{"transcript":"one two three"}"#, event: "e5", on: loop)
+        var kept: Bool?
+        store.itemChanged(sessionID: "sess_t", itemID: "item_reply", item: #"{"transcript":"one"}"#, on: loop) { kept = $0 }
+        #expect(kept == true)
+        #expect(try load(store, "ht", on: loop)?.items == [.init(seq: 5, itemID: "item_reply", item: #"{"transcript":"one"}"#, event: "e5")])
+    }
+
     @Test func anItemCompletedAgainReplacesItsRowUnderTheNewSeq() throws {
         let path = temporaryDatabasePath()
         defer { removeDatabase(path) }

@@ -34,6 +34,16 @@ public final class RedisServer {
         Subprocess.stop(pid)
     }
 
+    /// SIGSTOP: Redis holds its connections but answers nothing, as one stuck on a slow disk does.
+    public func pause() {
+        if let pid { Glibc.kill(pid, SIGSTOP) }
+    }
+
+    /// SIGCONT: it answers again, everything it was sent meanwhile in order.
+    public func carryOn() {
+        if let pid { Glibc.kill(pid, SIGCONT) }
+    }
+
     private static func exited(_ pid: pid_t) -> Bool {
         var status: Int32 = 0
         // Reaped here only if it is already gone (it could not listen); `stop` then finds no child.

@@ -23,6 +23,9 @@ final class SessionResumption {
     let tenant: String
     private var graceTimer: ScheduledTask?
     private var parkedAt: UInt64?
+    /// Frames held until the store keeps the item they follow, and the bound on that wait.
+    private var gate = KeptBeforeTold()
+    private var gateTimer: ScheduledTask?
     /// The session this is the resumption of; it holds this object, so it outlives it.
     private unowned let session: RealtimeSessionHandler
 
@@ -60,13 +63,54 @@ final class SessionResumption {
     // MARK: Sending
 
     /// An event on its way to the client: numbered, kept until acknowledged, and (a completed item,
-    /// a finished response, new settings) written to the store before it is sent, so that an item
-    /// the client is told is done is already kept. `text` is empty for events the client's dialect
-    /// does not carry, which are only stored.
+    /// a finished response, new settings) written to the store. `text` is empty for events the
+    /// client's dialect does not carry, which are only stored. What is stamped goes out through
+    /// `deliver`, so that an item the client is told is done is already kept.
     func stamp(_ event: ServerEvent, _ text: String, on loop: EventLoop) -> String {
         let stamped = text.isEmpty ? text : log.stamp(text)
         persist(event, text: stamped, on: loop)
         return stamped
+    }
+
+    /// A frame for the client: sent now, or held behind a completed item the store has not yet
+    /// kept (`KeptBeforeTold`), for `ResumeSettings.storeWaitSeconds` at most.
+    func deliver(_ frame: KeptBeforeTold.Frame, on socket: any SessionSocket) {
+        // Parked: the frame is in the replay log, which the next client gets through here; held
+        // now as well, it would reach that client twice.
+        guard socket.hasClient else { return }
+        guard gate.admit(frame) else {
+            if gateTimer == nil {
+                gateTimer = socket.loop.schedule(after: settings.storeWaitSeconds) { [weak self] in
+                    guard let self else { return }
+                    gateTimer = nil
+                    SessionMetrics.shared.storeWaitsGivenUp.add(1)
+                    release(gate.gaveUp())
+                }
+            }
+            return
+        }
+        Self.send(frame, on: socket)
+    }
+
+    /// The store answered the write of `ticket`: what it held back goes, to the client of now.
+    private func answered(_ ticket: Int) {
+        release(gate.answered(ticket))
+    }
+
+    private func release(_ frames: [KeptBeforeTold.Frame]) {
+        if !gate.isHolding {
+            gateTimer?.cancel()
+            gateTimer = nil
+        }
+        guard !frames.isEmpty, let socket = driver.socket else { return }
+        for frame in frames { Self.send(frame, on: socket) }
+    }
+
+    private static func send(_ frame: KeptBeforeTold.Frame, on socket: any SessionSocket) {
+        switch frame {
+        case .text(let text): socket.send(text: text)
+        case .binary(let bytes): socket.send(binary: bytes)
+        }
     }
 
     private func persist(_ event: ServerEvent, text: String, on loop: EventLoop) {
@@ -75,16 +119,31 @@ final class SessionResumption {
         // Computed where used: the id is an 18-byte string, made on the heap, and most events
         // (the deltas) are not kept.
         var id: String { driver.engine.sessionID }
+        // The client hears of it once the store has answered (`deliver`).
+        func kept(_ itemID: String, _ item: String) {
+            let ticket = gate.writeBegan()
+            store.itemCompleted(sessionID: id, seq: seq, itemID: itemID, item: item, event: text, on: loop) { [weak self] _ in
+                self?.answered(ticket)
+            }
+        }
         switch event.kind {
         case .conversationItemDone(let item, _):
-            store.itemCompleted(sessionID: id, seq: seq, itemID: item.id, item: item.json(dialect: .ga).description, event: text, on: loop)
+            kept(item.id, item.json(dialect: .ga).description)
         case .inputAudioTranscriptionCompleted(let itemID, _, let transcript, _):
             let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: transcript)])
-            store.itemCompleted(sessionID: id, seq: seq, itemID: itemID, item: item.json(dialect: .ga).description, event: text, on: loop)
+            kept(itemID, item.json(dialect: .ga).description)
         case .responseDone(let response):
             // Not an item of the conversation: kept so that a client that missed it gets the
             // response whole after a resume elsewhere.
-            store.itemCompleted(sessionID: id, seq: seq, itemID: response.id, item: "", event: text, on: loop)
+            kept(response.id, "")
+        case .conversationItemTruncated(let itemID, _, _):
+            // The history now keeps what was heard: so must the store, or a resume elsewhere
+            // would bring back the words the user never heard.
+            guard let entry = driver.engine.conversation.entry(itemID) else { return }
+            let ticket = gate.writeBegan()
+            store.itemChanged(sessionID: id, itemID: itemID, item: SessionEngine.item(entry).json(dialect: .ga).description, on: loop) { [weak self] _ in
+                self?.answered(ticket)
+            }
         case .sessionUpdated(let info):
             store.settingsChanged(sessionID: id, settings: info.json(dialect: .ga).description, on: loop)
         default:
@@ -98,6 +157,8 @@ final class SessionResumption {
     /// finds it, for the grace window; then it ends (`expired`).
     func park(on loop: EventLoop, expired: @escaping () -> Void) {
         let hash = tokenHash
+        gate.clientLeft()
+        release([])
         parkedAt = MonotonicClock.nanoseconds()
         graceTimer = loop.schedule(after: settings.graceSeconds) { [weak self] in
             // The registry's reference is what keeps a parked session alive: hold it here before
@@ -164,7 +225,7 @@ final class SessionResumption {
             driver.attach(socket)
             driver.noteResumed()
             session.sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
-            for text in replay { socket.send(text: text) }
+            for text in replay { deliver(.text(text), on: socket) }
             sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])
             // A turn the old process was answering when it went is answered again, now that the
             // session is this node's.

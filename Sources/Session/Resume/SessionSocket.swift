@@ -10,12 +10,16 @@ package protocol SessionSocket {
     func send(binary: [UInt8])
     func close(_ code: WebSocketCloseCode, reason: String)
     var isOpen: Bool { get }
+    /// False while parked: what is sent then only goes to the replay log.
+    var hasClient: Bool { get }
     /// The session's home loop.
     var loop: EventLoop { get }
     func account(handlerBytes: Int)
 }
 
-extension WebSocket: SessionSocket {}
+extension WebSocket: SessionSocket {
+    package var hasClient: Bool { true }
+}
 
 /// A session with no client: what it sends is kept only in its replay log. Closing it (a limit
 /// passed while parked) ends the session through `onClose`.
@@ -31,6 +35,7 @@ final class ParkedSocket: SessionSocket {
         onClose?(code)
     }
     var isOpen: Bool { true }
+    var hasClient: Bool { false }
     func account(handlerBytes: Int) {}
 }
 
@@ -66,6 +71,7 @@ final class RelayedSocket: SessionSocket {
     }
 
     var isOpen: Bool { !closed }
+    var hasClient: Bool { true }
     func account(handlerBytes: Int) {}
 }
 
