@@ -180,9 +180,31 @@ public final class RedisClient {
     private func connected() {
         connectDeadline?.cancel()
         connectDeadline = nil
-        backoff = Self.firstBackoff
-        state = .up
-        observer?(.up)
+        awaitDataset()
+    }
+
+    /// Redis restarted from its append-only file accepts connections before it has loaded it, and
+    /// answers every command `-LOADING` until then: the connection is up (and what a loop held
+    /// through the outage is written) only once PING says PONG. Writes made in that moment were
+    /// refused, and lost (make chaos: 9 items told done, after a Redis kill -9 and restart).
+    private func awaitDataset() {
+        guard let connection else { return }
+        let sent = connection.send([Array("PING".utf8)]) { [weak self, weak connection] result in
+            guard let self, let connection, self.connection === connection else { return }
+            switch result {
+            case .success(.status("PONG")):
+                backoff = Self.firstBackoff
+                state = .up
+                observer?(.up)
+            case .success:
+                // Still loading (or refusing for another reason): asked again shortly; the
+                // connection's own failure, if it comes, is `lost`'s.
+                loop.schedule(after: 0.1) { [weak self] in self?.awaitDataset() }
+            case .failure:
+                break
+            }
+        }
+        if sent { connection.flush() }
     }
 
     /// The connection failed or dropped: down, and another attempt after the backoff.

@@ -200,9 +200,10 @@ public final class RedisConversationStore: ConversationStore {
             let bytes = commands.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
             local.client.transaction(commands) { [metrics] result in
                 switch result {
-                case .success:
-                    metrics.wrote(.ok, bytes: bytes)
-                    for write in chunk { write.done?(true) }
+                case .success(let replies):
+                    let refused = replies.contains { if case .error = $0 { true } else { false } }
+                    metrics.wrote(refused ? .failed : .ok, bytes: bytes)
+                    for write in chunk { write.done?(!refused) }
                 // Gone again: held again, for the next return.
                 case .failure(.down), .failure(.busy):
                     for write in chunk { local.hold(write) }

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import Loop
 @testable import Store
 import Testing
@@ -21,8 +22,8 @@ import TestSupport
             client.send(bytes: [Array("GET".utf8), Array("binary".utf8)]) { replies.append($0) }
             client.send(["MGET", "greeting", "missing"]) {
                 replies.append($0)
-                #expect(client.isUp)
-                finish()
+                // Up once its PING (sent after these, at the connect) says the dataset is loaded.
+                poll(loop, until: { client.isUp }) { finish() }
             }
         }
         #expect(finished)
@@ -93,6 +94,23 @@ import TestSupport
         guard case .down(.connectFailed)? = events.first else { Issue.record("\(events)"); return }
     }
 
+    /// Redis restarted from its append-only file answers `-LOADING` until its data is in memory:
+    /// the client is up (and a store writes what it held) only once PING says PONG.
+    @Test func aRedisStillLoadingItsDataIsNotUpUntilItAnswersPong() throws {
+        let server = try LoadingRedis(loadingAnswers: 3)
+        var pingsWhenUp: Int?
+        let finished = try runLoop(seconds: 10) { loop, finish in
+            var client: RedisClient?
+            client = RedisClient(host: "127.0.0.1", port: server.port, loop: loop) { event in
+                guard event == .up else { return }
+                pingsWhenUp = server.pings
+                withExtendedLifetime(client) { finish() }
+            }
+        }
+        #expect(finished)
+        #expect(pingsWhenUp == 4, "three answered LOADING, the fourth PONG")
+    }
+
     @Test func aPortThatSpeaksSomethingElseIsAnErrorNotACrash() throws {
         var result: Result<RedisReply, RedisError>?
         var client: RedisClient?
@@ -138,4 +156,34 @@ final class JunkServer: LoopRegistrant {
             Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8).withUnsafeBytes { Sys.sendOnce(client, $0) }
         }
     }
+}
+
+/// A Redis that is loading its dataset: answers its one client's first `loadingAnswers` commands
+/// `-LOADING`, then `+PONG`; counts what it was asked. A blocking socket on a thread of its own.
+final class LoadingRedis: Sendable {
+    final class Count: Sendable { let value = Atomic<Int>(0) }
+    let port: Int
+    private let count = Count()
+    private let fd: Int32
+    var pings: Int { count.value.load(ordering: .relaxed) }
+
+    init(loadingAnswers: Int) throws {
+        fd = try Sys.streamSocket(family: AF_INET, .blocking)
+        try Sys.listen(fd, on: .ipv4(127, 0, 0, 1, port: 0))
+        port = try Sys.localAddress(fd).port
+        try Thread.spawn(name: "loading-redis") { [fd, count] in
+            let client = Glibc.accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            defer { Glibc.close(client) }
+            var buffer = [UInt8](repeating: 0, count: 512)
+            // The client sends one PING and waits for its answer: a read is one command.
+            while Glibc.read(client, &buffer, buffer.count) > 0 {
+                let answered = count.value.add(1, ordering: .relaxed).newValue
+                let reply = answered <= loadingAnswers ? "-LOADING Redis is loading the dataset in memory\r\n" : "+PONG\r\n"
+                _ = Array(reply.utf8).withUnsafeBytes { Glibc.write(client, $0.baseAddress, $0.count) }
+            }
+        }
+    }
+
+    deinit { Glibc.close(fd) }
 }
