@@ -24,6 +24,25 @@ struct SurviveCommand: ParsableCommand {
             the replies in flight, every session asks conversation.item.retrieve for every item \
             it saw in conversation.item.done or response.done: an item_not_found is a completed \
             item lost. One process.
+
+            --tools: every session declares get_weather, and every third text turn asks for the \
+            weather; on a response.done whose output holds function calls, the client adds a \
+            function_call_output for each (never twice: an output the replay after a resume did not \
+            acknowledge is sent again) and asks again; the turn ends at the response.done without \
+            a call. --spoken K: the first K sessions speak instead (push to talk: turn_detection \
+            null, spoken replies in pcm16 24 kHz): a question made with Piper, espeak-ng and flite \
+            (every voice, by session), appended in 100 ms pieces, committed, then response.create. \
+            --cut-every M: every Mth spoken reply, once 300 ms of its audio arrived, is cancelled \
+            and truncated at the audio received; the response must end cancelled (or completed, \
+            had it finished first), conversation.item.truncated come back with the same \
+            audio_end_ms, and the item's transcript, right after the cut and at the end, be a word \
+            prefix of the one streamed. --tenant-key KEY: the last --tenant-sessions sessions offer \
+            KEY (the openai-insecure-api-key subprotocol; the others send PARLEY_LOAD_API_KEY as \
+            their bearer key, if set); those the server refuses with 429 open again every 5 s \
+            through the turns; the tenant's open sessions are sampled every second, and more than \
+            3 × --tenant-limit at once fails the run. Every close the server sends must be one \
+            docs/protocol.md gives; every response.done must have a status of the API's (a failed \
+            one its error).
             """)
 
     @Argument(help: "Sessions to hold (one process).")
@@ -50,14 +69,53 @@ struct SurviveCommand: ParsableCommand {
     @Option(help: "Also write the summary as JSON to this file.")
     var json: String?
 
+    @Flag(help: "Every session declares get_weather; every third text turn asks for the weather and answers the model's call.")
+    var tools = false
+
+    @Option(help: "The first K sessions speak their turns (pcm16 24 kHz, push to talk) instead of typing them.")
+    var spoken = 0
+
+    @Option(help: "The venv holding Piper and its joe voice, for --spoken.")
+    var speechVenv = ".venv-speech"
+
+    @Option(help: "Every Mth spoken turn, the reply is cut (response.cancel, conversation.item.truncate) once 300 ms of its audio has arrived (0: never).")
+    var cutEvery = 0
+
+    @Option(help: "A test key of a tenant the server caps (its sessions: --tenant-sessions, its cap: --tenant-limit); it shows in the process list.")
+    var tenantKey: String?
+
+    @Option(help: "The last S sessions present --tenant-key.")
+    var tenantSessions = 0
+
+    @Option(help: "The tenant's session limit on the server (--tenant-max-sessions): 3 × it open at once fails the run.")
+    var tenantLimit = 0
+
+    /// The server keeps 64 items of history; a weather turn adds four (the question, the call, its
+    /// output, the answer), every other turn two.
+    var maxTurns: Int { tools ? 22 : 30 }
+
     func validate() throws {
         guard (1...19_000).contains(count) else { throw ValidationError("N must be 1...19000 (one client process)") }
         guard turnInterval > 0, turnInterval <= 3600 else { throw ValidationError("--turn-interval must be in (0, 3600]") }
         guard duration > 0, duration <= 3600 else { throw ValidationError("--duration must be in (0, 3600]") }
-        guard duration / turnInterval <= 30 else {
-            throw ValidationError("at most 30 turns per session: the server keeps 64 messages of history, and older items leave it")
+        guard duration / turnInterval <= Double(maxTurns) else {
+            throw ValidationError("at most \(maxTurns) turns per session\(tools ? " with --tools" : ""): the server keeps 64 messages of history, and older items leave it")
         }
         guard connectTimeout > 0, settleSeconds > 0, rate > 0 else { throw ValidationError("timeouts and rate must be positive") }
+        guard (0...count).contains(spoken) else { throw ValidationError("--spoken must be 0...N") }
+        guard cutEvery >= 0 else { throw ValidationError("--cut-every must be 0 (never) or more") }
+        guard cutEvery == 0 || spoken > 0 else { throw ValidationError("--cut-every cuts spoken replies: give --spoken too") }
+        if let tenantKey {
+            // It goes in a subprotocol, a token of RFC 7230's characters (no spaces, no commas).
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~!#$&'*+^`|")
+            guard !tenantKey.isEmpty, tenantKey.allSatisfy(allowed.contains) else {
+                throw ValidationError("--tenant-key must be a token: letters, digits and -_.~!#$&'*+^`|")
+            }
+            guard (1...count).contains(tenantSessions) else { throw ValidationError("--tenant-sessions must be 1...N with --tenant-key") }
+            guard tenantLimit >= 1 else { throw ValidationError("--tenant-limit must be the server's --tenant-max-sessions, 1 or more") }
+        } else if tenantSessions != 0 || tenantLimit != 0 {
+            throw ValidationError("--tenant-sessions and --tenant-limit need --tenant-key")
+        }
     }
 
     func run() throws {
@@ -65,10 +123,25 @@ struct SurviveCommand: ParsableCommand {
         let full = url.contains("resume=1") ? url : url + (url.contains("?") ? "&" : "?") + "resume=1"
         let target = try LoadTarget(full, caFile: nil)
         DescriptorLimit.raiseToHard()
-        print("parley-load survive: \(Format.grouped(count)) resumable sessions to \(target), a text turn every \(Format.fixed(turnInterval, 1)) s each for \(Format.fixed(duration, 0)) s; reconnect with resume on every drop")
+        print("parley-load survive: \(Format.grouped(count)) resumable sessions to \(target), a turn every \(Format.fixed(turnInterval, 1)) s each for \(Format.fixed(duration, 0)) s; reconnect with resume on every drop")
+        var extras: [String] = []
+        if tools { extras.append("every third text turn calls get_weather") }
+        if spoken > 0 { extras.append("\(spoken) sessions speak" + (cutEvery > 0 ? ", every \(cutEvery) spoken replies one is cut" : "")) }
+        if tenantKey != nil { extras.append("the last \(tenantSessions) sessions are a tenant capped at \(tenantLimit)") }
+        if !extras.isEmpty { print("  " + extras.joined(separator: "; ")) }
         Console.flush()
-        let run = try SurviveRun(target: target, count: count, rate: rate, connectTimeout: connectTimeout,
-                                 turnInterval: turnInterval, duration: duration, settleSeconds: settleSeconds)
+        // Made before any session opens: no synthesiser runs while the sessions are timed.
+        var speech: SurviveSpeech?
+        if spoken > 0 {
+            Console.error("making speech: \(SurviveSpeech.sentences.count) questions in \(TurnTakingVoice.allCases.count) voices\n")
+            let made = try SurviveSpeech(venv: speechVenv)
+            Console.error("made \(made.clipCount) clips, \(Format.fixed(Double(made.totalMilliseconds) / 1000, 1)) s of speech\n")
+            speech = made
+        }
+        let settings = SurviveRun.Settings(count: count, rate: rate, connectTimeout: connectTimeout, turnInterval: turnInterval, duration: duration,
+                                           settleSeconds: settleSeconds, tools: tools, spoken: spoken, cutEvery: cutEvery,
+                                           tenantKey: tenantKey, tenantSessions: tenantSessions, tenantLimit: tenantLimit)
+        let run = try SurviveRun(target: target, settings: settings, speech: speech)
         let cpuBefore = CPUTime.ofSelf()
         let startedAt = MonotonicClock.nanoseconds()
         run.drive()

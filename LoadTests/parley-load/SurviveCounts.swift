@@ -31,4 +31,73 @@ struct SurviveCounts {
     var lostExamples: [String] = []
     var openAtEnd = 0
     var connectSeconds = 0.0
+
+    // Every response.done, whatever turn it ends (replays included): its status, and what is
+    // wrong with it (a status the API does not have, a failure without its error).
+    var responseDoneStatuses: [String: Int] = [:]
+    var responseStatusViolations: [String: Int] = [:]
+
+    // Closes: every close frame the server sent (code and reason), and those no document gives or
+    // that blame this client.
+    var closes: [String: Int] = [:]
+    var closesUndocumented: [String: Int] = [:]
+    var closesClientFault: [String: Int] = [:]
+
+    // Tool turns (--tools): every third text turn asks for the weather.
+    var toolTurnsSent = 0
+    var toolTurnsCompleted = 0
+    var toolCalls = 0
+    var toolOutputsSent = 0
+    var toolOutputsResent = 0
+    var toolCallsAnswered = 0
+    var toolTurnsWithoutCall = 0
+    var toolTurnsGaveUp = 0
+
+    // Spoken turns (--spoken).
+    var spokenTurnsSent = 0
+    var spokenTurnsCompleted = 0
+    var spokenTurnsResent = 0
+    var spokenTurnLatency = LatencyRecorder()
+    var transcriptions = 0
+    var transcriptionsFailed = 0
+    var spokenReplies = 0
+    var spokenRepliesSilent = 0
+    var replyAudioSamples = 0
+    /// Each spoken reply's audio received, as a duration.
+    var replyAudio = LatencyRecorder()
+
+    // Cuts (--cut-every) and their truncation.
+    var cutsSent = 0
+    var cutsCancelled = 0
+    var cutsCompletedFirst = 0
+    var cutsFailedUpstream = 0
+    var cutsTruncated = 0
+    var cutsResent = 0
+    var cutsVoided = 0
+    var cutsNotMade = 0
+    var cutsCheckedAtEnd = 0
+    var cancelsTooLate = 0
+    var serverTruncations = 0
+    var truncationViolations: [String: Int] = [:]
+    var truncationExamples: [String] = []
+
+    // The limited tenant (--tenant-key).
+    var tenantRefusals = 0
+    var tenantResumeRefusals = 0
+    var tenantTimeline = SurviveTenantTimeline()
+
+    /// Distinct keys past which a count table of reasons (close reasons, error codes) stops
+    /// growing: a server that varied them could not grow the client's memory.
+    static let maxReasons = 64
+
+    /// Adds one to `key` in `table`, or to "other" once the table holds `maxReasons` keys.
+    static func add(_ key: String, to table: inout [String: Int]) {
+        let key = table[key] != nil || table.count < maxReasons ? key : "other"
+        table[key, default: 0] += 1
+    }
+
+    mutating func truncationViolation(_ kind: String, _ example: String) {
+        Self.add(kind, to: &truncationViolations)
+        if truncationExamples.count < 10 { truncationExamples.append(example) }
+    }
 }

@@ -4,22 +4,49 @@ import Loop
 import Glibc
 #endif
 
-/// The survive test's sessions on one connection pool.
+/// The survive test's sessions on one connection pool: the phases of the run (connect, turns,
+/// settle, check), reconnecting every drop with resume, and the turns each session takes.
 final class SurviveRun: ConnectionEvents {
+    struct Settings {
+        var count: Int
+        var rate: Double
+        var connectTimeout: Double
+        var turnInterval: Double
+        var duration: Double
+        var settleSeconds: Double
+        /// Every third text turn asks for the weather, answered with a tool call.
+        var tools = false
+        /// The first this many sessions speak their turns.
+        var spoken = 0
+        /// Every this many spoken turns the reply is cut (0: never).
+        var cutEvery = 0
+        /// The last `tenantSessions` sessions present `tenantKey`, whose tenant the server caps
+        /// at `tenantLimit` sessions.
+        var tenantKey: String?
+        var tenantSessions = 0
+        var tenantLimit = 0
+    }
+
     struct Summary {
         var json: JSON
         var table: String
         var passed: Bool
     }
 
+    /// A text turn is answered in well under a second; a spoken one is transcribed, then spoken
+    /// at real-time pace (a reply of twenty words is about seven seconds of audio).
+    static let textTurnSeconds: UInt64 = 20
+    static let spokenTurnSeconds: UInt64 = 45
+    /// A refused tenant session opens afresh this often.
+    static let tenantRetrySeconds: UInt64 = 5
+
     let pool: ConnectionPool
     let target: LoadTarget
     let basePath: String
+    let settings: Settings
     let count: Int
     let interval: UInt64
-    let duration: Double
-    let connectTimeout: Double
-    let settleSeconds: Double
+    let speech: SurviveSpeech?
     var sessions: [SurviveSession]
     let offsets: [UInt64]
     var scheduleStart = UInt64.max
@@ -27,32 +54,40 @@ final class SurviveRun: ConnectionEvents {
     var nextSlot = 0
     var round: UInt64 = 0
     var ackTick: UInt64 = 0
+    var tenantSecond = 0
     var checking = false
     var counts = SurviveCounts()
 
-    init(target: LoadTarget, count: Int, rate: Double, connectTimeout: Double, turnInterval: Double, duration: Double, settleSeconds: Double) throws(ClientSocket.Failure) {
+    init(target: LoadTarget, settings: Settings, speech: SurviveSpeech?) throws(ClientSocket.Failure) {
         self.target = target
-        self.count = count
-        self.duration = duration
-        self.connectTimeout = connectTimeout
-        self.settleSeconds = settleSeconds
+        self.settings = settings
+        self.speech = speech
+        count = settings.count
         basePath = String(target.path.prefix { $0 != "?" })
-        interval = MonotonicClock.nanoseconds(turnInterval)
+        interval = MonotonicClock.nanoseconds(settings.turnInterval)
         // The pool's own deadline covers the first connects only; reconnects are timed here.
-        pool = try ConnectionPool(.init(target: target, count: count, firstIndex: 0, sources: 16, rate: rate, connectTimeout: connectTimeout))
+        pool = try ConnectionPool(.init(target: target, count: count, firstIndex: 0, sources: 16, rate: settings.rate,
+                                        connectTimeout: settings.connectTimeout))
         sessions = Array(repeating: SurviveSession(), count: count)
         var random = SystemRandomNumberGenerator()
-        let slice = turnInterval / Double(count)
+        let slice = settings.turnInterval / Double(count)
         offsets = (0..<count).map { MonotonicClock.nanoseconds((Double($0) + Double.random(in: 0..<1, using: &random)) * slice) }
         pool.events = self
+        if let key = settings.tenantKey {
+            let first = count - settings.tenantSessions
+            pool.offeredKey = { slot in slot >= first ? key : nil }
+        }
     }
+
+    func speaks(_ slot: Int) -> Bool { slot < settings.spoken }
+    func inTenant(_ slot: Int) -> Bool { settings.tenantKey != nil && slot >= count - settings.tenantSessions }
 
     /// Connect, turns, settle, check, close: every phase bounded.
     func drive() {
         let progress = Progress()
         let start = MonotonicClock.nanoseconds()
-        let connectBound = start + MonotonicClock.nanoseconds(connectTimeout + 5)
-        while !(pool.settled && counts.created + sessions.filter({ $0.state == .dead }).count >= count) && MonotonicClock.nanoseconds() < connectBound {
+        let connectBound = start + MonotonicClock.nanoseconds(settings.connectTimeout + 5)
+        while !connected && MonotonicClock.nanoseconds() < connectBound {
             step(wait: 10)
             progress.update("connecting  \(Format.grouped(pool.connected))/\(Format.grouped(count))  session.created \(Format.grouped(counts.created))")
         }
@@ -62,7 +97,7 @@ final class SurviveRun: ConnectionEvents {
         Console.flush()
 
         scheduleStart = MonotonicClock.nanoseconds() + 100_000_000
-        scheduleEnd = scheduleStart + MonotonicClock.nanoseconds(duration)
+        scheduleEnd = scheduleStart + MonotonicClock.nanoseconds(settings.duration)
         var lastPrint: UInt64 = 0
         while MonotonicClock.nanoseconds() < scheduleEnd {
             step(wait: 5)
@@ -73,8 +108,8 @@ final class SurviveRun: ConnectionEvents {
                 Console.flush()
             }
         }
-        let settleBound = scheduleEnd + MonotonicClock.nanoseconds(settleSeconds)
-        while MonotonicClock.nanoseconds() < settleBound && sessions.contains(where: { ($0.state != .dead && $0.state != .ready) || $0.turnSentAt != 0 || $0.replayLeft > 0 }) {
+        let settleBound = scheduleEnd + MonotonicClock.nanoseconds(settings.settleSeconds)
+        while MonotonicClock.nanoseconds() < settleBound && sessions.contains(where: unsettled) {
             step(wait: 10)
         }
         print("settled: " + statusLine(MonotonicClock.nanoseconds()))
@@ -98,11 +133,40 @@ final class SurviveRun: ConnectionEvents {
         pool.closeAll()
     }
 
+    /// Every session has opened (and may be resuming already), failed, or (the limited tenant's)
+    /// been refused and tries again.
+    private var connected: Bool {
+        pool.started == count && sessions.indices.allSatisfy { slot in
+            switch sessions[slot].state {
+            case .ready, .dead, .tenantWait: true
+            case .connecting, .opening, .backoff: sessions[slot].everOpened || (inTenant(slot) && sessions[slot].attempts > 0)
+            }
+        }
+    }
+
+    /// Still in flight after the turns: a reconnect, a turn, a replay, a cut whose truncation or
+    /// the retrieve after it has not come back. A tenant session still refused is not waited for.
+    private func unsettled(_ session: SurviveSession) -> Bool {
+        switch session.state {
+        case .dead, .tenantWait: return false
+        case .connecting, .opening, .backoff: return session.token != nil
+        case .ready:
+            return session.turnSentAt != 0 || session.replayLeft > 0 || !session.configured
+                || session.cuts.contains(where: \.pending)
+        }
+    }
+
     func statusLine(_ now: UInt64) -> String {
         let t = Double(Int64(bitPattern: now &- scheduleStart)) / 1e9
         let down = sessions.filter { $0.state == .backoff || $0.state == .connecting || $0.state == .opening }.count
-        return "  \(Format.fixed(t, 0)) s  ready \(Format.grouped(sessions.filter { $0.state == .ready }.count))  down \(Format.grouped(down))  dead \(Format.grouped(sessions.filter { $0.state == .dead }.count))  turns \(Format.grouped(counts.turnsSent))/\(Format.grouped(counts.turnsCompleted)) done  resumes \(Format.grouped(counts.resumes))  drops \(Format.grouped(counts.drops.values.reduce(0, +)))"
+        var line = "  \(Format.fixed(t, 0)) s  ready \(Format.grouped(sessions.filter { $0.state == .ready }.count))  down \(Format.grouped(down))  dead \(Format.grouped(sessions.filter { $0.state == .dead }.count))  turns \(Format.grouped(counts.turnsSent))/\(Format.grouped(counts.turnsCompleted)) done  resumes \(Format.grouped(counts.resumes))  drops \(Format.grouped(counts.drops.values.reduce(0, +)))"
+        if settings.spoken > 0 { line += "  spoken \(counts.spokenTurnsSent)/\(counts.spokenTurnsCompleted) cuts \(counts.cutsSent)" }
+        if settings.tools { line += "  tool calls \(counts.toolCallsAnswered)" }
+        if settings.tenantKey != nil { line += "  tenant open \(tenantOpen) (max \(counts.tenantTimeline.maximum))" }
+        return line
     }
+
+    var tenantOpen: Int { (count - settings.tenantSessions..<count).filter { sessions[$0].state == .ready }.count }
 
     func check(_ slot: Int) {
         guard sessions[slot].state == .ready, let connection = sessions[slot].connection else {
@@ -137,6 +201,13 @@ final class SurviveRun: ConnectionEvents {
                 slot += 10
             }
         }
+        if settings.tenantKey != nil, !checking {
+            let second = WallClock.seconds()
+            if second != tenantSecond {
+                tenantSecond = second
+                counts.tenantTimeline.sample(at: second, open: tenantOpen)
+            }
+        }
     }
 
     // MARK: Reconnecting
@@ -146,15 +217,11 @@ final class SurviveRun: ConnectionEvents {
             switch sessions[slot].state {
             case .backoff where sessions[slot].retryAt <= now:
                 guard let token = sessions[slot].token else { continue }
-                sessions[slot].attemptStartedAt = now
-                switch pool.reconnect(slot: slot, path: "\(basePath)?resume_token=\(token)&last_seq=\(sessions[slot].lastSeq)") {
-                case .success(let connection):
-                    sessions[slot].connection = connection
-                    sessions[slot].state = .connecting
-                case .failure(let failure):
-                    counts.reconnectFailures[failure.description, default: 0] += 1
-                    scheduleRetry(slot, now)
-                }
+                reconnect(slot, path: "\(basePath)?resume_token=\(token)&last_seq=\(sessions[slot].lastSeq)", now)
+            case .tenantWait where sessions[slot].retryAt <= now:
+                // Through the turns only: after them, a session that never opened has nothing to check.
+                guard scheduleEnd == .max || now < scheduleEnd else { continue }
+                reconnect(slot, path: target.path, now)
             case .connecting, .opening:
                 // An attempt that hangs is given up after 5 s and made again.
                 if sessions[slot].attemptStartedAt != 0, now - sessions[slot].attemptStartedAt > 5_000_000_000, let connection = sessions[slot].connection {
@@ -166,6 +233,18 @@ final class SurviveRun: ConnectionEvents {
         }
     }
 
+    private func reconnect(_ slot: Int, path: String, _ now: UInt64) {
+        sessions[slot].attemptStartedAt = now
+        switch pool.reconnect(slot: slot, path: path) {
+        case .success(let connection):
+            sessions[slot].connection = connection
+            sessions[slot].state = .connecting
+        case .failure(let failure):
+            counts.reconnectFailures[failure.description, default: 0] += 1
+            if sessions[slot].token == nil { scheduleTenantRetry(slot, now) } else { scheduleRetry(slot, now) }
+        }
+    }
+
     func scheduleRetry(_ slot: Int, _ now: UInt64) {
         let backoff = min(UInt64(50_000_000) << UInt64(min(sessions[slot].attempts, 5)), 1_000_000_000)
         sessions[slot].attempts += 1
@@ -174,71 +253,11 @@ final class SurviveRun: ConnectionEvents {
         sessions[slot].connection = nil
     }
 
-    // MARK: Turns
-
-    func sendDue(_ now: UInt64) {
-        while true {
-            let due = scheduleStart + offsets[nextSlot] + round * interval
-            guard due <= now, due < scheduleEnd else { return }
-            if sessions[nextSlot].pendingTurn { counts.turnsSkipped += 1 }
-            sessions[nextSlot].pendingTurn = true
-            startTurnIfFree(nextSlot, now)
-            nextSlot += 1
-            if nextSlot == offsets.count {
-                nextSlot = 0
-                round += 1
-            }
-        }
-    }
-
-    func startTurnIfFree(_ slot: Int, _ now: UInt64) {
-        guard sessions[slot].pendingTurn, sessions[slot].state == .ready, sessions[slot].replayLeft == 0,
-              sessions[slot].turnSentAt == 0, let connection = sessions[slot].connection else { return }
-        sessions[slot].pendingTurn = false
-        sessions[slot].turns += 1
-        sessions[slot].turnItemID = "u\(slot)t\(sessions[slot].turns)"
-        sessions[slot].turnSentAt = now
-        sessions[slot].turnUserSeen = false
-        sessions[slot].turnResponseSeen = false
-        sessions[slot].turnNudged = false
-        sessions[slot].turnDeadline = now + 20_000_000_000
-        counts.turnsSent += 1
-        sendTurn(slot, on: connection)
-    }
-
-    func sendTurn(_ slot: Int, on connection: ClientConnection) {
-        send(#"{"type":"conversation.item.create","item":{"id":"\#(sessions[slot].turnItemID)","type":"message","role":"user","content":[{"type":"input_text","text":"\#(TurnsTools.turnText(sessions[slot].turns))"}]}}"#, on: connection)
-        send(#"{"type":"response.create","response":{"output_modalities":["text"]}}"#, on: connection)
-    }
-
-    /// A turn unanswered 20 s after it was sent (or after the session last came back) gets its
-    /// response.create once more; 20 s after that it is counted unanswered.
-    func turnTimeouts(_ now: UInt64) {
-        for slot in 0..<count where sessions[slot].turnSentAt != 0 && sessions[slot].turnDeadline <= now && sessions[slot].state == .ready {
-            if !sessions[slot].turnNudged, !sessions[slot].turnResponseSeen, let connection = sessions[slot].connection {
-                sessions[slot].turnNudged = true
-                sessions[slot].turnDeadline = now + 20_000_000_000
-                counts.responsesNudged += 1
-                if sessions[slot].turnUserSeen {
-                    send(#"{"type":"response.create","response":{"output_modalities":["text"]}}"#, on: connection)
-                } else {
-                    sendTurn(slot, on: connection)
-                }
-            } else {
-                counts.turnsUnanswered += 1
-                sessions[slot].turnSentAt = 0
-            }
-        }
-    }
-
-    /// The replay after session.resumed is over: a turn the server never received is sent again.
-    func replayFinished(_ slot: Int, _ now: UInt64) {
-        guard sessions[slot].turnSentAt != 0, let connection = sessions[slot].connection else { return startTurnIfFree(slot, now) }
-        sessions[slot].turnDeadline = now + 20_000_000_000
-        if !sessions[slot].turnUserSeen {
-            counts.turnsResent += 1
-            sendTurn(slot, on: connection)
-        }
+    func scheduleTenantRetry(_ slot: Int, _ now: UInt64) {
+        sessions[slot].attempts += 1
+        sessions[slot].retryAt = now + Self.tenantRetrySeconds * 1_000_000_000
+        sessions[slot].state = .tenantWait
+        sessions[slot].connection = nil
     }
 
     func send(_ text: String, on connection: ClientConnection) {
