@@ -44,6 +44,12 @@ final class ClientConnection {
     /// The request target of the upgrade when it is not the pool's (`survive` resumes with
     /// `?resume_token=…&last_seq=…`).
     var path: String?
+    /// A key offered as the `openai-insecure-api-key.<key>` subprotocol instead of the process's
+    /// bearer key (`survive --tenant-key`: some sessions belong to another tenant).
+    var offeredKey: String?
+    /// The server's close frame, when one came: its code and reason.
+    var closeCode: UInt16?
+    var closeReason = ""
 
     init(fd: Int32, slot: Int, startedAt: UInt64, handshake: UpgradeHandshake) {
         self.fd = fd

@@ -52,6 +52,9 @@ final class ConnectionPool {
 
     let plan: Plan
     weak var events: (any ConnectionEvents)?
+    /// The key a slot's connections offer as a subprotocol instead of the bearer header, if any
+    /// (set before the first `step`; asked again at every reconnect).
+    var offeredKey: ((Int) -> String?)?
     private let poller: Poller
     private var connections: [ClientConnection?]
     private var random = FastRandom()
@@ -137,6 +140,7 @@ final class ConnectionPool {
             failed[failure.call == "connect" ? failure.name : "\(failure.call): \(failure.name)", default: 0] += 1
         case .success(let fd):
             let connection = ClientConnection(fd: fd, slot: slot, startedAt: now, handshake: UpgradeHandshake(random: &random))
+            connection.offeredKey = offeredKey?(slot)
             do {
                 try poller.add(fd, events: Poller.readable | Poller.writable, token: UInt64(slot))
             } catch {
@@ -162,6 +166,7 @@ final class ConnectionPool {
         case .success(let fd):
             let connection = ClientConnection(fd: fd, slot: slot, startedAt: now, handshake: UpgradeHandshake(random: &random))
             connection.path = path
+            connection.offeredKey = offeredKey?(slot)
             do {
                 try poller.add(fd, events: Poller.readable | Poller.writable, token: UInt64(slot))
             } catch {
@@ -229,7 +234,7 @@ final class ConnectionPool {
 
     private func sendUpgrade(_ connection: ClientConnection) {
         connection.phase = .handshaking
-        connection.handshake.request(for: plan.target, path: connection.path).withUnsafeBytes { send($0, on: connection) }
+        connection.handshake.request(for: plan.target, path: connection.path, offeredKey: connection.offeredKey).withUnsafeBytes { send($0, on: connection) }
         updateInterest(connection)
     }
 
@@ -353,6 +358,8 @@ final class ConnectionPool {
             // Answer with the same code (RFC 6455 section 5.5.1), then let go: the server closes
             // the TCP connection once it has our close.
             let code = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil
+            connection.closeCode = code
+            if payload.count > 2 { connection.closeReason = String(decoding: payload[2...], as: UTF8.self) }
             sendFrame(ClientFrame.close, UnsafeRawBufferPointer(rebasing: payload.prefix(2)), on: connection)
             lose(connection, code.map { "server closed with \($0)" } ?? "server closed without a code")
         case ClientFrame.text, ClientFrame.binary:

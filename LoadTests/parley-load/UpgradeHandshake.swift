@@ -24,14 +24,18 @@ struct UpgradeHandshake {
     /// that it stays out of the process list and the worker processes inherit it.
     static let authorization: String = getenv("PARLEY_LOAD_API_KEY").map { "Authorization: Bearer \(String(cString: $0))\r\n" } ?? ""
 
-    func request(for target: LoadTarget, path: String? = nil) -> [UInt8] {
-        Array(("GET \(path ?? target.path) HTTP/1.1\r\n"
+    /// `offeredKey`: a key presented as a browser does, in the `openai-insecure-api-key.<key>`
+    /// subprotocol beside `realtime`, in place of the bearer header (which the server would read
+    /// first).
+    func request(for target: LoadTarget, path: String? = nil, offeredKey: String? = nil) -> [UInt8] {
+        let credential = offeredKey.map { "Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.\($0)\r\n" } ?? Self.authorization
+        return Array(("GET \(path ?? target.path) HTTP/1.1\r\n"
             + "Host: \(target.hostHeader)\r\n"
             + "Upgrade: websocket\r\n"
             + "Connection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(key)\r\n"
             + "Sec-WebSocket-Version: 13\r\n"
-            + Self.authorization
+            + credential
             + "User-Agent: parley-load\r\n\r\n").utf8)
     }
 
