@@ -81,8 +81,14 @@ struct SurviveCommand: ParsableCommand {
     @Option(help: "Every Mth spoken turn, the reply is cut (response.cancel, conversation.item.truncate) once 300 ms of its audio has arrived (0: never).")
     var cutEvery = 0
 
-    @Option(help: "A test key of a tenant the server caps (its sessions: --tenant-sessions, its cap: --tenant-limit); it shows in the process list.")
-    var tenantKey: String?
+    @Option(name: .customLong("tenant-key"), help: "A test key of a tenant the server caps (its sessions: --tenant-sessions, its cap: --tenant-limit); it shows in the process list, so PARLEY_LOAD_TENANT_KEY is read when this is not given.")
+    var tenantKeyOption: String?
+
+    /// The capped tenant's key: the option, else PARLEY_LOAD_TENANT_KEY (kept out of the process
+    /// list and of the command line a report echoes).
+    var tenantKey: String? {
+        tenantKeyOption ?? getenv("PARLEY_LOAD_TENANT_KEY").map { String(cString: $0) }
+    }
 
     @Option(help: "The last S sessions present --tenant-key.")
     var tenantSessions = 0

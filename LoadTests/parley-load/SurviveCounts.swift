@@ -28,6 +28,8 @@ struct SurviveCounts {
     var itemsRetrieved = 0
     var itemsLost = 0
     var itemsUnreachable = 0
+    /// Items of sessions that were never resumable and ended (see `SurviveRun.check`).
+    var itemsOnEndedSessions = 0
     var lostExamples: [String] = []
     var openAtEnd = 0
     var connectSeconds = 0.0

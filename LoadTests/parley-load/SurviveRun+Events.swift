@@ -161,24 +161,22 @@ extension SurviveRun {
         }
     }
 
-    /// `conversation.item.truncated`: ours coming back (the same audio_end_ms), or the server's own
-    /// after its cancel (what it reckons was played). Neither may claim more audio than arrived.
+    /// `conversation.item.truncated`: ours coming back (the same audio_end_ms, never past the audio
+    /// that arrived), or the server's own after its cancel: what it reckons the client had time to
+    /// play, from the audio it sent (docs/protocol.md), which a delayed or stalled network makes
+    /// more than arrived (3 of 29 cuts in a short chaos run); counted, not held against it, since
+    /// our own truncate that follows is the one the history keeps.
     private func truncated(_ slot: Int, _ event: JSON) {
         guard let id = event["item_id"]?.string, let end = event["audio_end_ms"]?.int else { return }
-        guard let i = sessions[slot].cuts.firstIndex(where: { $0.itemID == id }) else {
+        guard let i = sessions[slot].cuts.firstIndex(where: { $0.itemID == id }), end == sessions[slot].cuts[i].audioEndMs else {
             counts.serverTruncations += 1
-            if let reply = sessions[slot].reply, reply.itemID == id, !SurviveSpokenCut.withinReceived(audioEndMs: end, receivedMs: reply.milliseconds) {
-                counts.truncationViolation("truncated past the audio received", "session \(slot) item \(id): audio_end_ms \(end), \(reply.milliseconds) ms received")
-            }
             return
         }
         let cut = sessions[slot].cuts[i]
-        if end == cut.audioEndMs && !cut.truncateEchoed {
+        if !cut.truncateEchoed {
             sessions[slot].cuts[i].truncateEchoed = true
             counts.cutsTruncated += 1
             if !cut.retrieveSent, !sessions[slot].inReplay, let connection = sessions[slot].connection { sendCutRetrieve(slot, i, on: connection) }
-        } else {
-            counts.serverTruncations += 1
         }
         if !SurviveSpokenCut.withinReceived(audioEndMs: end, receivedMs: cut.receivedMs) {
             counts.truncationViolation("truncated past the audio received", "session \(slot) item \(id): audio_end_ms \(end), \(cut.receivedMs) ms received")

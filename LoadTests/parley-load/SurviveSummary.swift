@@ -78,6 +78,7 @@ extension SurviveRun {
             ("items_retrieved", .int(counts.itemsRetrieved)),
             ("items_lost", .int(counts.itemsLost)),
             ("items_unreachable", .int(counts.itemsUnreachable)),
+            ("items_on_ended_sessions", .int(counts.itemsOnEndedSessions)),
             ("lost_examples", .array(counts.lostExamples.map { .string($0) })),
             ("drops", .counts(counts.drops)),
             ("drops_total", .int(counts.drops.values.reduce(0, +))),
@@ -182,7 +183,7 @@ extension SurviveRun {
         }
         lines.append(row("response.done", "\(Format.reasons(counts.responseDoneStatuses)); violations: \(Format.reasons(counts.responseStatusViolations))"))
         lines.append(row("completed items", "\(Format.grouped(counts.itemsChecked)) seen done (\(Format.grouped(counts.itemDoneEvents)) item.done, \(Format.grouped(counts.responseDoneEvents)) response.done events)"))
-        lines.append(row("completed items lost", "\(counts.itemsLost) (item_not_found); \(counts.itemsUnreachable) on unreachable sessions; \(Format.grouped(counts.itemsRetrieved)) retrieved"))
+        lines.append(row("completed items lost", "\(counts.itemsLost) (item_not_found); \(counts.itemsUnreachable) on unreachable sessions; \(counts.itemsOnEndedSessions) on sessions that were never resumable and ended; \(Format.grouped(counts.itemsRetrieved)) retrieved"))
         lines.append(row("drops", "\(Format.grouped(dropsTotal)) (\(Format.reasons(counts.drops)))"))
         lines.append(row("closes", "\(Format.reasons(counts.closes)); undocumented: \(Format.reasons(counts.closesUndocumented)); client faults: \(Format.reasons(counts.closesClientFault))"))
         lines.append(row("failed attempts", Format.reasons(counts.reconnectFailures)))

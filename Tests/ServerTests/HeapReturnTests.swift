@@ -27,10 +27,27 @@ import Testing
         var heap = HeapReturn()
         var trims = 0
         for _ in 0..<10_000 {
-            heap.opened(open: 900)
+            heap.opened(open: 50)
             if heap.closed(open: 0) { trims += 1 }
         }
+        var busy = HeapReturn()
+        for _ in 0..<10_000 {
+            busy.opened(open: 900)
+            if busy.closed(open: 300) { trims += 1 }
+        }
         #expect(trims == 0)
+    }
+
+    /// The last of a smaller wave closing leaves the loop idle: trimmed once.
+    @Test func theLastOfSixtyFourClosingTrimsOnce() {
+        var heap = HeapReturn()
+        heap.opened(open: 100)
+        let closes = (0..<100).reversed().map { heap.closed(open: $0) }
+        #expect(closes.filter { $0 }.count == 1 && closes.last == true)
+        heap.trimmed(open: 0)
+        heap.opened(open: 10)
+        let few = heap.closed(open: 0)
+        #expect(!few)
     }
 
     @Test func afterATrimTheNextWaveCountsFromWhatWasLeft() {
