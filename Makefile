@@ -55,6 +55,7 @@ test: deps
 	scripts/tests/twilio-carrier-test.sh
 	scripts/tests/otlp-test.sh
 	scripts/tests/secrets-test.sh
+	scripts/tests/chaos-test.sh
 	scripts/tests/eval-test.sh
 	$(MAKE) e2e
 

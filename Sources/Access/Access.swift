@@ -74,7 +74,7 @@ public struct Access: Sendable {
     /// with Retry-After for a tenant at its limit. With a shared count, the admission's `confirm`
     /// asks it before the upgrade. `held`: whether a session of this tenant that the request
     /// resumes already holds its place here (parked in this process), so it is not counted twice.
-    public func admit(_ request: HTTPRequest, offered: [String], held: (String) -> Bool = { _ in false }) -> Result<Admitted, HTTPRefusal> {
+    public func admit(_ request: HTTPRequest, offered: [String], resuming: Bool = false, held: (String) -> Bool = { _ in false }) -> Result<Admitted, HTTPRefusal> {
         let caller: Caller
         switch identify(request, offered: offered) {
         case .success(let identified): caller = identified
@@ -82,7 +82,7 @@ public struct Access: Sendable {
         }
         // Every tenant is counted, limited or not: its sessions show in the metrics.
         guard let tenant = caller.tenant, !held(tenant) else { return .success(Admitted(caller: caller, lease: nil)) }
-        switch ledger.admit(tenant, limits: caller.limits, now: MonotonicClock.nanoseconds()) {
+        switch ledger.admit(tenant, limits: caller.limits, now: MonotonicClock.nanoseconds(), resuming: resuming) {
         case .success(let lease):
             lease.count = (shared, shares)
             return .success(Admitted(caller: caller, lease: lease, shared: shared, shares: shares))

@@ -168,6 +168,13 @@ public final class RedisTenantCount: SharedTenantCount {
           redis.call('SET', lease, me, 'EX', ARGV[7])
           return {'moved', sid}
         end
+        if holder ~= 'ended' then
+          -- Its holder is gone, and its place with it: taken again here whatever the count, as
+          -- the process's own ledger does (TenantLedger.admit); it was admitted when it opened.
+          redis.call('HINCRBY', KEYS[1], me, 1)
+          redis.call('SET', lease, me, 'EX', ARGV[7])
+          return {'admitted', sid}
+        end
         session = sid
       end
     end

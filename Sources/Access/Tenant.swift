@@ -179,11 +179,17 @@ public final class TenantLedger: Sendable {
 
     /// Admits a session for `tenant` at `now` (monotonic ns), or says which limit it is over and
     /// in how many seconds to retry.
-    func admit(_ tenant: String, limits: TenantLimits, now: UInt64) -> Result<TenantLease, TenantRefusal> {
+    /// `resuming`: the session was admitted once already (a resume with its token): counted, never
+    /// refused for the sessions at once or a minute, since its place was taken when it opened.
+    /// Refused, it would be lost to sessions opened while its node was going (make chaos: a
+    /// capped tenant's resumes met 429 132 times in 3 minutes, their conversations unreachable).
+    func admit(_ tenant: String, limits: TenantLimits, now: UInt64, resuming: Bool = false) -> Result<TenantLease, TenantRefusal> {
         state.withLock { state in
             var entry = state.entries[tenant] ?? Entry(series: Self.series(for: tenant, in: &state))
             var refusal: TenantRefusal?
-            if let maxSessions = limits.maxSessions, entry.open >= maxSessions {
+            if resuming {
+                refusal = nil
+            } else if let maxSessions = limits.maxSessions, entry.open >= maxSessions {
                 refusal = TenantRefusal(reason: .sessions, retryAfterSeconds: 1)
             } else if let retry = Self.tokensWait(&entry, limits, now: now) {
                 refusal = TenantRefusal(reason: .tokens, retryAfterSeconds: retry)

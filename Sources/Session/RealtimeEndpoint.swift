@@ -108,7 +108,7 @@ public final class RealtimeEndpoint: Sendable {
             guard let taken = speechCapacity.take() else { return .failure(Self.busy(speechCapacity)) }
             seat = taken
         }
-        return access.admit(request, offered: offered, held: held).map { admitted in
+        return access.admit(request, offered: offered, resuming: resuming != nil, held: held).map { admitted in
             let handler: any WebSocketHandler
             var session: String?
             switch asked {

@@ -20,6 +20,18 @@ import Testing
         #expect(ledger.openSessions("acme") == 2)
     }
 
+    /// A resume was admitted when its session opened: it is counted, never refused for the count
+    /// or the rate, so a tenant full of sessions opened meanwhile does not lose it.
+    @Test func aResumeIsCountedButNeverRefused() throws {
+        let ledger = TenantLedger()
+        let limits = TenantLimits(maxSessions: 1, sessionsPerMinute: 1)
+        let first = try ledger.admit("acme", limits: limits, now: 1).get()
+        #expect(refusal(ledger.admit("acme", limits: limits, now: 1)) != nil)
+        let resumed = try ledger.admit("acme", limits: limits, now: 1, resuming: true).get()
+        #expect(ledger.openSessions("acme") == 2)
+        withExtendedLifetime((first, resumed)) {}
+    }
+
     @Test func theSessionRateRefillsEvenlyAndSaysWhenToRetry() throws {
         let ledger = TenantLedger()
         let limits = TenantLimits(sessionsPerMinute: 6)
