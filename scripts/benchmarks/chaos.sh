@@ -20,7 +20,7 @@
 #
 #   CHAOS_MINUTES=30 SESSIONS=3000 SPOKEN=24 CUT_EVERY=3 TENANT_SESSIONS=60 TENANT_LIMIT=40 \
 #   INTERVAL=85 FAULT_EVERY=45 FAULT_SECONDS=15 SEED=1 APPENDFSYNC=always scripts/benchmarks/chaos.sh [OUT_DIR]
-set -euo pipefail
+set -Eeuo pipefail
 CHAOS_MINUTES="${CHAOS_MINUTES:-30}"
 SESSIONS="${SESSIONS:-3000}"
 # A session holds at most 22 turns with tools (the server keeps 64 messages of history, a weather
@@ -38,6 +38,9 @@ TENANT_LIMIT="${TENANT_LIMIT:-40}"
 # writes it had acknowledged (make chaos lost 221 items so in 5 minutes; docs/benchmarks.md).
 APPENDFSYNC="${APPENDFSYNC:-always}"
 OUT="${1:-LoadTests/reports/chaos-$(date -u +%Y%m%dT%H%M%SZ)}"
+# A command that fails ends the run (set -e); say which, since a 30-minute run that stops without
+# a word cannot be told from one killed from outside.
+trap 'echo "chaos.sh: line $LINENO failed with status $?" >&2' ERR
 scripts/tools/install-deps.sh haproxy redis-server redis-tools
 . "$(dirname "$0")/../lib/bench.sh"
 scripts/tools/speech-models.sh > /dev/null
