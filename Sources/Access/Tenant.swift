@@ -188,7 +188,7 @@ public final class TenantLedger: Sendable {
             var entry = state.entries[tenant] ?? Entry(series: Self.series(for: tenant, in: &state))
             var refusal: TenantRefusal?
             if resuming {
-                refusal = nil
+                // Counted below, never refused.
             } else if let maxSessions = limits.maxSessions, entry.open >= maxSessions {
                 refusal = TenantRefusal(reason: .sessions, retryAfterSeconds: 1)
             } else if let retry = Self.tokensWait(&entry, limits, now: now) {

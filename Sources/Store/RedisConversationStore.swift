@@ -156,31 +156,45 @@ public final class RedisConversationStore: ConversationStore {
             let ttl = String(Self.ttlSeconds)
             for key in keys { all.append(["EXPIRE", key, ttl]) }
         }
-        let bytes = all.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
-        local.client.transaction(all) { [metrics] result in
-            switch result {
-            case .success(let replies):
-                let refused = replies.contains { if case .error = $0 { true } else { false } }
-                metrics.wrote(refused ? .failed : .ok, bytes: bytes)
-                done?(!refused)
-            case .failure(.closed):
-                metrics.wrote(.dropped, bytes: 0)
-                done?(false)
-            case .failure:
-                // A session's write is held while Redis is away and written when it is back:
-                // dropped, the session would be resumable again with the items it completed
-                // meanwhile missing (make chaos lost 1,380 of 161,628 so, in three 3 s outages).
-                // That includes a write in flight when the connection dropped: Redis may or may
-                // not have made it, and making it again changes nothing (make chaos lost 5 items
-                // told done so, at Redis kills).
-                if sessionID != nil, local.backlogCommands + all.count <= Self.maxBacklogCommands {
-                    local.hold(RedisStoreLoop.HeldWrite(commands: all, done: done))
-                } else {
-                    metrics.wrote(.dropped, bytes: 0)
-                    done?(false)
-                }
-            }
+        let held = RedisStoreLoop.HeldWrite(commands: all, done: done)
+        local.client.transaction(all) { [self] result in
+            // Only a session's writes are held: a report is written again by nobody.
+            settle(result, [held], bytes: Self.bytes(all), local, holding: sessionID == nil ? .never : .withinBound)
         }
+    }
+
+    private enum Holding { case never, withinBound, always }
+
+    /// What came of a transaction of `writes`: each learns whether Redis took it. A failure other
+    /// than the client's own close holds them for Redis's return: dropped, the session would be
+    /// resumable again with the items it completed meanwhile missing (make chaos lost 1,380 of
+    /// 161,628 so, in three 3 s outages). That includes writes in flight when the connection
+    /// dropped: Redis may or may not have made them, and making them again changes nothing (make
+    /// chaos lost 5 items told done so, at Redis kills).
+    private func settle(_ result: Result<[RedisReply], RedisError>, _ writes: [RedisStoreLoop.HeldWrite], bytes: Int,
+                        _ local: RedisStoreLoop, holding: Holding) {
+        switch result {
+        case .success(let replies):
+            let refused = replies.contains { if case .error = $0 { true } else { false } }
+            metrics.wrote(refused ? .failed : .ok, bytes: bytes)
+            for write in writes { write.done?(!refused) }
+        case .failure(let error):
+            let count = writes.reduce(0) { $0 + $1.commands.count }
+            let holds = switch holding {
+            case .never: false
+            case .withinBound: local.backlogCommands + count <= Self.maxBacklogCommands
+            case .always: true
+            }
+            guard error != .closed, holds else {
+                metrics.wrote(.dropped, bytes: 0)
+                return writes.forEach { $0.done?(false) }
+            }
+            for write in writes { local.hold(write) }
+        }
+    }
+
+    private static func bytes(_ commands: [[String]]) -> Int {
+        commands.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
     }
 
     /// Commands a loop holds for Redis's return, at most: about 100 bytes each, so 10 MB a loop,
@@ -200,20 +214,9 @@ public final class RedisConversationStore: ConversationStore {
                 held = held.dropFirst()
             }
             let commands = chunk.flatMap(\.commands)
-            let bytes = commands.reduce(0) { $0 + $1.reduce(0) { $0 + $1.utf8.count } }
-            local.client.transaction(commands) { [metrics] result in
-                switch result {
-                case .success(let replies):
-                    let refused = replies.contains { if case .error = $0 { true } else { false } }
-                    metrics.wrote(refused ? .failed : .ok, bytes: bytes)
-                    for write in chunk { write.done?(!refused) }
-                case .failure(.closed):
-                    metrics.wrote(.dropped, bytes: 0)
-                    for write in chunk { write.done?(false) }
-                // Gone again: held again, for the next return.
-                case .failure:
-                    for write in chunk { local.hold(write) }
-                }
+            // Gone again: held again, for the next return.
+            local.client.transaction(commands) { [self] result in
+                settle(result, chunk, bytes: Self.bytes(commands), local, holding: .always)
             }
         }
     }

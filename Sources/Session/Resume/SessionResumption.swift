@@ -92,9 +92,14 @@ final class SessionResumption {
         Self.send(frame, on: socket)
     }
 
-    /// The store answered the write of `ticket`: what it held back goes, to the client of now.
-    private func answered(_ ticket: Int) {
-        release(gate.answered(ticket))
+    /// A store write the client waits for (`KeptBeforeTold`): the store's answer, whatever it is,
+    /// lets what it held back go, to the client of now.
+    private func awaited() -> (Bool) -> Void {
+        let ticket = gate.writeBegan()
+        return { [weak self] _ in
+            guard let self else { return }
+            release(gate.answered(ticket))
+        }
     }
 
     private func release(_ frames: [KeptBeforeTold.Frame]) {
@@ -119,12 +124,8 @@ final class SessionResumption {
         // Computed where used: the id is an 18-byte string, made on the heap, and most events
         // (the deltas) are not kept.
         var id: String { driver.engine.sessionID }
-        // The client hears of it once the store has answered (`deliver`).
         func kept(_ itemID: String, _ item: String) {
-            let ticket = gate.writeBegan()
-            store.itemCompleted(sessionID: id, seq: seq, itemID: itemID, item: item, event: text, on: loop) { [weak self] _ in
-                self?.answered(ticket)
-            }
+            store.itemCompleted(sessionID: id, seq: seq, itemID: itemID, item: item, event: text, on: loop, awaited())
         }
         switch event.kind {
         case .conversationItemDone(let item, _):
@@ -140,10 +141,7 @@ final class SessionResumption {
             // The history now keeps what was heard: so must the store, or a resume elsewhere
             // would bring back the words the user never heard.
             guard let entry = driver.engine.conversation.entry(itemID) else { return }
-            let ticket = gate.writeBegan()
-            store.itemChanged(sessionID: id, itemID: itemID, item: SessionEngine.item(entry).json(dialect: .ga).description, on: loop) { [weak self] _ in
-                self?.answered(ticket)
-            }
+            store.itemChanged(sessionID: id, itemID: itemID, item: SessionEngine.item(entry).json(dialect: .ga).description, on: loop, awaited())
         case .sessionUpdated(let info):
             store.settingsChanged(sessionID: id, settings: info.json(dialect: .ga).description, on: loop)
         default:
@@ -158,7 +156,7 @@ final class SessionResumption {
     func park(on loop: EventLoop, expired: @escaping () -> Void) {
         let hash = tokenHash
         gate.clientLeft()
-        release([])
+        release([]) // nothing held now: the bound's timer goes
         parkedAt = MonotonicClock.nanoseconds()
         graceTimer = loop.schedule(after: settings.graceSeconds) { [weak self] in
             // The registry's reference is what keeps a parked session alive: hold it here before
