@@ -74,7 +74,8 @@ secret="$OUT/jwt-secret"
 head -c 48 /dev/urandom | base64 | tr -d '\n' > "$secret"
 chmod 600 "$secret"
 key=$("$PARLEY_BIN" token --secret-file "$secret" --sub chaos --ttl 86400)
-capped_key=$("$PARLEY_BIN" token --secret-file "$secret" --sub capped --ttl 86400 --max-sessions "$TENANT_LIMIT")
+capped_key=""
+[ "$TENANT_SESSIONS" -eq 0 ] || capped_key=$("$PARLEY_BIN" token --secret-file "$secret" --sub capped --ttl 86400 --max-sessions "$TENANT_LIMIT")
 
 declare -a node_pid node_port node_name node_starts
 mkdir -p "$OUT/pids"
@@ -119,10 +120,14 @@ on_exit "kill $sampler 2>/dev/null || true"
 
 vm_from=$(wc -l < "$OUT/vmstat.log")
 survive_args=("$SESSIONS" --url "ws://127.0.0.1:$PROXY/v1/realtime?resume=1" --turn-interval "$INTERVAL" --duration "$seconds"
-              --tools --spoken "$SPOKEN" --cut-every "$CUT_EVERY" --tenant-sessions "$TENANT_SESSIONS" --tenant-limit "$TENANT_LIMIT")
-echo "\$ parley-load survive ${survive_args[*]}" > "$OUT/survive.txt"
+              --tools --spoken "$SPOKEN" --cut-every "$CUT_EVERY")
 # The keys by environment: out of the process list and of the command line the report shows.
-export PARLEY_LOAD_API_KEY="$key" PARLEY_LOAD_TENANT_KEY="$capped_key"
+export PARLEY_LOAD_API_KEY="$key"
+if [ "$TENANT_SESSIONS" -gt 0 ]; then
+  survive_args+=(--tenant-sessions "$TENANT_SESSIONS" --tenant-limit "$TENANT_LIMIT")
+  export PARLEY_LOAD_TENANT_KEY="$capped_key"
+fi
+echo "\$ parley-load survive ${survive_args[*]}" > "$OUT/survive.txt"
 start survive timeout $((seconds + 600)) "$BIN/parley-load" survive "${survive_args[@]}" --json "$OUT/survive.json"
 started=$(date +%s)
 sleep 2
