@@ -46,6 +46,12 @@ let package = Package(
             name: "CHiredis", path: "Sources/CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
 
+        // libsrtp2: SRTP and SRTCP protection of WebRTC's media (RFC 3711), functions on buffers with no
+        // thread of their own. Linked (it is about 100 KB and only WebRTC's calls reach it).
+        .systemLibrary(
+            name: "CSRTP", path: "Sources/CSRTP", pkgConfig: "libsrtp2",
+            providers: [.apt(["libsrtp2-dev"])]),
+
         // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
 
@@ -77,6 +83,11 @@ let package = Package(
         .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
         .target(name: "Session", dependencies: ["Models", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // What WebRTC and SIP share, as values: RTP and RTCP packets, the jitter buffer, SDP.
+        .target(name: "Media"),
+        // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
+        // DCEP), and /v1/realtime/calls, onto the same session driver.
+        .target(name: "WebRTC", dependencies: ["Media", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", "CSRTP", "COpenSSL", "CTLS", .product(name: "Logging", package: "swift-log")]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON"]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
@@ -86,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Telephony", "Access", "Models", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
+                "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
                 "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,6 +129,8 @@ let package = Package(
         .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Media", "Session", "Server", "TLS", "Loop", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "Codec", "Speech", "Models", "TestSupport", .product(name: "Logging", package: "swift-log")]),
@@ -138,6 +151,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Access", "Telephony", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "WebRTC", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

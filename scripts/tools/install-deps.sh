@@ -6,14 +6,15 @@ set -euo pipefail
 
 # Build: libopus, OpenSSL, libspeexdsp (resampling), pocketsphinx with its en-us model (recognition),
 # libespeak-ng (synthesis), libsqlite3 and libhiredis (the conversation stores: SQLite on one node,
-# Redis through hiredis's async client on Parley's loops across many). Tests: espeak-ng, flite and
+# Redis through hiredis's async client on Parley's loops across many), libsrtp2 (WebRTC's SRTP, pure
+# functions on buffers, no thread of its own). Tests: espeak-ng, flite and
 # opus-tools make speech vectors, sox is the outside G.711 encoder the codec is checked against (and
 # makes the SDK tests' µ-law speech), and redis-server is what RedisTests start on a free port.
 # libpocketsphinx-dev and libespeak-ng-dev give the headers Parley compiles against and depend on
 # the runtime libraries (libpocketsphinx3, libespeak-ng1), which Parley opens with dlopen when first
 # used rather than links (Sources/Speech/SpeechLibrary.swift).
 packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng flite opus-tools sox
-          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server "$@")
+          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server libsrtp2-dev "$@")
 
 missing_packages() {
   missing=()
