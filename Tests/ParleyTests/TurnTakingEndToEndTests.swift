@@ -89,8 +89,12 @@ import TestSupport
     ]
 
     /// A pause mid-thought is not the end of the turn: one turn, ended after the second half.
-    @Test(arguments: Self.pauses)
+    @Test(arguments: RealTimeScope.cases(Self.pauses, short: [0, 3]))
     func aPauseMidSentenceIsNotAnswered(first: String, second: String, pauseMs: Int, voice: Voice) throws {
+        try RealTimeScope.retriedOnce("\(first) … \(second)") { try aPauseMidSentenceIsNotAnsweredOnce(first: first, second: second, pauseMs: pauseMs, voice: voice) }
+    }
+
+    func aPauseMidSentenceIsNotAnsweredOnce(first: String, second: String, pauseMs: Int, voice: Voice) throws {
         let server = try startServer("--log-level debug")
         #expect(server.metric("parley_speech_helper_up") == 1, "the speech helper did not come up")
         defer {
@@ -121,8 +125,12 @@ import TestSupport
     ]
 
     /// A finished sentence ends the turn on the model's word: `cause="model"`, at the speech's end.
-    @Test(arguments: Self.sentences)
+    @Test(arguments: RealTimeScope.cases(Self.sentences, short: [0, 2]))
     func aFinishedSentenceEndsTheTurnByTheModel(text: String, voice: Voice) throws {
+        try RealTimeScope.retriedOnce(text) { try aFinishedSentenceEndsTheTurnByTheModelOnce(text: text, voice: voice) }
+    }
+
+    func aFinishedSentenceEndsTheTurnByTheModelOnce(text: String, voice: Voice) throws {
         let server = try startServer()
         let client = try openSession(server)
         let speech = try voice.say(text)

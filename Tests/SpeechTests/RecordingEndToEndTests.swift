@@ -53,8 +53,12 @@ import Glibc
         return (Double(first) / Double(Self.rate), Double(last) / Double(Self.rate))
     }
 
-    @Test(arguments: [("en-us", "en-gb+f3"), ("en-gb+f3", "en-us")])
+    @Test(arguments: RealTimeScope.cases([("en-us", "en-gb+f3"), ("en-gb+f3", "en-us")], short: [0]))
     func aRecordedCallHoldsBothSidesWhereTheyWereHeard(asker: String, interrupter: String) throws {
+        try RealTimeScope.retriedOnce("\(asker) asking") { try aRecordedCallHoldsBothSidesWhereTheyWereHeardOnce(asker: asker, interrupter: interrupter) }
+    }
+
+    func aRecordedCallHoldsBothSidesWhereTheyWereHeardOnce(asker: String, interrupter: String) throws {
         let directory = try Sys.makeTemporaryDirectory(prefix: "parley-recordings-")
         defer { Directory.removeFlat(directory) }
         let recordings = try Recordings(directory: directory, retentionDays: 1)
