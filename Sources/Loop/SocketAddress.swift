@@ -85,6 +85,32 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The host's address bytes, 4 (IPv4) or 16 (IPv6); empty for a Unix-domain address. STUN's
+    /// XOR-MAPPED-ADDRESS carries them.
+    public var hostBytes: [UInt8] {
+        withUnsafeBytes(of: storage) { bytes in
+            switch family {
+            case AF_INET: Array(bytes[4..<8])
+            case AF_INET6: Array(bytes[8..<24])
+            default: []
+            }
+        }
+    }
+
+    /// An IPv4 (4 bytes) or IPv6 (16 bytes) address and a port; nil for any other length.
+    public static func ip(_ host: [UInt8], port: UInt16) -> SocketAddress? {
+        switch host.count {
+        case 4: return ipv4(host[0], host[1], host[2], host[3], port: port)
+        case 16:
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: host) }
+            return withUnsafeBytes(of: address) { SocketAddress($0) }
+        default: return nil
+        }
+    }
+
     /// The numeric host (`127.0.0.1`, `::1`), without the port: what a C library that takes a host
     /// string is given so that it does not resolve it again.
     public var numericHost: String {

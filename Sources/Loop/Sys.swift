@@ -342,6 +342,47 @@ public enum Sys {
         _ = try retrying("listen") { Glibc.listen(fd, backlog) }
     }
 
+    // MARK: Datagrams (WebRTC's and SIP's media: one UDP socket per loop, many peers on it)
+
+    /// socket(2) for UDP datagrams of `family` (AF_INET or AF_INET6), non-blocking, close-on-exec.
+    public static func datagramSocket(family: Int32) throws(SystemError) -> Int32 {
+        try retrying("socket") { Glibc.socket(family, Int32(SOCK_DGRAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0) }
+    }
+
+    /// bind(2) of a datagram socket to `address` alone: no SO_REUSEPORT, because each loop's media
+    /// port is its own (a call's datagrams must reach the loop that holds the call).
+    public static func bindDatagram(_ fd: Int32, to address: SocketAddress) throws(SystemError) {
+        _ = try retrying("bind(\(address))") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
+    }
+
+    /// recvfrom(2) of one datagram into `buffer`, its sender in `from`: the datagram's length, or nil
+    /// when none is waiting. A datagram longer than `buffer` is cut (MSG_TRUNC is not asked for:
+    /// the media layer's datagrams are all under 1,500 bytes, and a longer one is malformed anyway).
+    public static func receiveDatagram(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, from: inout SocketAddress) throws(SystemError) -> Int? {
+        while true {
+            let n = try from.withMutableSockaddr { pointer, length throws(SystemError) in
+                recvfrom(fd, buffer.baseAddress, buffer.count, 0, pointer, length)
+            }
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+            throw SystemError("recvfrom")
+        }
+    }
+
+    /// sendto(2) of one datagram. False when the socket's buffer is full (EAGAIN): a media datagram
+    /// is dropped then, as the network would drop it, rather than queued behind the next one.
+    @discardableResult
+    public static func sendDatagram(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError) -> Bool {
+        while true {
+            let n = address.withSockaddr { Glibc.sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), $0, $1) }
+            if n >= 0 { return true }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return false }
+            throw SystemError("sendto(\(address))")
+        }
+    }
+
     /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC; nil when no connection is pending.
     public static func accept(_ fd: Int32) throws(SystemError) -> Int32? {
         while true {
