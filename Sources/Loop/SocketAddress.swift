@@ -85,6 +85,16 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The same host with another port (sin_port and sin6_port sit at the same offset).
+    public func withPort(_ port: UInt16) -> SocketAddress {
+        var copy = self
+        withUnsafeMutableBytes(of: &copy.storage) { bytes in
+            bytes[2] = UInt8(port >> 8)
+            bytes[3] = UInt8(port & 0xFF)
+        }
+        return copy
+    }
+
     /// The host's address bytes, 4 (IPv4) or 16 (IPv6); empty for a Unix-domain address. STUN's
     /// XOR-MAPPED-ADDRESS carries them.
     public var hostBytes: [UInt8] {

@@ -56,6 +56,18 @@ public final class HTTPResponseStream {
         exchange.streamEnded(keepAlive: keepAlive)
     }
 
+    /// Answers with one whole response (its Content-Length, no chunks) instead of a stream: for a
+    /// route that needs its loop to decide the answer (a WebRTC call is made on the loop whose UDP
+    /// port the answer names) but has the whole answer at once.
+    public func respond(_ response: HTTPResponse) {
+        guard isOpen, !started else { return }
+        started = true
+        exchange.write(response.serialized(keepAlive: keepAlive, includeBody: includeBody))
+        isOpen = false
+        onClose = nil
+        exchange.streamEnded(keepAlive: keepAlive)
+    }
+
     /// Drops the connection without finishing the response (for fault injection and give-ups).
     public func abort() {
         guard isOpen else { return }

@@ -1,0 +1,146 @@
+import Glibc
+import Loop
+
+/// What a media port hands a datagram to: one WebRTC call.
+protocol MediaPortCall: AnyObject {
+    /// A datagram from `from` (its RFC 7983 kind already read from its first byte), in the loop's
+    /// shared read buffer: valid only during the call.
+    func received(_ datagram: UnsafeRawBufferPointer, kind: PacketKind, from: TransportAddress)
+}
+
+/// One UDP socket per event loop, shared by every call that loop answered (ICE-lite's host
+/// candidate, RFC 8445 section 2.5): a call's offer is answered with its loop's port, so its media
+/// never crosses to another thread. Datagrams are told apart by sender: STUN by its USERNAME's
+/// first half (our ufrag, RFC 8445 section 7.2.2, since a new peer's address is not known yet),
+/// everything else by the address ICE selected for a call.
+final class MediaPort: LoopRegistrant {
+    let loop: EventLoop
+    let fd: Int32
+    /// The address bound (what the answer's candidate names unless a public address is given).
+    let local: SocketAddress
+    private var registration: Registration?
+    private var byUfrag: [[UInt8]: MediaPortCall] = [:]
+    private var byAddress: [TransportAddress: MediaPortCall] = [:]
+    private let metrics: WebRTCMetrics
+
+    /// Binds a UDP socket on `host` at the first free port of `ports` (nil: the kernel's choice)
+    /// and watches it on `loop`.
+    static func open(on loop: EventLoop, host: SocketAddress, ports: ClosedRange<Int>?, metrics: WebRTCMetrics) throws(SystemError) -> MediaPort {
+        let fd = try Sys.datagramSocket(family: host.family)
+        var bound: SystemError?
+        for port in ports.map(Array.init) ?? [0] {
+            do throws(SystemError) {
+                try Sys.bindDatagram(fd, to: host.withPort(UInt16(port)))
+                bound = nil
+                break
+            } catch {
+                bound = error
+            }
+        }
+        if let bound {
+            Sys.close(fd)
+            throw bound
+        }
+        let local: SocketAddress
+        do throws(SystemError) { local = try Sys.localAddress(fd) } catch {
+            Sys.close(fd)
+            throw error
+        }
+        do throws(SystemError) {
+            return try loop.register(fd, [.readable, .edge]) { registration in
+                let port = MediaPort(loop: loop, fd: fd, local: local, metrics: metrics)
+                port.registration = registration
+                return port
+            }
+        } catch {
+            Sys.close(fd)
+            throw error
+        }
+    }
+
+    private init(loop: EventLoop, fd: Int32, local: SocketAddress, metrics: WebRTCMetrics) {
+        self.loop = loop
+        self.fd = fd
+        self.local = local
+        self.metrics = metrics
+    }
+
+    /// A call waiting for its peer's checks under our ufrag; false if the ufrag is taken (the
+    /// caller makes another: 48 random bits make that rare, never impossible).
+    func expect(_ call: MediaPortCall, ufrag: [UInt8]) -> Bool {
+        guard byUfrag[ufrag] == nil else { return false }
+        byUfrag[ufrag] = call
+        return true
+    }
+
+    /// ICE selected `address` for `call` (a nomination, or the peer moved): its DTLS, SRTP and
+    /// SRTCP come from there now. The old address, if any, no longer reaches it.
+    func route(_ address: TransportAddress, to call: MediaPortCall, replacing old: TransportAddress?) {
+        if let old, byAddress[old] === call { byAddress[old] = nil }
+        byAddress[address] = call
+    }
+
+    /// The call has ended: nothing reaches it any more.
+    func forget(_ call: MediaPortCall, ufrag: [UInt8], address: TransportAddress?) {
+        if byUfrag[ufrag] === call { byUfrag[ufrag] = nil }
+        if let address, byAddress[address] === call { byAddress[address] = nil }
+    }
+
+    var calls: Int { byUfrag.count }
+
+    /// Sends one datagram; a full socket buffer drops it, as the network would.
+    func send(_ bytes: UnsafeRawBufferPointer, to address: TransportAddress) {
+        guard let destination = SocketAddress.ip(address.octets, port: address.port) else { return }
+        do throws(SystemError) {
+            if try !Sys.sendDatagram(fd, bytes, to: destination) { metrics.dropped(.sendBufferFull) }
+        } catch {
+            metrics.dropped(.sendFailed)
+        }
+    }
+
+    override func readable(hungUp: Bool) {
+        let buffer = UnsafeMutableRawBufferPointer(rebasing: loop.readBuffer[EventLoop.readHeadroom...])
+        var sender = SocketAddress()
+        // Bounded per pass so that one flooded port cannot hold the loop: the rest waits for the
+        // next pass (edge-triggered, so it is read again through `readAgain`).
+        for _ in 0..<256 {
+            let count: Int?
+            do throws(SystemError) { count = try Sys.receiveDatagram(fd, into: buffer, from: &sender) } catch { return }
+            guard let count else { return }
+            dispatch(UnsafeRawBufferPointer(rebasing: buffer[..<count]), from: sender)
+        }
+        if let registration { loop.readAgain(registration) }
+    }
+
+    private func dispatch(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress) {
+        guard let first = datagram.first, let address = TransportAddress(octets: sender.hostBytes, port: UInt16(sender.port)) else {
+            return metrics.dropped(.malformed)
+        }
+        let kind = PacketKind.classify(first)
+        switch kind {
+        case .drop:
+            metrics.dropped(.malformed)
+        case .stun:
+            // A check names its call; any other STUN (a response, an indication) comes from a
+            // peer ICE already chose.
+            if let ufrag = STUNMessage.usernamePrefix(datagram), let call = byUfrag[Array(ufrag)] {
+                call.received(datagram, kind: kind, from: address)
+            } else if let call = byAddress[address] {
+                call.received(datagram, kind: kind, from: address)
+            } else {
+                metrics.dropped(.unknownPeer)
+            }
+        case .dtls, .rtp:
+            guard let call = byAddress[address] else { return metrics.dropped(.unknownPeer) }
+            call.received(datagram, kind: kind, from: address)
+        }
+    }
+
+    override func loopStopped() { close() }
+
+    func close() {
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        Sys.close(fd)
+    }
+}
