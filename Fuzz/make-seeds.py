@@ -262,6 +262,74 @@ def ogg():
                 write("ogg", "opusenc-speech", f.read())
 
 
+# -- SDP offers (RFC 8866) as /v1/realtime/calls takes them: Chrome's and aiortc's shapes, a SIP
+# phone's with LF line endings, Firefox's with session-level transport attributes.
+
+FINGERPRINT = ":".join("%02X" % b for b in hashlib.sha256(b"parley fuzz certificate").digest())
+
+
+def sdp_text(lines):
+    return "".join(line + "\r\n" for line in lines)
+
+
+def sdp():
+    transport = ["a=ice-ufrag:Jpbd", "a=ice-pwd:Fus4hRjMrpP46HRkXRz+RPdL", "a=ice-options:trickle",
+                 "a=fingerprint:sha-256 " + FINGERPRINT, "a=setup:actpass"]
+    chrome = (["v=0", "o=- 4215775240449105457 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1",
+               "a=extmap-allow-mixed", "a=msid-semantic: WMS s",
+               "m=audio 9 UDP/TLS/RTP/SAVPF 111 63 0 8 110 126", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
+               "a=candidate:1160438246 1 udp 2122260223 192.168.92.78 52133 typ host generation 0"] + transport +
+              ["a=mid:0", "a=extmap:1 urn:ietf:params:rtp-hdrext:ssrc-audio-level", "a=sendrecv", "a=msid:s t",
+               "a=rtcp-mux", "a=rtcp-rsize", "a=rtpmap:111 opus/48000/2", "a=rtcp-fb:111 transport-cc",
+               "a=fmtp:111 minptime=10;useinbandfec=1", "a=rtpmap:63 red/48000/2", "a=fmtp:63 111/111",
+               "a=rtpmap:0 PCMU/8000", "a=rtpmap:8 PCMA/8000", "a=rtpmap:110 telephone-event/48000",
+               "a=rtpmap:126 telephone-event/8000", "a=ssrc:3485940486 cname:r87hndGyheuxZxzo",
+               "m=application 9 UDP/DTLS/SCTP webrtc-datachannel", "c=IN IP4 0.0.0.0"] + transport +
+              ["a=mid:1", "a=sctp-port:5000", "a=max-message-size:262144"])
+    write("sdp", "chrome-offer", sdp_text(chrome))
+    aiortc_transport = ["a=candidate:8d7c 1 udp 2130706431 192.168.1.20 54321 typ host", "a=end-of-candidates",
+                        "a=ice-ufrag:lZ6W", "a=ice-pwd:5kJbBGyEWr0Ma9eoZ6dPYw3b",
+                        "a=fingerprint:sha-256 " + FINGERPRINT,
+                        "a=fingerprint:sha-384 " + ":".join("%02X" % b for b in hashlib.sha384(b"x").digest()),
+                        "a=setup:actpass"]
+    aiortc = (["v=0", "o=- 3946593090 3946593090 IN IP4 0.0.0.0", "s=-", "t=0 0", "a=group:BUNDLE 0 1",
+               "a=msid-semantic:WMS *", "m=audio 54321 UDP/TLS/RTP/SAVPF 96 0 8", "c=IN IP4 192.168.1.20",
+               "a=sendrecv", "a=mid:0", "a=msid:a b", "a=rtcp:9 IN IP4 0.0.0.0", "a=rtcp-mux",
+               "a=ssrc:1627437442 cname:c", "a=rtpmap:96 opus/48000/2", "a=rtpmap:0 PCMU/8000",
+               "a=rtpmap:8 PCMA/8000"] + aiortc_transport +
+              ["m=application 54321 UDP/DTLS/SCTP webrtc-datachannel", "c=IN IP4 192.168.1.20", "a=mid:1",
+               "a=sctp-port:5000", "a=max-message-size:65536"] + aiortc_transport)
+    write("sdp", "aiortc-offer", sdp_text(aiortc))
+    write("sdp", "sip-offer-lf", "v=0\no=alice 2890844526 2890844527 IN IP4 198.51.100.7\ns=call\n"
+          "c=IN IP4 198.51.100.7\nt=0 0\nm=audio 49170 RTP/AVP 0 8 101\na=rtpmap:0 PCMU/8000\n"
+          "a=rtpmap:8 PCMA/8000\na=rtpmap:101 telephone-event/8000\na=fmtp:101 0-16\na=ptime:20\n")
+    write("sdp", "firefox-session-level", sdp_text([
+        "v=0", "o=mozilla...THIS_IS_SDPARTA-99.0 7514673380034989017 0 IN IP4 0.0.0.0", "s=-", "t=0 0",
+        "a=fingerprint:sha-256 " + FINGERPRINT, "a=group:BUNDLE 0 1", "a=ice-options:trickle",
+        "a=ice-ufrag:9889e0c4", "a=ice-pwd:d30a5aec4dd81f07d4ff3344209400ab", "a=setup:actpass",
+        "m=audio 9 UDP/TLS/RTP/SAVPF 109 101", "c=IN IP4 0.0.0.0", "a=mid:0", "a=sendrecv", "a=rtcp-mux",
+        "a=rtpmap:109 opus/48000/2", "a=rtpmap:101 telephone-event/48000/1",
+        "m=application 9 UDP/DTLS/SCTP webrtc-datachannel", "c=IN IP4 0.0.0.0", "a=mid:1", "a=sctp-port:5000"]))
+
+
+# -- multipart/form-data bodies (RFC 7578): the first line is the request's Content-Type, the rest
+# the body (Fuzz/Sources/MultipartFuzz.swift).
+
+def multipart():
+    offer = "v=0\r\no=- 1 2 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+    session = '{"type":"realtime","model":"gpt-realtime"}'
+    b = "------------------------d74496d66958873e"
+    write("multipart", "curl-sdp-session", "multipart/form-data; boundary=" + b + "\n"
+          + "--" + b + "\r\nContent-Disposition: form-data; name=\"sdp\"\r\nContent-Type: application/sdp\r\n\r\n"
+          + offer + "\r\n--" + b + "\r\nContent-Disposition: form-data; name=\"session\"\r\n\r\n" + session
+          + "\r\n--" + b + "--\r\n")
+    b = "----WebKitFormBoundary7MA4YWxkTrZu0gW"
+    write("multipart", "browser-quoted-preamble", 'multipart/form-data; boundary="' + b + '"\n'
+          + "preamble\r\n--" + b + "\r\nContent-Disposition: form-data; name=\"sdp\"; filename=\"offer.sdp\"\r\n\r\n"
+          + offer + "\r\n--" + b + "--\r\nepilogue")
+    write("multipart", "lf-line-endings", "multipart/form-data; boundary=b\n--b\nContent-Disposition: form-data; "
+          "name=\"session\"\n\n" + session + "\n--b--\n")
+
 if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg):
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart):
         make()

@@ -22,5 +22,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "wav", maxLength: 4096, run: WAVFuzz.run),
         FuzzTarget(name: "ogg", maxLength: 8192, run: OggFuzz.run),
         FuzzTarget(name: "stun", maxLength: 1600, run: STUNFuzz.run),
+        FuzzTarget(name: "sdp", maxLength: 8192, run: SDPFuzz.run),
+        FuzzTarget(name: "multipart", maxLength: 9000, run: MultipartFuzz.run),
     ]
 }
