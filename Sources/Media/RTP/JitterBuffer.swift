@@ -182,8 +182,8 @@ package struct JitterBuffer: Sendable {
         if state == .playing { watchMargin(offset) }
     }
 
-    /// Starts again from this packet: what is queued is discarded, and playout starts once the
-    /// delay has passed (section 6.2's principle for a new source; RFC 3550 A.1 resets the same way).
+    /// Starts again from this packet: what is queued is discarded (frames of another source, or of
+    /// another timeline, cannot be ordered against it), and playout starts once the delay has passed.
     private mutating func restart(payload: [UInt8], sequenceNumber: UInt16, timestamp: UInt32, now: UInt64) {
         if state != .idle { counters.resyncs += 1 }
         for i in slots.indices where slots[i] != nil { slots[i] = nil }
