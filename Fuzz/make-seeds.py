@@ -332,4 +332,55 @@ def multipart():
 
 if __name__ == "__main__":
     for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart):
+# -- RTP and RTCP (RFC 3550), as a browser and a phone send them.
+
+def rtp():
+    # Opus from a browser: marker, PT 111, a one-byte (RFC 8285) extension with the audio level
+    # (id 1) and a transport-wide sequence number (id 3), a short payload.
+    write("rtp", "browser-opus", bytes([0x90, 0xEF, 0x12, 0x34, 0x00, 0x01, 0xE2, 0x40, 0xCA, 0xFE, 0xBA, 0xBE,
+                                        0xBE, 0xDE, 0x00, 0x02, 0x10, 0xAA, 0x31, 0x00, 0x07, 0x00, 0x00, 0x00,
+                                        0x78, 0x01, 0x02]))
+    # PCMU from a phone: a CSRC, 20 ms of silence (0xFF), four octets of padding.
+    write("rtp", "pcmu-csrc-padding", bytes([0xA1, 0x00]) + struct.pack(">HII", 65535, 0xFFFFFF00, 42)
+          + struct.pack(">I", 7) + b"\xff" * 160 + bytes([0, 0, 0, 4]))
+    ntp = struct.pack(">IIIII", 0xE9A5_0000, 0x8000_0000, 96000, 100, 16000)
+    block = struct.pack(">IIIIII", 0x11112222, (25 << 24) | 0xFFFFFD, 0x00010005, 480, 0xB7052000, 0x00054000)
+    sr = bytes([0x81, 200, 0, 12]) + struct.pack(">I", 7) + ntp + block
+    cname = b"parley@example"
+    chunk = struct.pack(">I", 7) + bytes([1, len(cname)]) + cname + b"\0"
+    chunk += b"\0" * (-len(chunk) % 4)
+    sdes = bytes([0x81, 202, 0, len(chunk) // 4]) + chunk
+    write("rtp", "rtcp-sr-sdes", sr + sdes)
+    rr = bytes([0x81, 201, 0, 7]) + struct.pack(">I", 8) + block
+    reason = b"hung up"
+    bye_body = struct.pack(">I", 8) + bytes([len(reason)]) + reason
+    bye = bytes([0x81, 203, 0, len(bye_body) // 4]) + bye_body
+    write("rtp", "rtcp-rr-sdes-bye", rr + sdes + bye)
+    # A picture-loss indication and a generic NACK (RFC 4585), after an empty RR.
+    write("rtp", "rtcp-feedback", bytes([0x80, 201, 0, 1, 0, 0, 0, 8, 0x81, 206, 0, 2, 0, 0, 0, 8, 0, 0, 0, 7,
+                                         0x81, 205, 0, 3, 0, 0, 0, 8, 0, 0, 0, 7, 0x12, 0x34, 0x00, 0x05]))
+
+
+# -- The jitter buffer's scripts (Fuzz/Sources/JitterFuzz.swift): a clock byte, then operations.
+
+def jitter():
+    insert = lambda dt, seq, frames, flags=0: bytes([(dt << 4) | 1 | flags, seq & 0xFF, frames & 0xFF])
+    pop = lambda dt: bytes([dt << 4])
+    # A steady stream: a packet and a tick every 20 ms.
+    steady = b"\0" + b"".join(insert(4 if i else 0, 1 if i else 0, 1 if i else 0) + pop(0) for i in range(40))
+    write("jitter", "steady", steady)
+    # Loss, reordering (a step back and forward again) and a duplicate.
+    script = b"\0" + insert(0, 0, 0) + pop(4) + insert(0, 1, 1) + pop(4) + insert(0, 2, 2) + insert(0, 0xFF, 0xFF)
+    script += pop(4) + insert(0, 1, 1) + insert(0, 0, 0) + pop(4) + pop(4) + pop(4) + pop(4)
+    write("jitter", "loss-reorder-duplicate", script)
+    # G.711, a talk spurt, silence with the timestamps running on, another spurt, and a new source.
+    spurt = b"".join(insert(4, 1, 1) + pop(0) for _ in range(10))
+    gap = b"".join(pop(4) for _ in range(20))
+    write("jitter", "dtx-and-new-source", b"\1" + spurt + gap + insert(0, 1, 20) + spurt + insert(0, 0x40, 0, 12) + spurt)
+    # A flood: packets with no ticks.
+    write("jitter", "flood", b"\0" + b"".join(insert(0, 1, 1, 6) for _ in range(80)) + pop(2))
+
+
+if __name__ == "__main__":
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, rtp, jitter):
         make()

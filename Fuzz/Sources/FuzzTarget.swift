@@ -24,5 +24,7 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "stun", maxLength: 1600, run: STUNFuzz.run),
         FuzzTarget(name: "sdp", maxLength: 8192, run: SDPFuzz.run),
         FuzzTarget(name: "multipart", maxLength: 9000, run: MultipartFuzz.run),
+        FuzzTarget(name: "rtp", maxLength: 1500, run: RTPFuzz.run),
+        FuzzTarget(name: "jitter", maxLength: 4096, run: JitterFuzz.run),
     ]
 }

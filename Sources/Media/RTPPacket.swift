@@ -1,1 +1,0 @@
-// Placeholder until the RTP packet lands: SwiftPM needs a source file in each target.
