@@ -16,6 +16,8 @@ struct SCTPSender {
         var gapAcked = false
         var retransmit = false
         var fastRetransmit = false
+        /// Fast retransmitted already: section 7.2.4 does it once per chunk; T3 does the rest.
+        var wasFastRetransmitted = false
         var inFlight: Bool { transmissions > 0 && !gapAcked && !retransmit }
     }
 
@@ -174,11 +176,12 @@ struct SCTPSender {
         if let highest = highestNewlyAcked {
             for index in held.indices {
                 guard Serial.less(held[index].chunk.tsn, highest) else { break }
-                guard held[index].inFlight else { continue }
+                guard held[index].inFlight, !held[index].wasFastRetransmitted else { continue }
                 held[index].misses += 1
                 if held[index].misses == 3 {
                     held[index].retransmit = true
                     held[index].fastRetransmit = true
+                    held[index].wasFastRetransmitted = true
                     outcome.fastRetransmit = true
                     if timed?.tsn == held[index].chunk.tsn { timed = nil }
                 }
