@@ -37,8 +37,9 @@ extension SCTPAssociation {
             peerSupportsForwardTSN: initiate.supportsForwardTSN, peerSupportsReconfig: initiate.supportsReconfig)
         var ack = ownInit
         ack.parameters.insert(SCTPParameter(type: SCTPParameter.stateCookie, value: cookie.sealed(secret: cookieSecret)), at: 0)
-        // Section 3.2.1: parameters the upper bits say to report go back in the INIT ACK.
-        for unknown in initiate.unrecognizedParametersToReport().prefix(8) where unknown.value.count <= 256 {
+        // Section 3.2.1: parameters the upper bits say to report go back in the INIT ACK (a
+        // few short ones: the report is a courtesy, and the INIT ACK must stay one packet).
+        for unknown in initiate.unrecognizedParametersToReport().prefix(4) where unknown.value.count <= 128 {
             ack.parameters.append(SCTPParameter(type: SCTPParameter.unrecognizedParameter, value: unknown.tlvBytes))
         }
         actions.append(.send(packet([.initiateAck(ack)], tag: initiate.initiateTag)))
@@ -53,7 +54,7 @@ extension SCTPAssociation {
         adopt(peerTag: ack.initiateTag, peerInitialTSN: ack.initialTSN, peerWindow: ack.advertisedWindow,
               peerOutbound: ack.outboundStreams, peerInbound: ack.inboundStreams)
         var chunks: [SCTPChunk] = [.cookieEcho(cookie: cookie)]
-        let report = ack.unrecognizedParametersToReport().prefix(8)
+        let report = ack.unrecognizedParametersToReport().prefix(4).filter { $0.value.count <= 128 }
         if !report.isEmpty {
             chunks.append(.error(causes: report.map { SCTPErrorCause(code: SCTPErrorCause.unrecognizedParameters, info: $0.tlvBytes) }))
         }

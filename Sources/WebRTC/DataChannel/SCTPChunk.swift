@@ -245,8 +245,8 @@ struct SCTPSackChunk: Equatable, Sendable {
     }
 
     func encodeValue(into writer: inout SCTPWriter) {
-        // At most what a 16-bit chunk length holds.
-        let gaps = gapBlocks.prefix(4_000), duplicates = duplicateTSNs.prefix(4_000 - gaps.count)
+        // At most what a 16-bit chunk length holds: (65,535 - 16) / 4 entries.
+        let gaps = gapBlocks.prefix(16_379), duplicates = duplicateTSNs.prefix(16_379 - gaps.count)
         writer.u32(cumulativeTSN)
         writer.u32(advertisedWindow)
         writer.u16(UInt16(gaps.count))
@@ -281,6 +281,6 @@ struct SCTPForwardTSNChunk: Equatable, Sendable {
 
     func encodeValue(into writer: inout SCTPWriter) {
         writer.u32(newCumulativeTSN)
-        for entry in skipped.prefix(16_000) { writer.u16(entry.stream); writer.u16(entry.ssn) }
+        for entry in skipped.prefix(16_381) { writer.u16(entry.stream); writer.u16(entry.ssn) }
     }
 }

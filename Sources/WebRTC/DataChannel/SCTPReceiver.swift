@@ -153,16 +153,17 @@ struct SCTPReceiver {
         cumulativeTSN = target
         while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
         for skipped in chunk.skipped {
-            var next = nextSSN[skipped.stream, default: 0]
+            let next = nextSSN[skipped.stream, default: 0]
             guard next == skipped.ssn || Serial.less(next, skipped.ssn) else { continue }
-            // Whole messages up to the skipped one are still delivered, in order.
-            while true {
-                if let message = ready[skipped.stream]?.removeValue(forKey: next) {
-                    bufferedBytes -= readyCost.removeValue(forKey: Key(stream: skipped.stream, ssn: next)) ?? 0
-                    deliveries.append(message)
-                }
-                if next == skipped.ssn { break }
-                next &+= 1
+            // Whole messages up to the skipped one are still delivered, in order; the waiting ones
+            // are walked rather than the numbers, which may be thousands apart.
+            let waiting = (ready[skipped.stream].map { Array($0.keys) } ?? [])
+                .filter { $0 &- next <= skipped.ssn &- next }
+                .sorted { $0 &- next < $1 &- next }
+            for ssn in waiting {
+                guard let message = ready[skipped.stream]?.removeValue(forKey: ssn) else { continue }
+                bufferedBytes -= readyCost.removeValue(forKey: Key(stream: skipped.stream, ssn: ssn)) ?? 0
+                deliveries.append(message)
             }
             nextSSN[skipped.stream] = skipped.ssn &+ 1
             drain(stream: skipped.stream, into: &deliveries)

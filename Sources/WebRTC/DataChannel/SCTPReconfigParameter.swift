@@ -61,11 +61,11 @@ enum SCTPReconfigParameter: Equatable, Sendable {
         case .outgoingReset(let request, let response, let last, let streams):
             type = Self.outgoingResetType
             body.u32(request); body.u32(response); body.u32(last)
-            for stream in streams.prefix(32_000) { body.u16(stream) }
+            for stream in streams.prefix(32_757) { body.u16(stream) }
         case .incomingReset(let request, let streams):
             type = Self.incomingResetType
             body.u32(request)
-            for stream in streams.prefix(32_000) { body.u16(stream) }
+            for stream in streams.prefix(32_757) { body.u16(stream) }
         case .response(let response, let result, let senderNext, let receiverNext):
             type = Self.responseType
             body.u32(response); body.u32(result)
