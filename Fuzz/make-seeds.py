@@ -383,4 +383,50 @@ def jitter():
 
 if __name__ == "__main__":
     for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, rtp, jitter):
+# -- SCTP packets (RFC 9260) as DTLS carries them for data channels. Fuzz/Sources/SCTPFuzz.swift
+# rewrites the verification tag for its established association, whose peer's next TSN is 8 and
+# whose "oai-events" channel is on stream 0 with sequence number 0 used.
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def sctp_chunk(kind, flags, value):
+    body = struct.pack(">BBH", kind, flags, 4 + len(value)) + value
+    return body + bytes(-len(body) % 4)
+
+
+def sctp_packet(tag, *chunks):
+    packet = struct.pack(">HHII", 5000, 5000, tag, 0) + b"".join(chunks)
+    return packet[:8] + struct.pack("<I", crc32c(packet)) + packet[12:]
+
+
+def sctp_data(tsn, stream, ssn, ppid, data, flags=3):
+    return sctp_chunk(0, flags, struct.pack(">IHHI", tsn, stream, ssn, ppid) + data)
+
+
+def sctp():
+    tag = 0x5E5E5E5E
+    extensions = struct.pack(">HH", 0x8008, 6) + bytes([0x82, 0xC0]) + bytes(2)
+    forward_tsn = struct.pack(">HH", 0xC000, 4)
+    write("sctp", "browser-init", sctp_packet(0, sctp_chunk(1, 0, struct.pack(">IIHHI", 0x0C11E417, 131072, 65535, 65535, 7) + forward_tsn + extensions)))
+    label = b"oai-events"
+    dcep_open = struct.pack(">BBHIHH", 3, 0, 256, 0, len(label), 0) + label
+    write("sctp", "dcep-open", sctp_packet(tag, sctp_data(8, 2, 0, 50, dcep_open)))
+    event = json.dumps({"type": "session.update", "session": {"instructions": "Be brief."}}).encode()
+    half = len(event) // 2
+    write("sctp", "json-in-two-fragments", sctp_packet(tag, sctp_data(9, 0, 1, 51, event[half:], flags=1), sctp_data(8, 0, 1, 51, event[:half], flags=2)))
+    write("sctp", "sack-with-gaps", sctp_packet(tag, sctp_chunk(3, 0, struct.pack(">IIHHHHHHI", 1000, 65536, 2, 1, 2, 3, 5, 5, 999))))
+    reset = struct.pack(">HHIII", 13, 18, 7, 1000, 7) + struct.pack(">H", 0) + bytes(2)
+    write("sctp", "reconfig-reset-stream-0", sctp_packet(tag, sctp_chunk(130, 0, reset)))
+    heartbeat = struct.pack(">HH", 1, 12) + b"\x00\x01\x02\x03\x04\x05\x06\x07"
+    write("sctp", "heartbeat-unknown-shutdown", sctp_packet(tag, sctp_chunk(4, 0, heartbeat), sctp_chunk(0xC3, 0, b"\x01"), sctp_chunk(7, 0, struct.pack(">I", 1000))))
+
+
+if __name__ == "__main__":
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sctp):
         make()

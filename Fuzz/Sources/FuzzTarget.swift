@@ -26,5 +26,6 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "multipart", maxLength: 9000, run: MultipartFuzz.run),
         FuzzTarget(name: "rtp", maxLength: 1500, run: RTPFuzz.run),
         FuzzTarget(name: "jitter", maxLength: 4096, run: JitterFuzz.run),
+        FuzzTarget(name: "sctp", maxLength: 4096, run: SCTPFuzz.run),
     ]
 }
