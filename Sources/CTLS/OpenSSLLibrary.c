@@ -38,16 +38,17 @@ static const char soname[] = "libssl.so.3";
     F(SSL_CTX_set_alpn_select_cb) F(SSL_CTX_set_cipher_list) F(SSL_CTX_set_default_verify_paths) \
     F(SSL_CTX_set_num_tickets) F(SSL_CTX_set_options) F(SSL_CTX_set_security_level) \
     F(SSL_CTX_set_tlsext_use_srtp) F(SSL_CTX_set_verify) F(SSL_CTX_use_PrivateKey) \
-    F(SSL_CTX_use_PrivateKey_file) F(SSL_CTX_use_certificate) F(SSL_CTX_use_certificate_chain_file) F(SSL_ctrl) \
-    F(SSL_do_handshake) F(SSL_export_keying_material) F(SSL_free) F(SSL_get0_alpn_selected) F(SSL_get0_param) \
-    F(SSL_get1_peer_certificate) F(SSL_get_error) F(SSL_get_ex_data) F(SSL_get_selected_srtp_profile) \
-    F(SSL_get_verify_result) F(SSL_get_version) F(SSL_new) F(SSL_read_ex) F(SSL_renegotiate) \
-    F(SSL_select_next_proto) F(SSL_set1_host) F(SSL_set_accept_state) F(SSL_set_alpn_protos) F(SSL_set_bio) \
-    F(SSL_set_connect_state) F(SSL_set_ex_data) F(SSL_set_fd) F(SSL_shutdown) F(SSL_write_ex) \
-    F(TLS_client_method) F(TLS_server_method) F(X509_NAME_add_entry_by_txt) F(X509_VERIFY_PARAM_set1_ip_asc) \
-    F(X509_digest) F(X509_free) F(X509_get0_notAfter) F(X509_get_serialNumber) F(X509_get_subject_name) \
-    F(X509_getm_notAfter) F(X509_getm_notBefore) F(X509_gmtime_adj) F(X509_new) F(X509_set_issuer_name) \
-    F(X509_set_pubkey) F(X509_set_version) F(X509_sign) F(X509_verify_cert_error_string)
+    F(SSL_CTX_use_PrivateKey_file) F(SSL_CTX_use_certificate) F(SSL_CTX_use_certificate_chain_file) \
+    F(SSL_alloc_buffers) F(SSL_ctrl) F(SSL_do_handshake) F(SSL_export_keying_material) F(SSL_free) \
+    F(SSL_free_buffers) F(SSL_get0_alpn_selected) F(SSL_get0_param) F(SSL_get1_peer_certificate) \
+    F(SSL_get_error) F(SSL_get_ex_data) F(SSL_get_selected_srtp_profile) F(SSL_get_verify_result) \
+    F(SSL_get_version) F(SSL_new) F(SSL_read_ex) F(SSL_renegotiate) F(SSL_select_next_proto) F(SSL_set1_host) \
+    F(SSL_set_accept_state) F(SSL_set_alpn_protos) F(SSL_set_bio) F(SSL_set_connect_state) F(SSL_set_ex_data) \
+    F(SSL_set_fd) F(SSL_shutdown) F(SSL_write_ex) F(TLS_client_method) F(TLS_server_method) \
+    F(X509_NAME_add_entry_by_txt) F(X509_VERIFY_PARAM_set1_ip_asc) F(X509_digest) F(X509_free) \
+    F(X509_get0_notAfter) F(X509_get_serialNumber) F(X509_get_subject_name) F(X509_getm_notAfter) \
+    F(X509_getm_notBefore) F(X509_gmtime_adj) F(X509_new) F(X509_set_issuer_name) F(X509_set_pubkey) \
+    F(X509_set_version) F(X509_sign) F(X509_verify_cert_error_string)
 
 static struct {
 #define MEMBER(name) __typeof__(name) *name;
@@ -192,10 +193,12 @@ int SSL_CTX_use_PrivateKey(SSL_CTX *ctx, EVP_PKEY *pkey) { return openssl()->SSL
 int SSL_CTX_use_PrivateKey_file(SSL_CTX *ctx, const char *file, int type) { return openssl()->SSL_CTX_use_PrivateKey_file(ctx, file, type); }
 int SSL_CTX_use_certificate(SSL_CTX *ctx, X509 *x) { return openssl()->SSL_CTX_use_certificate(ctx, x); }
 int SSL_CTX_use_certificate_chain_file(SSL_CTX *ctx, const char *file) { return openssl()->SSL_CTX_use_certificate_chain_file(ctx, file); }
+int SSL_alloc_buffers(SSL *ssl) { return openssl()->SSL_alloc_buffers(ssl); }
 long SSL_ctrl(SSL *ssl, int cmd, long larg, void *parg) { return openssl()->SSL_ctrl(ssl, cmd, larg, parg); }
 int SSL_do_handshake(SSL *s) { return openssl()->SSL_do_handshake(s); }
 int SSL_export_keying_material(SSL *s, unsigned char *out, size_t olen, const char *label, size_t llen, const unsigned char *context, size_t contextlen, int use_context) { return openssl()->SSL_export_keying_material(s, out, olen, label, llen, context, contextlen, use_context); }
 void SSL_free(SSL *ssl) { openssl()->SSL_free(ssl); }
+int SSL_free_buffers(SSL *ssl) { return openssl()->SSL_free_buffers(ssl); }
 void SSL_get0_alpn_selected(const SSL *ssl, const unsigned char **data, unsigned int *len) { openssl()->SSL_get0_alpn_selected(ssl, data, len); }
 X509_VERIFY_PARAM *SSL_get0_param(SSL *ssl) { return openssl()->SSL_get0_param(ssl); }
 X509 *SSL_get1_peer_certificate(const SSL *s) { return openssl()->SSL_get1_peer_certificate(s); }

@@ -104,6 +104,7 @@ package final class DTLSEndpoint {
         // One datagram at a time: the read BIO holds at most this one, and whatever OpenSSL left of
         // it (never more than a truncated record) is dropped after.
         defer { _ = parley_bio_reset(rbio) }
+        allocateRecordBuffers()
         _ = counted { BIO_write(rbio, datagram.baseAddress, Int32(datagram.count)) }
         if state == .handshaking {
             output.established = try stepHandshake()
@@ -125,6 +126,7 @@ package final class DTLSEndpoint {
         guard bytes.count <= Self.maximumApplicationDataLength else { throw .applicationDataTooLarge(bytes.count) }
         guard !bytes.isEmpty else { return [] }
         ERR_clear_error()
+        allocateRecordBuffers()
         var written = 0
         let result = counted { SSL_write_ex(ssl, bytes.baseAddress, bytes.count, &written) }
         guard result == 1 else { throw failure(result, during: "DTLS write") }
@@ -148,6 +150,7 @@ package final class DTLSEndpoint {
     package func handleTimeout() throws(DTLSError) -> [[UInt8]] {
         guard state == .handshaking || state == .connected else { return [] }
         ERR_clear_error()
+        allocateRecordBuffers()
         guard counted({ parley_dtls_handle_timeout(ssl) }) >= 0 else {
             state = .failed
             ERR_clear_error()
@@ -252,11 +255,23 @@ package final class DTLSEndpoint {
         guard handshakeFinished && !closeNotifySent else { return }
         closeNotifySent = true
         ERR_clear_error()
+        allocateRecordBuffers()
         if counted({ SSL_shutdown(ssl) }) < 0 { ERR_clear_error() }
+    }
+
+    /// Once the handshake is over, OpenSSL's record buffers (about 17 KB each way, sized for the
+    /// largest record) are freed after every call (in `drain`) and made again before the next:
+    /// SSL_MODE_RELEASE_BUFFERS does not apply to DTLS, a call's data channel is quiet most of the
+    /// time, and 500 calls would otherwise keep 17 MB of empty buffers. OpenSSL's DTLS writer does
+    /// not make its buffer itself, so this must come before anything that may write.
+    private func allocateRecordBuffers() {
+        guard handshakeFinished else { return }
+        _ = counted { SSL_alloc_buffers(ssl) }
     }
 
     /// What OpenSSL wrote since the last drain, as datagrams; the write BIO is left empty.
     private func drain() -> [[UInt8]] {
+        if handshakeFinished { _ = counted { SSL_free_buffers(ssl) } }
         var data: UnsafePointer<UInt8>?
         let length = parley_bio_contents(wbio, &data)
         guard length > 0, let data else { return [] }

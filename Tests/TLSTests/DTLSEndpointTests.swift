@@ -106,6 +106,28 @@ import Glibc
         #expect(pair.serverKeys != nil && pair.serverKeys == pair.clientKeys)
     }
 
+    /// The server's last flight is lost after it has finished: the client's retransmission must be
+    /// answered by the connected server (whose record buffers were freed in between).
+    @Test func aLostLastFlightIsSentAgainByTheConnectedServer() throws {
+        let pair = try Pair(initialRetransmission: .milliseconds(20))
+        var toClient: [[UInt8]] = []
+        for datagram in try pair.client.start() { toClient += try pair.server.receive(datagram).datagrams }
+        var toServer: [[UInt8]] = []
+        for datagram in toClient { toServer += try pair.client.receive(datagram).datagrams }
+        var lost: [[UInt8]] = []
+        for datagram in toServer {
+            let output = try pair.server.receive(datagram)
+            lost += output.datagrams
+            if let keys = output.established { pair.serverKeys = keys }
+        }
+        #expect(pair.server.state == .connected && !lost.isEmpty)
+        #expect(pair.client.state == .handshaking)
+        usleep(30_000)
+        try pair.exchange(pair.client.handleTimeout())
+        #expect(pair.client.state == .connected && pair.clientKeys == pair.serverKeys)
+        #expect(try pair.client.receive(pair.server.write(Array("late".utf8))[0]).applicationData == [Array("late".utf8)])
+    }
+
     @Test func aServerWhosePeerShowsAnotherCertificateRefusesIt() throws {
         let stranger = try DTLSCertificate().fingerprint
         let pair = try Pair(serverExpects: stranger)
