@@ -21,5 +21,6 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "twilio", maxLength: 12000, run: TwilioFuzz.run),
         FuzzTarget(name: "wav", maxLength: 4096, run: WAVFuzz.run),
         FuzzTarget(name: "ogg", maxLength: 8192, run: OggFuzz.run),
+        FuzzTarget(name: "dtls-fingerprint", maxLength: 256, run: DTLSFingerprintFuzz.run),
     ]
 }
