@@ -27,5 +27,6 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "rtp", maxLength: 1500, run: RTPFuzz.run),
         FuzzTarget(name: "jitter", maxLength: 4096, run: JitterFuzz.run),
         FuzzTarget(name: "sctp", maxLength: 4096, run: SCTPFuzz.run),
+        FuzzTarget(name: "dtls-fingerprint", maxLength: 256, run: DTLSFingerprintFuzz.run),
     ]
 }

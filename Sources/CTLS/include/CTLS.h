@@ -31,4 +31,21 @@ int parley_tls_set_server_name(SSL *ssl, const char *name);
 // or misbehaving client.
 int parley_tls_ctx_set_versions(SSL_CTX *ctx, int minimum, int maximum, int security_level);
 
+// DTLS-SRTP. A context: DTLS 1.2 only, no tickets, no renegotiation, the peer's certificate required
+// and any accepted (its fingerprint is checked against SDP's by the caller), `use_srtp` with
+// `srtp_profiles` (OpenSSL's names, colon-separated). 1 on success.
+int parley_dtls_ctx_configure(SSL_CTX *ctx, const char *srtp_profiles);
+// An endpoint: `rbio` and `wbio` (memory BIOs, owned by `ssl` from here on) reading as "retry" when
+// empty, records sized for `mtu`, and a retransmission timer starting at `initial_timeout_us`. 1 on success.
+int parley_dtls_prepare(SSL *ssl, BIO *rbio, BIO *wbio, long mtu, unsigned int initial_timeout_us);
+// Microseconds until the retransmission timer expires (0 if it has), or -1 when none is running
+// (DTLSv1_get_timeout). The timer runs on OpenSSL's clock.
+long long parley_dtls_timeout_us(SSL *ssl);
+// Retransmits the last flight if the timer has expired (DTLSv1_handle_timeout): 1 if it did, 0 if
+// there was nothing to do, -1 on failure (too many retransmissions).
+int parley_dtls_handle_timeout(SSL *ssl);
+// A memory BIO's unread bytes (BIO_get_mem_data), and its emptying (BIO_reset).
+long parley_bio_contents(BIO *bio, const unsigned char **data);
+int parley_bio_reset(BIO *bio);
+
 #endif
