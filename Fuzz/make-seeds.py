@@ -330,8 +330,6 @@ def multipart():
     write("multipart", "lf-line-endings", "multipart/form-data; boundary=b\n--b\nContent-Disposition: form-data; "
           "name=\"session\"\n\n" + session + "\n--b--\n")
 
-if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart):
 # -- RTP and RTCP (RFC 3550), as a browser and a phone send them.
 
 def rtp():
@@ -381,8 +379,6 @@ def jitter():
     write("jitter", "flood", b"\0" + b"".join(insert(0, 1, 1, 6) for _ in range(80)) + pop(2))
 
 
-if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, rtp, jitter):
 # -- SCTP packets (RFC 9260) as DTLS carries them for data channels. Fuzz/Sources/SCTPFuzz.swift
 # rewrites the verification tag for its established association, whose peer's next TSN is 8 and
 # whose "oai-events" channel is on stream 0 with sequence number 0 used.
@@ -428,5 +424,5 @@ def sctp():
 
 
 if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sctp):
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp):
         make()
