@@ -27,6 +27,19 @@ package final class AudioInput {
         return Array(decoded[..<n])
     }
 
+    /// A 20 ms Opus packet that never arrived (a WebRTC call's jitter buffer found the hole):
+    /// recovered from the in-band FEC of `next` when that packet is already here (RFC 6716
+    /// section 2.1.7; the answer's `useinbandfec=1` asks the browser to send it), else concealed
+    /// from what came before. Nothing before the first packet: there is nothing to conceal from.
+    func opusLost(next: UnsafeRawBufferPointer?) throws -> [Int16] {
+        guard let decoder else { return [] }
+        let n = try decoded.withUnsafeMutableBufferPointer { out in
+            if let next { try decoder.recoverLoss(.ms20, from: next, into: out) } else { try decoder.concealLoss(.ms20, into: out) }
+        }
+        lastInputNanoseconds = duration(n, rate: 16_000)
+        return Array(decoded[..<n])
+    }
+
     /// An `input_audio_buffer.append`'s bytes in the session's input format (pcm16 or G.711; the
     /// connection has refused anything else, and an odd pcm16 byte count, already).
     func appended(_ bytes: [UInt8], as format: RealtimeAudioFormat) throws -> [Int16] {

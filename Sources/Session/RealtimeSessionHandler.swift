@@ -19,7 +19,10 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private let dialect: Dialect
     /// `/ws` (Opus) rather than `/v1/realtime`: a byte, where the name was a 16-byte string.
     private let opusEndpoint: Bool
-    var endpointName: String { opusEndpoint ? "/ws" : "/v1/realtime" }
+    /// A WebRTC call's session: Opus on the media track, events on the data channel, and WebRTC's
+    /// `output_audio_buffer` events; nil for a WebSocket's.
+    private var call: OutputAudioBuffer?
+    var endpointName: String { call != nil ? "/v1/realtime/calls" : opusEndpoint ? "/ws" : "/v1/realtime" }
     /// Set for sessions that asked for resume; the rest pay one nil pointer for it.
     private var resumption: SessionResumption?
     /// The connection the session now belongs to: frames and closes from any other (a reconnect
@@ -30,15 +33,17 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
 
     /// A new session, or (with `restoring`) one brought back from the store after its process went.
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, resumable: Bool = false,
-         restoring stored: StoredConversation? = nil) {
+         restoring stored: StoredConversation? = nil, call callSession: JSON? = nil, isCall: Bool = false) {
         opusEndpoint = allowsOpus
+        if isCall { call = OutputAudioBuffer() }
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
-        let options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: allowsOpus, restoring: stored)
+        var options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: allowsOpus, restoring: stored)
+        if isCall { options.carryAudioOnACall(session: callSession) }
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
         driver.echoGuardByDefault = endpoint.echoGuardByDefault
-        driver.startTrace(traceparent: request.header("traceparent"), endpointName: allowsOpus ? "/ws" : "/v1/realtime")
+        driver.startTrace(traceparent: request.header("traceparent"), endpointName: endpointName)
         if let stored {
             driver.restore(stored.items.compactMap { ChatMessage.restoring($0.item) })
         }
@@ -168,7 +173,8 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     // MARK: SessionWire
 
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        let sent = event.isSent(in: dialect) && (opusEndpoint || !event.isParleyTurnTaking)
+        // Parley's turn-taking events go to its own page on /ws; a call's client is OpenAI's.
+        let sent = event.isSent(in: dialect) && ((opusEndpoint && call == nil) || !event.isParleyTurnTaking)
         let text = sent ? event.json(dialect: dialect) : ""
         if let resumption {
             let stamped = resumption.stamp(event, text, on: socket.loop)
@@ -177,7 +183,25 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             socket.send(text: text)
         }
         guard sent else { return }
+        if call != nil { followCallAudio(event, on: socket) }
         if draining, case .responseDone = event.kind { drain() }
+    }
+
+    /// A call's `output_audio_buffer.stopped` after its reply's `response.done`, and the engine's
+    /// own `cleared` (the client's clear) noted so that it is not said twice.
+    private func followCallAudio(_ event: ServerEvent, on socket: any SessionSocket) {
+        switch event.kind {
+        case .responseDone(let response):
+            if let stopped = call?.done(response.id) { send(driver.event(stopped), on: socket) }
+        case .outputAudioBufferCleared(let responseID):
+            call?.cleared(responseID)
+        default:
+            break
+        }
+    }
+
+    func speechStopped(responseID: String, on socket: any SessionSocket) {
+        if let cleared = call?.stopped(responseID) { send(driver.event(cleared), on: socket) }
     }
 
     /// Parley's own events, which are not numbered (they are never replayed).
@@ -188,6 +212,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         switch piece {
         case .opus(let packet):
+            if let started = call?.audio(of: at.responseID) { send(driver.event(started), on: socket) }
             if let resumption { resumption.deliver(.binary(packet), on: socket) } else { socket.send(binary: packet) }
         case .pcm(let base64): send(driver.event(.outputAudioDelta(at, delta: base64)), on: socket)
         }

@@ -48,4 +48,18 @@ extension SessionEngine.Options {
             sessionID = stored.session.sessionID
         }
     }
+
+    /// A WebRTC call's session: Opus in and out on the media track whatever `session.update` names
+    /// (`SessionConfiguration.audioFormatsFixed`), spoken replies when a voice is there, none of
+    /// `/ws`'s defaults otherwise; then the settings the call's offer came with (the multipart
+    /// `session` part), applied as a `session.update` would be, without pinning them.
+    mutating func carryAudioOnACall(session: JSON?) {
+        configuration.inputAudioFormat = .opus
+        configuration.outputAudioFormat = .opus
+        if synthesizes { configuration.outputModalities = .audio }
+        configuration.audioFormatsFixed = true
+        guard let session, let update = try? SessionUpdate.parse(EventFields(session, path: "session")) else { return }
+        try? configuration.apply(update, allowsOpus: true)
+        if let model = try? EventFields(session, path: "session").string("model") { self.model = model }
+    }
 }

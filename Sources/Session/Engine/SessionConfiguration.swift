@@ -26,6 +26,9 @@ public struct SessionConfiguration: Sendable, Equatable {
     public static let timelineInclude = "parley.turn.timeline"
     public var inputAudioFormat: RealtimeAudioFormat = .pcm16
     public var outputAudioFormat: RealtimeAudioFormat = .pcm16
+    /// Set for a WebRTC call, whose audio is Opus on its media track in both directions: the
+    /// formats a `session.update` names are then not applied.
+    public var audioFormatsFixed = false
     /// nil: the client commits turns itself (`input_audio_buffer.commit`, then `response.create`).
     public var turnDetection: ServerVAD? = ServerVAD()
     /// nil: no limit beyond the model's own ("inf").
@@ -89,7 +92,7 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// `allowsOpus` is true on `/ws`, where binary frames carry Opus; `/v1/realtime` has pcm16 and
     /// G.711 (base64 in JSON events, as both endpoints take them).
     public mutating func apply(_ update: SessionUpdate, allowsOpus: Bool) throws(ProtocolError) {
-        if !allowsOpus {
+        if !allowsOpus && !audioFormatsFixed {
             for (format, param) in [(update.inputAudioFormat, update.inputAudioFormatParam), (update.outputAudioFormat, update.outputAudioFormatParam)]
             where format == .opus {
                 throw ProtocolError(.invalidValue, "'\(param)' opus is only available on Parley's /ws endpoint; use pcm16, g711_ulaw or g711_alaw here", param: param)
@@ -109,8 +112,12 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let voice = update.voice { next.voice = voice }
         if let speed = update.speed { next.speed = speed }
         if let timeline = update.includesTimeline { next.includesTimeline = timeline }
-        if let format = update.inputAudioFormat { next.inputAudioFormat = format }
-        if let format = update.outputAudioFormat { next.outputAudioFormat = format }
+        // A WebRTC call's audio is Opus on its media track whatever the session names (clients
+        // written for OpenAI's WebRTC send their WebSocket formats all the same).
+        if !audioFormatsFixed {
+            if let format = update.inputAudioFormat { next.inputAudioFormat = format }
+            if let format = update.outputAudioFormat { next.outputAudioFormat = format }
+        }
         switch update.turnDetection {
         case nil: break
         case .manual: next.turnDetection = nil

@@ -49,6 +49,10 @@ public struct ServerEvent: Sendable, Equatable {
         case conversationItemDeleted(itemID: String)
         /// The spoken reply was cut off at the client's `output_audio_buffer.clear`.
         case outputAudioBufferCleared(responseID: String)
+        /// WebRTC's: a reply's first audio went out on the call's media track.
+        case outputAudioBufferStarted(responseID: String)
+        /// WebRTC's: a reply's audio has all gone out (after its `response.done`).
+        case outputAudioBufferStopped(responseID: String)
         case error(EventError)
         /// Parley's, to a client that asked for resume (docs/protocol.md, "Resume"): the token to
         /// reconnect with, and how long the session waits for it.

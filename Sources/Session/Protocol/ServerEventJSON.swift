@@ -59,6 +59,8 @@ extension ServerEvent {
         case .conversationItemRetrieved: return "conversation.item.retrieved"
         case .conversationItemDeleted: return "conversation.item.deleted"
         case .outputAudioBufferCleared: return "output_audio_buffer.cleared"
+        case .outputAudioBufferStarted: return "output_audio_buffer.started"
+        case .outputAudioBufferStopped: return "output_audio_buffer.stopped"
         case .error: return "error"
         case .resumeToken: return "session.resume_token"
         case .sessionResumed: return "session.resumed"
@@ -118,7 +120,8 @@ extension ServerEvent {
             members.append(("item", item.json(dialect: dialect)))
         case .conversationItemDeleted(let itemID):
             members.append(("item_id", .string(itemID)))
-        case .outputAudioBufferCleared(let responseID), .replyPaused(let responseID):
+        case .outputAudioBufferCleared(let responseID), .outputAudioBufferStarted(let responseID), .outputAudioBufferStopped(let responseID),
+             .replyPaused(let responseID):
             members.append(("response_id", .string(responseID)))
         case .replyResumed(let responseID, let reason):
             members += [("response_id", .string(responseID)), ("reason", .string(reason))]

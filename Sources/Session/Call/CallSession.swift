@@ -1,0 +1,80 @@
+import Access
+import JSON
+import Loop
+import Server
+
+/// A Realtime session whose client is a WebRTC call (`POST /v1/realtime/calls`): the same engine,
+/// driver and events as `/v1/realtime`, carried by the WebRTC module. Its socket sends text events
+/// on the call's `oai-events` data channel and Opus packets on its media track; what the caller
+/// says arrives here packet by packet from the call's jitter buffer.
+package final class CallSession {
+    private let handler: RealtimeSessionHandler
+
+    fileprivate init(_ handler: RealtimeSessionHandler) { self.handler = handler }
+
+    package var sessionID: String { handler.driver.engine.sessionID }
+
+    /// The data channel is open: `session.created` goes out, and the session runs.
+    package func open(_ socket: any SessionSocket) {
+        handler.client = ObjectIdentifier(handler)
+        handler.driver.open(socket)
+    }
+
+    /// A text message on the data channel: one client event.
+    package func receive(text: UnsafeRawBufferPointer) {
+        handler.receive(text, kind: .text, from: ObjectIdentifier(handler))
+    }
+
+    /// One 20 ms Opus packet of the caller's, in playout order.
+    package func receive(opus packet: UnsafeRawBufferPointer) {
+        handler.receive(packet, kind: .binary, from: ObjectIdentifier(handler))
+    }
+
+    /// A packet that did not come in time: recovered from `next`'s in-band FEC when it is here,
+    /// else concealed, so that the session's audio clock and its detectors see no gap.
+    package func lost(next: UnsafeRawBufferPointer?) {
+        guard handler.client != nil else { return }
+        handler.driver.feedAudio { try $0.opusLost(next: next) }
+    }
+
+    /// The call is over (hung up, its peer gone, its transport failed): the session ends.
+    package func ended(_ code: WebSocketCloseCode) {
+        handler.socketClosed(code, from: ObjectIdentifier(handler))
+    }
+
+    /// The speech capacity's seat, given back when the session ends.
+    fileprivate func hold(_ seat: SpeechCapacity.Seat?) { handler.seat = seat }
+}
+
+extension RealtimeEndpoint {
+    /// Admits a call's session as an upgrade on `/v1/realtime` is admitted (its key, token or
+    /// client secret, its tenant's limits, the speech capacity), with the settings `session` (the
+    /// multipart offer's `session` part) on top. `done` gets the session, or the refusal to answer
+    /// the offer with, on `loop`.
+    package func admitCall(_ request: HTTPRequest, session: JSON?, on loop: EventLoop, _ done: @escaping (Result<CallSession, HTTPRefusal>) -> Void) {
+        var seat: SpeechCapacity.Seat?
+        if let speechCapacity {
+            guard let taken = speechCapacity.take() else { return done(.failure(Self.busy(speechCapacity))) }
+            seat = taken
+        }
+        switch access.admit(request, offered: []) {
+        case .failure(let refusal):
+            seat?.release()
+            done(.failure(refusal))
+        case .success(let admitted):
+            let handler = RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: true, call: session, isCall: true)
+            let call = CallSession(handler)
+            call.hold(seat)
+            guard admitted.needsConfirmation else { return done(.success(call)) }
+            admitted.confirm(session: call.sessionID, resuming: nil, on: loop) { refusal in
+                if let refusal {
+                    // Never opened, so nothing else to end: the seat goes back.
+                    seat?.release()
+                    call.hold(nil)
+                    return done(.failure(refusal))
+                }
+                done(.success(call))
+            }
+        }
+    }
+}
