@@ -9,6 +9,8 @@ public struct HTTPStatus: Error, Hashable, Sendable {
     }
 
     public static let ok = HTTPStatus(code: 200, reason: "OK")
+    public static let created = HTTPStatus(code: 201, reason: "Created")
+    public static let noContent = HTTPStatus(code: 204, reason: "No Content")
     public static let switchingProtocols = HTTPStatus(code: 101, reason: "Switching Protocols")
     public static let badRequest = HTTPStatus(code: 400, reason: "Bad Request")
     public static let unauthorized = HTTPStatus(code: 401, reason: "Unauthorized")
@@ -16,6 +18,7 @@ public struct HTTPStatus: Error, Hashable, Sendable {
     public static let notFound = HTTPStatus(code: 404, reason: "Not Found")
     public static let methodNotAllowed = HTTPStatus(code: 405, reason: "Method Not Allowed")
     public static let lengthRequired = HTTPStatus(code: 411, reason: "Length Required")
+    public static let unsupportedMediaType = HTTPStatus(code: 415, reason: "Unsupported Media Type")
     public static let contentTooLarge = HTTPStatus(code: 413, reason: "Content Too Large")
     public static let tooManyRequests = HTTPStatus(code: 429, reason: "Too Many Requests")
     public static let internalServerError = HTTPStatus(code: 500, reason: "Internal Server Error")

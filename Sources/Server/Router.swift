@@ -74,10 +74,15 @@ public final class Router: Sendable {
             routes[path] = .http(methods)
         }
 
-        /// A streamed GET for every path that starts with `prefix` (a resource by id: the handler
-        /// reads the rest of the path).
-        public mutating func streamUnder(_ prefix: String, _ handler: @escaping StreamingHandler) {
-            prefixes.append((prefix, .http(["GET": .streaming(handler)])))
+        /// A streamed `method` (GET unless given) for every path that starts with `prefix` (a
+        /// resource by id: the handler reads the rest of the path).
+        public mutating func streamUnder(_ prefix: String, method: String = "GET", _ handler: @escaping StreamingHandler) {
+            if let index = prefixes.firstIndex(where: { $0.prefix == prefix }), case .http(var methods) = prefixes[index].route {
+                methods[method] = .streaming(handler)
+                prefixes[index].route = .http(methods)
+            } else {
+                prefixes.append((prefix, .http([method: .streaming(handler)])))
+            }
         }
 
         /// A WebSocket endpoint; `name` labels its metrics. `negotiate` picks a subprotocol.

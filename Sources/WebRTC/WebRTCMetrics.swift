@@ -23,6 +23,22 @@ final class WebRTCMetrics: Sendable {
     }
 
     func dropped(_ reason: DatagramDrop) { datagramsDropped.add(1, reason) }
+
+    func ended(_ reason: CallEnd) {
+        calls.add(1, reason)
+        callsOpen.add(-1)
+    }
+
+    func iceRefused(_ refusal: ICELiteAgent.Refusal) {
+        switch refusal {
+        case .notSTUN: dropped(.malformed)
+        case .badFingerprint: iceRefusals.add(1, .bad_fingerprint)
+        case .malformed: iceRefusals.add(1, .malformed)
+        case .unauthorized: iceRefusals.add(1, .unauthorized)
+        case .unknownAttributes: iceRefusals.add(1, .unknown_attributes)
+        case .roleConflict: iceRefusals.add(1, .role_conflict)
+        }
+    }
 }
 
 enum CallEnd: String, MetricLabel, CaseIterable {

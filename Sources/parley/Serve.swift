@@ -12,6 +12,7 @@ import Telemetry
 import Tracing
 import Metrics
 import Telephony
+import WebRTC
 import Upstream
 import Store
 #if canImport(Glibc)
@@ -40,6 +41,8 @@ struct Serve: ParsableCommand {
 
     @OptionGroup(title: "Telephony")
     var telephony: TelephonyOptions
+    @OptionGroup(title: "WebRTC")
+    var webrtc: WebRTCOptions
 
     @OptionGroup(title: "Resume")
     var resume: ResumeOptions
@@ -117,7 +120,7 @@ struct Serve: ParsableCommand {
         twilio.requiresAuth = access.required
         return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
                              metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
-                             resume: try resume.choice(), recording: try recording.choice(), twilio: twilio)
+                             resume: try resume.choice(), recording: try recording.choice(), twilio: twilio, webrtc: try webrtc.settings())
     }
 
     /// Where tenants are counted beyond this process, and among how many processes each limit
@@ -191,6 +194,7 @@ struct Serve: ParsableCommand {
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         sessions.install(on: &routes)
         TwilioEndpoint(sessions: sessions, settings: settings.twilio).install(on: &routes)
+        WebRTCEndpoint(sessions: sessions, settings: settings.webrtc).install(on: &routes)
         return routes
     }
 
@@ -239,7 +243,7 @@ struct Serve: ParsableCommand {
 
     private func announce(_ settings: ServeSettings, port: Int, metricsServer: Server?) {
         let metricsWhere = metricsServer.map { " (metrics on \($0.configuration.host):\($0.port))" } ?? ", /metrics"
-        print("parley listening on \(settings.scheme)://\(settings.shownHost):\(port)/  (\(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path); /echo, /healthz\(metricsWhere))")
+        print("parley listening on \(settings.scheme)://\(settings.shownHost):\(port)/  (\(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path) and /v1/realtime/calls (WebRTC); /echo, /healthz\(metricsWhere))")
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
     }
 
@@ -274,7 +278,7 @@ struct Serve: ParsableCommand {
         }
         do {
             try supervisor.run {
-                print("parley listening on \(settings.scheme)://\(settings.shownHost):\(shared)/  (\(settings.workers) workers × \(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path); /echo, /healthz, /metrics summed over the workers)")
+                print("parley listening on \(settings.scheme)://\(settings.shownHost):\(shared)/  (\(settings.workers) workers × \(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path) and /v1/realtime/calls (WebRTC); /echo, /healthz, /metrics summed over the workers)")
                 fflush(nil)
             }
         } catch {

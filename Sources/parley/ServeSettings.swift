@@ -4,6 +4,7 @@ import Server
 import Session
 import Store
 import Telephony
+import WebRTC
 import TLS
 
 /// Everything `parley serve` was told, read once at start from the flags, the environment and the
@@ -24,6 +25,7 @@ struct ServeSettings {
     let resume: ResumeOptions.Choice
     let recording: RecordingOptions.Choice
     let twilio: TwilioEndpoint.Settings
+    let webrtc: WebRTCEndpoint.Settings
 
     /// The address as the listening line shows it, and its scheme.
     var shownHost: String { server.host.contains(":") ? "[\(server.host)]" : server.host }

@@ -73,6 +73,8 @@ final class MediaPort: LoopRegistrant {
         return true
     }
 
+    func isExpecting(ufrag: [UInt8]) -> Bool { byUfrag[ufrag] != nil }
+
     /// ICE selected `address` for `call` (a nomination, or the peer moved): its DTLS, SRTP and
     /// SRTCP come from there now. The old address, if any, no longer reaches it.
     func route(_ address: TransportAddress, to call: MediaPortCall, replacing old: TransportAddress?) {

@@ -1,0 +1,151 @@
+import Glibc
+import Loop
+import Media
+import TLS
+
+/// A call's audio: the caller's Opus RTP through SRTP and the jitter buffer to the session, one
+/// 20 ms frame each playout tick; the session's Opus packets to the caller as SRTP; and RTCP both
+/// ways (RFC 3550 section 6: receiver and sender reports every 5 s, the minimum interval, which at
+/// one stream each way is far under the 5 % of bandwidth the RFC allows).
+final class CallMedia {
+    let opusPayloadType: UInt8
+    private var sender: RTPSender
+    private var statistics = RTPReceiveStatistics(clockRate: 48_000)
+    private var jitter = JitterBuffer(settings: .opus)
+    private var playout: ScheduledTask?
+    private var reports: ScheduledTask?
+    /// When the next 20 ms playout tick is due: kept to the nanosecond, so the ticks do not drift
+    /// by the loop's lateness.
+    private var nextTick: UInt64 = 0
+    private var outgoing: [UInt8] = []
+    private(set) var sentPackets = 0
+    static let frameNanoseconds: UInt64 = 20_000_000
+    static let reportSeconds = 5.0
+
+    init(opusPayloadType: UInt8, ssrc: UInt32) {
+        self.opusPayloadType = opusPayloadType
+        // RFC 3550 section 5.1: random initial sequence number and timestamp.
+        let random = OpenSSL.randomBytes(6)
+        sender = RTPSender(ssrc: ssrc, payloadType: opusPayloadType, clockRate: 48_000,
+                           initialSequenceNumber: UInt16(random[0]) << 8 | UInt16(random[1]),
+                           initialTimestamp: random[2...].reduce(0) { $0 << 8 | UInt32($1) })
+    }
+
+    /// SRTP is keyed: the playout clock and the reports start.
+    func start(now: UInt64, call: WebRTCCall) {
+        nextTick = now + Self.frameNanoseconds
+        schedulePlayout(call: call, now: now)
+        reports = call.loop.schedule(after: Self.reportSeconds) { [weak self, weak call] in
+            guard let self, let call else { return }
+            self.report(call: call)
+        }
+    }
+
+    func stop() {
+        playout?.cancel()
+        playout = nil
+        reports?.cancel()
+        reports = nil
+    }
+
+    // MARK: In
+
+    /// An RTP or RTCP datagram (RFC 5761 section 4 tells them apart under rtcp-mux), decrypted in
+    /// place in the loop's read buffer.
+    func received(_ datagram: UnsafeMutableRawBufferPointer, now: UInt64, call: WebRTCCall) {
+        guard let srtp = call.srtp else { return call.metrics.dropped(.unknownPeer) }
+        if RTPPacket.isRTCP(UnsafeRawBufferPointer(datagram)) {
+            let length: Int
+            do throws(SRTPError) { length = try srtp.unprotectRTCP(datagram) } catch { return dropped(error, call) }
+            guard let packets = try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: datagram[..<length])) else {
+                return call.metrics.dropped(.undecodable)
+            }
+            for case .senderReport(let report) in packets { statistics.senderReportReceived(report.info, now: now) }
+            return
+        }
+        let length: Int
+        do throws(SRTPError) { length = try srtp.unprotect(rtp: datagram) } catch { return dropped(error, call) }
+        let bytes = UnsafeRawBufferPointer(rebasing: datagram[..<length])
+        guard let packet = try? RTPPacket(parsing: bytes) else { return call.metrics.dropped(.undecodable) }
+        // Only the offer's Opus: telephone-event and anything else the browser may send are not audio.
+        guard packet.header.payloadType == opusPayloadType, !packet.payload.isEmpty else { return }
+        _ = statistics.record(packet.header, now: now)
+        jitter.insert(payload: Array(bytes[packet.payload]), sequenceNumber: packet.header.sequenceNumber,
+                      timestamp: packet.header.timestamp, now: now)
+    }
+
+    private func dropped(_ error: SRTPError, _ call: WebRTCCall) {
+        switch error {
+        case .replay: call.metrics.dropped(.srtp_replay)
+        case .authentication: call.metrics.dropped(.srtp_authentication)
+        default: call.metrics.dropped(.undecodable)
+        }
+    }
+
+    private func schedulePlayout(call: WebRTCCall, now: UInt64) {
+        let delay = nextTick > now ? nextTick - now : 0
+        playout = call.loop.schedule(after: Double(delay) / 1e9) { [weak self, weak call] in
+            guard let self, let call else { return }
+            self.tick(call: call)
+        }
+    }
+
+    /// Every frame due by now, in order: a loop that was late catches up rather than drifting.
+    private func tick(call: WebRTCCall) {
+        let now = MonotonicClock.nanoseconds()
+        var frames = 0
+        while nextTick <= now, frames < 10, !call.ended {
+            switch jitter.pop(now: nextTick) {
+            case .frame(let payload):
+                call.metrics.audioFrames.add(1, .played)
+                payload.withUnsafeBytes { call.session.receive(opus: $0) }
+            case .missing(let next):
+                if let next {
+                    call.metrics.audioFrames.add(1, .recovered)
+                    next.withUnsafeBytes { call.session.lost(next: $0) }
+                } else {
+                    call.metrics.audioFrames.add(1, .concealed)
+                    call.session.lost(next: nil)
+                }
+            case .waiting:
+                break
+            }
+            nextTick += Self.frameNanoseconds
+            frames += 1
+        }
+        // Far behind (a stalled loop): start the clock again from now rather than play a burst.
+        if nextTick <= now { nextTick = now + Self.frameNanoseconds }
+        if !call.ended { schedulePlayout(call: call, now: now) }
+    }
+
+    // MARK: Out
+
+    /// One 20 ms Opus packet of the session's reply, as SRTP to the peer ICE selected.
+    func send(opus packet: [UInt8], call: WebRTCCall) {
+        guard let srtp = call.srtp, let peer = call.peer else { return }
+        let header = sender.next(payloadSamples: 960, payloadBytes: packet.count, now: MonotonicClock.nanoseconds())
+        header.write(payload: packet, into: &outgoing, trailerCapacity: srtp.rtpTrailerLength)
+        do throws(SRTPError) { try srtp.protect(rtp: &outgoing) } catch { return }
+        sentPackets += 1
+        outgoing.withUnsafeBytes { call.port.send($0, to: peer) }
+    }
+
+    /// A sender report (we speak) or a receiver report, with our CNAME (RFC 3550 section 6.1: a
+    /// compound packet starts with SR or RR and carries SDES CNAME).
+    private func report(call: WebRTCCall) {
+        guard !call.ended, let srtp = call.srtp, let peer = call.peer else { return }
+        let now = MonotonicClock.nanoseconds()
+        let blocks = statistics.reportBlock(now: now).map { [$0] } ?? []
+        let first: RTCPPacket = sentPackets > 0
+            ? .senderReport(RTCPSenderReport(ssrc: sender.ssrc, info: sender.senderInfo(ntp: NTPTimestamp(unixNanoseconds: WallClock.nanoseconds()), now: now), reports: blocks))
+            : .receiverReport(RTCPReceiverReport(ssrc: sender.ssrc, reports: blocks))
+        var bytes: [UInt8] = []
+        RTCPPacket.writeCompound([first, .sourceDescription([RTCPSourceDescription(ssrc: sender.ssrc, cname: Array(call.id.utf8))])],
+                                 into: &bytes, trailerCapacity: srtp.rtcpTrailerLength)
+        if (try? srtp.protectRTCP(&bytes)) != nil { bytes.withUnsafeBytes { call.port.send($0, to: peer) } }
+        reports = call.loop.schedule(after: Self.reportSeconds) { [weak self, weak call] in
+            guard let self, let call else { return }
+            self.report(call: call)
+        }
+    }
+}

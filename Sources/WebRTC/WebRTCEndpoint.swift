@@ -1,0 +1,240 @@
+import Glibc
+import JSON
+import Loop
+import Media
+import Server
+import Session
+import Synchronization
+import TLS
+
+/// `POST /v1/realtime/calls`, as OpenAI's Realtime API defines it for browsers: an SDP offer in
+/// (raw, `application/sdp`, or `multipart/form-data` with `sdp` and `session` parts), `201 Created`
+/// with the answer and `Location: /v1/realtime/calls/{call_id}` out; `POST …/{call_id}/hangup`
+/// ends the call. The call is made on the loop that took the offer, and its answer names that
+/// loop's UDP port, so its media never leaves that thread.
+public final class WebRTCEndpoint: Sendable {
+    public struct Settings: Sendable {
+        /// The address the answer's candidate names (`--webrtc-public-ip`): the one browsers can
+        /// reach, when the server is behind NAT. Nil: the bound address if it is one, else the
+        /// address the offer's request was sent to (its Host, when that is a literal), else 127.0.0.1.
+        public var publicAddress: String?
+        /// Where the media ports bind (`--webrtc-host`).
+        public var host = "0.0.0.0"
+        /// The UDP ports the loops' media ports take from (`--webrtc-ports`); nil: the kernel's choice.
+        public var ports: ClosedRange<Int>?
+        public init() {}
+    }
+
+    let realtime: RealtimeEndpoint
+    let settings: Settings
+    let metrics = WebRTCMetrics.shared
+    /// Made when the first offer comes: OpenSSL loads then, not at start.
+    private let context = Mutex<DTLSContext?>(nil)
+    /// Every loop's calls, by call id, for a hangup that arrives on another loop.
+    private let directory = Mutex<[String: LoopCalls]>([:])
+    static let callsPath = "/v1/realtime/calls"
+
+    public init(sessions: RealtimeEndpoint, settings: Settings = Settings()) {
+        realtime = sessions
+        self.settings = settings
+    }
+
+    public func install(on routes: inout Router.Builder) {
+        routes.addMetrics(metrics.registry)
+        routes.stream("POST", Self.callsPath) { request, stream in self.offer(request, stream) }
+        routes.stream("OPTIONS", Self.callsPath) { request, stream in stream.respond(Self.preflight(request)) }
+        routes.streamUnder(Self.callsPath + "/", method: "POST") { request, stream in stream.respond(self.hangUp(request)) }
+        routes.streamUnder(Self.callsPath + "/", method: "OPTIONS") { request, stream in stream.respond(Self.preflight(request)) }
+    }
+
+    // MARK: The offer
+
+    private func offer(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
+        let loop = stream.loop
+        let offer: WebRTCOffer
+        let session: JSON?
+        switch Self.read(request) {
+        case .failure(let refusal):
+            metrics.offersRefused.add(1)
+            return stream.respond(Self.cors(refusal.response, request))
+        case .success(let read): (offer, session) = read
+        }
+        realtime.admitCall(request, session: session, on: loop) { admitted in
+            switch admitted {
+            case .failure(let refusal):
+                stream.respond(Self.cors(refusal.response, request))
+            case .success(let call):
+                guard stream.isOpen else { return call.ended(.goingAway) }
+                stream.respond(Self.cors(self.answer(offer, call, request, on: loop), request))
+            }
+        }
+    }
+
+    /// The offer and the session's settings from either shape of the request.
+    static func read(_ request: HTTPRequest) -> Result<(WebRTCOffer, JSON?), HTTPRefusal> {
+        let type = (request.header("content-type") ?? "").lowercased()
+        var sdp = request.body
+        var session: JSON?
+        if type.hasPrefix("multipart/form-data") {
+            let form: MultipartFormData
+            do throws(MultipartError) { form = try MultipartFormData(body: request.body, contentType: request.header("content-type") ?? "") } catch {
+                return .failure(HTTPRefusal(.jsonError(.badRequest, code: "invalid_request", message: "the multipart body does not read: \(error)")))
+            }
+            guard let part = form.part(named: "sdp") else {
+                return .failure(HTTPRefusal(.jsonError(.badRequest, code: "missing_sdp", message: "the multipart body has no 'sdp' part")))
+            }
+            sdp = part.body
+            if let part = form.part(named: "session") {
+                guard let json = try? JSON(parsing: String(decoding: part.body, as: UTF8.self)), json.object != nil else {
+                    return .failure(HTTPRefusal(.jsonError(.badRequest, code: "invalid_json", message: "the 'session' part must be a JSON object")))
+                }
+                session = json
+            }
+        } else if !type.hasPrefix("application/sdp") {
+            return .failure(HTTPRefusal(.jsonError(.unsupportedMediaType, code: "unsupported_content_type",
+                                                   message: "send the SDP offer as application/sdp, or multipart/form-data with 'sdp' and 'session' parts")))
+        }
+        do throws(SDPError) {
+            let description = try SessionDescription(parsing: sdp)
+            do throws(WebRTCOfferError) {
+                return .success((try WebRTCOffer(description), session))
+            } catch {
+                return .failure(HTTPRefusal(.jsonError(.badRequest, code: "invalid_offer", message: "\(error)")))
+            }
+        } catch {
+            return .failure(HTTPRefusal(.jsonError(.badRequest, code: "invalid_sdp", message: "\(error)")))
+        }
+    }
+
+    /// Makes the call on `loop` and answers: 201, the answer SDP, and where the call is.
+    private func answer(_ offer: WebRTCOffer, _ session: CallSession, _ request: HTTPRequest, on loop: EventLoop) -> HTTPResponse {
+        let calls = loop.local { LoopCalls(loop: loop) }
+        let port: MediaPort
+        let context: DTLSContext
+        let dtls: DTLSEndpoint
+        do {
+            port = try calls.port(host: settings.host, ports: settings.ports, metrics: metrics)
+            context = try dtlsContext()
+            guard let fingerprint = DTLSFingerprint(bytes: offer.fingerprint.bytes) else { throw DTLSError.setup("no sha-256 fingerprint") }
+            dtls = try DTLSEndpoint(context: context, remoteFingerprint: fingerprint)
+        } catch {
+            webrtcLog.warning("cannot take a call", metadata: ["error": "\(error)"])
+            session.ended(.internalError)
+            return .jsonError(.serviceUnavailable, code: "webrtc_unavailable", message: "this server cannot take WebRTC calls now: \(error)")
+        }
+        var local = ICECredentials.generate()
+        while port.isExpecting(ufrag: Array(local.ufrag.utf8)) { local = ICECredentials.generate() }
+        let random = OpenSSL.randomBytes(20)
+        let id = "rtc_" + OpenSSL.hex(random[0..<12])
+        let ssrc = random[12..<16].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let call = WebRTCCall(id: id, port: port, offer: offer, local: local, dtls: dtls, session: session, audioSSRC: ssrc,
+                              metrics: metrics, now: MonotonicClock.nanoseconds())
+        _ = port.expect(call, ufrag: call.ufrag)
+        calls.add(call)
+        directory.withLock { $0[id] = calls }
+        call.onEnd = { [weak self] call in
+            calls.remove(call)
+            self?.directory.withLock { $0[call.id] = nil }
+        }
+        metrics.callsOpen.add(1)
+        let address = advertisedAddress(request, bound: port.local)
+        let answer = WebRTCAnswer(offer: offer, iceUfrag: local.ufrag, icePwd: local.password, certificateFingerprint: context.fingerprint.bytes,
+                                  candidates: [.init(address: address, port: UInt16(port.local.port))], audioSSRC: ssrc, cname: id,
+                                  sessionID: random[16..<20].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        call.callLog("call answered on \(address):\(port.local.port)")
+        return HTTPResponse(status: .created, headers: [("Content-Type", "application/sdp"), ("Location", "\(Self.callsPath)/\(id)")], body: answer.bytes)
+    }
+
+    private func dtlsContext() throws(TLSError) -> DTLSContext {
+        try context.withLock { (made: inout DTLSContext?) throws(TLSError) -> DTLSContext in
+            if let made { return made }
+            let created = try DTLSContext(certificate: DTLSCertificate(), role: .server)
+            made = created
+            return created
+        }
+    }
+
+    /// What the answer's candidate names (see `Settings.publicAddress`).
+    private func advertisedAddress(_ request: HTTPRequest, bound: SocketAddress) -> String {
+        if let publicAddress = settings.publicAddress { return publicAddress }
+        let host = bound.numericHost
+        if host != "0.0.0.0", host != "::" { return host }
+        if let literal = Self.hostLiteral(request.header("host")) { return literal }
+        return "127.0.0.1"
+    }
+
+    /// The Host header's host when it is an IPv4 literal ("localhost" is 127.0.0.1).
+    static func hostLiteral(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let host = header.split(separator: ":").first.map(String.init) ?? ""
+        if host == "localhost" { return "127.0.0.1" }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) else { return nil }
+        return host
+    }
+
+    // MARK: Hanging up
+
+    /// `POST /v1/realtime/calls/{call_id}/hangup`, with the same key, token or secret as the offer.
+    private func hangUp(_ request: HTTPRequest) -> HTTPResponse {
+        let rest = request.path.dropFirst(Self.callsPath.count + 1).split(separator: "/")
+        guard rest.count == 2, rest[1] == "hangup" else { return Self.cors(.jsonError(.notFound, code: "not_found", message: "no such route"), request) }
+        if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return Self.cors(refusal.response, request) }
+        let id = String(rest[0])
+        guard let calls = directory.withLock({ $0[id] }) else {
+            return Self.cors(.jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request)
+        }
+        calls.loop.handle.execute { calls.hangUp(id) }
+        return Self.cors(HTTPResponse(status: .ok, contentType: "application/json", body: "{}\n"), request)
+    }
+
+    // MARK: CORS
+
+    /// A browser on another origin may post offers (the page holds only a client secret) and must
+    /// be allowed to read `Location`, where the call's id is (the JavaScript SDK reads it).
+    static func cors(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
+        guard request.header("origin") != nil else { return response }
+        var response = response
+        response.headers += [("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "Location")]
+        return response
+    }
+
+    static func preflight(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: .noContent, headers: [
+            ("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "POST, OPTIONS"),
+            ("Access-Control-Allow-Headers", "Authorization, Content-Type, OpenAI-Beta"), ("Access-Control-Max-Age", "600"),
+        ])
+    }
+}
+
+/// A loop's media port and its calls. Touched only on its loop (the directory hands a hangup over
+/// with `execute`), hence unchecked.
+final class LoopCalls: @unchecked Sendable {
+    let loop: EventLoop
+    private var mediaPort: MediaPort?
+    private var calls: [String: WebRTCCall] = [:]
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    /// The loop's port, bound when its first call comes.
+    func port(host: String, ports: ClosedRange<Int>?, metrics: WebRTCMetrics) throws -> MediaPort {
+        if let mediaPort { return mediaPort }
+        guard let address = (try? Sys.resolve(host: host, port: 0, passive: true, numericOnly: true))?.first else { throw WebRTCSetupError.badHost(host) }
+        let opened = try MediaPort.open(on: loop, host: address, ports: ports, metrics: metrics)
+        mediaPort = opened
+        return opened
+    }
+
+    func add(_ call: WebRTCCall) { calls[call.id] = call }
+    func remove(_ call: WebRTCCall) { calls[call.id] = nil }
+    func hangUp(_ id: String) { calls[id]?.end(.hangup) }
+}
+
+enum WebRTCSetupError: Error, CustomStringConvertible {
+    case badHost(String)
+    var description: String {
+        switch self {
+        case .badHost(let host): "--webrtc-host \(host) is not a numeric IP address"
+        }
+    }
+}
