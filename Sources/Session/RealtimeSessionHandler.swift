@@ -192,7 +192,9 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private func followCallAudio(_ event: ServerEvent, on socket: any SessionSocket) {
         switch event.kind {
         case .responseDone(let response):
-            if let stopped = call?.done(response.id) { send(driver.event(stopped), on: socket) }
+            // A cancelled reply's audio was cut, not played out: cleared, not stopped.
+            let ended = response.status == .cancelled ? call?.stopped(response.id) : call?.done(response.id)
+            if let ended { send(driver.event(ended), on: socket) }
         case .outputAudioBufferCleared(let responseID):
             call?.cleared(responseID)
         default:

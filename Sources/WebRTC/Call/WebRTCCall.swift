@@ -50,7 +50,10 @@ final class WebRTCCall: MediaPortCall {
         configuration.maxOutgoingMessageBytes = Int(min(offer.maxMessageSize, UInt64(configuration.maxOutgoingMessageBytes)))
         configuration.remotePort = offer.sctpPort
         // SCTP packets travel as DTLS application data: each must fit one record in one datagram.
-        configuration.maxPacketBytes = min(configuration.maxPacketBytes, dtls.applicationDataMTU)
+        // The cipher is not chosen yet (DTLS_get_data_mtu is 0 until it is), and Parley's DTLS
+        // offers AEAD suites only: 13 bytes of record header, 8 of explicit nonce and 16 of tag
+        // (AES-GCM, the largest) under the 1,200-byte datagram leave 1,163.
+        configuration.maxPacketBytes = min(configuration.maxPacketBytes, DTLSEndpoint.defaultMTU - 13 - 8 - 16)
         channels = DataChannels(association: SCTPAssociation(configuration: configuration), role: .server)
         media = CallMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
         rescheduleTimer(now: now)
