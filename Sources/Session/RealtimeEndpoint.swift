@@ -93,6 +93,7 @@ public final class RealtimeEndpoint: Sendable {
     /// Browsers cannot set headers, so they offer `realtime` plus `openai-insecure-api-key.<key>`;
     /// the answer names `realtime` (a key must never be echoed back in a response header).
     func admit(_ request: HTTPRequest, _ offered: [String], allowsOpus: Bool) -> Result<WebSocketAdmission, HTTPRefusal> {
+        if let callID = request.queryValue("call_id") { return admitSideband(request, offered, callID: String(callID)) }
         let asked: ResumeRequest
         switch ResumeRequest.parse(request) {
         case .success(let parsed): asked = parsed
@@ -133,5 +134,16 @@ public final class RealtimeEndpoint: Sendable {
         HTTPRefusal(.jsonError(.serviceUnavailable, code: "server_busy",
                                message: "this server is holding its most voice sessions (\(capacity.limit) in this process, --speech-capacity); retry soon or on another node",
                                headers: [("Retry-After", "5")]))
+    }
+
+    /// `?call_id=`: a sideband on a WebRTC call's session, for whoever may open sessions here
+    /// (the same key, token or secret); it is the call's session, so it takes no place of its own.
+    private func admitSideband(_ request: HTTPRequest, _ offered: [String], callID: String) -> Result<WebSocketAdmission, HTTPRefusal> {
+        access.identify(request, offered: offered).flatMap { _ in
+            guard let entry = CallDirectory.shared.find(callID) else {
+                return .failure(HTTPRefusal(.jsonError(.notFound, code: "call_not_found", message: "no call '\(callID)' on this server")))
+            }
+            return .success(WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil, handler: SidebandHandler(entry)))
+        }
     }
 }

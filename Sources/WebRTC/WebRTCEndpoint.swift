@@ -30,8 +30,6 @@ public final class WebRTCEndpoint: Sendable {
     let metrics = WebRTCMetrics.shared
     /// Made when the first offer comes: OpenSSL loads then, not at start.
     private let context = Mutex<DTLSContext?>(nil)
-    /// Every loop's calls, by call id, for a hangup that arrives on another loop.
-    private let directory = Mutex<[String: LoopCalls]>([:])
     static let callsPath = "/v1/realtime/calls"
 
     public init(sessions: RealtimeEndpoint, settings: Settings = Settings()) {
@@ -130,12 +128,9 @@ public final class WebRTCEndpoint: Sendable {
         let call = WebRTCCall(id: id, port: port, offer: offer, local: local, dtls: dtls, session: session, audioSSRC: ssrc,
                               metrics: metrics, now: MonotonicClock.nanoseconds())
         _ = port.expect(call, ufrag: call.ufrag)
-        calls.add(call)
-        directory.withLock { $0[id] = calls }
-        call.onEnd = { [weak self] call in
-            calls.remove(call)
-            self?.directory.withLock { $0[call.id] = nil }
-        }
+        CallDirectory.shared.add(id, session, on: loop)
+        call.onEnd = { call in CallDirectory.shared.remove(call.id) }
+        session.onHangUp = { [weak call] in call?.end(.hangup) }
         metrics.callsOpen.add(1)
         let address = advertisedAddress(request, bound: port.local)
         let answer = WebRTCAnswer(offer: offer, iceUfrag: local.ufrag, icePwd: local.password, certificateFingerprint: context.fingerprint.bytes,
@@ -181,10 +176,9 @@ public final class WebRTCEndpoint: Sendable {
         guard rest.count == 2, rest[1] == "hangup" else { return Self.cors(.jsonError(.notFound, code: "not_found", message: "no such route"), request) }
         if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return Self.cors(refusal.response, request) }
         let id = String(rest[0])
-        guard let calls = directory.withLock({ $0[id] }) else {
+        guard CallDirectory.shared.withCall(id, { $0.hangUp() }) else {
             return Self.cors(.jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request)
         }
-        calls.loop.handle.execute { calls.hangUp(id) }
         return Self.cors(HTTPResponse(status: .ok, contentType: "application/json", body: "{}\n"), request)
     }
 
@@ -207,12 +201,11 @@ public final class WebRTCEndpoint: Sendable {
     }
 }
 
-/// A loop's media port and its calls. Touched only on its loop (the directory hands a hangup over
-/// with `execute`), hence unchecked.
-final class LoopCalls: @unchecked Sendable {
+/// A loop's media port, bound when its first call comes. (Its calls are held by the port's maps
+/// and their sessions; `CallDirectory` finds them by id.)
+final class LoopCalls {
     let loop: EventLoop
     private var mediaPort: MediaPort?
-    private var calls: [String: WebRTCCall] = [:]
 
     init(loop: EventLoop) { self.loop = loop }
 
@@ -224,10 +217,6 @@ final class LoopCalls: @unchecked Sendable {
         mediaPort = opened
         return opened
     }
-
-    func add(_ call: WebRTCCall) { calls[call.id] = call }
-    func remove(_ call: WebRTCCall) { calls[call.id] = nil }
-    func hangUp(_ id: String) { calls[id]?.end(.hangup) }
 }
 
 enum WebRTCSetupError: Error, CustomStringConvertible {

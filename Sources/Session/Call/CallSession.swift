@@ -9,16 +9,28 @@ import Server
 /// says arrives here packet by packet from the call's jitter buffer.
 package final class CallSession {
     private let handler: RealtimeSessionHandler
+    /// The call and its sidebands, once the data channel opened.
+    private var socket: CallSocket?
 
     fileprivate init(_ handler: RealtimeSessionHandler) { self.handler = handler }
 
     package var sessionID: String { handler.driver.engine.sessionID }
 
     /// The data channel is open: `session.created` goes out, and the session runs.
-    package func open(_ socket: any SessionSocket) {
+    package func open(_ call: any SessionSocket) {
+        let socket = CallSocket(call)
+        self.socket = socket
         handler.client = ObjectIdentifier(handler)
         handler.driver.open(socket)
     }
+
+    /// A sideband WebSocket (on `remote`'s loop) gets the session's events from now on.
+    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
+        guard let socket else { return remote.execute { sideband.value.close(.policyViolation, reason: "the call has not opened its data channel yet") } }
+        socket.sidebands[id] = RelayedSocket(home: socket.loop, remote: remote, socket: sideband)
+    }
+
+    func detach(sideband id: ObjectIdentifier) { socket?.sidebands[id] = nil }
 
     /// A text message on the data channel: one client event.
     package func receive(text: UnsafeRawBufferPointer) {
@@ -37,9 +49,19 @@ package final class CallSession {
         handler.driver.feedAudio { try $0.opusLost(next: next) }
     }
 
+    /// What ends the call's transport (the WebRTC module's), for a hangup that came from outside it.
+    package var onHangUp: (() -> Void)?
+
+    /// `POST /v1/realtime/calls/{id}/hangup`: the call ends as if its client hung up.
+    package func hangUp() { onHangUp?() }
+
     /// The call is over (hung up, its peer gone, its transport failed): the session ends.
     package func ended(_ code: WebSocketCloseCode) {
+        socket?.closeSidebands()
         handler.socketClosed(code, from: ObjectIdentifier(handler))
+        // The call holds its session and the socket holds the call: let both go.
+        socket = nil
+        onHangUp = nil
     }
 
     /// The speech capacity's seat, given back when the session ends.
