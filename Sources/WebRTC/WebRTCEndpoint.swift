@@ -49,6 +49,8 @@ public final class WebRTCEndpoint: Sendable {
 
     private func offer(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
         let loop = stream.loop
+        // Who is asking before what they ask: an unauthorised offer is not parsed.
+        if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return stream.respond(Self.cors(refusal.response, request)) }
         let offer: WebRTCOffer
         let session: JSON?
         switch Self.read(request) {

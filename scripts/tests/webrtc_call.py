@@ -21,6 +21,7 @@ import wave
 import aioice.ice
 import av
 import numpy
+import websockets
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 
 # aioice gathers host candidates from the interfaces and leaves loopback out; the server here
@@ -188,6 +189,19 @@ async def call(args):
     created = await events.wait("session.created", 10)
     if args.multipart:
         check(created["session"].get("instructions") == "You are a test.", "the multipart session's instructions are the session's")
+    if args.quick:
+        await hang_up(args, call_id, pc, tasks)
+        print("all checks passed", flush=True)
+        return
+
+    # The sideband: a server's WebSocket on the same session, by the call's id.
+    ws_url = args.url.replace("http://", "ws://") + f"/v1/realtime?call_id={call_id}"
+    sideband = await websockets.connect(ws_url, additional_headers={"Authorization": f"Bearer {args.key}"})
+    await sideband.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "Answer briefly."}}))
+    updated = await events.wait("session.updated", 10, lambda e: e["session"].get("instructions") == "Answer briefly.")
+    check(updated is not None, "the sideband's session.update reaches the call's session (its session.updated on the data channel)")
+    seen = json.loads(await asyncio.wait_for(sideband.recv(), 10))
+    check(seen.get("type") == "session.updated", f"the sideband gets the call's events ({seen.get('type')})")
     channel.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "audio": {
         "input": {"format": {"type": "audio/pcm", "rate": 24000}, "transcription": {"model": "whisper-1"},
                   "turn_detection": {"type": "server_vad", "silence_duration_ms": 600}},
@@ -214,7 +228,9 @@ async def call(args):
     heard_until = len(speaker.audio())
 
     # A long reply, cut by the caller's voice.
-    channel.send(json.dumps({"type": "response.create", "response": {"instructions": args.long_reply}}))
+    channel.send(json.dumps({"type": "conversation.item.create", "item": {
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text": args.long_reply}]}}))
+    channel.send(json.dumps({"type": "response.create"}))
     second = await events.wait("output_audio_buffer.started", 30, lambda e: e.get("response_id") != reply_id)
     long_id = second["response_id"]
     await asyncio.sleep(1.5)
@@ -224,20 +240,38 @@ async def call(args):
     await events.wait("output_audio_buffer.cleared", 5, lambda e: e.get("response_id") == long_id)
     check(True, "output_audio_buffer.cleared after the barge-in")
 
+    reply = next((e for e in events.all if e.get("type") == "response.output_audio_transcript.done"
+                  and e.get("response_id") == reply_id), {})
+    with open(args.heard + ".txt", "w") as f:
+        f.write(reply.get("transcript", ""))
     with wave.open(args.heard, "wb") as f:
         f.setnchannels(1)
         f.setsampwidth(2)
         f.setframerate(RATE)
         f.writeframes(speaker.audio()[:heard_until].tobytes())
 
+    await hang_up(args, call_id, pc, tasks)
+    code = None
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                await sideband.recv()
+    except websockets.ConnectionClosed as closed:
+        code = closed.rcvd.code if closed.rcvd else None
+    except TimeoutError:
+        pass
+    check(code == 1000, f"the sideband is closed (1000) with the call ({code})")
+    print(f"reply_speech_seconds={spoken:.2f} events={len(events.all)}")
+    print("all checks passed", flush=True)
+
+
+async def hang_up(args, call_id, pc, tasks):
     status, _, body = await asyncio.get_running_loop().run_in_executor(
         None, post, f"{args.url}/v1/realtime/calls/{call_id}/hangup", b"", {"Authorization": f"Bearer {args.key}"})
     check(status == 200, f"hangup answered 200 ({status} {body[:100]!r})")
     for task in tasks:
         task.cancel()
     await pc.close()
-    print(f"reply_speech_seconds={spoken:.2f} events={len(events.all)}")
-    print("all checks passed", flush=True)
 
 
 def main():
@@ -246,9 +280,11 @@ def main():
     parser.add_argument("--key", required=True, help="an ek_ client secret or an API key")
     parser.add_argument("--question", required=True, help="48 kHz mono WAV")
     parser.add_argument("--interruption", required=True, help="48 kHz mono WAV")
-    parser.add_argument("--long-reply", default="Tell a long story about a boat at sea, at least ten sentences.")
+    parser.add_argument("--long-reply", default="Tell me a long story about a small boat that left the harbour at dawn.",
+                        help="a user message whose reply is long enough to be cut")
     parser.add_argument("--heard", required=True, help="where the first reply's audio is written")
     parser.add_argument("--multipart", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="only the offer, the channel, session.created, and the hangup")
     args = parser.parse_args()
     try:
         asyncio.run(asyncio.wait_for(call(args), 180))

@@ -1,0 +1,13 @@
+"""Prints the words Whisper (tiny.en, the speech helper's own model in .venv-speech) hears in a WAV:
+for tests that check what a client heard was the reply's speech, not noise or silence.
+
+    .venv-speech/bin/python scripts/tests/recognise.py FILE.wav
+"""
+import os
+import sys
+
+from faster_whisper import WhisperModel
+
+model = WhisperModel(os.path.join(os.path.dirname(sys.executable), "..", "whisper-tiny.en"), device="cpu", compute_type="int8", cpu_threads=1)
+segments, _ = model.transcribe(sys.argv[1], language="en", beam_size=1)
+print(" ".join(segment.text.strip() for segment in segments))
