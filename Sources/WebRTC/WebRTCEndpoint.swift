@@ -22,19 +22,29 @@ public final class WebRTCEndpoint: Sendable {
         public var host = "0.0.0.0"
         /// The UDP ports the loops' media ports take from (`--webrtc-ports`); nil: the kernel's choice.
         public var ports: ClosedRange<Int>?
+        /// How long a call waits for its peer's nominated check, and how long after the last check
+        /// its peer counts as gone (RFC 7675's 30 s): tests shorten them.
+        package var setupTimeoutSeconds = 15.0
+        package var consentTimeoutSeconds = 30.0
         public init() {}
     }
 
     let realtime: RealtimeEndpoint
     let settings: Settings
-    let metrics = WebRTCMetrics.shared
+    let metrics: WebRTCMetrics
     /// Made when the first offer comes: OpenSSL loads then, not at start.
     private let context = Mutex<DTLSContext?>(nil)
     static let callsPath = "/v1/realtime/calls"
 
-    public init(sessions: RealtimeEndpoint, settings: Settings = Settings()) {
+    public convenience init(sessions: RealtimeEndpoint, settings: Settings = Settings()) {
+        self.init(sessions: sessions, settings: settings, metrics: .shared)
+    }
+
+    /// With series of its own (a test's), rather than the process's.
+    init(sessions: RealtimeEndpoint, settings: Settings, metrics: WebRTCMetrics) {
         realtime = sessions
         self.settings = settings
+        self.metrics = metrics
     }
 
     public func install(on routes: inout Router.Builder) {
@@ -127,7 +137,10 @@ public final class WebRTCEndpoint: Sendable {
         let random = OpenSSL.randomBytes(20)
         let id = "rtc_" + OpenSSL.hex(random[0..<12])
         let ssrc = random[12..<16].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        let call = WebRTCCall(id: id, port: port, offer: offer, local: local, dtls: dtls, session: session, audioSSRC: ssrc,
+        var ice = ICELiteAgent.Settings()
+        ice.setupTimeout = UInt64(settings.setupTimeoutSeconds * 1e9)
+        ice.consentTimeout = UInt64(settings.consentTimeoutSeconds * 1e9)
+        let call = WebRTCCall(id: id, port: port, offer: offer, local: local, ice: ice, dtls: dtls, session: session, audioSSRC: ssrc,
                               metrics: metrics, now: MonotonicClock.nanoseconds())
         _ = port.expect(call, ufrag: call.ufrag)
         CallDirectory.shared.add(id, session, on: loop)

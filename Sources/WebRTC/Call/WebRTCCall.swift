@@ -37,14 +37,14 @@ final class WebRTCCall: MediaPortCall {
     /// Told when the call ends, to forget it (`WebRTCCalls`).
     var onEnd: ((WebRTCCall) -> Void)?
 
-    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, dtls: DTLSEndpoint, session: CallSession,
+    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, session: CallSession,
          audioSSRC: UInt32, metrics: WebRTCMetrics, now: UInt64) {
         self.id = id
         self.port = port
         self.metrics = metrics
         self.dtls = dtls
         self.session = session
-        ice = ICELiteAgent(local: local, remote: ICECredentials(ufrag: offer.iceUfrag, password: offer.icePwd), now: now)
+        ice = ICELiteAgent(local: local, remote: ICECredentials(ufrag: offer.iceUfrag, password: offer.icePwd), now: now, settings: settings)
         ufrag = Array(local.ufrag.utf8)
         var configuration = SCTPAssociation.Configuration()
         configuration.maxOutgoingMessageBytes = Int(min(offer.maxMessageSize, UInt64(configuration.maxOutgoingMessageBytes)))
