@@ -26,19 +26,10 @@ enum RequestRouting {
         }
         switch route {
         case .http(let methods):
-            let isHead = request.method == "HEAD"
-            guard let responder = methods[isHead ? "GET" : request.method] else {
-                let allowed = methods.keys.sorted() + (methods["GET"] != nil ? ["HEAD"] : [])
-                return .respond(.error(.methodNotAllowed, headers: [("Allow", allowed.joined(separator: ", "))]),
-                                keepAlive: keepAlive, includeBody: true)
-            }
-            switch responder {
-            case .complete(let serve):
-                return .respond(serve(request), keepAlive: keepAlive, includeBody: !isHead)
-            case .streaming(let serve):
-                return .stream(serve, keepAlive: keepAlive, includeBody: !isHead)
-            }
-        case .webSocket(let endpoint):
+            return serve(request, methods, keepAlive: keepAlive)
+        case .webSocket(_, let methods) where !methods.isEmpty && request.header("upgrade")?.lowercased() != "websocket":
+            return serve(request, methods, keepAlive: keepAlive)
+        case .webSocket(let endpoint, _):
             if let allowedOrigins, let origin = request.header("origin"),
                !allowedOrigins.contains(where: { $0.lowercased() == origin.lowercased() }) {
                 serverLog.info("upgrade refused", metadata: ["path": "\(request.path)", "status": "403", "reason": "origin"])
@@ -61,6 +52,22 @@ enum RequestRouting {
                 if let refusal = reserveOrRefuse(request, reserveSession) { return .refuse(refusal) }
                 return .upgrade(response, endpoint, admission)
             }
+        }
+    }
+
+    /// A plain request's responder by its method; HEAD is GET's without the body; else 405.
+    private static func serve(_ request: HTTPRequest, _ methods: [String: Router.Responder], keepAlive: Bool) -> RouteDecision {
+        let isHead = request.method == "HEAD"
+        guard let responder = methods[isHead ? "GET" : request.method] else {
+            let allowed = methods.keys.sorted() + (methods["GET"] != nil ? ["HEAD"] : [])
+            return .respond(.error(.methodNotAllowed, headers: [("Allow", allowed.joined(separator: ", "))]),
+                            keepAlive: keepAlive, includeBody: true)
+        }
+        switch responder {
+        case .complete(let serve):
+            return .respond(serve(request), keepAlive: keepAlive, includeBody: !isHead)
+        case .streaming(let serve):
+            return .stream(serve, keepAlive: keepAlive, includeBody: !isHead)
         }
     }
 

@@ -31,7 +31,9 @@ public final class Router: Sendable {
     enum Route {
         /// Responders by method; HEAD is served by GET's responder, without the body.
         case http([String: Responder])
-        case webSocket(WebSocketEndpoint)
+        /// A WebSocket endpoint, and responders for requests to its path that are not upgrades
+        /// (`POST /v1/realtime` with an SDP offer, the Realtime API's older WebRTC signalling).
+        case webSocket(WebSocketEndpoint, http: [String: Responder])
     }
 
     private let routes: [String: Route]
@@ -68,10 +70,16 @@ public final class Router: Sendable {
         }
 
         private mutating func add(_ path: String, _ method: String, _ responder: Responder) {
-            var methods: [String: Responder] = [:]
-            if case .http(let existing) = routes[path] { methods = existing }
-            methods[method] = responder
-            routes[path] = .http(methods)
+            switch routes[path] {
+            case .webSocket(let endpoint, var methods):
+                methods[method] = responder
+                routes[path] = .webSocket(endpoint, http: methods)
+            case .http(var methods):
+                methods[method] = responder
+                routes[path] = .http(methods)
+            case nil:
+                routes[path] = .http([method: responder])
+            }
         }
 
         /// A streamed `method` (GET unless given) for every path that starts with `prefix` (a
@@ -92,7 +100,9 @@ public final class Router: Sendable {
 
         /// A WebSocket endpoint whose `admit` makes the handler as it accepts the upgrade.
         public mutating func webSocket(_ path: String, name: String, admit: @escaping Admit) {
-            routes[path] = .webSocket(WebSocketEndpoint(name: name, admit: admit, metricsIndex: endpointNames.count))
+            var methods: [String: Responder] = [:]
+            if case .http(let existing) = routes[path] { methods = existing }
+            routes[path] = .webSocket(WebSocketEndpoint(name: name, admit: admit, metricsIndex: endpointNames.count), http: methods)
             endpointNames.append(name)
         }
     }

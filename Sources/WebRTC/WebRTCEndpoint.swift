@@ -50,6 +50,10 @@ public final class WebRTCEndpoint: Sendable {
     public func install(on routes: inout Router.Builder) {
         routes.addMetrics(metrics.registry)
         routes.stream("POST", Self.callsPath) { request, stream in self.offer(request, stream) }
+        // The older flow: the offer posted to the session's own path (`/v1/realtime?model=…`), the
+        // answer the same; its WebSocket upgrades are untouched.
+        routes.stream("POST", "/v1/realtime") { request, stream in self.offer(request, stream) }
+        routes.stream("OPTIONS", "/v1/realtime") { request, stream in stream.respond(Self.preflight(request)) }
         routes.stream("OPTIONS", Self.callsPath) { request, stream in stream.respond(Self.preflight(request)) }
         routes.streamUnder(Self.callsPath + "/", method: "POST") { request, stream in stream.respond(self.hangUp(request)) }
         routes.streamUnder(Self.callsPath + "/", method: "OPTIONS") { request, stream in stream.respond(Self.preflight(request)) }

@@ -56,10 +56,10 @@ import TestSupport
         }
 
         /// Posts the offer; reads the answer's port, credentials and fingerprint.
-        func call(_ server: TestServer, fingerprint: DTLSFingerprint? = nil) throws {
+        func call(_ server: TestServer, fingerprint: DTLSFingerprint? = nil, path: String = "/v1/realtime/calls") throws {
             let body = offer(fingerprint: fingerprint)
             let client = try server.client()
-            try client.send("POST /v1/realtime/calls HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sdp\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            try client.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sdp\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
             let response = try client.readResponse()
             try #require(response.status == 201, "\(response)")
             let answer = try SessionDescription(parsing: response.body)
@@ -195,5 +195,16 @@ import TestSupport
         #expect(server.metric(#"parley_webrtc_calls_ended_total{reason="hangup"}"#, becomes: 1))
         try client.send("POST /v1/realtime/calls/rtc_nosuchcall/hangup HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         #expect(try client.readResponse().status == 404)
+    }
+
+    /// The Realtime API's older signalling posts the offer to the session's own path; the same
+    /// path still upgrades to a WebSocket session.
+    @Test func theOlderFlowPostsTheOfferToTheSessionsPathWhichStillUpgrades() throws {
+        let server = try Self.server()
+        let caller = try Caller()
+        try caller.call(server, path: "/v1/realtime?model=gpt-realtime")
+        #expect(try caller.connect() != nil)
+        let client = try server.client()
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
     }
 }
