@@ -25,12 +25,14 @@ speech() { # VOICE SPEED SENTENCE FILE: espeak-ng at 48 kHz mono, as a browser's
     sox "$WORK/said.wav" -r 48000 -c 1 -b 16 "$4" || die "sox could not resample the speech" 2
 }
 speech en-us 150 "What is twelve times seven?" "$WORK/question.wav"
-speech en-gb+f3 170 "Stop, stop. Wait a moment." "$WORK/interruption.wav"
+# Past 1.5 s of speech a barge-in needs no words (docs/protocol.md, "Barge-in"): a margin on a busy machine.
+speech en-gb+f3 170 "Stop, stop. Wait a moment, I have another question for you." "$WORK/interruption.wav"
 
 key="sk-webrtc+$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 MASK="s/$key/<key>/g"
 PARLEY_API_KEY="$key" start_parley server serve 0 --loops 2 --log-level debug
 url="http://127.0.0.1:$port"
+[[ -z "${KEEP_LOG:-}" ]] || on_exit 'cp "$LOGS/server.log" "$KEEP_LOG"'
 
 secret=$(curl -sf -X POST -H "Authorization: Bearer $key" -H "Content-Type: application/json" -d '{}' "$url/v1/realtime/client_secrets" \
          | "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["value"])') || die "no client secret from the server" 2

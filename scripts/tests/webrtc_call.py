@@ -236,7 +236,8 @@ async def call(args):
     await asyncio.sleep(1.5)
     microphone.say(interruption)
     cut = await events.wait("response.done", 30, lambda e: e["response"]["id"] == long_id)
-    check(cut["response"]["status"] == "cancelled", f"the barge-in cancels the reply ({cut['response']['status']})")
+    check(cut["response"]["status"] == "cancelled", f"the barge-in cancels the reply ({cut['response']['status']}; "
+          f"events since it started: {[t for t in events.types()[events.all.index(second):] if 'delta' not in t]})")
     await events.wait("output_audio_buffer.cleared", 5, lambda e: e.get("response_id") == long_id)
     check(True, "output_audio_buffer.cleared after the barge-in")
 
