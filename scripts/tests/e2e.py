@@ -13,10 +13,13 @@ with #key=<a client secret minted with that key> (a call, and `?transport=ws`), 
 and answer as above; two without a key, which must say that a key is needed; two with #key=<the
 key itself>, which must connect; one on the WebSocket with a key no browser can send as a
 subprotocol, which must say so. A call must stay a call (a page that fell back to the WebSocket
-fails). Every page must get through the run without an uncaught JavaScript exception. The key and
+fails); and, at the end, alone, a developer-mode page whose offer cannot be sent (DevTools blocks the
+request) must say that WebRTC did not work and talk on the WebSocket instead. Every page must get through the run without an uncaught JavaScript exception. The key and
 the secret are never printed.
 
-Then the calls end: the developer-mode call's Stop button must hang it up (the server counts no
+Then the calls' media (packets both ways, the reply's audio not silent and playing, the microphone
+with echo cancellation, noise suppression and gain control on), and the calls end: the
+developer-mode call's Stop button must hang it up (the server counts no
 call open), and the client-secret call, hung up from outside (POST …/hangup with the key, as a
 server ending it would), must say that WebRTC calls do not resume.
 
@@ -195,14 +198,18 @@ class Tab:
         timeline: document.getElementById('timelineText')?.textContent,
         timelineBars: document.querySelectorAll('#timeline span').length})"""
 
-    def __init__(self, tools: DevTools, url: str) -> None:
+    def __init__(self, tools: DevTools, url: str, blocked: list[str] | None = None) -> None:
         self.tools = tools
         context = tools.call("Target.createBrowserContext")["browserContextId"]
-        target = tools.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
-        self.session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.target = tools.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
+        self.session = tools.call("Target.attachToTarget", {"targetId": self.target, "flatten": True})["sessionId"]
         tools.call("Page.enable", session=self.session)
         tools.call("Runtime.enable", session=self.session)
         tools.call("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": 760, "deviceScaleFactor": 1, "mobile": False}, session=self.session)
+        if blocked:
+            # Requests to these URL patterns fail as a network error would.
+            tools.call("Network.enable", session=self.session)
+            tools.call("Network.setBlockedURLs", {"urls": blocked}, session=self.session)
         tools.call("Page.navigate", {"url": url}, session=self.session)
 
     def probe(self) -> dict:
@@ -220,8 +227,11 @@ class Tab:
         return closed["result"]["value"]
 
     def evaluate(self, expression: str):
-        result = self.tools.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=self.session)
+        result = self.tools.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session=self.session)
         return result.get("result", {}).get("value")
+
+    def close(self) -> None:
+        self.tools.call("Target.closeTarget", {"targetId": self.target})
 
     def exceptions(self) -> list[str]:
         return [e["params"]["exceptionDetails"].get("exception", {}).get("description") or e["params"]["exceptionDetails"]["text"]
@@ -250,6 +260,11 @@ def shows(seen: dict, words: str) -> bool:
 def asked_for_key(seen: dict) -> bool:
     """Refused for want of a key: the page says how to give one, and keeps trying."""
     return shows(seen, "If it needs a key, open this page as") and "reconnecting" in (seen.get("state") or "")
+
+
+def fell_back(seen: dict) -> bool:
+    """A call whose offer could not be sent: the page says so, and talks on the WebSocket."""
+    return talked(seen) and shows(seen, "WebRTC did not work here")
 
 
 def call_asked_for_key(seen: dict) -> bool:
@@ -329,6 +344,53 @@ def check_resume(tab: Tab, url: str, timeout: float) -> bool:
         report(f"e2e: FAIL: resume: the page threw {threw}")
         return False
     report(f"e2e: PASS: resume: the page showed {seen['notice']!r}, then heard {seen['user'][-1]!r} and answered {seen['agent'][-1][:60]!r}")
+    return True
+
+
+# The call's media, from its RTCPeerConnection's statistics and the microphone track's settings.
+CALL_MEDIA = """(async () => {
+    if (!pc) return null;
+    let inbound = {}, outbound = {};
+    (await pc.getStats()).forEach((r) => {
+        if (r.type === "inbound-rtp" && r.kind === "audio") inbound = r;
+        if (r.type === "outbound-rtp" && r.kind === "audio") outbound = r;
+    });
+    const track = pc.getSenders().map((s) => s.track).find((t) => t);
+    const settings = track ? track.getSettings() : {};
+    return JSON.stringify({ sent: outbound.packetsSent || 0, received: inbound.packetsReceived || 0,
+        energy: inbound.totalAudioEnergy || 0, playing: !document.getElementById("remote").paused,
+        echoCancellation: settings.echoCancellation, noiseSuppression: settings.noiseSuppression, autoGainControl: settings.autoGainControl });
+})()"""
+
+
+def check_call_media(name: str, tab: Tab) -> bool:
+    """A call that talked also carried its audio: the microphone's packets went out with the
+    browser's echo cancellation on, and the reply came back on the audio track, not silent, into
+    the page's playing <audio> element."""
+    media = json.loads(tab.evaluate(CALL_MEDIA) or "null") or {}
+    good = (media.get("sent", 0) > 50 and media.get("received", 0) > 50 and media.get("energy", 0) > 0 and media.get("playing")
+            and media.get("echoCancellation") is True and media.get("noiseSuppression") is True and media.get("autoGainControl") is True)
+    report(f"e2e: {'PASS' if good else 'FAIL'}: {name}, media: {json.dumps(media)}")
+    return bool(good)
+
+
+def check_fallback(tools: DevTools, url: str, timeout: float) -> bool:
+    """A developer-mode page whose offer cannot be sent (DevTools blocks the request, as a network
+    error would) says that WebRTC did not work, and talks on the WebSocket instead."""
+    tab = Tab(tools, url.rstrip("/") + "/?autostart=1", blocked=["*/v1/realtime/calls"])
+    said = wait_for(tab, lambda seen: shows(seen, "WebRTC did not work here") and seen.get("via") == "(WebSocket)", timeout)
+    if said is None:
+        report("e2e: FAIL: offer failed: the page did not say it fell back to the WebSocket")
+        return False
+    seen = wait_for(tab, talked, timeout)
+    if seen is None:
+        report("e2e: FAIL: offer failed: the page did not talk on the WebSocket")
+        return False
+    threw = tab.exceptions()
+    if threw:
+        report(f"e2e: FAIL: offer failed: the page threw {threw}")
+        return False
+    report(f"e2e: PASS: offer failed: the page said {said['notice']!r}, then heard {seen['user'][-1]!r} and answered {seen['agent'][-1][:60]!r}")
     return True
 
 
@@ -464,10 +526,18 @@ def main() -> int:
             shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=tab.session)
             with open(args.screenshot, "wb") as out:
                 out.write(base64.b64decode(shot["data"]))
-        ended = check_stop(checks["developer mode, call"][0], args.url)
+        ended = check_call_media("developer mode, call", checks["developer mode, call"][0])
+        ended = check_stop(checks["developer mode, call"][0], args.url) and ended
         if args.keyed_url:
+            ended = check_call_media("client secret, call", checks["client secret, call"][0]) and ended
             ended = check_call_dropped(checks["client secret, call"][0], args.keyed_url, key, args.timeout) and ended
-        return 0 if check_resume(checks["developer mode, WebSocket"][0], args.url, args.timeout) and ended else 1
+        resumed = check_resume(checks["developer mode, WebSocket"][0], args.url, args.timeout)
+        # Last, alone (the other talking pages closed, so that the server's recognisers are not all
+        # busy): a page whose offer fails.
+        for name in ("developer mode, WebSocket", "client secret, WebSocket"):
+            if name in checks:
+                checks[name][0].close()
+        return 0 if check_fallback(tools, args.url, args.timeout) and resumed and ended else 1
     except Exception as error:  # noqa: BLE001 - any failure to drive the browser is reported as such
         report(f"e2e: could not drive chromium: {error}")
         return 2
