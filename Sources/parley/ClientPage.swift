@@ -164,7 +164,7 @@ enum ClientPage {
       const peer = new RTCPeerConnection();
       pc = peer;
       sender = peer.addTransceiver("audio", { direction: "sendrecv" }).sender;
-      if (micStream) sender.replaceTrack(micStream.getAudioTracks()[0]);
+      if (micStream) sender.replaceTrack(micStream.getAudioTracks()[0]).catch(() => {});
       peer.ontrack = (e) => {
         const remote = $("remote");
         remote.srcObject = e.streams[0] || new MediaStream([e.track]);
@@ -438,7 +438,8 @@ enum ClientPage {
       micWanted = true;
       if (transport === "webrtc") return startCallMic();
       if (!("AudioEncoder" in window)) { say("This browser cannot encode Opus (WebCodecs AudioEncoder is missing): use a recent Chrome, Edge or Safari, or type below."); return; }
-      if (!(await askMic({ channelCount: 1, echoCancellation: true, noiseSuppression: true }))) return;
+      micStream = await askMic({ channelCount: 1, echoCancellation: true, noiseSuppression: true });
+      if (!micStream) return;
       micContext = new AudioContext({ sampleRate: 16000 });
       await micContext.audioWorklet.addModule(URL.createObjectURL(new Blob([worklet], { type: "text/javascript" })));
       const source = micContext.createMediaStreamSource(micStream);
@@ -459,9 +460,12 @@ enum ClientPage {
     async function startCallMic() {
       if (!wantConnected) call();
       $("remote").play().catch(() => {});  // a click lets a page play sound
-      if (!(await askMic({ channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true }))) return;
-      if (transport !== "webrtc" || !micWanted) { micStream.getTracks().forEach((t) => t.stop()); micStream = null; return; }
-      if (sender) sender.replaceTrack(micStream.getAudioTracks()[0]);
+      const stream = await askMic({ channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true });
+      if (!stream) return;
+      // Stopped, or fallen back to the WebSocket, while the browser asked.
+      if (transport !== "webrtc" || !micWanted) { stream.getTracks().forEach((t) => t.stop()); return; }
+      micStream = stream;
+      if (sender) sender.replaceTrack(micStream.getAudioTracks()[0]).catch(() => {});
       meterContext = new AudioContext();
       const analyser = meterContext.createAnalyser();
       analyser.fftSize = 2048;
@@ -473,12 +477,11 @@ enum ClientPage {
 
     async function askMic(constraints) {
       try {
-        micStream = await navigator.mediaDevices.getUserMedia({ audio: constraints });
-        return true;
+        return await navigator.mediaDevices.getUserMedia({ audio: constraints });
       } catch (err) {
         micWanted = false;
         say(err.name === "NotAllowedError" ? "The microphone was denied: allow it in the browser's site settings, or type below." : "No microphone: " + err.message);
-        return false;
+        return null;
       }
     }
 
@@ -493,7 +496,7 @@ enum ClientPage {
       if (micContext) micContext.close();
       if (meterContext) meterContext.close();
       if (encoder && encoder.state !== "closed") encoder.close();
-      if (sender) sender.replaceTrack(null);
+      if (sender) sender.replaceTrack(null).catch(() => {});
       clearInterval(meterTimer);
       micStream = micContext = meterContext = encoder = null;
       $("level").value = 0;
