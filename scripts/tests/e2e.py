@@ -350,6 +350,12 @@ def check_resume(tab: Tab, url: str, timeout: float) -> bool:
 # The call's media, from its RTCPeerConnection's statistics and the microphone track's settings.
 CALL_MEDIA = """(async () => {
     if (!pc) return null;
+    // The input meter, until it moves (the fake microphone is quiet for 5 s of its 8 s loop).
+    let level = 0;
+    for (let i = 0; i < 90 && level < 0.02; i++) {
+        level = Math.max(level, document.getElementById("level").value);
+        await new Promise((done) => setTimeout(done, 100));
+    }
     let inbound = {}, outbound = {};
     (await pc.getStats()).forEach((r) => {
         if (r.type === "inbound-rtp" && r.kind === "audio") inbound = r;
@@ -358,17 +364,17 @@ CALL_MEDIA = """(async () => {
     const track = pc.getSenders().map((s) => s.track).find((t) => t);
     const settings = track ? track.getSettings() : {};
     return JSON.stringify({ sent: outbound.packetsSent || 0, received: inbound.packetsReceived || 0,
-        energy: inbound.totalAudioEnergy || 0, playing: !document.getElementById("remote").paused,
+        energy: inbound.totalAudioEnergy || 0, level, playing: !document.getElementById("remote").paused,
         echoCancellation: settings.echoCancellation, noiseSuppression: settings.noiseSuppression, autoGainControl: settings.autoGainControl });
 })()"""
 
 
 def check_call_media(name: str, tab: Tab) -> bool:
     """A call that talked also carried its audio: the microphone's packets went out with the
-    browser's echo cancellation on, and the reply came back on the audio track, not silent, into
+    browser's echo cancellation on (and moved the input meter), and the reply came back on the audio track, not silent, into
     the page's playing <audio> element."""
     media = json.loads(tab.evaluate(CALL_MEDIA) or "null") or {}
-    good = (media.get("sent", 0) > 50 and media.get("received", 0) > 50 and media.get("energy", 0) > 0 and media.get("playing")
+    good = (media.get("sent", 0) > 50 and media.get("level", 0) >= 0.02 and media.get("received", 0) > 50 and media.get("energy", 0) > 0 and media.get("playing")
             and media.get("echoCancellation") is True and media.get("noiseSuppression") is True and media.get("autoGainControl") is True)
     report(f"e2e: {'PASS' if good else 'FAIL'}: {name}, media: {json.dumps(media)}")
     return bool(good)
