@@ -1,13 +1,18 @@
 import Server
 
 /// The browser voice client, served at `/`: one page, no build step, nothing fetched from anywhere
-/// but this server. It asks for the microphone, encodes it to Opus with WebCodecs (16 kHz, 20 ms
-/// frames, as the server listens) and sends each packet as a binary message on `/ws`; it shows the
-/// connection, a live input level, the user's words as the server recognises them and the reply as
-/// it streams, and plays the spoken reply (Opus packets, decoded with WebCodecs), stopping when the
-/// user speaks again. Its session is resumable: when the socket drops it reconnects with the token
-/// and the last event's seq and carries on (docs/operations.md). `/?autostart=1` connects and
-/// listens without a click.
+/// but this server. Where the browser has `RTCPeerConnection` it makes a WebRTC call
+/// (`POST /v1/realtime/calls`, with a client secret: minted with `{}` on a server without keys, or
+/// the `#key=` it was opened with): the microphone goes out with the browser's own echo
+/// cancellation, the reply comes back on the call's audio track into an `<audio>` element, and the
+/// events on the `oai-events` data channel. `/?transport=ws`, or an offer that fails, uses the
+/// WebSocket instead: the microphone encoded to Opus with WebCodecs (16 kHz, 20 ms frames, as the
+/// server listens), each packet a binary message on `/ws`, the reply's Opus packets decoded with
+/// WebCodecs. Either way it shows the connection, a live input level, the user's words as the server
+/// recognises them and the reply as it streams, and stops the reply when the user speaks again. The
+/// WebSocket session is resumable (it reconnects with the token and the last event's seq and carries
+/// on, docs/operations.md); a WebRTC call is not, and the page says so when one drops.
+/// `/?autostart=1` connects and listens without a click.
 enum ClientPage {
     static let response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")],
                                        body: Array(html.utf8))
@@ -27,6 +32,7 @@ enum ClientPage {
       .bar { display: flex; gap: .8em; align-items: center; flex-wrap: wrap; margin: .8em 0; }
       .state { font-weight: 600; }
       .state.ok { color: var(--ok); } .state.bad { color: var(--bad); }
+      .via { color: var(--muted); font-size: .85em; }
       button { font: inherit; padding: .45em 1em; border-radius: .4em; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; }
       button.secondary { background: #fff; color: var(--accent); }
       button:disabled { opacity: .5; cursor: default; }
@@ -47,7 +53,7 @@ enum ClientPage {
     <main>
       <h1>Parley</h1>
       <div class="bar">
-        <span>Connection: <span id="state" class="state">not connected</span></span>
+        <span>Connection: <span id="state" class="state">not connected</span> <span id="via" class="via"></span></span>
         <button id="start">Start talking</button>
         <button id="stop" class="secondary" disabled>Stop</button>
         <label>Input <meter id="level" min="0" max="1" value="0"></meter></label>
@@ -61,12 +67,16 @@ enum ClientPage {
       <div id="timeline" title="The last turn, from your last word to the reply's first sound"></div>
       <div id="timelineText"></div>
       <p id="report" hidden>This call's report: <a id="reportLink" target="_blank" rel="noopener"></a> (with an operator key when the server has them)</p>
+      <audio id="remote" autoplay></audio>
       <form id="textForm"><input type="text" id="text" placeholder="Or type a message" autocomplete="off"><button>Send</button></form>
     </main>
     <script>
     "use strict";
     const $ = (id) => document.getElementById(id);
     const log = $("log"), notice = $("notice"), stateEl = $("state");
+    // WebRTC where the browser has it (the browser's own echo cancellation, no WebCodecs needed);
+    // ?transport=ws asks for the WebSocket, which is also where a failed offer falls back to.
+    let transport = new URLSearchParams(location.search).get("transport") === "ws" || !("RTCPeerConnection" in window) ? "ws" : "webrtc";
     let ws = null, wantConnected = false, retry = 0, micStream = null, micContext = null, encoder = null;
     let player = null, decoder = null, playhead = 0, sources = [], replyLine = null, userLine = null, ts = 0;
     // Resume (docs/protocol.md): the session outlives a dropped socket for `grace_seconds`. The page
@@ -76,8 +86,12 @@ enum ClientPage {
     let droppedAt = 0, resumeTry = 0, resuming = false, lostWhy = "", restartNow = false;
     // The note shown while the agent's reply is paused by the user's speech (parley.response.paused).
     let pausedNote = null;
+    // The WebRTC call: its peer connection, the audio sender the microphone's track goes to, the
+    // oai-events channel, and where the call is (Location) for the hangup.
+    let pc = null, sender = null, channel = null, callPath = "", micWanted = false, meterContext = null, meterTimer = 0;
 
     function setState(text, kind) { stateEl.textContent = text; stateEl.className = "state " + (kind || ""); }
+    function setVia(text) { $("via").textContent = text ? "(" + text + ")" : ""; }
     function say(text) { notice.textContent = text; }
     function line(cls, who) {
       const div = document.createElement("div");
@@ -88,7 +102,23 @@ enum ClientPage {
       log.scrollTop = log.scrollHeight;
       return div.querySelector(".text");
     }
-    function send(event) { if (ws && ws.readyState === 1) ws.send(JSON.stringify(event)); }
+    function isOpen() { return transport === "webrtc" ? channel !== null && channel.readyState === "open" : ws !== null && ws.readyState === 1; }
+    function send(event) {
+      if (!isOpen()) return;
+      if (transport === "webrtc") channel.send(JSON.stringify(event)); else ws.send(JSON.stringify(event));
+    }
+
+    // A key or client secret from the page's fragment (#key=…, which never reaches a server or its
+    // logs), kept for this tab and taken out of the address bar. URLSearchParams reads "+" as a
+    // space, and a key may hold a "+".
+    function pageKey() {
+      const given = new URLSearchParams(location.hash.slice(1).replace(/\+/g, "%2B")).get("key");
+      if (given) { sessionStorage.setItem("parley-key", given); history.replaceState(null, "", location.pathname + location.search); }
+      return sessionStorage.getItem("parley-key");
+    }
+    function refused() {
+      say("The server refused the session. If it needs a key, open this page as " + location.origin + "/#key=YOUR_KEY (an API key or a client secret).");
+    }
 
     // Close codes, said for people.
     const closeReasons = { 1000: "closed", 1001: "the server is shutting down", 1008: "the connection was too slow or broke the rules",
@@ -108,14 +138,128 @@ enum ClientPage {
       lostWhy = why;
     }
 
+    // MARK: WebRTC
+
+    // A call: a client secret (or the page's key), an offer with one audio transceiver and the
+    // oai-events channel, the answer. The microphone's track joins the sender when it is granted,
+    // so the call (and typing) works before the user presses Start.
+    async function call() {
+      wantConnected = true;
+      setVia("WebRTC");
+      setState("connecting…");
+      const key = pageKey();
+      let credential = key;
+      if (!credential) {
+        // Developer mode: a server without keys mints a secret for anyone, so no API key is ever
+        // put in the offer unless the page was given one.
+        let minted;
+        try {
+          minted = await fetch("/v1/realtime/client_secrets", { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+        } catch (err) { return fallBack("the server could not be reached: " + err.message); }
+        if (minted.status === 401 || minted.status === 403) { wantConnected = false; setState("not connected", "bad"); refused(); return; }
+        if (!minted.ok) return fallBack("no client secret: " + minted.status);
+        try { credential = (await minted.json()).value; } catch (_) { return fallBack("the client secret did not read"); }
+      }
+      if (!wantConnected || transport !== "webrtc") return;
+      const peer = new RTCPeerConnection();
+      pc = peer;
+      sender = peer.addTransceiver("audio", { direction: "sendrecv" }).sender;
+      if (micStream) sender.replaceTrack(micStream.getAudioTracks()[0]).catch(() => {});
+      peer.ontrack = (e) => {
+        const remote = $("remote");
+        remote.srcObject = e.streams[0] || new MediaStream([e.track]);
+        remote.play().catch(() => {});
+      };
+      const events = peer.createDataChannel("oai-events");
+      channel = events;
+      let opened = false;
+      events.onopen = () => {
+        if (peer !== pc) return;
+        opened = true;
+        setState("connected", "ok"); say(lostWhy); lostWhy = "";
+        applySettings();
+      };
+      events.onmessage = (m) => { if (peer === pc) onEvent(JSON.parse(m.data)); };
+      events.onclose = () => { if (peer === pc) dropped("its data channel closed"); };
+      peer.onconnectionstatechange = () => {
+        if (peer !== pc) return;
+        const state = peer.connectionState;
+        if (state === "failed" || state === "closed") opened ? dropped("the connection " + state) : fallBack("the connection did not come up");
+        else if (state === "disconnected" && opened) setState("interrupted: waiting for the network…", "bad");
+        else if (state === "connected" && opened) setState("connected", "ok");
+      };
+      let answer;
+      try {
+        await peer.setLocalDescription(await peer.createOffer());
+        answer = await fetch("/v1/realtime/calls", { method: "POST", body: peer.localDescription.sdp,
+          headers: { "Content-Type": "application/sdp", "Authorization": "Bearer " + credential } });
+      } catch (err) {
+        if (peer === pc) fallBack("the offer could not be sent: " + err.message);
+        return;
+      }
+      if (peer !== pc) return;
+      if (answer.status === 401 || answer.status === 403) { closeCall(); wantConnected = false; setState("not connected", "bad"); refused(); return; }
+      if (answer.status !== 201) {
+        let why = "";
+        try { why = (await answer.json()).error.message; } catch (_) {}
+        return fallBack("the offer was refused: " + answer.status + (why ? ", " + why : ""));
+      }
+      callPath = answer.headers.get("Location") || "";
+      try {
+        await peer.setRemoteDescription({ type: "answer", sdp: await answer.text() });
+      } catch (err) { if (peer === pc) fallBack("the answer did not apply: " + err.message); return; }
+      // ICE and DTLS take well under a second on a reachable server; a call still not up after 15 s
+      // is one this network will not carry (UDP blocked, an unreachable address).
+      setTimeout(() => { if (peer === pc && !opened) fallBack("the call did not connect within 15 s"); }, 15000);
+    }
+
+    // Ends the call from this side: the hangup (with the page's key if it has one; in developer mode
+    // none is needed, and a secret may have expired since), and the connection closed, whose DTLS
+    // close_notify ends the call on the server even if the hangup does not arrive.
+    function closeCall() {
+      if (callPath) {
+        const key = sessionStorage.getItem("parley-key");
+        fetch(callPath + "/hangup", { method: "POST", keepalive: true, headers: key ? { "Authorization": "Bearer " + key } : {} }).catch(() => {});
+      }
+      const peer = pc;
+      pc = sender = channel = null; callPath = "";
+      if (peer) peer.close();
+      $("remote").srcObject = null;
+    }
+
+    // The call ended without the user asking: the server's session went with it (a WebRTC call
+    // has no resume token), so the next call is a new conversation.
+    function dropped(why) {
+      closeCall();
+      wantConnected = false;
+      stopMic();
+      replyLine = userLine = null;
+      setState("call dropped: WebRTC calls do not resume", "bad");
+      say("The call ended (" + why + "). WebRTC calls do not resume: press Start talking for a new conversation.");
+      showReport();
+    }
+
+    // The offer failed: the WebSocket instead, for the rest of this page's life.
+    function fallBack(why) {
+      if (transport !== "webrtc") return;
+      closeCall();
+      const listen = micWanted;
+      stopMic();
+      transport = "ws";
+      lostWhy = "WebRTC did not work here (" + why + "): using the WebSocket instead.";
+      say(lostWhy);
+      connect();
+      if (listen) startMic();
+    }
+
+    // MARK: WebSocket
+
     function connect() {
       wantConnected = true;
-      // A key or client secret from the page's fragment (#key=…, which never reaches a server or
-      // its logs), kept for this tab; browsers send it as a subprotocol, since they cannot set headers.
-      // URLSearchParams reads "+" as a space, and a key may hold a "+". Reconnects offer it again.
-      const given = new URLSearchParams(location.hash.slice(1).replace(/\+/g, "%2B")).get("key");
-      if (given) { sessionStorage.setItem("parley-key", given); history.replaceState(null, "", location.pathname + location.search); }
-      const key = sessionStorage.getItem("parley-key");
+      setVia("WebSocket");
+      // Browsers send the key as a subprotocol, since they cannot set a WebSocket's headers.
+      // Reconnects offer it again.
+      const key = pageKey();
       resuming = resumeToken !== null;
       setState(resuming ? "reconnecting…" : "connecting…", resuming ? "bad" : "");
       const query = resuming ? "?resume_token=" + encodeURIComponent(resumeToken) + "&last_seq=" + lastSeq : "?resume=1";
@@ -164,9 +308,7 @@ enum ClientPage {
         // A resume the server refused (its error event started over): a new session at once, once.
         if (restartNow) { restartNow = false; setTimeout(() => { if (wantConnected && sock === ws) connect(); }, 250); return; }
         // A refused upgrade (a missing or wrong key) looks like 1006 before any open.
-        if (!opened && e.code === 1006 && retry >= 1) {
-          say("The server refused the session. If it needs a key, open this page as " + location.origin + "/#key=YOUR_KEY (an API key or a client secret).");
-        }
+        if (!opened && e.code === 1006 && retry >= 1) refused();
         const wait = Math.min(10, 2 ** retry++);
         setState("disconnected: " + why + "; reconnecting in " + wait + " s", "bad");
         setTimeout(() => { if (wantConnected && sock === ws) connect(); }, wait * 1000);
@@ -220,7 +362,7 @@ enum ClientPage {
         case "input_audio_buffer.speech_started":
           if (pausedNote) pausedNote.textContent = "(interrupted)";
           pausedNote = null;
-          stopPlayback();  // barge-in: the user is speaking
+          stopPlayback();  // barge-in: the user is speaking (on a call, the server stops the track)
           userLine = line("user", "You");
           userLine.classList.add("partial");
           userLine.textContent = "…";
@@ -285,19 +427,19 @@ enum ClientPage {
     $("voice").onchange = applySettings;
     $("sensitivity").onchange = applySettings;
 
-    // The microphone: 16 kHz mono into an AudioWorklet, 20 ms Opus frames out.
+    // The microphone. On a call: the track itself, with the browser's echo cancellation, noise
+    // suppression and gain control (what WebRTC is for here), its level read by an AnalyserNode.
+    // On the WebSocket: 16 kHz mono into an AudioWorklet, 20 ms Opus frames out.
     const worklet = `class Tap extends AudioWorkletProcessor {
       process(inputs) { const ch = inputs[0][0]; if (ch) this.port.postMessage(ch.slice(0)); return true; } }
       registerProcessor("tap", Tap);`;
 
     async function startMic() {
+      micWanted = true;
+      if (transport === "webrtc") return startCallMic();
       if (!("AudioEncoder" in window)) { say("This browser cannot encode Opus (WebCodecs AudioEncoder is missing): use a recent Chrome, Edge or Safari, or type below."); return; }
-      try {
-        micStream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true } });
-      } catch (err) {
-        say(err.name === "NotAllowedError" ? "The microphone was denied: allow it in the browser's site settings, or type below." : "No microphone: " + err.message);
-        return;
-      }
+      micStream = await askMic({ channelCount: 1, echoCancellation: true, noiseSuppression: true });
+      if (!micStream) return;
       micContext = new AudioContext({ sampleRate: 16000 });
       await micContext.audioWorklet.addModule(URL.createObjectURL(new Blob([worklet], { type: "text/javascript" })));
       const source = micContext.createMediaStreamSource(micStream);
@@ -307,8 +449,7 @@ enum ClientPage {
       encoder.configure({ codec: "opus", sampleRate: 16000, numberOfChannels: 1, bitrate: 24000, opus: { frameDuration: 20000, application: "voip" } });
       tap.port.onmessage = (m) => {
         const samples = m.data;
-        let sum = 0; for (const s of samples) sum += s * s;
-        $("level").value = Math.min(1, Math.sqrt(sum / samples.length) * 4);
+        $("level").value = loudness(samples);
         encoder.encode(new AudioData({ format: "f32", sampleRate: 16000, numberOfFrames: samples.length, numberOfChannels: 1, timestamp: ts, data: samples }));
         ts += samples.length * 1e6 / 16000;
       };
@@ -316,16 +457,54 @@ enum ClientPage {
       $("start").disabled = true; $("stop").disabled = false;
     }
 
+    async function startCallMic() {
+      if (!wantConnected) call();
+      $("remote").play().catch(() => {});  // a click lets a page play sound
+      const stream = await askMic({ channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true });
+      if (!stream) return;
+      // Stopped, or fallen back to the WebSocket, while the browser asked.
+      if (transport !== "webrtc" || !micWanted) { stream.getTracks().forEach((t) => t.stop()); return; }
+      micStream = stream;
+      if (sender) sender.replaceTrack(micStream.getAudioTracks()[0]).catch(() => {});
+      meterContext = new AudioContext();
+      const analyser = meterContext.createAnalyser();
+      analyser.fftSize = 2048;
+      meterContext.createMediaStreamSource(micStream).connect(analyser);
+      const samples = new Float32Array(analyser.fftSize);
+      meterTimer = setInterval(() => { analyser.getFloatTimeDomainData(samples); $("level").value = loudness(samples); }, 100);
+      $("start").disabled = true; $("stop").disabled = false;
+    }
+
+    async function askMic(constraints) {
+      try {
+        return await navigator.mediaDevices.getUserMedia({ audio: constraints });
+      } catch (err) {
+        micWanted = false;
+        say(err.name === "NotAllowedError" ? "The microphone was denied: allow it in the browser's site settings, or type below." : "No microphone: " + err.message);
+        return null;
+      }
+    }
+
+    function loudness(samples) {
+      let sum = 0; for (const s of samples) sum += s * s;
+      return Math.min(1, Math.sqrt(sum / samples.length) * 4);
+    }
+
     function stopMic() {
+      micWanted = false;
       if (micStream) micStream.getTracks().forEach((t) => t.stop());
       if (micContext) micContext.close();
+      if (meterContext) meterContext.close();
       if (encoder && encoder.state !== "closed") encoder.close();
-      micStream = micContext = encoder = null;
+      if (sender) sender.replaceTrack(null).catch(() => {});
+      clearInterval(meterTimer);
+      micStream = micContext = meterContext = encoder = null;
       $("level").value = 0;
       $("start").disabled = false; $("stop").disabled = true;
     }
 
-    // The spoken reply: Opus packets (24 kHz mono) decoded and queued back to back.
+    // The spoken reply on the WebSocket: Opus packets (24 kHz mono) decoded and queued back to back.
+    // (On a call the browser plays the audio track itself.)
     function playPacket(data) {
       if (!("AudioDecoder" in window)) return;
       if (!player) { player = new AudioContext(); }
@@ -353,21 +532,34 @@ enum ClientPage {
       sources = []; playhead = 0;
     }
 
-    $("start").onclick = async () => { if (!ws || ws.readyState > 1) connect(); await startMic(); };
-    $("stop").onclick = stopMic;
+    $("start").onclick = async () => { if (transport === "ws" && (!ws || ws.readyState > 1)) connect(); await startMic(); };
+    // Stop: on a call, the call ends (a new one on Start); on the WebSocket, the microphone stops and
+    // the session stays, for typing.
+    $("stop").onclick = () => {
+      stopMic();
+      if (transport !== "webrtc") return;
+      wantConnected = false;
+      closeCall();
+      setState("not connected");
+      showReport();
+    };
+    window.addEventListener("pagehide", () => { if (pc) closeCall(); });
     $("textForm").onsubmit = (e) => {
       e.preventDefault();
       const text = $("text").value.trim();
       if (!text) return;
-      if (!ws || ws.readyState !== 1) { say("Not connected yet."); if (!ws) connect(); return; }
+      if (!isOpen()) {
+        say("Not connected yet.");
+        if (transport === "ws" && !ws) connect(); else if (transport === "webrtc" && !wantConnected) call();
+        return;
+      }
       stopPlayback();
       line("user", "You").textContent = text;
       send({ type: "conversation.item.create", item: { type: "message", role: "user", content: [{ type: "input_text", text }] } });
       send({ type: "response.create" });
       $("text").value = "";
     };
-    if (!("WebSocket" in window)) say("This browser has no WebSocket.");
-    connect();
+    if (transport === "webrtc") call(); else if (!("WebSocket" in window)) say("This browser has no WebSocket."); else connect();
     if (new URLSearchParams(location.search).get("autostart") === "1") startMic();
     </script>
     </html>

@@ -32,8 +32,10 @@ import TestSupport
         try client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
         let page = try client.readResponse()
         #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
-        // The voice client, whole: its socket, its microphone path, and nothing from elsewhere.
+        // The voice client, whole: its call, its socket, its microphone paths, and nothing from elsewhere.
         #expect(page.body.contains("\"/ws\"") && page.body.contains("AudioEncoder") && page.body.contains("autostart"))
+        #expect(page.body.contains("\"/v1/realtime/calls\"") && page.body.contains("\"oai-events\"") && page.body.contains("transport"))
+        #expect(page.body.contains("echoCancellation: true, noiseSuppression: true, autoGainControl: true"))
         #expect(!page.body.contains("http://") && !page.body.contains("https://"))
         let session = try TestClient(port: process.port)
         #expect(try session.upgrade(path: "/ws").status == 101)

@@ -1,18 +1,29 @@
 #!/usr/bin/env python3
 """End-to-end test of the browser client: headless Chromium opens Parley's page with a fake
 microphone that plays a sentence spoken by espeak-ng, and the test checks, over Chrome's DevTools
-protocol, that the user's words and the agent's reply appear on the page.
+protocol, that the user's words and the agent's reply appear on the page: once as a WebRTC call
+(the page's default: POST /v1/realtime/calls, the reply on the call's audio track, the events on
+its data channel) and once on the WebSocket (`?transport=ws`).
 
     scripts/tests/e2e.py --url http://127.0.0.1:PORT --wav speech.wav [--screenshot docs/screenshot.png]
     PARLEY_API_KEY=KEY scripts/tests/e2e.py --url ... --wav ... --keyed-url http://127.0.0.1:PORT2
 
-With --keyed-url (a server started with the key in PARLEY_API_KEY), more pages at once: one opened
-with #key=<a client secret minted with that key>, which must hear and answer as above; one without
-a key, which must say that a key is needed; one with #key=<the key itself>, which must connect; one
-with a key no browser can send as a subprotocol, which must say so. Every page must get through the
-run without an uncaught JavaScript exception. The key and the secret are never printed.
+With --keyed-url (a server started with the key in PARLEY_API_KEY), more pages at once: two opened
+with #key=<a client secret minted with that key> (a call, and `?transport=ws`), which must hear
+and answer as above; two without a key, which must say that a key is needed; two with #key=<the
+key itself>, which must connect; one on the WebSocket with a key no browser can send as a
+subprotocol, which must say so. A call must stay a call (a page that fell back to the WebSocket
+fails); and, at the end, alone, a developer-mode page whose offer cannot be sent (DevTools blocks the
+request) must say that WebRTC did not work and talk on the WebSocket instead. Every page must get through the run without an uncaught JavaScript exception. The key and
+the secret are never printed.
 
-Then resume: the developer-mode page's WebSocket is closed from outside with 4000 (an application
+Then the calls' media (packets both ways, the reply's audio not silent and playing, the microphone
+with echo cancellation, noise suppression and gain control on), and the calls end: the
+developer-mode call's Stop button must hang it up (the server counts no
+call open), and the client-secret call, hung up from outside (POST …/hangup with the key, as a
+server ending it would), must say that WebRTC calls do not resume.
+
+Then resume: the developer-mode WebSocket page's socket is closed from outside with 4000 (an application
 code: the server parks the session as for a dropped network), found through DevTools' heap query so
 that the page needs no hook for tests; the page must say it reconnected, hear and answer the next
 spoken turn (the fake microphone loops), and the server must count one resume from memory.
@@ -152,6 +163,8 @@ def launch(profile: str, wav: str) -> subprocess.Popen:
         # The microphone is the WAV file, granted without a prompt; audio may play without a gesture.
         "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream", f"--use-file-for-fake-audio-capture={wav}",
         "--autoplay-policy=no-user-gesture-required",
+        # The server's ICE candidate is 127.0.0.1, which Chrome leaves out of its calls unless told.
+        "--allow-loopback-in-peer-connection",
         "about:blank",
     ]
     return subprocess.Popen([find_chromium(), *flags], stdout=subprocess.DEVNULL, stderr=open(os.path.join(profile, "chromium.log"), "w"))
@@ -176,6 +189,7 @@ class Tab:
 
     PROBE = """JSON.stringify({
         state: document.getElementById('state')?.textContent,
+        via: document.getElementById('via')?.textContent,
         notice: document.getElementById('notice')?.textContent,
         noticeShown: document.getElementById('notice')?.checkVisibility(),
         keyInAddress: location.hash.includes('key='),
@@ -184,14 +198,18 @@ class Tab:
         timeline: document.getElementById('timelineText')?.textContent,
         timelineBars: document.querySelectorAll('#timeline span').length})"""
 
-    def __init__(self, tools: DevTools, url: str) -> None:
+    def __init__(self, tools: DevTools, url: str, blocked: list[str] | None = None) -> None:
         self.tools = tools
         context = tools.call("Target.createBrowserContext")["browserContextId"]
-        target = tools.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
-        self.session = tools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.target = tools.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})["targetId"]
+        self.session = tools.call("Target.attachToTarget", {"targetId": self.target, "flatten": True})["sessionId"]
         tools.call("Page.enable", session=self.session)
         tools.call("Runtime.enable", session=self.session)
         tools.call("Emulation.setDeviceMetricsOverride", {"width": 1000, "height": 760, "deviceScaleFactor": 1, "mobile": False}, session=self.session)
+        if blocked:
+            # Requests to these URL patterns fail as a network error would.
+            tools.call("Network.enable", session=self.session)
+            tools.call("Network.setBlockedURLs", {"urls": blocked}, session=self.session)
         tools.call("Page.navigate", {"url": url}, session=self.session)
 
     def probe(self) -> dict:
@@ -208,18 +226,30 @@ class Tab:
                       f"function() {{ const open = this.filter((s) => s.readyState === 1); open.forEach((s) => s.close({code}, 'e2e')); return open.length; }}"})
         return closed["result"]["value"]
 
+    def evaluate(self, expression: str):
+        result = self.tools.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session=self.session)
+        return result.get("result", {}).get("value")
+
+    def close(self) -> None:
+        self.tools.call("Target.closeTarget", {"targetId": self.target})
+
     def exceptions(self) -> list[str]:
         return [e["params"]["exceptionDetails"].get("exception", {}).get("description") or e["params"]["exceptionDetails"]["text"]
                 for e in self.tools.exceptions if e.get("sessionId") == self.session]
 
 
 def talked(seen: dict) -> bool:
-    """The spoken turn went through: the page shows the user's words, a reply, and the turn's
-    timeline (parley.turn.timeline, which the page asks for) drawn as its stages."""
+    """The spoken turn went through on the WebSocket: the page shows the user's words, a reply,
+    and the turn's timeline (parley.turn.timeline, which the page asks for) drawn as its stages."""
     heard = any("weather" in text.lower() for text in seen.get("user", []))
     answered = any(len(text.strip()) > 5 for text in seen.get("agent", []))
     timeline = (seen.get("timeline") or "").startswith("Last turn") and seen.get("timelineBars", 0) >= 4
-    return heard and answered and timeline and not seen.get("keyInAddress")
+    return heard and answered and timeline and not seen.get("keyInAddress") and seen.get("via") == "(WebSocket)"
+
+
+def called(seen: dict) -> bool:
+    """The same, on a WebRTC call (not the WebSocket it falls back to when the offer fails)."""
+    return talked({**seen, "via": "(WebSocket)"}) and seen.get("via") == "(WebRTC)"
 
 
 def shows(seen: dict, words: str) -> bool:
@@ -232,9 +262,25 @@ def asked_for_key(seen: dict) -> bool:
     return shows(seen, "If it needs a key, open this page as") and "reconnecting" in (seen.get("state") or "")
 
 
+def fell_back(seen: dict) -> bool:
+    """A call whose offer could not be sent: the page says so, and talks on the WebSocket."""
+    return talked(seen) and shows(seen, "WebRTC did not work here")
+
+
+def call_asked_for_key(seen: dict) -> bool:
+    """A call refused for want of a key (the client secret could not be minted): the page says how
+    to give one, and does not fall back to the WebSocket, which would be refused as well."""
+    return shows(seen, "If it needs a key, open this page as") and seen.get("state") == "not connected" and seen.get("via") == "(WebRTC)"
+
+
 def connected(seen: dict) -> bool:
     """The server took the key the page offered (it refuses a session without one)."""
-    return seen.get("state") == "connected" and not seen.get("keyInAddress")
+    return seen.get("state") == "connected" and not seen.get("keyInAddress") and seen.get("via") == "(WebSocket)"
+
+
+def call_connected(seen: dict) -> bool:
+    """The same, for a call made with the key in its Authorization header."""
+    return seen.get("state") == "connected" and not seen.get("keyInAddress") and seen.get("via") == "(WebRTC)"
 
 
 def cannot_send(seen: dict) -> bool:
@@ -250,6 +296,18 @@ def resumed_and_talked(before: dict):
                 and len(heard) > len([t for t in before.get("user", []) if "weather" in t.lower()])
                 and len(seen.get("agent", [])) > len(before.get("agent", [])) and len(seen["agent"][-1].strip()) > 5)
     return check
+
+
+def wait_for(tab: Tab, passed, timeout: float) -> dict | None:
+    """What the page shows once `passed` holds, or None when it did not within `timeout`."""
+    deadline, seen = time.time() + timeout, {}
+    while time.time() < deadline:
+        seen = tab.probe()
+        if passed(seen):
+            return seen
+        time.sleep(0.5)
+    report(f"e2e: within {timeout:.0f} s the page showed {json.dumps(seen)}")
+    return None
 
 
 def metric(url: str, series: str) -> float | None:
@@ -286,6 +344,106 @@ def check_resume(tab: Tab, url: str, timeout: float) -> bool:
         report(f"e2e: FAIL: resume: the page threw {threw}")
         return False
     report(f"e2e: PASS: resume: the page showed {seen['notice']!r}, then heard {seen['user'][-1]!r} and answered {seen['agent'][-1][:60]!r}")
+    return True
+
+
+# The call's media, from its RTCPeerConnection's statistics and the microphone track's settings.
+CALL_MEDIA = """(async () => {
+    if (!pc) return null;
+    // The input meter, until it moves (the fake microphone is quiet for 5 s of its 8 s loop).
+    let level = 0;
+    for (let i = 0; i < 90 && level < 0.02; i++) {
+        level = Math.max(level, document.getElementById("level").value);
+        await new Promise((done) => setTimeout(done, 100));
+    }
+    let inbound = {}, outbound = {};
+    (await pc.getStats()).forEach((r) => {
+        if (r.type === "inbound-rtp" && r.kind === "audio") inbound = r;
+        if (r.type === "outbound-rtp" && r.kind === "audio") outbound = r;
+    });
+    const track = pc.getSenders().map((s) => s.track).find((t) => t);
+    const settings = track ? track.getSettings() : {};
+    return JSON.stringify({ sent: outbound.packetsSent || 0, received: inbound.packetsReceived || 0,
+        energy: inbound.totalAudioEnergy || 0, level, playing: !document.getElementById("remote").paused,
+        echoCancellation: settings.echoCancellation, noiseSuppression: settings.noiseSuppression, autoGainControl: settings.autoGainControl });
+})()"""
+
+
+def check_call_media(name: str, tab: Tab) -> bool:
+    """A call that talked also carried its audio: the microphone's packets went out with the
+    browser's echo cancellation on (and moved the input meter), and the reply came back on the audio track, not silent, into
+    the page's playing <audio> element."""
+    media = json.loads(tab.evaluate(CALL_MEDIA) or "null") or {}
+    good = (media.get("sent", 0) > 50 and media.get("level", 0) >= 0.02 and media.get("received", 0) > 50 and media.get("energy", 0) > 0 and media.get("playing")
+            and media.get("echoCancellation") is True and media.get("noiseSuppression") is True and media.get("autoGainControl") is True)
+    report(f"e2e: {'PASS' if good else 'FAIL'}: {name}, media: {json.dumps(media)}")
+    return bool(good)
+
+
+def check_fallback(tools: DevTools, url: str, timeout: float) -> bool:
+    """A developer-mode page whose offer cannot be sent (DevTools blocks the request, as a network
+    error would) says that WebRTC did not work, and talks on the WebSocket instead."""
+    tab = Tab(tools, url.rstrip("/") + "/?autostart=1", blocked=["*/v1/realtime/calls"])
+    said = wait_for(tab, lambda seen: shows(seen, "WebRTC did not work here") and seen.get("via") == "(WebSocket)", timeout)
+    if said is None:
+        report("e2e: FAIL: offer failed: the page did not say it fell back to the WebSocket")
+        return False
+    seen = wait_for(tab, talked, timeout)
+    if seen is None:
+        report("e2e: FAIL: offer failed: the page did not talk on the WebSocket")
+        return False
+    threw = tab.exceptions()
+    if threw:
+        report(f"e2e: FAIL: offer failed: the page threw {threw}")
+        return False
+    report(f"e2e: PASS: offer failed: the page said {said['notice']!r}, then heard {seen['user'][-1]!r} and answered {seen['agent'][-1][:60]!r}")
+    return True
+
+
+def check_stop(tab: Tab, url: str) -> bool:
+    """The call page's Stop button hangs the call up: the server has no call open after it."""
+    tab.evaluate("document.getElementById('stop').click()")
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if metric(url, "parley_webrtc_calls_open") == 0 and tab.probe().get("state") == "not connected":
+            break
+        time.sleep(0.25)
+    else:
+        report(f"e2e: FAIL: stop: the server still has {metric(url, 'parley_webrtc_calls_open')} calls open 10 s after Stop")
+        return False
+    ended = metric(url, 'parley_webrtc_calls_ended_total{reason="hangup"}')
+    if ended != 1:
+        report(f"e2e: FAIL: stop: the server counted {ended} calls hung up, not 1")
+        return False
+    threw = tab.exceptions()
+    if threw:
+        report(f"e2e: FAIL: stop: the page threw {threw}")
+        return False
+    report("e2e: PASS: stop: the call hung up, the page shows 'not connected'")
+    return True
+
+
+def check_call_dropped(tab: Tab, url: str, key: str, timeout: float) -> bool:
+    """The server ends the call (a hangup from elsewhere): the page must say that the call ended
+    and that a WebRTC call does not resume. The call's path is the page's own (from Location)."""
+    path = tab.evaluate("callPath")
+    if not isinstance(path, str) or not path.startswith("/v1/realtime/calls/rtc_"):
+        report(f"e2e: FAIL: dropped call: the page holds no call path ({path!r})")
+        return False
+    request = urllib.request.Request(url.rstrip("/") + path + "/hangup", data=b"", headers={"Authorization": f"Bearer {key}"})
+    with LOCAL.open(request, timeout=10) as response:
+        if response.status != 200:
+            report(f"e2e: FAIL: dropped call: the hangup was answered {response.status}")
+            return False
+    seen = wait_for(tab, lambda seen: "do not resume" in (seen.get("state") or "") and shows(seen, "WebRTC calls do not resume"), timeout)
+    if seen is None:
+        report("e2e: FAIL: dropped call: the page did not say the call ended and does not resume")
+        return False
+    threw = tab.exceptions()
+    if threw:
+        report(f"e2e: FAIL: dropped call: the page threw {threw}")
+        return False
+    report(f"e2e: PASS: dropped call: the page showed {seen['state']!r}, {seen['notice']!r}")
     return True
 
 
@@ -330,13 +488,18 @@ def main() -> int:
         version = json.load(LOCAL.open(f"http://127.0.0.1:{port}/json/version", timeout=10))
         tools = DevTools(version["webSocketDebuggerUrl"])
         # The pages run side by side, each checked until it passes or time runs out.
-        checks = {"developer mode": (Tab(tools, args.url.rstrip("/") + "/?autostart=1"), talked)}
+        open_url = args.url.rstrip("/")
+        checks = {"developer mode, call": (Tab(tools, open_url + "/?autostart=1"), called),
+                  "developer mode, WebSocket": (Tab(tools, open_url + "/?transport=ws&autostart=1"), talked)}
         if args.keyed_url:
             keyed = args.keyed_url.rstrip("/")
-            checks["client secret"] = (Tab(tools, f"{keyed}/?autostart=1#key={secret}"), talked)
-            checks["no key"] = (Tab(tools, keyed + "/"), asked_for_key)
-            checks["API key"] = (Tab(tools, f"{keyed}/#key={key}"), connected)
-            checks["unsendable key"] = (Tab(tools, f"{keyed}/#key=no/such=key"), cannot_send)
+            checks["client secret, call"] = (Tab(tools, f"{keyed}/?autostart=1#key={secret}"), called)
+            checks["client secret, WebSocket"] = (Tab(tools, f"{keyed}/?transport=ws&autostart=1#key={secret}"), talked)
+            checks["no key, call"] = (Tab(tools, keyed + "/"), call_asked_for_key)
+            checks["no key, WebSocket"] = (Tab(tools, keyed + "/?transport=ws"), asked_for_key)
+            checks["API key, call"] = (Tab(tools, f"{keyed}/#key={key}"), call_connected)
+            checks["API key, WebSocket"] = (Tab(tools, f"{keyed}/?transport=ws#key={key}"), connected)
+            checks["unsendable key"] = (Tab(tools, f"{keyed}/?transport=ws#key=no/such=key"), cannot_send)
 
         deadline = time.time() + args.timeout
         seen: dict[str, dict] = {}
@@ -357,7 +520,7 @@ def main() -> int:
             elif threw:
                 report(f"e2e: FAIL: {name}: the page threw {threw}")
                 failed = True
-            elif passed is talked:
+            elif passed in (talked, called):
                 report(f"e2e: PASS: {name}: the page heard {seen[name]['user']!r} and showed the reply {seen[name]['agent'][0][:80]!r}; {seen[name]['timeline']!r}")
             else:
                 report(f"e2e: PASS: {name}: the page showed {seen[name]['state']!r}, {seen[name]['notice']!r}")
@@ -365,11 +528,22 @@ def main() -> int:
             return 1
         if args.screenshot:
             time.sleep(1.5)  # let the reply stream a little further for the picture
-            tab = checks["developer mode"][0]
+            tab = checks["developer mode, call"][0]
             shot = tools.call("Page.captureScreenshot", {"format": "png"}, session=tab.session)
             with open(args.screenshot, "wb") as out:
                 out.write(base64.b64decode(shot["data"]))
-        return 0 if check_resume(checks["developer mode"][0], args.url, args.timeout) else 1
+        ended = check_call_media("developer mode, call", checks["developer mode, call"][0])
+        ended = check_stop(checks["developer mode, call"][0], args.url) and ended
+        if args.keyed_url:
+            ended = check_call_media("client secret, call", checks["client secret, call"][0]) and ended
+            ended = check_call_dropped(checks["client secret, call"][0], args.keyed_url, key, args.timeout) and ended
+        resumed = check_resume(checks["developer mode, WebSocket"][0], args.url, args.timeout)
+        # Last, alone (the other talking pages closed, so that the server's recognisers are not all
+        # busy): a page whose offer fails.
+        for name in ("developer mode, WebSocket", "client secret, WebSocket"):
+            if name in checks:
+                checks[name][0].close()
+        return 0 if check_fallback(tools, args.url, args.timeout) and resumed and ended else 1
     except Exception as error:  # noqa: BLE001 - any failure to drive the browser is reported as such
         report(f"e2e: could not drive chromium: {error}")
         return 2

@@ -3,8 +3,9 @@
 # espeak-ng (the sentence, then silence so that VAD ends the turn), starts two `parley serve` (the
 # defaults: pocketsphinx, the built-in agent, espeak-ng) on free loopback ports, one in developer
 # mode (no keys) and one with an API key made up here, and runs scripts/tests/e2e.py against both in
-# headless Chromium (what it checks on each: its docstring; on the first, also that the page resumes
-# its session after its socket is closed under it).
+# headless Chromium: the page as a WebRTC call (its default) and on the WebSocket (?transport=ws),
+# a call hung up and one dropped, the WebSocket resuming its session after its socket is closed
+# under it, and a failed offer falling back to the WebSocket (what it checks: its docstring).
 #   SCREENSHOT=docs/screenshot.png scripts/tests/e2e.sh     # also save a picture of the page
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
