@@ -172,6 +172,8 @@ final class WebRTCCall: MediaPortCall {
 
     // MARK: Ending
 
+    func portClosing() { end(.server) }
+
     /// Ends the call once: DTLS's close_notify to the peer, the session ended, the port forgets it.
     func end(_ reason: CallEnd) {
         guard !ended else { return }

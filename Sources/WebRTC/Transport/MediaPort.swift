@@ -6,6 +6,8 @@ protocol MediaPortCall: AnyObject {
     /// A datagram from `from` (its RFC 7983 kind already read from its first byte), in the loop's
     /// shared read buffer: valid only during the call.
     func received(_ datagram: UnsafeRawBufferPointer, kind: PacketKind, from: TransportAddress)
+    /// The port is closing (its loop stops): the call ends now, telling its peer while it can.
+    func portClosing()
 }
 
 /// One UDP socket per event loop, shared by every call that loop answered (ICE-lite's host
@@ -138,7 +140,12 @@ final class MediaPort: LoopRegistrant {
         }
     }
 
-    override func loopStopped() { close() }
+    /// The server is stopping: every call ends with DTLS's close_notify (so browsers hang up at
+    /// once rather than after ICE's 30 s), then the socket closes.
+    override func loopStopped() {
+        for call in Array(byUfrag.values) { call.portClosing() }
+        close()
+    }
 
     func close() {
         if let registration { loop.deregister(registration) }
