@@ -47,10 +47,10 @@ let package = Package(
             providers: [.apt(["libhiredis-dev"])]),
 
         // libsrtp2: SRTP and SRTCP protection of WebRTC's media (RFC 3711), functions on buffers with no
-        // thread of their own. Linked (it is about 100 KB and only WebRTC's calls reach it).
-        .systemLibrary(
-            name: "CSRTP", path: "Sources/CSRTP", pkgConfig: "libsrtp2",
-            providers: [.apt(["libsrtp2-dev"])]),
+        // thread of their own. Its header only, no -l flags: CSRTP opens libsrtp2.so.1 with dlopen
+        // when a call first needs it (Sources/CSRTP/SRTPLibrary.c), since Debian's is built on NSS
+        // and linked it mapped five NSS libraries into every server.
+        .target(name: "CSRTP", path: "Sources/CSRTP"),
 
         // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),

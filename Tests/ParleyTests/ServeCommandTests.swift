@@ -1,4 +1,5 @@
 import Glibc
+import Loop
 import Testing
 import TestSupport
 
@@ -24,6 +25,18 @@ import TestSupport
         #expect(try client.readClose() == 1001)
         // The client never answers; the server must still be gone soon after the shutdown timeout.
         #expect(process.waitForExit(seconds: 5) == 0)
+    }
+
+    /// libsrtp2 is opened when a WebRTC call first needs it (`SRTPContext`), not linked: Debian's is
+    /// built on NSS, so a server holding a session but no call maps neither it nor NSS's libraries.
+    @Test func aServerThatTakesNoCallMapsNeitherLibsrtp2NorNSS() throws {
+        let process = try ServerProcess()
+        let client = try TestClient(port: process.port)
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        let maps = String(decoding: try #require(Sys.readFile("/proc/\(process.pid)/maps")), as: UTF8.self)
+        for library in ["/libsrtp2.so", "/libnss3.so", "/libnspr4.so", "/libnssutil3.so"] {
+            #expect(!maps.contains(library), "\(library) is mapped")
+        }
     }
 
     @Test func rootServesTheClientPageAndSessionsOpenOnWs() throws {

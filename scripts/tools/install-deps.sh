@@ -12,7 +12,9 @@ set -euo pipefail
 # makes the SDK tests' µ-law speech), and redis-server is what RedisTests start on a free port.
 # libpocketsphinx-dev and libespeak-ng-dev give the headers Parley compiles against and depend on
 # the runtime libraries (libpocketsphinx3, libespeak-ng1), which Parley opens with dlopen when first
-# used rather than links (Sources/Speech/SpeechLibrary.swift).
+# used rather than links (Sources/Speech/SpeechLibrary.swift). So does libsrtp2-dev: its header, and
+# libsrtp2-1 (libsrtp2.so.1, with NSS under it), opened when a WebRTC call first needs it
+# (Sources/CSRTP/SRTPLibrary.c).
 packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng flite opus-tools sox
           libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server libsrtp2-dev "$@")
 

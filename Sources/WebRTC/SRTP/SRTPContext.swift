@@ -26,8 +26,17 @@ package final class SRTPContext {
     static let minimumRTPLength = 12
     static let minimumRTCPLength = 8
 
-    /// srtp_init, once per process: Swift initialises a static stored property once, thread-safely.
-    private static let libraryStatus: srtp_err_status_t = srtp_init()
+    /// libsrtp2 opened (it is not linked: Sources/CSRTP/SRTPLibrary.c) and srtp_init run, once per
+    /// process, at the first call's keys: Swift initialises a static stored property once,
+    /// thread-safely. nil when ready; what stops every context otherwise.
+    private static let libraryFailure: SRTPError? = {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard parley_srtp_load(&reason, reason.count) == 0 else {
+            return .unavailable(String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        let status = srtp_init()
+        return status == srtp_err_status_ok ? nil : .library(Int32(status.rawValue))
+    }()
 
     /// `role` is our side of the DTLS handshake: a server (Parley answering a browser) sends with
     /// the server write key and receives with the client's.
@@ -39,7 +48,7 @@ package final class SRTPContext {
 
     /// Master keys as libsrtp2 takes them: key ‖ salt.
     package init(profile: SRTPProtectionProfile, outboundMasterKey: [UInt8], inboundMasterKey: [UInt8]) throws(SRTPError) {
-        guard Self.libraryStatus == srtp_err_status_ok else { throw .library(Int32(Self.libraryStatus.rawValue)) }
+        if let failure = Self.libraryFailure { throw failure }
         let keyLength = profile.masterKeyLength + profile.masterSaltLength
         guard outboundMasterKey.count == keyLength, inboundMasterKey.count == keyLength else { throw .library(Int32(srtp_err_status_bad_param.rawValue)) }
         self.profile = profile
