@@ -137,6 +137,14 @@ def summary(transport: str, turns: list[dict], seconds: float, cpu_seconds: floa
     }
 
 
+def missing(report: dict) -> int | str:
+    """Units lost on the way (WebRTC's, from each turn's arrivals; a stream loses none): the rest
+    of the gaps came too late for their tick."""
+    if not report["transport"].startswith("WebRTC"):
+        return 0
+    return sum(sum(1 for came in t.get("arrivals_ms", []) if came is None) for t in report["turns"])
+
+
 def table(paths: list[str]) -> None:
     reports = [json.load(open(path)) for path in paths]
     rows = [
@@ -145,6 +153,7 @@ def table(paths: list[str]) -> None:
         ("reply latency p95", lambda r: f"{r['latency_p95_ms']} ms"),
         ("reply audio received", lambda r: f"{r['reply_audio_s']} s"),
         ("gaps (20 ms ticks)", lambda r: f"{r['gaps']} ({100 * (r['gap_fraction'] or 0):.1f} %)"),
+        ("  of which never came", lambda r: f"{missing(r)}"),
         ("gaps per minute of reply", lambda r: f"{r['gaps_per_reply_minute']}"),
         ("client CPU", lambda r: f"{r['client_cpu_s']} s over {r['seconds']:.0f} s"),
     ]
