@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -140,6 +140,15 @@ bench-recording: release
 # the hour; about MINUTES + 1 minutes).
 bench-noise: release
 	scripts/benchmarks/bench-noise.sh
+
+# WebRTC under loss against WebSocket under the same delays (issue 38): an aiortc call through a
+# seeded UDP relay dropping LOSS (5 %) each way with DELAY_MS +- JITTER_MS (40 +- 20) of jitter,
+# then a /v1/realtime session through a TCP relay with the same delays and a STALL_MS (200) stall
+# for the loss, the same spoken questions for MINUTES (3) each; reply latency and audio gaps side
+# by side; then both again on a clean path, the control (CONTROL=0 skips it; about 4 * MINUTES + 2
+# minutes in all). Not part of make test.
+bench-webrtc-loss: release
+	scripts/benchmarks/webrtc-loss.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
