@@ -12,7 +12,6 @@ final class CallMedia {
     private var sender: RTPSender
     private var statistics = RTPReceiveStatistics(clockRate: 48_000)
     private var jitter = JitterBuffer(settings: .opus)
-    private var playout: ScheduledTask?
     private var reports: ScheduledTask?
     /// When the next 20 ms playout tick is due: kept to the nanosecond, so the ticks do not drift
     /// by the loop's lateness.
@@ -31,19 +30,18 @@ final class CallMedia {
                            initialTimestamp: random[2...].reduce(0) { $0 << 8 | UInt32($1) })
     }
 
-    /// SRTP is keyed: the playout clock and the reports start.
+    /// SRTP is keyed: the call joins its loop's playout clock, and the reports start.
     func start(now: UInt64, call: WebRTCCall) {
         nextTick = now + Self.frameNanoseconds
-        schedulePlayout(call: call, now: now)
+        call.port.playout.add(call)
         reports = call.loop.schedule(after: Self.reportSeconds) { [weak self, weak call] in
             guard let self, let call else { return }
             self.report(call: call)
         }
     }
 
-    func stop() {
-        playout?.cancel()
-        playout = nil
+    func stop(call: WebRTCCall) {
+        call.port.playout.remove(call)
         reports?.cancel()
         reports = nil
     }
@@ -82,17 +80,9 @@ final class CallMedia {
         }
     }
 
-    private func schedulePlayout(call: WebRTCCall, now: UInt64) {
-        let delay = nextTick > now ? nextTick - now : 0
-        playout = call.loop.schedule(after: Double(delay) / 1e9) { [weak self, weak call] in
-            guard let self, let call else { return }
-            self.tick(call: call)
-        }
-    }
-
-    /// Every frame due by now, in order: a loop that was late catches up rather than drifting.
-    private func tick(call: WebRTCCall) {
-        let now = MonotonicClock.nanoseconds()
+    /// Every frame due by `now`, in order (the loop's `PlayoutClock` calls this each 20 ms): a
+    /// loop that was late catches up rather than drifting.
+    func play(dueBy now: UInt64, call: WebRTCCall) {
         var frames = 0
         while nextTick <= now, frames < 10, !call.ended {
             switch jitter.pop(now: nextTick) {
@@ -113,9 +103,8 @@ final class CallMedia {
             nextTick += Self.frameNanoseconds
             frames += 1
         }
-        // Far behind (a stalled loop): start the clock again from now rather than play a burst.
+        // Far behind (a stalled loop): the clock starts again from now rather than play a burst.
         if nextTick <= now { nextTick = now + Self.frameNanoseconds }
-        if !call.ended { schedulePlayout(call: call, now: now) }
     }
 
     // MARK: Out

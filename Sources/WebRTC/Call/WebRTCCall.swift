@@ -180,7 +180,7 @@ final class WebRTCCall: MediaPortCall {
         ended = true
         timer?.cancel()
         timer = nil
-        media.stop()
+        media.stop(call: self)
         sendDTLS(dtls.close())
         port.forget(self, ufrag: ufrag, address: peer)
         metrics.ended(reason)

@@ -24,6 +24,8 @@ final class MediaPort: LoopRegistrant {
     private var byUfrag: [[UInt8]: MediaPortCall] = [:]
     private var byAddress: [TransportAddress: MediaPortCall] = [:]
     private let metrics: WebRTCMetrics
+    /// Its calls' 20 ms playout, one tick for all.
+    let playout: PlayoutClock
 
     /// Binds a UDP socket on `host` at the first free port of `ports` (nil: the kernel's choice)
     /// and watches it on `loop`.
@@ -65,6 +67,7 @@ final class MediaPort: LoopRegistrant {
         self.fd = fd
         self.local = local
         self.metrics = metrics
+        playout = PlayoutClock(loop: loop)
     }
 
     /// A call waiting for its peer's checks under our ufrag; false if the ufrag is taken (the
