@@ -85,7 +85,7 @@ struct WebRTCCommand: ParsableCommand {
         DescriptorLimit.raiseToHard()
         let packets = try Self.opusPackets(input)
         let talkers = Int((Double(calls) * talking).rounded())
-        print("parley-load webrtc: \(Format.grouped(calls)) calls to \(url)/v1/realtime/calls, \(Format.grouped(talkers)) talking \(input) (\(packets.count) Opus packets, \(Format.fixed(Double(packets.count) / 50, 1)) s) in turns, the rest silent; \(greet ? "a reply asked for on every call" : "no greeting")")
+        print("parley-load webrtc: \(Format.grouped(calls)) calls to \(url)/v1/realtime/calls, \(Format.grouped(talkers)) talking \(input) (\(packets.count) Opus packets a turn, \(Format.fixed(Double(packets.count) / 50, 1)) s with the quiet around it), the rest silent; \(greet ? "a reply asked for on every call" : "no greeting")")
         Console.flush()
 
         let before: ServerMetrics
@@ -131,11 +131,15 @@ struct WebRTCCommand: ParsableCommand {
         if !summary.passed { throw ExitCode.failure }
     }
 
-    /// The recording as 20 ms Opus packets at 48 kHz mono, encoded once for every caller.
+    /// A turn as 20 ms Opus packets at 48 kHz mono, encoded once for every caller: half a second of
+    /// silence, the recording, and a second of silence. A microphone sends its room's quiet around
+    /// the words (DTX stops the packets only between turns), and server VAD needs it: the quiet
+    /// before sets the energy detector's floor, the quiet after ends the turn.
     static func opusPackets(_ path: String) throws -> [[UInt8]] {
         let wav = try WAVFile.read(path: path)
         let mono = stride(from: 0, to: wav.samples.count, by: wav.channels).map { wav.samples[$0] }
-        let pcm = wav.sampleRate == 48_000 ? mono : try Resampler(from: wav.sampleRate, to: 48_000, quality: .desktop).process(mono)
+        let speech = wav.sampleRate == 48_000 ? mono : try Resampler(from: wav.sampleRate, to: 48_000, quality: .desktop).process(mono)
+        let pcm = [Int16](repeating: 0, count: 24_000) + speech + [Int16](repeating: 0, count: 48_000)
         let encoder = try OpusEncoder(format: .voice, settings: .init(bitrate: 32_000))
         var packets: [[UInt8]] = []
         for start in stride(from: 0, to: pcm.count - 959, by: 960) { packets.append(try encoder.encode(Array(pcm[start..<(start + 960)]))) }

@@ -63,6 +63,9 @@ struct WebRTCLoadAnswer: Equatable {
         return (String(fields[4]), port)
     }
 
+    /// The candidate's IPv4 address as four octets (checked loopback at parsing).
+    var hostOctets: [UInt8] { host.split(separator: ".").compactMap { UInt8($0) } }
+
     static func isLoopbackIPv4(_ host: String) -> Bool {
         let octets = host.split(separator: ".", omittingEmptySubsequences: false).map { UInt8($0) }
         return octets.count == 4 && octets.allSatisfy { $0 != nil } && octets[0] == 127

@@ -191,7 +191,7 @@ final class WebRTCLoadRun {
         let now = MonotonicClock.nanoseconds()
         call.answeredAt = now
         call.answer = answer
-        guard let remote = SocketAddress.ip(Array(answer.host.utf8), port: answer.port) else { return fail(call, "candidate \(answer.host)") }
+        guard let remote = SocketAddress.ip(answer.hostOctets, port: answer.port) else { return fail(call, "candidate \(answer.host)") }
         call.remote = remote
         do {
             call.udp = try Sys.datagramSocket(family: remote.family)
@@ -291,7 +291,8 @@ final class WebRTCLoadRun {
                     // Spread over a second so that the talkers' packets do not all leave in one tick.
                     let start = now + UInt64(call.index % 50) * Self.frameNanoseconds
                     call.turns = WebRTCTalkTurns(frames: settings.packets.count, pause: MonotonicClock.nanoseconds(settings.pause),
-                                                 replyTimeout: MonotonicClock.nanoseconds(settings.replyTimeout), startAt: start)
+                                                 replyTimeout: MonotonicClock.nanoseconds(settings.replyTimeout), startAt: start,
+                                                 greeted: settings.greet)
                 }
                 if settings.greet { sendEvent(#"{"type":"response.create"}"#, call, now: now) }
             case .message(let stream, let message):

@@ -25,12 +25,13 @@ struct WebRTCTalkTurns: Equatable {
     private(set) var repliesMissed = 0
 
     /// `startAt`: when the first turn begins (callers are staggered so their frames do not all go
-    /// out in the same tick).
-    init(frames: Int, pause: UInt64, replyTimeout: UInt64, startAt: UInt64) {
+    /// out in the same tick). With `greeted`, the caller first listens to the greeting it asked
+    /// for, as a person would, and speaks a pause after it ends.
+    init(frames: Int, pause: UInt64, replyTimeout: UInt64, startAt: UInt64, greeted: Bool = false) {
         self.frames = max(1, frames)
         self.pause = pause
         self.replyTimeout = replyTimeout
-        phase = .pausing(until: startAt)
+        phase = greeted ? .awaitingReply(since: startAt) : .pausing(until: startAt)
     }
 
     /// The frame of the recording to send in this tick, if any.

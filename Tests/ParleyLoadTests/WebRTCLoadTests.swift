@@ -55,6 +55,7 @@ import TLS
 
     @Test func theAnswerGivesTheCandidateTheCredentialsAndTheFingerprint() throws {
         let answer = try WebRTCLoadAnswer(parsing: Self.answer())
+        #expect(answer.hostOctets == [127, 0, 0, 1])
         #expect(answer == WebRTCLoadAnswer(host: "127.0.0.1", port: 40000, ufrag: "srvU", password: "serverpasswordserverpass", fingerprint: Self.fingerprint))
     }
 
@@ -142,6 +143,15 @@ import TLS
         #expect(turns.repliesMissed == 1)
         #expect(turns.tick(now: 1_100 * Self.ms) == 0)
         #expect(turns.turnsSpoken == 2)
+    }
+
+    @Test func aGreetedCallerListensToTheGreetingBeforeItsFirstTurn() {
+        var turns = WebRTCTalkTurns(frames: 2, pause: 100 * Self.ms, replyTimeout: 5_000 * Self.ms, startAt: 0, greeted: true)
+        #expect(turns.tick(now: 20 * Self.ms) == nil)
+        turns.replyStarted(now: 40 * Self.ms)
+        turns.replyEnded(now: 2_000 * Self.ms)
+        #expect(turns.tick(now: 2_100 * Self.ms) == 0)
+        #expect(turns.tick(now: 2_120 * Self.ms) == 1)
     }
 
     @Test func aReplyEndingWhileTheCallerSpeaksIsNotATurn() {
