@@ -42,6 +42,9 @@ final class WebRTCLoadCall {
     var channels: DataChannels
     var eventsStream: UInt16?
     var turns: WebRTCTalkTurns?
+    /// Whether the response under way speaks (its audio's events came), so that its end is the
+    /// audio buffer's, not the response's.
+    var replyHasAudio = false
 
     /// The Binding request awaiting its response, and when consent is next refreshed.
     var pendingCheck: STUNTransactionID?

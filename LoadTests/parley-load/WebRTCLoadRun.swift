@@ -317,8 +317,14 @@ final class WebRTCLoadRun {
         guard let type = (try? JSON(parsing: text))?["type"]?.string else { return }
         events[type, default: 0] += 1
         switch type {
-        case "output_audio_buffer.started": call.turns?.replyStarted(now: now)
+        case "response.created": call.replyHasAudio = false
+        case "response.output_audio_transcript.delta", "response.output_audio.done": call.replyHasAudio = true
+        case "output_audio_buffer.started":
+            call.replyHasAudio = true
+            call.turns?.replyStarted(now: now)
         case "output_audio_buffer.stopped", "output_audio_buffer.cleared": call.turns?.replyEnded(now: now)
+        // A reply in text alone (a server without a synthesizer) ends with its response.
+        case "response.done" where !call.replyHasAudio: call.turns?.replyEnded(now: now)
         default: break
         }
     }
