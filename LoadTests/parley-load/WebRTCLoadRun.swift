@@ -314,8 +314,9 @@ final class WebRTCLoadRun {
     }
 
     private func received(event text: String, _ call: WebRTCLoadCall, now: UInt64) {
-        guard let type = (try? JSON(parsing: text))?["type"]?.string else { return }
-        events[type, default: 0] += 1
+        guard let event = try? JSON(parsing: text), let type = event["type"]?.string else { return }
+        // Errors by their code, so that the summary says which.
+        events[type == "error" ? "error \(event["error"]?["code"]?.string ?? event["error"]?["type"]?.string ?? "?")" : type, default: 0] += 1
         switch type {
         case "response.created": call.replyHasAudio = false
         case "response.output_audio_transcript.delta", "response.output_audio.done": call.replyHasAudio = true

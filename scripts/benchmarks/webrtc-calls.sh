@@ -33,7 +33,8 @@ last=""
 for calls in $LEVELS; do
   start_parley "server-$calls" serve "$PORT" --loops "$LOOPS" "${SERVE_OPTIONS[@]}" --log-level warning
   server=$pid
-  log "level $calls: server pid $server on port $port"
+  # Other work on the machine shows here (steal does not count it): the load average at each level.
+  log "level $calls: server pid $server on port $port; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   run "webrtc-$calls" webrtc "$calls" --talking "$TALKING" --url "http://127.0.0.1:$port" --input "$OUT/speech.wav" \
     --rate "$RATE" --warmup "$WARMUP" --duration "$MEASURE" --connect-timeout 90 --server-pid "$server" || true
   last=$calls
@@ -48,6 +49,7 @@ for calls in $LEVELS; do
     perf report -i "$OUT/perf.data" --no-children --sort dso --stdio 2> /dev/null | grep -v '^#' | grep '%' | head -12 > "$OUT/profile-dso.txt" || true
     rm -f "$OUT/perf.data"
   fi
+  log "level $calls done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   stop "server-$calls" || true
 done
 echo "webrtc-calls: steal (vmstat st) over the run: $(steal)"
