@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-webrtc bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -154,6 +154,12 @@ bench-webrtc-loss: release
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
 bench-calls: release
 	scripts/benchmarks/bench-calls.sh
+
+# WebRTC calls (issue 38): 100, 250 and 500 concurrent calls made as a browser makes them, 20 % talking;
+# set-up times, the server's input lag p99, CPU and memory per call (about 4 minutes; LEVELS, TALKING,
+# MEASURE, PROFILE=1 for a perf profile at the last level).
+bench-webrtc: release
+	scripts/benchmarks/webrtc-calls.sh
 
 # A session's history: resident and accounted bytes against the text held, 1,000 sessions with
 # 64 messages each, for each DIR given (a directory holding a release parley; default this build)

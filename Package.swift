@@ -107,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "parley-load",
             dependencies: [
-                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON", "Session", "Speech", "Models",
+                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON", "Session", "Speech", "Models", "WebRTC", "Media",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
@@ -139,7 +139,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Loop", "TestSupport"]),
         // Against a real redis-server each test starts on a free port (scripts/tools/install-deps.sh installs it).
         .testTarget(name: "RedisTests", dependencies: ["Store", "Loop", "TestSupport"]),
-        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics"]),
+        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics", "TLS"]),
     ],
     swiftLanguageModes: [.v6]
 )

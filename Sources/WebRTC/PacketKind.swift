@@ -1,7 +1,7 @@
 /// What a datagram on a WebRTC port carries, told from its first byte alone: STUN, DTLS and
 /// SRTP/SRTCP share the one 5-tuple (RFC 8842, bundled with rtcp-mux), so the demultiplexing is
 /// RFC 7983 section 7's table, in the order the ranges are tested there.
-enum PacketKind: Equatable, Sendable {
+package enum PacketKind: Equatable, Sendable {
     /// 0–3: STUN's first two bits are zero (RFC 8489 section 5).
     case stun
     /// 20–63: a DTLS record's content type.
@@ -12,7 +12,7 @@ enum PacketKind: Equatable, Sendable {
     /// which Parley speaks; RFC 7983 says such packets are dropped.
     case drop
 
-    static func classify(_ firstByte: UInt8) -> PacketKind {
+    package static func classify(_ firstByte: UInt8) -> PacketKind {
         switch firstByte {
         case 0...3: .stun
         case 20...63: .dtls

@@ -83,7 +83,7 @@ struct DataChannelOpen: Equatable, Sendable {
 }
 
 /// Why a data channel message was refused.
-enum DataChannelError: Error, Equatable, CustomStringConvertible {
+package enum DataChannelError: Error, Equatable, CustomStringConvertible {
     case truncated
     case fieldTooLong
     case invalidUTF8
@@ -92,7 +92,7 @@ enum DataChannelError: Error, Equatable, CustomStringConvertible {
     case noStreamAvailable
     case tooManyChannels
 
-    var description: String {
+    package var description: String {
         switch self {
         case .truncated: "the DCEP message ends inside a field"
         case .fieldTooLong: "a label or protocol is over \(DataChannelControlMessage.maxFieldBytes) bytes"

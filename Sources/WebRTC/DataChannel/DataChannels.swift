@@ -1,19 +1,19 @@
 /// WebRTC's data channels (RFC 8831) over one SCTP association: the channels the peer opens
 /// with DATA_CHANNEL_OPEN (RFC 8832), their messages by PPID, and their closing by stream
 /// reset. A value like the association under it: DTLS plaintext and time in, actions out.
-struct DataChannels {
+package struct DataChannels {
     /// Which end of DTLS this is: RFC 8832 section 6 gives the DTLS client even stream numbers
     /// and the server odd ones, so the two never pick the same stream for a new channel.
-    enum DTLSRole: Sendable {
+    package enum DTLSRole: Sendable {
         case client, server
     }
 
-    enum Message: Equatable, Sendable {
+    package enum Message: Equatable, Sendable {
         case text(String)
         case binary([UInt8])
     }
 
-    enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         /// An SCTP packet for DTLS to send.
         case send([UInt8])
         /// The association is up; channels can open.
@@ -51,28 +51,28 @@ struct DataChannels {
     let role: DTLSRole
     private(set) var channels: [UInt16: Channel] = [:]
 
-    init(association: SCTPAssociation = SCTPAssociation(), role: DTLSRole = .server) {
+    package init(association: SCTPAssociation = SCTPAssociation(), role: DTLSRole = .server) {
         self.association = association
         self.role = role
     }
 
-    var nextDeadline: UInt64? { association.nextDeadline }
+    package var nextDeadline: UInt64? { association.nextDeadline }
 
     /// Starts the association from this side (the browser's side; Parley waits for its INIT).
-    mutating func connect(now: UInt64) -> [Action] {
+    package mutating func connect(now: UInt64) -> [Action] {
         handle(association.connect(now: now), now: now)
     }
 
     /// Takes one SCTP packet, the plaintext of a DTLS record.
-    mutating func receive(_ packet: [UInt8], now: UInt64) -> [Action] {
+    package mutating func receive(_ packet: [UInt8], now: UInt64) -> [Action] {
         handle(association.receive(packet, now: now), now: now)
     }
 
-    mutating func tick(now: UInt64) -> [Action] {
+    package mutating func tick(now: UInt64) -> [Action] {
         handle(association.tick(now: now), now: now)
     }
 
-    mutating func send(text: String, on stream: UInt16, now: UInt64) throws(SCTPSendError) -> [Action] {
+    package mutating func send(text: String, on stream: UInt16, now: UInt64) throws(SCTPSendError) -> [Action] {
         let bytes = Array(text.utf8)
         return try send(bytes.isEmpty ? [0] : bytes, ppid: bytes.isEmpty ? PPID.emptyString : PPID.string, on: stream, now: now)
     }
@@ -90,7 +90,7 @@ struct DataChannels {
 
     /// Opens a channel from this side on the lowest free stream of its parity (RFC 8832
     /// section 6). Parley only answers the browser's, but tests play the browser with this.
-    mutating func open(label: String, protocol: String = "", ordered: Bool = true, now: UInt64) throws(DataChannelError) -> (stream: UInt16, actions: [Action]) {
+    package mutating func open(label: String, protocol: String = "", ordered: Bool = true, now: UInt64) throws(DataChannelError) -> (stream: UInt16, actions: [Action]) {
         guard channels.count < Self.maxChannels else { throw .tooManyChannels }
         var stream: UInt16 = role == .client ? 0 : 1
         while channels[stream] != nil {

@@ -7,14 +7,14 @@ import TLS
 /// Either side may start it: a browser sends INIT, so the passive side is the one Parley uses
 /// (answering with a signed State Cookie and keeping no state until the COOKIE ECHO, section
 /// 5.1.3); `connect(now:)` starts the active side. Times are nanoseconds on any monotonic clock.
-struct SCTPAssociation {
-    struct Configuration: Sendable {
+package struct SCTPAssociation {
+    package struct Configuration: Sendable {
         /// WebRTC uses port 5000 at both ends unless SDP's a=sctp-port says otherwise (RFC 8841).
         var localPort: UInt16 = 5000
         var remotePort: UInt16 = 5000
         /// The largest SCTP packet sent: what fits in one DTLS record in one UDP datagram without
         /// IP fragmentation on ordinary paths (RFC 8261 section 5).
-        var maxPacketBytes = 1200
+        package var maxPacketBytes = 1200
         /// What may be held of incoming data (advertised as a_rwnd).
         var receiveWindowBytes = 1 << 20
         /// The largest message accepted (our a=max-message-size, RFC 8841 section 6).
@@ -40,10 +40,10 @@ struct SCTPAssociation {
         /// HB.interval (section 8.3); nil sends no heartbeats (they are still answered).
         var heartbeatInterval: UInt64? = 30_000_000_000
 
-        init() {}
+        package init() {}
     }
 
-    enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         case send([UInt8])
         case deliver(stream: UInt16, ppid: UInt32, message: [UInt8])
         case established
@@ -96,7 +96,7 @@ struct SCTPAssociation {
     var streamReset = SCTPStreamResetState()
 
     /// A passive or active association with fresh random tags, TSN and cookie key.
-    init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         let random = OpenSSL.randomBytes(40)
         var reader = SCTPReader(random)
         let tag = (try? reader.u32()) ?? 1
@@ -429,14 +429,14 @@ struct SCTPAssociation {
 }
 
 /// How an association closed.
-enum SCTPClosure: Equatable, Sendable, CustomStringConvertible {
+package enum SCTPClosure: Equatable, Sendable, CustomStringConvertible {
     /// The SHUTDOWN sequence completed (section 9.2).
     case shutdown
     case abortedByPeer([SCTPErrorCause])
     /// This side called `abort`.
     case abortedLocally
 
-    var description: String {
+    package var description: String {
         switch self {
         case .shutdown: "shut down"
         case .abortedByPeer(let causes): causes.isEmpty ? "aborted by the peer" : "aborted by the peer: \(causes.map(\.description).joined(separator: ", "))"
@@ -446,13 +446,13 @@ enum SCTPClosure: Equatable, Sendable, CustomStringConvertible {
 }
 
 /// How an association failed.
-enum SCTPFailure: Equatable, Sendable, CustomStringConvertible {
+package enum SCTPFailure: Equatable, Sendable, CustomStringConvertible {
     case handshakeTimedOut
     case retransmissionsExhausted
     /// The peer broke the protocol (or a bound); an ABORT with this cause was sent.
     case aborted(SCTPErrorCause)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .handshakeTimedOut: "no answer to INIT or COOKIE ECHO"
         case .retransmissionsExhausted: "the peer stopped acknowledging"

@@ -1,5 +1,5 @@
 /// An error cause, carried by ABORT and ERROR chunks (RFC 9260 section 3.3.10).
-struct SCTPErrorCause: Equatable, Sendable, CustomStringConvertible {
+package struct SCTPErrorCause: Equatable, Sendable, CustomStringConvertible {
     var code: UInt16
     var info: [UInt8]
 
@@ -28,7 +28,7 @@ struct SCTPErrorCause: Equatable, Sendable, CustomStringConvertible {
         try value.tlvs().map { SCTPErrorCause(code: $0.type, info: $0.value) }
     }
 
-    var description: String {
+    package var description: String {
         let names: [UInt16: String] = [
             1: "invalid stream identifier", 2: "missing mandatory parameter", 3: "stale cookie",
             4: "out of resource", 5: "unresolvable address", 6: "unrecognized chunk type",

@@ -228,7 +228,7 @@ struct SCTPSender {
 }
 
 /// Why a message was not queued.
-enum SCTPSendError: Error, Equatable, CustomStringConvertible {
+package enum SCTPSendError: Error, Equatable, CustomStringConvertible {
     case notEstablished
     case emptyMessage
     case messageTooLarge(Int)
@@ -236,7 +236,7 @@ enum SCTPSendError: Error, Equatable, CustomStringConvertible {
     case streamResetting(UInt16)
     case noSuchChannel(UInt16)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .notEstablished: "the association is not established"
         case .emptyMessage: "an empty message cannot be sent as DATA"

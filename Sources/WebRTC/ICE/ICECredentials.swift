@@ -2,9 +2,9 @@ import TLS
 
 /// An ICE username fragment and password (RFC 8445 section 5.3), as an SDP's a=ice-ufrag and
 /// a=ice-pwd carry them. Ours are random; the browser's come from its offer.
-struct ICECredentials: Equatable, Sendable {
-    var ufrag: String
-    var password: String
+package struct ICECredentials: Equatable, Sendable {
+    package var ufrag: String
+    package var password: String
 
     init(ufrag: String, password: String) {
         self.ufrag = ufrag
@@ -22,7 +22,7 @@ struct ICECredentials: Equatable, Sendable {
     static let ufragCharacters = 8
     static let passwordCharacters = 24
 
-    static func generate() -> ICECredentials {
+    package static func generate() -> ICECredentials {
         ICECredentials(ufrag: randomIceChars(ufragCharacters), password: randomIceChars(passwordCharacters))
     }
 

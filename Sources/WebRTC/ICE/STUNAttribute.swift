@@ -1,6 +1,6 @@
 /// The STUN attributes an ICE-lite agent reads or writes (RFC 8489 section 14, RFC 8445 section
 /// 16.1), and any other kept as its type and bytes, so a message parses and writes back whole.
-enum STUNAttribute: Equatable, Sendable {
+package enum STUNAttribute: Equatable, Sendable {
     /// "ours:theirs" in an ICE check (RFC 8445 section 7.2.2); bytes, not a String, so the hot path
     /// builds none.
     case username([UInt8])
@@ -168,7 +168,7 @@ enum STUNAttribute: Equatable, Sendable {
 
 /// ERROR-CODE's value (RFC 8489 section 14.8): a code from 300 to 699 and its reason phrase's
 /// UTF-8 bytes, kept as bytes so a reason that is not valid UTF-8 still writes back as it came.
-struct STUNErrorCode: Equatable, Sendable, CustomStringConvertible {
+package struct STUNErrorCode: Equatable, Sendable, CustomStringConvertible {
     var code: Int
     var reason: [UInt8]
 
@@ -187,5 +187,5 @@ struct STUNErrorCode: Equatable, Sendable, CustomStringConvertible {
     static let unknownAttribute = STUNErrorCode(code: 420, reason: "Unknown Attribute")
     static let roleConflict = STUNErrorCode(code: 487, reason: "Role Conflict")
 
-    var description: String { "\(code) \(String(decoding: reason, as: UTF8.self))" }
+    package var description: String { "\(code) \(String(decoding: reason, as: UTF8.self))" }
 }

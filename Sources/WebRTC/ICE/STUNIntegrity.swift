@@ -14,7 +14,7 @@ extension STUNMessage {
 
     /// The message's bytes with any MESSAGE-INTEGRITY and FINGERPRINT it holds left out, then
     /// MESSAGE-INTEGRITY under `integrityKey` (when given) and FINGERPRINT (when asked) appended.
-    func signed(integrityKey: [UInt8]?, fingerprint: Bool = true) -> [UInt8] {
+    package func signed(integrityKey: [UInt8]?, fingerprint: Bool = true) -> [UInt8] {
         var bytes = header()
         for attribute in attributes {
             switch attribute {

@@ -2,9 +2,9 @@
 /// untrusted datagrams without trapping and within `STUNWire.maxDatagramBytes`; what parses writes
 /// back (`encoded()`) to bytes that parse to the same value. Checking MESSAGE-INTEGRITY and
 /// FINGERPRINT needs the bytes as they came, so it is done on the datagram (STUNIntegrity.swift).
-struct STUNMessage: Equatable, Sendable {
+package struct STUNMessage: Equatable, Sendable {
     /// RFC 8489 section 5: the two class bits.
-    enum Class: UInt8, Sendable {
+    package enum Class: UInt8, Sendable {
         case request = 0
         case indication = 1
         case successResponse = 2
@@ -12,15 +12,15 @@ struct STUNMessage: Equatable, Sendable {
     }
 
     /// The one method ICE uses (RFC 8489 section 18.2).
-    static let binding: UInt16 = 0x001
+    package static let binding: UInt16 = 0x001
 
     /// Twelve bits; higher bits are dropped when the message is written.
-    var method: UInt16
-    var messageClass: Class
-    var transactionID: STUNTransactionID
-    var attributes: [STUNAttribute]
+    package var method: UInt16
+    package var messageClass: Class
+    package var transactionID: STUNTransactionID
+    package var attributes: [STUNAttribute]
 
-    init(method: UInt16, messageClass: Class, transactionID: STUNTransactionID, attributes: [STUNAttribute] = []) {
+    package init(method: UInt16, messageClass: Class, transactionID: STUNTransactionID, attributes: [STUNAttribute] = []) {
         self.method = method
         self.messageClass = messageClass
         self.transactionID = transactionID
@@ -33,7 +33,7 @@ struct STUNMessage: Equatable, Sendable {
         self = try result.get()
     }
 
-    init(parsing datagram: UnsafeRawBufferPointer) throws(STUNParseError) {
+    package init(parsing datagram: UnsafeRawBufferPointer) throws(STUNParseError) {
         let header = try STUNWire.header(datagram)
         (method, messageClass) = Self.split(type: header.type)
         transactionID = header.transactionID
@@ -103,7 +103,7 @@ struct STUNMessage: Equatable, Sendable {
         return nil
     }
 
-    var xorMappedAddress: TransportAddress? {
+    package var xorMappedAddress: TransportAddress? {
         for case .xorMappedAddress(let value) in attributes { return value }
         return nil
     }

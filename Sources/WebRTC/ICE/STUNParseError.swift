@@ -1,7 +1,7 @@
 /// Why bytes are not a STUN message Parley will read. The first group fails RFC 8489 section 6.3's
 /// header checks, so the datagram is not STUN at all and is dropped without an answer; the rest are
 /// a STUN message with a malformed attribute, which a request is answered for with 400.
-enum STUNParseError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum STUNParseError: Error, Equatable, Sendable, CustomStringConvertible {
     // The header.
     case tooShort(Int)
     case tooLong(Int)
@@ -29,7 +29,7 @@ enum STUNParseError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case .tooShort(let count): "\(count) bytes is shorter than STUN's 20-byte header"
         case .tooLong(let count): "\(count) bytes is longer than \(STUNWire.maxDatagramBytes), the most STUN over UDP is read at"

@@ -81,11 +81,11 @@ enum STUNWire {
 
 /// The 96-bit transaction id (RFC 8489 section 5), as two integers so it is compared and hashed
 /// without a heap; `high` is the id's first four bytes.
-struct STUNTransactionID: Hashable, Sendable, CustomStringConvertible {
+package struct STUNTransactionID: Hashable, Sendable, CustomStringConvertible {
     var high: UInt32
     var low: UInt64
 
-    init(high: UInt32, low: UInt64) {
+    package init(high: UInt32, low: UInt64) {
         self.high = high
         self.low = low
     }
@@ -105,5 +105,5 @@ struct STUNTransactionID: Hashable, Sendable, CustomStringConvertible {
         return bytes
     }
 
-    var description: String { octets.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
+    package var description: String { octets.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
 }

@@ -1,16 +1,16 @@
 /// An IP address and UDP port: where a STUN request came from, what XOR-MAPPED-ADDRESS reports back,
 /// and the selected pair's remote end, the one place media may go (RFC 8445 section 12). Held as
 /// integers rather than bytes, so it is hashed and compared without a heap.
-struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
-    enum IP: Hashable, Sendable {
+package struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
+    package enum IP: Hashable, Sendable {
         /// The four octets, the first in the top byte.
         case v4(UInt32)
         /// The sixteen octets as two big-endian halves.
         case v6(high: UInt64, low: UInt64)
     }
 
-    var ip: IP
-    var port: UInt16
+    package var ip: IP
+    package var port: UInt16
 
     init(ip: IP, port: UInt16) {
         self.ip = ip
@@ -37,7 +37,7 @@ struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The address's octets in network order (4 or 16).
-    var octets: [UInt8] {
+    package var octets: [UInt8] {
         switch ip {
         case .v4(let value):
             return (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }
@@ -53,7 +53,7 @@ struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `192.0.2.1:32853` or `[2001:db8::1]:443`, IPv6 in RFC 5952's canonical text form.
-    var description: String {
+    package var description: String {
         switch ip {
         case .v4:
             return octets.map(String.init).joined(separator: ".") + ":\(port)"
