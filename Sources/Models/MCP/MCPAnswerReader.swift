@@ -95,8 +95,9 @@ struct MCPAnswerReader {
             return received <= limit ? .needMore : fail(.tooLarge(limit: limit))
         case .status(let status, var kept):
             if kept.count < Self.maxErrorBody { kept += bytes.prefix(Self.maxErrorBody - kept.count) }
-            // An error page need not be read to its end to be quoted.
-            guard received <= limit else { return fail(.status(status, Self.quotedMessage(kept))) }
+            // An error page need not be read to its end to be quoted; it is quoted from as many
+            // bytes however the body came in.
+            guard received <= limit else { return fail(.status(status, Self.quotedMessage(Array(kept.prefix(limit))))) }
             mode = .status(status, kept)
             return .needMore
         case .json(var kept):
