@@ -1,8 +1,10 @@
 import Glibc
 import JSON
+import Logging
 import Loop
 @testable import Models
 import Server
+import Synchronization
 import Testing
 import TestSupport
 
@@ -99,5 +101,76 @@ import TestSupport
             client.call(name: "add", arguments: .object([]), done: done)
         }
         #expect(result == .failure(.closed))
+    }
+
+    /// The client's log lines when a server forgets the session and then lets a call time out:
+    /// they name the server by scheme, host and port, and hold no token, header value, session id
+    /// or the URL's query.
+    @Test func logLinesHoldNoSecret() throws {
+        let sessions = Mutex(0)
+        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+            routes.stream("POST", "/mcp") { request, stream in
+                let body = (try? JSON(parsing: String(decoding: request.body, as: UTF8.self))) ?? .null
+                let id = body["id"]?.int ?? 0
+                let session = request.headers.first { $0.name.lowercased() == "mcp-session-id" }?.value
+                switch body["method"]?.string {
+                case "initialize":
+                    let number = sessions.withLock { $0 += 1; return $0 }
+                    stream.start(.ok, headers: [("Content-Type", "application/json"), ("Mcp-Session-Id", "session-secret-\(number)")])
+                    stream.write(#"{"jsonrpc":"2.0","id":\#(id),"result":{"protocolVersion":"2025-06-18","capabilities":{}}}"#)
+                    stream.end()
+                case "tools/call" where session == "session-secret-1":
+                    stream.start(HTTPStatus(code: 404, reason: "Not Found"))
+                    stream.end()
+                case "tools/call":
+                    stream.start(.ok, headers: [("Content-Type", "text/event-stream")])
+                default:
+                    stream.start(HTTPStatus(code: 202, reason: "Accepted"))
+                    stream.end()
+                }
+            }
+        })
+        let lines = LogLines()
+        let log = Logger(label: "test") { _ in LineHandler(lines: lines) }
+        let endpoint = try MCPEndpoint(url: "http://127.0.0.1:\(server.port)/mcp?key=query-secret-1", authorization: "token-secret-1",
+                                       headers: [("X-Key", "header-secret-1")])
+        var result: Result<MCPToolOutput, MCPError>?
+        _ = try runLoop(seconds: 10) { loop, finish in
+            let client = MCPClient(endpoint: endpoint, loop: loop, log: log)
+            client.call(name: "slow", arguments: .object([]), timeout: 1) { outcome in
+                result = outcome
+                finish()
+            }
+        }
+        #expect(result == .failure(.timedOut(operation: "tools/call", seconds: 1)))
+        let logged = lines.all
+        #expect(logged.count == 2, "\(logged)")
+        #expect(logged.allSatisfy { $0.contains("http://127.0.0.1:\(server.port)") }, "\(logged)")
+        for secret in ["token-secret", "header-secret", "session-secret", "query-secret"] {
+            #expect(!logged.contains { $0.contains(secret) }, "\(secret) in \(logged)")
+        }
+    }
+}
+
+/// Log lines, each its message and metadata as text.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+struct LineHandler: LogHandler {
+    let lines: LogLines
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+    var logLevel = Logger.Level.trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.append("\(event.message) \(metadata.merging(event.metadata ?? [:]) { $1 })")
     }
 }

@@ -13,6 +13,7 @@ import Testing
     @Test func aHeaderThatCouldInjectOrOverrideIsRefusedWithoutQuotingItsValue() throws {
         #expect(throws: MCPEndpoint.Invalid.headerValue(name: "X-Key")) { try MCPEndpoint(url: "http://a/mcp", headers: [("X-Key", "v\r\nHost: evil")]) }
         #expect(throws: MCPEndpoint.Invalid.headerName("X Key")) { try MCPEndpoint(url: "http://a/mcp", headers: [("X Key", "v")]) }
+        #expect(throws: MCPEndpoint.Invalid.headerName("X??Host")) { try MCPEndpoint(url: "http://a/mcp", headers: [("X\r\nHost", "v")]) }
         #expect(throws: MCPEndpoint.Invalid.reservedHeader("Mcp-Session-Id")) { try MCPEndpoint(url: "http://a/mcp", headers: [("Mcp-Session-Id", "s")]) }
         #expect(throws: MCPEndpoint.Invalid.reservedHeader("authorization")) {
             try MCPEndpoint(url: "http://a/mcp", authorization: "t", headers: [("authorization", "Bearer u")])

@@ -5,7 +5,7 @@ import Upstream
 
 /// The MCP log: what the client did about a server (a session initialised again, a call given up),
 /// naming the server by host and port only.
-let mcpLog = Logger(label: "parley.mcp")
+public let mcpLog = Logger(label: "parley.mcp")
 
 /// A client of one MCP server (one URL and one set of credentials) over the Streamable HTTP
 /// transport, on one event loop and Parley's own HTTP client: no thread of its own, every callback
@@ -42,6 +42,7 @@ public final class MCPClient {
     public let endpoint: MCPEndpoint
     public let settings: Settings
     unowned(unsafe) let loop: EventLoop
+    private let log: Logger
 
     private enum SessionState {
         case none
@@ -63,10 +64,11 @@ public final class MCPClient {
     private var live: [Int: MCPOperation] = [:]
     private var nextOperation = 0
 
-    public init(endpoint: MCPEndpoint, settings: Settings = .init(), loop: EventLoop) {
+    public init(endpoint: MCPEndpoint, settings: Settings = .init(), loop: EventLoop, log: Logger = mcpLog) {
         self.endpoint = endpoint
         self.settings = settings
         self.loop = loop
+        self.log = log
         redaction = MCPRedaction(endpoint.secrets)
     }
 
@@ -155,7 +157,7 @@ public final class MCPClient {
         operation.ended = { [weak self] in self?.live[operation.number] = nil }
         operation.deadline = loop.schedule(after: seconds) { [weak self, weak operation] in
             guard let self, let operation, operation.isRunning else { return }
-            mcpLog.info("MCP request timed out", metadata: ["server": "\(endpoint)", "operation": "\(name)", "seconds": "\(seconds)"])
+            log.info("MCP request timed out", metadata: ["server": "\(endpoint)", "operation": "\(name)", "seconds": "\(seconds)"])
             cancelAtServer(operation, reason: "timed out after \(seconds) s")
             finish(operation, .timedOut(operation: name, seconds: seconds))
         }
@@ -206,7 +208,7 @@ public final class MCPClient {
                 case .result(let result): then(.success(result))
                 case .failed(let error): then(.failure(error))
                 case .sessionGone where !retried:
-                    mcpLog.info("MCP server forgot the session; initialising again", metadata: ["server": "\(endpoint)"])
+                    log.info("MCP server forgot the session; initialising again", metadata: ["server": "\(endpoint)"])
                     if case .ready(let current) = state, current == session { state = .none }
                     request(operation, message, retried: true, then: then)
                 case .sessionGone, .needMore:

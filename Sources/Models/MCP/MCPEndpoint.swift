@@ -44,7 +44,11 @@ public struct MCPEndpoint: Sendable, CustomStringConvertible {
         self.url = parsed
         var checked: [(String, String)] = []
         for (name, value) in headers {
-            guard !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy(Self.isTokenByte) else { throw .headerName(String(name.prefix(64))) }
+            guard !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy(Self.isTokenByte) else {
+                // Named in the error with what is not printable ASCII made `?`: the name is not a
+                // secret, but it is untrusted text bound for a log.
+                throw .headerName(String(name.unicodeScalars.prefix(64).map { (0x20..<0x7F).contains($0.value) ? Character($0) : "?" }))
+            }
             let lower = name.lowercased()
             guard !Self.reserved.contains(lower), !(lower == "authorization" && authorization != nil) else { throw .reservedHeader(name) }
             guard Self.isFieldValue(value) else { throw .headerValue(name: name) }
