@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
@@ -151,6 +151,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "WebRTC", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "WebRTC", "Models", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

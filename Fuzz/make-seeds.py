@@ -423,6 +423,25 @@ def sctp():
     write("sctp", "heartbeat-unknown-shutdown", sctp_packet(tag, sctp_chunk(4, 0, heartbeat), sctp_chunk(0xC3, 0, b"\x01"), sctp_chunk(7, 0, struct.pack(">I", 1000))))
 
 
+# -- MCP answers (Fuzz/Sources/MCPAnswerFuzz.swift): a head byte (bit 0 an event stream, bit 1 a
+# session carried, bits 2-3 the status 200/202/404/500, bit 4 a notification), a Reads byte, the
+# body, as PyPI mcp 2.3.0's server writes it.
+def mcp_answer():
+    tools = {"jsonrpc": "2.0", "id": 7, "result": {"tools": [
+        {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}},
+        {"name": "slow", "annotations": {"readOnlyHint": True}}], "nextCursor": "2"}}
+    write("mcp-answer", "json-tool-page", bytes([0b00, 0]) + json.dumps(tools).encode())
+    call = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "3.0"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}],
+                                                   "isError": False, "structuredContent": {"result": "3.0"}}}
+    stream = "id: 1\ndata:\n\nevent: message\ndata: " + json.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}) + \
+        "\n\nevent: message\ndata: " + json.dumps(call) + "\n\n"
+    write("mcp-answer", "sse-call-small-reads", bytes([0b11, 3]) + stream.encode())
+    failed = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "Error executing tool fail: the tool failed on purpose"}], "isError": True}}
+    write("mcp-answer", "json-tool-failed", bytes([0b10, 5]) + json.dumps(failed).encode())
+    write("mcp-answer", "http-500-oauth-body", bytes([0b1100, 0]) + json.dumps({"error": "invalid_token", "error_description": "a bearer token is required"}).encode())
+    write("mcp-answer", "notification-202", bytes([0b10110, 0]))
+
+
 if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp):
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp, mcp_answer):
         make()
