@@ -28,5 +28,6 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "jitter", maxLength: 4096, run: JitterFuzz.run),
         FuzzTarget(name: "sctp", maxLength: 4096, run: SCTPFuzz.run),
         FuzzTarget(name: "dtls-fingerprint", maxLength: 256, run: DTLSFingerprintFuzz.run),
+        FuzzTarget(name: "sip", maxLength: 8192, run: SIPFuzz.run),
     ]
 }
