@@ -88,6 +88,9 @@ let package = Package(
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
         // DCEP), and /v1/realtime/calls, onto the same session driver.
         .target(name: "WebRTC", dependencies: ["Media", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", "CSRTP", "COpenSSL", "CTLS", .product(name: "Logging", package: "swift-log")]),
+        // SIP as values: messages, URIs, the stream framer, RFC 3261's transactions and digest
+        // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets.
+        .target(name: "SIP", dependencies: ["Media", "TLS"]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON"]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
@@ -130,6 +133,7 @@ let package = Package(
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
+        .testTarget(name: "SIPTests", dependencies: ["SIP", "Media", "TLS"], exclude: ["Fixtures"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Media", "Session", "Server", "TLS", "Loop", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
@@ -152,5 +156,6 @@ if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
         dependencies: ["Server", "Session", "Access", "Telephony", "Media", "WebRTC", "Models", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

@@ -444,4 +444,24 @@ def mcp_answer():
 
 if __name__ == "__main__":
     for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp, mcp_answer):
+# -- SIP messages (RFC 3261), RFC 4475's torture messages as Tests/SIPTests/Fixtures holds them
+# (byte for byte from the RFC's archive). The first byte cuts the input into reads, as for http.
+
+def torture(name):
+    path = os.path.join(os.path.dirname(ROOT), "..", "Tests", "SIPTests", "Fixtures", name + ".dat")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def sip():
+    write("sip", "wsinv-one-read", b"\x00" + torture("wsinv"))
+    write("sip", "intmeth-small-reads", b"\x03" + torture("intmeth"))
+    write("sip", "esc01-keepalive-then-lwsdisp", b"\x05" + torture("esc01") + b"\r\n\r\n" + torture("lwsdisp"))
+    write("sip", "mpart01-binary-body", b"\x00" + torture("mpart01"))
+    write("sip", "unreason-response", b"\x02" + torture("unreason"))
+    write("sip", "badinv01-refused", b"\x00" + torture("badinv01"))
+
+
+if __name__ == "__main__":
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp, sip):
         make()

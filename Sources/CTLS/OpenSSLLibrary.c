@@ -32,7 +32,7 @@ static const char soname[] = "libssl.so.3";
     F(EVP_DigestVerify) F(EVP_DigestVerifyInit) F(EVP_MD_CTX_free) F(EVP_MD_CTX_new) F(EVP_PKEY_CTX_free) \
     F(EVP_PKEY_CTX_new_id) F(EVP_PKEY_CTX_set_ec_paramgen_curve_nid) F(EVP_PKEY_CTX_set_rsa_keygen_bits) \
     F(EVP_PKEY_free) F(EVP_PKEY_get_base_id) F(EVP_PKEY_get_bits) F(EVP_PKEY_get_group_name) F(EVP_PKEY_keygen) \
-    F(EVP_PKEY_keygen_init) F(EVP_sha1) F(EVP_sha256) F(HMAC) F(PEM_read_bio_PUBKEY) F(PEM_read_bio_PrivateKey) \
+    F(EVP_PKEY_keygen_init) F(EVP_md5) F(EVP_sha1) F(EVP_sha256) F(HMAC) F(PEM_read_bio_PUBKEY) F(PEM_read_bio_PrivateKey) \
     F(PEM_write_bio_PUBKEY) F(PEM_write_bio_PrivateKey) F(RAND_bytes) F(SSL_CTX_check_private_key) \
     F(SSL_CTX_ctrl) F(SSL_CTX_free) F(SSL_CTX_get0_certificate) F(SSL_CTX_load_verify_locations) F(SSL_CTX_new) \
     F(SSL_CTX_set_alpn_select_cb) F(SSL_CTX_set_cipher_list) F(SSL_CTX_set_default_verify_paths) \
@@ -167,6 +167,7 @@ int EVP_PKEY_get_bits(const EVP_PKEY *pkey) { return openssl()->EVP_PKEY_get_bit
 int EVP_PKEY_get_group_name(const EVP_PKEY *pkey, char *name, size_t name_sz, size_t *gname_len) { return openssl()->EVP_PKEY_get_group_name(pkey, name, name_sz, gname_len); }
 int EVP_PKEY_keygen(EVP_PKEY_CTX *ctx, EVP_PKEY **ppkey) { return openssl()->EVP_PKEY_keygen(ctx, ppkey); }
 int EVP_PKEY_keygen_init(EVP_PKEY_CTX *ctx) { return openssl()->EVP_PKEY_keygen_init(ctx); }
+const EVP_MD *EVP_md5(void) { return openssl()->EVP_md5(); }
 const EVP_MD *EVP_sha1(void) { return openssl()->EVP_sha1(); }
 const EVP_MD *EVP_sha256(void) { return openssl()->EVP_sha256(); }
 unsigned char *HMAC(const EVP_MD *evp_md, const void *key, int key_len, const unsigned char *data, size_t data_len, unsigned char *md, unsigned int *md_len) { return openssl()->HMAC(evp_md, key, key_len, data, data_len, md, md_len); }

@@ -20,6 +20,10 @@ public enum OpenSSL {
     /// SHA-1 digest, used only for the WebSocket accept key (RFC 6455 section 4.2.2).
     public static func sha1(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha1(), "SHA-1") }
 
+    /// MD5 digest: only for SIP's digest authentication, whose callers still answer with it by
+    /// default (RFC 8760 section 2.2 keeps it for backward compatibility).
+    public static func md5(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_md5(), "MD5") }
+
     /// SHA-256 digest: what API keys are held as, so the keys themselves are not in memory.
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] { digest(bytes, EVP_sha256(), "SHA-256") }
 

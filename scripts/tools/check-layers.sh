@@ -21,12 +21,14 @@ declare -A allowed=(
   [Access]="Server Store TLS Loop Metrics JSON Logging"
   [Session]="Models Access Store Telemetry Tracing Server TLS Loop Metrics Codec JSON Logging"
   [Media]=""
+  [SIP]="Media TLS"
   [WebRTC]="Media Session Access Server TLS Loop Metrics Codec JSON CSRTP COpenSSL CTLS Logging"
   [Telephony]="Session Models Access Server TLS Loop Metrics Codec JSON"
   [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
   [MockLLM]="Server Models Loop Codec JSON"
   [parley]="Server Session Telephony WebRTC Access Models Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
   [parley-fuzz]="Server Session Access Telephony Media WebRTC Models Codec JSON Loop TLS TestSupport"
+  [parley-fuzz]="Server Session Access Telephony Media SIP WebRTC Codec JSON Loop TLS TestSupport"
   # The session engine and the Realtime protocol are values: events in, actions out. They know the
   # models' vocabulary (messages, tools, usage) and JSON, never a loop, a socket or a store.
   [Session/Engine]="Models Codec JSON"
@@ -35,7 +37,7 @@ declare -A allowed=(
 # Where a module's sources are when not in Sources/<module>.
 declare -A paths=([parley-fuzz]=Fuzz/Sources [Session/Engine]=Sources/Session/Engine [Session/Protocol]=Sources/Session/Protocol)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Media Loop TLS Upstream Server Store Models Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP"
+ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP"
 
 failures=0
 # Every Swift module under Sources has its row above: a new module states what it may import.
