@@ -155,7 +155,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "WebRTC", "Models", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
-        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "Models", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

@@ -463,5 +463,5 @@ def sip():
 
 
 if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp, sip):
+    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp, mcp_answer, sip):
         make()

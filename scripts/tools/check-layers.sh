@@ -27,8 +27,7 @@ declare -A allowed=(
   [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
   [MockLLM]="Server Models Loop Codec JSON"
   [parley]="Server Session Telephony WebRTC Access Models Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
-  [parley-fuzz]="Server Session Access Telephony Media WebRTC Models Codec JSON Loop TLS TestSupport"
-  [parley-fuzz]="Server Session Access Telephony Media SIP WebRTC Codec JSON Loop TLS TestSupport"
+  [parley-fuzz]="Server Session Access Telephony Media SIP WebRTC Models Codec JSON Loop TLS TestSupport"
   # The session engine and the Realtime protocol are values: events in, actions out. They know the
   # models' vocabulary (messages, tools, usage) and JSON, never a loop, a socket or a store.
   [Session/Engine]="Models Codec JSON"
