@@ -442,8 +442,6 @@ def mcp_answer():
     write("mcp-answer", "notification-202", bytes([0b10110, 0]))
 
 
-if __name__ == "__main__":
-    for make in (http, frames, json_events, client_secret, jwt, twilio, wav, ogg, sdp, multipart, rtp, jitter, sctp, mcp_answer):
 # -- SIP messages (RFC 3261), RFC 4475's torture messages as Tests/SIPTests/Fixtures holds them
 # (byte for byte from the RFC's archive). The first byte cuts the input into reads, as for http.
 
