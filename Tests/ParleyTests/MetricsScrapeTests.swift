@@ -34,7 +34,10 @@ import TestSupport
         "parley_twilio_messages_rejected_total counter", "parley_twilio_signature_refusals_total counter",
         "parley_upstream_apologies_total counter", "parley_upstream_circuit_open gauge", "parley_upstream_fallbacks_total counter",
         "parley_upstream_first_token_seconds histogram", "parley_upstream_retries_total counter", "parley_upstream_stalls_total counter",
-        "parley_vad_seconds histogram", "parley_voice_to_voice_seconds histogram", "parley_websocket_messages_received_total counter",
+        "parley_vad_seconds histogram", "parley_voice_to_voice_seconds histogram",
+        "parley_webrtc_audio_frames_total counter", "parley_webrtc_calls_ended_total counter", "parley_webrtc_calls_open gauge",
+        "parley_webrtc_datagrams_dropped_total counter", "parley_webrtc_ice_refusals_total counter", "parley_webrtc_offers_refused_total counter",
+        "parley_websocket_messages_received_total counter",
         "parley_websocket_messages_sent_total counter",
     ]
 
