@@ -32,8 +32,7 @@ final class CallMedia {
 
     /// SRTP is keyed: the call joins its loop's playout clock, and the reports start.
     func start(now: UInt64, call: WebRTCCall) {
-        nextTick = now + Self.frameNanoseconds
-        call.port.playout.add(call)
+        nextTick = call.port.playout.add(call)
         reports = call.loop.schedule(after: Self.reportSeconds) { [weak self, weak call] in
             guard let self, let call else { return }
             self.report(call: call)
@@ -82,7 +81,7 @@ final class CallMedia {
 
     /// Every frame due by `now`, in order (the loop's `PlayoutClock` calls this each 20 ms): a
     /// loop that was late catches up rather than drifting.
-    func play(dueBy now: UInt64, call: WebRTCCall) {
+    func play(dueBy now: UInt64, nextTick clockNext: UInt64, call: WebRTCCall) {
         var frames = 0
         while nextTick <= now, frames < 10, !call.ended {
             switch jitter.pop(now: nextTick) {
@@ -103,8 +102,9 @@ final class CallMedia {
             nextTick += Self.frameNanoseconds
             frames += 1
         }
-        // Far behind (a stalled loop): the clock starts again from now rather than play a burst.
-        if nextTick <= now { nextTick = now + Self.frameNanoseconds }
+        // Far behind (a stalled loop): the frames start again on the clock's next tick rather
+        // than play a burst.
+        if nextTick <= now { nextTick = clockNext }
     }
 
     // MARK: Out
