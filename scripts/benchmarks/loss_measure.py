@@ -105,6 +105,25 @@ def stream_gaps(arrivals: list[float], playout: float) -> tuple[int, int]:
     return len(arrivals), gaps
 
 
+def client_arguments(parser, label: str, relay: str, rate: int, drain: str) -> None:
+    """The options both clients take, so that the two sides of the table ask alike."""
+    parser.add_argument("--relay-port", type=int, required=True, help=f"{relay}'s --listen")
+    parser.add_argument("--questions", required=True, help=f"a folder of *.{rate}.wav questions")
+    parser.add_argument("--minutes", type=float, default=3)
+    parser.add_argument("--label", default=label, help="the report's column heading")
+    parser.add_argument("--report", required=True, help="where the JSON report goes")
+    parser.add_argument("--playout-ms", type=float, default=60, help="the playout clock's start after the reply's first audio")
+    parser.add_argument("--silence-ms", type=int, default=600, help="server_vad's silence_duration_ms")
+    parser.add_argument("--pause", type=float, default=1.0, help="seconds of silence before each question")
+    parser.add_argument("--drain", type=float, default=1.0, help=drain)
+    parser.add_argument("--reply-timeout", type=float, default=30)
+
+
+def write_report(report: dict, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1)
+
+
 def percentile(values: list[float], fraction: float) -> float:
     if not values:
         return float("nan")

@@ -29,7 +29,7 @@ import numpy
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
 from aiortc.rtcrtpreceiver import RTCRtpReceiver
 
-from loss_measure import Events, fixed_timeline_gaps, questions, summary
+from loss_measure import Events, client_arguments, fixed_timeline_gaps, questions, summary, write_report
 
 # aioice gathers host candidates from the interfaces and leaves loopback out; the relay listens
 # on 127.0.0.1 alone.
@@ -211,20 +211,9 @@ async def call(args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True, help="the server, for the offer and the hangup (not relayed)")
-    parser.add_argument("--relay-port", type=int, required=True, help="udp_relay.py's --listen")
-    parser.add_argument("--questions", required=True, help="a folder of *.48000.wav questions")
-    parser.add_argument("--minutes", type=float, default=3)
-    parser.add_argument("--label", default="WebRTC (UDP relay)", help="the report's column heading")
-    parser.add_argument("--report", required=True, help="where the JSON report goes")
-    parser.add_argument("--playout-ms", type=float, default=60, help="the playout clock's start after the reply's first audio")
-    parser.add_argument("--silence-ms", type=int, default=600, help="server_vad's silence_duration_ms")
-    parser.add_argument("--pause", type=float, default=1.0, help="seconds of silence before each question")
-    parser.add_argument("--drain", type=float, default=1.0, help="seconds after the reply for its last packets")
-    parser.add_argument("--reply-timeout", type=float, default=30)
+    client_arguments(parser, "WebRTC (UDP relay)", "udp_relay.py", 48000, "seconds after the reply for its last packets")
     args = parser.parse_args()
-    report = asyncio.run(asyncio.wait_for(call(args), args.minutes * 60 + 120))
-    with open(args.report, "w") as f:
-        json.dump(report, f, indent=1)
+    write_report(asyncio.run(asyncio.wait_for(call(args), args.minutes * 60 + 120)), args.report)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import time
 import numpy
 import websockets
 
-from loss_measure import Events, questions, stream_gaps, summary
+from loss_measure import Events, client_arguments, questions, stream_gaps, summary, write_report
 
 RATE = 24_000
 FRAME = 480  # 20 ms
@@ -125,20 +125,9 @@ async def session(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--relay-port", type=int, required=True, help="tcp_relay.py's --listen")
-    parser.add_argument("--questions", required=True, help="a folder of *.24000.wav questions")
-    parser.add_argument("--minutes", type=float, default=3)
-    parser.add_argument("--label", default="WebSocket (TCP relay)", help="the report's column heading")
-    parser.add_argument("--report", required=True, help="where the JSON report goes")
-    parser.add_argument("--playout-ms", type=float, default=60, help="the playout clock's start after the reply's first audio")
-    parser.add_argument("--silence-ms", type=int, default=600, help="server_vad's silence_duration_ms")
-    parser.add_argument("--pause", type=float, default=1.0, help="seconds of silence before each question")
-    parser.add_argument("--drain", type=float, default=1.0, help="seconds after response.done for the last deltas")
-    parser.add_argument("--reply-timeout", type=float, default=30)
+    client_arguments(parser, "WebSocket (TCP relay)", "tcp_relay.py", 24000, "seconds after response.done for the last deltas")
     args = parser.parse_args()
-    report = asyncio.run(asyncio.wait_for(session(args), args.minutes * 60 + 120))
-    with open(args.report, "w") as f:
-        json.dump(report, f, indent=1)
+    write_report(asyncio.run(asyncio.wait_for(session(args), args.minutes * 60 + 120)), args.report)
 
 
 if __name__ == "__main__":
