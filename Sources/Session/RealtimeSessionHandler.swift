@@ -23,6 +23,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// `output_audio_buffer` events; nil for a WebSocket's.
     private var call: OutputAudioBuffer?
     var endpointName: String { call != nil ? "/v1/realtime/calls" : opusEndpoint ? "/ws" : "/v1/realtime" }
+    var carriesLossyMedia: Bool { call != nil }
     /// Set for sessions that asked for resume; the rest pay one nil pointer for it.
     private var resumption: SessionResumption?
     /// The connection the session now belongs to: frames and closes from any other (a reconnect

@@ -16,6 +16,7 @@ extension SessionDriver {
                 guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
                       let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
                                                      referenceRate: echoGuardOn || recorder != nil ? inputRate : nil,
+                                                     inbandFEC: wire?.carriesLossyMedia == true,
                                                      send: { [weak self] piece in self?.sendAudio(piece, at) },
                                                      report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }

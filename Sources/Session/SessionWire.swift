@@ -21,6 +21,10 @@ package protocol SessionWire: AnyObject {
     var resendsAfterPause: Bool { get }
     /// Names the endpoint in the session's log lines.
     var endpointName: String { get }
+    /// Whether the reply's audio crosses a network that drops packets (a WebRTC call's RTP over
+    /// UDP), so that its Opus carries in-band FEC for the listener to recover a lost packet from
+    /// the next (RFC 6716 section 2.1.7); a WebSocket's TCP loses nothing.
+    var carriesLossyMedia: Bool { get }
 }
 
 extension SessionWire {
@@ -28,4 +32,5 @@ extension SessionWire {
     func speechStopped(responseID: String, on socket: any SessionSocket) {}
     func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
     var resendsAfterPause: Bool { false }
+    package var carriesLossyMedia: Bool { false }
 }

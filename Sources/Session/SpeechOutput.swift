@@ -86,7 +86,8 @@ package final class SpeechOutput {
     /// `referenceRate`: also keep each piece's audio at this rate, for `onPlayed` (the echo guard's
     /// reference); nil: none is made.
     init(location: ContentLocation, voice: SpeechVoice, format: RealtimeAudioFormat, synthesizer: any Synthesizer, pool: WorkerPool,
-         loop: EventLoop, referenceRate: Int? = nil, send: @escaping (Piece) -> Void, report: @escaping (SpeechOutputEvent) -> Void) throws {
+         loop: EventLoop, referenceRate: Int? = nil, inbandFEC: Bool = false, send: @escaping (Piece) -> Void,
+         report: @escaping (SpeechOutputEvent) -> Void) throws {
         self.location = location
         self.voice = voice
         self.format = format
@@ -95,7 +96,7 @@ package final class SpeechOutput {
         self.loop = loop
         self.send = send
         self.report = report
-        encoder = try ReplyEncoder(format: format, referenceRate: referenceRate)
+        encoder = try ReplyEncoder(format: format, referenceRate: referenceRate, inbandFEC: inbandFEC)
     }
 
     func add(_ piece: String) {
@@ -387,7 +388,9 @@ final class ReplyEncoder: @unchecked Sendable {
     private var remainder: [Int16] = []
     private let lock = Mutex(())
 
-    init(format: RealtimeAudioFormat, referenceRate: Int? = nil) throws {
+    /// `inbandFEC`: Opus packets carry a coarse copy of the one before, planned for 10 % loss
+    /// (`SessionWire.carriesLossyMedia`).
+    init(format: RealtimeAudioFormat, referenceRate: Int? = nil, inbandFEC: Bool = false) throws {
         law = format.g711Law
         self.referenceRate = referenceRate
         switch format {
@@ -395,7 +398,8 @@ final class ReplyEncoder: @unchecked Sendable {
             rate = 24_000
             frameMs = 20
             opus = try OpusEncoder(format: AudioFormat(sampleRate: .hz24000, channels: .mono), application: .voip,
-                                   settings: .init(bitrate: 24_000, complexity: SpeechOutput.opusComplexity))
+                                   settings: .init(bitrate: 24_000, complexity: SpeechOutput.opusComplexity, inbandFEC: inbandFEC,
+                                                   expectedPacketLossPercent: inbandFEC ? 10 : 0))
         case .pcm16:
             rate = 24_000
             frameMs = 100
