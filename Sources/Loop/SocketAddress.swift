@@ -97,12 +97,16 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
 
     /// The host's address bytes, 4 (IPv4) or 16 (IPv6); empty for a Unix-domain address. STUN's
     /// XOR-MAPPED-ADDRESS carries them.
-    public var hostBytes: [UInt8] {
+    public var hostBytes: [UInt8] { withHostBytes { Array($0) } }
+
+    /// The host's address bytes as `hostBytes` gives them, lent rather than copied: for a media
+    /// port reading who sent each datagram.
+    public func withHostBytes<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T {
         withUnsafeBytes(of: storage) { bytes in
             switch family {
-            case AF_INET: Array(bytes[4..<8])
-            case AF_INET6: Array(bytes[8..<24])
-            default: []
+            case AF_INET: body(UnsafeRawBufferPointer(rebasing: bytes[4..<8]))
+            case AF_INET6: body(UnsafeRawBufferPointer(rebasing: bytes[8..<24]))
+            default: body(UnsafeRawBufferPointer(start: nil, count: 0))
             }
         }
     }

@@ -67,8 +67,9 @@ final class WebRTCCall: MediaPortCall {
         switch kind {
         case .stun: receivedSTUN(datagram, from: from, now: now)
         case .dtls: receivedDTLS(datagram, now: now)
-        case .rtp: media.received(UnsafeMutableRawBufferPointer(mutating: datagram), now: now, call: self)
-        case .drop: metrics.dropped(.malformed)
+        // Media moves none of the deadlines below: no rescheduling per packet.
+        case .rtp: return media.received(UnsafeMutableRawBufferPointer(mutating: datagram), now: now, call: self)
+        case .drop: return metrics.dropped(.malformed)
         }
         rescheduleTimer(now: now)
     }
@@ -148,7 +149,7 @@ final class WebRTCCall: MediaPortCall {
     /// earliest of them.
     func rescheduleTimer(now: UInt64) {
         guard !ended else { return }
-        let next = [ice.deadline, dtls.retransmissionDeadline(now: now), channels.nextDeadline].compactMap { $0 }.min() ?? .max
+        let next = min(ice.deadline ?? .max, dtls.retransmissionDeadline(now: now) ?? .max, channels.nextDeadline ?? .max)
         guard next != timerAt else { return }
         timer?.cancel()
         timerAt = next

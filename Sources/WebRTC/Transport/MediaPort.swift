@@ -97,7 +97,7 @@ final class MediaPort: LoopRegistrant {
 
     /// Sends one datagram; a full socket buffer drops it, as the network would.
     func send(_ bytes: UnsafeRawBufferPointer, to address: TransportAddress) {
-        guard let destination = SocketAddress.ip(address.octets, port: address.port) else { return }
+        guard let destination = address.socketAddress else { return }
         do throws(SystemError) {
             if try !Sys.sendDatagram(fd, bytes, to: destination) { metrics.dropped(.sendBufferFull) }
         } catch {
@@ -120,7 +120,8 @@ final class MediaPort: LoopRegistrant {
     }
 
     private func dispatch(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress) {
-        guard let first = datagram.first, let address = TransportAddress(octets: sender.hostBytes, port: UInt16(sender.port)) else {
+        guard let first = datagram.first,
+              let address = sender.withHostBytes({ TransportAddress(octets: $0, port: UInt16(sender.port)) }) else {
             return metrics.dropped(.malformed)
         }
         let kind = PacketKind.classify(first)
@@ -154,5 +155,18 @@ final class MediaPort: LoopRegistrant {
         if let registration { loop.deregister(registration) }
         registration = nil
         Sys.close(fd)
+    }
+}
+
+extension TransportAddress {
+    /// The socket address to send to; an IPv4 one without building its octets (every RTP packet
+    /// out goes through here).
+    var socketAddress: SocketAddress? {
+        switch ip {
+        case .v4(let host):
+            return .ipv4(UInt8(host >> 24), UInt8(host >> 16 & 0xFF), UInt8(host >> 8 & 0xFF), UInt8(host & 0xFF), port: port)
+        case .v6:
+            return SocketAddress.ip(octets, port: port)
+        }
     }
 }
