@@ -60,7 +60,7 @@ public struct AnthropicModel: LanguageModel {
         switch choice {
         case .auto: .object([("type", .string("auto"))])
         case .none: .object([("type", .string("none"))])
-        case .required: .object([("type", .string("any"))])
+        case .required, .mcp: .object([("type", .string("any"))])
         case .function(let name): .object([("type", .string("tool")), ("name", .string(name))])
         }
     }

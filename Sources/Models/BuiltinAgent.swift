@@ -177,7 +177,7 @@ public struct BuiltinAgent: Sendable {
         case .function(let name):
             if let tool = tools.first(where: { $0.name == name }) { return (tool, prompt) }
             return named.map { ($0, prompt) }
-        case .required: return (named ?? tools[0], prompt)
+        case .required, .mcp: return (named ?? tools[0], prompt)
         case .auto:
             // Arithmetic it works out itself: "12 times 7" asks for no `get_time`.
             guard let named, let asked else { return nil }

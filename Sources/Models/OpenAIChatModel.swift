@@ -56,7 +56,7 @@ public struct OpenAIChatModel: LanguageModel {
         switch choice {
         case .auto: .string("auto")
         case .none: .string("none")
-        case .required: .string("required")
+        case .required, .mcp: .string("required")
         case .function(let name): .object([("type", .string("function")), ("function", .object([("name", .string(name))]))])
         }
     }

@@ -27,6 +27,10 @@ public struct ToolDefinition: Sendable, Equatable {
 public enum ToolChoice: Sendable, Equatable {
     case auto, none, required
     case function(String)
+    /// A tool of this MCP server (this one, when named). A session turns it into `.function` or
+    /// `.required` over the server's tools before a model sees it (`MCPToolState`); a provider
+    /// that meets it anyway reads it as `required`.
+    case mcp(serverLabel: String, name: String?)
 
     public var json: JSON {
         switch self {
@@ -34,6 +38,8 @@ public enum ToolChoice: Sendable, Equatable {
         case .none: .string("none")
         case .required: .string("required")
         case .function(let name): .object([("type", .string("function")), ("name", .string(name))])
+        case .mcp(let label, let name):
+            .object([("type", .string("mcp")), ("server_label", .string(label))] + (name.map { [("name", JSON.string($0))] } ?? []))
         }
     }
 }

@@ -44,12 +44,20 @@ public final class RealtimeEndpoint: Sendable {
     public let tracer: ParleyTracer?
     /// Where sessions that ask are recorded (`--recordings`); nil: none may be.
     public let recordings: Recordings?
+    /// Which MCP servers sessions may name, the filler said while tools run (`--mcp-allow`,
+    /// `--tool-filler`).
+    public let tooling: ToolSettings
+    /// Time-outs and limits of each session's MCP clients.
+    public let mcpClient: MCPClient.Settings
     static let reportsPrefix = "/v1/sessions/"
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
                 echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, readsTurnWords: Bool = true,
-                speechCapacity: SpeechCapacity? = nil, tracer: ParleyTracer? = nil, recordings: Recordings? = nil) {
+                speechCapacity: SpeechCapacity? = nil, tracer: ParleyTracer? = nil, recordings: Recordings? = nil,
+                tooling: ToolSettings = .standard, mcpClient: MCPClient.Settings = .init()) {
+        self.tooling = tooling
+        self.mcpClient = mcpClient
         self.readsTurnWords = readsTurnWords
         self.speechCapacity = speechCapacity
         self.tracer = tracer

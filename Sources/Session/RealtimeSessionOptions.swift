@@ -19,6 +19,7 @@ extension SessionEngine.Options {
         transcriberSettles = endpoint.speech.transcriber?.decodesWhenQuiet ?? true
         speculatesByDefault = endpoint.speculativeRepliesByDefault
         records = endpoint.recordings != nil
+        tooling = endpoint.tooling
         // /ws is for browsers and the CLI, which send Opus packets: that is its default input.
         if allowsOpus { configuration.inputAudioFormat = .opus }
         // ... and whose page plays Opus back: with a synthesiser, /ws replies are spoken.
@@ -45,6 +46,10 @@ extension SessionEngine.Options {
                 if let type = update.sessionType { configuration.type = type }
                 try? configuration.apply(update, allowsOpus: allowsOpus)
             }
+            // The store keeps settings as session.updated shows them, MCP secrets redacted: the
+            // servers are not restored (the client names them again), rather than called with
+            // "[redacted]" for a token.
+            configuration.mcpServers = []
             sessionID = stored.session.sessionID
         }
     }

@@ -54,6 +54,8 @@ package final class SessionDriver {
     var trace: SessionTrace?
     /// The call's recording, while the session asks for one on a server that records.
     var recorder: SessionRecorder?
+    /// The MCP clients, calls and filler timer, made with the first (`SessionTools`).
+    var toolWork: SessionTools?
     /// The input's noise reduction (`noise_reduction`), after the echo guard and before the
     /// engine: made with the first audio of a session that asks for it, let go with the codec.
     var denoiser: Denoiser?
@@ -267,6 +269,8 @@ package final class SessionDriver {
         transcriptions = [:]
         turnJudgement?.call.cancel()
         turnJudgement = nil
+        toolWork?.close()
+        toolWork = nil
         listening?.idleCheck?.cancel()
         listening = nil
         echo = nil
@@ -390,6 +394,10 @@ package final class SessionDriver {
                 speak(step, on: socket)
             case .turnModel(let step):
                 judgeTurn(step, on: socket.loop)
+            case .mcp(let step):
+                mcp(step, on: socket.loop)
+            case .toolWait(let step):
+                toolWait(step, on: socket.loop)
             }
         }
         updateAccount()

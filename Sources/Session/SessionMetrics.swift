@@ -125,6 +125,7 @@ public final class SessionMetrics: Sendable {
             if why == .backchannel { backchannels.add(1) }
         case .turnEnded(_, _, let cause): turnEnds.add(1, cause)
         case .historyTruncated(let items): historyTruncated.add(items)
+        case .fillerSaid: ToolMetrics.shared.fillers.add(1)
         default: break
         }
     }

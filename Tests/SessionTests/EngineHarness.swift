@@ -99,6 +99,11 @@ extension [SessionAction] {
             case .speech(.resume(_, .short)): "speak.resume.short"
             case .turnModel(.judge): "turn.judge"
             case .turnModel(.cancel): "turn.cancel"
+            case .mcp(.list): "mcp.list"
+            case .mcp(.call): "mcp.call"
+            case .mcp(.cancel): "mcp.cancel"
+            case .toolWait(.arm): "toolWait.arm"
+            case .toolWait(.disarm): "toolWait.disarm"
             // What observers are told, listed by `facts` and `turnEnds`; bookkeeping for metrics.
             case .fact, .speculationEnded: nil
             }

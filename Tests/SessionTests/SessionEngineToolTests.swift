@@ -139,7 +139,8 @@ import Session
             (#"[{"type":"function","name":"f","parameters":"not a schema"}]"#, "session.tools[0].parameters"),
             (#"[{"type":"function","name":"f","parameters":{"type":"string"}}]"#, "session.tools[0].parameters"),
             (#"[{"type":"function","name":"f"},{"type":"function","name":"f"}]"#, "session.tools[1].name"),
-            (#"[{"type":"mcp","server_label":"x"}]"#, "session.tools[0].type"),
+            (#"[{"type":"mcp","server_label":"x"}]"#, "session.tools[0].server_url"),
+            (#"[{"type":"web_search"}]"#, "session.tools[0].type"),
             ("[\(tooMany)]", "session.tools"),
             ("[3]", "session.tools[0]"),
         ]

@@ -32,6 +32,8 @@ public enum MCPError: Error, Equatable, Sendable, CustomStringConvertible {
     case unsupportedVersion(String)
     /// The client was closed before the operation could run.
     case closed
+    /// The session stopped wanting the call (a barge-in, a cancelled response): `why`.
+    case cancelled(String)
 
     /// JSON-RPC's and the MCP SDKs' codes for the failures that have no code of their own: the
     /// SDKs' `ConnectionClosed` and `RequestTimeout`, and JSON-RPC 2.0's parse, internal and
@@ -41,6 +43,8 @@ public enum MCPError: Error, Equatable, Sendable, CustomStringConvertible {
     public static let parseErrorCode = -32700
     public static let internalErrorCode = -32603
     public static let invalidParamsCode = -32602
+    /// JSON-RPC's implementation-defined range, as LSP and the MCP SDKs use it for a request cancelled.
+    public static let requestCancelledCode = -32800
 
     /// The Realtime API's `type` of the error: `protocol_error`, `tool_execution_error` or `http_error`.
     public var type: String {
@@ -59,6 +63,7 @@ public enum MCPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .toolFailed: nil
         case .status(let status, _): status
         case .unreachable, .tooLarge, .closed: Self.connectionClosedCode
+        case .cancelled: Self.requestCancelledCode
         case .timedOut: Self.requestTimeoutCode
         case .notMCP: Self.parseErrorCode
         case .malformed: Self.internalErrorCode
@@ -78,6 +83,7 @@ public enum MCPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .malformed(let why): "the MCP server sent a malformed answer: \(why)"
         case .unsupportedVersion(let version): "the MCP server speaks protocol revision \(version), which this client does not"
         case .closed: "the MCP client was closed"
+        case .cancelled(let why): "the call was cancelled: \(why)"
         }
     }
 

@@ -57,7 +57,7 @@ struct MCPRedaction: Sendable {
         case .notMCP(let why): .notMCP(quote(why))
         case .malformed(let why): .malformed(quote(why))
         case .unsupportedVersion(let version): .unsupportedVersion(quote(version))
-        case .timedOut, .tooLarge, .closed: error
+        case .timedOut, .tooLarge, .closed, .cancelled: error
         }
     }
 }

@@ -25,7 +25,18 @@ extension SessionEngine {
         /// The function calls the model has begun, in the order it began them.
         var calls: [Call] = []
         var nextOutputIndex = 0
-        let tools: ToolSet?
+        /// The functions the model was offered: the client's, and the MCP tools listed by then.
+        var tools: ToolSet?
+        /// What each model name of an MCP tool stands for (`MCPToolState.targets`).
+        var mcpTargets: [String: MCPToolState.Target] = [:]
+        /// The MCP servers this response offers (its own `tools`, or the session's).
+        var mcpServers: [MCPServerEntry] = []
+        /// The model is not asked yet: it waits for a server being listed, or an approved call
+        /// being run; `overrides` say how to ask it then.
+        var modelWaits = false
+        var overrides = ResponseOverrides()
+        /// A filler said while a client's function runs (`ToolFiller`), not the model's.
+        var isFiller = false
         let metadata: JSON?
         /// Out of band (`conversation: "none"`): nothing of it joins the conversation.
         var outOfBand = false
@@ -44,6 +55,28 @@ extension SessionEngine {
             let callID: String
             let name: String
             var arguments = ""
+            /// Set for a call of an MCP tool, which the server runs itself.
+            var mcp: MCPCall?
+        }
+
+        /// An MCP call, from the model's words to its outcome.
+        struct MCPCall: Sendable, Equatable {
+            let server: MCPServerEntry
+            let tool: String
+            /// The call waits for the client's approval: it becomes an `mcp_approval_request`.
+            let asksApproval: Bool
+            /// The approval it runs on, for a call the client approved.
+            var approvalRequestID: String?
+            var phase = Phase.written
+            var output: String?
+            var error: MCPError?
+
+            enum Phase: Sendable, Equatable {
+                /// The model is writing its arguments.
+                case written
+                case running
+                case done
+            }
         }
 
         struct Ending: Sendable, Equatable {

@@ -20,9 +20,30 @@ public enum SessionAction: Sendable, Equatable {
     case speech(SpeechStep)
     /// Ask the end-of-turn model (or stop asking); its answer comes back as `.turnVerdict`.
     case turnModel(TurnModelStep)
+    /// List or call an MCP server's tools, or stop a call; the outcome comes back as
+    /// `.mcpToolsListed` or `.mcpToolCalled` with the item's id.
+    case mcp(MCPStep)
+    /// A tool has been running (an MCP call, or the client's function) and the session will say
+    /// a filler if it still is after `afterMs` (`ToolFiller`): the driver answers `.toolWaitElapsed`
+    /// with `token`, unless `.toolWaitEnded` comes first.
+    case toolWait(ToolWaitStep)
     /// Something happened that the session's observers (metrics, timing, the report, the
     /// trace) are told of; never sent as such (`SessionFact`).
     case fact(SessionFact)
+}
+
+/// What an MCP server is asked. `server` carries the entry's endpoint and credentials.
+public enum MCPStep: Sendable, Equatable {
+    case list(itemID: String, server: MCPServerEntry)
+    case call(itemID: String, server: MCPServerEntry, tool: String, arguments: String)
+    /// The call is no longer wanted (barge-in, cancel): the server is told (`notifications/cancelled`).
+    case cancel(itemID: String)
+}
+
+/// The filler's timer (`ToolFiller`).
+public enum ToolWaitStep: Sendable, Equatable {
+    case arm(token: Int, afterMs: Int)
+    case disarm
 }
 
 /// What the end-of-turn model is asked (see `TurnEnding`).

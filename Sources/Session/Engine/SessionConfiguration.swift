@@ -35,6 +35,8 @@ public struct SessionConfiguration: Sendable, Equatable {
     public var maxOutputTokens: Int?
     /// The functions the model may call, shared among sessions that declare the same ones.
     public var tools: ToolSet?
+    /// The MCP servers whose tools the model may call (`{"type": "mcp"}` entries of `tools`).
+    public var mcpServers: [MCPServerEntry] = []
     public var toolChoice: ToolChoice = .auto
     /// Parley's echo guard (`audio.input.echo_guard`, or the beta's `input_audio_echo_guard`): the
     /// client plays replies with no echo cancellation of its own, so the server discounts the
@@ -148,6 +150,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         case .limited(let n): next.maxOutputTokens = n
         }
         if let tools = update.tools { next.tools = tools.tools.isEmpty ? nil : tools }
+        if let servers = update.mcpServers { next.mcpServers = servers }
         if let choice = update.toolChoice { next.toolChoice = choice }
         if let guarded = update.echoGuard { next.echoGuard = guarded }
         if let recording = update.recording { next.recording = recording }
@@ -159,7 +162,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         case .on(let kind): next.noiseReduction = kind
         }
         if update.tools != nil || update.toolChoice != nil {
-            try ToolsField.check(next.toolChoice, against: next.tools, param: "session.tool_choice")
+            try ToolsField.check(next.toolChoice, against: next.tools, servers: next.mcpServers, param: "session.tool_choice")
         }
         self = next
     }

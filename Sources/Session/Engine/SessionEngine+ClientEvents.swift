@@ -19,6 +19,9 @@ extension SessionEngine {
                 return emitError(.invalidRequest, "recording_not_allowed",
                                  "this server does not record sessions ('session.recording'): its operator starts it with --recordings DIR to allow it", event)
             }
+            if let servers = update.mcpServers, let refused = refusedServer(servers) {
+                return emit(.error(notAllowed(refused, param: "session.tools", event)))
+            }
             if let bytes = update.maxHistoryBytes, bytes > Int(maxHistoryBytes) {
                 return emitError(.invalidRequest, "invalid_value",
                                  "'session.max_history_bytes' may be at most \(maxHistoryBytes), this server's history budget (--max-history-bytes)", event)
@@ -39,6 +42,7 @@ extension SessionEngine {
             turnDetectionChanged()
             emit(.sessionUpdated(sessionInfo))
             fact(.settingsChanged)
+            if let servers = update.mcpServers { listServers(servers, forSession: true) }
         case .inputAudioCommit:
             guard audio.pendingSamples > 0 else {
                 emitError(.invalidRequest, "input_audio_buffer_commit_empty", "the input audio buffer is empty: append audio before committing it", event)
@@ -78,12 +82,21 @@ extension SessionEngine {
             if overrides.tools != nil || overrides.toolChoice != nil {
                 let tools = overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools
                 do {
-                    try ToolsField.check(overrides.toolChoice ?? configuration.toolChoice, against: tools, param: "response.tool_choice")
+                    try ToolsField.check(overrides.toolChoice ?? configuration.toolChoice, against: tools,
+                                         servers: overrides.mcpServers ?? configuration.mcpServers, param: "response.tool_choice")
                 } catch {
                     var error = error
                     error.eventID = event.eventID
                     return emit(.error(EventError(error)))
                 }
+            }
+            if let servers = overrides.mcpServers, let refused = refusedServer(servers) {
+                return emit(.error(notAllowed(refused, param: "response.tools", event)))
+            }
+            if let response = turns.response, response.isFiller, turns.deferredResponse == nil {
+                // A filler is being said while the client's function ran: its reply follows it.
+                turns.deferredResponse = overrides
+                return
             }
             if let response = turns.response {
                 emitError(.invalidRequest, "conversation_already_has_active_response",
@@ -99,6 +112,7 @@ extension SessionEngine {
             }
             cancel(response.id, reason: "client_cancelled")
         case .conversationItemRetrieve(let itemID):
+            if let item = mcp.value.item(itemID) { return emit(.conversationItemRetrieved(item)) }
             guard let entry = conversation.entry(itemID) else { return itemNotFound(itemID, event) }
             emit(.conversationItemRetrieved(Self.item(entry)))
         case .conversationItemDelete(let itemID):

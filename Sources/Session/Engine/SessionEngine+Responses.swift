@@ -43,6 +43,10 @@ extension SessionEngine {
         new.outOfBand = overrides.outOfBand
         new.speed = configuration.speed
         new.speaks = synthesizes && new.modalities.contains(.audio)
+        new.overrides = overrides
+        new.mcpServers = overrides.mcpServers ?? configuration.mcpServers
+        new.mcpTargets = request.targets
+        new.isFiller = overrides.scripted != nil
         turns.response = new
         // It sees the whole history, so it answers any turn that was waiting too.
         turns.turnAwaitingResponse = false
@@ -56,7 +60,13 @@ extension SessionEngine {
             emit(.error(error))
             return finish(.failed, details: .failed(error))
         }
+        if let scripted = overrides.scripted {
+            delta(new.id, scripted, filler: true)
+            return complete(.completed)
+        }
         guard let speculative else {
+            prepareTools(overrides)
+            guard turns.response?.modelWaits == false else { return }
             return outbox.append(.startModel(responseID: new.id, messages: request.messages, options: request.options))
         }
         // What it said while the turn was ending is handled now, as if it had just arrived.
@@ -65,7 +75,8 @@ extension SessionEngine {
     }
 
     /// The messages and options a response with `overrides` sends the model, after `history`.
-    func modelRequest(_ overrides: ResponseOverrides, _ history: [ChatMessage]) -> (messages: [ChatMessage], options: ModelOptions) {
+    func modelRequest(_ overrides: ResponseOverrides, _ history: [ChatMessage])
+        -> (messages: [ChatMessage], options: ModelOptions, targets: [String: MCPToolState.Target]) {
         let instructions = overrides.instructions ?? configuration.instructions
         let maxTokens: Int? = switch overrides.maxOutputTokens {
         case nil: configuration.maxOutputTokens
@@ -76,10 +87,11 @@ extension SessionEngine {
         if let input = overrides.input { messages = input.compactMap { inputMessage($0) } }
         if !instructions.isEmpty { messages.insert(ChatMessage(role: .system, text: instructions), at: 0) }
         let modalities = overrides.outputModalities ?? configuration.outputModalities
+        let offered = offeredTools(functions: overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools,
+                                   servers: overrides.mcpServers ?? configuration.mcpServers, choice: overrides.toolChoice ?? configuration.toolChoice)
         return (messages, ModelOptions(maxOutputTokens: maxTokens, outputModalities: modalities, voice: configuration.voice,
-                                       outputAudioFormat: configuration.outputAudioFormat,
-                                       tools: overrides.tools.map { $0.tools.isEmpty ? nil : $0 } ?? configuration.tools,
-                                       toolChoice: overrides.toolChoice ?? configuration.toolChoice))
+                                       outputAudioFormat: configuration.outputAudioFormat, tools: offered.tools, toolChoice: offered.choice),
+                offered.targets)
     }
 
     // MARK: Speculative replies
@@ -91,7 +103,7 @@ extension SessionEngine {
     /// reply starts on them, unheard (or starts again, if the words have changed since).
     mutating func speculate() {
         let words = turns.heardWords.trimmed
-        guard speculates, transcribes, !conversation.exceedsBudget, let speech = turns.floor.turn, turns.floor.isEndPending, turns.response == nil, turns.pendingTranscripts.isEmpty,
+        guard speculates, transcribes, !conversation.exceedsBudget, !mcp.value.isListing(configuration.mcpServers), !mcp.value.hasAnswered, let speech = turns.floor.turn, turns.floor.isEndPending, turns.response == nil, turns.pendingTranscripts.isEmpty,
               turns.deferredResponse == nil, configuration.turnDetection?.createResponse ?? true, !words.isEmpty else { return }
         let heard = SpeculativeReply.words(words)
         if let outspokenWords = turns.outspokenWords, outspokenWords.itemID == speech.itemID, outspokenWords.words == heard { return }
@@ -126,7 +138,8 @@ extension SessionEngine {
         outbox.append(.speculationEnded(responseID: dropped.responseID, outcome, tokens: dropped.tokens, answered: false))
     }
 
-    mutating func delta(_ id: String, _ text: String) {
+    /// `filler`: the server's words while a tool runs (`ToolFiller`), not the model's.
+    mutating func delta(_ id: String, _ text: String, filler: Bool = false) {
         // Deltas of a response already cancelled or finished are late arrivals: dropped.
         guard turns.response?.id == id, !text.isEmpty, let itemID = turns.response?.itemID, let modalities = turns.response?.modalities,
               let delivered = turns.response?.text.utf8.count, let maxTextBytes = turns.response?.maxTextBytes else { return }
@@ -134,6 +147,7 @@ extension SessionEngine {
         // character), so what the client saw, the history and the usage all agree.
         let piece = delivered + text.utf8.count <= maxTextBytes ? text : ConversationHistory.prefix(of: text, bytes: maxTextBytes - delivered)
         if !piece.isEmpty {
+            if !filler { turns.filler.somethingElseSaid() }
             if turns.response?.itemStarted == false {
                 // The text item takes the next place in the output: first, or after calls begun before it.
                 turns.response?.itemStarted = true
@@ -186,6 +200,7 @@ extension SessionEngine {
         guard current.tools?.tools.contains(where: { $0.name == name }) == true else {
             return failModel(id, "the model called '\(name)', which is not among this response's tools")
         }
+        if let target = current.mcpTargets[name] { return mcpCallStarted(current, index: index, callID: callID, name: name, target) }
         let call = Response.Call(index: index, itemID: ids.make("item"), outputIndex: current.nextOutputIndex, callID: callID, name: name)
         turns.response?.nextOutputIndex += 1
         turns.response?.calls.append(call)
@@ -204,6 +219,11 @@ extension SessionEngine {
             return failModel(id, "the model's arguments for '\(call.name)' passed \(Self.maxArgumentsBytes) bytes")
         }
         turns.response?.calls[position].arguments += delta
+        if let mcp = call.mcp {
+            // An approval request shows its arguments whole, when it is done.
+            if !mcp.asksApproval { emit(.mcpCallArgumentsDelta(MCPCallLocation(responseID: id, itemID: call.itemID, outputIndex: call.outputIndex), delta: delta)) }
+            return
+        }
         let at = FunctionCallLocation(responseID: id, itemID: call.itemID, outputIndex: call.outputIndex, callID: call.callID)
         emit(.functionCallArgumentsDelta(at, delta: delta))
     }
@@ -247,6 +267,9 @@ extension SessionEngine {
     /// `conversation.item.create`: a message, a function call's output (which must answer a call
     /// in the conversation), or a call; after `previous_item_id` when the client names one.
     mutating func createItem(_ new: NewConversationItem, _ event: ClientEvent) {
+        // An approval answers its request wherever the client places it (the JavaScript SDK
+        // names the request as the previous item): it is not a message of the history.
+        if let approval = new.approval { return answerApproval(new, approval, event) }
         var position = conversation.count
         if let previous = new.previousItemID {
             guard let at = conversation.position(after: previous) else {
@@ -279,7 +302,9 @@ extension SessionEngine {
         emit(.conversationItemCreated(item, previousItemID: previous))
         emit(.conversationItemDone(item, previousItemID: previous))
         switch new.function {
-        case .output(let callID, _): fact(.toolReturned(callID: callID))
+        case .output(let callID, _):
+            fact(.toolReturned(callID: callID))
+            clientToolReturned()
         case .call: break
         case nil: if new.role == .user { fact(.userItem(itemID: id, text: new.text)) }
         }
@@ -299,6 +324,12 @@ extension SessionEngine {
         guard let current = turns.response else { return }
         if let call = malformedCall() {
             return failModel(current.id, "the model's arguments for '\(call.name)' are not a JSON object: \(call.arguments.prefix(200))")
+        }
+        // MCP calls run before the response ends (a filler may be said meanwhile); it ends when
+        // the last answers (`mcpToolCalled`).
+        if status == .completed, current.ending == nil, runWrittenCalls() {
+            turns.response?.ending = .init(status: status, details: details, usage: usage)
+            return
         }
         guard current.speaks else { return finish(status, details: details, usage: usage) }
         guard current.ending == nil else { return }
@@ -335,6 +366,7 @@ extension SessionEngine {
     /// `response.done`, then the response a waiting turn is owed, if any. Whatever text was
     /// delivered is the reply's text in the history, whatever the status: it is what the user saw.
     mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
+        closeMCPCalls(status)
         guard let current = turns.response else { return }
         turns.response = nil
         // Whatever it said is there to be heard now: the turn it answered is closed.
@@ -356,7 +388,13 @@ extension SessionEngine {
             output.append((current.messageOutputIndex, item))
             if !current.outOfBand { conversation.setText(current.text, of: current.itemID) }
         }
-        for var call in current.calls {
+        for call in current.calls where call.mcp != nil {
+            let item = mcpItem(call)
+            emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
+            if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: nil)) }
+            output.append((call.outputIndex, item))
+        }
+        for var call in current.calls where call.mcp == nil {
             // A call without arguments (Anthropic streams an empty input) takes none: "{}".
             if call.arguments.isEmpty { call.arguments = "{}" }
             let at = FunctionCallLocation(responseID: current.id, itemID: call.itemID, outputIndex: call.outputIndex, callID: call.callID)
@@ -375,7 +413,20 @@ extension SessionEngine {
         emit(.responseDone(done))
         fact(.responseEnded(done))
         if configuration.turnDetection?.idleTimeoutMs != nil { idleSinceMs = audio.totalMs }
+        if status == .completed { clientToolsWait(current) }
         answerWaitingTurn()
+        guard turns.response == nil, configuration.type == .realtime else { return }
+        if current.isFiller, turns.pendingTranscripts.isEmpty, let deferred = turns.deferredResponse {
+            // The client's response.create, held while the filler was said.
+            turns.deferredResponse = nil
+            startResponse(deferred)
+        } else if mcp.value.hasAnswered {
+            startResponse(ResponseOverrides())
+        } else if tooling.continuesAfterTools, status == .completed, !current.outOfBand,
+                  current.calls.contains(where: { $0.mcp?.phase == .done && $0.mcp?.asksApproval == false }) {
+            // A voice agent answers with the tool's output without being asked (see ToolSettings).
+            startResponse(ResponseOverrides())
+        }
     }
 
     static func part(_ modalities: OutputModalities, text: String) -> ConversationItem.Content {

@@ -61,6 +61,8 @@ public struct SessionEngine: Sendable {
         public var speculatesByDefault = false
         /// The server records sessions that ask (`--recordings`); else `recording: true` is refused.
         public var records = false
+        /// MCP servers a session may name, the filler while tools run, replies after MCP calls.
+        public var tooling = ToolSettings.standard
 
         public init(model: String = "parley-builtin", allowsOpus: Bool = false, configuration: SessionConfiguration = SessionConfiguration(),
                     maxHistoryMessages: Int = 64, maxHistoryTextBytes: Int = SessionLimits().maxHistoryBytes, transcribes: Bool = false, synthesizes: Bool = false) {
@@ -131,6 +133,9 @@ public struct SessionEngine: Sendable {
     /// (`turns.response`); whether it is at rest is derived (`Turns == .resting`), so a new field
     /// needs no list kept by hand.
     var turns = OutOfLine<Turns>()
+    /// The session's MCP servers, approvals and items (`MCPToolState`): none held until a
+    /// session names a server.
+    var mcp = OutOfLine<MCPToolState>()
 
     struct Turns: RestingState, Equatable {
         /// Who has the floor: the turn heard, its end pending, a reply it paused (`TurnTaking`).
@@ -162,6 +167,8 @@ public struct SessionEngine: Sendable {
         /// The words a speculation was cancelled on because the user went on: until newer words
         /// come, another on them would be wasted too.
         var outspokenWords: OutspokenWords?
+        /// Whether a filler is due while a tool runs (`ToolFiller`).
+        var filler = ToolFiller()
 
         static let resting = Turns()
         var isResting: Bool { self == Self.resting }
@@ -195,6 +202,7 @@ public struct SessionEngine: Sendable {
     let transcriberSettles: Bool
     let speculatesByDefault: Bool
     let records: Bool
+    let tooling: ToolSettings
     /// The server's history budget (`--max-history-bytes`), and what the model reads, if known
     /// (32 bits each: the largest context known is a million tokens).
     let maxHistoryMessages: Int32
@@ -223,6 +231,7 @@ public struct SessionEngine: Sendable {
         transcriberSettles = options.transcriberSettles
         speculatesByDefault = options.speculatesByDefault
         records = options.records
+        tooling = options.tooling
     }
 
     /// `sess_` and the id tag. Computed rather than stored: at 18 bytes the string would not fit
@@ -310,8 +319,23 @@ public struct SessionEngine: Sendable {
 
     /// The first actions of a session: `session.created`.
     public mutating func start() -> [SessionAction] {
+        // Servers named before the session opened (a client secret's, a call's offer) are held
+        // to the allow-list as an update's are: one refused is dropped, and the client told.
+        var servers = configuration.mcpServers
+        var refusals: [EventError] = []
+        while let refused = refusedServer(servers) {
+            refusals.append(EventError(type: .invalidRequest, code: "mcp_server_not_allowed",
+                                       message: "the MCP server '\(refused.entry.label)' (\(refused.entry.endpoint)) is not one this server may call: its operator allows MCP servers with --mcp-allow"))
+            servers.remove(at: refused.index)
+        }
+        if servers.count != configuration.mcpServers.count {
+            settings.value.mcpServers = servers
+            settings.settle()
+        }
         emit(.sessionCreated(sessionInfo))
         fact(.settingsChanged)
+        for refusal in refusals { emit(.error(refusal)) }
+        if !servers.isEmpty { listServers(servers, forSession: true) }
         return takeOutbox()
     }
 
@@ -342,6 +366,9 @@ public struct SessionEngine: Sendable {
             }
         case .speechOutput(let id, let event): speechOutput(id, event)
         case .turnVerdict(let itemID, let result): turnVerdict(itemID, result)
+        case .mcpToolsListed(let itemID, let result): mcpToolsListed(itemID, result)
+        case .mcpToolCalled(let itemID, let result): mcpToolCalled(itemID, result)
+        case .toolWaitElapsed(let token): toolWaitElapsed(token)
         case .modelFailed(let id, let code, let message):
             guard turns.response?.id == id else { break }
             let error = EventError(type: .server, code: code, message: message)
@@ -390,6 +417,7 @@ public struct SessionEngine: Sendable {
             items.settle()
         }
         turns.settle()
+        mcp.settle()
         recount()
         defer { outbox = [] }
         return outbox

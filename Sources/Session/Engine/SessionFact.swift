@@ -53,4 +53,14 @@ public enum SessionFact: Sendable, Equatable {
     case turnTimed(itemID: String, responseID: String?, stages: [TurnStage])
     /// The session went on on a new connection (a resume).
     case sessionResumed
+    /// An MCP server's tools were listed (`tools` of them), or not (`error`: the error's type).
+    case mcpListed(serverLabel: String, tools: Int, error: String?)
+    /// The server began calling an MCP tool for a response.
+    case mcpCallBegan(responseID: String, itemID: String, serverLabel: String, tool: String)
+    /// The call ended: answered (`error` nil), or failed with an error of that type.
+    case mcpCallEnded(responseID: String, itemID: String, error: String?)
+    /// The client answered an approval request.
+    case mcpApproval(requestID: String, approved: Bool)
+    /// A tool ran long and the agent said its filler (`ToolFiller`) in this response.
+    case fillerSaid(responseID: String)
 }

@@ -28,6 +28,12 @@ public enum SessionInput: Sendable, Equatable {
     case turnVerdict(itemID: String, Result<TurnVerdict, ModelError>)
     /// How the reply's speech went (see `SessionAction.speech`).
     case speechOutput(responseID: String, SpeechOutputEvent)
+    /// An MCP server's tools, listed into the `mcp_list_tools` item `itemID`, or why they could not be.
+    case mcpToolsListed(itemID: String, Result<[MCPTool], MCPError>)
+    /// The MCP call `itemID` ran: the tool's output, or why it failed.
+    case mcpToolCalled(itemID: String, Result<MCPToolOutput, MCPError>)
+    /// The filler timer `token` (`SessionAction.toolWait`) ran out.
+    case toolWaitElapsed(token: Int)
     /// The model call failed (network, upstream error): the response fails, the session goes on.
     case modelFailed(responseID: String, code: String, message: String)
 }

@@ -91,6 +91,14 @@ public struct NewConversationItem: Sendable, Equatable {
     public var function: ConversationItem.Function?
     /// `previous_item_id`: insert after this item rather than at the end (`"root"`: first).
     public var previousItemID: String?
+    /// Set for an `mcp_approval_response`: the client's answer to an `mcp_approval_request`.
+    public var approval: Approval?
+
+    public struct Approval: Sendable, Equatable {
+        public var requestID: String
+        public var approve: Bool
+        public var reason: String?
+    }
 
     public init(id: String? = nil, role: ChatMessage.Role, text: String, function: ConversationItem.Function? = nil, previousItemID: String? = nil) {
         self.id = id
@@ -119,6 +127,13 @@ public struct NewConversationItem: Sendable, Equatable {
                 throw item.invalid("output", "is \(output.utf8.count) bytes; at most \(maxFunctionTextBytes) are allowed")
             }
             return NewConversationItem(id: id, role: .tool, text: "", function: .output(callID: callID, output: output), previousItemID: previousItemID)
+        case "mcp_approval_response":
+            let reason = try item.string("reason")
+            if let reason, reason.utf8.count > 4096 { throw item.invalid("reason", "is longer than 4096 bytes") }
+            guard let approve = try item.bool("approve") else { throw item.missing("approve") }
+            var new = NewConversationItem(id: id, role: .user, text: "", previousItemID: previousItemID)
+            new.approval = Approval(requestID: try item.requiredString("approval_request_id"), approve: approve, reason: reason)
+            return new
         case "function_call":
             let callID = try item.requiredString("call_id")
             let name = try item.requiredString("name")
@@ -129,7 +144,7 @@ public struct NewConversationItem: Sendable, Equatable {
             return NewConversationItem(id: id, role: .assistant, text: "", function: .call(callID: callID, name: name, arguments: arguments),
                                        previousItemID: previousItemID)
         case let type:
-            throw item.invalid("type", "must be 'message', 'function_call_output' or 'function_call', got '\(type)'")
+            throw item.invalid("type", "must be 'message', 'function_call_output', 'function_call' or 'mcp_approval_response', got '\(type)'")
         }
         guard let roleName = try item.string("role") else { throw item.missing("role") }
         guard let role = ChatMessage.Role(rawValue: roleName), role != .tool else {
@@ -162,11 +177,15 @@ public struct ResponseOverrides: Sendable, Equatable {
     public var maxOutputTokens: SessionUpdate.TokenLimit?
     /// This response's functions and choice, in place of the session's.
     public var tools: ToolSet?
+    /// The MCP servers of `tools`, for this response only.
+    public var mcpServers: [MCPServerEntry]?
     public var toolChoice: ToolChoice?
     /// Up to 16 string pairs the client attaches, echoed in `response.created` and `.done`.
     public var metadata: JSON?
     /// `conversation: "none"`: an out-of-band response, whose output stays out of the conversation.
     public var outOfBand = false
+    /// The server's own words instead of the model's (a filler while a tool runs); never a client's.
+    var scripted: String?
     /// `input`: the items the model sees instead of the conversation (an empty list: none).
     public var input: [InputItem]?
 
@@ -196,6 +215,7 @@ public struct ResponseOverrides: Sendable, Equatable {
         overrides.maxOutputTokens = try SessionUpdate.tokenLimit(response, "max_response_output_tokens")
         if let ga = try SessionUpdate.tokenLimit(response, "max_output_tokens") { overrides.maxOutputTokens = ga }
         overrides.tools = try ToolsField.tools(response)
+        overrides.mcpServers = try ToolsField.servers(response)
         overrides.toolChoice = try ToolsField.choice(response)
         overrides.outOfBand = try response.choice("conversation", ["auto", "none"]) == "none"
         if let input = try response.array("input") {

@@ -36,6 +36,17 @@ public struct ServerEvent: Sendable, Equatable {
         /// The call's arguments, whole.
         case functionCallArgumentsDone(FunctionCallLocation, name: String, arguments: String)
         case responseDone(RealtimeResponse)
+        /// An MCP server's tools are being listed into the item `itemID` (`mcp_list_tools`).
+        case mcpListToolsInProgress(itemID: String)
+        case mcpListToolsCompleted(itemID: String)
+        case mcpListToolsFailed(itemID: String)
+        /// A piece of an MCP call's arguments as the model writes them.
+        case mcpCallArgumentsDelta(MCPCallLocation, delta: String)
+        case mcpCallArgumentsDone(MCPCallLocation, arguments: String)
+        /// The server is calling the tool; then it completed, or failed (the item says why).
+        case mcpCallInProgress(MCPCallLocation)
+        case mcpCallCompleted(MCPCallLocation)
+        case mcpCallFailed(MCPCallLocation)
         /// What the recogniser has added to a spoken turn's transcript while the user speaks.
         case inputAudioTranscriptionDelta(itemID: String, contentIndex: Int, delta: String)
         /// The turn's words, and how long it was spoken for: the usage the Realtime API reports
@@ -105,5 +116,18 @@ public struct FunctionCallLocation: Sendable, Equatable {
         self.itemID = itemID
         self.outputIndex = outputIndex
         self.callID = callID
+    }
+}
+
+/// Which MCP call an `mcp_call` event is about: its response, item and place in the output.
+public struct MCPCallLocation: Sendable, Equatable {
+    public var responseID: String
+    public var itemID: String
+    public var outputIndex: Int
+
+    public init(responseID: String, itemID: String, outputIndex: Int) {
+        self.responseID = responseID
+        self.itemID = itemID
+        self.outputIndex = outputIndex
     }
 }

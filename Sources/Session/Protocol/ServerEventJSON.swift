@@ -52,6 +52,14 @@ extension ServerEvent {
         case .functionCallArgumentsDelta: return "response.function_call_arguments.delta"
         case .functionCallArgumentsDone: return "response.function_call_arguments.done"
         case .responseDone: return "response.done"
+        case .mcpListToolsInProgress: return "mcp_list_tools.in_progress"
+        case .mcpListToolsCompleted: return "mcp_list_tools.completed"
+        case .mcpListToolsFailed: return "mcp_list_tools.failed"
+        case .mcpCallArgumentsDelta: return "response.mcp_call_arguments.delta"
+        case .mcpCallArgumentsDone: return "response.mcp_call_arguments.done"
+        case .mcpCallInProgress: return "response.mcp_call.in_progress"
+        case .mcpCallCompleted: return "response.mcp_call.completed"
+        case .mcpCallFailed: return "response.mcp_call.failed"
         case .inputAudioTranscriptionDelta: return "conversation.item.input_audio_transcription.delta"
         case .inputAudioTranscriptionCompleted: return "conversation.item.input_audio_transcription.completed"
         case .inputAudioTranscriptionFailed: return "conversation.item.input_audio_transcription.failed"
@@ -95,6 +103,17 @@ extension ServerEvent {
             members += at.members + [("delta", .string(delta))]
         case .functionCallArgumentsDone(let at, let name, let arguments):
             members += at.members + [("name", .string(name)), ("arguments", .string(arguments))]
+        case .mcpListToolsInProgress(let itemID), .mcpListToolsCompleted(let itemID), .mcpListToolsFailed(let itemID):
+            members.append(("item_id", .string(itemID)))
+        case .mcpCallArgumentsDelta(let at, let delta):
+            // `obfuscation` a string: the JavaScript SDK drops a delta whose obfuscation is not.
+            members += [("response_id", .string(at.responseID)), ("item_id", .string(at.itemID)), ("output_index", .int(at.outputIndex)),
+                        ("delta", .string(delta)), ("obfuscation", .string(""))]
+        case .mcpCallArgumentsDone(let at, let arguments):
+            members += [("response_id", .string(at.responseID)), ("item_id", .string(at.itemID)), ("output_index", .int(at.outputIndex)),
+                        ("arguments", .string(arguments))]
+        case .mcpCallInProgress(let at), .mcpCallCompleted(let at), .mcpCallFailed(let at):
+            members += [("item_id", .string(at.itemID)), ("output_index", .int(at.outputIndex))]
         case .contentPartAdded(let at, let part), .contentPartDone(let at, let part):
             // The part of a content_part event is typed "text" or "audio" in both dialects (the GA
             // API's ResponseContentPartAddedEvent.Part); only an item's content says output_text.

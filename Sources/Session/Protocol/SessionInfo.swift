@@ -21,7 +21,7 @@ public struct SessionInfo: Sendable, Equatable {
         let c = configuration
         let maxTokens: JSON = c.maxOutputTokens.map(JSON.int) ?? .string("inf")
         let turnDetection = c.turnDetection?.json ?? .null
-        let tools = JSON.array(c.tools?.tools.map(\.json) ?? [])
+        let tools = JSON.array((c.tools?.tools.map(\.json) ?? []) + c.mcpServers.map(\.json))
         if c.type == .transcription { return transcriptionJSON(dialect: dialect) }
         switch dialect {
         case .ga:

@@ -76,6 +76,8 @@ public struct SessionUpdate: Sendable, Equatable {
     public var maxOutputTokens: TokenLimit?
     /// The functions the model may call (an empty set removes them all).
     public var tools: ToolSet?
+    /// The MCP servers of `tools` (nil when `tools` is absent; empty removes them all).
+    public var mcpServers: [MCPServerEntry]?
     public var toolChoice: ToolChoice?
     /// Parley's echo guard extension: `input_audio_echo_guard` (beta), `audio.input.echo_guard` (GA).
     public var echoGuard: Bool?
@@ -130,6 +132,7 @@ public struct SessionUpdate: Sendable, Equatable {
         update.maxOutputTokens = try tokenLimit(session, "max_response_output_tokens")
         if let ga = try tokenLimit(session, "max_output_tokens") { update.maxOutputTokens = ga }
         update.tools = try ToolsField.tools(session)
+        update.mcpServers = try ToolsField.servers(session)
         if let include = try session.array("include") {
             // The API's own values are accepted and ignored; Parley's one is a request for its timeline.
             update.includesTimeline = include.contains { $0.string == SessionConfiguration.timelineInclude }

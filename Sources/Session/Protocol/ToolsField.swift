@@ -22,7 +22,9 @@ enum ToolsField {
             guard value.object != nil else { throw fields.invalid(place, "must be an object") }
             let tool = EventFields(value, path: fields.name(place))
             let type = try tool.string("type") ?? "function"
-            guard type == "function" else { throw tool.invalid("type", "must be 'function' (Parley serves function tools only), got '\(type)'") }
+            // MCP entries are read by `servers`.
+            if type == "mcp" { continue }
+            guard type == "function" else { throw tool.invalid("type", "must be 'function' or 'mcp', got '\(type)'") }
             // The beta and chat-completions shape nests the function; the Realtime API's is flat.
             let function = try tool.object("function") ?? tool
             let name = try function.requiredString("name")
@@ -51,6 +53,21 @@ enum ToolsField {
         return ToolSet.of(tools)
     }
 
+    /// The `type: "mcp"` entries of `key`: nil when the field is absent, empty when it lists none
+    /// (which removes the servers a session had). Labels name a server once.
+    static func servers(_ fields: EventFields, _ key: String = "tools") throws(ProtocolError) -> [MCPServerEntry]? {
+        guard let list = try fields.array(key) else { return nil }
+        var servers: [MCPServerEntry] = []
+        for (index, value) in list.enumerated() where value["type"]?.string == "mcp" {
+            let entry = try MCPServerEntry.parse(EventFields(value, path: fields.name("\(key)[\(index)]")))
+            guard !servers.contains(where: { $0.label == entry.label }) else {
+                throw fields.invalid("\(key)[\(index)].server_label", "'\(entry.label)' names a second MCP server; each needs its own label")
+            }
+            servers.append(entry)
+        }
+        return servers
+    }
+
     private static func functionValue(_ tool: JSON) -> JSON {
         if let function = tool["function"], function.object != nil { return function }
         return tool
@@ -61,7 +78,8 @@ enum ToolsField {
     static func choice(_ fields: EventFields, _ key: String = "tool_choice") throws(ProtocolError) -> ToolChoice? {
         if let object = try? fields.object(key) {
             let type = try object.requiredString("type")
-            guard type == "function" else { throw object.invalid("type", "must be 'function', got '\(type)'") }
+            if type == "mcp" { return .mcp(serverLabel: try object.requiredString("server_label"), name: try object.string("name")) }
+            guard type == "function" else { throw object.invalid("type", "must be 'function' or 'mcp', got '\(type)'") }
             let name = try (object.object("function") ?? object).requiredString("name")
             return .function(name)
         }
@@ -73,9 +91,12 @@ enum ToolsField {
         }
     }
 
-    /// A named choice must name a declared tool; `required` needs at least one.
-    static func check(_ choice: ToolChoice, against tools: ToolSet?, param: String) throws(ProtocolError) {
+    /// A named choice must name a declared tool (or MCP server); `required` needs at least one.
+    static func check(_ choice: ToolChoice, against tools: ToolSet?, servers: [MCPServerEntry] = [], param: String) throws(ProtocolError) {
         switch choice {
+        case .mcp(let label, _) where !servers.contains(where: { $0.label == label }):
+            throw ProtocolError(.invalidValue, "'\(param)' names the MCP server '\(label)', which is not among the tools", param: param)
+        case .required where (tools?.tools.isEmpty ?? true) && !servers.isEmpty: break
         case .function(let name) where !(tools?.tools.contains { $0.name == name } ?? false):
             throw ProtocolError(.invalidValue, "'\(param)' names the function '\(name)', which is not among the session's tools", param: param)
         case .required where (tools?.tools.isEmpty ?? true):
