@@ -93,7 +93,10 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         options.judgesTurns = sessions.speech.endOfTurn != nil
         options.readsTurnWords = sessions.readsTurnWords && sessions.speech.transcriber?.decodesWhenQuiet == true
         options.transcriberSettles = sessions.speech.transcriber?.decodesWhenQuiet ?? true
+        // A phone call has no client to ask for the reply after a tool: the server does.
+        options.tooling = sessions.tooling.continuing(true)
         var configuration = SessionConfiguration()
+        if let session = settings.session { try? configuration.apply(session, allowsOpus: false) }
         configuration.inputAudioFormat = .pcmu
         configuration.outputAudioFormat = .pcmu
         configuration.outputModalities = options.synthesizes ? .audio : .text

@@ -21,6 +21,10 @@ public struct TwilioEndpoint: Sendable {
         /// The server requires credentials for sessions: then calls without an auth token to check
         /// them by are refused too, or `/twilio` would be the one open door to the model.
         public var requiresAuth = false
+        /// Settings every call starts with, as a `session.update` would give them (its tools, MCP
+        /// servers among them): `--twilio-session`. A call's parameters override its instructions
+        /// and voice; its audio stays µ-law.
+        public var session: SessionUpdate?
 
         public init() {}
     }

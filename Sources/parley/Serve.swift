@@ -44,6 +44,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "WebRTC")
     var webrtc: WebRTCOptions
 
+    @OptionGroup(title: "Tools")
+    var tools: ToolOptions
+
     @OptionGroup(title: "Resume")
     var resume: ResumeOptions
 
@@ -120,7 +123,8 @@ struct Serve: ParsableCommand {
         twilio.requiresAuth = access.required
         return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
                              metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
-                             resume: try resume.choice(), recording: try recording.choice(), twilio: twilio, webrtc: try webrtc.settings())
+                             resume: try resume.choice(), recording: try recording.choice(), twilio: twilio, webrtc: try webrtc.settings(),
+                             tools: try tools.settings(host: config.host))
     }
 
     /// Where tenants are counted beyond this process, and among how many processes each limit
@@ -185,7 +189,7 @@ struct Serve: ParsableCommand {
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
                                 speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords,
                                 speechCapacity: settings.speech.speechCapacity(helperServes: helper != nil && (models.recogniser != nil || models.piper), workers: isWorker ? settings.workers : 1), tracer: tracer,
-                                recordings: recordings)
+                                recordings: recordings, tooling: settings.tools.0, mcpClient: settings.tools.1)
     }
 
     private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {

@@ -26,6 +26,8 @@ struct ServeSettings {
     let recording: RecordingOptions.Choice
     let twilio: TwilioEndpoint.Settings
     let webrtc: WebRTCEndpoint.Settings
+    /// The MCP allow-list and the filler, and the MCP clients' time-outs.
+    let tools: (ToolSettings, MCPClient.Settings)
 
     /// The address as the listening line shows it, and its scheme.
     var shownHost: String { server.host.contains(":") ? "[\(server.host)]" : server.host }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JSON
 import Loop
 import Session
 import Telephony
@@ -18,6 +19,8 @@ struct TelephonyOptions: ParsableArguments {
                                                about: "The agent's instructions for calls (a call's <Parameter name=\"instructions\"> overrides)")
         static let greeting = Setting.text("--twilio-greeting", "PARLEY_TWILIO_GREETING", shown: "none, the caller speaks first", valueName: "text",
                                            about: "Said when a call starts (<Parameter name=\"greeting\">)")
+        static let session = Setting.text("--twilio-session", "PARLEY_TWILIO_SESSION", valueName: "file",
+                                          about: "A JSON file holding a session object, as session.update sends it (tools and MCP servers, tool_choice, instructions), that every call starts with")
         static let voice = Setting.text("--twilio-voice", "PARLEY_TWILIO_VOICE", default: TwilioEndpoint.Settings().voice, valueName: "voice",
                                         about: "The voice replies are spoken in (<Parameter name=\"voice\">)")
     }
@@ -33,6 +36,7 @@ struct TelephonyOptions: ParsableArguments {
     @Option(Settings.instructions) var instructions: String?
     @Option(Settings.greeting) var greeting: String?
     @Option(Settings.voice) var voice: String?
+    @Option(Settings.session) var session: String?
 
     func settings() throws -> TwilioEndpoint.Settings {
         var settings = TwilioEndpoint.Settings()
@@ -49,6 +53,16 @@ struct TelephonyOptions: ParsableArguments {
         if let instructions = try Settings.instructions.read(instructions) { settings.instructions = instructions }
         if let greeting = try Settings.greeting.read(greeting) { settings.greeting = greeting }
         settings.voice = try Settings.voice.read(voice)
+        if let file = try Settings.session.read(session) {
+            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--twilio-session", file) }
+            do {
+                settings.session = try SessionUpdate.parse(session: try JSON(parsing: String(decoding: bytes, as: UTF8.self)))
+            } catch let error as ProtocolError {
+                throw Settings.session.refuse(file, "is not a usable session: \(error.message)")
+            } catch {
+                throw Settings.session.refuse(file, "is not JSON: \(error)")
+            }
+        }
         return settings
     }
 }

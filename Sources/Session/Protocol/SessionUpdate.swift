@@ -108,6 +108,13 @@ public struct SessionUpdate: Sendable, Equatable {
         self.maxOutputTokens = maxOutputTokens
     }
 
+    /// A session object (`session.update`'s `session`) given outside an event: an operator's
+    /// settings for phone calls, say.
+    public static func parse(session json: JSON) throws(ProtocolError) -> SessionUpdate {
+        guard json.object != nil else { throw ProtocolError(.invalidValue, "the session must be a JSON object", param: "session") }
+        return try parse(EventFields(json, path: "session"))
+    }
+
     static func parse(_ session: EventFields) throws(ProtocolError) -> SessionUpdate {
         var update = SessionUpdate()
         if let type = try session.string("type") {
