@@ -451,6 +451,8 @@ package final class SessionDriver {
             if inFlight != nil, clock.turnBegan(audioStartMs: audioStartMs, paddingMs: padding) { metrics.prematureTurnEnds.add(1) }
         case .responseBegan:
             if let took = clock.responseBegan(at: now) { metrics.speechToResponse.observe(nanoseconds: took) }
+        case .fillerSaid:
+            if inFlight != nil { clock.fillerSaid(at: now) }
         default: break
         }
     }

@@ -24,6 +24,9 @@ final class SessionReport {
         var arguments: String
         var startedAt: UInt64
         var seconds: Double?
+        /// For a call the server made on an MCP server: its label, and how the call failed, if it did.
+        var server: String?
+        var error: String?
     }
 
     struct Turn {
@@ -39,6 +42,8 @@ final class SessionReport {
         var heardMs: Int?
         var stages: [TurnStage] = []
         var tools: [ToolCall] = []
+        /// Fillers said while its tools ran.
+        var fillers = 0
         var inputTokens = 0
         var outputTokens = 0
     }
@@ -92,6 +97,21 @@ final class SessionReport {
                 userWaiting = true
                 break
             }
+        case .mcpCallBegan(let responseID, let itemID, let label, let tool):
+            update(response: responseID) { turn in
+                turn.tools.append(ToolCall(name: tool, callID: itemID, arguments: "", startedAt: now, server: label))
+            }
+        case .mcpCallEnded(_, let itemID, let error):
+            for index in turns.indices.reversed() {
+                guard let call = turns[index].tools.firstIndex(where: { $0.callID == itemID && $0.seconds == nil }) else { continue }
+                turns[index].tools[call].seconds = Double(now &- turns[index].tools[call].startedAt) / 1e9
+                turns[index].tools[call].error = error
+                break
+            }
+        case .fillerSaid(let responseID):
+            // A filler for a client's function is a response of its own: it counts in the turn
+            // whose tool it waited on, the last.
+            if let index = turns.lastIndex(where: { $0.responseID == responseID }) ?? turns.indices.last { turns[index].fillers += 1 }
         case .responseEnded(let response):
             update(response: response.id) { turn in
                 turn.status = response.status.rawValue
@@ -203,9 +223,12 @@ final class SessionReport {
         if let heard = turn.heardMs { members.append(("heard_ms", .int(heard))) }
         members.append(("stages_ms", .object(turn.stages.map { ($0.name, .int($0.milliseconds)) })))
         members.append(("tool_calls", .array(turn.tools.map { call in
-            .object([("name", .string(call.name)), ("call_id", .string(call.callID)), ("arguments", .string(call.arguments)),
-                     ("seconds", call.seconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null)])
+            var fields: [(String, JSON)] = [("name", .string(call.name)), ("call_id", .string(call.callID)), ("arguments", .string(call.arguments)),
+                                            ("seconds", call.seconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null)]
+            if let server = call.server { fields += [("mcp_server", .string(server)), ("error", call.error.map(JSON.string) ?? .null)] }
+            return .object(fields)
         })))
+        members.append(("fillers", .int(turn.fillers)))
         members.append(("usage", .object([("input_tokens", .int(turn.inputTokens)), ("output_tokens", .int(turn.outputTokens))])))
         return .object(members)
     }

@@ -40,6 +40,18 @@ final class SessionTrace {
             tools[callID] = span
         case .toolReturned(let callID):
             tools.removeValue(forKey: callID)?.end(at: WallInstant(monotonic: now))
+        case .mcpCallBegan(_, let itemID, let label, let tool):
+            // The label is the client's name for the server; its URL, which may carry a key, is not traced.
+            let span = tracer.startSpan("mcp \(tool)", context: turnContext, ofKind: .client, at: WallInstant(monotonic: now))
+            span.attributes["gen_ai.tool.name"] = tool
+            span.attributes["parley.mcp.server_label"] = label
+            tools[itemID] = span
+        case .mcpCallEnded(_, let itemID, let error):
+            guard let span = tools.removeValue(forKey: itemID) else { break }
+            if let error { span.setStatus(SpanStatus(code: .error, message: error)) }
+            span.end(at: WallInstant(monotonic: now))
+        case .fillerSaid:
+            (turn ?? session).addEvent(SpanEvent(name: "filler", at: WallInstant(monotonic: now)))
         case .responseEnded(let response):
             if let usage = response.usage, let model = models[response.id] {
                 model.attributes["gen_ai.usage.input_tokens"] = usage.inputTokens

@@ -84,6 +84,11 @@ struct TurnClock: Sendable, Equatable, RestingState {
         return now &- callsOut.remove(at: index).at
     }
 
+    /// The filler was said while a tool ran (the turn's timeline shows when).
+    mutating func fillerSaid(at now: UInt64) {
+        if timeline?.fillerAt == nil { timeline?.fillerAt = now }
+    }
+
     /// A stage of the current turn's timeline passed.
     mutating func mark(_ mark: TurnTimeline.Mark, at now: UInt64) {
         timeline?.mark(mark, at: now)

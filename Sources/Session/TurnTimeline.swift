@@ -12,7 +12,9 @@ import Metrics
 /// - `first_sentence`: the first token to the first sentence handed to the voice;
 /// - `synthesis`: that sentence to its first synthesised audio;
 /// - `first_frame`: that audio to the first frame written to the client (resampling, encoding);
-/// - `total`: the last word to the first frame (to the first token for a text reply).
+/// - `total`: the last word to the first frame (to the first token for a text reply);
+/// - `filler`: the last word to the filler said while a tool ran (`ToolFiller`), when one was:
+///   apart from the others, as it overlaps them (the filler is often the first frame).
 struct TurnTimeline: Sendable, Equatable {
     enum Mark: Int, CaseIterable, Sendable {
         case lastWord, turnEnd, transcript, modelRequest, firstToken, firstSentence, firstAudio, firstFrame
@@ -23,12 +25,14 @@ struct TurnTimeline: Sendable, Equatable {
         ("first_token", .modelRequest, .firstToken), ("first_sentence", .firstToken, .firstSentence), ("synthesis", .firstSentence, .firstAudio),
         ("first_frame", .firstAudio, .firstFrame),
     ]
-    static let names = stages.map(\.name) + ["total"]
+    static let names = stages.map(\.name) + ["total", "filler"]
 
     private var marks = [UInt64?](repeating: nil, count: Mark.allCases.count)
     /// The turn's item and the response that answered it, for `parley.turn.timeline`.
     var itemID = ""
     var responseID: String?
+    /// When the filler was said, if it was while the turn was timed.
+    var fillerAt: UInt64?
 
     /// Marks `mark` at `nanoseconds`, once: a later call (a second sentence, a second token) keeps
     /// the first.
@@ -54,7 +58,8 @@ struct TurnTimeline: Sendable, Equatable {
             out.append((index, Double(Int64(bitPattern: end &- start)) / 1e9))
         }
         if let first = marks[Mark.lastWord.rawValue], let last = marks.compactMap({ $0 }).max() {
-            out.append((Self.names.count - 1, Double(Int64(bitPattern: last &- first)) / 1e9))
+            out.append((Self.names.count - 2, Double(Int64(bitPattern: last &- first)) / 1e9))
+            if let fillerAt { out.append((Self.names.count - 1, Double(Int64(bitPattern: fillerAt &- first)) / 1e9)) }
         }
         return out
     }
