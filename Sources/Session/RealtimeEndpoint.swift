@@ -77,7 +77,8 @@ public final class RealtimeEndpoint: Sendable {
     public func install(on routes: inout Router.Builder) {
         // The process's session, speech and upstream series (declared now, before the first
         // scrape), the tenants', the store's, and this endpoint's speech workers'.
-        for registry in [SessionMetrics.shared.registry, SpeechMetrics.shared.registry, UpstreamMetrics.shared.registry, access.ledger.registry] {
+        for registry in [SessionMetrics.shared.registry, SpeechMetrics.shared.registry, UpstreamMetrics.shared.registry, ToolMetrics.shared.registry,
+                         access.ledger.registry] {
             routes.addMetrics(registry)
         }
         if let store = resume.store { routes.addMetrics(store.metricsRegistry) }

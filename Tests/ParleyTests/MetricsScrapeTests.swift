@@ -29,6 +29,8 @@ import TestSupport
         "parley_store_writes_total counter", "parley_tenant_local_admissions_total counter", "parley_tenant_refusals_total counter",
         "parley_tenant_sessions_open gauge", "parley_tenant_shared_count_up gauge",
         "parley_tenant_sessions_total counter", "parley_tool_calls_total counter", "parley_tool_client_seconds histogram",
+        "parley_mcp_calls_total counter", "parley_mcp_lists_total counter", "parley_mcp_call_seconds histogram", "parley_mcp_list_seconds histogram",
+        "parley_tool_fillers_total counter",
         "parley_transcription_seconds histogram", "parley_twilio_calls_open gauge", "parley_twilio_calls_total counter",
         "parley_twilio_clears_total counter", "parley_twilio_dtmf_digits_total counter", "parley_twilio_marks_outstanding gauge",
         "parley_twilio_messages_rejected_total counter", "parley_twilio_signature_refusals_total counter",
