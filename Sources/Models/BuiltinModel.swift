@@ -61,16 +61,6 @@ public struct BuiltinModel: LanguageModel {
     }
 }
 
-extension BuiltinModel {
-    /// A fixed text streamed as the model would, word by word with no pause, already started: a
-    /// reply the session itself decided on (a scripted greeting).
-    public static func scripted(_ text: String, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall {
-        let call = PacedReply(events: words(text).map { .delta($0) }, reason: .stop, interval: 0, loop: loop, onEvent: onEvent)
-        call.start()
-        return call
-    }
-}
-
 /// Streams prepared events on the loop's timers, one per interval, then finishes with `reason`.
 final class PacedReply: ModelCall {
     private let events: [ModelEvent]

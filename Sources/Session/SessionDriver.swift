@@ -79,8 +79,6 @@ package final class SessionDriver {
         var speechOutputs: [String: SpeechOutput] = [:]
         /// The end-of-turn model's question in flight: one at a time, the turn that went quiet.
         var turnJudgement: TurnJudgement?
-        /// The next reply's words, when a call's greeting says them instead of the model.
-        var scriptedReply: String?
         var clock = TurnClock()
 
         /// At rest when every field is: derived from the fields themselves (each a `RestingState`),
@@ -133,11 +131,6 @@ package final class SessionDriver {
     var turnJudgement: TurnJudgement? {
         get { inFlight?.turnJudgement ?? nil }
         _modify { yield &held.turnJudgement }
-    }
-
-    var scriptedReply: String? {
-        get { inFlight?.scriptedReply ?? nil }
-        _modify { yield &held.scriptedReply }
     }
 
     var clock: TurnClock {
@@ -219,8 +212,9 @@ package final class SessionDriver {
 
     /// The next reply is `text`, word for word, instead of the model's: a call's greeting.
     package func say(_ text: String) {
-        scriptedReply = text
-        createResponse()
+        var overrides = ResponseOverrides()
+        overrides.scripted = .init(text: text, isFiller: false)
+        handle(.client(ClientEvent(.responseCreate(overrides))))
     }
 
     /// A user turn that did not come as audio (a keypress), added to the conversation and answered.
@@ -363,9 +357,6 @@ package final class SessionDriver {
                 wire?.send(event, on: socket)
             case .fact(let fact):
                 observe(fact)
-            case .startModel(let id, _, _) where scriptedReply != nil:
-                calls[id] = BuiltinModel.scripted(scriptedReply ?? "", on: socket.loop) { [weak self] event in self?.modelEvent(id, event) }
-                scriptedReply = nil
             case .startModel(let id, _, _) where lease?.tokensWait() != nil:
                 // The tenant's sessions spent its tokens for the minute: the reply fails, told on
                 // the next pass (after the rest of these actions, as a model's answer would be).

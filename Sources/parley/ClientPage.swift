@@ -384,7 +384,22 @@ enum ClientPage {
           replyLine.textContent += e.delta;
           log.scrollTop = log.scrollHeight;
           break;
-        case "response.done": replyLine = null; break;
+        case "response.done": {
+          replyLine = null;
+          // MCP tools the server ran (a client secret's session may name servers): the page asks
+          // for the reply that reads their output, as the Realtime API leaves that to the client;
+          // a call that needs approval is put to the user.
+          const output = (e.response && e.response.output) || [];
+          for (const item of output) {
+            if (item.type === "mcp_call") line("tool", "Tool").textContent = item.server_label + "." + item.name + (item.error ? " failed" : "");
+            if (item.type === "mcp_approval_request") {
+              const approve = confirm("Let the agent call " + item.server_label + "." + item.name + " with " + item.arguments + "?");
+              send({type: "conversation.item.create", item: {type: "mcp_approval_response", approval_request_id: item.id, approve: approve}});
+            }
+          }
+          if (e.response && e.response.status === "completed" && output.some(function (item) { return item.type === "mcp_call"; })) send({type: "response.create"});
+          break;
+        }
         case "error":
           if (e.error && (e.error.code === "resume_token_invalid" || e.error.code === "resume_out_of_range")) {
             // The server has no such session any more (expired, or too far behind): the close that

@@ -54,9 +54,6 @@ import Testing
     @Test func theDriversWorkInFlightRestsWhenEveryFieldDoes() {
         let work = SessionDriver.InFlight()
         #expect(work.isResting)
-        work.scriptedReply = "Hello"
-        #expect(!work.isResting)
-        work.scriptedReply = nil
         work.clock.toolCalled("call_1", at: 1)
         #expect(!work.isResting, "a tool call being timed is in flight")
         _ = work.clock.toolReturned("call_1", at: 2)

@@ -308,7 +308,7 @@ extension SessionEngine {
                   turns.filler.due(token, userSpeaking: !turns.floor.isIdle) else { return }
             var overrides = ResponseOverrides()
             overrides.outOfBand = true
-            overrides.scripted = tooling.filler.phrase
+            overrides.scripted = .init(text: tooling.filler.phrase, isFiller: true)
             overrides.metadata = .object([("parley", .string("filler"))])
             startResponse(overrides)
             if let id = turns.response?.id { fact(.fillerSaid(responseID: id)) }

@@ -46,7 +46,7 @@ extension SessionEngine {
         new.overrides = overrides
         new.mcpServers = overrides.mcpServers ?? configuration.mcpServers
         new.mcpTargets = request.targets
-        new.isFiller = overrides.scripted != nil
+        new.isFiller = overrides.scripted?.isFiller == true
         turns.response = new
         // It sees the whole history, so it answers any turn that was waiting too.
         turns.turnAwaitingResponse = false
@@ -61,7 +61,7 @@ extension SessionEngine {
             return finish(.failed, details: .failed(error))
         }
         if let scripted = overrides.scripted {
-            delta(new.id, scripted, filler: true)
+            delta(new.id, scripted.text, filler: scripted.isFiller)
             return complete(.completed)
         }
         guard let speculative else {

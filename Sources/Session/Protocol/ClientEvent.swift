@@ -184,8 +184,15 @@ public struct ResponseOverrides: Sendable, Equatable {
     public var metadata: JSON?
     /// `conversation: "none"`: an out-of-band response, whose output stays out of the conversation.
     public var outOfBand = false
-    /// The server's own words instead of the model's (a filler while a tool runs); never a client's.
-    var scripted: String?
+    /// The server's own words instead of the model's (a call's greeting, a filler while a tool
+    /// runs); never a client's.
+    var scripted: Scripted?
+
+    struct Scripted: Sendable, Equatable {
+        var text: String
+        /// Said while a tool runs (`ToolFiller`): a client's `response.create` waits for it.
+        var isFiller: Bool
+    }
     /// `input`: the items the model sees instead of the conversation (an empty list: none).
     public var input: [InputItem]?
 
