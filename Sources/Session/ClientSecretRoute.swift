@@ -39,6 +39,12 @@ extension RealtimeEndpoint {
             // A secret for a transcription session makes one: its type is not a switch.
             if let type = update.sessionType { configuration.type = type }
             try configuration.apply(update, allowsOpus: false)
+            // A secret carries its settings, signed but readable, to the browser that holds it:
+            // an MCP server's credentials pinned in one would be the browser's to read.
+            if let index = configuration.mcpServers.firstIndex(where: \.hasCredentials) {
+                throw ProtocolError(.invalidValue, "a client secret's settings travel with it to the browser, so they cannot hold an MCP server's authorization or headers ('\(configuration.mcpServers[index].label)'): name that server from your own backend (the sideband, or --twilio-session for calls), or one that needs none",
+                                    param: "session.tools")
+            }
             let model = try session.string("model") ?? modelName
             let expiresAt = WallClock.seconds() + seconds
             let secret = ClientSecret(expiresAt: expiresAt, sessionSeconds: Self.secretSessionSeconds, session: sessionJSON,

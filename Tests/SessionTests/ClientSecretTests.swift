@@ -96,4 +96,17 @@ import TestSupport
         #expect(try post(server, "/v1/realtime/sessions", #"{"voice":""}"#, key: "sk-real").status == 400)
         #expect(try post(server, "/v1/realtime/sessions", "not json", key: "sk-real").status == 400)
     }
+
+    /// A secret's settings are readable by the browser that holds it: an MCP server's credentials
+    /// are refused there, a server without any is pinned like the other settings.
+    @Test func aSecretCannotCarryAnMCPServersCredentials() throws {
+        let server = try server()
+        let withToken = #"{"session":{"tools":[{"type":"mcp","server_label":"crm","server_url":"http://127.0.0.1:9/mcp","authorization":"tok-7f3a9b"}]}}"#
+        let refused = try post(server, "/v1/realtime/client_secrets", withToken, key: "sk-real")
+        #expect(refused.status == 400 && refused.json?["error"]?["message"]?.string?.contains("authorization") == true)
+        #expect(refused.json?.description.contains("tok-7f3a9b") == false)
+        let open = #"{"session":{"tools":[{"type":"mcp","server_label":"docs","server_url":"http://127.0.0.1:9/mcp","require_approval":"never"}]}}"#
+        let minted = try post(server, "/v1/realtime/client_secrets", open, key: "sk-real")
+        #expect(minted.status == 200 && minted.json?["session"]?["tools"]?.array?.first?["server_label"]?.string == "docs")
+    }
 }

@@ -22,6 +22,8 @@ public struct MCPServerEntry: Sendable, Equatable {
     /// The header names given (their values are secrets, and stay in `endpoint`).
     let headerNames: [String]
     let hasAuthorization: Bool
+    /// It sends an authorization or headers of its own.
+    var hasCredentials: Bool { hasAuthorization || !headerNames.isEmpty }
 
     /// `allowed_tools`, or one side of a `require_approval` object: names, and whether tools the
     /// server marks read-only (`annotations.readOnlyHint`) match.
