@@ -93,6 +93,14 @@ EVENTS = {
         "tool_choice": "auto", "tools": [{"type": "function", "name": "get_weather", "description": "Weather in a city",
                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                                          "required": ["city"]}}]}},
+    "session-update-mcp": {"type": "session.update", "session": {
+        "tool_choice": {"type": "mcp", "server_label": "weather", "name": "forecast"},
+        "tools": [{"type": "mcp", "server_label": "weather", "server_url": "http://127.0.0.1:9/mcp", "authorization": "tok",
+                   "headers": {"X-Key": "v"}, "allowed_tools": {"tool_names": ["forecast"], "read_only": True},
+                   "require_approval": {"always": {"tool_names": ["delete"]}, "never": {"read_only": True}},
+                   "server_description": "Weather"}]}},
+    "item-mcp-approval": {"type": "conversation.item.create", "previous_item_id": "item_3", "item": {
+        "type": "mcp_approval_response", "approval_request_id": "item_3", "approve": True, "reason": "ok"}},
     "session-update-beta": {"type": "session.update", "session": {
         "modalities": ["text", "audio"], "input_audio_format": "pcm16", "voice": "verse",
         "turn_detection": None, "input_audio_transcription": {"model": "whisper-1"}, "temperature": 0.8}},
