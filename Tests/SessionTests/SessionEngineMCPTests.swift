@@ -305,3 +305,69 @@ extension [SessionAction] {
         #expect(!overUser && ended == .disarm && !afterReturn && onText == nil && off == nil)
     }
 }
+
+/// The filler in the engine: said inside the response that waits on an MCP call, or as an
+/// out-of-band response while a client's function runs; a client's response.create waits for it.
+@Suite struct ToolFillerEngineTests {
+    static func spoken() -> SessionEngine.Options {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.outputModalities = .audio
+        options.configuration.turnDetection = nil
+        return options
+    }
+
+    @Test func aLongMCPCallIsFilledInItsOwnResponse() throws {
+        var (h, _) = try SessionEngineMCPTests().listed(options: Self.spoken())
+        _ = h.say("forecast for Paris")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let ran = SessionEngineMCPTests().call(&h, model.id, "forecast", "{}")
+        guard let itemID = ran.mcpCall?.itemID else { Issue.record("\(ran.types)"); return }
+        guard case .toolWait(.arm(let token, let afterMs))? = ran.first(where: { if case .toolWait = $0 { true } else { false } }) else {
+            Issue.record("no timer: \(ran.types)"); return
+        }
+        #expect(afterMs == 1500)
+        let filled = h.engine.handle(.toolWaitElapsed(token: token))
+        #expect(filled.types.contains("speak.text") && filled.facts.contains(.fillerSaid(responseID: model.id)), "\(filled.types)")
+        // Said once: a second timer of the same wait says nothing.
+        #expect(h.engine.handle(.toolWaitElapsed(token: token)).isEmpty)
+        let answered = h.engine.handle(.mcpToolCalled(itemID: itemID, .success(MCPToolOutput(text: "Sunny"))))
+        #expect(answered.types.suffix(2) == ["response.mcp_call.completed", "speak.end"], "\(answered.types)")
+        let done = h.engine.handle(.speechOutput(responseID: model.id, .finished))
+        #expect(done.responseDone?.output.map { $0.mcp == nil ? "message" : "mcp_call" } == ["mcp_call", "message"])
+    }
+
+    @Test func aClientsLongFunctionIsFilledOutOfBandAndItsResponseFollows() throws {
+        var h = try EngineHarness(options: Self.spoken())
+        _ = h.start()
+        _ = h.client(#"{"type":"session.update","session":{"tools":[\#(SessionEngineToolTests.weather)]}}"#)
+        _ = h.say("weather in Paris")
+        let model = try h.respond()
+        _ = h.engine.handle(.modelToolCallStarted(responseID: model, index: 0, callID: "call_1", name: "get_weather"))
+        // A spoken response ends once its (here empty) speech is out.
+        let ended = h.finish(model, reason: .toolCalls) + h.engine.handle(.speechOutput(responseID: model, .finished))
+        guard case .toolWait(.arm(let token, _))? = ended.last(where: { if case .toolWait = $0 { true } else { false } }) else {
+            Issue.record("no timer: \(ended.types)"); return
+        }
+        let filler = h.engine.handle(.toolWaitElapsed(token: token))
+        #expect(filler.types.prefix(1) == ["response.created"] && filler.types.contains("speak.text"), "\(filler.types)")
+        guard case .responseCreated(let created)? = filler.events.first?.kind else { return }
+        #expect(created.conversationID == nil)
+        // The client's output and response.create arrive while the filler is said: answered after it.
+        _ = h.client(#"{"type":"conversation.item.create","item":{"type":"function_call_output","call_id":"call_1","output":"21 C"}}"#)
+        #expect(h.client(#"{"type":"response.create"}"#).errors.isEmpty)
+        let next = h.engine.handle(.speechOutput(responseID: created.id, .finished))
+        #expect(next.types.contains("response.done"))
+        let reply = try next.model()
+        #expect(reply.messages.last == ChatMessage(role: .tool, text: "21 C", toolCallID: "call_1"))
+    }
+
+    @Test func noFillerOnATextSession() throws {
+        var h = try EngineHarness.manual()
+        _ = h.start()
+        _ = h.client(#"{"type":"session.update","session":{"tools":[\#(SessionEngineToolTests.weather)]}}"#)
+        _ = h.say("weather")
+        let model = try h.respond()
+        _ = h.engine.handle(.modelToolCallStarted(responseID: model, index: 0, callID: "call_1", name: "get_weather"))
+        #expect(!h.finish(model, reason: .toolCalls).contains { if case .toolWait = $0 { true } else { false } })
+    }
+}
