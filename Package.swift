@@ -84,7 +84,7 @@ let package = Package(
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
         .target(name: "Session", dependencies: ["Models", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // What WebRTC and SIP share, as values: RTP and RTCP packets, the jitter buffer, SDP.
-        .target(name: "Media"),
+        .target(name: "Media", dependencies: ["Loop"]),
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
         // DCEP), and /v1/realtime/calls, onto the same session driver.
         .target(name: "WebRTC", dependencies: ["Media", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", "CSRTP", "COpenSSL", "CTLS", .product(name: "Logging", package: "swift-log")]),

@@ -1,3 +1,4 @@
+import Media
 import Testing
 @testable import WebRTC
 

@@ -1,5 +1,6 @@
 import Loop
 import Server
+import Media
 import Session
 
 /// The call as its session's socket: text events on the `oai-events` data channel, Opus packets on
@@ -33,4 +34,10 @@ extension WebRTCCall: SessionSocket {
     var isOpen: Bool { !ended }
     var hasClient: Bool { true }
     func account(handlerBytes: Int) {}
+}
+
+/// The call on its loop's playout clock: its media plays each 20 ms tick until it ends.
+extension WebRTCCall: PlayoutClient {
+    var playoutEnded: Bool { ended }
+    func play(dueBy now: UInt64, nextTick: UInt64) { media.play(dueBy: now, nextTick: nextTick, call: self) }
 }

@@ -1,3 +1,4 @@
+import Media
 /// One call's ICE-lite agent (RFC 8445 sections 2.5 and 7.3): the browser is the full agent and
 /// controls; Parley sends no checks, answers the browser's Binding requests on its host candidate,
 /// and takes the address of the nominated check as the one place media may go (section 12).

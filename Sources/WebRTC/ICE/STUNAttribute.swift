@@ -1,3 +1,4 @@
+import Media
 /// The STUN attributes an ICE-lite agent reads or writes (RFC 8489 section 14, RFC 8445 section
 /// 16.1), and any other kept as its type and bytes, so a message parses and writes back whole.
 package enum STUNAttribute: Equatable, Sendable {

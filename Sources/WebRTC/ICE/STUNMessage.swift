@@ -1,3 +1,4 @@
+import Media
 /// A STUN message (RFC 8489): method, class, transaction id and attributes in order. Parsed from
 /// untrusted datagrams without trapping and within `STUNWire.maxDatagramBytes`; what parses writes
 /// back (`encoded()`) to bytes that parse to the same value. Checking MESSAGE-INTEGRITY and

@@ -1,5 +1,6 @@
 import Glibc
 import Loop
+import Media
 
 /// What a media port hands a datagram to: one WebRTC call.
 protocol MediaPortCall: AnyObject {
@@ -155,18 +156,5 @@ final class MediaPort: LoopRegistrant {
         if let registration { loop.deregister(registration) }
         registration = nil
         Sys.close(fd)
-    }
-}
-
-extension TransportAddress {
-    /// The socket address to send to; an IPv4 one without building its octets (every RTP packet
-    /// out goes through here).
-    var socketAddress: SocketAddress? {
-        switch ip {
-        case .v4(let host):
-            return .ipv4(UInt8(host >> 24), UInt8(host >> 16 & 0xFF), UInt8(host >> 8 & 0xFF), UInt8(host & 0xFF), port: port)
-        case .v6:
-            return SocketAddress.ip(octets, port: port)
-        }
     }
 }

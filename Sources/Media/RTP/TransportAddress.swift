@@ -1,3 +1,5 @@
+import Loop
+
 /// An IP address and UDP port: where a STUN request came from, what XOR-MAPPED-ADDRESS reports back,
 /// and the selected pair's remote end, the one place media may go (RFC 8445 section 12). Held as
 /// integers rather than bytes, so it is hashed and compared without a heap.
@@ -12,13 +14,13 @@ package struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
     package var ip: IP
     package var port: UInt16
 
-    init(ip: IP, port: UInt16) {
+    package init(ip: IP, port: UInt16) {
         self.ip = ip
         self.port = port
     }
 
     /// From an address's octets in network order: 4 for IPv4, 16 for IPv6; nil for any other count.
-    init?(octets: some Collection<UInt8>, port: UInt16) {
+    package init?(octets: some Collection<UInt8>, port: UInt16) {
         switch octets.count {
         case 4:
             ip = .v4(octets.reduce(0) { $0 << 8 | UInt32($1) })
@@ -32,7 +34,7 @@ package struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    static func ipv4(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, port: UInt16) -> TransportAddress {
+    package static func ipv4(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8, port: UInt16) -> TransportAddress {
         TransportAddress(ip: .v4(UInt32(a) << 24 | UInt32(b) << 16 | UInt32(c) << 8 | UInt32(d)), port: port)
     }
 
@@ -47,7 +49,7 @@ package struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    var isIPv6: Bool {
+    package var isIPv6: Bool {
         if case .v6 = ip { return true }
         return false
     }
@@ -83,5 +85,24 @@ package struct TransportAddress: Hashable, Sendable, CustomStringConvertible {
         let head = hex[..<best.start].joined(separator: ":")
         let tail = hex[(best.start + best.count)...].joined(separator: ":")
         return head + "::" + tail
+    }
+}
+
+extension TransportAddress {
+    /// The socket address to send to; an IPv4 one without building its octets (every RTP packet
+    /// out goes through here).
+    package var socketAddress: SocketAddress? {
+        switch ip {
+        case .v4(let host):
+            return .ipv4(UInt8(host >> 24), UInt8(host >> 16 & 0xFF), UInt8(host >> 8 & 0xFF), UInt8(host & 0xFF), port: port)
+        case .v6:
+            return SocketAddress.ip(octets, port: port)
+        }
+    }
+
+    /// The sender of a datagram, as `Sys.receiveDatagram` gave it.
+    package init?(_ sender: SocketAddress) {
+        guard let made = sender.withHostBytes({ TransportAddress(octets: $0, port: UInt16(sender.port)) }) else { return nil }
+        self = made
     }
 }
