@@ -349,9 +349,12 @@ public enum Sys {
         try retrying("socket") { Glibc.socket(family, Int32(SOCK_DGRAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0) }
     }
 
-    /// bind(2) of a datagram socket to `address` alone: no SO_REUSEPORT, because each loop's media
-    /// port is its own (a call's datagrams must reach the loop that holds the call).
-    public static func bindDatagram(_ fd: Int32, to address: SocketAddress) throws(SystemError) {
+    /// bind(2) of a datagram socket to `address`. A media port is its loop's alone (no
+    /// SO_REUSEPORT: a call's datagrams must reach the loop that holds the call); a `shared` one
+    /// (SIP's signalling port) is bound by every loop, and the kernel hands each sender's datagrams
+    /// to one of them by a hash of the addresses, the same one each time.
+    public static func bindDatagram(_ fd: Int32, to address: SocketAddress, shared: Bool = false) throws(SystemError) {
+        if shared { try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1) }
         _ = try retrying("bind(\(address))") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
     }
 

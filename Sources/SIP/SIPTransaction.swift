@@ -17,7 +17,7 @@ package struct SIPTimers: Sendable, Equatable {
     }
 
     /// Timers B, F, H and J over unreliable transports: 64*T1.
-    var transactionTimeout: UInt64 { t1 &* 64 }
+    package var transactionTimeout: UInt64 { t1 &* 64 }
     /// Timer D's lower bound over unreliable transports: 32 s, whatever T1 is (section 17.1.1.2).
     static let timerD: UInt64 = 32_000_000_000
 }

@@ -81,6 +81,7 @@ public final class RealtimeEndpoint: Sendable {
                          access.ledger.registry] {
             routes.addMetrics(registry)
         }
+        CallControlRoute.install(on: &routes, access: access)
         if let store = resume.store { routes.addMetrics(store.metricsRegistry) }
         if let tracer { routes.addMetrics(tracer.exporter.registry) }
         if let recordings { routes.addMetrics(recordings.registry) }

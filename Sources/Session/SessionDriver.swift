@@ -217,6 +217,21 @@ package final class SessionDriver {
         handle(.client(ClientEvent(.responseCreate(overrides))))
     }
 
+    /// A client event as text, from a client that sends no audio in its events (a phone call's
+    /// sideband): appends are refused, since the call's audio is its own.
+    package func receiveClientEvent(text: String) {
+        do {
+            switch try ClientMessage.parse(text) {
+            case .audioAppend(let eventID, _):
+                refuse(ProtocolError(.invalidValue, "this session's audio is its call's; input_audio_buffer.append is not taken here", param: "type"), eventID: eventID)
+            case .event(let event):
+                handle(.client(event))
+            }
+        } catch {
+            handle(.invalidClientEvent(error))
+        }
+    }
+
     /// A user turn that did not come as audio (a keypress), added to the conversation and answered.
     package func userSaid(_ text: String) {
         handle(.client(ClientEvent(.conversationItemCreate(NewConversationItem(role: .user, text: text)))))

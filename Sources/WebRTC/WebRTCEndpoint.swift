@@ -10,7 +10,7 @@ import TLS
 /// `POST /v1/realtime/calls`, as OpenAI's Realtime API defines it for browsers: an SDP offer in
 /// (raw, `application/sdp`, or `multipart/form-data` with `sdp` and `session` parts), `201 Created`
 /// with the answer and `Location: /v1/realtime/calls/{call_id}` out; `POST …/{call_id}/hangup`
-/// ends the call. The call is made on the loop that took the offer, and its answer names that
+/// ends the call (`CallControlRoute`, in Session, shared with SIP's calls). The call is made on the loop that took the offer, and its answer names that
 /// loop's UDP port, so its media never leaves that thread.
 public final class WebRTCEndpoint: Sendable {
     public struct Settings: Sendable {
@@ -55,8 +55,6 @@ public final class WebRTCEndpoint: Sendable {
         routes.stream("POST", "/v1/realtime") { request, stream in self.offer(request, stream) }
         routes.stream("OPTIONS", "/v1/realtime") { request, stream in stream.respond(Self.preflight(request)) }
         routes.stream("OPTIONS", Self.callsPath) { request, stream in stream.respond(Self.preflight(request)) }
-        routes.streamUnder(Self.callsPath + "/", method: "POST") { request, stream in stream.respond(self.hangUp(request)) }
-        routes.streamUnder(Self.callsPath + "/", method: "OPTIONS") { request, stream in stream.respond(Self.preflight(request)) }
     }
 
     // MARK: The offer
@@ -187,37 +185,8 @@ public final class WebRTCEndpoint: Sendable {
         return host
     }
 
-    // MARK: Hanging up
-
-    /// `POST /v1/realtime/calls/{call_id}/hangup`, with the same key, token or secret as the offer.
-    private func hangUp(_ request: HTTPRequest) -> HTTPResponse {
-        let rest = request.path.dropFirst(Self.callsPath.count + 1).split(separator: "/")
-        guard rest.count == 2, rest[1] == "hangup" else { return Self.cors(.jsonError(.notFound, code: "not_found", message: "no such route"), request) }
-        if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return Self.cors(refusal.response, request) }
-        let id = String(rest[0])
-        guard CallDirectory.shared.withCall(id, { $0.hangUp() }) else {
-            return Self.cors(.jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request)
-        }
-        return Self.cors(HTTPResponse(status: .ok, contentType: "application/json", body: "{}\n"), request)
-    }
-
-    // MARK: CORS
-
-    /// A browser on another origin may post offers (the page holds only a client secret) and must
-    /// be allowed to read `Location`, where the call's id is (the JavaScript SDK reads it).
-    static func cors(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
-        guard request.header("origin") != nil else { return response }
-        var response = response
-        response.headers += [("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "Location")]
-        return response
-    }
-
-    static func preflight(_ request: HTTPRequest) -> HTTPResponse {
-        HTTPResponse(status: .noContent, headers: [
-            ("Access-Control-Allow-Origin", "*"), ("Access-Control-Allow-Methods", "POST, OPTIONS"),
-            ("Access-Control-Allow-Headers", "Authorization, Content-Type, OpenAI-Beta"), ("Access-Control-Max-Age", "600"),
-        ])
-    }
+    static func cors(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse { CallControlRoute.cors(response, request) }
+    static func preflight(_ request: HTTPRequest) -> HTTPResponse { CallControlRoute.preflight(request) }
 }
 
 /// A loop's media port, bound when its first call comes. (Its calls are held by the port's maps

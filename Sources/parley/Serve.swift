@@ -44,6 +44,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "WebRTC")
     var webrtc: WebRTCOptions
 
+    @OptionGroup(title: "SIP")
+    var sip: SIPOptions
+
     @OptionGroup(title: "Tools")
     var tools: ToolOptions
 
@@ -89,7 +92,8 @@ struct Serve: ParsableCommand {
         let status = helper?.status ?? speechHelperSocket.map(SpeechHelperStatus.init(sharedAt:))
         let sessions = try buildSessions(settings, resume: resume, helper: status, models: models)
         let routes = installRoutes(settings, sessions: sessions)
-        let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store)
+        let sipCalls = settings.sip.map { SIPEndpoint(sessions: sessions, settings: $0) }
+        let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store, sip: sipCalls)
         if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
         try serveUntilDrained(server, metricsServer)
     }
@@ -124,7 +128,7 @@ struct Serve: ParsableCommand {
         return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
                              metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
                              resume: try resume.choice(), recording: try recording.choice(), twilio: twilio, webrtc: try webrtc.settings(),
-                             tools: try tools.settings(host: config.host))
+                             tools: try tools.settings(host: config.host), sip: try sip.settings())
     }
 
     /// Where tenants are counted beyond this process, and among how many processes each limit
@@ -199,13 +203,17 @@ struct Serve: ParsableCommand {
         sessions.install(on: &routes)
         TwilioEndpoint(sessions: sessions, settings: settings.twilio).install(on: &routes)
         WebRTCEndpoint(sessions: sessions, settings: settings.webrtc).install(on: &routes)
+        if settings.sip != nil { SIPEndpoint.installMetrics(on: &routes) }
         return routes
     }
 
     /// The server, listening, its loops set up to carry the upstream client and the store (they
     /// start in `serveUntilDrained`), and /metrics on a listener of its own when asked.
-    private func listen(_ settings: ServeSettings, routes: Router.Builder, store: (any ConversationStore)?) throws -> (Server, Server?) {
+    private func listen(_ settings: ServeSettings, routes: Router.Builder, store: (any ConversationStore)?, sip: SIPEndpoint?) throws -> (Server, Server?) {
         var config = settings.server
+        // SIP's port is taken by each loop as it starts; one held by another program stops the
+        // start here, with a line that says so.
+        if let sip { try sip.checkPort() }
         let upstreamTLS = settings.upstreamTLS
         // The store is opened on each loop as it starts, not at its first session: until a remote
         // store's first connect has failed it counts as available, so with Redis down that session
@@ -213,6 +221,7 @@ struct Serve: ParsableCommand {
         config.loopStarted = { loop in
             HTTPClient.install(on: loop, tls: upstreamTLS)
             store?.prepare(on: loop)
+            sip?.startLogging(on: loop)
         }
         let server: Server
         do {

@@ -28,6 +28,8 @@ struct ServeSettings {
     let webrtc: WebRTCEndpoint.Settings
     /// The MCP allow-list and the filler, and the MCP clients' time-outs.
     let tools: (ToolSettings, MCPClient.Settings)
+    /// SIP calls, when `--sip-port` is given.
+    let sip: SIPEndpoint.Settings?
 
     /// The address as the listening line shows it, and its scheme.
     var shownHost: String { server.host.contains(":") ? "[\(server.host)]" : server.host }

@@ -186,7 +186,7 @@ struct AtLeast: NumberRange {
     var words: String { upper == .infinity ? "a number of at least \(Int(lower))" : "a number from \(Int(lower)) to \(Int(upper))" }
 }
 
-private func parseWholeNumber(_ text: String, in range: some RangeExpression<Int>) throws(SettingRejection) -> Int {
+func parseWholeNumber(_ text: String, in range: some RangeExpression<Int>) throws(SettingRejection) -> Int {
     guard let value = Int(text) else { throw .init("is not a whole number") }
     guard range.contains(value) else {
         let bounds: String = switch range {

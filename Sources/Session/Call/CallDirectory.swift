@@ -1,21 +1,22 @@
 import Loop
 import Synchronization
 
-/// The process's WebRTC calls by id, for what reaches a call from outside its own connection: the
-/// sideband WebSocket (`/v1/realtime?call_id=…`) and the hangup, which may arrive on any loop.
+/// The process's calls (WebRTC's and SIP's) by id, for what reaches a call from outside its own
+/// transport: the sideband WebSocket (`/v1/realtime?call_id=…`) and call control, which may
+/// arrive on any loop.
 package final class CallDirectory: Sendable {
     package static let shared = CallDirectory()
 
     /// A call's session and the loop it lives on (every use of the session is on that loop).
     package struct Entry: Sendable {
         let home: LoopHandle
-        let session: Handoff<CallSession>
+        let call: Handoff<any DirectedCall>
     }
 
     private let calls = Mutex<[String: Entry]>([:])
 
-    package func add(_ id: String, _ session: CallSession, on loop: EventLoop) {
-        calls.withLock { $0[id] = Entry(home: loop.handle, session: Handoff(session)) }
+    package func add(_ id: String, _ call: any DirectedCall, on loop: EventLoop) {
+        calls.withLock { $0[id] = Entry(home: loop.handle, call: Handoff(call)) }
     }
 
     package func remove(_ id: String) {
@@ -24,10 +25,10 @@ package final class CallDirectory: Sendable {
 
     package func find(_ id: String) -> Entry? { calls.withLock { $0[id] } }
 
-    /// Runs `body` with the call's session on its loop; false when there is no such call.
-    package func withCall(_ id: String, _ body: @escaping @Sendable (CallSession) -> Void) -> Bool {
+    /// Runs `body` with the call on its loop; false when there is no such call.
+    package func withCall(_ id: String, _ body: @escaping @Sendable (any DirectedCall) -> Void) -> Bool {
         guard let entry = find(id) else { return false }
-        entry.home.execute { body(entry.session.value) }
+        entry.home.execute { body(entry.call.value) }
         return true
     }
 }

@@ -7,7 +7,7 @@ import Server
 /// driver and events as `/v1/realtime`, carried by the WebRTC module. Its socket sends text events
 /// on the call's `oai-events` data channel and Opus packets on its media track; what the caller
 /// says arrives here packet by packet from the call's jitter buffer.
-package final class CallSession {
+package final class CallSession: DirectedCall {
     private let handler: RealtimeSessionHandler
     /// The call and its sidebands, once the data channel opened.
     private var socket: CallSocket?
@@ -25,12 +25,22 @@ package final class CallSession {
     }
 
     /// A sideband WebSocket (on `remote`'s loop) gets the session's events from now on.
-    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
+    package func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard let socket else { return remote.execute { sideband.value.close(.policyViolation, reason: "the call has not opened its data channel yet") } }
         socket.sidebands[id] = RelayedSocket(home: socket.loop, remote: remote, socket: sideband)
     }
 
-    func detach(sideband id: ObjectIdentifier) { socket?.sidebands[id] = nil }
+    package func detach(sideband id: ObjectIdentifier) { socket?.sidebands[id] = nil }
+
+    package func receive(sidebandText text: String) {
+        var text = text
+        text.withUTF8 { receive(text: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A WebRTC call is answered by its offer's answer: only a hangup applies to it.
+    package func control(_ action: CallControl) {
+        if case .hangUp = action { hangUp() }
+    }
 
     /// A text message on the data channel: one client event.
     package func receive(text: UnsafeRawBufferPointer) {

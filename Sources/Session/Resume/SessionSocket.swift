@@ -41,44 +41,44 @@ final class ParkedSocket: SessionSocket {
 
 /// A client's WebSocket on another loop than the session's: each write is handed to that loop,
 /// in order (its inbox is first in, first out). Only resumed sessions pay the hop.
-final class RelayedSocket: SessionSocket {
-    let loop: EventLoop
+package final class RelayedSocket: SessionSocket {
+    package let loop: EventLoop
     private let remote: LoopHandle
     private let socket: Handoff<WebSocket>
     private var closed = false
 
-    init(home: EventLoop, remote: LoopHandle, socket: Handoff<WebSocket>) {
+    package init(home: EventLoop, remote: LoopHandle, socket: Handoff<WebSocket>) {
         loop = home
         self.remote = remote
         self.socket = socket
     }
 
-    func send(text: String) {
+    package func send(text: String) {
         let socket = socket
         if !closed { remote.execute { socket.value.send(text: text) } }
     }
 
-    func send(binary: [UInt8]) {
+    package func send(binary: [UInt8]) {
         let socket = socket
         if !closed { remote.execute { socket.value.send(binary: binary) } }
     }
 
-    func close(_ code: WebSocketCloseCode, reason: String) {
+    package func close(_ code: WebSocketCloseCode, reason: String) {
         guard !closed else { return }
         closed = true
         let socket = socket
         remote.execute { socket.value.close(code, reason: reason) }
     }
 
-    var isOpen: Bool { !closed }
-    var hasClient: Bool { true }
-    func account(handlerBytes: Int) {}
+    package var isOpen: Bool { !closed }
+    package var hasClient: Bool { true }
+    package func account(handlerBytes: Int) {}
 }
 
 /// An object handed between loops whose every use stays on one loop at a time: the session to
 /// its home loop, a WebSocket to the loop that owns it. The compiler cannot see that discipline,
 /// hence the unchecked conformance; each `execute` that carries one is the whole of the handoff.
-final class Handoff<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+package final class Handoff<Value>: @unchecked Sendable {
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
 }

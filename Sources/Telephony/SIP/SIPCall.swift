@@ -1,0 +1,441 @@
+import Access
+import Codec
+import JSON
+import Logging
+import Loop
+import Media
+import Server
+import Session
+import SIP
+import TLS
+
+/// One SIP call (RFC 3261's dialog, section 12, as the UAS): its INVITE answered with G.711 and
+/// telephone-event, its 2xx retransmitted until the ACK (section 13.3.1.4), re-INVITEs and UPDATEs
+/// answered (hold, a carrier's session refresh), INFO keys, BYE either way; and its session, the
+/// same engine and driver as `/twilio`'s calls, fed 20 ms of G.711 each playout tick
+/// (`SIPCallMedia`), its replies sent back as RTP.
+///
+/// The call is the session's socket and wire: events go to the sideband WebSockets attached with
+/// `?call_id=` (none until one attaches), audio to the caller's RTP.
+final class SIPCall: SIPMediaCall, DirectedCall {
+    /// The id call control names it by (`rtc_…`, as OpenAI's `call_id`).
+    let id: String
+    let callID: String
+    unowned let agent: SIPUserAgent
+    let invite: SIPMessage
+    private let inviteKey: SIPTransactionKey
+    let peer: TransportAddress
+    let localTag = SIPUserAgent.tag()
+    private let remoteTag: String?
+    private let remoteURI: String
+    private let localURI: String
+    private var remoteTarget: String
+    private var routeSet: [String]
+    private var localCSeq: UInt32 = 1
+    private var remoteCSeq: UInt32
+    private let arrivedAt: UInt64
+    private(set) var state = State.offered
+    private(set) var media: SIPCallMedia
+    private var offerSDP: SessionDescription
+    private var offer: PhoneAudioOffer
+    private let sdpSessionID = UInt64.random(in: 1..<(1 << 62))
+    private var sdpVersion: UInt64 = 1
+    /// The 2xx awaiting its ACK, resent on T1 doubling to T2 (section 13.3.1.4), given up after 64*T1.
+    private var unacknowledged: (response: SIPMessage, interval: UInt64, given: UInt64, timer: ScheduledTask?)?
+    private var driver: SessionDriver?
+    private var socketState = CallSidebands()
+    private var ending: SIPCallEnd?
+    private var metrics: SIPMetrics { agent.metrics }
+
+    enum State: Equatable { case offered, answered, confirmed, ended }
+
+    init(agent: SIPUserAgent, invite: SIPMessage, key: SIPTransactionKey, peer: TransportAddress, offer: PhoneAudioOffer, offerSDP: SessionDescription,
+         callID: String, arrivedAt: UInt64) throws(SystemError) {
+        self.agent = agent
+        self.invite = invite
+        inviteKey = key
+        self.peer = peer
+        self.offer = offer
+        self.offerSDP = offerSDP
+        self.callID = callID
+        self.arrivedAt = arrivedAt
+        id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag()
+        let from = try? invite.from()
+        remoteTag = from?.tag
+        remoteURI = from.map { SIPNameAddress(displayName: $0.displayName, uri: $0.uri).description } ?? "<sip:anonymous@anonymous.invalid>"
+        localURI = invite.value("To") ?? "<sip:parley@invalid>"
+        remoteTarget = (try? invite.contacts())?.first?.uri.description ?? from?.uri.description ?? ""
+        // Section 12.1.1: the UAS's route set is the Record-Route values in order.
+        routeSet = invite.values("Record-Route").flatMap { $0.split(separator: ",").map { String($0.trimmingSpaces()) } }
+        remoteCSeq = (try? invite.cseq().number) ?? 0
+        let settings = agent.settings
+        media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer,
+                                 playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
+        media.call = self
+    }
+
+    // MARK: Answering
+
+    /// The INVITE is taken: answered at once with the server's settings for calls (a webhook, when
+    /// one is configured, decides instead: `SIPEndpoint`).
+    func begin() {
+        metrics.callsOpen.add(1)
+        sipLog("call offered", ["from": remoteURI, "codec": offer.codec.encoding, "rtp": "\(offer.address):\(offer.port)"])
+        agent.endpoint.offered(self)
+    }
+
+    /// 180 Ringing, while the application decides (the webhook).
+    func ring() {
+        guard state == .offered else { return }
+        agent.respond(response(180), key: inviteKey)
+    }
+
+    /// The call is answered: its session opens with `session` on top of the server's call
+    /// settings, and the 200 OK with the SDP answer goes out.
+    func accept(session: SessionUpdate?) {
+        guard state == .offered else { return }
+        openSession(session)
+        var ok = response(200)
+        ok.add("Content-Type", "application/sdp")
+        ok.body = answer().bytes
+        state = .answered
+        agent.respond(ok, key: inviteKey)
+        metrics.setup.observe(nanoseconds: MonotonicClock.nanoseconds() &- arrivedAt)
+        let t1 = SIPTimers().t1
+        unacknowledged = (ok, t1, 0, agent.loop.schedule(after: Double(t1) / 1e9) { [weak self] in self?.resendAnswer() })
+        if let greeting = agent.settings.greeting, !greeting.isEmpty { driver?.say(greeting) }
+    }
+
+    /// The call is refused with `status` (603 Decline unless said).
+    func reject(status: Int = 603) {
+        guard state == .offered else { return }
+        metrics.refused.add(1, .rejected)
+        agent.respond(response(status), key: inviteKey)
+        end(.cancelled, bye: false)
+    }
+
+    private func resendAnswer() {
+        guard state == .answered, var pending = unacknowledged else { return }
+        pending.given &+= pending.interval
+        guard pending.given < SIPTimers().transactionTimeout else {
+            // Section 13.3.1.4: no ACK within 64*T1, the dialog ends with a BYE.
+            unacknowledged = nil
+            return hangUp(.noAck)
+        }
+        agent.send(pending.response, to: peer)
+        pending.interval = min(pending.interval * 2, SIPTimers().t2)
+        pending.timer = agent.loop.schedule(after: Double(pending.interval) / 1e9) { [weak self] in self?.resendAnswer() }
+        unacknowledged = pending
+    }
+
+    func acknowledged(_ ack: SIPMessage) {
+        unacknowledged?.timer?.cancel()
+        unacknowledged = nil
+        if state == .answered { state = .confirmed }
+    }
+
+    /// CANCEL before the answer: 487 to the INVITE, and the call is over (section 9.2).
+    func cancelled() {
+        guard state == .offered else { return }
+        agent.respond(response(487), key: inviteKey)
+        end(.cancelled, bye: false)
+    }
+
+    // MARK: In the dialog
+
+    func inDialog(_ request: SIPMessage, key: SIPTransactionKey) {
+        let method = request.method ?? ""
+        if let cseq = try? request.cseq() {
+            // Section 12.2.2: a request older than the last is out of order.
+            if cseq.number < remoteCSeq && method != "ACK" { return agent.respond(.response(to: request, status: 500, reason: "Server Internal Error (CSeq out of order)"), key: key) }
+            remoteCSeq = max(remoteCSeq, cseq.number)
+        }
+        switch method {
+        case "BYE":
+            agent.respond(.response(to: request, status: 200), key: key)
+            end(.callerBye, bye: false)
+        case "INVITE", "UPDATE":
+            // A re-INVITE or UPDATE: hold, resume, a moved address, or a session refresh (RFC 4028),
+            // answered with the call's SDP (a new version when the media changed).
+            var ok = SIPMessage.response(to: request, status: 200)
+            ok.add("Contact", contact)
+            ok.add("Allow", SIPUserAgent.allow)
+            if let expires = request.value("Session-Expires") { ok.add("Session-Expires", expires) ; ok.add("Require", "timer") }
+            if !request.body.isEmpty, let sdp = try? SessionDescription(parsing: request.body), let reoffer = try? PhoneAudioOffer(sdp) {
+                if reoffer != offer {
+                    offer = reoffer
+                    offerSDP = sdp
+                    sdpVersion += 1
+                    media.update(reoffer)
+                }
+                ok.add("Content-Type", "application/sdp")
+                ok.body = answer().bytes
+            } else if !request.body.isEmpty {
+                return agent.respond(.response(to: request, status: 488), key: key)
+            } else if method == "INVITE" {
+                // An offerless re-INVITE: our offer in the 200, its answer in the ACK (ignored:
+                // the media stays as it is).
+                ok.add("Content-Type", "application/sdp")
+                ok.body = answer().bytes
+            }
+            agent.respond(ok, key: key)
+        case "INFO":
+            // SIP INFO keys (application/dtmf-relay: "Signal=5"), which some PBXs send instead of RFC 4733.
+            let text = String(decoding: request.body, as: UTF8.self)
+            if let line = text.split(whereSeparator: \.isNewline).first(where: { $0.lowercased().hasPrefix("signal") }),
+               let key = line.split(separator: "=").last?.trimmingSpaces().first {
+                pressed(key)
+            }
+            agent.respond(.response(to: request, status: 200), key: key)
+        case "OPTIONS", "NOTIFY":
+            agent.respond(.response(to: request, status: 200), key: key)
+        default:
+            var refused = SIPMessage.response(to: request, status: 405)
+            refused.add("Allow", SIPUserAgent.allow)
+            agent.respond(refused, key: key)
+        }
+    }
+
+    // MARK: Ending
+
+    /// The server ends the call: a BYE (or, before the answer, a 480 to the INVITE).
+    func hangUp(_ why: SIPCallEnd = .serverBye) {
+        switch state {
+        case .ended: return
+        case .offered:
+            agent.respond(response(480), key: inviteKey)
+            end(why, bye: false)
+        case .answered, .confirmed:
+            end(why, bye: true)
+        }
+    }
+
+    private func end(_ why: SIPCallEnd, bye: Bool) {
+        guard state != .ended else { return }
+        if bye { agent.send(request: request("BYE"), to: peer) { _ in } }
+        state = .ended
+        ending = why
+        unacknowledged?.timer?.cancel()
+        unacknowledged = nil
+        media.close()
+        metrics.callsOpen.add(-1)
+        metrics.calls.add(1, why)
+        sipLog("call ended", ["end": why.rawValue])
+        socketState.closeAll()
+        driver?.close(code: why == .callerBye || why == .serverBye ? .normal : .goingAway)
+        driver = nil
+        agent.endpoint.ended(self)
+        agent.forget(self)
+    }
+
+    // MARK: Messages
+
+    var contact: String {
+        let settings = agent.settings
+        return "<sip:parley@\(settings.advertised):\(settings.port)>"
+    }
+
+    /// A response to the INVITE, with our tag, Contact and what we allow.
+    private func response(_ status: Int) -> SIPMessage {
+        var response = SIPMessage.response(to: invite, status: status, toTag: localTag, source: nil)
+        if status > 100 && status < 300 {
+            response.add("Contact", contact)
+            response.add("Allow", SIPUserAgent.allow)
+            response.add("Supported", "timer")
+            if let expires = invite.value("Session-Expires"), status == 200 {
+                // RFC 4028 section 9: the caller refreshes (it asked for the timer, or may).
+                let seconds = expires.split(separator: ";").first.map { String($0.trimmingSpaces()) } ?? "1800"
+                response.add("Session-Expires", "\(seconds);refresher=uac")
+                response.add("Require", "timer")
+            }
+        }
+        return response
+    }
+
+    /// A request in the dialog (section 12.2.1.1): to the remote target, through the route set.
+    private func request(_ method: String, headers extra: [SIPHeader] = []) -> SIPMessage {
+        localCSeq += 1
+        let settings = agent.settings
+        var message = SIPMessage(.request(method: method, uri: SIPURI(remoteTarget) ?? SIPURI(host: agent.settings.advertised)))
+        message.add("Via", "SIP/2.0/UDP \(settings.advertised):\(settings.port);branch=\(SIPVia.branch(random: OpenSSL.randomBytes(8)));rport")
+        message.add("Max-Forwards", "70")
+        var from = SIPNameAddress(localURI) ?? SIPNameAddress(uri: SIPURI(host: settings.advertised))
+        from.tag = localTag
+        message.add("From", from.description)
+        message.add("To", remoteURI + (remoteTag.map { ";tag=\($0)" } ?? ""))
+        message.add("Call-ID", callID)
+        message.add("CSeq", "\(localCSeq) \(method)")
+        for route in routeSet.reversed() { message.add("Route", route) }
+        message.add("Contact", contact)
+        message.headers += extra
+        return message
+    }
+
+    private func answer() -> SessionDescription {
+        offer.answer(to: offerSDP, address: agent.settings.advertised, port: media.localPort, sessionID: sdpSessionID, version: sdpVersion)
+    }
+
+    // MARK: The session
+
+    private func openSession(_ session: SessionUpdate?) {
+        let sessions = agent.endpoint.sessions
+        var options = SessionEngine.Options(model: sessions.modelName, transcribes: sessions.speech.transcriber != nil,
+                                            synthesizes: sessions.speech.synthesizer != nil && sessions.speech.pool != nil)
+        options.transcriptionModel = sessions.speech.transcriber?.name
+        options.voiceActivityModel = sessions.speech.voiceActivity
+        options.judgesTurns = sessions.speech.endOfTurn != nil
+        options.readsTurnWords = sessions.readsTurnWords && sessions.speech.transcriber?.decodesWhenQuiet == true
+        options.transcriberSettles = sessions.speech.transcriber?.decodesWhenQuiet ?? true
+        options.tooling = sessions.tooling.continuing(true)
+        var configuration = SessionConfiguration()
+        for given in [agent.settings.session, session] {
+            if let given { try? configuration.apply(given, allowsOpus: false) }
+        }
+        // The SIP leg fixes the audio: G.711 as negotiated, whatever a session.update says.
+        let format: RealtimeAudioFormat = offer.codec == .pcmu ? .pcmu : .pcma
+        configuration.inputAudioFormat = format
+        configuration.outputAudioFormat = format
+        configuration.audioFormatsFixed = true
+        if options.synthesizes && configuration.outputModalities == .text { configuration.outputModalities = .audio }
+        options.configuration = configuration
+        let driver = SessionDriver(endpoint: sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
+                                   options: options, wire: self)
+        driver.echoGuardAlways = true
+        self.driver = driver
+        driver.open(self)
+    }
+
+    func heard(_ frame: [UInt8]) {
+        guard let driver, state != .ended else { return }
+        let law: G711.Law = offer.codec == .pcmu ? .muLaw : .aLaw
+        driver.feedAudio { $0.g711(frame, law) }
+    }
+
+    /// A key: the DTMF event to the sidebands, and, after a pause or `#`, a turn of the
+    /// conversation ("The caller pressed 1 2 3 #."), as on `/twilio`.
+    func pressed(_ key: Character) {
+        metrics.dtmf.add(1)
+        guard let driver else { return }
+        socketState.send(text: JSON.object([("type", .string("input_audio_buffer.dtmf_event_received")), ("event", .string(String(key))),
+                                            ("received_at", .int(WallClock.seconds()))]).description)
+        keys.append(key)
+        keyFlush?.cancel()
+        guard key != "#", keys.count < 32 else { return flushKeys(driver) }
+        keyFlush = agent.loop.schedule(after: 1.5) { [weak self] in
+            guard let self, let driver = self.driver else { return }
+            self.flushKeys(driver)
+        }
+    }
+
+    private var keys: [Character] = []
+    private var keyFlush: ScheduledTask?
+
+    private func flushKeys(_ driver: SessionDriver) {
+        keyFlush = nil
+        guard !keys.isEmpty else { return }
+        let said = keys.map(String.init).joined(separator: " ")
+        keys = []
+        driver.userSaid("The caller pressed \(said) on the keypad.")
+    }
+
+    func mediaTimedOut() { hangUp(.mediaTimeout) }
+
+    /// A sideband WebSocket's events from now on (OpenAI's `?call_id=`).
+    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
+        guard state != .ended else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
+        socketState.sidebands[id] = RelayedSocket(home: agent.loop, remote: remote, socket: sideband)
+    }
+
+    func detach(sideband id: ObjectIdentifier) { socketState.sidebands[id] = nil }
+
+    /// A client event from a sideband.
+    func receive(sidebandText text: String) { driver?.receiveClientEvent(text: text) }
+
+    func control(_ action: CallControl) {
+        switch action {
+        case .accept(let session): accept(session: session)
+        case .reject(let status): reject(status: status)
+        case .refer(let target): refer(to: target)
+        case .hangUp: hangUp(.serverBye)
+        }
+    }
+
+    /// Transfers the call with a REFER (RFC 3515): on its 2xx the caller's phone calls `target`,
+    /// and this call ends (its BYE comes from the caller once the new call is up, or ours now).
+    func refer(to target: String) {
+        guard state == .answered || state == .confirmed else { return }
+        let referTo = target.hasPrefix("<") ? target : "<\(target)>"
+        agent.send(request: request("REFER", headers: [SIPHeader("Refer-To", referTo), SIPHeader("Referred-By", contact)]), to: peer) { [weak self] response in
+            guard let self, let status = response?.status else { return }
+            if (200..<300).contains(status) {
+                self.sipLog("call transferred", ["status": "\(status)"])
+                self.end(.transferred, bye: true)
+            } else {
+                self.sipLog("transfer refused", ["status": "\(status)"])
+            }
+        }
+    }
+
+    private func sipLog(_ message: Logger.Message, _ metadata: [String: String]) {
+        var fields: Logger.Metadata = ["call": "\(id)"]
+        for (key, value) in metadata { fields[key] = "\(value)" }
+        sessionLog.info(message, metadata: fields)
+    }
+}
+
+// MARK: The session's socket and wire
+
+extension SIPCall: SessionSocket, SessionWire {
+    var loop: EventLoop { agent.loop }
+    func send(text: String) { socketState.send(text: text) }
+    func send(binary: [UInt8]) {}
+    /// The session ends the call (a limit, a drain): a BYE on the next pass, not inside the
+    /// session's own call.
+    func close(_ code: WebSocketCloseCode, reason: String) {
+        _ = agent.loop.schedule(after: 0) { [weak self] in self?.hangUp(.serverBye) }
+    }
+    var isOpen: Bool { state != .ended }
+    var hasClient: Bool { true }
+    func account(handlerBytes: Int) {}
+
+    var endpointName: String { "sip" }
+
+    func send(_ event: ServerEvent, on socket: any SessionSocket) {
+        guard !socketState.sidebands.isEmpty else { return }
+        socketState.send(text: event.json(dialect: .ga))
+    }
+
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        guard case .pcm(let base64) = piece, let bytes = Base64.decode(base64.utf8) else { return }
+        media.queue(bytes, responseID: at.responseID)
+    }
+
+    /// What the caller heard: what went out (the queue is paced to real time, a packet a tick).
+    func heardMs(of responseID: String) -> Int? { media.sentMs(of: responseID) }
+
+    /// The caller's speech paused the reply: what waits to be sent is dropped (as `/twilio`'s
+    /// `clear`), and the reply resumes from what went out.
+    var resendsAfterPause: Bool { true }
+
+    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? {
+        let heard = media.sentMs(of: responseID)
+        media.clearQueue()
+        return heard
+    }
+
+    func speechStopped(responseID: String, on socket: any SessionSocket) { media.clearQueue() }
+}
+
+/// The sideband WebSockets of a call: each gets the session's events.
+struct CallSidebands {
+    var sidebands: [ObjectIdentifier: RelayedSocket] = [:]
+
+    func send(text: String) {
+        for sideband in sidebands.values { sideband.send(text: text) }
+    }
+
+    mutating func closeAll() {
+        for sideband in sidebands.values { sideband.close(.normal, reason: "the call ended") }
+        sidebands = [:]
+    }
+}

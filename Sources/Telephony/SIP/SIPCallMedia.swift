@@ -1,0 +1,296 @@
+import Codec
+import Loop
+import Media
+import SIP
+import TLS
+
+/// What a SIP call's media hands its call: the caller's audio, a key pressed, the media gone quiet.
+protocol SIPMediaCall: AnyObject {
+    /// One 20 ms frame of the caller's G.711, in playout order (silence for a frame that never came).
+    func heard(_ frame: [UInt8])
+    func pressed(_ key: Character)
+    /// No RTP from the caller for `--sip-media-timeout` while the call was not on hold.
+    func mediaTimedOut()
+}
+
+/// A SIP call's RTP: its own UDP port (the answer's `m=` port), the caller's G.711 through the
+/// jitter buffer to the session one 20 ms frame each tick of the loop's `PlayoutClock` (the clock
+/// WebRTC's calls play on), RFC 4733 keys, and the reply's G.711 sent one packet a tick, silence
+/// when there is none, to where the caller's packets come from (symmetric RTP, RFC 4961).
+///
+/// A port per call, as PBXs give: what arrives on it is this call's or a stranger's. Packets are
+/// taken from the offer's address, or, when the caller is behind a NAT (its offer names a private
+/// address), from the first address with the signalling's IP that sends; anything else is a
+/// stranger's and dropped (counted).
+final class SIPCallMedia: LoopRegistrant, PlayoutClient {
+    let loop: EventLoop
+    let fd: Int32
+    let localPort: UInt16
+    let codec: PhoneAudioOffer.Codec
+    let eventPayloadType: UInt8?
+    private(set) var peer: TransportAddress
+    /// The caller's signalling address's IP: a NATed caller's RTP comes from it, not its offer's.
+    private let signallingIP: TransportAddress.IP?
+    private var latched: Bool
+    private var registration: Registration?
+    private var jitter = JitterBuffer(settings: .g711)
+    private var events = TelephoneEvents()
+    private var sender: RTPSender
+    private var outgoing = RTPOutgoingAudio()
+    private var nextTick: UInt64 = 0
+    private var packet: [UInt8] = []
+    private(set) var lastPacketAt: UInt64
+    private let timeoutNanoseconds: UInt64
+    /// The caller put the call on hold: no media is expected, and none sent.
+    var onHold = false
+    private(set) var ended = false
+    private let playout: PlayoutClock
+    private let metrics: SIPMetrics
+    weak var call: SIPMediaCall?
+
+    static let frameBytes = 160
+    static let frameNanoseconds: UInt64 = 20_000_000
+
+    /// Opens the call's port on `host`, the first free one of `ports` (nil: the kernel's choice).
+    init(loop: EventLoop, host: SocketAddress, ports: ClosedRange<Int>?, offer: PhoneAudioOffer, signalling: TransportAddress,
+         playout: PlayoutClock, timeoutSeconds: Double, metrics: SIPMetrics) throws(SystemError) {
+        let fd = try Sys.datagramSocket(family: host.family)
+        var bound: SystemError? = SystemError("bind: no port free in the RTP range")
+        // A random start within the range, so that calls spread over it (and a port just freed,
+        // whose caller may still send to it, is not the next one given).
+        let candidates: [Int] = ports.map { range in
+            let start = range.lowerBound + Int(OpenSSL.randomBytes(2).reduce(0) { $0 << 8 | Int($1) }) % range.count
+            return Array(start...range.upperBound) + Array(range.lowerBound..<start)
+        } ?? [0]
+        for port in candidates.prefix(64) {
+            do throws(SystemError) {
+                try Sys.bindDatagram(fd, to: host.withPort(UInt16(port)))
+                bound = nil
+                break
+            } catch { bound = error }
+        }
+        if let bound {
+            Sys.close(fd)
+            throw bound
+        }
+        let local: SocketAddress
+        do throws(SystemError) { local = try Sys.localAddress(fd) } catch {
+            Sys.close(fd)
+            throw error
+        }
+        self.loop = loop
+        self.fd = fd
+        localPort = UInt16(local.port)
+        codec = offer.codec
+        eventPayloadType = offer.telephoneEvent
+        let offered = Self.address(offer.address, port: offer.port)
+        peer = offered ?? signalling
+        signallingIP = signalling.ip
+        // A public offer address is used as given; a private one (or none we can read) waits for
+        // the first packet from the signalling's IP.
+        latched = offered.map { !Self.isPrivate($0) } ?? false
+        onHold = offer.isHold
+        let random = OpenSSL.randomBytes(10)
+        sender = RTPSender(ssrc: random[0..<4].reduce(0) { $0 << 8 | UInt32($1) }, payloadType: offer.codec.payloadType, clockRate: 8000,
+                           initialSequenceNumber: UInt16(random[4]) << 8 | UInt16(random[5]),
+                           initialTimestamp: random[6...].reduce(0) { $0 << 8 | UInt32($1) })
+        self.playout = playout
+        self.metrics = metrics
+        timeoutNanoseconds = UInt64(timeoutSeconds * 1e9)
+        lastPacketAt = MonotonicClock.nanoseconds()
+        super.init()
+        do throws(SystemError) {
+            _ = try loop.register(fd, [.readable, .edge]) { registration in
+                self.registration = registration
+                return self
+            }
+        } catch {
+            Sys.close(fd)
+            throw error
+        }
+        nextTick = playout.add(self)
+    }
+
+    /// The call's media ends: its port closes.
+    func close() {
+        guard !ended else { return }
+        ended = true
+        playout.remove(self)
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        Sys.close(fd)
+    }
+
+    /// A re-INVITE moved the caller's media (or put it on hold, or took it off).
+    func update(_ offer: PhoneAudioOffer) {
+        onHold = offer.isHold
+        if let moved = Self.address(offer.address, port: offer.port), !offer.isHold, moved != peer, !Self.isPrivate(moved) {
+            peer = moved
+            latched = true
+        }
+        lastPacketAt = MonotonicClock.nanoseconds()
+    }
+
+    // MARK: In
+
+    override func readable(hungUp: Bool) {
+        let buffer = UnsafeMutableRawBufferPointer(rebasing: loop.readBuffer[EventLoop.readHeadroom...])
+        var from = SocketAddress()
+        let now = MonotonicClock.nanoseconds()
+        // Bounded per pass: a flood on one call's port cannot hold the loop.
+        for _ in 0..<64 {
+            let count: Int?
+            do throws(SystemError) { count = try Sys.receiveDatagram(fd, into: buffer, from: &from) } catch { return }
+            guard let count else { return }
+            received(UnsafeRawBufferPointer(rebasing: buffer[..<count]), from: from, now: now)
+        }
+        if let registration { loop.readAgain(registration) }
+    }
+
+    private func received(_ datagram: UnsafeRawBufferPointer, from: SocketAddress, now: UInt64) {
+        guard let source = TransportAddress(from) else { return metrics.rtpDropped.add(1, .malformed) }
+        if source != peer {
+            guard !latched, source.ip == signallingIP else { return metrics.rtpDropped.add(1, .stranger) }
+            peer = source
+            latched = true
+        }
+        // RTCP on the same port (rtcp-mux is not offered: a PBX sends it to port + 1, where
+        // nothing listens) is not audio.
+        guard !RTPPacket.isRTCP(datagram), let packet = try? RTPPacket(parsing: datagram) else { return }
+        lastPacketAt = now
+        let type = packet.header.payloadType
+        if type == codec.payloadType {
+            guard packet.payload.count > 0 else { return }
+            jitter.insert(payload: Array(datagram[packet.payload]), sequenceNumber: packet.header.sequenceNumber,
+                          timestamp: packet.header.timestamp, now: now)
+        } else if type == eventPayloadType {
+            if let key = events.received(payload: UnsafeRawBufferPointer(rebasing: datagram[packet.payload]), timestamp: packet.header.timestamp) {
+                call?.pressed(key)
+            }
+        } else {
+            metrics.rtpDropped.add(1, .payloadType)
+        }
+    }
+
+    // MARK: The tick
+
+    var playoutEnded: Bool { ended }
+
+    func play(dueBy now: UInt64, nextTick clockNext: UInt64) {
+        var frames = 0
+        while nextTick <= now, frames < 10, !ended {
+            switch jitter.pop(now: nextTick) {
+            case .frame(let payload):
+                call?.heard(payload)
+            case .missing:
+                // G.711 has no concealment of its own: the frame is silence, so the session's
+                // clock and its detectors see no gap.
+                call?.heard(Self.silence(codec))
+            case .waiting:
+                break
+            }
+            send(now: now)
+            nextTick += Self.frameNanoseconds
+            frames += 1
+        }
+        if nextTick <= now { nextTick = clockNext }
+        if !onHold, now &- lastPacketAt > timeoutNanoseconds { call?.mediaTimedOut() }
+    }
+
+    // MARK: Out
+
+    /// The reply's G.711, queued to go one 20 ms packet a tick.
+    func queue(_ bytes: [UInt8], responseID: String) { outgoing.append(bytes, responseID: responseID, frameBytes: Self.frameBytes) }
+
+    /// What of `responseID` has gone out to the caller, in ms.
+    func sentMs(of responseID: String) -> Int { outgoing.sentMs(of: responseID) }
+
+    /// Drops the reply audio not yet sent (a barge-in): the caller hears it stop within a packet.
+    func clearQueue() { outgoing.clear() }
+
+    var isSending: Bool { !outgoing.isEmpty }
+
+    /// One packet: the reply's next frame, or silence (a PBX may take a silent stream for a dead
+    /// one, and a NAT's mapping needs the traffic). Nothing while the caller holds the call.
+    private func send(now: UInt64) {
+        guard !onHold else { return }
+        let frame = outgoing.next() ?? Self.silence(codec)
+        let header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: frame.count, now: now)
+        header.write(payload: frame, into: &packet, trailerCapacity: 0)
+        guard let destination = peer.socketAddress else { return }
+        let sent: Bool? = packet.withUnsafeBytes { bytes in
+            do throws(SystemError) { return try Sys.sendDatagram(fd, bytes, to: destination) } catch { return nil }
+        }
+        switch sent {
+        case true?: break
+        case false?: metrics.rtpDropped.add(1, .sendBufferFull)
+        case nil: metrics.rtpDropped.add(1, .sendFailed)
+        }
+    }
+
+    /// A frame of silence: G.711's zero level, 0xFF in µ-law and 0xD5 in A-law.
+    static func silence(_ codec: PhoneAudioOffer.Codec) -> [UInt8] {
+        codec == .pcmu ? pcmuSilence : pcmaSilence
+    }
+    private static let pcmuSilence = [UInt8](repeating: 0xFF, count: frameBytes)
+    private static let pcmaSilence = [UInt8](repeating: 0xD5, count: frameBytes)
+
+    static func address(_ text: String, port: UInt16) -> TransportAddress? {
+        guard port != 0, text != "0.0.0.0", let parsed = try? Sys.resolve(host: text, port: Int(port), passive: false, numericOnly: true).first else { return nil }
+        return TransportAddress(parsed)
+    }
+
+    /// RFC 1918 and RFC 6598 addresses (and IPv6's unique local ones): an offer naming one comes
+    /// from behind a NAT, whose packets arrive from another address.
+    static func isPrivate(_ address: TransportAddress) -> Bool {
+        switch address.ip {
+        case .v4(let ip):
+            let a = ip >> 24, b = ip >> 16 & 0xFF
+            return a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168) || (a == 100 && (64...127).contains(b))
+        case .v6(let high, _):
+            return high >> 57 == 0x7E  // fc00::/7
+        }
+    }
+}
+
+/// The reply's G.711 waiting for its ticks, in 20 ms frames, with how much of each reply has gone.
+struct RTPOutgoingAudio {
+    private var frames: [(responseID: String, bytes: [UInt8])] = []
+    private var head = 0
+    private var partial: [UInt8] = []
+    private var sent: (responseID: String, frames: Int)?
+
+    var isEmpty: Bool { head >= frames.count }
+
+    mutating func append(_ bytes: [UInt8], responseID: String, frameBytes: Int) {
+        partial += bytes
+        while partial.count >= frameBytes {
+            frames.append((responseID, Array(partial[..<frameBytes])))
+            partial.removeFirst(frameBytes)
+        }
+    }
+
+    mutating func next() -> [UInt8]? {
+        guard head < frames.count else {
+            frames.removeAll(keepingCapacity: true)
+            head = 0
+            return nil
+        }
+        let frame = frames[head]
+        head += 1
+        if sent?.responseID == frame.responseID { sent?.frames += 1 } else { sent = (frame.responseID, 1) }
+        if head > 256 {
+            frames.removeFirst(head)
+            head = 0
+        }
+        return frame.bytes
+    }
+
+    func sentMs(of responseID: String) -> Int { sent?.responseID == responseID ? (sent?.frames ?? 0) * 20 : 0 }
+
+    mutating func clear() {
+        frames.removeAll(keepingCapacity: true)
+        head = 0
+        partial = []
+    }
+}

@@ -1,0 +1,170 @@
+import Loop
+import Media
+import Server
+import Session
+import SIP
+import TLS
+
+/// Phone calls over SIP, straight from a trunk or a PBX: each loop's share of the SIP port and its
+/// user agent (`SIPUserAgent`), started with the loop; who may call (source addresses, trunks'
+/// digest credentials); how a call is answered (at once with the server's call settings, or as
+/// the webhook's application says through call control); and the calls in `CallDirectory`, where
+/// call control and sideband WebSockets find them.
+public final class SIPEndpoint: Sendable {
+    public struct Settings: Sendable {
+        /// The UDP port SIP listens on (`--sip-port`, 5060 by convention); every loop binds it.
+        public var port = 5060
+        /// Where SIP and RTP bind (`--sip-host`).
+        public var host = "0.0.0.0"
+        /// The address Contact, Via and the SDP answers name (`--sip-public-ip`): the one callers
+        /// reach, when the server is behind NAT. Nil: the bound address, or 127.0.0.1 when it binds all.
+        public var publicAddress: String?
+        /// Each call's RTP port is taken from this range (`--sip-rtp-ports`); nil: the kernel's choice.
+        public var rtpPorts: ClosedRange<Int>?
+        /// Source addresses INVITEs may come from (`--sip-allow`); others get 403.
+        public var allowedSources: [AddressRange] = [AddressRange("127.0.0.0/8")!, AddressRange("::1/128")!]
+        /// Trunks' usernames and passwords (`--sip-trunks`): INVITEs must answer a digest challenge
+        /// with one of them. Nil or empty: no authentication beyond the source addresses.
+        public var trunks: [String: String]?
+        /// The realm of the digest challenge.
+        public var realm = "parley"
+        /// What every call's session starts with (`--sip-session`), as a `session.update` gives it.
+        public var session: SessionUpdate?
+        /// Said when a call is answered (`--sip-greeting`).
+        public var greeting: String?
+        /// A call with no RTP for this long (not on hold) is ended with a BYE.
+        public var mediaTimeoutSeconds = 30.0
+        /// INVITEs begun per second and calls held, per loop: past them, 503 with Retry-After.
+        public var maxInvitesPerSecond = 200
+        public var maxCallsPerLoop = 5_000
+
+        public init() {}
+
+        var advertised: String {
+            if let publicAddress { return publicAddress }
+            return host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
+        }
+
+        var rtpBind: SocketAddress {
+            (try? Sys.resolve(host: host, port: 0, passive: true, numericOnly: true))?.first ?? .ipv4(0, 0, 0, 0, port: 0)
+        }
+
+        func allows(_ peer: TransportAddress) -> Bool { allowedSources.contains { $0.contains(peer) } }
+    }
+
+    let settings: Settings
+    let sessions: RealtimeEndpoint
+    private let authenticator: SIPDigestAuthenticator
+
+    public init(sessions: RealtimeEndpoint, settings: Settings) {
+        self.sessions = sessions
+        self.settings = settings
+        authenticator = SIPDigestAuthenticator(realm: settings.realm, key: OpenSSL.randomBytes(32))
+    }
+
+    private var address: SocketAddress? {
+        (try? Sys.resolve(host: settings.host, port: settings.port, passive: true, numericOnly: true))?.first
+    }
+
+    /// Whether the loops will be able to bind the SIP port: one held by another program (without
+    /// SO_REUSEPORT, as a PBX holds it) is refused here, before any loop starts.
+    public func checkPort() throws(SystemError) {
+        guard let address else { throw SystemError("--sip-host \(settings.host) is not a numeric IP address") }
+        let fd = try Sys.datagramSocket(family: address.family)
+        defer { Sys.close(fd) }
+        try Sys.bindDatagram(fd, to: address, shared: true)
+    }
+
+    /// Starts `loop`'s share of the SIP port (called as each loop starts).
+    public func start(on loop: EventLoop) throws(SystemError) {
+        guard let address else { throw SystemError("--sip-host \(settings.host) is not a numeric IP address") }
+        let agent = SIPUserAgent(loop: loop, endpoint: self, playout: loop.local { SIPPlayout(loop: loop) }.clock)
+        _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
+    }
+
+    /// `start`, a failure logged (the port was checked before the loops started).
+    public func startLogging(on loop: EventLoop) {
+        do throws(SystemError) { try start(on: loop) } catch {
+            sessionLog.error("SIP port not opened on a loop", metadata: ["error": "\(error)"])
+        }
+    }
+
+    public static func installMetrics(on routes: inout Router.Builder) {
+        routes.addMetrics(SIPMetrics.shared.registry)
+    }
+
+    // MARK: Calls
+
+    /// An INVITE was taken: answered now with the server's settings for calls.
+    func offered(_ call: SIPCall) {
+        CallDirectory.shared.add(call.id, call, on: call.agent.loop)
+        call.accept(session: nil)
+    }
+
+    func ended(_ call: SIPCall) {
+        CallDirectory.shared.remove(call.id)
+    }
+
+    // MARK: Who may call
+
+    enum Authentication {
+        case accepted
+        /// A `WWW-Authenticate` value to challenge with (section 22.1).
+        case challenge(String)
+    }
+
+    func authenticate(_ request: SIPMessage) -> Authentication {
+        let now = UInt64(WallClock.seconds())
+        guard let trunks = settings.trunks, let header = request.value("Authorization"), let credentials = SIPDigestCredentials(header),
+              let password = trunks[credentials.username] else {
+            return .challenge(authenticator.challenge(now: now).headerValue)
+        }
+        switch authenticator.check(credentials, method: request.method ?? "INVITE", password: password, now: now) {
+        case .accepted: return .accepted
+        case .stale: return .challenge(authenticator.challenge(algorithm: credentials.algorithm, now: now, stale: true).headerValue)
+        case .rejected: return .challenge(authenticator.challenge(algorithm: credentials.algorithm, now: now).headerValue)
+        }
+    }
+}
+
+/// Each loop's playout clock for its SIP calls.
+final class SIPPlayout {
+    let clock: PlayoutClock
+    init(loop: EventLoop) { clock = PlayoutClock(loop: loop) }
+}
+
+/// An address range in CIDR form (`10.0.0.0/8`, `2001:db8::/32`, or one address).
+public struct AddressRange: Sendable, Equatable {
+    let base: TransportAddress.IP
+    let bits: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1)
+        guard let first = parts.first, let address = (try? Sys.resolve(host: String(first), port: 0, passive: false, numericOnly: true))?.first,
+              let parsed = TransportAddress(address) else { return nil }
+        let width = parsed.isIPv6 ? 128 : 32
+        let bits = parts.count == 2 ? Int(parts[1]) : width
+        guard let bits, (0...width).contains(bits) else { return nil }
+        base = parsed.ip
+        self.bits = bits
+    }
+
+    func contains(_ address: TransportAddress) -> Bool {
+        switch (base, address.ip) {
+        case (.v4(let net), .v4(let ip)):
+            guard bits > 0 else { return true }
+            let mask = UInt32.max << (32 - bits)
+            return net & mask == ip & mask
+        case (.v6(let netHigh, let netLow), .v6(let high, let low)):
+            if bits <= 64 {
+                guard bits > 0 else { return true }
+                let mask = UInt64.max << (64 - bits)
+                return netHigh & mask == high & mask
+            }
+            let mask = bits == 128 ? UInt64.max : UInt64.max << (128 - bits)
+            return netHigh == high && netLow & mask == low & mask
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Metrics
+
+/// SIP's series in /metrics: calls open and how they ended, what was refused and why, the
+/// requests and RTP packets dropped, keys pressed, and how long a call took to answer.
+final class SIPMetrics: Sendable {
+    static let shared = SIPMetrics(registry: .process)
+
+    let registry: MetricsRegistry
+    let callsOpen: MetricFamily
+    let calls: LabelledFamily<SIPCallEnd>
+    let refused: LabelledFamily<SIPRefusal>
+    let messagesDropped: LabelledFamily<SIPDrop>
+    let rtpDropped: LabelledFamily<RTPDrop>
+    let dtmf: MetricFamily
+    let setup: Histogram
+
+    init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        callsOpen = MetricFamily(name: "parley_sip_calls_open", help: "SIP calls in progress (an INVITE taken, not yet ended).", kind: .gauge, registry: registry)
+        calls = LabelledFamily(name: "parley_sip_calls_total", help: "SIP calls ended, by how.", registry: registry)
+        refused = LabelledFamily(name: "parley_sip_refusals_total", help: "INVITEs refused with a final response, by why.", registry: registry)
+        messagesDropped = LabelledFamily(name: "parley_sip_messages_dropped_total", help: "SIP messages dropped without an answer, by why.", registry: registry)
+        rtpDropped = LabelledFamily(name: "parley_sip_rtp_dropped_total", help: "RTP packets of SIP calls dropped, by why (a stranger's address, a payload type not answered, a send that failed).",
+                                    registry: registry)
+        dtmf = MetricFamily(name: "parley_sip_dtmf_digits_total", help: "Keys pressed on SIP calls (RFC 4733 events and SIP INFO).", registry: registry)
+        setup = Histogram(name: "parley_sip_call_setup_seconds", help: "From an INVITE's arrival to the 200 OK that answers it.",
+                          bounds: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry: registry)
+    }
+}
+
+/// How a SIP call ended (`end`).
+enum SIPCallEnd: String, MetricLabel, CaseIterable {
+    /// The caller hung up (BYE), or the server did (the session ended, a hangup asked for).
+    case callerBye = "caller_bye", serverBye = "server_bye"
+    /// CANCEL before the answer; no ACK for the answer; no RTP for the media timeout.
+    case cancelled, noAck = "no_ack", mediaTimeout = "media_timeout"
+    /// Transferred away (REFER accepted).
+    case transferred
+    static let labelName = "end"
+}
+
+/// Why an INVITE was refused (`reason`).
+enum SIPRefusal: String, MetricLabel, CaseIterable {
+    case sourceNotAllowed = "source_not_allowed", unauthorized, noCommonCodec = "no_common_codec", busy, rejected, badRequest = "bad_request"
+    static let labelName = "reason"
+}
+
+/// Why a SIP message was dropped (`reason`).
+enum SIPDrop: String, MetricLabel, CaseIterable {
+    case malformed, tooLarge = "too_large", unmatched, rateLimited = "rate_limited"
+    static let labelName = "reason"
+}
+
+/// Why an RTP packet of a SIP call was dropped (`reason`).
+enum RTPDrop: String, MetricLabel, CaseIterable {
+    case malformed, stranger, payloadType = "payload_type", sendBufferFull = "send_buffer_full", sendFailed = "send_failed"
+    static let labelName = "reason"
+}

@@ -1,0 +1,361 @@
+import Loop
+import Media
+import SIP
+import TLS
+
+/// One loop's SIP user agent (RFC 3261), over its share of the SIP port (`SIPSignallingPort`): a
+/// datagram in is parsed and matched to a transaction (section 17.2.3) or a dialog (section 12.2),
+/// and what is new goes to its handler: an INVITE makes a `SIPCall`; in-dialog requests go to
+/// theirs; OPTIONS is answered here; anything else is refused as RFC 3261 says. Responses to the
+/// requests our calls send (BYE, REFER) go back to those calls.
+///
+/// The transactions are `SIP`'s value machines; this class runs their timers on the loop and
+/// carries out their actions. Every message we send goes back to the address the request came
+/// from (RFC 3581's symmetric response routing, which every NATed phone relies on).
+final class SIPUserAgent {
+    let loop: EventLoop
+    let endpoint: SIPEndpoint
+    private unowned(unsafe) var port: SIPSignallingPort!
+    private var server: [SIPTransactionKey: ServerTransaction] = [:]
+    private var client: [SIPTransactionKey: ClientTransaction] = [:]
+    /// Calls by Call-ID (and, once answered, our tag: a dialog, section 12).
+    private(set) var calls: [String: SIPCall] = [:]
+    let playout: PlayoutClock
+    var metrics: SIPMetrics { .shared }
+    /// INVITEs begun within the current second, for the flood limit.
+    private var invitesThisSecond = 0
+    private var secondStarted: UInt64 = 0
+
+    private struct ServerTransaction {
+        enum Machine {
+            case invite(SIPServerInviteTransaction)
+            case other(SIPServerNonInviteTransaction)
+        }
+        var machine: Machine
+        let peer: TransportAddress
+        var timer: ScheduledTask?
+    }
+
+    private struct ClientTransaction {
+        var machine: SIPClientNonInviteTransaction
+        let peer: TransportAddress
+        var timer: ScheduledTask?
+        let done: (SIPMessage?) -> Void
+    }
+
+    init(loop: EventLoop, endpoint: SIPEndpoint, playout: PlayoutClock) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.playout = playout
+    }
+
+    func attach(_ port: SIPSignallingPort) { self.port = port }
+
+    var settings: SIPEndpoint.Settings { endpoint.settings }
+
+    // MARK: In
+
+    func received(_ datagram: UnsafeRawBufferPointer, from peer: TransportAddress) {
+        // A keep-alive (RFC 5626 section 4.4.1's CRLF, or a stray byte) is not a message.
+        if datagram.allSatisfy({ $0 == 13 || $0 == 10 || $0 == 0 }) { return }
+        let message: SIPMessage
+        do throws(SIPParseError) {
+            message = try SIPMessageParser.parse(datagram: datagram)
+        } catch {
+            metrics.messagesDropped.add(1, datagram.count > SIPMessageLimits.maxDatagramBytes ? .tooLarge : .malformed)
+            return
+        }
+        if message.isRequest { request(message, from: peer) } else { response(message) }
+    }
+
+    private func request(_ request: SIPMessage, from peer: TransportAddress) {
+        guard let method = request.method else { return }
+        guard let key = SIPTransactionKey.server(for: request) else {
+            // No RFC 3261 branch: RFC 2543's matching is not served.
+            if method != "ACK" { send(.response(to: request, status: 400, reason: "Missing Via Branch"), to: peer) }
+            return metrics.messagesDropped.add(1, .malformed)
+        }
+        if var existing = server[key] {
+            // A retransmission, or the ACK of a non-2xx final (section 17.2.3).
+            let now = MonotonicClock.nanoseconds()
+            let actions: [SIPTransactionAction]
+            switch existing.machine {
+            case .invite(var machine):
+                actions = machine.receive(request: request, now: now)
+                existing.machine = .invite(machine)
+            case .other(var machine):
+                actions = machine.receive(request: request, now: now)
+                existing.machine = .other(machine)
+            }
+            server[key] = existing
+            return carry(actions, key: key)
+        }
+        switch method {
+        case "ACK":
+            // The ACK of a 2xx is its own transaction (section 17.1.1.3): the dialog's.
+            call(for: request)?.acknowledged(request)
+        case "CANCEL":
+            cancel(request, from: peer, key: key)
+        default:
+            begin(request, key: key, from: peer)
+        }
+    }
+
+    private func begin(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress) {
+        let method = request.method ?? ""
+        let now = MonotonicClock.nanoseconds()
+        if method == "INVITE" {
+            var machine = SIPServerInviteTransaction(request: request, reliable: false)
+            let actions = machine.start()
+            server[key] = ServerTransaction(machine: .invite(machine), peer: peer)
+            return carry(actions, key: key)
+        }
+        var machine = SIPServerNonInviteTransaction(request: request, reliable: false)
+        _ = machine.start()
+        server[key] = ServerTransaction(machine: .other(machine), peer: peer)
+        deliver(request, key: key, from: peer, now: now)
+    }
+
+    /// A new request, its transaction begun: to its call, or answered here.
+    private func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress, now: UInt64) {
+        let method = request.method ?? ""
+        let inDialog = (try? request.to())?.tag != nil
+        if inDialog {
+            guard let call = call(for: request) else {
+                return respond(.response(to: request, status: 481, toTag: nil), key: key)
+            }
+            return call.inDialog(request, key: key)
+        }
+        switch method {
+        case "INVITE":
+            invite(request, key: key, from: peer, now: now)
+        case "OPTIONS":
+            var ok = SIPMessage.response(to: request, status: 200, toTag: Self.tag())
+            ok.add("Allow", Self.allow)
+            ok.add("Accept", "application/sdp")
+            respond(ok, key: key)
+        case "BYE", "UPDATE", "INFO", "PRACK", "NOTIFY":
+            respond(.response(to: request, status: 481, toTag: Self.tag()), key: key)
+        default:
+            var refused = SIPMessage.response(to: request, status: 405, toTag: Self.tag())
+            refused.add("Allow", Self.allow)
+            respond(refused, key: key)
+        }
+    }
+
+    static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY"
+
+    private func invite(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress, now: UInt64) {
+        func refuse(_ status: Int, _ reason: SIPRefusal, _ phrase: String? = nil, extra: [SIPHeader] = []) {
+            metrics.refused.add(1, reason)
+            var response = SIPMessage.response(to: request, status: status, reason: phrase, toTag: Self.tag())
+            response.headers += extra
+            respond(response, key: key)
+        }
+        guard settings.allows(peer) else { return refuse(403, .sourceNotAllowed, "Forbidden (source address not allowed)") }
+        if let trunks = settings.trunks, !trunks.isEmpty {
+            switch endpoint.authenticate(request) {
+            case .accepted: break
+            case .challenge(let header): return refuse(401, .unauthorized, extra: [SIPHeader("WWW-Authenticate", header)])
+            }
+        }
+        if now &- secondStarted >= 1_000_000_000 {
+            secondStarted = now
+            invitesThisSecond = 0
+        }
+        invitesThisSecond += 1
+        guard invitesThisSecond <= settings.maxInvitesPerSecond, calls.count < settings.maxCallsPerLoop else {
+            return refuse(503, .busy, extra: [SIPHeader("Retry-After", "5")])
+        }
+        guard let callID = try? request.callID(), calls[callID] == nil else { return refuse(482, .badRequest, "Loop Detected") }
+        let offer: (PhoneAudioOffer, SessionDescription)
+        do {
+            guard (try? request.contentType())??.isSDP == true, !request.body.isEmpty else {
+                // An INVITE without an offer would have us offer in the 200 and take the answer in
+                // the ACK (RFC 3264 section 5); trunks and PBXs always offer, so it is refused.
+                return refuse(488, .noCommonCodec, "Not Acceptable Here (an offer is required)")
+            }
+            let sdp = try SessionDescription(parsing: request.body)
+            offer = (try PhoneAudioOffer(sdp), sdp)
+        } catch let refusal as PhoneAudioOffer.Refusal {
+            return refuse(488, .noCommonCodec, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"\(refusal)\"")])
+        } catch {
+            return refuse(400, .badRequest, "Bad Request (unreadable SDP)")
+        }
+        let call: SIPCall
+        do {
+            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer.0, offerSDP: offer.1, callID: callID, arrivedAt: now)
+        } catch {
+            return refuse(503, .busy, "Service Unavailable (no RTP port)")
+        }
+        calls[callID] = call
+        call.begin()
+    }
+
+    private func cancel(_ request: SIPMessage, from peer: TransportAddress, key: SIPTransactionKey) {
+        guard let inviteKey = SIPTransactionKey.invite(cancelledBy: request), server[inviteKey] != nil,
+              let callID = try? request.callID(), let call = calls[callID] else {
+            send(.response(to: request, status: 481, toTag: nil), to: peer)
+            return
+        }
+        // Section 9.2: the CANCEL is answered 200 (its own transaction); the INVITE, if not yet
+        // answered, 487.
+        begin(request, key: key, from: peer)
+        respond(.response(to: request, status: 200), key: key)
+        call.cancelled()
+    }
+
+    private func call(for request: SIPMessage) -> SIPCall? {
+        guard let callID = try? request.callID() else { return nil }
+        return calls[callID]
+    }
+
+    func forget(_ call: SIPCall) {
+        if calls[call.callID] === call { calls[call.callID] = nil }
+    }
+
+    // MARK: Server transactions
+
+    /// The TU's answer to the request of transaction `key`.
+    func respond(_ response: SIPMessage, key: SIPTransactionKey) {
+        guard var existing = server[key] else { return }
+        let now = MonotonicClock.nanoseconds()
+        let actions: [SIPTransactionAction]
+        switch existing.machine {
+        case .invite(var machine):
+            actions = machine.respond(response, now: now)
+            existing.machine = .invite(machine)
+        case .other(var machine):
+            actions = machine.respond(response, now: now)
+            existing.machine = .other(machine)
+        }
+        server[key] = existing
+        carry(actions, key: key)
+    }
+
+    private func carry(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
+        guard let peer = server[key]?.peer else { return }
+        let now = MonotonicClock.nanoseconds()
+        for action in actions {
+            switch action {
+            case .send(let message): send(message, to: peer)
+            case .deliver(let request): deliver(request, key: key, from: peer, now: now)
+            case .timeout:
+                // No ACK for a final non-2xx: nothing more to do for a call that was refused.
+                break
+            case .terminated:
+                server[key]?.timer?.cancel()
+                server[key] = nil
+                return
+            }
+        }
+        schedule(server: key)
+    }
+
+    private func schedule(server key: SIPTransactionKey) {
+        guard var existing = server[key] else { return }
+        existing.timer?.cancel()
+        let deadline: UInt64? = switch existing.machine {
+        case .invite(let machine): machine.nextDeadline
+        case .other(let machine): machine.nextDeadline
+        }
+        existing.timer = deadline.map { at in
+            let now = MonotonicClock.nanoseconds()
+            return loop.schedule(after: Double(at > now ? at - now : 0) / 1e9) { [weak self] in self?.fire(server: key) }
+        }
+        server[key] = existing
+    }
+
+    private func fire(server key: SIPTransactionKey) {
+        guard var existing = server[key] else { return }
+        let now = MonotonicClock.nanoseconds()
+        let actions: [SIPTransactionAction]
+        switch existing.machine {
+        case .invite(var machine):
+            actions = machine.fire(now: now)
+            existing.machine = .invite(machine)
+        case .other(var machine):
+            actions = machine.fire(now: now)
+            existing.machine = .other(machine)
+        }
+        existing.timer = nil
+        server[key] = existing
+        carry(actions, key: key)
+    }
+
+    // MARK: Client transactions (the requests our calls send)
+
+    /// Sends `request` (a BYE, a REFER) to `peer` in its own transaction; `done` gets its final
+    /// response, or nil when none came (timer F).
+    func send(request: SIPMessage, to peer: TransportAddress, done: @escaping (SIPMessage?) -> Void) {
+        guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
+        var machine = SIPClientNonInviteTransaction(request: request, reliable: false)
+        let actions = machine.start(now: MonotonicClock.nanoseconds())
+        client[key] = ClientTransaction(machine: machine, peer: peer, done: done)
+        carryClient(actions, key: key)
+    }
+
+    private func response(_ response: SIPMessage) {
+        guard let key = SIPTransactionKey.client(for: response), var existing = client[key] else {
+            // A 2xx of an INVITE retransmitted, or a response to nothing of ours.
+            return metrics.messagesDropped.add(1, .unmatched)
+        }
+        let actions = existing.machine.receive(response: response, now: MonotonicClock.nanoseconds())
+        client[key] = existing
+        carryClient(actions, key: key)
+    }
+
+    private func carryClient(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
+        guard let existing = client[key] else { return }
+        for action in actions {
+            switch action {
+            case .send(let message): send(message, to: existing.peer)
+            case .deliver(let response):
+                if let status = response.status, status >= 200 { existing.done(response) }
+            case .timeout: existing.done(nil)
+            case .terminated:
+                client[key]?.timer?.cancel()
+                client[key] = nil
+                return
+            }
+        }
+        guard var current = client[key] else { return }
+        current.timer?.cancel()
+        current.timer = current.machine.nextDeadline.map { at in
+            let now = MonotonicClock.nanoseconds()
+            return loop.schedule(after: Double(at > now ? at - now : 0) / 1e9) { [weak self] in self?.fire(client: key) }
+        }
+        client[key] = current
+    }
+
+    private func fire(client key: SIPTransactionKey) {
+        guard var existing = client[key] else { return }
+        let actions = existing.machine.fire(now: MonotonicClock.nanoseconds())
+        existing.timer = nil
+        client[key] = existing
+        carryClient(actions, key: key)
+    }
+
+    // MARK: Out
+
+    func send(_ message: SIPMessage, to peer: TransportAddress) {
+        port?.send(message.encoded(), to: peer)
+    }
+
+    /// A fresh tag or branch suffix: 64 random bits in hex.
+    static func tag() -> String {
+        OpenSSL.randomBytes(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// The server is stopping: every call ends with a BYE.
+    func stopping() {
+        for call in Array(calls.values) { call.hangUp(.serverBye) }
+    }
+}
+
+/// Bounds on what a datagram may be.
+enum SIPMessageLimits {
+    /// A UDP datagram of SIP is under 1,300 bytes by RFC 3261 section 18.1.1's advice; Parley
+    /// reads up to 64 KiB (the largest UDP datagram), and counts a larger read as too large.
+    static let maxDatagramBytes = 65_507
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import JSON
+import Loop
+import Session
+import Telephony
+
+/// Phone calls over SIP from a trunk or a PBX (docs/operations.md, "SIP").
+struct SIPOptions: ParsableArguments {
+    enum Settings {
+        static let port = Setting<Int?>("--sip-port", "PARLEY_SIP_PORT", default: nil, shown: "off", valueName: "port",
+                                        about: "The UDP port SIP listens on (5060 by convention); without it Parley takes no SIP calls") { text throws(SettingRejection) in
+            try parseWholeNumber(text, in: 1...65_535)
+        }
+        static let host = Setting<String>("--sip-host", "PARLEY_SIP_HOST", default: SIPEndpoint.Settings().host, shown: "0.0.0.0", valueName: "address",
+                                          about: "The address SIP and its calls' RTP bind to") { text throws(SettingRejection) in
+            guard (try? Sys.resolve(host: text, port: 0, passive: true, numericOnly: true))?.first != nil else { throw SettingRejection("is not a numeric IP address") }
+            return text
+        }
+        static let publicAddress = Setting.text("--sip-public-ip", "PARLEY_SIP_PUBLIC_IP", shown: "the bound address, else 127.0.0.1", valueName: "address",
+                                                about: "The IP address Contact, Via and the SDP answers name: the one callers reach (behind NAT, the public one)")
+        static let rtpPorts = Setting<ClosedRange<Int>?>("--sip-rtp-ports", "PARLEY_SIP_RTP_PORTS", default: nil, shown: "any the kernel gives", valueName: "low-high",
+                                                         about: "The UDP ports calls' RTP takes, one a call, for a firewall to open") { text throws(SettingRejection) in
+            let bounds = text.split(separator: "-").map { Int($0) }
+            guard bounds.count == 2, let low = bounds[0], let high = bounds[1], 1 <= low, low <= high, high <= 65_535 else {
+                throw SettingRejection("is not a range of UDP ports such as 20000-29999")
+            }
+            return low...high
+        }
+        static let allow = Setting<[AddressRange]?>("--sip-allow", "PARLEY_SIP_ALLOW", default: nil, shown: "127.0.0.0/8 and ::1", valueName: "ranges",
+                                                    about: "Where INVITEs may come from: comma-separated addresses or CIDR ranges of your trunk's or PBX's signalling (0.0.0.0/0 for any)") { text throws(SettingRejection) in
+            var ranges: [AddressRange] = []
+            for part in text.split(separator: ",") {
+                guard let range = AddressRange(String(part.trimmingSpaces())) else { throw SettingRejection("holds '\(part)', which is not an address or CIDR range") }
+                ranges.append(range)
+            }
+            return ranges
+        }
+        static let trunks = Setting.text("--sip-trunks-file", "PARLEY_SIP_TRUNKS_FILE", valueName: "file",
+                                         about: "A file of 'username:password' lines: INVITEs must answer a digest challenge (RFC 8760, SHA-256 or MD5) with one of them")
+        static let session = Setting.text("--sip-session", "PARLEY_SIP_SESSION", valueName: "file",
+                                          about: "A JSON file holding a session object, as session.update sends it (instructions, voice, tools and MCP servers), that every SIP call starts with")
+        static let greeting = Setting.text("--sip-greeting", "PARLEY_SIP_GREETING", shown: "none, the caller speaks first", valueName: "text",
+                                           about: "Said when a SIP call is answered")
+        static let mediaTimeout = Setting.number("--sip-media-timeout", "PARLEY_SIP_MEDIA_TIMEOUT", default: SIPEndpoint.Settings().mediaTimeoutSeconds,
+                                                 in: Above(lower: 0, upper: 3600), about: "Seconds without RTP (not on hold) after which a call is ended with a BYE")
+    }
+
+    @Option(Settings.port) var port: String?
+    @Option(Settings.host) var host: String?
+    @Option(Settings.publicAddress) var publicAddress: String?
+    @Option(Settings.rtpPorts) var rtpPorts: String?
+    @Option(Settings.allow) var allow: String?
+    @Option(Settings.trunks) var trunks: String?
+    @Option(Settings.session) var session: String?
+    @Option(Settings.greeting) var greeting: String?
+    @Option(Settings.mediaTimeout) var mediaTimeout: String?
+
+    /// Nil when SIP is off (no `--sip-port`).
+    func settings() throws -> SIPEndpoint.Settings? {
+        guard let port = try Settings.port.read(port) else { return nil }
+        var settings = SIPEndpoint.Settings()
+        settings.port = port
+        settings.host = try Settings.host.read(host)
+        settings.publicAddress = try Settings.publicAddress.read(publicAddress)
+        settings.rtpPorts = try Settings.rtpPorts.read(rtpPorts)
+        if let ranges = try Settings.allow.read(allow) { settings.allowedSources = ranges }
+        if let file = try Settings.trunks.read(trunks) {
+            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-trunks-file", file) }
+            var table: [String: String] = [:]
+            for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw Settings.trunks.refuse(file, "holds a line that is not username:password") }
+                table[String(parts[0].trimmingSpaces())] = String(parts[1].trimmingSpaces())
+            }
+            settings.trunks = table
+        }
+        if let file = try Settings.session.read(session) {
+            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-session", file) }
+            do {
+                settings.session = try SessionUpdate.parse(session: try JSON(parsing: String(decoding: bytes, as: UTF8.self)))
+            } catch let error as ProtocolError {
+                throw Settings.session.refuse(file, "is not a usable session: \(error.message)")
+            } catch {
+                throw Settings.session.refuse(file, "is not JSON: \(error)")
+            }
+        }
+        settings.greeting = try Settings.greeting.read(greeting)
+        settings.mediaTimeoutSeconds = try Settings.mediaTimeout.read(mediaTimeout)
+        return settings
+    }
+}
