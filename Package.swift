@@ -92,7 +92,7 @@ let package = Package(
         // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets.
         .target(name: "SIP", dependencies: ["Media", "TLS"]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
-        .target(name: "Telephony", dependencies: ["SIP", "Media", "Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Telephony", dependencies: ["SIP", "Media", "Upstream", "Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.

@@ -39,6 +39,10 @@ struct SIPOptions: ParsableArguments {
                                          about: "A file of 'username:password' lines: INVITEs must answer a digest challenge (RFC 8760, SHA-256 or MD5) with one of them")
         static let session = Setting.text("--sip-session", "PARLEY_SIP_SESSION", valueName: "file",
                                           about: "A JSON file holding a session object, as session.update sends it (instructions, voice, tools and MCP servers), that every SIP call starts with")
+        static let webhook = Setting.text("--sip-webhook", "PARLEY_SIP_WEBHOOK", valueName: "url",
+                                          about: "Where each incoming call's realtime.call.incoming webhook is posted; the application accepts or rejects it through /v1/realtime/calls/{call_id}/accept|reject (without it, calls are answered at once)")
+        static let webhookSecret = Setting.text("--sip-webhook-secret-file", "PARLEY_SIP_WEBHOOK_SECRET_FILE", valueName: "file",
+                                                about: "A file holding the webhook's signing secret (whsec_…), as Standard Webhooks signs")
         static let greeting = Setting.text("--sip-greeting", "PARLEY_SIP_GREETING", shown: "none, the caller speaks first", valueName: "text",
                                            about: "Said when a SIP call is answered")
         static let mediaTimeout = Setting.number("--sip-media-timeout", "PARLEY_SIP_MEDIA_TIMEOUT", default: SIPEndpoint.Settings().mediaTimeoutSeconds,
@@ -53,6 +57,8 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.trunks) var trunks: String?
     @Option(Settings.session) var session: String?
     @Option(Settings.greeting) var greeting: String?
+    @Option(Settings.webhook) var webhook: String?
+    @Option(Settings.webhookSecret) var webhookSecret: String?
     @Option(Settings.mediaTimeout) var mediaTimeout: String?
 
     /// Nil when SIP is off (no `--sip-port`).
@@ -85,6 +91,12 @@ struct SIPOptions: ParsableArguments {
             }
         }
         settings.greeting = try Settings.greeting.read(greeting)
+        if let url = try Settings.webhook.read(webhook) {
+            guard let file = try Settings.webhookSecret.read(webhookSecret) else { throw Settings.webhookSecret.refuse("", "is needed with --sip-webhook: webhooks are signed") }
+            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-webhook-secret-file", file) }
+            let secret = String(String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? "")
+            settings.webhook = (url, secret)
+        }
         settings.mediaTimeoutSeconds = try Settings.mediaTimeout.read(mediaTimeout)
         return settings
     }

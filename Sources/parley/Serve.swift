@@ -92,7 +92,9 @@ struct Serve: ParsableCommand {
         let status = helper?.status ?? speechHelperSocket.map(SpeechHelperStatus.init(sharedAt:))
         let sessions = try buildSessions(settings, resume: resume, helper: status, models: models)
         let routes = installRoutes(settings, sessions: sessions)
-        let sipCalls = settings.sip.map { SIPEndpoint(sessions: sessions, settings: $0) }
+        let sipCalls = try settings.sip.map { given in
+            do { return try SIPEndpoint(sessions: sessions, settings: given) } catch { throw StartupError("SIP: \(error)") }
+        }
         let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store, sip: sipCalls)
         if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
         try serveUntilDrained(server, metricsServer)

@@ -32,6 +32,10 @@ public final class SIPEndpoint: Sendable {
         public var session: SessionUpdate?
         /// Said when a call is answered (`--sip-greeting`).
         public var greeting: String?
+        /// Where each incoming call's `realtime.call.incoming` goes, signed with its secret
+        /// (`--sip-webhook`, `--sip-webhook-secret-file`): the application then accepts or rejects
+        /// it through call control. Nil: calls are answered at once with `session`.
+        public var webhook: (url: String, secret: String)?
         /// A call with no RTP for this long (not on hold) is ended with a BYE.
         public var mediaTimeoutSeconds = 30.0
         /// INVITEs begun per second and calls held, per loop: past them, 503 with Retry-After.
@@ -55,11 +59,23 @@ public final class SIPEndpoint: Sendable {
     let settings: Settings
     let sessions: RealtimeEndpoint
     private let authenticator: SIPDigestAuthenticator
+    let webhook: SIPWebhook?
 
-    public init(sessions: RealtimeEndpoint, settings: Settings) {
+    public enum Invalid: Error, CustomStringConvertible {
+        case webhook
+        public var description: String { "the SIP webhook's URL is not http(s), or its secret is not whsec_ and base64" }
+    }
+
+    public init(sessions: RealtimeEndpoint, settings: Settings) throws(Invalid) {
         self.sessions = sessions
         self.settings = settings
         authenticator = SIPDigestAuthenticator(realm: settings.realm, key: OpenSSL.randomBytes(32))
+        if let given = settings.webhook {
+            guard let made = SIPWebhook(url: given.url, secret: given.secret) else { throw .webhook }
+            webhook = made
+        } else {
+            webhook = nil
+        }
     }
 
     private var address: SocketAddress? {
@@ -95,10 +111,18 @@ public final class SIPEndpoint: Sendable {
 
     // MARK: Calls
 
-    /// An INVITE was taken: answered now with the server's settings for calls.
+    /// An INVITE was taken: answered now with the server's settings for calls, or, with a
+    /// webhook, ringing until the application accepts or rejects it (or does neither in time).
     func offered(_ call: SIPCall) {
         CallDirectory.shared.add(call.id, call, on: call.agent.loop)
-        call.accept(session: nil)
+        guard let webhook else { return call.accept(session: nil) }
+        call.ring()
+        webhook.post(callID: call.id, invite: call.invite, on: call.agent.loop) { [weak call] delivered in
+            guard let call, !delivered else { return }
+            sessionLog.warning("SIP webhook not delivered; call refused", metadata: ["call": "\(call.id)"])
+            call.reject(status: 480)
+        }
+        _ = call.agent.loop.schedule(after: webhook.answerSeconds) { [weak call] in call?.reject(status: 480) }
     }
 
     func ended(_ call: SIPCall) {
