@@ -18,10 +18,10 @@ protocol SIPMediaCall: AnyObject {
 /// WebRTC's calls play on), RFC 4733 keys, and the reply's G.711 sent one packet a tick, silence
 /// when there is none, to where the caller's packets come from (symmetric RTP, RFC 4961).
 ///
-/// A port per call, as PBXs give: what arrives on it is this call's or a stranger's. Packets are
-/// taken from the offer's address, or, when the caller is behind a NAT (its offer names a private
-/// address), from the first address with the signalling's IP that sends; anything else is a
-/// stranger's and dropped (counted).
+/// A port per call, as PBXs give: what arrives on it is this call's or a stranger's. The first
+/// packet from the offer's address, or from the signalling's IP (a caller behind a NAT, whose offer
+/// names its private address), fixes where the caller is; anything from elsewhere is a stranger's
+/// and dropped (counted).
 final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     let loop: EventLoop
     let fd: Int32
@@ -86,9 +86,10 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
         let offered = Self.address(offer.address, port: offer.port)
         peer = offered ?? signalling
         signallingIP = signalling.ip
-        // A public offer address is used as given; a private one (or none we can read) waits for
-        // the first packet from the signalling's IP.
-        latched = offered.map { !Self.isPrivate($0) } ?? false
+        // Sent to the offer's address until the caller's first packet says where it really is:
+        // from the offer's address, or from the signalling's IP (a NAT, or an offer naming an
+        // address the caller does not send from).
+        latched = false
         onHold = offer.isHold
         let random = OpenSSL.randomBytes(10)
         sender = RTPSender(ssrc: random[0..<4].reduce(0) { $0 << 8 | UInt32($1) }, payloadType: offer.codec.payloadType, clockRate: 8000,
@@ -125,8 +126,9 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     func update(_ offer: PhoneAudioOffer) {
         onHold = offer.isHold
         if let moved = Self.address(offer.address, port: offer.port), !offer.isHold, moved != peer, !Self.isPrivate(moved) {
+            // Sent there until its first packet comes, as at the start.
             peer = moved
-            latched = true
+            latched = false
         }
         lastPacketAt = MonotonicClock.nanoseconds()
     }
@@ -149,8 +151,8 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
 
     private func received(_ datagram: UnsafeRawBufferPointer, from: SocketAddress, now: UInt64) {
         guard let source = TransportAddress(from) else { return metrics.rtpDropped.add(1, .malformed) }
-        if source != peer {
-            guard !latched, source.ip == signallingIP else { return metrics.rtpDropped.add(1, .stranger) }
+        if source != peer || !latched {
+            guard !latched, source == peer || source.ip == signallingIP else { return metrics.rtpDropped.add(1, .stranger) }
             peer = source
             latched = true
         }
