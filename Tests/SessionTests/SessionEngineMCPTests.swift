@@ -237,6 +237,26 @@ import Testing
         #expect(unknown.types == ["error"])
     }
 
+    /// The filler is heard while the call runs: the voice is given it as a whole sentence, which it
+    /// speaks at once, not held until the text after it (none while the tool runs) or the
+    /// response's end (after the tool returned).
+    @Test(arguments: ["One moment, let me check.", "Bear with me"])
+    func theFillerIsSpokenWhileTheCallRuns(phrase: String) throws {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.outputModalities = .audio
+        options.tooling = ToolSettings(filler: .init(phrase: phrase, afterMs: 1000))
+        var (h, _) = try listed(options: options)
+        _ = h.say("what is the forecast for Paris")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let ran = call(&h, model.id, "forecast", #"{"city":"Paris"}"#)
+        let armed = ran.compactMap { action -> Int? in if case .toolWait(.arm(let token, _)) = action { token } else { nil } }
+        guard ran.mcpCall != nil, let token = armed.first else { Issue.record("no call, or no filler timer: \(ran.types)"); return }
+        let said = h.engine.handle(.toolWaitElapsed(token: token))
+        guard case .speech(.text(_, _, _, let text))? = said.last else { Issue.record("nothing spoken: \(said.types)"); return }
+        #expect(text.trimmed == phrase)
+        #expect(SpeechOutput.sentenceEnd(in: text) == text.endIndex, "the voice would hold '\(text)' for the text after it")
+    }
+
     @Test func namesThatCollideAcrossServersAndFunctionsArePrefixed() {
         var state = MCPToolState()
         let a = try! MCPServerEntry.parse(EventFields(try! JSON(parsing: Self.entry(label: "alpha")), path: "t"))

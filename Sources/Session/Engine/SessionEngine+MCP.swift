@@ -301,7 +301,10 @@ extension SessionEngine {
             guard current.speaks, !current.itemStarted, current.calls.contains(where: { $0.mcp?.phase == .running }),
                   turns.filler.due(token, userSpeaking: !turns.floor.isIdle) else { return }
             fact(.fillerSaid(responseID: current.id))
-            delta(current.id, tooling.filler.phrase, filler: true)
+            // A line's end after it: the voice speaks a sentence once text follows its closing
+            // mark, or at a line's end (`SpeechOutput.sentenceEnd`), and no text follows while the
+            // tool runs, so without it the filler was spoken only once the call had returned.
+            delta(current.id, tooling.filler.phrase + "\n", filler: true)
         } else {
             // The client's function runs: the filler is a response of its own, out of band.
             guard synthesizes, configuration.outputModalities.contains(.audio), configuration.type == .realtime, turns.pendingTranscripts.isEmpty,
