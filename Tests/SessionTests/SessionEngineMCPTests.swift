@@ -195,12 +195,19 @@ import Testing
         let replayed = h.client(#"{"type":"conversation.item.create","item":{"type":"mcp_approval_response","approval_request_id":"\#(requestID)","approve":true}}"#)
         #expect(replayed.types == ["error"] && replayed.errors.first?.message.contains("already answered") == true)
         let answered = h.engine.handle(.mcpToolCalled(itemID: itemID, .success(MCPToolOutput(text: "deleted"))))
+        // The call's item is done with its outcome, before the model is asked to answer in the same response.
+        #expect(answered.types.prefix(2) == ["response.mcp_call.completed", "response.output_item.done"], "\(answered.types)")
         let then = try answered.model()
         #expect(then.messages.last?.text == "deleted")
         _ = h.delta(then.id, "Done.")
         let done = h.finish(then.id)
         guard case .call(let ran)? = done.responseDone?.output.first?.mcp else { Issue.record("\(done.types)"); return }
         #expect(ran.approvalRequestID == requestID && ran.output == "deleted")
+        // Each item's output_item.done once: the call's went out when it settled, the message's now.
+        let itemsDone = (answered + done).events.compactMap { event -> Int? in
+            if case .outputItemDone(_, let outputIndex, _) = event.kind { outputIndex } else { nil }
+        }
+        #expect(itemsDone == [0, 1], "\(itemsDone)")
     }
 
     @Test func aDeclinedCallIsNotRunAndTheModelIsTold() throws {

@@ -212,7 +212,13 @@ extension SessionEngine {
         let at = MCPCallLocation(responseID: current.id, itemID: call.itemID, outputIndex: call.outputIndex)
         emit(failed ? .mcpCallFailed(at) : .mcpCallCompleted(at))
         guard let done = turns.response?.calls[index], let outcome = done.mcp else { return }
-        mcp.value.remember(mcpItem(done))
+        // The item is done with its outcome: a response that goes on (the model answering an
+        // approved call, a filler) says so after it, not before.
+        let item = mcpItem(done)
+        emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
+        if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: nil)) }
+        turns.response?.calls[index].mcp?.itemDone = true
+        mcp.value.remember(item)
         fact(.mcpCallEnded(responseID: current.id, itemID: call.itemID, error: outcome.error?.type))
         guard !current.outOfBand else { return }
         let said = outcome.output ?? "The call failed (\(outcome.error?.type ?? "error")): \(outcome.error?.message ?? "")"
