@@ -134,6 +134,27 @@ import Testing
         #expect(next.messages[next.messages.count - 2].toolCalls.first?.name == "forecast")
     }
 
+    /// The call and its output are two messages for the model but one item for the client: what
+    /// follows names the mcp_call item as its previous_item_id, an id the client was told of.
+    @Test func theItemAfterACallNamesTheCallAsItsPrevious() throws {
+        var (h, _) = try listed()
+        _ = h.say("what is the forecast for Paris")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let ran = call(&h, model.id, "forecast", #"{"city":"Paris"}"#)
+        guard let itemID = ran.mcpCall?.itemID else { Issue.record("\(ran.types)"); return }
+        _ = h.engine.handle(.mcpToolCalled(itemID: itemID, .success(MCPToolOutput(text: "Sunny"))))
+        let next = h.say("thanks")
+        let previous = next.events.compactMap { event -> String?? in
+            if case .conversationItemCreated(_, let previous) = event.kind { previous } else { nil }
+        }
+        #expect(previous == [itemID], "\(previous)")
+        // One inserted after the call comes after its output, which stays with the call.
+        _ = h.client(#"{"type":"conversation.item.create","previous_item_id":"\#(itemID)","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"and Rome?"}]}}"#)
+        let asked = try h.client(#"{"type":"response.create"}"#).model()
+        let roles = asked.messages.suffix(4).map(\.role)
+        #expect(roles == [.assistant, .tool, .user, .user], "\(roles)")
+    }
+
     @Test func aSessionThatContinuesAnswersAfterTheCallByItself() throws {
         var options = SessionEngine.Options()
         options.tooling = ToolSettings(continuesAfterTools: true)

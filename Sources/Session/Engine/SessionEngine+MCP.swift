@@ -222,8 +222,11 @@ extension SessionEngine {
         fact(.mcpCallEnded(responseID: current.id, itemID: call.itemID, error: outcome.error?.type))
         guard !current.outOfBand else { return }
         let said = outcome.output ?? "The call failed (\(outcome.error?.type ?? "error")): \(outcome.error?.message ?? "")"
-        conversation.append(id: call.itemID, ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: call.callID, name: call.name, arguments: call.arguments)]))
-        conversation.append(id: ids.make("item"), ChatMessage(role: .tool, text: said, toolCallID: call.callID))
+        // Two messages for the model, one item for the client: the later, the output, takes the
+        // item's id, so that the item after it names the mcp_call as its previous_item_id (not an
+        // id the client never saw) and one inserted after the mcp_call comes after its output.
+        conversation.append(id: ids.make("item"), ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: call.callID, name: call.name, arguments: call.arguments)]))
+        conversation.append(id: call.itemID, ChatMessage(role: .tool, text: said, toolCallID: call.callID))
     }
 
     /// What a tool said, within what the history can hold of one output.
