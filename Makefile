@@ -54,6 +54,7 @@ test: deps
 	scripts/tests/realtime-sdk-test.sh
 	scripts/tests/agents-sdk-test.sh
 	scripts/tests/twilio-carrier-test.sh
+	scripts/tests/mcp-session-test.sh
 	scripts/tests/webrtc-test.sh
 	scripts/tests/otlp-test.sh
 	scripts/tests/secrets-test.sh

@@ -134,6 +134,27 @@ import Testing
         #expect(next.messages[next.messages.count - 2].toolCalls.first?.name == "forecast")
     }
 
+    /// The call and its output are two messages for the model but one item for the client: what
+    /// follows names the mcp_call item as its previous_item_id, an id the client was told of.
+    @Test func theItemAfterACallNamesTheCallAsItsPrevious() throws {
+        var (h, _) = try listed()
+        _ = h.say("what is the forecast for Paris")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let ran = call(&h, model.id, "forecast", #"{"city":"Paris"}"#)
+        guard let itemID = ran.mcpCall?.itemID else { Issue.record("\(ran.types)"); return }
+        _ = h.engine.handle(.mcpToolCalled(itemID: itemID, .success(MCPToolOutput(text: "Sunny"))))
+        let next = h.say("thanks")
+        let previous = next.events.compactMap { event -> String?? in
+            if case .conversationItemCreated(_, let previous) = event.kind { previous } else { nil }
+        }
+        #expect(previous == [itemID], "\(previous)")
+        // One inserted after the call comes after its output, which stays with the call.
+        _ = h.client(#"{"type":"conversation.item.create","previous_item_id":"\#(itemID)","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"and Rome?"}]}}"#)
+        let asked = try h.client(#"{"type":"response.create"}"#).model()
+        let roles = asked.messages.suffix(4).map(\.role)
+        #expect(roles == [.assistant, .tool, .user, .user], "\(roles)")
+    }
+
     @Test func aSessionThatContinuesAnswersAfterTheCallByItself() throws {
         var options = SessionEngine.Options()
         options.tooling = ToolSettings(continuesAfterTools: true)
@@ -195,12 +216,19 @@ import Testing
         let replayed = h.client(#"{"type":"conversation.item.create","item":{"type":"mcp_approval_response","approval_request_id":"\#(requestID)","approve":true}}"#)
         #expect(replayed.types == ["error"] && replayed.errors.first?.message.contains("already answered") == true)
         let answered = h.engine.handle(.mcpToolCalled(itemID: itemID, .success(MCPToolOutput(text: "deleted"))))
+        // The call's item is done with its outcome, before the model is asked to answer in the same response.
+        #expect(answered.types.prefix(2) == ["response.mcp_call.completed", "response.output_item.done"], "\(answered.types)")
         let then = try answered.model()
         #expect(then.messages.last?.text == "deleted")
         _ = h.delta(then.id, "Done.")
         let done = h.finish(then.id)
         guard case .call(let ran)? = done.responseDone?.output.first?.mcp else { Issue.record("\(done.types)"); return }
         #expect(ran.approvalRequestID == requestID && ran.output == "deleted")
+        // Each item's output_item.done once: the call's went out when it settled, the message's now.
+        let itemsDone = (answered + done).events.compactMap { event -> Int? in
+            if case .outputItemDone(_, let outputIndex, _) = event.kind { outputIndex } else { nil }
+        }
+        #expect(itemsDone == [0, 1], "\(itemsDone)")
     }
 
     @Test func aDeclinedCallIsNotRunAndTheModelIsTold() throws {
@@ -235,6 +263,26 @@ import Testing
         #expect(any.options.toolChoice == .required && any.options.tools?.tools.count == 2)
         let unknown = h.client(#"{"type":"response.create","response":{"tool_choice":{"type":"mcp","server_label":"nope"}}}"#)
         #expect(unknown.types == ["error"])
+    }
+
+    /// The filler is heard while the call runs: the voice is given it as a whole sentence, which it
+    /// speaks at once, not held until the text after it (none while the tool runs) or the
+    /// response's end (after the tool returned).
+    @Test(arguments: ["One moment, let me check.", "Bear with me"])
+    func theFillerIsSpokenWhileTheCallRuns(phrase: String) throws {
+        var options = SessionEngine.Options(synthesizes: true)
+        options.configuration.outputModalities = .audio
+        options.tooling = ToolSettings(filler: .init(phrase: phrase, afterMs: 1000))
+        var (h, _) = try listed(options: options)
+        _ = h.say("what is the forecast for Paris")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let ran = call(&h, model.id, "forecast", #"{"city":"Paris"}"#)
+        let armed = ran.compactMap { action -> Int? in if case .toolWait(.arm(let token, _)) = action { token } else { nil } }
+        guard ran.mcpCall != nil, let token = armed.first else { Issue.record("no call, or no filler timer: \(ran.types)"); return }
+        let said = h.engine.handle(.toolWaitElapsed(token: token))
+        guard case .speech(.text(_, _, _, let text))? = said.last else { Issue.record("nothing spoken: \(said.types)"); return }
+        #expect(text.trimmed == phrase)
+        #expect(SpeechOutput.sentenceEnd(in: text) == text.endIndex, "the voice would hold '\(text)' for the text after it")
     }
 
     @Test func namesThatCollideAcrossServersAndFunctionsArePrefixed() {

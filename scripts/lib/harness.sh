@@ -27,7 +27,11 @@
 #   finish NAME                 waits for NAME's process to end by itself; returns its status
 #   logs NAME...                the last LOG_LINES (40) lines of each log, on stderr
 #   start_mock                  parley mock-llm, fast, as the SDK tests use it; sets mock_port
-#   ulaw_speech SENTENCE FILE   espeak-ng's speech as raw 8 kHz µ-law in FILE
+#   ulaw_speech SENTENCE FILE [VOICE] [SPEED]
+#                               espeak-ng's speech as raw 8 kHz µ-law in FILE (VOICE en-us, SPEED 140
+#                               words a minute)
+#   pcm_speech SENTENCE FILE [VOICE] [SPEED]
+#                               the same as raw 24 kHz pcm16 (the Realtime API's audio/pcm) in FILE
 #   pinned_venv DIR PINS [NO_DEPS]
 #                               a venv in DIR holding PINS (pip requirement words, versions pinned),
 #                               made once and reused while DIR/.installed names the same PINS; the
@@ -185,9 +189,16 @@ start_mock() {
     mock_port=$port
 }
 
-# ulaw_speech SENTENCE FILE: espeak-ng says SENTENCE, sox makes it raw 8 kHz G.711 µ-law in FILE
-# (what a phone line carries).
+# ulaw_speech SENTENCE FILE [VOICE] [SPEED]: espeak-ng says SENTENCE (in VOICE, en-us, at SPEED words
+# a minute, 140), sox makes it raw 8 kHz G.711 µ-law in FILE (what a phone line carries).
 ulaw_speech() {
-    espeak-ng -v en-us -s 140 -w "$2.wav" "$1" || die "espeak-ng could not make the speech" 2
+    espeak-ng -v "${3:-en-us}" -s "${4:-140}" -w "$2.wav" "$1" || die "espeak-ng could not make the speech" 2
     sox "$2.wav" -r 8000 -c 1 -e u-law -t raw "$2" || die "sox could not make µ-law (Debian: apt-get install sox)" 2
+}
+
+# pcm_speech SENTENCE FILE [VOICE] [SPEED]: the same speech as raw 24 kHz mono pcm16 little-endian in
+# FILE (the Realtime API's audio/pcm).
+pcm_speech() {
+    espeak-ng -v "${3:-en-us}" -s "${4:-140}" -w "$2.wav" "$1" || die "espeak-ng could not make the speech" 2
+    sox "$2.wav" -r 24000 -c 1 -b 16 -e signed-integer -L -t raw "$2" || die "sox could not make pcm16 (Debian: apt-get install sox)" 2
 }

@@ -9,19 +9,40 @@ on a free loopback port. One process serves every variant, so a test run pays Py
     /stateless-sse   no sessions, event-stream answers
     /protected       as /json, but every request needs `Authorization: Bearer TOKEN` (else 401)
     /html            a 200 HTML page, as a misconfigured URL gives
+    /calls-401       as /json, but every tools/call is refused 401 (a token that expired after listing)
 
 Tools: add (fast), slow (sleeps), fail (raises a ToolError, so the result has isError; with echo it quotes the
 request's secrets back, as a careless server does), secret (needs the bearer token), huge (returns
 N MiB of text). tools/list is paginated PAGE_SIZE tools at a time.
 
+An agent's tools, for the end-to-end tests of sessions that run MCP (scripts/tests/mcp-session-test.sh):
+
+    /agent           stateful, event-stream answers: get_weather (a forecast as JSON, at once; read-only)
+                     and retired_tool (listed, but unknown when called: a JSON-RPC error -32602)
+    /agent-slow      the same, JSON answers, get_weather taking --slow-seconds (3) to answer
+
+get_weather notes "tool get_weather began T call=N" and "tool get_weather ended T call=N" (T: time.time(),
+N: the call's number) in EVENTS, so a test can tell what a client received while it ran.
+
+Servers that misbehave, for the same tests (none is an MCP server):
+
+    /hang            reads the request and never answers (until the client goes)
+    /endless-sse     initialize and notifications answered; any other request gets an event stream
+                     of keep-alive comments and progress notifications that never ends
+    /huge-list       as /endless-sse, but tools/list is answered with a JSON tool list of about
+                     --huge-list-mb (50) MB, sent chunked (no Content-Length) as fast as it is read
+
 Every request is appended to EVENTS as one line (method, path, JSON-RPC method, which headers were
 present; never a header's value), so a test can see what the client sent.
 
-    mcp_test_server.py --port N --events FILE [--token TOKEN] [--page-size N]
+    mcp_test_server.py --port N --events FILE [--token TOKEN] [--page-size N] [--slow-seconds S] [--huge-list-mb N]
+
+The bearer token is --token, else MCP_TEST_TOKEN, else a fixed one the Swift tests know.
 """
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import threading
@@ -31,13 +52,16 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ListToolsResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import ListToolsResult, Tool, ToolAnnotations
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--events", required=True)
-parser.add_argument("--token", default="test-token-5f2a9c77")
+parser.add_argument("--token", default=os.environ.get("MCP_TEST_TOKEN") or "test-token-5f2a9c77", help="(default: MCP_TEST_TOKEN)")
 parser.add_argument("--page-size", type=int, default=2)
+parser.add_argument("--slow-seconds", type=float, default=3.0, help="how long /agent-slow's get_weather takes")
+parser.add_argument("--huge-list-mb", type=float, default=50.0, help="the size of /huge-list's tool list")
 args = parser.parse_args()
 
 events = open(args.events, "a", buffering=1)
@@ -95,19 +119,127 @@ def make_server():
     return server
 
 
+class AgentServer(PagingServer):
+    """An agent's tools. It also lists `retired_tool`, which it no longer has: calling it is answered
+    with the JSON-RPC error the MCP specification gives for an unknown tool (-32602), as a server
+    whose tools changed after a client listed them answers."""
+
+    async def list_tools(self):
+        return await super().list_tools() + [Tool(name="retired_tool", description="A tool this server no longer has.",
+                                                  input_schema={"type": "object", "properties": {}})]
+
+    async def _handle_call_tool(self, ctx, params):
+        if params.name == "retired_tool":
+            raise MCPError(code=-32602, message=f"Unknown tool: {params.name}")
+        return await super()._handle_call_tool(ctx, params)
+
+
+calls = itertools.count(1)
+
+
+def make_agent(seconds):
+    server = AgentServer(name="parley-test-agent", version="1.0")
+
+    @server.tool(description="The weather forecast for a city.", annotations=ToolAnnotations(read_only_hint=True))
+    async def get_weather(city: str) -> str:
+        call = next(calls)
+        note("tool get_weather began %.3f call=%d city=%s" % (time.time(), call, city.replace(" ", "_")[:40]))
+        if seconds:
+            await anyio.sleep(seconds)
+        note("tool get_weather ended %.3f call=%d" % (time.time(), call))
+        return json.dumps({"city": city, "temperature_c": 21, "sky": "sunny"})
+
+    return server
+
+
 VARIANTS = {
     "/json": dict(json_response=True),
     "/sse": dict(json_response=False),
     "/stateless-json": dict(json_response=True, stateless_http=True),
     "/stateless-sse": dict(json_response=False, stateless_http=True),
     "/protected": dict(json_response=True),
+    "/calls-401": dict(json_response=True),
 }
 apps = {path: make_server().streamable_http_app(streamable_http_path=path, **options) for path, options in VARIANTS.items()}
+apps["/agent"] = make_agent(0).streamable_http_app(streamable_http_path="/agent", json_response=False)
+apps["/agent-slow"] = make_agent(args.slow_seconds).streamable_http_app(streamable_http_path="/agent-slow", json_response=True)
 
 
 async def respond(send, status, content_type, body):
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type)]})
     await send({"type": "http.response.body", "body": body})
+
+
+# --- servers that misbehave ---------------------------------------------------------------------
+
+async def until_gone(receive):
+    """Waits until the client disconnects (the request's body has been read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def answer_json(send, rpc, result):
+    body = json.dumps({"jsonrpc": "2.0", "id": rpc.get("id"), "result": result}).encode()
+    await respond(send, 200, b"application/json", body)
+
+
+async def misbehave(path, rpc, receive, send):
+    """/endless-sse and /huge-list: initialize (no session) and notifications are answered as an MCP
+    server answers them; then the request the variant is about is not."""
+    method = rpc.get("method")
+    if method == "initialize":
+        return await answer_json(send, rpc, {"protocolVersion": (rpc.get("params") or {}).get("protocolVersion", "2025-06-18"),
+                                             "capabilities": {"tools": {}}, "serverInfo": {"name": "misbehaving", "version": "1.0"}})
+    if "id" not in rpc:
+        return await respond(send, 202, b"application/json", b"")
+    gone = anyio.Event()
+
+    async def watch():
+        await until_gone(receive)
+        gone.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        if path == "/huge-list" and method == "tools/list":
+            await huge_list(rpc, send, gone)
+        else:
+            await endless(send, gone)
+        group.cancel_scope.cancel()
+
+
+async def endless(send, gone):
+    """An event stream that never ends: comments and progress notifications, never the response."""
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+    step = 0
+    while not gone.is_set():
+        step += 1
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": step, "progress": step}}
+        await send({"type": "http.response.body", "body": b": keep-alive\n\nevent: message\ndata: " + json.dumps(progress).encode() + b"\n\n",
+                    "more_body": True})
+        with anyio.move_on_after(0.25):
+            await gone.wait()
+    note("endless-sse client gone after %d events" % step)
+
+
+async def huge_list(rpc, send, gone):
+    """A tools/list answer of about --huge-list-mb MB: valid JSON, sent in chunks as fast as the
+    client reads, without a Content-Length, so only a client that counts what it reads stops it."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    tool = json.dumps({"name": "t", "description": "d" * 65000, "inputSchema": {"type": "object"}}).encode()
+    count = max(1, int(args.huge_list_mb * 1024 * 1024 / (len(tool) + 1)))
+    sent = 0
+    await send({"type": "http.response.body", "body": b'{"jsonrpc": "2.0", "id": %s, "result": {"tools": [' % json.dumps(rpc.get("id")).encode(),
+                "more_body": True})
+    for i in range(count):
+        if gone.is_set():
+            return note("huge-list client gone after %d bytes" % sent)
+        piece = (b"," if i else b"") + tool.replace(b'"t"', b'"t%d"' % i, 1)
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+        sent += len(piece)
+        await anyio.sleep(0)  # lets the watcher see a client that went
+    await send({"type": "http.response.body", "body": b"]}}", "more_body": False})
+    note("huge-list sent whole: %d bytes" % sent)
 
 
 async def app(scope, receive, send):
@@ -144,6 +276,14 @@ async def app(scope, receive, send):
     ]))
     if path == "/html":
         return await respond(send, 200, b"text/html", b"<!doctype html><title>Welcome</title><p>Hello</p>")
+    if path == "/hang":
+        await until_gone(receive)
+        return note("hang client gone")
+    if path in ("/endless-sse", "/huge-list"):
+        return await misbehave(path, rpc, receive, send)
+    if path == "/calls-401" and rpc.get("method") == "tools/call":
+        return await respond(send, 401, b"application/json",
+                             json.dumps({"error": "invalid_token", "error_description": "the token has expired"}).encode())
     sub = apps.get(path)
     if sub is None:
         return await respond(send, 404, b"text/plain", b"no such path")

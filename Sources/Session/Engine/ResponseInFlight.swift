@@ -70,6 +70,9 @@ extension SessionEngine {
             var phase = Phase.written
             var output: String?
             var error: MCPError?
+            /// Its `response.output_item.done` went out when it settled, before whatever the
+            /// response says after it.
+            var itemDone = false
 
             enum Phase: Sendable, Equatable {
                 /// The model is writing its arguments.

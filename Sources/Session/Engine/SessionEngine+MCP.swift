@@ -212,12 +212,21 @@ extension SessionEngine {
         let at = MCPCallLocation(responseID: current.id, itemID: call.itemID, outputIndex: call.outputIndex)
         emit(failed ? .mcpCallFailed(at) : .mcpCallCompleted(at))
         guard let done = turns.response?.calls[index], let outcome = done.mcp else { return }
-        mcp.value.remember(mcpItem(done))
+        // The item is done with its outcome: a response that goes on (the model answering an
+        // approved call, a filler) says so after it, not before.
+        let item = mcpItem(done)
+        emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
+        if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: nil)) }
+        turns.response?.calls[index].mcp?.itemDone = true
+        mcp.value.remember(item)
         fact(.mcpCallEnded(responseID: current.id, itemID: call.itemID, error: outcome.error?.type))
         guard !current.outOfBand else { return }
         let said = outcome.output ?? "The call failed (\(outcome.error?.type ?? "error")): \(outcome.error?.message ?? "")"
-        conversation.append(id: call.itemID, ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: call.callID, name: call.name, arguments: call.arguments)]))
-        conversation.append(id: ids.make("item"), ChatMessage(role: .tool, text: said, toolCallID: call.callID))
+        // Two messages for the model, one item for the client: the later, the output, takes the
+        // item's id, so that the item after it names the mcp_call as its previous_item_id (not an
+        // id the client never saw) and one inserted after the mcp_call comes after its output.
+        conversation.append(id: ids.make("item"), ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: call.callID, name: call.name, arguments: call.arguments)]))
+        conversation.append(id: call.itemID, ChatMessage(role: .tool, text: said, toolCallID: call.callID))
     }
 
     /// What a tool said, within what the history can hold of one output.
@@ -301,7 +310,10 @@ extension SessionEngine {
             guard current.speaks, !current.itemStarted, current.calls.contains(where: { $0.mcp?.phase == .running }),
                   turns.filler.due(token, userSpeaking: !turns.floor.isIdle) else { return }
             fact(.fillerSaid(responseID: current.id))
-            delta(current.id, tooling.filler.phrase, filler: true)
+            // A line's end after it: the voice speaks a sentence once text follows its closing
+            // mark, or at a line's end (`SpeechOutput.sentenceEnd`), and no text follows while the
+            // tool runs, so without it the filler was spoken only once the call had returned.
+            delta(current.id, tooling.filler.phrase + "\n", filler: true)
         } else {
             // The client's function runs: the filler is a response of its own, out of band.
             guard synthesizes, configuration.outputModalities.contains(.audio), configuration.type == .realtime, turns.pendingTranscripts.isEmpty,

@@ -390,8 +390,11 @@ extension SessionEngine {
         }
         for call in current.calls where call.mcp != nil {
             let item = mcpItem(call)
-            emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
-            if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: nil)) }
+            // A call that ran said it was done when it settled; an approval request says so now.
+            if call.mcp?.itemDone != true {
+                emit(.outputItemDone(responseID: current.id, outputIndex: call.outputIndex, item: item))
+                if !current.outOfBand { emit(.conversationItemDone(item, previousItemID: nil)) }
+            }
             output.append((call.outputIndex, item))
         }
         for var call in current.calls where call.mcp == nil {
