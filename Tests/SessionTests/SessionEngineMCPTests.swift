@@ -419,3 +419,20 @@ extension [SessionAction] {
         #expect(!h.finish(model, reason: .toolCalls).contains { if case .toolWait = $0 { true } else { false } })
     }
 }
+
+extension SessionEngineMCPTests {
+    /// Deleting an mcp_call takes both of its messages out of what the model reads.
+    @Test func deletingAnMCPCallDeletesItsCallAndItsOutput() throws {
+        var (h, _) = try listed()
+        _ = h.say("forecast")
+        let model = try h.client(#"{"type":"response.create"}"#).model()
+        let ran = call(&h, model.id, "forecast", "{}")
+        guard let itemID = ran.mcpCall?.itemID else { Issue.record("\(ran.types)"); return }
+        _ = h.engine.handle(.mcpToolCalled(itemID: itemID, .success(MCPToolOutput(text: "Sunny"))))
+        let before = h.engine.history.count
+        let deleted = h.client(#"{"type":"conversation.item.delete","item_id":"\#(itemID)"}"#)
+        #expect(deleted.types == ["conversation.item.deleted"])
+        #expect(h.engine.history.count == before - 2)
+        #expect(!h.engine.history.contains { $0.role == .tool || !$0.toolCalls.isEmpty })
+    }
+}

@@ -119,7 +119,11 @@ extension SessionEngine {
             if let response = turns.response, response.itemID == itemID || response.calls.contains(where: { $0.itemID == itemID }) {
                 return emitError(.invalidRequest, "invalid_value", "item '\(itemID)' belongs to the response in progress; cancel it first", event)
             }
+            // An mcp_call is two messages for the model, its call (under an id of its own that no
+            // client was told) and its output (under the item's id): both go.
+            let hiddenCall = mcp.value.item(itemID)?.mcp.flatMap { if case .call = $0 { conversation.previousID(of: itemID) } else { nil } }
             guard conversation.delete(itemID) else { return itemNotFound(itemID, event) }
+            if let hiddenCall { _ = conversation.delete(hiddenCall) }
             emit(.conversationItemDeleted(itemID: itemID))
         case .outputAudioBufferClear:
             // The Realtime API has the client cancel first; a spoken reply still running is cut
