@@ -309,7 +309,7 @@ package final class SessionDriver {
 
     /// Starts the session's trace when tracing is on: a child of the client's `traceparent`, if
     /// its upgrade carried one.
-    func startTrace(traceparent: String?, endpointName: String) {
+    package func startTrace(traceparent: String?, endpointName: String) {
         guard let tracer = endpoint.tracer else { return }
         let made = SessionTrace(tracer: tracer, traceparent: traceparent,
                                 attributes: [("parley.endpoint", endpointName), ("gen_ai.request.model", endpoint.modelName)])

@@ -114,6 +114,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         // on: a speakerphone plays the reply straight into the call's microphone.
         driver.echoGuardAlways = true
         self.driver = driver
+        driver.startTrace(traceparent: nil, endpointName: endpointName)
         metrics.callsOpen.add(1)
         driver.open(socket)
         let greeting = call.parameter("greeting") ?? settings.greeting

@@ -302,6 +302,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
                                    options: options, wire: self)
         driver.echoGuardAlways = true
         self.driver = driver
+        driver.startTrace(traceparent: nil, endpointName: endpointName)
         driver.open(self)
     }
 
