@@ -24,7 +24,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     unowned let agent: SIPUserAgent
     let invite: SIPMessage
     private let inviteKey: SIPTransactionKey
-    let peer: TransportAddress
+    let peer: SIPPeer
     let localTag = SIPUserAgent.tag()
     private let remoteTag: String?
     private let remoteURI: String
@@ -49,7 +49,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
 
     enum State: Equatable { case offered, answered, confirmed, ended }
 
-    init(agent: SIPUserAgent, invite: SIPMessage, key: SIPTransactionKey, peer: TransportAddress, offer: PhoneAudioOffer, offerSDP: SessionDescription,
+    init(agent: SIPUserAgent, invite: SIPMessage, key: SIPTransactionKey, peer: SIPPeer, offer: PhoneAudioOffer, offerSDP: SessionDescription,
          callID: String, arrivedAt: UInt64) throws(SystemError) {
         self.agent = agent
         self.invite = invite
@@ -69,7 +69,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         routeSet = invite.values("Record-Route").flatMap { $0.split(separator: ",").map { String($0.trimmingSpaces()) } }
         remoteCSeq = (try? invite.cseq().number) ?? 0
         let settings = agent.settings
-        media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer,
+        media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer.address,
                                  playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
         media.call = self
     }
@@ -232,7 +232,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
 
     var contact: String {
         let settings = agent.settings
-        return "<sip:parley@\(settings.advertised):\(settings.port)>"
+        return "<sip:parley@\(settings.advertised):\(settings.port)\(peer.isReliable ? ";transport=tcp" : "")>"
     }
 
     /// A response to the INVITE, with our tag, Contact and what we allow.
@@ -257,7 +257,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         localCSeq += 1
         let settings = agent.settings
         var message = SIPMessage(.request(method: method, uri: SIPURI(remoteTarget) ?? SIPURI(host: agent.settings.advertised)))
-        message.add("Via", "SIP/2.0/UDP \(settings.advertised):\(settings.port);branch=\(SIPVia.branch(random: OpenSSL.randomBytes(8)));rport")
+        message.add("Via", "SIP/2.0/\(peer.transport) \(settings.advertised):\(settings.port);branch=\(SIPVia.branch(random: OpenSSL.randomBytes(8)));rport")
         message.add("Max-Forwards", "70")
         var from = SIPNameAddress(localURI) ?? SIPNameAddress(uri: SIPURI(host: settings.advertised))
         from.tag = localTag

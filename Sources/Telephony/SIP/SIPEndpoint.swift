@@ -12,7 +12,7 @@ import TLS
 /// call control and sideband WebSockets find them.
 public final class SIPEndpoint: Sendable {
     public struct Settings: Sendable {
-        /// The UDP port SIP listens on (`--sip-port`, 5060 by convention); every loop binds it.
+        /// The port SIP listens on, UDP and TCP (`--sip-port`, 5060 by convention); every loop binds it.
         public var port = 5060
         /// Where SIP and RTP bind (`--sip-host`).
         public var host = "0.0.0.0"
@@ -89,6 +89,9 @@ public final class SIPEndpoint: Sendable {
         let fd = try Sys.datagramSocket(family: address.family)
         defer { Sys.close(fd) }
         try Sys.bindDatagram(fd, to: address, shared: true)
+        let stream = try Sys.streamSocket(family: address.family)
+        defer { Sys.close(stream) }
+        try Sys.listen(stream, on: address)
     }
 
     /// Starts `loop`'s share of the SIP port (called as each loop starts).
@@ -96,6 +99,7 @@ public final class SIPEndpoint: Sendable {
         guard let address else { throw SystemError("--sip-host \(settings.host) is not a numeric IP address") }
         let agent = SIPUserAgent(loop: loop, endpoint: self, playout: loop.local { SIPPlayout(loop: loop) }.clock)
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
+        _ = try SIPStreamListener.open(on: loop, at: address, agent: agent)
     }
 
     /// `start`, a failure logged (the port was checked before the loops started).

@@ -22,6 +22,8 @@ final class SIPUserAgent {
     private(set) var calls: [String: SIPCall] = [:]
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
+    /// TCP connections open on this loop.
+    var connections = 0
     /// INVITEs begun within the current second, for the flood limit.
     private var invitesThisSecond = 0
     private var secondStarted: UInt64 = 0
@@ -32,13 +34,13 @@ final class SIPUserAgent {
             case other(SIPServerNonInviteTransaction)
         }
         var machine: Machine
-        let peer: TransportAddress
+        let peer: SIPPeer
         var timer: ScheduledTask?
     }
 
     private struct ClientTransaction {
         var machine: SIPClientNonInviteTransaction
-        let peer: TransportAddress
+        let peer: SIPPeer
         var timer: ScheduledTask?
         let done: (SIPMessage?) -> Void
     }
@@ -65,10 +67,15 @@ final class SIPUserAgent {
             metrics.messagesDropped.add(1, datagram.count > SIPMessageLimits.maxDatagramBytes ? .tooLarge : .malformed)
             return
         }
+        received(message, from: .udp(peer))
+    }
+
+    /// A whole message, from a datagram or a TCP connection.
+    func received(_ message: SIPMessage, from peer: SIPPeer) {
         if message.isRequest { request(message, from: peer) } else { response(message) }
     }
 
-    private func request(_ request: SIPMessage, from peer: TransportAddress) {
+    private func request(_ request: SIPMessage, from peer: SIPPeer) {
         guard let method = request.method else { return }
         guard let key = SIPTransactionKey.server(for: request) else {
             // No RFC 3261 branch: RFC 2543's matching is not served.
@@ -101,23 +108,23 @@ final class SIPUserAgent {
         }
     }
 
-    private func begin(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress) {
+    private func begin(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer) {
         let method = request.method ?? ""
         let now = MonotonicClock.nanoseconds()
         if method == "INVITE" {
-            var machine = SIPServerInviteTransaction(request: request, reliable: false)
+            var machine = SIPServerInviteTransaction(request: request, reliable: peer.isReliable)
             let actions = machine.start()
             server[key] = ServerTransaction(machine: .invite(machine), peer: peer)
             return carry(actions, key: key)
         }
-        var machine = SIPServerNonInviteTransaction(request: request, reliable: false)
+        var machine = SIPServerNonInviteTransaction(request: request, reliable: peer.isReliable)
         _ = machine.start()
         server[key] = ServerTransaction(machine: .other(machine), peer: peer)
         deliver(request, key: key, from: peer, now: now)
     }
 
     /// A new request, its transaction begun: to its call, or answered here.
-    private func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress, now: UInt64) {
+    private func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
         let method = request.method ?? ""
         let inDialog = (try? request.to())?.tag != nil
         if inDialog {
@@ -145,14 +152,14 @@ final class SIPUserAgent {
 
     static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY"
 
-    private func invite(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress, now: UInt64) {
+    private func invite(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
         func refuse(_ status: Int, _ reason: SIPRefusal, _ phrase: String? = nil, extra: [SIPHeader] = []) {
             metrics.refused.add(1, reason)
             var response = SIPMessage.response(to: request, status: status, reason: phrase, toTag: Self.tag())
             response.headers += extra
             respond(response, key: key)
         }
-        guard settings.allows(peer) else { return refuse(403, .sourceNotAllowed, "Forbidden (source address not allowed)") }
+        guard settings.allows(peer.address) else { return refuse(403, .sourceNotAllowed, "Forbidden (source address not allowed)") }
         if let trunks = settings.trunks, !trunks.isEmpty {
             switch endpoint.authenticate(request) {
             case .accepted: break
@@ -192,7 +199,7 @@ final class SIPUserAgent {
         call.begin()
     }
 
-    private func cancel(_ request: SIPMessage, from peer: TransportAddress, key: SIPTransactionKey) {
+    private func cancel(_ request: SIPMessage, from peer: SIPPeer, key: SIPTransactionKey) {
         guard let inviteKey = SIPTransactionKey.invite(cancelledBy: request), server[inviteKey] != nil,
               let callID = try? request.callID(), let call = calls[callID] else {
             send(.response(to: request, status: 481, toTag: nil), to: peer)
@@ -287,9 +294,9 @@ final class SIPUserAgent {
 
     /// Sends `request` (a BYE, a REFER) to `peer` in its own transaction; `done` gets its final
     /// response, or nil when none came (timer F).
-    func send(request: SIPMessage, to peer: TransportAddress, done: @escaping (SIPMessage?) -> Void) {
+    func send(request: SIPMessage, to peer: SIPPeer, done: @escaping (SIPMessage?) -> Void) {
         guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
-        var machine = SIPClientNonInviteTransaction(request: request, reliable: false)
+        var machine = SIPClientNonInviteTransaction(request: request, reliable: peer.isReliable)
         let actions = machine.start(now: MonotonicClock.nanoseconds())
         client[key] = ClientTransaction(machine: machine, peer: peer, done: done)
         carryClient(actions, key: key)
@@ -338,8 +345,12 @@ final class SIPUserAgent {
 
     // MARK: Out
 
-    func send(_ message: SIPMessage, to peer: TransportAddress) {
-        port?.send(message.encoded(), to: peer)
+    func send(_ message: SIPMessage, to peer: SIPPeer) {
+        if let connection = peer.connection {
+            connection.send(message.encoded())
+        } else {
+            port?.send(message.encoded(), to: peer.address)
+        }
     }
 
     /// A fresh tag or branch suffix: 64 random bits in hex.
