@@ -61,16 +61,22 @@ public enum ToolIntent {
 
     /// Arguments for a JSON Schema object: a value for each of its `properties`, made up from the
     /// user's words (`nameWords`: the words of the tool's name, which are not what it is about).
+    /// Numbers go to the number properties in the order both are written: "add 2 and 3" is
+    /// `a: 2, b: 3`, and a property past the numbers said takes the last.
     public static func arguments(for schema: JSON?, prompt: String, avoiding nameWords: [String], depth: Int = 0) -> JSON {
         let properties = schema?["properties"]?.object ?? []
-        return .object(properties.map { name, property in (name, value(for: property, named: name, prompt: prompt, avoiding: nameWords, depth: depth)) })
+        var numbersTaken = 0
+        return .object(properties.map { name, property in
+            (name, value(for: property, named: name, prompt: prompt, avoiding: nameWords, depth: depth, numbersTaken: &numbersTaken))
+        })
     }
 
-    private static func value(for property: JSON, named name: String, prompt: String, avoiding nameWords: [String], depth: Int) -> JSON {
+    private static func value(for property: JSON, named name: String, prompt: String, avoiding nameWords: [String], depth: Int,
+                              numbersTaken: inout Int) -> JSON {
         if let constant = property["const"] { return constant }
         // A choice of schemas: the first will do.
         if property["type"] == nil, let first = (property["anyOf"] ?? property["oneOf"])?.array?.first {
-            return value(for: first, named: name, prompt: prompt, avoiding: nameWords, depth: depth)
+            return value(for: first, named: name, prompt: prompt, avoiding: nameWords, depth: depth, numbersTaken: &numbersTaken)
         }
         let enumeration = property["enum"]?.array ?? []
         let said = BuiltinAgent.words(prompt)
@@ -85,7 +91,8 @@ public enum ToolIntent {
             let integer = schemaType(of: property) == "integer"
             let numbers = self.numbers(in: prompt).map { integer ? $0.rounded() : $0 }
             if !enumeration.isEmpty { return enumeration.first { item in numbers.contains { item.double == $0 } } ?? enumeration[0] }
-            var n = numbers.first ?? 1
+            var n = numbers.isEmpty ? 1 : numbers[min(numbersTaken, numbers.count - 1)]
+            numbersTaken += 1
             if let minimum = property["minimum"]?.double, n < minimum { n = integer ? minimum.rounded(.up) : minimum }
             if let maximum = property["maximum"]?.double, n > maximum { n = integer ? maximum.rounded(.down) : maximum }
             return .number(n)

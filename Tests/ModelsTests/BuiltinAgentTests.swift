@@ -1,4 +1,5 @@
 import Testing
+import JSON
 import Models
 
 @Suite struct BuiltinAgentTests {
@@ -108,5 +109,14 @@ import Models
     @Test func untranscribedSpeechPlaceholderSaysTheDuration() {
         #expect(ChatMessage.untranscribedSpeech(milliseconds: 2449).text == "[the user spoke for 2.4 s; no transcriber is configured]")
         #expect(ChatMessage.untranscribedSpeech(milliseconds: 2450).spokenMilliseconds == 2450)
+    }
+}
+
+/// The arguments the built-in agent makes from what was said.
+@Suite struct ToolIntentArgumentsTests {
+    @Test func numbersGoToTheNumberPropertiesInTheOrderSaid() throws {
+        let schema = try JSON(parsing: #"{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"},"c":{"type":"integer"}}}"#)
+        let arguments = ToolIntent.arguments(for: schema, prompt: "add 2 and 3.5 please", avoiding: ["add"])
+        #expect(arguments["a"]?.double == 2 && arguments["b"]?.double == 3.5 && arguments["c"]?.double == 4)
     }
 }
