@@ -12,15 +12,15 @@
 # with its own CPU, Parley's and the MCP server's, and steal, beside each block. vmstat runs
 # throughout. make bench-mcp runs it after make release; about 2 minutes; the client is bounded
 # by TIME_LIMIT seconds (and `timeout` a minute past that).
-#   SESSIONS (200), LEVELS (1,10,50), CALL_LEVELS (1,50), CALLS_ALONE (200), CALLS (20),
+#   SESSIONS (500), LEVELS (1,10,50), CALL_LEVELS (1,10,50), CALLS_ALONE (500), CALLS (20),
 #   TIME_LIMIT (600), BIN (.build/release), OUT (LoadTests/reports/bench-mcp-<UTC time>),
 #   SDK_VENV (a venv with websockets; default .venv-sdk, made here as
 #   scripts/tests/realtime-sdk-test.sh makes it), MCP_VENV (one with mcp; default .venv-mcp, made
 #   here as scripts/tools/mcp-test-server.sh makes it)
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
-SESSIONS="${SESSIONS:-200}" LEVELS="${LEVELS:-1,10,50}" CALL_LEVELS="${CALL_LEVELS:-1,50}"
-CALLS_ALONE="${CALLS_ALONE:-200}" CALLS="${CALLS:-20}" TIME_LIMIT="${TIME_LIMIT:-600}"
+SESSIONS="${SESSIONS:-500}" LEVELS="${LEVELS:-1,10,50}" CALL_LEVELS="${CALL_LEVELS:-1,10,50}"
+CALLS_ALONE="${CALLS_ALONE:-500}" CALLS="${CALLS:-20}" TIME_LIMIT="${TIME_LIMIT:-600}"
 
 if [ -n "${SDK_VENV:-}" ]; then sdk="$SDK_VENV"; else sdk="$ROOT/.venv-sdk"; pinned_venv "$sdk" "openai[realtime]==3.54.0 websockets==15.0.1"; fi
 if [ -n "${MCP_VENV:-}" ]; then mcp="$MCP_VENV"; else mcp="$ROOT/.venv-mcp"; pinned_venv "$mcp" "mcp==2.3.0"; fi

@@ -10,25 +10,33 @@ by hand, against both already running:
 1. Discovery. At each concurrency in --levels, --sessions sessions, that many at a time, of three
    kinds: `plain` (connect → session.created, no MCP); `cold` (then a session.update naming the MCP
    server with an `X-Bench` header of its own, so that no loop has its tools cached: initialize,
-   notifications/initialized and tools/list at the server → mcp_list_tools.completed); `warm` (the
-   same with one header for all, after sessions named it one at a time until every loop listed it
-   (--loops; a connection's loop is the kernel's choice): the loop's cache answers). Times from before the TCP connect; `update → completed` from the session.update's send.
-   The server's own time for a cold session is the sum of its three requests' `app_us` in its log.
+   notifications/initialized and tools/list at the server → mcp_list_tools.completed); `warm` (one
+   header for all, after sessions named it one at a time until every loop had listed it: --loops,
+   since a connection's loop is the kernel's choice; the loop's cache answers). Timed from before
+   the TCP connect, and `update → completed` from the session.update's send. The server's own time
+   for a cold session is the sum of its three requests' `read_us` in its log (from its read of a
+   request to its answer; scripts/benchmarks/mcp_bench_server.py).
 2. Calls. At each concurrency in --call-levels, that many sessions at once, each listing the server
-   (warm, primed as above) then making calls one after another (--calls-alone calls for a lone session, else
-   --calls): a user message `stamp N` (N unique) and a response.create with
-   `tool_choice: {"type": "mcp", "server_label": "bench", "name": "stamp"}`, which the built-in
-   agent answers by calling the tool. Timed: response.mcp_call.in_progress → .completed,
-   response.create → response.done, and its parts: the model's (→ response.mcp_call_arguments.done;
-   the built-in agent streams a call's start and two pieces of arguments 10 ms apart) and the rest;
-   the call and the rest each less the server's own time for that call (its log's
-   `app_us` for the tools/call with that N; for a session's first call also its initialize and
-   notifications/initialized, which Parley's client sends before its first request).
+   (warm, primed as above), then making calls one after another (--calls-alone for a lone session,
+   else --calls): a user message `stamp N` (N unique) and a response.create with `tool_choice:
+   {"type": "mcp", "server_label": "bench", "name": "stamp"}`, which the built-in agent answers by
+   calling the tool. Timed: response.mcp_call.in_progress → .completed, and response.create →
+   response.done in two parts: the model's (→ response.mcp_call_arguments.done; the built-in agent
+   streams a call's start and its arguments in two pieces, 10 ms apart) and the rest. The call and
+   the rest are each given less the server's own time for that call: its log's `read_us` for the
+   tools/call with that N, and for a session's first call its initialize and
+   notifications/initialized too, which Parley's client sends before its first request.
 
-Beside each block: the CPU seconds of this client, of Parley and of the MCP server over it, and the
-machine's steal over it (from /proc/stat). Every session and wait is bounded (--wait seconds per
-event, --time-limit for the whole run). Prints the tables and writes DIR/mcp-bench.json; exits 1
-if any list or call failed or the run ran out of time.
+The way back alone, for a list and a call: from the server's last write of its answer (its log's
+`answered_at`; Python's perf_counter is CLOCK_MONOTONIC on Linux, this client's clock too) to the
+event here: Parley reading and parsing the answer, its events, and this client waking. The way
+there cannot be timed so: Parley writes the request before the event that says so, which waits
+for the end of the loop's event (`OutputCork`).
+
+Beside each block: the CPU seconds of this client, of Parley, of the MCP server and of any other
+process over it, and the machine's steal (from /proc/stat). Every session and wait is bounded
+(--wait seconds per event, --time-limit for the whole run). Prints the tables and writes
+DIR/mcp-bench.json; exits 1 if any list or call failed or the run ran out of time.
 """
 
 import argparse
@@ -53,12 +61,12 @@ parser.add_argument("--parley-pid", type=int, required=True)
 parser.add_argument("--mcp-pid", type=int, required=True)
 parser.add_argument("--metrics", help="Parley's /metrics URL, for its own parley_mcp_*_seconds")
 parser.add_argument("--out", required=True)
-parser.add_argument("--sessions", type=int, default=200)
+parser.add_argument("--sessions", type=int, default=500)
 parser.add_argument("--levels", default="1,10,50")
 parser.add_argument("--loops", type=int, default=2, help="Parley's loops (each has its own cache)")
 parser.add_argument("--prime", type=int, default=64, help="the most sessions listing before a warm block")
-parser.add_argument("--call-levels", default="1,50")
-parser.add_argument("--calls-alone", type=int, default=200)
+parser.add_argument("--call-levels", default="1,10,50")
+parser.add_argument("--calls-alone", type=int, default=500)
 parser.add_argument("--calls", type=int, default=20)
 parser.add_argument("--wait", type=float, default=15.0)
 parser.add_argument("--time-limit", type=float, default=600.0)
@@ -82,10 +90,11 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / HZ
 
 
-def steal_jiffies():
+def machine_jiffies():
+    """The machine's steal, busy (not idle nor waiting) and total jiffies, all cores."""
     with open("/proc/stat") as f:
         cpu = [int(x) for x in f.readline().split()[1:]]
-    return cpu[7], sum(cpu[:8])
+    return cpu[7], sum(cpu[:8]) - cpu[3] - cpu[4], sum(cpu[:8])
 
 
 def metrics_sums():
@@ -110,14 +119,16 @@ class Block:
 
     @staticmethod
     def sample():
-        steal, total = steal_jiffies()
+        steal, busy, total = machine_jiffies()
         return dict(t=time.monotonic(), client=proc_cpu(os.getpid()), parley=proc_cpu(args.parley_pid),
-                    mcp=proc_cpu(args.mcp_pid), steal=steal, total=total, metrics=metrics_sums())
+                    mcp=proc_cpu(args.mcp_pid), steal=steal, busy=busy / HZ, total=total, metrics=metrics_sums())
 
     def end(self):
         e, s = self.sample(), self.start
         out = dict(seconds=e["t"] - s["t"], client_cpu=e["client"] - s["client"], parley_cpu=e["parley"] - s["parley"],
                    mcp_cpu=e["mcp"] - s["mcp"], steal_pct=100 * (e["steal"] - s["steal"]) / max(1, e["total"] - s["total"]))
+        # Whatever else ran on the machine meanwhile (a build, another test): it competes for the cores.
+        out["others_cpu"] = max(0.0, e["busy"] - s["busy"] - out["client_cpu"] - out["parley_cpu"] - out["mcp_cpu"])
         for name in ("parley_mcp_call_seconds", "parley_mcp_list_seconds"):
             count = e["metrics"].get(name + "_count", 0) - s["metrics"].get(name + "_count", 0)
             if count:
@@ -200,7 +211,7 @@ async def one_start(kind, tag):
         record = dict(kind=kind, tag=tag, created_ms=1000 * (created - began))
         if kind != "plain":
             sent, completed, _ = await discover(session, tag)
-            record.update(update_ms=1000 * (completed - sent), listed_ms=1000 * (completed - began))
+            record.update(update_ms=1000 * (completed - sent), listed_ms=1000 * (completed - began), completed_at=completed)
         return record
     finally:
         await session.close()
@@ -262,10 +273,14 @@ async def discovery(level):
     own, lists = [], []
     for record in rows["cold"]["records"]:
         seen = by_tag.get(record["tag"], [])
-        spent = [line["app_us"] / 1000 for line in seen if line["method"] in ("initialize", "notifications/initialized", "tools/list")]
-        record["server_ms"] = sum(spent)
+        three = [line for line in seen if line["method"] in ("initialize", "notifications/initialized", "tools/list")]
+        record["server_ms"] = sum(line["read_us"] for line in three) / 1000
+        record["app_ms"] = sum(line["app_us"] for line in three) / 1000
         own.append(record["server_ms"])
-        lists += [line["app_us"] / 1000 for line in seen if line["method"] == "tools/list"]
+        listed = [line for line in seen if line["method"] == "tools/list"]
+        lists += [line["read_us"] / 1000 for line in listed]
+        if listed:
+            record["back_ms"] = 1000 * (record["completed_at"] - listed[-1]["answered_at"])
     # Every loop listed once while priming; a warm session that reached the server would show here.
     warm_asked = sum(1 for line in by_tag.get(f"warm-{RUN}-{level}", []) if line["method"] == "tools/list") - args.loops
     rows["server"] = dict(cold_three_ms=own, tools_list_ms=lists, warm_tools_lists=warm_asked)
@@ -298,7 +313,7 @@ async def caller(calls, tag):
             if f'"n": {n}' not in output or done["response"]["status"] != "completed":
                 raise RuntimeError(f"call {n}: output {output!r}, status {done['response']['status']}")
             made.append(dict(n=n, first=k == 0, call_ms=1000 * (completed - progress), response_ms=1000 * (finished - created),
-                             model_ms=1000 * (written - created), after_model_ms=1000 * (finished - written)))
+                             model_ms=1000 * (written - created), after_model_ms=1000 * (finished - written), completed_at=completed))
     except OutOfTime:
         failures.append("out of time")
     except Exception as error:  # noqa: BLE001
@@ -320,13 +335,17 @@ async def calls(level):
     opening = {}
     for line in lines:
         if line["tag"] == tag and line["method"] in ("initialize", "notifications/initialized"):
-            opening[line["session"]] = opening.get(line["session"], 0) + line["app_us"] / 1000
+            was = opening.get(line["session"], (0, 0))
+            opening[line["session"]] = (was[0] + line["read_us"] / 1000, was[1] + line["app_us"] / 1000)
     for call in made:
         line = by_n.get(call["n"])
         if line is None:
             failures.append(f"call {call['n']} is not in the server's log")
             continue
-        call["server_ms"] = line["app_us"] / 1000 + (opening.get(line["session"], 0) if call["first"] else 0)
+        before = opening.get(line["session"], (0, 0)) if call["first"] else (0, 0)
+        call["server_ms"] = line["read_us"] / 1000 + before[0]
+        call["app_ms"] = line["app_us"] / 1000 + before[1]
+        call["back_ms"] = 1000 * (call["completed_at"] - line["answered_at"])
         call["tool_ms"] = (line.get("tool_us") or 0) / 1000
     return dict(records=[c for c in made if "server_ms" in c], block=stats)
 
@@ -336,21 +355,23 @@ async def calls(level):
 
 def block_text(b):
     return (f"client CPU {b['client_cpu']:.2f} s, Parley {b['parley_cpu']:.2f} s, MCP server {b['mcp_cpu']:.2f} s "
-            f"over {b['seconds']:.1f} s; steal {b['steal_pct']:.1f} %")
+            f"over {b['seconds']:.1f} s; other processes {b['others_cpu']:.2f} s; steal {b['steal_pct']:.1f} %")
 
 
 def discovery_table(results):
     print("\n### Discovery: a session's start, ms (p50 / p99)\n")
     print("| sessions at once | no MCP: connect → session.created | cold: connect → mcp_list_tools.completed | of which update → completed | "
           "cold, ratio to no MCP (p50) | the server's own time (initialize + initialized + tools/list) | cold less the server's time | "
+          "of which the list's way back (the server's answer → completed at the client) | "
           "warm: connect → completed | of which update → completed | warm, ratio to no MCP (p50) |")
-    print("| ---: | --- | --- | --- | ---: | --- | --- | --- | --- | ---: |")
+    print("| ---: | --- | --- | --- | ---: | --- | --- | --- | --- | --- | ---: |")
     for level, rows in results.items():
         plain = [r["created_ms"] for r in rows["plain"]["records"]]
         cold = rows["cold"]["records"]
         warm = rows["warm"]["records"]
         cl, cu, own = [r["listed_ms"] for r in cold], [r["update_ms"] for r in cold], [r["server_ms"] for r in cold]
         less = [r["listed_ms"] - r["server_ms"] for r in cold]
+        back = [r["back_ms"] for r in cold if "back_ms" in r]
         wl, wu = [r["listed_ms"] for r in warm], [r["update_ms"] for r in warm]
 
         def pair(v):
@@ -359,7 +380,7 @@ def discovery_table(results):
         def ratio(v):
             return f"{pct(v, 50) / pct(plain, 50):.1f}×" if v and plain else "-"
 
-        print(f"| {level} | {pair(plain)} | {pair(cl)} | {pair(cu)} | {ratio(cl)} | {pair(own)} | {pair(less)} | {pair(wl)} | {pair(wu)} | {ratio(wl)} |")
+        print(f"| {level} | {pair(plain)} | {pair(cl)} | {pair(cu)} | {ratio(cl)} | {pair(own)} | {pair(less)} | {pair(back)} | {pair(wl)} | {pair(wu)} | {ratio(wl)} |")
     print()
     for level, rows in results.items():
         s = rows["server"]
@@ -372,17 +393,20 @@ def discovery_table(results):
             if kind == "cold" and "parley_mcp_list_seconds_mean_ms" in b and records:
                 seen = sum(r["update_ms"] for r in records) / len(records)
                 own = sum(r["server_ms"] for r in records) / len(records)
+                app = sum(r["app_ms"] for r in records) / len(records)
                 mean = (f"; means: update → completed {seen:.2f} ms, Parley's HTTP exchanges (parley_mcp_list_seconds) "
-                        f"{b['parley_mcp_list_seconds_mean_ms']:.2f} ms over {b['parley_mcp_list_seconds_count']:.0f}, the server's own {own:.2f} ms")
+                        f"{b['parley_mcp_list_seconds_mean_ms']:.2f} ms over {b['parley_mcp_list_seconds_count']:.0f}, the server's own {own:.2f} ms "
+                        f"(its app alone {app:.2f} ms)")
             print(f"  - {kind}: {block_text(b)}{mean}")
 
 
 def calls_table(results):
     print("\n### Calls: what Parley adds beyond the server's own time, ms (p50 / p99)\n")
     print("| sessions at once | calls | in_progress → completed | the server's own time | in_progress → completed less the server's | "
+          "of which the answer's way back (the server's answer → completed at the client) | "
           "response.create → response.done | of which the model (→ mcp_call_arguments.done) | the rest (→ response.done) less the server's | "
           "the tool function itself |")
-    print("| --- | ---: | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | ---: | --- | --- | --- | --- | --- | --- | --- | --- |")
     for level, result in results.items():
         for which, name in ((False, "later calls"), (True, "a session's first call")):
             rows = [r for r in result["records"] if r["first"] == which]
@@ -393,7 +417,7 @@ def calls_table(results):
                 v = [r[key] - (r["server_ms"] if less else 0) for r in rows]
                 return f"{ms(pct(v, 50))} / {ms(pct(v, 99))}"
 
-            print(f"| {level}, {name} | {len(rows)} | {pair('call_ms')} | {pair('server_ms')} | {pair('call_ms', True)} | "
+            print(f"| {level}, {name} | {len(rows)} | {pair('call_ms')} | {pair('server_ms')} | {pair('call_ms', True)} | {pair('back_ms')} | "
                   f"{pair('response_ms')} | {pair('model_ms')} | {pair('after_model_ms', True)} | {pair('tool_ms')} |")
     print()
     for level, result in results.items():
@@ -402,8 +426,10 @@ def calls_table(results):
         if "parley_mcp_call_seconds_mean_ms" in b and rows:
             seen = sum(r["call_ms"] for r in rows) / len(rows)
             own = sum(r["server_ms"] for r in rows) / len(rows)
+            app = sum(r["app_ms"] for r in rows) / len(rows)
             mean = (f"; means: in_progress → completed {seen:.2f} ms, Parley's HTTP exchange (parley_mcp_call_seconds) "
-                    f"{b['parley_mcp_call_seconds_mean_ms']:.2f} ms over {b['parley_mcp_call_seconds_count']:.0f}, the server's own {own:.2f} ms")
+                    f"{b['parley_mcp_call_seconds_mean_ms']:.2f} ms over {b['parley_mcp_call_seconds_count']:.0f}, the server's own {own:.2f} ms "
+                    f"(its app alone {app:.2f} ms)")
         rate = len(rows) / b["seconds"] if b["seconds"] else 0
         print(f"- {level} at once: {len(rows)} calls, {rate:.0f} a second; {block_text(b)}{mean}")
 
