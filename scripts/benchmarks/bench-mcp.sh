@@ -9,8 +9,8 @@
 #      their own, so nothing is cached) and warm (one credential, cached on both loops);
 #   2. calls: CALL_LEVELS sessions at once each making tool calls forced by tool_choice (CALLS_ALONE
 #      for a lone session, CALLS each otherwise), less the server's own time per call;
-# with its own CPU, Parley's and the MCP server's, and steal, beside each block. vmstat runs
-# throughout. make bench-mcp runs it after make release; about 2 minutes; the client is bounded
+# with its own CPU, Parley's, the MCP server's and other processes', and steal, beside each block. vmstat runs
+# throughout. make bench-mcp runs it after make release; about a minute; the client is bounded
 # by TIME_LIMIT seconds (and `timeout` a minute past that).
 #   SESSIONS (500), LEVELS (1,10,50), CALL_LEVELS (1,10,50), CALLS_ALONE (500), CALLS (20),
 #   TIME_LIMIT (600), BIN (.build/release), OUT (LoadTests/reports/bench-mcp-<UTC time>),
