@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-webrtc bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-webrtc bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -150,6 +150,13 @@ bench-noise: release
 # minutes in all). Not part of make test.
 bench-webrtc-loss: release
 	scripts/benchmarks/webrtc-loss.sh
+
+# MCP tools (issue 40): what discovery adds to a session's start (no MCP, a cold list, the loop's
+# cache) at 1, 10 and 50 sessions at once, and what a tool call adds beyond the MCP server's own
+# time at 1 and 50, against a real MCP server (PyPI mcp) that logs its own time (about a minute;
+# SESSIONS, LEVELS, CALL_LEVELS, CALLS_ALONE, CALLS, TIME_LIMIT). Not part of make test.
+bench-mcp: release
+	scripts/benchmarks/bench-mcp.sh
 
 # Phone calls at scale: 1,000 Twilio calls streaming media every 20 ms (a fifth of them speech),
 # beside Opus on /ws, with a perf profile of where the calls' time goes (about 2 minutes).
