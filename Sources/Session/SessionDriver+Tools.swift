@@ -41,8 +41,10 @@ extension SessionDriver {
             let done: (Result<[MCPTool], MCPError>) -> Void = { [weak self] result in self?.handle(.mcpToolsListed(itemID: itemID, result)) }
             if let cached = shared.cache.tools(for: server.key, now: MonotonicClock.nanoseconds()) {
                 // Answered on the next pass, as a server's answer would be: never inside the
-                // actions that asked.
+                // actions that asked. The session's own MCP session opens meanwhile, so its first
+                // call does not wait for `initialize`.
                 _ = loop.schedule(after: 0) { done(.success(cached)) }
+                client(for: server, on: loop).prepare()
                 return
             }
             if shared.listing[server.key] != nil {

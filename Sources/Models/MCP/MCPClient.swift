@@ -118,6 +118,16 @@ public final class MCPClient {
         return handle
     }
 
+    /// Opens the MCP session now, if none is open or opening: a session whose tools came from the
+    /// cache would otherwise pay `initialize` and its notification on its first call (two round
+    /// trips: docs/benchmarks.md, "MCP tools"). A failure here is the first call's to meet again.
+    public func prepare() {
+        guard case .none = state else { return }
+        let operation = begin(name: "initialize", seconds: settings.listTimeout) { _ in }
+        guard operation.isRunning else { return }
+        withSession(operation) { _ in _ = operation.end() }
+    }
+
     /// Ends the client: operations under way stop without calling back (a call's request is
     /// cancelled at the server), and the session, if the server gave one, is ended with a DELETE
     /// (transports, "Session Management" 5). Later operations fail with `.closed`.
