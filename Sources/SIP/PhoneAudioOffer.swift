@@ -42,6 +42,35 @@ package struct PhoneAudioOffer: Equatable, Sendable {
         }
     }
 
+    /// What Parley assumes of a caller that sent no offer, until its answer comes in the ACK
+    /// (RFC 3264 section 5): µ-law and events as Parley offers them, its address not yet known.
+    package static func awaitingAnswer(from address: String) -> PhoneAudioOffer {
+        PhoneAudioOffer(index: 0, codec: .pcmu, telephoneEvent: 101, address: address, port: 0, direction: .inactive, ptime: 20)
+    }
+
+    private init(index: Int, codec: Codec, telephoneEvent: UInt8?, address: String, port: UInt16, direction: SDPDirection, ptime: Int?) {
+        self.index = index
+        self.codec = codec
+        self.telephoneEvent = telephoneEvent
+        self.address = address
+        self.port = port
+        self.direction = direction
+        self.ptime = ptime
+    }
+
+    /// Parley's own offer, for an INVITE that came without one: PCMU, PCMA and telephone-event,
+    /// received at `address`:`port`.
+    package static func offer(address: String, port: UInt16, sessionID: UInt64, version: UInt64) -> SessionDescription {
+        let connection = SDPConnection(address: address)
+        let media = MediaDescription(type: "audio", port: port, proto: "RTP/AVP", formats: ["0", "8", "101"], attributes: [
+            SDPAttribute("rtpmap", "0 PCMU/8000"), SDPAttribute("rtpmap", "8 PCMA/8000"), SDPAttribute("rtpmap", "101 telephone-event/8000"),
+            SDPAttribute("fmtp", "101 0-15"), SDPAttribute("ptime", "20"), SDPAttribute("sendrecv"),
+        ])
+        let lines = [SDPLine("v", "0"), SDPLine("o", "parley \(sessionID) \(version) IN \(connection.addressType) \(address)"),
+                     SDPLine("s", "parley"), SDPLine("c", "IN \(connection.addressType) \(address)"), SDPLine("t", "0 0")]
+        return SessionDescription(lines: lines, media: [media])
+    }
+
     package init(_ offer: SessionDescription) throws(Refusal) {
         var secure: String?
         var chosen: (index: Int, codec: Codec, event: UInt8?)?

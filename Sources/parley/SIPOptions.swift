@@ -43,6 +43,8 @@ struct SIPOptions: ParsableArguments {
                                           about: "Where each incoming call's realtime.call.incoming webhook is posted; the application accepts or rejects it through /v1/realtime/calls/{call_id}/accept|reject (without it, calls are answered at once)")
         static let webhookSecret = Setting.text("--sip-webhook-secret-file", "PARLEY_SIP_WEBHOOK_SECRET_FILE", valueName: "file",
                                                 about: "A file holding the webhook's signing secret (whsec_…), as Standard Webhooks signs")
+        static let routes = Setting.text("--sip-routes", "PARLEY_SIP_ROUTES", valueName: "file",
+                                         about: "A JSON file of settings by number dialled and by trunk: {\"numbers\": {\"+15551234567\": {session object, \"greeting\": …}}, \"trunks\": {\"username\": {…}}}")
         static let greeting = Setting.text("--sip-greeting", "PARLEY_SIP_GREETING", shown: "none, the caller speaks first", valueName: "text",
                                            about: "Said when a SIP call is answered")
         static let mediaTimeout = Setting.number("--sip-media-timeout", "PARLEY_SIP_MEDIA_TIMEOUT", default: SIPEndpoint.Settings().mediaTimeoutSeconds,
@@ -57,9 +59,28 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.trunks) var trunks: String?
     @Option(Settings.session) var session: String?
     @Option(Settings.greeting) var greeting: String?
+    @Option(Settings.routes) var routes: String?
     @Option(Settings.webhook) var webhook: String?
     @Option(Settings.webhookSecret) var webhookSecret: String?
     @Option(Settings.mediaTimeout) var mediaTimeout: String?
+
+    /// `--sip-routes`: each number's and trunk's session object, with its greeting.
+    static func routes(_ file: String) throws -> SIPRoutes {
+        guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-routes", file) }
+        let json: JSON
+        do { json = try JSON(parsing: String(decoding: bytes, as: UTF8.self)) } catch { throw Settings.routes.refuse(file, "is not JSON: \(error)") }
+        var routes = SIPRoutes()
+        for (group, into) in [("numbers", \SIPRoutes.numbers), ("trunks", \SIPRoutes.trunks)] as [(String, WritableKeyPath<SIPRoutes, [String: SIPRoutes.Route]>)] {
+            for (key, value) in json[group]?.object ?? [] {
+                do {
+                    routes[keyPath: into][key] = SIPRoutes.Route(session: try SessionUpdate.parse(session: value), greeting: value["greeting"]?.string)
+                } catch {
+                    throw Settings.routes.refuse(file, "has a \(group) entry '\(key)' that is not a usable session: \(error.message)")
+                }
+            }
+        }
+        return routes
+    }
 
     /// Nil when SIP is off (no `--sip-port`).
     func settings() throws -> SIPEndpoint.Settings? {
@@ -91,6 +112,7 @@ struct SIPOptions: ParsableArguments {
             }
         }
         settings.greeting = try Settings.greeting.read(greeting)
+        if let file = try Settings.routes.read(routes) { settings.routes = try Self.routes(file) }
         if let url = try Settings.webhook.read(webhook) {
             guard let file = try Settings.webhookSecret.read(webhookSecret) else { throw Settings.webhookSecret.refuse("", "is needed with --sip-webhook: webhooks are signed") }
             guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-webhook-secret-file", file) }

@@ -36,27 +36,35 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     private let arrivedAt: UInt64
     private(set) var state = State.offered
     private(set) var media: SIPCallMedia
-    private var offerSDP: SessionDescription
+    /// The caller's offer; nil while Parley's own offer (in its 200, for an INVITE without one)
+    /// waits for the answer in the ACK.
+    private var offerSDP: SessionDescription?
     private var offer: PhoneAudioOffer
+    /// The law the session's audio is in: the codec first agreed (an answer in the ACK may choose
+    /// the other, and the call's audio is then converted).
+    private var sessionLaw: G711.Law = .muLaw
     private let sdpSessionID = UInt64.random(in: 1..<(1 << 62))
     private var sdpVersion: UInt64 = 1
     /// The 2xx awaiting its ACK, resent on T1 doubling to T2 (section 13.3.1.4), given up after 64*T1.
     private var unacknowledged: (response: SIPMessage, interval: UInt64, given: UInt64, timer: ScheduledTask?)?
     private var driver: SessionDriver?
+    /// The settings for the number called or the trunk calling (`SIPRoutes`), if any.
+    var route: SIPRoutes.Route?
     private var socketState = CallSidebands()
     private var ending: SIPCallEnd?
     private var metrics: SIPMetrics { agent.metrics }
 
     enum State: Equatable { case offered, answered, confirmed, ended }
 
-    init(agent: SIPUserAgent, invite: SIPMessage, key: SIPTransactionKey, peer: SIPPeer, offer: PhoneAudioOffer, offerSDP: SessionDescription,
+    init(agent: SIPUserAgent, invite: SIPMessage, key: SIPTransactionKey, peer: SIPPeer, offer given: (PhoneAudioOffer, SessionDescription)?,
          callID: String, arrivedAt: UInt64) throws(SystemError) {
         self.agent = agent
         self.invite = invite
         inviteKey = key
         self.peer = peer
+        let offer = given?.0 ?? .awaitingAnswer(from: peer.address.description)
         self.offer = offer
-        self.offerSDP = offerSDP
+        offerSDP = given?.1
         self.callID = callID
         self.arrivedAt = arrivedAt
         id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag()
@@ -103,7 +111,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         metrics.setup.observe(nanoseconds: MonotonicClock.nanoseconds() &- arrivedAt)
         let t1 = SIPTimers().t1
         unacknowledged = (ok, t1, 0, agent.loop.schedule(after: Double(t1) / 1e9) { [weak self] in self?.resendAnswer() })
-        if let greeting = agent.settings.greeting, !greeting.isEmpty { driver?.say(greeting) }
+        if let greeting = route?.greeting ?? agent.settings.greeting, !greeting.isEmpty { driver?.say(greeting) }
     }
 
     /// The call is refused with `status` (603 Decline unless said).
@@ -132,6 +140,12 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         unacknowledged?.timer?.cancel()
         unacknowledged = nil
         if state == .answered { state = .confirmed }
+        // The answer to Parley's offer, for an INVITE that had none.
+        if offerSDP == nil, !ack.body.isEmpty, let sdp = try? SessionDescription(parsing: ack.body), let answer = try? PhoneAudioOffer(sdp) {
+            offer = answer
+            offerSDP = sdp
+            media.update(answer)
+        }
     }
 
     /// CANCEL before the answer: 487 to the INVITE, and the call is over (section 9.2).
@@ -271,8 +285,12 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         return message
     }
 
+    /// Parley's SDP: the answer to the caller's offer, or Parley's own offer while it has none.
     private func answer() -> SessionDescription {
-        offer.answer(to: offerSDP, address: agent.settings.advertised, port: media.localPort, sessionID: sdpSessionID, version: sdpVersion)
+        guard let offerSDP else {
+            return PhoneAudioOffer.offer(address: agent.settings.advertised, port: media.localPort, sessionID: sdpSessionID, version: sdpVersion)
+        }
+        return offer.answer(to: offerSDP, address: agent.settings.advertised, port: media.localPort, sessionID: sdpSessionID, version: sdpVersion)
     }
 
     // MARK: The session
@@ -288,10 +306,11 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         options.transcriberSettles = sessions.speech.transcriber?.decodesWhenQuiet ?? true
         options.tooling = sessions.tooling.continuing(true)
         var configuration = SessionConfiguration()
-        for given in [agent.settings.session, session] {
+        for given in [agent.settings.session, route?.session, session] {
             if let given { try? configuration.apply(given, allowsOpus: false) }
         }
         // The SIP leg fixes the audio: G.711 as negotiated, whatever a session.update says.
+        sessionLaw = offer.codec == .pcmu ? .muLaw : .aLaw
         let format: RealtimeAudioFormat = offer.codec == .pcmu ? .pcmu : .pcma
         configuration.inputAudioFormat = format
         configuration.outputAudioFormat = format
@@ -408,7 +427,8 @@ extension SIPCall: SessionSocket, SessionWire {
 
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         guard case .pcm(let base64) = piece, let bytes = Base64.decode(base64.utf8) else { return }
-        media.queue(bytes, responseID: at.responseID)
+        let law: G711.Law = media.codec == .pcmu ? .muLaw : .aLaw
+        media.queue(law == sessionLaw ? bytes : G711.encode(G711.decode(bytes, sessionLaw), law), responseID: at.responseID)
     }
 
     /// What the caller heard: what went out (the queue is paced to real time, a packet a tick).

@@ -26,8 +26,8 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     let loop: EventLoop
     let fd: Int32
     let localPort: UInt16
-    let codec: PhoneAudioOffer.Codec
-    let eventPayloadType: UInt8?
+    private(set) var codec: PhoneAudioOffer.Codec
+    private(set) var eventPayloadType: UInt8?
     private(set) var peer: TransportAddress
     /// The caller's signalling address's IP: a NATed caller's RTP comes from it, not its offer's.
     private let signallingIP: TransportAddress.IP?
@@ -122,9 +122,17 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
         Sys.close(fd)
     }
 
-    /// A re-INVITE moved the caller's media (or put it on hold, or took it off).
+    /// A re-INVITE moved the caller's media (or put it on hold, or took it off), or the ACK
+    /// answered Parley's own offer (the codec may be the other law then).
     func update(_ offer: PhoneAudioOffer) {
         onHold = offer.isHold
+        eventPayloadType = offer.telephoneEvent
+        if offer.codec != codec {
+            codec = offer.codec
+            let random = OpenSSL.randomBytes(6)
+            sender = RTPSender(ssrc: sender.ssrc, payloadType: offer.codec.payloadType, clockRate: 8000,
+                               initialSequenceNumber: UInt16(random[0]) << 8 | UInt16(random[1]), initialTimestamp: random[2...].reduce(0) { $0 << 8 | UInt32($1) })
+        }
         if let moved = Self.address(offer.address, port: offer.port), !offer.isHold, moved != peer, !Self.isPrivate(moved) {
             // Sent there until its first packet comes, as at the start.
             peer = moved

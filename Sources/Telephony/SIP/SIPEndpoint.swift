@@ -32,6 +32,9 @@ public final class SIPEndpoint: Sendable {
         public var session: SessionUpdate?
         /// Said when a call is answered (`--sip-greeting`).
         public var greeting: String?
+        /// Settings by number dialled (the Request-URI's user) or by trunk (its digest username),
+        /// over `session` and `greeting` (`--sip-routes`).
+        public var routes = SIPRoutes()
         /// Where each incoming call's `realtime.call.incoming` goes, signed with its secret
         /// (`--sip-webhook`, `--sip-webhook-secret-file`): the application then accepts or rejects
         /// it through call control. Nil: calls are answered at once with `session`.
@@ -119,6 +122,7 @@ public final class SIPEndpoint: Sendable {
     /// webhook, ringing until the application accepts or rejects it (or does neither in time).
     func offered(_ call: SIPCall) {
         CallDirectory.shared.add(call.id, call, on: call.agent.loop)
+        call.route = settings.routes.route(for: call.invite)
         guard let webhook else { return call.accept(session: nil) }
         call.ring()
         webhook.post(callID: call.id, invite: call.invite, on: call.agent.loop) { [weak call] delivered in
@@ -152,6 +156,34 @@ public final class SIPEndpoint: Sendable {
         case .stale: return .challenge(authenticator.challenge(algorithm: credentials.algorithm, now: now, stale: true).headerValue)
         case .rejected: return .challenge(authenticator.challenge(algorithm: credentials.algorithm, now: now).headerValue)
         }
+    }
+}
+
+/// What a call to one number, or from one trunk, starts with: a session object (as
+/// `session.update` sends it) and a greeting, over the server's `--sip-session` and `--sip-greeting`.
+public struct SIPRoutes: Sendable {
+    public struct Route: Sendable {
+        public var session: SessionUpdate?
+        public var greeting: String?
+        public init(session: SessionUpdate?, greeting: String?) {
+            self.session = session
+            self.greeting = greeting
+        }
+    }
+
+    /// By the number dialled: the Request-URI's user part, as the trunk sends it (`+15551234567`).
+    public var numbers: [String: Route] = [:]
+    /// By the trunk's digest username, for numbers without a route of their own.
+    public var trunks: [String: Route] = [:]
+
+    public init() {}
+
+    func route(for invite: SIPMessage) -> Route? {
+        if let user = invite.requestURI?.user, let route = numbers[user] { return route }
+        if let header = invite.value("Authorization"), let credentials = SIPDigestCredentials(header), let route = trunks[credentials.username] {
+            return route
+        }
+        return nil
     }
 }
 

@@ -175,15 +175,16 @@ final class SIPUserAgent {
             return refuse(503, .busy, extra: [SIPHeader("Retry-After", "5")])
         }
         guard let callID = try? request.callID(), calls[callID] == nil else { return refuse(482, .badRequest, "Loop Detected") }
-        let offer: (PhoneAudioOffer, SessionDescription)
+        let offer: (PhoneAudioOffer, SessionDescription)?
         do {
-            guard (try? request.contentType())??.isSDP == true, !request.body.isEmpty else {
-                // An INVITE without an offer would have us offer in the 200 and take the answer in
-                // the ACK (RFC 3264 section 5); trunks and PBXs always offer, so it is refused.
-                return refuse(488, .noCommonCodec, "Not Acceptable Here (an offer is required)")
+            if request.body.isEmpty {
+                // No offer: Parley offers in its 200 and takes the answer from the ACK (RFC 3264 section 5).
+                offer = nil
+            } else {
+                guard (try? request.contentType())??.isSDP == true else { return refuse(415, .badRequest, "Unsupported Media Type", extra: [SIPHeader("Accept", "application/sdp")]) }
+                let sdp = try SessionDescription(parsing: request.body)
+                offer = (try PhoneAudioOffer(sdp), sdp)
             }
-            let sdp = try SessionDescription(parsing: request.body)
-            offer = (try PhoneAudioOffer(sdp), sdp)
         } catch let refusal as PhoneAudioOffer.Refusal {
             return refuse(488, .noCommonCodec, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"\(refusal)\"")])
         } catch {
@@ -191,7 +192,7 @@ final class SIPUserAgent {
         }
         let call: SIPCall
         do {
-            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer.0, offerSDP: offer.1, callID: callID, arrivedAt: now)
+            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, callID: callID, arrivedAt: now)
         } catch {
             return refuse(503, .busy, "Service Unavailable (no RTP port)")
         }
