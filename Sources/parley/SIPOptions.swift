@@ -11,6 +11,10 @@ struct SIPOptions: ParsableArguments {
                                         about: "The UDP port SIP listens on (5060 by convention); without it Parley takes no SIP calls") { text throws(SettingRejection) in
             try parseWholeNumber(text, in: 1...65_535)
         }
+        static let tlsPort = Setting<Int?>("--sip-tls-port", "PARLEY_SIP_TLS_PORT", default: nil, shown: "the SIP port + 1 when --tls-cert is given, else off",
+                                           valueName: "port", about: "The TCP port SIP over TLS listens on, with the server's certificate (--tls-cert, --tls-key)") { text throws(SettingRejection) in
+            try parseWholeNumber(text, in: 1...65_535)
+        }
         static let host = Setting<String>("--sip-host", "PARLEY_SIP_HOST", default: SIPEndpoint.Settings().host, shown: "0.0.0.0", valueName: "address",
                                           about: "The address SIP and its calls' RTP bind to") { text throws(SettingRejection) in
             guard (try? Sys.resolve(host: text, port: 0, passive: true, numericOnly: true))?.first != nil else { throw SettingRejection("is not a numeric IP address") }
@@ -53,6 +57,7 @@ struct SIPOptions: ParsableArguments {
 
     @Option(Settings.port) var port: String?
     @Option(Settings.host) var host: String?
+    @Option(Settings.tlsPort) var tlsPort: String?
     @Option(Settings.publicAddress) var publicAddress: String?
     @Option(Settings.rtpPorts) var rtpPorts: String?
     @Option(Settings.allow) var allow: String?
@@ -82,11 +87,14 @@ struct SIPOptions: ParsableArguments {
         return routes
     }
 
-    /// Nil when SIP is off (no `--sip-port`).
-    func settings() throws -> SIPEndpoint.Settings? {
+    /// Nil when SIP is off (no `--sip-port`). `certificate`: the server's TLS files, if it has them.
+    func settings(certificate: (String, String)?) throws -> SIPEndpoint.Settings? {
         guard let port = try Settings.port.read(port) else { return nil }
         var settings = SIPEndpoint.Settings()
         settings.port = port
+        let secure = try Settings.tlsPort.read(tlsPort)
+        if let secure, certificate == nil { throw Settings.tlsPort.refuse(String(secure), "needs the server's certificate (--tls-cert and --tls-key)") }
+        if let (cert, key) = certificate { settings.tls = (secure ?? min(port + 1, 65_535), cert, key) }
         settings.host = try Settings.host.read(host)
         settings.publicAddress = try Settings.publicAddress.read(publicAddress)
         settings.rtpPorts = try Settings.rtpPorts.read(rtpPorts)

@@ -130,7 +130,7 @@ struct Serve: ParsableCommand {
         return ServeSettings(server: config, workers: try Settings.workers.read(workers), access: access, limits: try self.access.limits(),
                              metricsListen: metricsListen, upstreamTLS: upstreamTLS, model: try languageModel.choice(), speech: try speech.choice(),
                              resume: try resume.choice(), recording: try recording.choice(), twilio: twilio, webrtc: try webrtc.settings(),
-                             tools: try tools.settings(host: config.host), sip: try sip.settings())
+                             tools: try tools.settings(host: config.host), sip: try sip.settings(certificate: config.tlsCertificateFile.flatMap { cert in config.tlsKeyFile.map { (cert, $0) } }))
     }
 
     /// Where tenants are counted beyond this process, and among how many processes each limit
@@ -258,7 +258,7 @@ struct Serve: ParsableCommand {
 
     private func announce(_ settings: ServeSettings, port: Int, metricsServer: Server?) {
         let metricsWhere = metricsServer.map { " (metrics on \($0.configuration.host):\($0.port))" } ?? ", /metrics"
-        print("parley listening on \(settings.scheme)://\(settings.shownHost):\(port)/  (\(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path) and /v1/realtime/calls (WebRTC); /echo, /healthz\(metricsWhere))")
+        print("parley listening on \(settings.scheme)://\(settings.shownHost):\(port)/  (\(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path), /v1/realtime/calls (WebRTC)\(settings.sipSummary); /echo, /healthz\(metricsWhere))")
         fflush(nil)  // flush every stream: make run and tests read this line through a pipe
     }
 
@@ -293,7 +293,7 @@ struct Serve: ParsableCommand {
         }
         do {
             try supervisor.run {
-                print("parley listening on \(settings.scheme)://\(settings.shownHost):\(shared)/  (\(settings.workers) workers × \(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path) and /v1/realtime/calls (WebRTC); /echo, /healthz, /metrics summed over the workers)")
+                print("parley listening on \(settings.scheme)://\(settings.shownHost):\(shared)/  (\(settings.workers) workers × \(settings.server.loops) loops; sessions on /v1/realtime and /ws with the \(settings.modelSummary); \(settings.speech.summary); calls on \(settings.twilio.path), /v1/realtime/calls (WebRTC)\(settings.sipSummary); /echo, /healthz, /metrics summed over the workers)")
                 fflush(nil)
             }
         } catch {

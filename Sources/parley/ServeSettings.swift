@@ -35,4 +35,9 @@ struct ServeSettings {
     var shownHost: String { server.host.contains(":") ? "[\(server.host)]" : server.host }
     var scheme: String { server.servesTLS ? "https" : "http" }
     var modelSummary: String { LanguageModelOptions.summary(model.primary, model.fallback) }
+    /// ", SIP on udp/tcp 5060 (tls 5061)", or nothing without SIP.
+    var sipSummary: String {
+        guard let sip else { return "" }
+        return ", SIP on udp/tcp \(sip.port)" + (sip.tls.map { " (tls \($0.port))" } ?? "")
+    }
 }

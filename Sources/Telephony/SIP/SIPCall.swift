@@ -246,7 +246,11 @@ final class SIPCall: SIPMediaCall, DirectedCall {
 
     var contact: String {
         let settings = agent.settings
-        return "<sip:parley@\(settings.advertised):\(settings.port)\(peer.isReliable ? ";transport=tcp" : "")>"
+        switch peer.transport {
+        case "TLS": return "<sip:parley@\(settings.advertised):\(settings.tls?.port ?? settings.port);transport=tls>"
+        case "TCP": return "<sip:parley@\(settings.advertised):\(settings.port);transport=tcp>"
+        default: return "<sip:parley@\(settings.advertised):\(settings.port)>"
+        }
     }
 
     /// A response to the INVITE, with our tag, Contact and what we allow.

@@ -14,6 +14,9 @@ public final class SIPEndpoint: Sendable {
     public struct Settings: Sendable {
         /// The port SIP listens on, UDP and TCP (`--sip-port`, 5060 by convention); every loop binds it.
         public var port = 5060
+        /// SIP over TLS (RFC 3261 section 26.2.1) on this port, with the server's certificate
+        /// (`--tls-cert`, `--tls-key`), when one is configured (`--sip-tls-port`).
+        public var tls: (port: Int, certificateFile: String, keyFile: String)?
         /// Where SIP and RTP bind (`--sip-host`).
         public var host = "0.0.0.0"
         /// The address Contact, Via and the SDP answers name (`--sip-public-ip`): the one callers
@@ -64,15 +67,31 @@ public final class SIPEndpoint: Sendable {
     private let authenticator: SIPDigestAuthenticator
     let webhook: SIPWebhook?
 
+    /// The TLS port's context, made from the certificate at start.
+    let tlsContext: TLSContext?
+
     public enum Invalid: Error, CustomStringConvertible {
         case webhook
-        public var description: String { "the SIP webhook's URL is not http(s), or its secret is not whsec_ and base64" }
+        case tls(String)
+        public var description: String {
+            switch self {
+            case .webhook: "the SIP webhook's URL is not http(s), or its secret is not whsec_ and base64"
+            case .tls(let why): "SIP over TLS: \(why)"
+            }
+        }
     }
 
     public init(sessions: RealtimeEndpoint, settings: Settings) throws(Invalid) {
         self.sessions = sessions
         self.settings = settings
         authenticator = SIPDigestAuthenticator(realm: settings.realm, key: OpenSSL.randomBytes(32))
+        if let tls = settings.tls {
+            do throws(TLSError) { tlsContext = try TLSContext.server(certificateFile: tls.certificateFile, keyFile: tls.keyFile) } catch {
+                throw .tls("\(error)")
+            }
+        } else {
+            tlsContext = nil
+        }
         if let given = settings.webhook {
             guard let made = SIPWebhook(url: given.url, secret: given.secret) else { throw .webhook }
             webhook = made
@@ -95,6 +114,11 @@ public final class SIPEndpoint: Sendable {
         let stream = try Sys.streamSocket(family: address.family)
         defer { Sys.close(stream) }
         try Sys.listen(stream, on: address)
+        if let tls = settings.tls {
+            let secure = try Sys.streamSocket(family: address.family)
+            defer { Sys.close(secure) }
+            try Sys.listen(secure, on: address.withPort(UInt16(tls.port)))
+        }
     }
 
     /// Starts `loop`'s share of the SIP port (called as each loop starts).
@@ -103,6 +127,9 @@ public final class SIPEndpoint: Sendable {
         let agent = SIPUserAgent(loop: loop, endpoint: self, playout: loop.local { SIPPlayout(loop: loop) }.clock)
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
         _ = try SIPStreamListener.open(on: loop, at: address, agent: agent)
+        if let tlsContext, let tls = settings.tls {
+            _ = try SIPStreamListener.open(on: loop, at: address.withPort(UInt16(tls.port)), agent: agent, tls: tlsContext)
+        }
     }
 
     /// `start`, a failure logged (the port was checked before the loops started).
