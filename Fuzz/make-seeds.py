@@ -466,6 +466,12 @@ def sip():
     write("sip", "mpart01-binary-body", b"\x00" + torture("mpart01"))
     write("sip", "unreason-response", b"\x02" + torture("unreason"))
     write("sip", "badinv01-refused", b"\x00" + torture("badinv01"))
+    # Every message of RFC 4475 (Tests/SIPTests/Fixtures), whole: the first byte says how the
+    # fuzz target splits its reads (0: one read).
+    fixtures = os.path.join(os.path.dirname(ROOT), "..", "Tests", "SIPTests", "Fixtures")
+    for name in sorted(os.listdir(fixtures)):
+        if name.endswith(".dat"):
+            write("sip", "rfc4475-" + name[:-4], b"\x00" + torture(name[:-4]))
 
 
 if __name__ == "__main__":
