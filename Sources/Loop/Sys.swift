@@ -358,6 +358,23 @@ public enum Sys {
         _ = try retrying("bind(\(address))") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
     }
 
+    /// A UDP socket of `host`'s family bound at the first free port of `ports` (`[0]`: the
+    /// kernel's choice), and the address it took; nothing left open when none is free.
+    public static func boundDatagramSocket(host: SocketAddress, ports: [Int]) throws(SystemError) -> (fd: Int32, local: SocketAddress) {
+        let fd = try datagramSocket(family: host.family)
+        var failure = SystemError("bind: no port of the range is free")
+        for port in ports {
+            do throws(SystemError) {
+                try bindDatagram(fd, to: host.withPort(UInt16(port)))
+                return (fd, try localAddress(fd))
+            } catch {
+                failure = error
+            }
+        }
+        close(fd)
+        throw failure
+    }
+
     /// recvfrom(2) of one datagram into `buffer`, its sender in `from`: the datagram's length, or nil
     /// when none is waiting. A datagram longer than `buffer` is cut (MSG_TRUNC is not asked for:
     /// the media layer's datagrams are all under 1,500 bytes, and a longer one is malformed anyway).

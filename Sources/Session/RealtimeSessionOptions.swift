@@ -68,3 +68,30 @@ extension SessionEngine.Options {
         if let model = try? EventFields(session, path: "session").string("model") { self.model = model }
     }
 }
+
+extension SessionEngine.Options {
+    /// A phone call's session (`/twilio`, SIP): the endpoint's model and speech, replies after
+    /// tools without a client to ask for them, the audio in `format` and fixed (the call's leg
+    /// fixes it), spoken replies when a voice is there, and `sessions` (the operator's call
+    /// settings, a number's, an application's) applied in order over the defaults.
+    package init(phoneCall endpoint: RealtimeEndpoint, format: RealtimeAudioFormat, sessions: [SessionUpdate?]) {
+        self.init(model: endpoint.modelName, transcribes: endpoint.speech.transcriber != nil,
+                  synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
+        transcriptionModel = endpoint.speech.transcriber?.name
+        voiceActivityModel = endpoint.speech.voiceActivity
+        judgesTurns = endpoint.speech.endOfTurn != nil
+        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.decodesWhenQuiet == true
+        transcriberSettles = endpoint.speech.transcriber?.decodesWhenQuiet ?? true
+        // A phone call has no client to ask for the reply after a tool: the server does.
+        tooling = endpoint.tooling.continuing(true)
+        var configuration = SessionConfiguration()
+        for given in sessions {
+            if let given { try? configuration.apply(given, allowsOpus: false) }
+        }
+        configuration.inputAudioFormat = format
+        configuration.outputAudioFormat = format
+        configuration.audioFormatsFixed = true
+        configuration.outputModalities = synthesizes ? .audio : .text
+        self.configuration = configuration
+    }
+}

@@ -151,6 +151,16 @@ package final class SessionDriver {
         budget = SessionBudget(limits: endpoint.limits, now: MonotonicClock.nanoseconds())
     }
 
+    /// A phone call's session (`/twilio`, SIP): admitted by the carrier's or trunk's own checks,
+    /// the echo guard always on (a phone's echo cancellation, if any, is the handset's, which the
+    /// server cannot count on: a speakerphone plays the reply straight into the call's
+    /// microphone), and traced as a WebSocket session is.
+    package convenience init(phoneCall endpoint: RealtimeEndpoint, options: SessionEngine.Options, wire: any SessionWire) {
+        self.init(endpoint: endpoint, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil), options: options, wire: wire)
+        echoGuardAlways = true
+        startTrace(traceparent: nil, endpointName: wire.endpointName)
+    }
+
     var budget: SessionBudget
     /// The session's place in its tenant's count, given back when the handler goes.
     private let lease: TenantLease?

@@ -86,20 +86,8 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         callSid = call.callSid ?? ""
         let settings = endpoint.settings
         let sessions = endpoint.sessions
-        var options = SessionEngine.Options(model: sessions.modelName, transcribes: sessions.speech.transcriber != nil,
-                                            synthesizes: sessions.speech.synthesizer != nil && sessions.speech.pool != nil)
-        options.transcriptionModel = sessions.speech.transcriber?.name
-        options.voiceActivityModel = sessions.speech.voiceActivity
-        options.judgesTurns = sessions.speech.endOfTurn != nil
-        options.readsTurnWords = sessions.readsTurnWords && sessions.speech.transcriber?.decodesWhenQuiet == true
-        options.transcriberSettles = sessions.speech.transcriber?.decodesWhenQuiet ?? true
-        // A phone call has no client to ask for the reply after a tool: the server does.
-        options.tooling = sessions.tooling.continuing(true)
-        var configuration = SessionConfiguration()
-        if let session = settings.session { try? configuration.apply(session, allowsOpus: false) }
-        configuration.inputAudioFormat = .pcmu
-        configuration.outputAudioFormat = .pcmu
-        configuration.outputModalities = options.synthesizes ? .audio : .text
+        var options = SessionEngine.Options(phoneCall: sessions, format: .pcmu, sessions: [settings.session])
+        var configuration = options.configuration
         configuration.instructions = call.parameter("instructions") ?? settings.instructions
         configuration.voice = call.parameter("voice") ?? settings.voice
         if var vad = configuration.turnDetection {
@@ -108,13 +96,8 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
             configuration.turnDetection = vad
         }
         options.configuration = configuration
-        let driver = SessionDriver(endpoint: sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
-                                   options: options, wire: self)
-        // A phone's echo cancellation (if any) is the handset's, which the server cannot count
-        // on: a speakerphone plays the reply straight into the call's microphone.
-        driver.echoGuardAlways = true
+        let driver = SessionDriver(phoneCall: sessions, options: options, wire: self)
         self.driver = driver
-        driver.startTrace(traceparent: nil, endpointName: endpointName)
         metrics.callsOpen.add(1)
         driver.open(socket)
         let greeting = call.parameter("greeting") ?? settings.greeting

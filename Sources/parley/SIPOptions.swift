@@ -109,16 +109,7 @@ struct SIPOptions: ParsableArguments {
             }
             settings.trunks = table
         }
-        if let file = try Settings.session.read(session) {
-            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-session", file) }
-            do {
-                settings.session = try SessionUpdate.parse(session: try JSON(parsing: String(decoding: bytes, as: UTF8.self)))
-            } catch let error as ProtocolError {
-                throw Settings.session.refuse(file, "is not a usable session: \(error.message)")
-            } catch {
-                throw Settings.session.refuse(file, "is not JSON: \(error)")
-            }
-        }
+        if let file = try Settings.session.read(session) { settings.session = try TelephonyOptions.sessionFile(file, Settings.session) }
         settings.greeting = try Settings.greeting.read(greeting)
         if let file = try Settings.routes.read(routes) { settings.routes = try Self.routes(file) }
         if let url = try Settings.webhook.read(webhook) {

@@ -38,6 +38,19 @@ struct TelephonyOptions: ParsableArguments {
     @Option(Settings.voice) var voice: String?
     @Option(Settings.session) var session: String?
 
+    /// A session object in a file (`--twilio-session`, `--sip-session`): refused at start, with the
+    /// setting's names, when it cannot be read, is not JSON, or is not a session `session.update` takes.
+    static func sessionFile(_ file: String, _ setting: Setting<String?>) throws -> SessionUpdate {
+        guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable(setting.flag, file) }
+        do {
+            return try SessionUpdate.parse(session: try JSON(parsing: String(decoding: bytes, as: UTF8.self)))
+        } catch let error as ProtocolError {
+            throw setting.refuse(file, "is not a usable session: \(error.message)")
+        } catch {
+            throw setting.refuse(file, "is not JSON: \(error)")
+        }
+    }
+
     func settings() throws -> TwilioEndpoint.Settings {
         var settings = TwilioEndpoint.Settings()
         settings.path = try Settings.path.read(path)
@@ -53,16 +66,7 @@ struct TelephonyOptions: ParsableArguments {
         if let instructions = try Settings.instructions.read(instructions) { settings.instructions = instructions }
         if let greeting = try Settings.greeting.read(greeting) { settings.greeting = greeting }
         settings.voice = try Settings.voice.read(voice)
-        if let file = try Settings.session.read(session) {
-            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--twilio-session", file) }
-            do {
-                settings.session = try SessionUpdate.parse(session: try JSON(parsing: String(decoding: bytes, as: UTF8.self)))
-            } catch let error as ProtocolError {
-                throw Settings.session.refuse(file, "is not a usable session: \(error.message)")
-            } catch {
-                throw Settings.session.refuse(file, "is not JSON: \(error)")
-            }
-        }
+        if let file = try Settings.session.read(session) { settings.session = try Self.sessionFile(file, Settings.session) }
         return settings
     }
 }

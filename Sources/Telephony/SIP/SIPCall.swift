@@ -300,32 +300,12 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     // MARK: The session
 
     private func openSession(_ session: SessionUpdate?) {
-        let sessions = agent.endpoint.sessions
-        var options = SessionEngine.Options(model: sessions.modelName, transcribes: sessions.speech.transcriber != nil,
-                                            synthesizes: sessions.speech.synthesizer != nil && sessions.speech.pool != nil)
-        options.transcriptionModel = sessions.speech.transcriber?.name
-        options.voiceActivityModel = sessions.speech.voiceActivity
-        options.judgesTurns = sessions.speech.endOfTurn != nil
-        options.readsTurnWords = sessions.readsTurnWords && sessions.speech.transcriber?.decodesWhenQuiet == true
-        options.transcriberSettles = sessions.speech.transcriber?.decodesWhenQuiet ?? true
-        options.tooling = sessions.tooling.continuing(true)
-        var configuration = SessionConfiguration()
-        for given in [agent.settings.session, route?.session, session] {
-            if let given { try? configuration.apply(given, allowsOpus: false) }
-        }
-        // The SIP leg fixes the audio: G.711 as negotiated, whatever a session.update says.
         sessionLaw = offer.codec == .pcmu ? .muLaw : .aLaw
-        let format: RealtimeAudioFormat = offer.codec == .pcmu ? .pcmu : .pcma
-        configuration.inputAudioFormat = format
-        configuration.outputAudioFormat = format
-        configuration.audioFormatsFixed = true
-        if options.synthesizes && configuration.outputModalities == .text { configuration.outputModalities = .audio }
-        options.configuration = configuration
-        let driver = SessionDriver(endpoint: sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
-                                   options: options, wire: self)
-        driver.echoGuardAlways = true
+        // The SIP leg fixes the audio: G.711 as negotiated, whatever a session.update says.
+        let options = SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: offer.codec == .pcmu ? .pcmu : .pcma,
+                                            sessions: [agent.settings.session, route?.session, session])
+        let driver = SessionDriver(phoneCall: agent.endpoint.sessions, options: options, wire: self)
         self.driver = driver
-        driver.startTrace(traceparent: nil, endpointName: endpointName)
         driver.open(self)
     }
 

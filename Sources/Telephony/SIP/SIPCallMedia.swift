@@ -54,30 +54,13 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     /// Opens the call's port on `host`, the first free one of `ports` (nil: the kernel's choice).
     init(loop: EventLoop, host: SocketAddress, ports: ClosedRange<Int>?, offer: PhoneAudioOffer, signalling: TransportAddress,
          playout: PlayoutClock, timeoutSeconds: Double, metrics: SIPMetrics) throws(SystemError) {
-        let fd = try Sys.datagramSocket(family: host.family)
-        var bound: SystemError? = SystemError("bind: no port free in the RTP range")
         // A random start within the range, so that calls spread over it (and a port just freed,
-        // whose caller may still send to it, is not the next one given).
+        // whose caller may still send to it, is not the next one given); 64 tries at most.
         let candidates: [Int] = ports.map { range in
-            let start = range.lowerBound + Int(OpenSSL.randomBytes(2).reduce(0) { $0 << 8 | Int($1) }) % range.count
-            return Array(start...range.upperBound) + Array(range.lowerBound..<start)
+            let start = Int(OpenSSL.randomBytes(2).reduce(0) { $0 << 8 | Int($1) }) % range.count
+            return (0..<min(64, range.count)).map { range.lowerBound + (start + $0) % range.count }
         } ?? [0]
-        for port in candidates.prefix(64) {
-            do throws(SystemError) {
-                try Sys.bindDatagram(fd, to: host.withPort(UInt16(port)))
-                bound = nil
-                break
-            } catch { bound = error }
-        }
-        if let bound {
-            Sys.close(fd)
-            throw bound
-        }
-        let local: SocketAddress
-        do throws(SystemError) { local = try Sys.localAddress(fd) } catch {
-            Sys.close(fd)
-            throw error
-        }
+        let (fd, local) = try Sys.boundDatagramSocket(host: host, ports: candidates)
         self.loop = loop
         self.fd = fd
         localPort = UInt16(local.port)

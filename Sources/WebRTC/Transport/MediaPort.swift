@@ -31,26 +31,7 @@ final class MediaPort: LoopRegistrant {
     /// Binds a UDP socket on `host` at the first free port of `ports` (nil: the kernel's choice)
     /// and watches it on `loop`.
     static func open(on loop: EventLoop, host: SocketAddress, ports: ClosedRange<Int>?, metrics: WebRTCMetrics) throws(SystemError) -> MediaPort {
-        let fd = try Sys.datagramSocket(family: host.family)
-        var bound: SystemError?
-        for port in ports.map(Array.init) ?? [0] {
-            do throws(SystemError) {
-                try Sys.bindDatagram(fd, to: host.withPort(UInt16(port)))
-                bound = nil
-                break
-            } catch {
-                bound = error
-            }
-        }
-        if let bound {
-            Sys.close(fd)
-            throw bound
-        }
-        let local: SocketAddress
-        do throws(SystemError) { local = try Sys.localAddress(fd) } catch {
-            Sys.close(fd)
-            throw error
-        }
+        let (fd, local) = try Sys.boundDatagramSocket(host: host, ports: ports.map(Array.init) ?? [0])
         do throws(SystemError) {
             return try loop.register(fd, [.readable, .edge]) { registration in
                 let port = MediaPort(loop: loop, fd: fd, local: local, metrics: metrics)
