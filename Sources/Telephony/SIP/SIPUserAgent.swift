@@ -156,7 +156,7 @@ final class SIPUserAgent {
         if let trunks = settings.trunks, !trunks.isEmpty {
             switch endpoint.authenticate(request) {
             case .accepted: break
-            case .challenge(let header): return refuse(401, .unauthorized, extra: [SIPHeader("WWW-Authenticate", header)])
+            case .challenge(let headers): return refuse(401, .unauthorized, extra: headers.map { SIPHeader("WWW-Authenticate", $0) })
             }
         }
         if now &- secondStarted >= 1_000_000_000 {
