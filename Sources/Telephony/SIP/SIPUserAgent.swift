@@ -62,7 +62,7 @@ final class SIPUserAgent {
         do throws(SIPParseError) {
             message = try SIPMessageParser.parse(datagram: datagram)
         } catch {
-            metrics.messagesDropped.add(1, datagram.count > SIPMessageLimits.maxDatagramBytes ? .tooLarge : .malformed)
+            metrics.messagesDropped.add(1, SIPDrop(error))
             return
         }
         if message.isRequest { request(message, from: peer) } else { response(message) }
@@ -351,11 +351,4 @@ final class SIPUserAgent {
     func stopping() {
         for call in Array(calls.values) { call.hangUp(.serverBye) }
     }
-}
-
-/// Bounds on what a datagram may be.
-enum SIPMessageLimits {
-    /// A UDP datagram of SIP is under 1,300 bytes by RFC 3261 section 18.1.1's advice; Parley
-    /// reads up to 64 KiB (the largest UDP datagram), and counts a larger read as too large.
-    static let maxDatagramBytes = 65_507
 }
