@@ -119,6 +119,8 @@ final class SIPUserAgent {
     /// A new request, its transaction begun: to its call, or answered here.
     private func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: TransportAddress, now: UInt64) {
         let method = request.method ?? ""
+        // An answered INVITE's transaction hands over an ACK that came on its branch: the dialog's.
+        if method == "ACK" { return call(for: request)?.acknowledged(request) ?? () }
         let inDialog = (try? request.to())?.tag != nil
         if inDialog {
             guard let call = call(for: request) else {
