@@ -34,6 +34,7 @@ import openai
 import pydantic
 from openai import OpenAI
 from openai.types.realtime import RealtimeServerEvent
+from openai.types.webhooks import RealtimeCallIncomingWebhookEvent
 
 INSTRUCTIONS = "You answer the phone for the SIP test. Be brief."
 write_lock = threading.Lock()
@@ -102,6 +103,11 @@ class Application:
         if event.type != "realtime.call.incoming":
             say(event="unexpected", type=event.type)
             return 200
+        # unwrap builds the event without validating it: the SDK's model must take it as it is.
+        try:
+            RealtimeCallIncomingWebhookEvent.model_validate(json.loads(body))
+        except pydantic.ValidationError as error:
+            say(event="webhook-shape", call_id=event.data.call_id, problem=str(error.errors()[:3]))
         call_id = event.data.call_id
         user = to_user(event.data.sip_headers)
         # OpenAI's event leaves out the INVITE's authorization headers (a digest answer is the
