@@ -553,7 +553,8 @@ class Test:
         # The application hangs up (POST .../hangup): the caller gets a BYE.
         app.send(f"hangup {call_id}")
         yield until("keys: the caller gets Parley's BYE after the application's hangup", lambda: call.ended, 10)
-        yield until("keys: the call's end closes its sideband", lambda: app.first(event="sideband-closed", call_id=call_id) is not None, 10)
+        yield until("keys: the call's end closes its sideband, the application's hangup answered",
+                    lambda: app.first(event="sideband-closed", call_id=call_id) is not None and app.first(event="hung-up", call_id=call_id) is not None, 10)
         self.check("keys: POST .../hangup ends the call with a BYE to the caller; the sideband closes",
                    not call.hung_up_here and app.first(event="hung-up", call_id=call_id) is not None)
         shapes = app.find(event="shape", call_id=call_id)
@@ -562,6 +563,8 @@ class Test:
     def reject(self) -> Scenario:
         call = self.phone.call(self.trunk, self.uri("reject"), "reject")
         yield until("reject: the call ends", lambda: call.ended, 25)
+        # The caller may hear the 486 before the application hears its POST answered.
+        yield until("reject: the application's reject answered", lambda: self.app.first(event="rejected", user="reject") is not None, 10)
         self.check("reject: the application rejects with 486; the caller gets 486",
                    call.final_code == 486 and self.app.first(event="rejected", user="reject") is not None, f"final {call.final_code}")
 
@@ -588,7 +591,8 @@ class Test:
         app.send(f"refer {call_id} {uri}")
         yield until("transfer: the phone takes the REFER and its call to the target is answered",
                     lambda: call.transferred is not None and call.transferred.confirmed, 15)
-        yield until("transfer: Parley ends the transferred call", lambda: call.ended, 10)
+        yield until("transfer: Parley ends the transferred call, the application's refer answered",
+                    lambda: call.ended and app.first(event="referred", call_id=call_id) is not None, 10)
         self.check("transfer: POST .../refer: the caller's phone calls the target (SIPp's UAS answers) and Parley's call ends with its BYE",
                    uri in (call.transfer_to or "") and not call.hung_up_here and app.first(event="referred", call_id=call_id) is not None,
                    f"Refer-To {call.transfer_to}")
