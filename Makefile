@@ -55,6 +55,7 @@ test: deps
 	scripts/tests/agents-sdk-test.sh
 	scripts/tests/twilio-carrier-test.sh
 	scripts/tests/mcp-session-test.sh
+	scripts/tests/sip-call-test.sh
 	scripts/tests/webrtc-test.sh
 	scripts/tests/otlp-test.sh
 	scripts/tests/secrets-test.sh

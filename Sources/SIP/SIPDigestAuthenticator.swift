@@ -41,6 +41,14 @@ package struct SIPDigestAuthenticator: Sendable {
         SIPDigestChallenge(realm: realm, nonce: nonce(now: now), algorithm: algorithm, stale: stale)
     }
 
+    /// One challenge per algorithm, the preferred first (RFC 8760 section 2.3: a UAS that supports
+    /// several sends a WWW-Authenticate for each, in order of preference): SHA-256, then MD5, which
+    /// is all that many phones and trunks (pjsip built without OpenSSL, SIPp) can answer.
+    package func challenges(now: UInt64, stale: Bool = false) -> [SIPDigestChallenge] {
+        let nonce = nonce(now: now)
+        return [SIPDigestAlgorithm.sha256, .md5].map { SIPDigestChallenge(realm: realm, nonce: nonce, algorithm: $0, stale: stale) }
+    }
+
     /// Checks an answer to one of our challenges for `method`, given the user's password.
     package func check(_ credentials: SIPDigestCredentials, method: String, password: String, now: UInt64) -> Verdict {
         check(credentials, method: method, ha1: SIPDigest.ha1(username: credentials.username, realm: realm, password: password, algorithm: credentials.algorithm), now: now)

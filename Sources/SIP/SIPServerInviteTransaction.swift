@@ -1,9 +1,12 @@
-/// The INVITE server transaction (RFC 3261 section 17.2.1, figure 7): Proceeding until the
-/// transaction user answers; a 2xx ends it at once (the TU retransmits 2xx until the ACK, section
-/// 13.3.1.4); a 300-699 is retransmitted on timer G over UDP until the ACK (Confirmed), given up
-/// on timer H; Confirmed absorbs further ACKs until timer I.
+/// The INVITE server transaction (RFC 3261 section 17.2.1, figure 7, with RFC 6026's Accepted
+/// state): Proceeding until the transaction user answers; a 2xx moves it to Accepted until timer
+/// L (64*T1), where the INVITE sent again is answered with the same 2xx (the TU retransmits an
+/// initial INVITE's 2xx until the ACK too, section 13.3.1.4) instead of reaching the TU as a new
+/// request, and an ACK sent on the INVITE's branch goes to the TU; a 300-699 is retransmitted on
+/// timer G over UDP until the ACK (Confirmed), given up on timer H; Confirmed absorbs further ACKs
+/// until timer I.
 package struct SIPServerInviteTransaction: Sendable {
-    package enum State: Sendable, Equatable { case proceeding, completed, confirmed, terminated }
+    package enum State: Sendable, Equatable { case proceeding, accepted, completed, confirmed, terminated }
 
     package private(set) var state = State.proceeding
     package let request: SIPMessage
@@ -14,6 +17,7 @@ package struct SIPServerInviteTransaction: Sendable {
     private var timerG: SIPRetransmitTimer?
     private var timerH: UInt64?
     private var timerI: UInt64?
+    private var timerL: UInt64?
 
     /// `reliable`: TCP or TLS, where nothing is retransmitted and timer I is zero.
     package init(request: SIPMessage, reliable: Bool, timers: SIPTimers = SIPTimers()) {
@@ -34,6 +38,9 @@ package struct SIPServerInviteTransaction: Sendable {
     /// A request matched to this transaction: the INVITE again, or the ACK of a non-2xx final.
     package mutating func receive(request incoming: SIPMessage, now: UInt64) -> [SIPTransactionAction] {
         if incoming.method == "ACK" {
+            // The ACK of a 2xx is a transaction of its own; one sent on the INVITE's branch is
+            // still the dialog's (RFC 6026 section 8.7).
+            if state == .accepted { return [.deliver(incoming)] }
             guard state == .completed else { return [] }
             state = .confirmed
             timerG = nil
@@ -46,7 +53,7 @@ package struct SIPServerInviteTransaction: Sendable {
             return []
         }
         switch state {
-        case .proceeding, .completed: return lastResponse.map { [.send($0)] } ?? []
+        case .proceeding, .accepted, .completed: return lastResponse.map { [.send($0)] } ?? []
         case .confirmed, .terminated: return []
         }
     }
@@ -59,8 +66,9 @@ package struct SIPServerInviteTransaction: Sendable {
         case 100..<200:
             return [.send(response)]
         case 200..<300:
-            state = .terminated
-            return [.send(response), .terminated]
+            state = .accepted
+            timerL = now &+ timers.transactionTimeout
+            return [.send(response)]
         default:
             state = .completed
             if !reliable { timerG = SIPRetransmitTimer(at: now &+ timers.t1, interval: timers.t1) }
@@ -72,6 +80,11 @@ package struct SIPServerInviteTransaction: Sendable {
     /// Runs the timers due by `now`.
     package mutating func fire(now: UInt64) -> [SIPTransactionAction] {
         var actions: [SIPTransactionAction] = []
+        if state == .accepted, let l = timerL, l <= now {
+            state = .terminated
+            timerL = nil
+            return [.terminated]
+        }
         if state == .completed, let h = timerH, h <= now {
             state = .terminated
             timerG = nil
@@ -93,6 +106,7 @@ package struct SIPServerInviteTransaction: Sendable {
     /// When `fire(now:)` next has something to do; nil when nothing is pending.
     package var nextDeadline: UInt64? {
         switch state {
+        case .accepted: timerL
         case .completed: [timerG?.at, timerH].compactMap { $0 }.min()
         case .confirmed: timerI
         case .proceeding, .terminated: nil

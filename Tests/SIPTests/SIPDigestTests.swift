@@ -62,6 +62,15 @@ import Testing
         #expect(Self.authenticator.check(Self.answer(challenge, password: "s3cret", method: "BYE"), method: "INVITE", password: "s3cret", now: 1_000_010) == .rejected)
     }
 
+    @Test func theChallengeOffersSHA256FirstThenMD5OnOneNonce() {
+        let challenges = Self.authenticator.challenges(now: 1_000_000)
+        #expect(challenges.map(\.algorithm) == [.sha256, .md5])
+        #expect(Set(challenges.map(\.nonce)).count == 1)
+        // A phone that can only do MD5 answers the second, and is let in.
+        #expect(Self.authenticator.check(Self.answer(challenges[1], password: "s3cret"), method: "INVITE", password: "s3cret", now: 1_000_010) == .accepted)
+        #expect(Self.authenticator.challenges(now: 1_000_000, stale: true).map(\.stale) == [true, true])
+    }
+
     @Test func anExpiredNonceIsStaleAndAForgedOneRejected() {
         let challenge = Self.authenticator.challenge(now: 1_000_000)
         let answer = Self.answer(challenge, password: "s3cret")

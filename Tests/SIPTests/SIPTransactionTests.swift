@@ -35,14 +35,23 @@ import Testing
         #expect(Self.sent(again) == [100])
     }
 
-    @Test func anInviteServerResendsTheLatestProvisionalAndEndsOnA2xx() {
+    @Test func anInviteServerResendsTheLatestProvisionalThenHoldsA2xxUntilTimerL() {
         let invite = Self.request("INVITE")
         var transaction = SIPServerInviteTransaction(request: invite, reliable: false)
         _ = transaction.start()
         _ = transaction.respond(Self.response(to: invite, 180), now: 0)
         #expect(Self.sent(transaction.receive(request: invite, now: 10 * Self.ms)) == [180])
         let ok = transaction.respond(Self.response(to: invite, 200), now: 20 * Self.ms)
-        #expect(Self.sent(ok) == [200] && ok.last == .terminated && transaction.state == .terminated)
+        #expect(Self.sent(ok) == [200] && transaction.state == .accepted)
+        #expect(transaction.nextDeadline == 20 * Self.ms + 32_000 * Self.ms)
+        // RFC 6026: the INVITE sent again (its 100 or 2xx lost) is this transaction's, not a new
+        // request for the TU; it gets the 2xx again. An ACK on its branch goes to the TU.
+        #expect(Self.sent(transaction.receive(request: invite, now: 600 * Self.ms)) == [200])
+        let ack = Self.request("ACK")
+        #expect(transaction.receive(request: ack, now: 700 * Self.ms) == [.deliver(ack)])
+        #expect(transaction.respond(Self.response(to: invite, 500), now: 800 * Self.ms).isEmpty)
+        #expect(transaction.fire(now: 31_000 * Self.ms).isEmpty)
+        #expect(transaction.fire(now: 32_020 * Self.ms) == [.terminated] && transaction.state == .terminated)
     }
 
     @Test func anInviteServerRetransmitsAFailureOnTimerGUntilTheAck() {

@@ -14,9 +14,10 @@ set -euo pipefail
 # the runtime libraries (libpocketsphinx3, libespeak-ng1), which Parley opens with dlopen when first
 # used rather than links (Sources/Speech/SpeechLibrary.swift). So does libsrtp2-dev: its header, and
 # libsrtp2-1 (libsrtp2.so.1, with NSS under it), opened when a WebRTC call first needs it
-# (Sources/CSRTP/SRTPLibrary.c).
+# (Sources/CSRTP/SRTPLibrary.c). sip-tester is SIPp, the SIP tests' raw scenarios, floods and
+# transfer target (scripts/tests/sip-call-test.sh).
 packages=(libopus-dev libssl-dev libspeexdsp-dev pkg-config curl espeak-ng flite opus-tools sox
-          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server libsrtp2-dev "$@")
+          libpocketsphinx-dev pocketsphinx-en-us libespeak-ng-dev libsqlite3-dev libhiredis-dev redis-server libsrtp2-dev sip-tester "$@")
 
 missing_packages() {
   missing=()

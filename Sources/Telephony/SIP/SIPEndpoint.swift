@@ -168,20 +168,20 @@ public final class SIPEndpoint: Sendable {
 
     enum Authentication {
         case accepted
-        /// A `WWW-Authenticate` value to challenge with (section 22.1).
-        case challenge(String)
+        /// The `WWW-Authenticate` values to challenge with (section 22.1), one per algorithm.
+        case challenge([String])
     }
 
     func authenticate(_ request: SIPMessage) -> Authentication {
         let now = UInt64(WallClock.seconds())
         guard let trunks = settings.trunks, let header = request.value("Authorization"), let credentials = SIPDigestCredentials(header),
               let password = trunks[credentials.username] else {
-            return .challenge(authenticator.challenge(now: now).headerValue)
+            return .challenge(authenticator.challenges(now: now).map(\.headerValue))
         }
         switch authenticator.check(credentials, method: request.method ?? "INVITE", password: password, now: now) {
         case .accepted: return .accepted
-        case .stale: return .challenge(authenticator.challenge(algorithm: credentials.algorithm, now: now, stale: true).headerValue)
-        case .rejected: return .challenge(authenticator.challenge(algorithm: credentials.algorithm, now: now).headerValue)
+        case .stale: return .challenge(authenticator.challenges(now: now, stale: true).map(\.headerValue))
+        case .rejected: return .challenge(authenticator.challenges(now: now).map(\.headerValue))
         }
     }
 }

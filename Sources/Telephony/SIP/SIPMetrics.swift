@@ -1,4 +1,5 @@
 import Metrics
+import SIP
 
 /// SIP's series in /metrics: calls open and how they ended, what was refused and why, the
 /// requests and RTP packets dropped, keys pressed, and how long a call took to answer.
@@ -49,6 +50,15 @@ enum SIPRefusal: String, MetricLabel, CaseIterable {
 enum SIPDrop: String, MetricLabel, CaseIterable {
     case malformed, tooLarge = "too_large", unmatched, rateLimited = "rate_limited"
     static let labelName = "reason"
+
+    /// Why a datagram that did not parse is dropped: too large when it passed the parser's bound
+    /// on a header section (a UDP datagram cannot pass the body's), else malformed.
+    init(_ error: SIPParseError) {
+        switch error {
+        case .headerSectionTooLarge, .bodyTooLarge: self = .tooLarge
+        default: self = .malformed
+        }
+    }
 }
 
 /// Why an RTP packet of a SIP call was dropped (`reason`).

@@ -64,7 +64,7 @@ final class SIPUserAgent {
         do throws(SIPParseError) {
             message = try SIPMessageParser.parse(datagram: datagram)
         } catch {
-            metrics.messagesDropped.add(1, datagram.count > SIPMessageLimits.maxDatagramBytes ? .tooLarge : .malformed)
+            metrics.messagesDropped.add(1, SIPDrop(error))
             return
         }
         received(message, from: .udp(peer))
@@ -126,6 +126,8 @@ final class SIPUserAgent {
     /// A new request, its transaction begun: to its call, or answered here.
     private func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
         let method = request.method ?? ""
+        // An answered INVITE's transaction hands over an ACK that came on its branch: the dialog's.
+        if method == "ACK" { return call(for: request)?.acknowledged(request) ?? () }
         let inDialog = (try? request.to())?.tag != nil
         if inDialog {
             guard let call = call(for: request) else {
@@ -163,7 +165,7 @@ final class SIPUserAgent {
         if let trunks = settings.trunks, !trunks.isEmpty {
             switch endpoint.authenticate(request) {
             case .accepted: break
-            case .challenge(let header): return refuse(401, .unauthorized, extra: [SIPHeader("WWW-Authenticate", header)])
+            case .challenge(let headers): return refuse(401, .unauthorized, extra: headers.map { SIPHeader("WWW-Authenticate", $0) })
             }
         }
         if now &- secondStarted >= 1_000_000_000 {
@@ -363,11 +365,4 @@ final class SIPUserAgent {
     func stopping() {
         for call in Array(calls.values) { call.hangUp(.serverBye) }
     }
-}
-
-/// Bounds on what a datagram may be.
-enum SIPMessageLimits {
-    /// A UDP datagram of SIP is under 1,300 bytes by RFC 3261 section 18.1.1's advice; Parley
-    /// reads up to 64 KiB (the largest UDP datagram), and counts a larger read as too large.
-    static let maxDatagramBytes = 65_507
 }

@@ -7,7 +7,7 @@ import Upstream
 /// OpenAI's `realtime.call.incoming` webhook for a SIP call: posted to the application's URL as
 /// Standard Webhooks sign it (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 of
 /// HMAC-SHA256 over "id.timestamp.body">`, the key the `whsec_` secret's base64 bytes), with the
-/// call's id and its INVITE's headers. The application answers through call control (`accept`,
+/// call's id and its INVITE's headers (not its credentials: `withheld`). The application answers through call control (`accept`,
 /// `reject`); one that has not within `answerSeconds` leaves the call refused (480).
 struct SIPWebhook: Sendable {
     let url: UpstreamURL
@@ -17,6 +17,11 @@ struct SIPWebhook: Sendable {
 
     /// The headers the event carries, at most this many: an INVITE can carry hundreds.
     static let maxHeaders = 64
+
+    /// What the event leaves out, as OpenAI's does ("excluding SIP authorization headers"): a
+    /// trunk's digest answer, which anyone who reads the webhook (or its logs) could replay while
+    /// its nonce lasts.
+    static let withheld: Set<String> = ["Authorization", "Proxy-Authorization"]
 
     /// `whsec_…` (or bare base64) as the operator's file holds it.
     init?(url text: String, secret: String) {
@@ -29,7 +34,8 @@ struct SIPWebhook: Sendable {
 
     /// The event's body for `call`'s INVITE.
     static func body(id: String, callID: String, invite: SIPMessage, at seconds: Int) -> String {
-        let headers = invite.headers.prefix(maxHeaders).map { JSON.object([("name", .string($0.name)), ("value", .string($0.value))]) }
+        let headers = invite.headers.filter { !withheld.contains($0.name) }.prefix(maxHeaders)
+            .map { JSON.object([("name", .string($0.name)), ("value", .string($0.value))]) }
         return JSON.object([
             ("object", .string("event")), ("id", .string(id)), ("type", .string("realtime.call.incoming")), ("created_at", .int(seconds)),
             ("data", .object([("call_id", .string(callID)), ("sip_headers", .array(headers))])),
