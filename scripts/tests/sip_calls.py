@@ -647,12 +647,12 @@ class Test:
 
     def totals(self) -> None:
         """How the calls ended and what was counted, on the server's /metrics."""
-        ends = {end: self.delta(f'parley_sip_calls_total{{end="{end}"}}') for end in ("caller_bye", "server_bye", "transferred", "cancelled")}
+        ends = {end: self.delta(f'parley_sip_calls_total{{end="{end}"}}') for end in ("caller_bye", "server_bye", "transferred", "cancelled", "rejected")}
         if self.args.part == "answer":
             self.check("/metrics: the callers' BYEs counted as caller_bye", ends["caller_bye"] >= 5, f"{ends}")
         else:
-            self.check("/metrics: server_bye (hangup), transferred (refer), cancelled (reject, CANCEL)",
-                       ends["server_bye"] >= 1 and ends["transferred"] >= 1 and ends["cancelled"] >= 2, f"{ends}")
+            self.check("/metrics: server_bye (hangup), transferred (refer), rejected (reject), cancelled (CANCEL)",
+                       ends["server_bye"] >= 1 and ends["transferred"] >= 1 and ends["rejected"] >= 1 and ends["cancelled"] >= 1, f"{ends}")
             digits = self.delta("parley_sip_dtmf_digits_total")
             self.check("/metrics: the keys counted", digits >= 4, f"parley_sip_dtmf_digits_total +{digits:g}")
         opened = metrics(self.args.url).get("parley_sip_calls_open", -1)

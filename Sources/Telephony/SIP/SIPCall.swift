@@ -119,7 +119,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         guard state == .offered else { return }
         metrics.refused.add(1, .rejected)
         agent.respond(response(status), key: inviteKey)
-        end(.cancelled, bye: false)
+        end(.rejected, bye: false)
     }
 
     private func resendAnswer() {
@@ -167,7 +167,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         switch method {
         case "BYE":
             agent.respond(.response(to: request, status: 200), key: key)
-            end(.callerBye, bye: false)
+            end(transferring ? .transferred : .callerBye, bye: false)
         case "INVITE", "UPDATE":
             // A re-INVITE or UPDATE: hold, resume, a moved address, or a session refresh (RFC 4028),
             // answered with the call's SDP (a new version when the media changed).
@@ -201,7 +201,12 @@ final class SIPCall: SIPMediaCall, DirectedCall {
                 pressed(key)
             }
             agent.respond(.response(to: request, status: 200), key: key)
-        case "OPTIONS", "NOTIFY":
+        case "NOTIFY":
+            agent.respond(.response(to: request, status: 200), key: key)
+            // The transfer's new call answered (a sipfrag of 2xx, RFC 3515 section 2.4.5): this one ends.
+            let frag = String(decoding: request.body.prefix(64), as: UTF8.self)
+            if transferring, frag.hasPrefix("SIP/2.0 2") { end(.transferred, bye: true) }
+        case "OPTIONS":
             agent.respond(.response(to: request, status: 200), key: key)
         default:
             var refused = SIPMessage.response(to: request, status: 405)
@@ -231,6 +236,9 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         ending = why
         unacknowledged?.timer?.cancel()
         unacknowledged = nil
+        transferDeadline?.cancel()
+        transferDeadline = nil
+        keyFlush?.cancel()
         media.close()
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, why)
@@ -332,6 +340,9 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     }
 
     private var keys: [Character] = []
+    /// A REFER was accepted: the call ends when the new one is up (a NOTIFY, the phone's BYE).
+    private var transferring = false
+    private var transferDeadline: ScheduledTask?
     private var keyFlush: ScheduledTask?
 
     private func flushKeys(_ driver: SessionDriver) {
@@ -372,8 +383,11 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         agent.send(request: request("REFER", headers: [SIPHeader("Refer-To", referTo), SIPHeader("Referred-By", contact)]), to: peer) { [weak self] response in
             guard let self, let status = response?.status else { return }
             if (200..<300).contains(status) {
-                self.sipLog("call transferred", ["status": "\(status)"])
-                self.end(.transferred, bye: true)
+                // RFC 3515: the phone reports the new call's progress in NOTIFYs and hangs up this
+                // one when it is up; a phone that does neither within 32 s is hung up on.
+                self.sipLog("call transfer accepted", ["status": "\(status)"])
+                self.transferring = true
+                self.transferDeadline = self.agent.loop.schedule(after: 32) { [weak self] in self?.end(.transferred, bye: true) }
             } else {
                 self.sipLog("transfer refused", ["status": "\(status)"])
             }

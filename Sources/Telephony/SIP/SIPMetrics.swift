@@ -33,8 +33,9 @@ final class SIPMetrics: Sendable {
 enum SIPCallEnd: String, MetricLabel, CaseIterable {
     /// The caller hung up (BYE), or the server did (the session ended, a hangup asked for).
     case callerBye = "caller_bye", serverBye = "server_bye"
-    /// CANCEL before the answer; no ACK for the answer; no RTP for the media timeout.
-    case cancelled, noAck = "no_ack", mediaTimeout = "media_timeout"
+    /// CANCEL before the answer; refused by the application (`reject`, or no answer to its
+    /// webhook); no ACK for the answer; no RTP for the media timeout.
+    case cancelled, rejected, noAck = "no_ack", mediaTimeout = "media_timeout"
     /// Transferred away (REFER accepted).
     case transferred
     static let labelName = "end"
