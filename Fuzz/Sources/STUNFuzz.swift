@@ -1,3 +1,4 @@
+import Media
 @testable import WebRTC
 
 /// A datagram on a WebRTC port that starts like STUN, as the loop's UDP port hands it to a call's
