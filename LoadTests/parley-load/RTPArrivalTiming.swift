@@ -5,7 +5,15 @@
 /// frames: a packet's lag is its arrival less its timestamp's time, less the least such
 /// difference seen on the stream. So a sender that is always 3 ms into its tick shows 0; one that
 /// is sometimes 3 ms later than that shows 3 ms for those packets.
+///
+/// A sender stalled for longer than it catches up on (Parley sends at most 10 frames late, 200 ms,
+/// then starts again on its clock, its timestamps running on from the last packet's) would shift
+/// every later packet by the frames it left out; so after a silence over `resyncNanoseconds` the
+/// packet that ends it is timed against the old schedule, and the schedule starts again from the
+/// packets after it, as a receiver's jitter buffer does.
 struct RTPArrivalTiming {
+    static let resyncNanoseconds: UInt64 = 200_000_000
+
     /// What one packet's arrival says.
     struct Arrival {
         /// Behind the schedule (0 for the earliest packet yet).
@@ -25,6 +33,10 @@ struct RTPArrivalTiming {
     private var lastArrival: Int64 = 0
     private var start: Int64 = .max
     private(set) var packets = 0
+    /// Silences over `resyncNanoseconds`, after each of which the schedule started again.
+    private(set) var resyncs = 0
+    /// Packets after a resync still placing the new schedule (a catch-up burst, each earlier than the last).
+    private var settling = 0
 
     init(clockRate: Int64 = 8000) { nanosecondsPerSample = 1_000_000_000 / clockRate }
 
@@ -46,9 +58,16 @@ struct RTPArrivalTiming {
         let offset = at - samples * nanosecondsPerSample
         var earlierBy: UInt64 = 0
         if offset < start {
-            if start != .max { earlierBy = UInt64(start - offset) }
+            if start != .max && settling == 0 { earlierBy = UInt64(start - offset) }
             start = offset
         }
-        return Arrival(lag: UInt64(offset - start), earlierBy: earlierBy, missing: missing, interval: interval)
+        let lag = UInt64(offset - start)
+        if settling > 0 { settling -= 1 }
+        if interval > Self.resyncNanoseconds {
+            resyncs += 1
+            start = .max
+            settling = 10
+        }
+        return Arrival(lag: lag, earlierBy: earlierBy, missing: missing, interval: interval)
     }
 }

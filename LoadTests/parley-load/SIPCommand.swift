@@ -115,7 +115,9 @@ struct SIPCommand: ParsableCommand {
         let clientCPU = CPUTime.ofSelf() - clientStart
         let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
         let residentDuring = serverPid.flatMap { ProcessFigures(pid: $0).residentBytes }
-        let steal = machineStart.flatMap { a in MachineCPU.now().map { $0.stealFraction(since: a) } }
+        let machineEnd = MachineCPU.now()
+        let steal = machineStart.flatMap { a in machineEnd.map { $0.stealFraction(since: a) } }
+        let machineBusy = machineStart.flatMap { a in machineEnd.map { $0.busySeconds(since: a) } }
         let endFetch = target.map(BackgroundFetch.init)
         run.stream(until: .max, measuring: false, progress: progress) { endFetch?.isDone ?? true }
         let start = startFetch?.take(), end = endFetch?.take()
@@ -130,9 +132,11 @@ struct SIPCommand: ParsableCommand {
         if let before, let end, let b = ServerHistogram(SIPSummary.setupName, in: end) {
             serverSetup = ServerHistogram(SIPSummary.setupName, in: before).flatMap { b.since($0) } ?? b
         }
+        // Whatever else ran meanwhile (a build, another test) competed for the same cores.
+        let others = machineBusy.flatMap { busy in serverCPU.map { max(0, busy - $0 - clientCPU.total) / measured } }
         let summary = SIPSummary(
             calls: calls, talking: talkers, run: run, measuredSeconds: measured, byesAnswered: byes,
-            serverCores: serverCPU.map { $0 / measured }, clientCores: clientCPU.total / measured, steal: steal,
+            serverCores: serverCPU.map { $0 / measured }, clientCores: clientCPU.total / measured, otherCores: others, steal: steal,
             residentBefore: residentBefore, residentDuring: residentDuring ?? end?.residentBytes,
             callsOpenAtServer: end?.value("parley_sip_calls_open"), inputLag: inputLag, serverSetup: serverSetup,
             lagBudget: lagBudgetMs * 1_000_000)

@@ -1,4 +1,5 @@
 import Loop
+import Media
 import SIP
 
 /// One caller of `parley-load sip`: its UDP socket (its RTP, and its SIP unless the run signals
@@ -30,8 +31,9 @@ final class SIPLoadCall {
     var bye: [UInt8] = []
     var byeSentAt: UInt64 = 0
     var byeAnswered = false
-    /// Where its RTP goes: the answer's address and port.
+    /// Where its RTP goes: the answer's address and port, from where the server's must come.
     var media: SocketAddress?
+    var mediaPeer: TransportAddress?
 
     // Sending: a PCMU stream, one packet every 20 ms from its slot in the tick.
     let talking: Bool

@@ -1,4 +1,5 @@
 import Loop
+import Media
 import SIP
 #if canImport(Glibc)
 import Glibc
@@ -46,6 +47,8 @@ final class SIPLoadRun {
     private(set) var inviteResends = 0
     /// BYEs from the server (a call it ended: media timeout, no ACK, shutting down).
     private(set) var serverByes = 0
+    /// RTP from anywhere but the call's answer (another program's stream to a port this run reused).
+    private(set) var strangers = 0
 
     /// While measuring: the server's packets against their schedule, and what the client sent.
     private(set) var lag = LatencyRecorder()
@@ -55,6 +58,8 @@ final class SIPLoadRun {
     private(set) var missingMeasuring = 0
     private(set) var gapsMeasuring = 0
     private(set) var longestInterval: UInt64 = 0
+    /// Silences after which a stream's schedule started again (`RTPArrivalTiming.resyncNanoseconds`).
+    private(set) var stallsMeasuring = 0
     private(set) var soundMeasuring = 0
     /// Packets that set a call's schedule earlier than the warm-up had, and by how much at most:
     /// the reference the lags are measured from was that much late.
@@ -300,6 +305,7 @@ final class SIPLoadRun {
                     call.phase = .up
                     guard let media = SIPLoadMessages.mediaAddress(message) else { return fail(call, "the answer's SDP names no RTP address") }
                     call.media = media
+                    call.mediaPeer = TransportAddress(media)
                 }
                 // Every 2xx, the first or one resent because our ACK was lost, is acknowledged.
                 sendSignalling(call.ack, call)
@@ -326,6 +332,10 @@ final class SIPLoadRun {
             guard let count, count > 0 else { return }
             let datagram = UnsafeRawBufferPointer(rebasing: receiveBuffer[0..<count])
             if datagram[0] & 0xC0 == 0x80 {
+                guard let peer = call.mediaPeer, TransportAddress(from) == peer else {
+                    strangers += 1
+                    continue
+                }
                 receivedRTP(datagram, call, at: at)
             } else {
                 received(sip: datagram, on: call, now: MonotonicClock.nanoseconds())
@@ -354,6 +364,7 @@ final class SIPLoadRun {
         lag.record(arrival.lag)
         missingMeasuring += arrival.missing
         if arrival.interval > Self.gapNanoseconds { gapsMeasuring += 1 }
+        if arrival.interval > RTPArrivalTiming.resyncNanoseconds { stallsMeasuring += 1 }
         longestInterval = max(longestInterval, arrival.interval)
         if arrival.earlierBy > 0 {
             earlyMeasuring += 1

@@ -12,6 +12,7 @@ struct SIPSummary {
     let setup: LatencyRecorder
     let inviteResends: Int
     let serverByes: Int
+    let strangers: Int
     let byesAnswered: Int
     let measuredSeconds: Double
     let sent: Int
@@ -19,6 +20,7 @@ struct SIPSummary {
     let missing: Int
     let gaps: Int
     let longestInterval: UInt64
+    let stalls: Int
     let sound: Int
     let early: Int
     let earliestBy: UInt64
@@ -26,6 +28,8 @@ struct SIPSummary {
     let tickLateness: LatencyRecorder
     let serverCores: Double?
     let clientCores: Double
+    /// Every other process on the machine, over the window.
+    let otherCores: Double?
     let steal: Double?
     let residentBefore: Double?
     let residentDuring: Double?
@@ -36,7 +40,7 @@ struct SIPSummary {
     let lagBudget: Double
 
     init(calls: Int, talking: Int, run: SIPLoadRun, measuredSeconds: Double, byesAnswered: Int, serverCores: Double?, clientCores: Double,
-         steal: Double?, residentBefore: Double?, residentDuring: Double?, callsOpenAtServer: Double?, inputLag: ServerHistogram?,
+         otherCores: Double?, steal: Double?, residentBefore: Double?, residentDuring: Double?, callsOpenAtServer: Double?, inputLag: ServerHistogram?,
          serverSetup: ServerHistogram?, lagBudget: Double) {
         self.calls = calls
         self.talking = talking
@@ -46,6 +50,7 @@ struct SIPSummary {
         setup = run.setup
         inviteResends = run.inviteResends
         serverByes = run.serverByes
+        strangers = run.strangers
         self.byesAnswered = byesAnswered
         self.measuredSeconds = measuredSeconds
         sent = run.sentMeasuring
@@ -53,6 +58,7 @@ struct SIPSummary {
         missing = run.missingMeasuring
         gaps = run.gapsMeasuring
         longestInterval = run.longestInterval
+        stalls = run.stallsMeasuring
         sound = run.soundMeasuring
         early = run.earlyMeasuring
         earliestBy = run.earliestBy
@@ -60,6 +66,7 @@ struct SIPSummary {
         tickLateness = run.tickLateness
         self.serverCores = serverCores
         self.clientCores = clientCores
+        self.otherCores = otherCores
         self.steal = steal
         self.residentBefore = residentBefore
         self.residentDuring = residentDuring
@@ -89,13 +96,14 @@ struct SIPSummary {
         lines.append(Format.row("server set-up", serverSetup.map { "p50 \($0.formatPercentile(50)), p99 \($0.formatPercentile(99)) (\(Self.setupName), \(Format.grouped($0.observations)) calls)" } ?? "n/a"))
         lines.append(Format.row("failed", Format.reasons(failures)))
         lines.append(Format.row("RTP out", "\(Format.grouped(sent)) packets while measuring"))
-        lines.append(Format.row("RTP in", "\(Format.grouped(received)) of \(Format.grouped(expected)) due; \(Format.grouped(missing)) missing, \(Format.grouped(gaps)) holes over 40 ms, longest \(ms(longestInterval)); \(Format.grouped(sound)) not silence"))
+        lines.append(Format.row("RTP in", "\(Format.grouped(received)) of \(Format.grouped(expected)) due; \(Format.grouped(missing)) missing, \(Format.grouped(gaps)) holes over 40 ms (\(Format.grouped(stalls)) over 200 ms, after which the stream's schedule started again), longest \(ms(longestInterval)); \(Format.grouped(sound)) not silence; \(Format.grouped(strangers)) from elsewhere, dropped"))
         lines.append(Format.row("frame lag", "\(spread(lag)) behind each stream's 20 ms schedule (kernel receive times); budget \(Format.fixed(lagBudget / 1e6, 1)) ms at p99"))
         lines.append(Format.row("", "over 5 ms: \(Format.grouped(Int(lag.count(above: 5_000_000)))), over 20 ms: \(Format.grouped(Int(lag.count(above: 20_000_000)))); \(Format.grouped(early)) packets set a stream's schedule earlier than the warm-up had (by up to \(ms(earliestBy)))"))
         lines.append(Format.row("client slots", tickLateness.count > 0 ? "late \(spread(tickLateness))" : "n/a"))
         lines.append(Format.row("server input lag", inputLag.map { "p99 \($0.formatPercentile(99)) (\($0.summaryLine))" } ?? "n/a (no parley_audio_input_lag_seconds)"))
         lines.append(Format.row("server CPU", serverCores.map { "\(Format.fixed($0, 2)) cores" } ?? "n/a"))
         lines.append(Format.row("client CPU", "\(Format.fixed(clientCores, 2)) cores"))
+        lines.append(Format.row("other processes", otherCores.map { "\(Format.fixed($0, 2)) cores (the machine's busy time less the server's and the client's)" } ?? "n/a"))
         lines.append(Format.row("steal", steal.map { Format.fixed($0 * 100, 1) + " %" } ?? "n/a"))
         lines.append(Format.row("server RSS", residentDuring.map { "\(Format.bytes($0)) (\(residentBefore.map(Format.bytes) ?? "n/a") before), \(residentPerCall.map(Format.bytes) ?? "n/a") a call" } ?? "n/a"))
         lines.append(Format.row("server says", callsOpenAtServer.map { "\(Int($0)) SIP calls open" } ?? "n/a"))
@@ -114,12 +122,12 @@ struct SIPSummary {
             ("measured_seconds", .number(measuredSeconds)),
             ("rtp_sent", .number(Double(sent))), ("rtp_received", .number(Double(received))), ("rtp_expected", .number(Double(expected))),
             ("rtp_missing", .number(Double(missing))), ("rtp_holes_over_40ms", .number(Double(gaps))),
-            ("rtp_longest_interval_ns", .number(Double(longestInterval))), ("rtp_sound", .number(Double(sound))),
+            ("rtp_longest_interval_ns", .number(Double(longestInterval))), ("rtp_stalls_over_200ms", .number(Double(stalls))), ("rtp_sound", .number(Double(sound))), ("rtp_strangers", .number(Double(strangers))),
             ("lag", lag.json), ("lag_p99_ns", .number(Double(lagP99))), ("lag_over_5ms", .number(Double(lag.count(above: 5_000_000)))),
             ("schedule_moved_earlier", .number(Double(early))), ("schedule_moved_by_ns", .number(Double(earliestBy))),
             ("client_slot_lateness", tickLateness.json),
             ("server_input_lag", inputLag?.json ?? .null),
-            ("server_cores", number(serverCores)), ("client_cores", .number(clientCores)), ("steal", number(steal)),
+            ("server_cores", number(serverCores)), ("client_cores", .number(clientCores)), ("other_cores", number(otherCores)), ("steal", number(steal)),
             ("server_resident_before", number(residentBefore)), ("server_resident", number(residentDuring)),
             ("server_resident_per_call", number(residentPerCall)),
             ("byes_answered", .number(Double(byesAnswered))), ("server_byes", .number(Double(serverByes))),
