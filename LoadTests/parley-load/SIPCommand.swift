@@ -18,7 +18,7 @@ struct SIPCommand: ParsableCommand {
             rest. The calls' packets are spread over the 20 ms in 1 ms slots. Set-up is INVITE → 200 on \
             the client's clock. Every packet the server sends back is timed by the kernel's receive \
             clock (SO_TIMESTAMPNS) against its stream's own 20 ms schedule (its RTP timestamps, placed by \
-            the stream's earliest packet): lag p50 / p99 / max, missing sequence numbers, and holes over \
+            the stream's earliest packet in the measured window): lag p50 / p99 / max, missing sequence numbers, and holes over \
             40 ms. The p99 lag passes at --lag-budget-ms. Beside them, the server's \
             parley_audio_input_lag_seconds and parley_sip_call_setup_seconds over the run, its CPU and \
             RSS (--server-pid), the client's CPU and the machine's steal. One process, one thread, one \
@@ -83,6 +83,8 @@ struct SIPCommand: ParsableCommand {
         }
         guard setupTimeout > 0, setupTimeout <= 64, connectTimeout > 0, connectTimeout <= 600 else { throw ValidationError("--setup-timeout (0, 64] and --connect-timeout (0, 600]") }
         guard warmup >= 0, warmup <= 600, duration > 0, duration <= 3600 else { throw ValidationError("--warmup 0...600 and --duration (0, 3600]") }
+        // The window's arrival times are kept, 4 bytes a packet: 50 packets a call a second.
+        guard Double(calls) * duration <= 1_000_000 else { throw ValidationError("calls × --duration at most 1,000,000 (200 MB of arrival times)") }
     }
 
     func run() throws {

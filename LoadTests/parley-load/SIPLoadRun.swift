@@ -61,10 +61,6 @@ final class SIPLoadRun {
     /// Silences after which a stream's schedule started again (`RTPArrivalTiming.resyncNanoseconds`).
     private(set) var stallsMeasuring = 0
     private(set) var soundMeasuring = 0
-    /// Packets that set a call's schedule earlier than the warm-up had, and by how much at most:
-    /// the reference the lags are measured from was that much late.
-    private(set) var earlyMeasuring = 0
-    private(set) var earliestBy: UInt64 = 0
 
     private let poller: Poller
     private let server: SocketAddress
@@ -127,12 +123,20 @@ final class SIPLoadRun {
         for call in calls where !call.isSettled { fail(call, call.phase == .idle ? "not placed by the connect deadline" : "not answered by the connect deadline") }
     }
 
-    /// Streams until `deadline`, or until `done` says stop.
+    /// Streams until `deadline`, or until `done` says stop; a measured window's lags are worked
+    /// out at its end (`RTPArrivalTiming`).
     func stream(until deadline: UInt64, measuring: Bool, progress: Progress, until done: () -> Bool = { false }) {
         self.measuring = measuring
+        if measuring {
+            let frames = Int((deadline - min(deadline, MonotonicClock.nanoseconds())) / Self.frameNanoseconds) + 10
+            for call in calls where call.isUp { call.arrivals.beginWindow(expected: frames) }
+        }
         while MonotonicClock.nanoseconds() < deadline && !done() {
             step()
             progress.update("\(measuring ? "measuring" : "streaming")  \(Format.grouped(upCalls)) calls up, \(Format.grouped(sentMeasuring)) packets out, \(Format.grouped(receivedMeasuring)) in")
+        }
+        if measuring {
+            for call in calls { call.arrivals.endWindow(into: &lag) }
         }
         self.measuring = false
     }
@@ -361,15 +365,10 @@ final class SIPLoadRun {
         let timestamp = UInt32(datagram[4]) << 24 | UInt32(datagram[5]) << 16 | UInt32(datagram[6]) << 8 | UInt32(datagram[7])
         guard let arrival = call.arrivals.arrived(sequence: sequence, timestamp: timestamp, at: at), measuring else { return }
         receivedMeasuring += 1
-        lag.record(arrival.lag)
         missingMeasuring += arrival.missing
         if arrival.interval > Self.gapNanoseconds { gapsMeasuring += 1 }
         if arrival.interval > RTPArrivalTiming.resyncNanoseconds { stallsMeasuring += 1 }
         longestInterval = max(longestInterval, arrival.interval)
-        if arrival.earlierBy > 0 {
-            earlyMeasuring += 1
-            earliestBy = max(earliestBy, arrival.earlierBy)
-        }
         let headerBytes = 12 + 4 * Int(datagram[0] & 0x0F)
         if datagram.count > headerBytes, datagram[headerBytes...].contains(where: { $0 != 0xFF }) { soundMeasuring += 1 }
     }

@@ -22,8 +22,6 @@ struct SIPSummary {
     let longestInterval: UInt64
     let stalls: Int
     let sound: Int
-    let early: Int
-    let earliestBy: UInt64
     let lag: LatencyRecorder
     let tickLateness: LatencyRecorder
     let serverCores: Double?
@@ -60,8 +58,6 @@ struct SIPSummary {
         longestInterval = run.longestInterval
         stalls = run.stallsMeasuring
         sound = run.soundMeasuring
-        early = run.earlyMeasuring
-        earliestBy = run.earliestBy
         lag = run.lag
         tickLateness = run.tickLateness
         self.serverCores = serverCores
@@ -97,8 +93,8 @@ struct SIPSummary {
         lines.append(Format.row("failed", Format.reasons(failures)))
         lines.append(Format.row("RTP out", "\(Format.grouped(sent)) packets while measuring"))
         lines.append(Format.row("RTP in", "\(Format.grouped(received)) of \(Format.grouped(expected)) due; \(Format.grouped(missing)) missing, \(Format.grouped(gaps)) holes over 40 ms (\(Format.grouped(stalls)) over 200 ms, after which the stream's schedule started again), longest \(ms(longestInterval)); \(Format.grouped(sound)) not silence; \(Format.grouped(strangers)) from elsewhere, dropped"))
-        lines.append(Format.row("frame lag", "\(spread(lag)) behind each stream's 20 ms schedule (kernel receive times); budget \(Format.fixed(lagBudget / 1e6, 1)) ms at p99"))
-        lines.append(Format.row("", "over 5 ms: \(Format.grouped(Int(lag.count(above: 5_000_000)))), over 20 ms: \(Format.grouped(Int(lag.count(above: 20_000_000)))); \(Format.grouped(early)) packets set a stream's schedule earlier than the warm-up had (by up to \(ms(earliestBy)))"))
+        lines.append(Format.row("frame lag", "\(spread(lag)) behind each stream's 20 ms schedule in the window (kernel receive times); budget \(Format.fixed(lagBudget / 1e6, 1)) ms at p99"))
+        lines.append(Format.row("", "over 5 ms: \(Format.grouped(Int(lag.count(above: 5_000_000)))), over 20 ms: \(Format.grouped(Int(lag.count(above: 20_000_000))))"))
         lines.append(Format.row("client slots", tickLateness.count > 0 ? "late \(spread(tickLateness))" : "n/a"))
         lines.append(Format.row("server input lag", inputLag.map { "p99 \($0.formatPercentile(99)) (\($0.summaryLine))" } ?? "n/a (no parley_audio_input_lag_seconds)"))
         lines.append(Format.row("server CPU", serverCores.map { "\(Format.fixed($0, 2)) cores" } ?? "n/a"))
@@ -124,7 +120,6 @@ struct SIPSummary {
             ("rtp_missing", .number(Double(missing))), ("rtp_holes_over_40ms", .number(Double(gaps))),
             ("rtp_longest_interval_ns", .number(Double(longestInterval))), ("rtp_stalls_over_200ms", .number(Double(stalls))), ("rtp_sound", .number(Double(sound))), ("rtp_strangers", .number(Double(strangers))),
             ("lag", lag.json), ("lag_p99_ns", .number(Double(lagP99))), ("lag_over_5ms", .number(Double(lag.count(above: 5_000_000)))),
-            ("schedule_moved_earlier", .number(Double(early))), ("schedule_moved_by_ns", .number(Double(earliestBy))),
             ("client_slot_lateness", tickLateness.json),
             ("server_input_lag", inputLag?.json ?? .null),
             ("server_cores", number(serverCores)), ("client_cores", .number(clientCores)), ("other_cores", number(otherCores)), ("steal", number(steal)),
