@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-webrtc bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -169,6 +169,14 @@ bench-calls: release
 # MEASURE, PROFILE=1 for a perf profile at the last level).
 bench-webrtc: release
 	scripts/benchmarks/webrtc-calls.sh
+
+# SIP calls (issue 39): 100, 500 and 1,000 concurrent calls over UDP as phones make them (INVITE,
+# ACK, G.711 RTP both ways every 20 ms, 20 % talking, BYE): set-up, how late the server's frames
+# come against their 20 ms schedule, CPU and memory per call; the calls a second accepted (a ramp);
+# /twilio at 1,000 beside them (about 5 minutes; LEVELS, TALKING, MEASURE, RAMP, TWILIO=0, NICE=19
+# for a niced client, PROFILE=1 for a perf profile at the last level). Not part of make test.
+bench-sip: release
+	scripts/benchmarks/sip-calls.sh
 
 # A session's history: resident and accounted bytes against the text held, 1,000 sessions with
 # 64 messages each, for each DIR given (a directory holding a release parley; default this build)

@@ -110,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "parley-load",
             dependencies: [
-                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON", "Session", "Speech", "Models", "WebRTC", "Media",
+                "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON", "Session", "Speech", "Models", "WebRTC", "Media", "SIP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],

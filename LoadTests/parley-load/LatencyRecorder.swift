@@ -42,6 +42,12 @@ struct LatencyRecorder {
         return Swift.min(histogram.valueAtPercentile(percent), maximum)
     }
 
+    /// How many recordings were above `nanoseconds` (to within the histogram's 0.1 %).
+    func count(above nanoseconds: UInt64) -> UInt64 {
+        guard count > 0, maximum > nanoseconds else { return 0 }
+        return histogram.count(within: (nanoseconds + 1)...Self.highestTrackable)
+    }
+
     // MARK: Across processes
 
     /// Sparse: only the values recorded, as [value, count] pairs (each value the highest

@@ -75,6 +75,8 @@ enum Cores {
 struct MachineCPU {
     let total: Double
     let steal: Double
+    /// Neither idle, waiting for I/O, nor stolen: what every process on the machine ran.
+    let busy: Double
 
     /// nil where /proc/stat cannot be read.
     static func now() -> MachineCPU? {
@@ -82,8 +84,11 @@ struct MachineCPU {
         let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
         // user nice system idle iowait irq softirq steal (guest time is already inside user).
         guard fields.count >= 8 else { return nil }
-        return MachineCPU(total: fields[0..<8].reduce(0, +), steal: fields[7])
+        return MachineCPU(total: fields[0..<8].reduce(0, +), steal: fields[7], busy: fields[0..<8].reduce(0, +) - fields[3] - fields[4] - fields[7])
     }
+
+    /// CPU seconds every process on the machine ran between `earlier` and this reading.
+    func busySeconds(since earlier: MachineCPU) -> Double { (busy - earlier.busy) / Double(sysconf(Int32(_SC_CLK_TCK))) }
 
     /// The share of CPU time stolen between `earlier` and this reading.
     func stealFraction(since earlier: MachineCPU) -> Double {

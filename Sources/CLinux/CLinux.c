@@ -4,6 +4,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 #include <errno.h>
+#include <string.h>
+#include <time.h>
 #include "CLinux.h"
 
 int parley_accept(int fd) {
@@ -44,4 +46,29 @@ int parley_shared_mutex_lock(void *memory) {
 
 int parley_shared_mutex_unlock(void *memory) {
     return pthread_mutex_unlock((pthread_mutex_t *)memory);
+}
+
+int parley_enable_receive_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+long parley_receive_timestamped(int fd, void *buffer, unsigned long length, struct sockaddr *from, socklen_t *from_length,
+                                long long *received_ns) {
+    struct iovec piece = { buffer, length };
+    char control[CMSG_SPACE(sizeof(struct timespec))];
+    struct msghdr message = { .msg_name = from, .msg_namelen = *from_length, .msg_iov = &piece, .msg_iovlen = 1,
+                              .msg_control = control, .msg_controllen = sizeof control };
+    ssize_t n = recvmsg(fd, &message, 0);
+    if (n < 0) return -1;
+    *from_length = message.msg_namelen;
+    *received_ns = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec at;
+            memcpy(&at, CMSG_DATA(c), sizeof at);
+            *received_ns = (long long)at.tv_sec * 1000000000LL + at.tv_nsec;
+        }
+    }
+    return (long)n;
 }

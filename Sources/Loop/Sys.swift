@@ -390,6 +390,30 @@ public enum Sys {
         }
     }
 
+    /// SO_TIMESTAMPNS on a datagram socket: each datagram then carries when the kernel took it in,
+    /// which `receiveDatagram(_:into:from:receivedAt:)` reads (a load client's measure of when a
+    /// peer sent, whatever its own thread was doing then).
+    public static func timestampReceptions(_ fd: Int32) throws(SystemError) {
+        _ = try retrying("setsockopt(SO_TIMESTAMPNS)") { parley_enable_receive_timestamps(fd) }
+    }
+
+    /// recvmsg(2) of one datagram, as `receiveDatagram(_:into:from:)`, with the kernel's receive
+    /// time in `receivedAt` (CLOCK_REALTIME nanoseconds; 0 unless `timestampReceptions` was set).
+    public static func receiveDatagram(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, from: inout SocketAddress,
+                                       receivedAt: inout Int64) throws(SystemError) -> Int? {
+        var at: Int64 = 0
+        defer { receivedAt = at }
+        while true {
+            let n = try from.withMutableSockaddr { pointer, length throws(SystemError) in
+                parley_receive_timestamped(fd, buffer.baseAddress, UInt(buffer.count), pointer, length, &at)
+            }
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+            throw SystemError("recvmsg")
+        }
+    }
+
     /// sendto(2) of one datagram. False when the socket's buffer is full (EAGAIN): a media datagram
     /// is dropped then, as the network would drop it, rather than queued behind the next one.
     @discardableResult

@@ -7,6 +7,7 @@
 #include <sys/timerfd.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
+#include <sys/socket.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <malloc.h>
@@ -29,5 +30,12 @@ int parley_shared_mutex_init(void *memory);
 // consistent after any single store), so EOWNERDEAD is absorbed here.
 int parley_shared_mutex_lock(void *memory);
 int parley_shared_mutex_unlock(void *memory);
+// Receive timestamps (SO_TIMESTAMPNS, whose value glibc's headers choose by the size of time_t, a
+// macro Swift cannot import), and recvmsg(2) of one datagram with the time the kernel took it in
+// (CLOCK_REALTIME nanoseconds; 0 when the datagram carried none), read from its control message
+// with the CMSG_ macros. -1 with errno as recvmsg sets it.
+int parley_enable_receive_timestamps(int fd);
+long parley_receive_timestamped(int fd, void *buffer, unsigned long length, struct sockaddr *from, socklen_t *from_length,
+                                long long *received_ns);
 
 #endif
