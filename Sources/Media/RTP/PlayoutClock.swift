@@ -4,9 +4,18 @@ import Loop
 package protocol PlayoutClient: AnyObject {
     /// Over: the clock skips it until it is removed.
     var playoutEnded: Bool { get }
-    /// Every frame due by `now` (in, to the session; out, to the peer); `nextTick` is when the
-    /// clock ticks next, where a call far behind starts again.
+    /// Every packet of its outgoing stream due by `now`, for a call that sends on the clock's
+    /// ticks (SIP's: a packet a tick, silence when there is no reply); `nextTick` as for `play`.
+    /// Every call's are sent before any call plays, so that none waits for others' input.
+    func send(dueBy now: UInt64, nextTick: UInt64)
+    /// Every frame of input due by `now`, to the session; `nextTick` is when the clock ticks
+    /// next, where a call far behind starts again.
     func play(dueBy now: UInt64, nextTick: UInt64)
+}
+
+extension PlayoutClient {
+    /// Nothing: a call whose replies go out as they are made (WebRTC's).
+    package func send(dueBy now: UInt64, nextTick: UInt64) {}
 }
 
 /// One 20 ms tick per loop for every call's playout, rather than a timer per call: at 500 calls a
@@ -53,7 +62,13 @@ package final class PlayoutClock {
         next += Self.tickNanoseconds
         // Far behind (a stalled loop): the next tick from now, not a burst of them.
         if next <= now { next = now + Self.tickNanoseconds }
-        // A copy: a call that ends while it plays leaves the array, not this pass.
+        // A copy: a call that ends while it plays leaves the array, not this pass. Every call's
+        // packets out first, then the input: a packet is not held behind the hearing and
+        // turn-taking of every call before it in the tick, which varies with who is talking (at
+        // 1,000 SIP calls on two loops, a reply frame's lateness p99 went from 6-7.5 ms to 2-3.5
+        // ms, and the input, now after the sends, its mean lag from 1 to 3 ms: docs/benchmarks.md,
+        // "SIP calls").
+        for call in calls where !call.playoutEnded { call.send(dueBy: now, nextTick: next) }
         for call in calls where !call.playoutEnded { call.play(dueBy: now, nextTick: next) }
         if !calls.isEmpty { schedule() }
     }

@@ -37,7 +37,9 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     private var events = TelephoneEvents()
     private var sender: RTPSender
     private var outgoing = RTPOutgoingAudio()
+    /// When the next input frame is due to the session, and the next packet to the caller.
     private var nextTick: UInt64 = 0
+    private var nextSend: UInt64 = 0
     private var packet: [UInt8] = []
     private(set) var lastPacketAt: UInt64
     private let timeoutNanoseconds: UInt64
@@ -110,6 +112,7 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
             throw error
         }
         nextTick = playout.add(self)
+        nextSend = nextTick
     }
 
     /// The call's media ends: its port closes.
@@ -191,7 +194,6 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
             case .waiting:
                 break
             }
-            send(now: now)
             nextTick += Self.frameNanoseconds
             frames += 1
         }
@@ -200,6 +202,17 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     }
 
     // MARK: Out
+
+    /// A packet for every 20 ms due, the clock's `send` pass (before any call's input).
+    func send(dueBy now: UInt64, nextTick clockNext: UInt64) {
+        var packets = 0
+        while nextSend <= now, packets < 10, !ended {
+            send(now: now)
+            nextSend += Self.frameNanoseconds
+            packets += 1
+        }
+        if nextSend <= now { nextSend = clockNext }
+    }
 
     /// The reply's G.711, queued to go one 20 ms packet a tick.
     func queue(_ bytes: [UInt8], responseID: String) { outgoing.append(bytes, responseID: responseID, frameBytes: Self.frameBytes) }
