@@ -173,7 +173,7 @@ bench-webrtc: release
 # SIP calls (issue 39): 100, 500 and 1,000 concurrent calls over UDP as phones make them (INVITE,
 # ACK, G.711 RTP both ways every 20 ms, 20 % talking, BYE): set-up, how late the server's frames
 # come against their 20 ms schedule, CPU and memory per call; the calls a second accepted (a ramp);
-# /twilio at 1,000 beside them (about 5 minutes; LEVELS, TALKING, MEASURE, RAMP, TWILIO=0, NICE=19
+# /twilio at 1,000 beside them (about 3 minutes; LEVELS, TALKING, MEASURE, RAMP, TWILIO=0, NICE=19
 # for a niced client, PROFILE=1 for a perf profile at the last level). Not part of make test.
 bench-sip: release
 	scripts/benchmarks/sip-calls.sh

@@ -143,7 +143,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Loop", "TestSupport"]),
         // Against a real redis-server each test starts on a free port (scripts/tools/install-deps.sh installs it).
         .testTarget(name: "RedisTests", dependencies: ["Store", "Loop", "TestSupport"]),
-        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics", "TLS"]),
+        .testTarget(name: "ParleyLoadTests", dependencies: ["parley-load", "Loop", "Metrics", "TLS", "SIP", "Media"]),
     ],
     swiftLanguageModes: [.v6]
 )

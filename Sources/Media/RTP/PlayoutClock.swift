@@ -65,8 +65,9 @@ package final class PlayoutClock {
         // A copy: a call that ends while it plays leaves the array, not this pass. Every call's
         // packets out first, then the input: a packet is not held behind the hearing and
         // turn-taking of every call before it in the tick, which varies with who is talking (at
-        // 1,000 SIP calls on two loops, the p99 of a reply frame's lateness went from 6 to 7.5 ms
-        // to 2 to 3.5 ms; the input's mean lag from 1 to 2.5 ms: docs/benchmarks.md, "SIP calls").
+        // 1,000 SIP calls on two loops, a reply frame's lateness p99 went from 6-7.5 ms to 2-3.5
+        // ms, and the input, now after the sends, its mean lag from 1 to 3 ms: docs/benchmarks.md,
+        // "SIP calls").
         for call in calls where !call.playoutEnded { call.send(dueBy: now, nextTick: next) }
         for call in calls where !call.playoutEnded { call.play(dueBy: now, nextTick: next) }
         if !calls.isEmpty { schedule() }
