@@ -35,6 +35,18 @@ public final class EventRecorder: @unchecked Sendable {
         return nil
     }
 
+    /// Waits up to `seconds` until `count` events of `type` have come; whether they did. For an
+    /// outcome that comes when it comes (a reply finishing on a loaded machine), never a timing.
+    @discardableResult
+    public func wait(for type: String, count: Int, within seconds: Double = 30) -> Bool {
+        let deadline = MonotonicClock.nanoseconds() + UInt64(seconds * 1e9)
+        repeat {
+            if received.withLock({ $0.count { $0.event["type"]?.string == type } }) >= count { return true }
+            usleep(10_000)
+        } while MonotonicClock.nanoseconds() < deadline
+        return false
+    }
+
     /// Stops reading (the connection is shut, after a moment for the last events to arrive)
     /// and returns everything read.
     public func finish() -> [(event: JSON, at: UInt64)] {
