@@ -20,7 +20,7 @@ public final class EventLoop {
     public static let readBufferBytes = 64 * 1024
 
     public let handle: LoopHandle
-    private let epoll: Epoll
+    private var epoll: Epoll
     /// The one read buffer of this loop, `readHeadroom + readBufferBytes` long; idle sockets own none.
     public let readBuffer: UnsafeMutableRawBufferPointer
     private var timers: LoopTimers
@@ -74,7 +74,7 @@ public final class EventLoop {
     /// pass produced is seen by them at once, and on the pass that `stop()` ends too.
     public func run() {
         while running {
-            var handled = epoll.wait(timeoutMilliseconds: waitTimeout())
+            var handled = epoll.wait(timeoutNanoseconds: waitTimeout())
             let started = MonotonicClock.nanoseconds()
             for i in 0..<handled {
                 dispatch(epoll.readiness(at: i))
@@ -271,8 +271,8 @@ public final class EventLoop {
 
     /// How long epoll may sleep: until the next tick or the next callback, whichever is first;
     /// not at all while reads are queued.
-    private func waitTimeout() -> Int32 {
-        ready.isEmpty ? timers.millisecondsUntilNext(now: MonotonicClock.nanoseconds()) : 0
+    private func waitTimeout() -> UInt64 {
+        ready.isEmpty ? timers.nanosecondsUntilNext(now: MonotonicClock.nanoseconds()) : 0
     }
 
     private func fireTimers() -> Int {

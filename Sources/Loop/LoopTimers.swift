@@ -38,14 +38,13 @@ struct LoopTimers {
         tasks.schedule(at: deadline, body)
     }
 
-    /// Milliseconds until the next tick or callback, whichever is first.
-    mutating func millisecondsUntilNext(now: UInt64) -> Int32 {
-        var milliseconds = Int32(Self.tickMilliseconds)
-        if let deadline = tasks.nextDeadline() {
-            let until = deadline > now ? Int32(min(UInt64(milliseconds), (deadline - now + 999_999) / 1_000_000)) : 0
-            milliseconds = min(milliseconds, until)
-        }
-        return milliseconds
+    /// Nanoseconds until the next callback, or at most one wheel tick (the wheel is swept on the
+    /// tick's grain, so a wait up to the next tick's start would do; a whole tick is simpler and
+    /// at most 100 ms late for a deadline of seconds).
+    mutating func nanosecondsUntilNext(now: UInt64) -> UInt64 {
+        let tick = Self.tickMilliseconds * 1_000_000
+        guard let deadline = tasks.nextDeadline() else { return tick }
+        return deadline > now ? min(tick, deadline - now) : 0
     }
 
     /// Moves time to `now`: appends to `expired` the slots whose deadline passed (unscheduled, for

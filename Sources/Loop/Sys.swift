@@ -579,7 +579,25 @@ public enum Sys {
         _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
     }
 
-    /// epoll_wait(2); EINTR and time-outs both mean nothing is ready (0).
+    /// epoll_pwait2(2), whose time-out is a `timespec` (Linux 5.11): `timeoutNanoseconds` nil waits
+    /// for ever. EINTR and time-outs both mean nothing is ready (0); nil: the kernel has no
+    /// epoll_pwait2 (ENOSYS, or a seccomp filter that refuses it), and the caller falls back to
+    /// `epollWait`.
+    public static func epollWait(_ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, capacity: Int,
+                                 timeoutNanoseconds: UInt64?) -> Int? {
+        let ready: Int32
+        if let timeoutNanoseconds {
+            var timeout = timespec(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_nsec: Int(timeoutNanoseconds % 1_000_000_000))
+            ready = epoll_pwait2(epfd, events, Int32(capacity), &timeout, nil)
+        } else {
+            ready = epoll_pwait2(epfd, events, Int32(capacity), nil, nil)
+        }
+        if ready < 0 && (errno == ENOSYS || errno == EPERM) { return nil }
+        return max(0, Int(ready))
+    }
+
+    /// epoll_wait(2), whose time-out is in whole milliseconds (-1: for ever); EINTR and time-outs
+    /// both mean nothing is ready (0).
     public static func epollWait(_ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, capacity: Int,
                                  timeoutMilliseconds: Int32) -> Int {
         max(0, Int(epoll_wait(epfd, events, Int32(capacity), timeoutMilliseconds)))
