@@ -6,9 +6,10 @@ package protocol PlayoutClient: AnyObject {
     var playoutEnded: Bool { get }
     /// Every packet of its outgoing stream due by `now`, for a call that sends on the clock's
     /// ticks (SIP's: a packet a tick, silence when there is no reply); `nextTick` as for `play`.
-    /// Every call's are sent before any call plays, so that none waits for others' input.
+    /// The packets of every call in a slot go out before any of them plays, so that none waits for
+    /// the others' input.
     func send(dueBy now: UInt64, nextTick: UInt64)
-    /// Every frame of input due by `now`, to the session; `nextTick` is when the clock ticks
+    /// Every frame of input due by `now`, to the session; `nextTick` is when the call's slot runs
     /// next, where a call far behind starts again.
     func play(dueBy now: UInt64, nextTick: UInt64)
 }
@@ -18,58 +19,61 @@ extension PlayoutClient {
     package func send(dueBy now: UInt64, nextTick: UInt64) {}
 }
 
-/// One 20 ms tick per loop for every call's playout, rather than a timer per call: at 500 calls a
+/// One clock per loop for every call's playout, rather than a timer per call: at 500 calls a
 /// timer each was 25,000 one-shot tasks a second, and their scheduling (the heap, the closures'
 /// weak captures, their allocation) was most of the server's profile (docs/benchmarks.md, "WebRTC
-/// calls"). Each call keeps its own frame clock and plays what is due at each tick, so a frame goes
-/// to its session (or its peer) at most one tick after its time. WebRTC's and SIP's calls share it.
+/// calls"). Each call keeps its own frame clock and plays what is due at each of its slot's ticks
+/// (`PlayoutSchedule`: four slots 5 ms apart, a call in the emptiest when it joins), so a frame
+/// goes to its session (or its peer) at most one period after its time. WebRTC's and SIP's calls
+/// share it.
 package final class PlayoutClock {
     private let loop: EventLoop
-    private var calls: [any PlayoutClient] = []
+    private var slots = [[any PlayoutClient]](repeating: [], count: PlayoutSchedule.slots)
     private var task: ScheduledTask?
-    private var next: UInt64 = 0
-    package static let tickNanoseconds: UInt64 = 20_000_000
+    private var schedule = PlayoutSchedule(startingAt: 0)
+    package static let tickNanoseconds = PlayoutSchedule.tickNanoseconds
 
     package init(loop: EventLoop) { self.loop = loop }
 
-    /// Adds `call`; returns when the clock ticks next, the call's first frame time, so that every
-    /// call's frames fall due on the clock's ticks and none waits a tick for a phase of its own
-    /// (measured: out of phase, frames reached their sessions 9 ms late on average at 500 calls).
+    /// Adds `call` to the slot with the fewest calls; returns when that slot runs next, the call's
+    /// first frame time, so that its frames fall due on its slot's ticks.
     package func add(_ call: any PlayoutClient) -> UInt64 {
-        calls.append(call)
         if task == nil {
-            next = MonotonicClock.nanoseconds() + Self.tickNanoseconds
-            schedule()
+            schedule = PlayoutSchedule(startingAt: MonotonicClock.nanoseconds())
+            wake()
         }
-        return next
+        let slot = slots.indices.min { slots[$0].count < slots[$1].count } ?? 0
+        slots[slot].append(call)
+        return schedule.nextRun(of: slot)
     }
 
     package func remove(_ call: any PlayoutClient) {
-        calls.removeAll { $0 === call }
-        if calls.isEmpty {
+        for slot in slots.indices { slots[slot].removeAll { $0 === call } }
+        if slots.allSatisfy(\.isEmpty) {
             task?.cancel()
             task = nil
         }
     }
 
-    private func schedule() {
+    private func wake() {
         let now = MonotonicClock.nanoseconds()
-        task = loop.schedule(after: Double(next > now ? next - now : 0) / 1e9) { [unowned self] in tick() }
+        task = loop.schedule(after: Double(schedule.next > now ? schedule.next - now : 0) / 1e9) { [unowned self] in tick() }
     }
 
     private func tick() {
         let now = MonotonicClock.nanoseconds()
-        next += Self.tickNanoseconds
-        // Far behind (a stalled loop): the next tick from now, not a burst of them.
-        if next <= now { next = now + Self.tickNanoseconds }
-        // A copy: a call that ends while it plays leaves the array, not this pass. Every call's
-        // packets out first, then the input: a packet is not held behind the hearing and
-        // turn-taking of every call before it in the tick, which varies with who is talking (at
-        // 1,000 SIP calls on two loops, a reply frame's lateness p99 went from 6-7.5 ms to 2-3.5
-        // ms, and the input, now after the sends, its mean lag from 1 to 3 ms: docs/benchmarks.md,
-        // "SIP calls").
-        for call in calls where !call.playoutEnded { call.send(dueBy: now, nextTick: next) }
-        for call in calls where !call.playoutEnded { call.play(dueBy: now, nextTick: next) }
-        if !calls.isEmpty { schedule() }
+        let (first, count) = schedule.run(now: now)
+        for offset in 0..<count {
+            let slot = (first + offset) % PlayoutSchedule.slots
+            let following = schedule.nextRun(of: slot)
+            // A copy: a call that ends during the pass leaves the array, not this pass. The slot's
+            // packets go out first, then its input: a packet is not held behind the hearing and
+            // turn-taking of the calls before it (at 1,000 SIP calls in one slot on two loops, a
+            // reply frame's lateness p99 went from 6-7.5 ms to 2-3.5 ms: "SIP calls").
+            let calls = slots[slot]
+            for call in calls where !call.playoutEnded { call.send(dueBy: now, nextTick: following) }
+            for call in calls where !call.playoutEnded { call.play(dueBy: now, nextTick: following) }
+        }
+        if task != nil { wake() }
     }
 }

@@ -194,7 +194,7 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
 
     // MARK: Out
 
-    /// A packet for every 20 ms due, the clock's `send` pass (before any call's input).
+    /// A packet for every 20 ms due, the clock's `send` pass (before its slot's input).
     func send(dueBy now: UInt64, nextTick clockNext: UInt64) {
         var packets = 0
         while nextSend <= now, packets < 10, !ended {
