@@ -53,6 +53,10 @@ struct SIPOptions: ParsableArguments {
                                            about: "Said when a SIP call is answered")
         static let mediaTimeout = Setting.number("--sip-media-timeout", "PARLEY_SIP_MEDIA_TIMEOUT", default: SIPEndpoint.Settings().mediaTimeoutSeconds,
                                                  in: Above(lower: 0, upper: 3600), about: "Seconds without RTP (not on hold) after which a call is ended with a BYE")
+        static let maxInvites = Setting.whole("--sip-max-invites", "PARLEY_SIP_MAX_INVITES", default: SIPEndpoint.Settings().maxInvitesPerSecond, in: 1...100_000,
+                                              about: "New calls (INVITEs) each loop begins a second; past it, 503 with Retry-After (measured: some 2,500 a second fit a core)")
+        static let maxCalls = Setting.whole("--sip-max-calls", "PARLEY_SIP_MAX_CALLS", default: SIPEndpoint.Settings().maxCallsPerLoop, in: 1...1_000_000,
+                                            about: "Calls each loop holds at once; past it, 503 with Retry-After")
     }
 
     @Option(Settings.port) var port: String?
@@ -68,6 +72,8 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.webhook) var webhook: String?
     @Option(Settings.webhookSecret) var webhookSecret: String?
     @Option(Settings.mediaTimeout) var mediaTimeout: String?
+    @Option(Settings.maxInvites) var maxInvites: String?
+    @Option(Settings.maxCalls) var maxCalls: String?
 
     /// `--sip-routes`: each number's and trunk's session object, with its greeting.
     static func routes(_ file: String) throws -> SIPRoutes {
@@ -119,6 +125,8 @@ struct SIPOptions: ParsableArguments {
             settings.webhook = (url, secret)
         }
         settings.mediaTimeoutSeconds = try Settings.mediaTimeout.read(mediaTimeout)
+        settings.maxInvitesPerSecond = try Settings.maxInvites.read(maxInvites)
+        settings.maxCallsPerLoop = try Settings.maxCalls.read(maxCalls)
         return settings
     }
 }

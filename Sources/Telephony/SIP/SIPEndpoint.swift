@@ -44,7 +44,8 @@ public final class SIPEndpoint: Sendable {
         public var webhook: (url: String, secret: String)?
         /// A call with no RTP for this long (not on hold) is ended with a BYE.
         public var mediaTimeoutSeconds = 30.0
-        /// INVITEs begun per second and calls held, per loop: past them, 503 with Retry-After.
+        /// INVITEs begun per second and calls held, per loop (`--sip-max-invites`, `--sip-max-calls`):
+        /// past them, 503 with Retry-After.
         public var maxInvitesPerSecond = 200
         public var maxCallsPerLoop = 5_000
 

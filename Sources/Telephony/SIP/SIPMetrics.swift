@@ -44,12 +44,14 @@ enum SIPCallEnd: String, MetricLabel, CaseIterable {
 /// Why an INVITE was refused (`reason`).
 enum SIPRefusal: String, MetricLabel, CaseIterable {
     case sourceNotAllowed = "source_not_allowed", unauthorized, noCommonCodec = "no_common_codec", busy, rejected, badRequest = "bad_request"
+    /// Past the loop's INVITEs a second (`--sip-max-invites`); `busy` is past its calls held, or no RTP port free.
+    case rateLimited = "rate_limited"
     static let labelName = "reason"
 }
 
 /// Why a SIP message was dropped (`reason`).
 enum SIPDrop: String, MetricLabel, CaseIterable {
-    case malformed, tooLarge = "too_large", unmatched, rateLimited = "rate_limited"
+    case malformed, tooLarge = "too_large", unmatched
     static let labelName = "reason"
 
     /// Why a datagram that did not parse is dropped: too large when it passed the parser's bound

@@ -173,9 +173,8 @@ final class SIPUserAgent {
             invitesThisSecond = 0
         }
         invitesThisSecond += 1
-        guard invitesThisSecond <= settings.maxInvitesPerSecond, calls.count < settings.maxCallsPerLoop else {
-            return refuse(503, .busy, extra: [SIPHeader("Retry-After", "5")])
-        }
+        guard invitesThisSecond <= settings.maxInvitesPerSecond else { return refuse(503, .rateLimited, extra: [SIPHeader("Retry-After", "5")]) }
+        guard calls.count < settings.maxCallsPerLoop else { return refuse(503, .busy, extra: [SIPHeader("Retry-After", "5")]) }
         guard let callID = try? request.callID(), calls[callID] == nil else { return refuse(482, .badRequest, "Loop Detected") }
         let offer: (PhoneAudioOffer, SessionDescription)?
         do {
