@@ -11,10 +11,10 @@ extension SessionDriver {
 
     /// Why audio arriving this way does not fit the session's input format, if it does not.
     package func refusal(of arrival: SessionConfiguration.AudioArrival) -> ProtocolError? {
-        engine.configuration.refusal(of: arrival, allowsOpus: engine.allowsOpus)
+        configuration.refusal(of: arrival, allowsOpus: engine.allowsOpus)
     }
 
-    package var inputAudioFormat: RealtimeAudioFormat { engine.configuration.inputAudioFormat }
+    package var inputAudioFormat: RealtimeAudioFormat { configuration.inputAudioFormat }
 
     package func feedAudio(_ convert: (AudioInput) throws -> [Int16]) {
         let listening: Listening
@@ -53,10 +53,10 @@ extension SessionDriver {
 
     // MARK: Echo guard
 
-    var echoGuardOn: Bool { echoGuardAlways || (engine.configuration.echoGuard ?? echoGuardByDefault) }
+    var echoGuardOn: Bool { echoGuardAlways || (configuration.echoGuard ?? echoGuardByDefault) }
 
     /// The rate the engine hears this session's input at: G.711's 8 kHz, or 16 kHz.
-    var inputRate: Int { engine.configuration.inputAudioFormat.g711Law == nil ? 16_000 : G711.sampleRate }
+    var inputRate: Int { configuration.inputAudioFormat.g711Law == nil ? 16_000 : G711.sampleRate }
 
     func guarded(_ samples: [Int16], arrived: UInt64) -> [Int16] {
         guard let echo, let audio = listening?.input else { return samples }
@@ -78,7 +78,7 @@ extension SessionDriver {
     /// refused it already where the server does not record). It begins now: nothing the caller
     /// said before is in it.
     func recordingAsked() {
-        let asked = engine.configuration.recording == true
+        let asked = configuration.recording == true
         guard asked != (recorder != nil) else { return }
         if asked, let recordings = endpoint.recordings, let loop = socket?.loop {
             recorder = SessionRecorder(recordings: recordings, sessionID: engine.sessionID, rate: inputRate, now: MonotonicClock.nanoseconds(), loop: loop)
@@ -94,7 +94,7 @@ extension SessionDriver {
     /// it was made for); what a denoiser let go still held goes on undenoised, so that the
     /// engine's audio clock loses no samples.
     func denoised(_ samples: [Int16]) -> [Int16] {
-        let kind: Denoiser.Kind? = switch engine.configuration.noiseReduction {
+        let kind: Denoiser.Kind? = switch configuration.noiseReduction {
         case nil: nil
         case .nearField?: .nearField
         case .farField?: .farField

@@ -95,7 +95,7 @@ extension SessionDriver {
         guard inFlight != nil, clock.awaitsFirstToken else { return }
         clock.mark(.firstToken, at: now)
         // A text reply's timeline ends here; a spoken one goes on to its first frame.
-        if !engine.configuration.outputModalities.contains(.audio) || endpoint.speech.synthesizer == nil { observeTimeline() }
+        if !configuration.outputModalities.contains(.audio) || endpoint.speech.synthesizer == nil { observeTimeline() }
     }
 
     func modelEvent(_ id: String, _ event: ModelEvent) {

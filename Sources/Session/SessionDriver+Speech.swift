@@ -80,6 +80,6 @@ extension SessionDriver {
         for (stage, seconds) in turn.stageSeconds() { metrics.turnStages[stage]?.observe(seconds: seconds) }
         observe(.turnTimed(itemID: turn.itemID, responseID: turn.responseID, stages: turn.namedStages))
         trace?.stages(turn)
-        if engine.configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
+        if configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
     }
 }

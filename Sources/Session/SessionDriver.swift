@@ -24,6 +24,17 @@ package final class SessionDriver {
 
     let endpoint: RealtimeEndpoint
     package internal(set) var engine: SessionEngine
+    /// The session's settings, as the driver reads them: through the engine's stored `settings`,
+    /// never its computed `configuration`. A computed property of a struct held in a class is
+    /// read from a copy of the whole struct (Swift keeps the class's access instantaneous): the
+    /// engine copied, every reference in it retained and released, up to eight times a frame of
+    /// audio (`denoised`, `guarded`, `replyPlayed`; docs/benchmarks.md, "SIP calls").
+    var configuration: SessionConfiguration {
+        _read {
+            let settings = engine.settings
+            yield settings.value
+        }
+    }
     // Fields are laid out as written: these three bytes sit in the engine's last word.
     /// Whether the guard is on for a session whose client has not said (`echo_guard`): the
     /// server's `--echo-guard` on /v1/realtime and /ws.
@@ -186,7 +197,7 @@ package final class SessionDriver {
             sessionCap = socket.loop.schedule(after: cap) { self.sessionExpired() }
         }
         sessionLog.info("session opened", metadata: ["session": "\(engine.sessionID)", "endpoint": "\(wire?.endpointName ?? "")", "model": "\(engine.model)"])
-        if announce, engine.configuration.type == .transcription, !engine.transcribes {
+        if announce, configuration.type == .transcription, !engine.transcribes {
             // Nothing could transcribe it: said, then closed with 1008 (policy), before it begins.
             let error = EventError(type: .invalidRequest, code: "transcription_unavailable",
                                    message: "this server has no speech recogniser (--transcriber none), so it cannot open a transcription session")
@@ -463,7 +474,7 @@ package final class SessionDriver {
         case .turnBegan(_, let audioStartMs):
             // audio_start_ms is the speech's onset less the prefix padding (at 0 at the least), so
             // the onset is at most that padding later.
-            let padding = engine.configuration.turnDetection?.prefixPaddingMs ?? 0
+            let padding = configuration.turnDetection?.prefixPaddingMs ?? 0
             if inFlight != nil, clock.turnBegan(audioStartMs: audioStartMs, paddingMs: padding) { metrics.prematureTurnEnds.add(1) }
         case .responseBegan:
             if let took = clock.responseBegan(at: now) { metrics.speechToResponse.observe(nanoseconds: took) }
