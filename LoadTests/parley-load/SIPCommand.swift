@@ -107,41 +107,20 @@ struct SIPCommand: ParsableCommand {
         run.open(deadline: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(connectTimeout), progress: progress)
         run.stream(until: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(warmup), measuring: false, progress: progress)
 
-        let startFetch = target.map(BackgroundFetch.init)
-        let serverCPUStart = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let machineStart = MachineCPU.now()
-        let clientStart = CPUTime.ofSelf()
-        let measureStart = MonotonicClock.nanoseconds()
-        run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
-        let measured = MonotonicClock.seconds(since: measureStart)
-        let clientCPU = CPUTime.ofSelf() - clientStart
-        let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let residentDuring = serverPid.flatMap { ProcessFigures(pid: $0).residentBytes }
-        let machineEnd = MachineCPU.now()
-        let steal = machineStart.flatMap { a in machineEnd.map { $0.stealFraction(since: a) } }
-        let machineBusy = machineStart.flatMap { a in machineEnd.map { $0.busySeconds(since: a) } }
-        let endFetch = target.map(BackgroundFetch.init)
-        run.stream(until: .max, measuring: false, progress: progress) { endFetch?.isDone ?? true }
-        let start = startFetch?.take(), end = endFetch?.take()
+        let window = MeasuredWindow(target: target, serverPid: serverPid, duration: duration) { deadline, measuring, done in
+            run.stream(until: deadline, measuring: measuring, progress: progress, until: done)
+        }
         let byes = run.hangUp(deadline: MonotonicClock.nanoseconds() + 10_000_000_000, progress: progress)
         progress.finish()
 
-        var serverCPU: Double?
-        if let a = serverCPUStart, let b = serverCPUEnd { serverCPU = b - a } else if let a = start?.cpuSeconds, let b = end?.cpuSeconds { serverCPU = b - a }
-        var inputLag: ServerHistogram?
-        if let start, let end, let a = ServerHistogram(VoiceSummary.lagName, in: start), let b = ServerHistogram(VoiceSummary.lagName, in: end) { inputLag = b.since(a) }
         var serverSetup: ServerHistogram?
-        if let before, let end, let b = ServerHistogram(SIPSummary.setupName, in: end) {
+        if let before, let end = window.end, let b = ServerHistogram(SIPSummary.setupName, in: end) {
             serverSetup = ServerHistogram(SIPSummary.setupName, in: before).flatMap { b.since($0) } ?? b
         }
-        // Whatever else ran meanwhile (a build, another test) competed for the same cores.
-        let others = machineBusy.flatMap { busy in serverCPU.map { max(0, busy - $0 - clientCPU.total) / measured } }
         let summary = SIPSummary(
-            calls: calls, talking: talkers, run: run, measuredSeconds: measured, byesAnswered: byes,
-            serverCores: serverCPU.map { $0 / measured }, clientCores: clientCPU.total / measured, otherCores: others, steal: steal,
-            residentBefore: residentBefore, residentDuring: residentDuring ?? end?.residentBytes,
-            callsOpenAtServer: end?.value("parley_sip_calls_open"), inputLag: inputLag, serverSetup: serverSetup,
-            lagBudget: lagBudgetMs * 1_000_000)
+            calls: calls, talking: talkers, run: run, window: window, byesAnswered: byes, residentBefore: residentBefore,
+            callsOpenAtServer: window.end?.value("parley_sip_calls_open"), inputLag: window.histogram(VoiceSummary.lagName),
+            serverSetup: serverSetup, lagBudget: lagBudgetMs * 1_000_000)
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
         if !summary.passed { throw ExitCode.failure }

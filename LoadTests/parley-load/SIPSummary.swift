@@ -37,9 +37,8 @@ struct SIPSummary {
     /// Nanoseconds.
     let lagBudget: Double
 
-    init(calls: Int, talking: Int, run: SIPLoadRun, measuredSeconds: Double, byesAnswered: Int, serverCores: Double?, clientCores: Double,
-         otherCores: Double?, steal: Double?, residentBefore: Double?, residentDuring: Double?, callsOpenAtServer: Double?, inputLag: ServerHistogram?,
-         serverSetup: ServerHistogram?, lagBudget: Double) {
+    init(calls: Int, talking: Int, run: SIPLoadRun, window: MeasuredWindow, byesAnswered: Int, residentBefore: Double?, callsOpenAtServer: Double?,
+         inputLag: ServerHistogram?, serverSetup: ServerHistogram?, lagBudget: Double) {
         self.calls = calls
         self.talking = talking
         // Up through the measured window: answered, and neither failed nor hung up on before the end.
@@ -50,7 +49,7 @@ struct SIPSummary {
         serverByes = run.serverByes
         strangers = run.strangers
         self.byesAnswered = byesAnswered
-        self.measuredSeconds = measuredSeconds
+        measuredSeconds = window.seconds
         sent = run.sentMeasuring
         received = run.receivedMeasuring
         missing = run.missingMeasuring
@@ -60,12 +59,12 @@ struct SIPSummary {
         sound = run.soundMeasuring
         lag = run.lag
         tickLateness = run.tickLateness
-        self.serverCores = serverCores
-        self.clientCores = clientCores
-        self.otherCores = otherCores
-        self.steal = steal
+        serverCores = window.serverCores
+        clientCores = window.clientCores
+        otherCores = window.otherCores
+        steal = window.steal
         self.residentBefore = residentBefore
-        self.residentDuring = residentDuring
+        residentDuring = window.serverResident
         self.callsOpenAtServer = callsOpenAtServer
         self.inputLag = inputLag
         self.serverSetup = serverSetup

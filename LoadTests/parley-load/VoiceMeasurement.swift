@@ -20,22 +20,9 @@ struct VoiceMeasurement {
         run.connect(progress: progress)
         run.startSpeakers()
         run.stream(until: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(warmup), measuring: false, progress: progress)
-        // The scrapes run on their own thread while the frames keep going out on time.
-        let startFetch = BackgroundFetch(target)
-        let serverCPUStart = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let machineStart = MachineCPU.now()
-        let cpuMeasureStart = CPUTime.ofSelf()
-        let measureStart = MonotonicClock.nanoseconds()
-        run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
-        let measured = MonotonicClock.seconds(since: measureStart)
-        let cpuMeasured = CPUTime.ofSelf() - cpuMeasureStart
-        let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let steal = machineStart.flatMap { a in MachineCPU.now().map { $0.stealFraction(since: a) } }
-        let endFetch = BackgroundFetch(target)
-        run.stream(until: .max, measuring: false, progress: progress) { endFetch.isDone }
-        let start = startFetch.take(), end = endFetch.take()
-        var serverCPU: Double?
-        if let a = serverCPUStart, let b = serverCPUEnd { serverCPU = b - a } else if let a = start?.cpuSeconds, let b = end?.cpuSeconds { serverCPU = b - a }
+        let window = MeasuredWindow(target: target, serverPid: serverPid, duration: duration) { deadline, measuring, done in
+            run.stream(until: deadline, measuring: measuring, progress: progress, stop: done)
+        }
         // Every frame sent, against every frame the server processed, once it has had a second to
         // catch up: the frames it dropped or never got to.
         run.stopSpeaking()
@@ -46,12 +33,12 @@ struct VoiceMeasurement {
 
         let described = describe()
         return VoiceSummary(target: target, run: described, streams: run.streams, speaking: run.speaking,
-                            ready: run.ready, before: before, start: start, end: end, measuredSeconds: measured,
+                            ready: run.ready, before: before, start: window.start, end: window.end, measuredSeconds: window.seconds,
                             framesSent: run.framesSentMeasuring, framesSentInAll: run.framesSent, final: final,
                             sendLateness: run.sendLateness,
                             speechStarted: run.speechStarted, speechStopped: run.speechStopped,
                             responsesDone: run.responsesDone, errors: run.errors,
-                            serverCores: serverCPU.map { $0 / measured }, steal: steal,
-                            clientCores: cpuMeasured.total / measured, clientCPU: CPUTime.ofSelf() - cpuStart)
+                            serverCores: window.serverCores, steal: window.steal,
+                            clientCores: window.clientCores, clientCPU: CPUTime.ofSelf() - cpuStart)
     }
 }

@@ -98,34 +98,17 @@ struct WebRTCCommand: ParsableCommand {
         run.open(deadline: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(connectTimeout), progress: progress)
         run.stream(until: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(warmup), measuring: false, progress: progress)
 
-        let startFetch = BackgroundFetch(target)
-        let serverCPUStart = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let machineStart = MachineCPU.now()
-        let clientStart = CPUTime.ofSelf()
-        let measureStart = MonotonicClock.nanoseconds()
-        run.stream(until: measureStart + MonotonicClock.nanoseconds(duration), measuring: true, progress: progress)
-        let measured = MonotonicClock.seconds(since: measureStart)
-        let clientCPU = CPUTime.ofSelf() - clientStart
-        let serverCPUEnd = serverPid.flatMap { ProcessFigures(pid: $0).cpuSeconds }
-        let residentDuring = serverPid.flatMap { ProcessFigures(pid: $0).residentBytes }
-        let steal = machineStart.flatMap { a in MachineCPU.now().map { $0.stealFraction(since: a) } }
-        let endFetch = BackgroundFetch(target)
-        run.stream(until: .max, measuring: false, progress: progress) { endFetch.isDone }
-        let start = startFetch.take(), end = endFetch.take()
+        let window = MeasuredWindow(target: target, serverPid: serverPid, duration: duration) { deadline, measuring, done in
+            run.stream(until: deadline, measuring: measuring, progress: progress, until: done)
+        }
         run.stopSpeaking()
         run.hangUp()
         progress.finish()
 
-        var serverCPU: Double?
-        if let a = serverCPUStart, let b = serverCPUEnd { serverCPU = b - a } else if let a = start?.cpuSeconds, let b = end?.cpuSeconds { serverCPU = b - a }
-        var lag: ServerHistogram?
-        if let start, let end, let a = ServerHistogram(VoiceSummary.lagName, in: start), let b = ServerHistogram(VoiceSummary.lagName, in: end) { lag = b.since(a) }
         let summary = WebRTCSummary(
-            calls: calls, talking: talkers, run: run, measuredSeconds: measured,
-            serverCores: serverCPU.map { $0 / measured }, clientCores: clientCPU.total / measured, steal: steal,
-            residentBefore: residentBefore, residentDuring: residentDuring ?? end?.residentBytes,
-            accountedBytes: end?.value("parley_accounted_bytes"), callsOpenAtServer: end?.value("parley_webrtc_calls_open"),
-            lag: lag, lagBudget: lagBudgetMs / 1000)
+            calls: calls, talking: talkers, run: run, window: window, residentBefore: residentBefore,
+            accountedBytes: window.end?.value("parley_accounted_bytes"), callsOpenAtServer: window.end?.value("parley_webrtc_calls_open"),
+            lag: window.histogram(VoiceSummary.lagName), lagBudget: lagBudgetMs / 1000)
         print(summary.text)
         if let json { try TextFile.write(summary.json.pretty + "\n", to: json) }
         if !summary.passed { throw ExitCode.failure }

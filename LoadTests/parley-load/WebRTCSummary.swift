@@ -51,8 +51,8 @@ struct WebRTCSummary {
     let lag: ServerHistogram?
     let lagBudget: Double
 
-    init(calls: Int, talking: Int, run: WebRTCLoadRun, measuredSeconds: Double, serverCores: Double?, clientCores: Double, steal: Double?,
-         residentBefore: Double, residentDuring: Double?, accountedBytes: Double?, callsOpenAtServer: Double?, lag: ServerHistogram?, lagBudget: Double) {
+    init(calls: Int, talking: Int, run: WebRTCLoadRun, window: MeasuredWindow, residentBefore: Double, accountedBytes: Double?,
+         callsOpenAtServer: Double?, lag: ServerHistogram?, lagBudget: Double) {
         self.calls = calls
         self.talking = talking
         var setup = WebRTCSetupTimes()
@@ -72,15 +72,15 @@ struct WebRTCSummary {
         repliesMissed = missed
         failures = run.failures
         events = run.events
-        self.measuredSeconds = measuredSeconds
+        measuredSeconds = window.seconds
         audioSent = run.audioSentMeasuring
         audioReceived = run.audioReceivedMeasuring
         tickLateness = run.tickLateness
-        self.serverCores = serverCores
-        self.clientCores = clientCores
-        self.steal = steal
+        serverCores = window.serverCores
+        clientCores = window.clientCores
+        steal = window.steal
         self.residentBefore = residentBefore
-        self.residentDuring = residentDuring
+        residentDuring = window.serverResident
         self.accountedBytes = accountedBytes
         self.callsOpenAtServer = callsOpenAtServer
         self.lag = lag
