@@ -30,6 +30,8 @@ package final class PlayoutClock {
     private let loop: EventLoop
     private var slots = [[any PlayoutClient]](repeating: [], count: PlayoutSchedule.slots)
     private var task: ScheduledTask?
+    /// In a tick: a call added now joins the running schedule, and the tick's end wakes the next.
+    private var ticking = false
     private var schedule = PlayoutSchedule(startingAt: 0)
     package static let tickNanoseconds = PlayoutSchedule.tickNanoseconds
 
@@ -38,7 +40,7 @@ package final class PlayoutClock {
     /// Adds `call` to the slot with the fewest calls; returns when that slot runs next, the call's
     /// first frame time, so that its frames fall due on its slot's ticks.
     package func add(_ call: any PlayoutClient) -> UInt64 {
-        if task == nil {
+        if task == nil, !ticking {
             schedule = PlayoutSchedule(startingAt: MonotonicClock.nanoseconds())
             wake()
         }
@@ -61,6 +63,10 @@ package final class PlayoutClock {
     }
 
     private func tick() {
+        // This tick's task has fired: whatever the passes add or remove, one wake follows, at the end.
+        task = nil
+        ticking = true
+        defer { ticking = false }
         let now = MonotonicClock.nanoseconds()
         let (first, count) = schedule.run(now: now)
         for offset in 0..<count {
@@ -74,6 +80,6 @@ package final class PlayoutClock {
             for call in calls where !call.playoutEnded { call.send(dueBy: now, nextTick: following) }
             for call in calls where !call.playoutEnded { call.play(dueBy: now, nextTick: following) }
         }
-        if task != nil { wake() }
+        if !slots.allSatisfy(\.isEmpty) { wake() }
     }
 }
