@@ -65,17 +65,54 @@ final class SIPLoadCall {
         }
     }
 
-    /// The next RTP packet of its stream into `buffer`: `payload` after a 12-byte header
-    /// (RFC 3550 section 5.1; payload type 0, PCMU).
+    /// Dials from `signallingPort`, its RTP on `mediaPort`: the dialog, the INVITE, and timer A
+    /// (RFC 3261 section 17.1.1.2) from `now`. Its names carry `run`, so that the answers are found.
+    func dial(serverPort: UInt16, run: String, signallingPort: UInt16, mediaPort: UInt16, now: UInt64) {
+        let dialog = SIPLoadMessages.Dialog(serverPort: serverPort, callID: SIPLoadMessages.callID(index: index, run: run),
+                                            fromTag: "\(run)t\(index)", signallingPort: signallingPort, mediaPort: mediaPort, user: "caller\(index)")
+        self.dialog = dialog
+        inviteBranch = "\(run)i\(index)"
+        invite = SIPLoadMessages.invite(dialog, branch: inviteBranch, sessionID: index + 1)
+        phase = .inviting
+        invitedAt = now
+        armResend(now: now)
+    }
+
+    /// Hangs up an answered call: its BYE, resent from `now` until answered. False before an answer.
+    func hangUp(run: String, now: UInt64) -> Bool {
+        guard let dialog, let answer else { return false }
+        bye = SIPLoadMessages.bye(dialog, answer: answer, branch: "\(run)b\(index)")
+        phase = .hangingUp
+        byeSentAt = now
+        armResend(now: now)
+        return true
+    }
+
+    /// What is due to go again at `now`: the INVITE until a provisional response says it arrived,
+    /// the BYE until it is answered; each resend doubles the wait, to 4 s at most (timers A and E).
+    func resendDue(now: UInt64) -> [UInt8]? {
+        let message: [UInt8]
+        switch phase {
+        case .inviting where !provisional: message = invite
+        case .hangingUp: message = bye
+        default: return nil
+        }
+        guard now >= resendAt else { return nil }
+        resendInterval = min(resendInterval * 2, 4_000_000_000)
+        resendAt = now + resendInterval
+        return message
+    }
+
+    private func armResend(now: UInt64) {
+        resendInterval = 500_000_000
+        resendAt = now + resendInterval
+    }
+
+    /// The next RTP packet of its stream into `buffer`: `payload` after Media's RTP header
+    /// (RFC 3550 section 5.1; payload type 0, PCMU), the first of the stream marked.
     func nextPacket(_ payload: [UInt8], into buffer: inout [UInt8]) {
-        buffer.removeAll(keepingCapacity: true)
-        buffer.append(0x80)
-        buffer.append(marker ? 0x80 : 0x00)
-        buffer.append(UInt8(sequence >> 8))
-        buffer.append(UInt8(sequence & 0xFF))
-        for shift in stride(from: 24, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: timestamp >> UInt32(shift))) }
-        for shift in stride(from: 24, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: ssrc >> UInt32(shift))) }
-        buffer += payload
+        RTPHeader(marker: marker, payloadType: 0, sequenceNumber: sequence, timestamp: timestamp, ssrc: ssrc)
+            .write(payload: payload, into: &buffer, trailerCapacity: 0)
         marker = false
         sequence &+= 1
         timestamp &+= UInt32(payload.count)

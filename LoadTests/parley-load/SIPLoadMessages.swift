@@ -28,13 +28,7 @@ enum SIPLoadMessages {
 
     /// The INVITE, its offer PCMU (payload type 0) and telephone-event (101) at 20 ms.
     static func invite(_ dialog: Dialog, branch: String, sessionID: Int) -> [UInt8] {
-        var message = SIPMessage(.request(method: "INVITE", uri: dialog.requestURI))
-        message.add("Via", dialog.via(branch: branch))
-        message.add("Max-Forwards", "70")
-        message.add("From", dialog.from)
-        message.add("To", "<\(dialog.requestURI)>")
-        message.add("Call-ID", dialog.callID)
-        message.add("CSeq", "1 INVITE")
+        var message = request("INVITE", to: dialog.requestURI, dialog, branch: branch, toHeader: nil, sequence: 1)
         message.add("Contact", dialog.contact)
         message.add("User-Agent", "parley-load")
         message.add("Content-Type", "application/sdp")
@@ -54,26 +48,25 @@ enum SIPLoadMessages {
     static func ack(_ dialog: Dialog, response: SIPMessage, inviteBranch: String, ackBranch: String) -> [UInt8] {
         let success = (200..<300).contains(response.status ?? 0)
         let target = success ? remoteTarget(response) ?? dialog.requestURI : dialog.requestURI
-        var message = SIPMessage(.request(method: "ACK", uri: target))
-        message.add("Via", dialog.via(branch: success ? ackBranch : inviteBranch))
-        message.add("Max-Forwards", "70")
-        message.add("From", dialog.from)
-        message.add("To", response.value("To") ?? "<\(dialog.requestURI)>")
-        message.add("Call-ID", dialog.callID)
-        message.add("CSeq", "1 ACK")
-        return message.encoded()
+        return request("ACK", to: target, dialog, branch: success ? ackBranch : inviteBranch, toHeader: response.value("To"), sequence: 1).encoded()
     }
 
     /// The caller's BYE (CSeq 2), to the answer's Contact.
     static func bye(_ dialog: Dialog, answer: SIPMessage, branch: String) -> [UInt8] {
-        var message = SIPMessage(.request(method: "BYE", uri: remoteTarget(answer) ?? dialog.requestURI))
+        request("BYE", to: remoteTarget(answer) ?? dialog.requestURI, dialog, branch: branch, toHeader: answer.value("To"), sequence: 2).encoded()
+    }
+
+    /// A request of the caller's in `dialog`, with the headers every one carries (section 8.1.1);
+    /// `toHeader` is the answer's To (with the server's tag), nil before there is one.
+    private static func request(_ method: String, to target: SIPURI, _ dialog: Dialog, branch: String, toHeader: String?, sequence: Int) -> SIPMessage {
+        var message = SIPMessage(.request(method: method, uri: target))
         message.add("Via", dialog.via(branch: branch))
         message.add("Max-Forwards", "70")
         message.add("From", dialog.from)
-        message.add("To", answer.value("To") ?? "<\(dialog.requestURI)>")
+        message.add("To", toHeader ?? "<\(dialog.requestURI)>")
         message.add("Call-ID", dialog.callID)
-        message.add("CSeq", "2 BYE")
-        return message.encoded()
+        message.add("CSeq", "\(sequence) \(method)")
+        return message
     }
 
     /// 200 OK to a request the server sent in the dialog (its BYE).

@@ -147,15 +147,7 @@ final class SIPLoadRun {
     func hangUp(deadline: UInt64, progress: Progress) -> Int {
         sending = false
         let now = MonotonicClock.nanoseconds()
-        for call in calls where call.isUp {
-            guard let dialog = call.dialog, let answer = call.answer else { continue }
-            call.bye = SIPLoadMessages.bye(dialog, answer: answer, branch: "\(runTag)b\(call.index)")
-            call.phase = .hangingUp
-            call.byeSentAt = now
-            call.resendInterval = 500_000_000
-            call.resendAt = now + call.resendInterval
-            sendSignalling(call.bye, call)
-        }
+        for call in calls where call.isUp && call.hangUp(run: runTag, now: now) { sendSignalling(call.bye, call) }
         while MonotonicClock.nanoseconds() < deadline && calls.contains(where: { $0.phase == .hangingUp }) {
             step()
             progress.update("hanging up  \(Format.grouped(calls.count(where: \.byeAnswered))) BYEs answered")
@@ -214,11 +206,13 @@ final class SIPLoadRun {
 
     // MARK: Signalling
 
-    private static func socket() throws -> (Int32, UInt16) {
+    /// A caller's UDP socket on 127.0.0.1 and its port; `timestamped`, its datagrams carry the
+    /// kernel's receive time.
+    static func socket(timestamped: Bool = true) throws -> (Int32, UInt16) {
         let fd = try Sys.datagramSocket(family: Int32(AF_INET))
         do {
             try Sys.bindDatagram(fd, to: .ipv4(127, 0, 0, 1, port: 0))
-            try Sys.timestampReceptions(fd)
+            if timestamped { try Sys.timestampReceptions(fd) }
             return (fd, UInt16(try Sys.localAddress(fd).port))
         } catch {
             Sys.close(fd)
@@ -234,39 +228,18 @@ final class SIPLoadRun {
         } catch { return fail(call, "socket: \(error)") }
         let signalling = trunk.isEmpty ? (call.fd, port) : trunk[call.index % trunk.count]
         call.signallingFD = signalling.0
-        let dialog = SIPLoadMessages.Dialog(serverPort: settings.serverPort, callID: SIPLoadMessages.callID(index: call.index, run: runTag),
-                                            fromTag: "\(runTag)t\(call.index)", signallingPort: signalling.1, mediaPort: port, user: "caller\(call.index)")
-        call.dialog = dialog
-        call.inviteBranch = "\(runTag)i\(call.index)"
-        call.invite = SIPLoadMessages.invite(dialog, branch: call.inviteBranch, sessionID: call.index + 1)
-        call.phase = .inviting
-        call.invitedAt = now
-        call.resendInterval = 500_000_000
-        call.resendAt = now + call.resendInterval
+        call.dial(serverPort: settings.serverPort, run: runTag, signallingPort: signalling.1, mediaPort: port, now: now)
         inviting += 1
         sendSignalling(call.invite, call)
     }
 
     private func timers(_ call: SIPLoadCall, now: UInt64) {
-        switch call.phase {
-        case .inviting:
-            if now - call.invitedAt > MonotonicClock.nanoseconds(settings.setupTimeout) {
-                return fail(call, "no final response in \(Format.fixed(settings.setupTimeout, 0)) s")
-            }
-            // Timer A (RFC 3261 section 17.1.1.2), until a provisional response says it arrived.
-            guard !call.provisional, now >= call.resendAt else { return }
-            sendSignalling(call.invite, call)
-            inviteResends += 1
-            call.resendInterval = min(call.resendInterval * 2, 4_000_000_000)
-            call.resendAt = now + call.resendInterval
-        case .hangingUp:
-            guard now >= call.resendAt else { return }
-            sendSignalling(call.bye, call)
-            call.resendInterval = min(call.resendInterval * 2, 4_000_000_000)
-            call.resendAt = now + call.resendInterval
-        default:
-            return
+        if call.phase == .inviting, now - call.invitedAt > MonotonicClock.nanoseconds(settings.setupTimeout) {
+            return fail(call, "no final response in \(Format.fixed(settings.setupTimeout, 0)) s")
         }
+        guard let again = call.resendDue(now: now) else { return }
+        sendSignalling(again, call)
+        if call.phase == .inviting { inviteResends += 1 }
     }
 
     private func sendSignalling(_ bytes: [UInt8], _ call: SIPLoadCall) {
@@ -360,17 +333,14 @@ final class SIPLoadRun {
     /// A packet of the server's stream: timed against its schedule; its payload counted as sound
     /// when it is not all µ-law silence.
     private func receivedRTP(_ datagram: UnsafeRawBufferPointer, _ call: SIPLoadCall, at: Int64) {
-        guard datagram.count >= 12, at > 0 else { return }
-        let sequence = UInt16(datagram[2]) << 8 | UInt16(datagram[3])
-        let timestamp = UInt32(datagram[4]) << 24 | UInt32(datagram[5]) << 16 | UInt32(datagram[6]) << 8 | UInt32(datagram[7])
-        guard let arrival = call.arrivals.arrived(sequence: sequence, timestamp: timestamp, at: at), measuring else { return }
+        guard at > 0, let rtp = try? RTPPacket(parsing: datagram),
+              let arrival = call.arrivals.arrived(sequence: rtp.header.sequenceNumber, timestamp: rtp.header.timestamp, at: at), measuring else { return }
         receivedMeasuring += 1
         missingMeasuring += arrival.missing
         if arrival.interval > Self.gapNanoseconds { gapsMeasuring += 1 }
         if arrival.interval > RTPArrivalTiming.resyncNanoseconds { stallsMeasuring += 1 }
         longestInterval = max(longestInterval, arrival.interval)
-        let headerBytes = 12 + 4 * Int(datagram[0] & 0x0F)
-        if datagram.count > headerBytes, datagram[headerBytes...].contains(where: { $0 != 0xFF }) { soundMeasuring += 1 }
+        if datagram[rtp.payload].contains(where: { $0 != 0xFF }) { soundMeasuring += 1 }
     }
 
     // MARK: Failing

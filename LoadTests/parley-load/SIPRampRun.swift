@@ -48,15 +48,8 @@ final class SIPRampRun {
         var random = FastRandom()
         runTag = String(random.next() >> 16, radix: 36)
         for i in 0..<count {
-            let fd = try Sys.datagramSocket(family: Int32(AF_INET))
-            do {
-                try Sys.bindDatagram(fd, to: .ipv4(127, 0, 0, 1, port: 0))
-                sockets.append((fd, UInt16(try Sys.localAddress(fd).port)))
-                try poller.add(fd, events: Poller.readable, token: UInt64(i))
-            } catch {
-                Sys.close(fd)
-                throw error
-            }
+            sockets.append(try SIPLoadRun.socket(timestamped: false))
+            try poller.add(sockets[i].fd, events: Poller.readable, token: UInt64(i))
         }
     }
 
@@ -104,16 +97,8 @@ final class SIPRampRun {
         nextIndex += 1
         let socket = sockets[index % sockets.count]
         let call = SIPLoadCall(index: index, talking: false, firstFrame: 0)
-        let dialog = SIPLoadMessages.Dialog(serverPort: serverPort, callID: SIPLoadMessages.callID(index: index, run: runTag),
-                                            fromTag: "\(runTag)t\(index)", signallingPort: socket.port, mediaPort: socket.port, user: "caller\(index)")
-        call.dialog = dialog
         call.signallingFD = socket.fd
-        call.inviteBranch = "\(runTag)i\(index)"
-        call.invite = SIPLoadMessages.invite(dialog, branch: call.inviteBranch, sessionID: index + 1)
-        call.phase = .inviting
-        call.invitedAt = now
-        call.resendInterval = 500_000_000
-        call.resendAt = now + call.resendInterval
+        call.dial(serverPort: serverPort, run: runTag, signallingPort: socket.port, mediaPort: socket.port, now: now)
         live[index] = call
         step.offered += 1
         send(call.invite, call)
@@ -122,24 +107,15 @@ final class SIPRampRun {
     private func timers(now: UInt64) {
         for call in Array(live.values) {
             switch call.phase {
-            case .inviting:
-                if now - call.invitedAt > answerTimeout {
-                    step.unanswered += 1
-                    live[call.index] = nil
-                } else if !call.provisional, now >= call.resendAt {
-                    send(call.invite, call)
-                    step.resends += 1
-                    call.resendInterval = min(call.resendInterval * 2, 4_000_000_000)
-                    call.resendAt = now + call.resendInterval
-                }
-            case .hangingUp:
-                if now - call.byeSentAt > answerTimeout {
-                    live[call.index] = nil
-                } else if now >= call.resendAt {
-                    send(call.bye, call)
-                    call.resendInterval = min(call.resendInterval * 2, 4_000_000_000)
-                    call.resendAt = now + call.resendInterval
-                }
+            case .inviting where now - call.invitedAt > answerTimeout:
+                step.unanswered += 1
+                live[call.index] = nil
+            case .hangingUp where now - call.byeSentAt > answerTimeout:
+                live[call.index] = nil
+            case .inviting, .hangingUp:
+                guard let again = call.resendDue(now: now) else { continue }
+                send(again, call)
+                if call.phase == .inviting { step.resends += 1 }
             default:
                 live[call.index] = nil
             }
@@ -183,13 +159,8 @@ final class SIPRampRun {
                     step.setup.record(now - call.invitedAt)
                     call.answer = message
                     call.ack = SIPLoadMessages.ack(dialog, response: message, inviteBranch: call.inviteBranch, ackBranch: "\(runTag)a\(index)")
-                    call.bye = SIPLoadMessages.bye(dialog, answer: message, branch: "\(runTag)b\(index)")
                     send(call.ack, call)
-                    send(call.bye, call)
-                    call.phase = .hangingUp
-                    call.byeSentAt = now
-                    call.resendInterval = 500_000_000
-                    call.resendAt = now + call.resendInterval
+                    if call.hangUp(run: runTag, now: now) { send(call.bye, call) }
                 } else {
                     send(call.ack, call)
                 }

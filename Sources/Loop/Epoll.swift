@@ -56,19 +56,19 @@ struct Epoll: ~Copyable {
         Sys.epollRemove(fd, descriptor)
     }
 
-    /// Waits up to `timeoutNanoseconds` (nil: for ever); returns how many descriptors are ready,
+    /// Waits up to `timeoutNanoseconds`; returns how many descriptors are ready,
     /// to be read with `readiness(at:)` before the next wait.
     ///
     /// To the nanosecond where the kernel has epoll_pwait2: epoll_wait's whole milliseconds,
     /// rounded up so that a timer never fires early, woke the 20 ms playout ticks 0.5 ms late on
     /// average and up to 1 ms, a lag every call's every frame carried (docs/benchmarks.md, "SIP
     /// calls"). Without it, milliseconds.
-    mutating func wait(timeoutNanoseconds: UInt64?) -> Int {
+    mutating func wait(timeoutNanoseconds: UInt64) -> Int {
         if precise, let ready = Sys.epollWait(fd, events, capacity: capacity, timeoutNanoseconds: timeoutNanoseconds) {
             return ready
         }
         precise = false
-        let milliseconds = timeoutNanoseconds.map { Int32(min(($0 + 999_999) / 1_000_000, UInt64(Int32.max))) } ?? -1
+        let milliseconds = Int32(min((timeoutNanoseconds + 999_999) / 1_000_000, UInt64(Int32.max)))
         return Sys.epollWait(fd, events, capacity: capacity, timeoutMilliseconds: milliseconds)
     }
 

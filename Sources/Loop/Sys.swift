@@ -379,14 +379,19 @@ public enum Sys {
     /// when none is waiting. A datagram longer than `buffer` is cut (MSG_TRUNC is not asked for:
     /// the media layer's datagrams are all under 1,500 bytes, and a longer one is malformed anyway).
     public static func receiveDatagram(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, from: inout SocketAddress) throws(SystemError) -> Int? {
+        try datagram("recvfrom", from: &from) { pointer, length in recvfrom(fd, buffer.baseAddress, buffer.count, 0, pointer, length) }
+    }
+
+    /// One datagram through `receive` into `from`'s address: retried on EINTR, nil when none waits.
+    @inline(__always)
+    private static func datagram(_ call: String, from: inout SocketAddress,
+                                 _ receive: (UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int) throws(SystemError) -> Int? {
         while true {
-            let n = try from.withMutableSockaddr { pointer, length throws(SystemError) in
-                recvfrom(fd, buffer.baseAddress, buffer.count, 0, pointer, length)
-            }
+            let n = try from.withMutableSockaddr { pointer, length throws(SystemError) in receive(pointer, length) }
             if n >= 0 { return n }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
-            throw SystemError("recvfrom")
+            throw SystemError(call)
         }
     }
 
@@ -403,14 +408,8 @@ public enum Sys {
                                        receivedAt: inout Int64) throws(SystemError) -> Int? {
         var at: Int64 = 0
         defer { receivedAt = at }
-        while true {
-            let n = try from.withMutableSockaddr { pointer, length throws(SystemError) in
-                parley_receive_timestamped(fd, buffer.baseAddress, UInt(buffer.count), pointer, length, &at)
-            }
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
-            throw SystemError("recvmsg")
+        return try datagram("recvmsg", from: &from) { pointer, length in
+            parley_receive_timestamped(fd, buffer.baseAddress, UInt(buffer.count), pointer, length, &at)
         }
     }
 
@@ -579,25 +578,19 @@ public enum Sys {
         _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
     }
 
-    /// epoll_pwait2(2), whose time-out is a `timespec` (Linux 5.11): `timeoutNanoseconds` nil waits
-    /// for ever. EINTR and time-outs both mean nothing is ready (0); nil: the kernel has no
-    /// epoll_pwait2 (ENOSYS, or a seccomp filter that refuses it), and the caller falls back to
-    /// `epollWait`.
+    /// epoll_pwait2(2), whose time-out is a `timespec` (Linux 5.11). EINTR and time-outs both mean
+    /// nothing is ready (0); nil: the kernel has no epoll_pwait2 (ENOSYS, or a seccomp filter that
+    /// refuses it), and the caller falls back to `epollWait(timeoutMilliseconds:)`.
     public static func epollWait(_ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, capacity: Int,
-                                 timeoutNanoseconds: UInt64?) -> Int? {
-        let ready: Int32
-        if let timeoutNanoseconds {
-            var timeout = timespec(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_nsec: Int(timeoutNanoseconds % 1_000_000_000))
-            ready = epoll_pwait2(epfd, events, Int32(capacity), &timeout, nil)
-        } else {
-            ready = epoll_pwait2(epfd, events, Int32(capacity), nil, nil)
-        }
+                                 timeoutNanoseconds: UInt64) -> Int? {
+        var timeout = timespec(tv_sec: Int(timeoutNanoseconds / 1_000_000_000), tv_nsec: Int(timeoutNanoseconds % 1_000_000_000))
+        let ready = epoll_pwait2(epfd, events, Int32(capacity), &timeout, nil)
         if ready < 0 && (errno == ENOSYS || errno == EPERM) { return nil }
         return max(0, Int(ready))
     }
 
-    /// epoll_wait(2), whose time-out is in whole milliseconds (-1: for ever); EINTR and time-outs
-    /// both mean nothing is ready (0).
+    /// epoll_wait(2), whose time-out is in whole milliseconds; EINTR and time-outs both mean
+    /// nothing is ready (0).
     public static func epollWait(_ epfd: Int32, _ events: UnsafeMutablePointer<epoll_event>, capacity: Int,
                                  timeoutMilliseconds: Int32) -> Int {
         max(0, Int(epoll_wait(epfd, events, Int32(capacity), timeoutMilliseconds)))

@@ -33,7 +33,6 @@ package final class PlayoutClock {
     /// In a tick: a call added now joins the running schedule, and the tick's end wakes the next.
     private var ticking = false
     private var schedule = PlayoutSchedule(startingAt: 0)
-    package static let tickNanoseconds = PlayoutSchedule.tickNanoseconds
 
     package init(loop: EventLoop) { self.loop = loop }
 

@@ -12,7 +12,7 @@
 /// longer on average in one slot than in another.
 ///
 /// A value, tested without a loop or a clock: the clock asks it when to wake and which slots to run.
-package struct PlayoutSchedule: Sendable, Equatable {
+package struct PlayoutSchedule: Sendable {
     package static let tickNanoseconds: UInt64 = 20_000_000
     package static let slots = 4
     static let slotNanoseconds = tickNanoseconds / UInt64(slots)

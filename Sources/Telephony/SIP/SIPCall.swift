@@ -340,9 +340,10 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     }
 
     private var keys: [Character] = []
-    /// A REFER was accepted: the call ends when the new one is up (a NOTIFY, the phone's BYE).
-    private var transferring = false
+    /// A REFER was accepted: the call ends when the new one is up (a NOTIFY, the phone's BYE), or
+    /// at this deadline.
     private var transferDeadline: ScheduledTask?
+    private var transferring: Bool { transferDeadline != nil }
     private var keyFlush: ScheduledTask?
 
     private func flushKeys(_ driver: SessionDriver) {
@@ -386,7 +387,6 @@ final class SIPCall: SIPMediaCall, DirectedCall {
                 // RFC 3515: the phone reports the new call's progress in NOTIFYs and hangs up this
                 // one when it is up; a phone that does neither within 32 s is hung up on.
                 self.sipLog("call transfer accepted", ["status": "\(status)"])
-                self.transferring = true
                 self.transferDeadline = self.agent.loop.schedule(after: 32) { [weak self] in self?.end(.transferred, bye: true) }
             } else {
                 self.sipLog("transfer refused", ["status": "\(status)"])

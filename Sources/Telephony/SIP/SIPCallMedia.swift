@@ -37,9 +37,9 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     private var events = TelephoneEvents()
     private var sender: RTPSender
     private var outgoing = RTPOutgoingAudio()
-    /// When the next input frame is due to the session, and the next packet to the caller.
+    /// When the next 20 ms frame is due: the caller's to the session, and the call's packet to the
+    /// caller (the clock's `send` pass runs before `play` with the same `now`, so one time serves both).
     private var nextTick: UInt64 = 0
-    private var nextSend: UInt64 = 0
     private var packet: [UInt8] = []
     private(set) var lastPacketAt: UInt64
     private let timeoutNanoseconds: UInt64
@@ -95,7 +95,6 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
             throw error
         }
         nextTick = playout.add(self)
-        nextSend = nextTick
     }
 
     /// The call's media ends: its port closes.
@@ -172,9 +171,15 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
 
     var playoutEnded: Bool { ended }
 
+    /// The frames due by `now` from `nextTick`: at most 10, a call further behind starts again at
+    /// the clock's next run of its slot (`play`).
+    private func framesDue(by now: UInt64) -> Int {
+        now < nextTick ? 0 : Int(min(10, (now - nextTick) / Self.frameNanoseconds + 1))
+    }
+
     func play(dueBy now: UInt64, nextTick clockNext: UInt64) {
-        var frames = 0
-        while nextTick <= now, frames < 10, !ended {
+        for _ in 0..<framesDue(by: now) {
+            guard !ended else { break }
             switch jitter.pop(now: nextTick) {
             case .frame(let payload):
                 call?.heard(payload)
@@ -186,7 +191,6 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
                 break
             }
             nextTick += Self.frameNanoseconds
-            frames += 1
         }
         if nextTick <= now { nextTick = clockNext }
         if !onHold, now &- lastPacketAt > timeoutNanoseconds { call?.mediaTimedOut() }
@@ -194,15 +198,10 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
 
     // MARK: Out
 
-    /// A packet for every 20 ms due, the clock's `send` pass (before its slot's input).
+    /// A packet for every frame due, the clock's `send` pass (before its slot's input, which moves
+    /// `nextTick` on).
     func send(dueBy now: UInt64, nextTick clockNext: UInt64) {
-        var packets = 0
-        while nextSend <= now, packets < 10, !ended {
-            send(now: now)
-            nextSend += Self.frameNanoseconds
-            packets += 1
-        }
-        if nextSend <= now { nextSend = clockNext }
+        for _ in 0..<framesDue(by: now) where !ended { send(now: now) }
     }
 
     /// The reply's G.711, queued to go one 20 ms packet a tick.
