@@ -46,7 +46,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     private let sdpSessionID = UInt64.random(in: 1..<(1 << 62))
     private var sdpVersion: UInt64 = 1
     /// The 2xx awaiting its ACK, resent on T1 doubling to T2 (section 13.3.1.4), given up after 64*T1.
-    private var unacknowledged: (response: SIPMessage, interval: UInt64, given: UInt64, timer: ScheduledTask?)?
+    private var unacknowledged: (response: SIPMessage, schedule: SIPAnswerRetransmission, timer: ScheduledTask?)?
     private var driver: SessionDriver?
     /// The settings for the number called or the trunk calling (`SIPRoutes`), if any.
     var route: SIPRoutes.Route?
@@ -109,8 +109,8 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         state = .answered
         agent.respond(ok, key: inviteKey)
         metrics.setup.observe(nanoseconds: MonotonicClock.nanoseconds() &- arrivedAt)
-        let t1 = SIPTimers().t1
-        unacknowledged = (ok, t1, 0, agent.loop.schedule(after: Double(t1) / 1e9) { [weak self] in self?.resendAnswer() })
+        let schedule = SIPAnswerRetransmission()
+        unacknowledged = (ok, schedule, agent.loop.schedule(after: Double(schedule.firstWait) / 1e9) { [weak self] in self?.resendAnswer() })
         if let greeting = route?.greeting ?? agent.settings.greeting, !greeting.isEmpty { driver?.say(greeting) }
     }
 
@@ -124,16 +124,16 @@ final class SIPCall: SIPMediaCall, DirectedCall {
 
     private func resendAnswer() {
         guard state == .answered, var pending = unacknowledged else { return }
-        pending.given &+= pending.interval
-        guard pending.given < SIPTimers().transactionTimeout else {
+        switch pending.schedule.fired() {
+        case .giveUp:
             // Section 13.3.1.4: no ACK within 64*T1, the dialog ends with a BYE.
             unacknowledged = nil
-            return hangUp(.noAck)
+            hangUp(.noAck)
+        case .resend(let wait):
+            agent.send(pending.response, to: peer)
+            pending.timer = agent.loop.schedule(after: Double(wait) / 1e9) { [weak self] in self?.resendAnswer() }
+            unacknowledged = pending
         }
-        agent.send(pending.response, to: peer)
-        pending.interval = min(pending.interval * 2, SIPTimers().t2)
-        pending.timer = agent.loop.schedule(after: Double(pending.interval) / 1e9) { [weak self] in self?.resendAnswer() }
-        unacknowledged = pending
     }
 
     func acknowledged(_ ack: SIPMessage) {
