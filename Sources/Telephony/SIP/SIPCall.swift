@@ -104,6 +104,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         guard state == .offered else { return }
         openSession(session)
         var ok = response(200)
+        for header in SIPSessionTimerAnswer.headers(for: invite) { ok.add(header.name, header.value) }
         ok.add("Content-Type", "application/sdp")
         ok.body = answer().bytes
         state = .answered
@@ -174,7 +175,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
             var ok = SIPMessage.response(to: request, status: 200)
             ok.add("Contact", contact)
             ok.add("Allow", SIPUserAgent.allow)
-            if let expires = request.value("Session-Expires") { ok.add("Session-Expires", expires) ; ok.add("Require", "timer") }
+            for header in SIPSessionTimerAnswer.headers(for: request) { ok.add(header.name, header.value) }
             if !request.body.isEmpty, let sdp = try? SessionDescription(parsing: request.body), let reoffer = try? PhoneAudioOffer(sdp) {
                 if reoffer != offer {
                     offer = reoffer
