@@ -175,6 +175,18 @@ class Whisper:
         return without_repeats(self.tokenizer.decode(tokens).strip())
 
 
+def cpu_flags():
+    """The CPU's extensions, from /proc/cpuinfo's flags line; empty where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
 class Moonshine:
     """Moonshine base (English, MIT): the turn's audio in, its words out, as `Whisper`. moonshine-cpp
     0.1.4 ships it as int8 .ort files with its own ONNX Runtime (1.22.1) and a C interface,
@@ -188,10 +200,18 @@ class Moonshine:
     NAME = "moonshine-base"
     RUNTIME = "libonnxruntime.so.1.22.1"
 
+    # The CPU extensions libmoonshine.so is built for (AVX-512's EVEX encodings, x86-64-v4): on a CPU
+    # without them it dies of SIGILL while loading, which no exception reports. The server checks
+    # the same list (WhisperTranscriber.Model.cpuFlags) and starts Whisper instead.
+    CPU_FLAGS = ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd")
+
     def __init__(self, directory, handles):
         import ctypes
         import queue
 
+        lacking = [flag for flag in self.CPU_FLAGS if flag not in cpu_flags()]
+        if lacking and cpu_flags():
+            raise RuntimeError(f"libmoonshine.so is built for AVX-512 and this CPU lacks {', '.join(lacking)}")
         self.ctypes = ctypes
         # Its runtime first: libmoonshine.so needs libonnxruntime.so.1, which the loader finds
         # among what is loaded by that name. The onnxruntime package that runs Smart Turn links its

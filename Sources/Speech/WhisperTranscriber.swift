@@ -18,6 +18,16 @@ public struct WhisperTranscriber: Transcriber {
     public enum Model: String, Sendable, CaseIterable {
         case whisper = "whisper-tiny.en"
         case moonshine = "moonshine-base"
+
+        /// The CPU extensions its library is built for: moonshine-cpp 0.1.4's libmoonshine.so uses
+        /// AVX-512's EVEX encodings (x86-64-v4) and dies of SIGILL on a CPU without them (an AMD
+        /// EPYC with AVX2 only, seen here); helpers/parley_speech_models.py checks the same list.
+        public var cpuFlags: [String] {
+            switch self {
+            case .whisper: []
+            case .moonshine: ["avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd"]
+            }
+        }
     }
 
     public let model: Model

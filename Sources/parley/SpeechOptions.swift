@@ -175,7 +175,15 @@ struct SpeechOptions: ParsableArguments {
             }
             if let chosen = WhisperTranscriber.Model(choice: transcriber) {
                 let (file, setting) = recogniserFile(chosen)
-                if let problem = missing(file, setting) {
+                let lacking = CPUFeatures.missing(chosen.cpuFlags)
+                if missing(file, setting) == nil, !lacking.isEmpty {
+                    // Its library would die of SIGILL in the helper, and the helper's restarts with it.
+                    let fallback: WhisperTranscriber.Model? = missing(recogniserFile(.whisper).0, Settings.whisperModel) == nil ? .whisper : nil
+                    models.recogniser = fallback
+                    if !quiet {
+                        speechLog.warning("\(chosen.title) not started, \(fallback?.title ?? "pocketsphinx") hears: its library needs CPU extensions this machine lacks (\(lacking.joined(separator: ", ")))")
+                    }
+                } else if let problem = missing(file, setting) {
                     // Moonshine's fallback is Whisper, when it is there; Whisper's is pocketsphinx.
                     let fallback: WhisperTranscriber.Model? = chosen == .moonshine && missing(recogniserFile(.whisper).0, Settings.whisperModel) == nil ? .whisper : nil
                     models.recogniser = fallback
