@@ -230,12 +230,15 @@ public enum Sys {
         return String(cString: made)
     }
 
-    /// `pipe(2)`, both ends close-on-exec (Glibc does not export `pipe2` to Swift): the read and
-    /// the write end. A spawned child gets an end only by `spawnSelf`'s dup2, never by inheritance.
+    /// `pipe2(2)` with O_CLOEXEC (through CLinux: Glibc does not export `pipe2` to Swift): the read
+    /// and the write end. A spawned child gets an end only by `spawnSelf`'s dup2, never by
+    /// inheritance: close-on-exec from the start, not set after `pipe(2)`, in which gap a process
+    /// spawned by another thread could inherit the write end and hold the reader's end of file off
+    /// for as long as it lived (most likely why a test waiting on a helper that had died waited
+    /// 434 s in one parallel run).
     public static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
-        _ = try retrying("pipe") { Glibc.pipe(&fds) }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        _ = try retrying("pipe2") { CLinux.parley_pipe_cloexec(&fds) }
         return (fds[0], fds[1])
     }
 

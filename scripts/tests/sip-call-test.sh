@@ -5,10 +5,14 @@
 # phone sends; scripts/tests/sip_calls.py says what each call does. Two servers:
 #   answer  calls answered at once, --sip-allow 127.0.0.1/32: spoken questions in three voices
 #           (Whisper must hear the agent's answer in 2 of 3 replies), a barge-in, the callers'
-#           BYEs, then bad input with a call in progress (malformed and oversized datagrams, an
-#           INVITE from 127.0.0.2, a G.729-only offer, a stranger's RTP, a flood of INVITEs)
+#           BYEs; a call held and resumed by re-INVITEs (Parley's RTP stops and flows again),
+#           refreshed by an UPDATE, sent a key by SIP INFO; then bad input with a call in progress
+#           (malformed and oversized datagrams, an INVITE from 127.0.0.2, a G.729-only offer, a
+#           stranger's RTP, a flood of INVITEs); and, beside them, a raw INVITE whose 200 is never
+#           acknowledged (resent, then a BYE at 64*T1, 32 s)
 #   ring    the webhook (signed, checked by the SDK) and call control: keys on the sideband and as
-#           a turn, hangup, reject, CANCEL while ringing, REFER to SIPp's UAS; a trunk's digest
+#           a turn, hangup, reject, CANCEL while ringing, REFER to SIPp's UAS; a trunk's digest; a
+#           webhook the application refuses and a call it never decides (480, at once and at 20 s)
 # Run by `make test`.
 #
 #   scripts/tests/sip-call-test.sh          # uses .build/debug/parley

@@ -12,6 +12,8 @@ It decides each call by the user its INVITE's To names:
     transfer  accepted; referred when told
     reject    rejected with 486 Busy Here
     ring      left ringing (the caller cancels)
+    unheard   the webhook answered 503 (not taken): Parley refuses the call 480 at once
+    silent    the webhook taken, the call never decided: Parley refuses it 480 after 20 s
     anything else: accepted
 
     .venv-sdk/bin/python sip_application.py --base-url http://127.0.0.1:PORT/v1 --port N --secret-file FILE
@@ -115,7 +117,11 @@ class Application:
         credentials = [h.name for h in event.data.sip_headers if h.name.lower() in ("authorization", "proxy-authorization")]
         say(event="webhook", call_id=call_id, user=user, webhook_id=headers.get("webhook-id"), headers=len(event.data.sip_headers),
             credentials=credentials)
-        threading.Thread(target=self.decide, args=(call_id, user), daemon=True).start()
+        if user == "unheard":
+            say(event="webhook-refused", call_id=call_id, user=user)
+            return 503
+        if user != "silent":
+            threading.Thread(target=self.decide, args=(call_id, user), daemon=True).start()
         return 200
 
     def decide(self, call_id: str, user: str) -> None:

@@ -11,13 +11,17 @@ What it does, the independent parts at once (a generator each, stepped by `Runne
 
   answer: three callers ask "How many words are in this sentence?" in three voices (the shell
     recognises the replies recorded here), each hanging up with a BYE; a caller asks "What can
-    you do?" and speaks over the long reply (barge-in: the reply's audio must stop); then, with a
-    call in progress, bad input: malformed and oversized datagrams, an INVITE from 127.0.0.2
+    you do?" and speaks over the long reply (barge-in: the reply's audio must stop); then a call
+    held by a sendonly re-INVITE (Parley's RTP stops) and resumed (it flows again), refreshed by an
+    UPDATE with an offer, and sent a key by SIP INFO (counted); then, with a call in progress, bad input: malformed and oversized datagrams, an INVITE from 127.0.0.2
     (403), a G.729-only offer (488), RTP from a stranger to the call's port, a flood of INVITEs
-    (each answered 200 or 503, counted), after which the call in progress still talks.
-  ring: a wrong password (401 twice), then keys (RFC 4733) seen on the application's sideband and
+    (each answered 200 or 503, counted), after which the call in progress still talks. Beside
+    them from the start, a raw INVITE whose 200 is never acknowledged: resent on T1 doubling to T2,
+    then Parley's BYE 64*T1 (32 s) after it, counted as no_ack.
+  ring: a wrong password (401 twice), a webhook the application refuses (480 at once), then keys (RFC 4733) seen on the application's sideband and
     answered as a turn, the call hung up by the application (the caller gets a BYE); a call
-    rejected (486), one cancelled while it rings (487), one transferred to SIPp's UAS by REFER.
+    rejected (486), one cancelled while it rings (487), one transferred to SIPp's UAS by REFER, one
+    the application never decides (480 after 20 s).
 
 The two are run as two processes, side by side: PJSIP as PyPI builds it holds at most 4 calls.
 
@@ -47,6 +51,7 @@ import traceback
 import urllib.request
 from typing import Any, Callable, Generator
 
+import pjsua2 as pj
 from checks import Checks  # beside this file
 from sip_phone import Abort, Phone, wav_frame_peaks
 
@@ -216,7 +221,8 @@ class RawSIP:
         self.sock.bind((local, 0))
         self.sock.setblocking(False)
         self.port = self.sock.getsockname()[1]
-        self.responses: list[tuple[int, str, str, str]] = []  # (status, Call-ID, CSeq method, To tag)
+        self.responses: list[tuple[int, str, str, str, str]] = []  # (status, Call-ID, CSeq method, To tag, the whole response)
+        self.requests: list[tuple[str, str, str]] = []  # (method, Call-ID, the whole request)
 
     def send(self, data: bytes | str) -> None:
         self.sock.sendto(data.encode() if isinstance(data, str) else data, self.server)
@@ -235,7 +241,20 @@ class RawSIP:
                 return found.group(1) if found else ""
 
             if status:
-                self.responses.append((int(status.group(1)), header("Call-ID"), header("CSeq", r"\d+\s+(\S+)"), header("To", r".*;tag=([^;\s]+)")))
+                self.responses.append((int(status.group(1)), header("Call-ID"), header("CSeq", r"\d+\s+(\S+)"), header("To", r".*;tag=([^;\s]+)"), text))
+            elif re.match(r"[A-Z]+ \S+ SIP/2\.0\r\n", text):
+                self.requests.append((text.split(" ", 1)[0], header("Call-ID"), text))
+
+    def requested(self, method: str, call_id: str) -> str | None:
+        """The first `method` request the server sent us for `call_id`, whole."""
+        self.poll()
+        return next((text for m, c, text in self.requests if (m, c) == (method, call_id)), None)
+
+    def answer(self, request: str, status: int = 200, reason: str = "OK") -> None:
+        """A response to the server's `request`: its Via, From, To, Call-ID and CSeq copied."""
+        copied = [line for line in request.split("\r\n\r\n", 1)[0].split("\r\n")[1:]
+                  if line.split(":", 1)[0].strip().lower() in ("via", "from", "to", "call-id", "cseq")]
+        self.send(f"SIP/2.0 {status} {reason}\r\n" + "\r\n".join(copied) + "\r\nContent-Length: 0\r\n\r\n")
 
     def count(self) -> int:
         self.poll()
@@ -365,6 +384,195 @@ class Test:
                    voiced_before >= 0.2 and cut_ms is not None and cut_ms <= spoken * 1000,
                    f"{voiced_before:.0%} of the second before was speech; silent from {cut_ms} ms after the caller began "
                    f"({spoken * 1000:.0f} ms of speech), for 1 s at least")
+
+    # -- answer: hold, resume, a refresh and INFO keys --------------------------------------------------
+
+    def hold(self) -> Scenario:
+        """The in-dialog requests a phone sends mid-call, as pjsua sends them: a re-INVITE to hold
+        (sendonly), answered as a hold; one to resume, the RTP flows again; an UPDATE with an offer
+        (a session refresh), the call goes on; a key as SIP INFO, counted."""
+        name = "hold"
+        call = self.phone.call(self.caller, self.uri("agent"), name)
+        yield until(f"{name}: answered", lambda: call.confirmed and call.audio is not None, 15)
+
+        def packets_over(seconds: float, into: list[int]) -> Scenario:
+            before = call.rtp_received()
+            yield pause(seconds)
+            into.append(call.rtp_received() - before)
+
+        # Parley sends a packet every 20 ms, silence while it has nothing to say: 50 a second.
+        flowing: list[int] = []
+        yield from packets_over(1.0, flowing)
+        changes = call.media_changes
+        call.hold()
+        yield until(f"{name}: the hold re-INVITE answered", lambda: call.media_changes > changes, 10)
+        held_status = call.media_status
+        yield pause(0.3)
+        held: list[int] = []
+        yield from packets_over(1.0, held)
+        changes = call.media_changes
+        call.unhold()
+        yield until(f"{name}: the resume re-INVITE answered", lambda: call.media_changes > changes, 10)
+        resumed_status = call.media_status
+        yield pause(0.3)
+        resumed: list[int] = []
+        yield from packets_over(1.0, resumed)
+        # (Whether Parley's RTP stops while held is the raw dialog's check, which reads the socket:
+        # what pjsua counts on a held stream is shown, not asserted.)
+        self.check(f"{name}: pjsua's hold (a sendonly re-INVITE) answered as a hold, its resume as a resume, the RTP flowing again",
+                   held_status == pj.PJSUA_CALL_MEDIA_LOCAL_HOLD and resumed_status == pj.PJSUA_CALL_MEDIA_ACTIVE and flowing[0] >= 25 and resumed[0] >= 25,
+                   f"packets a second: {flowing[0]} before, {held[0]} held, {resumed[0]} resumed; pjsua media status {held_status} held, {resumed_status} resumed")
+
+        changes = call.media_changes
+        call.refresh()
+        yield until(f"{name}: the UPDATE answered", lambda: call.media_changes > changes, 10)
+        after: list[int] = []
+        yield from packets_over(1.0, after)
+        self.check(f"{name}: an UPDATE with an offer (a session refresh) answered, the call goes on",
+                   call.confirmed and not call.ended and call.media_status == pj.PJSUA_CALL_MEDIA_ACTIVE and after[0] >= 25,
+                   f"{after[0]} packets in the second after")
+
+        digits = metrics(self.args.url).get("parley_sip_dtmf_digits_total", 0.0)
+        call.dial_info("5")
+        yield until(f"{name}: the INFO key counted",
+                    lambda: metrics(self.args.url).get("parley_sip_dtmf_digits_total", 0.0) > digits, 10)
+        self.check(f"{name}: a key sent as SIP INFO (dtmf-relay) taken", not call.ended)
+        call.hangup_here()
+        yield until(f"{name}: the call ends", lambda: call.ended, 10)
+
+    # -- answer: an answer never acknowledged ---------------------------------------------------------
+
+    def no_ack(self) -> Scenario:
+        """An INVITE (raw UDP: no phone forgets its ACK) whose 200 is never acknowledged: Parley
+        resends the 200 on T1 doubling to T2 and, 64*T1 (32 s) after the first, ends the call with a
+        BYE (RFC 3261 section 13.3.1.4), counted as no_ack."""
+        name = "no ACK"
+        raw = RawSIP(("127.0.0.1", self.args.sip))
+        media = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # where Parley's RTP goes (unread)
+        media.bind(("127.0.0.1", 0))
+        call_id = f"noack-{random.getrandbits(48):012x}"
+        offer = ("v=0\r\no=raw 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+                 f"m=audio {media.getsockname()[1]} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\na=sendrecv\r\n")
+        before = metrics(self.args.url).get('parley_sip_calls_total{end="no_ack"}', 0.0)
+        raw.send(raw.request("INVITE", call_id, extra=f"Contact: <sip:raw@127.0.0.1:{raw.port}>\r\nContent-Type: application/sdp\r\n", body=offer))
+        yield until(f"{name}: the INVITE answered 200", lambda: raw.got(200, call_id, "INVITE"), 10)
+        answered = time.monotonic()
+        answer = next(r[4] for r in raw.responses if r[:3] == (200, call_id, "INVITE"))
+        where = re.search(r"c=IN IP4 (\S+).*?m=audio (\d+)", answer, re.S)
+        raw_rtp = (where.group(1), int(where.group(2))) if where else ("127.0.0.1", 9)
+        # A packet of our RTP a second (`--sip-media-timeout`, 30 s, would end the call first).
+        sent = {"at": 0.0, "sequence": 0}
+
+        def bye_while_talking() -> bool:
+            if time.monotonic() - sent["at"] >= 1.0:
+                sent["at"], sent["sequence"] = time.monotonic(), sent["sequence"] + 1
+                media.sendto(rtp_packet(sent["sequence"], sent["sequence"] * 160, 0x5eed, b"\xff" * 160), raw_rtp)
+            return raw.requested("BYE", call_id) is not None
+
+        yield until(f"{name}: Parley's BYE", bye_while_talking, 45)
+        waited = time.monotonic() - answered
+        raw.answer(raw.requested("BYE", call_id) or "")
+        oks = sum(1 for r in raw.responses if r[:3] == (200, call_id, "INVITE"))
+        yield until(f"{name}: counted as no_ack",
+                    lambda: metrics(self.args.url).get('parley_sip_calls_total{end="no_ack"}', 0.0) > before, 10)
+        media.close()
+        # 0.5, 1.5, 3.5, 7.5, then every 4 s to 31.5: ten resends, the BYE at 32 s.
+        self.check(f"{name}: the unacknowledged 200 resent on T1 doubling to T2, then the call ended with a BYE at 64*T1",
+                   oks >= 8 and 29 <= waited <= 40, f"{oks} 200s, the BYE {waited:.1f} s after the first")
+
+    # -- answer: the same in-dialog requests, raw, to see Parley's RTP and headers ---------------------
+
+    def raw_dialog(self) -> Scenario:
+        """A call made with raw UDP, so that this side reads Parley's RTP and answers itself: the
+        RTP flows (a packet every 20 ms, silence); a sendonly re-INVITE is answered recvonly and the
+        RTP stops; a sendrecv one starts it again; an UPDATE refreshing the session with
+        `refresher=uac` gets its Session-Expires back with Require: timer, one asking Parley to
+        refresh (`refresher=uas`) gets none (RFC 4028: Parley refreshes nothing itself); an INFO key
+        is counted; a BYE ends it."""
+        name = "raw dialog"
+        raw = RawSIP(("127.0.0.1", self.args.sip))
+        media = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        media.bind(("127.0.0.1", 0))
+        media.setblocking(False)
+        call_id = f"dialog-{random.getrandbits(48):012x}"
+        contact = f"Contact: <sip:raw@127.0.0.1:{raw.port}>\r\n"
+
+        def offer(direction: str, version: int) -> str:
+            return (f"v=0\r\no=raw 1 {version} IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+                    f"m=audio {media.getsockname()[1]} RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\na={direction}\r\n")
+
+        def drain() -> int:
+            count = 0
+            while True:
+                try:
+                    media.recv(2048)
+                    count += 1
+                except BlockingIOError:
+                    return count
+
+        def packets_over(seconds: float, into: list[int]) -> Scenario:
+            drain()
+            yield pause(seconds)
+            into.append(drain())
+
+        def response(cseq: int) -> str | None:
+            raw.poll()
+            return next((r[4] for r in raw.responses if r[:2] == (200, call_id) and re.search(rf"^CSeq:\s*{cseq}\s", r[4], re.M | re.I)), None)
+
+        def answered(cseq: int, method: str) -> Wait:
+            return until(f"{name}: the {method} (CSeq {cseq}) answered 200", lambda: response(cseq) is not None, 10)
+
+        def reinvite(cseq: int, direction: str) -> Scenario:
+            raw.send(raw.request("INVITE", call_id, branch=f"z9hG4bK{call_id}-{cseq}", cseq=cseq, to_tag=tag,
+                                 extra=contact + "Content-Type: application/sdp\r\n", body=offer(direction, cseq)))
+            yield answered(cseq, "INVITE")
+            raw.send(raw.request("ACK", call_id, branch=f"z9hG4bK{call_id}-{cseq}a", cseq=cseq, to_tag=tag))
+
+        raw.send(raw.request("INVITE", call_id, extra=contact + "Content-Type: application/sdp\r\n", body=offer("sendrecv", 1)))
+        yield answered(1, "INVITE")
+        tag = next(r[3] for r in raw.responses if r[:3] == (200, call_id, "INVITE"))
+        raw.send(raw.request("ACK", call_id, branch=f"z9hG4bK{call_id}-1a", cseq=1, to_tag=tag))
+        yield pause(0.3)  # the session's first packets
+        flowing: list[int] = []
+        yield from packets_over(1.0, flowing)
+        yield from reinvite(2, "sendonly")
+        held_answer = response(2) or ""
+        yield pause(0.2)  # what was on its way
+        held: list[int] = []
+        yield from packets_over(1.0, held)
+        yield from reinvite(3, "sendrecv")
+        resumed_answer = response(3) or ""
+        yield pause(0.2)
+        resumed: list[int] = []
+        yield from packets_over(1.0, resumed)
+        self.check(f"{name}: a sendonly re-INVITE answered recvonly, Parley's RTP stops; a sendrecv one answered sendrecv, it flows again",
+                   "a=recvonly" in held_answer and "a=sendrecv" in resumed_answer and flowing[0] >= 30 and held[0] <= 1 and resumed[0] >= 30,
+                   f"packets a second: {flowing[0]} before, {held[0]} held, {resumed[0]} resumed")
+
+        raw.send(raw.request("UPDATE", call_id, branch=f"z9hG4bK{call_id}-4", cseq=4, to_tag=tag,
+                             extra="Supported: timer\r\nSession-Expires: 1800;refresher=uac\r\n"))
+        yield answered(4, "UPDATE")
+        raw.send(raw.request("UPDATE", call_id, branch=f"z9hG4bK{call_id}-5", cseq=5, to_tag=tag,
+                             extra="Supported: timer\r\nSession-Expires: 1800;refresher=uas\r\n"))
+        yield answered(5, "UPDATE")
+        refreshed, asked = response(4) or "", response(5) or ""
+        self.check(f"{name}: an UPDATE refreshing as the caller gets Session-Expires back with refresher=uac and Require: timer; "
+                   "one asking Parley to refresh gets none (the timer declined)",
+                   re.search(r"^Session-Expires:\s*1800;refresher=uac\s*$", refreshed, re.M | re.I) is not None
+                   and re.search(r"^Require:\s*timer\s*$", refreshed, re.M | re.I) is not None
+                   and re.search(r"^(Session-Expires|x):", asked, re.M | re.I) is None,
+                   " | ".join(line for line in (refreshed + asked).split("\r\n") if re.match(r"(Session-Expires|Require|x):", line, re.I)))
+
+        digits = metrics(self.args.url).get("parley_sip_dtmf_digits_total", 0.0)
+        raw.send(raw.request("INFO", call_id, branch=f"z9hG4bK{call_id}-6", cseq=6, to_tag=tag,
+                             extra="Content-Type: application/dtmf-relay\r\n", body="Signal=7\r\nDuration=160\r\n"))
+        yield answered(6, "INFO")
+        yield until(f"{name}: the INFO key counted",
+                    lambda: metrics(self.args.url).get("parley_sip_dtmf_digits_total", 0.0) > digits, 10)
+        raw.send(raw.request("BYE", call_id, branch=f"z9hG4bK{call_id}-7", cseq=7, to_tag=tag))
+        yield answered(7, "BYE")
+        media.close()
+        self.check(f"{name}: a key as SIP INFO (dtmf-relay) answered 200 and counted; the BYE answered 200", True)
 
     # -- answer: bad input, with a call in progress --------------------------------------------------
 
@@ -504,11 +712,34 @@ class Test:
         self.check("wrong digest: refused 401, challenged twice (once without credentials, once with the wrong ones)",
                    wrong.final_code == 401 and challenged >= 2 and not app.find(user="agent"),
                    f"final {wrong.final_code}; parley_sip_refusals_total{{reason=\"unauthorized\"}} +{challenged:g}")
-        # At most 4 calls at once: the transfer (two calls) after the reject and the cancel.
+        yield from self.unheard()
+        # At most 4 calls at once: the transfer (two calls) and the undecided call after the reject
+        # and the cancel.
         for name, scenario in [("keys", self.keys()), ("reject", self.reject()), ("cancel", self.cancel())]:
             self.runner.start(name, scenario)
         yield until("the reject and the cancel end", lambda: self.runner.done("reject", "cancel"), 60)
         self.runner.start("transfer", self.transfer())
+        self.runner.start("undecided", self.undecided())
+
+    def unheard(self) -> Scenario:
+        """The application's endpoint refuses the webhook (503): nobody will decide the call, which
+        Parley refuses 480 Temporarily Unavailable at once rather than letting it ring."""
+        call = self.phone.call(self.trunk, self.uri("unheard"), "unheard")
+        yield until("unheard: the call ends", lambda: call.ended, 15)
+        self.check("unheard: a webhook not taken (503): the caller gets 480 at once",
+                   call.final_code == 480 and self.app.first(event="webhook-refused", user="unheard") is not None,
+                   f"final {call.final_code}; states {' > '.join(s for s, _ in call.states)}")
+
+    def undecided(self) -> Scenario:
+        """The webhook taken, the call never accepted nor rejected: it rings for 20 s, then Parley
+        refuses it 480."""
+        call = self.phone.call(self.trunk, self.uri("silent"), "undecided")
+        began = time.monotonic()
+        yield until("undecided: the call ends", lambda: call.ended, 40)
+        rang = time.monotonic() - began
+        self.check("undecided: a call the application never decides rings, then gets 480 after 20 s",
+                   call.final_code == 480 and any(code == 180 for _, code in call.states) and 19 <= rang <= 35,
+                   f"final {call.final_code} after {rang:.1f} s")
 
     def accepted(self, user: str) -> Wait:
         return until(f"{user}: the application accepts the call", lambda: self.app.first(event="accepted", user=user) is not None, 20)
@@ -635,9 +866,12 @@ class Test:
 
         def bad_input_after_speech() -> Scenario:
             yield until("the spoken calls end", lambda: self.runner.done(*spoken), 150)
+            yield from self.hold()
             yield from self.bad_input()
 
         self.runner.start("bad input", bad_input_after_speech())
+        self.runner.start("no ACK", self.no_ack())
+        self.runner.start("raw dialog", self.raw_dialog())
 
     def ring_all(self) -> None:
         args = self.args

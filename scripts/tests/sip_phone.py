@@ -78,6 +78,8 @@ class PhoneCall(pj.Call):
         self.transfer_to: str | None = None
         self.transferred: PhoneCall | None = None
         self.transfer_statuses: list[int] = []
+        self.media_changes = 0  # SDP negotiations completed (the answer, each re-INVITE's and UPDATE's)
+        self.media_status = -1  # the audio's last pjsua status (PJSUA_CALL_MEDIA_ACTIVE, ..._LOCAL_HOLD)
 
     # Callbacks: inside `pump`, on this thread. An exception must not escape into PJSIP.
     def onCallState(self, prm):
@@ -97,7 +99,12 @@ class PhoneCall(pj.Call):
     def onCallMediaState(self, prm):
         try:
             info = self.getInfo()
+            self.media_changes += 1
             for index, media in enumerate(info.media):
+                if media.type == pj.PJMEDIA_TYPE_AUDIO:
+                    self.media_status = media.status
+                    if media.status == pj.PJSUA_CALL_MEDIA_ACTIVE and self.audio is not None:
+                        self.audio = self.getAudioMedia(index)  # resumed after a hold: its port anew
                 if media.type == pj.PJMEDIA_TYPE_AUDIO and media.status == pj.PJSUA_CALL_MEDIA_ACTIVE and self.audio is None:
                     self.audio = self.getAudioMedia(index)
                     if self.record_path:
@@ -143,10 +150,35 @@ class PhoneCall(pj.Call):
         """Keys as RFC 4733 events (pjsua2's default when the answer has telephone-event)."""
         self.dialDtmf(digits)
 
+    def hold(self) -> None:
+        """A re-INVITE offering sendonly (pjsua2's hold)."""
+        self.setHold(pj.CallOpParam(True))
+
+    def unhold(self) -> None:
+        """A re-INVITE offering sendrecv again."""
+        prm = pj.CallOpParam(True)
+        prm.opt.flag = pj.PJSUA_CALL_UNHOLD
+        self.reinvite(prm)
+
+    def refresh(self) -> None:
+        """An UPDATE carrying an offer (RFC 3311), as a carrier's session refresh sends it."""
+        self.update(pj.CallOpParam(True))
+
+    def dial_info(self, digit: str) -> None:
+        """A key as SIP INFO (application/dtmf-relay), as some PBXs send keys."""
+        prm = pj.CallSendDtmfParam()
+        prm.method = pj.PJSUA_DTMF_METHOD_SIP_INFO
+        prm.digits = digit
+        prm.duration = 160
+        self.sendDtmf(prm)
+
     def sample(self, now: float) -> None:
-        if self.audio is not None and not self.ended:
+        if self.audio is not None and not self.ended and self.media_status == pj.PJSUA_CALL_MEDIA_ACTIVE:
             # The call's port transmits into the conference bridge what came from the line.
-            self.levels.append((now, self.audio.getTxLevel()))
+            try:
+                self.levels.append((now, self.audio.getTxLevel()))
+            except pj.Error:
+                pass  # its port is being replaced (a re-INVITE under way)
 
     def heard_ms(self, since: float = 0.0) -> int:
         """Milliseconds of audio heard after `since`, from the sampled levels."""

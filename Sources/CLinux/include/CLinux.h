@@ -17,6 +17,9 @@
 // _GNU_SOURCE, which this header must not define: it would change glibc's types here and make them
 // clash with Swift's own Glibc module. CLinux.c defines it and implements these.
 int parley_accept(int fd);
+// pipe2(2) with O_CLOEXEC: both ends close-on-exec from the start, with no moment in which a
+// process spawned by another thread could inherit them.
+int parley_pipe_cloexec(int fds[2]);
 int parley_set_thread_name(pthread_t thread, const char *name);
 // prctl(PR_SET_PDEATHSIG): `signal` comes when the parent process dies (a worker of `parley serve
 // --workers` must not outlive its supervisor). -1 if the parent is no longer `expected_parent`.
