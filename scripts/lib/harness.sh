@@ -21,6 +21,9 @@
 #   wait_healthy NAME URL [CURL OPTIONS...]   URL answers 200
 #   wait_port NAME PORT         something accepts on 127.0.0.1:PORT
 #   wait_until NAME WHAT COMMAND...           COMMAND succeeds (polled every 0.1 s)
+#   wait_speech_helper NAME URL  the server at URL reports its speech helper up (/metrics), for up
+#                               to 90 s: its models load in seconds of CPU, and turns that come
+#                               meanwhile queue behind them past the server's 10 s wait
 #                               Each wait gives up after WAIT_SECONDS (30) or when NAME's process
 #                               ends, showing its log's last lines, and exits 2.
 #   stop NAME [SECONDS]         TERM, then KILL after SECONDS (15); returns the process's status
@@ -123,6 +126,8 @@ harness_healthy() { curl -fsS --max-time 1 -o /dev/null "${@:2}" "$1" 2>/dev/nul
 wait_healthy() { local name=$1 url=$2; shift 2; wait_until "$name" "answering $url" harness_healthy "$url" "$@"; }
 
 harness_accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_speech_helper() { WAIT_SECONDS=90 wait_until "$1" "its speech helper up" harness_speech_helper_up "$2"; }
+harness_speech_helper_up() { curl -s "$1/metrics" | grep -qx 'parley_speech_helper_up 1'; }
 wait_port() { wait_until "$1" "accepting on port $2" harness_accepts "$2"; }
 
 start_parley() {

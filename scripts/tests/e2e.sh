@@ -37,11 +37,10 @@ PARLEY_API_KEY="$key" start_parley keyed serve 0
 keyed_url="http://127.0.0.1:$port"
 
 # Chromium only once both servers' speech helpers have loaded their models (about 7 s of CPU
-# each): started beside nine pages, on two cores, the helpers' first decodes queued past the
+# each): started beside the pages, on two cores, the helpers' first decodes queued past the
 # server's 10 s wait and every turn of the run failed to transcribe (seen here, 2 of 2 runs).
-helper_up() { curl -s "$1/metrics" | grep -qx 'parley_speech_helper_up 1'; }
-WAIT_SECONDS=90 wait_until open "its speech helper up" helper_up "$open_url"
-WAIT_SECONDS=90 wait_until keyed "its speech helper up" helper_up "$keyed_url"
+wait_speech_helper open "$open_url"
+wait_speech_helper keyed "$keyed_url"
 
 args=(--url "$open_url" --keyed-url "$keyed_url" --wav "$WORK/mic.wav")
 [ -n "${SCREENSHOT:-}" ] && args+=(--screenshot "$SCREENSHOT")

@@ -84,6 +84,10 @@ PARLEY_API_KEY="$API_KEY" start_parley ring serve 0 --loops 2 --log-level debug 
     --sip-trunks-file "$WORK/trunks" --sip-webhook "http://127.0.0.1:$webhook_port/" --sip-webhook-secret-file "$WORK/webhook-secret"
 ring_port=$port
 wait_until ring "answering SIP OPTIONS on udp $ring_sip" sip_answers "$ring_sip"
+# The calls only once both speech helpers are up (the questions' turns would queue behind their
+# models' loading; seen: all three questions' decodes past the 10 s wait, on a busy machine).
+wait_speech_helper answer "http://127.0.0.1:$answer_port"
+wait_speech_helper ring "http://127.0.0.1:$ring_port"
 say "$PARLEY_BIN answering SIP on udp $answer_sip (http $answer_port), ringing on udp $ring_sip (http $ring_port, webhook :$webhook_port)"
 
 # --- the calls: the two servers' at once, a phone each ---------------------------------------------------

@@ -532,7 +532,11 @@ class Test:
         yield answered(1, "INVITE")
         tag = next(r[3] for r in raw.responses if r[:3] == (200, call_id, "INVITE"))
         raw.send(raw.request("ACK", call_id, branch=f"z9hG4bK{call_id}-1a", cseq=1, to_tag=tag))
-        yield pause(0.3)  # the session's first packets
+        # Past the calls' start: six begin at once here, and a loop busy opening their sessions
+        # sends fewer packets in the first second (27 and 41 were seen, against 50 after; 25 with
+        # a compiler on both cores). Whether the RTP stops and starts is the check, not its pace
+        # (make bench-sip measures that): 15 a second is flowing.
+        yield pause(1.5)
         flowing: list[int] = []
         yield from packets_over(1.0, flowing)
         yield from reinvite(2, "sendonly")
@@ -546,7 +550,7 @@ class Test:
         resumed: list[int] = []
         yield from packets_over(1.0, resumed)
         self.check(f"{name}: a sendonly re-INVITE answered recvonly, Parley's RTP stops; a sendrecv one answered sendrecv, it flows again",
-                   "a=recvonly" in held_answer and "a=sendrecv" in resumed_answer and flowing[0] >= 30 and held[0] <= 1 and resumed[0] >= 30,
+                   "a=recvonly" in held_answer and "a=sendrecv" in resumed_answer and flowing[0] >= 15 and held[0] <= 1 and resumed[0] >= 15,
                    f"packets a second: {flowing[0]} before, {held[0]} held, {resumed[0]} resumed")
 
         raw.send(raw.request("UPDATE", call_id, branch=f"z9hG4bK{call_id}-4", cseq=4, to_tag=tag,
