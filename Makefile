@@ -42,7 +42,7 @@ endif
 # the three suites' cases in parallel, once a guarded echo paused its own reply (1 of 3 runs); one
 # at a time, none (176 s, against 92 s in parallel). make test runs the short scope of each, a failed case
 # once more (Tests/TestSupport/RealTimeScope.swift); make test-realtime runs every case, once.
-REAL_TIME_SUITES := InterruptionEndToEndTests|EchoGuardEndToEndTests|RecordingEndToEndTests|TurnWordsEndToEndTests
+REAL_TIME_SUITES := InterruptionEndToEndTests|EchoGuardEndToEndTests|TwilioEchoGuardTests|RecordingEndToEndTests|TurnWordsEndToEndTests
 
 test: deps
 	scripts/tools/check-layers.sh

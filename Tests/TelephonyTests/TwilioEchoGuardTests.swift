@@ -26,6 +26,14 @@ import TestSupport
 
     @Test(arguments: [(nil, "en-us"), ("wait, actually I meant Paris", "en-us"), ("wait, actually I meant Paris", "en-gb+f3")] as [(String?, String)])
     func aSpeakerphoneHearingTheGreeting(utterance: String?, voice: String) throws {
+        // Real time: the guard lines the echo up against the greeting's play-out, so a starved CPU
+        // can lose a case (twice in clean make test runs on 2026-11-26, in the parallel phase:
+        // the echo taken for speech, the greeting cut at 640-660 ms); make test runs this suite
+        // in the serial phase, and a failed case once more.
+        try RealTimeScope.retriedOnce("\(utterance ?? "echo only") in \(voice)") { try Self.speakerphone(utterance: utterance, voice: voice) }
+    }
+
+    static func speakerphone(utterance: String?, voice: String) throws {
         let (server, client, pool) = try TwilioPauseTests.greetedCall(greeting: Self.story)
         defer { pool.stop() }
         var timeout = timeval(tv_sec: 0, tv_usec: 5_000)
@@ -102,7 +110,7 @@ import TestSupport
         }
     }
 
-    private func echo(_ name: String, _ client: TestClient) throws {
+    private static func echo(_ name: String, _ client: TestClient) throws {
         try client.send(TestClient.frame(0x1, Array(#"{"event":"mark","streamSid":"MZ1","mark":{"name":"\#(name)"}}"#.utf8)))
     }
 }
