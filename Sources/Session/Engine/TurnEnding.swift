@@ -62,10 +62,15 @@ public struct TurnEnding: Sendable, Equatable {
         /// Digits being read out: groups are paused between, so the turn waits past such a pause.
         public var spellingOutWaitMs = 1_500
         /// A complete verdict before the words: how long they are waited for, at most. Past the
-        /// 1 s pauses the targets count, so that words slower than the verdict (a busy helper)
-        /// never let a pause after "I need a flight to" end the turn; they come about 250 ms after
-        /// the last word on an idle machine, so a finished turn seldom waits this out.
-        public var wordsWaitMs = 1_000
+        /// 1 s pauses the targets count, so that words slower than the verdict (a busy helper, a
+        /// slow CPU) never let a pause after "I need a flight to" end the turn. They come about
+        /// 250 ms after the last word on an idle machine, so a finished turn seldom waits this
+        /// out; and where they are slow, waiting for them costs the reply nothing, since it needs
+        /// the turn's text before it can begin. 2.5 s, not 1 s: on an AMD EPYC without AVX-512
+        /// (2026-11-26) Whisper's decode at the quiet took 1.2-1.3 s of CPU (313 ms where
+        /// docs/benchmarks.md measured it), and TurnWordsEndToEndTests' flight case ended in its
+        /// 1 s pause on both attempts of a clean make test.
+        public var wordsWaitMs = 2_500
         /// Whether words come (a recogniser that decodes the turn when it goes quiet): without
         /// them the audio model's verdict decides alone.
         public var readsWords = false
