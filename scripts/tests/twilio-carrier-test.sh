@@ -21,6 +21,9 @@ ulaw_speech "What is the weather like in Paris" "$WORK/said.ulaw"
 TWILIO_AUTH_TOKEN="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export TWILIO_AUTH_TOKEN
 start_parley server serve 0 --log-level debug
+# The calls once the speech helper is up: begun while it loaded (7 s on a slow machine), the
+# greeting was still going when the keys came, and their reply missed its 20 s (2026-11-26).
+wait_speech_helper server "http://127.0.0.1:$port"
 
 # Twilio signs the URL it was given: wss:// and the host, which the server rebuilds from Host.
 "$VENV/bin/python" scripts/tests/twilio_carrier.py --url "ws://127.0.0.1:$port/twilio" --signed-url "wss://127.0.0.1:$port/twilio" \
