@@ -209,8 +209,9 @@ class Moonshine:
         import ctypes
         import queue
 
-        lacking = [flag for flag in self.CPU_FLAGS if flag not in cpu_flags()]
-        if lacking and cpu_flags():
+        flags = cpu_flags()
+        lacking = [flag for flag in self.CPU_FLAGS if flag not in flags]
+        if lacking and flags:
             raise RuntimeError(f"libmoonshine.so is built for AVX-512 and this CPU lacks {', '.join(lacking)}")
         self.ctypes = ctypes
         # Its runtime first: libmoonshine.so needs libonnxruntime.so.1, which the loader finds

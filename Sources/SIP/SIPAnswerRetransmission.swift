@@ -13,7 +13,7 @@ package struct SIPAnswerRetransmission: Sendable, Equatable {
     private let timers: SIPTimers
     private var interval: UInt64
     /// The time since the 2xx first went out at which the timer goes off next.
-    package private(set) var given: UInt64
+    private var given: UInt64
 
     package init(timers: SIPTimers = SIPTimers()) {
         self.timers = timers
