@@ -16,9 +16,10 @@ public enum TranscriptionEvent: Sendable, Equatable {
 public protocol TranscriptionSession: AnyObject {
     /// Mono samples at the rate the turn began with, the engine's audio.
     func append(_ samples: [Int16])
-    /// The speaker has gone quiet: what was appended may be the whole turn. A recogniser that
-    /// decodes whole utterances decodes it now and answers `settled`, and at `finish` uses that
-    /// decode when nothing was appended after this but silence.
+    /// The speaker has gone quiet: what was appended may be the whole turn. A recogniser answers
+    /// `settled` once its words cover everything appended so far (`Transcriber.settledWords`
+    /// says which words those are); one that decodes whole utterances uses that decode at
+    /// `finish` when nothing was appended after this but silence.
     func quiet()
     /// Whether a paused reply waits on these words: a recogniser with a queue puts the turn's
     /// decodes first while it does.
@@ -38,20 +39,33 @@ extension TranscriptionSession {
     public func replyWaits(_ waits: Bool) {}
 }
 
+/// What a recogniser's sessions answer `quiet` with (`TranscriptionEvent.settled`).
+public enum SettledWords: Sendable, Equatable {
+    /// Nothing: its words come at `finish` (a recogniser that uploads the whole turn).
+    case none
+    /// Its streaming hypothesis once it has heard all the audio so far (pocketsphinx): a guess,
+    /// often another word than was said ("stop" heard as "i"), but a guess of all of it. A paused
+    /// reply waits for it: a partial that was merely late (a recogniser behind a busy CPU) is
+    /// not taken for no words.
+    case hypothesis
+    /// A whole decode of the turn up to the quiet (Whisper): the text signal of a turn's end.
+    case decode
+}
+
 public protocol Transcriber: Sendable {
     var name: String { get }
-    /// Whether its sessions answer `quiet` with `settled` words (the text signal of a turn's end).
-    var decodesWhenQuiet: Bool { get }
+    /// What its sessions answer `quiet` with.
+    var settledWords: SettledWords { get }
     /// A turn whose audio comes at `sampleRate` (16,000, or 8,000 from G.711): a recogniser that
     /// needs another rate converts it itself, so audio is resampled only where it must be.
     func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession
 }
 
 extension Transcriber {
-    public var decodesWhenQuiet: Bool { false }
+    public var settledWords: SettledWords { .none }
 }
 
 extension TranscriptionSession {
-    /// A streaming recogniser's partials already cover the audio: nothing to do.
+    /// A recogniser whose words come only at `finish` has nothing to say at a quiet.
     public func quiet() {}
 }

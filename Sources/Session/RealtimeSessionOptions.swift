@@ -15,8 +15,8 @@ extension SessionEngine.Options {
         transcriptionModel = endpoint.speech.transcriber?.name
         voiceActivityModel = endpoint.speech.voiceActivity
         judgesTurns = endpoint.speech.endOfTurn != nil
-        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.decodesWhenQuiet == true
-        transcriberSettles = endpoint.speech.transcriber?.decodesWhenQuiet ?? true
+        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.settledWords == .decode
+        settledWords = endpoint.speech.transcriber?.settledWords ?? .decode
         speculatesByDefault = endpoint.speculativeRepliesByDefault
         records = endpoint.recordings != nil
         tooling = endpoint.tooling
@@ -80,8 +80,8 @@ extension SessionEngine.Options {
         transcriptionModel = endpoint.speech.transcriber?.name
         voiceActivityModel = endpoint.speech.voiceActivity
         judgesTurns = endpoint.speech.endOfTurn != nil
-        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.decodesWhenQuiet == true
-        transcriberSettles = endpoint.speech.transcriber?.decodesWhenQuiet ?? true
+        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.settledWords == .decode
+        settledWords = endpoint.speech.transcriber?.settledWords ?? .decode
         // A phone call has no client to ask for the reply after a tool: the server does.
         tooling = endpoint.tooling.continuing(true)
         var configuration = SessionConfiguration()

@@ -13,7 +13,9 @@ import Glibc
 /// A turn keeps at most one job in flight: audio that arrives meanwhile waits on the loop and goes
 /// with the next job, so a slow moment batches up instead of queueing many small jobs, and the
 /// decoder is only ever used by one thread at a time. Each job ends with the best hypothesis so far
-/// (a partial); the last ends the utterance (the final text).
+/// (a partial); the last ends the utterance (the final text). At a quiet the next job takes
+/// whatever audio has come, however little, and its hypothesis is `settled`: the guess of all of
+/// the speech so far, which a paused reply waits for rather than reading a late partial as none.
 ///
 /// When every decoder is lent, or the pool's queue is full, the turn fails with `overloaded` at
 /// once: the session tells its client, and no other session waits.
@@ -23,6 +25,7 @@ import Glibc
 /// than the loop.
 public final class SphinxTranscriber: Transcriber {
     public let name = "pocketsphinx"
+    public let settledWords = SettledWords.hypothesis
     let pool: WorkerPool
     let model: SphinxDecoder.Model
     /// Decoders loaded and not lent, and how many turns hold one (or are about to).
@@ -87,6 +90,8 @@ private final class SphinxTranscription: TranscriptionSession {
     private var pending: [Int16] = []
     private var inFlight: OffloadTicket?
     private var started = false
+    /// The speaker went quiet: the next job settles (see the type's comment).
+    private var settling = false
     private var finishing = false
     private var over = false
     /// The turn's audio and the decoder's CPU time on it, for the real-time factor.
@@ -107,6 +112,12 @@ private final class SphinxTranscription: TranscriptionSession {
     func append(_ samples: [Int16]) {
         guard !over, !finishing else { return }
         pending += samples
+        pump()
+    }
+
+    func quiet() {
+        guard !over, !finishing else { return }
+        settling = true
         pump()
     }
 
@@ -131,9 +142,10 @@ private final class SphinxTranscription: TranscriptionSession {
 
     private func pump() {
         guard inFlight == nil, !over else { return }
-        guard finishing || pending.count >= SphinxTranscriber.chunkMs * sampleRate / 1000 else { return }
-        let samples = pending, start = !started, end = finishing, lease = lease, owner = owner, rate = sampleRate
+        guard finishing || settling || pending.count >= SphinxTranscriber.chunkMs * sampleRate / 1000 else { return }
+        let samples = pending, start = !started, end = finishing, settles = settling && !finishing, lease = lease, owner = owner, rate = sampleRate
         pending = []
+        settling = false
         started = true
         audioSamples += samples.count
         inFlight = loop.offload(to: owner.pool, {
@@ -146,7 +158,9 @@ private final class SphinxTranscription: TranscriptionSession {
             let decoder = lease.decoder!
             let clock = ThreadCPUClock()
             if start { decoder.start(sourceRate: rate) }
-            if rate == SphinxTranscriber.modelRate {
+            if samples.isEmpty {
+                // A quiet with no audio since the last job: its hypothesis stands.
+            } else if rate == SphinxTranscriber.modelRate {
                 decoder.process(samples)
             } else {
                 if lease.resampler == nil {
@@ -158,13 +172,13 @@ private final class SphinxTranscription: TranscriptionSession {
             }
             let text = end ? decoder.end() : decoder.hypothesis
             return JobResult(text: text, cpuSeconds: clock.elapsed, loadError: nil)
-        }, then: { [self] result in completed(result, final: end) })
+        }, then: { [self] result in completed(result, final: end, settled: settles) })
         if inFlight == nil {
             fail("overloaded", "the speech worker queue is full (\(owner.pool.queueLimit) jobs waiting): the server is overloaded")
         }
     }
 
-    private func completed(_ result: JobResult, final: Bool) {
+    private func completed(_ result: JobResult, final: Bool, settled: Bool) {
         inFlight = nil
         cpuSeconds += result.cpuSeconds
         if over { return release() }
@@ -175,7 +189,8 @@ private final class SphinxTranscription: TranscriptionSession {
             if audioSamples > 0 { SpeechMetrics.shared.recognitionRealTimeFactor.observe(seconds: cpuSeconds / (Double(audioSamples) / Double(sampleRate))) }
             onEvent(.final(result.text))
         } else {
-            if !result.text.isEmpty { onEvent(.partial(result.text)) }
+            // Settled words are reported even when there are none: "no words" decides too.
+            if settled { onEvent(.settled(result.text)) } else if !result.text.isEmpty { onEvent(.partial(result.text)) }
             pump()
         }
     }

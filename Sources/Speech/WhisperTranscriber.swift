@@ -32,7 +32,7 @@ public struct WhisperTranscriber: Transcriber {
 
     public let model: Model
     public var name: String { model.rawValue }
-    public let decodesWhenQuiet = true
+    public let settledWords = SettledWords.decode
     let status: SpeechHelperStatus
 
     /// How much new audio brings a new partial decode (one at a time per turn): 0.3 s while the

@@ -1,3 +1,5 @@
+import Models
+
 /// When user speech during a spoken reply is a barge-in and when it is only a backchannel
 /// ("uh-huh", "okay") or a noise: a pure value, fed the speech's start, how long it has lasted on
 /// the audio clock, the recogniser's words and its end; it answers pause, resume or barge in. The
@@ -74,18 +76,19 @@ public struct ReplyInterruption: Sendable, Equatable {
     public let settings: Settings
     /// Whether a recogniser follows the speech, so words may yet decide it.
     public let expectsWords: Bool
-    /// Whether those words are a whole decode of the speech up to a quiet (Whisper), which a
-    /// paused reply may wait for; a streaming recogniser's (pocketsphinx) are its guess as it
-    /// goes, often another word ("stop" heard as "ta" or "doc"), so any word of it counts as
-    /// one that asks for the floor, as before Parley weighed words.
-    public let wordsSettle: Bool
+    /// What the recogniser answers when the speech goes quiet, which a paused reply waits for
+    /// once the speech has ended (`TurnTaking.pauseWordsWaitMs`). A whole decode (Whisper) is
+    /// weighed by the rules above; a streaming recogniser's words (pocketsphinx) are its guess,
+    /// often another word ("stop" heard as "ta", "doc" or "i"), so any word of it counts as one
+    /// that asks for the floor, as before Parley weighed words.
+    public let settledWords: SettledWords
     /// Words recognised so far: real ones, and backchannels; and whether one asks for the floor.
     public private(set) var words = 0
     public private(set) var backchannels = 0
     public private(set) var asksForTheFloor = false
 
-    private init(settings: Settings, expectsWords: Bool, wordsSettle: Bool) {
-        self.wordsSettle = wordsSettle
+    private init(settings: Settings, expectsWords: Bool, settledWords: SettledWords) {
+        self.settledWords = settledWords
         self.settings = settings
         self.expectsWords = expectsWords
     }
@@ -94,16 +97,19 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// (nil unless the decision is `.pause`) and the decision (nil: nothing to do).
     /// `interruptResponse` false means the reply is never interrupted, and so never paused.
     public static func speechStarted(during reply: Reply, interruptResponse: Bool, settings: Settings,
-                                     expectsWords: Bool = false, wordsSettle: Bool = true) -> (ReplyInterruption?, Decision?) {
+                                     expectsWords: Bool = false, settledWords: SettledWords = .decode) -> (ReplyInterruption?, Decision?) {
         guard interruptResponse else { return (nil, nil) }
         switch reply {
         case .none: return (nil, nil)
         case .text: return (nil, .bargeIn)
         case .spoken:
             if settings.minDurationMs == 0 { return (nil, .bargeIn) }
-            return (ReplyInterruption(settings: settings, expectsWords: expectsWords, wordsSettle: wordsSettle), .pause)
+            return (ReplyInterruption(settings: settings, expectsWords: expectsWords, settledWords: settledWords), .pause)
         }
     }
+
+    /// Whether the speech, once ended, waits for the words its quiet brings before the reply resumes.
+    var awaitsSettledWords: Bool { expectsWords && settledWords != .none && settings.minWords > 0 }
 
     /// The speech has lasted `speechMs` (onset to its last loud frame; trailing quiet does not count).
     public func heard(speechMs: Int) -> Decision? {
@@ -119,7 +125,7 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// The recogniser's hypothesis of the whole speech so far (partial or final).
     public mutating func recognised(_ text: String) -> Decision? {
         (words, backchannels, asksForTheFloor) = Self.count(text)
-        guard settings.minWords > 0, asksForTheFloor || words >= (wordsSettle ? settings.minWords : 1) else { return nil }
+        guard settings.minWords > 0, asksForTheFloor || words >= (settledWords == .decode ? settings.minWords : 1) else { return nil }
         return .bargeIn
     }
 

@@ -82,7 +82,7 @@ extension SessionEngine {
         turns.reopenable = nil
         let start = turns.floor.speechStarted(new, during: reply, interruptResponse: settings.interruptResponse,
                                               settings: settings.interruption, expectsWords: transcribes,
-                                              wordsSettle: transcriberSettles, replyUnheard: reopenable != nil)
+                                              settledWords: settledWords, replyUnheard: reopenable != nil)
         if case .reopened(let turn, let withdrawn) = start, let reopenable {
             return reopen(turn, withdrawing: withdrawn, audio: reopenable.samples, speechStartMs: ms)
         }

@@ -50,12 +50,12 @@ public struct SessionEngine: Sendable {
         /// An end-of-turn model is there: `semantic_vad` asks it (`.turnModel`) when the user
         /// goes quiet, instead of waiting out a fixed silence (see `TurnEnding`).
         public var judgesTurns = false
-        /// The recogniser decodes a turn as it goes quiet (`Transcriber.decodesWhenQuiet`) and the
+        /// The recogniser decodes a turn as it goes quiet (`SettledWords.decode`) and the
         /// server weighs those words in the turn's end (`--turn-words rules`; see `TurnWords`).
         public var readsTurnWords = false
-        /// The recogniser decodes whole turns and answers `settled` at a quiet (Whisper), rather than
-        /// streaming its guesses (pocketsphinx): see `ReplyInterruption.wordsSettle`.
-        public var transcriberSettles = true
+        /// What the recogniser answers a quiet with: a whole decode (Whisper), its streaming guess
+        /// (pocketsphinx), or nothing; see `ReplyInterruption.settledWords`.
+        public var settledWords = SettledWords.decode
         /// Whether a session whose `turn_detection` does not say speculates (`--speculative-replies`;
         /// see `SpeculativeReply`).
         public var speculatesByDefault = false
@@ -199,7 +199,7 @@ public struct SessionEngine: Sendable {
     public let judgesTurns: Bool
     /// Whether the words decoded when a turn goes quiet count in its end (`Options.readsTurnWords`).
     let readsTurnWords: Bool
-    let transcriberSettles: Bool
+    let settledWords: SettledWords
     let speculatesByDefault: Bool
     let records: Bool
     let tooling: ToolSettings
@@ -228,7 +228,7 @@ public struct SessionEngine: Sendable {
         voiceActivityModel = options.voiceActivityModel
         judgesTurns = options.judgesTurns
         readsTurnWords = options.readsTurnWords && options.transcribes
-        transcriberSettles = options.transcriberSettles
+        settledWords = options.settledWords
         speculatesByDefault = options.speculatesByDefault
         records = options.records
         tooling = options.tooling

@@ -142,7 +142,7 @@ public struct TurnTaking: Sendable, Equatable {
     /// `replyUnheard`: the reply being made answers the turn that ended last, and nothing of it
     /// has reached the listener yet.
     public mutating func speechStarted(_ new: Turn, during reply: ReplyInterruption.Reply, interruptResponse: Bool,
-                                       settings: ReplyInterruption.Settings, expectsWords: Bool, wordsSettle: Bool = true,
+                                       settings: ReplyInterruption.Settings, expectsWords: Bool, settledWords: SettledWords = .decode,
                                        replyUnheard: Bool = false) -> Start {
         if turn != nil, var pending = ending, pending.isPending {
             let decision = pending.speechResumed()
@@ -164,7 +164,7 @@ public struct TurnTaking: Sendable, Equatable {
         }
         turn = new
         let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: interruptResponse,
-                                                                  settings: settings, expectsWords: expectsWords, wordsSettle: wordsSettle)
+                                                                  settings: settings, expectsWords: expectsWords, settledWords: settledWords)
         if decision == .pause {
             releasePauseState()
             pause = machine
@@ -179,7 +179,7 @@ public struct TurnTaking: Sendable, Equatable {
         guard let current = turn else { return nil }
         if let machine = pause {
             // Its words may yet make it a barge-in: the reply stays paused until they come.
-            if machine.expectsWords, machine.wordsSettle, machine.settings.minWords > 0, !pausedWordsSettled {
+            if machine.awaitsSettledWords, !pausedWordsSettled {
                 pauseEndedMs = ms
                 return nil
             }
