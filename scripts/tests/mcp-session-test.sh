@@ -58,6 +58,7 @@ allow_port=$port
 # hang (5 s, well above what a list takes on a loaded machine), the filler after 1 s.
 start_parley server serve 0 --log-level debug --mcp-list-timeout 5 --mcp-call-timeout 8 --tool-filler-after 1 \
     --twilio-session "$WORK/twilio-session.json"
+wait_speech_helper server "http://127.0.0.1:$port"
 say "$PARLEY_BIN serving on 127.0.0.1:$port (and :$allow_port with --mcp-allow); the MCP server on :$mcp_port"
 
 # --- the sessions ----------------------------------------------------------------------------------

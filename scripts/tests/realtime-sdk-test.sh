@@ -36,6 +36,10 @@ round_trip() {
     start_parley server serve 0 --loops 1 "$@"
     [[ "$scheme" == "$want" ]] || { logs server; die "the server listens on $scheme, not $want" 2; }
     say "$PARLEY_BIN serving $scheme on 127.0.0.1:$port"
+    # Rounds that speak: their turns would queue behind the models' loading on a busy machine.
+    if [[ " ${client_options[*]} " == *" --g711 "* || " ${client_options[*]} " == *" --transcription "* ]]; then
+        wait_speech_helper server "$scheme://127.0.0.1:$port"
+    fi
 
     local status=0
     timeout 120 "$VENV/bin/python" scripts/tests/realtime_sdk_client.py --base-url "$scheme://127.0.0.1:$port/v1" \

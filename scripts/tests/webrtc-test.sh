@@ -32,6 +32,7 @@ key="sk-webrtc+$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 MASK="s/$key/<key>/g"
 PARLEY_API_KEY="$key" start_parley server serve 0 --loops 2 --log-level debug
 url="http://127.0.0.1:$port"
+wait_speech_helper server "$url"
 [[ -z "${KEEP_LOG:-}" ]] || on_exit 'cp "$LOGS/server.log" "$KEEP_LOG"'
 
 secret=$(curl -sf -X POST -H "Authorization: Bearer $key" -H "Content-Type: application/json" -d '{}' "$url/v1/realtime/client_secrets" \
