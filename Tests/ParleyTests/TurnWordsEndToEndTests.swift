@@ -24,8 +24,13 @@ import TestSupport
 
     /// Pauses of up to a second after words that cannot end a thought: a preposition, a filler,
     /// a number being read out. Smart Turn alone answered some of these in the pause.
+    ///
+    /// Not "I need a flight to": Whisper tiny.en writes Piper's final "to" there as "too" (22 of 24
+    /// decodes, with 0 to 475 ms of quiet after it), "I need a flight too." reads as finished, and
+    /// the pause was held only when Smart Turn happened to say incomplete (the case failed both
+    /// attempts in 2 of 9 serial runs on 2026-11-26). Its "from" is heard as "from..." every time.
     static let pauses: [(first: String, second: String, pauseMs: Int, voice: Voice)] = [
-        ("I need a flight to", "Boston on Friday.", 1_000, .piper(lengthScale: 1.0)),
+        ("I need a flight from", "Boston on Friday.", 1_000, .piper(lengthScale: 1.0)),
         ("I want to um", "book a table for two.", 1_000, .piper(lengthScale: 1.25)),
         ("My account number is four five", "six seven.", 800, .espeak("en-us")),
         ("I would like to order a", "large pizza with mushrooms.", 800, .flite("slt")),
@@ -47,7 +52,8 @@ import TestSupport
         let events = recorder.finish().map(\.event)
         let commits = events.filter { $0["type"]?.string == "input_audio_buffer.committed" }
         let stops = events.filter { $0["type"]?.string == "input_audio_buffer.speech_stopped" }
-        #expect(commits.count == 1, "\(voice): \(events.compactMap { $0["type"]?.string }), \(ends(server))")
+        let heard = events.filter { $0["type"]?.string == "conversation.item.input_audio_transcription.completed" }.map { $0["transcript"]?.string ?? "" }
+        #expect(commits.count == 1, "\(voice): heard \(heard), \(events.compactMap { $0["type"]?.string }), \(ends(server))")
         #expect((stops.first?["audio_end_ms"]?.int ?? 0) > before.count / 24, "\(voice): the turn ended in the pause: \(stops), \(ends(server))")
         let transcript = events.first { $0["type"]?.string == "conversation.item.input_audio_transcription.completed" }?["transcript"]?.string ?? ""
         #expect(transcript.split(separator: " ").count >= 5, "\(voice): one item should hold both halves: \(transcript)")

@@ -68,8 +68,9 @@ public struct TurnEnding: Sendable, Equatable {
         /// out; and where they are slow, waiting for them costs the reply nothing, since it needs
         /// the turn's text before it can begin. 2.5 s, not 1 s: on an AMD EPYC without AVX-512
         /// (2026-11-26) Whisper's decode at the quiet took 1.2-1.3 s of CPU (313 ms where
-        /// docs/benchmarks.md measured it), and TurnWordsEndToEndTests' flight case ended in its
-        /// 1 s pause on both attempts of a clean make test.
+        /// docs/benchmarks.md measured it), longer than the 1 s pause. (The flight case that
+        /// failed there was another thing: Whisper hears its final "to" as "too"; see
+        /// TurnWordsEndToEndTests.)
         public var wordsWaitMs = 2_500
         /// Whether words come (a recogniser that decodes the turn when it goes quiet): without
         /// them the audio model's verdict decides alone.
