@@ -12,11 +12,7 @@ extension SessionEngine.Options {
         self.init(model: model, allowsOpus: allowsOpus, maxHistoryTextBytes: endpoint.limits.maxHistoryBytes, transcribes: endpoint.speech.transcriber != nil,
                   synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
         configuration = SessionConfiguration()
-        transcriptionModel = endpoint.speech.transcriber?.name
-        voiceActivityModel = endpoint.speech.voiceActivity
-        judgesTurns = endpoint.speech.endOfTurn != nil
-        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.settledWords == .decode
-        settledWords = endpoint.speech.transcriber?.settledWords ?? .decode
+        hear(with: endpoint)
         speculatesByDefault = endpoint.speculativeRepliesByDefault
         records = endpoint.recordings != nil
         tooling = endpoint.tooling
@@ -70,6 +66,16 @@ extension SessionEngine.Options {
 }
 
 extension SessionEngine.Options {
+    /// What the endpoint's speech services give every session it opens, a call's or a client's:
+    /// the recogniser and what it answers a quiet with, the VAD, the end-of-turn model.
+    private mutating func hear(with endpoint: RealtimeEndpoint) {
+        transcriptionModel = endpoint.speech.transcriber?.name
+        voiceActivityModel = endpoint.speech.voiceActivity
+        judgesTurns = endpoint.speech.endOfTurn != nil
+        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.settledWords == .decode
+        settledWords = endpoint.speech.transcriber?.settledWords ?? .decode
+    }
+
     /// A phone call's session (`/twilio`, SIP): the endpoint's model and speech, replies after
     /// tools without a client to ask for them, the audio in `format` and fixed (the call's leg
     /// fixes it), spoken replies when a voice is there, and `sessions` (the operator's call
@@ -77,11 +83,7 @@ extension SessionEngine.Options {
     package init(phoneCall endpoint: RealtimeEndpoint, format: RealtimeAudioFormat, sessions: [SessionUpdate?]) {
         self.init(model: endpoint.modelName, transcribes: endpoint.speech.transcriber != nil,
                   synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
-        transcriptionModel = endpoint.speech.transcriber?.name
-        voiceActivityModel = endpoint.speech.voiceActivity
-        judgesTurns = endpoint.speech.endOfTurn != nil
-        readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.settledWords == .decode
-        settledWords = endpoint.speech.transcriber?.settledWords ?? .decode
+        hear(with: endpoint)
         // A phone call has no client to ask for the reply after a tool: the server does.
         tooling = endpoint.tooling.continuing(true)
         var configuration = SessionConfiguration()
