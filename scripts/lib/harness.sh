@@ -88,7 +88,11 @@ free_port() {
 start() {
     local name=$1; shift
     mkdir -p "$LOGS"
-    "$@" > "$LOGS/$name.log" 2>&1 &
+    # Emptied here, before the child starts, and appended to by it: a redirection made by the
+    # child would empty it after `start` returned, so a wait on a name reused (a restarted mock)
+    # could read the last process's lines, and the grep after it an empty log (issue 50).
+    : > "$LOGS/$name.log"
+    "$@" >> "$LOGS/$name.log" 2>&1 &
     pid=$!
     harness_pids[$name]=$pid
 }
