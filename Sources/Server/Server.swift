@@ -61,10 +61,13 @@ public final class Server: Sendable {
         let registry = metricsRegistry
         builder.get("/healthz") { _ in HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ok\n") }
         // Readiness, unlike liveness, goes 503 at SIGTERM: balancers stop sending sessions here
-        // while the ones held drain (docs/operations.md, "Drain").
+        // while the ones held drain (docs/operations.md, "Drain"); and while a check the routes
+        // added says why not (the box's speech work at its capacity: "speech_busy").
+        let readiness = builder.readinessChecks
         builder.get("/readyz") { _ in
-            drain.isDraining ? HTTPResponse(status: .serviceUnavailable, contentType: "text/plain; charset=utf-8", body: "draining\n")
-                             : HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ready\n")
+            let reason = drain.isDraining ? "draining" : readiness.lazy.compactMap { $0() }.first
+            return reason.map { HTTPResponse(status: .serviceUnavailable, contentType: "text/plain; charset=utf-8", body: "\($0)\n") }
+                ?? HTTPResponse(status: .ok, contentType: "text/plain; charset=utf-8", body: "ready\n")
         }
         let group = configuration.workerGroup
         let exposition: @Sendable () -> HTTPResponse = {

@@ -36,8 +36,6 @@ public final class RealtimeEndpoint: Sendable {
     /// Whether `semantic_vad` weighs the words decoded as a turn goes quiet in its end, beside the
     /// audio model (`--turn-words`; see `TurnWords`).
     public let readsTurnWords: Bool
-    /// Voice sessions this process admits (`--speech-capacity`); nil: no limit (no speech models).
-    public let speechCapacity: SpeechCapacity?
     /// Where each session's report goes when it ends, and is read back.
     public let reports: SessionReports
     /// Sessions' traces, when the OpenTelemetry variables name a collector.
@@ -54,12 +52,11 @@ public final class RealtimeEndpoint: Sendable {
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
                 echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, readsTurnWords: Bool = true,
-                speechCapacity: SpeechCapacity? = nil, tracer: ParleyTracer? = nil, recordings: Recordings? = nil,
+                tracer: ParleyTracer? = nil, recordings: Recordings? = nil,
                 tooling: ToolSettings = .standard, mcpClient: MCPClient.Settings = .init()) {
         self.tooling = tooling
         self.mcpClient = mcpClient
         self.readsTurnWords = readsTurnWords
-        self.speechCapacity = speechCapacity
         self.tracer = tracer
         self.recordings = recordings
         self.speculativeRepliesByDefault = speculativeRepliesByDefault
@@ -113,12 +110,9 @@ public final class RealtimeEndpoint: Sendable {
         if case .resume(let token, _) = asked { resuming = ResumeToken.hash(token) }
         // A resume of a session parked in this process: it holds its place in the tenant's count.
         let held: (String) -> Bool = { tenant in resuming.map { ResumeRegistry.shared.isParked(tokenHash: $0, tenant: tenant) } ?? false }
-        // A new session takes a seat of the speech capacity (a resumed one holds its own).
-        var seat: SpeechCapacity.Seat?
-        if let speechCapacity, resuming == nil {
-            guard let taken = speechCapacity.take() else { return .failure(Self.busy(speechCapacity)) }
-            seat = taken
-        }
+        // No seat of speech capacity is taken here: a session that never speaks costs the speech
+        // helper nothing, and the box's speech work is counted where it is queued (the helper),
+        // which says when it is busy (/readyz) rather than refusing sessions.
         return access.admit(request, offered: offered, resuming: resuming != nil, held: held).map { admitted in
             let handler: any WebSocketHandler
             var session: String?
@@ -127,7 +121,6 @@ public final class RealtimeEndpoint: Sendable {
                 handler = ResumingHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, token: token, lastSeq: lastSeq)
             case .resumable, .none:
                 let made = RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: allowsOpus, resumable: asked == .resumable)
-                made.seat = seat
                 if asked == .resumable { session = made.driver.engine.sessionID }
                 handler = made
             }
@@ -137,13 +130,6 @@ public final class RealtimeEndpoint: Sendable {
             } : nil
             return WebSocketAdmission(subprotocol: offered.contains("realtime") ? "realtime" : nil, handler: handler, confirm: confirm)
         }
-    }
-
-    /// The refusal past the speech capacity: 503, `server_busy`, and when to try again.
-    static func busy(_ capacity: SpeechCapacity) -> HTTPRefusal {
-        HTTPRefusal(.jsonError(.serviceUnavailable, code: "server_busy",
-                               message: "this server is holding its most voice sessions (\(capacity.limit) in this process, --speech-capacity); retry soon or on another node",
-                               headers: [("Retry-After", "5")]))
     }
 
     /// `?call_id=`: a sideband on a WebRTC call's session, for whoever may open sessions here

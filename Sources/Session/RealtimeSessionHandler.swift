@@ -29,8 +29,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     /// The connection the session now belongs to: frames and closes from any other (a reconnect
     /// that was refused, the old socket's late close) are ignored.
     var client: ObjectIdentifier?
-    /// Its place in the process's speech capacity, given back when the session ends.
-    var seat: SpeechCapacity.Seat?
 
     /// A new session, or (with `restoring`) one brought back from the store after its process went.
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, resumable: Bool = false,
@@ -122,8 +120,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
 
     /// The session is over: its work stops, and the store forgets it.
     private func end(_ code: WebSocketCloseCode) {
-        seat?.release()
-        seat = nil
         resumption?.ended()
         resumption = nil
         client = nil

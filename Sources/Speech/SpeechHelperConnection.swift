@@ -132,6 +132,10 @@ final class SpeechHelperConnection {
     }
 
     func received(_ frame: SpeechHelperFrame) {
+        if frame.header["op"]?.string == SpeechHelperContract.Operation.load.rawValue {
+            if let busy = frame.header["busy"]?.bool { status.heard(busy: busy) }
+            return
+        }
         guard let id = frame.header["id"]?.int.flatMap(UInt64.init(exactly:)) else { return }
         if frame.header["op"]?.string == SpeechHelperContract.Operation.hello.rawValue { return greeted(frame) }
         if let code = frame.header["error"]?.string {
@@ -157,6 +161,7 @@ final class SpeechHelperConnection {
             socket?.close()
             return lost("the speech helper speaks protocol version \(version.map(String.init) ?? "unknown"), this server \(SpeechHelperContract.version)")
         }
+        if let busy = frame.header["load"]?["busy"]?.bool { status.heard(busy: busy) }
     }
 
     /// The connection ended: every request and stream on it fails now.

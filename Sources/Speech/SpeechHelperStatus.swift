@@ -14,6 +14,7 @@ public final class SpeechHelperStatus: Sendable {
     public let socketPath: String
     private let state = Mutex((ready: false, generation: 0))
     private let transcriptions = Atomic<Int>(0)
+    private let busyFlag = Atomic<Bool>(false)
 
     public init(socketPath: String) {
         self.socketPath = socketPath
@@ -45,8 +46,15 @@ public final class SpeechHelperStatus: Sendable {
     func transcriptionSent() { transcriptions.add(1, ordering: .relaxed) }
     func transcriptionEnded() { transcriptions.subtract(1, ordering: .relaxed) }
 
-    /// The helper ended (or is being restarted).
+    /// Whether the box's speech work is at its capacity, as the helper last said (`load`): what
+    /// `/readyz` answers 503 for, in every worker, since every worker's loops hear the same helper.
+    public var isBusy: Bool { busyFlag.load(ordering: .relaxed) }
+
+    func heard(busy: Bool) { busyFlag.store(busy, ordering: .relaxed) }
+
+    /// The helper ended (or is being restarted): no work is queued at it any more.
     public func markDown() {
         state.withLock { $0.ready = false }
+        busyFlag.store(false, ordering: .relaxed)
     }
 }

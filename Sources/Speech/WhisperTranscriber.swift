@@ -79,7 +79,8 @@ final class WhisperTranscription: TranscriptionSession {
     private var count = 0
     /// The decode in flight: its id, how many samples it covers, and what it is for.
     private var inFlight: (id: UInt64?, upTo: Int, kind: Kind)?
-    /// The last decode answered: its text and how many samples it covered.
+    /// The last decode answered (or shed at a busy helper, with the text before): its text and how
+    /// many samples it covered.
     private var decoded: (text: String, upTo: Int)?
     /// The last decode on the whole window (not `fast`): only its text may be the final one.
     private var exact: (text: String, upTo: Int)?
@@ -220,6 +221,12 @@ final class WhisperTranscription: TranscriptionSession {
         guard !over, let flight = inFlight, flight.upTo == upTo, flight.kind == kind else { return }
         inFlight = nil
         switch result {
+        case .failure(let error) where kind != .final && error.speechHelper == .refused(.overloaded):
+            // The box's speech work is at its capacity and this decode was optional (a partial, or
+            // a quiet's nobody's reply waits on): not made. The next partial waits its period, and
+            // the final decode reads the same audio.
+            decoded = (decoded?.text ?? "", upTo)
+            if finishing { settle() }
         case .failure(let error):
             failed(error)
         case .success(let frame):

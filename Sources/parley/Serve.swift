@@ -91,7 +91,7 @@ struct Serve: ParsableCommand {
         defer { helper?.stop() }
         let status = helper?.status ?? speechHelperSocket.map(SpeechHelperStatus.init(sharedAt:))
         let sessions = try buildSessions(settings, resume: resume, helper: status, models: models)
-        let routes = installRoutes(settings, sessions: sessions)
+        let routes = installRoutes(settings, sessions: sessions, helper: status)
         let sipCalls = try settings.sip.map { given in
             do { return try SIPEndpoint(sessions: sessions, settings: given) } catch { throw StartupError("SIP: \(error)") }
         }
@@ -194,12 +194,21 @@ struct Serve: ParsableCommand {
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
                                 speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords,
-                                speechCapacity: settings.speech.speechCapacity(helperServes: helper != nil && (models.recogniser != nil || models.piper), workers: isWorker ? settings.workers : 1), tracer: tracer,
+                                tracer: tracer,
                                 recordings: recordings, tooling: settings.tools.0, mcpClient: settings.tools.1)
     }
 
-    private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint) -> Router.Builder {
+    private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint, helper: SpeechHelperStatus?) -> Router.Builder {
         var routes = Router.Builder()
+        if let helper {
+            // The box's speech work at its capacity, as the helper says to every worker: this
+            // node takes no new sessions from balancers until it falls below (sessions held go on).
+            routes.notReady { helper.isBusy ? "speech_busy" : nil }
+            let registry = MetricsRegistry()
+            _ = ComputedFamily(name: "parley_speech_busy", help: "1 while the box's speech work (decodes, verdicts, syntheses at the speech helper) is at --speech-capacity: /readyz answers 503 speech_busy and partials are not made.",
+                               kind: .gauge, registry: registry) { helper.isBusy ? 1 : 0 }
+            routes.addMetrics(registry)
+        }
         routes.get("/") { _ in ClientPage.response }
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         sessions.install(on: &routes)

@@ -50,8 +50,8 @@ struct SpeechOptions: ParsableArguments {
         static let turnWords = Setting.choice("--turn-words", "PARLEY_TURN_WORDS", default: true, shown: "rules",
                                               among: [("rules", true), ("none", false)],
                                               about: "Whether semantic_vad weighs what the words decoded as the user goes quiet say (a trailing \"to\", \"and\", \"um\" holds the turn; a finished sentence ends it past a pause) beside the end-of-turn model (rules), or the model alone (none); needs a recogniser that decodes whole turns (whisper)")
-        static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(SpeechCapacity.talkersPerCore) talkers per core, \(SpeechCapacity.talkersPerCore * ServerConfiguration().loops) here", in: 0...,
-                                                  about: "Voice sessions the box takes while the speech helper serves them (split evenly between --workers); past it a new session gets 503 server_busy with Retry-After, rather than every session slowing; 0: no limit")
+        static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(Choice.speechWorkPerCore) per core, \(Choice.speechWorkPerCore * ServerConfiguration().loops) here", in: 0...,
+                                                  about: "The box's speech work (decodes, turn verdicts and syntheses queued or running at its one speech helper, for every worker) at which it is busy: partials are not made, /readyz answers 503 speech_busy so balancers send new sessions elsewhere; no session is ever refused for it; 0: no limit")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
@@ -120,15 +120,17 @@ struct SpeechOptions: ParsableArguments {
         let echoCanceller: Bool
         let speculativeReplies: Bool
         let turnWords: Bool
-        /// nil: the default (talkers per core times the cores); 0: no limit.
+        /// nil: the default (`speechWorkPerCore` times the cores); 0: no limit.
         let speechCapacity: Int?
 
-        /// This process's share of the box's speech capacity, when the helper serves its sessions.
-        func speechCapacity(helperServes: Bool, workers: Int) -> SpeechCapacity? {
-            guard helperServes else { return nil }
-            let box = speechCapacity ?? SpeechCapacity.talkersPerCore * ServerConfiguration().loops
-            return box == 0 ? nil : SpeechCapacity(limit: SpeechCapacity.share(of: box, workers: workers))
-        }
+        /// Speech jobs a core's share of the helper runs or queues before turns wait past their
+        /// budgets: the helper runs two of each kind at once, and a final decode (about 300 ms of a
+        /// core, docs/benchmarks.md) queued behind two more still ends within the 1,000 ms from
+        /// the last word to the reply (issue 49).
+        static let speechWorkPerCore = 4
+
+        /// The box's capacity, as the helper is told it (`--capacity`; 0: no limit).
+        var boxSpeechCapacity: Int { speechCapacity ?? Self.speechWorkPerCore * ServerConfiguration().loops }
 
         /// For the listening line: what hears and what speaks.
         var summary: String {
@@ -222,6 +224,7 @@ struct SpeechOptions: ParsableArguments {
             if models.turn { arguments += ["--smart-turn", turnModelFile] }
             if let recogniser = models.recogniser { arguments += [recogniser.helperFlag, recogniserDirectory(recogniser)] }
             if models.piper { arguments += ["--piper", piperVoice] }
+            arguments += ["--capacity", String(boxSpeechCapacity)]
             do {
                 let directory = try Sys.makeTemporaryDirectory(prefix: "parley-helper-")
                 let helper = SpeechHelperProcess(python: helperPython, script: helperScript, directory: directory, modelArguments: arguments) { report in

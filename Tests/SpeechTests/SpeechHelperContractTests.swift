@@ -63,6 +63,20 @@ import Glibc
             return answered
         }
 
+        /// Frames until the helper's `load` saying `busy` (those before it kept in `early`);
+        /// nil if the helper closed or said nothing within the receive time-out.
+        mutating func load(busy: Bool) throws -> SpeechHelperFrame? {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                if let index = early.firstIndex(where: { $0.header["op"]?.string == "load" && $0.header["busy"]?.bool == busy }) {
+                    return early.remove(at: index)
+                }
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { return nil }
+                early += try buffer[..<n].withUnsafeBytes { try reader.read($0) }
+            }
+        }
+
         func close() { Sys.close(fd) }
     }
 
@@ -70,6 +84,36 @@ import Glibc
 
     /// A helper with Whisper and one transcription worker: what waits is in its queues.
     static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en"], workers: 1)
+
+    /// One transcription worker and a box's speech capacity of two jobs.
+    static let capacityTwo = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--capacity", "2"], workers: 1)
+
+    /// The box's speech work is counted where it queues (issue 49): when it reaches the capacity
+    /// every connection (each a loop of any worker) is told `load` busy, a periodic partial is
+    /// refused `overloaded` at once and counted `shed`, the work someone waits on is still done,
+    /// and when it falls below every connection is told the box is not busy. Four decodes of 8 s
+    /// on one worker: busy from the second asked until the third has ended, three decodes' time.
+    @Test func atItsCapacityTheHelperTellsEveryConnectionAndShedsPartials() throws {
+        let helper = try #require(Self.capacityTwo, "the speech helper did not start")
+        var talker = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 8)
+        var other = try Self.streaming(helper.status.socketPath, stream: 1, seconds: 1)
+        defer { talker.close(); other.close() }
+        let greeting = try #require(try other.answer(0), "no answer to hello")
+        #expect(greeting.header["load"]?["busy"]?.bool == false)
+        for id in 10..<14 { talker.send(SpeechHelperFrame(.partial, id: UInt64(id), [("stream", .int(1))])) }
+        _ = try #require(try other.load(busy: true), "the other connection was not told the box is busy")
+        other.send(SpeechHelperFrame(.partial, id: 20, [("stream", .int(1)), ("fast", .bool(true))]))
+        let shed = try #require(try other.answer(20), "the partial was not answered")
+        #expect(shed.header["error"]?.string == SpeechHelperContract.ErrorCode.overloaded.rawValue, "\(shed.header)")
+        for id in 10..<14 {
+            let answer = try #require(try talker.answer(id), "decode \(id) was not answered")
+            #expect(answer.header["error"] == nil, "decode \(id): \(answer.header)")
+        }
+        _ = try #require(try other.load(busy: false), "the other connection was not told the box is no longer busy")
+        other.send(SpeechHelperFrame(.stats, id: 21))
+        let stats = try #require(try other.answer(21))
+        #expect(stats.header["shed"]?.int == 1 && stats.header["work"]?.int == 0 && stats.header["busy"]?.bool == false, "\(stats.header)")
+    }
 
     /// A connection with a stream of `seconds` of audio open as `stream`.
     static func streaming(_ path: String, stream: UInt64, seconds: Int) throws -> Client {

@@ -73,38 +73,23 @@ package final class CallSession: DirectedCall {
         socket = nil
         onHangUp = nil
     }
-
-    /// The speech capacity's seat, given back when the session ends.
-    fileprivate func hold(_ seat: SpeechCapacity.Seat?) { handler.seat = seat }
 }
 
 extension RealtimeEndpoint {
     /// Admits a call's session as an upgrade on `/v1/realtime` is admitted (its key, token or
-    /// client secret, its tenant's limits, the speech capacity), with the settings `session` (the
+    /// client secret, its tenant's limits), with the settings `session` (the
     /// multipart offer's `session` part) on top. `done` gets the session, or the refusal to answer
     /// the offer with, on `loop`.
     package func admitCall(_ request: HTTPRequest, session: JSON?, on loop: EventLoop, _ done: @escaping (Result<CallSession, HTTPRefusal>) -> Void) {
-        var seat: SpeechCapacity.Seat?
-        if let speechCapacity {
-            guard let taken = speechCapacity.take() else { return done(.failure(Self.busy(speechCapacity))) }
-            seat = taken
-        }
         switch access.admit(request, offered: []) {
         case .failure(let refusal):
-            seat?.release()
             done(.failure(refusal))
         case .success(let admitted):
             let handler = RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: true, call: session, isCall: true)
             let call = CallSession(handler)
-            call.hold(seat)
             guard admitted.needsConfirmation else { return done(.success(call)) }
             admitted.confirm(session: call.sessionID, resuming: nil, on: loop) { refusal in
-                if let refusal {
-                    // Never opened, so nothing else to end: the seat goes back.
-                    seat?.release()
-                    call.hold(nil)
-                    return done(.failure(refusal))
-                }
+                if let refusal { return done(.failure(refusal)) }
                 done(.success(call))
             }
         }
