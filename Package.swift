@@ -52,6 +52,11 @@ let package = Package(
         // and linked it mapped five NSS libraries into every server.
         .target(name: "CSRTP", path: "Sources/CSRTP"),
 
+        // ONNX Runtime's C API (Silero VAD, one model a loop): its header's few declarations only,
+        // no -l flags; CONNXRuntime opens the onnxruntime wheel's libonnxruntime.so with dlopen
+        // when the first stream needs it (Sources/CONNXRuntime/ONNXRuntimeLibrary.c).
+        .target(name: "CONNXRuntime", path: "Sources/CONNXRuntime"),
+
         // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
 
@@ -94,7 +99,7 @@ let package = Package(
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["SIP", "Media", "Upstream", "Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
-        .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak"]),
+        .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Models", "Loop", "Codec", "JSON"]),
         .executableTarget(

