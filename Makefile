@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -89,6 +89,12 @@ autobahn-wss: release
 # Load figures: idle connections held and echo throughput (see docs/benchmarks.md).
 bench: release
 	scripts/benchmarks/bench.sh
+
+# Density (issue 49): sessions that send no audio and live microphones with no speech, 100 and 200
+# of each on one release server with its defaults: the server's RSS and CPU per session beside the
+# load client's CPU and the steal (about 2 minutes; COUNTS, SECONDS_HELD).
+bench-density: release
+	scripts/benchmarks/bench-density.sh
 
 # What authentication costs at the upgrade: handshakes per core and the 10,000-session connect rate
 # with no auth, an API key and an ES256 JWT, side by side (about 2 minutes).

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make bench-density: what a session of each kind costs one release server with its defaults
+# (speech on: the helper, Silero in-process), side by side in one run: COUNTS sessions that send no
+# audio (text) and live microphones with no speech in them (mic: 20 ms pcm16 24 kHz frames of faint
+# noise at real-time pace), each held SECONDS. For each: the server's RSS and CPU (from /proc, over
+# the held window, its loops and everything they started), the load client's CPU, the machine's
+# steal (vmstat st), and per session. Talkers: `make bench-talkers`.
+#   COUNTS (100 200), SECONDS (20), PARLEY_BIN (.build/release/parley)
+set -euo pipefail
+PARLEY_BIN=${PARLEY_BIN:-.build/release/parley}
+. "$(dirname "$0")/../lib/harness.sh"
+counts=${COUNTS:-100 200}
+seconds=${SECONDS_HELD:-20}
+cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
+rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
+hz=$(getconf CLK_TCK)
+printf "%-5s %9s %8s %12s %12s %14s %16s %12s %6s\n" kind sessions opened "rss MiB" "ΔRSS/sess" "server cores" "millicores/sess" "client cores" steal
+for kind in text mic; do
+  for count in $counts; do
+    WAIT_SECONDS=90 start_parley server serve 0 --log-level warning
+    server=$pid
+    before=$(rss_kib "$server")
+    fifo="$WORK/hold-$kind-$count"; mkfifo "$fifo"
+    "$PYTHON3" scripts/benchmarks/density_load.py "$port" "$kind" "$count" "$seconds" < "$fifo" > "$WORK/out" &
+    client=$!
+    exec 3>"$fifo"
+    # Warm-up: the sessions open and their first audio makes their streams; then the window.
+    sleep 3
+    t0=$(cpu_ticks "$server"); st0=$(vmstat 1 2 | tail -1 | awk '{print $17}')
+    sleep $((seconds - 6))
+    t1=$(cpu_ticks "$server"); st1=$(vmstat 1 2 | tail -1 | awk '{print $17}')
+    after=$(rss_kib "$server")
+    until [ -s "$WORK/out" ]; do sleep 0.2; done
+    exec 3>&-
+    wait "$client" || true
+    opened=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["opened"])' "$WORK/out")
+    client_cpu=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round(d["client_cpu_seconds"]/d["seconds"],3))' "$WORK/out")
+    window=$((seconds - 6 + 1))
+    awk -v k="$kind" -v n="$count" -v o="$opened" -v b="$before" -v a="$after" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v w="$window" -v c="$client_cpu" -v s="$(( (st0 + st1) / 2 ))" \
+      'BEGIN { cores = (t1 - t0) / hz / w; printf "%-5s %9d %8d %12.1f %12.1f KiB %14.3f %16.3f %12.3f %5d%%\n", k, n, o, a / 1024, (a - b) / (o > 0 ? o : 1), cores, cores * 1000 / (o > 0 ? o : 1), c, s }'
+    stop server
+    rm -f "$fifo" "$WORK/out"
+  done
+done
