@@ -71,6 +71,8 @@ extension SessionEngine.Options {
     private mutating func hear(with endpoint: RealtimeEndpoint) {
         transcriptionModel = endpoint.speech.transcriber?.name
         voiceActivityModel = endpoint.speech.voiceActivity
+        // A session on a loop: its VAD windows are scored with the loop's others (`VoiceActivityPass`).
+        batchesVoiceActivity = true
         judgesTurns = endpoint.speech.endOfTurn != nil
         readsTurnWords = endpoint.readsTurnWords && endpoint.speech.transcriber?.settledWords == .decode
         settledWords = endpoint.speech.transcriber?.settledWords ?? .decode

@@ -39,6 +39,7 @@ extension SessionDriver {
             // The echo guard first (its reference is the reply as played, before any denoising),
             // then the denoiser, then the engine's VAD and recogniser.
             perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
+            if engine.awaitsVoiceActivity { scoreVoiceActivity() }
             let done = MonotonicClock.nanoseconds()
             metrics.audioFrames.add(1, .processed)
             metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
@@ -49,6 +50,23 @@ extension SessionDriver {
             metrics.audioFrames.add(1, .rejected)
             perform(engine.handle(.invalidClientEvent(ProtocolError(.invalidValue, "audio could not be processed: \(error)"))))
         }
+    }
+
+    /// The windows this audio completed wait in the loop's batch (`VoiceActivityPass`); with no
+    /// loop (a session not yet attached) they are scored now.
+    private func scoreVoiceActivity() {
+        guard let model = endpoint.speech.voiceActivity else { return }
+        if let loop {
+            VoiceActivityPass.on(loop).join(self, model: model, on: loop)
+        } else {
+            model.scoreStaged()
+            voiceActivityScored()
+        }
+    }
+
+    /// The loop's batch has scored this session's windows.
+    func voiceActivityScored() {
+        perform(engine.handle(.voiceActivityScored))
     }
 
     // MARK: Echo guard

@@ -84,8 +84,21 @@ public final class SileroVAD: VoiceActivityModel {
     }
 
     public func makeStream(sampleRate: Int) -> (any VoiceActivityStream)? {
+        makeStream(sampleRate: sampleRate, batched: false)
+    }
+
+    public func makeStream(sampleRate: Int, batched: Bool) -> (any VoiceActivityStream)? {
         guard let window = SileroModel.windowSamples(sampleRate), let model = try? model() else { return nil }
-        return SileroStream(model: model, sampleRate: sampleRate, windowSamples: window, metrics: metrics)
+        return SileroStream(model: model, sampleRate: sampleRate, windowSamples: window, metrics: metrics, batched: batched)
+    }
+
+    /// This thread's staged windows, scored in one run per rate (`VoiceActivityModel.scoreStaged`).
+    public func scoreStaged() {
+        let thread = UInt(pthread_self())
+        guard let model = state.withLock({ $0.models[thread] }) else { return }
+        let start = MonotonicClock.nanoseconds()
+        let windows = model.scoreStaged()
+        if windows > 0 { metrics.vadWindow.observe(nanoseconds: (MonotonicClock.nanoseconds() &- start) / UInt64(windows)) }
     }
 
     /// Loops whose model has been made: what the server holds of Silero, beyond its streams' states.
@@ -124,8 +137,15 @@ final class SileroStream: VoiceActivityStream, @unchecked Sendable {
     /// The last `contextSamples` of the previous window, which Silero reads before each window.
     var context: [Float]
 
-    init(model: SileroModel, sampleRate: Int, windowSamples: Int, metrics: SpeechMetrics?) {
+    let isBatched: Bool
+    /// Probabilities scored in a batch and not yet taken.
+    var scored: [Float] = []
+    /// Whether a window of this stream waits in the model's current batch.
+    var isStaged = false
+
+    init(model: SileroModel, sampleRate: Int, windowSamples: Int, metrics: SpeechMetrics?, batched: Bool = false) {
         self.model = model
+        isBatched = batched
         self.sampleRate = sampleRate
         self.windowSamples = windowSamples
         self.metrics = metrics
@@ -134,7 +154,17 @@ final class SileroStream: VoiceActivityStream, @unchecked Sendable {
     }
 
     /// The state and context buffers and the object's own header: what a stream costs its session.
-    var stateBytes: Int { (recurrent.capacity + context.capacity) * MemoryLayout<Float>.stride + 96 }
+    var stateBytes: Int { (recurrent.capacity + context.capacity + scored.capacity) * MemoryLayout<Float>.stride + 112 }
+
+    func stage(_ window: UnsafeBufferPointer<Float>) {
+        guard window.count == windowSamples else { return scored.append(0) }
+        model.stage(self, window)
+    }
+
+    func takeScored(_ each: (Float) -> Void) {
+        for p in scored { each(p) }
+        scored.removeAll(keepingCapacity: true)
+    }
 
     func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float {
         guard window.count == windowSamples else { return 0 }
@@ -155,6 +185,8 @@ final class SileroModel: @unchecked Sendable {
     private var stateOut: [Float] = []
     private var output: [Float] = []
     private var rate: [Int64] = [16_000]
+    /// Windows staged for the next batch, by rate: the streams, and their windows end to end.
+    private var staged: [Int: (streams: [SileroStream], samples: [Float])] = [16_000: ([], []), 8_000: ([], [])]
 
     /// 32 ms windows, as Silero v5 and v6 take them.
     static func windowSamples(_ rate: Int) -> Int? {
@@ -180,6 +212,35 @@ final class SileroModel: @unchecked Sendable {
         let probe = SileroStream(model: self, sampleRate: 16_000, windowSamples: 512, metrics: nil)
         let silence = [Float](repeating: 0, count: 512)
         guard silence.withUnsafeBufferPointer({ tryScore([(probe, $0)], rate: 16_000) }) != nil else { throw .modelRejected(path: modelPath) }
+    }
+
+    /// Stages `window` of `stream` for the next batch of its rate. A stream with a window already
+    /// there has that batch scored first: its windows must be scored in order, each on the state
+    /// the one before left.
+    func stage(_ stream: SileroStream, _ window: UnsafeBufferPointer<Float>) {
+        if stream.isStaged { _ = scoreStaged(rate: stream.sampleRate) }
+        stream.isStaged = true
+        staged[stream.sampleRate, default: ([], [])].streams.append(stream)
+        staged[stream.sampleRate, default: ([], [])].samples.append(contentsOf: window)
+    }
+
+    /// Every staged window scored, one run per rate; returns how many.
+    func scoreStaged() -> Int {
+        scoreStaged(rate: 16_000) + scoreStaged(rate: 8_000)
+    }
+
+    private func scoreStaged(rate: Int) -> Int {
+        guard let batch = staged[rate], !batch.streams.isEmpty, let window = Self.windowSamples(rate) else { return 0 }
+        let scores = batch.samples.withUnsafeBufferPointer { all in
+            score(batch.streams.enumerated().map { (b, stream) in (stream, UnsafeBufferPointer(rebasing: all[(b * window)..<((b + 1) * window)])) }, rate: rate)
+        }
+        for (stream, p) in zip(batch.streams, scores) {
+            stream.scored.append(p)
+            stream.isStaged = false
+        }
+        staged[rate]?.streams.removeAll(keepingCapacity: true)
+        staged[rate]?.samples.removeAll(keepingCapacity: true)
+        return batch.streams.count
     }
 
     /// The windows' probabilities, in one run; each stream's state and context move on. A run

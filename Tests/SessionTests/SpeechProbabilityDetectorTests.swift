@@ -84,13 +84,44 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
             model.windows += 1
             return window.contains { abs($0) > 0.1 } ? 0.9 : 0.02
         }
+        // Batched: a window staged is scored at the model's next `scoreStaged`.
+        var isBatched = false
+        var staged: [Float] = []
+        var scored: [Float] = []
+        func stage(_ window: UnsafeBufferPointer<Float>) {
+            staged.append(window.contains { abs($0) > 0.1 } ? 0.9 : 0.02)
+            model.waiting.append(self)
+        }
+        func takeScored(_ each: (Float) -> Void) {
+            for p in scored { each(p) }
+            scored = []
+        }
         deinit { model.live -= 1 }
     }
 
+    var waiting: [Stream] = []
+    var runs = 0
+
     func makeStream(sampleRate: Int) -> (any VoiceActivityStream)? {
+        makeStream(sampleRate: sampleRate, batched: false)
+    }
+
+    func makeStream(sampleRate: Int, batched: Bool) -> (any VoiceActivityStream)? {
         guard !refuse else { return nil }
         made += 1
-        return Stream(windowSamples: sampleRate / 1000 * 32, model: self)
+        let stream = Stream(windowSamples: sampleRate / 1000 * 32, model: self)
+        stream.isBatched = batched
+        return stream
+    }
+
+    func scoreStaged() {
+        runs += 1
+        for stream in waiting {
+            windows += stream.staged.count
+            stream.scored += stream.staged
+            stream.staged = []
+        }
+        waiting = []
     }
 }
 
@@ -129,6 +160,50 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
         #expect(found.last?.1 == 960)
         #expect(model.windows == (320 + 640 + 700) / 32)
         #expect(model.made == 1)
+    }
+
+    /// Batched (a session on a loop): a frame's windows are staged, no start or stop comes with the
+    /// audio, and when the loop's batch has scored them (`.voiceActivityScored`) the same starts and
+    /// stops come, at the same times on the session's clock, as scored one by one.
+    @Test(arguments: [16_000, 8_000])
+    func batchedWindowsGiveTheSameTurnsWhenScored(rate: Int) {
+        let model = ScriptedVoiceActivityModel()
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = model
+        options.batchesVoiceActivity = true
+        options.configuration.inputAudioFormat = rate == 8_000 ? .pcmu : .pcm16
+        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
+        var engine = SessionEngine(seed: 5, options: options)
+        _ = engine.start()
+        let perMs = rate / 1000
+        let samples = [Int16](repeating: 0, count: 320 * perMs) + [Int16](repeating: 8000, count: 640 * perMs) + [Int16](repeating: 0, count: 700 * perMs)
+        var found: [(String, Int)] = []
+        func collect(_ actions: [SessionAction]) {
+            for case .send(let event) in actions {
+                if case .speechStarted(let ms, _) = event.kind { found.append(("started", ms)) }
+                if case .speechStopped(let ms, _) = event.kind { found.append(("stopped", ms)) }
+            }
+        }
+        for start in stride(from: 0, to: samples.count, by: 20 * perMs) {
+            let before = found.count
+            collect(engine.handle(.audio(Array(samples[start..<min(samples.count, start + 20 * perMs)]))))
+            #expect(found.count == before, "a start or stop came with the audio, before its window was scored")
+            // Every third frame a pass ends: the loop scores what was staged.
+            if start / (20 * perMs) % 3 == 2, engine.awaitsVoiceActivity {
+                model.scoreStaged()
+                collect(engine.handle(.voiceActivityScored))
+            }
+        }
+        if engine.awaitsVoiceActivity {
+            model.scoreStaged()
+            collect(engine.handle(.voiceActivityScored))
+        }
+        #expect(!engine.awaitsVoiceActivity)
+        #expect(found.map(\.0) == ["started", "stopped"])
+        #expect(found.first?.1 == 320)
+        #expect(found.last?.1 == 960)
+        #expect(model.windows == (320 + 640 + 700) / 32)
+        #expect(model.runs < model.windows)
     }
 
     @Test func theStreamIsMadeWithTheFirstAudioAndLetGoWhenAudioGoesIdle() {

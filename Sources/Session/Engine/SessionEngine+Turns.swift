@@ -11,7 +11,7 @@ extension SessionEngine {
         // piece gets it with its beginning.
         if let itemID = turns.transcribing { outbox.append(.transcription(.audio(itemID: itemID, samples))) }
         if vad == nil, let settings = configuration.turnDetection {
-            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings))
+            vad = VoiceActivity(model: voiceActivityModel, sampleRate: audio.sampleRate, settings: detectorSettings(settings), batched: batchesVoiceActivity)
             vadOriginMs = audio.totalMs
         }
         let wasNeural = vad?.isNeural ?? false
@@ -20,6 +20,19 @@ extension SessionEngine {
         // its clock starting at these samples.
         if wasNeural, vad?.isNeural == false { vadOriginMs = audio.totalMs }
         audio.append(samples)
+        detected(events)
+    }
+
+    /// The loop's batch has scored this session's windows (`SessionInput.voiceActivityScored`).
+    mutating func voiceActivityScored() {
+        guard vad != nil else { return }
+        let events = vad?.scored() ?? []
+        detected(events)
+    }
+
+    /// What the detector said of the audio so far, and the rules that read it: the turn's start and
+    /// stop, a barge-in or a resumed reply, the quiet, the end pending.
+    private mutating func detected(_ events: [VoiceActivityDetector.Event]) {
         for event in events {
             switch event {
             case .speechStarted(let ms): speechStarted(atMs: vadOriginMs + ms)

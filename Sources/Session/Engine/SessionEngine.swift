@@ -47,6 +47,10 @@ public struct SessionEngine: Sendable {
         public var sessionID: String?
         /// The neural VAD turn detection hears with; nil: the energy detector.
         public var voiceActivityModel: (any VoiceActivityModel)?
+        /// Its windows are staged for the loop's batch, scored later in the pass with every other
+        /// session's of the loop (the driver's `VoiceActivityPass`; `.voiceActivityScored` brings
+        /// them in); false: each scored as it completes (tests, tools without a loop).
+        public var batchesVoiceActivity = false
         /// An end-of-turn model is there: `semantic_vad` asks it (`.turnModel`) when the user
         /// goes quiet, instead of waiting out a fixed silence (see `TurnEnding`).
         public var judgesTurns = false
@@ -126,6 +130,7 @@ public struct SessionEngine: Sendable {
     var detector = OutOfLine<VoiceActivity?>()
     /// The neural VAD (Silero) sessions hear with; nil: the energy detector.
     let voiceActivityModel: (any VoiceActivityModel)?
+    let batchesVoiceActivity: Bool
     /// Session milliseconds at which the detector started (it counts from its own start).
     var vadOriginMs = 0
     /// The state of turns and replies in progress, out of line: an idle session holds 8 bytes of
@@ -226,6 +231,7 @@ public struct SessionEngine: Sendable {
         modelContextTokens = ModelContext.inputTokens(model: options.model).map { Int32(clamping: $0) }
         audio = InputAudioBuffer(sampleRate: options.configuration.inputAudioFormat.engineRate)
         voiceActivityModel = options.voiceActivityModel
+        batchesVoiceActivity = options.batchesVoiceActivity
         judgesTurns = options.judgesTurns
         readsTurnWords = options.readsTurnWords && options.transcribes
         settledWords = options.settledWords
@@ -249,6 +255,9 @@ public struct SessionEngine: Sendable {
     /// The rate of the samples `.audio` brings: 16 kHz, or 8 kHz while the input format is G.711
     /// (see `RealtimeAudioFormat.engineRate`).
     public var inputSampleRate: Int { audio.sampleRate }
+    /// Windows of this session's audio wait in its loop's batch (`Options.batchesVoiceActivity`):
+    /// the driver has the loop score them, then hands the engine `.voiceActivityScored`.
+    public var awaitsVoiceActivity: Bool { vad?.awaitsScores ?? false }
 
     /// Milliseconds of audio the session has received: the audio clock's now.
     public var audioMs: Int { audio.totalMs }
@@ -351,6 +360,7 @@ public struct SessionEngine: Sendable {
         case .client(let event): handle(event)
         case .invalidClientEvent(let error): emit(.error(EventError(error)))
         case .audio(let samples): receive(samples)
+        case .voiceActivityScored: voiceActivityScored()
         case .audioStopped:
             audioWentIdle()
             if !turns.floor.isIdle, let step = turns.floor.audioStopped() { carryOut(step) }

@@ -12,6 +12,9 @@ public enum SessionInput: Sendable, Equatable {
     /// The client's audio has stopped for a while (the driver's 2 s idle check): the neural VAD's
     /// stream goes back to its pool, and a turn the end-of-turn model held open ends.
     case audioStopped
+    /// The loop's batch of neural VAD windows has scored this session's (`Options.batchesVoiceActivity`):
+    /// their speech starts and stops now, as if heard with their audio.
+    case voiceActivityScored
     /// A piece of the model's reply.
     case modelDelta(responseID: String, text: String)
     /// The model began calling a function: `index` is the call's place among this reply's calls.

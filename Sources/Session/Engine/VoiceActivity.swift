@@ -10,9 +10,9 @@ enum VoiceActivity: Sendable {
     /// window buffer is changed in place rather than copied (SwiftNIO's state machines do the same).
     case modifying
 
-    init(model: (any VoiceActivityModel)?, sampleRate: Int, settings: VoiceActivityDetector.Settings) {
+    init(model: (any VoiceActivityModel)?, sampleRate: Int, settings: VoiceActivityDetector.Settings, batched: Bool = false) {
         if let model {
-            self = .neural(NeuralVoiceActivity(model: model, sampleRate: sampleRate, settings: settings))
+            self = .neural(NeuralVoiceActivity(model: model, sampleRate: sampleRate, settings: settings, batched: batched))
         } else {
             self = .energy(VoiceActivityDetector(sampleRate: sampleRate, settings: settings))
         }
@@ -92,6 +92,22 @@ enum VoiceActivity: Sendable {
         }
     }
 
+    /// Windows staged for the loop's batch whose scores have not been taken (`scored`).
+    var awaitsScores: Bool {
+        if case .neural(let neural) = self { return neural.staged > 0 }
+        return false
+    }
+
+    /// The events of the windows the loop's batch has scored since last asked (a batched stream's:
+    /// `process` staged them and returned none).
+    mutating func scored() -> [VoiceActivityDetector.Event] {
+        guard case .neural(var neural) = self else { return [] }
+        self = .modifying
+        let events = neural.scored()
+        self = .neural(neural)
+        return events
+    }
+
     mutating func endSpeech() {
         switch self {
         case .energy(var detector):
@@ -116,10 +132,15 @@ enum VoiceActivity: Sendable {
 
 /// A neural model on a session's audio: the engine's 20 ms frames (any size, in fact) gathered
 /// into the model's windows (32 ms for Silero) in one buffer made with the stream, so the hot
-/// path allocates nothing, and each window's probability given to the timing rules.
+/// path allocates nothing, and each window's probability given to the timing rules: at once, or,
+/// `batched`, when the loop's batch has scored it (`scored`), later in the same pass.
 struct NeuralVoiceActivity: Sendable {
     let model: any VoiceActivityModel
     let sampleRate: Int
+    /// Windows are staged for the loop's batch rather than scored as they complete.
+    let batched: Bool
+    /// Windows staged and not yet scored.
+    private(set) var staged = 0
     var detector: SpeechProbabilityDetector
     private var stream: (any VoiceActivityStream)?
     private var window: [Float] = []
@@ -131,9 +152,10 @@ struct NeuralVoiceActivity: Sendable {
     /// Silero's window; a model with another one resets the rules' clock with its first stream.
     static let defaultWindowMs = 32
 
-    init(model: any VoiceActivityModel, sampleRate: Int, settings: VoiceActivityDetector.Settings) {
+    init(model: any VoiceActivityModel, sampleRate: Int, settings: VoiceActivityDetector.Settings, batched: Bool = false) {
         self.model = model
         self.sampleRate = sampleRate
+        self.batched = batched
         detector = SpeechProbabilityDetector(windowMs: Self.defaultWindowMs, settings: settings)
     }
 
@@ -146,7 +168,7 @@ struct NeuralVoiceActivity: Sendable {
     /// The events these samples bring, or nil when no stream could be made.
     mutating func process(_ samples: [Int16]) -> [VoiceActivityDetector.Event]? {
         if stream == nil {
-            guard let made = model.makeStream(sampleRate: sampleRate), made.windowSamples > 0 else { return nil }
+            guard let made = model.makeStream(sampleRate: sampleRate, batched: batched), made.windowSamples > 0 else { return nil }
             let windowMs = made.windowSamples * 1000 / sampleRate
             if windowMs != detector.windowMs && detector.elapsedMs == 0 {
                 detector = SpeechProbabilityDetector(windowMs: windowMs, settings: detector.settings)
@@ -159,6 +181,8 @@ struct NeuralVoiceActivity: Sendable {
         var events: [VoiceActivityDetector.Event] = []
         let count = window.count
         let skippedMs = skippedMs
+        let batched = stream.isBatched
+        var staged = staged
         // The rules and the fill count are plain values, worked on locally while the buffer is
         // borrowed, and put back after.
         var detector = detector
@@ -166,6 +190,7 @@ struct NeuralVoiceActivity: Sendable {
         defer {
             self.detector = detector
             self.filled = filled
+            self.staged = staged
         }
         window.withUnsafeMutableBufferPointer { buffer in
             for sample in samples {
@@ -173,11 +198,30 @@ struct NeuralVoiceActivity: Sendable {
                 filled += 1
                 if filled == count {
                     filled = 0
-                    let p = stream.speechProbability(of: UnsafeBufferPointer(buffer))
-                    if let event = detector.window(probability: p) { events.append(Self.shifted(event, by: skippedMs)) }
+                    if batched {
+                        stream.stage(UnsafeBufferPointer(buffer))
+                        staged += 1
+                    } else {
+                        let p = stream.speechProbability(of: UnsafeBufferPointer(buffer))
+                        if let event = detector.window(probability: p) { events.append(Self.shifted(event, by: skippedMs)) }
+                    }
                 }
             }
         }
+        return events
+    }
+
+    /// The windows scored since last asked, through the rules.
+    mutating func scored() -> [VoiceActivityDetector.Event] {
+        guard let stream else { return [] }
+        var events: [VoiceActivityDetector.Event] = []
+        let skippedMs = skippedMs
+        var detector = detector
+        stream.takeScored { p in
+            if let event = detector.window(probability: p) { events.append(Self.shifted(event, by: skippedMs)) }
+        }
+        self.detector = detector
+        staged = 0
         return events
     }
 

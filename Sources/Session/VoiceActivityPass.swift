@@ -1,0 +1,36 @@
+import Loop
+import Models
+
+/// One loop's batch of neural VAD windows (issue 49, item 2). A session whose audio completed a
+/// window this pass has staged it (its engine's stream copied it beside the model) and joins here;
+/// once a pass, after the pass's events (a callback due now, run with the loop's timers, whose
+/// output is written before the loop waits), the model scores every staged window in one run per
+/// rate, and each session that joined takes its probabilities (`.voiceActivityScored`): its
+/// speech starts and stops then, as if heard with its audio. One run for a pass's windows instead
+/// of one a window: docs/benchmarks.md, "Density".
+final class VoiceActivityPass {
+    private var waiting: [SessionDriver] = []
+    private var model: (any VoiceActivityModel)?
+    private var scheduled = false
+
+    /// The loop's pass, made with its first batched window.
+    static func on(_ loop: EventLoop) -> VoiceActivityPass { loop.local { VoiceActivityPass() } }
+
+    /// `driver`'s windows are staged with `model` (the endpoint's, one a server): scored this pass.
+    func join(_ driver: SessionDriver, model: any VoiceActivityModel, on loop: EventLoop) {
+        waiting.append(driver)
+        self.model = model
+        guard !scheduled else { return }
+        scheduled = true
+        loop.schedule(after: 0) { [self] in run() }
+    }
+
+    private func run() {
+        scheduled = false
+        model?.scoreStaged()
+        let drivers = waiting
+        waiting.removeAll(keepingCapacity: true)
+        // A session that joined twice this pass takes its scores the first time; the second finds none.
+        for driver in drivers { driver.voiceActivityScored() }
+    }
+}
