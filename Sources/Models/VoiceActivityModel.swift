@@ -46,10 +46,14 @@ public protocol VoiceActivityStream: AnyObject, Sendable {
     func stage(_ window: UnsafeBufferPointer<Float>)
     /// The probabilities scored since last taken, in the order their windows were staged.
     func takeScored(_ each: (Float) -> Void)
+    /// `window` came and was not scored (taken for silence without the model): what of it the
+    /// model reads before the next window (Silero's context) moves on.
+    func skipped(_ window: UnsafeBufferPointer<Float>)
 }
 
 extension VoiceActivityStream {
     public var isBatched: Bool { false }
     public func stage(_ window: UnsafeBufferPointer<Float>) {}
     public func takeScored(_ each: (Float) -> Void) {}
+    public func skipped(_ window: UnsafeBufferPointer<Float>) {}
 }

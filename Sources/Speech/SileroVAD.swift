@@ -161,6 +161,11 @@ final class SileroStream: VoiceActivityStream, @unchecked Sendable {
         model.stage(self, window)
     }
 
+    func skipped(_ window: UnsafeBufferPointer<Float>) {
+        guard window.count == windowSamples else { return }
+        for i in 0..<context.count { context[i] = window[windowSamples - context.count + i] }
+    }
+
     func takeScored(_ each: (Float) -> Void) {
         for p in scored { each(p) }
         scored.removeAll(keepingCapacity: true)

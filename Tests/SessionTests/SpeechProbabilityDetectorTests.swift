@@ -126,6 +126,37 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
 }
 
 @Suite struct NeuralVoiceActivityEngineTests {
+    /// A quiet level (-54 dBFS) the model is asked about: above the gate under which windows
+    /// between turns are taken for silence without it (`NeuralVoiceActivity.quietMeanSquare`).
+    static let hiss: Int16 = 64
+
+    /// Between turns a window under -60 dBFS is silence without the model; within a turn every
+    /// window is scored (a digital gap between words does not end it early); the turn's start and
+    /// stop come where they would, on the session's clock.
+    @Test func quietWindowsBetweenTurnsAreNotScoredAndWithinATurnTheyAre() {
+        let model = ScriptedVoiceActivityModel()
+        var engine = engine(model)
+        let perMs = 16
+        let silence = [Int16](repeating: 0, count: 320 * perMs)
+        let loud = [Int16](repeating: 8000, count: 320 * perMs)
+        var found: [(String, Int)] = []
+        for piece in [silence, loud, [Int16](repeating: 0, count: 96 * perMs), loud, silence, silence, silence] {
+            for start in stride(from: 0, to: piece.count, by: 20 * perMs) {
+                for case .send(let event) in engine.handle(.audio(Array(piece[start..<min(piece.count, start + 20 * perMs)]))) {
+                    if case .speechStarted(let ms, _) = event.kind { found.append(("started", ms)) }
+                    if case .speechStopped(let ms, _) = event.kind { found.append(("stopped", ms)) }
+                }
+            }
+        }
+        // One turn: 320 to 1,056 ms (the 96 ms gap inside it did not end it).
+        #expect(found.map(\.0) == ["started", "stopped"])
+        #expect(found.first?.1 == 320)
+        #expect(found.last?.1 == 1056)
+        // Scored: the turn's windows (its 736 ms and the 500 ms of silence that end it), not the
+        // silence before it or after its end.
+        #expect(model.windows == (736 + 500) / 32 + 1, "\(model.windows) windows scored")
+    }
+
     private func engine(_ model: ScriptedVoiceActivityModel, rate: Int = 16_000) -> SessionEngine {
         var options = SessionEngine.Options()
         options.voiceActivityModel = model
@@ -138,7 +169,7 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
 
     private func feed(_ engine: inout SessionEngine, silentMs: Int, loudMs: Int = 0, rate: Int = 16_000) -> [(String, Int)] {
         let perMs = rate / 1000
-        let samples = [Int16](repeating: 0, count: silentMs * perMs) + [Int16](repeating: 8000, count: loudMs * perMs)
+        let samples = [Int16](repeating: Self.hiss, count: silentMs * perMs) + [Int16](repeating: 8000, count: loudMs * perMs)
         var found: [(String, Int)] = []
         for start in stride(from: 0, to: samples.count, by: 20 * perMs) {
             for case .send(let event) in engine.handle(.audio(Array(samples[start..<min(samples.count, start + 20 * perMs)]))) {
@@ -176,7 +207,7 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
         var engine = SessionEngine(seed: 5, options: options)
         _ = engine.start()
         let perMs = rate / 1000
-        let samples = [Int16](repeating: 0, count: 320 * perMs) + [Int16](repeating: 8000, count: 640 * perMs) + [Int16](repeating: 0, count: 700 * perMs)
+        let samples = [Int16](repeating: Self.hiss, count: 320 * perMs) + [Int16](repeating: 8000, count: 640 * perMs) + [Int16](repeating: Self.hiss, count: 700 * perMs)
         var found: [(String, Int)] = []
         func collect(_ actions: [SessionAction]) {
             for case .send(let event) in actions {

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # make bench-density: what a session of each kind costs one release server with its defaults
 # (speech on: the helper, Silero in-process), side by side in one run: COUNTS sessions that send no
-# audio (text) and live microphones with no speech in them (mic: 20 ms pcm16 24 kHz frames of faint
-# noise at real-time pace), each held SECONDS. For each: the server's RSS and CPU (from /proc, over
-# the held window, its loops and everything they started), the load client's CPU, the machine's
-# steal (vmstat st), and per session. Talkers: `make bench-talkers`.
-#   COUNTS (100 200), SECONDS (20), PARLEY_BIN (.build/release/parley)
+# audio (text), live microphones with no speech in them (mic: 20 ms pcm16 24 kHz frames of faint
+# noise, -66 dBFS, at real-time pace) and the same in a room's noise (room: -46 dBFS, so every
+# window goes to Silero), each held SECONDS_HELD. For each: the server's RSS and CPU (from /proc,
+# over the held window), the load client's CPU, the machine's steal (vmstat st), and per session.
+# COUNTS="1 200" gives the marginal RSS of a session (the rows' difference over 199), apart from
+# what the first loads once (ONNX Runtime and a loop's Silero). Talkers: `make bench-talkers`.
+#   COUNTS (1 200), SECONDS_HELD (20), KINDS (text mic room), PARLEY_BIN (.build/release/parley)
 set -euo pipefail
 PARLEY_BIN=${PARLEY_BIN:-.build/release/parley}
 . "$(dirname "$0")/../lib/harness.sh"
-counts=${COUNTS:-100 200}
+counts=${COUNTS:-1 200}
 seconds=${SECONDS_HELD:-20}
 cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 printf "%-5s %9s %8s %12s %12s %14s %16s %12s %6s\n" kind sessions opened "rss MiB" "ΔRSS/sess" "server cores" "millicores/sess" "client cores" steal
-for kind in text mic; do
+for kind in ${KINDS:-text mic room}; do
   for count in $counts; do
     WAIT_SECONDS=90 start_parley server serve 0 --log-level warning
     server=$pid

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Sessions of one kind held on a Parley server, for bench-density.sh: `text` sessions (open, send
-nothing) or `mic` sessions (a live microphone with no speech: 20 ms pcm16 24 kHz frames of faint
-noise, `input_audio_buffer.append`, at real-time pace). Opens COUNT on /v1/realtime, holds them for
+nothing), `mic` sessions (a live microphone with no speech: 20 ms pcm16 24 kHz frames of faint
+noise, about -66 dBFS, `input_audio_buffer.append`, at real-time pace) or `room` sessions (the same
+with a room's noise, about -46 dBFS: loud enough that every window goes to the VAD model). Opens COUNT on /v1/realtime, holds them for
 SECONDS, and prints one JSON line: sessions opened, refusals, frames sent, its own CPU seconds.
 One thread, non-blocking sockets; WebSocket framing by hand (RFC 6455 §5.2, masked client frames)."""
 import base64, json, os, random, select, socket, struct, sys, time
@@ -16,10 +17,11 @@ def frame(payload, opcode=0x1):
 def main():
     port, kind, count, seconds = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     rng = random.Random(7)
-    # Faint noise (about -60 dBFS): no speech, so no turn and no model work beyond the VAD.
+    # Noise, no speech: no turn and no model work beyond the VAD.
+    level = 300 if kind == "room" else 30
     frames = []
     for _ in range(50):
-        pcm = struct.pack("<480h", *(rng.randint(-30, 30) for _ in range(480)))
+        pcm = struct.pack("<480h", *(rng.randint(-level, level) for _ in range(480)))
         event = json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}).encode()
         frames.append(frame(event))
     socks, refused = [], 0
@@ -45,7 +47,7 @@ def main():
                 s.recv(65536)
             except OSError:
                 pass
-        if kind == "mic":
+        if kind in ("mic", "room"):
             for n, s in enumerate(socks):
                 try:
                     s.send(frames[(tick + n) % len(frames)])

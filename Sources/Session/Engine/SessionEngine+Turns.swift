@@ -52,9 +52,12 @@ extension SessionEngine {
         if turns.floor.isEndPending, let step = turns.floor.audio(atMs: audio.totalMs) { carryOut(step) }
         checkIdleTimeout()
         if let vad, turns.floor.isIdle {
-            // Between turns only the padding the next start may reach back for is worth keeping
-            // (plus the detector's look-back of up to 130 ms, and some margin).
-            audio.keepLast(ms: vad.settings.prefixPaddingMs + 300)
+            // Between turns only the padding the next start may reach back for is worth keeping:
+            // plus the detector's look-back of up to 130 ms and the loop's VAD batch (a tick, 10 ms,
+            // and the frames that came meanwhile), 200 ms. With the default 300 ms of padding the
+            // buffer then tops out under 16,384 samples (32 KiB at 16 kHz) before it is trimmed,
+            // where 300 ms of margin took it past that to 64 KiB: half a live microphone's memory.
+            audio.keepLast(ms: vad.settings.prefixPaddingMs + 200)
         }
     }
 
