@@ -44,24 +44,22 @@ endif
 # once more (Tests/TestSupport/RealTimeScope.swift); make test-realtime runs every case, once.
 REAL_TIME_SUITES := InterruptionEndToEndTests|EchoGuardEndToEndTests|TwilioEchoGuardTests|RecordingEndToEndTests|TurnWordsEndToEndTests
 
-test: deps
-	scripts/tools/check-layers.sh
-	scripts/tools/check-deploy.sh
-	$(SWIFT) build --build-tests
-	SWIFT=$(SWIFT) scripts/tools/swift-test.sh --skip-build --skip '$(REAL_TIME_SUITES)'
-	SWIFT=$(SWIFT) scripts/tools/swift-test.sh --skip-build --no-parallel --filter '$(REAL_TIME_SUITES)'
-	$(MAKE) fuzz-smoke
-	scripts/tests/realtime-sdk-test.sh
-	scripts/tests/agents-sdk-test.sh
-	scripts/tests/twilio-carrier-test.sh
-	scripts/tests/mcp-session-test.sh
-	scripts/tests/sip-call-test.sh
-	scripts/tests/webrtc-test.sh
-	scripts/tests/otlp-test.sh
-	scripts/tests/secrets-test.sh
-	scripts/tests/chaos-test.sh
-	scripts/tests/eval-test.sh
-	$(MAKE) e2e
+# Each step is a phase (scripts/tools/phase.sh): its time is said as it ends, and the run ends with
+# every phase's time and share, passed or not (issue 50).
+test:
+	@scripts/tools/phase.sh --start
+	@trap 'scripts/tools/phase.sh --report' EXIT; set -e; \
+	scripts/tools/phase.sh deps $(MAKE) deps; \
+	scripts/tools/phase.sh layers scripts/tools/check-layers.sh; \
+	scripts/tools/phase.sh deploy scripts/tools/check-deploy.sh; \
+	scripts/tools/phase.sh build $(SWIFT) build --build-tests; \
+	SWIFT=$(SWIFT) scripts/tools/phase.sh swift-parallel scripts/tools/swift-test.sh --skip-build --skip '$(REAL_TIME_SUITES)'; \
+	SWIFT=$(SWIFT) scripts/tools/phase.sh swift-real-time scripts/tools/swift-test.sh --skip-build --no-parallel --filter '$(REAL_TIME_SUITES)'; \
+	scripts/tools/phase.sh fuzz-smoke $(MAKE) fuzz-smoke; \
+	for t in realtime-sdk agents-sdk twilio-carrier mcp-session sip-call webrtc otlp secrets chaos eval; do \
+	  scripts/tools/phase.sh $$t scripts/tests/$$t-test.sh; \
+	done; \
+	scripts/tools/phase.sh e2e $(MAKE) e2e
 
 # Every case of the suites that stream speech in real time, one at a time and without the retry
 # `make test`'s short scope allows (Tests/TestSupport/RealTimeScope.swift): every voice and speed,

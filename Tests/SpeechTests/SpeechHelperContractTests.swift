@@ -112,7 +112,9 @@ import Glibc
         _ = try #require(try other.load(busy: false), "the other connection was not told the box is no longer busy")
         other.send(SpeechHelperFrame(.stats, id: 21))
         let stats = try #require(try other.answer(21))
-        #expect(stats.header["shed"]?.int == 1 && stats.header["work"]?.int == 0 && stats.header["busy"]?.bool == false, "\(stats.header)")
+        // Below the capacity (a decode's count is given back just after its answer is sent, so
+        // the last may still be counted here).
+        #expect(stats.header["shed"]?.int == 1 && (stats.header["work"]?.int ?? 2) < 2 && stats.header["busy"]?.bool == false, "\(stats.header)")
     }
 
     /// A connection with a stream of `seconds` of audio open as `stream`.
