@@ -27,30 +27,48 @@ public enum Base64 {
 
     /// Decodes padded base64; nil on any character outside the alphabet or misplaced padding.
     public static func decode<Bytes: Collection<UInt8>>(_ text: Bytes) -> [UInt8]? {
-        let chars = Array(text)
-        guard chars.count % 4 == 0 else { return nil }
+        if let decoded = text.withContiguousStorageIfAvailable({ decode(contiguous: $0) }) { return decoded }
+        return Array(text).withUnsafeBufferPointer { decode(contiguous: $0) }
+    }
+
+    /// The decoding itself, on bytes in place: one allocation (the result), the table read once.
+    /// A live microphone's append is 1,280 characters fifty times a second (perf: the decode was
+    /// 3.5 % of a server holding 200 of them, a copy of the text and a byte appended at a time).
+    private static func decode(contiguous chars: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let n = chars.count
+        guard n % 4 == 0 else { return nil }
         var padding = 0
-        while padding < 2, padding < chars.count, chars[chars.count - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 4 * 3)
-        var quad: UInt32 = 0
-        for (i, c) in chars.enumerated() {
-            var value: UInt32 = 0
-            if i < chars.count - padding {
-                let v = decodeTable[Int(c)]
-                guard v != 0xFF else { return nil }
-                value = UInt32(v)
-            }
-            quad = quad << 6 | value
-            if i % 4 == 3 {
-                out.append(UInt8(quad >> 16 & 0xFF))
-                out.append(UInt8(quad >> 8 & 0xFF))
-                out.append(UInt8(quad & 0xFF))
-                quad = 0
+        while padding < 2, padding < n, chars[n - 1 - padding] == UInt8(ascii: "=") { padding += 1 }
+        var valid = true
+        let decoded = decodeTable.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: n / 4 * 3) { out, count in
+                var o = 0
+                var i = 0
+                while i < n {
+                    var quad: UInt32 = 0
+                    for k in i..<(i + 4) {
+                        var value: UInt32 = 0
+                        if k < n - padding {
+                            let v = table[Int(chars[k])]
+                            guard v != 0xFF else {
+                                valid = false
+                                count = 0
+                                return
+                            }
+                            value = UInt32(v)
+                        }
+                        quad = quad << 6 | value
+                    }
+                    out[o] = UInt8(quad >> 16 & 0xFF)
+                    out[o + 1] = UInt8(quad >> 8 & 0xFF)
+                    out[o + 2] = UInt8(quad & 0xFF)
+                    o += 3
+                    i += 4
+                }
+                count = o - padding
             }
         }
-        out.removeLast(padding)
-        return out
+        return valid ? decoded : nil
     }
 
     /// The URL-safe alphabet without padding (RFC 4648 section 5), as JSON Web Tokens and client

@@ -14,6 +14,21 @@ public enum ClientMessage: Sendable, Equatable {
 
     /// Parses one client message from a WebSocket text message.
     public static func parse(_ text: String) throws(ProtocolError) -> ClientMessage {
+        // A microphone's append, read in place (`AudioAppendScan`); its base64 not valid, or any
+        // other message, is read whole below.
+        if let fast = text.utf8.withContiguousStorageIfAvailable({ bytes -> ClientMessage? in
+            guard let found = AudioAppendScan.scan(bytes),
+                  let audio = Base64.decode(UnsafeBufferPointer(rebasing: bytes[found.audio])) else { return nil }
+            let eventID = found.eventID.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
+            return .audioAppend(eventID: eventID, audio)
+        }), let fast {
+            return fast
+        }
+        return try parseWhole(text)
+    }
+
+    /// The message read as a JSON tree: every message but a microphone's append, and the errors.
+    static func parseWhole(_ text: String) throws(ProtocolError) -> ClientMessage {
         let json: JSON
         do {
             json = try JSON(parsing: text)
