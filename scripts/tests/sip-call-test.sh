@@ -55,8 +55,7 @@ done
 wav_speech "What can you do?" "$WORK/speech/capable.wav" en-us 150
 wav_speech "Wait. How many words are in this sentence?" "$WORK/speech/barge.wav" en-us 140
 
-# The servers. SIP listens on UDP ports nothing holds now; both bind loopback.
-free_udp_port() { "$PYTHON3" -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# The servers. SIP listens on UDP and TCP ports nothing holds now (free_port); both bind loopback.
 # sip_answers PORT: an OPTIONS to 127.0.0.1:PORT is answered 200 within a second.
 sip_answers() {
     "$PYTHON3" - "$1" <<'EOF'
@@ -72,13 +71,13 @@ except OSError:
     sys.exit(1)
 EOF
 }
-answer_sip=$(free_udp_port)
+answer_sip=$(free_port)
 # --sip-max-invites 50: the flood is refused past 50 new calls a second on its loop, so that a
 # short flood (600 at 600 a second) finds the limit without setting up hundreds of calls.
 start_parley answer serve 0 --loops 2 --log-level debug --sip-port "$answer_sip" --sip-host 127.0.0.1 --sip-allow 127.0.0.1/32 --sip-max-invites 50
 answer_port=$port
 wait_until answer "answering SIP OPTIONS on udp $answer_sip" sip_answers "$answer_sip"
-ring_sip=$(free_udp_port)
+ring_sip=$(free_port)
 webhook_port=$(free_port)
 PARLEY_API_KEY="$API_KEY" start_parley ring serve 0 --loops 2 --log-level debug --sip-port "$ring_sip" --sip-host 127.0.0.1 \
     --sip-trunks-file "$WORK/trunks" --sip-webhook "http://127.0.0.1:$webhook_port/" --sip-webhook-secret-file "$WORK/webhook-secret"
