@@ -16,8 +16,11 @@ final class VoiceActivityPass {
     private var model: (any VoiceActivityModel)?
     private var scheduled = false
     /// How long the first window staged waits for others: one pass alone held about three (200
-    /// live microphones on two loops, frames spread over their 20 ms), and ONNX Runtime's cost of
-    /// a run is mostly per run. PARLEY_VAD_TICK_MS overrides it, for benchmarks.
+    /// live microphones on two loops, frames spread over their 20 ms), and a run of one window
+    /// costs ONNX Runtime twice a window of a large run (116 against 57 µs). At 200 microphones,
+    /// every window scored, the server's CPU did not tell 0, 10 and 20 ms apart (3.88, 3.85 and
+    /// 3.97 millicores each; docs/benchmarks.md, "Density"). PARLEY_VAD_TICK_MS overrides it,
+    /// for benchmarks.
     static let tickSeconds: Double = {
         if let text = getenv("PARLEY_VAD_TICK_MS"), let ms = Double(String(cString: text)), ms >= 0, ms <= 100 { return ms / 1000 }
         return 0.010

@@ -46,14 +46,15 @@ final class ONNXSession: @unchecked Sendable {
     deinit { parley_ort_session_free(pointer) }
 
     /// Runs the model on `inputs`, writing `outputs` (whose buffers have the shapes the model gives).
-    /// Allocates nothing of Swift's: the C descriptions live on the stack for the call.
+    /// The C descriptions of the tensors live on the stack for the call.
     func run(_ inputs: [ONNXTensor], _ outputs: [ONNXTensor]) throws(ONNXRuntimeError) {
-        let all = inputs + outputs
-        let failure: String? = withUnsafeTemporaryAllocation(of: parley_ort_tensor.self, capacity: all.count) { tensors in
-            for (i, tensor) in all.enumerated() {
-                tensors[i] = parley_ort_tensor(name: UnsafeRawPointer(tensor.name.utf8Start).assumingMemoryBound(to: CChar.self),
-                                               data: tensor.data, shape: tensor.shape.baseAddress, rank: tensor.shape.count,
-                                               is_int64: tensor.isInt64 ? 1 : 0)
+        let count = inputs.count + outputs.count
+        let failure: String? = withUnsafeTemporaryAllocation(of: parley_ort_tensor.self, capacity: count) { tensors in
+            for i in 0..<count {
+                let tensor = i < inputs.count ? inputs[i] : outputs[i - inputs.count]
+                tensors.initializeElement(at: i, to: parley_ort_tensor(name: UnsafeRawPointer(tensor.name.utf8Start).assumingMemoryBound(to: CChar.self),
+                                                                       data: tensor.data, shape: tensor.shape.baseAddress, rank: tensor.shape.count,
+                                                                       is_int64: tensor.isInt64 ? 1 : 0))
             }
             return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 512) { error in
                 let base = tensors.baseAddress!

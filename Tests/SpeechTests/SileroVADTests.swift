@@ -163,19 +163,16 @@ import TestSupport
             let stream = try #require(model.makeStream(sampleRate: rate))
             alone.append((plan[i].join..<plan[i].leave).map { tick in samples(i, tick: tick).withUnsafeBufferPointer { stream.speechProbability(of: $0) } })
         }
-        // Together: at each tick, the windows of the streams there, in one run.
+        // Together, as a loop scores them: at each tick the streams there stage their windows, and
+        // one run per rate scores them all.
         var together = [[Float]](repeating: [], count: count)
         var live: [Int: any VoiceActivityStream] = [:]
         for tick in 0..<ticks {
-            for i in 0..<count where plan[i].join == tick { live[i] = model.makeStream(sampleRate: rate) }
+            for i in 0..<count where plan[i].join == tick { live[i] = model.makeStream(sampleRate: rate, batched: true) }
             for i in 0..<count where plan[i].leave == tick { live[i] = nil }
-            let here = live.keys.sorted()
-            let windows = here.map { samples($0, tick: tick) }
-            let scores = withExtendedLifetime(windows) {
-                let pairs = here.enumerated().map { (n, i) in (stream: live[i]!, window: windows[n].withUnsafeBufferPointer { $0 }) }
-                return model.probabilities(of: pairs)
-            }
-            for (n, i) in here.enumerated() { together[i].append(scores[n]) }
+            for (i, stream) in live { samples(i, tick: tick).withUnsafeBufferPointer { stream.stage($0) } }
+            model.scoreStaged()
+            for (i, stream) in live { stream.takeScored { together[i].append($0) } }
         }
         var decisionsDiffer = 0
         var largest: Float = 0

@@ -26,8 +26,7 @@ extension SessionEngine {
     /// The loop's batch has scored this session's windows (`SessionInput.voiceActivityScored`).
     mutating func voiceActivityScored() {
         guard vad != nil else { return }
-        let events = vad?.scored() ?? []
-        detected(events)
+        detected(vad?.scored() ?? [])
     }
 
     /// What the detector said of the audio so far, and the rules that read it: the turn's start and

@@ -198,16 +198,16 @@ struct NeuralVoiceActivity: Sendable {
                 filled += 1
                 if filled == count {
                     filled = 0
-                    let window = UnsafeBufferPointer(buffer)
-                    if staged == 0, !detector.isSpeaking, Self.isQuiet(window) {
+                    let full = UnsafeBufferPointer(buffer)
+                    if staged == 0, !detector.isSpeaking, Self.isQuiet(full) {
                         // Below any voice between turns: silence, without asking the model.
-                        stream.skipped(window)
+                        stream.skipped(full)
                         if let event = detector.window(probability: 0) { events.append(Self.shifted(event, by: skippedMs)) }
                     } else if batched {
-                        stream.stage(UnsafeBufferPointer(buffer))
+                        stream.stage(full)
                         staged += 1
                     } else {
-                        let p = stream.speechProbability(of: UnsafeBufferPointer(buffer))
+                        let p = stream.speechProbability(of: full)
                         if let event = detector.window(probability: p) { events.append(Self.shifted(event, by: skippedMs)) }
                     }
                 }
