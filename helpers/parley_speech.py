@@ -578,6 +578,43 @@ def bench_turn(turn, path, count):
                       "wall_ms_max": round(walls[-1], 2), "cpu_ms_mean": round(sum(cpus) / count, 2)}))
 
 
+class Heap:
+    """glibc's heap, kept to what the helper uses. Every thread that allocates gets an arena of its
+    own (up to eight a core), and each keeps what its thread freed: the helper's workers and
+    connections are threads, and a helper that had served 16 talkers held 776 MiB. Two arenas, and
+    free pages given back (malloc_trim) once the models are warm and every TRIM_SECONDS after:
+    measured, loading and warming the models left 36 to 45 MiB free in the heap, which a trim gave
+    back in about 4 ms (0.06 ms when there is nothing to give)."""
+
+    TRIM_SECONDS = 30
+    M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
+
+    def __init__(self):
+        import ctypes
+
+        try:
+            self.libc = ctypes.CDLL("libc.so.6")
+        except OSError:  # not glibc: nothing to tune
+            self.libc = None
+
+    def limit_arenas(self, arenas=2):
+        """Before the first thread starts."""
+        if self.libc:
+            self.libc.mallopt(self.M_ARENA_MAX, arenas)
+
+    def trim(self):
+        if self.libc:
+            self.libc.malloc_trim(0)
+
+    def trim_every(self, seconds=TRIM_SECONDS):
+        def run():
+            while True:
+                time.sleep(seconds)
+                self.trim()
+
+        threading.Thread(target=run, name="heap-trim", daemon=True).start()
+
+
 def exit_at_end_of_input():
     while sys.stdin.buffer.read(4096):
         pass
@@ -607,6 +644,8 @@ def main():
     if arguments.contract:
         print(json.dumps(contract(), sort_keys=True))
         return
+    heap = Heap()
+    heap.limit_arenas()
     if arguments.exit_with_stdin:
         threading.Thread(target=exit_at_end_of_input, daemon=True).start()
 
@@ -637,6 +676,7 @@ def main():
     if piper:
         for _ in piper.speak("Hello.", 1.0, lambda: False):
             pass
+    heap.trim()
     if arguments.check:
         print(json.dumps(helper.models()))
         return
@@ -655,6 +695,7 @@ def main():
     listener.listen(64)
     # The server waits for this line before it connects.
     print("ready " + json.dumps(helper.models()), flush=True)
+    heap.trim_every()
     while True:
         sock, _ = listener.accept()
         threading.Thread(target=helper.serve, args=(sock,), daemon=True).start()

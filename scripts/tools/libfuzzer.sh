@@ -12,7 +12,7 @@
 # FUZZ_TARGETS="http frames" runs only those. Prints a table (target, seconds, executions, exec/s,
 # coverage: the edges (cov) and features (ft) reached, and the corpus's inputs at the end; crashes) and exits non-zero if any target crashed, hung (-timeout) or ran out of memory
 # (-rss_limit_mb), leaving the input that did it in Fuzz/crashes/<target>/ (not committed); replay
-# it with `.build-fuzz/release/parley-fuzz --target=<target> <file>`.
+# it with `.build-fuzz/release/parley-fuzz --target=<target> <file>`. Logs: .build-fuzz/logs/<mode>/.
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
@@ -52,7 +52,10 @@ declare -A max_len
 while read -r name length; do max_len[$name]=$length; done <<<"$list"
 targets=${FUZZ_TARGETS:-$(cut -d' ' -f1 <<<"$list")}
 
-mkdir -p .build-fuzz/logs
+# Each mode its own logs: a make test (its smoke) run beside a deep run must not write over the deep
+# run's logs, which the table below is read from.
+logs=.build-fuzz/logs/$mode
+mkdir -p "$logs"
 failed=0
 rows=()
 for target in $targets; do
@@ -70,7 +73,7 @@ for target in $targets; do
   flags=(-max_len="${max_len[$target]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$crashes/")
   [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS")
-  log=.build-fuzz/logs/$target.log
+  log=$logs/$target.log
   before=$(find "$crashes" -type f | wc -l)
   start=$(date +%s)
   status=0
@@ -95,4 +98,4 @@ done
 
 printf '%-14s %8s %14s %10s %7s %7s %7s %8s\n' target seconds executions exec/s cov ft corpus crashes
 printf '%s\n' "${rows[@]}"
-[ "$failed" -eq 0 ] || { echo "libfuzzer: crash inputs are in Fuzz/crashes/; logs in .build-fuzz/logs/" >&2; exit 1; }
+[ "$failed" -eq 0 ] || { echo "libfuzzer: crash inputs are in Fuzz/crashes/; logs in $logs/" >&2; exit 1; }
