@@ -1,5 +1,12 @@
 /// Conversions and measurements on interleaved PCM.
 public enum PCM {
+    /// The mean square (of samples in [-1, 1)) below which audio is taken for silence: -60 dBFS
+    /// RMS, under a muted or noise-suppressed microphone's hiss and far under any voice a
+    /// microphone picks up (Silero itself hears speech scaled to -60 dBFS, so this is below what
+    /// it hears, not at it). What reads it: the neural VAD's gate between turns
+    /// (`NeuralVoiceActivity`) and the microphone's resampling (`Downsampler24k`).
+    public static let quietMeanSquare = 1e-6
+
     /// Int16 to float in [-1, 1).
     @inline(__always)
     public static func float(_ sample: Int16) -> Float { Float(sample) / 32768 }

@@ -19,6 +19,10 @@ public enum ProcessMemory {
     /// User plus system CPU seconds of the whole process, every thread, from getrusage(2).
     public static func cpuSeconds() -> Double { Sys.processCPUSeconds() }
 
+    /// The heap's bytes in use (`Sys.heapInUseBytes`): what sessions hold, where the resident size
+    /// also counts what was freed and kept, and fills freed memory before it grows.
+    public static func heapInUseBytes() -> Int { Sys.heapInUseBytes() }
+
     /// Resident bytes from /proc/self/statm (its second field, in pages).
     public static func residentBytes() -> Int {
         guard let text = readProcFile("/proc/self/statm") else { return 0 }

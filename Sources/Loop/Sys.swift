@@ -102,6 +102,14 @@ public enum Sys {
         malloc_trim(0) != 0
     }
 
+    /// mallinfo2(3): bytes the process's heap has handed out and not had back (every arena's, and
+    /// the blocks malloc maps on their own). Unlike the resident size, this does not hide what a
+    /// new allocation takes from memory freed earlier, nor count freed memory not yet returned.
+    public static func heapInUseBytes() -> Int {
+        let info = mallinfo2()
+        return Int(info.uordblks) + Int(info.hblkhd)
+    }
+
     public static func close(_ fd: Int32) {
         // Linux releases the descriptor even when close(2) reports EINTR: never retry.
         _ = Glibc.close(fd)

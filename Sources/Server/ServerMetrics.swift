@@ -45,6 +45,9 @@ enum ServerMetrics {
 
         gauge("parley_accounted_bytes", "Heap bytes held by connections, as counted by their memory accounts.") { sum { $0.accountedBytes } }
         gauge("parley_process_resident_memory_bytes", "Resident set size of the process.") { ProcessMemory.residentBytes() }
+        gauge("parley_process_heap_in_use_bytes", "Heap bytes allocated and not freed (glibc's mallinfo2), every arena's and the blocks mapped on their own.") {
+            ProcessMemory.heapInUseBytes()
+        }
         gauge("parley_process_proportional_memory_bytes",
               "Proportional set size (PSS) of the process: shared pages divided among the processes sharing them, so that it sums across workers.") {
             ProcessMemory.proportionalBytes()

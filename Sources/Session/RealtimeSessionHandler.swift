@@ -72,9 +72,8 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         // the server's CPU at 1,000 speakers, docs/benchmarks.md, "Issue 26's targets").
         switch kind {
         case .text:
-            let text = String(decoding: message, as: UTF8.self)
             do {
-                switch try ClientMessage.parse(text) {
+                switch try ClientMessage.parse(message) {
                 case .audioAppend(let eventID, let bytes):
                     if let refusal = driver.refusal(of: .append(bytes: bytes.count)) {
                         return driver.refuse(refusal, eventID: eventID)
@@ -87,7 +86,9 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             } catch {
                 // `session.ack` is Parley's, not the Realtime API's: looked for only when the
                 // event is not one of the API's, so the common path pays nothing for it.
-                if let resumption, let seq = Self.acknowledged(text) { return resumption.acknowledge(seq) }
+                if let resumption, let seq = Self.acknowledged(String(decoding: message, as: UTF8.self)) {
+                    return resumption.acknowledge(seq)
+                }
                 driver.handle(.invalidClientEvent(error))
             }
         case .binary:

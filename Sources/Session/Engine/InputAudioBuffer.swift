@@ -40,15 +40,31 @@ struct InputAudioBuffer: Sendable {
         }
     }
 
-    /// Keeps only the last `ms` (or up to twice that) as the next item's audio: audio before a
-    /// turn starts is not part of it, beyond the padding the detector may reach back for.
-    /// Trimming only once the buffer has doubled moves each sample about once, rather than the
-    /// whole padding on every append of every listening session.
+    /// Keeps only the last `ms` (up to a quarter more) as the next item's audio: audio before a
+    /// turn starts is not part of it, beyond the padding the detector may reach back for. Called
+    /// on every append between turns, so the storage is held to what that needs: the kept audio,
+    /// the quarter, and a frame of up to `frameSlackMs`. Left to grow by doubling from the first
+    /// 20 ms frame it reached 20,992 samples (41 KiB, most of a live microphone's memory) for the
+    /// default 500 ms; it holds 11,600 (23 KiB). The quarter moves the kept audio (16 KB) once
+    /// every 125 ms of frames, 128 KB a second, where trimming at every frame would move it
+    /// fifty times.
     mutating func keepLast(ms: Int) {
         let count = ms * samplesPerMs
-        if samples.count > 2 * count { samples.removeFirst(samples.count - count) }
+        let limit = count + count / 4
+        if samples.count > limit { samples.removeFirst(samples.count - count) }
+        let room = limit + Self.frameSlackMs * samplesPerMs
+        if samples.capacity < room || samples.capacity > 2 * room {
+            var held = [Int16]()
+            held.reserveCapacity(room)
+            held += samples
+            samples = held
+        }
         pendingSamples = samples.count
     }
+
+    /// The longest append `keepLast` leaves room for without growing (the API allows any length;
+    /// microphones send 20 to 100 ms).
+    static let frameSlackMs = 100
 
     /// Starts the next item at `ms` of the session's audio, as far back as the buffer reaches.
     mutating func keep(fromMs ms: Int) {

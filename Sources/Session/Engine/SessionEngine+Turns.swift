@@ -53,9 +53,8 @@ extension SessionEngine {
         if let vad, turns.floor.isIdle {
             // Between turns only the padding the next start may reach back for is worth keeping:
             // plus the detector's look-back of up to 130 ms and the loop's VAD batch (a tick, 10 ms,
-            // and the frames that came meanwhile), 200 ms. With the default 300 ms of padding the
-            // buffer then tops out under 16,384 samples (32 KiB at 16 kHz) before it is trimmed,
-            // where 300 ms of margin took it past that to 64 KiB: half a live microphone's memory.
+            // and the frames that came meanwhile), 200 ms (`InputAudioBuffer.keepLast` says what that
+            // holds: 23 KiB at 16 kHz with the default 300 ms of padding).
             audio.keepLast(ms: vad.settings.prefixPaddingMs + 200)
         }
     }

@@ -1,3 +1,4 @@
+import Codec
 import Models
 
 /// The session's speech detector: a neural model's probabilities through
@@ -217,12 +218,10 @@ struct NeuralVoiceActivity: Sendable {
     }
 
     /// A window's mean square below which, between turns, it is taken for silence without the
-    /// model: -60 dBFS RMS, under a muted or noise-suppressed microphone's hiss and far under any
-    /// voice a microphone picks up (Silero itself hears speech scaled to -60 dBFS, so the gate
-    /// is below what it hears, not at it). Within a turn every window is scored, so a quiet word
-    /// or a digital gap between words never ends one early. Measured: 200 live microphones of
-    /// -66 dBFS noise cost the model nothing (docs/benchmarks.md, "Density").
-    static let quietMeanSquare: Float = 1e-6
+    /// model (`PCM.quietMeanSquare`, -60 dBFS). Within a turn every window is scored, so a quiet
+    /// word or a digital gap between words never ends one early. Measured: 200 live microphones
+    /// of -66 dBFS noise cost the model nothing (docs/benchmarks.md, "Density").
+    static let quietMeanSquare = Float(PCM.quietMeanSquare)
 
     static func isQuiet(_ window: UnsafeBufferPointer<Float>) -> Bool {
         var sum: Float = 0

@@ -14,17 +14,23 @@ public enum ClientMessage: Sendable, Equatable {
 
     /// Parses one client message from a WebSocket text message.
     public static func parse(_ text: String) throws(ProtocolError) -> ClientMessage {
-        // A microphone's append, read in place (`AudioAppendScan`); its base64 not valid, or any
-        // other message, is read whole below.
-        if let fast = text.utf8.withContiguousStorageIfAvailable({ bytes -> ClientMessage? in
-            guard let found = AudioAppendScan.scan(bytes),
-                  let audio = Base64.decode(UnsafeBufferPointer(rebasing: bytes[found.audio])) else { return nil }
+        var text = text
+        return try text.withUTF8 { bytes in
+            Result { () throws(ProtocolError) in try parse(UnsafeRawBufferPointer(bytes)) }
+        }.get()
+    }
+
+    /// Parses one client message from a WebSocket text message's bytes, as the connection holds
+    /// them. A microphone's append is read in place (`AudioAppendScan`): no String is made of its
+    /// 1.8 KB, only the decoded audio; its base64 not valid, or any other message, is read whole.
+    public static func parse(_ message: UnsafeRawBufferPointer) throws(ProtocolError) -> ClientMessage {
+        let bytes = message.assumingMemoryBound(to: UInt8.self)
+        if let found = AudioAppendScan.scan(bytes),
+           let audio = Base64.decode(UnsafeBufferPointer(rebasing: bytes[found.audio])) {
             let eventID = found.eventID.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) }
             return .audioAppend(eventID: eventID, audio)
-        }), let fast {
-            return fast
         }
-        return try parseWhole(text)
+        return try parseWhole(String(decoding: bytes, as: UTF8.self))
     }
 
     /// The message read as a JSON tree: every message but a microphone's append, and the errors.
