@@ -76,6 +76,13 @@ struct Serve: ParsableCommand {
     @Option(name: .customLong("speech-helper-socket"), help: .hidden)
     var speechHelperSocket: String?
 
+    /// Starts only the speech helper, as serve would start its own, says its socket on one line
+    /// ("parley speech helper at PATH"), and keeps it up (watched, restarted) until SIGTERM or
+    /// SIGINT: the Swift test suites start one and give it to every server they start
+    /// (`--speech-helper-socket`), so the models load once a run rather than once a server.
+    @Flag(name: .customLong("speech-helper-only"), help: .hidden)
+    var speechHelperOnly = false
+
     /// A worker started by a supervisor stays quiet: the supervisor says when all of them listen.
     private var isWorker: Bool { workerName != nil }
 
@@ -84,12 +91,19 @@ struct Serve: ParsableCommand {
         if settings.workers > 1 && !isWorker { return try supervise(settings) }
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
         (settings.access.shared, settings.access.shares) = try sharedTenantCount(settings)
+        if speechHelperOnly { return try runSpeechHelperOnly(settings) }
         let resume = try ResumeOptions.open(settings.resume)
         // A worker's helper is its supervisor's, which has said what it lacks.
         let models = settings.speech.helperModels(quiet: speechHelperSocket != nil)
         let helper = speechHelperSocket == nil ? settings.speech.startHelper(models) : nil
         defer { helper?.stop() }
-        let status = helper?.status ?? speechHelperSocket.map(SpeechHelperStatus.init(sharedAt:))
+        // A helper at a socket given is used for the models this server would have had its own
+        // helper load, and only then: a server whose speech needs none has no helper.
+        let status = helper?.status ?? (models.any ? speechHelperSocket.map(SpeechHelperStatus.init(sharedAt:)) : nil)
+        // A helper another process runs, for a server that is no supervisor's worker (the one the
+        // test suites share): counted up, as `SpeechHelperStatus(sharedAt:)` takes it. A worker's
+        // is its supervisor's to count.
+        if helper == nil, status != nil, !isWorker { SpeechMetrics.shared.helperUp.add(1) }
         let sessions = try buildSessions(settings, resume: resume, helper: status, models: models)
         let routes = installRoutes(settings, sessions: sessions, helper: status)
         let sipCalls = try settings.sip.map { given in
@@ -101,6 +115,18 @@ struct Serve: ParsableCommand {
     }
 
     // MARK: Steps
+
+    private func runSpeechHelperOnly(_ settings: ServeSettings) throws {
+        let signals = Sys.blockSignals([SIGINT, SIGTERM])
+        guard let helper = settings.speech.startHelper(settings.speech.helperModels()), helper.status.readyGeneration != nil else {
+            printError("the speech helper did not start (see the lines above)")
+            throw ExitCode.failure
+        }
+        print("parley speech helper at \(helper.status.socketPath)")
+        fflush(nil)
+        _ = Sys.waitForSignal(signals)
+        helper.stop()
+    }
 
     /// Every option, judged: a bad one ends the start here with one line (`SettingError`).
     private func readSettings() throws -> ServeSettings {

@@ -11,8 +11,8 @@ import TestSupport
     let turns = TurnTakingEndToEndTests()
 
     /// A server with the default recogniser and no voice (text replies), its helper up.
-    func startServer() throws -> ServerProcess {
-        let server = try ServerProcess(arguments: "--synthesizer none")
+    func startServer(speechHelper: ServerProcess.SpeechHelper = .sharedIfAny) throws -> ServerProcess {
+        let server = try ServerProcess(arguments: "--synthesizer none", speechHelper: speechHelper)
         for _ in 0..<150 where server.metric("parley_speech_helper_up") != 1 { usleep(100_000) }
         return server
     }
@@ -60,7 +60,7 @@ import TestSupport
     /// `conversation.item.input_audio_transcription.failed` (once, after the item), the turn is
     /// still answered, the helper is started again, and the next turn is transcribed.
     @Test func aHelperThatDiesMidTurnFailsThatTranscriptionClearlyAndComesBack() throws {
-        let server = try startServer()
+        let server = try startServer(speechHelper: .own)
         #expect(server.metric("parley_speech_helper_up") == 1, "the speech helper did not come up")
         let client = try openSession(server, turnDetection: #"{"type":"server_vad"}"#)
         let speech = try Voice.espeak("en-us").say("Please book me a table for two at eight tonight.")

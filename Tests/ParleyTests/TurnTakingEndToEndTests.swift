@@ -70,9 +70,10 @@ import TestSupport
         return client
     }
 
-    /// A server whose helper is up (it loads Smart Turn in about half a second).
-    func startServer(_ arguments: String = "") throws -> ServerProcess {
-        let server = try ServerProcess(arguments: "--transcriber none --synthesizer none " + arguments)
+    /// A server whose helper is up (it loads Smart Turn in about half a second): the run's shared
+    /// one unless the test kills it (`.own`).
+    func startServer(_ arguments: String = "", speechHelper: ServerProcess.SpeechHelper = .sharedIfAny) throws -> ServerProcess {
+        let server = try ServerProcess(arguments: "--transcriber none --synthesizer none " + arguments, speechHelper: speechHelper)
         for _ in 0..<100 where server.metric("parley_speech_helper_up") != 1 { usleep(100_000) }
         return server
     }
@@ -151,7 +152,7 @@ import TestSupport
     /// The helper dies: turns end by silence while it is away, it is started again, and the model
     /// serves again.
     @Test func aHelperThatDiesIsStartedAgainAndTurnsEndBySilenceMeanwhile() throws {
-        let server = try startServer()
+        let server = try startServer(speechHelper: .own)
         #expect(server.metric("parley_speech_helper_up") == 1)
         // Made first: the helper is back within about 2 s of its death.
         let audio = Self.silence(ms: 300) + (try Voice.piper(lengthScale: 1.0).say("Good morning.")) + Self.silence(ms: 1_000)

@@ -23,10 +23,42 @@ public final class ServerProcess {
         return exe[..<(exe.lastIndex(of: "/") ?? exe.endIndex)] + "/parley"
     }
 
+    /// Which speech helper a `serve` uses.
+    public enum SpeechHelper: Sendable {
+        /// The test run's (`sharedSpeechHelperSocket`), when there is one and the arguments choose
+        /// nothing of the helper's own (`choosesHelper`); else its own, as a server starts it.
+        case sharedIfAny
+        /// Its own: a test that kills it, counts its work, or reads that it is missing.
+        case own
+    }
+
+    /// The speech helper scripts/tools/swift-test.sh starts for the run (`parley serve
+    /// --speech-helper-only`, default models, no capacity), so that the models load once a run
+    /// and not once a server (issue 50).
+    public static var sharedSpeechHelperSocket: String? {
+        guard let path = getenv("PARLEY_TEST_SPEECH_HELPER_SOCKET").map({ String(cString: $0) }), !path.isEmpty,
+              access(path, F_OK) == 0 else { return nil }
+        return path
+    }
+
+    /// Options that make a server's helper differ from the shared one (its models, its capacity,
+    /// its program) or start a supervisor, which starts its own for its workers.
+    static let helperChoices = ["--speech-capacity", "--transcriber moonshine", "--whisper-model-dir", "--moonshine-model-dir",
+                                "--piper-voice", "--turn-model-file", "--speech-helper", "--workers"]
+
+    static func choosesHelper(_ arguments: String) -> Bool {
+        helperChoices.contains { arguments.contains($0) }
+    }
+
     /// Starts `parley COMMAND --port 0 ARGS` (`serve`, or `mock-llm`) through a shell (so `ulimit`
     /// and environment variables can be set first) and waits for its "listening" line.
-    public init(command subcommand: String = "serve", arguments: String = "", environment: String = "", descriptorLimit: Int? = nil) throws {
+    public init(command subcommand: String = "serve", arguments: String = "", environment: String = "", descriptorLimit: Int? = nil,
+                speechHelper: SpeechHelper = .sharedIfAny) throws {
         let limit = descriptorLimit.map { "ulimit -n \($0); " } ?? ""
+        var arguments = arguments
+        if subcommand == "serve", speechHelper == .sharedIfAny, !Self.choosesHelper(arguments), let socket = Self.sharedSpeechHelperSocket {
+            arguments += " --speech-helper-socket \(socket)"
+        }
         let command = "\(limit)exec env \(environment) '\(Self.parleyPath)' \(subcommand) --port 0 \(arguments) 2>&1"
         let (child, read) = try Subprocess.startPiped(["/bin/sh", "-c", command])
         pid = child
