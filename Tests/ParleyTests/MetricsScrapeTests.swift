@@ -18,7 +18,7 @@ import TestSupport
         "parley_connections_open gauge", "parley_connections_refused_total counter", "parley_draining gauge",
         "parley_loop_iteration_seconds histogram", "parley_network_received_bytes_total counter", "parley_network_sent_bytes_total counter",
         "parley_process_cpu_seconds_total counter", "parley_process_proportional_memory_bytes gauge",
-        "parley_process_resident_memory_bytes gauge", "parley_process_startup_resident_memory_bytes gauge",
+        "parley_process_resident_memory_bytes gauge", "parley_process_heap_in_use_bytes gauge", "parley_process_startup_resident_memory_bytes gauge",
         "parley_resident_bytes_per_connection gauge", "parley_resume_gap_seconds histogram", "parley_server_added_latency_seconds histogram",
         "parley_session_limit_closes_total counter", "parley_session_responses_total counter", "parley_session_turns_total counter",
         "parley_sessions_detached gauge", "parley_sessions_expired_total counter", "parley_resume_store_waits_given_up_total counter", "parley_sessions_open gauge",
