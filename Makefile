@@ -89,8 +89,9 @@ bench: release
 	scripts/benchmarks/bench.sh
 
 # Density (issue 49): sessions that send no audio and live microphones with no speech (faint and room
-# noise), 1 and 200 of each on one release server with its defaults: RSS and CPU per session beside the
-# load client's CPU and the steal (about 2 minutes; COUNTS, SECONDS_HELD).
+# noise), 20 and 200 of each on one release server with its defaults: RSS, heap in use and CPU, and
+# what one session more costs, beside the load client's CPU and the steal (about 3 minutes; COUNTS,
+# SECONDS_HELD).
 bench-density: release
 	scripts/benchmarks/bench-density.sh
 
