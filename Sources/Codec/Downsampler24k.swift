@@ -53,11 +53,12 @@ public final class Downsampler24k {
         return output
     }
 
-    /// The frame's mean square against the quiet level, in integers (no conversion per sample).
+    /// The frame's mean square against the quiet level (an empty frame is not quiet: it changes
+    /// nothing).
     static func isQuiet(_ input: UnsafeBufferPointer<Int16>) -> Bool {
-        var sum: Int64 = 0
-        for sample in input { sum &+= Int64(sample) * Int64(sample) }
-        return Double(sum) < PCM.quietMeanSquare * 32768 * 32768 * Double(input.count)
+        guard !input.isEmpty else { return false }
+        let level = PCM.rms(input)
+        return level * level < PCM.quietMeanSquare
     }
 
     /// Linear interpolation at every 1.5 input samples: no filter, which a frame under -60 dBFS

@@ -88,10 +88,10 @@ struct Serve: ParsableCommand {
 
     func run() throws {
         var settings = try readSettings()
+        if speechHelperOnly { return try runSpeechHelperOnly(settings) }
         if settings.workers > 1 && !isWorker { return try supervise(settings) }
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
         (settings.access.shared, settings.access.shares) = try sharedTenantCount(settings)
-        if speechHelperOnly { return try runSpeechHelperOnly(settings) }
         let resume = try ResumeOptions.open(settings.resume)
         // A worker's helper is its supervisor's, which has said what it lacks.
         let models = settings.speech.helperModels(quiet: speechHelperSocket != nil)
@@ -118,8 +118,13 @@ struct Serve: ParsableCommand {
 
     private func runSpeechHelperOnly(_ settings: ServeSettings) throws {
         let signals = Sys.blockSignals([SIGINT, SIGTERM])
-        guard let helper = settings.speech.startHelper(settings.speech.helperModels()), helper.status.readyGeneration != nil else {
+        guard let helper = settings.speech.startHelper(settings.speech.helperModels()) else {
             printError("the speech helper did not start (see the lines above)")
+            throw ExitCode.failure
+        }
+        guard helper.status.readyGeneration != nil else {
+            helper.stop()
+            printError("the speech helper is not ready (see the lines above)")
             throw ExitCode.failure
         }
         print("parley speech helper at \(helper.status.socketPath)")
