@@ -38,8 +38,8 @@ decoded from what the helper holds (its last STREAM_SECONDS):
                                                            capacity either way (and in hello's answer)
 A request the helper cannot serve gets {"id": N, "error": CODE, "message": "..."}, CODE one of
 ERRORS; a malformed message closes the connection (Parley reconnects). Work is admitted by a
-bounded queue per connection and kind, served round-robin between connections, so that one
-worker's talkers cannot starve another's.
+bounded queue per connection and lane (FairQueue), served round-robin between connections, so that
+one worker's talkers cannot starve another's.
 
 Speech capacity (--capacity, the server's --speech-capacity) is counted here, where the work of
 every worker of the box is queued: the decodes, verdicts and syntheses queued or running, the
@@ -97,7 +97,8 @@ STREAM_SECONDS = 30
 # Streams one connection (one server loop) may hold: 256 talking at once on one loop is far past
 # what two cores decode in real time, and it bounds a connection's audio at 256 x 960 KB.
 STREAMS_PER_CONNECTION = 256
-# Requests of one kind a connection may have waiting; past it a request is answered `overloaded`.
+# Requests of one lane (FairQueue) a connection may have waiting; past it a request is answered
+# `overloaded`.
 QUEUE_PER_CONNECTION = 32
 OPS = ("hello", "open", "append", "partial", "finish", "close", "turn", "speak", "cancel", "stats", "load")
 ERRORS = ("version_mismatch", "unknown_op", "bad_request", "unknown_stream", "too_many_streams",
@@ -143,13 +144,16 @@ class Job:
     its answer is dropped, and its worker is free when it ends, a decode's time at most (about
     340 ms of one core on the whole window, 120 ms on the fast one; docs/benchmarks.md)."""
 
-    __slots__ = ("connection", "ident", "work", "cancelled", "counted")
+    __slots__ = ("connection", "ident", "work", "cancelled", "counted", "lane", "kind")
 
-    def __init__(self, connection, ident, work):
+    def __init__(self, connection, ident, work, kind):
         self.connection = connection
         self.ident = ident
         self.work = work
         self.cancelled = False
+        self.lane = None
+        # What `Costs` counts its CPU as: "verdict", "decode", "partial" or "speak".
+        self.kind = kind
         # Whether it is in the box's speech work (`Load`) until it ends or is dropped.
         self.counted = False
 
@@ -204,37 +208,67 @@ class Load:
 
 
 class FairQueue:
-    """Jobs of one kind for `workers` threads: a bounded queue per connection (each a server loop,
-    of any worker process), served round-robin between connections, so that one worker's talkers
-    cannot starve another's however many requests they make. Three lanes, each served before the
-    next: `REPLY` (the decode a paused reply waits on: whether the speech over it is a barge-in or
-    a backchannel, due within TurnTaking.pauseWordsWaitMs or the reply resumes as if it were one),
-    `URGENT` (a decode a user waits on: the final text, or the one when they went quiet), and
-    `LATER` (periodic partials nobody waits on). Measured by `parley-load talkers`: with two lanes,
-    ten talkers' turn ends queued the barge-ins' decodes past their wait and 3 of 10 did not cut. Each server process holds back its own partials while
-    two decodes are out (WhisperTranscriber.partialsInFlight), but with one helper for N worker
-    processes that is 2N, so the helper must not queue a turn's end behind them."""
+    """Jobs for `workers` threads: a bounded queue per connection (each a server loop, of any
+    worker process), served round-robin between connections, so that one worker's talkers cannot
+    starve another's however many requests they make. Lanes, each served before the next:
 
-    def __init__(self, workers, name, load):
+    - `REPLY`: the decode a paused reply waits on (whether the speech over it is a barge-in or a
+      backchannel, due within TurnTaking.pauseWordsWaitMs or the reply resumes as if it were one);
+    - `FINAL`: a turn's final text (`finish`), or a verdict: the turn has ended, or is being ended,
+      and the user waits;
+    - `FIRST_SOUND`: a reply's first sentence: its text is there and the user waits on its voice;
+    - `QUIET`: the decode when the user went quiet, which becomes the final text if only silence
+      follows: waited on only if the turn ends there, which it may not;
+    - `AHEAD`: a reply's later sentences, made ahead of the listener (the server asks for them
+      `SpeechOutput.synthesisAheadMs` before they play);
+    - `LATER`: periodic partials nobody waits on.
+
+    Measured by `parley-load talkers`: with two lanes, ten talkers' turn ends queued the barge-ins'
+    decodes past their wait and 3 of 10 did not cut. With a queue (and two threads) per kind, a
+    reply's later sentences ran beside the decodes the next turns waited on, six threads on two
+    cores (docs/benchmarks.md, "Talkers": the scheduler). A job that comes back with more to do
+    (a synthesis, between its clauses) goes back to the head of its lane when an earlier lane has
+    work waiting, so a decode a user waits on waits for a clause at most, not for a sentence.
+    Each server process holds back its own partials while two decodes are out
+    (WhisperTranscriber.partialsInFlight), but with one helper for N worker processes that is 2N,
+    so the helper must not queue a turn's end behind them."""
+
+    REPLY, FINAL, FIRST_SOUND, QUIET, AHEAD, LATER = range(6)
+
+    def __init__(self, workers, name, load, costs):
         self.condition = threading.Condition()
         # Per lane, the connections with jobs waiting, in the order they are next served.
-        self.lanes = tuple(collections.OrderedDict() for _ in range(3))
+        self.lanes = tuple(collections.OrderedDict() for _ in range(6))
         self.load = load
+        self.costs = costs
         for n in range(workers):
             threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
-
-    REPLY, URGENT, LATER = range(3)
 
     def submit(self, job, lane):
         with self.condition:
             queue = self.lanes[lane].setdefault(job.connection, collections.deque())
             if len(queue) >= QUEUE_PER_CONNECTION:
                 return False
+            job.lane = lane
             queue.append(job)
             if lane != self.LATER:
                 self.load.take(job)
             self.condition.notify()
             return True
+
+    def waiting_before(self, lane):
+        """Whether a job of an earlier lane is waiting (read without the lock: a stale answer
+        costs one clause's wait or one needless requeue, nothing more)."""
+        return any(self.lanes[earlier] for earlier in range(lane))
+
+    def requeue(self, job):
+        """A job that yielded goes back to the head of its connection's queue in its lane."""
+        with self.condition:
+            lane = self.lanes[job.lane]
+            queue = lane.setdefault(job.connection, collections.deque())
+            queue.appendleft(job)
+            lane.move_to_end(job.connection, last=False)
+            self.condition.notify()
 
     def drop(self, job):
         """A cancelled job leaves its queue now (it is not there if a worker has it)."""
@@ -275,13 +309,84 @@ class FairQueue:
             if job.cancelled:
                 self.load.release(job)
                 continue
+            rest = None
+            started, wall = time.thread_time(), time.perf_counter()
             try:
-                job.work(job)
+                rest = job.work(job)
             except Exception as error:  # a bad request is an answer, never the helper's end
                 job.connection.answer(job, {"error": "failed", "message": f"{type(error).__name__}: {error}"})
             finally:
-                self.load.release(job)
-                job.connection.done(job)
+                self.costs.add(job.kind, time.thread_time() - started, time.perf_counter() - wall)
+                if rest is not None and not job.cancelled:
+                    job.work = rest
+                    self.requeue(job)
+                else:
+                    self.load.release(job)
+                    job.connection.done(job)
+
+
+class Costs:
+    """Where the helper's CPU goes, by kind of work: each job's own thread's CPU time, plus the
+    threads a model runs on its own (CTranslate2's workers, a Piper session's ONNX Runtime pool),
+    found as the threads that appeared while that model loaded and warmed up, read from
+    /proc/self/task when asked. What `stats` reports and `parley-load talkers` divides by turns."""
+
+    DECODES = ("reply", "final", "quiet", "partial")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.seconds = collections.Counter()
+        self.wall = collections.Counter()
+        self.jobs = collections.Counter()
+        # Model kind -> the native thread ids it owns, and their CPU seconds at the start.
+        self.owned = {}
+        self.warm_up = {}
+
+    @staticmethod
+    def threads():
+        try:
+            return set(int(tid) for tid in os.listdir("/proc/self/task"))
+        except OSError:
+            return set()
+
+    def own(self, kind, before):
+        """After the model's load and warm-up: the threads that appeared meanwhile are its, and
+        what they have spent so far (the warm-up) is not counted as work."""
+        self.owned[kind] = self.threads() - before
+        self.warm_up[kind] = self.model_seconds(kind)
+
+    def model_seconds(self, kind):
+        return sum(self.thread_seconds(tid) for tid in self.owned.get(kind, ()))
+
+    @staticmethod
+    def thread_seconds(tid):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def add(self, kind, seconds, wall):
+        with self.lock:
+            self.seconds[kind] += seconds
+            self.wall[kind] += wall
+            self.jobs[kind] += 1
+
+    def state(self):
+        with self.lock:
+            seconds, wall, jobs = dict(self.seconds), dict(self.wall), dict(self.jobs)
+        model = {kind: self.model_seconds(kind) - self.warm_up.get(kind, 0.0) for kind in self.owned}
+        spoken = model.get("speak", 0.0)
+        seconds["speak"] = seconds.get("speak", 0.0) + spoken
+        seconds["verdict"] = seconds.get("verdict", 0.0) + model.get("verdict", 0.0)
+        # The recogniser's own threads serve every kind of decode (its replica runs one at a time):
+        # shared out by the time each kind's jobs took.
+        decodes = [kind for kind in self.DECODES if kind in seconds]
+        taken = sum(wall[kind] for kind in decodes)
+        for kind in decodes:
+            seconds[kind] += model.get("decode", 0.0) * (wall[kind] / taken if taken > 0 else 1 / len(decodes))
+        return {"cpu_seconds": {kind: round(value, 3) for kind, value in seconds.items()}, "jobs": jobs}
 
 
 class Connection:
@@ -326,8 +431,8 @@ class Connection:
             if self.jobs.get(job.ident) is job:
                 del self.jobs[job.ident]
 
-    def submit(self, queue, ident, work, lane=FairQueue.URGENT):
-        job = Job(self, ident, work)
+    def submit(self, queue, ident, work, kind, lane=FairQueue.FINAL):
+        job = Job(self, ident, work, kind)
         with self.jobs_lock:
             self.jobs[ident] = job
         if not queue.submit(job, lane):
@@ -386,20 +491,20 @@ def read_exactly(stream, n):
 
 
 class Helper:
-    def __init__(self, turn, recogniser, piper, workers, capacity=0):
+    def __init__(self, turn, recogniser, piper, workers, capacity=0, costs=None):
         self.turn = turn
         # Whisper or Moonshine: one recogniser, whichever the server asked for.
         self.recogniser = recogniser
         self.piper = piper
         self.counters = collections.Counter()
         self.counters_lock = threading.Lock()
-        # A queue per kind of work, so that waiting transcriptions never delay a turn's verdict
-        # (the one a user waits on) and a long reply's synthesis never delays either.
+        # Verdicts on threads of their own, so that a turn's end (a few tens of ms of Smart Turn)
+        # never waits for a decode; decodes and syntheses on one queue by what is waited on most.
         self.load = Load(capacity, self.broadcast)
-        self.turn_queue = FairQueue(workers, "turn", self.load)
-        self.transcribe_queue = FairQueue(workers, "transcribe", self.load)
-        self.speak_queue = FairQueue(workers, "speak", self.load)
-        self.queues = (self.turn_queue, self.transcribe_queue, self.speak_queue)
+        self.costs = costs or Costs()
+        self.turn_queue = FairQueue(workers, "turn", self.load, self.costs)
+        self.work_queue = FairQueue(workers, "work", self.load, self.costs)
+        self.queues = (self.turn_queue, self.work_queue)
         self.connections = set()
         self.connections_lock = threading.Lock()
 
@@ -427,7 +532,7 @@ class Helper:
         return {"decodes": counters.get("decodes", 0), "verdicts": counters.get("verdicts", 0),
                 "streamed_verdicts": counters.get("streamed_verdicts", 0),
                 "cancelled": counters.get("cancelled", 0), "discarded": counters.get("discarded", 0),
-                "shed": counters.get("shed", 0), **self.load.state(),
+                "shed": counters.get("shed", 0), **self.load.state(), **self.costs.state(),
                 "connections": len(peers), "peers": peers}
 
     def serve(self, sock):
@@ -486,13 +591,17 @@ class Helper:
                     del connection.streams[request.get("stream")]
                 # What the stream holds now: the appends before this request, none after.
                 audio, rate, fast = stream.window(), stream.rate, op == "partial" and request.get("fast") is True
-                lane = FairQueue.REPLY if request.get("reply") is True else FairQueue.LATER if fast else FairQueue.URGENT
-                if op == "partial" and not self.load.admits(lane, quiet=lane == FairQueue.URGENT):
+                if op == "finish":
+                    lane = FairQueue.FINAL
+                else:
+                    lane = FairQueue.REPLY if request.get("reply") is True else FairQueue.LATER if fast else FairQueue.QUIET
+                if op == "partial" and not self.load.admits(lane, quiet=lane == FairQueue.QUIET):
                     self.count("shed")
                     connection.refuse(ident, "overloaded", f"the box's speech work is at its capacity ({self.load.capacity}): "
                                                            "this decode nobody waits on is not made")
                     return True
-                connection.submit(self.transcribe_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), lane)
+                kind = {FairQueue.REPLY: "reply", FairQueue.FINAL: "final", FairQueue.QUIET: "quiet"}.get(lane, "partial")
+                connection.submit(self.work_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), kind, lane)
         elif op == "turn":
             if "stream" in request:
                 stream = connection.streams.get(request.get("stream"))
@@ -503,10 +612,11 @@ class Helper:
                 self.count("streamed_verdicts")
             else:
                 audio, rate = payload, request.get("rate")
-            connection.submit(self.turn_queue, ident, lambda job: self.decide_turn(job, audio, rate))
+            connection.submit(self.turn_queue, ident, lambda job: self.decide_turn(job, audio, rate), "verdict")
         elif op == "speak":
             text, speed = request.get("text"), request.get("speed", 1.0)
-            connection.submit(self.speak_queue, ident, lambda job: self.speak(job, text, speed))
+            lane = FairQueue.AHEAD if request.get("ahead") is True else FairQueue.FIRST_SOUND
+            connection.submit(self.work_queue, ident, lambda job: self.speak(job, text, speed), "speak", lane)
         elif op == "cancel":
             connection.cancel(ident)
         elif op == "stats":
@@ -531,10 +641,18 @@ class Helper:
             return job.connection.answer(job, {"error": "no_model", "message": "no voice loaded"})
         if not isinstance(text, str) or not isinstance(speed, (int, float)):
             return job.connection.answer(job, {"error": "bad_request", "message": "speak needs text (a string) and speed (a number)"})
-        for pcm in self.piper.speak(text, float(speed), lambda: job.cancelled):
+        return self.speak_on(job, iter(self.piper.speak(text, float(speed), lambda: job.cancelled)))
+
+    def speak_on(self, job, clauses):
+        """A clause at a time; between two, the synthesis steps aside (`FairQueue.requeue`) when a
+        decode or a first sentence is waiting, and goes on where it stopped."""
+        for pcm in clauses:
             if not job.connection.answer(job, {"rate": self.piper.rate}, pcm):
-                return
+                return None
+            if self.work_queue.waiting_before(job.lane):
+                return lambda job: self.speak_on(job, clauses)
         job.connection.answer(job, {"done": True})
+        return None
 
     def decide_turn(self, job, audio, rate):
         if self.turn is None:
@@ -629,7 +747,7 @@ def main():
     parser.add_argument("--moonshine", help="moonshine-cpp's package folder (libmoonshine.so, its ONNX Runtime, models/base-en); "
                                             "instead of --whisper")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
-    parser.add_argument("--workers", type=int, default=2, help="requests of one kind run side by side")
+    parser.add_argument("--workers", type=int, default=2, help="decodes and syntheses run side by side (and as many turn verdicts, on threads of their own)")
     parser.add_argument("--capacity", type=int, default=0,
                         help="the box's speech work (decodes, verdicts, syntheses queued or running) at which it is busy: "
                              "partials are not made, servers are told (load); 0: no limit")
@@ -658,24 +776,30 @@ def main():
             print(f"parley_speech: cannot load {what} from {path}: {reason}", file=sys.stderr, flush=True)
             sys.exit(2)
 
-    turn = load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1, seconds=TURN_SECONDS)) if arguments.smart_turn else None
     if arguments.whisper and arguments.moonshine:
         parser.error("--whisper and --moonshine: one recogniser")
+    costs = Costs()
+
+    def owned(kind, make, warm):
+        """A model loaded and run once (its first run builds its kernels and caches, 100 ms to a
+        second: done now, not on a caller's turn); the threads it started are counted as its."""
+        before = Costs.threads()
+        model = make()
+        if model is not None:
+            warm(model)
+            costs.own(kind, before)
+        return model
+
+    turn = owned("verdict", lambda: load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1, seconds=TURN_SECONDS))
+                 if arguments.smart_turn else None, lambda m: m.probability(b"\x00\x01" * RATE, RATE))
     if arguments.moonshine:
-        recogniser = load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers))
+        make_recogniser = lambda: load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers))  # noqa: E731
     else:
-        recogniser = load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None
-    piper = load("the Piper voice", arguments.piper, Piper) if arguments.piper else None
-    helper = Helper(turn, recogniser, piper, arguments.workers, max(0, arguments.capacity))
-    # The first run of each builds its kernels and caches (100 ms to a second): done now, not on a
-    # caller's turn.
-    if turn:
-        turn.probability(b"\x00\x01" * RATE, RATE)
-    if recogniser:
-        recogniser.transcribe(b"\x00\x01" * RATE, RATE)
-    if piper:
-        for _ in piper.speak("Hello.", 1.0, lambda: False):
-            pass
+        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None  # noqa: E731
+    recogniser = owned("decode", make_recogniser, lambda m: m.transcribe(b"\x00\x01" * RATE, RATE))
+    piper = owned("speak", lambda: load("the Piper voice", arguments.piper, Piper) if arguments.piper else None,
+                  lambda m: [None for _ in m.speak("Hello.", 1.0, lambda: False)])
+    helper = Helper(turn, recogniser, piper, arguments.workers, max(0, arguments.capacity), costs)
     heap.trim()
     if arguments.check:
         print(json.dumps(helper.models()))

@@ -13,7 +13,16 @@ public enum SynthesisEvent: Sendable, Equatable {
 /// on the returned call stops it (barge-in).
 public protocol Synthesizer: Sendable {
     var name: String { get }
-    func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall
+    func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall
+}
+
+/// Whether a listener waits on a sentence's sound now or it is made ahead of them. A reply's first
+/// sentence is `.waited`: the turn's first sound waits on it. The later ones are `.ahead`: asked
+/// for a few seconds before they play (`SpeechOutput.synthesisAheadMs`), so a synthesiser that
+/// queues work (the speech helper) serves the turns being waited on before them.
+public enum SynthesisUrgency: Sendable, Equatable {
+    case waited
+    case ahead
 }
 
 /// Who speaks a reply and how fast: the session's `voice` (the Realtime API's names, which each

@@ -22,6 +22,13 @@ package final class SpeechOutput {
     /// stop what is left; paced, they stop all but the lead, and how far the client got is known
     /// from the clock (`playedMs`) whatever the lead. A client on a lossy network asks for more.
     var leadMs = 200
+    /// How far synthesis runs ahead of what the listener has played. Made as fast as the voice
+    /// could, a 20 s reply cost its 2 s of Piper at once, beside the decodes the next turns waited
+    /// on, and all of it even when the user cut the reply in its first second (a third of
+    /// `parley-load talkers`' turns). A sentence takes 100 to 300 ms to make on one talker and
+    /// up to 2 s at ten talkers on two cores (docs/benchmarks.md, "Talkers"), so 4 s ahead leaves
+    /// a busy box room; a listener never waits on it.
+    static let synthesisAheadMs = 4000
     static let tickSeconds = 0.02
     static let opusComplexity = 5
 
@@ -236,13 +243,19 @@ package final class SpeechOutput {
         return nil
     }
 
+    /// The next sentence to the voice: the first at once, a later one once the listener is within
+    /// `synthesisAheadMs` of the audio made so far (`pace` asks again as it plays).
     private func speakNext() {
         guard !over, speaking == nil, !sentences.isEmpty else { return }
+        let first = spoken.isEmpty
+        guard first || synthesizedMs - playedMs < Self.synthesisAheadMs else { return }
         let sentence = sentences.removeFirst()
         current = (sentence, 0)
         onFirstSentence?()
         onFirstSentence = nil
-        speaking = synthesizer.speak(sentence, voice: voice, on: loop) { [weak self] event in self?.synthesized(event) }
+        speaking = synthesizer.speak(sentence, voice: voice, urgency: first ? .waited : .ahead, on: loop) { [weak self] event in
+            self?.synthesized(event)
+        }
     }
 
     private func synthesized(_ event: SynthesisEvent) {
@@ -322,6 +335,7 @@ package final class SpeechOutput {
             sentMs += queue[queueHead].ms
             queueHead += 1
         }
+        speakNext()
         // Sent pieces older than `retainedMs` are let go.
         var drop = 0
         var dropMs = 0

@@ -30,7 +30,7 @@ public struct EspeakSynthesizer: Synthesizer {
         }
     }
 
-    public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+    public func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
         // espeak-ng speaks 80 to 450 words a minute.
         let espeakVoice = Self.espeakVoice(voice.name), rate = min(450, max(80, Int((Double(wordsPerMinute) * voice.speed).rounded())))
         let ticket = loop.offload(to: pool, { () -> Result<SynthesizedSpeech, Espeak.Failure> in

@@ -20,7 +20,7 @@ public struct OpenAISynthesizer: Synthesizer {
         self.apiKey = apiKey
     }
 
-    public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+    public func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
         var fields: [(String, JSON)] = [("model", .string(model)), ("input", .string(text)), ("voice", .string(voice.name)), ("response_format", .string("pcm"))]
         if voice.speed != 1 { fields.append(("speed", .number(voice.speed))) }
         let body = JSON.object(fields)

@@ -17,10 +17,10 @@ public struct PiperSynthesizer: Synthesizer {
         self.status = status
     }
 
-    public func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+    public func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
         let connection = SpeechHelperConnection.on(loop, status)
         let id = connection.request(timeout: Self.timeoutSeconds, streaming: true, { id in
-            SpeechHelperFrame(.speak, id: id, [("text", .string(text)), ("speed", .number(voice.speed))])
+            SpeechHelperFrame(.speak, id: id, [("text", .string(text)), ("speed", .number(voice.speed)), ("ahead", .bool(urgency == .ahead))])
         }) { result in
             switch result {
             case .failure(let error):

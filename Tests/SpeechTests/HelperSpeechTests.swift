@@ -140,8 +140,8 @@ final class SentenceClock: Synthesizer, @unchecked Sendable {
 
     init(_ voice: any Synthesizer) { self.voice = voice }
 
-    func speak(_ text: String, voice speaker: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
-        voice.speak(text, voice: speaker, on: loop) { [self] event in
+    func speak(_ text: String, voice speaker: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        voice.speak(text, voice: speaker, urgency: urgency, on: loop) { [self] event in
             if case .finished = event { finishedAt.withLock { $0[text] = MonotonicClock.nanoseconds() } }
             onEvent(event)
         }

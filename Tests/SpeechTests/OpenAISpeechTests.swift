@@ -107,7 +107,7 @@ final class SpeechBox: Transcriber, Synthesizer, @unchecked Sendable {
         transcriber!.begin(on: loop, sampleRate: sampleRate, onEvent)
     }
 
-    func speak(_ text: String, voice: SpeechVoice, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
-        synthesizer!.speak(text, voice: voice, on: loop, onEvent)
+    func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
+        synthesizer!.speak(text, voice: voice, urgency: urgency, on: loop, onEvent)
     }
 }

@@ -1,0 +1,68 @@
+import JSON
+import Models
+import Speech
+import Testing
+import TestSupport
+import Loop
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Decodes and syntheses share the helper's workers, served by what is waited on most
+/// (parley_speech.py's `FairQueue` lanes): a turn's final text, then a reply's first sentence, then
+/// the decode at a quiet, then the sentences made ahead of a listener. A synthesis steps aside
+/// between its clauses for a final text waiting.
+@Suite(.serialized) struct HelperLanesTests {
+    typealias Client = SpeechHelperContractTests.Client
+
+    /// One worker for decodes and syntheses together: what waits is in its lanes.
+    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en",
+                                                "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"], workers: 1)
+
+    static let long = (1...12).map { "clause number \($0) of the first reply," }.joined(separator: " ") + " and its end."
+
+    /// A long first sentence holds the one worker (its first clause has come back); behind it wait a later sentence (`ahead`), a decode at
+    /// a quiet, another reply's first sentence and a final text, asked in that order. The final text
+    /// is answered first (the long sentence stepping aside after a clause), the long sentence ends
+    /// before the other first sentence starts (it keeps its place in its lane), and the rest come in
+    /// their lanes' order: first sentence, quiet, ahead. Asked for at once, first come first served
+    /// would answer them as asked; with a queue per kind, the later sentence would start beside the
+    /// long one.
+    @Test func workIsServedByWhatIsWaitedOnAndASynthesisStepsAsideForAFinalText() throws {
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
+        var client = try SpeechHelperContractTests.streaming(helper.status.socketPath, stream: 1, seconds: 2)
+        defer { client.close() }
+        client.send(SpeechHelperFrame(.open, id: 2, [("rate", .int(16_000))]),
+                    SpeechHelperFrame(.append, id: 2, payload: PCMBytes.of(SpeechHelperContractTests.audio(seconds: 2)[...])))
+        client.send(SpeechHelperFrame(.speak, id: 40, [("text", .string(Self.long)), ("speed", .number(1))]))
+        // Its first clause has come: the long sentence holds the worker (eleven clauses to go).
+        _ = try #require(try client.answer(40), "the long sentence did not start")
+        client.send(SpeechHelperFrame(.speak, id: 41, [("text", .string("A later sentence.")), ("speed", .number(1)), ("ahead", .bool(true))]),
+                    SpeechHelperFrame(.partial, id: 42, [("stream", .int(1))]),
+                    SpeechHelperFrame(.speak, id: 43, [("text", .string("Another first sentence.")), ("speed", .number(1))]),
+                    SpeechHelperFrame(.finish, id: 44, [("stream", .int(2))]))
+        let frames = try client.frames(untilDone: 41)
+        func first(_ id: Int) -> Int? { frames.firstIndex { $0.header["id"]?.int == id } }
+        func done(_ id: Int) -> Int? { frames.firstIndex { $0.header["id"]?.int == id && $0.header["done"]?.bool == true } }
+        let order = frames.compactMap { frame in frame.header["id"]?.int.map { "\($0)\(frame.header["done"]?.bool == true ? " done" : "")" } }
+        #expect(frames.allSatisfy { $0.header["error"] == nil }, "\(frames.map(\.header))")
+        let (longDone, final, other, quiet, ahead) = (try #require(done(40)), try #require(first(44)), try #require(first(43)),
+                                                      try #require(first(42)), try #require(first(41)))
+        #expect(final < longDone, "the final text did not come between the long sentence's clauses: \(order)")
+        #expect(longDone < other && other < quiet && quiet < ahead, "served out of their lanes' order: \(order)")
+    }
+}
+
+extension SpeechHelperContractTests.Client {
+    /// Every frame until the one saying `id` is done, in the order they came (with those read before).
+    mutating func frames(untilDone id: Int) throws -> [SpeechHelperFrame] {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !early.contains(where: { $0.header["id"]?.int == id && $0.header["done"]?.bool == true }) {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            early += try buffer[..<n].withUnsafeBytes { try reader.read($0) }
+        }
+        defer { early = [] }
+        return early
+    }
+}
