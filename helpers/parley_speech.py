@@ -32,6 +32,9 @@ decoded from what the helper holds (its last STREAM_SECONDS):
   {"op": "cancel", "id": N}                             any request: queued, it never runs; running,
                                                            its answer is dropped (a speak stops after
                                                            its chunk); no answer
+  {"op": "cancel", "id": N, "queued": true}             only if it has not begun: then answered
+                                                           {"id": N, "error": "overloaded"} at once;
+                                                           begun, it answers as usual
   {"op": "stats", "id": N}                              -> {"id": N, "decodes": ..., "peers": [...]}
   {"op": "load", "busy": b, "work": n, "capacity": c}  from the helper, unasked, to every connection
                                                            when the box's speech work crosses its
@@ -42,8 +45,9 @@ bounded queue per connection and lane (FairQueue), served round-robin between co
 one worker's talkers cannot starve another's.
 
 Speech capacity (--capacity, the server's --speech-capacity) is counted here, where the work of
-every worker of the box is queued: the decodes, verdicts and syntheses queued or running, the
-periodic partials apart (nobody waits on them). At the capacity the box is busy: a new periodic
+every worker of the box is queued: the decodes, verdicts and first sentences queued or running,
+the periodic partials (nobody waits on them) and a reply's later sentences (asked for seconds
+before they play) apart. At the capacity the box is busy: a new periodic
 partial is refused `overloaded` at once, every connection is told (`load`, so each server's
 /readyz answers 503 and balancers send new sessions elsewhere), and at twice the capacity so is
 a decode at a quiet that no paused reply waits on (the turn's final decode reads the same audio).
@@ -159,8 +163,11 @@ class Job:
 
 
 class Load:
-    """The box's speech work against its capacity: jobs queued or running in the lanes someone
-    waits on (a periodic partial is not counted, and is the first work refused). `tell` is called
+    """The box's speech work against its capacity: jobs queued or running in the lanes a turn waits
+    on now (`FairQueue.COUNTED`: a periodic partial is not counted, and is the first work refused;
+    nor is a reply's later sentence, asked for seconds before it plays: at twenty talkers those of
+    the replies playing held the count past twice the capacity, and the decodes at a quiet were
+    refused while the cores had room). `tell` is called
     when the box becomes busy or stops being so, and says the state as it is then, one call at a
     time, so that the last word every connection has is the true one."""
 
@@ -234,6 +241,8 @@ class FairQueue:
     so the helper must not queue a turn's end behind them."""
 
     REPLY, FINAL, FIRST_SOUND, QUIET, AHEAD, LATER = range(6)
+    # What the box's speech work (`Load`) counts.
+    COUNTED = (REPLY, FINAL, FIRST_SOUND, QUIET)
 
     def __init__(self, workers, name, load, costs):
         self.condition = threading.Condition()
@@ -241,6 +250,9 @@ class FairQueue:
         self.lanes = tuple(collections.OrderedDict() for _ in range(6))
         self.load = load
         self.costs = costs
+        self.workers = workers
+        # Jobs a worker holds now (a yielded one is between two: not running).
+        self.running = 0
         for n in range(workers):
             threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
 
@@ -251,7 +263,7 @@ class FairQueue:
                 return False
             job.lane = lane
             queue.append(job)
-            if lane != self.LATER:
+            if lane in self.COUNTED:
                 self.load.take(job)
             self.condition.notify()
             return True
@@ -292,21 +304,36 @@ class FairQueue:
 
     def next(self):
         with self.condition:
-            while not any(self.lanes):
+            while (lane := self.servable()) is None:
                 self.condition.wait()
-            lane = next(lane for lane in self.lanes if lane)
             connection, queue = next(iter(lane.items()))
             job = queue.popleft()
             if queue:
                 lane.move_to_end(connection)
             else:
                 del lane[connection]
+            self.running += 1
             return job
+
+    def servable(self):
+        """The first lane with work a worker may take now: a periodic partial only while another
+        worker is free, so that one is there for the work someone waits on (a partial cannot be
+        stopped once it runs: measured at ten talkers, a first sentence waited behind two)."""
+        for index, lane in enumerate(self.lanes):
+            if lane and (index != self.LATER or self.workers == 1 or self.running < self.workers - 1):
+                return lane
+        return None
+
+    def ended(self):
+        with self.condition:
+            self.running -= 1
+            self.condition.notify_all()
 
     def run(self):
         while True:
             job = self.next()
             if job.cancelled:
+                self.ended()
                 self.load.release(job)
                 continue
             rest = None
@@ -317,6 +344,7 @@ class FairQueue:
                 job.connection.answer(job, {"error": "failed", "message": f"{type(error).__name__}: {error}"})
             finally:
                 self.costs.add(job.kind, time.thread_time() - started, time.perf_counter() - wall)
+                self.ended()
                 if rest is not None and not job.cancelled:
                     job.work = rest
                     self.requeue(job)
@@ -448,6 +476,17 @@ class Connection:
         if any(queue.drop(job) for queue in self.helper.queues):
             self.helper.count("cancelled")
 
+    def supersede(self, ident):
+        """A request that need not be made if it has not begun: queued, it leaves its queue and is
+        answered `overloaded` now; begun, it goes on and answers as usual."""
+        with self.jobs_lock:
+            job = self.jobs.get(ident)
+        if job is None or not any(queue.drop(job) for queue in self.helper.queues):
+            return
+        self.done(job)
+        self.helper.count("superseded")
+        self.refuse(ident, "overloaded", "superseded: the speaker went on after the quiet this decode was for, and it had not begun")
+
     def serve(self):
         try:
             while True:
@@ -532,7 +571,7 @@ class Helper:
         return {"decodes": counters.get("decodes", 0), "verdicts": counters.get("verdicts", 0),
                 "streamed_verdicts": counters.get("streamed_verdicts", 0),
                 "cancelled": counters.get("cancelled", 0), "discarded": counters.get("discarded", 0),
-                "shed": counters.get("shed", 0), **self.load.state(), **self.costs.state(),
+                "shed": counters.get("shed", 0), "superseded": counters.get("superseded", 0), **self.load.state(), **self.costs.state(),
                 "connections": len(peers), "peers": peers}
 
     def serve(self, sock):
@@ -618,7 +657,10 @@ class Helper:
             lane = FairQueue.AHEAD if request.get("ahead") is True else FairQueue.FIRST_SOUND
             connection.submit(self.work_queue, ident, lambda job: self.speak(job, text, speed), "speak", lane)
         elif op == "cancel":
-            connection.cancel(ident)
+            if request.get("queued") is True:
+                connection.supersede(ident)
+            else:
+                connection.cancel(ident)
         elif op == "stats":
             connection.send({"id": ident, **self.stats()})
         else:
@@ -749,7 +791,7 @@ def main():
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="decodes and syntheses run side by side (and as many turn verdicts, on threads of their own)")
     parser.add_argument("--capacity", type=int, default=0,
-                        help="the box's speech work (decodes, verdicts, syntheses queued or running) at which it is busy: "
+                        help="the box's speech work (decodes, verdicts, first sentences queued or running) at which it is busy: "
                              "partials are not made, servers are told (load); 0: no limit")
     parser.add_argument("--check", action="store_true", help="load the models, say so, exit")
     parser.add_argument("--contract", action="store_true", help="print the protocol's table (version, limits, operations, errors) as JSON, exit")
@@ -795,7 +837,7 @@ def main():
     if arguments.moonshine:
         make_recogniser = lambda: load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers))  # noqa: E731
     else:
-        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1)) if arguments.whisper else None  # noqa: E731
+        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1, replicas=arguments.workers)) if arguments.whisper else None  # noqa: E731
     recogniser = owned("decode", make_recogniser, lambda m: m.transcribe(b"\x00\x01" * RATE, RATE))
     piper = owned("speak", lambda: load("the Piper voice", arguments.piper, Piper) if arguments.piper else None,
                   lambda m: [None for _ in m.speak("Hello.", 1.0, lambda: False)])

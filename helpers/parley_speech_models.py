@@ -133,7 +133,7 @@ class Whisper:
 
     NAME = "whisper-tiny.en"
 
-    def __init__(self, directory, threads):
+    def __init__(self, directory, threads, replicas=1):
         import sys
         import types
 
@@ -148,7 +148,9 @@ class Whisper:
         from faster_whisper.tokenizer import Tokenizer
 
         self.storage = ctranslate2.StorageView
-        self.model = WhisperModel(directory, device="cpu", compute_type="int8", cpu_threads=threads)
+        # `replicas`: decodes run side by side (CTranslate2's inter_threads; one replica runs one
+        # decode at a time, whatever the threads that ask).
+        self.model = WhisperModel(directory, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=replicas)
         self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe", language="en")
         # No timestamps: the words alone.
         self.prompt = list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
@@ -180,6 +182,10 @@ class Whisper:
         if not fast or seconds > self.WINDOW_SECONDS - 1:
             # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
             # own (Parley's has cut the turn), no carried context (each request is a whole turn).
+            # Its own rules matter: the same decode made here (its features padded as it pads them,
+            # its suppressed tokens and beam, without its temperature fallback and no-speech rule)
+            # cost the same on 210 clips (8.7 % WER either way) and heard a hum and a breath as
+            # "Okay." where faster-whisper hears nothing (docs/benchmarks.md, "Talkers").
             segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,
                                                 condition_on_previous_text=False, without_timestamps=True)
             return "".join(segment.text for segment in segments).strip()

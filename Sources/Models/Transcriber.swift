@@ -21,6 +21,9 @@ public protocol TranscriptionSession: AnyObject {
     /// says which words those are); one that decodes whole utterances uses that decode at
     /// `finish` when nothing was appended after this but silence.
     func quiet()
+    /// The speaker spoke again after the last `quiet`: its decode no longer ends the turn, and a
+    /// recogniser with a queue need not make it if it has not begun.
+    func spokeAgain()
     /// Whether a paused reply waits on these words: a recogniser with a queue puts the turn's
     /// decodes first while it does.
     func replyWaits(_ waits: Bool)
@@ -37,6 +40,7 @@ public protocol TranscriptionSession: AnyObject {
 extension TranscriptionSession {
     /// A recogniser that answers in step with the audio (no queue) has nothing to reorder.
     public func replyWaits(_ waits: Bool) {}
+    public func spokeAgain() {}
 }
 
 /// What a recogniser's sessions answer `quiet` with (`TranscriptionEvent.settled`).

@@ -52,6 +52,8 @@ extension SessionDriver {
             transcriptions[itemID]?.append(samples)
         case .quiet(let itemID):
             transcriptions[itemID]?.quiet()
+        case .spokeAgain(let itemID):
+            transcriptions[itemID]?.spokeAgain()
         case .replyWaits(let itemID, let waits):
             transcriptions[itemID]?.replyWaits(waits)
         case .finish(let itemID):

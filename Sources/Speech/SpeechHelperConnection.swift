@@ -74,6 +74,13 @@ final class SpeechHelperConnection {
         socket?.send(SpeechHelperFrame(.cancel, id: id).encoded())
     }
 
+    /// The request need not be made if it has not begun: the helper then answers it `overloaded`
+    /// at once; begun, it answers as usual. Either way its answer still comes.
+    func supersede(_ id: UInt64) {
+        guard pending[id] != nil else { return }
+        socket?.send(SpeechHelperFrame(.cancel, id: id, [("queued", .bool(true))]).encoded())
+    }
+
     // MARK: Streams
 
     /// Opens a stream at `rate` on the socket: nil while the helper cannot be reached. `failed` is

@@ -140,6 +140,13 @@ final class WhisperTranscription: TranscriptionSession {
         replyWaiting = waits
     }
 
+    /// The speaker went on after the quiet: its decode, if the helper has not begun it, is not
+    /// made (answered `overloaded`, as a shed one is); begun, its text still comes as a partial.
+    func spokeAgain() {
+        quietPending = false
+        if let flight = inFlight, flight.kind == .quiet, let id = flight.id { connection.supersede(id) }
+    }
+
     /// Opens the turn's stream; a helper that cannot be reached fails the turn at once.
     private func open() -> Bool {
         stream = connection.openStream(rate: sampleRate) { [weak self] error in self?.failed(error) }

@@ -51,7 +51,7 @@ struct SpeechOptions: ParsableArguments {
                                               among: [("rules", true), ("none", false)],
                                               about: "Whether semantic_vad weighs what the words decoded as the user goes quiet say (a trailing \"to\", \"and\", \"um\" holds the turn; a finished sentence ends it past a pause) beside the end-of-turn model (rules), or the model alone (none); needs a recogniser that decodes whole turns (whisper)")
         static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(Choice.speechWorkPerCore) per core, \(Choice.speechWorkPerCore * ServerConfiguration().loops) here", in: 0...,
-                                                  about: "The box's speech work (decodes, turn verdicts and syntheses queued or running at its one speech helper, for every worker) at which it is busy: partials are not made, /readyz answers 503 speech_busy so balancers send new sessions elsewhere; no session is ever refused for it; 0: no limit")
+                                                  about: "The box's speech work (decodes, turn verdicts and replies' first sentences queued or running at its one speech helper, for every worker) at which it is busy: partials are not made, /readyz answers 503 speech_busy so balancers send new sessions elsewhere; no session is ever refused for it; 0: no limit")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
@@ -128,9 +128,9 @@ struct SpeechOptions: ParsableArguments {
         let speechCapacity: Int?
 
         /// Speech jobs a core's share of the helper runs or queues before turns wait past their
-        /// budgets: the helper runs two of each kind at once, and a final decode (about 300 ms of a
-        /// core, docs/benchmarks.md) queued behind two more still ends within the 1,000 ms from
-        /// the last word to the reply (issue 49).
+        /// budgets: the helper runs two decodes or syntheses at once (and its verdicts beside
+        /// them), and a final decode (300 to 600 ms of a core, docs/benchmarks.md) queued behind
+        /// two more still ends within the 1,000 ms from the last word to the reply (issue 49).
         static let speechWorkPerCore = 4
 
         /// The box's capacity, as the helper is told it (`--capacity`; 0: no limit).

@@ -85,9 +85,9 @@ extension [SessionAction] {
             case .transcription(.begin): "transcribe.begin"
             case .transcription(.audio): "transcribe.audio"
             case .transcription(.finish): "transcribe.finish"
-            // Sent once per silence within a turn: left out here so that the lists read as the
-            // turn's story; TurnWordsEngineTests checks it.
-            case .transcription(.quiet): nil
+            // Sent once per silence within a turn (and once per speech after one): left out here
+            // so that the lists read as the turn's story; TurnWordsEngineTests checks them.
+            case .transcription(.quiet), .transcription(.spokeAgain): nil
             case .transcription(.replyWaits(_, true)): "transcribe.replyWaits"
             case .transcription(.replyWaits(_, false)): "transcribe.replyDecided"
             case .transcription(.cancel): "transcribe.cancel"

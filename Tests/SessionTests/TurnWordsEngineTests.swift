@@ -16,6 +16,10 @@ import Testing
         actions.compactMap { if case .transcription(.quiet(let itemID)) = $0 { itemID } else { nil } }
     }
 
+    private func spokeAgain(_ actions: [SessionAction]) -> [String] {
+        actions.compactMap { if case .transcription(.spokeAgain(let itemID)) = $0 { itemID } else { nil } }
+    }
+
     private func judged(_ actions: [SessionAction]) -> String? {
         for case .turnModel(.judge(let itemID, _, _)) in actions { return itemID }
         return nil
@@ -32,6 +36,20 @@ import Testing
         let more = engine.feed(silentMs: 120)
         #expect(quiets(more).isEmpty)
         #expect(judged(more) == itemID)
+    }
+
+    /// Speech after a quiet is told once (the quiet's decode no longer ends the turn), and again
+    /// only after the next quiet; speech before any quiet tells nothing.
+    @Test func theRecogniserIsToldOnceWhenTheSpeakerGoesOnAfterAQuiet() throws {
+        var engine = engine()
+        _ = engine.feed(silentMs: 320)
+        #expect(spokeAgain(engine.feed(loudMs: 640)).isEmpty)
+        let itemID = try #require(quiets(engine.feed(silentMs: 140)).first)
+        let on = engine.feed(loudMs: 100)
+        #expect(spokeAgain(on) == [itemID])
+        #expect(spokeAgain(engine.feed(loudMs: 300)).isEmpty)
+        #expect(quiets(engine.feed(silentMs: 140)) == [itemID])
+        #expect(spokeAgain(engine.feed(loudMs: 100)) == [itemID])
     }
 
     @Test func unfinishedWordsHoldATurnTheModelCallsComplete() throws {

@@ -51,6 +51,26 @@ import Glibc
         #expect(final < longDone, "the final text did not come between the long sentence's clauses: \(order)")
         #expect(longDone < other && other < quiet && quiet < ahead, "served out of their lanes' order: \(order)")
     }
+
+    /// A request that need not be made if it has not begun (`cancel` with `queued`): a decode
+    /// queued behind a sentence on the one worker is answered `overloaded` at once and never runs;
+    /// the sentence, begun (its first clause has come), goes on to its end all the same.
+    @Test func aQueuedDecodeSupersededIsAnsweredAtOnceAndABegunRequestGoesOn() throws {
+        let helper = try #require(Self.oneWorker, "the speech helper did not start")
+        var client = try SpeechHelperContractTests.streaming(helper.status.socketPath, stream: 1, seconds: 2)
+        defer { client.close() }
+        client.send(SpeechHelperFrame(.speak, id: 60, [("text", .string(Self.long)), ("speed", .number(1))]))
+        _ = try #require(try client.answer(60), "the sentence did not start")
+        client.send(SpeechHelperFrame(.partial, id: 61, [("stream", .int(1))]))
+        client.send(SpeechHelperFrame(.cancel, id: 61, [("queued", .bool(true))]), SpeechHelperFrame(.cancel, id: 60, [("queued", .bool(true))]))
+        let superseded = try #require(try client.answer(61), "the superseded decode was not answered")
+        #expect(superseded.header["error"]?.string == SpeechHelperContract.ErrorCode.overloaded.rawValue, "\(superseded.header)")
+        let frames = try client.frames(untilDone: 60)
+        #expect(frames.contains { $0.header["id"]?.int == 60 && $0.header["done"]?.bool == true }, "the begun sentence did not end")
+        #expect(frames.allSatisfy { $0.header["error"] == nil }, "\(frames.map(\.header))")
+        client.send(SpeechHelperFrame(.stats, id: 62))
+        #expect(try client.answer(62)?.header["superseded"]?.int == 1)
+    }
 }
 
 extension SpeechHelperContractTests.Client {

@@ -98,6 +98,8 @@ public enum TranscriptionStep: Sendable, Equatable {
     /// turn holds may be all of it, so a recogniser that can decode it now does, and that decode
     /// is the final text if only silence follows (`TranscriptionEvent.settled`).
     case quiet(itemID: String)
+    /// The speaker spoke again after the last `quiet`: that decode no longer ends the turn.
+    case spokeAgain(itemID: String)
     /// Whether a reply is paused on the turn's words (speech over it that may be a barge-in or a
     /// backchannel: `TurnTaking.pauseWordsWaitMs` to tell, or the reply resumes): its decodes go
     /// ahead of every other turn's until the speech is confirmed as a turn.

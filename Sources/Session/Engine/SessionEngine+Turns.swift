@@ -45,7 +45,10 @@ extension SessionEngine {
             cancelTranscription()
             resumeReply(why)
         }
-        if let vad { tellQuiet(speechEndMs: vadOriginMs + vad.lastSpeechEndMs) }
+        if let vad {
+            tellQuiet(speechEndMs: vadOriginMs + vad.lastSpeechEndMs)
+            tellSpokeAgain(speechEndMs: vadOriginMs + vad.lastSpeechEndMs)
+        }
         // Read first: the mutating call would make the turns' box on every frame between turns
         // (`OutOfLine` makes it on a write), only for `settle` to free it again.
         if turns.floor.isEndPending, let step = turns.floor.audio(atMs: audio.totalMs) { carryOut(step) }
@@ -63,6 +66,16 @@ extension SessionEngine {
     /// stop (semantic_vad's 200 ms probe, server_vad's 500 ms), so that the decode is under way,
     /// or done, when the turn ends; long enough that a stop consonant's gap is not taken for it.
     static let quietMs = 120
+
+    /// Tells the recogniser, once per quiet, that the speaker went on after it: the decode asked
+    /// for at the quiet no longer ends the turn, and one that has not begun need not be made (a
+    /// clause's pause costs a whole decode otherwise; at twenty talkers, decodes waited seconds).
+    private mutating func tellSpokeAgain(speechEndMs: Int) {
+        guard let itemID = turns.transcribing, let quiet = turns.quietSpeechEndMs, speechEndMs > quiet,
+              turns.spokeAgainAfterMs != quiet else { return }
+        turns.spokeAgainAfterMs = quiet
+        outbox.append(.transcription(.spokeAgain(itemID: itemID)))
+    }
 
     /// Tells the recogniser, once per silence, that the turn has gone quiet after speech that
     /// ended at `speechEndMs`.
@@ -135,6 +148,7 @@ extension SessionEngine {
         turns.partialTranscript = ""
         turns.heardWords = ""
         turns.quietSpeechEndMs = nil
+        turns.spokeAgainAfterMs = nil
         outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
     }
 

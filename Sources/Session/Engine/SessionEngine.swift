@@ -165,6 +165,9 @@ public struct SessionEngine: Sendable {
         /// Where the speech ended that the recogniser was last told had gone quiet (`quietMs` of
         /// it), so that it is told once per silence and its words are known to be for it.
         var quietSpeechEndMs: Int?
+        /// The quiet (`quietSpeechEndMs`) the speaker was last heard to speak again after, so that
+        /// the recogniser is told once per quiet that its decode no longer ends the turn.
+        var spokeAgainAfterMs: Int?
         /// A response asked for (by VAD or the client) while a transcript was pending.
         var deferredResponse: ResponseOverrides?
         /// A reply begun on the words so far while the end-of-turn model weighs a silence.
