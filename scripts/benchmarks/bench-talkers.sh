@@ -24,6 +24,10 @@ talkers() {
               --voices "${VOICES:-joe,joe-1.25,en-us,en-gb+f3}" --transcription-bound-ms "${TRANSCRIPTION_BOUND_MS:-500}" --server-pid "$server")
   echo "\$ parley-load $(printf '%q ' "${args[@]}")" | tee "$OUT/$name.txt"
   timeout "$(( ${LIMIT:-30} * 60 ))" "$BIN/parley-load" "${args[@]}" --json "$OUT/$name.json" | tee -a "$OUT/$name.txt"
+  # Where the helper's CPU went over the run, by kind of work, per turn (its `stats`).
+  local turns
+  turns=$(python3 -c 'import json, sys; print(sum(s.get("turns", 0) for s in json.load(open(sys.argv[1])).get("steps", [])))' "$OUT/$name.json" 2>/dev/null || echo 1)
+  python3 scripts/benchmarks/speech-helper-stats.py "$server" "$turns" | tee -a "$OUT/$name.txt" || true
 }
 
 machine_state | tee "$OUT/machine.txt"

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Asks a running speech helper for its `stats` (docs/protocol.md, "The speech helper") and prints
+where its CPU went, by kind of work, per turn: `speech-helper-stats.py SERVER_PID TURNS`. The helper
+is found as the server's child running parley_speech.py, its socket from its command line. Used by
+scripts/benchmarks/bench-talkers.sh after each run (a fresh helper a run, so its counts are the
+run's, warm-up left out)."""
+
+import json
+import os
+import socket
+import struct
+import sys
+
+
+def helper_socket(server_pid):
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as line:
+                arguments = line.read().decode(errors="replace").split("\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == server_pid and any(a.endswith("parley_speech.py") for a in arguments) and "--socket" in arguments:
+            return arguments[arguments.index("--socket") + 1]
+    sys.exit(f"speech-helper-stats: no speech helper under process {server_pid}")
+
+
+def exchange(sock, header, ident):
+    body = json.dumps(header).encode()
+    sock.sendall(struct.pack("<II", len(body), 0) + body)
+    buffer = b""
+    while True:
+        while len(buffer) >= 8:
+            header_length, payload_length = struct.unpack("<II", buffer[:8])
+            if len(buffer) < 8 + header_length + payload_length:
+                break
+            answer = json.loads(buffer[8:8 + header_length])
+            buffer = buffer[8 + header_length + payload_length:]
+            if answer.get("id") == ident:
+                return answer
+        chunk = sock.recv(65536)
+        if not chunk:
+            sys.exit("speech-helper-stats: the helper closed the connection")
+        buffer += chunk
+
+
+def main():
+    server_pid, turns = int(sys.argv[1]), max(1, int(sys.argv[2]))
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(10)
+    sock.connect(helper_socket(server_pid))
+    exchange(sock, {"op": "hello", "id": 1, "version": 2}, 1)
+    stats = exchange(sock, {"op": "stats", "id": 2}, 2)
+    cpu = stats.get("cpu_seconds", {})
+    jobs = stats.get("jobs", {})
+    kinds = ("verdict", "final", "quiet", "reply", "partial", "speak")
+    print(json.dumps({"turns": turns, "cpu_seconds": cpu, "jobs": jobs, "superseded": stats.get("superseded", 0),
+                      "shed": stats.get("shed", 0)}, sort_keys=True))
+    print("helper CPU a turn, by kind of work (ms): " + ", ".join(
+        f"{kind} {1000 * cpu.get(kind, 0) / turns:.0f} ({jobs.get(kind, 0) / turns:.1f} jobs)" for kind in kinds)
+        + f"; all {1000 * sum(cpu.values()) / turns:.0f}; superseded {stats.get('superseded', 0)}, shed {stats.get('shed', 0)}")
+
+
+if __name__ == "__main__":
+    main()
