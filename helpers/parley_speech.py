@@ -233,7 +233,10 @@ class FairQueue:
     Measured by `parley-load talkers`: with two lanes, ten talkers' turn ends queued the barge-ins'
     decodes past their wait and 3 of 10 did not cut. With a queue (and two threads) per kind, a
     reply's later sentences ran beside the decodes the next turns waited on, six threads on two
-    cores (docs/benchmarks.md, "Talkers": the scheduler). A job that comes back with more to do
+    cores (docs/benchmarks.md, "Talkers": the scheduler). `reserved` more threads take only the
+    first three lanes, the work a user waits on now: at ten talkers a first sentence waited 383 ms
+    at the median for a worker busy with a decode at a quiet or a partial (neither stops once
+    begun), 291 ms with one of its own. A job that comes back with more to do
     (a synthesis, between its clauses) goes back to the head of its lane when an earlier lane has
     work waiting, so a decode a user waits on waits for a clause at most, not for a sentence.
     Each server process holds back its own partials while two decodes are out
@@ -244,7 +247,7 @@ class FairQueue:
     # What the box's speech work (`Load`) counts.
     COUNTED = (REPLY, FINAL, FIRST_SOUND, QUIET)
 
-    def __init__(self, workers, name, load, costs):
+    def __init__(self, workers, name, load, costs, reserved=0):
         self.condition = threading.Condition()
         # Per lane, the connections with jobs waiting, in the order they are next served.
         self.lanes = tuple(collections.OrderedDict() for _ in range(6))
@@ -255,6 +258,8 @@ class FairQueue:
         self.running = 0
         for n in range(workers):
             threading.Thread(target=self.run, name=f"{name}-{n}", daemon=True).start()
+        for n in range(reserved):
+            threading.Thread(target=self.run, args=(True,), name=f"{name}-waited-{n}", daemon=True).start()
 
     def submit(self, job, lane):
         with self.condition:
@@ -265,7 +270,9 @@ class FairQueue:
             queue.append(job)
             if lane in self.COUNTED:
                 self.load.take(job)
-            self.condition.notify()
+            # Every waiting worker: a woken one may not take this lane (a reserved one, or a
+            # partial while the others are busy), and the one that could must not sleep on.
+            self.condition.notify_all()
             return True
 
     def waiting_before(self, lane):
@@ -280,7 +287,9 @@ class FairQueue:
             queue = lane.setdefault(job.connection, collections.deque())
             queue.appendleft(job)
             lane.move_to_end(job.connection, last=False)
-            self.condition.notify()
+            # Every waiting worker: a woken one may not take this lane (a reserved one, or a
+            # partial while the others are busy), and the one that could must not sleep on.
+            self.condition.notify_all()
 
     def drop(self, job):
         """A cancelled job leaves its queue now (it is not there if a worker has it)."""
@@ -302,9 +311,9 @@ class FairQueue:
             self.load.release(job)
         return len(dropped)
 
-    def next(self):
+    def next(self, waited_only=False):
         with self.condition:
-            while (lane := self.servable()) is None:
+            while (lane := self.servable(waited_only)) is None:
                 self.condition.wait()
             connection, queue = next(iter(lane.items()))
             job = queue.popleft()
@@ -312,28 +321,30 @@ class FairQueue:
                 lane.move_to_end(connection)
             else:
                 del lane[connection]
-            self.running += 1
+            if not waited_only:
+                self.running += 1
             return job
 
-    def servable(self):
+    def servable(self, waited_only=False):
         """The first lane with work a worker may take now: a periodic partial only while another
         worker is free, so that one is there for the work someone waits on (a partial cannot be
         stopped once it runs: measured at ten talkers, a first sentence waited behind two)."""
-        for index, lane in enumerate(self.lanes):
+        for index, lane in enumerate(self.lanes[: self.QUIET] if waited_only else self.lanes):
             if lane and (index != self.LATER or self.workers == 1 or self.running < self.workers - 1):
                 return lane
         return None
 
-    def ended(self):
+    def ended(self, waited_only=False):
         with self.condition:
-            self.running -= 1
+            if not waited_only:
+                self.running -= 1
             self.condition.notify_all()
 
-    def run(self):
+    def run(self, waited_only=False):
         while True:
-            job = self.next()
+            job = self.next(waited_only)
             if job.cancelled:
-                self.ended()
+                self.ended(waited_only)
                 self.load.release(job)
                 continue
             rest = None
@@ -344,8 +355,9 @@ class FairQueue:
                 job.connection.answer(job, {"error": "failed", "message": f"{type(error).__name__}: {error}"})
             finally:
                 self.costs.add(job.kind, time.thread_time() - started, time.perf_counter() - wall)
-                self.ended()
-                if rest is not None and not job.cancelled:
+                self.ended(waited_only)
+                # A job's work returns what is left of it, a callable, when it stepped aside.
+                if callable(rest) and not job.cancelled:
                     job.work = rest
                     self.requeue(job)
                 else:
@@ -530,7 +542,7 @@ def read_exactly(stream, n):
 
 
 class Helper:
-    def __init__(self, turn, recogniser, piper, workers, capacity=0, costs=None):
+    def __init__(self, turn, recogniser, piper, workers, capacity=0, costs=None, waited_workers=1):
         self.turn = turn
         # Whisper or Moonshine: one recogniser, whichever the server asked for.
         self.recogniser = recogniser
@@ -542,7 +554,7 @@ class Helper:
         self.load = Load(capacity, self.broadcast)
         self.costs = costs or Costs()
         self.turn_queue = FairQueue(workers, "turn", self.load, self.costs)
-        self.work_queue = FairQueue(workers, "work", self.load, self.costs)
+        self.work_queue = FairQueue(workers, "work", self.load, self.costs, reserved=waited_workers)
         self.queues = (self.turn_queue, self.work_queue)
         self.connections = set()
         self.connections_lock = threading.Lock()
@@ -571,7 +583,8 @@ class Helper:
         return {"decodes": counters.get("decodes", 0), "verdicts": counters.get("verdicts", 0),
                 "streamed_verdicts": counters.get("streamed_verdicts", 0),
                 "cancelled": counters.get("cancelled", 0), "discarded": counters.get("discarded", 0),
-                "shed": counters.get("shed", 0), "superseded": counters.get("superseded", 0), **self.load.state(), **self.costs.state(),
+                "shed": counters.get("shed", 0), "superseded": counters.get("superseded", 0), "running": self.work_queue.running,
+                **self.load.state(), **self.costs.state(),
                 "connections": len(peers), "peers": peers}
 
     def serve(self, sock):
@@ -790,6 +803,9 @@ def main():
                                             "instead of --whisper")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="decodes and syntheses run side by side (and as many turn verdicts, on threads of their own)")
+    parser.add_argument("--waited-workers", type=int, default=1,
+                        help="more workers that take only the work a user waits on now (a paused reply's decode, a final text, "
+                             "a reply's first sentence), so that it never waits for a decode at a quiet or a partial to end")
     parser.add_argument("--capacity", type=int, default=0,
                         help="the box's speech work (decodes, verdicts, first sentences queued or running) at which it is busy: "
                              "partials are not made, servers are told (load); 0: no limit")
@@ -835,13 +851,13 @@ def main():
     turn = owned("verdict", lambda: load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1, seconds=TURN_SECONDS))
                  if arguments.smart_turn else None, lambda m: m.probability(b"\x00\x01" * RATE, RATE))
     if arguments.moonshine:
-        make_recogniser = lambda: load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers))  # noqa: E731
+        make_recogniser = lambda: load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers + arguments.waited_workers))  # noqa: E731
     else:
-        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1, replicas=arguments.workers)) if arguments.whisper else None  # noqa: E731
+        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1, replicas=arguments.workers + arguments.waited_workers)) if arguments.whisper else None  # noqa: E731
     recogniser = owned("decode", make_recogniser, lambda m: m.transcribe(b"\x00\x01" * RATE, RATE))
     piper = owned("speak", lambda: load("the Piper voice", arguments.piper, Piper) if arguments.piper else None,
                   lambda m: [None for _ in m.speak("Hello.", 1.0, lambda: False)])
-    helper = Helper(turn, recogniser, piper, arguments.workers, max(0, arguments.capacity), costs)
+    helper = Helper(turn, recogniser, piper, arguments.workers, max(0, arguments.capacity), costs, max(0, arguments.waited_workers))
     heap.trim()
     if arguments.check:
         print(json.dumps(helper.models()))

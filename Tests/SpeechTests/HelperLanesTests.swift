@@ -15,9 +15,14 @@ import Glibc
 @Suite(.serialized) struct HelperLanesTests {
     typealias Client = SpeechHelperContractTests.Client
 
-    /// One worker for decodes and syntheses together: what waits is in its lanes.
-    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en",
-                                                "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"], workers: 1)
+    /// One worker for decodes and syntheses together, and none kept for the work a user waits on:
+    /// what waits is in its lanes.
+    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx",
+                                                "--waited-workers", "0"], workers: 1)
+
+    /// One worker, and one more for the work a user waits on now (the default's one).
+    static let oneWorkerOneWaited = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en",
+                                                         "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"], workers: 1)
 
     static let long = (1...12).map { "clause number \($0) of the first reply," }.joined(separator: " ") + " and its end."
 
@@ -70,6 +75,30 @@ import Glibc
         #expect(frames.allSatisfy { $0.header["error"] == nil }, "\(frames.map(\.header))")
         client.send(SpeechHelperFrame(.stats, id: 62))
         #expect(try client.answer(62)?.header["superseded"]?.int == 1)
+    }
+}
+
+extension HelperLanesTests {
+    /// A decode at a quiet holds the one worker (the helper says it runs) and cannot stop; a first
+    /// sentence asked for then is spoken by the worker kept for what a user waits on, and has
+    /// ended before the decode (a whole window, hundreds of ms) answers. Without that worker it
+    /// would start only after the decode.
+    @Test func aFirstSentenceDoesNotWaitForADecodeAtAQuiet() throws {
+        let helper = try #require(Self.oneWorkerOneWaited, "the speech helper did not start")
+        var client = try SpeechHelperContractTests.streaming(helper.status.socketPath, stream: 1, seconds: 8)
+        defer { client.close() }
+        client.send(SpeechHelperFrame(.partial, id: 70, [("stream", .int(1))]))
+        var running = false
+        for id in 100..<200 where !running {
+            client.send(SpeechHelperFrame(.stats, id: UInt64(id)))
+            running = try #require(try client.answer(id), "no stats").header["running"]?.int == 1
+        }
+        try #require(running, "the decode never ran")
+        client.send(SpeechHelperFrame(.speak, id: 71, [("text", .string("Yes.")), ("speed", .number(1))]))
+        let frames = try client.frames(untilDone: 71)
+        let order = frames.compactMap { $0.header["id"]?.int }
+        #expect(!order.contains(70), "the decode answered before the first sentence ended: \(order)")
+        _ = try #require(try client.answer(70), "the decode was not answered")
     }
 }
 

@@ -82,11 +82,12 @@ import Glibc
 
     static let hello = SpeechHelperFrame(.hello, id: 0, [("version", .int(SpeechHelperContract.version))])
 
-    /// A helper with Whisper and one transcription worker: what waits is in its queues.
-    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en"], workers: 1)
+    /// A helper with Whisper and one transcription worker (none kept for the work a user waits
+    /// on, HelperLanesTests has that): what waits is in its queues.
+    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--waited-workers", "0"], workers: 1)
 
     /// One transcription worker and a box's speech capacity of two jobs.
-    static let capacityTwo = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--capacity", "2"], workers: 1)
+    static let capacityTwo = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--capacity", "2", "--waited-workers", "0"], workers: 1)
 
     /// The box's speech work is counted where it queues (issue 49): when it reaches the capacity
     /// every connection (each a loop of any worker) is told `load` busy, a periodic partial is
