@@ -287,9 +287,7 @@ class FairQueue:
             queue = lane.setdefault(job.connection, collections.deque())
             queue.appendleft(job)
             lane.move_to_end(job.connection, last=False)
-            # Every waiting worker: a woken one may not take this lane (a reserved one, or a
-            # partial while the others are busy), and the one that could must not sleep on.
-            self.condition.notify_all()
+            self.condition.notify_all()  # every waiting worker, as `submit` says
 
     def drop(self, job):
         """A cancelled job leaves its queue now (it is not there if a worker has it)."""
