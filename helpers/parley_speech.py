@@ -156,7 +156,8 @@ class Job:
         self.work = work
         self.cancelled = False
         self.lane = None
-        # What `Costs` counts its CPU as: "verdict", "decode", "partial" or "speak".
+        # What `Costs` counts its CPU as: "verdict", "speak", or a decode's lane ("reply", "final",
+        # "quiet", "partial").
         self.kind = kind
         # Whether it is in the box's speech work (`Load`) until it ends or is dropped.
         self.counted = False
@@ -415,11 +416,10 @@ class Costs:
         with self.lock:
             seconds, wall, jobs = dict(self.seconds), dict(self.wall), dict(self.jobs)
         model = {kind: self.model_seconds(kind) - self.warm_up.get(kind, 0.0) for kind in self.owned}
-        spoken = model.get("speak", 0.0)
-        seconds["speak"] = seconds.get("speak", 0.0) + spoken
-        seconds["verdict"] = seconds.get("verdict", 0.0) + model.get("verdict", 0.0)
-        # The recogniser's own threads serve every kind of decode (its replica runs one at a time):
-        # shared out by the time each kind's jobs took.
+        for kind in ("speak", "verdict"):
+            seconds[kind] = seconds.get(kind, 0.0) + model.get(kind, 0.0)
+        # The recogniser's own threads (its replicas) serve every kind of decode: shared out by the
+        # time each kind's jobs took.
         decodes = [kind for kind in self.DECODES if kind in seconds]
         taken = sum(wall[kind] for kind in decodes)
         for kind in decodes:

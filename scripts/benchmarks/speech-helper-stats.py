@@ -7,9 +7,10 @@ run's, warm-up left out)."""
 
 import json
 import os
-import socket
-import struct
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from speech_helper_bench import stats as helper_stats  # noqa: E402
 
 
 def helper_socket(server_pid):
@@ -28,32 +29,9 @@ def helper_socket(server_pid):
     sys.exit(f"speech-helper-stats: no speech helper under process {server_pid}")
 
 
-def exchange(sock, header, ident):
-    body = json.dumps(header).encode()
-    sock.sendall(struct.pack("<II", len(body), 0) + body)
-    buffer = b""
-    while True:
-        while len(buffer) >= 8:
-            header_length, payload_length = struct.unpack("<II", buffer[:8])
-            if len(buffer) < 8 + header_length + payload_length:
-                break
-            answer = json.loads(buffer[8:8 + header_length])
-            buffer = buffer[8 + header_length + payload_length:]
-            if answer.get("id") == ident:
-                return answer
-        chunk = sock.recv(65536)
-        if not chunk:
-            sys.exit("speech-helper-stats: the helper closed the connection")
-        buffer += chunk
-
-
 def main():
     server_pid, turns = int(sys.argv[1]), max(1, int(sys.argv[2]))
-    sock = socket.socket(socket.AF_UNIX)
-    sock.settimeout(10)
-    sock.connect(helper_socket(server_pid))
-    exchange(sock, {"op": "hello", "id": 1, "version": 2}, 1)
-    stats = exchange(sock, {"op": "stats", "id": 2}, 2)
+    stats = helper_stats(helper_socket(server_pid))
     cpu = stats.get("cpu_seconds", {})
     jobs = stats.get("jobs", {})
     kinds = ("verdict", "final", "quiet", "reply", "partial", "speak")

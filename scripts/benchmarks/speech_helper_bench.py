@@ -22,7 +22,9 @@ SENTENCES = ["Could you please tell me what twelve times seven is?",
 
 
 def stats(path):
+    """The helper's `stats` answer, a dict (also scripts/benchmarks/speech-helper-stats.py's)."""
     s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
     s.connect(path)
     for header in ({"op": "hello", "id": 0, "version": 2}, {"op": "stats", "id": 1}):
         body = json.dumps(header).encode()
@@ -39,8 +41,7 @@ def stats(path):
             rest = rest[8 + h + p:]
         answers = [f for f in frames if f.get("id") == 1]
         if answers:
-            print("helper stats:", json.dumps(answers[0]))
-            return
+            return answers[0]
 
 
 def speech(turns):
@@ -54,6 +55,6 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in ("stats", "speech"):
         sys.exit(__doc__)
     if sys.argv[1] == "stats":
-        stats(sys.argv[2])
+        print("helper stats:", json.dumps(stats(sys.argv[2])))
     else:
         speech(int(sys.argv[2]))
