@@ -122,7 +122,7 @@ let package = Package(
             path: "LoadTests/parley-load"),
 
         // Real-socket clients and servers shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["Server", "Loop", "JSON"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Server", "Loop", "JSON", "Codec"], path: "Tests/TestSupport"),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Loop", "TestSupport"]),

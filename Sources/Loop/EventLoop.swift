@@ -43,6 +43,8 @@ public final class EventLoop {
     /// One object per type that upper layers keep per loop (the HTTP client's pool), see `local`.
     private var locals: [ObjectIdentifier: AnyObject] = [:]
     private var running = true
+    /// A manual clock moved at the end of the last pass: its timers are due, so do not sleep.
+    private var clockMoved = false
     private var stopHandled = false
     /// Run once per pass, after its events, queued reads and timers, before the next wait.
     private var endOfPass: [() -> Void] = []
@@ -56,7 +58,7 @@ public final class EventLoop {
         self.handle = handle
         epoll = try Epoll()
         readBuffer = .allocate(byteCount: Self.readHeadroom + Self.readBufferBytes, alignment: 16)
-        timers = LoopTimers(startNanoseconds: MonotonicClock.nanoseconds())
+        timers = LoopTimers(startNanoseconds: handle.clock.nanoseconds())
         try epoll.add(handle.wakeFD, [.readable, .edge], token: Self.wakeToken)
     }
 
@@ -85,6 +87,9 @@ public final class EventLoop {
             eventHandled()
             for hook in endOfPass { hook() }
             if handled > 0 { handle.lag.observe(nanoseconds: MonotonicClock.nanoseconds() - started) }
+            if case .manual(let clock) = handle.clock {
+                clockMoved = clock.step(settled: isSettled(), nextDeadline: timers.nextDeadline())
+            }
         }
         for case let registrant? in registrants { registrant.loopStopped() }
     }
@@ -266,17 +271,27 @@ public final class EventLoop {
     /// keep it from running. For precise ticks (20 ms of reply audio) and one-off time-outs.
     @discardableResult
     public func schedule(after seconds: Double, _ body: @escaping () -> Void) -> ScheduledTask {
-        timers.schedule(at: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(seconds), body)
+        timers.schedule(at: nanoseconds() + MonotonicClock.nanoseconds(seconds), body)
+    }
+
+    /// The loop's clock now, in nanoseconds: what everything on the loop that decides by time
+    /// reads (`LoopClock`), so that a test can drive it.
+    @inline(__always) public func nanoseconds() -> UInt64 { handle.clock.nanoseconds() }
+
+    /// Nothing to do at the present time: no read queued, no offloaded work out, nothing posted
+    /// and no callback due. What a manual clock waits for before it moves.
+    private func isSettled() -> Bool {
+        ready.isEmpty && offloads.isEmpty && handle.inbox.isEmpty && (timers.nextDeadline().map { $0 > nanoseconds() } ?? true)
     }
 
     /// How long epoll may sleep: until the next tick or the next callback, whichever is first;
-    /// not at all while reads are queued.
+    /// not at all while reads are queued or a manual clock has just moved.
     private func waitTimeout() -> UInt64 {
-        ready.isEmpty ? timers.nanosecondsUntilNext(now: MonotonicClock.nanoseconds()) : 0
+        ready.isEmpty && !clockMoved ? timers.nanosecondsUntilNext(now: nanoseconds()) : 0
     }
 
     private func fireTimers() -> Int {
-        let bodies = timers.advance(now: MonotonicClock.nanoseconds(), expired: &expired)
+        let bodies = timers.advance(now: nanoseconds(), expired: &expired)
         var fired = bodies.count
         for slot in expired {
             guard let registrant = registrants[Int(slot)] else { continue }

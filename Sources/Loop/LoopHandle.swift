@@ -12,13 +12,17 @@ public final class LoopHandle: Sendable {
     /// be served.
     public let lag: Histogram
     private let stopRequested = Atomic<Bool>(false)
+    /// The loop's time: the machine's, or a test's (`ManualClock`).
+    public let clock: LoopClock
 
     /// Seconds; the upper bounds of the iteration-lag histogram.
     public static let lagBounds: [Double] = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
 
-    public init(index: Int) throws(SystemError) {
+    public init(index: Int, clock: LoopClock = .monotonic) throws(SystemError) {
         self.index = index
+        self.clock = clock
         wakeFD = try Sys.eventfd()
+        if case .manual(let manual) = clock { manual.bind(wakeFD: wakeFD) }
         inbox = LoopInbox(wakeFD: wakeFD)
         lag = Histogram(name: "parley_loop_iteration_seconds",
                         help: "Time an event-loop iteration spent handling ready events and timers: how late the next event can be served.",

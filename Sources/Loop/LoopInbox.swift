@@ -26,6 +26,9 @@ final class LoopInbox: Sendable {
         if first { Sys.signal(eventfd: wakeFD) }
     }
 
+    /// Nothing posted and not yet taken.
+    var isEmpty: Bool { deliveries.withLock { $0.isEmpty } }
+
     /// Everything posted so far, oldest first.
     func take() -> [Delivery] {
         deliveries.withLock { list in

@@ -47,6 +47,9 @@ struct LoopTimers {
         return deadline > now ? min(tick, deadline - now) : 0
     }
 
+    /// The next callback's deadline, if any.
+    mutating func nextDeadline() -> UInt64? { tasks.nextDeadline() }
+
     /// Moves time to `now`: appends to `expired` the slots whose deadline passed (unscheduled, for
     /// the caller to fire) and returns the callbacks due, in deadline order.
     mutating func advance(now: UInt64, expired: inout [Int32]) -> [() -> Void] {

@@ -50,7 +50,7 @@ public final class Server: Sendable {
         self.port = port
         self.listeners = listeners
         let endpoints = routes.endpointNames.count
-        handles = try listeners.indices.map { i throws(SystemError) in try LoopHandle(index: i) }
+        handles = try listeners.indices.map { i throws(SystemError) in try LoopHandle(index: i, clock: configuration.clock) }
         metrics = listeners.map { _ in LoopMetrics(endpoints: endpoints) }
 
         var builder = routes

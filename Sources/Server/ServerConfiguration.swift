@@ -10,6 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var port = 8080
     /// Event loops, one thread each; defaults to one per core.
     public var loops = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// The loops' time: the machine's, or a test's `ManualClock` (one loop then: a manual clock
+    /// moves when its one loop is settled).
+    public var clock: LoopClock = .monotonic
     /// Largest WebSocket message accepted; larger ones close with 1009.
     public var maxMessageBytes = 1 << 20
     /// WebSocket sessions across all loops; past it upgrades get 503. Plain HTTP keeps a small

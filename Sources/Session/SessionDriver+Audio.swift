@@ -25,7 +25,7 @@ extension SessionDriver {
             self.listening = listening
             scheduleCodecCheck()
         }
-        let arrived = MonotonicClock.nanoseconds()
+        let arrived = loopTime
         listening.lastArrival = arrived
         let audio = listening.input
         do {
@@ -40,7 +40,7 @@ extension SessionDriver {
             // then the denoiser, then the engine's VAD and recogniser.
             perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
             if engine.awaitsVoiceActivity { scoreVoiceActivity() }
-            let done = MonotonicClock.nanoseconds()
+            let done = loopTime
             metrics.audioFrames.add(1, .processed)
             metrics.audioLag.observe(nanoseconds: done > due ? done - due : 0)
         } catch let error as OpusError {
@@ -99,9 +99,9 @@ extension SessionDriver {
         let asked = configuration.recording == true
         guard asked != (recorder != nil) else { return }
         if asked, let recordings = endpoint.recordings, let loop = socket?.loop {
-            recorder = SessionRecorder(recordings: recordings, sessionID: engine.sessionID, rate: inputRate, now: MonotonicClock.nanoseconds(), loop: loop)
+            recorder = SessionRecorder(recordings: recordings, sessionID: engine.sessionID, rate: inputRate, now: loopTime, loop: loop)
         } else {
-            recorder?.finish(at: MonotonicClock.nanoseconds())
+            recorder?.finish(at: loopTime)
             recorder = nil
         }
     }
@@ -138,7 +138,7 @@ extension SessionDriver {
         if let recorder, recorder.rate == inputRate { recorder.agent(samples, playsAt: playsAt) }
         guard echoGuardOn else { return }
         if echo == nil || echo?.sampleRate != inputRate {
-            echo = EchoGuard(sampleRate: inputRate, now: MonotonicClock.nanoseconds(), cancels: endpoint.echoCanceller)
+            echo = EchoGuard(sampleRate: inputRate, now: loopTime, cancels: endpoint.echoCanceller)
             updateAccount()
         }
         echo?.reply(samples, playsAt: playsAt)
@@ -148,7 +148,7 @@ extension SessionDriver {
     func scheduleCodecCheck() {
         listening?.idleCheck = socket?.loop.schedule(after: Self.codecIdleSeconds) { [weak self] in
             guard let self, let listening else { return }
-            if Double(MonotonicClock.nanoseconds() &- listening.lastArrival) / 1e9 >= Self.codecIdleSeconds {
+            if Double(loopTime &- listening.lastArrival) / 1e9 >= Self.codecIdleSeconds {
                 self.listening = nil
                 echo = nil
                 denoiser = nil

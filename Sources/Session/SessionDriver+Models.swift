@@ -18,13 +18,13 @@ extension SessionDriver {
                 turnJudgement = nil
                 return perform(engine.handle(.turnVerdict(itemID: itemID, .failure(ModelError(code: "no_turn_model", message: "no end-of-turn model")))))
             }
-            let asked = MonotonicClock.nanoseconds()
+            let asked = loopTime
             let call = model.judge(audio[...], sampleRate: sampleRate, on: loop) { [weak self] result in
                 guard let self, self.turnJudgement?.itemID == itemID else { return }
                 self.turnJudgement = nil
                 switch result {
                 case .success(let verdict):
-                    self.metrics.turnModelTime.observe(nanoseconds: MonotonicClock.nanoseconds() &- asked)
+                    self.metrics.turnModelTime.observe(nanoseconds: loopTime &- asked)
                     sessionLog.debug("turn judged", metadata: ["session": "\(self.engine.sessionID)", "item": "\(itemID)", "complete": "\(verdict.complete)",
                                                                "probability": "\(verdict.probability)", "audio_ms": "\(audio.count * 1000 / sampleRate)"])
                 case .failure(let error): self.metrics.turnModelFailures.add(1, error.speechHelper == .timeout ? .timeout : .unavailable)
@@ -75,7 +75,7 @@ extension SessionDriver {
         }
         switch event {
         case .final, .failed:
-            if inFlight != nil, let took = clock.transcribed(at: MonotonicClock.nanoseconds()), case .final = event {
+            if inFlight != nil, let took = clock.transcribed(at: loopTime), case .final = event {
                 SpeechMetrics.shared.transcription.observe(nanoseconds: took)
             }
             transcriptions[itemID] = nil
@@ -87,7 +87,7 @@ extension SessionDriver {
 
     func callModel(_ id: String, _ messages: [ChatMessage], _ options: ModelOptions, on loop: EventLoop) {
         var request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
-        request.traceparent = trace?.modelCall(id, model: endpoint.modelName, at: MonotonicClock.nanoseconds())
+        request.traceparent = trace?.modelCall(id, model: endpoint.modelName, at: loopTime)
         calls[id] = endpoint.model.stream(request, on: loop) { [weak self] event in self?.modelEvent(id, event) }
     }
 
@@ -106,7 +106,7 @@ extension SessionDriver {
         let speculative = id == engine.speculativeResponseID
         switch event {
         case .delta(let text):
-            if !speculative { modelAnswered(at: MonotonicClock.nanoseconds()) }
+            if !speculative { modelAnswered(at: loopTime) }
             perform(engine.handle(.modelDelta(responseID: id, text: text)))
         case .toolCallStarted(let index, let callID, let name):
             perform(engine.handle(.modelToolCallStarted(responseID: id, index: index, callID: callID, name: name)))
@@ -116,10 +116,10 @@ extension SessionDriver {
             calls[id] = nil
             perform(engine.handle(.modelFinished(responseID: id, usage: usage, reason: reason)))
         case .retrying(let upstream, let after):
-            trace?.modelRetried(id, upstream: upstream, after: after, at: MonotonicClock.nanoseconds())
+            trace?.modelRetried(id, upstream: upstream, after: after, at: loopTime)
         case .failed(let error):
             calls[id] = nil
-            trace?.modelFailed(id, code: error.code, at: MonotonicClock.nanoseconds())
+            trace?.modelFailed(id, code: error.code, at: loopTime)
             guard !speculative else {
                 sessionLog.debug("speculative model call failed", metadata: ["session": "\(engine.sessionID)", "code": "\(error.code)"])
                 return perform(engine.handle(.modelFailed(responseID: id, code: error.code, message: error.message)))

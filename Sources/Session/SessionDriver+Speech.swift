@@ -27,7 +27,7 @@ extension SessionDriver {
                 output.onFirstSentence = { [weak self] in self?.mark(.firstSentence) }
                 output.onFirstSynthesized = { [weak self] in self?.mark(.firstAudio) }
                 output.onFirstAudio = { [weak self] in
-                    if let stoppedAt { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: MonotonicClock.nanoseconds() &- stoppedAt) }
+                    if let stoppedAt, let self { SpeechMetrics.shared.voiceToVoice.observe(nanoseconds: self.loopTime &- stoppedAt) }
                     self?.mark(.firstFrame)
                     self?.observeTimeline()
                     self?.speechEvent(at.responseID, .audible)
@@ -42,7 +42,7 @@ extension SessionDriver {
             if let output = speechOutputs[id] {
                 let rewound = wire?.speechPaused(responseID: id, on: socket)
                 // A listener whose queue was cleared never hears what was sent ahead.
-                if rewound != nil { recorder?.cutAgent(at: MonotonicClock.nanoseconds()) }
+                if rewound != nil { recorder?.cutAgent(at: loopTime) }
                 output.pause(rewindToMs: rewound)
             }
         case .resume(let id, _):
@@ -51,7 +51,7 @@ extension SessionDriver {
             guard let output = speechOutputs.removeValue(forKey: id) else { return }
             // What was sent ahead of its playing time is cut from the listener's ears, and so
             // from the recording.
-            recorder?.cutAgent(at: MonotonicClock.nanoseconds())
+            recorder?.cutAgent(at: loopTime)
             let (played, heard) = output.stop(heardMs: wire?.heardMs(of: id))
             wire?.speechStopped(responseID: id, on: socket)
             sessionLog.debug("reply interrupted", metadata: ["session": "\(engine.sessionID)", "response": "\(id)", "heard_ms": "\(played)"])
@@ -72,7 +72,7 @@ extension SessionDriver {
 
     /// A stage of the current turn passed.
     func mark(_ stage: TurnTimeline.Mark) {
-        if inFlight != nil { clock.mark(stage, at: MonotonicClock.nanoseconds()) }
+        if inFlight != nil { clock.mark(stage, at: loopTime) }
     }
 
     func observeTimeline() {

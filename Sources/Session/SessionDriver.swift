@@ -159,7 +159,7 @@ package final class SessionDriver {
             .compactMap { $0 }.min() ?? .infinity
         maxSessionTokens = [endpoint.limits.maxSessionTokens, tenant.maxSessionTokens].compactMap { $0 }.min() ?? .max
         engine = SessionEngine(seed: MonotonicClock.nanoseconds(), options: options)
-        budget = SessionBudget(limits: endpoint.limits, now: MonotonicClock.nanoseconds())
+        budget = SessionBudget(limits: endpoint.limits, now: 0)  // begun at `open`, on the loop's clock
     }
 
     /// A phone call's session (`/twilio`, SIP): admitted by the carrier's or trunk's own checks,
@@ -187,7 +187,8 @@ package final class SessionDriver {
     /// client already had its `session.created`.
     package func open(_ socket: any SessionSocket, announce: Bool = true) {
         self.socket = socket
-        openedAt = MonotonicClock.nanoseconds()
+        openedAt = loopTime
+        budget = SessionBudget(limits: endpoint.limits, now: openedAt)
         metrics.sessionsOpen.add(1)
         if maxSessionSeconds.isFinite {
             let cap = maxSessionSeconds
@@ -222,7 +223,7 @@ package final class SessionDriver {
 
     /// One client event or audio frame arrived; false (and the session closed) past the rate.
     package func admitEvent() -> Bool {
-        guard budget.event(at: MonotonicClock.nanoseconds(), limits: endpoint.limits) else {
+        guard budget.event(at: loopTime, limits: endpoint.limits) else {
             closeForLimit(.events, "more than \(endpoint.limits.eventsPerSecond) events a second")
             return false
         }
@@ -287,10 +288,10 @@ package final class SessionDriver {
         sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
         if let loop = socket?.loop { writeReport(code: code, on: loop) }
-        trace?.end(code: Int(code.rawValue), at: MonotonicClock.nanoseconds())
+        trace?.end(code: Int(code.rawValue), at: loopTime)
         trace = nil
         sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
-                                                     "seconds": "\(MonotonicClock.seconds(since: openedAt))"])
+                                                     "seconds": "\(Double(loopTime &- openedAt) / 1e9)"])
         for call in calls.values { call.cancel() }
         calls = [:]
         for output in speechOutputs.values { _ = output.stop() }
@@ -305,7 +306,7 @@ package final class SessionDriver {
         listening = nil
         echo = nil
         denoiser = nil
-        recorder?.finish(at: MonotonicClock.nanoseconds())
+        recorder?.finish(at: loopTime)
         recorder = nil
         engine.audioWentIdle()
         settle()
@@ -343,7 +344,7 @@ package final class SessionDriver {
 
     private func writeReport(code: WebSocketCloseCode, on loop: EventLoop) {
         let report = report ?? SessionReport()
-        let seconds = MonotonicClock.seconds(since: openedAt)
+        let seconds = Double(loopTime &- openedAt) / 1e9
         let ending = SessionReport.Ending(closeCode: Int(code.rawValue), reason: report.endReason ?? code.reportReason, seconds: seconds,
                                           audioInSeconds: Double(engine.audioMs) / 1000)
         let json = report.json(sessionID: engine.sessionID, tenant: lease?.tenant, model: engine.model, endpoint: wire?.endpointName ?? "",
@@ -371,6 +372,10 @@ package final class SessionDriver {
 
     /// The session's home loop, nil once closed.
     var loop: EventLoop? { socket?.loop }
+
+    /// Now, on the session's loop's clock (`LoopClock`: the machine's, or a test's): every time
+    /// the session decides or measures by. The machine's once the session has no loop.
+    var loopTime: UInt64 { socket?.loop.nanoseconds() ?? MonotonicClock.nanoseconds() }
 
     func refuse(_ error: ProtocolError, eventID: String? = nil) {
         var error = error
@@ -400,7 +405,7 @@ package final class SessionDriver {
                                        message: "the tenant spent its model tokens for this minute; retry in \(lease?.tokensWait() ?? 1) s")
                 _ = socket.loop.schedule(after: 0) { [weak self] in self?.modelEvent(id, .failed(error)) }
             case .startModel(let id, let messages, let options):
-                clock.modelRequested(id, at: MonotonicClock.nanoseconds())
+                clock.modelRequested(id, at: loopTime)
                 callModel(id, messages, options, on: socket.loop)
             case .speculate(let id, let messages, let options):
                 callModel(id, messages, options, on: socket.loop)
@@ -410,7 +415,7 @@ package final class SessionDriver {
                 guard outcome == .used else { break }
                 // The request went out before the turn ended, and its first words, if any, came
                 // too: for this turn those stages took no time after the transcript.
-                let now = MonotonicClock.nanoseconds()
+                let now = loopTime
                 clock.modelRequested(id, at: now)
                 if answered { modelAnswered(at: now) }
             case .cancelModel(let id):
@@ -440,7 +445,7 @@ package final class SessionDriver {
     /// Hands a fact to every observer: the metrics, the turn's clock, the report (made with the
     /// session's first turn), the trace; and acts on the few the driver itself follows.
     func observe(_ fact: SessionFact) {
-        let now = MonotonicClock.nanoseconds()
+        let now = loopTime
         metrics.observe(fact)
         time(fact, at: now)
         if report != nil || SessionReport.begins(fact) { (report ?? makeReport()).observe(fact, at: now) }

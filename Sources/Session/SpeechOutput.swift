@@ -139,7 +139,7 @@ package final class SpeechOutput {
     /// is sent again on `resume` (as far back as the pieces kept allow).
     func pause(rewindToMs heard: Int? = nil) {
         guard !over, pausedAt == nil else { return }
-        pausedAt = MonotonicClock.nanoseconds()
+        pausedAt = loop.nanoseconds()
         if let heard { rewind(to: heard) }
         tick?.cancel()
         tick = nil
@@ -152,7 +152,7 @@ package final class SpeechOutput {
         guard !over, pausedAt != nil else { return }
         let played = playedMs
         pausedAt = nil
-        if startedAt != nil { startedAt = MonotonicClock.nanoseconds() &- UInt64(played) * 1_000_000 }
+        if startedAt != nil { startedAt = loop.nanoseconds() &- UInt64(played) * 1_000_000 }
         pace()
         finishIfDone()
     }
@@ -169,7 +169,7 @@ package final class SpeechOutput {
         queueHead = index
         sentMs = ms
         // The listener's clock restarts from what it heard.
-        if startedAt != nil { startedAt = MonotonicClock.nanoseconds() &- UInt64(ms) * 1_000_000 }
+        if startedAt != nil { startedAt = loop.nanoseconds() &- UInt64(ms) * 1_000_000 }
     }
 
     /// Stops at once; what the client had had time to play, in milliseconds and in words. `heardMs`:
@@ -212,7 +212,7 @@ package final class SpeechOutput {
     private var playedMs: Int {
         guard let startedAt else { return 0 }
         // Paused or not, the client plays what it was sent in real time.
-        return min(sentMs, Int((MonotonicClock.nanoseconds() &- startedAt) / 1_000_000))
+        return min(sentMs, Int((loop.nanoseconds() &- startedAt) / 1_000_000))
     }
 
     /// After a clause's mark (, ; : —) and the space after it, with at least `clauseWords` words
@@ -319,17 +319,17 @@ package final class SpeechOutput {
     private func pace() {
         guard !over, pausedAt == nil else { return }
         if startedAt == nil, queueHead < queue.count {
-            startedAt = MonotonicClock.nanoseconds()
+            startedAt = loop.nanoseconds()
             onFirstAudio?()
         }
-        let allowed = (startedAt.map { Int((MonotonicClock.nanoseconds() &- $0) / 1_000_000) } ?? 0) + leadMs
+        let allowed = (startedAt.map { Int((loop.nanoseconds() &- $0) / 1_000_000) } ?? 0) + leadMs
         while queueHead < queue.count, sentMs < allowed {
             send(queue[queueHead].piece)
             if let reference = queue[queueHead].reference {
                 // Kept with the pieces kept for sending again (Twilio), whose echo comes again too.
                 if retainedMs == 0 { queue[queueHead].reference = nil }
                 // It plays when the pace's clock reaches it, and never before it is sent.
-                let now = MonotonicClock.nanoseconds()
+                let now = loop.nanoseconds()
                 onPlayed?(reference, max(now, (startedAt ?? now) &+ UInt64(sentMs) * 1_000_000))
             }
             sentMs += queue[queueHead].ms

@@ -12,9 +12,11 @@ import Glibc
 #endif
 
 /// Backchannels and barge-ins with real speech over a real socket: one second into a long spoken
-/// reply on /ws, the listener says something (espeak-ng, in two voices), streamed in real time as
-/// pcm16, heard by the server's VAD and pocketsphinx. "Uh huh" must not cut the reply; "stop" and
-/// "wait, actually I meant Paris" must.
+/// reply on /ws, the listener says something (espeak-ng, in two voices), streamed as pcm16 on the
+/// test's clock (`ClockedConversation`: time moves as the audio does, and waits for every decode),
+/// heard by the server's VAD and pocketsphinx. "Uh huh" must not cut the reply; "stop" and "wait,
+/// actually I meant Paris" must. Every case runs in `make test`: on the clock, a case takes its
+/// work's time, not its audio's.
 @Suite(.serialized) struct InterruptionEndToEndTests {
     static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
         + "Nobody on board knew how far the wind would carry them, or when they would see land again."
@@ -33,7 +35,8 @@ import Glibc
 
     /// A server whose agent tells `story`, heard by pocketsphinx and the energy detector or Silero,
     /// spoken by espeak-ng; the pool is the caller's to stop.
-    static func storyServer(silero: Bool, recordings: Recordings? = nil, replyLeadMs: Int = SpeechServices().replyLeadMs) throws -> (TestServer, WorkerPool) {
+    static func storyServer(silero: Bool, recordings: Recordings? = nil, replyLeadMs: Int = SpeechServices().replyLeadMs,
+                            clock: ManualClock? = nil) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         var vad: (any VoiceActivityModel)?
         if silero {
@@ -43,70 +46,56 @@ import Glibc
         var speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
                                     voiceActivity: vad)
         speech.replyLeadMs = replyLeadMs
-        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+        let server = try TestServer(clock: clock, routes: { routes in
             RealtimeEndpoint(model: FixedReplyModel(reply: Self.story), modelName: "test", speech: speech, recordings: recordings).install(on: &routes)
         })
         return (server, pool)
     }
 
-    func send(_ samples: [Int16], _ client: TestClient, paced: Bool) throws {
-        for start in stride(from: 0, to: samples.count, by: 2_400) {
-            let chunk = Array(samples[start..<min(samples.count, start + 2_400)])
-            let event = #"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#
-            try client.send(TestClient.frame(0x1, Array(event.utf8)))
-            if paced { usleep(100_000) }
-        }
-    }
-
-    @Test(arguments: RealTimeScope.cases(Self.cases, short: [0, 3, 7, 11]))
+    @Test(arguments: Self.cases)
     func speechOneSecondIntoAReply(utterance: String, voice: String, bargesIn: Bool, path: String, silero: Bool) throws {
-        try RealTimeScope.retriedOnce("\(utterance) in \(voice) on \(path)") { try speechOneSecondIntoAReplyOnce(utterance: utterance, voice: voice, bargesIn: bargesIn, path: path, silero: silero) }
-    }
-
-    func speechOneSecondIntoAReplyOnce(utterance: String, voice: String, bargesIn: Bool, path: String, silero: Bool) throws {
-        let (server, pool) = try Self.storyServer(silero: silero)
+        let clock = ManualClock()
+        let (server, pool) = try Self.storyServer(silero: silero, clock: clock)
         defer { pool.stop() }
-        let client = try server.client()
-        #expect(try client.upgrade(path: path).status == 101)
-        _ = try client.readEvents(until: "session.created")
+        let talk = try ClockedConversation(server: server, clock: clock, path: path)
+        try talk.advance(until: "session.created", withinMs: 1_000)
         // /ws hears Opus by default; this listener streams pcm16 as the Realtime API carries it.
         // /v1/realtime answers in text unless asked for audio.
-        let update = path == "/ws" ? #"{"type":"session.update","session":{"input_audio_format":"pcm16"}}"#
-            : #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"]}}"#
-        try client.send(TestClient.frame(0x1, Array(update.utf8)))
-        _ = try client.readEvents(until: "session.updated")
+        try talk.send(path == "/ws" ? #"{"type":"session.update","session":{"input_audio_format":"pcm16"}}"#
+            : #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"]}}"#)
+        try talk.advance(until: "session.updated", withinMs: 1_000)
         // The microphone is open before the reply: the detector learns the quiet.
-        try send([Int16](repeating: 0, count: 24_000), client, paced: false)
-        try client.send(TestClient.frame(0x1, Array(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Tell me a story about the sea."}]}}"#.utf8)))
-        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
-        var events: [JSON] = []
-        var packets = 0
-        while packets == 0 {
-            let frame = try client.readFrame()
-            if frame.opcode == 0x2 { packets += 1 } else { events.append(try JSON(parsing: String(decoding: frame.payload, as: UTF8.self))) }
-            if events.last?["type"]?.string == "response.output_audio.delta" { packets += 1 }
+        try talk.stream([Int16](repeating: 0, count: 24_000), chunkMs: 100)
+        try talk.send(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Tell me a story about the sea."}]}}"#)
+        try talk.send(#"{"type":"response.create"}"#)
+        // The reply's first audio: an Opus packet on /ws, a pcm16 delta on /v1/realtime.
+        var waited = 0
+        while talk.binary.isEmpty && !talk.types.contains("response.output_audio.delta") {
+            guard waited < 10_000 else { throw ClockedConversation.Stalled(description: "no reply audio within 10 s: \(talk.types)") }
+            try talk.advance(milliseconds: 20)
+            waited += 20
         }
         // One second into the reply, the listener speaks (then stays quiet, as a microphone does).
-        usleep(800_000)
+        try talk.advance(milliseconds: 800)
         let wav = try WAVFile.read(path: try SpeechVectors.wav(utterance, voice: voice))
         let said = try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
-        try send([Int16](repeating: 0, count: 4_800) + said + [Int16](repeating: 0, count: 36_000), client, paced: true)
-        let (rest, binary) = try client.readEvents(until: "response.done")
-        events += rest
-        packets += binary.count
-        let types = events.map { $0["type"]?.string ?? "?" }
+        try talk.stream([Int16](repeating: 0, count: 4_800) + said + [Int16](repeating: 0, count: 36_000), chunkMs: 100)
+        try talk.advance(until: "response.done", withinMs: 60_000)
+        let types = talk.types
+        let events = Array(talk.events.prefix { $0["type"]?.string != "response.done" })
         // Opus packets of 20 ms on /ws, pcm16 deltas of 100 ms on /v1/realtime.
-        let sentMs = path == "/ws" ? packets * 20 : types.filter { $0 == "response.output_audio.delta" }.count * 100
-        let done = events.last?["response"]
+        let sentMs = path == "/ws" ? talk.binary.count * 20 : types.filter { $0 == "response.output_audio.delta" }.count * 100
+        let done = talk.events.first { $0["type"]?.string == "response.done" }?["response"]
         if bargesIn {
             #expect(done?["status"]?.string == "cancelled", "\(utterance) (\(voice)): \(types)")
             #expect(done?["status_details"]?["reason"]?.string == "turn_detected")
             #expect(types.contains("input_audio_buffer.speech_started"))
             #expect(!types.contains("parley.response.paused") || path == "/ws")
-            let (after, _) = try client.readEvents(until: "conversation.item.truncated")
-            let heard = after.last?["audio_end_ms"]?.int ?? -1
+            let truncated = try talk.advance(until: "conversation.item.truncated", withinMs: 5_000)
+            let heard = truncated["audio_end_ms"]?.int ?? -1
             #expect(heard > 500 && heard < 4_000, "heard \(heard) ms")
         } else {
+            let types = events.map { $0["type"]?.string ?? "?" }
             #expect(done?["status"]?.string == "completed", "\(utterance) (\(voice)): \(types)")
             // No event at all for the backchannel: no turn began, none was committed.
             #expect(!types.contains("input_audio_buffer.speech_started") && !types.contains("input_audio_buffer.committed"), "\(types)")

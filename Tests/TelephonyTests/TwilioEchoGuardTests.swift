@@ -12,7 +12,7 @@ import TestSupport
 
 /// A speakerphone on /twilio: the caller's phone plays the greeting and its microphone hears it
 /// 150 ms later at -10 dB over a room's noise, sent back as Twilio does (20 ms µ-law `media`, each
-/// `mark` echoed once the audio before it has played). The echo guard is always on for calls:
+/// `mark` echoed once the audio before it has played), on the test's clock (`ClockedConversation`). The echo guard is always on for calls:
 /// the greeting must play to its end with no `clear` (a pause); a caller who says "wait, actually
 /// I meant Paris" over it (espeak-ng, two voices) must still pause it. (With the guard switched
 /// off in TwilioCallHandler, the same echo sent 4 `clear`s and cut the greeting at 1.7 s.)
@@ -26,18 +26,10 @@ import TestSupport
 
     @Test(arguments: [(nil, "en-us"), ("wait, actually I meant Paris", "en-us"), ("wait, actually I meant Paris", "en-gb+f3")] as [(String?, String)])
     func aSpeakerphoneHearingTheGreeting(utterance: String?, voice: String) throws {
-        // Real time: the guard lines the echo up against the greeting's play-out, so a starved CPU
-        // can lose a case (twice in clean make test runs on 2026-11-26, in the parallel phase:
-        // the echo taken for speech, the greeting cut at 640-660 ms); make test runs this suite
-        // in the serial phase, and a failed case once more.
-        try RealTimeScope.retriedOnce("\(utterance ?? "echo only") in \(voice)") { try Self.speakerphone(utterance: utterance, voice: voice) }
-    }
-
-    static func speakerphone(utterance: String?, voice: String) throws {
-        let (server, client, pool) = try TwilioPauseTests.greetedCall(greeting: Self.story)
+        let clock = ManualClock()
+        let (server, client, pool) = try TwilioPauseTests.greetedCall(greeting: Self.story, clock: clock)
         defer { pool.stop() }
-        var timeout = timeval(tv_sec: 0, tv_usec: 5_000)
-        setsockopt(client.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let call = try ClockedConversation(client: client, clock: clock)
 
         let noise = try WAVFile.read(path: try SpeechVectors.pinkNoise(seconds: 40, rate: 8_000, volume: 0.01)).samples
         var user: [Int16] = []
@@ -47,16 +39,12 @@ import TestSupport
         }
         var queue: [Played] = []   // what the phone has yet to play
         var speaker: [Int16] = []  // what it played, 20 ms a tick
-        var payloads = 0, clears = 0
+        var payloads = 0, clears = 0, read = 0
         var firstMedia: Int?, lastMedia = 0, userStart: Int?
-        let start = MonotonicClock.nanoseconds()
         var tick = 1
         while tick < 1_500 {
-            let due = start + UInt64(tick) * 20_000_000
-            // What the server sent, until this tick is due.
-            repeat {
-                guard let received = try? client.readFrame() else { continue }
-                let message = try JSON(parsing: String(decoding: received.payload, as: UTF8.self))
+            // What the server sent by this tick.
+            for message in call.events[read...] {
                 switch message["event"]?.string {
                 case "media":
                     if firstMedia == nil { firstMedia = tick }
@@ -68,11 +56,12 @@ import TestSupport
                 case "clear":
                     // Twilio drops what it had yet to play and echoes the marks in it.
                     clears += 1
-                    for case .mark(let name) in queue { try echo(name, client) }
+                    for case .mark(let name) in queue { try echo(name, call) }
                     queue = []
                 default: break
                 }
-            } while MonotonicClock.nanoseconds() < due
+            }
+            read = call.events.count
             // The loudspeaker plays the next 20 ms, and the marks after it are echoed.
             var played = [Int16](repeating: 0, count: 160)
             if case .audio(let samples) = queue.first {
@@ -80,7 +69,7 @@ import TestSupport
                 queue.removeFirst()
             }
             while case .mark(let name) = queue.first {
-                try echo(name, client)
+                try echo(name, call)
                 queue.removeFirst()
             }
             speaker += played.prefix(160)
@@ -93,7 +82,8 @@ import TestSupport
                 let said = userStart.map { t >= $0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
                 return Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
             }
-            try client.send(TestClient.frame(0x1, Array(#"{"event":"media","streamSid":"MZ1","media":{"track":"inbound","payload":"\#(Base64.encode(G711.encode(mic, .muLaw)))"}}"#.utf8)))
+            try call.send(#"{"event":"media","streamSid":"MZ1","media":{"track":"inbound","payload":"\#(Base64.encode(G711.encode(mic, .muLaw)))"}}"#)
+            try call.advance(milliseconds: 20)
             // Done: a second after the last media, with nothing left to play.
             if firstMedia != nil, queue.isEmpty, tick - lastMedia > 50, utterance == nil || userStart.map({ tick * 160 - $0 > user.count + 8_000 }) == true { break }
             tick += 1
@@ -110,7 +100,7 @@ import TestSupport
         }
     }
 
-    private static func echo(_ name: String, _ client: TestClient) throws {
-        try client.send(TestClient.frame(0x1, Array(#"{"event":"mark","streamSid":"MZ1","mark":{"name":"\#(name)"}}"#.utf8)))
+    private func echo(_ name: String, _ call: ClockedConversation) throws {
+        try call.send(#"{"event":"mark","streamSid":"MZ1","mark":{"name":"\#(name)"}}"#)
     }
 }

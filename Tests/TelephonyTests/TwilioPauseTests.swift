@@ -18,10 +18,10 @@ import TestSupport
 
     /// A /twilio call whose greeting is `greeting`, spoken by espeak-ng, started (`start` sent) on
     /// a test server; the pool is the caller's to stop.
-    static func greetedCall(greeting: String) throws -> (TestServer, TestClient, WorkerPool) {
+    static func greetedCall(greeting: String, clock: ManualClock? = nil) throws -> (TestServer, TestClient, WorkerPool) {
         let pool = try WorkerPool(name: "test-twilio-speech", threads: 2, queueLimit: 64)
         let speech = SpeechServices(transcriber: nil, synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
-        let server = try TestServer({ $0.loops = 1 }, routes: { routes in
+        let server = try TestServer(clock: clock, routes: { routes in
             var settings = TwilioEndpoint.Settings()
             settings.greeting = greeting
             TwilioEndpoint(sessions: RealtimeEndpoint(model: BuiltinModel(), modelName: "test", speech: speech), settings: settings).install(on: &routes)

@@ -199,11 +199,14 @@ public final class TestClient {
 public final class TestServer {
     public let server: Server
 
-    public init(loops: Int = 1, _ adjust: (inout ServerConfiguration) -> Void = { _ in }, routes extra: (inout Router.Builder) -> Void = { _ in }) throws {
+    /// `clock`: the loop runs on a test's clock (`ClockedConversation`), one loop.
+    public init(loops: Int = 1, clock: ManualClock? = nil, _ adjust: (inout ServerConfiguration) -> Void = { _ in },
+                routes extra: (inout Router.Builder) -> Void = { _ in }) throws {
         var config = ServerConfiguration()
         config.host = "127.0.0.1"
         config.port = 0
-        config.loops = loops
+        config.loops = clock == nil ? loops : 1
+        if let clock { config.clock = .manual(clock) }
         adjust(&config)
         var routes = Router.Builder()
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }

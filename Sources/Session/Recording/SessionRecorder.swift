@@ -40,7 +40,7 @@ final class SessionRecorder {
     private func schedule(on loop: EventLoop) {
         flush = loop.schedule(after: Self.flushSeconds) { [weak self, weak loop] in
             guard let self, let loop else { return }
-            let now = MonotonicClock.nanoseconds()
+            let now = loop.nanoseconds()
             recordings.write(call.take(before: now > Self.settleNanoseconds ? now - Self.settleNanoseconds : 0), to: file)
             schedule(on: loop)
         }
