@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test test-realtime e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -34,14 +34,6 @@ else
 	$(RELEASE)/parley serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
 endif
 
-# Suites whose outcome still rests on audio streamed in real time being handled in real time, on a
-# `parley serve` child and its Python helper: run after the rest, one test at a time, so that the
-# suite's other servers do not starve them of the two cores. The decision suites that ran here
-# (interruptions, the echo guard, recordings, Twilio's speakerphone) now run on the test's clock
-# (Tests/TestSupport/ClockedConversation.swift: time moves only when the server has answered what
-# it waits on), every case, in the parallel phase, without retries (issue 50).
-REAL_TIME_SUITES := TurnWordsEndToEndTests
-
 # Each step is a phase (scripts/tools/phase.sh): its time is said as it ends, and the run ends with
 # every phase's time and share, passed or not (issue 50).
 test:
@@ -51,20 +43,12 @@ test:
 	scripts/tools/phase.sh layers scripts/tools/check-layers.sh; \
 	scripts/tools/phase.sh deploy scripts/tools/check-deploy.sh; \
 	scripts/tools/phase.sh build $(SWIFT) build --build-tests; \
-	SWIFT=$(SWIFT) scripts/tools/phase.sh swift-parallel scripts/tools/swift-test.sh --skip-build --skip '$(REAL_TIME_SUITES)'; \
-	SWIFT=$(SWIFT) scripts/tools/phase.sh swift-real-time scripts/tools/swift-test.sh --skip-build --no-parallel --filter '$(REAL_TIME_SUITES)'; \
+	SWIFT=$(SWIFT) scripts/tools/phase.sh swift scripts/tools/swift-test.sh --skip-build; \
 	scripts/tools/phase.sh fuzz-smoke $(MAKE) fuzz-smoke; \
 	for t in realtime-sdk agents-sdk twilio-carrier mcp-session sip-call webrtc otlp secrets chaos eval; do \
 	  scripts/tools/phase.sh $$t scripts/tests/$$t-test.sh; \
 	done; \
 	scripts/tools/phase.sh e2e $(MAKE) e2e
-
-# Every case of the suites that stream speech in real time, one at a time and without the retry
-# `make test`'s short scope allows (Tests/TestSupport/RealTimeScope.swift): every voice and speed,
-# so the failures it shows are the true rate. About 12 minutes.
-test-realtime: deps
-	$(SWIFT) build --build-tests
-	PARLEY_TEST_SCOPE=full SWIFT=$(SWIFT) scripts/tools/swift-test.sh --skip-build --no-parallel --filter '$(REAL_TIME_SUITES)|TurnTakingEndToEndTests'
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
 # fake microphone playing speech made by espeak-ng, against a server without keys and one with a

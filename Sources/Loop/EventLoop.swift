@@ -45,6 +45,7 @@ public final class EventLoop {
     private var running = true
     /// A manual clock moved at the end of the last pass: its timers are due, so do not sleep.
     private var clockMoved = false
+    private var clockHolds: [() -> Bool] = []
     private var stopHandled = false
     /// Run once per pass, after its events, queued reads and timers, before the next wait.
     private var endOfPass: [() -> Void] = []
@@ -282,6 +283,14 @@ public final class EventLoop {
     /// and no callback due. What a manual clock waits for before it moves.
     private func isSettled() -> Bool {
         ready.isEmpty && offloads.isEmpty && handle.inbox.isEmpty && (timers.nextDeadline().map { $0 > nanoseconds() } ?? true)
+            && !clockHolds.contains { $0() }
+    }
+
+    /// A manual clock does not move while `busy()` (work this loop waits on that is neither an
+    /// offload nor a timer: a request to another process, answered on a socket). Evaluated only
+    /// on a manual clock.
+    public func holdClock(while busy: @escaping () -> Bool) {
+        clockHolds.append(busy)
     }
 
     /// How long epoll may sleep: until the next tick or the next callback, whichever is first;

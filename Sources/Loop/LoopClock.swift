@@ -45,20 +45,23 @@ public final class ManualClock: Sendable {
 
     public func nanoseconds() -> UInt64 { present.load(ordering: .acquiring) }
 
+    /// Real time a step may wait for the loop to settle: work that has not answered in a minute
+    /// never will (a helper's longest deadline is 30 s, and it does not run on this clock).
+    public static let settleSeconds: Double = 60
+
     /// Moves time on by `milliseconds` and waits (the caller's thread, never the loop's) until the
-    /// loop is settled there; false when it did not settle within `realSeconds` of real time (work
-    /// that never answered).
-    public func advance(milliseconds: Int, realSeconds: Double = 60) -> Bool {
+    /// loop is settled there; false when it did not settle within `settleSeconds` of real time.
+    public func advance(milliseconds: Int) -> Bool {
         target.add(UInt64(max(0, milliseconds)) * 1_000_000, ordering: .releasing)
-        return settle(realSeconds: realSeconds)
+        return settle()
     }
 
     /// Waits until the loop has nothing left to do at the present time, without moving it.
-    public func settle(realSeconds: Double = 60) -> Bool {
+    public func settle() -> Bool {
         let request = requested.add(1, ordering: .releasing).newValue
         let fd = wakeFD.load(ordering: .acquiring)
         if fd >= 0 { Sys.signal(eventfd: fd) }
-        let deadline = MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(realSeconds)
+        let deadline = MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(Self.settleSeconds)
         while answered.load(ordering: .acquiring) < request {
             if MonotonicClock.nanoseconds() > deadline { return false }
             usleep(200)

@@ -345,10 +345,13 @@ public enum Sys {
     }
 
     /// bind(2) then listen(2), with SO_REUSEADDR and SO_REUSEPORT so that every loop (and every
-    /// worker process) listens on the same port and the kernel spreads connections among them.
-    public static func listen(_ fd: Int32, on address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) {
-        try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
-        try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
+    /// worker process) listens on the same port and the kernel spreads connections among them;
+    /// without (`sharedPort: false`) for a Unix socket, which has no port to share.
+    public static func listen(_ fd: Int32, on address: SocketAddress, backlog: Int32 = 4096, sharedPort: Bool = true) throws(SystemError) {
+        if sharedPort {
+            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+            try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
+        }
         _ = try retrying("bind(\(address))") { address.withSockaddr { Glibc.bind(fd, $0, $1) } }
         _ = try retrying("listen") { Glibc.listen(fd, backlog) }
     }
@@ -485,6 +488,13 @@ public enum Sys {
     /// Turns Nagle's algorithm off: frames are small and must not wait for an ACK.
     public static func setNoDelay(_ fd: Int32) {
         try? setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+    }
+
+    /// fcntl(2): clears O_NONBLOCK, for a descriptor a thread of its own reads and writes in turn
+    /// (`accept` makes every socket non-blocking).
+    public static func setBlocking(_ fd: Int32) throws(SystemError) {
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else { throw SystemError("fcntl") }
     }
 
     /// shutdown(2) for writing: our FIN, while the peer may still send.

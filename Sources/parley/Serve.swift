@@ -83,6 +83,10 @@ struct Serve: ParsableCommand {
     @Flag(name: .customLong("speech-helper-only"), help: .hidden)
     var speechHelperOnly = false
 
+    /// The loop's time a test moves (`TestClockControl`), at this socket: one loop, never for users.
+    @Option(name: .customLong("test-clock"), help: .hidden)
+    var testClock: String?
+
     /// A worker started by a supervisor stays quiet: the supervisor says when all of them listen.
     private var isWorker: Bool { workerName != nil }
 
@@ -90,6 +94,12 @@ struct Serve: ParsableCommand {
         var settings = try readSettings()
         if speechHelperOnly { return try runSpeechHelperOnly(settings) }
         if settings.workers > 1 && !isWorker { return try supervise(settings) }
+        if let testClock {
+            let clock = ManualClock()
+            settings.server.loops = 1
+            settings.server.clock = .manual(clock)
+            try TestClockControl.start(path: testClock, clock: clock)
+        }
         if let workerDir, let workerName { settings.server.workerGroup = try joinSupervisor(directory: workerDir, name: workerName) }
         (settings.access.shared, settings.access.shares) = try sharedTenantCount(settings)
         let resume = try ResumeOptions.open(settings.resume)

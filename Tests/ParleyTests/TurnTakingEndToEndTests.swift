@@ -6,7 +6,8 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// `semantic_vad` on a real `parley serve` with its real speech helper (Smart Turn v3.2): a user
+/// `semantic_vad` on a real `parley serve` with its real speech helper (Smart Turn v3.2), the
+/// decisions on the test's clock (`parley serve --test-clock`, `ClockedConversation`): a user
 /// who pauses mid-sentence is not answered in the pause, a finished sentence ends the turn by the
 /// model's word rather than by a fixed silence, and a helper that dies costs only the model's
 /// opinion (turns end by silence) until it is back. Real speech in several voices: Piper's joe at
@@ -41,22 +42,19 @@ import TestSupport
 
     typealias Recorder = EventRecorder
 
-    /// Streams `samples` in 20 ms appends at real-time pace; returns when each sample index in
-    /// `marks` went out.
-    func stream(_ samples: [Int16], to client: TestClient, marking marks: [Int] = []) throws -> [Int: UInt64] {
-        var sent: [Int: UInt64] = [:]
+    /// Streams `samples` in 20 ms appends at real-time pace: for the cases about a helper's
+    /// life, which run on real time (its restart is a process's).
+    func stream(_ samples: [Int16], to client: TestClient) throws {
         let start = MonotonicClock.nanoseconds()
         for (n, offset) in stride(from: 0, to: samples.count, by: 480).enumerated() {
             let chunk = Array(samples[offset..<min(samples.count, offset + 480)])
             let event = #"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#
             try client.send(TestClient.frame(0x1, Array(event.utf8)))
-            for mark in marks where mark >= offset && mark < offset + 480 { sent[mark] = MonotonicClock.nanoseconds() }
             // Paced against the start, so that sleeping late does not add up.
             let due = start + UInt64(n + 1) * 20_000_000
             let now = MonotonicClock.nanoseconds()
             if due > now { usleep(UInt32((due - now) / 1_000)) }
         }
-        return sent
     }
 
     func openSession(_ server: ServerProcess, eagerness: String = "auto") throws -> TestClient {
@@ -70,10 +68,22 @@ import TestSupport
         return client
     }
 
+    /// A session like `openSession`'s on a `clocked` server: time moves as the test streams, and
+    /// waits for every verdict and decode the session asks the helper for.
+    func converse(_ server: ServerProcess, eagerness: String = "auto") throws -> ClockedConversation {
+        let client = try TestClient(port: server.port, timeoutSeconds: 30)
+        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
+        let talk = try ClockedConversation(client: client, clock: try #require(server.clock, "the server has no test clock"))
+        try talk.advance(until: "session.created", withinMs: 1_000)
+        try talk.send(#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"semantic_vad","eagerness":"\#(eagerness)","create_response":false}}}}}"#)
+        try talk.advance(until: "session.updated", withinMs: 1_000)
+        return talk
+    }
+
     /// A server whose helper is up (it loads Smart Turn in about half a second): the run's shared
-    /// one unless the test kills it (`.own`).
-    func startServer(_ arguments: String = "", speechHelper: ServerProcess.SpeechHelper = .sharedIfAny) throws -> ServerProcess {
-        let server = try ServerProcess(arguments: "--transcriber none --synthesizer none " + arguments, speechHelper: speechHelper)
+    /// one unless the test kills it (`.own`); `clocked`, on the test's clock (`converse`).
+    func startServer(_ arguments: String = "", speechHelper: ServerProcess.SpeechHelper = .sharedIfAny, clocked: Bool = false) throws -> ServerProcess {
+        let server = try ServerProcess(arguments: "--transcriber none --synthesizer none " + arguments, speechHelper: speechHelper, clocked: clocked)
         for _ in 0..<100 where server.metric("parley_speech_helper_up") != 1 { usleep(100_000) }
         return server
     }
@@ -90,29 +100,24 @@ import TestSupport
     ]
 
     /// A pause mid-thought is not the end of the turn: one turn, ended after the second half.
-    @Test(arguments: RealTimeScope.cases(Self.pauses, short: [0, 3]))
+    @Test(arguments: Self.pauses)
     func aPauseMidSentenceIsNotAnswered(first: String, second: String, pauseMs: Int, voice: Voice) throws {
-        try RealTimeScope.retriedOnce("\(first) … \(second)") { try aPauseMidSentenceIsNotAnsweredOnce(first: first, second: second, pauseMs: pauseMs, voice: voice) }
-    }
-
-    func aPauseMidSentenceIsNotAnsweredOnce(first: String, second: String, pauseMs: Int, voice: Voice) throws {
-        let server = try startServer("--log-level debug")
+        let server = try startServer("--log-level debug", clocked: true)
         #expect(server.metric("parley_speech_helper_up") == 1, "the speech helper did not come up")
         defer {
             // The model's verdicts, for whoever reads the log.
             server.signal(SIGTERM)
             print(server.remainingOutput().split(separator: "\n").filter { $0.contains("turn judged") }.joined(separator: "\n"))
         }
-        let client = try openSession(server)
+        let talk = try converse(server)
         let before = Self.silence(ms: 500) + (try voice.say(first)) + Self.silence(ms: pauseMs)
         // Long enough after for the longest wait (4 s at auto) should the model never say complete.
         let audio = before + (try voice.say(second)) + Self.silence(ms: 4_800)
-        let recorder = try Recorder(client)
-        _ = try stream(audio, to: client)
-        let events = recorder.finish().map(\.event)
+        try talk.stream(audio)
+        let events = talk.events
         let stops = events.filter { $0["type"]?.string == "input_audio_buffer.speech_stopped" }
         let commits = events.filter { $0["type"]?.string == "input_audio_buffer.committed" }
-        #expect(commits.count == 1, "\(voice): \(events.compactMap { $0["type"]?.string }) \(["model", "max_wait", "silence"].map { server.metric("parley_turn_ends_total{cause=\"\($0)\"}") }) sent \(audio.count / 24) ms")
+        #expect(commits.count == 1, "\(voice): \(talk.types) \(["model", "max_wait", "silence"].map { server.metric("parley_turn_ends_total{cause=\"\($0)\"}") }) sent \(audio.count / 24) ms")
         let secondStartsMs = before.count / 24
         #expect((stops.first?["audio_end_ms"]?.int ?? 0) > secondStartsMs, "\(voice): the turn ended in the pause: \(stops)")
         #expect(server.metric("parley_turn_premature_ends_total") == 0)
@@ -126,27 +131,15 @@ import TestSupport
     ]
 
     /// A finished sentence ends the turn on the model's word: `cause="model"`, at the speech's end.
-    @Test(arguments: RealTimeScope.cases(Self.sentences, short: [0, 2]))
+    /// (How long after the last word: measured in benchmarks, `make bench-turns`.)
+    @Test(arguments: Self.sentences)
     func aFinishedSentenceEndsTheTurnByTheModel(text: String, voice: Voice) throws {
-        try RealTimeScope.retriedOnce(text) { try aFinishedSentenceEndsTheTurnByTheModelOnce(text: text, voice: voice) }
-    }
-
-    func aFinishedSentenceEndsTheTurnByTheModelOnce(text: String, voice: Voice) throws {
-        let server = try startServer()
-        let client = try openSession(server)
-        let speech = try voice.say(text)
-        let audio = Self.silence(ms: 500) + speech + Self.silence(ms: 2_000)
-        let lastWord = 24 * 500 + speech.count - 1
-        let recorder = try Recorder(client)
-        let sent = try stream(audio, to: client, marking: [lastWord])
-        let events = recorder.finish()
-        let stopped = events.first { $0.event["type"]?.string == "input_audio_buffer.speech_stopped" }
-        #expect(stopped != nil, "\(voice): \(events.compactMap { $0.event["type"]?.string })")
+        let server = try startServer(clocked: true)
+        let talk = try converse(server)
+        let audio = Self.silence(ms: 500) + (try voice.say(text)) + Self.silence(ms: 2_000)
+        try talk.stream(audio)
+        #expect(talk.first("input_audio_buffer.speech_stopped") != nil, "\(voice): \(talk.types)")
         #expect(server.metric(#"parley_turn_ends_total{cause="model"}"#) == 1, "\(voice)")
-        if let stopped, let at = sent[lastWord] {
-            // Not asserted (timing is measured in benchmarks): shown for whoever reads the log.
-            print("\(voice): the last sample to speech_stopped \(Double(Int64(stopped.at) - Int64(at)) / 1e6) ms")
-        }
     }
 
     /// The helper dies: turns end by silence while it is away, it is started again, and the model
@@ -161,7 +154,7 @@ import TestSupport
         #expect(killed.status == 0, "no helper to kill: \(killed.stderr)")
         for _ in 0..<50 where server.metric("parley_speech_helper_up") != 0 { usleep(20_000) }
         let recorder = try Recorder(client)
-        _ = try stream(audio, to: client)
+        try stream(audio, to: client)
         let events = recorder.finish().map(\.event)
         #expect(events.contains { $0["type"]?.string == "input_audio_buffer.committed" }, "\(events.compactMap { $0["type"]?.string })")
         #expect(server.metric(#"parley_turn_ends_total{cause="silence"}"#) == 1,
@@ -182,7 +175,7 @@ import TestSupport
         let client = try openSession(server)
         let audio = Self.silence(ms: 300) + (try Voice.piper(lengthScale: 1.0).say("Good morning.")) + Self.silence(ms: 1_000)
         let recorder = try Recorder(client)
-        _ = try stream(audio, to: client)
+        try stream(audio, to: client)
         let events = recorder.finish().map(\.event)
         #expect(events.contains { $0["type"]?.string == "input_audio_buffer.committed" }, "\(events.compactMap { $0["type"]?.string })")
         #expect(server.metric("parley_speech_helper_up") == 0)

@@ -11,9 +11,10 @@ import TestSupport
     let turns = TurnTakingEndToEndTests()
     typealias Voice = TurnTakingEndToEndTests.Voice
 
-    /// A server with the recogniser and the turn model up (Whisper loads in a few seconds).
+    /// A server with the recogniser and the turn model up (Whisper loads in a few seconds), on the
+    /// test's clock.
     func startServer() throws -> ServerProcess {
-        let server = try ServerProcess(arguments: "--synthesizer none")
+        let server = try ServerProcess(arguments: "--synthesizer none", clocked: true)
         for _ in 0..<200 where server.metric("parley_speech_helper_up") != 1 { usleep(100_000) }
         return server
     }
@@ -36,20 +37,15 @@ import TestSupport
         ("I would like to order a", "large pizza with mushrooms.", 800, .flite("slt")),
     ]
 
-    @Test(arguments: RealTimeScope.cases(Self.pauses, short: [0, 2]))
+    @Test(arguments: Self.pauses)
     func aPauseTheWordsLeaveOpenIsNotAnswered(first: String, second: String, pauseMs: Int, voice: Voice) throws {
-        try RealTimeScope.retriedOnce("\(first) … \(second)") { try aPauseTheWordsLeaveOpenIsNotAnsweredOnce(first: first, second: second, pauseMs: pauseMs, voice: voice) }
-    }
-
-    func aPauseTheWordsLeaveOpenIsNotAnsweredOnce(first: String, second: String, pauseMs: Int, voice: Voice) throws {
         let server = try startServer()
         #expect(server.metric("parley_speech_helper_up") == 1, "the speech helper did not come up")
-        let client = try turns.openSession(server)
+        let talk = try turns.converse(server)
         let before = TurnTakingEndToEndTests.silence(ms: 500) + (try voice.say(first)) + TurnTakingEndToEndTests.silence(ms: pauseMs)
         let audio = before + (try voice.say(second)) + TurnTakingEndToEndTests.silence(ms: 4_800)
-        let recorder = try EventRecorder(client)
-        _ = try turns.stream(audio, to: client)
-        let events = recorder.finish().map(\.event)
+        try talk.stream(audio)
+        let events = talk.events
         let commits = events.filter { $0["type"]?.string == "input_audio_buffer.committed" }
         let stops = events.filter { $0["type"]?.string == "input_audio_buffer.speech_stopped" }
         let heard = events.filter { $0["type"]?.string == "conversation.item.input_audio_transcription.completed" }.map { $0["transcript"]?.string ?? "" }
@@ -67,18 +63,13 @@ import TestSupport
         ("Tomorrow at nine.", .piper(lengthScale: 1.25)),
     ]
 
-    @Test(arguments: RealTimeScope.cases(Self.sentences, short: [0, 2]))
+    @Test(arguments: Self.sentences)
     func aFinishedSentenceIsNotKeptWaiting(text: String, voice: Voice) throws {
-        try RealTimeScope.retriedOnce(text) { try aFinishedSentenceIsNotKeptWaitingOnce(text: text, voice: voice) }
-    }
-
-    func aFinishedSentenceIsNotKeptWaitingOnce(text: String, voice: Voice) throws {
         let server = try startServer()
-        let client = try turns.openSession(server)
+        let talk = try turns.converse(server)
         let audio = TurnTakingEndToEndTests.silence(ms: 500) + (try voice.say(text)) + TurnTakingEndToEndTests.silence(ms: 4_800)
-        let recorder = try EventRecorder(client)
-        _ = try turns.stream(audio, to: client)
-        let events = recorder.finish().map(\.event)
+        try talk.stream(audio)
+        let events = talk.events
         #expect(events.filter { $0["type"]?.string == "input_audio_buffer.committed" }.count == 1, "\(voice): \(events.compactMap { $0["type"]?.string })")
         let byModelOrWords = (server.metric(#"parley_turn_ends_total{cause="model"}"#) ?? 0) + (server.metric(#"parley_turn_ends_total{cause="words"}"#) ?? 0)
         #expect(byModelOrWords == 1, "\(voice) \"\(text)\": \(ends(server))")

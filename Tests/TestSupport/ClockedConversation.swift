@@ -2,7 +2,8 @@ import Codec
 import JSON
 import Loop
 
-/// A WebSocket session on a server whose loop runs on a test's clock (`ManualClock`, issue 50).
+/// A WebSocket session on a server whose loop runs on a test's clock (`TestClock`: a `ManualClock`
+/// in this process, or a `parley serve --test-clock` child's; issue 50).
 ///
 /// Time moves only when the test moves it, and only once the server has read everything sent and
 /// finished the work it waits on (a decode, a synthesis, an encode): so a decision (a reply cut or
@@ -12,7 +13,7 @@ import Loop
 /// Every `advance` ends with a barrier: a ping, and the frames the server wrote before its pong,
 /// kept in `events` and `binary` in the order they came.
 public final class ClockedConversation {
-    public let clock: ManualClock
+    public let clock: any TestClock
     public let client: TestClient
     public private(set) var events: [JSON] = []
     /// When each of `events` came, in the test clock's milliseconds (`elapsedMs` at the barrier
@@ -37,7 +38,7 @@ public final class ClockedConversation {
     }
 
     /// A WebSocket `client` has already opened (any endpoint: the barrier is the protocol's own ping).
-    public init(client: TestClient, clock: ManualClock) throws {
+    public init(client: TestClient, clock: any TestClock) throws {
         self.clock = clock
         self.client = client
         // Each step is a few small writes answered at once: Nagle's wait for an ACK (delayed up

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A `parley serve` child process for tests that need the real executable: its exit status, its
 /// signal handling, its behaviour under a descriptor limit.
@@ -10,6 +11,10 @@ public final class ServerProcess {
     /// What the process wrote before its listening line (start-up warnings), a line each.
     public let startupLines: [String]
     private let output: UnsafeMutablePointer<FILE>
+    /// Its loop's time, when started `clocked` (`parley serve --test-clock`).
+    public let clock: ServerClock?
+    private let clockPath: String?
+    private static let clocks = Atomic<Int>(0)
 
     public struct StartFailure: Error, CustomStringConvertible {
         public let description: String
@@ -52,10 +57,13 @@ public final class ServerProcess {
 
     /// Starts `parley COMMAND --port 0 ARGS` (`serve`, or `mock-llm`) through a shell (so `ulimit`
     /// and environment variables can be set first) and waits for its "listening" line.
+    /// `clocked`: its one loop runs on a clock the test moves (`clock`, `ClockedConversation`).
     public init(command subcommand: String = "serve", arguments: String = "", environment: String = "", descriptorLimit: Int? = nil,
-                speechHelper: SpeechHelper = .sharedIfAny) throws {
+                speechHelper: SpeechHelper = .sharedIfAny, clocked: Bool = false) throws {
         let limit = descriptorLimit.map { "ulimit -n \($0); " } ?? ""
         var arguments = arguments
+        clockPath = clocked ? "/tmp/parley-test-clock-\(getpid())-\(Self.clocks.add(1, ordering: .relaxed).newValue).sock" : nil
+        if let clockPath { arguments += " --test-clock \(clockPath)" }
         if subcommand == "serve", speechHelper == .sharedIfAny, !Self.choosesHelper(arguments), let socket = Self.sharedSpeechHelperSocket {
             arguments += " --speech-helper-socket \(socket)"
         }
@@ -83,9 +91,16 @@ public final class ServerProcess {
         }
         self.port = port
         listeningLine = text
+        do {
+            clock = try clockPath.map(ServerClock.init(path:))
+        } catch {
+            kill(child, SIGKILL)
+            throw error
+        }
     }
 
     deinit {
+        if let clockPath { unlink(clockPath) }
         kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
