@@ -31,7 +31,7 @@ import TestSupport
 
     @Test func aTenantCappedAtNGetsNAcrossFourWorkers() throws {
         let keys = KeysFile()
-        let server = try ServerProcess(arguments: "--workers 4 --loops 1 --api-keys \(keys.path) --tenant-max-sessions 3 \(Self.quiet)")
+        let server = try ServerProcess(arguments: "--workers 4 --loops 1 --transcriber none --synthesizer none --turn-model none --api-keys \(keys.path) --tenant-max-sessions 3 \(Self.quiet)")
         var held: [TestClient] = []
         for _ in 0..<3 {
             let (client, answer) = try Self.open(server.port)
@@ -72,7 +72,7 @@ import TestSupport
     /// of the workers' table, so the tenant gets those places back once it has reaped it.
     @Test func aKilledWorkersSessionsGiveTheirPlacesBack() throws {
         let keys = KeysFile()
-        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --api-keys \(keys.path) --tenant-max-sessions 4 \(Self.quiet)")
+        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --transcriber none --synthesizer none --turn-model none --api-keys \(keys.path) --tenant-max-sessions 4 \(Self.quiet)")
         var held: [TestClient] = []
         for _ in 0..<4 {
             let (client, answer) = try Self.open(server.port)

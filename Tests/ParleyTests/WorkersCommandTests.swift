@@ -38,7 +38,7 @@ import TestSupport
     }
 
     @Test func sessionsSpreadOverTheWorkersAndMetricsAreSummed() throws {
-        let server = try ServerProcess(arguments: "--workers 2 --loops 1")
+        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --transcriber none --synthesizer none --turn-model none")
         let sessions = try (0..<20).map { _ in try TestClient(port: server.port) }
         for session in sessions { #expect(try session.upgrade().status == 101) }
         let text = try eventually(server) { value("parley_connections_open{endpoint=\"echo\"}", in: $0) == 20 }
@@ -55,7 +55,7 @@ import TestSupport
     }
 
     @Test func aWorkerThatDiesIsRestartedAndTheOthersCarryOn() throws {
-        let server = try ServerProcess(arguments: "--workers 2 --loops 1")
+        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --transcriber none --synthesizer none --turn-model none")
         let before = workerPIDs(try metrics(server))
         #expect(before.count == 2)
         kill(before[0], SIGKILL)
@@ -73,7 +73,7 @@ import TestSupport
     }
 
     @Test func sigtermClosesEverySessionOnEveryWorkerAndExitsZero() throws {
-        let server = try ServerProcess(arguments: "--workers 2 --loops 1")
+        let server = try ServerProcess(arguments: "--workers 2 --loops 1 --transcriber none --synthesizer none --turn-model none")
         let sessions = try (0..<10).map { _ in try TestClient(port: server.port) }
         for session in sessions { #expect(try session.upgrade().status == 101) }
         let pids = workerPIDs(try eventually(server) { workerPIDs($0).count == 2 })

@@ -3,8 +3,11 @@ import Synchronization
 
 /// Test vectors made at test time from real speech: espeak-ng says a sentence into a WAV file and
 /// opusenc encodes that. Generated rather than checked in, so the repository holds no binary audio
-/// and a test can use any sentence. Files live in one temporary directory per process, removed at
-/// exit, and are cached by sentence and settings, so asking again costs nothing.
+/// and a test can use any sentence. Files are kept in `.build/speech-vectors` by a hash of the
+/// tool, its settings and the sentence, across processes and runs (every tool here says the same
+/// sentence the same way each time: Piper with its noise off, sox with `-R`), so asking again costs
+/// nothing: Piper's command loads its 63 MB voice for each sentence, 63 core-seconds of a run of
+/// the suites in three processes, each making its own. `make clean` clears them.
 public enum SpeechVectors {
     public struct ToolFailure: Error, CustomStringConvertible {
         public let description: String
@@ -76,35 +79,48 @@ public enum SpeechVectors {
         }
     }
 
-    private struct Cache {
-        var directory: String?
-        var paths: [String: String] = [:]
-        var files = 0
+    /// Where every process and run of this clone keeps its vectors (git ignores .build).
+    static let directory = ".build/speech-vectors"
+
+    /// Paths already known to this process, by key.
+    private static let known = Mutex<[String: String]>([:])
+    private static let made = Atomic<Int>(0)
+
+    /// The kept file for `key`, or a new one made by `command(path)`. Tests run in parallel, in
+    /// several processes: the tool writes a name of its own, renamed into place when done (a
+    /// rename is atomic), so a reader never sees half a file and two makers of one key both
+    /// succeed.
+    private static func vector(key: String, suffix: String, input: String? = nil, command: (String) -> [String]) throws -> String {
+        if let path = known.withLock({ $0[key] }) { return path }
+        let path = "\(directory)/\(hash(key)).\(suffix)"
+        if access(path, R_OK) != 0 {
+            guard mkdir(".build", 0o755) == 0 || errno == EEXIST, mkdir(directory, 0o755) == 0 || errno == EEXIST else {
+                throw ToolFailure(description: "cannot make \(directory): \(String(cString: strerror(errno)))")
+            }
+            let partial = "\(directory)/\(hash(key)).\(getpid()).\(made.add(1, ordering: .relaxed).newValue).partial.\(suffix)"
+            do {
+                try generate(command(partial), input: input)
+            } catch {
+                unlink(partial)
+                throw error
+            }
+            guard rename(partial, path) == 0 else {
+                unlink(partial)
+                throw ToolFailure(description: "cannot keep \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        known.withLock { $0[key] = path }
+        return path
     }
 
-    private static let cache = Mutex(Cache())
-
-    /// The cached file for `key`, or a new one made by `command(path)`. Tests run in parallel, so
-    /// the tool runs outside the lock, writing to a fresh name; two callers racing on one key both
-    /// generate, the first to finish is kept and the other's file removed.
-    private static func vector(key: String, suffix: String, input: String? = nil, command: (String) -> [String]) throws -> String {
-        let (cached, path) = try cache.withLock { cache throws -> (String?, String) in
-            if let path = cache.paths[key] { return (path, path) }
-            let directory = try cache.directory ?? makeDirectory()
-            cache.directory = directory
-            cache.files += 1
-            return (nil, "\(directory)/\(cache.files).\(suffix)")
+    /// FNV-1a, 64 bits, in hex: a file name for a key.
+    private static func hash(_ key: String) -> String {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            value ^= UInt64(byte)
+            value &*= 0x0000_0100_0000_01b3
         }
-        if let cached { return cached }
-        try generate(command(path), input: input)
-        return cache.withLock { cache in
-            if let winner = cache.paths[key] {
-                unlink(path)
-                return winner
-            }
-            cache.paths[key] = path
-            return path
-        }
+        return String(value, radix: 16)
     }
 
     private static func generate(_ argv: [String], input: String? = nil) throws {
@@ -118,25 +134,5 @@ public enum SpeechVectors {
         guard status == 0 else {
             throw ToolFailure(description: "\(argv[0]) exited with status \(status) for \(argv); \(hint)")
         }
-    }
-
-    private static func makeDirectory() throws -> String {
-        var template = Array("/tmp/parley-speech-XXXXXX".utf8CString)
-        guard mkdtemp(&template) != nil else {
-            throw ToolFailure(description: "mkdtemp in /tmp: \(String(cString: strerror(errno)))")
-        }
-        atexit { SpeechVectors.removeDirectory() }
-        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// Removes the generated files and their directory (it holds nothing else).
-    private static func removeDirectory() {
-        guard let directory = cache.withLock({ $0.directory }), let listing = opendir(directory) else { return }
-        while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { unlink("\(directory)/\(name)") }
-        }
-        closedir(listing)
-        rmdir(directory)
     }
 }
