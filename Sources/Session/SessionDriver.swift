@@ -291,7 +291,7 @@ package final class SessionDriver {
         trace?.end(code: Int(code.rawValue), at: loopTime)
         trace = nil
         sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
-                                                     "seconds": "\(Double(loopTime &- openedAt) / 1e9)"])
+                                                     "seconds": "\(secondsOpen)"])
         for call in calls.values { call.cancel() }
         calls = [:]
         for output in speechOutputs.values { _ = output.stop() }
@@ -344,7 +344,7 @@ package final class SessionDriver {
 
     private func writeReport(code: WebSocketCloseCode, on loop: EventLoop) {
         let report = report ?? SessionReport()
-        let seconds = Double(loopTime &- openedAt) / 1e9
+        let seconds = secondsOpen
         let ending = SessionReport.Ending(closeCode: Int(code.rawValue), reason: report.endReason ?? code.reportReason, seconds: seconds,
                                           audioInSeconds: Double(engine.audioMs) / 1000)
         let json = report.json(sessionID: engine.sessionID, tenant: lease?.tenant, model: engine.model, endpoint: wire?.endpointName ?? "",
@@ -376,6 +376,9 @@ package final class SessionDriver {
     /// Now, on the session's loop's clock (`LoopClock`: the machine's, or a test's): every time
     /// the session decides or measures by. The machine's once the session has no loop.
     var loopTime: UInt64 { socket?.loop.nanoseconds() ?? MonotonicClock.nanoseconds() }
+
+    /// How long the session has been open, on that clock.
+    var secondsOpen: Double { Double(loopTime &- openedAt) / 1e9 }
 
     func refuse(_ error: ProtocolError, eventID: String? = nil) {
         var error = error

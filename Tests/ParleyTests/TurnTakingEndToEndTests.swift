@@ -57,13 +57,17 @@ import TestSupport
         }
     }
 
+    /// pcm16 at 24 kHz, `semantic_vad` at `eagerness`, turns committed and never answered.
+    static func semanticUpdate(eagerness: String) -> String {
+        #"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"semantic_vad","eagerness":"\#(eagerness)","create_response":false}}}}}"#
+    }
+
     func openSession(_ server: ServerProcess, eagerness: String = "auto") throws -> TestClient {
         // Waits out the longest quiet a test has (the 4 s wait and its silence) without timing out.
         let client = try TestClient(port: server.port, timeoutSeconds: 30)
         #expect(try client.upgrade(path: "/v1/realtime").status == 101)
         _ = try client.readEvents(until: "session.created")
-        let update = #"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"semantic_vad","eagerness":"\#(eagerness)","create_response":false}}}}}"#
-        try client.send(TestClient.frame(0x1, Array(update.utf8)))
+        try client.send(TestClient.frame(0x1, Array(Self.semanticUpdate(eagerness: eagerness).utf8)))
         _ = try client.readEvents(until: "session.updated")
         return client
     }
@@ -75,7 +79,7 @@ import TestSupport
         #expect(try client.upgrade(path: "/v1/realtime").status == 101)
         let talk = try ClockedConversation(client: client, clock: try #require(server.clock, "the server has no test clock"))
         try talk.advance(until: "session.created", withinMs: 1_000)
-        try talk.send(#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"semantic_vad","eagerness":"\#(eagerness)","create_response":false}}}}}"#)
+        try talk.send(Self.semanticUpdate(eagerness: eagerness))
         try talk.advance(until: "session.updated", withinMs: 1_000)
         return talk
     }

@@ -4,7 +4,6 @@ import JSON
 import Server
 import Session
 import Speech
-import Synchronization
 import Testing
 import TestSupport
 import Loop
