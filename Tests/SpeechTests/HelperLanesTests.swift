@@ -17,12 +17,12 @@ import Glibc
 
     /// One worker for decodes and syntheses together, and none kept for the work a user waits on:
     /// what waits is in its lanes.
-    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx",
+    static let oneWorker = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/voice-int8/en_US-joe-medium-int8.ort",
                                                 "--waited-workers", "0"], workers: 1)
 
     /// One worker, and one more for the work a user waits on now (the default's one).
     static let oneWorkerOneWaited = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en",
-                                                         "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"], workers: 1)
+                                                         "--piper", ".venv-speech/voice-int8/en_US-joe-medium-int8.ort"], workers: 1)
 
     static let long = (1...12).map { "clause number \($0) of the first reply," }.joined(separator: " ") + " and its end."
 

