@@ -3,42 +3,45 @@
 #
 #   scripts/tools/libfuzzer.sh smoke   every target: its committed seeds (Fuzz/corpus/<target>) replayed,
 #                                then FUZZ_SECONDS (default 2) of fuzzing; make test runs this (2 s, not
-#                                5: 17 targets, 50 s off make test; the seeds are the regression check)
+#                                5: 17 targets, 50 s off make test; the seeds are the regression check).
+#                                A debug build (.build-fuzz/debug): 59 s from nothing where the release
+#                                build took about 130 (2026-11-27), and the seeds and two seconds need
+#                                no speed
 #   scripts/tools/libfuzzer.sh deep    every target for FUZZ_SECONDS (default 300), or until FUZZ_RUNS
 #                                executions if that is given (then with no time limit unless
 #                                FUZZ_SECONDS is given too), growing .build-fuzz/corpus/<target>
-#   scripts/tools/libfuzzer.sh build   only the build: .build-fuzz/release/parley-fuzz
+#   scripts/tools/libfuzzer.sh build   only the build: .build-fuzz/release/parley-fuzz (deep's)
 #
 # FUZZ_TARGETS="http frames" runs only those. Prints a table (target, seconds, executions, exec/s,
 # coverage: the edges (cov) and features (ft) reached, and the corpus's inputs at the end; crashes) and exits non-zero if any target crashed, hung (-timeout) or ran out of memory
 # (-rss_limit_mb), leaving the input that did it in Fuzz/crashes/<target>/ (not committed); replay
-# it with `.build-fuzz/release/parley-fuzz --target=<target> <file>`. Logs: .build-fuzz/logs/<mode>/.
+# it with `.build-fuzz/<release or debug>/parley-fuzz --target=<target> <file>`. Logs: .build-fuzz/logs/<mode>/.
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
 mode=${1:-}
 case "$mode" in
-  smoke) seconds=${FUZZ_SECONDS:-2} ;;
-  deep) seconds=${FUZZ_SECONDS:-$([ -n "${FUZZ_RUNS:-}" ] && echo 0 || echo 300)} ;;
-  build) ;;
+  smoke) seconds=${FUZZ_SECONDS:-2} config=debug ;;
+  deep) seconds=${FUZZ_SECONDS:-$([ -n "${FUZZ_RUNS:-}" ] && echo 0 || echo 300)} config=release ;;
+  build) config=release ;;
   *) echo "usage: $0 smoke|deep|build  (FUZZ_SECONDS, FUZZ_RUNS, FUZZ_TARGETS)" >&2; exit 2 ;;
 esac
 
 # The Codec module links libopus and libspeexdsp; libFuzzer and ASan come with the Swift toolchain.
 scripts/tools/install-deps.sh
-# Release, because the fuzzer runs several times faster optimised; -enable-testing, because the
+# Release for deep runs, because the fuzzer runs several times faster optimised (debug for the smoke); -enable-testing, because the
 # targets reach the parsers' internals with @testable import; PARLEY_FUZZ declares the target
 # (Package.swift). Its own scratch path, so it never touches .build.
 # The sanitizers: swiftc keeps only the last -sanitize= it is given, and SwiftPM's
 # `--sanitize fuzzer --sanitize address` passes two, in no fixed order, so a build got one or the
 # other. `--sanitize fuzzer` is still given, because with it SwiftPM lets libFuzzer supply `main`;
 # the combined flag after it is the one swiftc uses.
-PARLEY_FUZZ=1 "${SWIFT:-swift}" build -c release --scratch-path .build-fuzz --product parley-fuzz \
+PARLEY_FUZZ=1 "${SWIFT:-swift}" build -c "$config" --scratch-path .build-fuzz --product parley-fuzz \
   --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing
-fuzzer=.build-fuzz/release/parley-fuzz
+fuzzer=.build-fuzz/$config/parley-fuzz
 # Fuzzing without coverage would be blind, and without ASan would miss what it is for: check that a
 # parser's code has both (coverage counters, ASan checks) rather than trust the flags.
-symbols=$(nm .build-fuzz/release/Server.build/HTTPRequestParser.swift.o)
+symbols=$(nm ".build-fuzz/$config/Server.build/HTTPRequestParser.swift.o")
 grep -q __sancov <<<"$symbols" && grep -q __asan_ <<<"$symbols" || {
   echo "libfuzzer: the build lacks coverage or ASan instrumentation (see the flags above)" >&2
   exit 1
