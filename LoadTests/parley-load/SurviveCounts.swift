@@ -6,6 +6,8 @@ struct SurviveCounts {
     var turnsResent = 0
     var responsesNudged = 0
     var turnsUnanswered = 0
+    /// The stories of the first turns unanswered (SurviveTurnStory).
+    var unansweredExamples: [String] = []
     var turnsSkipped = 0
     var statuses: [String: Int] = [:]
     var turnLatency = LatencyRecorder()

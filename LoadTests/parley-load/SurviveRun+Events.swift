@@ -37,6 +37,7 @@ extension SurviveRun {
     }
 
     func handle(_ type: String, _ event: JSON, _ slot: Int, _ now: UInt64) {
+        if sessions[slot].turnSentAt != 0 { noteForStory(type, event, slot, now) }
         switch type {
         case "session.created":
             guard sessions[slot].state == .opening, sessions[slot].token == nil else { return }
@@ -126,6 +127,27 @@ extension SurviveRun {
             retrieved(slot, event)
         case "error":
             error(slot, event)
+        default:
+            break
+        }
+    }
+
+    /// The events a turn's story keeps: its items', its responses', resumes and errors.
+    private func noteForStory(_ type: String, _ event: JSON, _ slot: Int, _ now: UInt64) {
+        let replayed = sessions[slot].inReplay ? " (replayed)" : ""
+        switch type {
+        case "conversation.item.added", "conversation.item.created", "conversation.item.done":
+            guard let id = event["item"]?["id"]?.string, id == sessions[slot].turnItemID || sessions[slot].turnItemID.isEmpty else { return }
+            sessions[slot].turnStory.note("\(type) \(id)\(replayed)", at: now)
+        case "input_audio_buffer.committed":
+            sessions[slot].turnStory.note("\(type) \(event["item_id"]?.string ?? "?")\(replayed)", at: now)
+        case "response.created", "response.done":
+            let response = event["response"]
+            sessions[slot].turnStory.note("\(type) \(response?["id"]?.string ?? "?") \(response?["status"]?.string ?? "")\(replayed)", at: now)
+        case "session.resumed":
+            sessions[slot].turnStory.note("session.resumed, \(event["replayed"]?.int ?? 0) replayed", at: now)
+        case "error":
+            sessions[slot].turnStory.note("error \(event["error"]?["code"]?.string ?? "?")", at: now)
         default:
             break
         }
@@ -369,6 +391,7 @@ extension SurviveRun {
             return scheduleTenantRetry(slot, now)
         }
         if inTenant(slot), reason == "HTTP 429" { counts.tenantResumeRefusals += 1 }
+        if sessions[slot].turnSentAt != 0 { sessions[slot].turnStory.note("connection lost (\(reason))", at: now) }
         if was == .ready || was == .opening {
             counts.drops[reason, default: 0] += 1
             if sessions[slot].droppedAt == 0 { sessions[slot].droppedAt = now }

@@ -56,6 +56,7 @@ extension SurviveRun {
         sessions[slot].turnUserSeen = false
         sessions[slot].turnResponseSeen = false
         sessions[slot].turnNudged = false
+        sessions[slot].turnStory.begin("sent \(kind) turn \(n)\(kind == .spoken ? "" : " as " + sessions[slot].turnItemID)", at: now)
         sessions[slot].turnDeadline = now + deadline(kind)
         sessions[slot].tool = kind == .weather ? SurviveToolTurn(outputPrefix: "o\(slot)t\(n)") : nil
         sessions[slot].reply = kind == .spoken ? SurviveSession.SpokenReply(cutDue: settings.cutEvery > 0 && n % settings.cutEvery == 0) : nil
@@ -107,6 +108,7 @@ extension SurviveRun {
                 sessions[slot].turnNudged = true
                 sessions[slot].turnDeadline = now + deadline(sessions[slot].turnKind)
                 counts.responsesNudged += 1
+                sessions[slot].turnStory.note(sessions[slot].turnUserSeen ? "nudged: response.create again" : "nudged: the turn again", at: now)
                 if sessions[slot].turnUserSeen {
                     sendResponseCreate(slot, on: connection)
                 } else {
@@ -114,6 +116,8 @@ extension SurviveRun {
                 }
             } else {
                 counts.turnsUnanswered += 1
+                sessions[slot].turnStory.note("counted unanswered (user item seen: \(sessions[slot].turnUserSeen), a response seen: \(sessions[slot].turnResponseSeen))", at: now)
+                if counts.unansweredExamples.count < 5 { counts.unansweredExamples.append("session \(slot): \(sessions[slot].turnStory.text)") }
                 sessions[slot].turnSentAt = 0
             }
         }
@@ -129,6 +133,7 @@ extension SurviveRun {
         resendCuts(slot, on: connection)
         guard sessions[slot].turnSentAt != 0 else { return startTurnIfFree(slot, now) }
         sessions[slot].turnDeadline = now + deadline(sessions[slot].turnKind)
+        sessions[slot].turnStory.note("replay over (user item seen: \(sessions[slot].turnUserSeen))", at: now)
         if !sessions[slot].turnUserSeen {
             counts.turnsResent += 1
             if sessions[slot].turnKind == .spoken { counts.spokenTurnsResent += 1 }

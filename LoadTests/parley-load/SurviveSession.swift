@@ -65,6 +65,8 @@ struct SurviveSession {
     var turnResponseSeen = false
     var turnDeadline: UInt64 = 0
     var turnNudged = false
+    /// The turn's events as this client saw them (reported if it goes unanswered).
+    var turnStory = SurviveTurnStory()
     var pendingTurn = false
     /// A weather turn's calls and outputs.
     var tool: SurviveToolTurn?

@@ -30,7 +30,9 @@ extension SurviveRun {
         if counts.itemsLost > 0 { problems.append("\(counts.itemsLost) completed items lost (item_not_found)") }
         if counts.itemsUnreachable > 0 { problems.append("\(counts.itemsUnreachable) completed items on sessions that could not be reached") }
         if !counts.resumeFailures.isEmpty { problems.append("resume failures: \(Format.reasons(counts.resumeFailures))") }
-        if counts.turnsUnanswered > 0 { problems.append("\(counts.turnsUnanswered) turns unanswered") }
+        if counts.turnsUnanswered > 0 {
+            problems.append("\(counts.turnsUnanswered) turns unanswered (" + counts.unansweredExamples.joined(separator: " | ") + ")")
+        }
         if counts.seqGaps > 0 { problems.append("\(counts.seqGaps) gaps in seq") }
         if !counts.responseStatusViolations.isEmpty { problems.append("response.done: \(Format.reasons(counts.responseStatusViolations))") }
         if !counts.closesUndocumented.isEmpty { problems.append("closes no document gives: \(Format.reasons(counts.closesUndocumented))") }
@@ -69,6 +71,7 @@ extension SurviveRun {
             ("turns_resent_after_resume", .int(counts.turnsResent)),
             ("turns_nudged", .int(counts.responsesNudged)),
             ("turns_unanswered", .int(counts.turnsUnanswered)),
+            ("unanswered_examples", .array(counts.unansweredExamples.map { .string($0) })),
             ("turns_skipped", .int(counts.turnsSkipped)),
             ("response_statuses", .counts(counts.statuses)),
             ("turn_seconds", inSeconds(counts.turnLatency)),

@@ -238,3 +238,28 @@ import Testing
         #expect(!plain.contains("Sec-WebSocket-Protocol"))
     }
 }
+
+/// A turn's story, as an unanswered turn reports it: offsets from the send, bounded, the first
+/// entries and the latest kept.
+@Suite struct SurviveTurnStoryTests {
+    @Test func entriesCarryTheirMillisecondsSinceTheTurnWasSent() {
+        var story = SurviveTurnStory()
+        story.note("before any turn", at: 5_000_000)
+        story.begin("sent text turn 3 as u1t3", at: 1_000_000_000)
+        story.note("response.created resp_1", at: 1_250_000_000)
+        #expect(story.text == "+0 ms sent text turn 3 as u1t3, +250 ms response.created resp_1")
+    }
+
+    @Test func aLongStoryKeepsItsBeginningAndItsEndAndSaysWhatItLeftOut() {
+        var story = SurviveTurnStory()
+        story.begin("sent", at: 1_000_000)
+        for i in 1...40 { story.note("event \(i)", at: 1_000_000 + UInt64(i) * 1_000_000) }
+        #expect(story.entries.count == SurviveTurnStory.limit)
+        #expect(story.entries.first == "+0 ms sent")
+        #expect(story.entries.last == "+40 ms event 40")
+        #expect(story.text.contains("(17 more)"))
+        #expect(story.entries[SurviveTurnStory.limit / 2 - 1] == "+11 ms event 11")
+        story.begin("sent again", at: 2_000_000)
+        #expect(story.text == "+0 ms sent again")
+    }
+}
