@@ -68,9 +68,6 @@ else
     echo "swift-test: shard $((i + 1)) of $shards: ${summary:-no summary (status $shard_status)}"
     [ "$shard_status" -eq 0 ] || status=$shard_status
   done
-  # The longest tests (wall time, shared with the tests beside them): where the phase's time goes.
-  cat "${logs[@]}" | sed -nE 's/^. Test ([^ (]+)\(.* (passed|failed) after ([0-9.]+) seconds.*/\3 \1/p' | sort -rn | head -12 \
-    | awk '{ printf "%s%s %.0f s", (NR > 1 ? ", " : "swift-test: the longest tests: "), $2, $1 } END { print "" }'
 fi
 if [ "$status" -ne 0 ]; then
   echo "swift-test: FAILED (status $status); the issues recorded, each cut at 800 characters:" >&2
