@@ -221,7 +221,10 @@ public final class TestServer {
 
     public var port: Int { server.port }
 
-    public func client() throws -> TestClient { try TestClient(port: port) }
+    /// `timeoutSeconds`: the longest a read waits for the next frame (5 s; a suite whose server
+    /// decodes and synthesises speech on a shared pool gives it more, since the two cores are
+    /// shared with every other test of the run).
+    public func client(timeoutSeconds: Int = 5) throws -> TestClient { try TestClient(port: port, timeoutSeconds: timeoutSeconds) }
 
     /// The value of an unlabelled or labelled series in /metrics.
     public func metric(_ series: String) -> Double? {
