@@ -44,7 +44,7 @@ import Glibc
     @Test func aSpokenQuestionComesBackAsItsWordsAndIsAnswered() throws {
         let (server, pool) = try server()
         defer { pool.stop() }
-        let client = try server.client(timeoutSeconds: SpokenReplyTests.readSeconds)
+        let client = try server.client(timeoutSeconds: TestServer.speechReadSeconds)
         #expect(try client.upgrade(path: "/ws").status == 101)
         _ = try readEvent(client)  // session.created
         for packet in try packets() {
@@ -70,7 +70,7 @@ import Glibc
     @Test func pastItsRecognisersATurnGetsAnOverloadedError() throws {
         let (server, pool) = try server(recognizers: 1)
         defer { pool.stop() }
-        let speaking = try (0..<2).map { _ in try server.client(timeoutSeconds: SpokenReplyTests.readSeconds) }
+        let speaking = try (0..<2).map { _ in try server.client(timeoutSeconds: TestServer.speechReadSeconds) }
         for client in speaking {
             #expect(try client.upgrade(path: "/ws").status == 101)
             _ = try readEvent(client)

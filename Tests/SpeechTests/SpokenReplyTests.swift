@@ -16,11 +16,6 @@ import Glibc
 /// that it is speech of a plausible length.
 @Suite(.serialized) struct SpokenReplyTests {
     static let sentence = "What is the weather like in Paris"
-    /// How long a read waits for the server's next event. pocketsphinx and espeak-ng run on the
-    /// test's pool of two threads, beside every other test of the run on two cores: in a clean
-    /// clone's `make test` (2026-11-27) a G.711 turn's reply was more than 5 s away and the test
-    /// failed on the client's read, not on anything it checks. An outcome, with a margin.
-    static let readSeconds = 30
 
     /// `reply`: what the model says, in a few deltas (short, so that speaking it takes little time).
     func server(reply: String = "It is sunny in Paris today. Take a light jacket anyway.") throws -> (TestServer, WorkerPool) {
@@ -53,7 +48,7 @@ import Glibc
     @Test func aSpokenQuestionOnWsIsAnsweredInOpus() throws {
         let (server, pool) = try server()
         defer { pool.stop() }
-        let client = try server.client(timeoutSeconds: Self.readSeconds)
+        let client = try server.client(timeoutSeconds: TestServer.speechReadSeconds)
         #expect(try client.upgrade(path: "/ws").status == 101)
         let created = try read(until: "session.created", client).events[0]
         #expect(created["session"]?["output_modalities"]?.array?.first?.string == "audio")
@@ -88,7 +83,7 @@ import Glibc
     @Test func aSessionThatAsksGetsEachTurnsTimeline() throws {
         let (server, pool) = try server()
         defer { pool.stop() }
-        let client = try server.client(timeoutSeconds: Self.readSeconds)
+        let client = try server.client(timeoutSeconds: TestServer.speechReadSeconds)
         #expect(try client.upgrade(path: "/ws").status == 101)
         _ = try read(until: "session.created", client)
         try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"include":["parley.turn.timeline"]}}"#.utf8)))
@@ -113,7 +108,7 @@ import Glibc
     @Test func theRealtimeEndpointAnswersInPCM16WhenAskedForAudio() throws {
         let (server, pool) = try server()
         defer { pool.stop() }
-        let client = try server.client(timeoutSeconds: Self.readSeconds)
+        let client = try server.client(timeoutSeconds: TestServer.speechReadSeconds)
         #expect(try client.upgrade(path: "/v1/realtime").status == 101)
         _ = try read(until: "session.created", client)
         try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"]}}"#.utf8)))
@@ -147,7 +142,7 @@ import Glibc
     func theRealtimeEndpointHearsAndSpeaksG711(dialect: Dialect, law: G711.Law) throws {
         let (server, pool) = try server()
         defer { pool.stop() }
-        let client = try server.client(timeoutSeconds: Self.readSeconds)
+        let client = try server.client(timeoutSeconds: TestServer.speechReadSeconds)
         let ga = dialect == .ga
         #expect(try client.upgrade(path: "/v1/realtime", extraHeaders: ga ? "" : "OpenAI-Beta: realtime=v1\r\n").status == 101)
         _ = try read(until: "session.created", client)
@@ -180,7 +175,7 @@ import Glibc
         let (server, pool) = try server(reply: "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
                                         + "Nobody on board knew how far the wind would carry them, or when they would see land again.")
         defer { pool.stop() }
-        let client = try server.client(timeoutSeconds: Self.readSeconds)
+        let client = try server.client(timeoutSeconds: TestServer.speechReadSeconds)
         #expect(try client.upgrade(path: "/ws").status == 101)
         _ = try read(until: "session.created", client)
         try client.send(TestClient.frame(0x1, Array(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Tell me a long story about the sea."}]}}"#.utf8)))
