@@ -37,10 +37,7 @@ import TestSupport
         #expect(server.metric("parley_speech_helper_up") == 1, "the speech helper did not come up")
         let client = try openSession(server, turnDetection: #"{"type":"semantic_vad","eagerness":"auto","speculative_response":true}"#)
         let voice = Voice.piper(lengthScale: 1.0)
-        // The pause is under TurnEnding's 1.2 s wait for finished-looking words, with a margin: at
-        // 1.2 s exactly, a decode that read "could." as a finished sentence ended the turn at the
-        // pause's last frame, before the VAD heard the speech after it (make test, 2026-11-27).
-        let audio = TurnTakingEndToEndTests.silence(ms: 500) + (try voice.say("I was wondering if you could")) + TurnTakingEndToEndTests.silence(ms: 900)
+        let audio = TurnTakingEndToEndTests.silence(ms: 500) + (try voice.say("I was wondering if you could")) + TurnTakingEndToEndTests.silence(ms: 1_200)
             + (try voice.say("book me a flight to Boston on Friday.")) + TurnTakingEndToEndTests.silence(ms: 4_800)
         let recorder = try TurnTakingEndToEndTests.Recorder(client)
         _ = try turns.stream(audio, to: client)
