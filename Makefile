@@ -35,7 +35,8 @@ else
 endif
 
 # Each step is a phase (scripts/tools/phase.sh): its time is said as it ends, and the run ends with
-# every phase's time and share, passed or not (issue 50).
+# every phase's time and share, passed or not (issue 50). After the Swift phase, the script phases
+# run in two lanes side by side (scripts/tools/lanes.sh): each alone leaves a core idle.
 test:
 	@scripts/tools/phase.sh --start
 	@trap 'scripts/tools/phase.sh --report' EXIT; set -e; \
@@ -44,11 +45,8 @@ test:
 	scripts/tools/phase.sh deploy scripts/tools/check-deploy.sh; \
 	scripts/tools/phase.sh build $(SWIFT) build --build-tests; \
 	SWIFT=$(SWIFT) scripts/tools/phase.sh swift scripts/tools/swift-test.sh --skip-build; \
-	scripts/tools/phase.sh fuzz-smoke $(MAKE) fuzz-smoke; \
-	for t in realtime-sdk agents-sdk twilio-carrier mcp-session sip-call webrtc otlp secrets chaos eval; do \
-	  scripts/tools/phase.sh $$t scripts/tests/$$t-test.sh; \
-	done; \
-	scripts/tools/phase.sh e2e $(MAKE) e2e
+	MAKE="$(MAKE)" scripts/tools/lanes.sh "chaos eval fuzz-smoke" \
+	  "realtime-sdk agents-sdk twilio-carrier mcp-session sip-call webrtc otlp secrets e2e"
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
 # fake microphone playing speech made by espeak-ng, against a server without keys and one with a

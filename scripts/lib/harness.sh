@@ -11,7 +11,8 @@
 #   usage                       the script's opening comment on stderr, exit 2
 #   on_exit COMMAND             runs COMMAND at exit, after the processes stop and before WORK goes
 #   free_port                   prints a loopback port free for TCP and UDP now, below the kernel's
-#                               ephemeral range, so no connection is given it before its server binds it
+#                               ephemeral range, so no connection is given it before its server binds it;
+#                               from the lane's own slice of that range (PORT_SLICE, scripts/tools/lanes.sh)
 #   start NAME COMMAND...       COMMAND in the background, stdout and stderr in $LOGS/NAME.log; sets pid
 #   start_parley NAME SUBCOMMAND PORT [OPTIONS...]
 #                               $PARLEY_BIN SUBCOMMAND (serve, mock-llm) on 127.0.0.1:PORT (0: the
@@ -43,6 +44,7 @@
 #                               venv_made=1 when it (re)made the venv.
 #
 # Environment: PARLEY_BIN (.build/debug/parley), PYTHON3 (python3), LOGS (WORK), WAIT_SECONDS (30),
+# PORT_SLICE (0/1: free_port's slice, I/N),
 # MASK (a sed -E script applied to every log shown, to hide what a log must not print),
 # PIP_SECONDS (600, the most one pip install may take).
 
@@ -86,13 +88,17 @@ free_port() {
     # A port the kernel picks (bind to 0) is in its ephemeral range, where the next outgoing
     # connection may be given it between this check and the server's bind: seen in make test from
     # a clean clone, a SIP port free for UDP here was "Address already in use" at the server's bind.
-    # Below that range the kernel gives no connection a port of its own accord.
-    "$PYTHON3" - <<'PORT'
-import random, socket
+    # Below that range the kernel gives no connection a port of its own accord. PORT_SLICE "I/N"
+    # (scripts/tools/lanes.sh): the I-th of N equal slices of it, one per lane running at once.
+    PORT_SLICE="${PORT_SLICE:-0/1}" "$PYTHON3" - <<'PORT'
+import os, random, socket
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+index, count = (int(n) for n in os.environ["PORT_SLICE"].split("/"))
+# 30,000 up to the range: sip_calls.py takes 10,000-19,999, and --sip-rtp-ports 20,000-29,999.
+first = max(1024, low - 2700)
+width = (low - first) // count
 for _ in range(500):
-    # 30,000 up to the range: sip_calls.py takes 10,000-19,999, and --sip-rtp-ports 20,000-29,999.
-    port = random.randrange(max(1024, low - 2700), low)
+    port = random.randrange(first + index * width, first + (index + 1) * width)
     free = True
     for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
         s = socket.socket(socket.AF_INET, kind)
@@ -199,6 +205,12 @@ pinned_venv() {
     local venv=$1 pins=$2 no_deps=${3:-} status=0 word with_deps=()
     venv_made=0
     [[ -x "$venv/bin/python" && "$(cat "$venv/.installed" 2>/dev/null)" == "$pins" ]] && return 0
+    # One maker of a venv at a time (lanes run scripts at once that share one): the second waits,
+    # then finds it made.
+    local lock
+    exec {lock}>"$venv.lock"
+    flock "$lock"
+    [[ -x "$venv/bin/python" && "$(cat "$venv/.installed" 2>/dev/null)" == "$pins" ]] && { exec {lock}>&-; return 0; }
     say "installing $pins into $venv (once)"
     rm -rf "$venv"
     "$PYTHON3" -m venv "$venv" || die "could not create the venv with $PYTHON3 -m venv (Debian: apt-get install python3-venv)" 2
@@ -213,6 +225,7 @@ pinned_venv() {
         die "pip could not install $pins from PyPI (exit $status; is PyPI reachable from this machine? see pip's message above)" 2
     fi
     echo "$pins" > "$venv/.installed"
+    exec {lock}>&-
     venv_made=1
 }
 
