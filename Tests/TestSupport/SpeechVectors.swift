@@ -6,8 +6,8 @@ import Synchronization
 /// and a test can use any sentence. Files are kept in `.build/speech-vectors` by a hash of the
 /// tool, its settings and the sentence, across processes and runs (every tool here says the same
 /// sentence the same way each time: Piper with its noise off, sox with `-R`), so asking again costs
-/// nothing: Piper's command loads its 63 MB voice for each sentence, 63 core-seconds of a run of
-/// the suites in three processes, each making its own. `make clean` clears them.
+/// nothing. Piper's vectors are made by one process a test process that loads the voice once
+/// (`PiperVectorMaker`). `make clean` clears them.
 public enum SpeechVectors {
     public struct ToolFailure: Error, CustomStringConvertible {
         public let description: String
@@ -16,14 +16,14 @@ public enum SpeechVectors {
     /// espeak-ng's US English voice (or `voice`, e.g. `en-gb+f3`) at 140 words a minute: 22,050 Hz mono PCM16.
     public static func wav(_ sentence: String, voice: String = "en-us") throws -> String {
         try vector(key: "wav|\(voice)|\(sentence)", suffix: "wav") { path in
-            ["espeak-ng", "-v", voice, "-s", "140", "-w", path, sentence]
+            try generate(["espeak-ng", "-v", voice, "-s", "140", "-w", path, sentence])
         }
     }
 
     /// The sentence spoken by espeak-ng's `voice` ("en-gb", "en-us+f3") at `wordsPerMinute`.
     public static func wav(_ sentence: String, voice: String, wordsPerMinute: Int) throws -> String {
         try vector(key: "wav|\(voice)|\(wordsPerMinute)|\(sentence)", suffix: "wav") { path in
-            ["espeak-ng", "-v", voice, "-s", "\(wordsPerMinute)", "-w", path, sentence]
+            try generate(["espeak-ng", "-v", voice, "-s", "\(wordsPerMinute)", "-w", path, sentence])
         }
     }
 
@@ -41,9 +41,8 @@ public enum SpeechVectors {
         guard let model = piperVoice else {
             throw ToolFailure(description: "no Piper voice in .venv-speech: run scripts/tools/speech-models.sh (make test does)")
         }
-        return try vector(key: "piper|\(lengthScale)|\(sentence)", suffix: "wav", input: sentence) { path in
-            [".venv-speech/bin/piper", "-m", model, "-f", path, "--length-scale", "\(lengthScale)",
-             "--noise-scale", "0", "--noise-w-scale", "0"]
+        return try vector(key: "piper|\(lengthScale)|\(sentence)", suffix: "wav") { path in
+            try PiperVectorMaker.make(sentence, voice: model, lengthScale: lengthScale, path: path)
         }
     }
 
@@ -51,7 +50,7 @@ public enum SpeechVectors {
     /// voices, a speech tool of Debian's other than espeak-ng), 16 kHz mono PCM16.
     public static func flite(_ sentence: String, voice: String) throws -> String {
         try vector(key: "flite|\(voice)|\(sentence)", suffix: "wav") { path in
-            ["flite", "-voice", voice, "-t", sentence, "-o", path]
+            try generate(["flite", "-voice", voice, "-t", sentence, "-o", path])
         }
     }
 
@@ -67,7 +66,7 @@ public enum SpeechVectors {
     /// RMS, a room's hum); repeatable (`-R`), so every run hears the same noise.
     public static func pinkNoise(seconds: Int, rate: Int, volume: Double = 0.05) throws -> String {
         try vector(key: "pink|\(seconds)|\(rate)|\(volume)", suffix: "wav") { path in
-            ["sox", "-R", "-n", "-r", "\(rate)", "-c", "1", "-b", "16", path, "synth", "\(seconds)", "pinknoise", "vol", "\(volume)"]
+            try generate(["sox", "-R", "-n", "-r", "\(rate)", "-c", "1", "-b", "16", path, "synth", "\(seconds)", "pinknoise", "vol", "\(volume)"])
         }
     }
 
@@ -75,7 +74,7 @@ public enum SpeechVectors {
     public static func opus(_ sentence: String, bitrateKbps: Int = 32, frameMs: Int = 20) throws -> String {
         let wav = try wav(sentence)
         return try vector(key: "opus|\(bitrateKbps)|\(frameMs)|\(sentence)", suffix: "opus") { path in
-            ["opusenc", "--quiet", "--bitrate", "\(bitrateKbps)", "--framesize", "\(frameMs)", wav, path]
+            try generate(["opusenc", "--quiet", "--bitrate", "\(bitrateKbps)", "--framesize", "\(frameMs)", wav, path])
         }
     }
 
@@ -86,11 +85,11 @@ public enum SpeechVectors {
     private static let known = Mutex<[String: String]>([:])
     private static let made = Atomic<Int>(0)
 
-    /// The kept file for `key`, or a new one made by `command(path)`. Tests run in parallel, in
+    /// The kept file for `key`, or a new one made by `make(path)`. Tests run in parallel, in
     /// several processes: the tool writes a name of its own, renamed into place when done (a
     /// rename is atomic), so a reader never sees half a file and two makers of one key both
     /// succeed.
-    private static func vector(key: String, suffix: String, input: String? = nil, command: (String) -> [String]) throws -> String {
+    private static func vector(key: String, suffix: String, make: (String) throws -> Void) throws -> String {
         if let path = known.withLock({ $0[key] }) { return path }
         let path = "\(directory)/\(hash(key)).\(suffix)"
         if access(path, R_OK) != 0 {
@@ -99,7 +98,7 @@ public enum SpeechVectors {
             }
             let partial = "\(directory)/\(hash(key)).\(getpid()).\(made.add(1, ordering: .relaxed).newValue).partial.\(suffix)"
             do {
-                try generate(command(partial), input: input)
+                try make(partial)
             } catch {
                 unlink(partial)
                 throw error
@@ -123,11 +122,11 @@ public enum SpeechVectors {
         return String(value, radix: 16)
     }
 
-    private static func generate(_ argv: [String], input: String? = nil) throws {
+    private static func generate(_ argv: [String]) throws {
         let hint = "`make test` installs espeak-ng, flite and opus-tools (scripts/tools/install-deps.sh), and Piper in .venv-speech (scripts/tools/speech-models.sh)"
         let status: Int32
         do {
-            status = try input.map { try Subprocess.capture(argv, input: $0).status } ?? Subprocess.run(argv)
+            status = try Subprocess.run(argv)
         } catch {
             throw ToolFailure(description: "\(argv[0]) failed to start: \(error); \(hint)")
         }

@@ -58,14 +58,35 @@ public enum Subprocess {
     /// Starts `argv` with its standard output (and error, when `mergeErrors`) into a pipe, and
     /// nothing but stdio inherited; returns the child and the pipe's read end, which the caller closes.
     public static func startPiped(_ argv: [String], mergeErrors: Bool = false) throws -> (pid: pid_t, output: Int32) {
+        let started = try spawnPiped(argv, mergeErrors: mergeErrors, input: false)
+        return (started.pid, started.output)
+    }
+
+    /// Starts `argv` with a pipe on its standard input too, for a tool a test asks one thing at a
+    /// time (a request written, its answer read); the caller closes both ends, and stops the child.
+    public static func startConversing(_ argv: [String]) throws -> (pid: pid_t, input: Int32, output: Int32) {
+        let started = try spawnPiped(argv, mergeErrors: false, input: true)
+        return (started.pid, started.input, started.output)
+    }
+
+    private static func spawnPiped(_ argv: [String], mergeErrors: Bool, input: Bool) throws -> (pid: pid_t, input: Int32, output: Int32) {
         guard let program = argv.first else { throw Failure(description: "Subprocess: empty argv") }
         var fds: [Int32] = [0, 0]
+        var inputs: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw Failure(description: "pipe failed") }
+        guard !input || pipe(&inputs) == 0 else {
+            close(fds[0]); close(fds[1])
+            throw Failure(description: "pipe failed")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         if mergeErrors { posix_spawn_file_actions_adddup2(&actions, fds[1], 2) }
         posix_spawn_file_actions_addclose(&actions, fds[0])
+        if input {
+            posix_spawn_file_actions_adddup2(&actions, inputs[0], 0)
+            posix_spawn_file_actions_addclose(&actions, inputs[1])
+        }
         // Only stdio: test sockets are opened without O_CLOEXEC, and the other tests running in
         // parallel hold many. Inherited, they would hide hang-ups, and under `ulimit -n 32` they
         // would take a server's few descriptors before it could open its own.
@@ -76,8 +97,13 @@ public enum Subprocess {
         let rc = posix_spawn(&child, program, &actions, nil, cArgs, environ)
         posix_spawn_file_actions_destroy(&actions)
         close(fds[1])
-        guard rc == 0 else { close(fds[0]); throw Failure(description: "posix_spawn \(program): \(rc)") }
-        return (child, fds[0])
+        if input { close(inputs[0]) }
+        guard rc == 0 else {
+            close(fds[0])
+            if input { close(inputs[1]) }
+            throw Failure(description: "posix_spawn \(program): \(rc)")
+        }
+        return (child, inputs[1], fds[0])
     }
 
     /// Sends `signal` to a child `start` made and waits for it to end, so that what it held (its
