@@ -5,7 +5,7 @@
 #
 # Each argument is a lane: its phases run one after another (scripts/tools/phase.sh, so each is
 # timed in make test's budget), and the lanes run at once. A phase is scripts/tests/PHASE-test.sh
-# when there is one, else `make PHASE` (fuzz-smoke, e2e). A lane stops at its first failure; the
+# when there is one, else scripts/tools/check-PHASE.sh (deploy), else `make PHASE` (fuzz-smoke, e2e). A lane stops at its first failure; the
 # others go on, so that one run says every failure. Each lane's output goes to its own log, shown
 # whole once every lane has ended, one lane after the other, so the lines of two lanes never mix.
 #
@@ -28,6 +28,8 @@ run_lane() {
   for phase in $phases; do
     if [ -x "scripts/tests/$phase-test.sh" ]; then
       scripts/tools/phase.sh "$phase" "scripts/tests/$phase-test.sh" || return
+    elif [ -x "scripts/tools/check-$phase.sh" ]; then
+      scripts/tools/phase.sh "$phase" "scripts/tools/check-$phase.sh" || return
     else
       scripts/tools/phase.sh "$phase" "${MAKE:-make}" --no-print-directory "$phase" || return
     fi
