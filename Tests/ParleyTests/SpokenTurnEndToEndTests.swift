@@ -27,17 +27,6 @@ import TestSupport
         return client
     }
 
-    /// A session like `openSession`'s on a `clocked` server (`TurnTakingEndToEndTests.converse`).
-    func converse(_ server: ServerProcess, turnDetection: String) throws -> ClockedConversation {
-        let client = try TestClient(port: server.port, timeoutSeconds: 30)
-        #expect(try client.upgrade(path: "/v1/realtime").status == 101)
-        let talk = try ClockedConversation(client: client, clock: try #require(server.clock, "the server has no test clock"))
-        try talk.advance(until: "session.created", withinMs: 1_000)
-        try talk.send(Self.update(turnDetection: turnDetection))
-        try talk.advance(until: "session.updated", withinMs: 1_000)
-        return talk
-    }
-
     static func update(turnDetection: String) -> String {
         #"{"type":"session.update","session":{"type":"realtime","output_modalities":["text"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":\#(turnDetection)}}}}"#
     }
@@ -53,7 +42,7 @@ import TestSupport
     @Test func aSpeculativeReplyTheUserTalksOverIsNeverSent() throws {
         let server = try startServer(clocked: true)
         #expect(server.metric("parley_speech_helper_up") == 1, "the speech helper did not come up")
-        let talk = try converse(server, turnDetection: #"{"type":"semantic_vad","eagerness":"auto","speculative_response":true}"#)
+        let talk = try turns.converse(server, update: Self.update(turnDetection: #"{"type":"semantic_vad","eagerness":"auto","speculative_response":true}"#))
         let voice = Voice.piper(lengthScale: 1.0)
         let audio = TurnTakingEndToEndTests.silence(ms: 500) + (try voice.say("I was wondering if you could")) + TurnTakingEndToEndTests.silence(ms: 1_000)
             + (try voice.say("book me a flight to Boston on Friday.")) + TurnTakingEndToEndTests.silence(ms: 4_800)

@@ -75,11 +75,16 @@ import TestSupport
     /// A session like `openSession`'s on a `clocked` server: time moves as the test streams, and
     /// waits for every verdict and decode the session asks the helper for.
     func converse(_ server: ServerProcess, eagerness: String = "auto") throws -> ClockedConversation {
+        try converse(server, update: Self.semanticUpdate(eagerness: eagerness))
+    }
+
+    /// The same with the session set by `update` (a `session.update` event).
+    func converse(_ server: ServerProcess, update: String) throws -> ClockedConversation {
         let client = try TestClient(port: server.port, timeoutSeconds: 30)
         #expect(try client.upgrade(path: "/v1/realtime").status == 101)
         let talk = try ClockedConversation(client: client, clock: try #require(server.clock, "the server has no test clock"))
         try talk.advance(until: "session.created", withinMs: 1_000)
-        try talk.send(Self.semanticUpdate(eagerness: eagerness))
+        try talk.send(update)
         try talk.advance(until: "session.updated", withinMs: 1_000)
         return talk
     }
