@@ -22,6 +22,10 @@ public let mcpLog = Logger(label: "parley.mcp")
 /// server with `notifications/cancelled` (basic/lifecycle, "Timeouts"). Errors carry none of the
 /// entry's secrets nor the session id (`MCPRedaction`).
 public final class MCPClient {
+    /// How long after an operation's deadline its request's own waits end (`request`): the
+    /// deadline, which cancels at the server, is always first.
+    static let deadlineMargin = 1.0
+
     public struct Settings: Sendable {
         /// Seconds to connect (TCP, and TLS for https) on each request.
         public var connectTimeout = 5.0
@@ -210,7 +214,10 @@ public final class MCPClient {
             nextRequestID += 1
             let id = nextRequestID
             operation.inFlight = (id, session)
-            operation.http = post(message(id), id: id, session: session, seconds: operation.remaining) { [self] outcome, _ in
+            // The request's own waits end after the operation's deadline, never with it: the two
+            // timers fell due at one moment, and when the request's fired first the call ended as
+            // timed out with no `notifications/cancelled` sent (seen once in make test).
+            operation.http = post(message(id), id: id, session: session, seconds: operation.remaining + Self.deadlineMargin) { [self] outcome, _ in
                 guard operation.isRunning else { return }
                 operation.inFlight = nil
                 operation.http = nil
