@@ -19,11 +19,8 @@ enum PiperVectorMaker {
     /// with its noise off would.
     static func make(_ sentence: String, voice: String, lengthScale: Double, path: String) throws {
         try tool.withLock { tool in
-            if tool == nil {
-                let started = try Subprocess.startConversing([".venv-speech/bin/python", "scripts/tests/piper_vectors.py", voice])
-                tool = Tool(pid: started.pid, input: started.input, output: started.output)
-            }
-            guard let running = tool else { return }
+            let running = try tool ?? start(voice)
+            tool = running
             let request = #"{"text":\#(JSON.quoted(sentence)),"length_scale":\#(lengthScale),"path":\#(JSON.quoted(path))}"# + "\n"
             let answer = write(Array(request.utf8), to: running.input) ? readLine(running.output) : nil
             guard let answer, answer == "ok" else {
@@ -37,10 +34,16 @@ enum PiperVectorMaker {
         }
     }
 
+    private static func start(_ voice: String) throws -> Tool {
+        let started = try Subprocess.startConversing([".venv-speech/bin/python", "scripts/tests/piper_vectors.py", voice])
+        return Tool(pid: started.pid, input: started.input, output: started.output)
+    }
+
+    /// To the tool's standard input, a socket (`Subprocess.startConversing`): false if it has gone.
     private static func write(_ bytes: [UInt8], to fd: Int32) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return false }
             sent += n

@@ -62,8 +62,10 @@ public enum Subprocess {
         return (started.pid, started.output)
     }
 
-    /// Starts `argv` with a pipe on its standard input too, for a tool a test asks one thing at a
-    /// time (a request written, its answer read); the caller closes both ends, and stops the child.
+    /// Starts `argv` with its standard input on a socket too, for a tool a test asks one thing at a
+    /// time (a request sent, its answer read); the caller closes both ends, and stops the child.
+    /// A socket, not a pipe: sent with MSG_NOSIGNAL, a request to a child that has died fails with
+    /// EPIPE, where a pipe's write would end the test process with SIGPIPE.
     public static func startConversing(_ argv: [String]) throws -> (pid: pid_t, input: Int32, output: Int32) {
         let started = try spawnPiped(argv, mergeErrors: false, input: true)
         return (started.pid, started.input, started.output)
@@ -74,9 +76,9 @@ public enum Subprocess {
         var fds: [Int32] = [0, 0]
         var inputs: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw Failure(description: "pipe failed") }
-        guard !input || pipe(&inputs) == 0 else {
+        guard !input || socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &inputs) == 0 else {
             close(fds[0]); close(fds[1])
-            throw Failure(description: "pipe failed")
+            throw Failure(description: "socketpair failed")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -201,16 +201,17 @@ finish() {
     return "$status"
 }
 
+harness_venv_made() { [[ -x "$1/bin/python" && "$(cat "$1/.installed" 2>/dev/null)" == "$2" ]]; }
 pinned_venv() {
     local venv=$1 pins=$2 no_deps=${3:-} status=0 word with_deps=()
     venv_made=0
-    [[ -x "$venv/bin/python" && "$(cat "$venv/.installed" 2>/dev/null)" == "$pins" ]] && return 0
+    harness_venv_made "$venv" "$pins" && return 0
     # One maker of a venv at a time (lanes run scripts at once that share one): the second waits,
     # then finds it made.
     local lock
     exec {lock}>"$venv.lock"
     flock "$lock"
-    [[ -x "$venv/bin/python" && "$(cat "$venv/.installed" 2>/dev/null)" == "$pins" ]] && { exec {lock}>&-; return 0; }
+    harness_venv_made "$venv" "$pins" && { exec {lock}>&-; return 0; }
     say "installing $pins into $venv (once)"
     rm -rf "$venv"
     "$PYTHON3" -m venv "$venv" || die "could not create the venv with $PYTHON3 -m venv (Debian: apt-get install python3-venv)" 2

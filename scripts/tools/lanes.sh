@@ -5,9 +5,10 @@
 #
 # Each argument is a lane: its phases run one after another (scripts/tools/phase.sh, so each is
 # timed in make test's budget), and the lanes run at once. A phase is scripts/tests/PHASE-test.sh
-# when there is one, else scripts/tools/check-PHASE.sh (deploy), else `make PHASE` (fuzz-smoke, e2e). A lane stops at its first failure; the
-# others go on, so that one run says every failure. Each lane's output goes to its own log, shown
-# whole once every lane has ended, one lane after the other, so the lines of two lanes never mix.
+# when there is one, else scripts/tools/check-PHASE.sh (deploy), else `make PHASE` (fuzz-smoke,
+# e2e). A lane stops at its first failure; the others go on, so that one run says every failure.
+# Each lane's output goes to its own log, shown whole once every lane has ended, one lane after
+# the other, so the lines of two lanes never mix.
 #
 # Why: measured on the two cores of CI's machine (vmstat every 5 s, 2026-11-27), each script phase
 # left 47 to 69 % of the CPU idle, one core's worth: a server, a client and a helper that mostly
