@@ -425,7 +425,8 @@ class Costs:
         taken = sum(wall[kind] for kind in decodes)
         for kind in decodes:
             seconds[kind] += model.get("decode", 0.0) * (wall[kind] / taken if taken > 0 else 1 / len(decodes))
-        return {"cpu_seconds": {kind: round(value, 3) for kind, value in seconds.items()}, "jobs": jobs}
+        return {"cpu_seconds": {kind: round(value, 3) for kind, value in seconds.items()}, "jobs": jobs,
+                "wall_seconds": {kind: round(value, 3) for kind, value in wall.items()}}
 
 
 class Connection:

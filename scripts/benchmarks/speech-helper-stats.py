@@ -40,6 +40,9 @@ def main():
     print("helper CPU a turn, by kind of work (ms): " + ", ".join(
         f"{kind} {1000 * cpu.get(kind, 0) / turns:.0f} ({jobs.get(kind, 0) / turns:.1f} jobs)" for kind in kinds)
         + f"; all {1000 * sum(cpu.values()) / turns:.0f}; superseded {stats.get('superseded', 0)}, shed {stats.get('shed', 0)}")
+    wall = stats.get("wall_seconds", {})
+    print("a job's time on its worker, by kind (mean ms): " + ", ".join(
+        f"{kind} {1000 * wall[kind] / jobs[kind]:.0f}" for kind in kinds if jobs.get(kind) and kind in wall))
 
 
 if __name__ == "__main__":
