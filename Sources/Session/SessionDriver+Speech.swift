@@ -32,10 +32,19 @@ extension SessionDriver {
                     self?.observeTimeline()
                     self?.speechEvent(at.responseID, .audible)
                 }
+                if preparedSpeech?.responseID == at.responseID {
+                    output.prepared = preparedSpeech
+                    preparedSpeech = nil
+                }
                 speechOutputs[at.responseID] = output
                 if engine.pausedResponseID == at.responseID { output.pause(rewindToMs: wire?.speechPaused(responseID: at.responseID, on: socket)) }
             }
             speechOutputs[at.responseID]?.add(piece)
+        case .prepare(let id, let voice, let piece):
+            dropPreparedSpeech()
+            guard let synthesizer = endpoint.speech.synthesizer else { return }
+            let counted = metrics.preparedSpeech
+            preparedSpeech = PreparedSpeech(responseID: id, text: piece, voice: voice, synthesizer: synthesizer, on: socket.loop) { counted.add(1, $0) }
         case .end(let id):
             if let output = speechOutputs[id] { output.end() } else { speechEvent(id, .finished) }
         case .pause(let id):
@@ -57,6 +66,13 @@ extension SessionDriver {
             sessionLog.debug("reply interrupted", metadata: ["session": "\(engine.sessionID)", "response": "\(id)", "heard_ms": "\(played)"])
             speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played, heard: heard))
         }
+    }
+
+    /// The speculative reply's sound made ahead will not be heard: its synthesis is stopped.
+    func dropPreparedSpeech() {
+        guard let prepared = preparedSpeech else { return }
+        prepared.cancel()
+        preparedSpeech = nil
     }
 
     func sendAudio(_ piece: SpeechOutput.Piece, _ at: ContentLocation) {

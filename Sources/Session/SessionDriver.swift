@@ -88,6 +88,8 @@ package final class SessionDriver {
         var transcriptions: [String: any TranscriptionSession] = [:]
         /// Replies being spoken, by response.
         var speechOutputs: [String: SpeechOutput] = [:]
+        /// The speculative reply's first sound, made ahead (one speculation at a time).
+        var preparedSpeech: PreparedSpeech?
         /// The end-of-turn model's question in flight: one at a time, the turn that went quiet.
         var turnJudgement: TurnJudgement?
         var clock = TurnClock()
@@ -137,6 +139,11 @@ package final class SessionDriver {
     var speechOutputs: [String: SpeechOutput] {
         get { inFlight?.speechOutputs ?? [:] }
         _modify { yield &held.speechOutputs }
+    }
+
+    var preparedSpeech: PreparedSpeech? {
+        get { inFlight?.preparedSpeech ?? nil }
+        _modify { yield &held.preparedSpeech }
     }
 
     var turnJudgement: TurnJudgement? {
@@ -296,6 +303,7 @@ package final class SessionDriver {
         calls = [:]
         for output in speechOutputs.values { _ = output.stop() }
         speechOutputs = [:]
+        dropPreparedSpeech()
         for transcription in transcriptions.values { transcription.cancel() }
         transcriptions = [:]
         turnJudgement?.call.cancel()
@@ -415,7 +423,10 @@ package final class SessionDriver {
             case .speculationEnded(let id, let outcome, let tokens, let answered):
                 metrics.speculativeReplies.add(1, outcome)
                 if tokens > 0 { metrics.speculativeTokensWasted.add(tokens) }
-                guard outcome == .used else { break }
+                guard outcome == .used else {
+                    if preparedSpeech?.responseID == id { dropPreparedSpeech() }
+                    break
+                }
                 // The request went out before the turn ended, and its first words, if any, came
                 // too: for this turn those stages took no time after the transcript.
                 let now = loopTime

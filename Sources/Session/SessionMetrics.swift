@@ -41,6 +41,7 @@ public final class SessionMetrics: Sendable {
     let echoFrames: LabelledFamily<EchoFrameResult>
     let speculativeReplies: LabelledFamily<SpeculativeReply.Outcome>
     let speculativeTokensWasted: MetricFamily
+    let preparedSpeech: LabelledFamily<PreparedSpeech.Outcome>
     let historyTruncated: MetricFamily
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
@@ -93,6 +94,8 @@ public final class SessionMetrics: Sendable {
                                   help: "10 ms input frames of echo-guarded sessions during a reply: run through the echo canceller, and held by the gate as the reply's own echo (not speech).", registry: registry)
         speculativeReplies = LabelledFamily(name: "parley_speculative_replies_total",
                                           help: "Replies begun on the words so far while the end-of-turn model weighed a silence, by what became of them: used as the turn's response, restarted (the final words or the session differed), cancelled (the user went on, or the turn was cleared), failed.", registry: registry)
+        preparedSpeech = LabelledFamily(name: "parley_prepared_speech_total",
+                                        help: "Speculative replies' first pieces of speech made before their turn ended (on the turn's settled words), by what became of them: used as the reply's first sound, or dropped unheard.", registry: registry)
         historyTruncated = MetricFamily(name: "parley_conversation_items_truncated_total",
                                         help: "Conversation items dropped from sessions' histories by truncation (the budget of --max-history-bytes, the model's context, session.truncation).",
                                         registry: registry)
@@ -199,6 +202,10 @@ extension TurnEnding.Cause: MetricLabel {
 
 extension SpeculativeReply.Outcome: MetricLabel {
     public static let labelName = "outcome"
+}
+
+extension PreparedSpeech.Outcome: MetricLabel {
+    static let labelName = "outcome"
 }
 
 extension ReplyInterruption.Resumption: MetricLabel, CaseIterable {

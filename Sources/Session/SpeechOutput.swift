@@ -51,6 +51,9 @@ package final class SpeechOutput {
     var pieceMs: Int { encoder.frameMs }
 
     private var text = ""
+    /// The first sentence's sound, made while the turn was ending (`PreparedSpeech`): used if the
+    /// first sentence is its text, cancelled otherwise.
+    var prepared: PreparedSpeech?
     private var sentences: [String] = []
     /// A first piece went to the voice: later ones are whole sentences.
     private var startedSpeaking = false
@@ -178,6 +181,7 @@ package final class SpeechOutput {
         let played = heardMs.map { min($0, sentMs) } ?? playedMs
         let heard = heardText(playedMs: played)
         over = true
+        dropPrepared()
         speaking?.cancel()
         encoding?.cancel()
         tick?.cancel()
@@ -185,6 +189,23 @@ package final class SpeechOutput {
         encoding = nil
         tick = nil
         return (played, heard)
+    }
+
+    /// A prepared sound not taken is cancelled; one taken is `speaking` now, and stays.
+    private func dropPrepared() {
+        if let prepared, prepared !== speaking { prepared.cancel() }
+        prepared = nil
+    }
+
+    /// The reply's first piece of speech in `text` (`complete`: the text is all there is): what
+    /// `add` and `end` would hand the voice first, for `PreparedSpeech` to make ahead.
+    static func firstPiece(of text: String, complete: Bool) -> String? {
+        guard let end = sentenceEnd(in: text) ?? clauseEnd(in: text) else {
+            let whole = text.trimmed
+            return complete && !whole.isEmpty ? whole : nil
+        }
+        let piece = String(text[..<end]).trimmed
+        return piece.isEmpty ? nil : piece
     }
 
     /// The words of the first `playedMs` of the reply: whole sentences whose audio was played, and
@@ -253,9 +274,13 @@ package final class SpeechOutput {
         current = (sentence, 0)
         onFirstSentence?()
         onFirstSentence = nil
-        speaking = synthesizer.speak(sentence, voice: voice, urgency: first ? .waited : .ahead, on: loop) { [weak self] event in
-            self?.synthesized(event)
+        let handler: (SynthesisEvent) -> Void = { [weak self] event in self?.synthesized(event) }
+        if let prepared, first, prepared.speaks(sentence, in: voice) {
+            speaking = prepared.take(handler)
+        } else {
+            speaking = synthesizer.speak(sentence, voice: voice, urgency: first ? .waited : .ahead, on: loop, handler)
         }
+        if first { dropPrepared() }
     }
 
     private func synthesized(_ event: SynthesisEvent) {
@@ -365,6 +390,7 @@ package final class SpeechOutput {
             return encodeNext()
         }
         over = true
+        dropPrepared()
         report(.spoken(itemID: location.itemID, audioMs: sentMs))
         report(.finished)
     }

@@ -12,6 +12,7 @@ import TestSupport
         "parley_audio_input_lag_seconds histogram", "parley_backchannels_ignored_total counter", "parley_interruptions_total counter",
         "parley_turn_premature_ends_total counter", "parley_turn_ends_total counter", "parley_turn_model_seconds histogram", "parley_turn_model_failures_total counter", "parley_turn_stage_seconds histogram", "parley_echo_guard_frames_total counter",
         "parley_speculative_replies_total counter", "parley_speculative_tokens_wasted_total counter",
+        "parley_prepared_speech_total counter",
         "parley_speech_helper_up gauge", "parley_speech_helper_restarts_total counter", "parley_speech_busy gauge",
         "parley_replies_paused_total counter", "parley_turns_reopened_total counter", "parley_replies_resumed_total counter", "parley_connections_accepted_total counter", "parley_connections_closed_total counter", "parley_connections_dropped_total counter",
         "parley_conversation_items_truncated_total counter",

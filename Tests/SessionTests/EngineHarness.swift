@@ -92,6 +92,7 @@ extension [SessionAction] {
             case .transcription(.replyWaits(_, false)): "transcribe.replyDecided"
             case .transcription(.cancel): "transcribe.cancel"
             case .speech(.text): "speak.text"
+            case .speech(.prepare): "speak.prepare"
             case .speech(.end): "speak.end"
             case .speech(.stop): "speak.stop"
             case .speech(.pause): "speak.pause"

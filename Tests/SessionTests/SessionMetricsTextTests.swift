@@ -110,6 +110,10 @@ import TestSupport
             # HELP parley_speculative_tokens_wasted_total Tokens (in and out, as the model reported them or estimated) of speculative replies that were not used.
             # TYPE parley_speculative_tokens_wasted_total counter
             parley_speculative_tokens_wasted_total 0
+            # HELP parley_prepared_speech_total Speculative replies' first pieces of speech made before their turn ended (on the turn's settled words), by what became of them: used as the reply's first sound, or dropped unheard.
+            # TYPE parley_prepared_speech_total counter
+            parley_prepared_speech_total{outcome="used"} 0
+            parley_prepared_speech_total{outcome="dropped"} 0
 
             """ + session.turnModelTime.render()
         // The stages' family, eight histograms under one HELP, is checked on its own below.
@@ -120,7 +124,7 @@ import TestSupport
         for stage in TurnTimeline.names {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{stage=\"\(stage)\"} 0\n") == true, "\(stage)")
         }
-        #expect(ExpositionFamilies.split(session.render()).count == 28)
+        #expect(ExpositionFamilies.split(session.render()).count == 29)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

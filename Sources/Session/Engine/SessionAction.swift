@@ -58,6 +58,10 @@ public enum TurnModelStep: Sendable, Equatable {
 public enum SpeechStep: Sendable, Equatable {
     /// A piece of the reply's text, as the model streamed it, to be spoken in order.
     case text(ContentLocation, voice: SpeechVoice, format: RealtimeAudioFormat, String)
+    /// A speculative reply (`SessionAction.speculate`) begins with this piece: make its sound now,
+    /// held unheard, for the reply's first sentence if the reply is used (`PreparedSpeech`);
+    /// dropped with the speculation (`speculationEnded` other than `used`).
+    case prepare(responseID: String, voice: SpeechVoice, String)
     /// The reply's text is complete: speak what is left, send it, then report `.finished`.
     case end(responseID: String)
     /// The reply was cancelled: stop speaking now and report how much the client had played.

@@ -108,12 +108,20 @@ extension SessionEngine {
         let heard = SpeculativeReply.words(words)
         if let outspokenWords = turns.outspokenWords, outspokenWords.itemID == speech.itemID, outspokenWords.words == heard { return }
         if let speculation = turns.speculation {
-            if speculation.itemID == speech.itemID, SpeculativeReply.words(speculation.transcript) == heard { return }
+            if speculation.itemID == speech.itemID, SpeculativeReply.words(speculation.transcript) == heard {
+                // A partial's guess the whole decode has now confirmed.
+                if turns.heardWordsSettled, !speculation.onSettledWords {
+                    turns.speculation?.onSettledWords = true
+                    prepareSpeech()
+                }
+                return
+            }
             dropSpeculation(.restarted)
         }
         let request = modelRequest(ResponseOverrides(), conversation.messages + [ChatMessage(role: .user, text: words)])
         let id = ids.make("resp")
-        turns.speculation = SpeculativeReply(responseID: id, itemID: speech.itemID, messages: request.messages, maxHeldBytes: historyBudget.maxBytes)
+        turns.speculation = SpeculativeReply(responseID: id, itemID: speech.itemID, messages: request.messages, maxHeldBytes: historyBudget.maxBytes,
+                                             onSettledWords: turns.heardWordsSettled)
         outbox.append(.speculate(responseID: id, messages: request.messages, options: request.options))
     }
 
@@ -126,7 +134,24 @@ extension SessionEngine {
             dropSpeculation(.failed)
         } else if !fits {
             dropSpeculation(.cancelled)
+        } else {
+            prepareSpeech()
         }
+    }
+
+    /// The speculative reply's first piece of speech, once it has one, made now (`PreparedSpeech`),
+    /// so that the turn's first sound does not wait on the voice if the reply is used. Only for a
+    /// reply that will be spoken, before any call to a tool (a reply that calls one first speaks
+    /// after its result, if at all), and begun on settled words: one begun on a partial's guess
+    /// was dropped most of the time at ten talkers (18 of 26 such sounds, mostly the built-in
+    /// agent's answer to half a question; docs/benchmarks.md, "Density"), each a wasted synthesis.
+    mutating func prepareSpeech() {
+        guard var speculation = turns.speculation, speculation.onSettledWords, !speculation.speechPrepared, synthesizes,
+              configuration.outputModalities.contains(.audio), !speculation.callsTool,
+              let piece = SpeechOutput.firstPiece(of: speculation.text, complete: speculation.finished) else { return }
+        speculation.speechPrepared = true
+        turns.speculation = speculation
+        outbox.append(.speech(.prepare(responseID: speculation.responseID, voice: SpeechVoice(name: configuration.voice, speed: configuration.speed), piece)))
     }
 
     /// The speculative reply will not be used: its call is stopped, and it is counted with the

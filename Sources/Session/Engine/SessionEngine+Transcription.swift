@@ -19,10 +19,10 @@ extension SessionEngine {
                 // Unconfirmed speech: its words decide the paused reply's fate and are not sent yet.
                 return pausedSpeechRecognised(text, settled: false)
             }
-            partialArrived(itemID, text)
+            partialArrived(itemID, text, settled: false)
         case .settled(let text):
             if streaming, turns.floor.isPaused { return pausedSpeechRecognised(text, settled: true) }
-            partialArrived(itemID, text)
+            partialArrived(itemID, text, settled: true)
             // The words of the turn up to its silence: the text signal of its end, if no speech
             // came since (the VAD's last speech is still the one the recogniser was told of).
             if readsTurnWords, streaming, let speechEndMs = turns.quietSpeechEndMs, let vad,
@@ -65,8 +65,9 @@ extension SessionEngine {
         }
     }
 
-    mutating func partialArrived(_ itemID: String, _ text: String) {
+    mutating func partialArrived(_ itemID: String, _ text: String, settled: Bool) {
         turns.heardWords = text
+        turns.heardWordsSettled = settled
         // Only growth is sent: a hypothesis that rewrites earlier words waits for the final.
         let sent = turns.partialTranscript
         if text.hasPrefix(sent), text.count > sent.count {

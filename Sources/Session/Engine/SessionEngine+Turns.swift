@@ -147,6 +147,7 @@ extension SessionEngine {
         turns.transcribing = itemID
         turns.partialTranscript = ""
         turns.heardWords = ""
+        turns.heardWordsSettled = false
         turns.quietSpeechEndMs = nil
         turns.spokeAgainAfterMs = nil
         outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate)))
@@ -228,7 +229,7 @@ extension SessionEngine {
         if turns.transcribing == announced.turn.itemID { outbox.append(.transcription(.replyWaits(itemID: announced.turn.itemID, false))) }
         announce(announced.turn)
         if cuttingTheReply { cutReply() }
-        if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words) }
+        if let words = announced.heldWords, turns.transcribing == announced.turn.itemID { partialArrived(announced.turn.itemID, words, settled: false) }
     }
 
     /// The paused reply goes on. When the speech that paused it ended unconfirmed (a backchannel,

@@ -159,6 +159,9 @@ public struct SessionEngine: Sendable {
         /// The recogniser's latest hypothesis of the streaming turn, rewrites included: what a
         /// speculative reply reads (the deltas sent, `partialTranscript`, only ever grow).
         var heardWords = ""
+        /// `heardWords` are a whole decode up to the turn's quiet (`TranscriptionEvent.settled`):
+        /// the words the turn ends with if only silence follows, not a partial's guess.
+        var heardWordsSettled = false
         /// The turn that ended last, with its audio, while the reply to it is unheard: speech now
         /// reopens it (`TurnTaking.Start.reopened`).
         var reopenable: Reopenable?

@@ -35,12 +35,22 @@ public struct SpeculativeReply: Sendable, Equatable {
     private(set) var usage: Usage?
     /// The call has ended: finished (its output is all in `held`) or failed.
     private(set) var failed = false
+    /// The model said all it will (its output is all in `held`).
+    private(set) var finished = false
+    /// The text it has said so far (its deltas joined).
+    private(set) var text = ""
+    /// Its first piece of speech was asked for ahead (`SpeechStep.prepare`), once.
+    var speechPrepared = false
+    /// It reads the turn's settled words (a whole decode up to its quiet), not a partial's guess:
+    /// only then is its first piece of speech made ahead.
+    var onSettledWords = false
 
     /// The most text held for one speculation: the history's whole text budget, which no reply
     /// could outgrow anyway. A model that runs past it is stopped and the speculation dropped.
     let maxHeldBytes: Int
 
-    init(responseID: String, itemID: String, messages: [ChatMessage], maxHeldBytes: Int) {
+    init(responseID: String, itemID: String, messages: [ChatMessage], maxHeldBytes: Int, onSettledWords: Bool = false) {
+        self.onSettledWords = onSettledWords
         self.responseID = responseID
         self.itemID = itemID
         self.messages = messages
@@ -64,9 +74,13 @@ public struct SpeculativeReply: Sendable, Equatable {
     /// Holds the call's output. False when it no longer fits (`maxHeldBytes`): drop it.
     mutating func hold(_ input: SessionInput) -> Bool {
         switch input {
-        case .modelDelta(_, let text): heldBytes += text.utf8.count
+        case .modelDelta(_, let delta):
+            heldBytes += delta.utf8.count
+            text += delta
         case .modelToolCallArguments(_, _, let delta): heldBytes += delta.utf8.count
-        case .modelFinished(_, let reported, _): usage = reported
+        case .modelFinished(_, let reported, _):
+            usage = reported
+            finished = true
         case .modelFailed:
             failed = true
             return true
@@ -105,6 +119,11 @@ public struct SpeculativeReply: Sendable, Equatable {
             }
         }
         return Usage.estimatedInputTokens(messages) + Usage.estimatedTokens(bytes: written)
+    }
+
+    /// Whether the model began a call to a tool.
+    var callsTool: Bool {
+        held.contains { if case .modelToolCallStarted = $0 { true } else { false } }
     }
 
     /// Whether the model had said anything yet (the turn's first token came before its end).
