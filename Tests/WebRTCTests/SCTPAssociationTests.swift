@@ -284,6 +284,29 @@ struct SCTPAssociationTests {
         #expect(try errorCauses(in: skipped) == [SCTPErrorCause.unrecognizedChunkType])
     }
 
+    /// A SACK due after control chunks that fill a packet goes in the next one, never past the
+    /// path's packet size (the sctp fuzzer's find: 1,204 bytes sent on a 1,200-byte path).
+    @Test func aSackThatDoesNotFitAfterTheControlChunksGoesInTheNextPacket() throws {
+        var link = SCTPLink()
+        link.connect()
+        var server = link.server
+        let limit = server.configuration.maxPacketBytes
+        // DATA past a gap (a SACK at once, section 6.7), a heartbeat whose answer and the ERROR
+        // about the unknown chunk then fill the packet to within 12 bytes of the path's size.
+        let data = SCTPDataChunk(tsn: server.receiver.cumulativeTSN &+ 3, stream: 0, ssn: 0, ppid: 51, unordered: false, beginning: true, ending: true, userData: [7])
+        let heartbeat = SCTPChunk.heartbeat(info: [UInt8](repeating: 5, count: 140))
+        let unknown = SCTPChunk.unknown(type: 0x41, flags: 0, value: [UInt8](repeating: 9, count: 1_100))
+        let packet = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: server.localTag, chunks: [.data(data), heartbeat, unknown])
+        let sent = server.receive(packet.encoded(), now: link.now)
+        var chunks: [UInt8] = []
+        for case .send(let bytes) in sent {
+            #expect(bytes.count <= limit, "a \(bytes.count)-byte packet on a \(limit)-byte path")
+            chunks += try SCTPPacket(parsing: bytes).chunks.map(\.type)
+        }
+        let kinds = SCTPChunk.ChunkType.self
+        #expect(chunks.contains(kinds.sack) && chunks.contains(kinds.heartbeatAck) && chunks.contains(kinds.error), "\(chunks)")
+    }
+
     private func errorCauses(in actions: [SCTPAssociation.Action]) throws -> [UInt16] {
         var codes: [UInt16] = []
         for case .send(let bytes) in actions {
