@@ -223,6 +223,36 @@ struct ICELiteAgentTests {
         #expect(agent.tick(now: 31 * Self.second_ns) == .expired)
     }
 
+    /// libnice's way (GStreamer's webrtcbin): one nominating check, then Binding indications and
+    /// media only. The media's authentication keeps the call; the indications do not.
+    @Test func authenticatedTrafficFromTheSelectedAddressRefreshesConsentAndIndicationsDoNot() {
+        var agent = agent()
+        _ = agent.receive(check(nominate: true), from: browser, now: 1 * Self.second_ns)
+        let indication = STUNMessage(method: STUNMessage.binding, messageClass: .indication, transactionID: STUNTransactionID(high: 3, low: 3)).signed(integrityKey: nil)
+        for second: UInt64 in stride(from: 5, through: 60, by: 5) {
+            #expect(agent.receive(indication, from: browser, now: second * Self.second_ns).isEmpty)
+            agent.authenticated(from: browser, now: second * Self.second_ns)
+            #expect(agent.tick(now: second * Self.second_ns) == nil)
+        }
+        #expect(agent.deadline == 90 * Self.second_ns)
+        // Indications alone from then on: consent runs out 30 s after the last media.
+        for second: UInt64 in stride(from: 65, through: 85, by: 5) {
+            _ = agent.receive(indication, from: browser, now: second * Self.second_ns)
+        }
+        #expect(agent.tick(now: 89 * Self.second_ns) == nil)
+        #expect(agent.tick(now: 90 * Self.second_ns) == .expired)
+    }
+
+    @Test func authenticatedTrafficCountsOnlyFromTheSelectedAddressAndOnlyOnceSelected() {
+        var unselected = agent()
+        unselected.authenticated(from: browser, now: 10 * Self.second_ns)
+        #expect(unselected.deadline == 15 * Self.second_ns, "the set-up deadline stands")
+        var selected = agent()
+        _ = selected.receive(check(nominate: true), from: browser, now: 1 * Self.second_ns)
+        selected.authenticated(from: second, now: 20 * Self.second_ns)
+        #expect(selected.tick(now: 31 * Self.second_ns) == .expired)
+    }
+
     @Test func withoutANominationTheAgentExpiresAfterTheSetupTimeout() {
         var agent = agent(now: 5 * Self.second_ns)
         _ = agent.receive(check(), from: browser, now: 6 * Self.second_ns)

@@ -48,35 +48,47 @@ final class CallMedia {
     // MARK: In
 
     /// An RTP or RTCP datagram (RFC 5761 section 4 tells them apart under rtcp-mux), decrypted in
-    /// place in the loop's read buffer.
-    func received(_ datagram: UnsafeMutableRawBufferPointer, now: UInt64, call: WebRTCCall) {
-        guard let srtp = call.srtp else { return call.metrics.dropped(.unknownPeer) }
+    /// place in the loop's read buffer. True when it passed SRTP's authentication (whatever it
+    /// then held): the peer is there (`ICELiteAgent.authenticated`).
+    @discardableResult
+    func received(_ datagram: UnsafeMutableRawBufferPointer, now: UInt64, call: WebRTCCall) -> Bool {
+        guard let srtp = call.srtp else {
+            call.metrics.dropped(.unknownPeer)
+            return false
+        }
         if RTPPacket.isRTCP(UnsafeRawBufferPointer(datagram)) {
             let length: Int
             do throws(SRTPError) { length = try srtp.unprotectRTCP(datagram) } catch { return dropped(error, call) }
             guard let packets = try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: datagram[..<length])) else {
-                return call.metrics.dropped(.undecodable)
+                call.metrics.dropped(.undecodable)
+                return true
             }
             for case .senderReport(let report) in packets { statistics.senderReportReceived(report.info, now: now) }
-            return
+            return true
         }
         let length: Int
         do throws(SRTPError) { length = try srtp.unprotect(rtp: datagram) } catch { return dropped(error, call) }
         let bytes = UnsafeRawBufferPointer(rebasing: datagram[..<length])
-        guard let packet = try? RTPPacket(parsing: bytes) else { return call.metrics.dropped(.undecodable) }
+        guard let packet = try? RTPPacket(parsing: bytes) else {
+            call.metrics.dropped(.undecodable)
+            return true
+        }
         // Only the offer's Opus: telephone-event and anything else the browser may send are not audio.
-        guard packet.header.payloadType == opusPayloadType, !packet.payload.isEmpty else { return }
+        guard packet.header.payloadType == opusPayloadType, !packet.payload.isEmpty else { return true }
         _ = statistics.record(packet.header, now: now)
         jitter.insert(payload: Array(bytes[packet.payload]), sequenceNumber: packet.header.sequenceNumber,
                       timestamp: packet.header.timestamp, now: now)
+        return true
     }
 
-    private func dropped(_ error: SRTPError, _ call: WebRTCCall) {
+    /// Counted; false: nothing authenticated (a replay's tag is valid, but anyone could resend it).
+    private func dropped(_ error: SRTPError, _ call: WebRTCCall) -> Bool {
         switch error {
         case .replay: call.metrics.dropped(.srtp_replay)
         case .authentication: call.metrics.dropped(.srtp_authentication)
         default: call.metrics.dropped(.undecodable)
         }
+        return false
     }
 
     /// Every frame due by `now`, in order (the loop's `PlayoutClock` calls this each 20 ms): a

@@ -66,9 +66,12 @@ final class WebRTCCall: MediaPortCall {
         let now = MonotonicClock.nanoseconds()
         switch kind {
         case .stun: receivedSTUN(datagram, from: from, now: now)
-        case .dtls: receivedDTLS(datagram, now: now)
-        // Media moves none of the deadlines below: no rescheduling per packet.
-        case .rtp: return media.received(UnsafeMutableRawBufferPointer(mutating: datagram), now: now, call: self)
+        case .dtls: receivedDTLS(datagram, from: from, now: now)
+        // Media moves no deadline earlier: no rescheduling per packet (consent's moves later, and
+        // the timer finds it so when it fires).
+        case .rtp:
+            if media.received(UnsafeMutableRawBufferPointer(mutating: datagram), now: now, call: self) { ice.authenticated(from: from, now: now) }
+            return
         case .drop: return metrics.dropped(.malformed)
         }
         rescheduleTimer(now: now)
@@ -90,7 +93,7 @@ final class WebRTCCall: MediaPortCall {
         }
     }
 
-    private func receivedDTLS(_ datagram: UnsafeRawBufferPointer, now: UInt64) {
+    private func receivedDTLS(_ datagram: UnsafeRawBufferPointer, from: TransportAddress, now: UInt64) {
         let output: DTLSEndpoint.Output
         do throws(DTLSError) { output = try dtls.receive(datagram) } catch {
             callLog("DTLS failed: \(error)")
@@ -104,6 +107,8 @@ final class WebRTCCall: MediaPortCall {
             }
             media.start(now: now, call: self)
         }
+        // Application data is only ever under the handshake's keys.
+        if !output.applicationData.isEmpty { ice.authenticated(from: from, now: now) }
         for packet in output.applicationData { perform(channels.receive(packet, now: now), now: now) }
         if output.peerClosed { end(.hangup) }
     }

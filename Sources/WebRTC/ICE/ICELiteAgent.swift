@@ -6,10 +6,15 @@ import Media
 /// A pure value: datagrams and the time in, actions out. The loop's shared UDP port finds the
 /// agent by `STUNMessage.usernamePrefix` (our ufrag) and sends what it is told to.
 ///
-/// Liveness stands in for consent (RFC 7675): a lite agent sends no checks of its own, so the
-/// browser's consent checks on the selected pair (every 5 s or so) are what show the path still
-/// works; none for `consentTimeout` (RFC 7675 section 5.1's 30 s) and the call is over. Before
-/// anything is selected, `setupTimeout` bounds how long an offer may sit without a nomination.
+/// Liveness stands in for consent (RFC 7675): a lite agent sends no checks of its own, so what
+/// shows the path still works is the peer's authenticated traffic from the selected address: its
+/// consent checks (Chromium's, every 5 s or so), and its SRTP, SRTCP and DTLS records, which only
+/// the holder of the handshake's keys can make (`authenticated`). libnice (GStreamer's webrtcbin)
+/// keeps a nominated pair alive with Binding indications and its media, no requests: counting
+/// checks alone ended its calls `peer_gone` 30 s after the answer while audio flowed both ways.
+/// Indications carry no integrity and count for nothing. Nothing of either for `consentTimeout`
+/// (RFC 7675 section 5.1's 30 s) and the call is over. Before anything is selected,
+/// `setupTimeout` bounds how long an offer may sit without a nomination.
 struct ICELiteAgent: Sendable {
     struct Settings: Equatable, Sendable {
         /// Nanoseconds without a valid check from the selected address before consent is lost.
@@ -91,6 +96,15 @@ struct ICELiteAgent: Sendable {
     var deadline: UInt64? {
         guard !isExpired else { return nil }
         return selected == nil ? createdAt &+ settings.setupTimeout : lastConsent &+ settings.consentTimeout
+    }
+
+    /// The peer sent something only it could (a packet that passed SRTP's or SRTCP's
+    /// authentication, a DTLS record its keys protect) from `source`: from the selected address it
+    /// shows the path works as a valid check does. A store, no action: the consent deadline moves
+    /// and `tick` finds it so, so media costs no timer work a packet.
+    mutating func authenticated(from source: TransportAddress, now: UInt64) {
+        guard !isExpired, source == selected else { return }
+        lastConsent = now
     }
 
     /// `.expired` once the set-up or consent deadline has passed; nil before, and after.
