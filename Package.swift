@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "JSON"),
         // Where conversations outlive their process: the ConversationStore protocol, and SQLite (one
         // node) and Redis (hiredis's async client on the loops, many nodes) behind it.
-        .target(name: "Store", dependencies: ["Loop", "Metrics", "JSON", "CSQLite", "CHiredis", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Store", dependencies: ["Loop", "Metrics", "CSQLite", "CHiredis", .product(name: "Logging", package: "swift-log")]),
         // The models a session talks to: LanguageModel and its providers (OpenAI-compatible,
         // Anthropic, the built-in agent), the speech providers' protocols, chat messages, tools,
         // usage, and the upstream metrics.
@@ -92,14 +92,14 @@ let package = Package(
         .target(name: "Media", dependencies: ["Loop"]),
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
         // DCEP), and /v1/realtime/calls, onto the same session driver.
-        .target(name: "WebRTC", dependencies: ["Media", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", "CSRTP", "COpenSSL", "CTLS", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "WebRTC", dependencies: ["Media", "Session", "Server", "TLS", "Loop", "Metrics", "JSON", "CSRTP", .product(name: "Logging", package: "swift-log")]),
         // SIP as values: messages, URIs, the stream framer, RFC 3261's transactions and digest
         // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets.
         .target(name: "SIP", dependencies: ["Media", "TLS"]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
-        .target(name: "Telephony", dependencies: ["SIP", "Media", "Upstream", "Session", "Models", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Telephony", dependencies: ["SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
-        .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Metrics", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
+        .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Models", "Loop", "Codec", "JSON"]),
         .executableTarget(
