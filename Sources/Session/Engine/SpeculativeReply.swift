@@ -35,9 +35,9 @@ public struct SpeculativeReply: Sendable, Equatable {
     private(set) var usage: Usage?
     /// The call has ended: finished (its output is all in `held`) or failed.
     private(set) var failed = false
-    /// The model said all it will (its output is all in `held`).
-    private(set) var finished = false
-    /// The text it has said so far (its deltas joined).
+    /// The text it has said so far (its deltas joined), kept only until its first piece of speech
+    /// is asked for: the one reader (`SessionEngine.prepareSpeech`) then has what it needs, and the
+    /// reply's text is in `held` already.
     private(set) var text = ""
     /// Its first piece of speech was asked for ahead (`SpeechStep.prepare`), once.
     var speechPrepared = false
@@ -76,11 +76,9 @@ public struct SpeculativeReply: Sendable, Equatable {
         switch input {
         case .modelDelta(_, let delta):
             heldBytes += delta.utf8.count
-            text += delta
+            if !speechPrepared { text += delta }
         case .modelToolCallArguments(_, _, let delta): heldBytes += delta.utf8.count
-        case .modelFinished(_, let reported, _):
-            usage = reported
-            finished = true
+        case .modelFinished(_, let reported, _): usage = reported
         case .modelFailed:
             failed = true
             return true
@@ -119,6 +117,11 @@ public struct SpeculativeReply: Sendable, Equatable {
             }
         }
         return Usage.estimatedInputTokens(messages) + Usage.estimatedTokens(bytes: written)
+    }
+
+    /// The model said all it will (its output is all in `held`, its finish last).
+    var finished: Bool {
+        if case .modelFinished? = held.last { true } else { false }
     }
 
     /// Whether the model began a call to a tool.
