@@ -28,7 +28,9 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private var resumption: SessionResumption?
     /// The connection the session now belongs to: frames and closes from any other (a reconnect
     /// that was refused, the old socket's late close) are ignored.
-    var client: ObjectIdentifier?
+    var client: SessionClient?
+    /// The session's first connection, as its client (`webSocketDidOpen`, or a call's open).
+    let firstClient = SessionClient.next()
 
     /// A new session, or (with `restoring`) one brought back from the store after its process went.
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, resumable: Bool = false,
@@ -53,19 +55,19 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     }
 
     func webSocketDidOpen(_ socket: WebSocket) {
-        client = ObjectIdentifier(self)
+        client = firstClient
         driver.open(socket)
         if let resumption, !resumption.opened(on: socket) { self.resumption = nil }
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
-        receive(message, kind: kind, from: ObjectIdentifier(self))
+        receive(message, kind: kind, from: firstClient)
     }
 
-    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) { socketClosed(code, from: ObjectIdentifier(self)) }
+    func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) { socketClosed(code, from: firstClient) }
 
     /// A frame from the session's client (its first connection or a resumed one).
-    func receive(_ message: UnsafeRawBufferPointer, kind: WebSocketMessageKind, from sender: ObjectIdentifier) {
+    func receive(_ message: UnsafeRawBufferPointer, kind: WebSocketMessageKind, from sender: SessionClient) {
         guard sender == client, driver.admitEvent() else { return }
         // Never `let engine = driver.engine` here: a copy of the engine held across the append
         // shares its audio buffer, and every frame then copied the whole turn's samples (18 % of
@@ -111,7 +113,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         [.normal, .protocolError, .unsupportedData, .invalidPayload, .policyViolation, .messageTooBig].contains(code)
     }
 
-    func socketClosed(_ code: WebSocketCloseCode, from sender: ObjectIdentifier) {
+    func socketClosed(_ code: WebSocketCloseCode, from sender: SessionClient) {
         guard sender == client else { return }
         client = nil
         guard let resumption, !Self.ends(code), let loop = driver.loop else { return end(code) }
@@ -128,19 +130,19 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     }
 
     /// A reconnect with this session's token, on its home loop (`SessionResumption.attach`).
-    func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: ObjectIdentifier) {
+    func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: SessionClient) {
         resumption?.attach(socket, lastSeq: lastSeq, from: sender)
     }
 
     /// A reconnect that arrived on another loop: its socket is reached through that loop's inbox.
-    func attach(relayedFrom remote: LoopHandle, socket: Handoff<WebSocket>, lastSeq: Int, from sender: ObjectIdentifier) {
+    func attach(relayedFrom remote: LoopHandle, socket: Handoff<WebSocket>, lastSeq: Int, from sender: SessionClient) {
         guard let loop = driver.loop else { return }
         attach(RelayedSocket(home: loop, remote: remote, socket: socket), lastSeq: lastSeq, from: sender)
     }
 
     /// A session restored from the store, on `socket`: its stored events after `lastSeq` are the
     /// replay; a turn the old process was answering when it went is answered again here.
-    func openRestored(_ socket: WebSocket, stored: StoredConversation, lastSeq: Int, from sender: ObjectIdentifier) {
+    func openRestored(_ socket: WebSocket, stored: StoredConversation, lastSeq: Int, from sender: SessionClient) {
         // Parked until `attach` has stored the next token: nothing reaches the client before
         // `session.resumed`.
         driver.open(ParkedSocket(loop: socket.loop), announce: false)

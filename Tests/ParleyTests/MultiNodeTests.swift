@@ -54,12 +54,14 @@ import TestSupport
         var client: TestClient
         var token: String
         var seq = 1
+        let sessionID: String
         init(port: Int) throws {
             client = try TestClient(port: port)
             let status = try client.upgrade(path: "/v1/realtime?resume=1").status
             guard status == 101 else { throw Refused(description: "upgrade answered \(status)") }
             let created = try client.readEvent()
             #expect(created["type"]?.string == "session.created" && created["seq"]?.int == 1, "\(created)")
+            sessionID = created["session"]?["id"]?.string ?? ""
             let issued = try client.readEvent()
             #expect(issued["type"]?.string == "session.resume_token", "\(issued)")
             token = issued["token"]?.string ?? ""

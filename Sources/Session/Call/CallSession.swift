@@ -20,7 +20,7 @@ package final class CallSession: DirectedCall {
     package func open(_ call: any SessionSocket) {
         let socket = CallSocket(call)
         self.socket = socket
-        handler.client = ObjectIdentifier(handler)
+        handler.client = handler.firstClient
         handler.driver.open(socket)
     }
 
@@ -44,12 +44,12 @@ package final class CallSession: DirectedCall {
 
     /// A text message on the data channel: one client event.
     package func receive(text: UnsafeRawBufferPointer) {
-        handler.receive(text, kind: .text, from: ObjectIdentifier(handler))
+        handler.receive(text, kind: .text, from: handler.firstClient)
     }
 
     /// One 20 ms Opus packet of the caller's, in playout order.
     package func receive(opus packet: UnsafeRawBufferPointer) {
-        handler.receive(packet, kind: .binary, from: ObjectIdentifier(handler))
+        handler.receive(packet, kind: .binary, from: handler.firstClient)
     }
 
     /// A packet that did not come in time: recovered from `next`'s in-band FEC when it is here,
@@ -68,7 +68,7 @@ package final class CallSession: DirectedCall {
     /// The call is over (hung up, its peer gone, its transport failed): the session ends.
     package func ended(_ code: WebSocketCloseCode) {
         socket?.closeSidebands()
-        handler.socketClosed(code, from: ObjectIdentifier(handler))
+        handler.socketClosed(code, from: handler.firstClient)
         // The call holds its session and the socket holds the call: let both go.
         socket = nil
         onHangUp = nil

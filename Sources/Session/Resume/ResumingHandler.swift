@@ -16,6 +16,10 @@ final class ResumingHandler: WebSocketHandler {
     private let token: String
     private let lastSeq: Int
     private var target: Target?
+    /// The client went while its session was being read from the store: nothing is restored onto
+    /// a socket that is gone, and its token is not used up (a session restored so would rotate
+    /// the token the client still holds, then wait attached to nobody).
+    private var closed = false
 
     private enum Target {
         case here(RealtimeSessionHandler)
@@ -31,7 +35,7 @@ final class ResumingHandler: WebSocketHandler {
         self.lastSeq = lastSeq
     }
 
-    private var me: ObjectIdentifier { ObjectIdentifier(self) }
+    private let me = SessionClient.next()
     private var tenant: String { admitted?.caller.tenant ?? "" }
 
     func webSocketDidOpen(_ socket: WebSocket) {
@@ -53,7 +57,7 @@ final class ResumingHandler: WebSocketHandler {
         guard let store = endpoint.resume.store, let admitted else { return refuse(socket, because: "not parked here, and no store") }
         guard store.isAvailable(on: socket.loop) else { return tryLater(socket, "the \(store.kind) store cannot be reached") }
         store.load(tokenHash: hash, on: socket.loop) { [weak self] result in
-            guard let self else { return }
+            guard let self, !closed else { return }
             if case .failure(let error) = result { return tryLater(socket, "the \(store.kind) store could not be read (\(error))") }
             guard case .success(let stored?) = result else { return refuse(socket, because: "not in the \(store.kind) store") }
             guard stored.session.tenant == tenant else { return refuse(socket, because: "another tenant's") }
@@ -96,6 +100,7 @@ final class ResumingHandler: WebSocketHandler {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
+        closed = true
         switch target {
         case .here(let session): session.socketClosed(code, from: me)
         case .relayed(let session, let home):

@@ -12,10 +12,17 @@ import Store
 /// it, not the hundred bytes of its fields.
 final class SessionResumption {
     private(set) var log: ResumeLog
-    /// The token handed out last (or being stored), and the one the store holds: what the next
-    /// rotation compares against (`ConversationStore.tokenRotated`).
-    private var tokenHash = ""
+    /// The hash of the token the client holds (the one it presented, or the last one it was sent),
+    /// under which a parked session is found; and the one the store holds, which the next rotation
+    /// compares against (`ConversationStore.tokenRotated`). They differ while a rotation is in
+    /// flight: a token is the client's only once it has been sent to it.
+    private var heldHash = ""
     private var storedHash = ""
+    /// A rotation the store has not answered yet, and the one asked for meanwhile (a client back
+    /// before the store answered its last reconnect): that one waits, or it would compare against
+    /// a token the store is just replacing and find the session taken.
+    private var rotating = false
+    private var nextRotation: (() -> Void)?
     /// Whether the store's copy of the session is this one's to write. False for a session
     /// restored from the store until its first token is stored (another node may be restoring it
     /// at the same moment), and for good once another node has taken it (`.taken`).
@@ -49,7 +56,7 @@ final class SessionResumption {
             return false
         }
         let token = ResumeToken.make()
-        tokenHash = token.hash
+        heldHash = token.hash
         storedHash = token.hash
         settings.store?.sessionStarted(StoredSession(sessionID: driver.engine.sessionID, tenant: tenant, tokenHash: token.hash,
                                                      settings: "{}", lastSeq: log.lastSeq), on: socket.loop)
@@ -154,7 +161,7 @@ final class SessionResumption {
     /// The client went without ending the session: it is parked where a reconnect with its token
     /// finds it, for the grace window; then it ends (`expired`).
     func park(on loop: EventLoop, expired: @escaping () -> Void) {
-        let hash = tokenHash
+        let hash = heldHash
         gate.clientLeft()
         release([]) // nothing held now: the bound's timer goes
         parkedAt = MonotonicClock.nanoseconds()
@@ -171,9 +178,9 @@ final class SessionResumption {
         register(home: loop)
     }
 
-    /// Where a reconnect with the current token finds this session.
+    /// Where a reconnect with the client's token finds this session.
     private func register(home: EventLoop) {
-        ResumeRegistry.shared.park(.init(session: Handoff(session), home: home.handle, tenant: tenant), tokenHash: tokenHash)
+        ResumeRegistry.shared.park(.init(session: Handoff(session), home: home.handle, tenant: tenant), tokenHash: heldHash)
     }
 
     /// The session is parked no longer (its client is back, or it ends): its grace timer goes.
@@ -190,7 +197,7 @@ final class SessionResumption {
 
     /// The session is over: nothing can resume it, and the store forgets it.
     func ended() {
-        if unpark() != nil { _ = ResumeRegistry.shared.remove(tokenHash: tokenHash) }
+        if unpark() != nil { _ = ResumeRegistry.shared.remove(tokenHash: heldHash) }
         // A session another node has taken is that node's to end.
         if owned, let loop = driver.loop { settings.store?.sessionEnded(sessionID: driver.engine.sessionID, tokenHash: storedHash, on: loop) }
     }
@@ -199,7 +206,7 @@ final class SessionResumption {
     /// replayed and the session goes on with `socket` (`sender` is its client from now on); or, for
     /// a `lastSeq` outside what is kept, the reconnect is refused and the session stays parked for
     /// a right one.
-    func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: ObjectIdentifier, restored: Bool = false) {
+    func attach(_ socket: any SessionSocket, lastSeq: Int, from sender: SessionClient, restored: Bool = false) {
         switch log.replay(after: lastSeq) {
         case .failure(.outOfRange(let last, let oldest)):
             SessionMetrics.shared.resumes.add(1, .outOfRange)
@@ -215,14 +222,15 @@ final class SessionResumption {
         // The client's frames count from now; what the session sends until the new token is
         // stored goes to the log, and is in the replay that follows `session.resumed`.
         session.client = sender
-        rotateToken(on: socket.loop) { [weak self] token in
-            guard let self, session.client == sender else { return }
+        rotateToken(for: sender, on: socket.loop) { [weak self] token in
+            guard let self else { return }
             guard let token else { return lostToAnotherNode(socket) }
             guard let replay = try? log.replay(after: lastSeq).get() else { return }
             SessionMetrics.shared.resumes.add(1, restored ? .store : .memory)
             driver.attach(socket)
             driver.noteResumed()
             session.sendControl(.sessionResumed(sessionID: driver.engine.sessionID, token: token.value, lastSeq: lastSeq, replayed: replay.count), on: socket)
+            heldHash = token.hash
             for text in replay { deliver(.text(text), on: socket) }
             sessionLog.info("session resumed", metadata: ["session": "\(driver.engine.sessionID)", "replayed": "\(replay.count)", "from": restored ? "store" : "memory"])
             // A turn the old process was answering when it went is answered again, now that the
@@ -247,6 +255,7 @@ final class SessionResumption {
         let kept = stored.items.filter { !$0.event.isEmpty }.map { ResumeLog.Entry(seq: $0.seq, text: $0.event) }
         log = ResumeLog(restoring: kept, lastSeq: max(log.lastSeq, lastSeq), maxBytes: settings.maxLogBytes)
         storedHash = stored.session.tokenHash
+        heldHash = stored.session.tokenHash
         owned = false
     }
 
@@ -254,45 +263,77 @@ final class SessionResumption {
 
     /// Each resume uses the token up; the next one is handed to `body` once the store has it, so
     /// that whichever node the client reaches next can find it; nil if another node has taken the
-    /// session meanwhile.
-    func rotateToken(on loop: EventLoop, then body: @escaping (ResumeToken?) -> Void) {
+    /// session meanwhile. `body` runs only if `client` is still the session's then. A client gone
+    /// before it was sent the new token still holds the old one (a reconnect the client gave up
+    /// on, or that dropped, while the store was slow): the store is given the old one back, and the
+    /// session is parked under it, so that the client's next reconnect finds it on any node.
+    func rotateToken(for client: SessionClient, on loop: EventLoop, then body: @escaping (ResumeToken?) -> Void) {
+        guard !rotating else {
+            nextRotation = { [weak self] in self?.rotateToken(for: client, on: loop, then: body) }
+            return
+        }
         let token = ResumeToken.make()
-        tokenHash = token.hash
-        guard settings.store != nil else { return body(token) }
-        storeToken(token, on: loop, attempt: 1, then: body)
+        guard settings.store != nil else {
+            if session.client == client { body(token) }
+            return
+        }
+        rotating = true
+        storeToken(token.hash, on: loop, attempt: 1) { [weak self] rotation in
+            guard let self else { return }
+            let told = session.client == client
+            switch rotation {
+            case .stored where !told:
+                // If this hand-back cannot be stored either, the session is still found here, in
+                // memory, under the client's token; only another node would refuse it.
+                return storeToken(heldHash, on: loop, attempt: 1) { [weak self] _ in self?.rotationSettled() }
+            case .stored, .unavailable:
+                // Unavailable for 2 s: the token goes out unstored, which this node can still find.
+                if told { body(token) }
+            case .taken:
+                if told { body(nil) }
+            }
+            rotationSettled()
+        }
     }
 
-    /// A store that could not take the token (Redis busy while a node takes over a thousand
-    /// sessions) is asked again, every 50 ms for up to 2 s: a token handed out unstored would be
-    /// refused by whichever node the client reached next (the survive benchmark lost 860 of 3,000
-    /// sessions so before this).
-    private func storeToken(_ token: ResumeToken, on loop: EventLoop, attempt: Int, then body: @escaping (ResumeToken?) -> Void) {
-        guard let store = settings.store, tokenHash == token.hash else { return body(token) }
-        store.tokenRotated(sessionID: driver.engine.sessionID, from: storedHash, to: token.hash, lastSeq: log.lastSeq, on: loop) { [weak self] rotation in
+    private func rotationSettled() {
+        rotating = false
+        let next = nextRotation
+        nextRotation = nil
+        next?()
+    }
+
+    /// Moves the store's token for this session from `storedHash` to `hash`. A store that could not
+    /// take it (Redis busy while a node takes over a thousand sessions) is asked again, every 50 ms
+    /// for up to 2 s: a token handed out unstored would be refused by whichever node the client
+    /// reached next (the survive benchmark lost 860 of 3,000 sessions so before this).
+    private func storeToken(_ hash: String, on loop: EventLoop, attempt: Int, then done: @escaping (TokenRotation) -> Void) {
+        guard let store = settings.store else { return done(.unavailable) }
+        store.tokenRotated(sessionID: driver.engine.sessionID, from: storedHash, to: hash, lastSeq: log.lastSeq, on: loop) { [weak self] rotation in
             guard let self else { return }
             switch rotation {
             case .stored:
-                storedHash = token.hash
+                storedHash = hash
                 owned = true
-                body(token)
-            case .taken:
-                body(nil)
-            case .unavailable where attempt >= Self.tokenStoreAttempts:
-                body(token)
-            case .unavailable:
-                loop.schedule(after: 0.05) { [weak self] in self?.storeToken(token, on: loop, attempt: attempt + 1, then: body) }
+            case .unavailable where attempt < Self.tokenStoreAttempts:
+                loop.schedule(after: 0.05) { [weak self] in self?.storeToken(hash, on: loop, attempt: attempt + 1, then: done) }
+                return
+            case .taken, .unavailable:
+                break
             }
+            done(rotation)
         }
     }
 
     private static let tokenStoreAttempts = 40
 
     /// A drain: the client is told its token afresh and closed with 1012, to reconnect elsewhere.
-    func drain(_ socket: any SessionSocket, client current: ObjectIdentifier) {
-        rotateToken(on: socket.loop) { [weak self] token in
-            guard let self, session.client == current else { return }
+    func drain(_ socket: any SessionSocket, client current: SessionClient) {
+        rotateToken(for: current, on: socket.loop) { [weak self] token in
+            guard let self else { return }
             guard let token else { return lostToAnotherNode(socket) }
             session.sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: log.lastSeq), on: socket)
+            heldHash = token.hash
             socket.close(.serviceRestart, reason: "server restarting; resume elsewhere")
         }
     }
