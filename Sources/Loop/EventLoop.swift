@@ -275,6 +275,13 @@ public final class EventLoop {
         timers.schedule(at: nanoseconds() + MonotonicClock.nanoseconds(seconds), body)
     }
 
+    /// Runs `body` on this loop once its clock (`nanoseconds()`) reaches `deadline`: for a value
+    /// machine that says when it next wants the time.
+    @discardableResult
+    public func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> ScheduledTask {
+        timers.schedule(at: deadline, body)
+    }
+
     /// The loop's clock now, in nanoseconds: what everything on the loop that decides by time
     /// reads (`LoopClock`), so that a test can drive it.
     @inline(__always) public func nanoseconds() -> UInt64 { handle.clock.nanoseconds() }

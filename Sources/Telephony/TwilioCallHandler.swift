@@ -20,12 +20,9 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     private var callSid = ""
     private var playback = TwilioPlayback()
     private var stopped = false
-    private var digits = ""
-    private var digitFlush: ScheduledTask?
+    private var keypad = KeypadEntry()
+    private var keypadTimer: ScheduledTask?
     private let metrics = TwilioMetrics.shared
-
-    /// Keys pressed within this long of each other are one entry ("1234#"); `#` ends one at once.
-    static let digitPauseSeconds = 1.5
 
     init(endpoint: TwilioEndpoint) {
         self.endpoint = endpoint
@@ -63,7 +60,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
-        digitFlush?.cancel()
+        keypadTimer?.cancel()
         metrics.marksOutstanding.add(-playback.outstanding)
         guard let driver else { return }
         metrics.callsOpen.add(-1)
@@ -104,22 +101,20 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         if !greeting.isEmpty { driver.say(greeting) }
     }
 
-    /// Keys reach the conversation as a user turn ("The caller pressed 1 2 3 #.") and are answered.
+    /// Keys reach the conversation as a user turn ("The caller pressed 1 2 3 #.", `KeypadEntry`)
+    /// and are answered.
     private func pressed(_ digit: Character) {
         metrics.dtmf.add(1)
-        guard driver != nil else { return reject(.mediaBeforeStart) }
-        digits.append(digit)
-        digitFlush?.cancel()
-        guard digit != "#", digits.count < 32 else { return flushDigits() }
-        digitFlush = socket?.loop.schedule(after: Self.digitPauseSeconds) { [weak self] in self?.flushDigits() }
+        guard let driver, let loop = socket?.loop else { return reject(.mediaBeforeStart) }
+        keypadTimer?.cancel()
+        keypadTimer = nil
+        if let entry = keypad.pressed(digit, now: loop.nanoseconds()) { return driver.userSaid(entry) }
+        keypadTimer = keypad.deadline.map { loop.schedule(at: $0) { [weak self] in self?.keypadPaused(loop) } }
     }
 
-    private func flushDigits() {
-        digitFlush = nil
-        guard let driver, !digits.isEmpty else { return }
-        let keys = digits.map(String.init).joined(separator: " ")
-        digits = ""
-        driver.userSaid("The caller pressed \(keys) on the keypad.")
+    private func keypadPaused(_ loop: EventLoop) {
+        keypadTimer = nil
+        if let entry = keypad.fire(now: loop.nanoseconds()) { driver?.userSaid(entry) }
     }
 
     private func reject(_ reason: TwilioRejection, _ why: String = "") {

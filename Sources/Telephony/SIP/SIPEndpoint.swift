@@ -56,6 +56,20 @@ public final class SIPEndpoint: Sendable {
             return host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
         }
 
+        /// Parley's Contact in a dialog over `transport` ("UDP", "TCP" or "TLS"), and the Via of
+        /// its requests there.
+        func contact(over transport: String) -> String {
+            switch transport {
+            case "TLS": "<sip:parley@\(advertised):\(tls?.port ?? port);transport=tls>"
+            case "TCP": "<sip:parley@\(advertised):\(port);transport=tcp>"
+            default: "<sip:parley@\(advertised):\(port)>"
+            }
+        }
+
+        func via(over transport: String, branch: String) -> String {
+            "SIP/2.0/\(transport) \(advertised):\(port);branch=\(branch);rport"
+        }
+
         var rtpBind: SocketAddress {
             (try? Sys.resolve(host: host, port: 0, passive: true, numericOnly: true))?.first ?? .ipv4(0, 0, 0, 0, port: 0)
         }

@@ -8,7 +8,7 @@ final class SIPMetrics: Sendable {
 
     let registry: MetricsRegistry
     let callsOpen: MetricFamily
-    let calls: LabelledFamily<SIPCallEnd>
+    let calls: LabelledFamily<SIPDialogEnd>
     let refused: LabelledFamily<SIPRefusal>
     let messagesDropped: LabelledFamily<SIPDrop>
     let rtpDropped: LabelledFamily<RTPDrop>
@@ -29,16 +29,9 @@ final class SIPMetrics: Sendable {
     }
 }
 
-/// How a SIP call ended (`end`).
-enum SIPCallEnd: String, MetricLabel, CaseIterable {
-    /// The caller hung up (BYE), or the server did (the session ended, a hangup asked for).
-    case callerBye = "caller_bye", serverBye = "server_bye"
-    /// CANCEL before the answer; refused by the application (`reject`, or no answer to its
-    /// webhook); no ACK for the answer; no RTP for the media timeout.
-    case cancelled, rejected, noAck = "no_ack", mediaTimeout = "media_timeout"
-    /// Transferred away (REFER accepted).
-    case transferred
-    static let labelName = "end"
+/// How a SIP call ended (`end`): its dialog's end.
+extension SIPDialogEnd: MetricLabel {
+    package static let labelName = "end"
 }
 
 /// Why an INVITE was refused (`reason`).

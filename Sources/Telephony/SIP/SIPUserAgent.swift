@@ -140,19 +140,18 @@ final class SIPUserAgent {
             invite(request, key: key, from: peer, now: now)
         case "OPTIONS":
             var ok = SIPMessage.response(to: request, status: 200, toTag: Self.tag())
-            ok.add("Allow", Self.allow)
+            ok.add("Allow", SIPDialog.allow)
             ok.add("Accept", "application/sdp")
             respond(ok, key: key)
         case "BYE", "UPDATE", "INFO", "PRACK", "NOTIFY":
             respond(.response(to: request, status: 481, toTag: Self.tag()), key: key)
         default:
             var refused = SIPMessage.response(to: request, status: 405, toTag: Self.tag())
-            refused.add("Allow", Self.allow)
+            refused.add("Allow", SIPDialog.allow)
             respond(refused, key: key)
         }
     }
 
-    static let allow = "INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY"
 
     private func invite(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
         func refuse(_ status: Int, _ reason: SIPRefusal, _ phrase: String? = nil, extra: [SIPHeader] = []) {
@@ -193,7 +192,7 @@ final class SIPUserAgent {
         }
         let call: SIPCall
         do {
-            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, callID: callID, arrivedAt: now)
+            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, arrivedAt: now)
         } catch {
             return refuse(503, .busy, "Service Unavailable (no RTP port)")
         }
@@ -297,6 +296,9 @@ final class SIPUserAgent {
     /// Sends `request` (a BYE, a REFER) to `peer` in its own transaction; `done` gets its final
     /// response, or nil when none came (timer F).
     func send(request: SIPMessage, to peer: SIPPeer, done: @escaping (SIPMessage?) -> Void) {
+        // Section 8.1.1.7: the Via, with a branch of this transaction's own.
+        var request = request
+        request.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
         guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
         var machine = SIPClientNonInviteTransaction(request: request, reliable: peer.isReliable)
         let actions = machine.start(now: MonotonicClock.nanoseconds())
