@@ -95,7 +95,9 @@ package struct SIPDialog {
         remoteURI = from.map { SIPNameAddress(displayName: $0.displayName, uri: $0.uri).description } ?? "<sip:anonymous@anonymous.invalid>"
         localURI = invite.value("To") ?? "<sip:parley@invalid>"
         remoteTarget = (try? invite.contacts())?.first?.uri.description ?? from?.uri.description ?? ""
-        // Section 12.1.1: the UAS's route set is the Record-Route values, in order.
+        // Section 12.1.1: the UAS's route set is the Record-Route values, in order (the proxy
+        // nearest Parley first), and its requests carry it so (section 12.2.1.1). Until
+        // 2026-11-27 they carried it reversed, which only a path of two proxies or more shows.
         routeSet = invite.values("Record-Route").flatMap { $0.split(separator: ",").map(Self.trimmed) }
         remoteCSeq = (try? invite.cseq().number) ?? 0
     }
@@ -306,7 +308,7 @@ package struct SIPDialog {
         message.add("To", remoteURI + (remoteTag.map { ";tag=\($0)" } ?? ""))
         message.add("Call-ID", callID)
         message.add("CSeq", "\(localCSeq) \(method)")
-        for route in routeSet.reversed() { message.add("Route", route) }
+        for route in routeSet { message.add("Route", route) }
         message.add("Contact", local.contact)
         message.headers += extra
         return message

@@ -1,4 +1,3 @@
-import Access
 import Codec
 import JSON
 import Logging
@@ -7,7 +6,6 @@ import Media
 import Server
 import Session
 import SIP
-import TLS
 
 /// One SIP call: its dialog (`SIPDialog`, which decides every message and time-out) carried out
 /// on the loop, and its session, the same engine and driver as `/twilio`'s calls, fed 20 ms of
@@ -25,11 +23,11 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     private let arrivedAt: UInt64
     /// The law the session's audio is in: the codec first agreed (an answer in the ACK may choose
     /// the other, and the call's audio is then converted).
-    private var sessionLaw: G711.Law = .muLaw
+    private(set) var sessionLaw: G711.Law = .muLaw
     private var driver: SessionDriver?
     /// The settings for the number called or the trunk calling (`SIPRoutes`), if any.
     var route: SIPRoutes.Route?
-    private var socketState = CallSidebands()
+    private(set) var socketState = CallSidebands()
     private var keypad = KeypadEntry()
     /// One timer for the dialog's and the keypad's next deadline.
     private var timer: ScheduledTask?
@@ -190,63 +188,5 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         var fields: Logger.Metadata = ["call": "\(id)"]
         for (key, value) in metadata { fields[key] = "\(value)" }
         sessionLog.info(message, metadata: fields)
-    }
-}
-
-// MARK: The session's socket and wire
-
-extension SIPCall: SessionSocket, SessionWire {
-    var loop: EventLoop { agent.loop }
-    func send(text: String) { socketState.send(text: text) }
-    func send(binary: [UInt8]) {}
-    /// The session ends the call (a limit, a drain): a BYE on the next pass, not inside the
-    /// session's own call.
-    func close(_ code: WebSocketCloseCode, reason: String) {
-        _ = agent.loop.schedule(after: 0) { [weak self] in self?.hangUp(.serverBye) }
-    }
-    var isOpen: Bool { dialog.state != .ended }
-    var hasClient: Bool { true }
-    func account(handlerBytes: Int) {}
-
-    var endpointName: String { "sip" }
-
-    func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        guard !socketState.sidebands.isEmpty else { return }
-        socketState.send(text: event.json(dialect: .ga))
-    }
-
-    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
-        guard case .pcm(let base64) = piece, let bytes = Base64.decode(base64.utf8) else { return }
-        let law: G711.Law = media.codec == .pcmu ? .muLaw : .aLaw
-        media.queue(law == sessionLaw ? bytes : G711.encode(G711.decode(bytes, sessionLaw), law), responseID: at.responseID)
-    }
-
-    /// What the caller heard: what went out (the queue is paced to real time, a packet a tick).
-    func heardMs(of responseID: String) -> Int? { media.sentMs(of: responseID) }
-
-    /// The caller's speech paused the reply: what waits to be sent is dropped (as `/twilio`'s
-    /// `clear`), and the reply resumes from what went out.
-    var resendsAfterPause: Bool { true }
-
-    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? {
-        let heard = media.sentMs(of: responseID)
-        media.clearQueue()
-        return heard
-    }
-
-    func speechStopped(responseID: String, on socket: any SessionSocket) { media.clearQueue() }
-}
-
-/// The sideband WebSockets of a call: each gets the session's events.
-struct CallSidebands {
-    var sidebands: [ObjectIdentifier: RelayedSocket] = [:]
-
-    func send(text: String) {
-        for sideband in sidebands.values { sideband.send(text: text) }
-    }
-
-    mutating func closeAll() {
-        for sideband in sidebands.values { sideband.close(.normal, reason: "the call ended") }
-        sidebands = [:]
     }
 }
