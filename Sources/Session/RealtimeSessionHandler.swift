@@ -216,7 +216,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         case .opus(let packet):
             if let started = call?.audio(of: at.responseID) { send(driver.event(started), on: socket) }
             if let resumption { resumption.deliver(.binary(packet), on: socket) } else { socket.send(binary: packet) }
-        case .pcm(let base64): send(driver.event(.outputAudioDelta(at, delta: base64)), on: socket)
+        case .pcm(let bytes): send(driver.event(.outputAudioDelta(at, audio: bytes)), on: socket)
         }
     }
 }

@@ -34,8 +34,10 @@ package final class SpeechOutput {
 
     package enum Piece {
         case opus([UInt8])
-        /// Base64 of the reply's pcm16 or G.711 bytes (G.711 is pulse-code modulation too).
-        case pcm(String)
+        /// The reply's pcm16 (little-endian) or G.711 bytes (G.711 is pulse-code modulation too):
+        /// each carrier writes them in its own dialect (base64 in the Realtime API's JSON and in
+        /// Twilio's, RTP payloads on a SIP call).
+        case pcm([UInt8])
     }
 
     let location: ContentLocation
@@ -334,7 +336,7 @@ package final class SpeechOutput {
 
     private func encoded(_ pieces: [ReplyEncoder.Encoded]) {
         encoding = nil
-        for piece in pieces { queue.append((piece.opus.map(Piece.opus) ?? .pcm(piece.base64 ?? ""), piece.ms, piece.reference)) }
+        for piece in pieces { queue.append((piece.opus.map(Piece.opus) ?? .pcm(piece.pcm ?? []), piece.ms, piece.reference)) }
         pace()
         encodeNext()
         finishIfDone()
@@ -405,7 +407,8 @@ package final class SpeechOutput {
 final class ReplyEncoder: @unchecked Sendable {
     struct Encoded: Sendable {
         var opus: [UInt8]?
-        var base64: String?
+        /// pcm16 (little-endian) or G.711 bytes.
+        var pcm: [UInt8]?
         var ms: Int
         /// The piece's audio at the echo guard's rate, when one asked.
         var reference: [Int16]?
@@ -487,7 +490,7 @@ final class ReplyEncoder: @unchecked Sendable {
                 // One buffer for every frame of this job, then a delta per frame.
                 let bytes = G711.encode(Array(pcm[..<whole]), law)
                 for start in stride(from: 0, to: whole, by: frame) {
-                    out.append(Encoded(base64: Base64.encode(bytes[start..<(start + frame)]), ms: frameMs, reference: reference(pcm[start..<(start + frame)])))
+                    out.append(Encoded(pcm: Array(bytes[start..<(start + frame)]), ms: frameMs, reference: reference(pcm[start..<(start + frame)])))
                 }
             } else {
                 for start in stride(from: 0, to: whole, by: frame) {
@@ -495,7 +498,7 @@ final class ReplyEncoder: @unchecked Sendable {
                     if let opus {
                         if let packet = try? opus.encode(chunk) { out.append(Encoded(opus: packet, ms: frameMs, reference: reference(chunk[...]))) }
                     } else {
-                        out.append(Encoded(base64: Base64.encode(PCM.littleEndianBytes(chunk)), ms: frameMs, reference: reference(chunk[...])))
+                        out.append(Encoded(pcm: PCM.littleEndianBytes(chunk), ms: frameMs, reference: reference(chunk[...])))
                     }
                 }
             }

@@ -135,10 +135,10 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     }
 
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
-        guard case .pcm(let base64) = piece, !streamSid.isEmpty else { return }
-        socket.send(text: TwilioOutbound.media(streamSid: streamSid, payload: base64))
-        // 8 bytes of µ-law a millisecond; base64 makes 4 characters of 3 bytes.
-        let ms = base64.utf8.count / 4 * 3 / 8
+        guard case .pcm(let bytes) = piece, !streamSid.isEmpty else { return }
+        socket.send(text: TwilioOutbound.media(streamSid: streamSid, audio: bytes))
+        // 8 bytes of µ-law a millisecond.
+        let ms = bytes.count / 8
         socket.send(text: TwilioOutbound.mark(streamSid: streamSid, name: playback.sent(ms, of: at.responseID)))
         metrics.marksOutstanding.add(1)
     }

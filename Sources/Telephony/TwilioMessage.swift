@@ -124,8 +124,9 @@ enum TwilioMessageError: Error, Equatable {
 /// What the server sends Twilio: audio to play, a mark after it, or `clear` to drop what is queued.
 enum TwilioOutbound {
     /// `payload`: base64 G.711 µ-law, already safe inside a JSON string.
-    static func media(streamSid: String, payload: String) -> String {
-        #"{"event":"media","streamSid":"# + JSON.quoted(streamSid) + #","media":{"payload":""# + payload + #""}}"#
+    /// Twilio's media message: the µ-law bytes in base64, as its Media Streams protocol carries them.
+    static func media(streamSid: String, audio: [UInt8]) -> String {
+        #"{"event":"media","streamSid":"# + JSON.quoted(streamSid) + #","media":{"payload":""# + Base64.encode(audio) + #""}}"#
     }
 
     static func mark(streamSid: String, name: String) -> String {

@@ -13,7 +13,7 @@ import Session
     @Test(arguments: [
         (ServerEvent.Kind.outputTextDelta(ServerEventJSONTests.at, delta: "Hi"), "response.output_text.delta", "response.text.delta"),
         (.outputTextDone(ServerEventJSONTests.at, text: "Hi"), "response.output_text.done", "response.text.done"),
-        (.outputAudioDelta(ServerEventJSONTests.at, delta: "AAAA"), "response.output_audio.delta", "response.audio.delta"),
+        (.outputAudioDelta(ServerEventJSONTests.at, audio: [0, 0, 0]), "response.output_audio.delta", "response.audio.delta"),
         (.outputAudioDone(ServerEventJSONTests.at), "response.output_audio.done", "response.audio.done"),
         (.outputAudioTranscriptDelta(ServerEventJSONTests.at, delta: "Hi"), "response.output_audio_transcript.delta", "response.audio_transcript.delta"),
         (.outputAudioTranscriptDone(ServerEventJSONTests.at, transcript: "Hi"), "response.output_audio_transcript.done", "response.audio_transcript.done"),

@@ -48,7 +48,7 @@ import TestSupport
     }
 
     @Test func theOutboundMessagesAreTwiliosShapes() throws {
-        #expect(TwilioOutbound.media(streamSid: "MZ1", payload: "AAAA") == #"{"event":"media","streamSid":"MZ1","media":{"payload":"AAAA"}}"#)
+        #expect(TwilioOutbound.media(streamSid: "MZ1", audio: [0, 0, 0]) == #"{"event":"media","streamSid":"MZ1","media":{"payload":"AAAA"}}"#)
         #expect(TwilioOutbound.mark(streamSid: "MZ1", name: "m\"1") == #"{"event":"mark","streamSid":"MZ1","mark":{"name":"m\"1"}}"#)
         #expect(TwilioOutbound.clear(streamSid: "MZ1") == #"{"event":"clear","streamSid":"MZ1"}"#)
     }

@@ -22,7 +22,8 @@ public struct ServerEvent: Sendable, Equatable {
         case outputTextDelta(ContentLocation, delta: String)
         /// A piece of a spoken reply, base64 in the output format (GA `response.output_audio.delta`,
         /// beta `response.audio.delta`).
-        case outputAudioDelta(ContentLocation, delta: String)
+        /// The reply's audio bytes, base64 in the event's JSON.
+        case outputAudioDelta(ContentLocation, audio: [UInt8])
         /// A piece of a spoken reply's transcript (GA `response.output_audio_transcript.delta`,
         /// beta `response.audio_transcript.delta`).
         case outputAudioTranscriptDelta(ContentLocation, delta: String)

@@ -118,8 +118,10 @@ extension ServerEvent {
             // The part of a content_part event is typed "text" or "audio" in both dialects (the GA
             // API's ResponseContentPartAddedEvent.Part); only an item's content says output_text.
             members += at.members + [("part", part.json(dialect: .beta))]
-        case .outputTextDelta(let at, let delta), .outputAudioDelta(let at, let delta), .outputAudioTranscriptDelta(let at, let delta):
+        case .outputTextDelta(let at, let delta), .outputAudioTranscriptDelta(let at, let delta):
             members += at.members + [("delta", .string(delta))]
+        case .outputAudioDelta(let at, let audio):
+            members += at.members + [("delta", .string(Base64.encode(audio)))]
         case .outputTextDone(let at, let text):
             members += at.members + [("text", .string(text))]
         case .outputAudioDone(let at):

@@ -27,7 +27,7 @@ extension SIPCall: SessionSocket, SessionWire {
     }
 
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
-        guard case .pcm(let base64) = piece, let bytes = Base64.decode(base64.utf8) else { return }
+        guard case .pcm(let bytes) = piece else { return }
         let law: G711.Law = media.codec == .pcmu ? .muLaw : .aLaw
         media.queue(law == sessionLaw ? bytes : G711.encode(G711.decode(bytes, sessionLaw), law), responseID: at.responseID)
     }
