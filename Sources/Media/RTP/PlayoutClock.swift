@@ -34,7 +34,10 @@ package final class PlayoutClock {
     private var ticking = false
     private var schedule = PlayoutSchedule(startingAt: 0)
 
-    package init(loop: EventLoop) { self.loop = loop }
+    private init(loop: EventLoop) { self.loop = loop }
+
+    /// The loop's clock, made when its first call asks.
+    package static func on(_ loop: EventLoop) -> PlayoutClock { loop.local { PlayoutClock(loop: loop) } }
 
     /// Adds `call` to the slot with the fewest calls; returns when that slot runs next, the call's
     /// first frame time, so that its frames fall due on its slot's ticks.

@@ -139,7 +139,7 @@ public final class SIPEndpoint: Sendable {
     /// Starts `loop`'s share of the SIP port (called as each loop starts).
     public func start(on loop: EventLoop) throws(SystemError) {
         guard let address else { throw SystemError("--sip-host \(settings.host) is not a numeric IP address") }
-        let agent = SIPUserAgent(loop: loop, endpoint: self, playout: loop.local { SIPPlayout(loop: loop) }.clock)
+        let agent = SIPUserAgent(loop: loop, endpoint: self, playout: .on(loop))
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
         _ = try SIPStreamListener.open(on: loop, at: address, agent: agent)
         if let tlsContext, let tls = settings.tls {
@@ -227,12 +227,6 @@ public struct SIPRoutes: Sendable {
         }
         return nil
     }
-}
-
-/// Each loop's playout clock for its SIP calls.
-final class SIPPlayout {
-    let clock: PlayoutClock
-    init(loop: EventLoop) { clock = PlayoutClock(loop: loop) }
 }
 
 /// An address range in CIDR form (`10.0.0.0/8`, `2001:db8::/32`, or one address).

@@ -49,7 +49,7 @@ final class MediaPort: LoopRegistrant {
         self.fd = fd
         self.local = local
         self.metrics = metrics
-        playout = PlayoutClock(loop: loop)
+        playout = .on(loop)
     }
 
     /// A call waiting for its peer's checks under our ufrag; false if the ufrag is taken (the
