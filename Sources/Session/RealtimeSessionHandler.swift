@@ -19,29 +19,23 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     private let dialect: Dialect
     /// `/ws` (Opus) rather than `/v1/realtime`: a byte, where the name was a 16-byte string.
     private let opusEndpoint: Bool
-    /// A WebRTC call's session: Opus on the media track, events on the data channel, and WebRTC's
-    /// `output_audio_buffer` events; nil for a WebSocket's.
-    private var call: OutputAudioBuffer?
-    var endpointName: String { call != nil ? "/v1/realtime/calls" : opusEndpoint ? "/ws" : "/v1/realtime" }
-    var carriesLossyMedia: Bool { call != nil }
+    var endpointName: String { opusEndpoint ? "/ws" : "/v1/realtime" }
     /// Set for sessions that asked for resume; the rest pay one nil pointer for it.
     private var resumption: SessionResumption?
     /// The connection the session now belongs to: frames and closes from any other (a reconnect
     /// that was refused, the old socket's late close) are ignored.
     var client: SessionClient?
-    /// The session's first connection, as its client (`webSocketDidOpen`, or a call's open).
+    /// The session's first connection, as its client (`webSocketDidOpen`).
     let firstClient = SessionClient.next()
 
     /// A new session, or (with `restoring`) one brought back from the store after its process went.
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, allowsOpus: Bool, resumable: Bool = false,
-         restoring stored: StoredConversation? = nil, call callSession: JSON? = nil, isCall: Bool = false) {
+         restoring stored: StoredConversation? = nil) {
         opusEndpoint = allowsOpus
-        if isCall { call = OutputAudioBuffer() }
         // Browsers cannot send the OpenAI-Beta header; they offer the subprotocol instead.
         let betaByProtocol = request.tokens("sec-websocket-protocol").contains("openai-beta.realtime-v1")
         dialect = betaByProtocol ? .beta : Dialect(openAIBetaHeader: request.header("openai-beta"))
-        var options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: allowsOpus, restoring: stored)
-        if isCall { options.carryAudioOnACall(session: callSession) }
+        let options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: allowsOpus, restoring: stored)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
         driver.echoGuardByDefault = endpoint.echoGuardByDefault
         driver.startTrace(traceparent: request.header("traceparent"), endpointName: endpointName)
@@ -74,24 +68,12 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
         // the server's CPU at 1,000 speakers, docs/benchmarks.md, "Issue 26's targets").
         switch kind {
         case .text:
-            do {
-                switch try ClientMessage.parse(message) {
-                case .audioAppend(let eventID, let bytes):
-                    if let refusal = driver.refusal(of: .append(bytes: bytes.count)) {
-                        return driver.refuse(refusal, eventID: eventID)
-                    }
-                    let format = driver.inputAudioFormat
-                    driver.feedAudio { try $0.appended(bytes, as: format) }
-                case .event(let event):
-                    driver.handle(.client(event))
-                }
-            } catch {
+            driver.receive(clientText: message) { message in
                 // `session.ack` is Parley's, not the Realtime API's: looked for only when the
                 // event is not one of the API's, so the common path pays nothing for it.
-                if let resumption, let seq = Self.acknowledged(String(decoding: message, as: UTF8.self)) {
-                    return resumption.acknowledge(seq)
-                }
-                driver.handle(.invalidClientEvent(error))
+                guard let resumption, let seq = Self.acknowledged(String(decoding: message, as: UTF8.self)) else { return false }
+                resumption.acknowledge(seq)
+                return true
             }
         case .binary:
             if let refusal = driver.refusal(of: .binaryFrame) {
@@ -173,8 +155,8 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     // MARK: SessionWire
 
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        // Parley's turn-taking events go to its own page on /ws; a call's client is OpenAI's.
-        let sent = event.isSent(in: dialect) && ((opusEndpoint && call == nil) || !event.isParleyTurnTaking)
+        // Parley's turn-taking events go to its own page on /ws only.
+        let sent = event.isSent(in: dialect) && (opusEndpoint || !event.isParleyTurnTaking)
         let text = sent ? event.json(dialect: dialect) : ""
         if let resumption {
             let stamped = resumption.stamp(event, text, on: socket.loop)
@@ -183,27 +165,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
             socket.send(text: text)
         }
         guard sent else { return }
-        if call != nil { followCallAudio(event, on: socket) }
         if draining, case .responseDone = event.kind { drain() }
-    }
-
-    /// A call's `output_audio_buffer.stopped` after its reply's `response.done`, and the engine's
-    /// own `cleared` (the client's clear) noted so that it is not said twice.
-    private func followCallAudio(_ event: ServerEvent, on socket: any SessionSocket) {
-        switch event.kind {
-        case .responseDone(let response):
-            // A cancelled reply's audio was cut, not played out: cleared, not stopped.
-            let ended = response.status == .cancelled ? call?.stopped(response.id) : call?.done(response.id)
-            if let ended { send(driver.event(ended), on: socket) }
-        case .outputAudioBufferCleared(let responseID):
-            call?.cleared(responseID)
-        default:
-            break
-        }
-    }
-
-    func speechStopped(responseID: String, on socket: any SessionSocket) {
-        if let cleared = call?.stopped(responseID) { send(driver.event(cleared), on: socket) }
     }
 
     /// Parley's own events, which are not numbered (they are never replayed).
@@ -214,7 +176,6 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         switch piece {
         case .opus(let packet):
-            if let started = call?.audio(of: at.responseID) { send(driver.event(started), on: socket) }
             if let resumption { resumption.deliver(.binary(packet), on: socket) } else { socket.send(binary: packet) }
         case .pcm(let bytes): send(driver.event(.outputAudioDelta(at, audio: bytes)), on: socket)
         }

@@ -246,19 +246,34 @@ package final class SessionDriver {
         handle(.client(ClientEvent(.responseCreate(overrides))))
     }
 
-    /// A client event as text, from a client that sends no audio in its events (a phone call's
-    /// sideband): appends are refused, since the call's audio is its own.
-    package func receiveClientEvent(text: String) {
+    /// A client's text message (a WebSocket's, a data channel's, a sideband's): its event handled,
+    /// an append's audio fed. `takesAudio` false: the session's audio is its call's, and an append
+    /// is refused. `other` sees what is not an event of the API's before it is refused as one
+    /// (Parley's own `session.ack`), and says whether it took it.
+    package func receive(clientText message: UnsafeRawBufferPointer, takesAudio: Bool = true,
+                         other: (UnsafeRawBufferPointer) -> Bool = { _ in false }) {
         do {
-            switch try ClientMessage.parse(text) {
-            case .audioAppend(let eventID, _):
-                refuse(ProtocolError(.invalidValue, "this session's audio is its call's; input_audio_buffer.append is not taken here", param: "type"), eventID: eventID)
+            switch try ClientMessage.parse(message) {
+            case .audioAppend(let eventID, let bytes):
+                guard takesAudio else {
+                    return refuse(ProtocolError(.invalidValue, "this session's audio is its call's; input_audio_buffer.append is not taken here", param: "type"), eventID: eventID)
+                }
+                if let refusal = refusal(of: .append(bytes: bytes.count)) { return refuse(refusal, eventID: eventID) }
+                let format = inputAudioFormat
+                feedAudio { try $0.appended(bytes, as: format) }
             case .event(let event):
                 handle(.client(event))
             }
         } catch {
+            if other(message) { return }
             handle(.invalidClientEvent(error))
         }
+    }
+
+    /// A sideband's event (`?call_id=`): the call carries the audio.
+    package func receiveClientEvent(text: String) {
+        var text = text
+        text.withUTF8 { receive(clientText: UnsafeRawBufferPointer($0), takesAudio: false) }
     }
 
     /// A user turn that did not come as audio (a keypress), added to the conversation and answered.

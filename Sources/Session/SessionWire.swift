@@ -28,9 +28,9 @@ package protocol SessionWire: AnyObject {
 }
 
 extension SessionWire {
-    func heardMs(of responseID: String) -> Int? { nil }
-    func speechStopped(responseID: String, on socket: any SessionSocket) {}
-    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
-    var resendsAfterPause: Bool { false }
+    package func heardMs(of responseID: String) -> Int? { nil }
+    package func speechStopped(responseID: String, on socket: any SessionSocket) {}
+    package func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
+    package var resendsAfterPause: Bool { false }
     package var carriesLossyMedia: Bool { false }
 }

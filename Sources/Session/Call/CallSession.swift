@@ -5,23 +5,32 @@ import Server
 
 /// A Realtime session whose client is a WebRTC call (`POST /v1/realtime/calls`): the same engine,
 /// driver and events as `/v1/realtime`, carried by the WebRTC module. Its socket sends text events
-/// on the call's `oai-events` data channel and Opus packets on its media track; what the caller
-/// says arrives here packet by packet from the call's jitter buffer.
-package final class CallSession: DirectedCall {
-    private let handler: RealtimeSessionHandler
-    /// The call and its sidebands, once the data channel opened.
+/// on the call's `oai-events` data channel (and to its sidebands) and Opus packets on its media
+/// track; what the caller says arrives here packet by packet from the call's jitter buffer, and
+/// WebRTC's `output_audio_buffer` events follow its replies' audio.
+package final class CallSession: DirectedCall, SessionWire {
+    private(set) var driver: SessionDriver!
+    private let dialect: Dialect
+    private var audio = OutputAudioBuffer()
+    /// The call and its sidebands, from the data channel's opening to the call's end.
     private var socket: CallSocket?
 
-    fileprivate init(_ handler: RealtimeSessionHandler) { self.handler = handler }
+    fileprivate init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, session: JSON?) {
+        dialect = Dialect(openAIBetaHeader: request.header("openai-beta"))
+        var options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: true, restoring: nil)
+        options.carryAudioOnACall(session: session)
+        driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
+        driver.echoGuardByDefault = endpoint.echoGuardByDefault
+        driver.startTrace(traceparent: request.header("traceparent"), endpointName: endpointName)
+    }
 
-    package var sessionID: String { handler.driver.engine.sessionID }
+    package var sessionID: String { driver.engine.sessionID }
 
     /// The data channel is open: `session.created` goes out, and the session runs.
     package func open(_ call: any SessionSocket) {
         let socket = CallSocket(call)
         self.socket = socket
-        handler.client = handler.firstClient
-        handler.driver.open(socket)
+        driver.open(socket)
     }
 
     /// A sideband WebSocket (on `remote`'s loop) gets the session's events from now on.
@@ -32,6 +41,7 @@ package final class CallSession: DirectedCall {
 
     package func detach(sideband id: ObjectIdentifier) { socket?.sidebands[id] = nil }
 
+    /// A sideband's event, as one on the data channel.
     package func receive(sidebandText text: String) {
         var text = text
         text.withUTF8 { receive(text: UnsafeRawBufferPointer($0)) }
@@ -42,21 +52,25 @@ package final class CallSession: DirectedCall {
         if case .hangUp = action { hangUp() }
     }
 
-    /// A text message on the data channel: one client event.
+    /// A text message on the data channel: one client event, under the session's event limits.
     package func receive(text: UnsafeRawBufferPointer) {
-        handler.receive(text, kind: .text, from: handler.firstClient)
+        guard socket != nil, driver.admitEvent() else { return }
+        driver.receive(clientText: text)
     }
 
-    /// One 20 ms Opus packet of the caller's, in playout order.
+    /// One 20 ms Opus packet of the caller's, in playout order. The jitter buffer paces them, one
+    /// a frame, so they do not count against the client's event limits (until 2026-11-27 they did,
+    /// as a WebSocket's binary frames, while a lost packet's concealment did not).
     package func receive(opus packet: UnsafeRawBufferPointer) {
-        handler.receive(packet, kind: .binary, from: handler.firstClient)
+        guard socket != nil else { return }
+        driver.feedAudio { try $0.opus(packet) }
     }
 
     /// A packet that did not come in time: recovered from `next`'s in-band FEC when it is here,
     /// else concealed, so that the session's audio clock and its detectors see no gap.
     package func lost(next: UnsafeRawBufferPointer?) {
-        guard handler.client != nil else { return }
-        handler.driver.feedAudio { try $0.opusLost(next: next) }
+        guard socket != nil else { return }
+        driver.feedAudio { try $0.opusLost(next: next) }
     }
 
     /// What ends the call's transport (the WebRTC module's), for a hangup that came from outside it.
@@ -67,11 +81,48 @@ package final class CallSession: DirectedCall {
 
     /// The call is over (hung up, its peer gone, its transport failed): the session ends.
     package func ended(_ code: WebSocketCloseCode) {
-        socket?.closeSidebands()
-        handler.socketClosed(code, from: handler.firstClient)
+        guard let socket else { return }
+        socket.closeSidebands()
         // The call holds its session and the socket holds the call: let both go.
-        socket = nil
+        self.socket = nil
         onHangUp = nil
+        driver.close(code: code)
+    }
+
+    // MARK: SessionWire
+
+    package var endpointName: String { "/v1/realtime/calls" }
+    package var carriesLossyMedia: Bool { true }
+
+    package func send(_ event: ServerEvent, on socket: any SessionSocket) {
+        // Parley's turn-taking events are its own page's; a call's client is OpenAI's.
+        guard event.isSent(in: dialect), !event.isParleyTurnTaking else { return }
+        socket.send(text: event.json(dialect: dialect))
+        switch event.kind {
+        case .responseDone(let response):
+            // A cancelled reply's audio was cut, not played out: cleared, not stopped.
+            let ended = response.status == .cancelled ? audio.stopped(response.id) : audio.done(response.id)
+            if let ended { send(driver.event(ended), on: socket) }
+        case .outputAudioBufferCleared(let responseID):
+            // The engine said it (the client's clear): not said twice.
+            audio.cleared(responseID)
+        default:
+            break
+        }
+    }
+
+    package func speechStopped(responseID: String, on socket: any SessionSocket) {
+        if let cleared = audio.stopped(responseID) { send(driver.event(cleared), on: socket) }
+    }
+
+    package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        switch piece {
+        case .opus(let packet):
+            if let started = audio.audio(of: at.responseID) { send(driver.event(started), on: socket) }
+            socket.send(binary: packet)
+        case .pcm(let bytes):
+            send(driver.event(.outputAudioDelta(at, audio: bytes)), on: socket)
+        }
     }
 }
 
@@ -85,8 +136,7 @@ extension RealtimeEndpoint {
         case .failure(let refusal):
             done(.failure(refusal))
         case .success(let admitted):
-            let handler = RealtimeSessionHandler(endpoint: self, request: request, admitted: admitted, allowsOpus: true, call: session, isCall: true)
-            let call = CallSession(handler)
+            let call = CallSession(endpoint: self, request: request, admitted: admitted, session: session)
             guard admitted.needsConfirmation else { return done(.success(call)) }
             admitted.confirm(session: call.sessionID, resuming: nil, on: loop) { refusal in
                 if let refusal { return done(.failure(refusal)) }
