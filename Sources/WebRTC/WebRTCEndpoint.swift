@@ -119,7 +119,7 @@ public final class WebRTCEndpoint: Sendable {
     }
 
     /// Makes the call on `loop` and answers: 201, the answer SDP, and where the call is.
-    private func answer(_ offer: WebRTCOffer, _ session: CallSession, _ request: HTTPRequest, on loop: EventLoop) -> HTTPResponse {
+    private func answer(_ offer: WebRTCOffer, _ session: WebRTCSession, _ request: HTTPRequest, on loop: EventLoop) -> HTTPResponse {
         let calls = loop.local { LoopCalls(loop: loop) }
         let port: MediaPort
         let context: DTLSContext

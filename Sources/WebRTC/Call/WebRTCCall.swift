@@ -27,17 +27,17 @@ final class WebRTCCall: MediaPortCall {
     var channels: DataChannels
     /// The `oai-events` channel's stream, once the browser opened it.
     var eventsStream: UInt16?
-    let session: CallSession
+    let session: WebRTCSession
     /// Where ICE said the peer is: the only place media goes (RFC 8445 section 12).
     var peer: TransportAddress?
-    var media: CallMedia
+    var media: WebRTCMedia
     private var timer: ScheduledTask?
     private var timerAt: UInt64 = .max
     private(set) var ended = false
     /// Told when the call ends, to forget it (`WebRTCCalls`).
     var onEnd: ((WebRTCCall) -> Void)?
 
-    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, session: CallSession,
+    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, session: WebRTCSession,
          audioSSRC: UInt32, metrics: WebRTCMetrics, now: UInt64) {
         self.id = id
         self.port = port
@@ -55,7 +55,7 @@ final class WebRTCCall: MediaPortCall {
         // (AES-GCM, the largest) under the 1,200-byte datagram leave 1,163.
         configuration.maxPacketBytes = min(configuration.maxPacketBytes, DTLSEndpoint.defaultMTU - 13 - 8 - 16)
         channels = DataChannels(association: SCTPAssociation(configuration: configuration), role: .server)
-        media = CallMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
+        media = WebRTCMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
         rescheduleTimer(now: now)
     }
 

@@ -7,7 +7,7 @@ import TLS
 /// 20 ms frame each playout tick; the session's Opus packets to the caller as SRTP; and RTCP both
 /// ways (RFC 3550 section 6: receiver and sender reports every 5 s, the minimum interval, which at
 /// one stream each way is far under the 5 % of bandwidth the RFC allows).
-final class CallMedia {
+final class WebRTCMedia {
     let opusPayloadType: UInt8
     private var sender: RTPSender
     private var statistics = RTPReceiveStatistics(clockRate: 48_000)

@@ -8,7 +8,7 @@ import Server
 /// on the call's `oai-events` data channel (and to its sidebands) and Opus packets on its media
 /// track; what the caller says arrives here packet by packet from the call's jitter buffer, and
 /// WebRTC's `output_audio_buffer` events follow its replies' audio.
-package final class CallSession: DirectedCall, SessionWire {
+package final class WebRTCSession: DirectedCall, SessionWire {
     private(set) var driver: SessionDriver!
     private let dialect: Dialect
     private var audio = OutputAudioBuffer()
@@ -131,12 +131,12 @@ extension RealtimeEndpoint {
     /// client secret, its tenant's limits), with the settings `session` (the
     /// multipart offer's `session` part) on top. `done` gets the session, or the refusal to answer
     /// the offer with, on `loop`.
-    package func admitCall(_ request: HTTPRequest, session: JSON?, on loop: EventLoop, _ done: @escaping (Result<CallSession, HTTPRefusal>) -> Void) {
+    package func admitCall(_ request: HTTPRequest, session: JSON?, on loop: EventLoop, _ done: @escaping (Result<WebRTCSession, HTTPRefusal>) -> Void) {
         switch access.admit(request, offered: []) {
         case .failure(let refusal):
             done(.failure(refusal))
         case .success(let admitted):
-            let call = CallSession(endpoint: self, request: request, admitted: admitted, session: session)
+            let call = WebRTCSession(endpoint: self, request: request, admitted: admitted, session: session)
             guard admitted.needsConfirmation else { return done(.success(call)) }
             admitted.confirm(session: call.sessionID, resuming: nil, on: loop) { refusal in
                 if let refusal { return done(.failure(refusal)) }
