@@ -81,13 +81,15 @@ let package = Package(
         // The models a session talks to: LanguageModel and its providers (OpenAI-compatible,
         // Anthropic, the built-in agent), the speech providers' protocols, chat messages, tools,
         // usage, and the upstream metrics.
+        // MCP servers as the session's tools: the client, its messages and its cache.
+        .target(name: "MCP", dependencies: ["Upstream", "Loop", "JSON", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Models", dependencies: ["Upstream", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
         // Traces: swift-distributed-tracing's Tracer, W3C trace context, OTLP/HTTP export over Upstream's client.
         .target(name: "Telemetry", dependencies: ["Loop", "Metrics", "Upstream", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
-        .target(name: "Session", dependencies: ["Models", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Session", dependencies: ["MCP", "Models", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // What WebRTC and SIP share, as values: RTP and RTCP packets, the jitter buffer, SDP.
         .target(name: "Media", dependencies: ["Loop"]),
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
@@ -105,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
+                "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "MCP", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
                 "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -129,11 +131,12 @@ let package = Package(
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
+        .testTarget(name: "MCPTests", dependencies: ["MCP", "JSON", "Loop", "Server", "Upstream", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["MCP", "Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "SIP", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
@@ -160,6 +163,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "Models", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "Models", "MCP", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

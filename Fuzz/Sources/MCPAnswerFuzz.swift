@@ -1,5 +1,5 @@
 import JSON
-@testable import Models
+@testable import MCP
 
 /// The answer an MCP server gives to one POST (`MCPAnswerReader`), read as the client reads it: a
 /// head, then the body in reads of any size; and a result it yields read as a tool list page and

@@ -18,7 +18,7 @@ enum TwilioFuzz {
         }
         switch message {
         case .start(let call):
-            for outbound in [TwilioOutbound.media(streamSid: call.streamSid, payload: "AAAA"), TwilioOutbound.mark(streamSid: call.streamSid, name: "m1"),
+            for outbound in [TwilioOutbound.media(streamSid: call.streamSid, audio: [0, 0, 0]), TwilioOutbound.mark(streamSid: call.streamSid, name: "m1"),
                              TwilioOutbound.clear(streamSid: call.streamSid)] {
                 let sent = try? JSON(parsing: outbound)
                 precondition(sent?["streamSid"]?.string == call.streamSid, "\(outbound) does not carry the stream id back")

@@ -2,6 +2,7 @@ import ArgumentParser
 import Loop
 import Models
 import Session
+import MCP
 
 /// The tools the server runs for sessions (MCP) and the filler said while any tool runs.
 struct ToolOptions: ParsableArguments {

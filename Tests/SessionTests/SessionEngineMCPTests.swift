@@ -2,6 +2,7 @@ import JSON
 @testable import Models
 import Testing
 @testable import Session
+import MCP
 
 /// MCP tools through the engine, without sockets or a server: a server listed when the session
 /// names it, its tools offered to the model, a call run with the Realtime API's events, approvals

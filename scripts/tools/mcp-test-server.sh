@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real MCP server for the Swift tests of Parley's MCP client (Tests/ModelsTests/MCPServerTests):
+# A real MCP server for the Swift tests of Parley's MCP client (Tests/MCPTests/MCPServerTests):
 # PyPI's `mcp`, pinned, in the venv .venv-mcp under the repository (git-ignored), running
 # scripts/tests/mcp_test_server.py with the arguments given. The venv is made once and reused
 # while its marker file names the same pinned version.

@@ -4,6 +4,7 @@ import Metrics
 import Models
 import Server
 import Telemetry
+import MCP
 
 /// The two session endpoints and what they share: the model, and who may connect.
 ///

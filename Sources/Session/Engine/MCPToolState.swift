@@ -1,5 +1,6 @@
 import JSON
 import Models
+import MCP
 
 /// A session's MCP servers as the engine knows them: each server's list of tools (being listed,
 /// listed, or failed), the approvals asked and answered, and the MCP items a client may still

@@ -1,5 +1,6 @@
 import JSON
 import Models
+import MCP
 
 extension SessionEngine {
     /// The response being generated: what of it has been said, the calls it has begun, and how

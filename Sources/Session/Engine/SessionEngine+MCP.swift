@@ -1,5 +1,6 @@
 import JSON
 import Models
+import MCP
 
 /// MCP tools the server runs itself: servers listed when a session names them, their tools offered
 /// to the model, its calls run with the Realtime API's events (or turned into approval requests),

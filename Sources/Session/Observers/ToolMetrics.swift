@@ -1,5 +1,6 @@
 import Metrics
 import Models
+import MCP
 
 /// The series of the tools the server runs itself: MCP lists and calls, how long each took at the
 /// server (what a call adds beyond that is the session's, measured in the benchmark), how each

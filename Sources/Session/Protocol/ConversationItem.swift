@@ -1,5 +1,6 @@
 import JSON
 import Models
+import MCP
 
 /// A message in the conversation as the Realtime API shows it (`"object": "realtime.item"`).
 public struct ConversationItem: Sendable, Equatable {

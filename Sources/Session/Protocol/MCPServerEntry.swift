@@ -1,5 +1,6 @@
 import JSON
 import Models
+import MCP
 
 /// A session's MCP tool entry (`{"type": "mcp", …}` in `session.tools` or `response.tools`): which
 /// server to reach and with what, which of its tools the model may call, and which calls wait for

@@ -1,7 +1,7 @@
 import Glibc
 import JSON
 import Loop
-@testable import Models
+@testable import MCP
 import Testing
 import TestSupport
 

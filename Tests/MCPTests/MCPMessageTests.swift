@@ -1,5 +1,5 @@
 import JSON
-@testable import Models
+@testable import MCP
 import Testing
 
 /// MCP's JSON-RPC messages as values: what the client sends, and how it reads tool lists, tool

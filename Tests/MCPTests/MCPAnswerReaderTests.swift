@@ -1,5 +1,5 @@
 import JSON
-@testable import Models
+@testable import MCP
 import Testing
 
 /// The answer to one POST to an MCP server, read from its head and body pieces: JSON or an event

@@ -1,5 +1,5 @@
 import JSON
-@testable import Models
+@testable import MCP
 import Testing
 
 /// A tool entry's server: what is checked before anything is sent, the secrets kept out of every

@@ -2,7 +2,7 @@ import Glibc
 import JSON
 import Logging
 import Loop
-@testable import Models
+@testable import MCP
 import Server
 import Synchronization
 import Testing
