@@ -22,9 +22,7 @@ protocol SIPMediaCall: AnyObject {
 /// packet from the offer's address, or from the signalling's IP (a caller behind a NAT, whose offer
 /// names its private address), fixes where the caller is; anything from elsewhere is a stranger's
 /// and dropped (counted).
-final class SIPCallMedia: LoopRegistrant, PlayoutClient {
-    let loop: EventLoop
-    let fd: Int32
+final class SIPCallMedia: DatagramSocket, PlayoutClient {
     let localPort: UInt16
     private(set) var codec: PhoneAudioOffer.Codec
     private(set) var eventPayloadType: UInt8?
@@ -32,7 +30,6 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
     /// The caller's signalling address's IP: a NATed caller's RTP comes from it, not its offer's.
     private let signallingIP: TransportAddress.IP?
     private var latched: Bool
-    private var registration: Registration?
     private var jitter = JitterBuffer(settings: .g711)
     private var events = TelephoneEvents()
     private var sender: RTPSender
@@ -63,8 +60,6 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
             return (0..<min(64, range.count)).map { range.lowerBound + (start + $0) % range.count }
         } ?? [0]
         let (fd, local) = try Sys.boundDatagramSocket(host: host, ports: candidates)
-        self.loop = loop
-        self.fd = fd
         localPort = UInt16(local.port)
         codec = offer.codec
         eventPayloadType = offer.telephoneEvent
@@ -84,16 +79,8 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
         self.metrics = metrics
         timeoutNanoseconds = UInt64(timeoutSeconds * 1e9)
         lastPacketAt = MonotonicClock.nanoseconds()
-        super.init()
-        do throws(SystemError) {
-            _ = try loop.register(fd, [.readable, .edge]) { registration in
-                self.registration = registration
-                return self
-            }
-        } catch {
-            Sys.close(fd)
-            throw error
-        }
+        // Bounded per pass: a flood on one call's port cannot hold the loop.
+        try super.init(loop: loop, fd: fd, perPass: 64)
         nextTick = playout.add(self)
     }
 
@@ -102,9 +89,7 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
         guard !ended else { return }
         ended = true
         playout.remove(self)
-        if let registration { loop.deregister(registration) }
-        registration = nil
-        Sys.close(fd)
+        closeSocket()
     }
 
     /// A re-INVITE moved the caller's media (or put it on hold, or took it off), or the ACK
@@ -128,18 +113,8 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
 
     // MARK: In
 
-    override func readable(hungUp: Bool) {
-        let buffer = UnsafeMutableRawBufferPointer(rebasing: loop.readBuffer[EventLoop.readHeadroom...])
-        var from = SocketAddress()
-        let now = MonotonicClock.nanoseconds()
-        // Bounded per pass: a flood on one call's port cannot hold the loop.
-        for _ in 0..<64 {
-            let count: Int?
-            do throws(SystemError) { count = try Sys.receiveDatagram(fd, into: buffer, from: &from) } catch { return }
-            guard let count else { return }
-            received(UnsafeRawBufferPointer(rebasing: buffer[..<count]), from: from, now: now)
-        }
-        if let registration { loop.readAgain(registration) }
+    override func received(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress) {
+        received(datagram, from: sender, now: MonotonicClock.nanoseconds())
     }
 
     private func received(_ datagram: UnsafeRawBufferPointer, from: SocketAddress, now: UInt64) {
@@ -224,7 +199,7 @@ final class SIPCallMedia: LoopRegistrant, PlayoutClient {
         header.write(payload: frame, into: &packet, trailerCapacity: 0)
         guard let destination = peer.socketAddress else { return }
         let sent: Bool? = packet.withUnsafeBytes { bytes in
-            do throws(SystemError) { return try Sys.sendDatagram(fd, bytes, to: destination) } catch { return nil }
+            do throws(SystemError) { return try send(bytes, to: destination) } catch { return nil }
         }
         switch sent {
         case true?: break

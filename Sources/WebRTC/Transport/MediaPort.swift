@@ -16,12 +16,9 @@ protocol MediaPortCall: AnyObject {
 /// never crosses to another thread. Datagrams are told apart by sender: STUN by its USERNAME's
 /// first half (our ufrag, RFC 8445 section 7.2.2, since a new peer's address is not known yet),
 /// everything else by the address ICE selected for a call.
-final class MediaPort: LoopRegistrant {
-    let loop: EventLoop
-    let fd: Int32
+final class MediaPort: DatagramSocket {
     /// The address bound (what the answer's candidate names unless a public address is given).
     let local: SocketAddress
-    private var registration: Registration?
     private var byUfrag: [[UInt8]: MediaPortCall] = [:]
     private var byAddress: [TransportAddress: MediaPortCall] = [:]
     private let metrics: WebRTCMetrics
@@ -32,24 +29,15 @@ final class MediaPort: LoopRegistrant {
     /// and watches it on `loop`.
     static func open(on loop: EventLoop, host: SocketAddress, ports: ClosedRange<Int>?, metrics: WebRTCMetrics) throws(SystemError) -> MediaPort {
         let (fd, local) = try Sys.boundDatagramSocket(host: host, ports: ports.map(Array.init) ?? [0])
-        do throws(SystemError) {
-            return try loop.register(fd, [.readable, .edge]) { registration in
-                let port = MediaPort(loop: loop, fd: fd, local: local, metrics: metrics)
-                port.registration = registration
-                return port
-            }
-        } catch {
-            Sys.close(fd)
-            throw error
-        }
+        return try MediaPort(loop: loop, fd: fd, local: local, metrics: metrics)
     }
 
-    private init(loop: EventLoop, fd: Int32, local: SocketAddress, metrics: WebRTCMetrics) {
-        self.loop = loop
-        self.fd = fd
+    private init(loop: EventLoop, fd: Int32, local: SocketAddress, metrics: WebRTCMetrics) throws(SystemError) {
         self.local = local
         self.metrics = metrics
         playout = .on(loop)
+        // Bounded per pass so that one flooded port cannot hold the loop.
+        try super.init(loop: loop, fd: fd, perPass: 256)
     }
 
     /// A call waiting for its peer's checks under our ufrag; false if the ufrag is taken (the
@@ -81,25 +69,13 @@ final class MediaPort: LoopRegistrant {
     func send(_ bytes: UnsafeRawBufferPointer, to address: TransportAddress) {
         guard let destination = address.socketAddress else { return }
         do throws(SystemError) {
-            if try !Sys.sendDatagram(fd, bytes, to: destination) { metrics.dropped(.sendBufferFull) }
+            if try !send(bytes, to: destination) { metrics.dropped(.sendBufferFull) }
         } catch {
             metrics.dropped(.sendFailed)
         }
     }
 
-    override func readable(hungUp: Bool) {
-        let buffer = UnsafeMutableRawBufferPointer(rebasing: loop.readBuffer[EventLoop.readHeadroom...])
-        var sender = SocketAddress()
-        // Bounded per pass so that one flooded port cannot hold the loop: the rest waits for the
-        // next pass (edge-triggered, so it is read again through `readAgain`).
-        for _ in 0..<256 {
-            let count: Int?
-            do throws(SystemError) { count = try Sys.receiveDatagram(fd, into: buffer, from: &sender) } catch { return }
-            guard let count else { return }
-            dispatch(UnsafeRawBufferPointer(rebasing: buffer[..<count]), from: sender)
-        }
-        if let registration { loop.readAgain(registration) }
-    }
+    override func received(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress) { dispatch(datagram, from: sender) }
 
     private func dispatch(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress) {
         guard let first = datagram.first,
@@ -133,9 +109,5 @@ final class MediaPort: LoopRegistrant {
         close()
     }
 
-    func close() {
-        if let registration { loop.deregister(registration) }
-        registration = nil
-        Sys.close(fd)
-    }
+    func close() { closeSocket() }
 }
