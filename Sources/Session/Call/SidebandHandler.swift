@@ -27,30 +27,3 @@ final class SidebandHandler: WebSocketHandler {
         entry.home.execute { call.value.detach(sideband: id) }
     }
 }
-
-/// A call's socket as its session sees it: the call itself (events on its data channel, audio on
-/// its track) and any sideband WebSockets, which get the events too.
-final class CallSocket: SessionSocket {
-    let call: any SessionSocket
-    var sidebands: [ObjectIdentifier: RelayedSocket] = [:]
-
-    init(_ call: any SessionSocket) { self.call = call }
-
-    var loop: EventLoop { call.loop }
-    func send(text: String) {
-        call.send(text: text)
-        for sideband in sidebands.values { sideband.send(text: text) }
-    }
-    func send(binary: [UInt8]) { call.send(binary: binary) }
-    func close(_ code: WebSocketCloseCode, reason: String) {
-        call.close(code, reason: reason)
-        closeSidebands()
-    }
-    func closeSidebands() {
-        for sideband in sidebands.values { sideband.close(.normal, reason: "the call ended") }
-        sidebands = [:]
-    }
-    var isOpen: Bool { call.isOpen }
-    var hasClient: Bool { true }
-    func account(handlerBytes: Int) { call.account(handlerBytes: handlerBytes) }
-}

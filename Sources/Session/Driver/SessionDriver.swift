@@ -284,7 +284,7 @@ package final class SessionDriver {
 
 
     /// An event of this session's (its id from the engine's sequence), for the wire to write.
-    func event(_ kind: ServerEvent.Kind) -> ServerEvent { engine.event(kind) }
+    package func event(_ kind: ServerEvent.Kind) -> ServerEvent { engine.event(kind) }
 
     /// The session's length is over (the server's limit or its client secret's): said, then
     /// closed with 1008 (policy).

@@ -7,7 +7,7 @@ extension SessionEngine.Options {
     /// A Realtime session's settings as it opens: the endpoint's defaults (Opus in and out on
     /// `/ws`), then what the client secret it was opened with pins, then, for a session restored
     /// from the store, the settings it had, under its own id.
-    init(realtime request: HTTPRequest, endpoint: RealtimeEndpoint, caller: Caller, allowsOpus: Bool, restoring stored: StoredConversation?) {
+    package init(realtime request: HTTPRequest, endpoint: RealtimeEndpoint, caller: Caller, allowsOpus: Bool, restoring stored: StoredConversation?) {
         let model = (request.queryValue("model") ?? request.queryValue("deployment")).map(String.init) ?? endpoint.modelName
         self.init(model: model, allowsOpus: allowsOpus, maxHistoryTextBytes: endpoint.limits.maxHistoryBytes, transcribes: endpoint.speech.transcriber != nil,
                   synthesizes: endpoint.speech.synthesizer != nil && endpoint.speech.pool != nil)
@@ -54,7 +54,7 @@ extension SessionEngine.Options {
     /// (`SessionConfiguration.audioFormatsFixed`), spoken replies when a voice is there, none of
     /// `/ws`'s defaults otherwise; then the settings the call's offer came with (the multipart
     /// `session` part), applied as a `session.update` would be, without pinning them.
-    mutating func carryAudioOnACall(session: JSON?) {
+    package mutating func carryAudioOnACall(session: JSON?) {
         configuration.inputAudioFormat = .opus
         configuration.outputAudioFormat = .opus
         if synthesizes { configuration.outputModalities = .audio }

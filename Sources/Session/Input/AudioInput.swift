@@ -18,7 +18,7 @@ package final class AudioInput {
     /// downsampler's tail).
     var stateBytes: Int { (decoder?.stateBytes ?? 0) + decoded.capacity * 2 + (from24k == nil ? 0 : 4096) }
 
-    func opus(_ packet: UnsafeRawBufferPointer) throws -> [Int16] {
+    package func opus(_ packet: UnsafeRawBufferPointer) throws -> [Int16] {
         if decoder == nil {
             decoder = try OpusDecoder(format: Self.opusFormat)
             decoded = [Int16](repeating: 0, count: decoder!.maxSamplesPerChannel)
@@ -32,7 +32,7 @@ package final class AudioInput {
     /// recovered from the in-band FEC of `next` when that packet is already here (RFC 6716
     /// section 2.1.7; the answer's `useinbandfec=1` asks the browser to send it), else concealed
     /// from what came before. Nothing before the first packet: there is nothing to conceal from.
-    func opusLost(next: UnsafeRawBufferPointer?) throws -> [Int16] {
+    package func opusLost(next: UnsafeRawBufferPointer?) throws -> [Int16] {
         guard let decoder else { return [] }
         let n = try decoded.withUnsafeMutableBufferPointer { out in
             if let next { try decoder.recoverLoss(.ms20, from: next, into: out) } else { try decoder.concealLoss(.ms20, into: out) }

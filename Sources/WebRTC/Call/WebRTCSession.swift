@@ -2,6 +2,7 @@ import Access
 import JSON
 import Loop
 import Server
+import Session
 
 /// A Realtime session whose client is a WebRTC call (`POST /v1/realtime/calls`): the same engine,
 /// driver and events as `/v1/realtime`, carried by the WebRTC module. Its socket sends text events
@@ -13,7 +14,7 @@ package final class WebRTCSession: DirectedCall, SessionWire {
     private let dialect: Dialect
     private var audio = OutputAudioBuffer()
     /// The call and its sidebands, from the data channel's opening to the call's end.
-    private var socket: CallSocket?
+    private var socket: WebRTCSessionSocket?
 
     fileprivate init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted, session: JSON?) {
         dialect = Dialect(openAIBetaHeader: request.header("openai-beta"))
@@ -28,7 +29,7 @@ package final class WebRTCSession: DirectedCall, SessionWire {
 
     /// The data channel is open: `session.created` goes out, and the session runs.
     package func open(_ call: any SessionSocket) {
-        let socket = CallSocket(call)
+        let socket = WebRTCSessionSocket(call)
         self.socket = socket
         driver.open(socket)
     }

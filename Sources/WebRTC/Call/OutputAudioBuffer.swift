@@ -1,3 +1,5 @@
+import Session
+
 /// WebRTC's `output_audio_buffer` events, as OpenAI's Realtime API sends them on a call's data
 /// channel: `started` when a reply's first audio goes out on the media track, `stopped` once it has
 /// all gone (after the reply's `response.done`), `cleared` when it was cut (a barge-in, or the

@@ -1,5 +1,6 @@
 import Testing
-@testable import Session
+import Session
+@testable import WebRTC
 
 struct OutputAudioBufferTests {
     @Test func aReplyStartsOnceAndStopsAfterItsDone() {
