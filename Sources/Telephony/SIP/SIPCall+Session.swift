@@ -22,7 +22,7 @@ extension SIPCall: SessionSocket, SessionWire {
     var endpointName: String { "sip" }
 
     func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        guard !socketState.sidebands.isEmpty else { return }
+        guard !socketState.isEmpty else { return }
         socketState.send(text: event.json(dialect: .ga))
     }
 

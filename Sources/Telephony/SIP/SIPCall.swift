@@ -167,10 +167,10 @@ final class SIPCall: SIPMediaCall, DirectedCall {
     /// A sideband WebSocket's events from now on (OpenAI's `?call_id=`).
     func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard dialog.state != .ended else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
-        socketState.sidebands[id] = RelayedSocket(home: agent.loop, remote: remote, socket: sideband)
+        socketState.attach(sideband, on: remote, id: id, home: agent.loop)
     }
 
-    func detach(sideband id: ObjectIdentifier) { socketState.sidebands[id] = nil }
+    func detach(sideband id: ObjectIdentifier) { socketState.detach(id) }
 
     /// A client event from a sideband.
     func receive(sidebandText text: String) { driver?.receiveClientEvent(text: text) }

@@ -37,10 +37,10 @@ package final class WebRTCSession: DirectedCall, SessionWire {
     /// A sideband WebSocket (on `remote`'s loop) gets the session's events from now on.
     package func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard let socket else { return remote.execute { sideband.value.close(.policyViolation, reason: "the call has not opened its data channel yet") } }
-        socket.sidebands[id] = RelayedSocket(home: socket.loop, remote: remote, socket: sideband)
+        socket.sidebands.attach(sideband, on: remote, id: id, home: socket.loop)
     }
 
-    package func detach(sideband id: ObjectIdentifier) { socket?.sidebands[id] = nil }
+    package func detach(sideband id: ObjectIdentifier) { socket?.sidebands.detach(id) }
 
     /// A sideband's event, as one on the data channel.
     package func receive(sidebandText text: String) {
@@ -83,7 +83,7 @@ package final class WebRTCSession: DirectedCall, SessionWire {
     /// The call is over (hung up, its peer gone, its transport failed): the session ends.
     package func ended(_ code: WebSocketCloseCode) {
         guard let socket else { return }
-        socket.closeSidebands()
+        socket.sidebands.closeAll()
         // The call holds its session and the socket holds the call: let both go.
         self.socket = nil
         onHangUp = nil

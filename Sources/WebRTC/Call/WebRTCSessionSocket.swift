@@ -6,23 +6,19 @@ import Session
 /// its track) and any sideband WebSockets, which get the events too.
 final class WebRTCSessionSocket: SessionSocket {
     let call: any SessionSocket
-    var sidebands: [ObjectIdentifier: RelayedSocket] = [:]
+    var sidebands = CallSidebands()
 
     init(_ call: any SessionSocket) { self.call = call }
 
     var loop: EventLoop { call.loop }
     func send(text: String) {
         call.send(text: text)
-        for sideband in sidebands.values { sideband.send(text: text) }
+        sidebands.send(text: text)
     }
     func send(binary: [UInt8]) { call.send(binary: binary) }
     func close(_ code: WebSocketCloseCode, reason: String) {
         call.close(code, reason: reason)
-        closeSidebands()
-    }
-    func closeSidebands() {
-        for sideband in sidebands.values { sideband.close(.normal, reason: "the call ended") }
-        sidebands = [:]
+        sidebands.closeAll()
     }
     var isOpen: Bool { call.isOpen }
     var hasClient: Bool { true }

@@ -1,0 +1,29 @@
+import Loop
+import Server
+
+/// The sideband WebSockets of a call (`/v1/realtime?call_id=…`, on whichever loop they landed),
+/// by the handler's identity: each gets the session's events, and all close when the call ends.
+/// One for every call that takes sidebands, SIP's and WebRTC's.
+package struct CallSidebands {
+    private var sidebands: [ObjectIdentifier: RelayedSocket] = [:]
+
+    package init() {}
+
+    package var isEmpty: Bool { sidebands.isEmpty }
+
+    /// `sideband`, on `remote`'s loop, gets the events of a call on `home` from now on.
+    package mutating func attach(_ sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier, home: EventLoop) {
+        sidebands[id] = RelayedSocket(home: home, remote: remote, socket: sideband)
+    }
+
+    package mutating func detach(_ id: ObjectIdentifier) { sidebands[id] = nil }
+
+    package func send(text: String) {
+        for sideband in sidebands.values { sideband.send(text: text) }
+    }
+
+    package mutating func closeAll() {
+        for sideband in sidebands.values { sideband.close(.normal, reason: "the call ended") }
+        sidebands = [:]
+    }
+}
