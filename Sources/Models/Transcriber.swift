@@ -31,6 +31,9 @@ public protocol TranscriptionSession: AnyObject {
     func finish()
     /// The turn was cleared or the session closed; no event follows.
     func cancel()
+    /// Where the audio appended so far is held for other models to read, if anywhere (the speech
+    /// helper's stream of the turn): the end-of-turn model is asked about the turn by this name.
+    var heldAudio: HeldAudio? { get }
 }
 
 /// Speech recognition. Providers are configuration shared by every loop; a session runs on the
@@ -41,6 +44,7 @@ extension TranscriptionSession {
     /// A recogniser that answers in step with the audio (no queue) has nothing to reorder.
     public func replyWaits(_ waits: Bool) {}
     public func spokeAgain() {}
+    public var heldAudio: HeldAudio? { nil }
 }
 
 /// What a recogniser's sessions answer `quiet` with (`TranscriptionEvent.settled`).

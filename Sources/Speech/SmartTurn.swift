@@ -5,8 +5,8 @@ import Models
 
 /// Smart Turn v3.2 (BSD-2-Clause; pipecat-ai's smart-turn-v3.2-cpu.onnx) as Parley's end-of-turn
 /// model, run by the speech helper: the helper reads the turn's last 8 s (from the turn's stream,
-/// which Whisper's transcription has already sent it, or sent with the question when there is no
-/// stream), computes Whisper's log-mel features and runs the model with ONNX Runtime, and answers
+/// which Whisper's transcription has already sent it and names as its `heldAudio`, or sent with
+/// the question when there is no stream), computes Whisper's log-mel features and runs the model with ONNX Runtime, and answers
 /// with the probability that the speaker has finished (complete above 0.5, the model's own threshold).
 ///
 /// Measured on this machine (docs/benchmarks.md, "Turn-taking"): about 30 ms a decision on one
@@ -23,15 +23,16 @@ public struct SmartTurn: EndOfTurnModel {
         self.timeoutSeconds = timeoutSeconds
     }
 
-    public func judge(_ samples: ArraySlice<Int16>, sampleRate: Int, on loop: EventLoop,
+    public func judge(_ turn: TurnAudio, on loop: EventLoop,
                       _ answer: @escaping (Result<TurnVerdict, ModelError>) -> Void) -> any ModelCall {
         let connection = SpeechHelperConnection.on(loop, status)
-        // The turn's stream, when this audio is what it holds: a name, not 256 KB again.
-        let stream = connection.stream(holding: samples, rate: sampleRate)
-        let audio = stream == nil ? samples.suffix(SpeechHelperContract.turnSeconds * sampleRate) : []
+        let sampleRate = turn.sampleRate
+        // The turn's stream, when its recogniser holds it on this connection: a name, not 256 KB again.
+        let stream = turn.held.flatMap { connection.stream($0, rate: sampleRate) }
+        let audio = stream == nil ? Array(turn.samples.suffix(SpeechHelperContract.turnSeconds * sampleRate)) : []
         let id = connection.request(timeout: timeoutSeconds, { id in
             if let stream { return SpeechHelperFrame(.turn, id: id, [("stream", .int(Int(stream)))]) }
-            return SpeechHelperFrame(.turn, id: id, [("rate", .int(sampleRate))], payload: PCM.littleEndianBytes(Array(audio)))
+            return SpeechHelperFrame(.turn, id: id, [("rate", .int(sampleRate))], payload: PCM.littleEndianBytes(audio))
         }) { result in
             answer(result.flatMap { frame in
                 guard let complete = frame.header["complete"]?.bool, let probability = frame.header["probability"]?.double else {

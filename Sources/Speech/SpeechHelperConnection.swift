@@ -101,7 +101,6 @@ final class SpeechHelperConnection {
         guard let socket, !socket.isClosed, streams[id]?.socket == ObjectIdentifier(socket) else {
             return streamFailed(id, ModelError(speechHelper: .unavailable, message: "the speech helper's connection was lost"))
         }
-        streams[id]?.appended(samples)
         socket.send(SpeechHelperFrame.encoded(header: SpeechHelperFrame.header(.append, id: id), samples: samples[...]))
     }
 
@@ -111,11 +110,15 @@ final class SpeechHelperConnection {
         socket?.send(SpeechHelperFrame(.close, id: id).encoded())
     }
 
-    /// The open stream whose audio `samples` are (the same rate, the same last half second, which
-    /// is not all zeros), when exactly one is: a verdict then names it instead of sending 256 KB.
-    func stream(holding samples: ArraySlice<Int16>, rate: Int) -> UInt64? {
-        let matching = streams.filter { $0.value.holds(samples, rate: rate) }
-        return matching.count == 1 ? matching.first?.key : nil
+    /// The name by which a model on this connection reads stream `id` (`TranscriptionSession.heldAudio`).
+    func held(_ id: UInt64) -> HeldAudio { HeldAudio(holder: ObjectIdentifier(self), name: id) }
+
+    /// The stream `held` names, if it is this connection's, open on the current socket, at `rate`:
+    /// a verdict then names it instead of sending the turn's audio.
+    func stream(_ held: HeldAudio, rate: Int) -> UInt64? {
+        guard held.holder == ObjectIdentifier(self), let stream = streams[held.name], stream.rate == rate,
+              let socket, !socket.isClosed, stream.socket == ObjectIdentifier(socket) else { return nil }
+        return held.name
     }
 
     private func streamFailed(_ id: UInt64, _ error: ModelError) {

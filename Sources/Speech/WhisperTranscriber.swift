@@ -154,6 +154,9 @@ final class WhisperTranscription: TranscriptionSession {
         return stream != nil
     }
 
+    /// The turn's stream, by which the end-of-turn model reads the same audio.
+    var heldAudio: HeldAudio? { stream.map(connection.held) }
+
     func finish() {
         guard !over, !finishing else { return }
         finishing = true

@@ -25,7 +25,7 @@ import Testing
     private func speakAndPause(_ engine: inout SessionEngine) throws -> String {
         _ = engine.feed(silentMs: 320)
         let actions = engine.feed(loudMs: 640) + engine.feed(silentMs: 260)
-        for case .turnModel(.judge(let itemID, _, _)) in actions { return itemID }
+        for case .turnModel(.judge(let itemID)) in actions { return itemID }
         throw HarnessFailure(description: "the model was not asked; got \(actions.types)")
     }
 

@@ -22,7 +22,7 @@ import Testing
     private func speakAndPause(_ engine: inout SessionEngine) throws -> String {
         _ = feed(&engine, silentMs: 320)
         let actions = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
-        for case .turnModel(.judge(let itemID, _, _)) in actions { return itemID }
+        for case .turnModel(.judge(let itemID)) in actions { return itemID }
         throw HarnessFailure(description: "the model was not asked; got \(actions.types)")
     }
 

@@ -93,7 +93,7 @@ import Testing
         var actions: [SessionAction] = []
         for start in stride(from: 0, to: samples.count, by: 320) { actions += engine.handle(.audio(Array(samples[start..<(start + 320)]))) }
         var asked: String?
-        for case .turnModel(.judge(let itemID, _, _)) in actions { asked = itemID }
+        for case .turnModel(.judge(let itemID)) in actions { asked = itemID }
         let itemID = try #require(asked, "\(actions.types)")
         let ended = engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.95))))
         #expect(ended.turnEnds == [.model])

@@ -74,8 +74,9 @@ import Testing
         engine.feed(silentMs: silentMs, loudMs: loudMs)
     }
 
-    private func judged(_ actions: [SessionAction]) -> (itemID: String, samples: Int)? {
-        for case .turnModel(.judge(let itemID, let audio, let rate)) in actions { return (itemID, audio.count * 1000 / rate) }
+    /// The item the end-of-turn model was asked about, if it was.
+    private func judged(_ actions: [SessionAction]) -> String? {
+        for case .turnModel(.judge(let itemID)) in actions { return itemID }
         return nil
     }
 
@@ -86,8 +87,11 @@ import Testing
         // Asked after 200 ms of silence, not the 500 ms server_vad would wait.
         let asked = try #require(judged(spoken), "\(spoken.types)")
         #expect(!spoken.types.contains("input_audio_buffer.speech_stopped"))
-        #expect(asked.samples <= 8000)
-        let ended = engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: true, probability: 0.95))))
+        // The model judges the buffer's last 8 s at most: here the speech and the 260 ms after it
+        // (the silence before the speech is not kept in the buffer).
+        let judgedAudio = engine.turnModelAudio
+        #expect(judgedAudio.samples.count * 1000 / judgedAudio.sampleRate == 640 + 260)
+        let ended = engine.handle(.turnVerdict(itemID: asked, .success(TurnVerdict(complete: true, probability: 0.95))))
         #expect(ended.types.starts(with: ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]), "\(ended.types)")
         #expect(ended.turnEnds == [.model])
         guard case .speechStopped(let endMs, _)? = ended.events.first?.kind else { Issue.record("no speech_stopped"); return }
@@ -99,13 +103,13 @@ import Testing
         _ = feed(&engine, silentMs: 320)
         let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
         let asked = try #require(judged(first))
-        #expect(engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: false, probability: 0.1)))).types.isEmpty)
+        #expect(engine.handle(.turnVerdict(itemID: asked, .success(TurnVerdict(complete: false, probability: 0.1)))).types.isEmpty)
         // A 1 s pause, then the rest of the sentence: no event at all for the pause.
         let rest = feed(&engine, silentMs: 740) + feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
         #expect(!rest.types.contains("input_audio_buffer.speech_started") && !rest.types.contains("input_audio_buffer.committed"), "\(rest.types)")
         let again = try #require(judged(rest))
-        #expect(again.itemID == asked.itemID)
-        let ended = engine.handle(.turnVerdict(itemID: again.itemID, .success(TurnVerdict(complete: true, probability: 0.97))))
+        #expect(again == asked)
+        let ended = engine.handle(.turnVerdict(itemID: again, .success(TurnVerdict(complete: true, probability: 0.97))))
         #expect(ended.turnEnds == [.model])
         #expect(ended.types.filter { $0 == "input_audio_buffer.committed" }.count == 1)
     }
@@ -118,7 +122,7 @@ import Testing
         let resumed = feed(&engine, loudMs: 200)
         #expect(resumed.types == ["turn.cancel"], "\(resumed.types)")
         // The late answer to the withdrawn question changes nothing.
-        #expect(engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: true, probability: 0.99)))).isEmpty)
+        #expect(engine.handle(.turnVerdict(itemID: asked, .success(TurnVerdict(complete: true, probability: 0.99)))).isEmpty)
     }
 
     @Test func anIncompleteTurnEndsAtTheEagernessLongestWait() throws {
@@ -126,7 +130,7 @@ import Testing
         _ = feed(&engine, silentMs: 320)
         let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
         let asked = try #require(judged(first))
-        _ = engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: false, probability: 0.2))))
+        _ = engine.handle(.turnVerdict(itemID: asked, .success(TurnVerdict(complete: false, probability: 0.2))))
         // high: 2 s after the speech ended (at 960 ms), so at 2,960 ms of audio.
         let before = feed(&engine, silentMs: 1700)
         #expect(before.turnEnds.isEmpty)
@@ -139,7 +143,7 @@ import Testing
         _ = feed(&engine, silentMs: 320)
         let first = feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)
         let asked = try #require(judged(first))
-        let failed = engine.handle(.turnVerdict(itemID: asked.itemID, .failure(ModelError(code: "speech_helper_unavailable", message: "down"))))
+        let failed = engine.handle(.turnVerdict(itemID: asked, .failure(ModelError(code: "speech_helper_unavailable", message: "down"))))
         #expect(failed.turnEnds.isEmpty)
         // auto's silence is 500 ms from the speech's end at 960 ms.
         let ended = feed(&engine, silentMs: 260)
@@ -162,7 +166,7 @@ import Testing
         var engine = engine()
         _ = feed(&engine, silentMs: 320)
         let asked = try #require(judged(feed(&engine, loudMs: 640) + feed(&engine, silentMs: 260)))
-        _ = engine.handle(.turnVerdict(itemID: asked.itemID, .success(TurnVerdict(complete: false, probability: 0.2))))
+        _ = engine.handle(.turnVerdict(itemID: asked, .success(TurnVerdict(complete: false, probability: 0.2))))
         let stopped = engine.handle(.audioStopped)
         #expect(stopped.turnEnds == [.maxWait])
         #expect(stopped.types.starts(with: ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]), "\(stopped.types)")

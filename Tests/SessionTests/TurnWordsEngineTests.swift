@@ -21,7 +21,7 @@ import Testing
     }
 
     private func judged(_ actions: [SessionAction]) -> String? {
-        for case .turnModel(.judge(let itemID, _, _)) in actions { return itemID }
+        for case .turnModel(.judge(let itemID)) in actions { return itemID }
         return nil
     }
 

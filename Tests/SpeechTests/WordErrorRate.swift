@@ -38,15 +38,15 @@ enum WordErrorRate {
             }
         }
 
-        /// The sentence as 24 kHz pcm16 (the Realtime API's input).
-        func say(_ sentence: String) throws -> [Int16] {
+        /// The sentence as pcm16 at `rate` (by default 24 kHz, the Realtime API's input).
+        func say(_ sentence: String, rate: Int = 24_000) throws -> [Int16] {
             let path = switch self {
             case .espeak(let name, let wpm): try SpeechVectors.wav(sentence, voice: name, wordsPerMinute: wpm)
             case .flite(let name): try SpeechVectors.flite(sentence, voice: name)
             case .piper(let scale): try SpeechVectors.piper(sentence, lengthScale: scale)
             }
             let wav = try WAVFile.read(path: path)
-            return try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
+            return try Resampler(from: wav.sampleRate, to: rate).process(wav.samples)
         }
     }
 

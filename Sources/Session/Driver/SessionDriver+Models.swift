@@ -12,21 +12,24 @@ extension SessionDriver {
 
     func judgeTurn(_ step: TurnModelStep, on loop: EventLoop) {
         switch step {
-        case .judge(let itemID, let audio, let sampleRate):
+        case .judge(let itemID):
             turnJudgement?.call.cancel()
             guard let model = endpoint.speech.endOfTurn else {
                 turnJudgement = nil
                 return perform(engine.handle(.turnVerdict(itemID: itemID, .failure(ModelError(code: "no_turn_model", message: "no end-of-turn model")))))
             }
             let asked = loopTime
-            let call = model.judge(audio[...], sampleRate: sampleRate, on: loop) { [weak self] result in
+            let (samples, sampleRate) = engine.turnModelAudio
+            let audioMs = samples.count * 1000 / sampleRate
+            let turn = TurnAudio(samples: samples, sampleRate: sampleRate, held: transcriptions[itemID]?.heldAudio)
+            let call = model.judge(turn, on: loop) { [weak self] result in
                 guard let self, self.turnJudgement?.itemID == itemID else { return }
                 self.turnJudgement = nil
                 switch result {
                 case .success(let verdict):
                     self.metrics.turnModelTime.observe(nanoseconds: loopTime &- asked)
                     sessionLog.debug("turn judged", metadata: ["session": "\(self.engine.sessionID)", "item": "\(itemID)", "complete": "\(verdict.complete)",
-                                                               "probability": "\(verdict.probability)", "audio_ms": "\(audio.count * 1000 / sampleRate)"])
+                                                               "probability": "\(verdict.probability)", "audio_ms": "\(audioMs)"])
                 case .failure(let error): self.metrics.turnModelFailures.add(1, error.speechHelper == .timeout ? .timeout : .unavailable)
                 }
                 self.perform(self.engine.handle(.turnVerdict(itemID: itemID, result)))

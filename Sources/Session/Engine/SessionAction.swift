@@ -48,8 +48,9 @@ public enum ToolWaitStep: Sendable, Equatable {
 
 /// What the end-of-turn model is asked (see `TurnEnding`).
 public enum TurnModelStep: Sendable, Equatable {
-    /// Is the turn in this audio (its last 8 s, mono at `sampleRate`) complete?
-    case judge(itemID: String, audio: [Int16], sampleRate: Int)
+    /// Is the turn complete? Asked by the item: its audio is the engine's (`turnModelAudio`), or
+    /// the recogniser's stream of the same turn where the model runs, never copied into the step.
+    case judge(itemID: String)
     /// The user went on, or the turn was cleared: the answer is no longer wanted.
     case cancel(itemID: String)
 }

@@ -261,14 +261,19 @@ extension SessionEngine {
     mutating func carryOut(_ step: TurnTaking.Step) {
         switch step {
         case .ask(let itemID):
-            let rate = audio.sampleRate
-            outbox.append(.turnModel(.judge(itemID: itemID, audio: Array(audio.samples.suffix(TurnEnding.maxSeconds * rate)), sampleRate: rate)))
+            outbox.append(.turnModel(.judge(itemID: itemID)))
             speculate()
         case .withdraw(let itemID):
             outbox.append(.turnModel(.cancel(itemID: itemID)))
         case .end(let ended):
             endTurn(ended)
         }
+    }
+
+    /// The audio the end-of-turn model judges: the buffer's last 8 s, a view of it, not a copy
+    /// (read while the model is asked, before the buffer changes again).
+    var turnModelAudio: (samples: ArraySlice<Int16>, sampleRate: Int) {
+        (audio.samples.suffix(TurnEnding.maxSeconds * audio.sampleRate), audio.sampleRate)
     }
 
     /// The turn is over: `speech_stopped` where its speech ended, the commit, and the answer.
