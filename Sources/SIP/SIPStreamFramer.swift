@@ -16,6 +16,8 @@ package struct SIPStreamFramer: Sendable {
 
     /// Bytes held that are not yet a whole message.
     package var bufferedCount: Int { buffer.count }
+    /// What the buffer holds of the heap, for the loop's memory account.
+    package var heapBytes: Int { buffer.capacity }
 
     package mutating func append(_ bytes: some Sequence<UInt8>) {
         buffer.append(contentsOf: bytes)

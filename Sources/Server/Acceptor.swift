@@ -14,19 +14,22 @@ final class Acceptor: LoopRegistrant {
     private let fd: Int32
     private let registration: Registration
     private unowned(unsafe) let serving: ServingLoop
+    /// The stream port it listens for (`ServingLoop.streamPorts`); nil for the HTTP port.
+    private let port: Int?
     private var spareFD: Int32 = -1
     private var paused = false
     private var closed = false
 
-    private init(fd: Int32, registration: Registration, serving: ServingLoop) {
+    private init(fd: Int32, registration: Registration, serving: ServingLoop, port: Int?) {
         self.fd = fd
         self.registration = registration
         self.serving = serving
+        self.port = port
         spareFD = (try? Sys.openReadOnly("/dev/null")) ?? -1
     }
 
-    static func listen(on fd: Int32, for serving: ServingLoop) throws(SystemError) -> Acceptor {
-        try serving.loop.register(fd, .readable) { Acceptor(fd: fd, registration: $0, serving: serving) }
+    static func listen(on fd: Int32, for serving: ServingLoop, port: Int? = nil) throws(SystemError) -> Acceptor {
+        try serving.loop.register(fd, .readable) { Acceptor(fd: fd, registration: $0, serving: serving, port: port) }
     }
 
     override func readable(hungUp: Bool) {
@@ -39,7 +42,7 @@ final class Acceptor: LoopRegistrant {
                 if error.errno == EMFILE || error.errno == ENFILE { refuseOverLimit() }
                 return
             }
-            serving.admit(client)
+            if let port { serving.admit(client, streamPort: port) } else { serving.admit(client) }
         }
     }
 

@@ -94,21 +94,35 @@ final class Connection: LoopRegistrant {
     /// Held input must be processed before the next read (the protocol takes input again).
     private var reprocessPending: Bool { get { flag(.reprocessPending) } set { set(.reprocessPending, newValue) } }
 
-    init(fd: Int32, registration: Registration, serving: ServingLoop, tls: TLSStream? = nil) {
+    /// `stream`: the connection came on a stream port (`ServingLoop.streamPorts`), with its index
+    /// there, the peer's address and the port's first deadline; HTTP speaks first otherwise.
+    init(fd: Int32, registration: Registration, serving: ServingLoop, tls: TLSStream? = nil,
+         stream: (port: Int, peer: SocketAddress, idleTicks: UInt32)? = nil) {
         self.fd = fd
         self.tls = tls
         if tls != nil { flags.insert(.handshaking) }
         self.registration = registration
         self.serving = serving
         super.init()
-        wire = .http(HTTP1Protocol(connection: self, configuration: serving.context.configuration))
+        if let stream {
+            let handle = StreamConnection(self, peer: stream.peer, isTLS: tls != nil)
+            wire = .stream(StreamWire(handle: handle, port: stream.port, idleTicks: stream.idleTicks))
+        } else {
+            wire = .http(HTTP1Protocol(connection: self, configuration: serving.context.configuration))
+        }
     }
 
     /// Registered and counted: the first deadline is set and the memory account opened.
     func opened() {
         objectBytes = Int32(malloc_usable_size(Unmanaged.passUnretained(self).toOpaque()) + wire.objectBytes)
         account()
-        loop.setDeadline(registration, afterTicks: tls == nil ? serving.handshakeTicks : serving.tlsHandshakeTicks)
+        loop.setDeadline(registration, afterTicks: tls == nil ? firstTicks : serving.tlsHandshakeTicks)
+    }
+
+    /// The deadline once the connection can speak (accepted, or its TLS handshake done): the
+    /// request head's, or a stream port's own.
+    private var firstTicks: UInt32 {
+        if case .stream(let stream) = wire { stream.idleTicks } else { serving.handshakeTicks }
     }
 
     var isOpen: Bool { state == .open }
@@ -183,7 +197,7 @@ final class Connection: LoopRegistrant {
             handshakeEnded(.established)
             armWrite(false)
             // The request head now gets the whole of its own deadline.
-            loop.setDeadline(registration, afterTicks: serving.handshakeTicks)
+            loop.setDeadline(registration, afterTicks: firstTicks)
         case .wantRead:
             armWrite(false)
         case .wantWrite:

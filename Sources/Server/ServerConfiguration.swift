@@ -49,6 +49,10 @@ public struct ServerConfiguration: Sendable {
     /// Runs on each loop's thread as it starts, before it serves anything: for what an upper layer
     /// keeps per loop (the upstream HTTP client and the CA certificates it trusts).
     public var loopStarted: (@Sendable (EventLoop) -> Void)?
+    /// The ports each loop also listens on for a protocol of another module (SIP over TCP and
+    /// TLS), asked on each loop's thread as it starts, before `loopStarted`: served on the server's
+    /// own connections (`StreamProtocol`).
+    public var streamPorts: (@Sendable (EventLoop) -> [StreamPort])?
 
     /// Set in each worker of `parley serve --workers N`: the process publishes its metrics for the
     /// others and answers `/metrics` with the sum over all of them.

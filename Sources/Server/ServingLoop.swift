@@ -33,6 +33,9 @@ final class ServingLoop {
     private var tlsHandshakesInProgress = 0
     private let maxTLSHandshakes: Int
     private var acceptor: Acceptor?
+    /// The ports of other modules' protocols (`ServerConfiguration.streamPorts`), each with its
+    /// acceptor and its connections open on this loop.
+    private var streamPorts: [(port: StreamPort, acceptor: Acceptor, open: Int)] = []
     /// Each connection's client address, by slot, while per-address limits are on (empty otherwise).
     private var hosts: [Int32: HostKey] = [:]
     private(set) var shuttingDown = false
@@ -56,6 +59,7 @@ final class ServingLoop {
         tlsHandshakeTicks = loop.ticks(seconds: c.tlsHandshakeTimeout)
         maxTLSHandshakes = max(1, c.maxTLSHandshakes / max(1, c.loops))
         acceptor = try Acceptor.listen(on: listenFD, for: self)
+        for port in c.streamPorts?(loop) ?? [] { listen(port) }
         loop.onStopRequested = { [unowned self] in beginShutdown() }
         loop.afterEachEvent { [cork] in cork.flushAll() }
     }
@@ -118,6 +122,58 @@ final class ServingLoop {
         connection.opened()
     }
 
+    /// Listens on `port` too; a port that cannot be bound is logged, and the loop serves the rest.
+    private func listen(_ port: StreamPort) {
+        do throws(SystemError) {
+            let fd = try Sys.streamSocket(family: port.address.family)
+            do throws(SystemError) {
+                try Sys.listen(fd, on: port.address)
+                streamPorts.append((port, try Acceptor.listen(on: fd, for: self, port: streamPorts.count), 0))
+            } catch {
+                Sys.close(fd)
+                throw error
+            }
+        } catch {
+            serverLog.error("a stream port was not opened on a loop", metadata: ["address": "\(port.address)", "error": "\(error)"])
+        }
+    }
+
+    /// A connection on a stream port: within the port's count, its TLS session made (within the
+    /// handshake cap, which TLS on any port shares), and its protocol asked to speak, which may
+    /// refuse it. Not counted among the HTTP port's connections, nor in its per-address limits.
+    func admit(_ fd: Int32, streamPort index: Int) {
+        let port = streamPorts[index].port
+        guard streamPorts[index].open < port.maxConnections, let peer = try? Sys.peerAddress(fd) else {
+            refused(.connectionLimit)
+            return Sys.close(fd)
+        }
+        var tls: TLSStream?
+        if let context = port.tls {
+            guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: context, fd: fd) else {
+                refused(.tlsHandshakeLimit)
+                return Sys.close(fd)
+            }
+            tls = session
+        }
+        Sys.setNoDelay(fd)
+        let connection: Connection
+        do {
+            connection = try loop.register(fd, [.readable, .edge]) {
+                Connection(fd: fd, registration: $0, serving: self, tls: tls, stream: (index, peer, loop.ticks(seconds: port.idleSeconds)))
+            }
+        } catch {
+            return Sys.close(fd)
+        }
+        streamPorts[index].open += 1
+        if tls != nil {
+            tlsHandshakesInProgress += 1
+            metrics.tlsHandshakesInProgress.add(1)
+        }
+        guard case .stream(let wire) = connection.wire, let speaker = port.speak(wire.handle) else { return connection.close() }
+        wire.speaker = speaker
+        connection.opened()
+    }
+
     /// Counts a refused connection and says so in the log, at most once a second: a flood of
     /// refusals must not become a flood of log lines.
     func refused(_ reason: RefusalReason) {
@@ -156,6 +212,13 @@ final class ServingLoop {
     /// Called by a closing connection: gives back its registration, descriptor and counters.
     /// Returns the connection's accounted bytes after release (zero).
     func release(_ connection: Connection, accounted: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
+        if let port = connection.wire.streamPort {
+            loop.deregister(connection.registration)
+            Sys.close(connection.fd)
+            streamPorts[port].open -= 1
+            metrics.accountedBytes.add(-accounted)
+            return 0
+        }
         if !hosts.isEmpty, let host = hosts.removeValue(forKey: connection.registration.slot) {
             context.addressLimits.release(host, now: MonotonicClock.nanoseconds())
         }
@@ -208,6 +271,7 @@ final class ServingLoop {
     private func stopNow() {
         acceptor?.close()
         acceptor = nil
+        for port in streamPorts { port.acceptor.close() }
         loop.stop()
     }
 }

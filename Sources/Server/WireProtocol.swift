@@ -10,10 +10,12 @@ import Glibc
 /// An enum of final classes rather than an existential: one word in the transport (the payloads are
 /// references, so the case goes in their spare bits), a switch to dispatch, and each protocol's state
 /// exists only while that protocol speaks: the HTTP parser is freed at the upgrade. Another
-/// protocol on a connection (HTTP/2, WebRTC signalling) is one more class and one more case here.
+/// protocol on a connection (HTTP/2, WebRTC signalling) is one more class and one more case here;
+/// one another module speaks from the first byte (SIP over TCP) is a `StreamProtocol`.
 enum WireProtocol {
     case http(HTTP1Protocol)
     case webSocket(WebSocketProtocol)
+    case stream(StreamWire)
 
     /// Feeds input read from the socket; returns how many bytes were used. Zero: the protocol takes
     /// no input now (a streamed response is going out), and the rest waits in the transport.
@@ -21,6 +23,7 @@ enum WireProtocol {
         switch self {
         case .http(let http): http.process(UnsafeRawBufferPointer(bytes))
         case .webSocket(let webSocket): webSocket.process(bytes)
+        case .stream(let stream): stream.speaker?.process(UnsafeRawBufferPointer(bytes)) ?? bytes.count
         }
     }
 
@@ -28,7 +31,7 @@ enum WireProtocol {
     var isReading: Bool {
         switch self {
         case .http(let http): http.isReading
-        case .webSocket: true
+        case .webSocket, .stream: true
         }
     }
 
@@ -42,6 +45,7 @@ enum WireProtocol {
         switch self {
         case .http(let http): http.deadlinePassed()
         case .webSocket(let webSocket): webSocket.deadlinePassed()
+        case .stream(let stream): stream.speaker?.deadlinePassed()
         }
     }
 
@@ -50,6 +54,9 @@ enum WireProtocol {
         switch self {
         case .http(let http): http.drain()
         case .webSocket(let webSocket): webSocket.drain(force: force)
+        // A stream protocol's peers are not sessions: the drain waits for none, and at its
+        // deadline what is left closes.
+        case .stream(let stream): if force { stream.handle.close() }
         }
     }
 
@@ -58,6 +65,7 @@ enum WireProtocol {
         switch self {
         case .http(let http): http.connection.close()
         case .webSocket(let webSocket): webSocket.outboundOverflowed()
+        case .stream(let stream): stream.handle.closeNow()
         }
     }
 
@@ -66,6 +74,7 @@ enum WireProtocol {
         switch self {
         case .http(let http): http.stopReading()
         case .webSocket(let webSocket): webSocket.stopReading()
+        case .stream: break
         }
     }
 
@@ -74,6 +83,7 @@ enum WireProtocol {
         switch self {
         case .http(let http): http.heapBytes
         case .webSocket(let webSocket): webSocket.heapBytes
+        case .stream(let stream): stream.speaker?.heapBytes ?? 0
         }
     }
 
@@ -82,6 +92,9 @@ enum WireProtocol {
         switch self {
         case .http(let http): malloc_usable_size(Unmanaged.passUnretained(http).toOpaque())
         case .webSocket(let webSocket): malloc_usable_size(Unmanaged.passUnretained(webSocket).toOpaque())
+        case .stream(let stream): malloc_usable_size(Unmanaged.passUnretained(stream).toOpaque())
+            + malloc_usable_size(Unmanaged.passUnretained(stream.handle).toOpaque())
+            + (stream.speaker.map { malloc_usable_size(Unmanaged.passUnretained($0 as AnyObject).toOpaque()) } ?? 0)
         }
     }
 
@@ -94,12 +107,23 @@ enum WireProtocol {
             return (nil, 0)
         case .webSocket(let webSocket):
             return (webSocket.ended(), webSocket.endpoint)
+        case .stream:
+            return (nil, 0)
         }
     }
 
     /// The connection has been given back to the server: the handler may now be told.
     func closed() {
-        if case .webSocket(let webSocket) = self { webSocket.closed() }
+        switch self {
+        case .http: break
+        case .webSocket(let webSocket): webSocket.closed()
+        case .stream(let stream): stream.speaker?.closed()
+        }
+    }
+
+    /// The stream port the connection came on, for a `StreamProtocol`'s connection.
+    var streamPort: Int? {
+        if case .stream(let stream) = self { stream.port } else { nil }
     }
 
     /// The WebSocket protocol, once the connection has upgraded.

@@ -273,8 +273,9 @@ struct Serve: ParsableCommand {
         config.loopStarted = { loop in
             HTTPClient.install(on: loop, tls: upstreamTLS)
             store?.prepare(on: loop)
-            sip?.startLogging(on: loop)
         }
+        // SIP over TCP and TLS is served on the server's own connections, from each loop's start.
+        config.streamPorts = { loop in sip?.startLogging(on: loop) ?? [] }
         let server: Server
         do {
             server = try Server(configuration: config, routes: routes)

@@ -136,21 +136,24 @@ public final class SIPEndpoint: Sendable {
         }
     }
 
-    /// Starts `loop`'s share of the SIP port (called as each loop starts).
-    public func start(on loop: EventLoop) throws(SystemError) {
+    /// Starts `loop`'s share of the SIP port (called as each loop starts): its UDP socket, and the
+    /// TCP (and TLS) ports the server's loop serves on its own connections (`StreamPort`).
+    public func start(on loop: EventLoop) throws(SystemError) -> [StreamPort] {
         guard let address else { throw SystemError("--sip-host \(settings.host) is not a numeric IP address") }
         let agent = SIPUserAgent(loop: loop, endpoint: self, playout: .on(loop))
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
-        _ = try SIPStreamListener.open(on: loop, at: address, agent: agent)
+        var ports = [SIPStreamProtocol.port(at: address, tls: nil, agent: agent)]
         if let tlsContext, let tls = settings.tls {
-            _ = try SIPStreamListener.open(on: loop, at: address.withPort(UInt16(tls.port)), agent: agent, tls: tlsContext)
+            ports.append(SIPStreamProtocol.port(at: address.withPort(UInt16(tls.port)), tls: tlsContext, agent: agent))
         }
+        return ports
     }
 
     /// `start`, a failure logged (the port was checked before the loops started).
-    public func startLogging(on loop: EventLoop) {
-        do throws(SystemError) { try start(on: loop) } catch {
+    public func startLogging(on loop: EventLoop) -> [StreamPort] {
+        do throws(SystemError) { return try start(on: loop) } catch {
             sessionLog.error("SIP port not opened on a loop", metadata: ["error": "\(error)"])
+            return []
         }
     }
 

@@ -22,8 +22,6 @@ final class SIPUserAgent {
     private(set) var calls: [String: SIPCall] = [:]
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
-    /// TCP connections open on this loop.
-    var connections = 0
     /// INVITEs begun within the current second, for the flood limit.
     private var invitesThisSecond = 0
     private var secondStarted: UInt64 = 0
