@@ -67,7 +67,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         metrics.calls.add(1, stopped ? .stop : .noStop)
         sessionLog.info("call ended", metadata: ["session": "\(driver.engine.sessionID)", "call": "\(callSid)",
                                                  "stop": "\(stopped)", "code": "\(code)"])
-        driver.close(code: code)
+        driver.close(SessionEnding(code))
         self.driver = nil
     }
 

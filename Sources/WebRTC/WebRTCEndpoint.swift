@@ -76,7 +76,7 @@ public final class WebRTCEndpoint: Sendable {
             case .failure(let refusal):
                 stream.respond(Self.cors(refusal.response, request))
             case .success(let call):
-                guard stream.isOpen else { return call.ended(.goingAway) }
+                guard stream.isOpen else { return call.ended(.wentAway) }
                 stream.respond(Self.cors(self.answer(offer, call, request, on: loop), request))
             }
         }
@@ -131,7 +131,7 @@ public final class WebRTCEndpoint: Sendable {
             dtls = try DTLSEndpoint(context: context, remoteFingerprint: fingerprint)
         } catch {
             webrtcLog.warning("cannot take a call", metadata: ["error": "\(error)"])
-            session.ended(.internalError)
+            session.ended(.serverFailed)
             return .jsonError(.serviceUnavailable, code: "webrtc_unavailable", message: "this server cannot take WebRTC calls now: \(error)")
         }
         var local = ICECredentials.generate()

@@ -56,7 +56,7 @@ import Testing
         let report = SessionReport()
         report.observe(.sessionResumed, at: 1)
         let json = report.json(sessionID: "sess_1", tenant: nil, model: "m", endpoint: "/v1/realtime", startedAt: 0,
-                               ending: .init(closeCode: 1006, reason: WebSocketCloseCode.abnormal.reportReason, seconds: 1, audioInSeconds: 0))
+                               ending: .init(closeCode: 1006, reason: SessionEnding(WebSocketCloseCode.abnormal).reportReason, seconds: 1, audioInSeconds: 0))
         #expect(json["resumes"]?.int == 1)
         #expect(!json.description.contains("rt_"), "\(json.description)")
         #expect(json["ended"]?["reason"]?.string == "the connection dropped")

@@ -23,7 +23,7 @@ package struct CallSidebands {
     }
 
     package mutating func closeAll() {
-        for sideband in sidebands.values { sideband.close(.normal, reason: "the call ended") }
+        for sideband in sidebands.values { sideband.close(.ended, reason: "the call ended") }
         sidebands = [:]
     }
 }

@@ -98,17 +98,17 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     func socketClosed(_ code: WebSocketCloseCode, from sender: SessionClient) {
         guard sender == client else { return }
         client = nil
-        guard let resumption, !Self.ends(code), let loop = driver.loop else { return end(code) }
-        driver.park { [weak self] code in self?.end(code) }
-        resumption.park(on: loop) { [weak self] in self?.end(.abnormal) }
+        guard let resumption, !Self.ends(code), let loop = driver.loop else { return end(SessionEnding(code)) }
+        driver.park { [weak self] ending in self?.end(ending) }
+        resumption.park(on: loop) { [weak self] in self?.end(.dropped) }
     }
 
     /// The session is over: its work stops, and the store forgets it.
-    private func end(_ code: WebSocketCloseCode) {
+    private func end(_ ending: SessionEnding) {
         resumption?.ended()
         resumption = nil
         client = nil
-        driver.close(code: code)
+        driver.close(ending)
     }
 
     /// A reconnect with this session's token, on its home loop (`SessionResumption.attach`).
@@ -139,7 +139,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     func drain() {
         draining = false
         guard let socket = driver.socket, let current = client else { return }
-        guard let resumption else { return socket.close(.serviceRestart, reason: "server restarting") }
+        guard let resumption else { return socket.close(.serverRestart, reason: "server restarting") }
         resumption.drain(socket, client: current)
     }
 

@@ -8,7 +8,8 @@ import Server
 package protocol SessionSocket {
     func send(text: String)
     func send(binary: [UInt8])
-    func close(_ code: WebSocketCloseCode, reason: String)
+    /// Ends the session's carriage as the carrier says `ending` (a close code, a BYE, a hang-up).
+    func close(_ ending: SessionEnding, reason: String)
     var isOpen: Bool { get }
     /// False while parked: what is sent then only goes to the replay log.
     var hasClient: Bool { get }
@@ -19,20 +20,24 @@ package protocol SessionSocket {
 
 extension WebSocket: SessionSocket {
     package var hasClient: Bool { true }
+
+    package func close(_ ending: SessionEnding, reason: String) {
+        close(WebSocketCloseCode(ending), reason: reason)
+    }
 }
 
 /// A session with no client: what it sends is kept only in its replay log. Closing it (a limit
 /// passed while parked) ends the session through `onClose`.
 final class ParkedSocket: SessionSocket {
     let loop: EventLoop
-    var onClose: ((WebSocketCloseCode) -> Void)?
+    var onClose: ((SessionEnding) -> Void)?
     init(loop: EventLoop) { self.loop = loop }
     func send(text: String) {}
     func send(binary: [UInt8]) {}
-    func close(_ code: WebSocketCloseCode, reason: String) {
+    func close(_ ending: SessionEnding, reason: String) {
         let onClose = onClose
         self.onClose = nil
-        onClose?(code)
+        onClose?(ending)
     }
     var isOpen: Bool { true }
     var hasClient: Bool { false }
@@ -63,11 +68,11 @@ package final class RelayedSocket: SessionSocket {
         if !closed { remote.execute { socket.value.send(binary: binary) } }
     }
 
-    package func close(_ code: WebSocketCloseCode, reason: String) {
+    package func close(_ ending: SessionEnding, reason: String) {
         guard !closed else { return }
         closed = true
         let socket = socket
-        remote.execute { socket.value.close(code, reason: reason) }
+        remote.execute { socket.value.close(ending, reason: reason) }
     }
 
     package var isOpen: Bool { !closed }

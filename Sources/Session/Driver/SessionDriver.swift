@@ -210,7 +210,7 @@ package final class SessionDriver {
             let error = EventError(type: .invalidRequest, code: "transcription_unavailable",
                                    message: "this server has no speech recogniser (--transcriber none), so it cannot open a transcription session")
             wire?.send(engine.event(.error(error)), on: socket)
-            return socket.close(.policyViolation, reason: "no transcriber")
+            return socket.close(.policy, reason: "no transcriber")
         }
         if announce { perform(engine.start()) }
     }
@@ -293,7 +293,7 @@ package final class SessionDriver {
         metrics.limitCloses.add(1, .duration)
         let error = EventError(type: .invalidRequest, code: "session_expired", message: "the session reached its limit of \(Int(maxSessionSeconds)) s")
         wire?.send(engine.event(.error(error)), on: socket)
-        socket.close(.policyViolation, reason: "session length limit")
+        socket.close(.policy, reason: "session length limit")
     }
 
     /// A limit was passed: an `error` event naming it, then close 1008; the server goes on.
@@ -303,16 +303,18 @@ package final class SessionDriver {
         metrics.limitCloses.add(1, LimitClose(limit))
         sessionLog.warning("session limit", metadata: ["session": "\(engine.sessionID)", "limit": "\(limit.label)"])
         wire?.send(engine.event(.error(EventError(type: .invalidRequest, code: limit.code, message: message))), on: socket)
-        socket.close(.policyViolation, reason: limit.code)
+        socket.close(.policy, reason: limit.code)
     }
 
-    package func close(code: WebSocketCloseCode) {
+    /// The session is over, ended as its carrier says (`ending`): its work stops, and its report
+    /// and trace are written.
+    package func close(_ ending: SessionEnding) {
         sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
-        if let loop = socket?.loop { writeReport(code: code, on: loop) }
-        trace?.end(code: Int(code.rawValue), at: loopTime)
+        if let loop = socket?.loop { writeReport(ending, on: loop) }
+        trace?.end(code: Int(ending.code), at: loopTime)
         trace = nil
-        sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(code)",
+        sessionLog.info("session closed", metadata: ["session": "\(engine.sessionID)", "code": "\(ending.code)",
                                                      "seconds": "\(secondsOpen)"])
         for call in calls.values { call.cancel() }
         calls = [:]
@@ -365,20 +367,20 @@ package final class SessionDriver {
         trace = made
     }
 
-    private func writeReport(code: WebSocketCloseCode, on loop: EventLoop) {
+    private func writeReport(_ ending: SessionEnding, on loop: EventLoop) {
         let report = report ?? SessionReport()
         let seconds = secondsOpen
-        let ending = SessionReport.Ending(closeCode: Int(code.rawValue), reason: report.endReason ?? code.reportReason, seconds: seconds,
-                                          audioInSeconds: Double(engine.audioMs) / 1000)
+        let ended = SessionReport.Ending(closeCode: Int(ending.code), reason: report.endReason ?? ending.reportReason, seconds: seconds,
+                                         audioInSeconds: Double(engine.audioMs) / 1000)
         let json = report.json(sessionID: engine.sessionID, tenant: lease?.tenant, model: engine.model, endpoint: wire?.endpointName ?? "",
-                               startedAt: WallClock.seconds() - Int(seconds.rounded()), ending: ending)
+                               startedAt: WallClock.seconds() - Int(seconds.rounded()), ending: ended)
         endpoint.reports.write(sessionID: engine.sessionID, report: json, on: loop)
         self.report = nil
     }
 
     /// The client is gone but may come back within the grace window: the session goes on (a
     /// reply in flight finishes), writing only to its replay log.
-    func park(onClose: @escaping (WebSocketCloseCode) -> Void) {
+    func park(onClose: @escaping (SessionEnding) -> Void) {
         guard let socket else { return }
         let parked = ParkedSocket(loop: socket.loop)
         parked.onClose = onClose

@@ -233,18 +233,3 @@ final class SessionReport {
         return .object(members)
     }
 }
-
-extension WebSocketCloseCode {
-    /// How a session that closed with this code ended, in its report.
-    var reportReason: String {
-        switch self {
-        case .normal: "closed by the client"
-        case .goingAway: "going away (the client left, or the server drained)"
-        case .noStatus: "closed without a status"
-        case .policyViolation: "closed for a policy (a limit or a refused resume)"
-        case .abnormal: "the connection dropped"
-        case .serviceRestart: "the server restarted (the client may resume)"
-        default: "closed with \(rawValue)"
-        }
-    }
-}

@@ -212,7 +212,7 @@ final class SessionResumption {
             SessionMetrics.shared.resumes.add(1, .outOfRange)
             session.sendControl(.error(EventError(type: .invalidRequest, code: "resume_out_of_range",
                                                   message: "last_seq \(lastSeq) is outside the events this session keeps (\(oldest) to \(last))")), on: socket)
-            socket.close(.policyViolation, reason: "resume_out_of_range")
+            socket.close(.policy, reason: "resume_out_of_range")
             if !restored { register(home: socket.loop) }
             return
         case .success:
@@ -247,7 +247,7 @@ final class SessionResumption {
         SessionMetrics.shared.resumes.add(1, .taken)
         sessionLog.info("resume lost to another node", metadata: ["session": "\(driver.engine.sessionID)"])
         session.sendControl(.error(.resumeTokenInvalid), on: socket)
-        socket.close(.policyViolation, reason: EventError.resumeTokenInvalid.code)
+        socket.close(.policy, reason: EventError.resumeTokenInvalid.code)
     }
 
     /// A session restored from the store: its stored events after `lastSeq` are the replay.
@@ -334,7 +334,7 @@ final class SessionResumption {
             guard let token else { return lostToAnotherNode(socket) }
             session.sendControl(.resumeToken(token: token.value, graceSeconds: Int(settings.graceSeconds), lastSeq: log.lastSeq), on: socket)
             heldHash = token.hash
-            socket.close(.serviceRestart, reason: "server restarting; resume elsewhere")
+            socket.close(.serverRestart, reason: "server restarting; resume elsewhere")
         }
     }
 }

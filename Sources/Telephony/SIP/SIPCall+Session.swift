@@ -12,7 +12,7 @@ extension SIPCall: SessionSocket, SessionWire {
     func send(binary: [UInt8]) {}
     /// The session ends the call (a limit, a drain): a BYE on the next pass, not inside the
     /// session's own call.
-    func close(_ code: WebSocketCloseCode, reason: String) {
+    func close(_ ending: SessionEnding, reason: String) {
         _ = agent.loop.schedule(after: 0) { [weak self] in self?.hangUp(.serverBye) }
     }
     var isOpen: Bool { dialog.state != .ended }

@@ -129,7 +129,7 @@ final class SIPCall: SIPMediaCall, DirectedCall {
         metrics.calls.add(1, why)
         sipLog("call ended", ["end": why.rawValue])
         socketState.closeAll()
-        driver?.close(code: why == .callerBye || why == .serverBye ? .normal : .goingAway)
+        driver?.close(why == .callerBye || why == .serverBye ? .ended : .wentAway)
         driver = nil
         agent.endpoint.ended(self)
         agent.forget(self)

@@ -27,7 +27,7 @@ extension WebRTCCall: SessionSocket {
 
     /// The session closes its socket (a limit passed, a drain): the call ends on the next pass,
     /// not inside the session's own call, which goes on after `close` returns.
-    func close(_ code: WebSocketCloseCode, reason: String) {
+    func close(_ ending: SessionEnding, reason: String) {
         loop.schedule(after: 0) { [weak self] in self?.end(.server) }
     }
 

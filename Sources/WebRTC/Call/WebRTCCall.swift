@@ -191,7 +191,7 @@ final class WebRTCCall: MediaPortCall {
         port.forget(self, ufrag: ufrag, address: peer)
         metrics.ended(reason)
         callLog("call ended: \(reason.rawValue)")
-        session.ended(reason == .hangup ? .normal : .goingAway)
+        session.ended(reason == .hangup ? .ended : .wentAway)
         onEnd?(self)
         onEnd = nil
     }

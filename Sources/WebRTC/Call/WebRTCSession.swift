@@ -81,13 +81,13 @@ package final class WebRTCSession: DirectedCall, SessionWire {
     package func hangUp() { onHangUp?() }
 
     /// The call is over (hung up, its peer gone, its transport failed): the session ends.
-    package func ended(_ code: WebSocketCloseCode) {
+    package func ended(_ ending: SessionEnding) {
         guard let socket else { return }
         socket.sidebands.closeAll()
         // The call holds its session and the socket holds the call: let both go.
         self.socket = nil
         onHangUp = nil
-        driver.close(code: code)
+        driver.close(ending)
     }
 
     // MARK: SessionWire

@@ -16,8 +16,8 @@ final class WebRTCSessionSocket: SessionSocket {
         sidebands.send(text: text)
     }
     func send(binary: [UInt8]) { call.send(binary: binary) }
-    func close(_ code: WebSocketCloseCode, reason: String) {
-        call.close(code, reason: reason)
+    func close(_ ending: SessionEnding, reason: String) {
+        call.close(ending, reason: reason)
         sidebands.closeAll()
     }
     var isOpen: Bool { call.isOpen }
