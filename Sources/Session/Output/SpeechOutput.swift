@@ -14,8 +14,10 @@ import Loop
 /// complexity 5: about a third of complexity 10's cost (measured by `parley-load codec`) for
 /// speech that is synthetic anyway. pcm16 replies go as base64 `response.output_audio.delta`
 /// events of 100 ms at 24 kHz, G.711 ones (µ-law or A-law) as the same events of 20 ms at 8 kHz
-/// (see `ReplyEncoder`). The pacing, and so what a barge-in can stop, is the same for all.
-package final class SpeechOutput {
+/// (see `ReplyEncoder`). The pacing, and so what a barge-in can stop, is the same for all: on the
+/// loop's one `PlayoutClock`, which the reply joins while it has pieces to send, rather than a
+/// 20 ms timer a reply (at 500 calls, timers of their own were most of the server's profile).
+package final class SpeechOutput: PlayoutClient {
     /// Audio sent ahead of real time: what the client buffers, and what a barge-in cannot recall
     /// (`--reply-lead-ms`, 200 by default). Why pace at all rather than send a reply as fast as it
     /// is made: what was sent is out of the server's hands, so a barge-in or a pause could only
@@ -29,7 +31,6 @@ package final class SpeechOutput {
     /// up to 2 s at ten talkers on two cores (docs/benchmarks.md, "Talkers"), so 4 s ahead leaves
     /// a busy box room; a listener never waits on it.
     static let synthesisAheadMs = 4000
-    static let tickSeconds = 0.02
     static let opusComplexity = 5
 
     package enum Piece {
@@ -75,7 +76,8 @@ package final class SpeechOutput {
     static let resendWindowMs = 2000
     private var startedAt: UInt64?
     private var sentMs = 0
-    private var tick: ScheduledTask?
+    /// On the loop's playout clock: while it has pieces to send and is neither paused nor over.
+    private var onClock = false
     private var over = false
     /// Set while the user's speech holds the reply (`pause`): nothing is sent, and the pace's
     /// clock stands still, so that `resume` goes on from where it stopped.
@@ -146,8 +148,7 @@ package final class SpeechOutput {
         guard !over, pausedAt == nil else { return }
         pausedAt = loop.nanoseconds()
         if let heard { rewind(to: heard) }
-        tick?.cancel()
-        tick = nil
+        leaveClock()
     }
 
     /// Sends the rest from where it paused, paced as before: the pace's clock is set back to what
@@ -186,10 +187,9 @@ package final class SpeechOutput {
         dropPrepared()
         speaking?.cancel()
         encoding?.cancel()
-        tick?.cancel()
+        leaveClock()
         speaking = nil
         encoding = nil
-        tick = nil
         return (played, heard)
     }
 
@@ -375,14 +375,31 @@ package final class SpeechOutput {
             queueHead -= drop
             queueBaseMs += dropMs
         }
-        if tick == nil, queueHead < queue.count {
-            tick = loop.schedule(after: Self.tickSeconds) { [weak self] in
-                self?.tick = nil
-                self?.pace()
-                self?.finishIfDone()
-            }
+        if !onClock, queueHead < queue.count {
+            onClock = true
+            _ = PlayoutClock.on(loop).add(self)
         }
     }
+
+    private func leaveClock() {
+        guard onClock else { return }
+        onClock = false
+        PlayoutClock.on(loop).remove(self)
+    }
+
+    // MARK: PlayoutClient
+
+    package var playoutEnded: Bool { over }
+
+    /// The clock's tick for this reply's slot: what real time plus the lead allows goes out; with
+    /// nothing left to send (or paused, or over) it leaves the clock until more is made.
+    package func send(dueBy now: UInt64, nextTick: UInt64) {
+        pace()
+        finishIfDone()
+        if over || pausedAt != nil || queueHead == queue.count { leaveClock() }
+    }
+
+    package func play(dueBy now: UInt64, nextTick: UInt64) {}
 
     private func finishIfDone() {
         guard !over, textEnded, sentences.isEmpty, speaking == nil, encoding == nil, audio.isEmpty, queueHead == queue.count else { return }

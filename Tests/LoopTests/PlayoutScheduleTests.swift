@@ -1,5 +1,5 @@
 import Testing
-@testable import Media
+@testable import Loop
 
 /// The playout clock's slots as a value: which run when, on time, late, and after a stall.
 @Suite struct PlayoutScheduleTests {

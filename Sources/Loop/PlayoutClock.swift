@@ -1,6 +1,4 @@
-import Loop
-
-/// A call whose media plays on a loop's `PlayoutClock`: a WebRTC call, a SIP call.
+/// What plays on a loop's `PlayoutClock`: a WebRTC call's or a SIP call's media, a spoken reply's pace.
 package protocol PlayoutClient: AnyObject {
     /// Over: the clock skips it until it is removed.
     var playoutEnded: Bool { get }
@@ -25,7 +23,11 @@ extension PlayoutClient {
 /// calls"). Each call keeps its own frame clock and plays what is due at each of its slot's ticks
 /// (`PlayoutSchedule`: four slots 5 ms apart, a call in the emptiest when it joins), so a frame
 /// goes to its session (or its peer) at most one period after its time. WebRTC's and SIP's calls
-/// share it.
+/// share it, and every spoken reply is paced on it (`SpeechOutput`), whatever carries it.
+///
+/// It runs on the loop's clock (`EventLoop.nanoseconds`: the machine's, or a test's), and wakes
+/// only for slots that hold something: one reply on a loop is one wake a period, as its own
+/// 20 ms timer was.
 package final class PlayoutClock {
     private let loop: EventLoop
     private var slots = [[any PlayoutClient]](repeating: [], count: PlayoutSchedule.slots)
@@ -43,11 +45,12 @@ package final class PlayoutClock {
     /// first frame time, so that its frames fall due on its slot's ticks.
     package func add(_ call: any PlayoutClient) -> UInt64 {
         if task == nil, !ticking {
-            schedule = PlayoutSchedule(startingAt: MonotonicClock.nanoseconds())
-            wake()
+            schedule = PlayoutSchedule(startingAt: loop.nanoseconds())
         }
         let slot = slots.indices.min { slots[$0].count < slots[$1].count } ?? 0
         slots[slot].append(call)
+        // A slot that was empty may now run before the wake set for the others.
+        if !ticking { wake() }
         return schedule.nextRun(of: slot)
     }
 
@@ -59,9 +62,13 @@ package final class PlayoutClock {
         }
     }
 
+    /// Sets the one wake-up for the first slot that holds something, if any does.
     private func wake() {
-        let now = MonotonicClock.nanoseconds()
-        task = loop.schedule(after: Double(schedule.next > now ? schedule.next - now : 0) / 1e9) { [unowned self] in tick() }
+        task?.cancel()
+        task = nil
+        guard let due = slots.indices.lazy.filter({ !self.slots[$0].isEmpty }).map({ self.schedule.nextRun(of: $0) }).min() else { return }
+        let now = loop.nanoseconds()
+        task = loop.schedule(after: Double(due > now ? due - now : 0) / 1e9) { [unowned self] in tick() }
     }
 
     private func tick() {
@@ -69,7 +76,7 @@ package final class PlayoutClock {
         task = nil
         ticking = true
         defer { ticking = false }
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         let (first, count) = schedule.run(now: now)
         for offset in 0..<count {
             let slot = (first + offset) % PlayoutSchedule.slots
@@ -82,6 +89,6 @@ package final class PlayoutClock {
             for call in calls where !call.playoutEnded { call.send(dueBy: now, nextTick: following) }
             for call in calls where !call.playoutEnded { call.play(dueBy: now, nextTick: following) }
         }
-        if !slots.allSatisfy(\.isEmpty) { wake() }
+        wake()
     }
 }
