@@ -33,17 +33,15 @@ import TLS
         private var received: [UInt8] = []
 
         init(port: Int) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = UInt16(port).bigEndian
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            fd = try Sys.streamSocket(family: AF_INET, .blocking)
+            do {
+                _ = try Sys.connect(fd, to: .ipv4(127, 0, 0, 1, port: UInt16(port)))
+            } catch {
+                Sys.close(fd)
+                throw error
             }
             var timeout = timeval(tv_sec: 10, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            guard connected == 0 else { throw SystemError("connect", errno: errno) }
         }
 
         deinit { close(fd) }
