@@ -84,12 +84,15 @@ let package = Package(
         // MCP servers as the session's tools: the client, its messages and its cache.
         .target(name: "MCP", dependencies: ["Upstream", "Loop", "JSON", .product(name: "Logging", package: "swift-log")]),
         .target(name: "Models", dependencies: ["Upstream", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // What a session asks of speech (a recogniser, a voice, a VAD, an end-of-turn model), the
+        // speech helper's protocol table and the speech metrics: the contracts Speech implements.
+        .target(name: "SpeechContracts", dependencies: ["Models", "Loop", "Metrics", "JSON"]),
         // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
         // Traces: swift-distributed-tracing's Tracer, W3C trace context, OTLP/HTTP export over Upstream's client.
         .target(name: "Telemetry", dependencies: ["Loop", "Metrics", "Upstream", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
-        .target(name: "Session", dependencies: ["MCP", "Models", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Session", dependencies: ["MCP", "Models", "SpeechContracts", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // What WebRTC and SIP share, as values: RTP and RTCP packets, the jitter buffer, SDP.
         .target(name: "Media", dependencies: ["Loop"]),
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
@@ -101,13 +104,13 @@ let package = Package(
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
-        .target(name: "Speech", dependencies: ["Models", "Upstream", "Loop", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
+        .target(name: "Speech", dependencies: ["Models", "SpeechContracts", "Upstream", "Loop", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Models", "Loop", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
             dependencies: [
-                "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "MCP", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
+                "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "SpeechContracts", "MCP", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
                 "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,20 +135,20 @@ let package = Package(
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
         // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
         .testTarget(name: "MCPTests", dependencies: ["MCP", "JSON", "Loop", "Server", "Upstream", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ModelsTests", dependencies: ["SpeechContracts", "Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["MCP", "Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "TelephonyTests", dependencies: ["Telephony", "SIP", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["SpeechContracts", "MCP", "Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "TelephonyTests", dependencies: ["SpeechContracts", "Telephony", "SIP", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SpeechTests", dependencies: ["SpeechContracts", "Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "Media", "TLS"], exclude: ["Fixtures"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Media", "Session", "Server", "TLS", "Loop", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
-        .testTarget(name: "ParleyTests", dependencies: ["parley", "Server", "Loop", "TLS", "JSON", "Codec", "Speech", "Models", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ParleyTests", dependencies: ["SpeechContracts", "parley", "Server", "Loop", "TLS", "JSON", "Codec", "Speech", "Models", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         // A child that writes through SQLiteConversationStore until it is killed, for the kill -9 test.
         .executableTarget(name: "store-writer", dependencies: ["Store", "Loop"], path: "Tests/StoreWriter"),
         .testTarget(name: "StoreTests", dependencies: ["Store", "store-writer", "Loop", "TestSupport"]),

@@ -6,7 +6,7 @@ checks it with `hello`, restarts it when it dies, and falls back to its own rule
 One process serves every loop of every worker of a box: each loop keeps one connection, and
 requests on a connection are answered in any order (by `id`). The protocol is documented in
 docs/protocol.md ("The speech helper"); its operations, limits and error codes are this file's
-`Contract` section, and Sources/Models/SpeechHelperContract.swift is the server's side of it
+`Contract` section, and Sources/SpeechContracts/SpeechHelperContract.swift is the server's side of it
 (`--contract` prints this side's table, and SpeechHelperContractTests compares the two). Every
 message either way is
 
@@ -86,7 +86,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from parley_speech_models import RATE, Moonshine, Piper, Refusal, SmartTurn, Whisper  # noqa: E402
 
 
-# MARK: Contract (the server's side is Sources/Models/SpeechHelperContract.swift; `--contract` prints
+# MARK: Contract (the server's side is Sources/SpeechContracts/SpeechHelperContract.swift; `--contract` prints
 # this table, and SpeechHelperContractTests fails when the two differ)
 
 PROTOCOL_VERSION = 2

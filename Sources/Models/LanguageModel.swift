@@ -29,22 +29,33 @@ public struct ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Whether asking again may go better: a 429, a 5xx, a connection that failed or timed out;
     /// not a 4xx that says the request itself is wrong.
     public let retryable: Bool
-    /// Why, when the speech helper failed (a transcription's or a verdict's error carries it on):
-    /// what callers switch on instead of matching `code`.
-    public let speechHelper: SpeechHelperFailure?
+    /// Why, when a model served by another process failed (the speech helper: a transcription's
+    /// or a verdict's error carries it on): what callers switch on instead of matching `code`.
+    public let failure: ModelFailure?
 
     /// `message` is scrubbed of every secret here (`Secrets`), where every model error is made:
     /// an upstream may quote the key it was sent, and the error goes on to logs, traces, reports
     /// and the client's `error` event, none of which may see it.
-    public init(code: String, message: String, retryAfter: Double? = nil, retryable: Bool = false, speechHelper: SpeechHelperFailure? = nil) {
+    public init(code: String, message: String, retryAfter: Double? = nil, retryable: Bool = false, failure: ModelFailure? = nil) {
         self.code = code
         self.message = Secrets.scrub(message)
         self.retryAfter = retryAfter
         self.retryable = retryable
-        self.speechHelper = speechHelper
+        self.failure = failure
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+/// Why a call to a model served by another process (the speech helper) failed, in the terms its
+/// callers switch on (`ModelError.failure`), never the error's text.
+public enum ModelFailure: Sendable, Equatable {
+    /// No answer within the request's deadline.
+    case timeout
+    /// The server is down or starting, the connection was lost, or it speaks another protocol version.
+    case unavailable
+    /// The server answered with an error: its own code (`SpeechHelperContract.ErrorCode`'s raw value).
+    case refused(String)
 }
 
 /// What a streaming model call reports, in order: text deltas and function calls, then exactly

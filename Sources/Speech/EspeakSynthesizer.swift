@@ -1,5 +1,6 @@
 import Models
 import Loop
+import SpeechContracts
 
 /// The embedded synthesiser: espeak-ng, on the speech worker pool. A sentence comes back whole
 /// (espeak-ng speaks one in a few milliseconds); the reply is spoken sentence by sentence as the

@@ -2,6 +2,7 @@ import JSON
 import Models
 import Loop
 import Upstream
+import SpeechContracts
 
 /// Any OpenAI-compatible `/audio/speech` endpoint, asked for raw pcm (16-bit mono, 24 kHz), whose
 /// body is passed on as it streams in, so a sentence starts playing before it is all synthesised.

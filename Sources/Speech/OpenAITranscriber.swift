@@ -3,6 +3,7 @@ import JSON
 import Models
 import Loop
 import Upstream
+import SpeechContracts
 
 /// Any OpenAI-compatible `/audio/transcriptions` endpoint (OpenAI's, a local whisper server,
 /// `parley mock-llm`): the turn's audio is kept while the user speaks and uploaded whole, as a

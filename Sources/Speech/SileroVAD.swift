@@ -4,6 +4,7 @@ import Glibc
 import Loop
 import Models
 import Synchronization
+import SpeechContracts
 
 /// Why Silero VAD could not load: the server says it once and hears with the energy detector.
 public enum SileroVADError: Error, Equatable, CustomStringConvertible {

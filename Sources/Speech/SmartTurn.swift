@@ -2,6 +2,7 @@ import Codec
 import JSON
 import Loop
 import Models
+import SpeechContracts
 
 /// Smart Turn v3.2 (BSD-2-Clause; pipecat-ai's smart-turn-v3.2-cpu.onnx) as Parley's end-of-turn
 /// model, run by the speech helper: the helper reads the turn's last 8 s (from the turn's stream,

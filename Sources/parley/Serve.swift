@@ -17,6 +17,7 @@ import Upstream
 import Store
 #if canImport(Glibc)
 import Glibc
+import SpeechContracts
 #endif
 
 struct Serve: ParsableCommand {

@@ -5,6 +5,7 @@ import Loop
 import Models
 import Speech
 import Synchronization
+import SpeechContracts
 
 /// Runs the speech helper (helpers/parley_speech.py, in the project venv's Python) beside the
 /// server, one per box: `parley serve` starts it (with `--workers N`, the supervisor does, and

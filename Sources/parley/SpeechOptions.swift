@@ -6,6 +6,7 @@ import Session
 import Speech
 import Loop
 import Upstream
+import SpeechContracts
 
 /// Start-up news about the speech models (the VAD's fallback).
 let speechLog = Logger(label: "parley.speech")

@@ -4,6 +4,7 @@ import Glibc
 import Loop
 import Metrics
 import TestSupport
+@testable import SpeechContracts
 
 /// The speech series are declared in a registry and written through `PrometheusText`: each
 /// family's text (HELP, TYPE and sample lines) is what it was when each wrote its own, and the

@@ -5,6 +5,7 @@ import Models
 import Speech
 import Testing
 import TestSupport
+import SpeechContracts
 
 /// One speech helper per box: `parley serve --workers 2` runs one helper, whose socket both
 /// workers' loops use, and a helper of another protocol version is one start-up line naming both.

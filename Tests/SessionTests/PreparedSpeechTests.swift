@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import Models
 @testable import Session
+@testable import SpeechContracts
 
 /// A speculative reply's first piece of speech is made while the turn is ending
 /// (`SpeechStep.prepare`, `PreparedSpeech`), and the reply's output uses it when its first

@@ -3,6 +3,7 @@ import Models
 import Synchronization
 import Testing
 @testable import Session
+import SpeechContracts
 
 /// A reply's sentences go to the voice as the listener nears them, not all at once
 /// (`SpeechOutput.synthesisAheadMs`): a reply cut in its first second has cost one sentence of

@@ -3,6 +3,7 @@ import JSON
 @testable import Models
 import Testing
 @testable import Session
+@testable import SpeechContracts
 
 /// Transcription sessions (`type: "transcription"`, the beta's `transcription_session.update`):
 /// the same turns, VAD and recogniser as a realtime session, and never a response.

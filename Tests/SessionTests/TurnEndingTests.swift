@@ -1,6 +1,7 @@
 import Models
 @testable import Session
 import Testing
+import SpeechContracts
 
 /// `semantic_vad`'s end-of-turn rule alone: silences, verdicts and the audio clock in, decisions out.
 @Suite struct TurnEndingTests {

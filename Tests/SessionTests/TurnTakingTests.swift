@@ -1,6 +1,7 @@
 import Models
 import Testing
 @testable import Session
+import SpeechContracts
 
 /// Every decision `TurnTaking` makes, from scripted VAD events, words and verdicts: no model, no
 /// socket, no clock (times are audio milliseconds).

@@ -6,6 +6,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+import SpeechContracts
 #endif
 
 /// Decodes and syntheses share the helper's workers, served by what is waited on most

@@ -10,6 +10,7 @@ import Loop
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+@testable import SpeechContracts
 #endif
 
 /// The speech helper's recogniser and voice (Whisper tiny.en, Piper's joe) through a real server

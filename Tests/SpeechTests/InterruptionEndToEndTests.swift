@@ -9,6 +9,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+@testable import SpeechContracts
 #endif
 
 /// Backchannels and barge-ins with real speech over a real socket: one second into a long spoken

@@ -6,6 +6,7 @@ import Speech
 import Testing
 import TestSupport
 import Loop
+import SpeechContracts
 
 /// Moonshine base (`--transcriber moonshine`) through a real server and a real speech helper
 /// started with `--moonshine`: sentences in several voices come back as their words. Skipped only

@@ -11,6 +11,7 @@ import MockLLM
 import Upstream
 #if canImport(Glibc)
 import Glibc
+@testable import SpeechContracts
 #endif
 
 /// The `openai` speech providers against `parley mock-llm`'s speech routes over real sockets: the

@@ -9,6 +9,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+@testable import SpeechContracts
 #endif
 
 /// The embedded recogniser end to end: espeak-ng says a sentence, opusenc encodes it, the packets

@@ -8,6 +8,7 @@ import Session
 @testable import Speech
 import Testing
 import TestSupport
+import SpeechContracts
 
 /// Silero VAD v6 through its one wrapper and the session engine, on real speech: espeak-ng's
 /// voices at several speeds, 16 kHz and 8 kHz (G.711's rate), then silence and pink noise. The

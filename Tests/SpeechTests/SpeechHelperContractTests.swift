@@ -6,6 +6,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+import SpeechContracts
 #endif
 
 /// The speech helper's contract, both sides: the Swift table and the Python one agree, a client of

@@ -6,6 +6,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+import SpeechContracts
 #endif
 
 /// The helper's protocol with bad input: a malformed frame closes that connection only; the

@@ -5,6 +5,7 @@ import Speech
 import Synchronization
 import Testing
 import TestSupport
+import SpeechContracts
 
 /// pocketsphinx answers a quiet with its hypothesis of all the audio so far (`SettledWords.hypothesis`),
 /// however little has come since its last job: a paused reply waits for those words, so a one-word

@@ -9,6 +9,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+@testable import SpeechContracts
 #endif
 
 /// Spoken replies end to end: a spoken sentence (espeak-ng, then opusenc) in, and the built-in

@@ -9,6 +9,7 @@ import TestSupport
 import Loop
 #if canImport(Glibc)
 import Glibc
+@testable import SpeechContracts
 #endif
 
 /// Transcription sessions through a real server and the real speech helper (Whisper tiny.en):

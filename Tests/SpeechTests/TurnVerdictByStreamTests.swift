@@ -4,6 +4,7 @@ import Models
 @testable import Speech
 import Testing
 import TestSupport
+import SpeechContracts
 
 /// The end-of-turn model asked about a turn its recogniser already streams to the speech helper:
 /// the verdict names the stream (`TranscriptionSession.heldAudio`), so the turn's audio crosses

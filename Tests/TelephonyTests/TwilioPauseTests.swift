@@ -9,6 +9,7 @@ import Speech
 import Telephony
 import Testing
 import TestSupport
+import SpeechContracts
 
 /// A caller's short sound over a spoken reply on /twilio: the reply pauses with a `clear`, then
 /// goes on, sent again from the last mark the caller's side had echoed, so nothing unheard is lost.

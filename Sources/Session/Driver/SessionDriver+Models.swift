@@ -3,6 +3,7 @@ import Codec
 import Models
 import Server
 import Loop
+import SpeechContracts
 
 /// The models a session calls: the language model, the recogniser and the end-of-turn model,
 /// each call started as the engine asks and its answers handed back to it.
@@ -30,7 +31,7 @@ extension SessionDriver {
                     self.metrics.turnModelTime.observe(nanoseconds: loopTime &- asked)
                     sessionLog.debug("turn judged", metadata: ["session": "\(self.engine.sessionID)", "item": "\(itemID)", "complete": "\(verdict.complete)",
                                                                "probability": "\(verdict.probability)", "audio_ms": "\(audioMs)"])
-                case .failure(let error): self.metrics.turnModelFailures.add(1, error.speechHelper == .timeout ? .timeout : .unavailable)
+                case .failure(let error): self.metrics.turnModelFailures.add(1, error.failure == .timeout ? .timeout : .unavailable)
                 }
                 self.perform(self.engine.handle(.turnVerdict(itemID: itemID, result)))
             }

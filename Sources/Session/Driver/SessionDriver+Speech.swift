@@ -3,6 +3,7 @@ import Codec
 import Models
 import Server
 import Loop
+import SpeechContracts
 
 /// The reply spoken: its speech output made, paused, resumed and stopped as the engine says,
 /// its audio sent, and the turn's timeline observed at its first frame.

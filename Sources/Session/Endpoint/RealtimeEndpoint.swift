@@ -5,6 +5,7 @@ import Models
 import Server
 import Telemetry
 import MCP
+import SpeechContracts
 
 /// The two session endpoints and what they share: the model, and who may connect.
 ///

@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 
 /// When user speech during a spoken reply is a barge-in and when it is only a backchannel
 /// ("uh-huh", "okay") or a noise: a pure value, fed the speech's start, how long it has lasted on

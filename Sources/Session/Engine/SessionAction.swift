@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 /// What a session engine asks its caller to do.
 public enum SessionAction: Sendable, Equatable {
     /// Send this event to the client (as JSON in the client's dialect).

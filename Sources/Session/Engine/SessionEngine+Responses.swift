@@ -1,5 +1,6 @@
 import JSON
 import Models
+import SpeechContracts
 
 extension SessionEngine {
     // MARK: Responses

@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 
 /// The recogniser's words for the user's turns: partials sent as they grow (or held while the
 /// speech has paused a reply), the final text into the conversation, and a response that waited

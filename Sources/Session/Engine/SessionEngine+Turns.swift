@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 
 /// The user's turns: audio in, the detector's events to `TurnTaking`, and its decisions carried
 /// out (the events, the commit, the reply paused, resumed or cut, the end-of-turn model asked).

@@ -1,5 +1,6 @@
 import JSON
 import Models
+import SpeechContracts
 
 /// One agent session's protocol logic, as a pure state machine: client events, audio and model
 /// output in; events to send and model calls to start or stop out. It knows nothing of sockets,

@@ -1,5 +1,6 @@
 import Models
 import MCP
+import SpeechContracts
 /// What drives a session engine: the client's events, its audio, and the model's output.
 public enum SessionInput: Sendable, Equatable {
     /// A parsed client event. `input_audio_buffer.append` is not one of these (see

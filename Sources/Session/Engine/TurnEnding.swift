@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 
 /// `semantic_vad`'s rule for when a turn ends, as a value: the VAD's short silences, the end-of-turn
 /// model's verdicts, what the words so far say (`TurnWords`) and the audio's clock in; what to do

@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 
 /// Who has the floor, as one value: the turn the detector has heard start and not yet end, the
 /// end-of-turn model's question about it (`TurnEnding`), and a spoken reply it has paused

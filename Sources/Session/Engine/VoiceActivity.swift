@@ -1,5 +1,6 @@
 import Codec
 import Models
+import SpeechContracts
 
 /// The session's speech detector: a neural model's probabilities through
 /// `SpeechProbabilityDetector` (the default, Silero), or the energy detector (`--vad energy`, and

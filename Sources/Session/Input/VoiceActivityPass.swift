@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Loop
 import Models
+import SpeechContracts
 
 /// One loop's batch of neural VAD windows (issue 49, item 2). A session whose audio completed a
 /// window this pass has staged it (its engine's stream copied it beside the model) and joins here;

@@ -1,5 +1,6 @@
 import Models
 import Loop
+import SpeechContracts
 
 /// A speculative reply's first piece of speech, synthesised while the turn is still ending, so
 /// that when the reply is used its first sound is already made. The synthesis stage was most of

@@ -4,6 +4,7 @@ import Models
 import Server
 import Synchronization
 import Loop
+import SpeechContracts
 
 /// One reply's speech, on its session's loop: text in as the model streams it, sentences to the
 /// synthesiser one at a time in order, their audio resampled and encoded on the speech workers,

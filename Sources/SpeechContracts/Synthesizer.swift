@@ -1,3 +1,4 @@
+import Models
 import Loop
 
 /// What a synthesis reports: audio as it is produced, then exactly one of `finished` or `failed`.

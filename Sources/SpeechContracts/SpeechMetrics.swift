@@ -1,3 +1,4 @@
+import Models
 import Loop
 import Metrics
 

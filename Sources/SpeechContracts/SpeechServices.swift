@@ -1,3 +1,4 @@
+import Models
 import Loop
 
 /// The speech providers sessions use, and the worker pool their heavy work runs on. Empty: spoken

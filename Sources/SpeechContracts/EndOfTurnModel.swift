@@ -1,3 +1,4 @@
+import Models
 import Loop
 
 /// A semantic end-of-turn model's word on a turn: has the speaker finished, going by what the

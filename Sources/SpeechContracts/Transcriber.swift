@@ -1,3 +1,4 @@
+import Models
 import Loop
 
 /// What a transcription reports, in order: partial hypotheses while the user speaks, then exactly

@@ -1,10 +1,12 @@
+import Models
 import JSON
 
 /// The speech helper's protocol as the server sees it: the version, the limits, the operations and
 /// the error codes, written once on this side; helpers/parley_speech.py's "Contract" section is the
 /// other (its `--contract` prints that table, and `SpeechHelperContractTests` fails when the two
-/// differ). In Models, not Speech, because the session layer switches on `SpeechHelperFailure`
-/// and may not import Speech (scripts/tools/check-layers.sh). docs/protocol.md, "The speech helper".
+/// differ). In SpeechContracts, not Speech, because the session layer switches on its error codes
+/// (`ModelFailure`) and may not import Speech (scripts/tools/check-layers.sh). docs/protocol.md,
+/// "The speech helper".
 public enum SpeechHelperContract {
     /// Carried by each connection's first message (`hello`) and checked by both sides: 2 is the
     /// streaming contract (1, never sent, re-sent a turn's whole audio with every decode).
@@ -71,18 +73,13 @@ public enum SpeechHelperContract {
     }
 }
 
-/// Why a request to the speech helper failed, on its `ModelError` (`speechHelper`): what the
-/// session layer switches on (the turn model's failure metric), never the error's text.
-public enum SpeechHelperFailure: Sendable, Equatable {
-    /// No answer within the request's deadline.
-    case timeout
-    /// The helper is down or starting, the connection was lost, or it speaks another protocol version.
-    case unavailable
-    /// The helper answered with an error.
-    case refused(SpeechHelperContract.ErrorCode)
+/// Why a request to the speech helper failed (`ModelError.failure`): the helper's error codes typed.
+extension ModelFailure {
+    /// The helper answered with `code`.
+    public static func refused(_ code: SpeechHelperContract.ErrorCode) -> ModelFailure { .refused(code.rawValue) }
 
     /// The error's `code`, as the logs have always shown it.
-    public var code: String {
+    var speechHelperCode: String {
         switch self {
         case .timeout: "speech_helper_timeout"
         case .unavailable: "speech_helper_unavailable"
@@ -93,7 +90,7 @@ public enum SpeechHelperFailure: Sendable, Equatable {
 
 extension ModelError {
     /// A failure of the speech helper, its code from `failure`.
-    public init(speechHelper failure: SpeechHelperFailure, message: String) {
-        self.init(code: failure.code, message: message, retryable: failure != .refused(.badRequest), speechHelper: failure)
+    public init(speechHelper failure: ModelFailure, message: String) {
+        self.init(code: failure.speechHelperCode, message: message, retryable: failure != .refused(.badRequest), failure: failure)
     }
 }

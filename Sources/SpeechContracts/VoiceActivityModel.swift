@@ -1,3 +1,4 @@
+import Models
 /// A neural voice-activity model (Silero VAD): for each short window of audio, the probability
 /// that it is speech. The session engine turns those probabilities into turns
 /// (`speech_started`, `speech_stopped`); the model only scores windows.
