@@ -132,20 +132,20 @@ let package = Package(
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Loop", "TestSupport"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
-        .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "Metrics", "TestSupport"]),
+        .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "TestSupport"]),
         // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
-        .testTarget(name: "MCPTests", dependencies: ["MCP", "JSON", "Loop", "Server", "Upstream", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ModelsTests", dependencies: ["SpeechContracts", "Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "MCPTests", dependencies: ["MCP", "JSON", "Loop", "Server", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ModelsTests", dependencies: ["SpeechContracts", "Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport"]),
         .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["SpeechContracts", "MCP", "Session", "Models", "Access", "Store", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["SpeechContracts", "MCP", "Session", "Models", "Access", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "TelephonyTests", dependencies: ["SpeechContracts", "Telephony", "SIP", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["SpeechContracts", "Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
-        .testTarget(name: "SIPTests", dependencies: ["SIP", "Media", "TLS"], exclude: ["Fixtures"]),
-        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Media", "Session", "Server", "TLS", "Loop", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SIPTests", dependencies: ["SIP", "Media"], exclude: ["Fixtures"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "Media", "Session", "Server", "TLS", "Loop", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "TestSupport"]),
         // Runs the built `parley` executable as a child process.
         .testTarget(name: "ParleyTests", dependencies: ["SpeechContracts", "parley", "Server", "Loop", "TLS", "JSON", "Codec", "Speech", "Models", "TestSupport", .product(name: "Logging", package: "swift-log")]),
@@ -166,6 +166,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "Models", "MCP", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "MCP", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }
