@@ -92,24 +92,27 @@ let package = Package(
         .target(name: "Telemetry", dependencies: ["Loop", "Metrics", "Upstream", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
-        .target(name: "Session", dependencies: ["MCP", "Models", "SpeechContracts", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // The session engine and the Realtime protocol: values, events in and actions out, no loop,
+        // no socket, no store; a target of their own so that the compiler holds them to it.
+        .target(name: "SessionEngine", dependencies: ["Models", "SpeechContracts", "MCP", "Codec", "JSON"]),
+        .target(name: "Session", dependencies: ["SessionEngine", "MCP", "Models", "SpeechContracts", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // What WebRTC and SIP share, as values: RTP and RTCP packets, the jitter buffer, SDP.
         .target(name: "Media", dependencies: ["Loop"]),
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
         // DCEP), and /v1/realtime/calls, onto the same session driver.
-        .target(name: "WebRTC", dependencies: ["Media", "Session", "Server", "TLS", "Loop", "Metrics", "JSON", "CSRTP", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "WebRTC", dependencies: ["SessionEngine", "Media", "Session", "Server", "TLS", "Loop", "Metrics", "JSON", "CSRTP", .product(name: "Logging", package: "swift-log")]),
         // SIP as values: messages, URIs, the stream framer, RFC 3261's transactions and digest
         // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets.
         .target(name: "SIP", dependencies: ["Media", "TLS"]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
-        .target(name: "Telephony", dependencies: ["SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Telephony", dependencies: ["SessionEngine", "SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
         .target(name: "Speech", dependencies: ["Models", "SpeechContracts", "Upstream", "Loop", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Models", "Loop", "Codec", "JSON"]),
         .executableTarget(
             name: "parley",
-            dependencies: [
+            dependencies: ["SessionEngine", 
                 "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "SpeechContracts", "MCP", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
                 "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -119,7 +122,7 @@ let package = Package(
         .target(name: "CCodecBench", dependencies: ["COpus"], path: "LoadTests/CCodecBench"),
         .executableTarget(
             name: "parley-load",
-            dependencies: [
+            dependencies: ["SessionEngine", 
                 "Server", "Loop", "TLS", "CLinux", "Codec", "CCodecBench", "JSON", "Session", "Speech", "Models", "WebRTC", "Media", "SIP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -139,9 +142,9 @@ let package = Package(
         .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
-        .testTarget(name: "SessionTests", dependencies: ["SpeechContracts", "MCP", "Session", "Models", "Access", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "SessionTests", dependencies: ["SessionEngine", "SpeechContracts", "MCP", "Session", "Models", "Access", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "TelephonyTests", dependencies: ["SpeechContracts", "Telephony", "SIP", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "SpeechTests", dependencies: ["SpeechContracts", "Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
+        .testTarget(name: "SpeechTests", dependencies: ["SessionEngine", "SpeechContracts", "Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),
         .testTarget(name: "SIPTests", dependencies: ["SIP", "Media"], exclude: ["Fixtures"]),
@@ -166,6 +169,6 @@ let package = Package(
 if Context.environment["PARLEY_FUZZ"] != nil {
     package.targets.append(.executableTarget(
         name: "parley-fuzz",
-        dependencies: ["Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "MCP", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
+        dependencies: ["SessionEngine", "Server", "Session", "Access", "Telephony", "Media", "SIP", "WebRTC", "MCP", "Codec", "JSON", "Loop", "TLS", "TestSupport"],
         path: "Fuzz/Sources"))
 }

@@ -1,5 +1,6 @@
 import JSON
 import Session
+import SessionEngine
 
 /// A text message as a session takes it (`RealtimeSessionHandler`): decoded as UTF-8, parsed as
 /// JSON, then as a client event. Checks that whatever parses writes back out, compact and

@@ -3,6 +3,7 @@ import Access
 import Codec
 import Loop
 import Server
+import SessionEngine
 
 /// One phone call on a Twilio Media Streams WebSocket: Twilio's messages in (`start` makes the
 /// session, `media` feeds it µ-law at 8 kHz, `mark` says what played, `dtmf` and `stop`), and the

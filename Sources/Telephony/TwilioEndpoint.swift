@@ -1,6 +1,7 @@
 import Session
 import Metrics
 import Server
+import SessionEngine
 
 /// Phone calls through Twilio Media Streams (`<Connect><Stream url="wss://…/twilio">`): one
 /// session per call on the same engine as `/v1/realtime`, with the caller's µ-law audio in and the

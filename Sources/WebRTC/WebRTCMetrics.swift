@@ -6,7 +6,7 @@ final class WebRTCMetrics: Sendable {
 
     let registry: MetricsRegistry
     let callsOpen: MetricFamily
-    let calls: LabelledFamily<CallEnd>
+    let calls: LabelledFamily<WebRTCCallEnd>
     let offersRefused: MetricFamily
     let datagramsDropped: LabelledFamily<DatagramDrop>
     let iceRefusals: LabelledFamily<ICERefusal>
@@ -24,7 +24,7 @@ final class WebRTCMetrics: Sendable {
 
     func dropped(_ reason: DatagramDrop) { datagramsDropped.add(1, reason) }
 
-    func ended(_ reason: CallEnd) {
+    func ended(_ reason: WebRTCCallEnd) {
         calls.add(1, reason)
         callsOpen.add(-1)
     }
@@ -41,7 +41,7 @@ final class WebRTCMetrics: Sendable {
     }
 }
 
-enum CallEnd: String, MetricLabel, CaseIterable {
+enum WebRTCCallEnd: String, MetricLabel, CaseIterable {
     case hangup, peer_gone, dtls_failed, data_channel_failed, server
     static let labelName = "reason"
 }

@@ -6,6 +6,7 @@ import Session
 import TLS
 #if canImport(Glibc)
 import Glibc
+import SessionEngine
 #endif
 
 /// Who may connect: API keys, JWTs, browser origins, what each tenant and session may spend, and

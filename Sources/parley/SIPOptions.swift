@@ -3,6 +3,7 @@ import JSON
 import Loop
 import Session
 import Telephony
+import SessionEngine
 
 /// Phone calls over SIP from a trunk or a PBX (docs/operations.md, "SIP").
 struct SIPOptions: ParsableArguments {

@@ -7,6 +7,7 @@ import Telephony
 import WebRTC
 import TLS
 import MCP
+import SessionEngine
 
 /// Everything `parley serve` was told, read once at start from the flags, the environment and the
 /// `--config` file (each option's flag, variable and default are its `Setting`). Reading is all it

@@ -3,6 +3,7 @@ import JSON
 import Loop
 import Session
 import Telephony
+import SessionEngine
 
 /// Phone calls through Twilio Media Streams: where they connect, what the agent says and is told,
 /// and the auth token their signatures are checked with.

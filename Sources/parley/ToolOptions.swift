@@ -3,6 +3,7 @@ import Loop
 import Models
 import Session
 import MCP
+import SessionEngine
 
 /// The tools the server runs for sessions (MCP) and the filler said while any tool runs.
 struct ToolOptions: ParsableArguments {

@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// A microphone's append is read in place (`AudioAppendScan`), and every message gives what the
 /// whole JSON reading gives: the same audio and event id for the shapes the scan takes, and for

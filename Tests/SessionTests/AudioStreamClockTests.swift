@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 @Suite struct AudioStreamClockTests {
     let frame: UInt64 = 20_000_000  // 20 ms

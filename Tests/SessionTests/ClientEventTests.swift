@@ -3,6 +3,7 @@ import Testing
 import Server
 import Session
 import Loop
+import SessionEngine
 
 @Suite struct ClientEventTests {
     /// An event for the engine; a test failure if the text is an audio append.

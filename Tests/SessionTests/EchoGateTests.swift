@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// The echo guard's gate as a value: levels in, verdicts out, no audio and no sockets.
 @Suite struct EchoGateTests {

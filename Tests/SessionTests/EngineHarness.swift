@@ -2,6 +2,7 @@ import Codec
 @testable import Models
 import Server
 @testable import Session
+@testable import SessionEngine
 
 /// Drives a session engine as a connection will: client JSON text in (appends checked against the
 /// session's input format, decoded by the connection's `AudioInput`: pcm16 resampled from 24 to

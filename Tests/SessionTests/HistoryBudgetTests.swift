@@ -1,6 +1,7 @@
 @testable import Models
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 @Suite struct HistoryBudgetTests {
     private func item(_ role: String, _ text: String) -> String {

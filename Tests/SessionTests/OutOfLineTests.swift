@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// What an idle session holds (issue 26: an idle agent session in 1 KiB): the state of turns and
 /// replies, the conversation, non-default settings and the speech detector live out of line and

@@ -4,6 +4,7 @@ import Testing
 @testable import Models
 @testable import Session
 @testable import SpeechContracts
+@testable import SessionEngine
 
 /// A speculative reply's first piece of speech is made while the turn is ending
 /// (`SpeechStep.prepare`, `PreparedSpeech`), and the reply's output uses it when its first
@@ -197,10 +198,10 @@ import Testing
     }
 
     @Test func firstPieceIsWhatTheOutputWouldSpeakFirst() {
-        #expect(SpeechOutput.firstPiece(of: "Sure, I can do that, for", complete: false) == "Sure, I can do that,")
-        #expect(SpeechOutput.firstPiece(of: "Yes, it is. More", complete: false) == "Yes, it is.")
-        #expect(SpeechOutput.firstPiece(of: "Eighty four", complete: false) == nil)
-        #expect(SpeechOutput.firstPiece(of: " Eighty four ", complete: true) == "Eighty four")
-        #expect(SpeechOutput.firstPiece(of: "", complete: true) == nil)
+        #expect(SpokenSentences.firstPiece(of: "Sure, I can do that, for", complete: false) == "Sure, I can do that,")
+        #expect(SpokenSentences.firstPiece(of: "Yes, it is. More", complete: false) == "Yes, it is.")
+        #expect(SpokenSentences.firstPiece(of: "Eighty four", complete: false) == nil)
+        #expect(SpokenSentences.firstPiece(of: " Eighty four ", complete: true) == "Eighty four")
+        #expect(SpokenSentences.firstPiece(of: "", complete: true) == nil)
     }
 }

@@ -1,6 +1,7 @@
 import Models
 @testable import Session
 import Testing
+@testable import SessionEngine
 
 /// A turn that goes on after it ended, before its reply was heard: the reply is withdrawn and the
 /// two halves become one user item (docs/protocol.md, "A turn that reopens").

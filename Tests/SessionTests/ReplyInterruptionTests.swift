@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// The turn-taking rule during a spoken reply, as a value: speech pauses the reply, and becomes a
 /// barge-in only after 500 ms of speech, a word that asks for the floor, or three words that are

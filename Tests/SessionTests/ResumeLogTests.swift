@@ -2,6 +2,7 @@
 @testable import Session
 import JSON
 import Testing
+@testable import SessionEngine
 
 /// The replay log as a value: numbering, acknowledgement, the bound, and what is out of range.
 @Suite struct ResumeLogTests {

@@ -2,6 +2,7 @@
 import Testing
 import JSON
 import Session
+import SessionEngine
 
 @Suite struct ServerEventJSONTests {
     static let at = ContentLocation(responseID: "resp_1", itemID: "item_2")

@@ -5,6 +5,7 @@ import Server
 import Codec
 import Session
 import Loop
+import SessionEngine
 
 @Suite struct SessionEngineAudioTests {
     static let question = "What is twelve times seven?"

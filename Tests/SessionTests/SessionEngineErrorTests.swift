@@ -3,6 +3,7 @@ import Testing
 import Session
 import Codec
 import Loop
+import SessionEngine
 
 @Suite struct SessionEngineErrorTests {
     /// Each malformed event yields one `error` event whose message names the problem, and the

@@ -3,6 +3,7 @@ import JSON
 import Testing
 @testable import Session
 import MCP
+@testable import SessionEngine
 
 /// MCP tools through the engine, without sockets or a server: a server listed when the session
 /// names it, its tools offered to the model, a call run with the Realtime API's events, approvals
@@ -283,7 +284,7 @@ import MCP
         let said = h.engine.handle(.toolWaitElapsed(token: token))
         guard case .speech(.text(_, _, _, let text))? = said.last else { Issue.record("nothing spoken: \(said.types)"); return }
         #expect(text.trimmed == phrase)
-        #expect(SpeechOutput.sentenceEnd(in: text) == text.endIndex, "the voice would hold '\(text)' for the text after it")
+        #expect(SpokenSentences.sentenceEnd(in: text) == text.endIndex, "the voice would hold '\(text)' for the text after it")
     }
 
     @Test func namesThatCollideAcrossServersAndFunctionsArePrefixed() {

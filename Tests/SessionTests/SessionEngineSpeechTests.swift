@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import Server
 import Session
+import SessionEngine
 
 /// Spoken replies in the engine: the reply's text goes to the synthesiser as it streams, and the
 /// response ends only once its speech is out; a cancel stops the speech and says where it stopped.

@@ -2,6 +2,7 @@
 import Testing
 import JSON
 import Session
+import SessionEngine
 
 @Suite struct SessionEngineTextTests {
     @Test func startSendsSessionCreatedWithTheSessionsIDAndNothingElse() throws {

@@ -2,6 +2,7 @@ import JSON
 @testable import Models
 import Testing
 import Session
+import SessionEngine
 
 /// Function calling through the engine: tools declared, the model's call streamed as a
 /// `function_call` item, the client's output back into the conversation, and every bad input.

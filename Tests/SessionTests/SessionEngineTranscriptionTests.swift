@@ -2,6 +2,7 @@
 import Testing
 import Server
 import Session
+import SessionEngine
 
 /// Spoken turns with a recogniser: audio streams to it while the user speaks, and the reply waits
 /// for the words.

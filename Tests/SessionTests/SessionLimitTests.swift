@@ -5,6 +5,7 @@ import Server
 @testable import Session
 import Testing
 import TestSupport
+@testable import SessionEngine
 
 /// What a session may spend: events a second, audio pace, length. Past a limit: an `error` event
 /// naming it, close 1008, and the server goes on.

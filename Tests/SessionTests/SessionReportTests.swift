@@ -3,6 +3,7 @@ import Models
 import Server
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// A session's report from the facts its engine tells (what the driver feeds it): the turns with
 /// what each side said, the tool called and how long it took, usage, errors, a cut reply, and

@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 @Suite struct SessionUpdateTests {
     private func update(_ session: String) throws(ProtocolError) -> SessionUpdate {

@@ -2,6 +2,7 @@ import Testing
 @testable import Models
 @testable import Session
 @testable import SpeechContracts
+@testable import SessionEngine
 
 /// Speculative replies (`turn_detection.speculative_response`): begun on the words so far while
 /// the end-of-turn model weighs a silence, held unseen, used only when the turn ends with those

@@ -2,6 +2,7 @@ import Models
 @testable import Session
 import Testing
 import SpeechContracts
+@testable import SessionEngine
 
 /// The neural VAD's timing rules, with scripted probabilities (no model): one per 32 ms window.
 @Suite struct SpeechProbabilityDetectorTests {

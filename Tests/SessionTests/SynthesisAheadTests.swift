@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import Session
 import SpeechContracts
+@testable import SessionEngine
 
 /// A reply's sentences go to the voice as the listener nears them, not all at once
 /// (`SpeechOutput.synthesisAheadMs`): a reply cut in its first second has cost one sentence of

@@ -7,6 +7,7 @@ import Server
 import TLS
 import Testing
 import TestSupport
+@testable import SessionEngine
 
 /// Tokens and tenants over real sockets: who is let in (101), who is not (401), and a tenant at
 /// its limits (429 with Retry-After, before the upgrade); a session past its token ceiling is

@@ -4,6 +4,7 @@ import JSON
 import Testing
 @testable import Session
 @testable import SpeechContracts
+@testable import SessionEngine
 
 /// Transcription sessions (`type: "transcription"`, the beta's `transcription_session.update`):
 /// the same turns, VAD and recogniser as a realtime session, and never a response.

@@ -2,6 +2,7 @@ import Models
 @testable import Session
 import Testing
 import SpeechContracts
+@testable import SessionEngine
 
 /// `semantic_vad`'s end-of-turn rule alone: silences, verdicts and the audio clock in, decisions out.
 @Suite struct TurnEndingTests {

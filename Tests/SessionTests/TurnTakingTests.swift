@@ -2,6 +2,7 @@ import Models
 import Testing
 @testable import Session
 import SpeechContracts
+@testable import SessionEngine
 
 /// Every decision `TurnTaking` makes, from scripted VAD events, words and verdicts: no model, no
 /// socket, no clock (times are audio milliseconds).

@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// The rules on a labelled corpus (`TurnWordsCorpus`): how many finished turns they let end
 /// ("kept") and how many cut turns they would let end in the pause ("false finished"), each text

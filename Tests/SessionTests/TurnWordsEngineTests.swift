@@ -2,6 +2,7 @@ import Models
 @testable import Session
 import Testing
 import SpeechContracts
+@testable import SessionEngine
 
 /// The engine with a recogniser that decodes as the user goes quiet: it is told of each silence
 /// once, and the words it answers weigh in the turn's end beside the audio model's verdict.

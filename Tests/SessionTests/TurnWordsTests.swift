@@ -1,5 +1,6 @@
 import Testing
 @testable import Session
+@testable import SessionEngine
 
 /// The text signal on its own: finished thoughts, cut ones, and numbers being read out, as
 /// Whisper writes them (with and without its punctuation).

@@ -2,6 +2,7 @@ import Codec
 import Testing
 import Session
 import TestSupport
+import SessionEngine
 
 @Suite struct VoiceActivityDetectorTests {
     static let sentences = [

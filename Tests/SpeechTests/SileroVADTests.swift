@@ -9,6 +9,7 @@ import Session
 import Testing
 import TestSupport
 import SpeechContracts
+import SessionEngine
 
 /// Silero VAD v6 through its one wrapper and the session engine, on real speech: espeak-ng's
 /// voices at several speeds, 16 kHz and 8 kHz (G.711's rate), then silence and pink noise. The

@@ -10,6 +10,7 @@ import Loop
 #if canImport(Glibc)
 import Glibc
 @testable import SpeechContracts
+import SessionEngine
 #endif
 
 /// Spoken replies end to end: a spoken sentence (espeak-ng, then opusenc) in, and the built-in

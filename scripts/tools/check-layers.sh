@@ -21,26 +21,25 @@ declare -A allowed=(
   [MCP]="Upstream Loop JSON Logging"
   [Telemetry]="Upstream Loop Metrics Tracing"
   [Access]="Server Store TLS Loop Metrics JSON Logging"
-  [Session]="Models SpeechContracts MCP Access Store Telemetry Tracing Server TLS Loop Metrics Codec JSON Logging"
+  [Session]="SessionEngine Models SpeechContracts MCP Access Store Telemetry Tracing Server TLS Loop Metrics Codec JSON Logging"
   [Media]="Loop"
   [SIP]="Media TLS"
-  [WebRTC]="Media Session Access Server TLS Loop Metrics Codec JSON CSRTP COpenSSL CTLS Logging"
-  [Telephony]="SIP Media Upstream Session Models Access Server TLS Loop Metrics Codec JSON Logging"
+  [WebRTC]="Media Session SessionEngine Access Server TLS Loop Metrics Codec JSON CSRTP COpenSSL CTLS Logging"
+  [Telephony]="SIP Media Upstream Session SessionEngine Models Access Server TLS Loop Metrics Codec JSON Logging"
   [Speech]="Models SpeechContracts Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak CONNXRuntime"
   [MockLLM]="Server Models Loop Codec JSON"
-  [parley]="Server Session Telephony WebRTC Access Models SpeechContracts MCP Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
-  [parley-fuzz]="Server Session Access Telephony Media SIP WebRTC Models MCP Codec JSON Loop TLS TestSupport"
+  [parley]="Server Session SessionEngine Telephony WebRTC Access Models SpeechContracts MCP Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+  [parley-fuzz]="Server Session SessionEngine Access Telephony Media SIP WebRTC Models MCP Codec JSON Loop TLS TestSupport"
   # The session engine and the Realtime protocol are values: events in, actions out. They know the
   # models' and MCP's vocabulary (messages, tools, usage; an MCP server's tools and errors), the
   # speech contracts' (a turn's verdict, the helper's limits) and JSON, never a loop, a socket or
   # a store.
-  [Session/Engine]="Models SpeechContracts MCP Codec JSON"
-  [Session/Protocol]="Models SpeechContracts MCP JSON"
+  [SessionEngine]="Models SpeechContracts MCP Codec JSON"
 )
 # Where a module's sources are when not in Sources/<module>.
-declare -A paths=([parley-fuzz]=Fuzz/Sources [Session/Engine]=Sources/Session/Engine [Session/Protocol]=Sources/Session/Protocol)
+declare -A paths=([parley-fuzz]=Fuzz/Sources)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models SpeechContracts MCP Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP CONNXRuntime"
+ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models SpeechContracts SessionEngine MCP Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP CONNXRuntime"
 
 failures=0
 # Every Swift module under Sources has its row above: a new module states what it may import.

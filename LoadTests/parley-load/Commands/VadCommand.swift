@@ -4,6 +4,7 @@ import Loop
 import Models
 import Session
 import Speech
+import SessionEngine
 
 /// `parley-load vad`: what Silero VAD costs a session, on one core. Speech is fed through
 /// sessions' engines (server VAD on Silero) in 20 ms frames, as the driver feeds them, for

@@ -1,6 +1,7 @@
 import Access
 import JSON
 import Server
+import SessionEngine
 
 /// OpenAI's call control (`POST /v1/realtime/calls/{call_id}/accept`, `/reject`, `/refer`,
 /// `/hangup`), for whoever may open sessions here (the same key, token or secret): acted on by the

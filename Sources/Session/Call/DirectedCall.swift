@@ -1,6 +1,7 @@
 import JSON
 import Loop
 import Server
+import SessionEngine
 
 /// A call that may be reached from outside its own transport, by its id (`CallDirectory`): a
 /// WebRTC call or a SIP call. Sideband WebSockets (`/v1/realtime?call_id=…`) attach to its session,

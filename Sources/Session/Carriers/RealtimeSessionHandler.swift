@@ -4,6 +4,7 @@ import Models
 import Server
 import Loop
 import Store
+import SessionEngine
 
 /// A Realtime API session on `/v1/realtime` or `/ws`: client frames into the session's engine
 /// (JSON events, pcm16 or G.711 appends, Opus packets as binary frames on `/ws`), and the engine's

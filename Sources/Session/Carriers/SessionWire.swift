@@ -1,4 +1,5 @@
 import Server
+import SessionEngine
 
 /// How a session's events and audio are written on its socket: the Realtime API's JSON events in
 /// the client's dialect (`RealtimeSessionHandler`), or a carrier's media messages.

@@ -1,5 +1,6 @@
 import JSON
 import Models
+import SessionEngine
 
 extension ChatMessage {
     /// A conversation item as the store keeps it (its JSON, as `conversation.item.done` shows it)

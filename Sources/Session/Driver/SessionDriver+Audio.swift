@@ -3,6 +3,7 @@ import Codec
 import Models
 import Server
 import Loop
+import SessionEngine
 
 /// The client's audio on its way to the engine: decoded, guarded against the reply's echo,
 /// denoised, recorded; and what exists only while it flows.

@@ -4,6 +4,7 @@ import Models
 import Server
 import Loop
 import SpeechContracts
+import SessionEngine
 
 /// The models a session calls: the language model, the recogniser and the end-of-turn model,
 /// each call started as the engine asks and its answers handed back to it.

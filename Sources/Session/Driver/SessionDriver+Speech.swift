@@ -4,6 +4,7 @@ import Models
 import Server
 import Loop
 import SpeechContracts
+import SessionEngine
 
 /// The reply spoken: its speech output made, paused, resumed and stopped as the engine says,
 /// its audio sent, and the turn's timeline observed at its first frame.

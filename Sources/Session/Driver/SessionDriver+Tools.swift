@@ -2,6 +2,7 @@ import JSON
 import Loop
 import Models
 import MCP
+import SessionEngine
 
 /// The tools a session's server runs or waits on: its MCP clients (one per server it names, on
 /// its own loop), the calls under way, and the filler's timer.

@@ -6,6 +6,7 @@ import Models
 import Server
 import Loop
 import SpeechContracts
+import SessionEngine
 
 /// The session layer's log: one line when a session opens and closes, a warning when its model or
 /// speech fails, each with `session=sess_…` so that every line about a session can be found.

@@ -1,3 +1,4 @@
+import SessionEngine
 /// When a session's turns happened, in monotonic nanoseconds: the moments the driver's timing
 /// metrics and the turn's stage timeline (`TurnTimeline`) are measured from. Fed facts and the
 /// driver's own marks with their times; answers the durations to record. A value with no clock of

@@ -2,6 +2,7 @@ import Access
 import JSON
 import Loop
 import Server
+import SessionEngine
 
 /// `POST /v1/realtime/client_secrets` (GA) and `POST /v1/realtime/sessions` (beta): a server with a
 /// real key asks for a short-lived secret for one browser session, with the settings it pins.

@@ -6,6 +6,7 @@ import Server
 import Telemetry
 import MCP
 import SpeechContracts
+import SessionEngine
 
 /// The two session endpoints and what they share: the model, and who may connect.
 ///

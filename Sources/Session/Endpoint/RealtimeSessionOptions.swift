@@ -2,6 +2,7 @@ import Access
 import JSON
 import Server
 import Store
+import SessionEngine
 
 extension SessionEngine.Options {
     /// A Realtime session's settings as it opens: the endpoint's defaults (Opus in and out on

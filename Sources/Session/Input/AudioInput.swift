@@ -1,4 +1,5 @@
 import Codec
+import SessionEngine
 
 /// What turns a session's incoming audio into mono samples at the engine's rate: an Opus decoder
 /// that decodes straight at 16 kHz (libopus resamples inside the decoder, far more cheaply than a

@@ -1,4 +1,5 @@
 import Codec
+import SessionEngine
 
 /// Discounts a reply's own audio from what the session hears, for clients that play replies with
 /// no echo cancellation of their own (phone calls; pcm16 clients that say so): the reply's audio,

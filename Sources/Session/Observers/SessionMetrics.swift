@@ -1,4 +1,5 @@
 import Metrics
+import SessionEngine
 
 /// The session layer's series in /metrics, process-wide: every loop adds to the same relaxed
 /// atomics, and a scrape reads them. Declared in `MetricsRegistry.process`; a test's own instance

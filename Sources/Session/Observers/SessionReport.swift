@@ -2,6 +2,7 @@ import JSON
 import Loop
 import Models
 import Server
+import SessionEngine
 
 /// What happened on one session, for the operator who is asked about it afterwards: its turns
 /// (what the user said, what the agent answered, where the turn's milliseconds went, whether the

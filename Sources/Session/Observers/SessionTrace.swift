@@ -2,6 +2,7 @@ import Loop
 import Models
 import Telemetry
 import Tracing
+import SessionEngine
 
 /// One session's trace (docs/operations.md, "Traces"): a span for the session (a child of the
 /// client's `traceparent` when the upgrade carried one), a span per turn, and within each the

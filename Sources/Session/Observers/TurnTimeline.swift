@@ -1,4 +1,5 @@
 import Metrics
+import SessionEngine
 
 /// Where one turn's milliseconds go, from the user's last word to the reply's first audio frame
 /// written: the driver marks each moment as it passes (monotonic nanoseconds), and the stages

@@ -5,6 +5,7 @@ import Server
 import Synchronization
 import Loop
 import SpeechContracts
+import SessionEngine
 
 /// One reply's speech, on its session's loop: text in as the model streams it, sentences to the
 /// synthesiser one at a time in order, their audio resampled and encoded on the speech workers,
@@ -120,7 +121,7 @@ package final class SpeechOutput: PlayoutClient {
         // The reply's first piece may end at a clause, so that the voice starts on "Sure, I can
         // help with that," while the model is still writing the sentence's end; after it, whole
         // sentences (the voice splits them into clauses itself).
-        while let end = Self.sentenceEnd(in: text) ?? (startedSpeaking ? nil : Self.clauseEnd(in: text)) {
+        while let end = SpokenSentences.sentenceEnd(in: text) ?? (startedSpeaking ? nil : SpokenSentences.clauseEnd(in: text)) {
             let sentence = String(text[..<end]).trimmed
             text = String(text[end...])
             if !sentence.isEmpty {
@@ -200,17 +201,6 @@ package final class SpeechOutput: PlayoutClient {
         prepared = nil
     }
 
-    /// The reply's first piece of speech in `text` (`complete`: the text is all there is): what
-    /// `add` and `end` would hand the voice first, for `PreparedSpeech` to make ahead.
-    static func firstPiece(of text: String, complete: Bool) -> String? {
-        guard let end = sentenceEnd(in: text) ?? clauseEnd(in: text) else {
-            let whole = text.trimmed
-            return complete && !whole.isEmpty ? whole : nil
-        }
-        let piece = String(text[..<end]).trimmed
-        return piece.isEmpty ? nil : piece
-    }
-
     /// The words of the first `playedMs` of the reply: whole sentences whose audio was played, and
     /// of the sentence playing then, its words in proportion to the part played (cut at a word).
     func heardText(playedMs: Int) -> String {
@@ -237,34 +227,6 @@ package final class SpeechOutput: PlayoutClient {
         guard let startedAt else { return 0 }
         // Paused or not, the client plays what it was sent in real time.
         return min(sentMs, Int((loop.nanoseconds() &- startedAt) / 1_000_000))
-    }
-
-    /// After a clause's mark (, ; : —) and the space after it, with at least `clauseWords` words
-    /// before it (a clause of fewer, "Well," or "Yes,", is spoken with what follows).
-    static func clauseEnd(in text: String) -> String.Index? {
-        var previous: Character?
-        var words = 0
-        for i in text.indices {
-            let c = text[i]
-            if c == " ", let p = previous, p != " " { words += 1 }
-            if let p = previous, ",;:—".contains(p), c == " ", words >= clauseWords { return text.index(after: i) }
-            previous = c
-        }
-        return nil
-    }
-
-    static let clauseWords = 3
-
-    /// After a sentence's closing mark and the space (or end of line) after it.
-    static func sentenceEnd(in text: String) -> String.Index? {
-        var previous: Character?
-        for i in text.indices {
-            let c = text[i]
-            if let p = previous, ".!?".contains(p), c == " " || c == "\n" { return text.index(after: i) }
-            if c == "\n" { return text.index(after: i) }
-            previous = c
-        }
-        return nil
     }
 
     /// The next sentence to the voice: the first at once, a later one once the listener is within
@@ -532,11 +494,5 @@ final class ReplyEncoder: @unchecked Sendable {
         let r = try? Resampler(from: input, to: rate)
         resamplers[input] = r
         return r
-    }
-}
-
-extension String {
-    var trimmed: String {
-        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

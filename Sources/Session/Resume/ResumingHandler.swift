@@ -1,6 +1,7 @@
 import Access
 import Loop
 import Server
+import SessionEngine
 
 /// A connection that came back with a resume token. On open it claims the parked session (here
 /// or on another loop of this process) or, failing that, loads it from the store; then it is only

@@ -2,6 +2,7 @@ import JSON
 import Loop
 import Server
 import Store
+import SessionEngine
 
 /// The resume life cycle of one session that asked for it (docs/protocol.md, "Resume"): its
 /// numbered log of events, its current token, the store's copy, and what happens when its client

@@ -3,6 +3,7 @@ import JSON
 import Loop
 import Server
 import Session
+import SessionEngine
 
 /// A SIP call is its session's socket (events to the sidebands; the session ends the call with a
 /// BYE) and wire (reply audio to the caller's RTP, paced by the media's queue).

@@ -6,6 +6,7 @@ import Media
 import Server
 import Session
 import SIP
+import SessionEngine
 
 /// One SIP call: its dialog (`SIPDialog`, which decides every message and time-out) carried out
 /// on the loop, and its session, the same engine and driver as `/twilio`'s calls, fed 20 ms of
@@ -13,7 +14,7 @@ import SIP
 ///
 /// The call is the session's socket and wire: events go to the sideband WebSockets attached with
 /// `?call_id=` (none until one attaches), audio to the caller's RTP.
-final class SIPCall: SIPMediaCall, DirectedCall {
+final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// The id call control names it by (`rtc_…`, as OpenAI's `call_id`).
     let id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag()
     unowned let agent: SIPUserAgent

@@ -5,7 +5,7 @@ import SIP
 import TLS
 
 /// What a SIP call's media hands its call: the caller's audio, a key pressed, the media gone quiet.
-protocol SIPMediaCall: AnyObject {
+protocol SIPCallMediaOwner: AnyObject {
     /// One 20 ms frame of the caller's G.711, in playout order (silence for a frame that never came).
     func heard(_ frame: [UInt8])
     func pressed(_ key: Character)
@@ -45,7 +45,7 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     private(set) var ended = false
     private let playout: PlayoutClock
     private let metrics: SIPMetrics
-    weak var call: SIPMediaCall?
+    weak var call: SIPCallMediaOwner?
 
     static let frameBytes = 160
     static let frameNanoseconds: UInt64 = 20_000_000

@@ -4,6 +4,7 @@ import Server
 import Session
 import SIP
 import TLS
+import SessionEngine
 
 /// Phone calls over SIP, straight from a trunk or a PBX: each loop's share of the SIP port and its
 /// user agent (`SIPUserAgent`), started with the loop; who may call (source addresses, trunks'

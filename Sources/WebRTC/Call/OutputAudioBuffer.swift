@@ -1,4 +1,5 @@
 import Session
+import SessionEngine
 
 /// WebRTC's `output_audio_buffer` events, as OpenAI's Realtime API sends them on a call's data
 /// channel: `started` when a reply's first audio goes out on the media track, `stopped` once it has

@@ -6,20 +6,6 @@ import Session
 /// The call as its session's socket: text events on the `oai-events` data channel, Opus packets on
 /// the media track (WebRTC carries no audio deltas on the channel), closing as ending the call.
 extension WebRTCCall: SessionSocket {
-    func send(text: String) {
-        guard !ended, let stream = eventsStream else { return }
-        let now = MonotonicClock.nanoseconds()
-        do throws(SCTPSendError) {
-            perform(try channels.send(text: text, on: stream, now: now), now: now)
-        } catch {
-            // The channel's send buffer is full (a client that stopped reading) or the event is
-            // larger than the client takes: the call cannot go on as the client expects.
-            callLog("event not sent: \(error)")
-            end(.data_channel_failed)
-        }
-        rescheduleTimer(now: now)
-    }
-
     func send(binary: [UInt8]) {
         guard !ended else { return }
         media.send(opus: binary, call: self)

@@ -3,6 +3,7 @@ import JSON
 import Loop
 import Server
 import Session
+import SessionEngine
 
 /// A Realtime session whose client is a WebRTC call (`POST /v1/realtime/calls`): the same engine,
 /// driver and events as `/v1/realtime`, carried by the WebRTC module. Its socket sends text events

@@ -1,0 +1,153 @@
+/// What the words of a turn so far say about its end, as a pure rule on the recogniser's text:
+/// the text signal `TurnEnding` weighs beside the audio model's verdict. Smart Turn hears
+/// prosody, and in a pause after "I need a flight to" it hears a speaker who has stopped (4 of 8
+/// such pauses answered in the issue's trials); the words say plainly that the thought is not over.
+///
+/// Rules, not a language model: measured on a labelled set of finished and cut transcripts
+/// (docs/benchmarks.md, "The words of a turn"), the trailing word carries most of what a small
+/// model's end-of-turn probability does, at no cost and with no model to load. The lists are the
+/// closed classes of English that cannot end a finished sentence (articles, prepositions,
+/// conjunctions, determiners, auxiliaries, subject pronouns) and the fillers that hold a turn.
+public enum TurnWords {
+    public enum Judgement: String, Sendable, Equatable, CaseIterable {
+        /// The words could end a thought: a content word last.
+        case finished
+        /// The words cannot end one: a function word, a filler, or a comma or dash last.
+        case unfinished
+        /// Digits, letters or items being read out ("my number is four five", "the code is A B",
+        /// "milk, eggs"): a pause between groups is usual, so the end waits past one, whatever
+        /// the audio says (and a wrong guess costs that wait, not the longest).
+        case spellingOut = "spelling_out"
+    }
+
+    /// nil: no words (nothing to judge by; the audio alone decides).
+    ///
+    /// A wrong "unfinished" costs a finished turn the eagerness's longest wait, a wrong "finished"
+    /// only a reply in a pause the audio model also took for the end: so the lists hold only what
+    /// almost never ends an English sentence, and anything else is finished.
+    public static func judge(_ text: String) -> Judgement? {
+        let raw = text.trimmed
+        // Whisper writes an ellipsis, a comma or a dash where it hears the voice carry on (and
+        // may put its period after them: "milk, eggs,.").
+        if raw.hasSuffix("...") || raw.hasSuffix("…") { return .unfinished }
+        let stripped = raw.reversed().drop { ".?!".contains($0) }.reversed()
+        if let mark = stripped.last, ",-—".contains(mark) { return .unfinished }
+        let tokens = words(String(stripped))
+        guard let last = tokens.last else { return nil }
+        let pair = tokens.count >= 2 ? "\(tokens[tokens.count - 2]) \(last)" : ""
+        if finishedPairs.contains(pair) { return .finished }
+        if unfinishedPairs.contains(pair) { return .unfinished }
+        if tokens.count == 2, auxiliaries.contains(tokens[0]), pronouns.contains(last) { return .unfinished }
+        if neverLast.contains(last) { return .unfinished }
+        // A question Whisper heard as one may end in a stranded preposition or auxiliary ("what
+        // are you looking for?", "could you tell me what twelve times seven is?").
+        let question = raw.hasSuffix("?")
+        if !question, unfinishedEnds.contains(last) { return .unfinished }
+        // "I would like to order", "I need to book": a verb that takes an object, after "to".
+        if !question, tokens.count >= 3, tokens[tokens.count - 2] == "to", objectVerbs.contains(last) { return .unfinished }
+        // "I need to", not "I will" or "yes, it is".
+        if !question, auxiliaries.contains(last), tokens.count > 2, !["yes", "no", "yeah", "nope", "yep", "not"].contains(tokens[0]) { return .unfinished }
+        // A number written whole ("7:30", "555-123-4567", "forty-two") is said whole.
+        if let chunk = stripped.split(separator: " ").last, chunk.contains(where: { ":-".contains($0) }), isCode(String(chunk.filter { $0.isLetter || $0.isNumber })) || chunk.contains(where: \.isNumber) {
+            return .finished
+        }
+        let run = tokens.reversed().prefix { isCode($0) || $0.count == 1 }
+        let asksForDigits = tokens.dropLast().contains(where: digitCues.contains)
+        if run.count >= 2, run.count < tokens.count, run.contains(where: isCode) || asksForDigits { return .spellingOut }
+        if isCode(last), last.filter(\.isNumber).count < 5, asksForDigits { return .spellingOut }
+        if isUnfinishedList(String(stripped)) { return .spellingOut }
+        return .finished
+    }
+
+    /// Lower-case words: letters, digits and apostrophes; anything else separates.
+    package static func words(_ text: some StringProtocol) -> [String] {
+        var tokens: [String] = []
+        var current = ""
+        for c in text.lowercased() {
+            if c.isLetter || c.isNumber || c == "'" {
+                current.append(c)
+            } else if !current.isEmpty {
+                tokens.append(current)
+                current = ""
+            }
+        }
+        if !current.isEmpty { tokens.append(current) }
+        return tokens
+    }
+
+    /// Items read out with commas and no "and" yet ("I need milk, eggs"; Whisper writes the pause
+    /// after the last as a period): a first clause of two words or more, then items of one or
+    /// two words, none of them a closing word ("please", "thanks").
+    package static func isUnfinishedList(_ text: String) -> Bool {
+        let segments = text.split(separator: ",").map { words($0) }
+        guard segments.count >= 2, let first = segments.first, first.count >= 2, let last = segments.last,
+              (1...2).contains(last.count), !listClosers.contains(last.joined(separator: " ")) else { return false }
+        return !segments.dropFirst().joined().contains { $0 == "and" || $0 == "or" }
+    }
+
+    package static let listClosers: Set<String> = ["please", "thanks", "thank you", "too", "then", "right", "okay", "ok", "sorry", "yes", "no"]
+
+    /// Verbs that take an object, unfinished after "to" ("I would like to order").
+    package static let objectVerbs: Set<String> = [
+        "order", "book", "buy", "get", "make", "send", "find", "tell", "give", "bring", "add", "reserve", "schedule", "see",
+    ]
+
+    /// A number, or a token of a code ("sw1", "4567", "four").
+    package static func isCode(_ token: String) -> Bool {
+        token.contains(where: \.isNumber) || numberWords.contains(token)
+    }
+
+    /// Words after which no English sentence is over, a question either: articles, determiners,
+    /// conjunctions, fillers, and adjectives that wait for their noun.
+    package static let neverLast: Set<String> = [
+        "a", "an", "the", "my", "your", "our", "their", "its", "his", "every", "each", "another", "whose",
+        "and", "or", "but", "nor", "because", "cause", "if", "while", "although", "unless", "whether", "whereas", "plus",
+        "um", "umm", "uh", "uhh", "uhm", "erm", "er", "eh", "basically", "just", "next", "same", "wrong", "recent",
+    ]
+
+    /// Words after which a statement is not over, though a question may be (a stranded
+    /// preposition): prepositions and subject pronouns.
+    package static let unfinishedEnds: Set<String> = [
+        // prepositions
+        "to", "for", "of", "at", "by", "with", "from", "about", "into", "onto", "between", "through", "during", "without",
+        "than", "towards", "toward", "via", "per", "until", "since", "within", "across", "upon",
+        // subject pronouns
+        "i", "we", "they", "she",
+    ]
+
+    /// Auxiliaries and modals: unfinished last in a longer sentence ("I need to be", "it was").
+    package static let auxiliaries: Set<String> = [
+        "is", "are", "was", "were", "am", "be", "been", "being", "do", "does", "did", "have", "has", "had", "will", "would",
+        "can", "could", "shall", "should", "may", "might", "must", "i'm", "it's", "i'd", "i'll", "you're", "we're",
+        "they're", "that's", "there's", "he's", "she's", "gonna", "wanna", "gotta", "let's", "don't", "doesn't", "didn't",
+        "can't", "won't",
+    ]
+
+    package static let pronouns: Set<String> = ["you", "i", "we", "it", "they", "he", "she"]
+
+    /// Two-word endings that hold the turn: "let me think", "I mean", "I think that".
+    package static let unfinishedPairs: Set<String> = [
+        "me think", "me see", "me check", "i mean", "i meant", "you know", "hold on", "a second", "a moment", "one second",
+        "one moment", "think that", "thought that", "said that", "know that", "sure that", "hope that", "believe that",
+        "so that", "is that", "tell me", "show me", "give me", "let me",
+    ]
+
+    /// Two-word endings that finish one, though their last word alone would not: a particle
+    /// ("come in", "log in"), "so" as a pro-form ("I think so"), a backchannel said whole.
+    package static let finishedPairs: Set<String> = [
+        "come in", "log in", "sign in", "check in", "logged in", "signed in", "checked in", "plug in", "turn on", "switch on",
+        "think so", "hope so", "guess so", "said so", "believe so", "do so", "mm hmm", "uh huh", "is it", "it is",
+    ]
+
+    package static let numberWords: Set<String> = [
+        "zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+        "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty", "thirty", "forty",
+        "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand", "double", "triple",
+    ]
+
+    /// Words that ask for digits: a single number after one of them may be the first of several.
+    package static let digitCues: Set<String> = [
+        "number", "code", "pin", "zip", "postcode", "extension", "digits", "card", "account", "phone", "id", "reference",
+        "confirmation", "live", "address", "routing", "policy", "member",
+    ]
+}
