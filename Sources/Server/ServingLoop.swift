@@ -91,21 +91,9 @@ final class ServingLoop {
                 return Sys.close(fd)
             }
         }
-        var tls: TLSStream?
-        if let credentials = context.tls {
-            guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: credentials.context, fd: fd) else {
-                context.openConnections.subtract(1, ordering: .relaxed)
-                if let host { context.addressLimits.release(host, now: MonotonicClock.nanoseconds()) }
-                refused(.tlsHandshakeLimit)
-                return Sys.close(fd)
-            }
-            tls = session
-        }
-        Sys.setNoDelay(fd)
-        let connection: Connection
-        do {
-            connection = try loop.register(fd, [.readable, .edge]) { Connection(fd: fd, registration: $0, serving: self, tls: tls) }
-        } catch {
+        // A TLS port's connection without its session (past the handshake cap) is refused.
+        let tls = context.tls.map { tlsSession($0.context, fd: fd) }
+        guard tls.map({ $0 != nil }) ?? true, let connection = register(fd, tls: tls.flatMap { $0 }) else {
             context.openConnections.subtract(1, ordering: .relaxed)
             if let host { context.addressLimits.release(host, now: MonotonicClock.nanoseconds()) }
             return Sys.close(fd)
@@ -115,11 +103,31 @@ final class ServingLoop {
         heap.opened(open: openCount)
         metrics.accepted.add(1)
         metrics.open[0].add(1)
+        connection.opened()
+    }
+
+    /// A TLS session for `fd`, within the handshake cap that TLS on every port shares; nil, the
+    /// refusal counted, past it.
+    private func tlsSession(_ context: TLSContext, fd: Int32) -> TLSStream? {
+        guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: context, fd: fd) else {
+            refused(.tlsHandshakeLimit)
+            return nil
+        }
+        return session
+    }
+
+    /// `fd` as one of the loop's connections (no Nagle delay), its handshake counted; nil if the
+    /// loop could not register it.
+    private func register(_ fd: Int32, tls: TLSStream?, stream: (port: Int, peer: SocketAddress, idleTicks: UInt32)? = nil) -> Connection? {
+        Sys.setNoDelay(fd)
+        guard let connection = try? loop.register(fd, [.readable, .edge], { Connection(fd: fd, registration: $0, serving: self, tls: tls, stream: stream) }) else {
+            return nil
+        }
         if tls != nil {
             tlsHandshakesInProgress += 1
             metrics.tlsHandshakesInProgress.add(1)
         }
-        connection.opened()
+        return connection
     }
 
     /// Listens on `port` too; a port that cannot be bound is logged, and the loop serves the rest.
@@ -147,28 +155,12 @@ final class ServingLoop {
             refused(.connectionLimit)
             return Sys.close(fd)
         }
-        var tls: TLSStream?
-        if let context = port.tls {
-            guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: context, fd: fd) else {
-                refused(.tlsHandshakeLimit)
-                return Sys.close(fd)
-            }
-            tls = session
-        }
-        Sys.setNoDelay(fd)
-        let connection: Connection
-        do {
-            connection = try loop.register(fd, [.readable, .edge]) {
-                Connection(fd: fd, registration: $0, serving: self, tls: tls, stream: (index, peer, loop.ticks(seconds: port.idleSeconds)))
-            }
-        } catch {
+        let tls = port.tls.map { tlsSession($0, fd: fd) }
+        guard tls.map({ $0 != nil }) ?? true,
+              let connection = register(fd, tls: tls.flatMap { $0 }, stream: (index, peer, loop.ticks(seconds: port.idleSeconds))) else {
             return Sys.close(fd)
         }
         streamPorts[index].open += 1
-        if tls != nil {
-            tlsHandshakesInProgress += 1
-            metrics.tlsHandshakesInProgress.add(1)
-        }
         guard case .stream(let wire) = connection.wire, let speaker = port.speak(wire.handle) else { return connection.close() }
         wire.speaker = speaker
         connection.opened()
