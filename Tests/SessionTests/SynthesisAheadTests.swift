@@ -40,6 +40,7 @@ import SpeechContracts
 
     /// Runs a reply of `sentences` sentences for `seconds` of the loop's time (or until it ends),
     /// then stops it as a barge-in would; the urgencies asked for and whether it finished.
+    /// Either way, the reply leaves the loop's playout clock: nothing of it is held or ticked for.
     func speak(sentences: Int, sentenceMs: Int, forSeconds seconds: Double) throws -> (requests: [SynthesisUrgency], finished: Bool) {
         let loop = try EventLoop(handle: LoopHandle(index: 0))
         let pool = try WorkerPool(name: "synthesis-ahead-test", threads: 1, queueLimit: 64)
@@ -60,6 +61,7 @@ import SpeechContracts
             loop.stop()
         }
         loop.run()
+        #expect(PlayoutClock.on(loop).clients == 0 && !PlayoutClock.on(loop).isRunning, "the reply stayed on the loop's clock")
         return (voice.requests.withLock { $0 }, finished)
     }
 

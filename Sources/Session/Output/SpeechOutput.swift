@@ -372,6 +372,7 @@ package final class SpeechOutput: PlayoutClient {
             return encodeNext()
         }
         over = true
+        leaveClock()
         dropPrepared()
         report(.spoken(itemID: location.itemID, audioMs: sentMs))
         report(.finished)
