@@ -144,12 +144,14 @@ public final class Server: Sendable {
         try tls.reload()
     }
 
-    /// Runs until SIGINT or SIGTERM, then shuts down gracefully and returns. SIGHUP reloads the TLS
-    /// certificate (`reload`, called with the outcome, reports it).
-    public func runUntilTerminated(reloaded report: (Result<Void, TLSError>) -> Void = { _ in }) throws(SystemError) {
+    /// Runs until SIGINT or SIGTERM, then shuts down gracefully and returns. `started` is called
+    /// once every loop runs (and has opened its stream ports). SIGHUP reloads the TLS certificate
+    /// (`reload`, called with the outcome, reports it).
+    public func runUntilTerminated(started: () -> Void = {}, reloaded report: (Result<Void, TLSError>) -> Void = { _ in }) throws(SystemError) {
         // Blocked before the loops start, so their threads inherit the mask and only sigwait sees them.
         let signals = Sys.blockSignals([SIGINT, SIGTERM, SIGHUP])
         try start()
+        started()
         while true {
             guard Sys.waitForSignal(signals) == SIGHUP else { break }
             report(Result { () throws(TLSError) in try reloadCertificates() })

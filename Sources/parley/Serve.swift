@@ -121,8 +121,11 @@ struct Serve: ParsableCommand {
             do { return try SIPEndpoint(sessions: sessions, settings: given) } catch { throw StartupError("SIP: \(error)") }
         }
         let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store, sip: sipCalls)
-        if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
-        try serveUntilDrained(server, metricsServer)
+        // Said once every loop runs, and so has opened what it listens on beyond the HTTP port
+        // (SIP's ports are each loop's): a client that dials on this line is not refused.
+        try serveUntilDrained(server, metricsServer) {
+            if !isWorker { announce(settings, port: server.port, metricsServer: metricsServer) }
+        }
     }
 
     // MARK: Steps
@@ -315,8 +318,8 @@ struct Serve: ParsableCommand {
     }
 
     /// Starts the loops and serves until SIGTERM or SIGINT, then drains (docs/operations.md).
-    private func serveUntilDrained(_ server: Server, _ metricsServer: Server?) throws {
-        try server.runUntilTerminated(reloaded: Self.reportReload)
+    private func serveUntilDrained(_ server: Server, _ metricsServer: Server?, started: () -> Void) throws {
+        try server.runUntilTerminated(started: started, reloaded: Self.reportReload)
         metricsServer?.shutdown()
         metricsServer?.wait()
         if !isWorker { print("parley stopped") }

@@ -82,7 +82,7 @@ public final class ServerProcess {
             }
             if !text.isEmpty { before.append(text) }
             text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        } while !text.contains(" listening on ") && before.count < 20
+        } while !text.contains(" listening on ") && before.count < 200
         startupLines = before
         let afterHost = text.split(separator: "127.0.0.1:", maxSplits: 1).dropFirst().first
         guard let port = afterHost.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
