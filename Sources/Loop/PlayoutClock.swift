@@ -32,6 +32,8 @@ package final class PlayoutClock {
     private let loop: EventLoop
     private var slots = [[any PlayoutClient]](repeating: [], count: PlayoutSchedule.slots)
     private var task: ScheduledTask?
+    /// When `task` fires.
+    private var taskAt: UInt64 = .max
     /// In a tick: a call added now joins the running schedule, and the tick's end wakes the next.
     private var ticking = false
     private var schedule = PlayoutSchedule(startingAt: 0)
@@ -49,9 +51,11 @@ package final class PlayoutClock {
         }
         let slot = slots.indices.min { slots[$0].count < slots[$1].count } ?? 0
         slots[slot].append(call)
-        // A slot that was empty may now run before the wake set for the others.
-        if !ticking { wake() }
-        return schedule.nextRun(of: slot)
+        // A slot that was empty may now run before the wake set for the others (a reply joins
+        // each time it has pieces again: the timer is moved only when it must be).
+        let first = schedule.nextRun(of: slot)
+        if !ticking, task == nil || first < taskAt { wake() }
+        return first
     }
 
     /// Clients on the clock, and whether it will wake for them: for tests and the loop's account.
@@ -72,6 +76,7 @@ package final class PlayoutClock {
         task = nil
         guard let due = slots.indices.lazy.filter({ !self.slots[$0].isEmpty }).map({ self.schedule.nextRun(of: $0) }).min() else { return }
         let now = loop.nanoseconds()
+        taskAt = due
         task = loop.schedule(after: Double(due > now ? due - now : 0) / 1e9) { [unowned self] in tick() }
     }
 

@@ -151,10 +151,12 @@ final class ServingLoop {
     /// refuse it. Not counted among the HTTP port's connections, nor in its per-address limits.
     func admit(_ fd: Int32, streamPort index: Int) {
         let port = streamPorts[index].port
-        guard streamPorts[index].open < port.maxConnections, let peer = try? Sys.peerAddress(fd) else {
+        guard streamPorts[index].open < port.maxConnections else {
             refused(.connectionLimit)
             return Sys.close(fd)
         }
+        // A peer gone between the accept and now: nothing to refuse.
+        guard let peer = try? Sys.peerAddress(fd) else { return Sys.close(fd) }
         let tls = port.tls.map { tlsSession($0, fd: fd) }
         guard tls.map({ $0 != nil }) ?? true,
               let connection = register(fd, tls: tls.flatMap { $0 }, stream: (index, peer, loop.ticks(seconds: port.idleSeconds))) else {
