@@ -176,5 +176,5 @@ package struct MCPToolState: RestingState, Equatable, Sendable {
 }
 
 package extension MCPToolState.Server {
-    package var label: String { entry.label }
+    var label: String { entry.label }
 }

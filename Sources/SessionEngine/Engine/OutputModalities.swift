@@ -13,7 +13,7 @@ public struct OutputModalities: OptionSet, Sendable, Hashable {
 package extension OutputModalities {
     /// GA lists one modality (`["audio"]` means speech with its transcript); the beta lists text
     /// with audio (`["text","audio"]`).
-    package func json(dialect: Dialect) -> JSON {
+    func json(dialect: Dialect) -> JSON {
         switch (contains(.audio), dialect) {
         case (true, .ga): .array([.string("audio")])
         case (true, .beta): .array([.string("text"), .string("audio")])

@@ -56,7 +56,7 @@ public enum RealtimeAudioFormat: Sendable, Equatable {
 package extension RealtimeAudioFormat {
     /// GA: `{"type":"audio/pcm","rate":24000}`, `{"type":"audio/pcmu"}` (G.711 has one rate, and
     /// OpenAI's objects for it carry none); beta: `"pcm16"`, `"g711_ulaw"`.
-    package func json(dialect: Dialect) -> JSON {
+    func json(dialect: Dialect) -> JSON {
         switch (self, dialect) {
         case (.pcm16, .ga): .object([("type", .string("audio/pcm")), ("rate", .int(sampleRate))])
         case (.opus, .ga): .object([("type", .string("audio/opus")), ("rate", .int(sampleRate))])

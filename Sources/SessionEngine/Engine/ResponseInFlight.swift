@@ -5,7 +5,7 @@ import MCP
 package extension SessionEngine {
     /// The response being generated: what of it has been said, the calls it has begun, and how
     /// it ended while its last speech goes out.
-    package struct Response: Sendable, Equatable {
+    struct Response: Sendable, Equatable {
         package let id: String
         package let itemID: String
         package let modalities: OutputModalities

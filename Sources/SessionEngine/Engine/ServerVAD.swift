@@ -102,7 +102,7 @@ public struct ServerVAD: Sendable, Equatable {
 }
 
 package extension ServerVAD {
-    package var json: JSON {
+    var json: JSON {
         var json = apiJSON
         // The extension is reported only once a client has changed it: clients that do not know it
         // (the SDKs, which check what they read) never see a field the API does not have.

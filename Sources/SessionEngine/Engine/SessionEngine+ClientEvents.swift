@@ -6,7 +6,7 @@ package extension SessionEngine {
     // MARK: Client events
 
     /// A client event: settings, the input buffer, items, responses.
-    package mutating func handle(_ event: ClientEvent) {
+    mutating func handle(_ event: ClientEvent) {
         switch event.kind {
         case .sessionUpdate(let update):
             for (setting, given, param) in [(Pinned.instructions, update.instructions != nil, "session.instructions"),
@@ -136,14 +136,14 @@ package extension SessionEngine {
         }
     }
 
-    package mutating func itemNotFound(_ itemID: String, _ event: ClientEvent) {
+    mutating func itemNotFound(_ itemID: String, _ event: ClientEvent) {
         emitError(.invalidRequest, "item_not_found", "item '\(itemID)' is not in the conversation", event)
     }
 
     /// The client played only `audioEndMs` of a spoken reply (it was interrupted): the history keeps
     /// the part of the transcript that was heard, in proportion to the audio played when the
     /// reply's length is known, cut back to a word, so the model does not "remember" saying the rest.
-    package mutating func truncate(_ itemID: String, contentIndex: Int, audioEndMs: Int, _ event: ClientEvent) {
+    mutating func truncate(_ itemID: String, contentIndex: Int, audioEndMs: Int, _ event: ClientEvent) {
         guard let entry = conversation.entry(itemID) else { return itemNotFound(itemID, event) }
         guard entry.message.role == .assistant, entry.audio else {
             return emitError(.invalidRequest, "invalid_value", "item '\(itemID)' holds no assistant audio to truncate", event)
@@ -164,7 +164,7 @@ package extension SessionEngine {
     }
 
     /// The first `characters` of `text`, cut back to the end of a word (all of it when it fits).
-    package static func wordPrefix(of text: String, characters: Int) -> String {
+    static func wordPrefix(of text: String, characters: Int) -> String {
         guard characters < text.count else { return text }
         let cut = text.prefix(max(0, characters))
         guard let space = cut.lastIndex(where: { $0 == " " || $0 == "\n" }) else { return "" }
@@ -172,7 +172,7 @@ package extension SessionEngine {
     }
 
     /// An item of the history as the Realtime API shows it.
-    package static func item(_ entry: ConversationHistory.Entry) -> ConversationItem {
+    static func item(_ entry: ConversationHistory.Entry) -> ConversationItem {
         let message = entry.message
         if let call = message.toolCalls.first {
             return ConversationItem(id: entry.id, role: .assistant, status: .completed, content: [],
@@ -194,7 +194,7 @@ package extension SessionEngine {
     /// 16 kHz): the audio buffered at the old rate is dropped and a turn in progress forgotten, as
     /// `input_audio_buffer.clear` would (without its event: the client changed what it sends), and
     /// the detector starts over at the new rate.
-    package mutating func inputRateChanged() {
+    mutating func inputRateChanged() {
         let rate = configuration.inputAudioFormat.engineRate
         guard rate != audio.sampleRate else { return }
         audio.change(sampleRate: rate)
@@ -204,7 +204,7 @@ package extension SessionEngine {
         if !turns.floor.isIdle, dropTurn() { answerWaitingTurn() }
     }
 
-    package mutating func turnDetectionChanged() {
+    mutating func turnDetectionChanged() {
         switch (configuration.turnDetection, vad) {
         case (nil, nil): break
         case (nil, .some):
@@ -231,11 +231,11 @@ package extension SessionEngine {
 
     /// The detector's silence: with a model to ask, `semantic_vad` stops listening at a short
     /// silence and lets the model judge (`TurnEnding.probeMs`); otherwise the silence that ends a turn.
-    package func detectorSettings(_ vad: ServerVAD) -> VoiceActivityDetector.Settings {
+    func detectorSettings(_ vad: ServerVAD) -> VoiceActivityDetector.Settings {
         Self.detectorSettings(vad, judgesTurns: judgesTurns)
     }
 
-    package static func detectorSettings(_ vad: ServerVAD, judgesTurns: Bool) -> VoiceActivityDetector.Settings {
+    static func detectorSettings(_ vad: ServerVAD, judgesTurns: Bool) -> VoiceActivityDetector.Settings {
         let silenceMs = judgesTurns && vad.semanticEagerness != nil ? TurnEnding.probeMs : vad.silenceDurationMs
         return .init(threshold: vad.threshold, prefixPaddingMs: vad.prefixPaddingMs, silenceDurationMs: silenceMs)
     }

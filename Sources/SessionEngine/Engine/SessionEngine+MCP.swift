@@ -17,12 +17,12 @@ package extension SessionEngine {
     // MARK: Servers
 
     /// The first of `entries` the operator's allow-list refuses, with its place.
-    package func refusedServer(_ entries: [MCPServerEntry]) -> (index: Int, entry: MCPServerEntry)? {
+    func refusedServer(_ entries: [MCPServerEntry]) -> (index: Int, entry: MCPServerEntry)? {
         entries.enumerated().first { !tooling.mcpAllowList.allows($0.element.url) }.map { ($0.offset, $0.element) }
     }
 
     /// An error for a server the allow-list refuses (`param`: where the entries were given).
-    package func notAllowed(_ refused: (index: Int, entry: MCPServerEntry), param: String, _ event: ClientEvent) -> EventError {
+    func notAllowed(_ refused: (index: Int, entry: MCPServerEntry), param: String, _ event: ClientEvent) -> EventError {
         EventError(type: .invalidRequest, code: "mcp_server_not_allowed",
                    message: "the MCP server '\(refused.entry.label)' (\(refused.entry.endpoint)) is not one this server may call: its operator allows MCP servers with --mcp-allow",
                    param: "\(param)[\(refused.index)].server_url", eventID: event.eventID)
@@ -30,7 +30,7 @@ package extension SessionEngine {
 
     /// The servers `entries` name, listed unless they already are (an entry given again unchanged
     /// is not listed again). `forSession`: the session's `tools` (servers it no longer names go).
-    package mutating func listServers(_ entries: [MCPServerEntry], forSession: Bool) {
+    mutating func listServers(_ entries: [MCPServerEntry], forSession: Bool) {
         if forSession {
             mcp.servers.removeAll { server in server.forSession && !entries.contains { $0.label == server.label } }
         }
@@ -56,7 +56,7 @@ package extension SessionEngine {
         }
     }
 
-    package mutating func mcpToolsListed(_ itemID: String, _ result: Result<[MCPTool], MCPError>) {
+    mutating func mcpToolsListed(_ itemID: String, _ result: Result<[MCPTool], MCPError>) {
         guard let index = mcp.value.server(listedInto: itemID), mcp.servers[index].listing == .inProgress else { return }
         let entry = mcp.servers[index].entry
         switch result {
@@ -81,7 +81,7 @@ package extension SessionEngine {
 
     /// The model's tools and choice for a response: the client's functions and every listed tool
     /// of `servers`, and `tool_choice` with an MCP server's made one the model understands.
-    package func offeredTools(functions: ToolSet?, servers: [MCPServerEntry], choice: ToolChoice)
+    func offeredTools(functions: ToolSet?, servers: [MCPServerEntry], choice: ToolChoice)
         -> (tools: ToolSet?, choice: ToolChoice, targets: [String: MCPToolState.Target]) {
         let targets = servers.isEmpty ? [] : mcp.value.targets(servers, besides: functions?.tools ?? [])
         func definition(_ named: (name: String, target: MCPToolState.Target)) -> ToolDefinition {
@@ -109,7 +109,7 @@ package extension SessionEngine {
 
     /// At a response's start: its own servers listed, and the calls the client approved run
     /// before the model is asked (`modelWaits` while either is under way).
-    package mutating func prepareTools(_ overrides: ResponseOverrides) {
+    mutating func prepareTools(_ overrides: ResponseOverrides) {
         guard let current = turns.response else { return }
         if let own = overrides.mcpServers { listServers(own, forSession: false) }
         let answered = current.outOfBand ? [] : mcp.value.takeAnswered()
@@ -130,7 +130,7 @@ package extension SessionEngine {
     }
 
     /// The response's model call, now that its tools are known.
-    package mutating func startModelCall() {
+    mutating func startModelCall() {
         guard let current = turns.response else { return }
         let request = modelRequest(current.overrides, conversation.messages)
         turns.response?.tools = request.options.tools
@@ -139,7 +139,7 @@ package extension SessionEngine {
     }
 
     /// A response waiting on a listing or an approved call asks its model once neither is left.
-    package mutating func startWaitingModel() {
+    mutating func startWaitingModel() {
         guard let current = turns.response, current.modelWaits, !mcp.value.isListing(current.mcpServers),
               !current.calls.contains(where: { $0.mcp?.phase == .running }) else { return }
         turns.response?.modelWaits = false
@@ -147,7 +147,7 @@ package extension SessionEngine {
     }
 
     /// The model began a call of an MCP tool: an `mcp_call` item (or an approval request).
-    package mutating func mcpCallStarted(_ current: Response, index: Int, callID: String, name: String, _ target: MCPToolState.Target) {
+    mutating func mcpCallStarted(_ current: Response, index: Int, callID: String, name: String, _ target: MCPToolState.Target) {
         let call = Response.Call(index: index, itemID: ids.make("item"), outputIndex: current.nextOutputIndex, callID: callID, name: name,
                                  mcp: .init(server: target.entry, tool: target.tool.name, asksApproval: target.needsApproval))
         turns.response?.nextOutputIndex += 1
@@ -159,7 +159,7 @@ package extension SessionEngine {
 
     /// The model's calls of MCP tools that need no approval start now (its text is complete);
     /// whether any runs, so that the response waits for them.
-    package mutating func runWrittenCalls() -> Bool {
+    mutating func runWrittenCalls() -> Bool {
         guard let calls = turns.response?.calls else { return false }
         for call in calls where call.mcp?.phase == .written && call.mcp?.asksApproval == false {
             var written = call
@@ -174,7 +174,7 @@ package extension SessionEngine {
     }
 
     /// `call` goes to its server.
-    package mutating func run(_ call: Response.Call) {
+    mutating func run(_ call: Response.Call) {
         guard let id = turns.response?.id, let index = turns.response?.calls.firstIndex(where: { $0.itemID == call.itemID }), let server = call.mcp?.server,
               let tool = call.mcp?.tool else { return }
         turns.response?.calls[index].mcp?.phase = .running
@@ -185,7 +185,7 @@ package extension SessionEngine {
         if let step = turns.filler.began(tooling.filler, speaks: turns.response?.speaks == true) { outbox.append(.toolWait(step)) }
     }
 
-    package mutating func mcpToolCalled(_ itemID: String, _ result: Result<MCPToolOutput, MCPError>) {
+    mutating func mcpToolCalled(_ itemID: String, _ result: Result<MCPToolOutput, MCPError>) {
         guard let current = turns.response, let index = current.calls.firstIndex(where: { $0.itemID == itemID }),
               current.calls[index].mcp?.phase == .running else { return }
         switch result {
@@ -206,7 +206,7 @@ package extension SessionEngine {
 
     /// The call at `index` is over: its event, and its place in the history (the model reads the
     /// output on its next call).
-    package mutating func settle(_ index: Int, failed: Bool) {
+    mutating func settle(_ index: Int, failed: Bool) {
         guard let current = turns.response else { return }
         turns.response?.calls[index].mcp?.phase = .done
         let call = current.calls[index]
@@ -231,12 +231,12 @@ package extension SessionEngine {
     }
 
     /// What a tool said, within what the history can hold of one output.
-    package static func bounded(_ text: String) -> String {
+    static func bounded(_ text: String) -> String {
         text.utf8.count <= NewConversationItem.maxFunctionTextBytes ? text : ConversationHistory.prefix(of: text, bytes: NewConversationItem.maxFunctionTextBytes)
     }
 
     /// The item of an MCP call as the client sees it now.
-    package func mcpItem(_ call: Response.Call) -> ConversationItem {
+    func mcpItem(_ call: Response.Call) -> ConversationItem {
         guard let state = call.mcp else { return ConversationItem(id: call.itemID, role: .assistant, status: .completed, content: []) }
         let status: ConversationItem.Status = state.phase == .done ? .completed : .inProgress
         if state.asksApproval {
@@ -251,7 +251,7 @@ package extension SessionEngine {
     /// At the response's end: a call still running is stopped (a barge-in, a cancel) and fails as
     /// cancelled; one the model only wrote fails as not run; an approval request is kept for the
     /// client's answer, if the response completed.
-    package mutating func closeMCPCalls(_ status: RealtimeResponse.Status) {
+    mutating func closeMCPCalls(_ status: RealtimeResponse.Status) {
         guard let calls = turns.response?.calls else { return }
         for (index, call) in calls.enumerated() {
             guard let state = call.mcp, state.phase != .done else { continue }
@@ -275,7 +275,7 @@ package extension SessionEngine {
 
     /// The client's `mcp_approval_response`: taken once per request, then acted on by a response
     /// (begun now, or when the one in flight ends).
-    package mutating func answerApproval(_ new: NewConversationItem, _ approval: NewConversationItem.Approval, _ event: ClientEvent) {
+    mutating func answerApproval(_ new: NewConversationItem, _ approval: NewConversationItem.Approval, _ event: ClientEvent) {
         let request: MCPToolState.Approval
         switch mcp.value.answer(approval.requestID, approve: approval.approve) {
         case .unknown:
@@ -305,7 +305,7 @@ package extension SessionEngine {
 
     // MARK: The filler
 
-    package mutating func toolWaitElapsed(_ token: Int) {
+    mutating func toolWaitElapsed(_ token: Int) {
         if let current = turns.response {
             // An MCP call runs inside this response: the filler is its words, if it has said none.
             guard current.speaks, !current.itemStarted, current.calls.contains(where: { $0.mcp?.phase == .running }),
@@ -329,7 +329,7 @@ package extension SessionEngine {
     }
 
     /// A client's function call went out at the end of a response: the filler's timer starts.
-    package mutating func clientToolsWait(_ response: Response) {
+    mutating func clientToolsWait(_ response: Response) {
         guard !response.isFiller, response.calls.contains(where: { $0.mcp == nil }) else { return }
         if let step = turns.filler.began(tooling.filler, speaks: synthesizes && configuration.outputModalities.contains(.audio)) {
             outbox.append(.toolWait(step))
@@ -337,7 +337,7 @@ package extension SessionEngine {
     }
 
     /// The client's function answered: no filler is wanted for it any more.
-    package mutating func clientToolReturned() {
+    mutating func clientToolReturned() {
         if turns.response == nil, let step = turns.filler.ended() { outbox.append(.toolWait(step)) }
     }
 }

@@ -8,7 +8,7 @@ package extension SessionEngine {
     /// The session's history budget: the server's, or less if the session asked
     /// (`max_history_bytes`), and the model's context less the instructions, or less if the
     /// session's truncation says (`token_limits.post_instructions`).
-    package var historyBudget: ConversationHistory.Budget {
+    var historyBudget: ConversationHistory.Budget {
         var tokens = modelContextTokens.map { max(0, Int($0) - Usage.estimatedTokens(configuration.instructions)) }
         if case .retentionRatio(_, let limit?) = configuration.truncation { tokens = min(tokens ?? limit, limit) }
         let serverBytes = Int(maxHistoryBytes)
@@ -16,7 +16,7 @@ package extension SessionEngine {
                                           maxTokens: tokens, truncation: configuration.truncation)
     }
 
-    package mutating func startResponse(_ overrides: ResponseOverrides) {
+    mutating func startResponse(_ overrides: ResponseOverrides) {
         // The model should read what the user said, so it waits for the words.
         guard turns.pendingTranscripts.isEmpty else {
             turns.deferredResponse = overrides
@@ -76,7 +76,7 @@ package extension SessionEngine {
     }
 
     /// The messages and options a response with `overrides` sends the model, after `history`.
-    package func modelRequest(_ overrides: ResponseOverrides, _ history: [ChatMessage])
+    func modelRequest(_ overrides: ResponseOverrides, _ history: [ChatMessage])
         -> (messages: [ChatMessage], options: ModelOptions, targets: [String: MCPToolState.Target]) {
         let instructions = overrides.instructions ?? configuration.instructions
         let maxTokens: Int? = switch overrides.maxOutputTokens {
@@ -98,11 +98,11 @@ package extension SessionEngine {
     // MARK: Speculative replies
 
     /// Never in a transcription session, which asks no model at all.
-    package var speculates: Bool { configuration.type == .realtime && (configuration.turnDetection?.speculativeResponse ?? speculatesByDefault) }
+    var speculates: Bool { configuration.type == .realtime && (configuration.turnDetection?.speculativeResponse ?? speculatesByDefault) }
 
     /// The end-of-turn model is weighing a silence, and these are the user's words so far: the
     /// reply starts on them, unheard (or starts again, if the words have changed since).
-    package mutating func speculate() {
+    mutating func speculate() {
         let words = turns.heardWords.trimmed
         guard speculates, transcribes, !conversation.exceedsBudget, !mcp.value.isListing(configuration.mcpServers), !mcp.value.hasAnswered, let speech = turns.floor.turn, turns.floor.isEndPending, turns.response == nil, turns.pendingTranscripts.isEmpty,
               turns.deferredResponse == nil, configuration.turnDetection?.createResponse ?? true, !words.isEmpty else { return }
@@ -127,7 +127,7 @@ package extension SessionEngine {
     }
 
     /// The speculative call's output, held; a call that failed or ran past what may be held is dropped.
-    package mutating func hold(_ input: SessionInput) {
+    mutating func hold(_ input: SessionInput) {
         guard var speculation = turns.speculation else { return }
         let fits = speculation.hold(input)
         turns.speculation = speculation
@@ -146,7 +146,7 @@ package extension SessionEngine {
     /// after its result, if at all), and begun on settled words: one begun on a partial's guess
     /// was dropped most of the time at ten talkers (18 of 26 such sounds, mostly the built-in
     /// agent's answer to half a question; docs/benchmarks.md, "Density"), each a wasted synthesis.
-    package mutating func prepareSpeech() {
+    mutating func prepareSpeech() {
         guard var speculation = turns.speculation, speculation.onSettledWords, !speculation.speechPrepared, synthesizes,
               configuration.outputModalities.contains(.audio), !speculation.callsTool,
               let piece = SpokenSentences.firstPiece(of: speculation.text, complete: speculation.finished) else { return }
@@ -157,7 +157,7 @@ package extension SessionEngine {
 
     /// The speculative reply will not be used: its call is stopped, and it is counted with the
     /// tokens it cost. Nothing of it was ever sent.
-    package mutating func dropSpeculation(_ outcome: SpeculativeReply.Outcome) {
+    mutating func dropSpeculation(_ outcome: SpeculativeReply.Outcome) {
         guard let dropped = turns.speculation else { return }
         turns.speculation = nil
         if !dropped.failed { outbox.append(.cancelModel(responseID: dropped.responseID)) }
@@ -165,7 +165,7 @@ package extension SessionEngine {
     }
 
     /// `filler`: the server's words while a tool runs (`ToolFiller`), not the model's.
-    package mutating func delta(_ id: String, _ text: String, filler: Bool = false) {
+    mutating func delta(_ id: String, _ text: String, filler: Bool = false) {
         // Deltas of a response already cancelled or finished are late arrivals: dropped.
         guard turns.response?.id == id, !text.isEmpty, let itemID = turns.response?.itemID, let modalities = turns.response?.modalities,
               let delivered = turns.response?.text.utf8.count, let maxTextBytes = turns.response?.maxTextBytes else { return }
@@ -217,11 +217,11 @@ package extension SessionEngine {
     // MARK: Function calls
 
     /// The longest arguments a call may have: as much as a client may send back as output.
-    package static let maxArgumentsBytes = NewConversationItem.maxFunctionTextBytes
+    static let maxArgumentsBytes = NewConversationItem.maxFunctionTextBytes
 
     /// The model began a call: it becomes a `function_call` item of the response's output, and
     /// takes its place in the conversation (its arguments are filled in when the response ends).
-    package mutating func toolCallStarted(_ id: String, index: Int, callID: String, name: String) {
+    mutating func toolCallStarted(_ id: String, index: Int, callID: String, name: String) {
         guard let current = turns.response, current.id == id, !current.calls.contains(where: { $0.index == index }) else { return }
         guard current.tools?.tools.contains(where: { $0.name == name }) == true else {
             return failModel(id, "the model called '\(name)', which is not among this response's tools")
@@ -238,7 +238,7 @@ package extension SessionEngine {
         conversation.append(id: call.itemID, ChatMessage(role: .assistant, text: "", toolCalls: [ToolCall(id: callID, name: name, arguments: "")]))
     }
 
-    package mutating func toolCallArguments(_ id: String, index: Int, _ delta: String) {
+    mutating func toolCallArguments(_ id: String, index: Int, _ delta: String) {
         guard turns.response?.id == id, !delta.isEmpty, let position = turns.response?.calls.firstIndex(where: { $0.index == index }),
               let call = turns.response?.calls[position] else { return }
         guard call.arguments.utf8.count + delta.utf8.count <= Self.maxArgumentsBytes else {
@@ -256,7 +256,7 @@ package extension SessionEngine {
 
     /// The model broke the function-calling contract: its call is stopped and the response fails
     /// with the reason; the session goes on.
-    package mutating func failModel(_ id: String, _ message: String) {
+    mutating func failModel(_ id: String, _ message: String) {
         outbox.append(.cancelModel(responseID: id))
         let error = EventError(type: .server, code: "invalid_tool_call", message: message)
         emit(.error(error))
@@ -266,7 +266,7 @@ package extension SessionEngine {
     }
 
     /// A call's arguments must be a JSON object when the model says it is done.
-    package func malformedCall() -> Response.Call? {
+    func malformedCall() -> Response.Call? {
         turns.response?.calls.first { call in
             guard let parsed = try? JSON(parsing: call.arguments.isEmpty ? "{}" : call.arguments) else { return true }
             return parsed.object == nil
@@ -277,7 +277,7 @@ package extension SessionEngine {
 
     /// What an out-of-band response's `input` item says to the model; a reference to an item the
     /// conversation no longer holds says nothing.
-    package func inputMessage(_ input: ResponseOverrides.InputItem) -> ChatMessage? {
+    func inputMessage(_ input: ResponseOverrides.InputItem) -> ChatMessage? {
         switch input {
         case .reference(let id): return conversation.entry(id)?.message
         case .item(let new):
@@ -292,7 +292,7 @@ package extension SessionEngine {
 
     /// `conversation.item.create`: a message, a function call's output (which must answer a call
     /// in the conversation), or a call; after `previous_item_id` when the client names one.
-    package mutating func createItem(_ new: NewConversationItem, _ event: ClientEvent) {
+    mutating func createItem(_ new: NewConversationItem, _ event: ClientEvent) {
         // An approval answers its request wherever the client places it (the JavaScript SDK
         // names the request as the previous item): it is not a message of the history.
         if let approval = new.approval { return answerApproval(new, approval, event) }
@@ -337,7 +337,7 @@ package extension SessionEngine {
         conversation.insert(id: id, message, at: position)
     }
 
-    package mutating func cancel(_ id: String, reason: String) {
+    mutating func cancel(_ id: String, reason: String) {
         outbox.append(.cancelModel(responseID: id))
         let speaks = turns.response?.speaks == true
         finish(.cancelled, details: .cancelled(reason: reason))
@@ -346,7 +346,7 @@ package extension SessionEngine {
     }
 
     /// The model is done: a spoken reply ends once its speech is out, any other at once.
-    package mutating func complete(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
+    mutating func complete(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         guard let current = turns.response else { return }
         if let call = malformedCall() {
             return failModel(current.id, "the model's arguments for '\(call.name)' are not a JSON object: \(call.arguments.prefix(200))")
@@ -363,7 +363,7 @@ package extension SessionEngine {
         outbox.append(.speech(.end(responseID: current.id)))
     }
 
-    package mutating func speechOutput(_ id: String, _ event: SpeechOutputEvent) {
+    mutating func speechOutput(_ id: String, _ event: SpeechOutputEvent) {
         switch event {
         case .spoken(let itemID, let audioMs):
             lastSpokenReply = (itemID, audioMs)
@@ -391,7 +391,7 @@ package extension SessionEngine {
     /// Closes the response in flight: the item's `.done` events if it has begun, then
     /// `response.done`, then the response a waiting turn is owed, if any. Whatever text was
     /// delivered is the reply's text in the history, whatever the status: it is what the user saw.
-    package mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
+    mutating func finish(_ status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails? = nil, usage: Usage? = nil) {
         closeMCPCalls(status)
         guard let current = turns.response else { return }
         turns.response = nil
@@ -458,11 +458,11 @@ package extension SessionEngine {
         }
     }
 
-    package static func part(_ modalities: OutputModalities, text: String) -> ConversationItem.Content {
+    static func part(_ modalities: OutputModalities, text: String) -> ConversationItem.Content {
         modalities.contains(.audio) ? .outputAudio(transcript: text) : .outputText(text)
     }
 
-    package func snapshot(_ r: Response, status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails?, output: [ConversationItem], usage: Usage?) -> RealtimeResponse {
+    func snapshot(_ r: Response, status: RealtimeResponse.Status, details: RealtimeResponse.StatusDetails?, output: [ConversationItem], usage: Usage?) -> RealtimeResponse {
         RealtimeResponse(id: r.id, conversationID: r.outOfBand ? nil : conversationID, status: status, statusDetails: details, output: output, usage: usage,
                          outputModalities: r.modalities, voice: r.voice, outputAudioFormat: r.outputAudioFormat, maxOutputTokens: r.maxOutputTokens,
                          metadata: r.metadata)

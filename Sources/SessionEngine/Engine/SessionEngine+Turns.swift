@@ -6,7 +6,7 @@ import SpeechContracts
 package extension SessionEngine {
     // MARK: Audio
 
-    package mutating func receive(_ samples: [Int16]) {
+    mutating func receive(_ samples: [Int16]) {
         guard !samples.isEmpty else { return }
         // Audio of a turn already streaming goes to the recogniser; a turn that starts in this
         // piece gets it with its beginning.
@@ -25,7 +25,7 @@ package extension SessionEngine {
     }
 
     /// The loop's batch has scored this session's windows (`SessionInput.voiceActivityScored`).
-    package mutating func voiceActivityScored() {
+    mutating func voiceActivityScored() {
         guard vad != nil else { return }
         detected(vad?.scored() ?? [])
     }
@@ -66,7 +66,7 @@ package extension SessionEngine {
     /// The quiet after speech that has the recogniser decode the turn so far: shorter than any
     /// stop (semantic_vad's 200 ms probe, server_vad's 500 ms), so that the decode is under way,
     /// or done, when the turn ends; long enough that a stop consonant's gap is not taken for it.
-    package static let quietMs = 120
+    static let quietMs = 120
 
     /// Tells the recogniser, once per quiet, that the speaker went on after it: the decode asked
     /// for at the quiet no longer ends the turn, and one that has not begun need not be made (a
@@ -90,7 +90,7 @@ package extension SessionEngine {
 
     /// `idle_timeout_ms`: the user said nothing for that long after a response. The silence is
     /// committed as a turn and answered, so the model can ask whether anyone is still there.
-    package mutating func checkIdleTimeout() {
+    mutating func checkIdleTimeout() {
         guard configuration.type == .realtime, let timeout = configuration.turnDetection?.idleTimeoutMs, let since = idleSinceMs, turns.floor.isIdle,
               turns.response == nil, turns.pendingTranscripts.isEmpty, audio.totalMs - since >= timeout else { return }
         idleSinceMs = nil
@@ -102,7 +102,7 @@ package extension SessionEngine {
 
     // MARK: Speech starts and stops
 
-    package mutating func speechStarted(atMs ms: Int) {
+    mutating func speechStarted(atMs ms: Int) {
         let new = TurnTaking.Turn(itemID: ids.make("item"), onsetMs: vadOriginMs + (vad?.speechOnsetMs ?? 0), audioStartMs: ms)
         let reply: ReplyInterruption.Reply = turns.response.map { $0.speaks ? .spoken : .text } ?? .none
         let settings = configuration.turnDetection ?? ServerVAD()
@@ -213,13 +213,13 @@ package extension SessionEngine {
     /// The speech that paused the reply is a barge-in: it is announced as the turn it is
     /// (`speech_started`, with the start it had), then the response is cancelled and the reply
     /// truncated at what was heard, exactly as an immediate barge-in does.
-    package mutating func bargeIn() {
+    mutating func bargeIn() {
         confirmPausedTurn(cuttingTheReply: true)
     }
 
     /// The reply the speech had paused ended (a client's cancel, a failure): with no reply left
     /// to protect, the speech is the turn it would have been.
-    package mutating func replyEndedUnderSpeech() {
+    mutating func replyEndedUnderSpeech() {
         confirmPausedTurn(cuttingTheReply: false)
     }
 
@@ -237,7 +237,7 @@ package extension SessionEngine {
     /// a noise, a short sound) it leaves nothing behind: no event was sent for it, so none is; its
     /// audio is dropped with the padding kept between turns, its transcription cancelled (by the
     /// caller), and no item is made, so the model never answers "uh-huh".
-    package mutating func resumeReply(_ why: ReplyInterruption.Resumption) {
+    mutating func resumeReply(_ why: ReplyInterruption.Resumption) {
         guard let response = turns.response else { return }
         fact(.replyResumed(responseID: response.id, why))
         emit(.replyResumed(responseID: response.id, reason: why == .backchannel ? "backchannel" : "short"))
@@ -248,7 +248,7 @@ package extension SessionEngine {
     /// or turn detection changed): a question about its end is withdrawn and a reply it paused
     /// resumes. True if there was one.
     @discardableResult
-    package mutating func dropTurn() -> Bool {
+    mutating func dropTurn() -> Bool {
         dropSpeculation(.cancelled)
         let (dropped, withdraw, resumes) = turns.floor.drop()
         if let withdraw { carryOut(withdraw) }
@@ -259,7 +259,7 @@ package extension SessionEngine {
     // MARK: The end of the turn
 
     /// Carries out what turn-taking decided about the turn's end.
-    package mutating func carryOut(_ step: TurnTaking.Step) {
+    mutating func carryOut(_ step: TurnTaking.Step) {
         switch step {
         case .ask(let itemID):
             outbox.append(.turnModel(.judge(itemID: itemID)))
@@ -273,12 +273,12 @@ package extension SessionEngine {
 
     /// The audio the end-of-turn model judges: the buffer's last 8 s, a view of it, not a copy
     /// (read while the model is asked, before the buffer changes again).
-    package var turnModelAudio: (samples: ArraySlice<Int16>, sampleRate: Int) {
+    var turnModelAudio: (samples: ArraySlice<Int16>, sampleRate: Int) {
         (audio.samples.suffix(TurnEnding.maxSeconds * audio.sampleRate), audio.sampleRate)
     }
 
     /// The turn is over: `speech_stopped` where its speech ended, the commit, and the answer.
-    package mutating func endTurn(_ ended: TurnTaking.Ended) {
+    mutating func endTurn(_ ended: TurnTaking.Ended) {
         let itemID = ended.turn.itemID
         emit(.speechStopped(audioEndMs: ended.atMs, itemID: itemID))
         fact(.turnEnded(itemID: itemID, audioEndMs: ended.atMs, cause: ended.cause))
@@ -295,13 +295,13 @@ package extension SessionEngine {
     }
 
     /// The model's answer about the turn `itemID` (a late one, for a turn that went on or ended, is dropped).
-    package mutating func turnVerdict(_ itemID: String, _ result: Result<TurnVerdict, ModelError>) {
+    mutating func turnVerdict(_ itemID: String, _ result: Result<TurnVerdict, ModelError>) {
         guard turns.floor.turn?.itemID == itemID, let step = turns.floor.verdict(itemID, result, nowMs: audio.totalMs) else { return }
         carryOut(step)
     }
 
     /// Whatever the model was asked about the turn is no longer wanted.
-    package mutating func forgetEnding() {
+    mutating func forgetEnding() {
         dropSpeculation(.cancelled)
         if let withdraw = turns.floor.forgetEnding() { carryOut(withdraw) }
     }
@@ -309,7 +309,7 @@ package extension SessionEngine {
     /// Answers the turn that waited for a response to end, once nothing stands in its way: no
     /// response in flight, and the user not speaking (a turn in progress gets its own response
     /// when it ends, which covers the waiting one too).
-    package mutating func answerWaitingTurn() {
+    mutating func answerWaitingTurn() {
         guard turns.turnAwaitingResponse, turns.response == nil, turns.floor.isIdle else { return }
         turns.turnAwaitingResponse = false
         if configuration.turnDetection?.createResponse == true { startResponse(ResponseOverrides()) }
@@ -318,7 +318,7 @@ package extension SessionEngine {
     /// Makes the buffered audio a user item. The samples are released here; a transcriber, when
     /// there is one, will take them first.
     @discardableResult
-    package mutating func commit(itemID: String, spokenMs: Int) -> [Int16] {
+    mutating func commit(itemID: String, spokenMs: Int) -> [Int16] {
         let previous = conversation.lastItemID
         // The item's events go before the recogniser is told to finish: a recogniser whose last
         // decode already covers the turn answers at once, inside this action list, and its

@@ -45,7 +45,7 @@ package enum SpokenSentences {
 
 package extension String {
     /// Without the whitespace at either end.
-    package var trimmed: String {
+    var trimmed: String {
         String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 }

@@ -102,7 +102,7 @@ public struct ConversationItem: Sendable, Equatable {
 package extension ConversationItem {
     /// The MCP items as openai-python's `realtime_mcp_*` types spell them. A tool's `description`
     /// is always a string (the JavaScript SDK drops a list whose description is not).
-    package static func json(id: String, _ mcp: MCP) -> JSON {
+    static func json(id: String, _ mcp: MCP) -> JSON {
         var members: [(String, JSON)] = [("id", .string(id)), ("object", .string("realtime.item"))]
         switch mcp {
         case .listTools(let label, let tools):
@@ -128,7 +128,7 @@ package extension ConversationItem {
 
 package extension ConversationItem.Content {
     /// GA names a reply's parts `output_text` and `output_audio`; the beta `text` and `audio`.
-    package func json(dialect: Dialect) -> JSON {
+    func json(dialect: Dialect) -> JSON {
         switch self {
         case .inputText(let text):
             .object([("type", .string("input_text")), ("text", .string(text))])

@@ -2,14 +2,14 @@ import JSON
 
 package extension ServerEvent {
     /// Whether a client of `dialect` is sent this event at all (the beta has no `conversation.item.done`).
-    public func isSent(in dialect: Dialect) -> Bool {
+    func isSent(in dialect: Dialect) -> Bool {
         if case .conversationItemDone = kind { return dialect == .ga }
         return true
     }
 
     /// Parley's own turn-taking events (`parley.response.paused` / `.resumed`): sent on /ws, whose
     /// clients are Parley's (the browser page); never on /v1/realtime, where the SDKs listen.
-    public var isParleyTurnTaking: Bool {
+    var isParleyTurnTaking: Bool {
         switch kind {
         case .replyPaused, .replyResumed: true
         default: false
@@ -17,14 +17,14 @@ package extension ServerEvent {
     }
 
     /// The event as one JSON text, in the client's dialect.
-    public func json(dialect: Dialect) -> String {
+    func json(dialect: Dialect) -> String {
         jsonValue(dialect: dialect).description
     }
 
     /// The event's `type` in `dialect`: the names that differ are the reply deltas and their
     /// `.done` events, GA's `conversation.item.added` for the beta's `.created`, and the beta's
     /// `transcription_session.created` / `.updated` for a transcription session's.
-    public func type(in dialect: Dialect) -> String {
+    func type(in dialect: Dialect) -> String {
         let ga = dialect == .ga
         switch kind {
         case .sessionCreated(let session):
@@ -78,7 +78,7 @@ package extension ServerEvent {
         }
     }
 
-    public func jsonValue(dialect: Dialect) -> JSON {
+    func jsonValue(dialect: Dialect) -> JSON {
         var members: [(String, JSON)] = [("type", .string(type(in: dialect))), ("event_id", .string(eventID))]
         switch kind {
         case .sessionCreated(let session), .sessionUpdated(let session):
@@ -161,13 +161,13 @@ package extension ServerEvent {
 }
 
 package extension ContentLocation {
-    package var members: [(String, JSON)] {
+    var members: [(String, JSON)] {
         [("response_id", .string(responseID)), ("item_id", .string(itemID)), ("output_index", .int(outputIndex)), ("content_index", .int(contentIndex))]
     }
 }
 
 package extension FunctionCallLocation {
-    package var members: [(String, JSON)] {
+    var members: [(String, JSON)] {
         [("response_id", .string(responseID)), ("item_id", .string(itemID)), ("output_index", .int(outputIndex)), ("call_id", .string(callID))]
     }
 }

@@ -3,7 +3,7 @@ import Models
 
 package extension Usage {
     /// Parley's models take text only, so every token is a text token.
-    package var json: JSON {
+    var json: JSON {
         .object([
             ("total_tokens", .int(totalTokens)),
             ("input_tokens", .int(inputTokens)),
