@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -102,6 +102,12 @@ bench-wer: deps
 # word error rate in bench-wer's voices, CPU per decode of 1, 3 and 8 s, talkers per core.
 bench-recogniser: deps
 	.venv-speech/bin/python scripts/benchmarks/recogniser_bench.py
+
+# Backchannels (hums, "uh huh") and real interruptions in 8 voices at 3 paces, as the helper's
+# Whisper hears them: how many would cut a playing reply, and how many interruptions would not,
+# with the paused reply's rule weighing the decode's confidence and without it (about 5 minutes).
+bench-backchannels: deps
+	.venv-speech/bin/python scripts/benchmarks/backchannel_bench.py
 
 # Talkers: the embedded pipeline (Whisper, the built-in agent, Piper) with 10 people talking at once:
 # end of turn, reply latency, barge-ins and each turn's stages; then a ramp of talkers against

@@ -686,10 +686,14 @@ class Helper:
         started = time.perf_counter()
         try:
             self.count("decodes")
-            text = self.recogniser.transcribe(audio, rate, fast)
+            decoded = self.recogniser.transcribe(audio, rate, fast)
         except Refusal as refusal:
             return job.connection.answer(job, {"error": refusal.code, "message": str(refusal)})
-        job.connection.answer(job, {"text": text, "ms": round((time.perf_counter() - started) * 1000, 2)})
+        answer = {"text": decoded.text, "ms": round((time.perf_counter() - started) * 1000, 2)}
+        if decoded.confidence is not None:
+            answer["logprob"] = round(decoded.confidence.logprob, 3)
+            answer["no_speech"] = round(decoded.confidence.no_speech, 3)
+        job.connection.answer(job, answer)
 
     def speak(self, job, text, speed):
         if self.piper is None:

@@ -7,6 +7,7 @@ the queues and the contract are the helper's.
 
 import os
 import re
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -19,6 +20,23 @@ class Refusal(Exception):
     def __init__(self, code, message):
         super().__init__(message)
         self.code = code
+
+
+class Confidence(NamedTuple):
+    """How sure Whisper was of a decode, by its own measures (faster-whisper's): the average
+    log-probability of its tokens, and the probability it gave the no-speech token at the start.
+    A hum or a breath decoded as words ("And then them.", "No, no.") scores low on both, and the
+    server's rule for a paused reply weighs them (ReplyInterruption, docs/benchmarks.md)."""
+
+    logprob: float
+    no_speech: float
+
+
+class Decoded(NamedTuple):
+    """A recogniser's answer: the words, and its confidence in them (None where it gives none)."""
+
+    text: str
+    confidence: Optional[Confidence]
 
 
 # MARK: Whisper log-mel features (Smart Turn's input)
@@ -177,7 +195,7 @@ class Whisper:
     def transcribe(self, pcm, rate, fast=False):
         audio = to_16k(pcm, rate)
         if len(audio) < RATE // 10:
-            return ""
+            return Decoded("", None)
         seconds = len(audio) / RATE
         if not fast or seconds > self.WINDOW_SECONDS - 1:
             # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
@@ -188,7 +206,13 @@ class Whisper:
             # "Okay." where faster-whisper hears nothing (docs/benchmarks.md, "Talkers").
             segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,
                                                 condition_on_previous_text=False, without_timestamps=True)
-            return "".join(segment.text for segment in segments).strip()
+            segments = list(segments)
+            tokens = sum(len(segment.tokens) for segment in segments)
+            confidence = None
+            if tokens:
+                confidence = Confidence(sum(segment.avg_logprob * len(segment.tokens) for segment in segments) / tokens,
+                                        segments[0].no_speech_prob)
+            return Decoded("".join(segment.text for segment in segments).strip(), confidence)
         # Padded as audio, not as features, so the log-mel's level is the clip's own.
         padded = np.zeros(self.WINDOW_SECONDS * RATE, dtype=np.float32)
         padded[: len(audio)] = audio
@@ -196,9 +220,13 @@ class Whisper:
         encoded = self.model.model.encode(self.storage.from_array(features), to_cpu=False)
         limit = min(224, len(self.prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
         result = self.model.model.generate(encoded, [self.prompt], beam_size=self.BEAM_SIZE, max_length=limit,
-                                           suppress_blank=True, suppress_tokens=[-1])
-        tokens = [t for t in result[0].sequences_ids[0] if t < self.tokenizer.eot]
-        return without_repeats(self.tokenizer.decode(tokens).strip())
+                                           suppress_blank=True, suppress_tokens=[-1], return_scores=True,
+                                           return_no_speech_prob=True)[0]
+        tokens = [t for t in result.sequences_ids[0] if t < self.tokenizer.eot]
+        # CTranslate2's score is the hypothesis' log-probability over its length; faster-whisper's
+        # average counts the end token too (its `avg_logprob`), and so does this one.
+        confidence = Confidence(result.scores[0] * len(tokens) / (len(tokens) + 1), result.no_speech_prob) if tokens else None
+        return Decoded(without_repeats(self.tokenizer.decode(tokens).strip()), confidence)
 
 
 def cpu_flags():
@@ -271,7 +299,7 @@ class Moonshine:
         ctypes = self.ctypes
         audio = np.ascontiguousarray(to_16k(pcm, rate), dtype=np.float32)
         if len(audio) < RATE // 10:
-            return ""
+            return Decoded("", None)
         handle = self.handles.get()
         text = ctypes.c_char_p()
         try:
@@ -283,7 +311,8 @@ class Moonshine:
             raise Refusal("failed", f"moonshine_transcribe returned {error}")
         words = (text.value or b"").decode("utf-8", "replace")
         self.lib.moonshine_free_text(text)
-        return words.strip()
+        # Moonshine's C interface gives the words alone, no measure of how sure it was.
+        return Decoded(words.strip(), None)
 
 
 def without_repeats(text):

@@ -242,6 +242,7 @@ final class WhisperTranscription: TranscriptionSession {
             failed(error)
         case .success(let frame):
             let text = frame.header["text"]?.string ?? ""
+            let confidence = Self.confidence(frame)
             decoded = (text, upTo)
             if kind != .fast { exact = (text, upTo) }
             if kind == .final {
@@ -249,14 +250,21 @@ final class WhisperTranscription: TranscriptionSession {
                 return onEvent(.final(text))
             }
             if kind == .quiet, upTo == quietAt {
-                onEvent(.settled(text))
+                onEvent(.settled(text, confidence))
             } else if !text.isEmpty {
-                onEvent(.partial(text))
+                onEvent(.partial(text, confidence))
             }
             if finishing { return settle() }
             // Audio that came while this decode ran is worth another.
             append([])
         }
+    }
+
+    /// The decode's confidence, where the helper's recogniser gives one (Whisper does, Moonshine not).
+    static func confidence(_ frame: SpeechHelperFrame) -> DecodeConfidence? {
+        guard let logProbability = frame.header["logprob"]?.double, let noSpeech = frame.header["no_speech"]?.double,
+              logProbability.isFinite, noSpeech.isFinite else { return nil }
+        return DecodeConfidence(averageLogProbability: logProbability, noSpeechProbability: noSpeech)
     }
 
     /// The helper failed this turn (a decode's error, or its stream lost): one `failed`, then nothing.

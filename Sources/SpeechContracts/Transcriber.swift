@@ -4,11 +4,12 @@ import Loop
 /// What a transcription reports, in order: partial hypotheses while the user speaks, then exactly
 /// one of `final` or `failed`.
 public enum TranscriptionEvent: Sendable, Equatable {
-    /// The best guess so far; each replaces the last.
-    case partial(String)
+    /// The best guess so far; each replaces the last; with the recogniser's confidence in it,
+    /// where it gives one.
+    case partial(String, DecodeConfidence? = nil)
     /// The words of the whole turn up to where the speaker went quiet (`TranscriptionSession.quiet`):
     /// a partial that is the final text unless more speech comes.
-    case settled(String)
+    case settled(String, DecodeConfidence? = nil)
     case final(String)
     case failed(ModelError)
 }

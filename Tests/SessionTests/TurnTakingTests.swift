@@ -95,6 +95,35 @@ import SpeechContracts
         #expect(floor.isIdle && !floor.isPaused)
     }
 
+    /// Whisper's settled words come, then a partial of the quiet after them (a decode of the
+    /// audio that came meanwhile): the words stay settled, and the speech's end resumes the reply.
+    @Test func aPartialAfterTheSettledWordsDoesNotUnsettleThem() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        let unsure = DecodeConfidence(averageLogProbability: -0.68, noSpeechProbability: 0.13)
+        #expect(floor.recognised("And each end.", confidence: unsure, settled: true) == .held)
+        #expect(floor.recognised("And each end.", confidence: unsure) == .held)
+        #expect(floor.speechStopped(atMs: 1_900, semantic: nil) == .resume(Self.turn(), .short))
+    }
+
+    /// Speech that goes on after its settled words' quiet waits for the words of all of it.
+    @Test func speakingAgainUnsettlesTheWords() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        #expect(floor.recognised("mm", settled: true) == .held)
+        floor.spokeAgain()
+        #expect(floor.speechStopped(atMs: 1_900, semantic: nil) == nil && floor.isPaused)
+        #expect(floor.recognised("Mm, hmm.", settled: true) == .resume(Self.turn(), .backchannel))
+    }
+
+    /// The client stops streaming while the ended speech's words are awaited: the audio clock the
+    /// wait runs on stops with it, so the reply resumes now instead of staying paused for good.
+    @Test func audioThatStopsWhileWordsAreAwaitedResumesTheReply() {
+        var (floor, _) = Self.started(during: .spoken, expectsWords: true)
+        #expect(floor.pauseAudioStopped() == nil, "the speech has not ended: nothing to resume yet")
+        #expect(floor.speechStopped(atMs: 1_400, semantic: nil) == nil && floor.isPaused)
+        #expect(floor.pauseAudioStopped() == .resume(Self.turn(), .short))
+        #expect(floor.isIdle && !floor.isPaused)
+    }
+
     /// pocketsphinx's partial of a short "stop" can come after the speech's end on a busy CPU
     /// (it did on a slow CI machine, and the reply resumed): the pause waits for its guess.
     @Test func aStreamingRecognisersLateGuessStillBargesIn() {

@@ -37,14 +37,14 @@ import Glibc
     /// A server whose agent tells `story`, heard by pocketsphinx and the energy detector or Silero,
     /// spoken by espeak-ng; the pool is the caller's to stop.
     static func storyServer(silero: Bool, recordings: Recordings? = nil, replyLeadMs: Int = SpeechServices().replyLeadMs,
-                            clock: ManualClock? = nil) throws -> (TestServer, WorkerPool) {
+                            clock: ManualClock? = nil, transcriber: (any Transcriber)? = nil) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         var vad: (any VoiceActivityModel)?
         if silero {
             let model: SileroVAD = try #require(SileroVADTests.shared, "Silero VAD is not installed: run scripts/tools/speech-models.sh (make test does)")
             vad = model
         }
-        var speech = SpeechServices(transcriber: try SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
+        var speech = SpeechServices(transcriber: try transcriber ?? SphinxTranscriber(decoders: 2, pool: pool), synthesizer: EspeakSynthesizer(pool: pool), pool: pool,
                                     voiceActivity: vad)
         speech.replyLeadMs = replyLeadMs
         let server = try TestServer(clock: clock, routes: { routes in
@@ -58,6 +58,38 @@ import Glibc
         let clock = ManualClock()
         let (server, pool) = try Self.storyServer(silero: silero, clock: clock)
         defer { pool.stop() }
+        try Self.speak(utterance, in: voice, bargesIn: bargesIn, path: path, server: server, clock: clock)
+    }
+
+    /// Hums that Whisper tiny.en writes as ordinary words ("And then them.", "and making it."),
+    /// which cut the reply before the decode's confidence was weighed, and real interruptions:
+    /// heard by a real speech helper's Whisper, on the test's clock. A voice is espeak-ng's name or
+    /// `flite:` and flite's. Not here: the hums whose decodes sit at the rule's thresholds, whose
+    /// outcome moves with where a partial cuts them ("uh huh" in flite's awb, heard "No, no, no."
+    /// at -0.73 one run and -0.78 the next); docs/benchmarks.md counts them ("Backchannels and the
+    /// decode's confidence").
+    static let whisperCases: [(utterance: String, voice: String, bargesIn: Bool)] = [
+        ("mm hmm", "en-gb+f3", false), ("mm hmm", "en+m3", false), ("mhm", "en-us", false), ("uh huh", "flite:rms", false),
+        ("stop", "en-us", true), ("hold on a second", "en-us", true), ("can you say that again", "en+m3", true),
+    ]
+
+    /// A helper of the suite's own, Whisper alone: a periodic partial is decoded only while the
+    /// helper has no other decode of this process in flight (`WhisperTranscriber.partialsInFlight`),
+    /// so on a helper other suites share, which cuts of the speech the partials read (and the words
+    /// they write) would move with those suites' load. Here they move only with this suite's one
+    /// session, on the test's clock.
+    static let whisperHelper = RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en"], workers: 1)
+
+    @Test(arguments: Self.whisperCases)
+    func whisperWeighsWhatItHeardOverAReply(utterance: String, voice: String, bargesIn: Bool) throws {
+        let helper = try #require(Self.whisperHelper, "the speech helper did not start: run scripts/tools/speech-models.sh (make test does)")
+        let clock = ManualClock()
+        let (server, pool) = try Self.storyServer(silero: true, clock: clock, transcriber: WhisperTranscriber(helper: helper.status))
+        defer { pool.stop() }
+        try Self.speak(utterance, in: voice, bargesIn: bargesIn, path: "/ws", server: server, clock: clock)
+    }
+
+    static func speak(_ utterance: String, in voice: String, bargesIn: Bool, path: String, server: TestServer, clock: ManualClock) throws {
         let talk = try ClockedConversation(server: server, clock: clock, path: path)
         try talk.advance(until: "session.created", withinMs: 1_000)
         // /ws hears Opus by default; this listener streams pcm16 as the Realtime API carries it.
@@ -78,7 +110,8 @@ import Glibc
         }
         // One second into the reply, the listener speaks (then stays quiet, as a microphone does).
         try talk.advance(milliseconds: 800)
-        let wav = try WAVFile.read(path: try SpeechVectors.wav(utterance, voice: voice))
+        let wav = try WAVFile.read(path: voice.hasPrefix("flite:") ? try SpeechVectors.flite(utterance, voice: String(voice.dropFirst(6)))
+                                                                   : try SpeechVectors.wav(utterance, voice: voice))
         let said = try Resampler(from: wav.sampleRate, to: 24_000).process(wav.samples)
         try talk.stream([Int16](repeating: 0, count: 4_800) + said + [Int16](repeating: 0, count: 36_000), chunkMs: 100)
         try talk.advance(until: "response.done", withinMs: 60_000)

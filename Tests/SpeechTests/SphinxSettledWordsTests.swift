@@ -21,7 +21,7 @@ import SpeechContracts
     /// Every event the turn reports, until its final text.
     final class Events: Sendable {
         let list = Mutex<[TranscriptionEvent]>([])
-        var settled: [String] { list.withLock { $0.compactMap { if case .settled(let text) = $0 { text } else { nil } } } }
+        var settled: [String] { list.withLock { $0.compactMap { if case .settled(let text, _) = $0 { text } else { nil } } } }
         var finished: Bool { list.withLock { $0.contains { if case .final = $0 { true } else { false } } } }
     }
 

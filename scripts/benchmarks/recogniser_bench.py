@@ -151,7 +151,7 @@ class Recogniser:
     def __call__(self, pcm):
         if self.beam is not None:
             self.model.BEAM_SIZE = self.beam
-        return self.model.transcribe(pcm, RATE, self.fast)
+        return self.model.transcribe(pcm, RATE, self.fast).text
 
 
 def cpu_ms(recogniser, pcm, reps):

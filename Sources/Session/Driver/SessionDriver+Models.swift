@@ -72,7 +72,7 @@ extension SessionDriver {
         // What the user said is theirs: logged only at debug, for tracing a conversation.
         switch event {
         case .final(let text): sessionLog.debug("transcript", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
-        case .settled(let text): sessionLog.debug("words at a quiet", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
+        case .settled(let text, _): sessionLog.debug("words at a quiet", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
         case .partial, .failed: break
         }
         if case .failed(let error) = event {

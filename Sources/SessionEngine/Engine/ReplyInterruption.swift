@@ -24,6 +24,10 @@ import SpeechContracts
 /// (`TurnTaking.pauseWordsWaitMs`). The reply stays
 /// paused meanwhile, so the user is not talked over: what they hear stop is the pause, at the
 /// speech's onset.
+///
+/// Whisper also writes a hum as ordinary words ("And then them.", "No, no." for "uh huh"), which
+/// no list of backchannels can know. Its own confidence in the decode tells most of them apart
+/// (`weighed`): unsure words count as none, so the speech is decided by its duration, as a noise is.
 public struct ReplyInterruption: Sendable, Equatable {
     /// The session's settings (a Parley extension under `turn_detection`: `interruption`).
     public struct Settings: Sendable, Equatable {
@@ -123,9 +127,10 @@ public struct ReplyInterruption: Sendable, Equatable {
         return .bargeIn
     }
 
-    /// The recogniser's hypothesis of the whole speech so far (partial or final).
-    public mutating func recognised(_ text: String) -> Decision? {
-        (words, backchannels, asksForTheFloor) = Self.count(text)
+    /// The recogniser's hypothesis of the whole speech so far (partial or final), with its
+    /// confidence in it where it gives one: words it was unsure of count as none (`weighed`).
+    public mutating func recognised(_ text: String, confidence: DecodeConfidence? = nil) -> Decision? {
+        (words, backchannels, asksForTheFloor) = Self.weighed(Self.count(text), confidence)
         guard settings.minWords > 0, asksForTheFloor || words >= (settledWords == .decode ? settings.minWords : 1) else { return nil }
         return .bargeIn
     }
@@ -133,6 +138,35 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// The detector heard the speech end before it was confirmed: the reply resumes.
     public func speechStopped() -> Decision {
         .resume(backchannels > 0 && words == 0 ? .backchannel : .short)
+    }
+
+    // MARK: The decode's confidence
+
+    /// Ordinary words count toward `minWords` only from a decode at least this sure (Whisper's
+    /// average log-probability). Whisper tiny.en writes a hum as ordinary words ("And then
+    /// them.", "That's my idea.", "and nature and"), each of which cut the reply as three words;
+    /// over 240 backchannels and 192 interruptions in 8 voices at 3 speeds (docs/benchmarks.md,
+    /// "Backchannels and the decode's confidence") those decodes scored -0.5 to -0.98 and the real
+    /// sentences of three words or more without a word asking for the floor -0.04 to -0.54.
+    package static let sureWordsLogProbability = -0.6
+    /// A word that asks for the floor counts unless the decode is unsure on both measures: "uh
+    /// huh" heard as "No, no." scored -0.83 to -0.98 with a no-speech probability of 0.44 (a
+    /// partial of it) to 0.59; a real "stop" can score as low as -0.91 (flite's rms), but then with
+    /// speech plainly there (0.11 to 0.28 for every real interruption under -0.75), and a real
+    /// "no no no" reached 0.53 only at -0.61.
+    package static let unsureFloorLogProbability = -0.75
+    package static let unsureFloorNoSpeech = 0.35
+
+    /// What the counts of `text` are worth given the decode's confidence.
+    package static func weighed(_ counted: (words: Int, backchannels: Int, asksForTheFloor: Bool), _ confidence: DecodeConfidence?)
+        -> (words: Int, backchannels: Int, asksForTheFloor: Bool) {
+        guard let confidence else { return counted }
+        var weighed = counted
+        if confidence.averageLogProbability < sureWordsLogProbability { weighed.words = 0 }
+        if confidence.averageLogProbability < unsureFloorLogProbability && confidence.noSpeechProbability >= unsureFloorNoSpeech {
+            weighed.asksForTheFloor = false
+        }
+        return weighed
     }
 
     // MARK: Backchannels

@@ -5,24 +5,24 @@ import SpeechContracts
 /// speech has paused a reply), the final text into the conversation, and a response that waited
 /// for it started.
 package extension SessionEngine {
-    package mutating func cancelTranscription() {
+    mutating func cancelTranscription() {
         guard let itemID = turns.transcribing else { return }
         outbox.append(.transcription(.cancel(itemID: itemID)))
         turns.transcribing = nil
     }
 
-    package mutating func transcription(_ itemID: String, _ event: TranscriptionEvent) {
+    mutating func transcription(_ itemID: String, _ event: TranscriptionEvent) {
         let streaming = turns.transcribing == itemID
         guard streaming || turns.pendingTranscripts.contains(itemID) else { return }  // cancelled: late
         switch event {
-        case .partial(let text):
+        case .partial(let text, let confidence):
             if streaming, turns.floor.isPaused {
                 // Unconfirmed speech: its words decide the paused reply's fate and are not sent yet.
-                return pausedSpeechRecognised(text, settled: false)
+                return pausedSpeechRecognised(text, confidence, settled: false)
             }
             partialArrived(itemID, text, settled: false)
-        case .settled(let text):
-            if streaming, turns.floor.isPaused { return pausedSpeechRecognised(text, settled: true) }
+        case .settled(let text, let confidence):
+            if streaming, turns.floor.isPaused { return pausedSpeechRecognised(text, confidence, settled: true) }
             partialArrived(itemID, text, settled: true)
             // The words of the turn up to its silence: the text signal of its end, if no speech
             // came since (the VAD's last speech is still the one the recogniser was told of).
@@ -56,8 +56,8 @@ package extension SessionEngine {
 
     /// Words of the speech that paused the reply: a barge-in, the reply resumed (the speech had
     /// ended, and its words are backchannels or too few), or nothing yet.
-    private mutating func pausedSpeechRecognised(_ text: String, settled: Bool) {
-        switch turns.floor.recognised(text, settled: settled) {
+    private mutating func pausedSpeechRecognised(_ text: String, _ confidence: DecodeConfidence?, settled: Bool) {
+        switch turns.floor.recognised(text, confidence: confidence, settled: settled) {
         case .bargeIn: bargeIn()
         case .resume(_, let why):
             cancelTranscription()
@@ -66,7 +66,7 @@ package extension SessionEngine {
         }
     }
 
-    package mutating func partialArrived(_ itemID: String, _ text: String, settled: Bool) {
+    mutating func partialArrived(_ itemID: String, _ text: String, settled: Bool) {
         turns.heardWords = text
         turns.heardWordsSettled = settled
         // Only growth is sent: a hypothesis that rewrites earlier words waits for the final.
@@ -79,7 +79,7 @@ package extension SessionEngine {
         if turns.floor.isEndPending { speculate() }
     }
 
-    package mutating func transcriptArrived(_ itemID: String, answer: Bool) {
+    mutating func transcriptArrived(_ itemID: String, answer: Bool) {
         turns.pendingTranscripts.removeAll { $0 == itemID }
         if turns.transcribing == itemID { turns.transcribing = nil }
         if !answer {

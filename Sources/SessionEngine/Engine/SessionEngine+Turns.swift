@@ -42,10 +42,7 @@ package extension SessionEngine {
         if turns.floor.isPaused, let vad, turns.floor.lastsLongEnough(lastSpeechEndMs: vadOriginMs + vad.lastSpeechEndMs) {
             bargeIn()
         }
-        if turns.floor.isPaused, case .resume(_, let why)? = turns.floor.pauseDue(atMs: audio.totalMs) {
-            cancelTranscription()
-            resumeReply(why)
-        }
+        if turns.floor.isPaused { resumeIfDue(turns.floor.pauseDue(atMs: audio.totalMs)) }
         if let vad {
             tellQuiet(speechEndMs: vadOriginMs + vad.lastSpeechEndMs)
             tellSpokeAgain(speechEndMs: vadOriginMs + vad.lastSpeechEndMs)
@@ -76,6 +73,14 @@ package extension SessionEngine {
               turns.spokeAgainAfterMs != quiet else { return }
         turns.spokeAgainAfterMs = quiet
         outbox.append(.transcription(.spokeAgain(itemID: itemID)))
+        if turns.floor.isPaused { turns.floor.spokeAgain() }
+    }
+
+    /// A paused reply the rules say goes on: it resumes, and the speech's transcription is dropped.
+    mutating func resumeIfDue(_ stop: TurnTaking.Stop?) {
+        guard case .resume(_, let why)? = stop else { return }
+        cancelTranscription()
+        resumeReply(why)
     }
 
     /// Tells the recogniser, once per silence, that the turn has gone quiet after speech that

@@ -204,17 +204,32 @@ public struct TurnTaking: Sendable, Equatable {
 
     /// The recogniser's hypothesis of the current speech so far; `settled`: all of it, up to a
     /// quiet after it (`TranscriptionEvent.settled`).
-    public mutating func recognised(_ text: String, settled: Bool = false) -> Words {
+    public mutating func recognised(_ text: String, confidence: DecodeConfidence? = nil, settled: Bool = false) -> Words {
         guard var machine = pause else { return .delivered }
         pausedWords = text
-        pausedWordsSettled = settled
-        let decision = machine.recognised(text)
+        // A partial made after the settled words (of the quiet after them) does not unsettle them;
+        // only more speech does (`spokeAgain`).
+        if settled { pausedWordsSettled = true }
+        let decision = machine.recognised(text, confidence: confidence)
         pause = machine
         if decision == .bargeIn { return .bargeIn }
         if settled, pauseEndedMs != nil, let current = turn, case .resume(let turn, let why) = resumeFromPause(current, machine) {
             return .resume(turn, why)
         }
         return .held
+    }
+
+    /// The paused speech went on after the quiet its settled words were of: they no longer cover it.
+    public mutating func spokeAgain() {
+        pausedWordsSettled = false
+    }
+
+    /// The client's audio stopped while the ended speech's words were awaited: the audio clock that
+    /// `pauseDue` runs on has stopped, and no more speech will come, so the reply resumes now (it
+    /// stayed paused for good when a client stopped streaming within 1.5 s of a hum's end).
+    public mutating func pauseAudioStopped() -> Stop? {
+        guard let machine = pause, pauseEndedMs != nil, let current = turn else { return nil }
+        return resumeFromPause(current, machine)
     }
 
     /// The paused speech ended `pauseWordsWaitMs` ago and no words came to decide it: the reply
