@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -91,6 +91,12 @@ bench-vad: release
 bench-turns: release
 	scripts/benchmarks/bench-turns.sh
 
+# semantic_vad's operating point: auto at several (--turn-complete-at, --turn-finished-wait-ms)
+# beside Smart Turn alone and silence alone, on finished sentences and pauses mid-thought: the
+# wait after the last word against the pauses answered (about 45 minutes; POINTS, VOICES, PAUSES).
+bench-operating-point: release
+	scripts/benchmarks/turn-operating-point.sh
+
 # Word error rate of Whisper tiny.en and pocketsphinx over WordErrorRate's 30 sentences in every
 # voice and speed (espeak-ng, flite, Piper): accuracy, not speed, so a debug build serves.
 bench-wer: deps
@@ -108,6 +114,12 @@ bench-recogniser: deps
 # with the paused reply's rule weighing the decode's confidence and without it (about 5 minutes).
 bench-backchannels: deps
 	.venv-speech/bin/python scripts/benchmarks/backchannel_bench.py
+
+# Telephone audio: word error rate on clean speech, G.711, and G.711 with pink noise at 10 dB SNR,
+# with the helper's band-limited 8 to 16 kHz interpolator against linear, and the speexdsp
+# denoiser on and off; in four voices no test tunes on (about 8 minutes).
+bench-telephone: deps
+	.venv-speech/bin/python scripts/benchmarks/telephone_wer_bench.py
 
 # Talkers: the embedded pipeline (Whisper, the built-in agent, Piper) with 10 people talking at once:
 # end of turn, reply latency, barge-ins and each turn's stages; then a ramp of talkers against

@@ -239,7 +239,7 @@ struct Serve: ParsableCommand {
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
                                 speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords,
-                                tracer: tracer,
+                                turnTuning: settings.speech.turnTuning, tracer: tracer,
                                 recordings: recordings, tooling: settings.tools.0, mcpClient: settings.tools.1)
     }
 

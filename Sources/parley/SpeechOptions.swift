@@ -7,6 +7,7 @@ import Speech
 import Loop
 import Upstream
 import SpeechContracts
+import SessionEngine
 
 /// Start-up news about the speech models (the VAD's fallback).
 let speechLog = Logger(label: "parley.speech")
@@ -51,6 +52,10 @@ struct SpeechOptions: ParsableArguments {
         static let turnWords = Setting.choice("--turn-words", "PARLEY_TURN_WORDS", default: true, shown: "rules",
                                               among: [("rules", true), ("none", false)],
                                               about: "Whether semantic_vad weighs what the words decoded as the user goes quiet say (a trailing \"to\", \"and\", \"um\" holds the turn; a finished sentence ends it past a pause) beside the end-of-turn model (rules), or the model alone (none); needs a recogniser that decodes whole turns (whisper)")
+        static let turnCompleteAt = Setting.number("--turn-complete-at", "PARLEY_TURN_COMPLETE_AT", shown: "0.8", in: Above(lower: 0, upper: 1),
+                                                   about: "For semantic_vad at eagerness auto (what clients get unless they choose): the end-of-turn model's probability at which a turn is complete (low 0.9, medium 0.8, high 0.5 stay as they are)")
+        static let turnFinishedWait = Setting.whole("--turn-finished-wait-ms", "PARLEY_TURN_FINISHED_WAIT_MS", shown: "1200", in: TurnEnding.Tuning.finishedWaitRange,
+                                                    about: "For semantic_vad at eagerness auto: the silence after which finished words end a turn the end-of-turn model did not call complete (docs/benchmarks.md, \"Parley's operating point\")")
         static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(Choice.speechWorkPerCore) per core, \(Choice.speechWorkPerCore * ServerConfiguration().loops) here", in: 0...,
                                                   about: "The box's speech work (decodes, turn verdicts and replies' first sentences queued or running at its one speech helper, for every worker) at which it is busy: partials are not made, /readyz answers 503 speech_busy so balancers send new sessions elsewhere; no session is ever refused for it; 0: no limit")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
@@ -88,6 +93,8 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.echoCanceller) var echoCancellerFlag: String?
     @Option(Settings.speculativeReplies) var speculativeRepliesFlag: String?
     @Option(Settings.turnWords) var turnWordsFlag: String?
+    @Option(Settings.turnCompleteAt) var turnCompleteAtFlag: String?
+    @Option(Settings.turnFinishedWait) var turnFinishedWaitFlag: String?
     @Option(Settings.speechCapacity) var speechCapacityFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
@@ -125,6 +132,7 @@ struct SpeechOptions: ParsableArguments {
         let echoCanceller: Bool
         let speculativeReplies: Bool
         let turnWords: Bool
+        let turnTuning: TurnEnding.Tuning
         /// nil: the default (`speechWorkPerCore` times the cores); 0: no limit.
         let speechCapacity: Int?
 
@@ -315,6 +323,8 @@ struct SpeechOptions: ParsableArguments {
                             echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
                             speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag),
                             turnWords: try Settings.turnWords.read(turnWordsFlag),
+                            turnTuning: TurnEnding.Tuning(completeAt: try Settings.turnCompleteAt.read(turnCompleteAtFlag),
+                                                          finishedWaitMs: try Settings.turnFinishedWait.read(turnFinishedWaitFlag)),
                             speechCapacity: try Settings.speechCapacity.read(speechCapacityFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice

@@ -284,4 +284,28 @@ import SpeechContracts
         #expect(ending.audio(atMs: 1500) == nil)
         #expect(ending.audio(atMs: 5000) == .end(.maxWait))
     }
+
+    /// The server's tuning moves auto's operating point and no other eagerness's.
+    @Test func theServersTuningMovesAutoOnly() {
+        let tuning = TurnEnding.Tuning(completeAt: 0.5, finishedWaitMs: 600)
+        let auto = ServerVAD.Eagerness.auto.turnEnding(readsWords: true, tuning: tuning)
+        #expect(auto.completeAt == 0.5 && auto.finishedWaitMs == 600)
+        // Digits read out still wait past the pause auto always waited through.
+        #expect(auto.spellingOutWaitMs == 1_500)
+        let low = ServerVAD.Eagerness.low.turnEnding(readsWords: true, tuning: tuning)
+        #expect(low == ServerVAD.Eagerness.low.turnEnding(readsWords: true))
+        #expect(ServerVAD.Eagerness.auto.turnEnding(readsWords: true, tuning: .init()).finishedWaitMs == 1_200)
+        #expect(TurnEnding.Tuning().completeAt == nil && TurnEnding.Tuning().finishedWaitMs == nil)
+    }
+
+    @Test func finishedWordsTheModelDoesNotConfirmEndTheTurnAtTheTunedWait() {
+        var settings = ServerVAD.Eagerness.auto.turnEnding(readsWords: true, tuning: .init(finishedWaitMs: 600))
+        settings.readsWords = true
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        #expect(ending.verdict(TurnVerdict(complete: false, probability: 0.3), atMs: 1230) == nil)
+        #expect(ending.wordsHeard("What is the weather like in Paris today?", speechEndMs: 1000, atMs: 1350) == nil)
+        #expect(ending.audio(atMs: 1599) == nil)
+        #expect(ending.audio(atMs: 1600) == .end(.words))
+    }
 }

@@ -39,6 +39,9 @@ public final class RealtimeEndpoint: Sendable {
     /// Whether `semantic_vad` weighs the words decoded as a turn goes quiet in its end, beside the
     /// audio model (`--turn-words`; see `TurnWords`).
     public let readsTurnWords: Bool
+    /// The server's operating point for `semantic_vad` at `auto` (`--turn-complete-at`,
+    /// `--turn-finished-wait-ms`).
+    public let turnTuning: TurnEnding.Tuning
     /// Where each session's report goes when it ends, and is read back.
     public let reports: SessionReports
     /// Sessions' traces, when the OpenTelemetry variables name a collector.
@@ -55,11 +58,12 @@ public final class RealtimeEndpoint: Sendable {
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
                 echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, readsTurnWords: Bool = true,
-                tracer: ParleyTracer? = nil, recordings: Recordings? = nil,
+                turnTuning: TurnEnding.Tuning = .init(), tracer: ParleyTracer? = nil, recordings: Recordings? = nil,
                 tooling: ToolSettings = .standard, mcpClient: MCPClient.Settings = .init()) {
         self.tooling = tooling
         self.mcpClient = mcpClient
         self.readsTurnWords = readsTurnWords
+        self.turnTuning = turnTuning
         self.tracer = tracer
         self.recordings = recordings
         self.speculativeRepliesByDefault = speculativeRepliesByDefault

@@ -78,10 +78,15 @@ public struct ServerVAD: Sendable, Equatable {
             }
         }
 
-        package func turnEnding(readsWords: Bool) -> TurnEnding.Settings {
-            var settings = TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: completeAt, readsWords: readsWords)
+        /// The rule's settings; `tuning` (the server's, `--turn-complete-at` and
+        /// `--turn-finished-wait-ms`) moves `auto`'s operating point, the eagerness clients leave as it is.
+        package func turnEnding(readsWords: Bool, tuning: TurnEnding.Tuning = .init()) -> TurnEnding.Settings {
+            let tuned = self == .auto ? tuning : TurnEnding.Tuning()
+            let finishedWaitMs = tuned.finishedWaitMs ?? finishedWaitMs
+            var settings = TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: tuned.completeAt ?? completeAt,
+                                               readsWords: readsWords)
             settings.finishedWaitMs = finishedWaitMs
-            settings.spellingOutWaitMs = min(maxWaitMs, finishedWaitMs + 300)
+            settings.spellingOutWaitMs = min(maxWaitMs, max(finishedWaitMs, self.finishedWaitMs) + 300)
             return settings
         }
     }

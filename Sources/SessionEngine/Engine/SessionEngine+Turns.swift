@@ -205,7 +205,7 @@ package extension SessionEngine {
     }
 
     private mutating func speechStopped(atMs ms: Int) {
-        let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding(readsWords: readsTurnWords) : nil
+        let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding(readsWords: readsTurnWords, tuning: turnTuning) : nil
         switch turns.floor.speechStopped(atMs: ms, semantic: semantic) {
         case nil: break
         case .resume(_, let why)?:

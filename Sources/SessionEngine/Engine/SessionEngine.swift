@@ -58,6 +58,8 @@ public struct SessionEngine: Sendable {
         /// The recogniser decodes a turn as it goes quiet (`SettledWords.decode`) and the
         /// server weighs those words in the turn's end (`--turn-words rules`; see `TurnWords`).
         public var readsTurnWords = false
+        /// The server's operating point for `semantic_vad` at `auto` (`TurnEnding.Tuning`).
+        public var turnTuning = TurnEnding.Tuning()
         /// What the recogniser answers a quiet with: a whole decode (Whisper), its streaming guess
         /// (pocketsphinx), or nothing; see `ReplyInterruption.settledWords`.
         public var settledWords = SettledWords.decode
@@ -211,6 +213,7 @@ public struct SessionEngine: Sendable {
     public let judgesTurns: Bool
     /// Whether the words decoded when a turn goes quiet count in its end (`Options.readsTurnWords`).
     package let readsTurnWords: Bool
+    package let turnTuning: TurnEnding.Tuning
     package let settledWords: SettledWords
     package let speculatesByDefault: Bool
     package let records: Bool
@@ -241,6 +244,7 @@ public struct SessionEngine: Sendable {
         batchesVoiceActivity = options.batchesVoiceActivity
         judgesTurns = options.judgesTurns
         readsTurnWords = options.readsTurnWords && options.transcribes
+        turnTuning = options.turnTuning
         settledWords = options.settledWords
         speculatesByDefault = options.speculatesByDefault
         records = options.records

@@ -85,6 +85,25 @@ public struct TurnEnding: Sendable, Equatable {
         }
     }
 
+    /// A server's own operating point for `semantic_vad` at eagerness `auto`: the probability that
+    /// ends a turn, and the wait of finished words the model does not confirm; nil keeps auto's.
+    /// Held compactly (a session carries it: 4 bytes), as per mille and milliseconds.
+    public struct Tuning: Sendable, Equatable {
+        private var completeAtPerMille: UInt16 = 0
+        private var finishedWait: UInt16 = 0
+
+        public init(completeAt: Double? = nil, finishedWaitMs: Int? = nil) {
+            if let completeAt { completeAtPerMille = UInt16(clamping: max(1, Int((completeAt * 1000).rounded()))) }
+            if let finishedWaitMs { finishedWait = UInt16(clamping: max(1, finishedWaitMs)) }
+        }
+
+        public var completeAt: Double? { completeAtPerMille == 0 ? nil : Double(completeAtPerMille) / 1000 }
+        public var finishedWaitMs: Int? { finishedWait == 0 ? nil : Int(finishedWait) }
+
+        package static let completeAtRange = 0.01...1.0
+        package static let finishedWaitRange = 100...10_000
+    }
+
     /// The audio model's answer about the pending silence.
     private enum Verdict: Sendable, Equatable {
         case awaited, complete, incomplete, failed
