@@ -35,6 +35,26 @@ import Glibc
 
     @Test(arguments: Self.cases)
     func aReplyLeakingIntoTheMicrophone(guarded: Bool, utterance: String?, voice: String, silero: Bool, telephone: Bool) throws {
+        try Self.streamWithEcho(guarded: guarded, utterance: utterance, voice: voice, silero: silero, telephone: telephone, leak: Self.leak, echoDelayMs: Self.echoDelayMs)
+    }
+
+    /// A phone line's own echo (issue 52, item 4): a call has no echo cancellation at the far end,
+    /// and a line returns the reply at -10 to -30 dB after its round trip. Guarded as every call
+    /// is, on G.711 with Silero (the defaults), the reply never hears itself, whatever the level,
+    /// and past the canceller's 300 ms tail too (the gate holds what the canceller cannot model).
+    static let phoneLines: [(leakDB: Double, delayMs: Int, utterance: String?)] = [
+        (-10, 300, nil), (-10, 500, nil), (-10, 700, nil), (-20, 150, nil), (-20, 700, nil), (-30, 500, nil),
+        // The caller still barges in over the line's longest echo.
+        (-10, 700, "stop"), (-20, 500, "wait, actually I meant Paris"),
+    ]
+
+    @Test(arguments: Self.phoneLines)
+    func aPhoneLinesOwnEchoNeverInterruptsTheReply(leakDB: Double, delayMs: Int, utterance: String?) throws {
+        try Self.streamWithEcho(guarded: true, utterance: utterance, voice: "en-gb+f3", silero: true, telephone: true,
+                                leak: pow(10, leakDB / 20), echoDelayMs: delayMs)
+    }
+
+    static func streamWithEcho(guarded: Bool, utterance: String?, voice: String, silero: Bool, telephone: Bool, leak: Double, echoDelayMs: Int) throws {
         let clock = ManualClock()
         let (server, pool) = try InterruptionEndToEndTests.storyServer(silero: silero, clock: clock)
         defer { pool.stop() }
@@ -57,7 +77,7 @@ import Glibc
             let wav = try WAVFile.read(path: try SpeechVectors.wav(utterance, voice: voice))
             user = try Resampler(from: wav.sampleRate, to: rate).process(wav.samples)
         }
-        let delay = rate / 1000 * Self.echoDelayMs
+        let delay = rate / 1000 * echoDelayMs
         // What arrived of the reply, what the loudspeaker has played of it, sample by sample from
         // the start (the microphone hears it late), and where the user began to speak.
         var arrived: [Int16] = [], played = 0, read = listening
@@ -88,7 +108,7 @@ import Glibc
             var mic = [Int16](repeating: 0, count: chunk)
             for i in 0..<chunk {
                 let t = from + i
-                let echo = t - delay >= 0 && t - delay < speaker.count ? Double(speaker[t - delay]) * Self.leak : 0
+                let echo = t - delay >= 0 && t - delay < speaker.count ? Double(speaker[t - delay]) * leak : 0
                 let said = userStart.map { t - $0 >= 0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
                 mic[i] = Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
             }
@@ -108,7 +128,7 @@ import Glibc
         let events = Array(talk.events[listening...])
         let types = events.map { $0["type"]?.string ?? "?" }
         let done = events.last { $0["type"]?.string == "response.done" }?["response"]
-        let label = "\(guarded ? "guarded" : "unguarded") \(utterance ?? "echo only") (\(voice), \(silero ? "silero" : "energy"), \(telephone ? "µ-law 8 kHz" : "pcm16"))"
+        let label = "\(guarded ? "guarded" : "unguarded") \(utterance ?? "echo only") (\(voice), \(silero ? "silero" : "energy"), \(telephone ? "µ-law 8 kHz" : "pcm16"), echo ×\(leak) \(echoDelayMs) ms)"
         let heldFrames = server.metric("parley_echo_guard_frames_total{result=\"held\"}") ?? 0
         print("\(label): \(done?["status"]?.string ?? "?"); paused \(types.filter { $0 == "parley.response.paused" }.count), speech_started \(types.filter { $0 == "input_audio_buffer.speech_started" }.count)")
         if utterance == "uh huh" {

@@ -139,7 +139,9 @@ extension SessionDriver {
         if let recorder, recorder.rate == inputRate { recorder.agent(samples, playsAt: playsAt) }
         guard echoGuardOn else { return }
         if echo == nil || echo?.sampleRate != inputRate {
-            echo = EchoGuard(sampleRate: inputRate, now: loopTime, cancels: endpoint.echoCanceller)
+            // G.711 at 8 kHz is a phone line's audio: its echo comes back after the line's round trip.
+            echo = EchoGuard(sampleRate: inputRate, now: loopTime, cancels: endpoint.echoCanceller,
+                             gate: inputRate == 8_000 ? .phoneLine : .init())
             updateAccount()
         }
         echo?.reply(samples, playsAt: playsAt)

@@ -14,7 +14,8 @@ import SessionEngine
 /// allowed to drift later by 5 % of the audio's time so that a burst at the start (a client
 /// flushing what it had) is forgotten within seconds. The echo then lags its reference by the
 /// speaker-to-microphone path plus the network's two ways, all positive: the canceller's 300 ms
-/// tail covers them, and the gate's 400 ms window covers them with room for error.
+/// tail covers them, and the gate's 400 ms window covers them with room for error (800 ms on a
+/// phone line, whose echo comes back after the network's round trip too: `EchoGate.Settings.phoneLine`).
 ///
 /// Why both, measured (docs/benchmarks.md, EchoGuardEndToEndTests with either stage switched off):
 /// the canceller alone lets the reply interrupt itself in every case (it takes seconds to learn
@@ -36,7 +37,7 @@ package final class EchoGuard {
     package let sampleRate: Int
     private let frame: Int
     private let canceller: EchoCanceller?
-    private var gate = EchoGate()
+    private var gate: EchoGate
     private let epoch: UInt64
     private var ring: [Int16]
     /// Timeline position (samples since `epoch`) just past the last reference written.
@@ -61,8 +62,10 @@ package final class EchoGuard {
     private var held = 0
 
     /// `cancels` false: the gate alone (what `parley-load echo-guard` compares the canceller with).
-    package init(sampleRate: Int, now: UInt64, cancels: Bool = true) {
+    /// `gate`: the gate's settings (a phone line's window is longer: `EchoGate.Settings.phoneLine`).
+    package init(sampleRate: Int, now: UInt64, cancels: Bool = true, gate: EchoGate.Settings = .init()) {
         self.sampleRate = sampleRate
+        self.gate = EchoGate(settings: gate)
         frame = sampleRate / 1000 * EchoGate.frameMs
         epoch = now
         // Without the canceller (it could not be made), the gate alone still guards.

@@ -39,6 +39,17 @@ public struct EchoGate: Sendable, Equatable {
         public var silentReferenceDB = -55.0
 
         public init() {}
+
+        /// A phone line's (G.711 at 8 kHz, a SIP or Twilio call): its echo comes back after the
+        /// network's round trip as well as the handset's, and the window must span it. At -10 dB
+        /// the 400 ms window held an echo 400 ms late and let one 500 ms late interrupt the reply
+        /// (EchoGuardEndToEndTests); 800 ms spans a 700 ms round trip, at the cost of the gate
+        /// staying on 800 ms after the reply's last audio.
+        public static var phoneLine: Settings {
+            var settings = Settings()
+            settings.windowMs = 800
+            return settings
+        }
     }
 
     public enum Verdict: Sendable, Equatable {
