@@ -147,10 +147,12 @@ import TestSupport
     }
 
     @Test func aDrainFinishesTheReplyThenClosesWith1012AndAToken() throws {
-        // A reply of six seconds: the checks made while it streams must see the node draining even
-        // on a loaded machine (once it is done the node exits, and its sockets with it).
-        let model = try ServerProcess(command: "mock-llm", arguments: "--first-token-ms 5 --tokens-per-second 10 --reply-tokens 60")
-        let server = try serve(model, "--drain-seconds 15")
+        // A reply of fifteen seconds: the checks made while it streams must see the node draining
+        // even on a loaded machine (once it is done the node exits, and its sockets with it). Six
+        // seconds were not enough once, in a clean clone's `make test` with two libFuzzer runs beside
+        // it (2026-11-27): one of the reads met a connection reset, most likely the exited node's.
+        let model = try ServerProcess(command: "mock-llm", arguments: "--first-token-ms 5 --tokens-per-second 10 --reply-tokens 150")
+        let server = try serve(model, "--drain-seconds 30")
         let (busy, _, _) = try open(server)
         let (idle, _, _) = try open(server)
         let plain = try TestClient(port: server.port)
