@@ -91,11 +91,6 @@ extension SessionEngine.Options {
         // A phone call has no client to ask for the reply after a tool: the server does.
         tooling = endpoint.tooling.continuing(true)
         var configuration = SessionConfiguration()
-        // A phone line's noise is denoised unless the call's settings say `noise_reduction: null`:
-        // on G.711 in four voices no test tunes on, Whisper erred on 22.6 % of words with it and
-        // 24.2 % without, and with pink noise at 10 dB on 44.4 % against 51.9 %, for about 9 µs of
-        // a core a 20 ms frame (docs/benchmarks.md, "Telephone audio").
-        configuration.noiseReduction = .nearField
         for given in sessions {
             if let given { try? configuration.apply(given, allowsOpus: false) }
         }
