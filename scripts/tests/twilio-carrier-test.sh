@@ -39,8 +39,9 @@ grep -Eqi 'msg=transcript.*text="[^"]*\b(what|weather|like|paris)\b' "$LOGS/serv
 # The reply is cut where the phone stopped playing it: the last mark echoed before the clear, so
 # never past what the carrier played, and behind it by a chunk (20 ms) and the phone's timer and
 # the loops' scheduling (200 ms allows for a loaded machine; on a quiet one it is under 20).
-heard=$(grep -m1 -o 'msg="reply interrupted".*' "$LOGS/server.log" | grep -o 'heard_ms=[0-9]*' | cut -d= -f2)
-played=$(grep -o 'reply_heard_ms=[0-9]*' "$WORK/carrier.out" | cut -d= -f2)
+# (A pipeline that finds nothing must reach the check below, not end the script unexplained.)
+heard=$(grep -m1 -o 'msg="reply interrupted".*' "$LOGS/server.log" | grep -o 'heard_ms=[0-9]*' | cut -d= -f2 || true)
+played=$(grep -o 'reply_heard_ms=[0-9]*' "$WORK/carrier.out" | cut -d= -f2 || true)
 [[ -n "$heard" && -n "$played" ]] || { logs server; die "the barge-in did not cut the reply"; }
 (( heard <= played && played - heard <= 200 )) || { logs server; die "the server cut the reply at $heard ms; the caller heard $played ms"; }
 say "barge-in: the history keeps $heard ms of the reply; the phone played $played ms"

@@ -208,8 +208,11 @@ def check_conversation(args, token):
     call.wait(lambda: len([1 for at, _ in call.media if at > asked]) >= 50, "a spoken reply (1 s of audio)")
     ok(f"reply: {len(call.media_after(asked))} chunks within {time.monotonic() - asked:.1f} s of the question's start")
 
-    # Barge in: the caller speaks over the reply; the server must clear what Twilio queued.
-    call.speak(args.speech_bytes[: 8000 * 1])
+    # Barge in: the caller asks again over the reply; the server must clear what Twilio queued.
+    # The whole question, not its first second: a second of it cut mid-word was heard "Well, it's
+    # the whander." with little confidence, which over a reply counts as no words (as a hum
+    # written as words does), and a second is under the 1.5 s that cuts a reply by length alone.
+    call.speak(args.speech_bytes)
     call.wait(lambda: call.clears >= 1, "clear after the caller spoke over the reply")
     cleared_at = time.monotonic()
     ok(f"barge-in: clear received; the phone had played {call.played_at_clear - greeting_ms} ms of the reply")
