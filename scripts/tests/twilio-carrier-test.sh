@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A phone call through Twilio Media Streams, played by a simulated carrier (scripts/tests/twilio_carrier.py,
-# written from Twilio's published messages) against `parley serve` on loopback: pocketsphinx hears
-# espeak-ng speech sent as 8 kHz µ-law at real-time pace, the built-in agent answers, espeak-ng
-# speaks the reply back as µ-law in 20 ms chunks with marks; barge-in, keys, bad input, the
-# signature. Run by `make test`.
+# written from Twilio's published messages) against `parley serve` on loopback with its defaults:
+# the speech helper's Whisper hears espeak-ng speech sent as 8 kHz µ-law at real-time pace, the
+# built-in agent answers, Piper speaks the reply back as µ-law in 20 ms chunks with marks;
+# barge-in, keys, bad input, the signature. Run by `make test`.
 #
 #   scripts/tests/twilio-carrier-test.sh          # uses .build/debug/parley
 set -euo pipefail
@@ -31,9 +31,9 @@ wait_speech_helper server "http://127.0.0.1:$port"
 grep -q "all checks passed" "$WORK/carrier.out" || { logs server; die "the carrier's checks failed"; }
 
 # What the server made of it: the transcript (at debug level), and the reply cut where the caller stopped hearing it.
-# pocketsphinx on narrowband synthetic speech is far from exact ("would it not with like it
-# every" for the whole question, "what is the weather" for the barge-in's first second, in
-# three runs of three); the question is asked twice, and one of its words must come through.
+# Recognition of narrowband synthetic speech is not exact (pocketsphinx, this test's recogniser
+# once, heard "would it not with like it every"); the question is asked twice, and one of its
+# words must come through.
 grep -Eqi 'msg=transcript.*text="[^"]*\b(what|weather|like|paris)\b' "$LOGS/server.log" \
     || { logs server; die "no transcript with a word of the question in the server's log"; }
 # The reply is cut where the phone stopped playing it: the last mark echoed before the clear, so
