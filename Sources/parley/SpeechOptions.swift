@@ -52,9 +52,9 @@ struct SpeechOptions: ParsableArguments {
         static let turnWords = Setting.choice("--turn-words", "PARLEY_TURN_WORDS", default: true, shown: "rules",
                                               among: [("rules", true), ("none", false)],
                                               about: "Whether semantic_vad weighs what the words decoded as the user goes quiet say (a trailing \"to\", \"and\", \"um\" holds the turn; a finished sentence ends it past a pause) beside the end-of-turn model (rules), or the model alone (none); needs a recogniser that decodes whole turns (whisper)")
-        static let turnCompleteAt = Setting.number("--turn-complete-at", "PARLEY_TURN_COMPLETE_AT", shown: "0.8", in: Above(lower: 0, upper: 1),
+        static let turnCompleteAt = Setting.number("--turn-complete-at", "PARLEY_TURN_COMPLETE_AT", shown: "\(ServerVAD.Eagerness.auto.completeAt)", in: Above(lower: 0, upper: 1),
                                                    about: "For semantic_vad at eagerness auto (what clients get unless they choose): the end-of-turn model's probability at which a turn is complete (low 0.9, medium 0.8, high 0.5 stay as they are)")
-        static let turnFinishedWait = Setting.whole("--turn-finished-wait-ms", "PARLEY_TURN_FINISHED_WAIT_MS", shown: "1200", in: TurnEnding.Tuning.finishedWaitRange,
+        static let turnFinishedWait = Setting.whole("--turn-finished-wait-ms", "PARLEY_TURN_FINISHED_WAIT_MS", shown: "\(ServerVAD.Eagerness.auto.finishedWaitMs)", in: TurnEnding.Tuning.finishedWaitRange,
                                                     about: "For semantic_vad at eagerness auto: the silence after which finished words end a turn the end-of-turn model did not call complete (docs/benchmarks.md, \"Parley's operating point\")")
         static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(Choice.speechWorkPerCore) per core, \(Choice.speechWorkPerCore * ServerConfiguration().loops) here", in: 0...,
                                                   about: "The box's speech work (decodes, turn verdicts and replies' first sentences queued or running at its one speech helper, for every worker) at which it is busy: partials are not made, /readyz answers 503 speech_busy so balancers send new sessions elsewhere; no session is ever refused for it; 0: no limit")

@@ -82,11 +82,11 @@ public struct ServerVAD: Sendable, Equatable {
         /// `--turn-finished-wait-ms`) moves `auto`'s operating point, the eagerness clients leave as it is.
         package func turnEnding(readsWords: Bool, tuning: TurnEnding.Tuning = .init()) -> TurnEnding.Settings {
             let tuned = self == .auto ? tuning : TurnEnding.Tuning()
-            let finishedWaitMs = tuned.finishedWaitMs ?? finishedWaitMs
             var settings = TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: tuned.completeAt ?? completeAt,
                                                readsWords: readsWords)
-            settings.finishedWaitMs = finishedWaitMs
-            settings.spellingOutWaitMs = min(maxWaitMs, max(finishedWaitMs, self.finishedWaitMs) + 300)
+            settings.finishedWaitMs = tuned.finishedWaitMs ?? finishedWaitMs
+            // Digits read out wait past the eagerness's own pause even when the tuning waits less.
+            settings.spellingOutWaitMs = min(maxWaitMs, max(settings.finishedWaitMs, finishedWaitMs) + 300)
             return settings
         }
     }

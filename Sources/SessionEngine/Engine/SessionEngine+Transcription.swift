@@ -59,9 +59,7 @@ package extension SessionEngine {
     private mutating func pausedSpeechRecognised(_ text: String, _ confidence: DecodeConfidence?, settled: Bool) {
         switch turns.floor.recognised(text, confidence: confidence, settled: settled) {
         case .bargeIn: bargeIn()
-        case .resume(_, let why):
-            cancelTranscription()
-            resumeReply(why)
+        case .resume(_, let why): resumePausedReply(why)
         case .held, .delivered: break
         }
     }

@@ -42,7 +42,7 @@ package extension SessionEngine {
         if turns.floor.isPaused, let vad, turns.floor.lastsLongEnough(lastSpeechEndMs: vadOriginMs + vad.lastSpeechEndMs) {
             bargeIn()
         }
-        if turns.floor.isPaused { resumeIfDue(turns.floor.pauseDue(atMs: audio.totalMs)) }
+        if turns.floor.isPaused, case .resume(_, let why)? = turns.floor.pauseDue(atMs: audio.totalMs) { resumePausedReply(why) }
         if let vad {
             tellQuiet(speechEndMs: vadOriginMs + vad.lastSpeechEndMs)
             tellSpokeAgain(speechEndMs: vadOriginMs + vad.lastSpeechEndMs)
@@ -76,9 +76,8 @@ package extension SessionEngine {
         if turns.floor.isPaused { turns.floor.spokeAgain() }
     }
 
-    /// A paused reply the rules say goes on: it resumes, and the speech's transcription is dropped.
-    mutating func resumeIfDue(_ stop: TurnTaking.Stop?) {
-        guard case .resume(_, let why)? = stop else { return }
+    /// The speech that paused the reply was no turn: its transcription is dropped and the reply goes on.
+    mutating func resumePausedReply(_ why: ReplyInterruption.Resumption) {
         cancelTranscription()
         resumeReply(why)
     }
@@ -208,9 +207,7 @@ package extension SessionEngine {
         let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding(readsWords: readsTurnWords, tuning: turnTuning) : nil
         switch turns.floor.speechStopped(atMs: ms, semantic: semantic) {
         case nil: break
-        case .resume(_, let why)?:
-            cancelTranscription()
-            resumeReply(why)
+        case .resume(_, let why)?: resumePausedReply(why)
         case .step(let step)?: carryOut(step)
         }
     }

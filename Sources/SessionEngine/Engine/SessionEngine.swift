@@ -374,7 +374,7 @@ public struct SessionEngine: Sendable {
         case .voiceActivityScored: voiceActivityScored()
         case .audioStopped:
             audioWentIdle()
-            if turns.floor.isPaused { resumeIfDue(turns.floor.pauseAudioStopped()) }
+            if turns.floor.isPaused, case .resume(_, let why)? = turns.floor.pauseAudioStopped() { resumePausedReply(why) }
             if !turns.floor.isIdle, let step = turns.floor.audioStopped() { carryOut(step) }
         case .transcription(let itemID, let event): transcription(itemID, event)
         case .modelDelta(let id, let text): delta(id, text)

@@ -100,7 +100,6 @@ public struct TurnEnding: Sendable, Equatable {
         public var completeAt: Double? { completeAtPerMille == 0 ? nil : Double(completeAtPerMille) / 1000 }
         public var finishedWaitMs: Int? { finishedWait == 0 ? nil : Int(finishedWait) }
 
-        package static let completeAtRange = 0.01...1.0
         package static let finishedWaitRange = 100...10_000
     }
 
