@@ -11,7 +11,7 @@ import Testing
 import TestSupport
 
 /// A speakerphone on /twilio: the caller's phone plays the greeting and its microphone hears it
-/// 150 ms later at -10 dB over a room's noise, sent back as Twilio does (20 ms µ-law `media`, each
+/// 150 to 600 ms later at -10 to -30 dB over a room's noise, sent back as Twilio does (20 ms µ-law `media`, each
 /// `mark` echoed once the audio before it has played), on the test's clock (`ClockedConversation`). The echo guard is always on for calls:
 /// the greeting must play to its end with no `clear` (a pause); a caller who says "wait, actually
 /// I meant Paris" over it (espeak-ng, two voices) must still pause it. (With the guard switched
@@ -19,13 +19,18 @@ import TestSupport
 @Suite(.serialized) struct TwilioEchoGuardTests {
     static let story = "Once upon a time, a small boat left the harbour at dawn. The sea was calm and grey. "
         + "Nobody on board knew how far the wind would carry them."
-    static let leak = 0.316 // -10 dB
-    static let delay = 8 * 150 // 150 ms at 8 kHz
 
     enum Played { case audio([Int16]), mark(String) }
 
-    @Test(arguments: [(nil, "en-us"), ("wait, actually I meant Paris", "en-us"), ("wait, actually I meant Paris", "en-gb+f3")] as [(String?, String)])
-    func aSpeakerphoneHearingTheGreeting(utterance: String?, voice: String) throws {
+    /// Echo levels and delays as phones return them (SIPEchoGuardTests has the same span over SIP).
+    static let lines: [(utterance: String?, voice: String, leakDB: Double, delayMs: Int)] = [
+        (nil, "en-us", -10, 150), (nil, "en-us", -20, 400), (nil, "en-us", -30, 600),
+        ("wait, actually I meant Paris", "en-us", -10, 150), ("wait, actually I meant Paris", "en-gb+f3", -20, 400),
+    ]
+
+    @Test(arguments: Self.lines)
+    func aSpeakerphoneHearingTheGreeting(utterance: String?, voice: String, leakDB: Double, delayMs: Int) throws {
+        let leak = pow(10, leakDB / 20), delay = 8 * delayMs
         let clock = ManualClock()
         let (server, client, pool) = try TwilioPauseTests.greetedCall(greeting: Self.story, clock: clock)
         defer { pool.stop() }
@@ -78,7 +83,7 @@ import TestSupport
             let from = (tick - 1) * 160
             let mic = (0..<160).map { i -> Int16 in
                 let t = from + i
-                let echo = t >= Self.delay && t - Self.delay < speaker.count ? Double(speaker[t - Self.delay]) * Self.leak : 0
+                let echo = t >= delay && t - delay < speaker.count ? Double(speaker[t - delay]) * leak : 0
                 let said = userStart.map { t >= $0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
                 return Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
             }
@@ -88,7 +93,7 @@ import TestSupport
             if firstMedia != nil, queue.isEmpty, tick - lastMedia > 50, utterance == nil || userStart.map({ tick * 160 - $0 > user.count + 8_000 }) == true { break }
             tick += 1
         }
-        let label = "\(utterance ?? "echo only") (\(voice))"
+        let label = "\(utterance ?? "echo only") (\(voice)) at \(Int(leakDB)) dB, \(delayMs) ms"
         print("/twilio \(label): \(payloads) payloads (\(payloads * 20) ms), \(clears) clear")
         if utterance == nil {
             #expect(clears == 0, "the greeting's own echo paused it")

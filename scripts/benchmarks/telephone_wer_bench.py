@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Telephone audio as the speech helper's Whisper hears it: word error rate on clean speech, on a
-G.711 line, and on a G.711 line with pink noise at 10 dB SNR, with the helper's 8 to 16 kHz
+G.711 line, and on a G.711 line with pink noise at 10 dB SNR (Moonshine base's with `--recogniser moonshine`), with the helper's 8 to 16 kHz
 interpolator against linear interpolation (what it used before), and with libspeexdsp's noise
 suppressor on the line (the server's `noise_reduction`, near_field: 15 dB) and off.
 
@@ -110,11 +110,16 @@ def main():
     parser.add_argument("--sentences", type=int, default=30)
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "parley-recogniser-bench"))
     parser.add_argument("--lines", help="which lines to measure, by their row numbers from 1, comma-separated (default: all)")
+    parser.add_argument("--recogniser", choices=("whisper", "moonshine"), default="whisper",
+                        help="whisper: Whisper tiny.en, the default; moonshine: Moonshine base (AVX-512 only)")
     arguments = parser.parse_args()
     os.chdir(ROOT)
     bench = load("recogniser_bench", os.path.join(ROOT, "scripts", "benchmarks", "recogniser_bench.py"))
     models = load("parley_speech_models", os.path.join(ROOT, "helpers", "parley_speech_models.py"))
-    whisper = models.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
+    if arguments.recogniser == "moonshine":
+        recogniser = models.Moonshine(os.path.join(ROOT, ".venv-speech", "moonshine-base"), handles=1)
+    else:
+        recogniser = models.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
     denoise = Denoiser()
     band_limited = models.to_16k
 
@@ -152,7 +157,7 @@ def main():
                     pcm = line(pcm, snr, seed=i)
                     if denoised:
                         pcm = denoise(pcm)
-                heard = whisper.transcribe(pcm, rate or 16000).text
+                heard = recogniser.transcribe(pcm, rate or 16000).text
                 reference = bench.words(text)
                 errors += bench.errors(reference, bench.words(heard))
                 words += len(reference)

@@ -70,7 +70,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         guard dialog.state == .offered else { return }
         openSession(session)
         carry(dialog.accept(now: agent.loop.nanoseconds()))
-        metrics.setup.observe(nanoseconds: MonotonicClock.nanoseconds() &- arrivedAt)
+        metrics.setup.observe(nanoseconds: agent.loop.nanoseconds() &- arrivedAt)
         if let greeting = route?.greeting ?? agent.settings.greeting, !greeting.isEmpty { driver?.say(greeting) }
     }
 

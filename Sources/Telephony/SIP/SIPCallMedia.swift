@@ -78,7 +78,7 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         self.playout = playout
         self.metrics = metrics
         timeoutNanoseconds = UInt64(timeoutSeconds * 1e9)
-        lastPacketAt = MonotonicClock.nanoseconds()
+        lastPacketAt = loop.nanoseconds()
         // Bounded per pass: a flood on one call's port cannot hold the loop.
         try super.init(loop: loop, fd: fd, perPass: 64)
         nextTick = playout.add(self)
@@ -108,13 +108,13 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
             peer = moved
             latched = false
         }
-        lastPacketAt = MonotonicClock.nanoseconds()
+        lastPacketAt = loop.nanoseconds()
     }
 
     // MARK: In
 
     override func received(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress) {
-        received(datagram, from: sender, now: MonotonicClock.nanoseconds())
+        received(datagram, from: sender, now: loop.nanoseconds())
     }
 
     private func received(_ datagram: UnsafeRawBufferPointer, from: SocketAddress, now: UInt64) {

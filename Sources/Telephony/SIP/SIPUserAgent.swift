@@ -82,7 +82,7 @@ final class SIPUserAgent {
         }
         if var existing = server[key] {
             // A retransmission, or the ACK of a non-2xx final (section 17.2.3).
-            let now = MonotonicClock.nanoseconds()
+            let now = loop.nanoseconds()
             let actions: [SIPTransactionAction]
             switch existing.machine {
             case .invite(var machine):
@@ -108,7 +108,7 @@ final class SIPUserAgent {
 
     private func begin(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer) {
         let method = request.method ?? ""
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         if method == "INVITE" {
             var machine = SIPServerInviteTransaction(request: request, reliable: peer.isReliable)
             let actions = machine.start()
@@ -225,7 +225,7 @@ final class SIPUserAgent {
     /// The TU's answer to the request of transaction `key`.
     func respond(_ response: SIPMessage, key: SIPTransactionKey) {
         guard var existing = server[key] else { return }
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         let actions: [SIPTransactionAction]
         switch existing.machine {
         case .invite(var machine):
@@ -241,7 +241,7 @@ final class SIPUserAgent {
 
     private func carry(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
         guard let peer = server[key]?.peer else { return }
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         for action in actions {
             switch action {
             case .send(let message): send(message, to: peer)
@@ -266,7 +266,7 @@ final class SIPUserAgent {
         case .other(let machine): machine.nextDeadline
         }
         existing.timer = deadline.map { at in
-            let now = MonotonicClock.nanoseconds()
+            let now = loop.nanoseconds()
             return loop.schedule(after: Double(at > now ? at - now : 0) / 1e9) { [weak self] in self?.fire(server: key) }
         }
         server[key] = existing
@@ -274,7 +274,7 @@ final class SIPUserAgent {
 
     private func fire(server key: SIPTransactionKey) {
         guard var existing = server[key] else { return }
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         let actions: [SIPTransactionAction]
         switch existing.machine {
         case .invite(var machine):
@@ -299,7 +299,7 @@ final class SIPUserAgent {
         request.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
         guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
         var machine = SIPClientNonInviteTransaction(request: request, reliable: peer.isReliable)
-        let actions = machine.start(now: MonotonicClock.nanoseconds())
+        let actions = machine.start(now: loop.nanoseconds())
         client[key] = ClientTransaction(machine: machine, peer: peer, done: done)
         carryClient(actions, key: key)
     }
@@ -309,7 +309,7 @@ final class SIPUserAgent {
             // A 2xx of an INVITE retransmitted, or a response to nothing of ours.
             return metrics.messagesDropped.add(1, .unmatched)
         }
-        let actions = existing.machine.receive(response: response, now: MonotonicClock.nanoseconds())
+        let actions = existing.machine.receive(response: response, now: loop.nanoseconds())
         client[key] = existing
         carryClient(actions, key: key)
     }
@@ -331,7 +331,7 @@ final class SIPUserAgent {
         guard var current = client[key] else { return }
         current.timer?.cancel()
         current.timer = current.machine.nextDeadline.map { at in
-            let now = MonotonicClock.nanoseconds()
+            let now = loop.nanoseconds()
             return loop.schedule(after: Double(at > now ? at - now : 0) / 1e9) { [weak self] in self?.fire(client: key) }
         }
         client[key] = current
@@ -339,7 +339,7 @@ final class SIPUserAgent {
 
     private func fire(client key: SIPTransactionKey) {
         guard var existing = client[key] else { return }
-        let actions = existing.machine.fire(now: MonotonicClock.nanoseconds())
+        let actions = existing.machine.fire(now: loop.nanoseconds())
         existing.timer = nil
         client[key] = existing
         carryClient(actions, key: key)
