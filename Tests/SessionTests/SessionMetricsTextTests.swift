@@ -68,6 +68,9 @@ import TestSupport
             # HELP parley_interruptions_total Replies cut by the user's speech (barge-ins): responses cancelled with reason turn_detected.
             # TYPE parley_interruptions_total counter
             parley_interruptions_total 0
+            # HELP parley_phone_lines_denoised_total Phone calls (SIP, /twilio) whose line was found noisy and denoised from then on (--phone-line-denoise auto).
+            # TYPE parley_phone_lines_denoised_total counter
+            parley_phone_lines_denoised_total 0
             # HELP parley_backchannels_ignored_total Speech during a spoken reply whose words were all backchannels (uh-huh, okay): the reply resumed.
             # TYPE parley_backchannels_ignored_total counter
             parley_backchannels_ignored_total 0
@@ -124,7 +127,7 @@ import TestSupport
         for stage in TurnTimeline.names {
             #expect(stageFamily.first?.contains("parley_turn_stage_seconds_count{stage=\"\(stage)\"} 0\n") == true, "\(stage)")
         }
-        #expect(ExpositionFamilies.split(session.render()).count == 29)
+        #expect(ExpositionFamilies.split(session.render()).count == 30)
         #expect(session.audioLag.render().contains("parley_audio_input_lag_seconds_bucket{le=\"0.002\"} 1\n"))
     }
 }

@@ -23,6 +23,7 @@ extension SessionDriver {
             listening = current
         } else {
             listening = Listening()
+            if echoGuardAlways && endpoint.denoisesNoisyPhoneLines { listening.lineNoise = LineNoiseFloor(sampleRate: inputRate) }
             self.listening = listening
             scheduleCodecCheck()
         }
@@ -38,8 +39,10 @@ extension SessionDriver {
             // Recorded where the stream's clock puts it: a burst sent at once starts when it came.
             if let recorder, recorder.rate == inputRate { recorder.caller(samples, startsAt: due) }
             // The echo guard first (its reference is the reply as played, before any denoising),
-            // then the denoiser, then the engine's VAD and recogniser.
-            perform(engine.handle(.audio(denoised(guarded(samples, arrived: arrived)))))
+            // then the line's noise is weighed, then the denoiser, then the engine's VAD and recogniser.
+            let heard = guarded(samples, arrived: arrived)
+            if listening.lineNoise != nil, configuration.noiseReduction == nil, listening.lineNoise?.heard(heard) == true { lineFoundNoisy() }
+            perform(engine.handle(.audio(denoised(heard))))
             if engine.awaitsVoiceActivity { scoreVoiceActivity() }
             let done = loopTime
             metrics.audioFrames.add(1, .processed)
@@ -109,12 +112,19 @@ extension SessionDriver {
 
     // MARK: Noise reduction
 
+    /// A phone line's floor stayed loud for seconds: its input is denoised from here on.
+    private func lineFoundNoisy() {
+        metrics.noisyPhoneLines.add(1)
+        sessionLog.info("phone line noisy: denoising it", metadata: ["session": "\(engine.sessionID)"])
+    }
+
     /// The input denoised as the session's `noise_reduction` asks (the kind and the engine's rate
-    /// it was made for); what a denoiser let go still held goes on undenoised, so that the
-    /// engine's audio clock loses no samples.
+    /// it was made for), or, on a phone line the session left without one, once the line is found
+    /// noisy (`LineNoiseFloor`: a handset's, near field); what a denoiser let go still held goes on
+    /// undenoised, so that the engine's audio clock loses no samples.
     func denoised(_ samples: [Int16]) -> [Int16] {
         let kind: Denoiser.Kind? = switch configuration.noiseReduction {
-        case nil: nil
+        case nil: listening?.lineNoise?.isNoisy == true ? .nearField : nil
         case .nearField?: .nearField
         case .farField?: .farField
         }

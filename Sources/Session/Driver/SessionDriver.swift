@@ -57,6 +57,8 @@ package final class SessionDriver {
         var lastArrival: UInt64 = 0
         var clock = AudioStreamClock()
         var idleCheck: ScheduledTask?
+        /// A phone call's line, watched for noise while the session has not chosen a denoiser.
+        var lineNoise: LineNoiseFloor?
     }
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made
     /// with the first reply audio of a guarded session, let go with the codec.

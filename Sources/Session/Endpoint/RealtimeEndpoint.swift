@@ -34,6 +34,9 @@ public final class RealtimeEndpoint: Sendable {
     public let echoGuardByDefault: Bool
     /// Whether the echo guard cancels (libspeexdsp) before it gates (`--echo-canceller`).
     public let echoCanceller: Bool
+    /// Whether a phone call whose session chose no `noise_reduction` is denoised once its line is
+    /// found noisy (`--phone-line-denoise`; `LineNoiseFloor`).
+    public let denoisesNoisyPhoneLines: Bool
     /// Whether a `semantic_vad` session whose client has not said speculates (`--speculative-replies`).
     public let speculativeRepliesByDefault: Bool
     /// Whether `semantic_vad` weighs the words decoded as a turn goes quiet in its end, beside the
@@ -57,7 +60,7 @@ public final class RealtimeEndpoint: Sendable {
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
-                echoCanceller: Bool = true, speculativeRepliesByDefault: Bool = false, readsTurnWords: Bool = true,
+                echoCanceller: Bool = true, denoisesNoisyPhoneLines: Bool = true, speculativeRepliesByDefault: Bool = false, readsTurnWords: Bool = true,
                 turnTuning: TurnEnding.Tuning = .init(), tracer: ParleyTracer? = nil, recordings: Recordings? = nil,
                 tooling: ToolSettings = .standard, mcpClient: MCPClient.Settings = .init()) {
         self.tooling = tooling
@@ -70,6 +73,7 @@ public final class RealtimeEndpoint: Sendable {
         reports = SessionReports(store: resume.store, keepSeconds: resume.reportSeconds)
         self.echoGuardByDefault = echoGuardByDefault
         self.echoCanceller = echoCanceller
+        self.denoisesNoisyPhoneLines = denoisesNoisyPhoneLines
         self.limits = limits
         self.resume = resume
         self.model = model

@@ -30,6 +30,7 @@ public final class SessionMetrics: Sendable {
 
     let interruptions: MetricFamily
     let backchannels: MetricFamily
+    let noisyPhoneLines: MetricFamily
     let repliesPaused: MetricFamily
     let turnsReopened: MetricFamily
     let repliesResumed: LabelledFamily<ReplyInterruption.Resumption>
@@ -68,6 +69,8 @@ public final class SessionMetrics: Sendable {
                                   bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registry: registry)
         interruptions = MetricFamily(name: "parley_interruptions_total",
                                      help: "Replies cut by the user's speech (barge-ins): responses cancelled with reason turn_detected.", registry: registry)
+        noisyPhoneLines = MetricFamily(name: "parley_phone_lines_denoised_total",
+                                       help: "Phone calls (SIP, /twilio) whose line was found noisy and denoised from then on (--phone-line-denoise auto).", registry: registry)
         backchannels = MetricFamily(name: "parley_backchannels_ignored_total",
                                     help: "Speech during a spoken reply whose words were all backchannels (uh-huh, okay): the reply resumed.", registry: registry)
         repliesPaused = MetricFamily(name: "parley_replies_paused_total", help: "Spoken replies paused by user speech, before it was known to be a barge-in.",
