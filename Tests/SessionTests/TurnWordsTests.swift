@@ -47,6 +47,18 @@ struct TurnWordsFromTheBenchTests {
         #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
     }
 
+    /// The two pauses answered at the default in "Parley's operating point": letters written as
+    /// one word after a cue, and an address whose cue was misheard ("live" as "love").
+    @Test(arguments: ["The code is AB.", "My postcode is SW", "I love at 22.", "We are at 221", "She lives at twenty two", "I'm at forty five"])
+    func lettersAsOneWordAndHouseNumbersWaitPastAPause(_ text: String) {
+        #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
+    }
+
+    @Test(arguments: ["See you at 7.", "I work at IBM.", "The band is ABBA.", "Wake me at 12", "Call me at six"])
+    func aTimeOrANameIsStillFinished(_ text: String) {
+        #expect(TurnWords.judge(text) == .finished, "\(text)")
+    }
+
     @Test(arguments: ["Add milk, eggs and bread.", "A table for two, please.", "Good morning, how are you?", "I want to cancel.", "Yes, I see."])
     func listsWithTheirEndAndClosingWordsAreFinished(_ text: String) {
         #expect(TurnWords.judge(text) == .finished, "\(text)")

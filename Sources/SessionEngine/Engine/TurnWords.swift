@@ -55,9 +55,28 @@ public enum TurnWords {
         let asksForDigits = tokens.dropLast().contains(where: digitCues.contains)
         if run.count >= 2, run.count < tokens.count, run.contains(where: isCode) || asksForDigits { return .spellingOut }
         if isCode(last), last.filter(\.isNumber).count < 5, asksForDigits { return .spellingOut }
+        // Letters Whisper wrote as one word after a cue ("The code is AB", said "A B").
+        if asksForDigits, let chunk = stripped.split(separator: " ").last, (2...4).contains(chunk.count), chunk.allSatisfy(\.isUppercase) {
+            return .spellingOut
+        }
+        if isHouseNumber(tokens) { return .spellingOut }
         if isUnfinishedList(String(stripped)) { return .spellingOut }
         return .finished
     }
+
+    /// "at" and a number no clock reads ("at 22", "at twenty two", not "at 8" or "at seven
+    /// thirty"): an address being read out, its street still to come, even when the cue before
+    /// it was misheard ("I live at twenty two" written "I love at 22.": docs/benchmarks.md,
+    /// "Parley's operating point").
+    package static func isHouseNumber(_ tokens: [String]) -> Bool {
+        guard let at = tokens.lastIndex(of: "at"), at < tokens.count - 1 else { return false }
+        let number = tokens[(at + 1)...]
+        guard number.allSatisfy(isCode), let first = number.first else { return false }
+        if let value = Int(first) { return value > 12 }
+        return tensWords.contains(first)
+    }
+
+    package static let tensWords: Set<String> = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred"]
 
     /// Lower-case words: letters, digits and apostrophes; anything else separates.
     package static func words(_ text: some StringProtocol) -> [String] {
