@@ -29,6 +29,11 @@ final class RealtimeSpeaker: @unchecked Sendable {
 
     static let samplesPerChunk = 480
 
+    /// Set, the session's input is a phone line's (`audio/pcmu`): each chunk of 24 kHz samples is
+    /// taken down to 8 kHz (the resampler band-limits it, as a phone's codec does) and µ-law
+    /// encoded. Its state runs across chunks, so a stream is one continuous line.
+    var phoneLine: Resampler?
+
     private let fd: Int32
     private let events = Mutex<[Received]>([])
     /// Writes come from the streaming thread and (pongs) from the reader: one frame at a time.
@@ -81,7 +86,7 @@ final class RealtimeSpeaker: @unchecked Sendable {
         for (n, offset) in stride(from: 0, to: samples.count, by: Self.samplesPerChunk).enumerated() {
             if stop(offset, sent) { break }
             let end = min(samples.count, offset + Self.samplesPerChunk)
-            try send(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(Array(samples[offset..<end]))))"}"#)
+            try send(#"{"type":"input_audio_buffer.append","audio":"\#(encoded(Array(samples[offset..<end])))"}"#)
             let now = MonotonicClock.nanoseconds()
             for mark in marks where mark >= offset && mark < end { sent[mark] = now }
             let due = start + UInt64(n + 1) * 20_000_000
@@ -96,8 +101,14 @@ final class RealtimeSpeaker: @unchecked Sendable {
     func append(_ samples: [Int16]) throws {
         for offset in stride(from: 0, to: samples.count, by: 2_400) {
             let chunk = Array(samples[offset..<min(samples.count, offset + 2_400)])
-            try send(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#)
+            try send(#"{"type":"input_audio_buffer.append","audio":"\#(encoded(chunk))"}"#)
         }
+    }
+
+    /// 24 kHz samples as the session's input format takes them, in base64.
+    private func encoded(_ samples: [Int16]) -> String {
+        guard let phoneLine else { return Base64.encode(PCM.littleEndianBytes(samples)) }
+        return Base64.encode(G711.encode(phoneLine.process(samples), .muLaw))
     }
 
     /// Everything received so far.

@@ -37,12 +37,19 @@ struct TurnTakingCase {
 
     let kind: Kind
     let voice: TurnTakingVoice
+    var line = TurnTakingLine.clean
 
     /// semantic_vad at auto eagerness: Smart Turn asked after 200 ms of quiet on a server with it,
     /// the eagerness's 500 ms of silence on one without. No replies: the turns alone are measured.
-    static let listening = #"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"semantic_vad","eagerness":"auto","create_response":false}}}}}"#
+    static func listening(_ line: TurnTakingLine) -> String {
+        #"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"# + line.inputSettings
+            + #","turn_detection":{"type":"semantic_vad","eagerness":"auto","create_response":false}}}}}"#
+    }
     /// The same detection, answering and interrupting as the defaults do, with spoken replies.
-    static let replying = #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"format":{"type":"audio/pcm","rate":24000},"turn_detection":{"type":"semantic_vad","eagerness":"auto","create_response":true,"interrupt_response":true}}}}}"#
+    static func replying(_ line: TurnTakingLine) -> String {
+        #"{"type":"session.update","session":{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"# + line.inputSettings
+            + #","turn_detection":{"type":"semantic_vad","eagerness":"auto","create_response":true,"interrupt_response":true}}}}}"#
+    }
     /// The built-in agent does not understand this, and says so at length (with what it can do and
     /// how to plug in a model): about 20 s of espeak-ng, long enough to speak over.
     static let longReplyPrompt = #"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Tell me a story about the sea."}]}}"#
@@ -52,6 +59,9 @@ struct TurnTakingCase {
     static let committed = "input_audio_buffer.committed"
     /// Streamed after the speech: past auto's longest wait (4 s), so a turn that ends at all ends in it.
     static let tailMs = 5_000
+
+    /// The case's noise, the same on every run and server: from its text and voice.
+    private var seed: UInt64 { (kind.text + voice.rawValue).utf8.reduce(1_469_598_103_934_665_603) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 } }
 
     private static func ms(_ from: UInt64, _ to: UInt64) -> Double { (Double(to) - Double(from)) / 1e6 }
 
@@ -77,6 +87,7 @@ struct TurnTakingCase {
 
     private func open(_ target: LoadTarget, _ path: String, _ update: String) throws -> RealtimeSpeaker {
         let speaker = try RealtimeSpeaker(target, path: path)
+        speaker.phoneLine = try line.phoneLine()
         guard speaker.await("session.created", seconds: 10) != nil else {
             _ = speaker.finish()
             throw LoadFailure("\(target): no session.created")
@@ -101,8 +112,8 @@ struct TurnTakingCase {
         guard let bounds = SpeechBounds(speech) else { throw LoadFailure("\(voice.description): silent speech for \(kind.text)") }
         let lead = Self.silence(ms: 500)
         let lastWord = lead.count + bounds.last
-        let speaker = try open(target, path, Self.listening)
-        let sent = try streamUntilTheTurnEnds(speaker, lead + speech + Self.silence(ms: Self.tailMs), lastWord: lastWord, marking: [])
+        let speaker = try open(target, path, Self.listening(line))
+        let sent = try streamUntilTheTurnEnds(speaker, line.noisy(lead + speech + Self.silence(ms: Self.tailMs), seed: seed), lastWord: lastWord, marking: [])
         let events = speaker.finish()
         guard let spoken = sent[lastWord] else { throw LoadFailure("the last word was never sent") }
         let stops = events.filter { $0.type == Self.stopped }
@@ -122,9 +133,9 @@ struct TurnTakingCase {
         let lead = Self.silence(ms: 500)
         let secondStarts = lead.count + first.count + 24 * pauseMs
         let lastWord = secondStarts + second.count - 1
-        let speaker = try open(target, path, Self.listening)
+        let speaker = try open(target, path, Self.listening(line))
         let audio = lead + first + Self.silence(ms: pauseMs) + second + Self.silence(ms: Self.tailMs)
-        let sent = try streamUntilTheTurnEnds(speaker, audio, lastWord: lastWord, marking: [secondStarts])
+        let sent = try streamUntilTheTurnEnds(speaker, line.noisy(audio, seed: seed), lastWord: lastWord, marking: [secondStarts])
         let events = speaker.finish()
         guard let resumed = sent[secondStarts], let spoken = sent[lastWord] else { throw LoadFailure("the second half was never sent") }
         // Premature: the server said the turn was over while the user was only pausing.
@@ -142,9 +153,9 @@ struct TurnTakingCase {
     /// A backchannel or an interruption one second into a long spoken reply.
     private func spokenOver(_ speech: [Int16], _ target: LoadTarget, _ path: String, _ results: inout TurnTakingResults, _ record: inout [(String, JSON)]) throws {
         guard let bounds = SpeechBounds(speech) else { throw LoadFailure("\(voice.description): silent speech for \(kind.text)") }
-        let speaker = try open(target, path, Self.replying)
+        let speaker = try open(target, path, Self.replying(line))
         // The microphone is open before the reply: the detector learns the quiet.
-        try speaker.append(Self.silence(ms: 1_000))
+        try speaker.append(line.noisy(Self.silence(ms: 1_000), seed: seed, speechLike: speech))
         try speaker.send(Self.longReplyPrompt)
         try speaker.send(#"{"type":"response.create"}"#)
         guard speaker.await("response.output_audio.delta", seconds: 10) != nil else {
@@ -157,7 +168,7 @@ struct TurnTakingCase {
         let firstWord = lead.count + bounds.first, lastWord = lead.count + bounds.last
         let interrupting: Bool
         if case .interruption = kind { interrupting = true } else { interrupting = false }
-        let sent = try speaker.stream(lead + speech + Self.silence(ms: 2_500), marking: [firstWord, lastWord]) { offset, _ in
+        let sent = try speaker.stream(line.noisy(lead + speech + Self.silence(ms: 2_500), seed: seed &+ 1), marking: [firstWord, lastWord]) { offset, _ in
             // An interruption is over once its reply is; a backchannel is heard out to the end of the quiet.
             interrupting && offset > lastWord && speaker.received.contains { $0.type == "response.done" }
         }

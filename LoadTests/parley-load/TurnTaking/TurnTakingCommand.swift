@@ -44,6 +44,9 @@ struct TurnTakingCommand: ParsableCommand {
     @Option(help: "Pauses mid-thought, in milliseconds, comma-separated.")
     var pauses = "500,800,1000,1500"
 
+    @Option(help: "The line the cases are spoken over: clean (pcm16 at 24 kHz), g711 (µ-law at 8 kHz), g711-noisy (that, with pink noise 10 dB under the speech, the session denoising near field).")
+    var line = TurnTakingLine.clean.rawValue
+
     @Option(help: "Times each case is run on each server.")
     var `repeat` = 3
 
@@ -96,6 +99,9 @@ struct TurnTakingCommand: ParsableCommand {
         guard !pausesMs.isEmpty, pausesMs.count == pauses.split(separator: ",").count, pausesMs.allSatisfy({ (100...5_000).contains($0) }) else {
             throw ValidationError("--pauses takes milliseconds from 100 to 5000, comma-separated")
         }
+        guard TurnTakingLine(rawValue: line) != nil else {
+            throw ValidationError("--line takes \(TurnTakingLine.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         guard label.isEmpty || label.count == url.count else { throw ValidationError("give one --label per --url, or none") }
         for url in url {
             let target = try LoadTarget(url)
@@ -116,7 +122,8 @@ struct TurnTakingCommand: ParsableCommand {
             default: kinds += Self.interruptions.map { .interruption($0) }
             }
         }
-        let once = kinds.flatMap { kind in chosenVoices.map { TurnTakingCase(kind: kind, voice: $0) } }
+        let line = TurnTakingLine(rawValue: self.line) ?? .clean
+        let once = kinds.flatMap { kind in chosenVoices.map { TurnTakingCase(kind: kind, voice: $0, line: line) } }
         return (0..<self.repeat).flatMap { _ in once }
     }
 
@@ -125,7 +132,7 @@ struct TurnTakingCommand: ParsableCommand {
         let targets = try url.map { try LoadTarget($0) }
         let labels = label.isEmpty ? url : label
         let cases = self.cases
-        print("parley-load turn-taking: \(cases.count) cases on each of \(targets.count) server(s) (\(labels.joined(separator: " | "))), scenarios \(chosenScenarios.joined(separator: ",")), voices \(chosenVoices.map(\.rawValue).joined(separator: ",")), repeat \(self.repeat)")
+        print("parley-load turn-taking: \(cases.count) cases on each of \(targets.count) server(s) (\(labels.joined(separator: " | "))), scenarios \(chosenScenarios.joined(separator: ",")), line \(line), voices \(chosenVoices.map(\.rawValue).joined(separator: ",")), repeat \(self.repeat)")
         Console.flush()
 
         // Every server answers before anything else, or the run stops here rather than filling a
