@@ -102,6 +102,25 @@ class Denoiser:
         return samples.tobytes()
 
 
+def floors(bench, clips, voices, texts):
+    """The floor LineNoiseFloor reads, per line: each clip's one-second floors (the quietest 20 ms
+    of each second, dBFS), their median per clip; printed as the least, median and most of those
+    medians over the clips, for a clean line and pink noise at 30, 20 and 10 dB SNR."""
+    print("| line | least | median | most |")
+    print("| --- | ---: | ---: | ---: |")
+    for snr in (None, 30, 20, 10):
+        medians = []
+        for voice in voices:
+            for i, text in enumerate(texts):
+                audio = np.frombuffer(line(clips.pcm(voice, i, text), snr, seed=i), dtype="<i2").astype(np.float64)
+                frames = audio[: len(audio) // 160 * 160].reshape(-1, 160)
+                levels = 10 * np.log10(np.mean(frames ** 2, axis=1) / 32768.0 ** 2 + 1e-12)
+                seconds = [levels[k:k + 50].min() for k in range(0, len(levels) - 49, 50)] or [levels.min()]
+                medians.append(float(np.median(seconds)))
+        name = "clean G.711" if snr is None else f"G.711 + pink noise {snr} dB"
+        print(f"| {name} | {min(medians):.1f} | {np.median(medians):.1f} | {max(medians):.1f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--voices", choices=("fresh", "tests", "quick"), default="fresh",
@@ -112,14 +131,12 @@ def main():
     parser.add_argument("--lines", help="which lines to measure, by their row numbers from 1, comma-separated (default: all)")
     parser.add_argument("--recogniser", choices=("whisper", "moonshine"), default="whisper",
                         help="whisper: Whisper tiny.en, the default; moonshine: Moonshine base (AVX-512 only)")
+    parser.add_argument("--floors", action="store_true",
+                        help="print the lines' noise floors (what --phone-line-denoise auto reads) instead of word error rates")
     arguments = parser.parse_args()
     os.chdir(ROOT)
     bench = load("recogniser_bench", os.path.join(ROOT, "scripts", "benchmarks", "recogniser_bench.py"))
     models = load("parley_speech_models", os.path.join(ROOT, "helpers", "parley_speech_models.py"))
-    if arguments.recogniser == "moonshine":
-        recogniser = models.Moonshine(os.path.join(ROOT, ".venv-speech", "moonshine-base"), handles=1)
-    else:
-        recogniser = models.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
     denoise = Denoiser()
     band_limited = models.to_16k
 
@@ -133,6 +150,12 @@ def main():
     voices = {"fresh": list(FRESH), "tests": [v for v in bench.VOICES if v not in FRESH], "quick": list(bench.QUICK)}[arguments.voices]
     texts = bench.sentences()[: arguments.sentences]
     clips = bench.Clips(arguments.cache)
+    if arguments.floors:
+        return floors(bench, clips, voices, texts[:10])
+    if arguments.recogniser == "moonshine":
+        recogniser = models.Moonshine(os.path.join(ROOT, ".venv-speech", "moonshine-base"), handles=1)
+    else:
+        recogniser = models.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
     conditions = [
         ("clean, 16 kHz", None, None, band_limited, False),
         ("G.711, linear interpolation (before)", 8000, None, linear, False),
