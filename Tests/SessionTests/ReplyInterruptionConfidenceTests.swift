@@ -78,4 +78,25 @@ import Testing
         #expect(m.recognised("Uh huh.", confidence: unsure) == nil)
         #expect(m.speechStopped() == .resume(.backchannel))
     }
+
+    /// Through a G.711 line (`make bench-backchannels --line g711`), Whisper wrote real floor words
+    /// right but unsure, with a no-speech probability the 16 kHz rule takes for a hum's: on a phone
+    /// line they count whatever the confidence.
+    static let phoneLineFloorWords: [(said: String, heard: String, logProbability: Double, noSpeech: Double)] = [
+        ("stop (espeak-ng en-gb+f3, 0.85)", "Stop.", -0.99, 0.47), ("stop (flite slt, 1.25)", "Stop.", -0.97, 0.36),
+        ("wait (espeak-ng en-us, 1.25)", "Wait.", -0.78, 0.49), ("wait (espeak-ng en+m3)", "Wait.", -0.78, 0.42),
+    ]
+
+    @Test(arguments: phoneLineFloorWords.indices)
+    func onAPhoneLineAnUnsureFloorWordStillCuts(index: Int) throws {
+        let said = Self.phoneLineFloorWords[index]
+        let confidence = DecodeConfidence(averageLogProbability: said.logProbability, noSpeechProbability: said.noSpeech)
+        let (machine, _) = ReplyInterruption.speechStarted(during: .spoken, interruptResponse: true, settings: .init(),
+                                                           expectsWords: true, settledWords: .decode, narrowband: true)
+        var phone = try #require(machine)
+        #expect(phone.recognised(said.heard, confidence: confidence) == .bargeIn, "\(said.said)")
+        // At 16 kHz the same decode is taken for a hum written as a floor word.
+        var microphone = try Self.paused()
+        #expect(microphone.recognised(said.heard, confidence: confidence) == nil, "\(said.said)")
+    }
 }

@@ -76,12 +76,13 @@ class Rule:
             i += 1
         return words, backchannels, asks
 
-    def cuts(self, text, confidence):
+    def cuts(self, text, confidence, narrowband=False):
         words, _, asks = self.count(text)
         if confidence is not None:
             if confidence.logprob < self.sure:
                 words = 0
-            if confidence.logprob < self.unsure_floor and confidence.no_speech >= self.unsure_no_speech:
+            # ReplyInterruption.weighed: on a phone line (8 kHz) a floor word counts however unsure.
+            if not narrowband and confidence.logprob < self.unsure_floor and confidence.no_speech >= self.unsure_no_speech:
                 asks = False
         return asks or words >= 3
 
@@ -117,7 +118,17 @@ def pcm16k(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", help="write every decode here")
+    parser.add_argument("--line", choices=("clean", "g711", "g711-noisy"), default="clean",
+                        help="clean: 16 kHz as made; g711: a G.711 phone line (8 kHz µ-law, telephone_wer_bench's); "
+                             "g711-noisy: that line with pink noise 10 dB under the speech, denoised as a noisy call is")
     arguments = parser.parse_args()
+    phone = None
+    if arguments.line != "clean":
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("telephone", os.path.join(ROOT, "scripts", "benchmarks", "telephone_wer_bench.py"))
+        phone = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(phone)
+        denoise = phone.Denoiser()
     sys.path.insert(0, os.path.join(ROOT, "helpers"))
     from parley_speech_models import Whisper
 
@@ -130,11 +141,17 @@ def main():
                 for text in texts:
                     path = os.path.join(folder, "clip.wav")
                     synthesise(engine, voice, text, speed, path)
-                    decoded = whisper.transcribe(pcm16k(path), 16000)
+                    if phone is None:
+                        decoded = whisper.transcribe(pcm16k(path), 16000)
+                    else:
+                        # The clip's speech sets the noise's level; the seed is the clip's, so runs agree.
+                        pcm = phone.line(pcm16k(path), 10 if arguments.line == "g711-noisy" else None, seed=len(rows))
+                        decoded = whisper.transcribe(denoise(pcm) if arguments.line == "g711-noisy" else pcm, 8000)
                     rows.append({"kind": kind, "voice": f"{engine} {voice}", "speed": speed, "said": text, "heard": decoded.text,
                                  "logprob": decoded.confidence.logprob if decoded.confidence else None,
                                  "no_speech": decoded.confidence.no_speech if decoded.confidence else None,
-                                 "cuts_blind": rule.cuts(decoded.text, None), "cuts": rule.cuts(decoded.text, decoded.confidence)})
+                                 "cuts_blind": rule.cuts(decoded.text, None),
+                                 "cuts": rule.cuts(decoded.text, decoded.confidence, narrowband=phone is not None)})
     if arguments.json:
         with open(arguments.json, "w") as out:
             json.dump(rows, out, indent=1)

@@ -114,7 +114,8 @@ package extension SessionEngine {
         turns.reopenable = nil
         let start = turns.floor.speechStarted(new, during: reply, interruptResponse: settings.interruptResponse,
                                               settings: settings.interruption, expectsWords: transcribes,
-                                              settledWords: settledWords, replyUnheard: reopenable != nil)
+                                              settledWords: settledWords, narrowband: configuration.inputAudioFormat.g711Law != nil,
+                                              replyUnheard: reopenable != nil)
         if case .reopened(let turn, let withdrawn) = start, let reopenable {
             return reopen(turn, withdrawing: withdrawn, audio: reopenable.samples, speechStartMs: ms)
         }

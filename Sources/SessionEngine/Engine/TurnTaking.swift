@@ -144,7 +144,7 @@ public struct TurnTaking: Sendable, Equatable {
     /// has reached the listener yet.
     public mutating func speechStarted(_ new: Turn, during reply: ReplyInterruption.Reply, interruptResponse: Bool,
                                        settings: ReplyInterruption.Settings, expectsWords: Bool, settledWords: SettledWords = .decode,
-                                       replyUnheard: Bool = false) -> Start {
+                                       narrowband: Bool = false, replyUnheard: Bool = false) -> Start {
         if turn != nil, var pending = ending, pending.isPending {
             let decision = pending.speechResumed()
             ending = pending
@@ -165,7 +165,8 @@ public struct TurnTaking: Sendable, Equatable {
         }
         turn = new
         let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: interruptResponse,
-                                                                  settings: settings, expectsWords: expectsWords, settledWords: settledWords)
+                                                                  settings: settings, expectsWords: expectsWords, settledWords: settledWords,
+                                                                  narrowband: narrowband)
         if decision == .pause {
             releasePauseState()
             pause = machine
