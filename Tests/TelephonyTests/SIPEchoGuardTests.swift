@@ -51,14 +51,7 @@ import TestSupport
             }
             // A second into the greeting, the caller speaks.
             if utterance != nil, userStart == nil, let firstSpoken, tick - firstSpoken >= 50 { userStart = tick * 160 }
-            let from = (tick - 1) * 160
-            let microphone = (0..<160).map { i -> Int16 in
-                let t = from + i
-                let echo = t >= delay && t - delay < heard.count ? Double(heard[t - delay]) * leak : 0
-                let said = userStart.map { t >= $0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
-                return Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
-            }
-            try phone.send(microphone)
+            try phone.send(EchoingMicrophone.frame(tick: tick, played: heard, leak: leak, delay: delay, user: user, userStart: userStart, noise: noise))
             #expect(clock.advance(milliseconds: 20), "the server did not settle at tick \(tick)")
             // Done: two seconds after the greeting's last sound, and after the caller's speech.
             if firstSpoken != nil, tick - lastSpoken > 100, userStart.map({ tick * 160 - $0 > user.count + 16_000 }) ?? (utterance == nil) { break }

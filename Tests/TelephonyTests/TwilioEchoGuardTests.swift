@@ -80,13 +80,7 @@ import TestSupport
             speaker += played.prefix(160)
             // A second into the greeting, the caller speaks.
             if utterance != nil, userStart == nil, let firstMedia, tick - firstMedia >= 50 { userStart = tick * 160 }
-            let from = (tick - 1) * 160
-            let mic = (0..<160).map { i -> Int16 in
-                let t = from + i
-                let echo = t >= delay && t - delay < speaker.count ? Double(speaker[t - delay]) * leak : 0
-                let said = userStart.map { t >= $0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
-                return Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
-            }
+            let mic = EchoingMicrophone.frame(tick: tick, played: speaker, leak: leak, delay: delay, user: user, userStart: userStart, noise: noise)
             try call.send(#"{"event":"media","streamSid":"MZ1","media":{"track":"inbound","payload":"\#(Base64.encode(G711.encode(mic, .muLaw)))"}}"#)
             try call.advance(milliseconds: 20)
             // Done: a second after the last media, with nothing left to play.
