@@ -17,6 +17,26 @@ import SpeechContracts
         #expect(ending.speechEndMs == 1000)
     }
 
+    @Test func onANoisyInputAgreementWaitsPastAPauseFirst() {
+        var noisy = settings
+        noisy.readsWords = true
+        noisy.noisyInput = true
+        var ending = TurnEnding(settings: noisy)
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        #expect(ending.verdict(TurnVerdict(complete: true, probability: 0.97), atMs: 1250) == nil)
+        #expect(ending.wordsHeard("I need a flight to Boston.", speechEndMs: 1000, atMs: 1300) == nil)
+        // A pause of 1 s is not the end, however sure both are; past the finished words' wait it is.
+        #expect(ending.audio(atMs: 2000) == nil)
+        #expect(ending.audio(atMs: 2199) == nil)
+        #expect(ending.audio(atMs: 2200) == .end(.model))
+        // Words that say "not over" still hold it longer.
+        var held = TurnEnding(settings: noisy)
+        _ = held.silenceHeard(speechEndMs: 1000)
+        _ = held.verdict(TurnVerdict(complete: true, probability: 0.97), atMs: 1250)
+        _ = held.wordsHeard("I need a flight to", speechEndMs: 1000, atMs: 1300)
+        #expect(held.audio(atMs: 2200) == nil)
+    }
+
     @Test func anIncompleteVerdictWaitsUpToTheLongestWaitThenEnds() {
         var ending = TurnEnding(settings: settings)
         _ = ending.silenceHeard(speechEndMs: 1000)

@@ -23,7 +23,7 @@ extension SessionDriver {
             listening = current
         } else {
             listening = Listening()
-            if echoGuardAlways && endpoint.denoisesNoisyPhoneLines { listening.lineNoise = LineNoiseFloor(sampleRate: inputRate) }
+            listening.lineNoise = LineNoiseFloor(sampleRate: inputRate)
             self.listening = listening
             scheduleCodecCheck()
         }
@@ -41,7 +41,7 @@ extension SessionDriver {
             // The echo guard first (its reference is the reply as played, before any denoising),
             // then the line's noise is weighed, then the denoiser, then the engine's VAD and recogniser.
             let heard = guarded(samples, arrived: arrived)
-            if listening.lineNoise != nil, configuration.noiseReduction == nil, listening.lineNoise?.heard(heard) == true { lineFoundNoisy() }
+            if listening.lineNoise?.heard(heard) == true { lineFoundNoisy() }
             perform(engine.handle(.audio(denoised(heard))))
             if engine.awaitsVoiceActivity { scoreVoiceActivity() }
             let done = loopTime
@@ -112,8 +112,17 @@ extension SessionDriver {
 
     // MARK: Noise reduction
 
-    /// A phone line's floor stayed loud for seconds: its input is denoised from here on.
+    /// Whether a line found noisy is denoised: a phone call's (SIP, /twilio), on a server that
+    /// does so (`--phone-line-denoise auto`).
+    var denoisesLine: Bool { echoGuardAlways && endpoint.denoisesNoisyPhoneLines }
+
+    /// The input's floor stayed loud for seconds: the engine weighs its turns' ends for it, and a
+    /// phone call's input is denoised from here on (unless its session chose its own).
     private func lineFoundNoisy() {
+        perform(engine.handle(.lineNoisy))
+        guard denoisesLine, configuration.noiseReduction == nil else {
+            return sessionLog.debug("input noisy", metadata: ["session": "\(engine.sessionID)"])
+        }
         metrics.noisyPhoneLines.add(1)
         sessionLog.info("phone line noisy: denoising it", metadata: ["session": "\(engine.sessionID)"])
     }
@@ -124,7 +133,7 @@ extension SessionDriver {
     /// undenoised, so that the engine's audio clock loses no samples.
     func denoised(_ samples: [Int16]) -> [Int16] {
         let kind: Denoiser.Kind? = switch configuration.noiseReduction {
-        case nil: listening?.lineNoise?.isNoisy == true ? .nearField : nil
+        case nil: denoisesLine && listening?.lineNoise?.isNoisy == true ? .nearField : nil
         case .nearField?: .nearField
         case .farField?: .farField
         }

@@ -57,7 +57,7 @@ package final class SessionDriver {
         var lastArrival: UInt64 = 0
         var clock = AudioStreamClock()
         var idleCheck: ScheduledTask?
-        /// A phone call's line, watched for noise while the session has not chosen a denoiser.
+        /// The input's line, watched for noise (`LineNoiseFloor`): its turns, and a phone call's denoiser.
         var lineNoise: LineNoiseFloor?
     }
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made

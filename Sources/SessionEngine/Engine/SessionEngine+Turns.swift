@@ -205,7 +205,8 @@ package extension SessionEngine {
     }
 
     private mutating func speechStopped(atMs ms: Int) {
-        let semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding(readsWords: readsTurnWords, tuning: turnTuning) : nil
+        var semantic = judgesTurns ? configuration.turnDetection?.semanticEagerness?.turnEnding(readsWords: readsTurnWords, tuning: turnTuning) : nil
+        if turns.noisyLine { semantic?.noisyInput = true }
         switch turns.floor.speechStopped(atMs: ms, semantic: semantic) {
         case nil: break
         case .resume(_, let why)?: resumePausedReply(why)

@@ -183,6 +183,8 @@ public struct SessionEngine: Sendable {
         package var outspokenWords: OutspokenWords?
         /// Whether a filler is due while a tool runs (`ToolFiller`).
         package var filler = ToolFiller()
+        /// The input's line was found noisy (`SessionInput.lineNoisy`): for the rest of the session.
+        package var noisyLine = false
 
         package static let resting = Turns()
         package var isResting: Bool { self == Self.resting }
@@ -372,6 +374,7 @@ public struct SessionEngine: Sendable {
         case .invalidClientEvent(let error): emit(.error(EventError(error)))
         case .audio(let samples): receive(samples)
         case .voiceActivityScored: voiceActivityScored()
+        case .lineNoisy: turns.noisyLine = true
         case .audioStopped:
             audioWentIdle()
             if turns.floor.isPaused, case .resume(_, let why)? = turns.floor.pauseAudioStopped() { resumePausedReply(why) }

@@ -14,6 +14,9 @@ public enum SessionInput: Sendable, Equatable {
     /// The client's audio has stopped for a while (the driver's 2 s idle check): the neural VAD's
     /// stream goes back to its pool, and a turn the end-of-turn model held open ends.
     case audioStopped
+    /// The input's line was found noisy (`LineNoiseFloor`): a turn's end then leans less on the
+    /// audio model and the words, both of which noise misleads (`TurnEnding.Settings.noisyInput`).
+    case lineNoisy
     /// The loop's batch of neural VAD windows has scored this session's (`Options.batchesVoiceActivity`):
     /// their speech starts and stops now, as if heard with their audio.
     case voiceActivityScored

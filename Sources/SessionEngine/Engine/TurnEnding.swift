@@ -17,8 +17,8 @@ import SpeechContracts
 /// | not answered yet    | `finishedWaitMs` | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
 /// | failed, or none     | `silenceMs`      | `spellingOutWaitMs` | `maxWaitMs` | `silenceMs`      |
 ///
-/// (each a wait of silence after the speech ended). So audio and words that agree end a turn at
-/// once; words that say "not over" ("I need a flight to") hold it however sure the audio model
+/// (each a wait of silence after the speech ended; on a noisy input, `Settings.noisyInput`, "end
+/// now" waits `finishedWaitMs` too). So audio and words that agree end a turn at once; words that say "not over" ("I need a flight to") hold it however sure the audio model
 /// is; finished words end it past a mid-thought pause even when the audio model never says so,
 /// instead of after the eagerness's longest wait. The user speaking again before any of these
 /// withdraws the question, and the turn goes on.
@@ -76,6 +76,12 @@ public struct TurnEnding: Sendable, Equatable {
         /// Whether words come (a recogniser that decodes the turn when it goes quiet): without
         /// them the audio model's verdict decides alone.
         public var readsWords = false
+        /// The input is noisy (a line whose floor stayed loud): the audio model and the words
+        /// agreeing no longer end the turn at once, only past `finishedWaitMs`. On a G.711 line
+        /// with pink noise 10 dB under the speech, denoised, Smart Turn and Whisper's words
+        /// agreed in 13 of 30 pauses of 1 s, each answered (`parley-load turn-taking --line
+        /// g711-noisy`, docs/benchmarks.md "Turns over phone lines"; 1 of 30 on a clean line).
+        public var noisyInput = false
 
         public init(maxWaitMs: Int, silenceMs: Int, completeAt: Double = 0.5, readsWords: Bool = false) {
             self.maxWaitMs = maxWaitMs
@@ -178,13 +184,13 @@ public struct TurnEnding: Sendable, Equatable {
         case .spellingOut?: return (settings.spellingOutWaitMs, .words)
         case .finished?:
             switch verdict {
-            case .complete: return (0, .model)
+            case .complete: return settings.noisyInput ? (settings.finishedWaitMs, .model) : (0, .model)
             case .failed: return (settings.silenceMs, .silence)
             case .awaited, .incomplete: return (settings.finishedWaitMs, .words)
             }
         case nil:
             switch verdict {
-            case .complete: return (settings.readsWords ? settings.wordsWaitMs : 0, .model)
+            case .complete: return (settings.readsWords ? settings.wordsWaitMs : settings.noisyInput ? settings.finishedWaitMs : 0, .model)
             case .failed: return (settings.silenceMs, .silence)
             // A model that never answers holds the turn no longer than an incomplete verdict does.
             case .awaited, .incomplete: return (settings.maxWaitMs, .maxWait)
