@@ -110,7 +110,7 @@ struct TurnTakingCase {
 
     private func endOfTurn(_ speech: [Int16], _ target: LoadTarget, _ path: String, _ results: inout TurnTakingResults, _ record: inout [(String, JSON)]) throws {
         guard let bounds = SpeechBounds(speech) else { throw LoadFailure("\(voice.description): silent speech for \(kind.text)") }
-        let lead = Self.silence(ms: 500)
+        let lead = Self.silence(ms: line.leadMs)
         let lastWord = lead.count + bounds.last
         let speaker = try open(target, path, Self.listening(line))
         let sent = try streamUntilTheTurnEnds(speaker, line.noisy(lead + speech + Self.silence(ms: Self.tailMs), seed: seed), lastWord: lastWord, marking: [])
@@ -130,7 +130,7 @@ struct TurnTakingCase {
     private func pause(_ first: [Int16], _ second: [Int16], _ pauseMs: Int, _ category: String, _ target: LoadTarget, _ path: String,
                        _ results: inout TurnTakingResults, _ record: inout [(String, JSON)]) throws {
         guard !first.isEmpty, !second.isEmpty else { throw LoadFailure("\(voice.description): silent speech for \(kind.text)") }
-        let lead = Self.silence(ms: 500)
+        let lead = Self.silence(ms: line.leadMs)
         let secondStarts = lead.count + first.count + 24 * pauseMs
         let lastWord = secondStarts + second.count - 1
         let speaker = try open(target, path, Self.listening(line))

@@ -22,6 +22,11 @@ enum TurnTakingLine: String, CaseIterable {
         }
     }
 
+    /// The quiet before the first word of a turn case. A noisy call's line is open before its
+    /// caller speaks (the ringing, the greeting): 3.5 s of it, so that a server that watches the
+    /// line's floor has heard it (`LineNoiseFloor` decides in 3 s), as it would have on a call.
+    var leadMs: Int { self == .g711Noisy ? 3_500 : 500 }
+
     /// What the speaker's 24 kHz samples go through on their way to the server: nil for none.
     func phoneLine() throws -> Resampler? {
         self == .clean ? nil : try Resampler(from: 24_000, to: 8_000)
