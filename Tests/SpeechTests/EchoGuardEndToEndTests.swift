@@ -104,14 +104,7 @@ import Glibc
                 userStart = tick * chunk
             }
             // The microphone's last `chunk` samples: the room, the echo, and the user if speaking.
-            let from = (tick - 1) * chunk
-            var mic = [Int16](repeating: 0, count: chunk)
-            for i in 0..<chunk {
-                let t = from + i
-                let echo = t - delay >= 0 && t - delay < speaker.count ? Double(speaker[t - delay]) * leak : 0
-                let said = userStart.map { t - $0 >= 0 && t - $0 < user.count ? Double(user[t - $0]) : 0 } ?? 0
-                mic[i] = Int16(clamping: Int(echo + said + Double(noise[t % noise.count])))
-            }
+            let mic = EchoingMicrophone.frame(tick: tick, samples: chunk, played: speaker, leak: leak, delay: delay, user: user, userStart: userStart, noise: noise)
             let bytes = telephone ? G711.encode(mic, .muLaw) : PCM.littleEndianBytes(mic)
             try talk.send(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(bytes))"}"#)
             // A second of the room first (the detector learns the quiet), then the question.

@@ -37,10 +37,13 @@ enum TurnTakingLine: String, CaseIterable {
     /// the same `seed`.
     func noisy(_ audio: [Int16], seed: UInt64, snrDB: Double = 10, speechLike: [Int16]? = nil) -> [Int16] {
         guard self == .g711Noisy else { return audio }
-        let loud = (speechLike ?? audio).lazy.filter { abs(Int($0)) > 300 }.map { Double($0) * Double($0) }
-        let count = loud.count
+        var squares = 0.0, count = 0
+        for sample in speechLike ?? audio where abs(Int(sample)) > 300 {
+            squares += Double(sample) * Double(sample)
+            count += 1
+        }
         guard count > 0 else { return audio }
-        let speechRMS = (loud.reduce(0, +) / Double(count)).squareRoot()
+        let speechRMS = (squares / Double(count)).squareRoot()
         var pink = PinkNoise(seed: seed)
         let noise = (0..<audio.count).map { _ in pink.next() }
         let noiseRMS = (noise.reduce(0) { $0 + $1 * $1 } / Double(noise.count)).squareRoot()

@@ -22,8 +22,7 @@ extension SessionDriver {
         if let current = self.listening {
             listening = current
         } else {
-            listening = Listening()
-            listening.lineNoise = LineNoiseFloor(sampleRate: inputRate)
+            listening = Listening(sampleRate: inputRate)
             self.listening = listening
             scheduleCodecCheck()
         }
@@ -41,7 +40,7 @@ extension SessionDriver {
             // The echo guard first (its reference is the reply as played, before any denoising),
             // then the line's noise is weighed, then the denoiser, then the engine's VAD and recogniser.
             let heard = guarded(samples, arrived: arrived)
-            if listening.lineNoise?.heard(heard) == true { lineFoundNoisy() }
+            if listening.lineNoise.heard(heard) { lineFoundNoisy() }
             perform(engine.handle(.audio(denoised(heard))))
             if engine.awaitsVoiceActivity { scoreVoiceActivity() }
             let done = loopTime
@@ -133,7 +132,7 @@ extension SessionDriver {
     /// undenoised, so that the engine's audio clock loses no samples.
     func denoised(_ samples: [Int16]) -> [Int16] {
         let kind: Denoiser.Kind? = switch configuration.noiseReduction {
-        case nil: denoisesLine && listening?.lineNoise?.isNoisy == true ? .nearField : nil
+        case nil: denoisesLine && listening?.lineNoise.isNoisy == true ? .nearField : nil
         case .nearField?: .nearField
         case .farField?: .farField
         }

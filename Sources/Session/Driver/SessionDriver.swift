@@ -58,7 +58,11 @@ package final class SessionDriver {
         var clock = AudioStreamClock()
         var idleCheck: ScheduledTask?
         /// The input's line, watched for noise (`LineNoiseFloor`): its turns, and a phone call's denoiser.
-        var lineNoise: LineNoiseFloor?
+        var lineNoise: LineNoiseFloor
+
+        init(sampleRate: Int) {
+            lineNoise = LineNoiseFloor(sampleRate: sampleRate)
+        }
     }
     /// Discounts the reply's echo from the input, for a client without echo cancellation; made
     /// with the first reply audio of a guarded session, let go with the codec.

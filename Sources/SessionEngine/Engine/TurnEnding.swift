@@ -18,8 +18,8 @@ import SpeechContracts
 /// | failed, or none     | `silenceMs`      | `spellingOutWaitMs` | `maxWaitMs` | `silenceMs`      |
 ///
 /// (each a wait of silence after the speech ended; on a noisy input, `Settings.noisyInput`, "end
-/// now" waits `finishedWaitMs` too). So audio and words that agree end a turn at once; words that say "not over" ("I need a flight to") hold it however sure the audio model
-/// is; finished words end it past a mid-thought pause even when the audio model never says so,
+/// now" waits `finishedWaitMs` too). So audio and words that agree end a turn at once; words that
+/// say "not over" ("I need a flight to") hold it however sure the audio model is; finished words end it past a mid-thought pause even when the audio model never says so,
 /// instead of after the eagerness's longest wait. The user speaking again before any of these
 /// withdraws the question, and the turn goes on.
 public struct TurnEnding: Sendable, Equatable {
@@ -82,6 +82,9 @@ public struct TurnEnding: Sendable, Equatable {
         /// agreed in 13 of 30 pauses of 1 s, each answered (`parley-load turn-taking --line
         /// g711-noisy`, docs/benchmarks.md "Turns over phone lines"; 1 of 30 on a clean line).
         public var noisyInput = false
+
+        /// The silence after which the audio model's "complete" ends the turn by itself.
+        var completeWaitMs: Int { noisyInput ? finishedWaitMs : 0 }
 
         public init(maxWaitMs: Int, silenceMs: Int, completeAt: Double = 0.5, readsWords: Bool = false) {
             self.maxWaitMs = maxWaitMs
@@ -184,13 +187,13 @@ public struct TurnEnding: Sendable, Equatable {
         case .spellingOut?: return (settings.spellingOutWaitMs, .words)
         case .finished?:
             switch verdict {
-            case .complete: return settings.noisyInput ? (settings.finishedWaitMs, .model) : (0, .model)
+            case .complete: return (settings.completeWaitMs, .model)
             case .failed: return (settings.silenceMs, .silence)
             case .awaited, .incomplete: return (settings.finishedWaitMs, .words)
             }
         case nil:
             switch verdict {
-            case .complete: return (settings.readsWords ? settings.wordsWaitMs : settings.noisyInput ? settings.finishedWaitMs : 0, .model)
+            case .complete: return (settings.readsWords ? settings.wordsWaitMs : settings.completeWaitMs, .model)
             case .failed: return (settings.silenceMs, .silence)
             // A model that never answers holds the turn no longer than an incomplete verdict does.
             case .awaited, .incomplete: return (settings.maxWaitMs, .maxWait)
