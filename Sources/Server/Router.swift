@@ -147,13 +147,17 @@ public struct WebSocketAdmission {
     /// A last check that answers later (a tenant's count on another machine): the 101 waits for
     /// it, the connection reading nothing meanwhile, and a refusal it gives is the upgrade's answer.
     public let confirm: Confirm?
+    /// The largest message this connection takes, when its protocol needs more than the server's
+    /// `maxMessageBytes` (GPT-Live's 30 s audio fixture is 1.9 MB of base64); nil: the server's.
+    public let maxMessageBytes: Int?
 
     /// Called on the connection's loop; `done` is called on that loop, once, with nil to upgrade.
     public typealias Confirm = (EventLoop, _ done: @escaping (HTTPRefusal?) -> Void) -> Void
 
-    public init(subprotocol: String?, handler: any WebSocketHandler, confirm: Confirm? = nil) {
+    public init(subprotocol: String?, handler: any WebSocketHandler, confirm: Confirm? = nil, maxMessageBytes: Int? = nil) {
         self.subprotocol = subprotocol
         self.handler = handler
         self.confirm = confirm
+        self.maxMessageBytes = maxMessageBytes
     }
 }

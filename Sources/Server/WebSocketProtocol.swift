@@ -23,7 +23,8 @@ final class WebSocketProtocol {
     init(connection: Connection, endpoint: Router.WebSocketEndpoint, admission: WebSocketAdmission) {
         self.connection = connection
         endpointIndex = UInt8(endpoint.metricsIndex)
-        reader = WebSocketFrameReader(maxMessageBytes: connection.serving.context.configuration.maxMessageBytes)
+        let serverLimit = connection.serving.context.configuration.maxMessageBytes
+        reader = WebSocketFrameReader(maxMessageBytes: admission.maxMessageBytes.map { max($0, serverLimit) } ?? serverLimit)
         machine = WebSocketCloseMachine(now: connection.loop.now)
         handler = admission.handler
     }

@@ -192,7 +192,7 @@ package final class SessionDriver {
     private let lease: TenantLease?
     /// How long this session may last, and how many model tokens it may spend: infinite and
     /// `Int.max` for no limit (not optionals, whose flag byte would pad each to 16 bytes).
-    private let maxSessionSeconds: Double
+    let maxSessionSeconds: Double
     private let maxSessionTokens: Int
     private var tokensSpent = 0
 

@@ -10,7 +10,9 @@ import Glibc
 /// taken here only as the full parser would take it. A pure value function: bytes in, ranges out.
 package enum AudioAppendScan {
     /// Where the `audio` and `event_id` strings' contents are in `bytes`, or nil: not this shape.
-    package static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (audio: Range<Int>, eventID: Range<Int>?)? {
+    /// `type`: the append's event type (GPT-Live's is `session.input_audio.append`).
+    package static func scan(_ bytes: UnsafeBufferPointer<UInt8>, type wanted: StaticString = "input_audio_buffer.append")
+        -> (audio: Range<Int>, eventID: Range<Int>?)? {
         var i = 0
         let n = bytes.count
         func skipSpace() {
@@ -60,7 +62,7 @@ package enum AudioAppendScan {
         } while expect(UInt8(ascii: ","))
         guard expect(UInt8(ascii: "}")) else { return nil }
         skipSpace()
-        guard i == n, let type, equals(type, "input_audio_buffer.append"), let audio else { return nil }
+        guard i == n, let type, equals(type, wanted), let audio else { return nil }
         return (audio, eventID)
     }
 }

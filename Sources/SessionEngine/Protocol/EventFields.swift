@@ -33,6 +33,14 @@ package struct EventFields {
         ProtocolError(.missingField, "missing required field '\(name(key))'", param: name(key))
     }
 
+    /// Refuses a member not in `known`, for a protocol whose objects are strict (GPT-Live's).
+    package func refuseUnknown(_ known: Set<String>) throws(ProtocolError) {
+        guard let members = members.object else { return }
+        for (key, _) in members where !known.contains(key) {
+            throw ProtocolError(.unknownParameter, "unknown parameter '\(name(key))'", param: name(key))
+        }
+    }
+
     package func string(_ key: String) throws(ProtocolError) -> String? {
         guard let value = value(key) else { return nil }
         guard let string = value.string else { throw invalid(key, "must be a string") }

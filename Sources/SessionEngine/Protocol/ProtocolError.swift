@@ -16,6 +16,11 @@ public struct ProtocolError: Error, Equatable, Sendable, CustomStringConvertible
         public static let missingField = Code(rawValue: "missing_field")
         /// A field has the wrong type or a value out of range.
         public static let invalidValue = Code(rawValue: "invalid_value")
+        /// A field the event does not define, in a protocol that refuses rather than ignores
+        /// them (GPT-Live's: "the session configuration is strict").
+        public static let unknownParameter = Code(rawValue: "unknown_parameter")
+        /// A well-formed value Parley does not support (said in docs/protocol.md).
+        public static let unsupportedValue = Code(rawValue: "unsupported_value")
     }
 
     public var code: Code

@@ -1,0 +1,341 @@
+import JSON
+import Models
+
+/// GPT-Live's protocol over Parley's engine, as a value: Live client commands and the engine's
+/// Realtime-shaped events in, Live server events and engine inputs out. No socket, no clock: the
+/// caller says what time it is (`nowMs`, milliseconds since the session opened) and carries out
+/// the steps, so every rule here is tested as a value (`LiveConversationTests`).
+///
+/// The mapping (docs/protocol.md, "GPT-Live"): the model owns the floor, which on Parley is the
+/// engine's `semantic_vad` turn decision with barge-in, so Live has no turn events; the engine's
+/// transcripts and reply audio become Live's deltas on one session timeline; the voice front
+/// delegates through its `delegate` function (`LiveDelegation`), and the application's
+/// commentary is spoken word for word; a fixture is played out as reply audio with the input muted.
+package struct LiveConversation: Sendable {
+    package enum Step: Sendable, Equatable {
+        /// A Live server event for the client.
+        case send(JSON)
+        /// An input for the engine, as a Realtime client event.
+        case engine(ClientEvent)
+        /// Microphone bytes for the engine, in the session's format (silence while muted).
+        case audio([UInt8])
+        /// Call `timer` with this after `afterMs` (one of each kind armed at a time).
+        case arm(Timer, afterMs: Int)
+        /// The session is over: close the connection (after the steps before this one).
+        case close
+    }
+
+    package enum Timer: Sendable, Equatable {
+        /// A delegation's spoken acknowledgement is due.
+        case acknowledgement
+        /// The fixture has played out.
+        case fixtureEnds
+    }
+
+    private enum Phase: Sendable {
+        case waiting
+        case starting(LiveSessionConfig, eventID: String?)
+        case started(LiveSessionConfig)
+    }
+
+    /// The longest fixture OpenAI plays: 30 s.
+    package static let maxFixtureSeconds = 30.0
+    /// Fixture audio goes out in pieces of this length, as reply audio does.
+    static let fixturePieceMs = 100
+    /// What the front says when a delegation's acknowledgement is due: Parley's own words, the
+    /// same on every model (the built-in agent has no phrasing of its own for it).
+    package static let acknowledgement = "One moment, I'm on it."
+
+    package let sessionID: String
+    /// The Unix time, in seconds, at which the session ends (its longest life from its start).
+    private let expiresAt: Int
+    private var phase = Phase.waiting
+    private var events: LiveServerEvents
+    /// The client muted its microphone (`session.input_audio.mute`).
+    private var muted = false
+    /// The client event that started the fixture now playing.
+    private var fixture: (eventID: String?, playing: Bool) = (nil, false)
+    private var activeResponse: String?
+    /// Where the next reply audio starts on the session's timeline, and whose it is.
+    private var outputCursorMs = 0
+    private var outputResponse: String?
+    /// The user's turns being transcribed: where each began and ended, and what was sent of it.
+    private var turns: [String: Turn] = [:]
+    /// Delegate calls of the response in flight, answered once it is done.
+    private var delegatedCalls: [(callID: String, delegationID: String)] = []
+    /// Acknowledgements waiting: when each is due.
+    private var acknowledgementsDue: [Int] = []
+    /// Commentary to speak, in order, once no reply is in flight.
+    private var commentary: [String] = []
+
+    private struct Turn: Sendable {
+        var startMs = 0
+        var endMs: Int?
+        /// The recogniser's growing hypothesis, and what of it the client was sent.
+        var heard = ""
+        var sent = ""
+    }
+
+    package init(sessionID: String, seed: UInt64, expiresAt: Int) {
+        self.sessionID = sessionID
+        self.expiresAt = expiresAt
+        events = LiveServerEvents(seed: seed)
+    }
+
+    package var hasStarted: Bool {
+        if case .started = phase { true } else { false }
+    }
+
+    private var config: LiveSessionConfig? {
+        if case .started(let config) = phase { config } else { nil }
+    }
+
+    // MARK: Commands
+
+    package mutating func command(_ command: LiveCommand, nowMs: Int) -> [Step] {
+        let id = command.eventID
+        if case .start(let config) = command.kind {
+            guard case .waiting = phase else { return [.send(events.error(LiveRefusal.alreadyStarted(eventID: id)))] }
+            phase = .starting(config, eventID: id)
+            return [.engine(ClientEvent(eventID: id, .sessionUpdate(config.engineUpdate)))]
+        }
+        guard let config else {
+            let what = if case .audio = command.kind { "audio" } else { "a command" }
+            return [.send(events.error(LiveRefusal.notStarted(what, eventID: id)))]
+        }
+        switch command.kind {
+        case .start:
+            return []  // answered above
+        case .update(let delegation):
+            var updated = config
+            if let delegation { updated.delegation = config.delegation.updated(to: delegation) }
+            phase = .started(updated)
+            return [.send(events.make("session.updated", [("session", resource(updated))], replyingTo: id))]
+        case .audio(let bytes):
+            guard muted || fixture.playing else { return [.audio(bytes)] }
+            // The model hears silence: its turn ends as after a pause, and the timeline goes on.
+            return [.audio([UInt8](repeating: config.format.silenceByte, count: bytes.count))]
+        case .mute, .unmute:
+            muted = command.kind == .mute
+            return [.send(events.make(muted ? "session.input_audio.muted" : "session.input_audio.unmuted", replyingTo: id))]
+        case .fixture(let bytes):
+            return playFixture(bytes, format: config.format, eventID: id, nowMs: nowMs)
+        case .instructions(let append):
+            return appended("session.instructions.appended", "session.instructions.append", text: append.content, eventID: id, nowMs: nowMs)
+        case .thinking(let append):
+            acknowledgementsDue.removeAll()
+            return appended("session.thinking.appended", "session.thinking.append",
+                            text: "Progress on a delegated task\(append.delegationID.map { " (\($0))" } ?? ""): \(append.content)", eventID: id, nowMs: nowMs)
+        case .commentary(let append):
+            if fixture.playing { return [.send(events.error(LiveRefusal.fixtureActive("session.commentary.append", eventID: id)))] }
+            acknowledgementsDue.removeAll()
+            commentary.append(append.content)
+            return [.send(events.make("session.commentary.appended", [("start_ms", .int(nowMs)), ("end_ms", .int(nowMs))], replyingTo: id))]
+                + speakNext()
+        case .responseCreate:
+            return [.send(events.error(LiveRefusal.needsResponses("response.create", eventID: id)))]
+        case .responseItemCreate:
+            return [.send(events.error(LiveRefusal.needsResponses("response.item.create", eventID: id)))]
+        case .decision(let type):
+            return [.send(events.error(LiveRefusal.decisions(type, eventID: id)))]
+        case .close:
+            return [.send(closed("close_requested", nowMs: nowMs, replyingTo: id)), .close]
+        }
+    }
+
+    /// A client message that could not be taken: its `error`, and the session goes on.
+    package mutating func refuse(_ error: ProtocolError) -> [Step] {
+        [.send(events.error(error))]
+    }
+
+    /// `session.closed`, the session's last event: its final snapshot and usage.
+    package mutating func closed(_ reason: String, nowMs: Int, replyingTo id: String? = nil) -> JSON {
+        guard let config else { return events.make("session.closed", [("reason", .string(reason))], replyingTo: id) }
+        return events.make("session.closed", [("reason", .string(reason)), ("session", resource(config)), ("usage", usage(nowMs))], replyingTo: id)
+    }
+
+    /// Text the model is to know but not say: a system message in the conversation.
+    private mutating func appended(_ type: String, _ command: String, text: String, eventID: String?, nowMs: Int) -> [Step] {
+        if fixture.playing { return [.send(events.error(LiveRefusal.fixtureActive(command, eventID: eventID)))] }
+        return [.engine(ClientEvent(eventID: eventID, .conversationItemCreate(NewConversationItem(role: .system, text: text)))),
+                .send(events.make(type, [("start_ms", .int(nowMs)), ("end_ms", .int(nowMs))], replyingTo: eventID))]
+    }
+
+    private mutating func playFixture(_ bytes: [UInt8], format: LiveAudioFormat, eventID: String?, nowMs: Int) -> [Step] {
+        if fixture.playing { return [.send(events.error(LiveRefusal.fixtureActive("session.output_audio.fixture.play", eventID: eventID)))] }
+        guard !bytes.isEmpty, format != .pcm24k || bytes.count % 2 == 0 else { return [.send(events.error(LiveRefusal.fixtureShape(eventID: eventID)))] }
+        let seconds = Double(bytes.count) / Double(format.bytesPerSecond)
+        guard seconds <= Self.maxFixtureSeconds else {
+            return [.send(events.error(LiveRefusal.fixtureTooLong(seconds: seconds, eventID: eventID)))]
+        }
+        var steps: [Step] = []
+        // The application's audio takes the floor: a reply in flight is cut, as a barge-in cuts it.
+        if let activeResponse { steps.append(.engine(ClientEvent(.responseCancel(responseID: activeResponse)))) }
+        fixture = (eventID, true)
+        steps.append(.send(events.make("session.output_audio.fixture.playing", replyingTo: eventID)))
+        outputResponse = nil
+        outputCursorMs = max(outputCursorMs, nowMs)
+        let piece = format.bytesPerSecond * Self.fixturePieceMs / 1000
+        var start = 0
+        while start < bytes.count {
+            let end = min(start + piece, bytes.count)
+            steps.append(.send(outputAudio(bytes[start..<end], format: format)))
+            start = end
+        }
+        steps.append(.arm(.fixtureEnds, afterMs: Int((seconds * 1000).rounded(.up))))
+        return steps
+    }
+
+    // MARK: Time
+
+    package mutating func timer(_ timer: Timer, nowMs: Int) -> [Step] {
+        switch timer {
+        case .fixtureEnds:
+            guard fixture.playing else { return [] }
+            let eventID = fixture.eventID
+            fixture = (nil, false)
+            return [.send(events.make("session.output_audio.fixture.played", replyingTo: eventID))] + speakNext(nowMs: nowMs)
+        case .acknowledgement:
+            return speakNext(nowMs: nowMs)
+        }
+    }
+
+    /// The next thing to say once nothing is being said: commentary first (it cancels the
+    /// acknowledgements), else an acknowledgement that is due, else a timer for the next one due.
+    private mutating func speakNext(nowMs: Int = .max) -> [Step] {
+        guard activeResponse == nil, !fixture.playing else { return [] }
+        if !commentary.isEmpty {
+            return [say(commentary.removeFirst())]
+        }
+        guard let due = acknowledgementsDue.min() else { return [] }
+        guard due <= nowMs else { return [.arm(.acknowledgement, afterMs: due - nowMs)] }
+        acknowledgementsDue.removeAll()
+        return [say(Self.acknowledgement)]
+    }
+
+    private func say(_ text: String) -> Step {
+        var overrides = ResponseOverrides()
+        overrides.scripted = .init(text: text, isFiller: false)
+        return .engine(ClientEvent(.responseCreate(overrides)))
+    }
+
+    // MARK: The engine's events
+
+    /// What the client is sent for one of the engine's events (most have no Live counterpart).
+    package mutating func engine(_ event: ServerEvent, nowMs: Int) -> [Step] {
+        switch event.kind {
+        case .sessionUpdated:
+            guard case .starting(let config, let eventID) = phase else { return [] }
+            phase = .started(config)
+            return [.send(events.make("session.started", [("session", resource(config))], replyingTo: eventID))]
+                + config.input.map { item in .engine(ClientEvent(.conversationItemCreate(NewConversationItem(role: item.role, text: item.text)))) }
+        case .error(let error):
+            if case .starting = phase { phase = .waiting }
+            return [.send(events.error(error))]
+        case .speechStarted(let startMs, let itemID):
+            if turns.count < 64 { turns[itemID] = Turn(startMs: startMs) }
+            return []
+        case .speechStopped(let endMs, let itemID):
+            turns[itemID]?.endMs = endMs
+            return []
+        case .inputAudioTranscriptionDelta(let itemID, _, let delta):
+            // Live's transcript is deltas only, never rewritten: a hypothesis's last word (its
+            // punctuation unsettled: "Please." becomes "Please delegate") waits for the next.
+            guard var turn = turns[itemID] else { return [] }
+            turn.heard += delta
+            turns[itemID] = turn
+            guard let space = turn.heard.lastIndex(of: " ") else { return [] }
+            return transcript(itemID, upTo: String(turn.heard[..<space]), nowMs: nowMs)
+        case .inputAudioTranscriptionCompleted(let itemID, _, let text, _):
+            let steps = transcript(itemID, upTo: text, nowMs: nowMs)
+            turns[itemID] = nil
+            return steps
+        case .inputAudioTranscriptionFailed(let itemID, _, _):
+            turns[itemID] = nil
+            return []
+        case .responseCreated(let response):
+            activeResponse = response.id
+            return []
+        case .outputAudioTranscriptDelta(let at, let delta), .outputTextDelta(let at, let delta):
+            if outputResponse != at.responseID { startOutput(at.responseID, nowMs: nowMs) }
+            return [.send(events.make("session.output_transcript.delta",
+                                      [("delta", .string(delta)), ("start_ms", .int(outputCursorMs)), ("end_ms", .int(outputCursorMs))]))]
+        case .functionCallArgumentsDone(let at, let name, _) where name == LiveDelegation.toolName:
+            guard let config else { return [] }
+            let delegationID = events.id("deleg")
+            delegatedCalls.append((at.callID, delegationID))
+            acknowledgementsDue.append(nowMs + config.delegation.acknowledgementDelayMs)
+            let delegation: JSON = .object([("id", .string(delegationID)), ("target", .string(config.delegation.target)), ("type", .string("delegation"))])
+            return [.send(events.make("session.delegation.created", [("delegation", delegation), ("offset_ms", .int(nowMs))]))]
+        case .responseDone(let response):
+            guard response.id == activeResponse else { return [] }
+            activeResponse = nil
+            // The delegate calls are answered in the conversation: the task is the backend's now.
+            var steps: [Step] = delegatedCalls.map { call in
+                let output = JSON.object([("status", .string("delegated")), ("delegation_id", .string(call.delegationID))]).description
+                return .engine(ClientEvent(.conversationItemCreate(NewConversationItem(role: .tool, text: "", function: .output(callID: call.callID, output: output)))))
+            }
+            delegatedCalls.removeAll()
+            steps.append(.send(events.make("session.usage.updated", [("usage", usage(nowMs))])))
+            return steps + speakNext(nowMs: nowMs)
+        default:
+            return []
+        }
+    }
+
+    /// A piece of a reply's audio, on the session's timeline.
+    package mutating func replyAudio(_ bytes: [UInt8], responseID: String, nowMs: Int) -> JSON? {
+        guard let config else { return nil }
+        if outputResponse != responseID { startOutput(responseID, nowMs: nowMs) }
+        return outputAudio(bytes[...], format: config.format)
+    }
+
+    private mutating func startOutput(_ responseID: String, nowMs: Int) {
+        outputResponse = responseID
+        outputCursorMs = max(outputCursorMs, nowMs)
+    }
+
+    private mutating func outputAudio(_ bytes: ArraySlice<UInt8>, format: LiveAudioFormat) -> JSON {
+        let start = outputCursorMs
+        outputCursorMs += bytes.count * 1000 / format.bytesPerSecond
+        return events.make("session.output_audio.delta", [("delta", .string(Base64.encode(bytes))), ("start_ms", .int(start)), ("end_ms", .int(outputCursorMs))])
+    }
+
+    /// The transcript of a turn through `text`: what the client was not yet sent of it. Where
+    /// `text` rewrote words already sent, the words past as many as were sent.
+    private mutating func transcript(_ itemID: String, upTo text: String, nowMs: Int) -> [Step] {
+        guard var turn = turns[itemID] else { return [] }
+        let delta: String
+        if text.hasPrefix(turn.sent) {
+            delta = String(text.dropFirst(turn.sent.count))
+        } else {
+            let rest = text.split(separator: " ").dropFirst(turn.sent.split(separator: " ").count).joined(separator: " ")
+            delta = rest.isEmpty ? "" : " " + rest
+        }
+        guard !delta.isEmpty else { return [] }
+        turn.sent += delta
+        turns[itemID] = turn
+        return [.send(events.make("session.input_transcript.delta",
+                                  [("delta", .string(delta)), ("start_ms", .int(turn.startMs)), ("end_ms", .int(turn.endMs ?? max(turn.startMs, nowMs)))]))]
+    }
+
+    private func resource(_ config: LiveSessionConfig) -> JSON {
+        config.resource(id: sessionID, expiresAt: expiresAt)
+    }
+
+    private func usage(_ nowMs: Int) -> JSON {
+        .object([("seconds", .number(Double(nowMs) / 1000))])
+    }
+}
+
+extension LiveAudioFormat {
+    /// One byte of silence in this format: PCM's zero, G.711's code for it (ITU-T G.711 tables:
+    /// µ-law 0xFF, A-law 0xD5).
+    var silenceByte: UInt8 {
+        switch self {
+        case .pcm24k: 0
+        case .pcmu: 0xFF
+        case .pcma: 0xD5
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import JSON
+import Testing
+@testable import SessionEngine
+
+/// GPT-Live's rules as a value: Live commands and engine events in, steps out; no socket, no
+/// clock (the test says what time it is).
+@Suite struct LiveConversationTests {
+    private func command(_ text: String) throws -> LiveCommand {
+        try Array(text.utf8).withUnsafeBytes { try LiveCommand.parse($0) }
+    }
+
+    private func sent(_ steps: [LiveConversation.Step]) -> [JSON] {
+        steps.compactMap { if case .send(let json) = $0 { json } else { nil } }
+    }
+
+    private func types(_ steps: [LiveConversation.Step]) -> [String] {
+        sent(steps).map { $0["type"]?.string ?? "?" }
+    }
+
+    private func engineEvents(_ steps: [LiveConversation.Step]) -> [ClientEvent] {
+        steps.compactMap { if case .engine(let event) = $0 { event } else { nil } }
+    }
+
+    private func event(_ kind: ServerEvent.Kind) -> ServerEvent { ServerEvent(eventID: "event_x", kind) }
+
+    private func response(_ id: String, _ status: RealtimeResponse.Status) -> RealtimeResponse {
+        RealtimeResponse(id: id, conversationID: nil, status: status, outputModalities: .audio, voice: "cedar", outputAudioFormat: .pcmu, maxOutputTokens: nil)
+    }
+
+    private static let start = #"{"type":"session.start","event_id":"e1","session":{"model":"gpt-live-1","instructions":"Be brief.","audio":{"format":{"type":"audio/pcmu","rate":8000},"output":{"voice":"cedar"}},"input":[{"role":"developer","content":[{"type":"input_text","text":"Caller is Ada."}]}]}}"#
+
+    /// A session that has started (the engine took its settings).
+    private func started() throws -> LiveConversation {
+        var live = LiveConversation(sessionID: "sess_1", seed: 7, expiresAt: 100)
+        _ = live.command(try command(Self.start), nowMs: 0)
+        _ = live.engine(event(.sessionUpdated(SessionInfo(id: "sess_1", model: "m", configuration: SessionConfiguration()))), nowMs: 5)
+        return live
+    }
+
+    @Test func startSetsTheEngineAndAnswersOnceTheEngineTookIt() throws {
+        var live = LiveConversation(sessionID: "sess_1", seed: 7, expiresAt: 100)
+        let steps = live.command(try command(Self.start), nowMs: 0)
+        let update = try #require(engineEvents(steps).first)
+        guard case .sessionUpdate(let settings) = update.kind else { Issue.record("not a session update: \(update)"); return }
+        #expect(settings.instructions == "Be brief.")
+        #expect(settings.voice == "cedar")
+        #expect(settings.inputAudioFormat == .pcmu && settings.outputAudioFormat == .pcmu)
+        #expect(settings.tools?.tools.map(\.name) == ["delegate"])
+        #expect(types(steps).isEmpty)
+        #expect(!live.hasStarted)
+
+        let answer = live.engine(event(.sessionUpdated(SessionInfo(id: "sess_1", model: "m", configuration: SessionConfiguration()))), nowMs: 5)
+        #expect(types(answer) == ["session.started"])
+        let session = try #require(sent(answer).first?["session"])
+        #expect(sent(answer).first?["client_event_id"]?.string == "e1")
+        #expect(session["id"]?.string == "sess_1" && session["expires_at"]?.int == 100 && session["model"]?.string == "gpt-live-1")
+        #expect(session["audio"]?["format"]?["type"]?.string == "audio/pcmu")
+        // The initial history goes in after the start: a developer message as a system item.
+        let items = engineEvents(answer)
+        #expect(items.count == 1)
+        if case .conversationItemCreate(let item) = items.first?.kind { #expect(item.role == .system && item.text == "Caller is Ada.") }
+        #expect(live.hasStarted)
+    }
+
+    @Test func anEngineRefusalLeavesTheSessionUnstartedAndItMayStartAgain() throws {
+        var live = LiveConversation(sessionID: "sess_1", seed: 7, expiresAt: 100)
+        _ = live.command(try command(Self.start), nowMs: 0)
+        let refused = live.engine(event(.error(EventError(type: .invalidRequest, code: "invalid_value", message: "no"))), nowMs: 1)
+        #expect(types(refused) == ["error"])
+        #expect(!live.hasStarted)
+        #expect(!engineEvents(live.command(try command(Self.start), nowMs: 2)).isEmpty)
+    }
+
+    @Test func commandsBeforeTheStartAndASecondStartAreRefused() throws {
+        var live = LiveConversation(sessionID: "sess_1", seed: 7, expiresAt: 100)
+        let early = live.command(try command(#"{"type":"session.input_audio.append","event_id":"a1","audio":"AAAA"}"#), nowMs: 0)
+        #expect(sent(early).first?["error"]?["code"]?.string == "session_not_started")
+        #expect(sent(early).first?["client_event_id"]?.string == "a1")
+        var live2 = try started()
+        let again = live2.command(try command(Self.start), nowMs: 9)
+        #expect(sent(again).first?["error"]?["code"]?.string == "session_already_started")
+    }
+
+    @Test func strictFieldsAreRefusedWithTheirPath() {
+        let cases: [(String, String, String)] = [
+            (#"{"type":"session.start","session":{"model":"m","voice":"x"}}"#, "unknown_parameter", "session.voice"),
+            (#"{"type":"session.start","session":{"model":"m","audio":{"format":{"type":"audio/pcm","rate":24000,"bits":16}}}}"#, "unknown_parameter", "session.audio.format.bits"),
+            (#"{"type":"session.start","session":{"model":"m","audio":{"format":{"type":"audio/pcm","rate":16000}}}}"#, "unsupported_value", "session.audio.format.rate"),
+            (#"{"type":"session.start","session":{"model":"m","delegation":{"type":"decisions","decisions":{}}}}"#, "unsupported_value", "session.delegation.type"),
+            (#"{"type":"session.start","session":{"model":"m","triggers":[{"type":"x"}]}}"#, "unsupported_value", "session.triggers"),
+            (#"{"type":"session.start","session":{"instructions":"x"}}"#, "missing_field", "session.model"),
+            (#"{"type":"session.input_audio.mute","muted":true}"#, "unknown_parameter", "muted"),
+            (#"{"type":"session.speak"}"#, "unknown_event", "type"),
+        ]
+        for (text, code, param) in cases {
+            do {
+                _ = try command(text)
+                Issue.record("taken: \(text)")
+            } catch let error as ProtocolError {
+                #expect(error.code.rawValue == code, "\(text)")
+                #expect(error.param == param, "\(text)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
+    @Test func mutedAudioReachesTheEngineAsSilenceInTheSessionsFormat() throws {
+        var live = try started()
+        let loud: [UInt8] = [0x10, 0x20, 0x30, 0x40]
+        let append = #"{"type":"session.input_audio.append","audio":"ECAwQA=="}"#
+        #expect(live.command(try command(append), nowMs: 10) == [.audio(loud)])
+        #expect(types(live.command(try command(#"{"type":"session.input_audio.mute"}"#), nowMs: 11)) == ["session.input_audio.muted"])
+        // µ-law's silence is 0xFF: the model hears a pause, and the timeline goes on.
+        #expect(live.command(try command(append), nowMs: 12) == [.audio([0xFF, 0xFF, 0xFF, 0xFF])])
+        #expect(types(live.command(try command(#"{"type":"session.input_audio.unmute"}"#), nowMs: 13)) == ["session.input_audio.unmuted"])
+        #expect(live.command(try command(append), nowMs: 14) == [.audio(loud)])
+    }
+
+    @Test func aFixturePlaysOutMutesTheInputAndHoldsAppends() throws {
+        var live = try started()
+        // A reply is in flight: the fixture cuts it.
+        _ = live.engine(event(.responseCreated(response("resp_1", .inProgress))), nowMs: 20)
+        let second = [UInt8](repeating: 0x55, count: 8_000)  // 1 s of µ-law
+        let play = live.command(try command(#"{"type":"session.output_audio.fixture.play","event_id":"f1","audio":"\#(Base64.encode(second))"}"#), nowMs: 100)
+        #expect(engineEvents(play).first?.kind == .responseCancel(responseID: "resp_1"))
+        #expect(types(play) == ["session.output_audio.fixture.playing"] + Array(repeating: "session.output_audio.delta", count: 10))
+        #expect(play.last == .arm(.fixtureEnds, afterMs: 1000))
+        let deltas = sent(play).dropFirst()
+        #expect(deltas.first?["start_ms"]?.int == 100 && deltas.last?["end_ms"]?.int == 1100)
+        #expect(deltas.flatMap { Base64.decode(($0["delta"]?.string ?? "").utf8) ?? [] } == second)
+
+        #expect(live.command(try command(#"{"type":"session.input_audio.append","audio":"ECAwQA=="}"#), nowMs: 200) == [.audio([0xFF, 0xFF, 0xFF, 0xFF])])
+        let during = live.command(try command(#"{"type":"session.instructions.append","content":"x","delegation_id":null}"#), nowMs: 300)
+        #expect(sent(during).first?["error"]?["code"]?.string == "fixture_active")
+        let twice = live.command(try command(#"{"type":"session.output_audio.fixture.play","audio":"VVU="}"#), nowMs: 300)
+        #expect(sent(twice).first?["error"]?["code"]?.string == "fixture_active")
+
+        let ended = live.timer(.fixtureEnds, nowMs: 1100)
+        #expect(types(ended) == ["session.output_audio.fixture.played"])
+        #expect(sent(ended).first?["client_event_id"]?.string == "f1")
+        #expect(live.command(try command(#"{"type":"session.input_audio.append","audio":"ECAwQA=="}"#), nowMs: 1200) == [.audio([0x10, 0x20, 0x30, 0x40])])
+    }
+
+    @Test func aFixtureOverThirtySecondsIsRefused() throws {
+        var live = try started()
+        let long = [UInt8](repeating: 0x55, count: 8_000 * 31)
+        let steps = live.command(try command(#"{"type":"session.output_audio.fixture.play","audio":"\#(Base64.encode(long))"}"#), nowMs: 0)
+        #expect(sent(steps).first?["error"]?["code"]?.string == "invalid_value")
+    }
+
+    private func delegate(_ live: inout LiveConversation, nowMs: Int) -> [LiveConversation.Step] {
+        _ = live.engine(event(.responseCreated(response("resp_d", .inProgress))), nowMs: nowMs)
+        let created = live.engine(event(.functionCallArgumentsDone(FunctionCallLocation(responseID: "resp_d", itemID: "item_c", outputIndex: 0, callID: "call_1"),
+                                                                   name: "delegate", arguments: #"{"task":"weather in Paris"}"#)), nowMs: nowMs)
+        return created + live.engine(event(.responseDone(response("resp_d", .completed))), nowMs: nowMs + 10)
+    }
+
+    private func scripted(_ steps: [LiveConversation.Step]) -> [String] {
+        engineEvents(steps).compactMap { if case .responseCreate(let overrides) = $0.kind { overrides.scripted?.text } else { nil } }
+    }
+
+    @Test func aDelegateCallBecomesADelegationAnsweredInTheConversationAndAcknowledged() throws {
+        var live = try started()
+        let steps = delegate(&live, nowMs: 500)
+        #expect(types(steps) == ["session.delegation.created", "session.usage.updated"])
+        let delegation = try #require(sent(steps).first)
+        #expect(delegation["delegation"]?["target"]?.string == "client" && delegation["offset_ms"]?.int == 500)
+        let id = try #require(delegation["delegation"]?["id"]?.string)
+        // The call is answered once its response is done, and the acknowledgement (delay 0) said.
+        let outputs = engineEvents(steps).compactMap { if case .conversationItemCreate(let item) = $0.kind { item.function } else { nil } }
+        #expect(outputs.count == 1)
+        if case .output(let callID, let output) = outputs.first { #expect(callID == "call_1" && output.contains(id)) }
+        #expect(scripted(steps) == [LiveConversation.acknowledgement])
+    }
+
+    @Test func commentaryCancelsTheAcknowledgementAndIsSpokenOnceTheReplyEnds() throws {
+        var live = try started()
+        _ = live.command(try command(#"{"type":"session.update","session":{"delegation":{"type":"client","acknowledgement_delay_ms":400}}}"#), nowMs: 400)
+        let steps = delegate(&live, nowMs: 500)
+        #expect(scripted(steps).isEmpty)
+        #expect(steps.contains(.arm(.acknowledgement, afterMs: 390)))
+        // The user speaks meanwhile: a reply is in flight, so the commentary waits for it.
+        _ = live.engine(event(.responseCreated(response("resp_u", .inProgress))), nowMs: 600)
+        let comment = live.command(try command(#"{"type":"session.commentary.append","content":"Sunny, 21 degrees.","delegation_id":"deleg_x"}"#), nowMs: 700)
+        #expect(types(comment) == ["session.commentary.appended"])
+        #expect(scripted(comment).isEmpty)
+        #expect(scripted(live.timer(.acknowledgement, nowMs: 900)).isEmpty)
+        let done = live.engine(event(.responseDone(response("resp_u", .completed))), nowMs: 1000)
+        #expect(scripted(done) == ["Sunny, 21 degrees."])
+    }
+
+    @Test func aDelayedAcknowledgementIsSaidWhenDue() throws {
+        var live = try started()
+        _ = live.command(try command(#"{"type":"session.update","session":{"delegation":{"type":"client","acknowledgement_delay_ms":400}}}"#), nowMs: 400)
+        // An update that omits the delay keeps it.
+        let kept = live.command(try command(#"{"type":"session.update","session":{"delegation":{"type":"client"}}}"#), nowMs: 450)
+        #expect(sent(kept).first?["session"]?["delegation"]?["acknowledgement_delay_ms"]?.int == 400)
+        _ = delegate(&live, nowMs: 500)
+        #expect(scripted(live.timer(.acknowledgement, nowMs: 900)) == [LiveConversation.acknowledgement])
+    }
+
+    @Test func thinkingIsKnownNotSaid() throws {
+        var live = try started()
+        _ = delegate(&live, nowMs: 0)
+        let steps = live.command(try command(#"{"type":"session.thinking.append","content":"Looking it up.","delegation_id":"deleg_1"}"#), nowMs: 50)
+        #expect(types(steps) == ["session.thinking.appended"])
+        if case .conversationItemCreate(let item) = engineEvents(steps).first?.kind {
+            #expect(item.role == .system && item.text.contains("Looking it up.") && item.text.contains("deleg_1"))
+        } else {
+            Issue.record("no system item")
+        }
+        #expect(scripted(steps).isEmpty)
+    }
+
+    @Test func theInputTranscriptIsSentAsDeltasThatAreNeverRewritten() throws {
+        var live = try started()
+        _ = live.engine(event(.speechStarted(audioStartMs: 1200, itemID: "item_1")), nowMs: 1300)
+        var text = ""
+        func take(_ steps: [LiveConversation.Step]) {
+            for json in sent(steps) where json["type"]?.string == "session.input_transcript.delta" {
+                text += json["delta"]?.string ?? ""
+                #expect(json["start_ms"]?.int == 1200)
+            }
+        }
+        // The recogniser's hypothesis grows; its last word (here with a period) waits.
+        take(live.engine(event(.inputAudioTranscriptionDelta(itemID: "item_1", contentIndex: 0, delta: "Please.")), nowMs: 1500))
+        #expect(text.isEmpty)
+        take(live.engine(event(.inputAudioTranscriptionDelta(itemID: "item_1", contentIndex: 0, delta: " Check the")), nowMs: 1700))
+        #expect(text == "Please. Check")
+        _ = live.engine(event(.speechStopped(audioEndMs: 2600, itemID: "item_1")), nowMs: 2700)
+        // The final rewrote the first word's punctuation: the words past those sent follow.
+        take(live.engine(event(.inputAudioTranscriptionCompleted(itemID: "item_1", contentIndex: 0, transcript: "Please, check the weather.", audioSeconds: 1.4)),
+                         nowMs: 2900))
+        #expect(text == "Please. Check the weather.")
+    }
+
+    @Test func responsesAndDecisionsCommandsAreRefusedAndCloseEndsTheSession() throws {
+        var live = try started()
+        #expect(sent(live.command(try command(#"{"type":"response.create"}"#), nowMs: 0)).first?["error"]?["message"]?.string == "response.create requires Responses delegation.")
+        #expect(sent(live.command(try command(#"{"type":"response.item.create","item":{}}"#), nowMs: 0)).first?["error"]?["code"]?.string == "invalid_request")
+        #expect(sent(live.command(try command(#"{"type":"decision.create","event_id":"d"}"#), nowMs: 0)).first?["error"]?["code"]?.string == "unsupported_event")
+        let close = live.command(try command(#"{"type":"session.close","event_id":"c"}"#), nowMs: 2500)
+        #expect(close.last == .close)
+        let closed = try #require(sent(close).first)
+        #expect(closed["reason"]?.string == "close_requested" && closed["usage"]?["seconds"]?.double == 2.5 && closed["client_event_id"]?.string == "c")
+    }
+}

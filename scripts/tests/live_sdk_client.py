@@ -1,0 +1,319 @@
+"""GPT-Live sessions against a Parley server with the openai Python SDK's own Live client
+(`client.live.connect`), every server event validated against the SDK's `ServerEvent` models.
+
+Run by scripts/tests/live-sdk-test.sh, which starts `parley serve` (its speech helper, Piper,
+Silero) with `parley mock-llm` as the voice front's model (it calls the function the user names:
+"delegate"). Two kinds of run:
+
+- the protocol (no speech): the errors a client meets (audio before the start, an unknown field,
+  Decisions, a second start, Responses commands, a fixture too long or ragged), then a session's
+  commands and their answers (instructions, update, mute and unmute, a fixture played, close);
+- spoken turns, one connection a voice (espeak-ng voices at several speeds, made by the shell
+  script): speech muted is not heard; speech asking to delegate comes back as the input
+  transcript, `session.delegation.created` for the application, and the application's commentary
+  spoken (its transcript and audio), with or without the acknowledgement first.
+
+Exit status: 0 every check passed; 1 a check failed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import math
+import struct
+import sys
+from typing import Any
+
+import openai
+import pydantic
+from openai import AsyncOpenAI
+from openai.types.live.server_event import ServerEvent
+from checks import Abort, Checks  # scripts/tests/checks.py, beside this file
+from realtime_sdk_client import models_by_type, short
+
+MODEL = "gpt-live-1"
+RATE = 24000
+CHUNK_MS = 100
+COMMENTARY = "It is sunny in Paris and twenty one degrees."
+
+
+def pcm_silence(ms: int) -> bytes:
+    return b"\x00\x00" * (RATE * ms // 1000)
+
+
+def pcm_tone(ms: int, hz: float = 440.0) -> bytes:
+    count = RATE * ms // 1000
+    return b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * hz * i / RATE))) for i in range(count))
+
+
+class Live:
+    """One SDK Live connection: bounded waits, every event validated, events kept for the checks."""
+
+    def __init__(self, name: str, conn: Any, checks: Checks, timeout: float) -> None:
+        self.name = name
+        self.conn = conn
+        self.checks = checks
+        self.timeout = timeout
+        self.models = models_by_type(ServerEvent)
+        self.shape_errors: list[str] = []
+        self.received = 0
+        self.seen: list[dict[str, Any]] = []
+
+    async def next_event(self, waiting_for: str, timeout: float | None = None) -> dict[str, Any]:
+        try:
+            raw = await asyncio.wait_for(self.conn.recv_bytes(), timeout or self.timeout)
+        except asyncio.TimeoutError:
+            raise Abort(f"no event within {timeout or self.timeout:g} s while waiting for {waiting_for}") from None
+        except Exception as error:
+            raise Abort(f"connection failed while waiting for {waiting_for}: {type(error).__name__}: {error}") from None
+        self.received += 1
+        data = json.loads(raw)
+        self.conn.parse_event(raw)  # what recv() gives an application
+        kind = data.get("type")
+        model = self.models.get(kind)
+        if model is None:
+            self.shape_errors.append(f"{kind!r}: not an event type this SDK knows: {short(data)}")
+        else:
+            try:
+                model.model_validate(data)
+            except pydantic.ValidationError as error:
+                self.shape_errors.append(f"{kind}: {error.errors()[:3]}")
+        self.seen.append(data)
+        return data
+
+    async def expect(self, wanted: str, *, skip: tuple[str, ...] = (), timeout: float | None = None) -> dict[str, Any]:
+        """Reads until an event of type `wanted`; an `error`, or an event not in `skip`, aborts."""
+        while True:
+            data = await self.next_event(wanted, timeout)
+            if data.get("type") == wanted:
+                return data
+            if data.get("type") == "error" or data.get("type") not in skip:
+                raise Abort(f"expected {wanted}, got {short(data)}")
+
+    async def expect_error(self, label: str, code: str, event_id: str | None = None) -> None:
+        data = await self.next_event(f"the error for {label}")
+        error = data.get("error") or {}
+        ok = data.get("type") == "error" and error.get("code") == code
+        if event_id is not None:
+            ok = ok and data.get("client_event_id") == event_id
+        self.checks.check(f"{self.name}: {label} -> error {code}", ok, error.get("message", "") if ok else f"got {short(data)}")
+
+    async def raw(self, event: dict[str, Any]) -> None:
+        """Sends `event` as written (the SDK's typed helpers would not send a wrong field)."""
+        await self.conn.send_raw(json.dumps(event))
+
+    async def stream(self, audio: bytes) -> None:
+        """`audio` (pcm16 at 24 kHz) through the SDK's append, at real-time pace."""
+        step = RATE * 2 * CHUNK_MS // 1000
+        for start in range(0, len(audio), step):
+            await self.conn.session.input_audio.append(audio=base64.b64encode(audio[start:start + step]).decode("ascii"))
+            await asyncio.sleep(CHUNK_MS / 1000)
+
+    def validated(self) -> None:
+        self.checks.check(f"{self.name}: all {self.received} server events validate against the SDK's ServerEvent models", not self.shape_errors,
+                          "\n       ".join([""] + self.shape_errors))
+
+
+def session_config(**extra: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "model": MODEL,
+        "instructions": "You are Parley's GPT-Live test. Answer briefly.",
+        "audio": {"format": {"type": "audio/pcm", "rate": RATE}, "output": {"voice": "marin"}},
+        "input": [{"role": "developer", "content": [{"type": "input_text", "text": "The caller is testing the server."}]}],
+    }
+    config.update(extra)
+    return config
+
+
+async def protocol_run(live: Live) -> None:
+    c = live.checks
+    await live.conn.session.input_audio.append(audio=base64.b64encode(pcm_silence(100)).decode("ascii"), event_id="evt_early_audio")
+    await live.expect_error("audio before session.start", "session_not_started", "evt_early_audio")
+    await live.raw({"type": "session.start", "event_id": "evt_unknown", "session": {**session_config(), "voice": "marin"}})
+    await live.expect_error("session.start with an unknown field", "unknown_parameter", "evt_unknown")
+    await live.raw({"type": "session.start", "event_id": "evt_decisions",
+                    "session": session_config(delegation={"type": "decisions", "decisions": {"model": "x"}})})
+    await live.expect_error("Decisions delegation", "unsupported_value", "evt_decisions")
+
+    await live.conn.session.start(session=session_config(), event_id="evt_start")
+    started = await live.expect("session.started")
+    session = started.get("session", {})
+    c.check(f"{live.name}: session.started after the errors (the session went on)",
+            session.get("model") == MODEL and session.get("status") == "active" and started.get("client_event_id") == "evt_start"
+            and session.get("audio", {}).get("format", {}).get("rate") == RATE and session.get("id", "").startswith("sess_"), short(session))
+
+    await live.conn.session.start(session=session_config(), event_id="evt_again")
+    await live.expect_error("a second session.start", "session_already_started", "evt_again")
+    await live.conn.response.create(event_id="evt_response")
+    await live.expect_error("response.create under client delegation", "invalid_request", "evt_response")
+    await live.conn.decision.create(event_id="evt_decision")
+    await live.expect_error("decision.create", "unsupported_event", "evt_decision")
+    await live.conn.session.output_audio.fixture.play(audio=base64.b64encode(pcm_silence(31_000)).decode("ascii"), event_id="evt_long")
+    await live.expect_error("a 31 s fixture", "invalid_value", "evt_long")
+    await live.raw({"type": "session.output_audio.fixture.play", "event_id": "evt_ragged", "audio": base64.b64encode(b"\x01\x02\x03").decode("ascii")})
+    await live.expect_error("a fixture of half a sample", "invalid_value", "evt_ragged")
+
+    await live.conn.session.instructions.append(content="The caller's name is Ada.", delegation_id=None, event_id="evt_instr")
+    appended = await live.expect("session.instructions.appended")
+    c.check(f"{live.name}: instructions appended", appended.get("client_event_id") == "evt_instr")
+    await live.conn.session.update(session={"delegation": {"type": "client", "acknowledgement_delay_ms": 250}}, event_id="evt_update")
+    updated = await live.expect("session.updated")
+    c.check(f"{live.name}: session.updated carries the new delegation",
+            updated["session"].get("delegation") == {"type": "client", "acknowledgement_delay_ms": 250}, short(updated["session"].get("delegation")))
+
+    await live.conn.session.input_audio.mute(event_id="evt_mute")
+    muted = await live.expect("session.input_audio.muted")
+    await live.conn.session.input_audio.unmute(event_id="evt_unmute")
+    unmuted = await live.expect("session.input_audio.unmuted")
+    c.check(f"{live.name}: mute and unmute answered", muted.get("client_event_id") == "evt_mute" and unmuted.get("client_event_id") == "evt_unmute")
+
+    tone = pcm_tone(1000)
+    await live.conn.session.output_audio.fixture.play(audio=base64.b64encode(tone).decode("ascii"), event_id="evt_fixture")
+    await live.expect("session.output_audio.fixture.playing")
+    await live.conn.session.instructions.append(content="too early", delegation_id=None, event_id="evt_during")
+    played_bytes = b""
+    got_error = False
+    while True:
+        data = await live.next_event("session.output_audio.fixture.played")
+        if data["type"] == "session.output_audio.delta":
+            played_bytes += base64.b64decode(data["delta"])
+        elif data["type"] == "error":
+            got_error = data.get("error", {}).get("code") == "fixture_active"
+        elif data["type"] == "session.output_audio.fixture.played":
+            break
+        else:
+            raise Abort(f"unexpected during the fixture: {short(data)}")
+    c.check(f"{live.name}: the fixture played out as output audio, whole", played_bytes == tone, f"{len(played_bytes)} of {len(tone)} bytes")
+    c.check(f"{live.name}: instructions during the fixture -> error fixture_active", got_error)
+
+    await live.conn.session.close(event_id="evt_close")
+    closed = await live.expect("session.closed", skip=("session.usage.updated",))
+    c.check(f"{live.name}: session.closed, close_requested, with usage",
+            closed.get("reason") == "close_requested" and closed.get("usage", {}).get("seconds", -1) >= 0 and closed.get("session", {}).get("id") == session.get("id"))
+
+
+async def spoken_run(live: Live, muted_speech: bytes, request: bytes, *, wait_for_acknowledgement: bool) -> None:
+    c = live.checks
+    await live.conn.session.start(session=session_config())
+    await live.expect("session.started")
+
+    # Muted: the speech is not heard (no transcript, no reply) ...
+    await live.conn.session.input_audio.mute()
+    await live.expect("session.input_audio.muted")
+    await live.stream(muted_speech + pcm_silence(1500))
+    heard_muted: list[str] = []
+    try:
+        while True:
+            data = await live.next_event("nothing, while muted", timeout=2.0)
+            heard_muted.append(data["type"])
+    except Abort:
+        pass
+    c.check(f"{live.name}: speech while muted is not heard", not heard_muted, ", ".join(heard_muted))
+    await live.conn.session.input_audio.unmute()
+    await live.expect("session.input_audio.unmuted")
+
+    # ... unmuted, a request the voice front delegates to the application.
+    sender = asyncio.create_task(live.stream(request + pcm_silence(2500)))
+    heard = ""
+    delegation: dict[str, Any] = {}
+    try:
+        while not delegation:
+            data = await live.next_event("session.delegation.created", timeout=30)
+            if data["type"] == "session.input_transcript.delta":
+                heard += data["delta"]
+            elif data["type"] == "session.delegation.created":
+                delegation = data
+            elif data["type"] == "error":
+                raise Abort(f"error while speaking: {short(data)}")
+    finally:
+        await sender
+    c.check(f"{live.name}: the request heard (input transcript)", "weather" in heard.lower(), repr(heard))
+    c.check(f"{live.name}: delegated to the application", delegation["delegation"].get("target") == "client"
+            and delegation["delegation"]["id"].startswith("deleg_") and delegation.get("offset_ms", -1) >= 0, short(delegation))
+    delegation_id = delegation["delegation"]["id"]
+
+    said = ""
+    if wait_for_acknowledgement:
+        while "moment" not in said.lower():
+            data = await live.next_event("the acknowledgement", timeout=30)
+            if data["type"] == "session.output_transcript.delta":
+                said += data["delta"]
+            elif data["type"] == "error":
+                raise Abort(f"error before the acknowledgement: {short(data)}")
+        c.check(f"{live.name}: the delegation acknowledged in speech", True, repr(said))
+    else:
+        await live.conn.session.thinking.append(content="Looking up the forecast.", delegation_id=delegation_id)
+        await live.expect("session.thinking.appended", skip=("session.usage.updated", "session.output_transcript.delta", "session.output_audio.delta"))
+    await live.conn.session.commentary.append(content=COMMENTARY, delegation_id=delegation_id)
+    spoken = ""
+    audio = 0
+    appended = False
+    while "degrees" not in spoken.lower() or not appended:
+        data = await live.next_event("the commentary spoken", timeout=30)
+        if data["type"] == "session.output_transcript.delta":
+            spoken += data["delta"]
+        elif data["type"] == "session.output_audio.delta":
+            audio += len(base64.b64decode(data["delta"]))
+        elif data["type"] == "session.commentary.appended":
+            appended = True
+        elif data["type"] == "error":
+            raise Abort(f"error while the commentary was spoken: {short(data)}")
+    while True:  # the rest of its audio, to its usage
+        data = await live.next_event("session.usage.updated", timeout=30)
+        if data["type"] == "session.output_audio.delta":
+            audio += len(base64.b64decode(data["delta"]))
+        if data["type"] == "session.usage.updated":
+            break
+    c.check(f"{live.name}: the application's commentary spoken word for word", "sunny in paris" in spoken.lower(), repr(spoken))
+    c.check(f"{live.name}: with its audio", audio > RATE * 2, f"{audio / (RATE * 2):.1f} s")
+    await live.conn.session.close()
+    await live.expect("session.closed", skip=("session.usage.updated", "session.output_audio.delta", "session.output_transcript.delta"))
+
+
+async def run(checks: Checks, client: AsyncOpenAI, name: str, timeout: float, body: Any) -> None:
+    try:
+        async with asyncio.timeout(120):
+            manager = client.live.connect()
+            conn = await asyncio.wait_for(manager.__aenter__(), timeout)
+            live = Live(name, conn, checks, timeout)
+            try:
+                await body(live)
+            finally:
+                try:
+                    await asyncio.wait_for(manager.__aexit__(None, None, None), timeout)
+                except Exception as error:
+                    checks.note(f"{name}: close: {type(error).__name__}: {error}")
+                live.validated()
+    except Abort as error:
+        checks.check(f"{name}: run", False, str(error))
+    except TimeoutError:
+        checks.check(f"{name}: run", False, "did not finish within 120 s")
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base-url", required=True, help="http://127.0.0.1:PORT/v1")
+    parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--speech", nargs="*", default=[], metavar="NAME:MUTED:REQUEST",
+                        help="a spoken run: a name, and two raw 24 kHz pcm16 files (speech sent muted, then the request)")
+    args = parser.parse_args()
+    checks = Checks()
+    print(f"openai {openai.__version__}, pydantic {pydantic.VERSION}, base_url {args.base_url}", flush=True)
+    client = AsyncOpenAI(base_url=args.base_url, api_key="sk-parley-sdk-test", max_retries=0)
+    await run(checks, client, "live protocol", args.timeout, protocol_run)
+    for index, spec in enumerate(args.speech):
+        name, muted_path, request_path = spec.split(":")
+        with open(muted_path, "rb") as file:
+            muted = file.read()
+        with open(request_path, "rb") as file:
+            request = file.read()
+        await run(checks, client, f"live {name}", args.timeout,
+                  lambda live, m=muted, r=request, ack=(index == 0): spoken_run(live, m, r, wait_for_acknowledgement=ack))
+    print(f"live sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
+    return 0 if checks.failed == 0 and checks.passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
