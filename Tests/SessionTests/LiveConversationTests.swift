@@ -238,11 +238,83 @@ import Testing
     @Test func responsesAndDecisionsCommandsAreRefusedAndCloseEndsTheSession() throws {
         var live = try started()
         #expect(sent(live.command(try command(#"{"type":"response.create"}"#), nowMs: 0)).first?["error"]?["message"]?.string == "response.create requires Responses delegation.")
-        #expect(sent(live.command(try command(#"{"type":"response.item.create","item":{}}"#), nowMs: 0)).first?["error"]?["code"]?.string == "invalid_request")
+        #expect(sent(live.command(try command(#"{"type":"response.item.create","item":{"type":"function_call_output","call_id":"c","output":"x"}}"#), nowMs: 0)).first?["error"]?["code"]?.string == "invalid_request")
         #expect(sent(live.command(try command(#"{"type":"decision.create","event_id":"d"}"#), nowMs: 0)).first?["error"]?["code"]?.string == "unsupported_event")
         let close = live.command(try command(#"{"type":"session.close","event_id":"c"}"#), nowMs: 2500)
         #expect(close.last == .close)
         let closed = try #require(sent(close).first)
         #expect(closed["reason"]?.string == "close_requested" && closed["usage"]?["seconds"]?.double == 2.5 && closed["client_event_id"]?.string == "c")
+    }
+
+    // MARK: Responses delegation
+
+    private static let responsesStart = #"{"type":"session.start","session":{"model":"gpt-live-1","delegation":{"type":"responses","acknowledgement_delay_ms":0,"responses":{"model":"gpt-5.2","instructions":"Be exact.","tools":[{"type":"function","name":"order_status","parameters":{"type":"object","properties":{"order_id":{"type":"string"}}}},{"type":"mcp","server_label":"agent","server_url":"http://127.0.0.1:9/agent"}]}}}}"#
+
+    @Test func aResponsesDelegationParsesItsBackendAndRefusesHostedTools() throws {
+        let start = try command(Self.responsesStart)
+        guard case .start(let config) = start.kind, let backend = config.delegation.backend else { Issue.record("no backend"); return }
+        #expect(backend.model == "gpt-5.2" && backend.instructions == "Be exact.")
+        #expect(backend.tools?.tools.map(\.name) == ["order_status"] && backend.mcpServers.map(\.label) == ["agent"])
+        let update = backend.engineUpdate
+        #expect(update.outputModalities == .text && update.turnDetection == .manual)
+        do {
+            _ = try command(#"{"type":"session.start","session":{"model":"m","delegation":{"type":"responses","responses":{"model":"x","tools":[{"type":"web_search"}]}}}}"#)
+            Issue.record("a hosted tool was taken")
+        } catch let error as ProtocolError {
+            #expect(error.code == .unsupportedValue && error.param == "session.delegation.responses.tools[0].type")
+        }
+    }
+
+    @Test func aResponsesDelegationHandsTheTaskToTheBackendAndSpeaksItsAnswer() throws {
+        var live = LiveConversation(sessionID: "sess_1", seed: 7, expiresAt: 100)
+        _ = live.command(try command(Self.responsesStart), nowMs: 0)
+        _ = live.engine(event(.sessionUpdated(SessionInfo(id: "sess_1", model: "m", configuration: SessionConfiguration()))), nowMs: 5)
+        let steps = delegate(&live, nowMs: 500)
+        let delegation = try #require(sent(steps).first)
+        #expect(delegation["delegation"]?["target"]?.string == "responses")
+        let id = try #require(delegation["delegation"]?["id"]?.string)
+        #expect(steps.contains(.delegate(task: "weather in Paris", delegationID: id)))
+        // The application's commands go to the backend now.
+        let item = live.command(try command(#"{"type":"response.item.create","item":{"type":"function_call_output","call_id":"call_9","output":"{}"}}"#), nowMs: 600)
+        if case .backend(let event) = item.first, case .conversationItemCreate(let created) = event.kind {
+            #expect(created.function == .output(callID: "call_9", output: "{}"))
+        } else {
+            Issue.record("not for the backend: \(item)")
+        }
+        #expect(live.command(try command(#"{"type":"response.create","event_id":"r"}"#), nowMs: 610) == [.backend(ClientEvent(eventID: "r", .responseCreate(ResponseOverrides())))])
+        // Its events come in envelopes naming the delegation; its answer is spoken.
+        let envelope = live.backend(.event(.object([("type", .string("response.completed"))])), nowMs: 700)
+        #expect(sent(envelope).first?["type"]?.string == "response.event" && sent(envelope).first?["delegation_id"]?.string == id)
+        // The acknowledgement is playing: the answer waits for its end.
+        _ = live.engine(event(.responseCreated(response("resp_ack", .inProgress))), nowMs: 700)
+        #expect(scripted(live.backend(.answered("Order 42 has shipped."), nowMs: 800)).isEmpty)
+        #expect(scripted(live.engine(event(.responseDone(response("resp_ack", .completed))), nowMs: 900)) == ["Order 42 has shipped."])
+    }
+
+    @Test func theBackendsEventsAreResponsesEventsAndItsOutcomeIsTheAnswer() {
+        var events = LiveResponsesEvents()
+        let at = ContentLocation(responseID: "resp_b", itemID: "item_b")
+        var outcomes = events.translate(event(.responseCreated(response("resp_b", .inProgress))))
+        outcomes += events.translate(event(.outputTextDelta(at, delta: "Order 42 ")))
+        outcomes += events.translate(event(.outputTextDelta(at, delta: "has shipped.")))
+        outcomes += events.translate(event(.responseDone(response("resp_b", .completed))))
+        let types = outcomes.compactMap { if case .event(let json) = $0 { json["type"]?.string } else { nil } }
+        #expect(types == ["response.created", "response.output_text.delta", "response.output_text.delta", "response.completed"])
+        let first = outcomes.first.flatMap { if case .event(let json) = $0 { json } else { nil } }
+        #expect(first?["event_id"] == nil && first?["sequence_number"]?.int == 0 && first?["response"]?["object"]?.string == "response")
+        #expect(outcomes.last == .answered("Order 42 has shipped."))
+
+        // A response that called the application's function is not an answer: the application
+        // answers the call first.
+        var calling = LiveResponsesEvents()
+        _ = calling.translate(event(.responseCreated(response("resp_c", .inProgress))))
+        _ = calling.translate(event(.functionCallArgumentsDone(FunctionCallLocation(responseID: "resp_c", itemID: "i", outputIndex: 0, callID: "call_1"),
+                                                               name: "order_status", arguments: "{}")))
+        #expect(!calling.translate(event(.responseDone(response("resp_c", .completed)))).contains { if case .answered = $0 { true } else { false } })
+        // One that ended on an MCP call's result goes on.
+        var serving = LiveResponsesEvents()
+        _ = serving.translate(event(.responseCreated(response("resp_m", .inProgress))))
+        _ = serving.translate(event(.mcpCallCompleted(MCPCallLocation(responseID: "resp_m", itemID: "m", outputIndex: 0))))
+        #expect(serving.translate(event(.responseDone(response("resp_m", .completed)))).last == .continues)
     }
 }

@@ -35,12 +35,20 @@ for voice_speed in en-us:150 en-gb+f3:135 en-us+m3:170; do
     i=$((i + 1))
 done
 
+pcm_speech "Please delegate checking the status of my order, number forty two." "$WORK/order.pcm" en-gb-x-rp 150
+pcm_speech "Please delegate checking the weather in Paris." "$WORK/weather.pcm" en-us+f3 140
+
+scripts/tools/mcp-test-server.sh --install-only || die "the MCP server's venv could not be made" 2
+mcp_port=$(free_port)
+start mcp scripts/tools/mcp-test-server.sh --port "$mcp_port" --events "$WORK/mcp-events.log"
+wait_port mcp "$mcp_port"
+
 start_mock
 start_parley server serve 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
 wait_speech_helper server "$scheme://127.0.0.1:$port"
 status=0
 timeout 400 "$VENV/bin/python" scripts/tests/live_sdk_client.py --base-url "$scheme://127.0.0.1:$port/v1" --timeout "$SDK_TIMEOUT" \
-    --speech "${speech[@]}" || status=$?
+    --speech "${speech[@]}" --order "$WORK/order.pcm" --weather "$WORK/weather.pcm" --mcp "http://127.0.0.1:$mcp_port/agent" || status=$?
 if [[ $status -ne 0 ]]; then
     logs server
     die "GPT-Live sessions with the SDK failed (exit $status; see the FAIL lines above)"

@@ -272,6 +272,71 @@ async def spoken_run(live: Live, muted_speech: bytes, request: bytes, *, wait_fo
     await live.expect("session.closed", skip=("session.usage.updated", "session.output_audio.delta", "session.output_transcript.delta"))
 
 
+async def responses_run(live: Live, request: bytes, *, mcp: str | None) -> None:
+    """A task delegated to the session's Responses backend: with a function tool (answered by the
+    application with response.item.create and response.create) or an MCP server's tool (called by
+    the server); the backend's events come as response.event envelopes and its answer is spoken."""
+    c = live.checks
+    tools: list[dict[str, Any]] = [{"type": "function", "name": "order_status", "description": "An order's status by its number.",
+                                    "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}]
+    if mcp:
+        tools = [{"type": "mcp", "server_label": "agent", "server_url": mcp, "require_approval": "never"}]
+    await live.conn.session.start(session=session_config(delegation={
+        "type": "responses", "responses": {"model": "gpt-5.2", "instructions": "Answer with the result in one short sentence.", "tools": tools}}))
+    started = await live.expect("session.started")
+    c.check(f"{live.name}: responses delegation started", started["session"]["delegation"]["type"] == "responses")
+
+    sender = asyncio.create_task(live.stream(request + pcm_silence(2500)))
+    kinds: list[str] = []
+    delegation_id = ""
+    spoken = ""
+    answered_call = False
+    heard = ""
+    try:
+        # Until the answer has been spoken: its reply's usage, after the backend's last response.
+        while True:
+            data = await live.next_event("the backend's answer spoken", timeout=40)
+            kind = data["type"]
+            if kind == "session.delegation.created":
+                delegation_id = data["delegation"]["id"]
+                c.check(f"{live.name}: delegated to responses", data["delegation"]["target"] == "responses")
+            elif kind == "response.event":
+                inner = data["event"]
+                kinds.append(inner.get("type", "?"))
+                if data.get("delegation_id") != delegation_id:
+                    raise Abort(f"a response.event without its delegation: {short(data)}")
+                if inner.get("type") == "response.function_call_arguments.done" and not answered_call:
+                    c.check(f"{live.name}: the backend called the application's function", inner.get("name") == "order_status", short(inner))
+                    await live.conn.response.item.create(item={"type": "function_call_output", "call_id": inner.get("call_id", ""),
+                                                               "output": json.dumps({"order_id": "42", "status": "shipped"})})
+                    await live.conn.response.create()
+                    answered_call = True
+            elif kind == "session.input_transcript.delta":
+                heard += data["delta"]
+            elif kind == "session.output_transcript.delta":
+                if kinds and kinds[-1] == "response.completed":
+                    spoken += data["delta"]
+            elif kind == "session.usage.updated" and spoken.strip() and "moment" not in spoken.lower():
+                break
+            elif kind == "session.usage.updated":
+                spoken = ""  # the acknowledgement's, or the front's own words
+            elif kind == "error":
+                raise Abort(f"error during the delegation: {short(data)}")
+    except Abort as error:
+        tail = ", ".join(e["type"] + (":" + e.get("delta", "")[:30] if "transcript" in e["type"] else "") for e in live.seen[-25:] if e["type"] != "session.output_audio.delta")
+        raise Abort(f"{error}; the backend's events so far: {', '.join(kinds)}; the last events: {tail}; spoken {spoken!r}") from None
+    finally:
+        await sender
+    c.check(f"{live.name}: the backend's events as Responses events", "response.created" in kinds and kinds[-1] == "response.completed", ", ".join(kinds[:12]))
+    if mcp:
+        c.check(f"{live.name}: the backend called the MCP server's tool", "response.mcp_call.completed" in kinds, ", ".join(kinds))
+        c.check(f"{live.name}: the MCP tool's answer spoken", "sunny" in spoken.lower() or "21" in spoken, repr(spoken))
+    else:
+        c.check(f"{live.name}: the function's answer spoken", answered_call and "shipped" in spoken.lower(), f"heard {heard!r}, spoke {spoken!r}")
+    await live.conn.session.close()
+    await live.expect("session.closed", skip=("session.usage.updated", "session.output_audio.delta", "session.output_transcript.delta", "response.event"))
+
+
 async def run(checks: Checks, client: AsyncOpenAI, name: str, timeout: float, body: Any) -> None:
     try:
         async with asyncio.timeout(120):
@@ -298,6 +363,9 @@ async def main() -> int:
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--speech", nargs="*", default=[], metavar="NAME:MUTED:REQUEST",
                         help="a spoken run: a name, and two raw 24 kHz pcm16 files (speech sent muted, then the request)")
+    parser.add_argument("--order", metavar="FILE", help="speech asking to delegate an order's lookup (Responses delegation, a function tool)")
+    parser.add_argument("--weather", metavar="FILE", help="speech asking to delegate the weather (Responses delegation, the MCP server's tool)")
+    parser.add_argument("--mcp", help="the test MCP server's agent URL (for --weather)")
     args = parser.parse_args()
     checks = Checks()
     print(f"openai {openai.__version__}, pydantic {pydantic.VERSION}, base_url {args.base_url}", flush=True)
@@ -311,6 +379,14 @@ async def main() -> int:
             request = file.read()
         await run(checks, client, f"live {name}", args.timeout,
                   lambda live, m=muted, r=request, ack=(index == 0): spoken_run(live, m, r, wait_for_acknowledgement=ack))
+    if args.order:
+        with open(args.order, "rb") as file:
+            order = file.read()
+        await run(checks, client, "live responses function", args.timeout, lambda live: responses_run(live, order, mcp=None))
+    if args.weather:
+        with open(args.weather, "rb") as file:
+            weather = file.read()
+        await run(checks, client, "live responses mcp", args.timeout, lambda live: responses_run(live, weather, mcp=args.mcp))
     print(f"live sdk: {checks.passed} passed, {checks.failed} failed", flush=True)
     return 0 if checks.failed == 0 and checks.passed > 0 else 1
 

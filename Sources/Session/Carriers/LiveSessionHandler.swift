@@ -16,6 +16,10 @@ final class LiveSessionHandler: WebSocketHandler, SessionWire {
     private var acknowledgementTimer: ScheduledTask?
     private var fixtureTimer: ScheduledTask?
     private var lifeTimer: ScheduledTask?
+    /// The Responses backend, made with the first task or command for it (`delegation: responses`).
+    private var backend: (session: LiveBackend, delegation: LiveResponsesDelegation)?
+    private let caller: Caller
+    private let endpoint: RealtimeEndpoint
     var endpointName: String { "/v1/live/sessions" }
 
     /// A Live message may hold a fixture: 30 s of pcm16 at 24 kHz is 1.92 MB of base64. Up to 4 MiB
@@ -27,6 +31,8 @@ final class LiveSessionHandler: WebSocketHandler, SessionWire {
     static let maxSeconds = 7_200.0
 
     init(endpoint: RealtimeEndpoint, request: HTTPRequest, admitted: Admitted) {
+        self.endpoint = endpoint
+        caller = admitted.caller
         let options = SessionEngine.Options(realtime: request, endpoint: endpoint, caller: admitted.caller, allowsOpus: false, restoring: nil)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
         driver.echoGuardByDefault = endpoint.echoGuardByDefault
@@ -63,6 +69,8 @@ final class LiveSessionHandler: WebSocketHandler, SessionWire {
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
         for timer in [acknowledgementTimer, fixtureTimer, lifeTimer] { timer?.cancel() }
+        backend?.session.close()
+        backend = nil
         driver.close(SessionEnding(code))
     }
 
@@ -101,10 +109,28 @@ final class LiveSessionHandler: WebSocketHandler, SessionWire {
                     fixtureTimer?.cancel()
                     fixtureTimer = task
                 }
+            case .delegate(let task, _):
+                backendSession()?.run(task: task, conversation: driver.engine.history)
+            case .backend(let event):
+                backendSession()?.handle(event)
             case .close:
                 socket.close(.ended, reason: "session closed")
             }
         }
+    }
+
+    /// The backend for the session's Responses delegation as it now is: made anew when the
+    /// delegation changed (a `session.update`), nil when there is none.
+    private func backendSession() -> LiveBackend? {
+        guard let delegation = live.delegation?.backend, let loop = driver.loop else { return nil }
+        if let backend, backend.delegation == delegation { return backend.session }
+        backend?.session.close()
+        let made = LiveBackend(endpoint: endpoint, caller: caller, delegation: delegation, on: loop) { [weak self] outcome in
+            guard let self else { return }
+            self.perform(self.live.backend(outcome, nowMs: self.nowMs))
+        }
+        backend = (made, delegation)
+        return made
     }
 
     // MARK: SessionWire

@@ -16,9 +16,10 @@ package struct LiveCommand: Sendable, Equatable {
         case instructions(Append)
         case thinking(Append)
         case commentary(Append)
-        /// `response.create` and `response.item.create`: the Responses backend's commands.
+        /// `response.create` and `response.item.create`: the Responses backend's commands (an
+        /// item: a function call's output, or a message).
         case responseCreate
-        case responseItemCreate
+        case responseItemCreate(NewConversationItem)
         /// `decision.create`, `decision.item.create`, `decision.item.delete`.
         case decision(type: String)
         case close
@@ -77,7 +78,7 @@ package struct LiveCommand: Sendable, Equatable {
             try session.refuseUnknown(["delegation", "triggers"])
             try LiveSessionConfig.refuseTriggers(session)
             guard session.has("delegation") else { return .update(delegation: nil) }
-            return .update(delegation: try LiveDelegation.parse(try session.object("delegation")))
+            return .update(delegation: try LiveDelegation.parse(try session.object("delegation"), update: true))
         case "session.input_audio.append":
             try event.refuseUnknown(common.union(["audio"]))
             return .audio(try audio(event))
@@ -101,7 +102,8 @@ package struct LiveCommand: Sendable, Equatable {
             return .responseCreate
         case "response.item.create":
             try event.refuseUnknown(common.union(["item"]))
-            return .responseItemCreate
+            guard let item = try event.object("item") else { throw event.missing("item") }
+            return .responseItemCreate(try NewConversationItem.parse(item))
         case "decision.create", "decision.item.create", "decision.item.delete":
             return .decision(type: type)
         case "session.close":

@@ -19,6 +19,10 @@ package struct LiveConversation: Sendable {
         case engine(ClientEvent)
         /// Microphone bytes for the engine, in the session's format (silence while muted).
         case audio([UInt8])
+        /// Give the Responses backend this task (the conversation so far goes with it).
+        case delegate(task: String, delegationID: String)
+        /// An input for the Responses backend's session.
+        case backend(ClientEvent)
         /// Call `timer` with this after `afterMs` (one of each kind armed at a time).
         case arm(Timer, afterMs: Int)
         /// The session is over: close the connection (after the steps before this one).
@@ -67,6 +71,8 @@ package struct LiveConversation: Sendable {
     private var acknowledgementsDue: [Int] = []
     /// Commentary to speak, in order, once no reply is in flight.
     private var commentary: [String] = []
+    /// The delegation the Responses backend is working on, for its events' envelopes.
+    private var backendDelegation: String?
 
     private struct Turn: Sendable {
         var startMs = 0
@@ -89,6 +95,9 @@ package struct LiveConversation: Sendable {
     private var config: LiveSessionConfig? {
         if case .started(let config) = phase { config } else { nil }
     }
+
+    /// The session's delegation, once it has started.
+    package var delegation: LiveDelegation? { config?.delegation }
 
     // MARK: Commands
 
@@ -133,9 +142,11 @@ package struct LiveConversation: Sendable {
             return [.send(events.make("session.commentary.appended", [("start_ms", .int(nowMs)), ("end_ms", .int(nowMs))], replyingTo: id))]
                 + speakNext()
         case .responseCreate:
-            return [.send(events.error(LiveRefusal.needsResponses("response.create", eventID: id)))]
-        case .responseItemCreate:
-            return [.send(events.error(LiveRefusal.needsResponses("response.item.create", eventID: id)))]
+            guard config.delegation.backend != nil else { return [.send(events.error(LiveRefusal.needsResponses("response.create", eventID: id)))] }
+            return [.backend(ClientEvent(eventID: id, .responseCreate(ResponseOverrides())))]
+        case .responseItemCreate(let item):
+            guard config.delegation.backend != nil else { return [.send(events.error(LiveRefusal.needsResponses("response.item.create", eventID: id)))] }
+            return [.backend(ClientEvent(eventID: id, .conversationItemCreate(item)))]
         case .decision(let type):
             return [.send(events.error(LiveRefusal.decisions(type, eventID: id)))]
         case .close:
@@ -260,13 +271,21 @@ package struct LiveConversation: Sendable {
             if outputResponse != at.responseID { startOutput(at.responseID, nowMs: nowMs) }
             return [.send(events.make("session.output_transcript.delta",
                                       [("delta", .string(delta)), ("start_ms", .int(outputCursorMs)), ("end_ms", .int(outputCursorMs))]))]
-        case .functionCallArgumentsDone(let at, let name, _) where name == LiveDelegation.toolName:
+        case .functionCallArgumentsDone(let at, let name, let arguments) where name == LiveDelegation.toolName:
             guard let config else { return [] }
             let delegationID = events.id("deleg")
             delegatedCalls.append((at.callID, delegationID))
             acknowledgementsDue.append(nowMs + config.delegation.acknowledgementDelayMs)
             let delegation: JSON = .object([("id", .string(delegationID)), ("target", .string(config.delegation.target)), ("type", .string("delegation"))])
-            return [.send(events.make("session.delegation.created", [("delegation", delegation), ("offset_ms", .int(nowMs))]))]
+            var steps: [Step] = [.send(events.make("session.delegation.created", [("delegation", delegation), ("offset_ms", .int(nowMs))]))]
+            if config.delegation.backend != nil {
+                backendDelegation = delegationID
+                // The task in the front's words; a call whose arguments are not the schema's is
+                // passed as it was written.
+                let task = (try? JSON(parsing: arguments))?["task"]?.string ?? arguments
+                steps.append(.delegate(task: task, delegationID: delegationID))
+            }
+            return steps
         case .responseDone(let response):
             guard response.id == activeResponse else { return [] }
             activeResponse = nil
@@ -279,6 +298,25 @@ package struct LiveConversation: Sendable {
             steps.append(.send(events.make("session.usage.updated", [("usage", usage(nowMs))])))
             return steps + speakNext(nowMs: nowMs)
         default:
+            return []
+        }
+    }
+
+    // MARK: The Responses backend
+
+    /// What the backend said: its streaming events in `response.event` envelopes, its answer
+    /// spoken as commentary is, its errors as errors.
+    package mutating func backend(_ outcome: LiveResponsesEvents.Outcome, nowMs: Int) -> [Step] {
+        switch outcome {
+        case .event(let event):
+            return [.send(events.make("response.event", [("event", event)] + (backendDelegation.map { [("delegation_id", JSON.string($0))] } ?? [])))]
+        case .answered(let text):
+            acknowledgementsDue.removeAll()
+            commentary.append(text)
+            return speakNext(nowMs: nowMs)
+        case .error(let error):
+            return [.send(events.error(error))]
+        case .continues:
             return []
         }
     }
