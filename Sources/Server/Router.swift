@@ -97,11 +97,28 @@ public final class Router: Sendable {
         /// A streamed `method` (GET unless given) for every path that starts with `prefix` (a
         /// resource by id: the handler reads the rest of the path).
         public mutating func streamUnder(_ prefix: String, method: String = "GET", _ handler: @escaping StreamingHandler) {
-            if let index = prefixes.firstIndex(where: { $0.prefix == prefix }), case .http(var methods) = prefixes[index].route {
+            guard let index = prefixes.firstIndex(where: { $0.prefix == prefix }) else {
+                return prefixes.append((prefix, .http([method: .streaming(handler)])))
+            }
+            switch prefixes[index].route {
+            case .http(var methods):
                 methods[method] = .streaming(handler)
                 prefixes[index].route = .http(methods)
+            case .webSocket(let endpoint, var methods):
+                methods[method] = .streaming(handler)
+                prefixes[index].route = .webSocket(endpoint, http: methods)
+            }
+        }
+
+        /// A WebSocket endpoint for every path under `prefix` (a resource by id: `admit` reads the
+        /// rest of the path); requests there that are not upgrades go to `streamUnder`'s handlers.
+        public mutating func webSocketUnder(_ prefix: String, name: String, admit: @escaping Admit) {
+            let endpoint = WebSocketEndpoint(name: name, admit: admit, metricsIndex: endpointNames.count)
+            endpointNames.append(name)
+            if let index = prefixes.firstIndex(where: { $0.prefix == prefix }), case .http(let methods) = prefixes[index].route {
+                prefixes[index].route = .webSocket(endpoint, http: methods)
             } else {
-                prefixes.append((prefix, .http([method: .streaming(handler)])))
+                prefixes.append((prefix, .webSocket(endpoint, http: [:])))
             }
         }
 

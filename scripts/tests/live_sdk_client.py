@@ -30,6 +30,7 @@ import openai
 import pydantic
 from openai import AsyncOpenAI
 from openai.types.live.server_event import ServerEvent
+from openai.types.live.connect_server_event import ConnectServerEvent
 from checks import Abort, Checks  # scripts/tests/checks.py, beside this file
 from realtime_sdk_client import models_by_type, short
 
@@ -51,12 +52,12 @@ def pcm_tone(ms: int, hz: float = 440.0) -> bytes:
 class Live:
     """One SDK Live connection: bounded waits, every event validated, events kept for the checks."""
 
-    def __init__(self, name: str, conn: Any, checks: Checks, timeout: float) -> None:
+    def __init__(self, name: str, conn: Any, checks: Checks, timeout: float, union: Any = ServerEvent) -> None:
         self.name = name
         self.conn = conn
         self.checks = checks
         self.timeout = timeout
-        self.models = models_by_type(ServerEvent)
+        self.models = models_by_type(union)
         self.shape_errors: list[str] = []
         self.received = 0
         self.seen: list[dict[str, Any]] = []
@@ -158,10 +159,32 @@ async def protocol_run(live: Live) -> None:
     await live.conn.session.instructions.append(content="The caller's name is Ada.", delegation_id=None, event_id="evt_instr")
     appended = await live.expect("session.instructions.appended")
     c.check(f"{live.name}: instructions appended", appended.get("client_event_id") == "evt_instr")
-    await live.conn.session.update(session={"delegation": {"type": "client", "acknowledgement_delay_ms": 250}}, event_id="evt_update")
-    updated = await live.expect("session.updated")
-    c.check(f"{live.name}: session.updated carries the new delegation",
-            updated["session"].get("delegation") == {"type": "client", "acknowledgement_delay_ms": 250}, short(updated["session"].get("delegation")))
+
+    # A trusted sideband attached to the running session: it sees the session's events, the
+    # primary's audio before muting, and updates the session; the primary sees the update too.
+    sideband_manager = live.client.live.sideband.connect(session_id=session["id"])
+    sideband_conn = await asyncio.wait_for(sideband_manager.__aenter__(), live.timeout)
+    side = Live(f"{live.name} sideband", sideband_conn, c, live.timeout, ConnectServerEvent)
+    side.client = live.client
+    try:
+        await side.raw({"type": "session.start", "session": session_config(), "event_id": "evt_side_start"})
+        await side.expect_error("session.start on a sideband", "invalid_value", "evt_side_start")
+        await side.conn.session.update(session={"delegation": {"type": "client", "acknowledgement_delay_ms": 250}}, event_id="evt_update")
+        updated = await side.expect("session.updated")
+        c.check(f"{live.name}: the sideband's session.update answered", updated["session"].get("delegation") == {"type": "client", "acknowledgement_delay_ms": 250},
+                short(updated["session"].get("delegation")))
+        seen = await live.expect("session.updated")
+        c.check(f"{live.name}: the primary sees the sideband's update", seen["session"].get("delegation", {}).get("acknowledgement_delay_ms") == 250)
+        await live.conn.session.input_audio.append(audio=base64.b64encode(pcm_tone(100)).decode("ascii"))
+        reflected = await side.expect("session.input_audio.append")
+        c.check(f"{live.name}: the sideband hears the primary's audio", base64.b64decode(reflected["audio"]) == pcm_tone(100))
+        await live.conn.session.instructions.append(content="Speak slowly.", delegation_id=None, event_id="evt_instr2")
+        await live.expect("session.instructions.appended")
+        await side.expect("session.instructions.appended")
+        c.check(f"{live.name}: the sideband sees the primary's commands answered", True)
+    finally:
+        await asyncio.wait_for(sideband_manager.__aexit__(None, None, None), live.timeout)
+        side.validated()
 
     await live.conn.session.input_audio.mute(event_id="evt_mute")
     muted = await live.expect("session.input_audio.muted")
@@ -343,6 +366,7 @@ async def run(checks: Checks, client: AsyncOpenAI, name: str, timeout: float, bo
             manager = client.live.connect()
             conn = await asyncio.wait_for(manager.__aenter__(), timeout)
             live = Live(name, conn, checks, timeout)
+            live.client = client
             try:
                 await body(live)
             finally:

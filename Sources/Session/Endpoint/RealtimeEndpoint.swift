@@ -104,13 +104,7 @@ public final class RealtimeEndpoint: Sendable {
         // sessions, so Azure-style clients need no change but the host.
         routes.webSocket("/openai/realtime", name: "azure") { request, offered in self.admit(request, offered, allowsOpus: false) }
         // OpenAI's second voice API, GPT-Live, on the same engine (docs/protocol.md, "GPT-Live").
-        routes.webSocket("/v1/live/sessions", name: "live") { request, offered in
-            self.access.admit(request, offered: offered, resuming: false, held: { _ in false }).map { admitted in
-                WebSocketAdmission(subprotocol: nil, handler: LiveSessionHandler(endpoint: self, request: request, admitted: admitted),
-                                   confirm: admitted.needsConfirmation ? { loop, done in admitted.confirm(session: nil, resuming: nil, on: loop, done) } : nil,
-                                   maxMessageBytes: LiveSessionHandler.maxMessageBytes)
-            }
-        }
+        LiveRoutes.install(on: &routes, endpoint: self)
         routes.streamUnder(Self.reportsPrefix) { request, stream in self.reports.serve(request, stream, access: self.access) }
         routes.post("/v1/realtime/client_secrets") { request in self.createClientSecret(request, dialect: .ga) }
         routes.post("/v1/realtime/sessions") { request in self.createClientSecret(request, dialect: .beta) }

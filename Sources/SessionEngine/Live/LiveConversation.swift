@@ -96,6 +96,9 @@ package struct LiveConversation: Sendable {
         if case .started(let config) = phase { config } else { nil }
     }
 
+    /// The session's audio format, once it has started.
+    package var format: LiveAudioFormat? { config?.format }
+
     /// The session's delegation, once it has started.
     package var delegation: LiveDelegation? { config?.delegation }
 

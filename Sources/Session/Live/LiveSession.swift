@@ -1,0 +1,229 @@
+import Access
+import Codec
+import JSON
+import Loop
+import Server
+import SessionEngine
+
+/// One GPT-Live session, whatever carries it: `LiveConversation`'s steps carried out on the
+/// session's driver (the same driver as a Realtime session's: turn-taking, recognition,
+/// synthesis, limits, reports, traces, metrics), its timers, its Responses backend, and its
+/// sidebands (`WS /v1/live/sessions/{id}/attach`). The carrier in front of it (`LiveSessionHandler`
+/// for the primary WebSocket) hands it the client's commands and audio.
+final class LiveSession: SessionWire, DirectedCall {
+    private(set) var driver: SessionDriver!
+    private var live: LiveConversation
+    private var openedAt: UInt64 = 0
+    private var acknowledgementTimer: ScheduledTask?
+    private var fixtureTimer: ScheduledTask?
+    private var lifeTimer: ScheduledTask?
+    /// The Responses backend, made with the first task or command for it (`delegation: responses`).
+    private var backend: (session: LiveBackend, delegation: LiveResponsesDelegation)?
+    private var sidebands = CallSidebands()
+    /// Registered in `CallDirectory` (for sidebands and call control) once started.
+    private var listed = false
+    private let caller: Caller
+    private let endpoint: RealtimeEndpoint
+    let endpointName: String
+
+    /// A Live session lasts at most two hours (OpenAI's limit), or the server's limit if shorter.
+    static let maxSeconds = 7_200.0
+
+    /// Who sent a command: its errors go back to it alone, everything else to every listener.
+    enum Origin: Equatable {
+        case primary
+        case sideband(ObjectIdentifier)
+        case server
+    }
+
+    init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?) {
+        self.endpoint = endpoint
+        self.endpointName = endpointName
+        caller = admitted.caller
+        live = LiveConversation(sessionID: "", seed: 0, expiresAt: 0)
+        driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
+        driver.echoGuardByDefault = endpoint.echoGuardByDefault
+        driver.startTrace(traceparent: traceparent, endpointName: endpointName)
+        // The driver's limit is the tightest of the server's, the tenant's and the client secret's.
+        let life = min(Self.maxSeconds, driver.maxSessionSeconds)
+        live = LiveConversation(sessionID: driver.engine.sessionID, seed: MonotonicClock.nanoseconds(), expiresAt: WallClock.seconds() + Int(life))
+    }
+
+    private var nowMs: Int {
+        guard let loop = driver.loop else { return 0 }
+        return Int((loop.nanoseconds() &- openedAt) / 1_000_000)
+    }
+
+    /// The session begins on `socket` (its primary client's events), without announcing: Live
+    /// has no `session.created`; `session.start` begins it.
+    func open(_ socket: any SessionSocket) {
+        openedAt = socket.loop.nanoseconds()
+        driver.open(socket, announce: false)
+        lifeTimer = socket.loop.schedule(after: Self.maxSeconds) { [weak self] in self?.expire() }
+    }
+
+    /// One text message of the primary client's (or, `from` a sideband, of a sideband's).
+    func receive(_ message: UnsafeRawBufferPointer, from origin: Origin = .primary) {
+        guard origin != .primary || driver.admitEvent() else { return }
+        do {
+            let command = try LiveCommand.parse(message)
+            if case .sideband = origin {
+                // A sideband watches and steers; the audio and the start are the primary's.
+                switch command.kind {
+                case .audio, .fixture, .start:
+                    return perform(live.refuse(ProtocolError(.invalidValue, "a sideband cannot start the session or send audio: the session's primary connection does",
+                                                             param: "type", eventID: command.eventID)), from: origin)
+                default: break
+                }
+            }
+            if case .audio(let bytes) = command.kind, !sidebands.isEmpty, let format = live.format {
+                reflect(bytes, format: format)
+            }
+            perform(live.command(command, nowMs: nowMs), from: origin)
+        } catch {
+            perform(live.refuse(error), from: origin)
+        }
+    }
+
+    /// Made for a G.711 session's first reflected audio: sidebands hear 24 kHz.
+    private var reflector: Resampler?
+
+    /// The primary's audio as its sidebands hear it, before any muting: `session.input_audio.append`
+    /// with PCM16LE at 24 kHz, whatever the session's format.
+    private func reflect(_ bytes: [UInt8], format: LiveAudioFormat) {
+        var pcm = bytes
+        if let law = format.engineFormat.g711Law {
+            if reflector == nil { reflector = try? Resampler(from: G711.sampleRate, to: 24_000) }
+            guard let reflector else { return }
+            let samples = reflector.process(G711.decode(bytes, law))
+            pcm = samples.withUnsafeBytes { Array($0) }
+        }
+        sidebands.send(text: JSON.object([("type", .string("session.input_audio.append")), ("audio", .string(Base64.encode(pcm)))]).description)
+    }
+
+    /// The primary sent something that is not a Live event.
+    func refuse(_ error: ProtocolError) { perform(live.refuse(error), from: .primary) }
+
+    /// The session's connection is gone: its work stops.
+    func close(_ ending: SessionEnding) {
+        for timer in [acknowledgementTimer, fixtureTimer, lifeTimer] { timer?.cancel() }
+        backend?.session.close()
+        backend = nil
+        if listed { CallDirectory.shared.remove(live.sessionID) }
+        listed = false
+        sidebands.closeAll()
+        driver.close(ending)
+    }
+
+    /// The session's two hours are over: its last event, then a normal close.
+    private func expire() {
+        broadcast(live.closed("expired", nowMs: nowMs).description)
+        driver.socket?.close(.ended, reason: "session expired")
+    }
+
+    private func broadcast(_ text: String) {
+        driver.socket?.send(text: text)
+        sidebands.send(text: text)
+    }
+
+    private func perform(_ steps: [LiveConversation.Step], from origin: Origin = .server) {
+        guard let socket = driver.socket else { return }
+        for step in steps {
+            switch step {
+            case .send(let event):
+                let text = event.description
+                switch (event["type"]?.string == "error", origin) {
+                case (true, .primary): socket.send(text: text)
+                case (true, .sideband): sidebands.send(text: text)
+                default: broadcast(text)
+                }
+                if !listed, live.hasStarted, let loop = driver.loop {
+                    CallDirectory.shared.add(live.sessionID, self, on: loop)
+                    listed = true
+                }
+            case .engine(let event):
+                driver.handle(.client(event))
+            case .audio(let bytes):
+                if let refusal = driver.refusal(of: .append(bytes: bytes.count)) {
+                    perform(live.refuse(refusal), from: origin)
+                    continue
+                }
+                let format = driver.inputAudioFormat
+                driver.feedAudio { try $0.appended(bytes, as: format) }
+            case .arm(let timer, let afterMs):
+                let task = socket.loop.schedule(after: Double(afterMs) / 1000) { [weak self] in
+                    guard let self else { return }
+                    self.perform(self.live.timer(timer, nowMs: self.nowMs))
+                }
+                switch timer {
+                case .acknowledgement:
+                    acknowledgementTimer?.cancel()
+                    acknowledgementTimer = task
+                case .fixtureEnds:
+                    fixtureTimer?.cancel()
+                    fixtureTimer = task
+                }
+            case .delegate(let task, _):
+                backendSession()?.run(task: task, conversation: driver.engine.history)
+            case .backend(let event):
+                backendSession()?.handle(event)
+            case .close:
+                socket.close(.ended, reason: "session closed")
+            }
+        }
+    }
+
+    /// The backend for the session's Responses delegation as it now is: made anew when the
+    /// delegation changed (a `session.update`), nil when there is none.
+    private func backendSession() -> LiveBackend? {
+        guard let delegation = live.delegation?.backend, let loop = driver.loop else { return nil }
+        if let backend, backend.delegation == delegation { return backend.session }
+        backend?.session.close()
+        let made = LiveBackend(endpoint: endpoint, caller: caller, delegation: delegation, on: loop) { [weak self] outcome in
+            guard let self else { return }
+            self.perform(self.live.backend(outcome, nowMs: self.nowMs))
+        }
+        backend = (made, delegation)
+        return made
+    }
+
+    // MARK: SessionWire
+
+    func send(_ event: ServerEvent, on socket: any SessionSocket) {
+        // The driver's own end of a session (its length limit) is Live's `session.closed`.
+        if case .error(let error) = event.kind, error.code == "session_expired" {
+            return broadcast(live.closed("expired", nowMs: nowMs).description)
+        }
+        perform(live.engine(event, nowMs: nowMs))
+    }
+
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        guard case .pcm(let bytes) = piece, let event = live.replyAudio(bytes, responseID: at.responseID, nowMs: nowMs) else { return }
+        broadcast(event.description)
+    }
+
+    // MARK: DirectedCall (sidebands and call control, on this session's loop)
+
+    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
+        guard let loop = driver.loop else { return }
+        sidebands.attach(sideband, on: remote, id: id, home: loop)
+    }
+
+    func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
+
+    func receive(sidebandText: String) {
+        var text = sidebandText
+        // The sideband's identity is not carried here: its errors go to every sideband.
+        text.withUTF8 { receive(UnsafeRawBufferPointer($0), from: .sideband(ObjectIdentifier(self))) }
+    }
+
+    func control(_ action: CallControl) {
+        switch action {
+        case .hangUp:
+            broadcast(live.closed("close_requested", nowMs: nowMs).description)
+            driver.socket?.close(.ended, reason: "hung up")
+        case .accept, .reject, .refer:
+            break  // a WebSocket session has no call to answer or transfer
+        }
+    }
+}
