@@ -55,6 +55,9 @@ public final class WebRTCEndpoint: Sendable {
         routes.stream("POST", "/v1/realtime") { request, stream in self.offer(request, stream) }
         routes.stream("OPTIONS", "/v1/realtime") { request, stream in stream.respond(Self.preflight(request)) }
         routes.stream("OPTIONS", Self.callsPath) { request, stream in stream.respond(Self.preflight(request)) }
+        // GPT-Live's WebRTC sessions: the offer in a JSON body, the answer in one.
+        routes.stream("POST", LiveRoutes.path) { request, stream in self.liveOffer(request, stream) }
+        routes.stream("OPTIONS", LiveRoutes.path) { request, stream in stream.respond(Self.preflight(request)) }
     }
 
     // MARK: The offer
@@ -77,7 +80,14 @@ public final class WebRTCEndpoint: Sendable {
                 stream.respond(Self.cors(refusal.response, request))
             case .success(let call):
                 guard stream.isOpen else { return call.ended(.wentAway) }
-                stream.respond(Self.cors(self.answer(offer, call, request, on: loop), request))
+                switch self.answer(offer, call, request, on: loop) {
+                case .success(let made):
+                    let created = HTTPResponse(status: .created, headers: [("Content-Type", "application/sdp"), ("Location", "\(Self.callsPath)/\(made.callID)")],
+                                               body: made.sdp)
+                    stream.respond(Self.cors(created, request))
+                case .failure(let refusal):
+                    stream.respond(Self.cors(refusal.response, request))
+                }
             }
         }
     }
@@ -106,10 +116,15 @@ public final class WebRTCEndpoint: Sendable {
             return .failure(HTTPRefusal(.jsonError(.unsupportedMediaType, code: "unsupported_content_type",
                                                    message: "send the SDP offer as application/sdp, or multipart/form-data with 'sdp' and 'session' parts")))
         }
+        return offer(sdp: sdp).map { ($0, session) }
+    }
+
+    /// The offer an SDP's bytes make, or the 400 saying what is wrong with them.
+    static func offer(sdp: [UInt8]) -> Result<WebRTCOffer, HTTPRefusal> {
         do throws(SDPError) {
             let description = try SessionDescription(parsing: sdp)
             do throws(WebRTCOfferError) {
-                return .success((try WebRTCOffer(description), session))
+                return .success(try WebRTCOffer(description))
             } catch {
                 return .failure(HTTPRefusal(.jsonError(.badRequest, code: "invalid_offer", message: "\(error)")))
             }
@@ -118,8 +133,8 @@ public final class WebRTCEndpoint: Sendable {
         }
     }
 
-    /// Makes the call on `loop` and answers: 201, the answer SDP, and where the call is.
-    private func answer(_ offer: WebRTCOffer, _ session: WebRTCSession, _ request: HTTPRequest, on loop: EventLoop) -> HTTPResponse {
+    /// Makes the call on `loop`: its answer SDP and its id, or the response that says why not.
+    func answer(_ offer: WebRTCOffer, _ session: any WebRTCCallSession, _ request: HTTPRequest, on loop: EventLoop) -> Result<CallAnswer, HTTPRefusal> {
         let calls = loop.local { LoopCalls(loop: loop) }
         let port: MediaPort
         let context: DTLSContext
@@ -132,7 +147,7 @@ public final class WebRTCEndpoint: Sendable {
         } catch {
             webrtcLog.warning("cannot take a call", metadata: ["error": "\(error)"])
             session.ended(.serverFailed)
-            return .jsonError(.serviceUnavailable, code: "webrtc_unavailable", message: "this server cannot take WebRTC calls now: \(error)")
+            return .failure(HTTPRefusal(.jsonError(.serviceUnavailable, code: "webrtc_unavailable", message: "this server cannot take WebRTC calls now: \(error)")))
         }
         var local = ICECredentials.generate()
         while port.isExpecting(ufrag: Array(local.ufrag.utf8)) { local = ICECredentials.generate() }
@@ -154,7 +169,13 @@ public final class WebRTCEndpoint: Sendable {
                                   candidates: [.init(address: address, port: UInt16(port.local.port))], audioSSRC: ssrc, cname: id,
                                   sessionID: random[16..<20].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         call.callLog("call answered on \(address):\(port.local.port)")
-        return HTTPResponse(status: .created, headers: [("Content-Type", "application/sdp"), ("Location", "\(Self.callsPath)/\(id)")], body: answer.bytes)
+        return .success(CallAnswer(sdp: answer.bytes, callID: id))
+    }
+
+    /// A call made: its answer SDP and its id.
+    struct CallAnswer {
+        let sdp: [UInt8]
+        let callID: String
     }
 
     private func dtlsContext() throws(TLSError) -> DTLSContext {

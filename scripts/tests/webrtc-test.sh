@@ -16,7 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 unset PARLEY_API_KEY PARLEY_API_KEYS PARLEY_API_KEYS_FILE PARLEY_CONFIG
 VENV="$ROOT/.venv-webrtc"
-pinned_venv "$VENV" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1"
+pinned_venv "$VENV" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
 # Whisper (tiny.en, the speech helper's) hears what the call heard: make deps installed it.
 scripts/tools/speech-models.sh >/dev/null
 
@@ -60,6 +60,11 @@ EOF
     --interruption "$WORK/interruption.wav" --heard "$WORK/unused.wav" | tee "$WORK/multipart.out" || { logs server; die "the multipart call's checks failed"; }
 grep -q "all checks passed" "$WORK/multipart.out" || { logs server; die "the multipart call's checks failed"; }
 
+# GPT-Live over WebRTC: client.live.create with the offer, the session on the data channel.
+"$VENV/bin/python" scripts/tests/live_webrtc_call.py --url "$url" --key "$key" --question "$WORK/question.wav" | tee "$WORK/live.out" \
+    || { logs server; die "the Live WebRTC call's checks failed"; }
+grep -q "all checks passed" "$WORK/live.out" || { logs server; die "the Live WebRTC call's checks failed"; }
+
 # Refusals: each a status and a JSON error naming the problem, and the server goes on.
 refused() { # STATUS CODE CURL-ARGS...: the offer is refused with STATUS and error.code CODE
     local want=$1 code=$2 out status
@@ -93,7 +98,7 @@ curl -sf "$url/healthz" >/dev/null || die "the server stopped answering after th
 metrics=$(curl -sf "$url/metrics")
 ended=$(grep -E '^parley_webrtc_calls_ended_total\{reason="hangup"\}' <<<"$metrics" | awk '{print $2}')
 open=$(grep -E '^parley_webrtc_calls_open ' <<<"$metrics" | awk '{print $2}')
-[[ "${ended:-0}" -ge 2 && "${open:-1}" -eq 0 ]] || die "expected two calls hung up and none open: ended=$ended open=$open"
+[[ "${ended:-0}" -ge 2 && "${open:-1}" -eq 0 ]] || die "expected the calls hung up and none open: ended=$ended open=$open"
 grep -qF "$key" "$LOGS/server.log" && die "the API key reached the server's log"
 grep -qF "$secret" "$LOGS/server.log" && die "the client secret reached the server's log"
 say "passed"

@@ -11,31 +11,38 @@ import SessionEngine
 package enum CallControlRoute {
     static let callsPath = "/v1/realtime/calls"
 
-    static func install(on routes: inout Router.Builder, access: Access) {
-        routes.streamUnder(callsPath + "/", method: "POST") { request, stream in stream.respond(control(request, access: access)) }
-        routes.streamUnder(callsPath + "/", method: "OPTIONS") { request, stream in stream.respond(preflight(request)) }
+    /// Whose actions they are: the Realtime API's calls (`accept` takes a Realtime session), or
+    /// GPT-Live's sessions (`POST /v1/live/sessions/{id}/…`, `accept` takes a Live one).
+    enum API {
+        case realtime, live
     }
 
-    static func control(_ request: HTTPRequest, access: Access) -> HTTPResponse {
-        let rest = request.path.dropFirst(callsPath.count + 1).split(separator: "/")
+    static func install(on routes: inout Router.Builder, access: Access, under base: String = callsPath, api: API = .realtime) {
+        routes.streamUnder(base + "/", method: "POST") { request, stream in stream.respond(control(request, access: access, base: base, api: api)) }
+        routes.streamUnder(base + "/", method: "OPTIONS") { request, stream in stream.respond(preflight(request)) }
+    }
+
+    static func control(_ request: HTTPRequest, access: Access, base: String = callsPath, api: API = .realtime) -> HTTPResponse {
+        let rest = request.path.dropFirst(base.count + 1).split(separator: "/")
         guard rest.count == 2 else { return cors(.jsonError(.notFound, code: "not_found", message: "no such route"), request) }
         if case .failure(let refusal) = access.identify(request, offered: []) { return cors(refusal.response, request) }
         let action: CallControl
         do throws(ProtocolError) {
-            action = try parse(String(rest[1]), body: request.body)
+            action = try parse(String(rest[1]), body: request.body, api: api)
         } catch {
             return cors(.jsonError(error.code == .unknownEvent ? .notFound : .badRequest, code: error.code.rawValue, message: error.message), request)
         }
         let id = String(rest[0])
         guard CallDirectory.shared.withCall(id, { $0.control(action) }) else {
-            return cors(.jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request)
+            return cors(api == .live ? .jsonError(.notFound, code: "session_not_found", message: "no Live session '\(id)' on this server")
+                                     : .jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request)
         }
         return cors(HTTPResponse(status: .ok, contentType: "application/json", body: "{}\n"), request)
     }
 
     /// The action `name` with its body (OpenAI's shapes: accept's session object, `{status_code}`,
     /// `{target_uri}`; hangup's none).
-    static func parse(_ name: String, body: [UInt8]) throws(ProtocolError) -> CallControl {
+    static func parse(_ name: String, body: [UInt8], api: API = .realtime) throws(ProtocolError) -> CallControl {
         let json: JSON
         if body.isEmpty {
             json = .object([])
@@ -49,6 +56,8 @@ package enum CallControlRoute {
         switch name {
         case "hangup":
             return .hangUp
+        case "accept" where api == .live:
+            return .acceptLive(try LiveSessionConfig.parse(fields, media: true))
         case "accept":
             if let type = try fields.string("type"), type != "realtime" { throw fields.invalid("type", "must be 'realtime'") }
             return .accept(try SessionUpdate.parse(fields))

@@ -20,6 +20,8 @@ package protocol DirectedCall: AnyObject {
 package enum CallControl: Sendable {
     /// `/accept` with the session to run it with (a SIP call waiting for its webhook's answer).
     case accept(SessionUpdate?)
+    /// GPT-Live's `/accept` (`POST /v1/live/sessions/{id}/accept`): a Live session for the call.
+    case acceptLive(LiveSessionConfig)
     /// `/reject` with the SIP status to refuse it with (603 unless said).
     case reject(status: Int)
     /// `/refer`: transfer the call to `target` (a `tel:` or `sip:` URI) with a SIP REFER.

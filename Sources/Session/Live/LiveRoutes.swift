@@ -4,8 +4,8 @@ import Server
 /// GPT-Live's routes (docs/protocol.md, "GPT-Live"): the primary WebSocket `/v1/live/sessions`
 /// and a session's sideband `/v1/live/sessions/{id}/attach`, for the same keys, tokens and client
 /// secrets as the Realtime API's.
-enum LiveRoutes {
-    static let path = "/v1/live/sessions"
+package enum LiveRoutes {
+    package static let path = "/v1/live/sessions"
 
     static func install(on routes: inout Router.Builder, endpoint: RealtimeEndpoint) {
         routes.webSocket(path, name: "live") { request, offered in
@@ -15,6 +15,9 @@ enum LiveRoutes {
                                    maxMessageBytes: LiveSessionHandler.maxMessageBytes)
             }
         }
+        // Session-scoped call control: `POST /v1/live/sessions/{id}/hangup` (and, for SIP calls,
+        // accept, reject and refer), as `client.live.sessions` sends it.
+        CallControlRoute.install(on: &routes, access: endpoint.access, under: path, api: .live)
         // A sideband is the session's: it takes no place of its own in the tenant's count.
         routes.webSocketUnder(path + "/", name: "live-sideband") { request, offered in
             let rest = request.path.dropFirst(path.count + 1).split(separator: "/", omittingEmptySubsequences: false)

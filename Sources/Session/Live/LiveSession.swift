@@ -10,7 +10,7 @@ import SessionEngine
 /// synthesis, limits, reports, traces, metrics), its timers, its Responses backend, and its
 /// sidebands (`WS /v1/live/sessions/{id}/attach`). The carrier in front of it (`LiveSessionHandler`
 /// for the primary WebSocket) hands it the client's commands and audio.
-final class LiveSession: SessionWire, DirectedCall {
+package final class LiveSession: SessionWire, DirectedCall {
     private(set) var driver: SessionDriver!
     private var live: LiveConversation
     private var openedAt: UInt64 = 0
@@ -24,19 +24,19 @@ final class LiveSession: SessionWire, DirectedCall {
     private var listed = false
     private let caller: Caller
     private let endpoint: RealtimeEndpoint
-    let endpointName: String
+    package let endpointName: String
 
     /// A Live session lasts at most two hours (OpenAI's limit), or the server's limit if shorter.
     static let maxSeconds = 7_200.0
 
     /// Who sent a command: its errors go back to it alone, everything else to every listener.
-    enum Origin: Equatable {
+    package enum Origin: Equatable {
         case primary
         case sideband(ObjectIdentifier)
         case server
     }
 
-    init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?) {
+    package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?) {
         self.endpoint = endpoint
         self.endpointName = endpointName
         caller = admitted.caller
@@ -49,6 +49,8 @@ final class LiveSession: SessionWire, DirectedCall {
         live = LiveConversation(sessionID: driver.engine.sessionID, seed: MonotonicClock.nanoseconds(), expiresAt: WallClock.seconds() + Int(life))
     }
 
+    package var sessionID: String { driver.engine.sessionID }
+
     private var nowMs: Int {
         guard let loop = driver.loop else { return 0 }
         return Int((loop.nanoseconds() &- openedAt) / 1_000_000)
@@ -56,14 +58,14 @@ final class LiveSession: SessionWire, DirectedCall {
 
     /// The session begins on `socket` (its primary client's events), without announcing: Live
     /// has no `session.created`; `session.start` begins it.
-    func open(_ socket: any SessionSocket) {
+    package func open(_ socket: any SessionSocket) {
         openedAt = socket.loop.nanoseconds()
         driver.open(socket, announce: false)
         lifeTimer = socket.loop.schedule(after: Self.maxSeconds) { [weak self] in self?.expire() }
     }
 
     /// One text message of the primary client's (or, `from` a sideband, of a sideband's).
-    func receive(_ message: UnsafeRawBufferPointer, from origin: Origin = .primary) {
+    package func receive(_ message: UnsafeRawBufferPointer, from origin: Origin = .primary) {
         guard origin != .primary || driver.admitEvent() else { return }
         do {
             let command = try LiveCommand.parse(message)
@@ -85,27 +87,52 @@ final class LiveSession: SessionWire, DirectedCall {
         }
     }
 
-    /// Made for a G.711 session's first reflected audio: sidebands hear 24 kHz.
-    private var reflector: Resampler?
+    /// Made with the first audio reflected at another rate than 24 kHz: sidebands hear 24 kHz.
+    private var reflector: (rate: Int, resampler: Resampler)?
 
     /// The primary's audio as its sidebands hear it, before any muting: `session.input_audio.append`
     /// with PCM16LE at 24 kHz, whatever the session's format.
     private func reflect(_ bytes: [UInt8], format: LiveAudioFormat) {
-        var pcm = bytes
-        if let law = format.engineFormat.g711Law {
-            if reflector == nil { reflector = try? Resampler(from: G711.sampleRate, to: 24_000) }
-            guard let reflector else { return }
-            let samples = reflector.process(G711.decode(bytes, law))
-            pcm = samples.withUnsafeBytes { Array($0) }
+        if let law = format.engineFormat?.g711Law {
+            reflect(samples: G711.decode(bytes, law), rate: G711.sampleRate)
+        } else {
+            sidebands.send(text: Self.reflection(bytes))
         }
-        sidebands.send(text: JSON.object([("type", .string("session.input_audio.append")), ("audio", .string(Base64.encode(pcm)))]).description)
+    }
+
+    private func reflect(samples: [Int16], rate: Int) {
+        if reflector?.rate != rate {
+            reflector = (try? Resampler(from: rate, to: 24_000)).map { (rate, $0) }
+        }
+        guard let reflector else { return }
+        sidebands.send(text: Self.reflection(reflector.resampler.process(samples).withUnsafeBytes { Array($0) }))
+    }
+
+    private static func reflection(_ pcm: [UInt8]) -> String {
+        JSON.object([("type", .string("session.input_audio.append")), ("audio", .string(Base64.encode(pcm)))]).description
+    }
+
+    /// A call's audio (`convert` decodes it), heard as the session hears a WebSocket's: silence
+    /// while muted or while a fixture plays, and reflected to the sidebands before that.
+    package func feedCall(_ convert: (AudioInput) throws -> [Int16]) {
+        guard live.hasStarted else { return }
+        driver.feedAudio { input in
+            let samples = try convert(input)
+            if !sidebands.isEmpty { reflect(samples: samples, rate: driver.configuration.inputAudioFormat.engineRate) }
+            return live.hearsSilence ? [Int16](repeating: 0, count: samples.count) : samples
+        }
+    }
+
+    /// A call's session starts as its call opens, with the settings its offer or webhook gave.
+    package func start(_ config: LiveSessionConfig) {
+        perform(live.command(LiveCommand(eventID: nil, kind: .start(config)), nowMs: nowMs))
     }
 
     /// The primary sent something that is not a Live event.
-    func refuse(_ error: ProtocolError) { perform(live.refuse(error), from: .primary) }
+    package func refuse(_ error: ProtocolError) { perform(live.refuse(error), from: .primary) }
 
     /// The session's connection is gone: its work stops.
-    func close(_ ending: SessionEnding) {
+    package func close(_ ending: SessionEnding) {
         for timer in [acknowledgementTimer, fixtureTimer, lifeTimer] { timer?.cancel() }
         backend?.session.close()
         backend = nil
@@ -189,7 +216,7 @@ final class LiveSession: SessionWire, DirectedCall {
 
     // MARK: SessionWire
 
-    func send(_ event: ServerEvent, on socket: any SessionSocket) {
+    package func send(_ event: ServerEvent, on socket: any SessionSocket) {
         // The driver's own end of a session (its length limit) is Live's `session.closed`.
         if case .error(let error) = event.kind, error.code == "session_expired" {
             return broadcast(live.closed("expired", nowMs: nowMs).description)
@@ -197,33 +224,38 @@ final class LiveSession: SessionWire, DirectedCall {
         perform(live.engine(event, nowMs: nowMs))
     }
 
-    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
-        guard case .pcm(let bytes) = piece, let event = live.replyAudio(bytes, responseID: at.responseID, nowMs: nowMs) else { return }
-        broadcast(event.description)
+    package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        switch piece {
+        case .opus(let packet):
+            socket.send(binary: packet)  // a WebRTC call's media track
+        case .pcm(let bytes):
+            guard let event = live.replyAudio(bytes, responseID: at.responseID, nowMs: nowMs) else { return }
+            broadcast(event.description)
+        }
     }
 
     // MARK: DirectedCall (sidebands and call control, on this session's loop)
 
-    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
+    package func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard let loop = driver.loop else { return }
         sidebands.attach(sideband, on: remote, id: id, home: loop)
     }
 
-    func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
+    package func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
 
-    func receive(sidebandText: String) {
+    package func receive(sidebandText: String) {
         var text = sidebandText
         // The sideband's identity is not carried here: its errors go to every sideband.
         text.withUTF8 { receive(UnsafeRawBufferPointer($0), from: .sideband(ObjectIdentifier(self))) }
     }
 
-    func control(_ action: CallControl) {
+    package func control(_ action: CallControl) {
         switch action {
         case .hangUp:
             broadcast(live.closed("close_requested", nowMs: nowMs).description)
             driver.socket?.close(.ended, reason: "hung up")
-        case .accept, .reject, .refer:
-            break  // a WebSocket session has no call to answer or transfer
+        case .accept, .acceptLive, .reject, .refer:
+            break  // a WebSocket's or a WebRTC call's session has no SIP call to answer or transfer
         }
     }
 }

@@ -34,6 +34,11 @@ package struct LiveCommand: Sendable, Equatable {
     package var eventID: String?
     package var kind: Kind
 
+    package init(eventID: String?, kind: Kind) {
+        self.eventID = eventID
+        self.kind = kind
+    }
+
     /// The longest appended text: the engine's instruction budget.
     package static let maxAppendBytes = SessionConfiguration.maxInstructionBytes
 

@@ -96,6 +96,9 @@ package struct LiveConversation: Sendable {
         if case .started(let config) = phase { config } else { nil }
     }
 
+    /// Whether the engine is to hear silence for the user's audio now (muted, or a fixture playing).
+    package var hearsSilence: Bool { muted || fixture.playing }
+
     /// The session's audio format, once it has started.
     package var format: LiveAudioFormat? { config?.format }
 
@@ -124,6 +127,10 @@ package struct LiveConversation: Sendable {
             phase = .started(updated)
             return [.send(events.make("session.updated", [("session", resource(updated))], replyingTo: id))]
         case .audio(let bytes):
+            guard config.format != .negotiated else {
+                return [.send(events.error(ProtocolError(.invalidValue, "this session's audio is its call's media; session.input_audio.append is for a Live WebSocket",
+                                                         param: "type", eventID: id)))]
+            }
             guard muted || fixture.playing else { return [.audio(bytes)] }
             // The model hears silence: its turn ends as after a pause, and the timeline goes on.
             return [.audio([UInt8](repeating: config.format.silenceByte, count: bytes.count))]
@@ -131,6 +138,10 @@ package struct LiveConversation: Sendable {
             muted = command.kind == .mute
             return [.send(events.make(muted ? "session.input_audio.muted" : "session.input_audio.unmuted", replyingTo: id))]
         case .fixture(let bytes):
+            guard config.format != .negotiated else {
+                return [.send(events.error(ProtocolError(.unsupportedValue, "fixtures are played on a Live WebSocket's session; on a call's they are not built yet (docs/protocol.md, \"GPT-Live\")",
+                                                         param: "type", eventID: id)))]
+            }
             return playFixture(bytes, format: config.format, eventID: id, nowMs: nowMs)
         case .instructions(let append):
             return appended("session.instructions.appended", "session.instructions.append", text: append.content, eventID: id, nowMs: nowMs)
@@ -374,7 +385,7 @@ extension LiveAudioFormat {
     /// µ-law 0xFF, A-law 0xD5).
     var silenceByte: UInt8 {
         switch self {
-        case .pcm24k: 0
+        case .pcm24k, .negotiated: 0
         case .pcmu: 0xFF
         case .pcma: 0xD5
         }

@@ -38,11 +38,14 @@ package struct LiveSessionConfig: Sendable, Equatable {
         self.model = model
     }
 
-    package static func parse(_ session: EventFields) throws(ProtocolError) -> LiveSessionConfig {
+    /// `media`: the session's audio is a call's (WebRTC, SIP), whose format the call negotiates,
+    /// so `audio.format` is not one of its fields (`MediaSessionConfigParam`).
+    package static func parse(_ session: EventFields, media: Bool = false) throws(ProtocolError) -> LiveSessionConfig {
         try session.refuseUnknown(["model", "audio", "client", "delegation", "input", "instructions", "safety_identifier", "store", "triggers"])
         var config = LiveSessionConfig(model: try session.requiredString("model"))
+        if media { config.format = .negotiated }
         if let audio = try session.object("audio") {
-            try audio.refuseUnknown(["format", "output"])
+            try audio.refuseUnknown(media ? ["output"] : ["format", "output"])
             if let format = try audio.object("format") { config.format = try LiveAudioFormat.parse(format) }
             if let output = try audio.object("output") {
                 try output.refuseUnknown(["voice"])
@@ -132,8 +135,8 @@ package struct LiveSessionConfig: Sendable, Equatable {
     package func resource(id: String, expiresAt: Int) -> JSON {
         var fields: [(String, JSON)] = [
             ("id", .string(id)), ("expires_at", .int(expiresAt)), ("model", .string(model)), ("status", .string("active")),
-            ("audio", .object([("format", format.json),
-                               ("output", .object([("voice", customVoice ? .object([("id", .string(voice))]) : .string(voice))]))])),
+            ("audio", .object((format.json.map { [("format", $0)] } ?? [])
+                              + [("output", .object([("voice", customVoice ? .object([("id", .string(voice))]) : .string(voice))]))])),
             ("delegation", delegation.json),
             ("instructions", .string(instructions ?? Self.defaultInstructions)),
             ("store", .bool(store)),
@@ -146,9 +149,10 @@ package struct LiveSessionConfig: Sendable, Equatable {
     }
 }
 
-/// `audio.format` on a Live WebSocket: PCM at 24 or 16 kHz, or G.711 at 8 kHz.
+/// `audio.format` on a Live WebSocket: PCM at 24 or 16 kHz, or G.711 at 8 kHz; or a call's,
+/// negotiated on its media (WebRTC's Opus, SIP's G.711), which the client does not choose here.
 package enum LiveAudioFormat: Sendable, Equatable {
-    case pcm24k, pcmu, pcma
+    case pcm24k, pcmu, pcma, negotiated
 
     package static func parse(_ format: EventFields) throws(ProtocolError) -> LiveAudioFormat {
         try format.refuseUnknown(["type", "rate"])
@@ -173,26 +177,29 @@ package enum LiveAudioFormat: Sendable, Equatable {
         }
     }
 
-    package var engineFormat: RealtimeAudioFormat {
+    /// The engine's format for both directions; nil: the call's, set by its carrier.
+    package var engineFormat: RealtimeAudioFormat? {
         switch self {
         case .pcm24k: .pcm16
         case .pcmu: .pcmu
         case .pcma: .pcma
+        case .negotiated: nil
         }
     }
 
-    package var json: JSON {
+    package var json: JSON? {
         switch self {
         case .pcm24k: .object([("type", .string("audio/pcm")), ("rate", .int(24_000))])
         case .pcmu: .object([("type", .string("audio/pcmu")), ("rate", .int(8_000))])
         case .pcma: .object([("type", .string("audio/pcma")), ("rate", .int(8_000))])
+        case .negotiated: nil
         }
     }
 
     /// Bytes a second on the wire: what bounds a fixture's length.
     package var bytesPerSecond: Int {
         switch self {
-        case .pcm24k: 48_000
+        case .pcm24k, .negotiated: 48_000
         case .pcmu, .pcma: 8_000
         }
     }

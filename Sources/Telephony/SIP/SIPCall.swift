@@ -179,6 +179,10 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     func control(_ action: CallControl) {
         switch action {
         case .accept(let session): accept(session: session)
+        case .acceptLive:
+            // A Live session for a SIP call (live.transport.incoming) is not built yet: the call
+            // waits for a Realtime accept, as without this one (docs/protocol.md, "GPT-Live").
+            sipLog("a GPT-Live accept for a SIP call, which is not built yet: ignored", [:])
         case .reject(let status): reject(status: status)
         case .refer(let target): refer(to: target)
         case .hangUp: hangUp(.serverBye)

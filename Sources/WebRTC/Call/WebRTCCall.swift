@@ -23,7 +23,7 @@ final class WebRTCCall: MediaPortCall {
     let metrics: WebRTCMetrics
     private(set) var transport: WebRTCTransport
     let ufrag: [UInt8]
-    let session: WebRTCSession
+    let session: any WebRTCCallSession
     var media: WebRTCMedia
     private var timer: ScheduledTask?
     private var timerAt: UInt64 = .max
@@ -34,7 +34,7 @@ final class WebRTCCall: MediaPortCall {
     var peer: TransportAddress? { transport.peer }
     var ended: Bool { transport.ended != nil }
 
-    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, session: WebRTCSession,
+    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, session: any WebRTCCallSession,
          audioSSRC: UInt32, metrics: WebRTCMetrics, now: UInt64) {
         self.id = id
         self.port = port

@@ -1,0 +1,139 @@
+"""A GPT-Live WebRTC session, as a browser's back end makes one with the openai SDK's
+`client.live.create` and aiortc (scripts/tests/webrtc-test.sh).
+
+Creates the session with the offer in `transport` (the SDK validates the answer as its
+`LiveCreateResponse`), opens the data channel, and checks GPT-Live's flow over it: session.started
+without a session.start, a spoken question heard (input transcript deltas), the reply's words
+(output transcript deltas) and its audio on the track, not on the channel; audio appends refused on
+a call; the application's commentary spoken on the track; and a hangup through
+`client.live.sessions.hangup`, with session.closed on the channel. Every event is validated against
+the SDK's ServerEvent models. Prints one line per check and "all checks passed"; exits 1 on a failed
+check.
+"""
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+import openai
+import pydantic
+from aiortc import RTCPeerConnection, RTCSessionDescription
+from openai.types.live.server_event import ServerEvent
+from webrtc_call import Events, Microphone, Speaker, check, read_wav  # beside this file (and aioice's loopback patch)
+
+MODEL = "gpt-live-1"
+COMMENTARY = "The parcel left the depot this morning and arrives on Friday."
+
+
+def validator():
+    """Each event checked against the SDK's model for its type; the problems kept."""
+    import typing
+    union = typing.get_args(ServerEvent)[0] if typing.get_origin(ServerEvent) is typing.Annotated else ServerEvent
+    models = {}
+    for cls in typing.get_args(union):
+        for literal in typing.get_args(cls.model_fields["type"].annotation):
+            models[literal] = cls
+    problems = []
+
+    def validate(event):
+        model = models.get(event.get("type"))
+        if model is None:
+            problems.append(f"{event.get('type')!r} is not an event type of the SDK's")
+            return
+        try:
+            model.model_validate(event)
+        except pydantic.ValidationError as error:
+            problems.append(f"{event.get('type')}: {error.errors()[:2]}")
+    return validate, problems
+
+
+async def call(args):
+    question = read_wav(args.question)
+    client = openai.AsyncOpenAI(base_url=args.url + "/v1", api_key=args.key, max_retries=0)
+    pc = RTCPeerConnection()
+    microphone = Microphone()
+    pc.addTrack(microphone)
+    speaker = Speaker()
+    tasks = []
+
+    @pc.on("track")
+    def on_track(track):
+        if track.kind == "audio":
+            tasks.append(asyncio.ensure_future(speaker.run(track)))
+
+    channel = pc.createDataChannel("oai-events")
+    events = Events()
+    validate, problems = validator()
+    opened = asyncio.get_running_loop().create_future()
+    channel.on("open", lambda: opened.done() or opened.set_result(True))
+
+    def on_message(message):
+        event = json.loads(message)
+        validate(event)
+        events.add(event)
+
+    channel.on("message", on_message)
+    await pc.setLocalDescription(await pc.createOffer())
+    started = time.monotonic()
+    created = await client.live.create(
+        session={"model": MODEL, "instructions": "You are Parley's GPT-Live WebRTC test. Answer briefly.", "audio": {"output": {"voice": "cedar"}}},
+        transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
+    check(created.session.id.startswith("sess_") and created.transport.type == "webrtc", f"client.live.create answered ({created.session.id})")
+    await pc.setRemoteDescription(RTCSessionDescription(sdp=created.transport.sdp, type="answer"))
+    await asyncio.wait_for(opened, 20)
+    check(True, f"the data channel open {time.monotonic() - started:.2f} s after the offer")
+    began = await events.wait("session.started", 10)
+    check(began["session"]["id"] == created.session.id and "format" not in began["session"].get("audio", {}),
+          "session.started on the channel, without a session.start (the call's format is its media's)")
+
+    channel.send(json.dumps({"type": "session.input_audio.append", "audio": "AAAA", "event_id": "evt_append"}))
+    refused = await events.wait("error", 10, lambda e: e.get("client_event_id") == "evt_append")
+    check(refused["error"]["code"] == "invalid_value", "an audio append on a call's channel is refused (the audio is the track's)")
+
+    await asyncio.sleep(0.5)
+    microphone.say(question)
+    await events.wait("session.input_transcript.delta", 20)
+    reply = await events.wait("session.usage.updated", 60)
+    heard = "".join(e["delta"] for e in events.all if e.get("type") == "session.input_transcript.delta")
+    said = "".join(e["delta"] for e in events.all if e.get("type") == "session.output_transcript.delta")
+    print(f"     heard: {heard!r}; said: {said[:120]!r}", flush=True)
+    check(len(heard.split()) >= 2, "the question is heard (input transcript deltas)")
+    check(len(said.split()) >= 2, "the reply's words (output transcript deltas)")
+    check(not any(e.get("type") == "session.output_audio.delta" for e in events.all), "no audio deltas on the data channel")
+    await asyncio.sleep(1.0)  # the reply's last packets, through the caller's jitter buffer
+    spoken = speaker.speech_seconds()
+    check(spoken >= 0.5, f"the reply is heard on the audio track ({spoken:.2f} s of speech)")
+
+    before = len(speaker.audio())
+    channel.send(json.dumps({"type": "session.commentary.append", "content": COMMENTARY, "delegation_id": None}))
+    await events.wait("session.commentary.appended", 10)
+    await events.wait("session.usage.updated", 30, lambda e: e is not reply and events.all.index(e) > events.all.index(reply))
+    await asyncio.sleep(1.0)
+    commented = speaker.speech_seconds(since=before)
+    check(commented >= 1.0, f"the application's commentary is spoken on the track ({commented:.2f} s)")
+
+    await client.live.sessions.hangup(created.session.id)
+    closed = await events.wait("session.closed", 10)
+    check(closed["reason"] == "close_requested", "client.live.sessions.hangup ends the session (session.closed on the channel)")
+    for task in tasks:
+        task.cancel()
+    await pc.close()
+    check(not problems, "every event validates against the SDK's ServerEvent models" + ("".join("\n       " + p for p in problems) if problems else ""))
+    print("all checks passed", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--question", required=True, help="48 kHz mono WAV")
+    args = parser.parse_args()
+    try:
+        asyncio.run(asyncio.wait_for(call(args), 120))
+    except asyncio.TimeoutError:
+        check(False, "the Live call within 120 s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
