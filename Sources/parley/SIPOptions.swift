@@ -46,6 +46,9 @@ struct SIPOptions: ParsableArguments {
                                           about: "A JSON file holding a session object, as session.update sends it (instructions, voice, tools and MCP servers), that every SIP call starts with")
         static let webhook = Setting.text("--sip-webhook", "PARLEY_SIP_WEBHOOK", valueName: "url",
                                           about: "Where each incoming call's realtime.call.incoming webhook is posted; the application accepts or rejects it through /v1/realtime/calls/{call_id}/accept|reject (without it, calls are answered at once)")
+        static let webhookAPI = Setting<SIPWebhook.API>.choice("--sip-webhook-api", "PARLEY_SIP_WEBHOOK_API", default: .realtime, shown: "realtime",
+                                                              among: SIPWebhook.API.allCases.map { ($0.rawValue, $0) },
+                                                              about: "Which API the webhook announces calls for: realtime (realtime.call.incoming, accepted through /v1/realtime/calls/{call_id}/accept) or live (GPT-Live's live.transport.incoming, accepted through /v1/live/sessions/{session_id}/accept)")
         static let webhookSecret = Setting.text("--sip-webhook-secret-file", "PARLEY_SIP_WEBHOOK_SECRET_FILE", valueName: "file",
                                                 about: "A file holding the webhook's signing secret (whsec_…), as Standard Webhooks signs")
         static let routes = Setting.text("--sip-routes", "PARLEY_SIP_ROUTES", valueName: "file",
@@ -72,6 +75,7 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.routes) var routes: String?
     @Option(Settings.webhook) var webhook: String?
     @Option(Settings.webhookSecret) var webhookSecret: String?
+    @Option(Settings.webhookAPI) var webhookAPI: String?
     @Option(Settings.mediaTimeout) var mediaTimeout: String?
     @Option(Settings.maxInvites) var maxInvites: String?
     @Option(Settings.maxCalls) var maxCalls: String?
@@ -125,6 +129,7 @@ struct SIPOptions: ParsableArguments {
             let secret = String(String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first ?? "")
             settings.webhook = (url, secret)
         }
+        settings.webhookAPI = try Settings.webhookAPI.read(webhookAPI)
         settings.mediaTimeoutSeconds = try Settings.mediaTimeout.read(mediaTimeout)
         settings.maxInvitesPerSecond = try Settings.maxInvites.read(maxInvites)
         settings.maxCallsPerLoop = try Settings.maxCalls.read(maxCalls)

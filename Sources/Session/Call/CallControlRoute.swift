@@ -57,7 +57,10 @@ package enum CallControlRoute {
         case "hangup":
             return .hangUp
         case "accept" where api == .live:
-            return .acceptLive(try LiveSessionConfig.parse(fields, media: true))
+            // `{"session": {…}}` (`SessionAcceptParams`): the call's media negotiates the format.
+            try fields.refuseUnknown(["session"])
+            guard let session = try fields.object("session") else { throw fields.missing("session") }
+            return .acceptLive(try LiveSessionConfig.parse(session, media: true))
         case "accept":
             if let type = try fields.string("type"), type != "realtime" { throw fields.invalid("type", "must be 'realtime'") }
             return .accept(try SessionUpdate.parse(fields))

@@ -25,6 +25,13 @@ package final class LiveSession: SessionWire, DirectedCall {
     private let caller: Caller
     private let endpoint: RealtimeEndpoint
     package let endpointName: String
+    /// A carrier that plays the replies' audio itself (a SIP call's RTP): their audio and its
+    /// pauses go to it, as its own session's would; nil: audio as events (a WebSocket) or as the
+    /// socket's binary (a WebRTC call's track).
+    private weak var media: (any SessionWire)?
+    /// Whether the session registers itself in `CallDirectory` once started; a carrier that is
+    /// registered already (a SIP call, by the session's id) forwards to it instead.
+    private let listsItself: Bool
 
     /// A Live session lasts at most two hours (OpenAI's limit), or the server's limit if shorter.
     static let maxSeconds = 7_200.0
@@ -36,20 +43,27 @@ package final class LiveSession: SessionWire, DirectedCall {
         case server
     }
 
-    package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?) {
+    /// `phoneCall`: a SIP call's session, whose id the call chose (its webhook named it), whose
+    /// audio it carries (`media`), and whose echo guard is always on, as a phone call's is.
+    package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?,
+                 phoneCall: (id: String, media: any SessionWire)? = nil) {
         self.endpoint = endpoint
         self.endpointName = endpointName
         caller = admitted.caller
+        media = phoneCall?.media
+        listsItself = phoneCall == nil
         live = LiveConversation(sessionID: "", seed: 0, expiresAt: 0)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
         driver.echoGuardByDefault = endpoint.echoGuardByDefault
+        driver.echoGuardAlways = phoneCall != nil
         driver.startTrace(traceparent: traceparent, endpointName: endpointName)
         // The driver's limit is the tightest of the server's, the tenant's and the client secret's.
         let life = min(Self.maxSeconds, driver.maxSessionSeconds)
-        live = LiveConversation(sessionID: driver.engine.sessionID, seed: MonotonicClock.nanoseconds(), expiresAt: WallClock.seconds() + Int(life))
+        live = LiveConversation(sessionID: phoneCall?.id ?? driver.engine.sessionID, seed: MonotonicClock.nanoseconds(),
+                                expiresAt: WallClock.seconds() + Int(life))
     }
 
-    package var sessionID: String { driver.engine.sessionID }
+    package var sessionID: String { live.sessionID }
 
     private var nowMs: Int {
         guard let loop = driver.loop else { return 0 }
@@ -132,7 +146,10 @@ package final class LiveSession: SessionWire, DirectedCall {
     package func refuse(_ error: ProtocolError) { perform(live.refuse(error), from: .primary) }
 
     /// The session's connection is gone: its work stops.
-    package func close(_ ending: SessionEnding) {
+    /// `reason`: what `session.closed` says, if it has not been said (`close_requested` for a
+    /// client's own close, `remote_hangup` for a caller's, `connection_lost` for a dropped one).
+    package func close(_ ending: SessionEnding, reason: String? = nil) {
+        sayClosed(reason ?? (ending == .ended ? "close_requested" : "connection_lost"))
         for timer in [acknowledgementTimer, fixtureTimer, lifeTimer] { timer?.cancel() }
         backend?.session.close()
         backend = nil
@@ -142,9 +159,18 @@ package final class LiveSession: SessionWire, DirectedCall {
         driver.close(ending)
     }
 
+    /// Whether `session.closed` went out: it is the session's last event, said once.
+    private var closedSaid = false
+
+    private func sayClosed(_ reason: String) {
+        guard !closedSaid, live.hasStarted else { return }
+        closedSaid = true
+        broadcast(live.closed(reason, nowMs: nowMs).description)
+    }
+
     /// The session's two hours are over: its last event, then a normal close.
     private func expire() {
-        broadcast(live.closed("expired", nowMs: nowMs).description)
+        sayClosed("expired")
         driver.socket?.close(.ended, reason: "session expired")
     }
 
@@ -159,12 +185,13 @@ package final class LiveSession: SessionWire, DirectedCall {
             switch step {
             case .send(let event):
                 let text = event.description
+                if event["type"]?.string == "session.closed" { closedSaid = true }
                 switch (event["type"]?.string == "error", origin) {
                 case (true, .primary): socket.send(text: text)
                 case (true, .sideband): sidebands.send(text: text)
                 default: broadcast(text)
                 }
-                if !listed, live.hasStarted, let loop = driver.loop {
+                if !listed, listsItself, live.hasStarted, let loop = driver.loop {
                     CallDirectory.shared.add(live.sessionID, self, on: loop)
                     listed = true
                 }
@@ -219,12 +246,13 @@ package final class LiveSession: SessionWire, DirectedCall {
     package func send(_ event: ServerEvent, on socket: any SessionSocket) {
         // The driver's own end of a session (its length limit) is Live's `session.closed`.
         if case .error(let error) = event.kind, error.code == "session_expired" {
-            return broadcast(live.closed("expired", nowMs: nowMs).description)
+            return sayClosed("expired")
         }
         perform(live.engine(event, nowMs: nowMs))
     }
 
     package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        if let media { return media.sendAudio(piece, at: at, on: socket) }
         switch piece {
         case .opus(let packet):
             socket.send(binary: packet)  // a WebRTC call's media track
@@ -232,6 +260,21 @@ package final class LiveSession: SessionWire, DirectedCall {
             guard let event = live.replyAudio(bytes, responseID: at.responseID, nowMs: nowMs) else { return }
             broadcast(event.description)
         }
+    }
+
+    // The carrier's view of its replies' audio, when it plays them (a SIP call).
+    package func heardMs(of responseID: String) -> Int? { media?.heardMs(of: responseID) }
+    package func speechStopped(responseID: String, on socket: any SessionSocket) { media?.speechStopped(responseID: responseID, on: socket) }
+    package func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { media?.speechPaused(responseID: responseID, on: socket) }
+    package var resendsAfterPause: Bool { media?.resendsAfterPause ?? false }
+
+    /// A turn that came as keys (a phone's keypad), answered as a spoken one would be.
+    package func userSaid(_ text: String) { driver.userSaid(text) }
+
+    /// A caller's key, as its sidebands see it (`transport.dtmf.received`).
+    package func keyPressed(_ key: Character) {
+        sidebands.send(text: JSON.object([("type", .string("transport.dtmf.received")), ("event", .string(String(key))),
+                                          ("event_id", .string(live.newEventID()))]).description)
     }
 
     // MARK: DirectedCall (sidebands and call control, on this session's loop)
@@ -252,7 +295,7 @@ package final class LiveSession: SessionWire, DirectedCall {
     package func control(_ action: CallControl) {
         switch action {
         case .hangUp:
-            broadcast(live.closed("close_requested", nowMs: nowMs).description)
+            sayClosed("close_requested")
             driver.socket?.close(.ended, reason: "hung up")
         case .accept, .acceptLive, .reject, .refer:
             break  // a WebSocket's or a WebRTC call's session has no SIP call to answer or transfer

@@ -168,6 +168,9 @@ package struct LiveConversation: Sendable {
         }
     }
 
+    /// An id for an event the carrier writes itself (a phone's key).
+    package mutating func newEventID() -> String { events.id("event") }
+
     /// A client message that could not be taken: its `error`, and the session goes on.
     package mutating func refuse(_ error: ProtocolError) -> [Step] {
         [.send(events.error(error))]

@@ -1,3 +1,4 @@
+import Access
 import Codec
 import JSON
 import Logging
@@ -15,8 +16,9 @@ import SessionEngine
 /// The call is the session's socket and wire: events go to the sideband WebSockets attached with
 /// `?call_id=` (none until one attaches), audio to the caller's RTP.
 final class SIPCall: SIPCallMediaOwner, DirectedCall {
-    /// The id call control names it by (`rtc_…`, as OpenAI's `call_id`).
-    let id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag()
+    /// The id call control names it by: `rtc_…`, as OpenAI's `call_id`; or, when the webhook
+    /// announces calls to GPT-Live, `sess_…`, its `session_id`, which its Live session takes.
+    let id: String
     unowned let agent: SIPUserAgent
     let peer: SIPPeer
     private(set) var dialog: SIPDialog
@@ -26,6 +28,8 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// the other, and the call's audio is then converted).
     private(set) var sessionLaw: G711.Law = .muLaw
     private var driver: SessionDriver?
+    /// The call's GPT-Live session, when the application accepted it as one (`acceptLive`).
+    private var live: LiveSession?
     /// The settings for the number called or the trunk calling (`SIPRoutes`), if any.
     var route: SIPRoutes.Route?
     private(set) var socketState = CallSidebands()
@@ -42,6 +46,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         self.agent = agent
         self.peer = peer
         self.arrivedAt = arrivedAt
+        id = (agent.endpoint.webhook?.api == .live ? "sess_" : "rtc_") + SIPUserAgent.tag() + SIPUserAgent.tag()
         let settings = agent.settings
         let offer = given?.0 ?? .awaitingAnswer(from: peer.address.description)
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer.address,
@@ -72,6 +77,23 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         carry(dialog.accept(now: agent.loop.nanoseconds()))
         metrics.setup.observe(nanoseconds: agent.loop.nanoseconds() &- arrivedAt)
         if let greeting = route?.greeting ?? agent.settings.greeting, !greeting.isEmpty { driver?.say(greeting) }
+    }
+
+    /// The call is answered by a GPT-Live session with `config` (`live.transport.incoming`'s accept):
+    /// its session's events go to the sidebands attached by its id, its audio is the call's.
+    func acceptLive(_ config: LiveSessionConfig) {
+        guard dialog.state == .offered else { return }
+        let codec = dialog.offer.codec
+        sessionLaw = codec == .pcmu ? .muLaw : .aLaw
+        let options = SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: codec == .pcmu ? .pcmu : .pcma,
+                                            sessions: [agent.settings.session, route?.session])
+        let session = LiveSession(endpoint: agent.endpoint.sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
+                                  options: options, endpointName: "sip (live)", traceparent: nil, phoneCall: (id, self))
+        live = session
+        session.open(self)
+        session.start(config)
+        carry(dialog.accept(now: agent.loop.nanoseconds()))
+        metrics.setup.observe(nanoseconds: agent.loop.nanoseconds() &- arrivedAt)
     }
 
     /// The call is refused with `status` (603 Decline unless said).
@@ -111,7 +133,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     private func fire() {
         timer = nil
         let now = agent.loop.nanoseconds()
-        if let entry = keypad.fire(now: now) { driver?.userSaid(entry) }
+        if let entry = keypad.fire(now: now) { said(entry) }
         carry(dialog.fire(now: now))
     }
 
@@ -130,8 +152,11 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         metrics.calls.add(1, why)
         sipLog("call ended", ["end": why.rawValue])
         socketState.closeAll()
-        driver?.close(why == .callerBye || why == .serverBye ? .ended : .wentAway)
+        let ending: SessionEnding = why == .callerBye || why == .serverBye ? .ended : .wentAway
+        driver?.close(ending)
         driver = nil
+        live?.close(ending, reason: why == .callerBye ? "remote_hangup" : why == .serverBye ? "close_requested" : "connection_lost")
+        live = nil
         agent.endpoint.ended(self)
         agent.forget(self)
     }
@@ -150,39 +175,55 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     }
 
     func heard(_ frame: [UInt8]) {
-        guard let driver, dialog.state != .ended else { return }
-        driver.feedAudio { $0.g711(frame, dialog.offer.codec == .pcmu ? .muLaw : .aLaw) }
+        guard dialog.state != .ended else { return }
+        let law: G711.Law = dialog.offer.codec == .pcmu ? .muLaw : .aLaw
+        if let live { return live.feedCall { $0.g711(frame, law) } }
+        driver?.feedAudio { $0.g711(frame, law) }
+    }
+
+    /// A keypad entry, a turn of the conversation.
+    private func said(_ entry: String) {
+        if let live { live.userSaid(entry) } else { driver?.userSaid(entry) }
     }
 
     /// A key (RFC 4733 or SIP INFO): the DTMF event to the sidebands, and the keypad's entry, once
     /// complete, a turn of the conversation, as on `/twilio`.
     func pressed(_ key: Character) {
         metrics.dtmf.add(1)
-        guard let driver else { return }
-        socketState.send(text: JSON.object([("type", .string("input_audio_buffer.dtmf_event_received")), ("event", .string(String(key))),
-                                            ("received_at", .int(WallClock.seconds()))]).description)
-        if let entry = keypad.pressed(key, now: agent.loop.nanoseconds()) { driver.userSaid(entry) }
+        if let live {
+            live.keyPressed(key)
+        } else if driver != nil {
+            socketState.send(text: JSON.object([("type", .string("input_audio_buffer.dtmf_event_received")), ("event", .string(String(key))),
+                                                ("received_at", .int(WallClock.seconds()))]).description)
+        } else {
+            return
+        }
+        if let entry = keypad.pressed(key, now: agent.loop.nanoseconds()) { said(entry) }
         carry([])
     }
 
     /// A sideband WebSocket's events from now on (OpenAI's `?call_id=`).
     func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard dialog.state != .ended else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
+        if let live { return live.attach(sideband: sideband, on: remote, id: id) }
         socketState.attach(sideband, on: remote, id: id, home: agent.loop)
     }
 
-    func detach(sideband id: ObjectIdentifier) { socketState.detach(id) }
+    func detach(sideband id: ObjectIdentifier) {
+        live?.detach(sideband: id)
+        socketState.detach(id)
+    }
 
     /// A client event from a sideband.
-    func receive(sidebandText text: String) { driver?.receiveClientEvent(text: text) }
+    func receive(sidebandText text: String) {
+        if let live { return live.receive(sidebandText: text) }
+        driver?.receiveClientEvent(text: text)
+    }
 
     func control(_ action: CallControl) {
         switch action {
         case .accept(let session): accept(session: session)
-        case .acceptLive:
-            // A Live session for a SIP call (live.transport.incoming) is not built yet: the call
-            // waits for a Realtime accept, as without this one (docs/protocol.md, "GPT-Live").
-            sipLog("a GPT-Live accept for a SIP call, which is not built yet: ignored", [:])
+        case .acceptLive(let config): acceptLive(config)
         case .reject(let status): reject(status: status)
         case .refer(let target): refer(to: target)
         case .hangUp: hangUp(.serverBye)

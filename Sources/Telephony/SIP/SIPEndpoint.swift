@@ -43,6 +43,10 @@ public final class SIPEndpoint: Sendable {
         /// (`--sip-webhook`, `--sip-webhook-secret-file`): the application then accepts or rejects
         /// it through call control. Nil: calls are answered at once with `session`.
         public var webhook: (url: String, secret: String)?
+        /// Which API the webhook announces calls for (`--sip-webhook-api`): the Realtime API's
+        /// `realtime.call.incoming` (accepted with `/v1/realtime/calls/{call_id}/accept`), or
+        /// GPT-Live's `live.transport.incoming` (`/v1/live/sessions/{session_id}/accept`).
+        public var webhookAPI = SIPWebhook.API.realtime
         /// A call with no RTP for this long (not on hold) is ended with a BYE.
         public var mediaTimeoutSeconds = 30.0
         /// INVITEs begun per second and calls held, per loop (`--sip-max-invites`, `--sip-max-calls`):
@@ -109,7 +113,8 @@ public final class SIPEndpoint: Sendable {
             tlsContext = nil
         }
         if let given = settings.webhook {
-            guard let made = SIPWebhook(url: given.url, secret: given.secret) else { throw .webhook }
+            guard var made = SIPWebhook(url: given.url, secret: given.secret) else { throw .webhook }
+            made.api = settings.webhookAPI
             webhook = made
         } else {
             webhook = nil

@@ -9,8 +9,17 @@ import Upstream
 /// HMAC-SHA256 over "id.timestamp.body">`, the key the `whsec_` secret's base64 bytes), with the
 /// call's id and its INVITE's headers (not its credentials: `withheld`). The application answers through call control (`accept`,
 /// `reject`); one that has not within `answerSeconds` leaves the call refused (480).
-struct SIPWebhook: Sendable {
+public struct SIPWebhook: Sendable {
+    /// Which API's event announces the call.
+    public enum API: String, Sendable, CaseIterable {
+        /// `realtime.call.incoming` with `call_id`.
+        case realtime
+        /// GPT-Live's `live.transport.incoming` with `session_id` and `type: "sip"`.
+        case live
+    }
+
     let url: UpstreamURL
+    var api = API.realtime
     /// The secret's key bytes (`whsec_` and base64 in the operator's file, as OpenAI's dashboard gives it).
     let key: [UInt8]
     var answerSeconds = 20.0
@@ -33,12 +42,15 @@ struct SIPWebhook: Sendable {
     }
 
     /// The event's body for `call`'s INVITE.
-    static func body(id: String, callID: String, invite: SIPMessage, at seconds: Int) -> String {
+    static func body(id: String, callID: String, invite: SIPMessage, at seconds: Int, api: API = .realtime) -> String {
         let headers = invite.headers.filter { !withheld.contains($0.name) }.prefix(maxHeaders)
             .map { JSON.object([("name", .string($0.name)), ("value", .string($0.value))]) }
+        let (type, data): (String, [(String, JSON)]) = switch api {
+        case .realtime: ("realtime.call.incoming", [("call_id", .string(callID)), ("sip_headers", .array(headers))])
+        case .live: ("live.transport.incoming", [("session_id", .string(callID)), ("sip_headers", .array(headers)), ("type", .string("sip"))])
+        }
         return JSON.object([
-            ("object", .string("event")), ("id", .string(id)), ("type", .string("realtime.call.incoming")), ("created_at", .int(seconds)),
-            ("data", .object([("call_id", .string(callID)), ("sip_headers", .array(headers))])),
+            ("object", .string("event")), ("id", .string(id)), ("type", .string(type)), ("created_at", .int(seconds)), ("data", .object(data)),
         ]).description
     }
 
@@ -51,7 +63,7 @@ struct SIPWebhook: Sendable {
     func post(callID: String, invite: SIPMessage, on loop: EventLoop, done: @escaping (Bool) -> Void) {
         let id = "evt_" + OpenSSL.hex(OpenSSL.randomBytes(12))
         let seconds = WallClock.seconds()
-        let body = Self.body(id: id, callID: callID, invite: invite, at: seconds)
+        let body = Self.body(id: id, callID: callID, invite: invite, at: seconds, api: api)
         var request = HTTPClientRequest(method: "POST", url: url, headers: [
             ("Content-Type", "application/json"), ("webhook-id", id), ("webhook-timestamp", String(seconds)),
             ("webhook-signature", signature(id: id, seconds: seconds, body: body)),
