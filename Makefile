@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -73,6 +73,11 @@ bench: release
 # SECONDS_HELD).
 bench-density: release
 	scripts/benchmarks/bench-density.sh
+
+# GPT-Live beside the Realtime API on one release server (issue 53): sessions held (text and live
+# microphones) and the turn latency, alternated (about 6 minutes).
+bench-live: release
+	scripts/benchmarks/bench-live.sh
 
 # What authentication costs at the upgrade: handshakes per core and the 10,000-session connect rate
 # with no auth, an API key and an ES256 JWT, side by side (about 2 minutes).

@@ -4,6 +4,8 @@ nothing), `mic` sessions (a live microphone with no speech: 20 ms pcm16 24 kHz f
 noise, about -66 dBFS, `input_audio_buffer.append`, at real-time pace) or `room` sessions (the same
 with a room's noise, about -46 dBFS: loud enough that every window goes to the VAD model). Opens COUNT on /v1/realtime, holds them for
 SECONDS, and prints one JSON line: sessions opened, refusals, frames sent, its own CPU seconds.
+`live-text` and `live-mic` are the same on GPT-Live's /v1/live/sessions: each session started with
+`session.start` (audio/pcm at 24 kHz), the microphone's frames as `session.input_audio.append`.
 One thread, non-blocking sockets; WebSocket framing by hand (RFC 6455 §5.2, masked client frames)."""
 import base64, json, os, random, select, socket, struct, sys, time
 
@@ -19,22 +21,27 @@ def main():
     rng = random.Random(7)
     # Noise, no speech: no turn and no model work beyond the VAD.
     level = 300 if kind == "room" else 30
+    live = kind.startswith("live-")
     frames = []
     for _ in range(50):
         pcm = struct.pack("<480h", *(rng.randint(-level, level) for _ in range(480)))
-        event = json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}).encode()
+        event = json.dumps({"type": "session.input_audio.append" if live else "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}).encode()
         frames.append(frame(event))
+    start_event = frame(json.dumps({"type": "session.start", "session": {
+        "model": "gpt-live-1", "audio": {"format": {"type": "audio/pcm", "rate": 24000}}}}).encode())
     socks, refused = [], 0
     for i in range(count):
         s = socket.create_connection(("127.0.0.1", port))
         key = base64.b64encode(os.urandom(16)).decode()
-        s.sendall(f"GET /v1/realtime HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        s.sendall(f"GET {'/v1/live/sessions' if live else '/v1/realtime'} HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                   f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
         head = s.recv(4096)
         if not head.startswith(b"HTTP/1.1 101"):
             refused += 1
             s.close()
             continue
+        if live:
+            s.sendall(start_event)
         s.setblocking(False)
         socks.append(s)
     start = time.monotonic()
@@ -47,7 +54,7 @@ def main():
                 s.recv(65536)
             except OSError:
                 pass
-        if kind in ("mic", "room"):
+        if kind in ("mic", "room", "live-mic"):
             for n, s in enumerate(socks):
                 try:
                     s.send(frames[(tick + n) % len(frames)])

@@ -18,9 +18,9 @@ import time
 
 import openai
 import pydantic
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCSessionDescription
 from openai.types.live.server_event import ServerEvent
-from webrtc_call import Events, Microphone, Speaker, check, read_wav  # beside this file (and aioice's loopback patch)
+from webrtc_call import check, peer, read_wav  # beside this file (and aioice's loopback patch)
 
 MODEL = "gpt-live-1"
 COMMENTARY = "The parcel left the depot this morning and arrives on Friday."
@@ -51,29 +51,15 @@ def validator():
 async def call(args):
     question = read_wav(args.question)
     client = openai.AsyncOpenAI(base_url=args.url + "/v1", api_key=args.key, max_retries=0)
-    pc = RTCPeerConnection()
-    microphone = Microphone()
-    pc.addTrack(microphone)
-    speaker = Speaker()
-    tasks = []
-
-    @pc.on("track")
-    def on_track(track):
-        if track.kind == "audio":
-            tasks.append(asyncio.ensure_future(speaker.run(track)))
-
-    channel = pc.createDataChannel("oai-events")
-    events = Events()
     validate, problems = validator()
-    opened = asyncio.get_running_loop().create_future()
-    channel.on("open", lambda: opened.done() or opened.set_result(True))
+    received = []
 
-    def on_message(message):
-        event = json.loads(message)
+    def take(event):
         validate(event)
-        events.add(event)
+        received[0].add(event)
 
-    channel.on("message", on_message)
+    pc, microphone, speaker, tasks, channel, events, opened = peer(take)
+    received.append(events)
     await pc.setLocalDescription(await pc.createOffer())
     started = time.monotonic()
     created = await client.live.create(

@@ -135,18 +135,9 @@ class Events:
         return [e.get("type") for e in self.all]
 
 
-def post(url, body, headers):
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-
-
-async def call(args):
-    question = read_wav(args.question)
-    interruption = read_wav(args.interruption)
+def peer(take=None):
+    """A browser's peer: a microphone track, the reply's track into a Speaker, and the
+    `oai-events` data channel whose messages go to Events (through `take`, when given)."""
     pc = RTCPeerConnection()
     microphone = Microphone()
     pc.addTrack(microphone)
@@ -162,7 +153,23 @@ async def call(args):
     events = Events()
     opened = asyncio.get_running_loop().create_future()
     channel.on("open", lambda: opened.done() or opened.set_result(True))
-    channel.on("message", lambda message: events.add(json.loads(message)))
+    channel.on("message", lambda message: (take or events.add)(json.loads(message)))
+    return pc, microphone, speaker, tasks, channel, events, opened
+
+
+def post(url, body, headers):
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+async def call(args):
+    question = read_wav(args.question)
+    interruption = read_wav(args.interruption)
+    pc, microphone, speaker, tasks, channel, events, opened = peer()
 
     await pc.setLocalDescription(await pc.createOffer())
     offer = pc.localDescription.sdp.encode()
