@@ -226,7 +226,7 @@ final class ServingLoop {
         metrics.closed[CloseLabel(closeCode).index].add(1)
         metrics.accountedBytes.add(-accounted)
         if endpoint > 0 { sessionsHere -= 1 }
-        if shuttingDown && sessionsHere == 0 { stopNow() }
+        if shuttingDown && sessionsHere == 0 { stopWhenDrained() }
         return 0
     }
 
@@ -253,13 +253,22 @@ final class ServingLoop {
         shuttingDown = true
         context.drain.begin()
         loop.forEachRegistrant { ($0 as? Connection)?.shutdown() }
-        if sessionsHere == 0 { return stopNow() }
+        if sessionsHere == 0 { return stopWhenDrained() }
         loop.schedule(after: context.configuration.shutdownTimeout) { [weak self] in
             guard let self else { return }
             loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
             // The close handshakes get a moment; then the loop stops whatever is left.
             loop.schedule(after: 1) { [weak self] in self?.stopNow() }
         }
+    }
+
+    /// This loop holds no session: it stops once no loop does. Until then its listener stays open
+    /// and answers (a probe's 503): a loop that stopped early closed its listener with connections
+    /// in its backlog, which SO_REUSEPORT had given it, and those met a reset (a drain test's
+    /// `/readyz` probe, once, in a clean clone's `make test`, 2026-11-28).
+    private func stopWhenDrained() {
+        guard context.openSessions.load(ordering: .relaxed) > 0 else { return stopNow() }
+        loop.schedule(after: 0.05) { [weak self] in self?.stopWhenDrained() }
     }
 
     private func stopNow() {
