@@ -264,8 +264,8 @@ final class ServingLoop {
 
     /// This loop holds no session: it stops once no loop does. Until then its listener stays open
     /// and answers (a probe's 503): a loop that stopped early closed its listener with connections
-    /// in its backlog, which SO_REUSEPORT had given it, and those met a reset (a drain test's
-    /// `/readyz` probe, once, in a clean clone's `make test`, 2026-11-28).
+    /// in its backlog, which SO_REUSEPORT had given it, and those met a reset (most likely what a
+    /// drain test's reads met, once, in a clean clone's `make test`, 2026-11-28).
     private func stopWhenDrained() {
         guard context.openSessions.load(ordering: .relaxed) > 0 else { return stopNow() }
         loop.schedule(after: 0.05) { [weak self] in self?.stopWhenDrained() }
