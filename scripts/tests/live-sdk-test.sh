@@ -30,7 +30,7 @@ i=0
 for voice_speed in en-us:150 en-gb+f3:135 en-us+m3:170; do
     voice=${voice_speed%%:*}; speed=${voice_speed##*:}
     pcm_speech "Good morning, this should not be heard." "$WORK/muted$i.pcm" "$voice" "$speed"
-    pcm_speech "Please delegate this task: check the weather in Paris." "$WORK/request$i.pcm" "$voice" "$speed"
+    pcm_speech "Please delegate checking the weather in Paris." "$WORK/request$i.pcm" "$voice" "$speed"
     speech+=("$voice@$speed:$WORK/muted$i.pcm:$WORK/request$i.pcm")
     i=$((i + 1))
 done
