@@ -19,12 +19,11 @@ extension WebRTCEndpoint {
             return stream.respond(Self.cors(refusal.response, request))
         case .success(let read): (config, offer) = read
         }
-        switch realtime.access.admit(request, offered: []) {
-        case .failure(let refusal):
-            stream.respond(Self.cors(refusal.response, request))
-        case .success(let admitted):
-            let session = LiveWebRTCSession(endpoint: realtime, request: request, admitted: admitted, config: config)
-            let answer = { [self] in
+        realtime.admitCall(request, on: loop, make: { LiveWebRTCSession(endpoint: realtime, request: request, admitted: $0, config: config) }) { admitted in
+            switch admitted {
+            case .failure(let refusal):
+                stream.respond(Self.cors(refusal.response, request))
+            case .success(let session):
                 guard stream.isOpen else { return session.ended(.wentAway) }
                 switch self.answer(offer, session, request, on: loop) {
                 case .success(let made):
@@ -34,11 +33,6 @@ extension WebRTCEndpoint {
                 case .failure(let refusal):
                     stream.respond(Self.cors(refusal.response, request))
                 }
-            }
-            guard admitted.needsConfirmation else { return answer() }
-            admitted.confirm(session: session.sessionID, resuming: nil, on: loop) { refusal in
-                if let refusal { return stream.respond(Self.cors(refusal.response, request)) }
-                answer()
             }
         }
     }

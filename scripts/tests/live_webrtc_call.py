@@ -20,6 +20,7 @@ import openai
 import pydantic
 from aiortc import RTCSessionDescription
 from openai.types.live.server_event import ServerEvent
+from realtime_sdk_client import models_by_type  # beside this file
 from webrtc_call import check, peer, read_wav  # beside this file (and aioice's loopback patch)
 
 MODEL = "gpt-live-1"
@@ -28,12 +29,7 @@ COMMENTARY = "The parcel left the depot this morning and arrives on Friday."
 
 def validator():
     """Each event checked against the SDK's model for its type; the problems kept."""
-    import typing
-    union = typing.get_args(ServerEvent)[0] if typing.get_origin(ServerEvent) is typing.Annotated else ServerEvent
-    models = {}
-    for cls in typing.get_args(union):
-        for literal in typing.get_args(cls.model_fields["type"].annotation):
-            models[literal] = cls
+    models = models_by_type(ServerEvent)
     problems = []
 
     def validate(event):

@@ -92,8 +92,10 @@ package final class LiveSession: SessionWire, DirectedCall {
                 default: break
                 }
             }
-            if case .audio(let bytes) = command.kind, !sidebands.isEmpty, let format = live.format {
-                reflect(bytes, format: format)
+            if case .audio(let bytes) = command.kind {
+                if !sidebands.isEmpty, let format = live.format { reflect(bytes, format: format) }
+                // A microphone's frame: fed without the steps `command` would make for it.
+                if let heard = live.heard(bytes) { return feed(heard, from: origin) }
             }
             perform(live.command(command, nowMs: nowMs), from: origin)
         } catch {
@@ -198,12 +200,7 @@ package final class LiveSession: SessionWire, DirectedCall {
             case .engine(let event):
                 driver.handle(.client(event))
             case .audio(let bytes):
-                if let refusal = driver.refusal(of: .append(bytes: bytes.count)) {
-                    perform(live.refuse(refusal), from: origin)
-                    continue
-                }
-                let format = driver.inputAudioFormat
-                driver.feedAudio { try $0.appended(bytes, as: format) }
+                feed(bytes, from: origin)
             case .arm(let timer, let afterMs):
                 let task = socket.loop.schedule(after: Double(afterMs) / 1000) { [weak self] in
                     guard let self else { return }
@@ -225,6 +222,13 @@ package final class LiveSession: SessionWire, DirectedCall {
                 socket.close(.ended, reason: "session closed")
             }
         }
+    }
+
+    /// Microphone bytes in the session's format, under the session's audio limits.
+    private func feed(_ bytes: [UInt8], from origin: Origin) {
+        if let refusal = driver.refusal(of: .append(bytes: bytes.count)) { return perform(live.refuse(refusal), from: origin) }
+        let format = driver.inputAudioFormat
+        driver.feedAudio { try $0.appended(bytes, as: format) }
     }
 
     /// The backend for the session's Responses delegation as it now is: made anew when the

@@ -83,10 +83,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// its session's events go to the sidebands attached by its id, its audio is the call's.
     func acceptLive(_ config: LiveSessionConfig) {
         guard dialog.state == .offered else { return }
-        let codec = dialog.offer.codec
-        sessionLaw = codec == .pcmu ? .muLaw : .aLaw
-        let options = SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: codec == .pcmu ? .pcmu : .pcma,
-                                            sessions: [agent.settings.session, route?.session])
+        let options = sessionOptions()
         let session = LiveSession(endpoint: agent.endpoint.sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
                                   options: options, endpointName: "sip (live)", traceparent: nil, phoneCall: (id, self))
         live = session
@@ -163,12 +160,17 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
 
     // MARK: The session
 
-    private func openSession(_ session: SessionUpdate?) {
+    /// The call's session settings: the server's and its route's for calls, then `session`; the
+    /// SIP leg fixes the audio: G.711 as negotiated, whatever a session says.
+    private func sessionOptions(_ session: SessionUpdate? = nil) -> SessionEngine.Options {
         let codec = dialog.offer.codec
         sessionLaw = codec == .pcmu ? .muLaw : .aLaw
-        // The SIP leg fixes the audio: G.711 as negotiated, whatever a session.update says.
-        let options = SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: codec == .pcmu ? .pcmu : .pcma,
-                                            sessions: [agent.settings.session, route?.session, session])
+        return SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: codec == .pcmu ? .pcmu : .pcma,
+                                     sessions: [agent.settings.session, route?.session, session])
+    }
+
+    private func openSession(_ session: SessionUpdate?) {
+        let options = sessionOptions(session)
         let driver = SessionDriver(phoneCall: agent.endpoint.sessions, options: options, wire: self)
         self.driver = driver
         driver.open(self)

@@ -134,11 +134,18 @@ extension RealtimeEndpoint {
     /// multipart offer's `session` part) on top. `done` gets the session, or the refusal to answer
     /// the offer with, on `loop`.
     package func admitCall(_ request: HTTPRequest, session: JSON?, on loop: EventLoop, _ done: @escaping (Result<WebRTCSession, HTTPRefusal>) -> Void) {
+        admitCall(request, on: loop, make: { WebRTCSession(endpoint: self, request: request, admitted: $0, session: session) }, done)
+    }
+
+    /// Admits a call whose session `make` makes (a Realtime or a GPT-Live one) once the caller is
+    /// admitted, and holds its tenant's place across processes when the count is shared.
+    package func admitCall<Call: WebRTCCallSession>(_ request: HTTPRequest, on loop: EventLoop, make: (Admitted) -> Call,
+                                                    _ done: @escaping (Result<Call, HTTPRefusal>) -> Void) {
         switch access.admit(request, offered: []) {
         case .failure(let refusal):
             done(.failure(refusal))
         case .success(let admitted):
-            let call = WebRTCSession(endpoint: self, request: request, admitted: admitted, session: session)
+            let call = make(admitted)
             guard admitted.needsConfirmation else { return done(.success(call)) }
             admitted.confirm(session: call.sessionID, resuming: nil, on: loop) { refusal in
                 if let refusal { return done(.failure(refusal)) }
