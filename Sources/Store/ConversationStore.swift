@@ -46,11 +46,12 @@ public protocol ConversationStore: AnyObject, Sendable {
     /// The session whose current token hashes to `tokenHash`, with every item kept, or nil; `done`
     /// runs on `loop` (at once, for an embedded store).
     func load(tokenHash: String, on loop: EventLoop, _ done: @escaping (Result<StoredConversation?, StoreError>) -> Void)
-    /// A session's report (docs/operations.md, "Session reports"), written once the session has
-    /// ended, kept `keepSeconds` and then forgotten. Every session's, resumable or not.
-    func reportWritten(sessionID: String, report: String, keepSeconds: Int, on loop: EventLoop)
-    /// The report of `sessionID`, or nil (none, or past its retention); `done` runs on `loop`.
-    func report(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void)
+    /// A document about a session that has ended, by its kind and the session's id (a report,
+    /// docs/operations.md "Session reports"; a stored Live session), kept `keepSeconds` and then
+    /// forgotten. Written again, it replaces the one before.
+    func keep(_ kind: KeptKind, id: String, text: String, keepSeconds: Int, on loop: EventLoop)
+    /// The document of that kind and id, or nil (none, or past its retention); `done` runs on `loop`.
+    func kept(_ kind: KeptKind, id: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void)
     /// False while the store cannot be reached from `loop` (a remote store down): sessions are
     /// then served without resume, and told so once.
     func isAvailable(on loop: EventLoop) -> Bool
@@ -68,6 +69,14 @@ extension ConversationStore {
 
     /// The store's series alone, as a scrape shows them.
     public func renderMetrics() -> String { metricsRegistry.render() }
+}
+
+/// What the store keeps about sessions that have ended (`ConversationStore.keep`).
+public enum KeptKind: String, Sendable, CaseIterable {
+    /// Every session's report, read at `GET /v1/sessions/{id}`.
+    case report
+    /// A GPT-Live session started with `store: true`, for its forks and its recording's download.
+    case liveSession = "live_session"
 }
 
 /// A session as the store keeps it.

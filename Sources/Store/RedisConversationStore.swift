@@ -158,7 +158,7 @@ public final class RedisConversationStore: ConversationStore {
         }
         let held = RedisStoreLoop.HeldWrite(commands: all, done: done)
         local.client.transaction(all) { [self] result in
-            // Only a session's writes are held: a report is written again by nobody.
+            // Only a session's writes are held: a kept document is written again by nobody.
             settle(result, [held], bytes: Self.bytes(all), local, holding: sessionID == nil ? .never : .withinBound)
         }
     }
@@ -221,14 +221,14 @@ public final class RedisConversationStore: ConversationStore {
         }
     }
 
-    public func reportWritten(sessionID: String, report: String, keepSeconds: Int, on loop: EventLoop) {
-        write([["SET", RedisKeys.report(sessionID), report, "EX", String(max(1, keepSeconds))]], sessionID: nil, local(loop))
+    public func keep(_ kind: KeptKind, id: String, text: String, keepSeconds: Int, on loop: EventLoop) {
+        write([["SET", RedisKeys.kept(kind, id), text, "EX", String(max(1, keepSeconds))]], sessionID: nil, local(loop))
     }
 
     // MARK: Reads
 
-    public func report(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
-        local(loop).client.send(["GET", RedisKeys.report(sessionID)]) { result in
+    public func kept(_ kind: KeptKind, id: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
+        local(loop).client.send(["GET", RedisKeys.kept(kind, id)]) { result in
             switch result {
             case .failure(let error): done(.failure(StoreError("redis: \(error)")))
             case .success(.null): done(.success(nil))
@@ -390,7 +390,8 @@ public enum RedisKeys {
     static func items(_ id: String) -> String { "parley:items:\(id)" }
     static func item(_ id: String) -> String { "parley:item:\(id)" }
     static func event(_ id: String) -> String { "parley:event:\(id)" }
-    static func report(_ id: String) -> String { "parley:report:\(id)" }
+    /// `parley:report:{id}`, `parley:live_session:{id}`.
+    static func kept(_ kind: KeptKind, _ id: String) -> String { "parley:\(kind.rawValue):\(id)" }
 }
 
 /// The store's state on one loop: the loop's connection and the current token hash of each

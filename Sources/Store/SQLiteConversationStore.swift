@@ -35,8 +35,8 @@ public final class SQLiteConversationStore: ConversationStore {
         CREATE TABLE IF NOT EXISTS items(session_id TEXT, seq INTEGER, item_id TEXT, item TEXT, event TEXT,
                                          PRIMARY KEY(session_id, seq));
         CREATE UNIQUE INDEX IF NOT EXISTS items_by_item_id ON items(session_id, item_id);
-        CREATE TABLE IF NOT EXISTS reports(session_id TEXT PRIMARY KEY, expires_at INTEGER, report TEXT);
-        CREATE INDEX IF NOT EXISTS reports_by_expiry ON reports(expires_at);
+        CREATE TABLE IF NOT EXISTS kept(kind TEXT, id TEXT, expires_at INTEGER, text TEXT, PRIMARY KEY(kind, id));
+        CREATE INDEX IF NOT EXISTS kept_by_expiry ON kept(expires_at);
         """
 
     private init(path: String, metrics: StoreMetrics<SQLiteWriteResult>) {
@@ -157,25 +157,25 @@ public final class SQLiteConversationStore: ConversationStore {
         done(.success(found))
     }
 
-    public func reportWritten(sessionID: String, report: String, keepSeconds: Int, on loop: EventLoop) {
+    public func keep(_ kind: KeptKind, id: String, text: String, keepSeconds: Int, on loop: EventLoop) {
         let now = WallClock.seconds()
-        write("report", bytes: report.utf8.count, on: loop) { db throws(SQLiteError) in
-            // Reports past their retention go as new ones come (by the index, a few rows a time).
-            try db.run("DELETE FROM reports WHERE expires_at < ?1", [.int(now)])
-            try db.run("INSERT OR REPLACE INTO reports(session_id, expires_at, report) VALUES(?1, ?2, ?3)",
-                       [.text(sessionID), .int(now + keepSeconds), .text(report)])
+        write(kind.rawValue, bytes: text.utf8.count, on: loop) { db throws(SQLiteError) in
+            // Documents past their retention go as new ones come (by the index, a few rows a time).
+            try db.run("DELETE FROM kept WHERE expires_at < ?1", [.int(now)])
+            try db.run("INSERT OR REPLACE INTO kept(kind, id, expires_at, text) VALUES(?1, ?2, ?3, ?4)",
+                       [.text(kind.rawValue), .text(id), .int(now + keepSeconds), .text(text)])
         }
     }
 
-    public func report(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
+    public func kept(_ kind: KeptKind, id: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
         guard let db = connection(on: loop) else { return done(.failure(StoreError("sqlite store \(path) cannot be opened"))) }
         var found: String?
         do throws(SQLiteError) {
-            try db.query("SELECT report FROM reports WHERE session_id = ?1 AND expires_at >= ?2",
-                         [.text(sessionID), .int(WallClock.seconds())]) { found = $0.text(0) }
+            try db.query("SELECT text FROM kept WHERE kind = ?1 AND id = ?2 AND expires_at >= ?3",
+                         [.text(kind.rawValue), .text(id), .int(WallClock.seconds())]) { found = $0.text(0) }
         } catch {
-            report(error, "report read")
-            return done(.failure(StoreError("sqlite store: report read failed: \(error)")))
+            report(error, "\(kind.rawValue) read")
+            return done(.failure(StoreError("sqlite store: \(kind.rawValue) read failed: \(error)")))
         }
         done(.success(found))
     }

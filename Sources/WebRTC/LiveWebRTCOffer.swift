@@ -1,24 +1,54 @@
+import Access
 import JSON
 import Server
 import Session
 import SessionEngine
 
-/// `POST /v1/live/sessions` (GPT-Live's WebRTC sessions, openai SDK 3.54.0 `client.live.create`):
-/// `{"session": {…}, "transport": {"type": "webrtc", "sdp": "<offer>"}}` in, and
-/// `{"session": {"id"}, "transport": {"type": "webrtc", "sdp": "<answer>"}}` out. The session is
+/// GPT-Live's WebRTC sessions (openai SDK 3.54.0): `POST /v1/live/sessions` (`client.live.create`)
+/// with `{"session": {…}, "transport": {"type": "webrtc", "sdp": "<offer>"}}`, and a stored
+/// session's fork, `POST /v1/live/sessions/{id}/fork` (`client.live.sessions.fork`), whose
+/// `session` is optional overrides of the stored one's. Both answer
+/// `{"session": {"id"}, "transport": {"type": "webrtc", "sdp": "<answer>"}}`. The session is
 /// admitted as a Live WebSocket's is and started as the call's data channel opens.
 extension WebRTCEndpoint {
     func liveOffer(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
-        let loop = stream.loop
         if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return stream.respond(Self.cors(refusal.response, request)) }
-        let config: LiveSessionConfig
-        let offer: WebRTCOffer
-        switch Self.readLive(request) {
+        switch Self.readLive(request, session: { session throws(ProtocolError) in
+            guard let session else { throw ProtocolError(.missingField, "missing required field 'session'", param: "session") }
+            return try LiveSessionConfig.parse(session, media: true)
+        }) {
         case .failure(let refusal):
             metrics.offersRefused.add(1)
-            return stream.respond(Self.cors(refusal.response, request))
-        case .success(let read): (config, offer) = read
+            stream.respond(Self.cors(refusal.response, request))
+        case .success(let (config, offer)):
+            startLive(config, offer, request, stream)
         }
+    }
+
+    /// `POST /v1/live/sessions/{id}/fork`: the stored session `id`, found for this caller, with the
+    /// body's overrides, on a new WebRTC call.
+    func liveFork(_ request: HTTPRequest, _ stream: HTTPResponseStream, id: String) {
+        let caller: Caller
+        switch realtime.access.identify(request, offered: []) {
+        case .failure(let refusal): return stream.respond(Self.cors(refusal.response, request))
+        case .success(let identified): caller = identified
+        }
+        LiveStoredSessions.find(id, for: caller, endpoint: realtime, on: stream.loop) { found in
+            let read = found.flatMap { stored in
+                Self.readLive(request, session: { overrides throws(ProtocolError) in try stored.fork(overrides, media: true) })
+            }
+            switch read {
+            case .failure(let refusal):
+                self.metrics.offersRefused.add(1)
+                stream.respond(Self.cors(refusal.response, request))
+            case .success(let (config, offer)):
+                self.startLive(config, offer, request, stream)
+            }
+        }
+    }
+
+    private func startLive(_ config: LiveSessionConfig, _ offer: WebRTCOffer, _ request: HTTPRequest, _ stream: HTTPResponseStream) {
+        let loop = stream.loop
         realtime.admitCall(request, on: loop, make: { LiveWebRTCSession(endpoint: realtime, request: request, admitted: $0, config: config) }) { admitted in
             switch admitted {
             case .failure(let refusal):
@@ -37,8 +67,10 @@ extension WebRTCEndpoint {
         }
     }
 
-    /// The body's session (strict, as OpenAI reads it) and the offer in its transport.
-    static func readLive(_ request: HTTPRequest) -> Result<(LiveSessionConfig, WebRTCOffer), HTTPRefusal> {
+    /// The body's session (strict, as OpenAI reads it: `session` makes the configuration from the
+    /// body's `session` object, nil when absent) and the offer in its transport.
+    static func readLive(_ request: HTTPRequest, session: (EventFields?) throws(ProtocolError) -> LiveSessionConfig)
+        -> Result<(LiveSessionConfig, WebRTCOffer), HTTPRefusal> {
         guard let json = try? JSON(parsing: String(decoding: request.body, as: UTF8.self)), json.object != nil else {
             return .failure(HTTPRefusal(.jsonError(.badRequest, code: "invalid_json", message: "the body must be a JSON object with 'session' and 'transport'")))
         }
@@ -47,12 +79,11 @@ extension WebRTCEndpoint {
         let sdp: String
         do throws(ProtocolError) {
             try body.refuseUnknown(["session", "transport"])
-            guard let session = try body.object("session") else { throw body.missing("session") }
             guard let transport = try body.object("transport") else { throw body.missing("transport") }
             try transport.refuseUnknown(["type", "sdp"])
             guard try transport.requiredString("type") == "webrtc" else { throw transport.invalid("type", "must be 'webrtc'") }
             sdp = try transport.requiredString("sdp")
-            config = try LiveSessionConfig.parse(session, media: true)
+            config = try session(try body.object("session"))
         } catch {
             return .failure(HTTPRefusal(.jsonError(.badRequest, code: error.code.rawValue, message: error.message)))
         }

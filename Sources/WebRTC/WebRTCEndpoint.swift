@@ -58,6 +58,8 @@ public final class WebRTCEndpoint: Sendable {
         // GPT-Live's WebRTC sessions: the offer in a JSON body, the answer in one.
         routes.stream("POST", LiveRoutes.path) { request, stream in self.liveOffer(request, stream) }
         routes.stream("OPTIONS", LiveRoutes.path) { request, stream in stream.respond(Self.preflight(request)) }
+        // A stored Live session's fork onto a new call (the prefix's POSTs, call control beside it).
+        LiveRoutes.installPost(on: &routes, endpoint: realtime) { request, stream, id in self.liveFork(request, stream, id: id) }
     }
 
     // MARK: The offer

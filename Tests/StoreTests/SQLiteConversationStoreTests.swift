@@ -47,6 +47,28 @@ import Testing
         #expect(store.renderMetrics().contains("parley_store_write_seconds_count{store=\"sqlite\"} 7"))
     }
 
+    /// Reports and stored Live sessions by id, each kind apart; written again, replaced; past its
+    /// retention, gone.
+    @Test func keptDocumentsAreReadBackByKindAndIdUntilTheyExpire() throws {
+        let path = temporaryDatabasePath()
+        defer { removeDatabase(path) }
+        let store = try SQLiteConversationStore.open(path: path)
+        let loop = try EventLoop(handle: LoopHandle(index: 0))
+        func kept(_ kind: KeptKind, _ id: String) throws -> String? {
+            var result: Result<String?, StoreError>?
+            store.kept(kind, id: id, on: loop) { result = $0 }
+            return try #require(result).get()
+        }
+        store.keep(.report, id: "sess_k", text: "{\"report\":1}", keepSeconds: 60, on: loop)
+        store.keep(.liveSession, id: "sess_k", text: "{\"live\":1}", keepSeconds: 60, on: loop)
+        #expect(try kept(.report, "sess_k") == "{\"report\":1}" && kept(.liveSession, "sess_k") == "{\"live\":1}")
+        store.keep(.liveSession, id: "sess_k", text: "{\"live\":2}", keepSeconds: 60, on: loop)
+        #expect(try kept(.liveSession, "sess_k") == "{\"live\":2}" && kept(.liveSession, "sess_other") == nil)
+        let db = try SQLiteDatabase(path: path)
+        try db.run("UPDATE kept SET expires_at = 1 WHERE kind = 'report'", [])
+        #expect(try kept(.report, "sess_k") == nil && kept(.liveSession, "sess_k") == "{\"live\":2}")
+    }
+
     @Test func anEndedSessionIsNotLoaded() throws {
         let path = temporaryDatabasePath()
         defer { removeDatabase(path) }

@@ -98,6 +98,9 @@ extension SessionDriver {
     /// Starts or ends the recording as the session's `recording` setting now says (the engine
     /// refused it already where the server does not record). It begins now: nothing the caller
     /// said before is in it.
+    /// Whether the session is being recorded now.
+    var isRecording: Bool { recorder != nil }
+
     func recordingAsked() {
         let asked = configuration.recording == true
         guard asked != (recorder != nil) else { return }

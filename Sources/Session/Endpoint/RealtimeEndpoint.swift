@@ -47,6 +47,9 @@ public final class RealtimeEndpoint: Sendable {
     public let turnTuning: TurnEnding.Tuning
     /// Where each session's report goes when it ends, and is read back.
     public let reports: SessionReports
+    /// GPT-Live sessions started with `store: true`, kept after they end for forks and their
+    /// recording's download: in the store, or this process's memory; as long as recordings are.
+    public let liveSessions: KeptDocuments
     /// Sessions' traces, when the OpenTelemetry variables name a collector.
     public let tracer: ParleyTracer?
     /// Where sessions that ask are recorded (`--recordings`); nil: none may be.
@@ -57,6 +60,9 @@ public final class RealtimeEndpoint: Sendable {
     /// Time-outs and limits of each session's MCP clients.
     public let mcpClient: MCPClient.Settings
     static let reportsPrefix = "/v1/sessions/"
+    /// Without a store, the stored Live sessions this process keeps (the last ones; each is its
+    /// configuration and at most 128 messages).
+    static let memoryLiveSessions = 256
 
     public init(model: any LanguageModel, modelName: String, access: Access = Access(), speech: SpeechServices = SpeechServices(),
                 limits: SessionLimits = SessionLimits(), resume: ResumeSettings = ResumeSettings(), echoGuardByDefault: Bool = false,
@@ -71,6 +77,8 @@ public final class RealtimeEndpoint: Sendable {
         self.recordings = recordings
         self.speculativeRepliesByDefault = speculativeRepliesByDefault
         reports = SessionReports(store: resume.store, keepSeconds: resume.reportSeconds)
+        liveSessions = KeptDocuments(.liveSession, store: resume.store, keepSeconds: Int(recordings?.keepSeconds ?? Recordings.defaultRetentionDays * 86_400),
+                                     memoryLimit: Self.memoryLiveSessions)
         self.echoGuardByDefault = echoGuardByDefault
         self.echoCanceller = echoCanceller
         self.denoisesNoisyPhoneLines = denoisesNoisyPhoneLines

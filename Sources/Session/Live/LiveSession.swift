@@ -32,6 +32,8 @@ package final class LiveSession: SessionWire, DirectedCall {
     /// Whether the session registers itself in `CallDirectory` once started; a carrier that is
     /// registered already (a SIP call, by the session's id) forwards to it instead.
     private let listsItself: Bool
+    /// A fork's connection: the stored session it starts from (set before its first message).
+    package var forking: LiveStoredSession?
 
     /// A Live session lasts at most two hours (OpenAI's limit), or the server's limit if shorter.
     static let maxSeconds = 7_200.0
@@ -60,7 +62,7 @@ package final class LiveSession: SessionWire, DirectedCall {
         // The driver's limit is the tightest of the server's, the tenant's and the client secret's.
         let life = min(Self.maxSeconds, driver.maxSessionSeconds)
         live = LiveConversation(sessionID: phoneCall?.id ?? driver.engine.sessionID, seed: MonotonicClock.nanoseconds(),
-                                expiresAt: WallClock.seconds() + Int(life))
+                                expiresAt: WallClock.seconds() + Int(life), recordsStored: endpoint.recordings != nil)
     }
 
     package var sessionID: String { live.sessionID }
@@ -82,7 +84,7 @@ package final class LiveSession: SessionWire, DirectedCall {
     package func receive(_ message: UnsafeRawBufferPointer, from origin: Origin = .primary) {
         guard origin != .primary || driver.admitEvent() else { return }
         do {
-            let command = try LiveCommand.parse(message)
+            let command = try LiveCommand.parse(message, forking: forking)
             if case .sideband = origin {
                 // A sideband watches and steers; the audio and the start are the primary's.
                 switch command.kind {
@@ -152,6 +154,7 @@ package final class LiveSession: SessionWire, DirectedCall {
     /// client's own close, `remote_hangup` for a caller's, `connection_lost` for a dropped one).
     package func close(_ ending: SessionEnding, reason: String? = nil) {
         sayClosed(reason ?? (ending == .ended ? "close_requested" : "connection_lost"))
+        keepIfStored()
         for timer in [acknowledgementTimer, fixtureTimer, lifeTimer] { timer?.cancel() }
         backend?.session.close()
         backend = nil
@@ -159,6 +162,15 @@ package final class LiveSession: SessionWire, DirectedCall {
         listed = false
         sidebands.closeAll()
         driver.close(ending)
+    }
+
+    /// A session started with `store: true`, kept as it ended (its configuration, conversation and
+    /// recording's name) for its forks and its recording's download.
+    private func keepIfStored() {
+        guard let config = live.config, config.store, let loop = driver.loop else { return }
+        let stored = LiveStoredSession(tenant: caller.tenant ?? "", config: config, history: LiveStoredSession.history(driver.engine.history),
+                                       recording: driver.isRecording ? RecordingFile.name(of: driver.engine.sessionID) : nil, endedAt: WallClock.seconds())
+        endpoint.liveSessions.write(id: live.sessionID, text: stored.json.description, on: loop)
     }
 
     /// Whether `session.closed` went out: it is the session's last event, said once.

@@ -3,36 +3,24 @@ import JSON
 import Loop
 import Server
 import Store
-import Synchronization
 
 /// Where finished sessions' reports go and are read back: the store when there is one (SQLite or
 /// Redis, so a report outlives its process and is read on any node), else this process's memory,
 /// the last `memoryReports` of them. Read at `GET /v1/sessions/{id}` with an operator's key.
 public final class SessionReports: Sendable {
     public static let memoryReports = 1_000
-    private let store: (any ConversationStore)?
-    private let keepSeconds: Int
-    /// Without a store: the reports by session id, and their order, oldest first.
-    private let memory = Mutex<(reports: [String: String], order: [String])>(([:], []))
+    private let documents: KeptDocuments
 
     public init(store: (any ConversationStore)?, keepSeconds: Int) {
-        self.store = store
-        self.keepSeconds = keepSeconds
+        documents = KeptDocuments(.report, store: store, keepSeconds: keepSeconds, memoryLimit: Self.memoryReports)
     }
 
     func write(sessionID: String, report: JSON, on loop: EventLoop) {
-        guard keepSeconds > 0 else { return }
-        let text = report.description
-        if let store { return store.reportWritten(sessionID: sessionID, report: text, keepSeconds: keepSeconds, on: loop) }
-        memory.withLock { memory in
-            if memory.reports.updateValue(text, forKey: sessionID) == nil { memory.order.append(sessionID) }
-            if memory.order.count > Self.memoryReports { memory.reports[memory.order.removeFirst()] = nil }
-        }
+        documents.write(id: sessionID, text: report.description, on: loop)
     }
 
     func read(sessionID: String, on loop: EventLoop, _ done: @escaping (Result<String?, StoreError>) -> Void) {
-        if let store { return store.report(sessionID: sessionID, on: loop, done) }
-        done(.success(memory.withLock { $0.reports[sessionID] }))
+        documents.read(id: sessionID, on: loop, done)
     }
 
     /// A session id as Parley makes them; anything else is not looked up.

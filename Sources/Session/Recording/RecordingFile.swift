@@ -21,6 +21,11 @@ final class RecordingFile: @unchecked Sendable {
     /// costs about half the CPU of libopus's default 10 for a difference no one hears in speech.
     static let settings = OpusEncoder.Settings(bitrate: 32_000, complexity: 5)
 
+    /// The file of a session's `take`th recording (1: its first; later ones after a resume).
+    static func name(of sessionID: String, take: Int = 1) -> String {
+        take == 1 ? "\(sessionID).opus" : "\(sessionID)-\(take).opus"
+    }
+
     init(directory: String, sessionID: String, rate: Int) {
         self.directory = directory
         self.sessionID = sessionID
@@ -82,7 +87,7 @@ final class RecordingFile: @unchecked Sendable {
             made = try OpusEncoder(format: AudioFormat(sampleRate: sampleRate, channels: .stereo), application: .voip, settings: Self.settings)
         } catch let error as RecordingError { throw error } catch { throw .encode("\(error)") }
         for n in 1...9 {
-            let candidate = "\(directory)/\(sessionID)\(n == 1 ? "" : "-\(n)").opus"
+            let candidate = "\(directory)/\(Self.name(of: sessionID, take: n))"
             do {
                 fd = try Sys.createNew(candidate, mode: 0o640)
                 path = candidate

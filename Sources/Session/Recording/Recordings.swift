@@ -74,6 +74,19 @@ public final class Recordings: Sendable {
         }
     }
 
+    /// The longest recording read back whole (`read`): a Live session's two hours at 32 kb/s are
+    /// 29 MB with their Ogg pages.
+    static let maxReadBytes = 48 << 20
+
+    /// The recording `name` (a file in the directory), read on the recording thread, after the
+    /// blocks queued before it (so a session's last page is in it); `done` on `loop` gets nil
+    /// when it is missing, unreadable, or the thread's queue is full.
+    func read(_ name: String, on loop: EventLoop, _ done: @escaping ([UInt8]?) -> Void) {
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else { return done(nil) }
+        let path = "\(directory)/\(name)"
+        if loop.offload(to: writer, { Sys.readFile(path, maxBytes: Self.maxReadBytes) }, then: done) == nil { done(nil) }
+    }
+
     /// Removes recordings older than the retention (on the recording thread; at most once an hour).
     private func sweepIfDue() {
         let now = WallClock.seconds()

@@ -43,7 +43,9 @@ package struct LiveCommand: Sendable, Equatable {
     package static let maxAppendBytes = SessionConfiguration.maxInstructionBytes
 
     /// `text`, one client message; the error carries the `event_id` once it was read.
-    package static func parse(_ message: UnsafeRawBufferPointer) throws(ProtocolError) -> LiveCommand {
+    /// `forking`: the stored session a fork's connection starts from, whose `session.start` gives
+    /// overrides of it (`ForkSessionConfig`) rather than a whole configuration.
+    package static func parse(_ message: UnsafeRawBufferPointer, forking: LiveStoredSession? = nil) throws(ProtocolError) -> LiveCommand {
         // A microphone's append, fifty times a second, is read in place (`AudioAppendScan`).
         let bytes = message.assumingMemoryBound(to: UInt8.self)
         if let found = AudioAppendScan.scan(bytes, type: "session.input_audio.append"),
@@ -61,7 +63,7 @@ package struct LiveCommand: Sendable, Equatable {
         let event = EventFields(json)
         let eventID = try? event.string("event_id")
         do {
-            return LiveCommand(eventID: eventID, kind: try kind(event))
+            return LiveCommand(eventID: eventID, kind: try kind(event, forking: forking))
         } catch {
             var error = error
             error.eventID = eventID
@@ -69,13 +71,14 @@ package struct LiveCommand: Sendable, Equatable {
         }
     }
 
-    private static func kind(_ event: EventFields) throws(ProtocolError) -> Kind {
+    private static func kind(_ event: EventFields, forking: LiveStoredSession?) throws(ProtocolError) -> Kind {
         let type = try event.requiredString("type")
         let common: Set<String> = ["type", "event_id"]
         switch type {
         case "session.start":
             try event.refuseUnknown(common.union(["session"]))
             guard let session = try event.object("session") else { throw event.missing("session") }
+            if let forking { return .start(try forking.fork(session, media: false)) }
             return .start(try LiveSessionConfig.parse(session))
         case "session.update":
             try event.refuseUnknown(common.union(["session"]))

@@ -82,9 +82,14 @@ package struct LiveConversation: Sendable {
         var sent = ""
     }
 
-    package init(sessionID: String, seed: UInt64, expiresAt: Int) {
+    /// Whether a session started with `store: true` is recorded (the server records calls), so
+    /// that its recording can be downloaded (`GET /v1/live/sessions/{id}/content`).
+    private let recordsStored: Bool
+
+    package init(sessionID: String, seed: UInt64, expiresAt: Int, recordsStored: Bool = false) {
         self.sessionID = sessionID
         self.expiresAt = expiresAt
+        self.recordsStored = recordsStored
         events = LiveServerEvents(seed: seed)
     }
 
@@ -92,7 +97,8 @@ package struct LiveConversation: Sendable {
         if case .started = phase { true } else { false }
     }
 
-    private var config: LiveSessionConfig? {
+    /// The session's configuration as it now is, once it has started.
+    package var config: LiveSessionConfig? {
         if case .started(let config) = phase { config } else { nil }
     }
 
@@ -121,7 +127,9 @@ package struct LiveConversation: Sendable {
         if case .start(let config) = command.kind {
             guard case .waiting = phase else { return [.send(events.error(LiveRefusal.alreadyStarted(eventID: id)))] }
             phase = .starting(config, eventID: id)
-            return [.engine(ClientEvent(eventID: id, .sessionUpdate(config.engineUpdate)))]
+            var update = config.engineUpdate
+            if config.store, recordsStored { update.recording = true }
+            return [.engine(ClientEvent(eventID: id, .sessionUpdate(update)))]
         }
         guard let config else {
             let what = if case .audio = command.kind { "audio" } else { "a command" }

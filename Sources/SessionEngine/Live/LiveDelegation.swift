@@ -58,9 +58,8 @@ package enum LiveDelegation: Sendable, Equatable {
         switch (self, next) {
         case (.client(let old), .client(.none)): return .client(acknowledgementDelayMs: old)
         case (.responses(let backend, let old), .responses(let given, let delay)):
-            // The backend's fields given replace its own; its model, if not given, stays.
-            var merged = given ?? backend
-            if let given, given.model.isEmpty { merged?.model = backend?.model ?? "" }
+            // The backend's fields given replace its own; the others stay.
+            let merged = given.map { given in backend?.updated(by: given) ?? given } ?? backend
             return .responses(merged, acknowledgementDelayMs: delay ?? old)
         default: return next
         }

@@ -15,7 +15,9 @@ package struct LiveResponsesDelegation: Sendable, Equatable {
     package var tools: ToolSet?
     package var mcpServers: [MCPServerEntry] = []
     package var toolChoice: ToolChoice?
-    /// The object as the client gave it, echoed in the session resource.
+    /// The object as the client gave it, with each MCP server's secrets written `[redacted]`
+    /// (`MCPServerEntry.json`): echoed in the session resource and kept in a stored session, so
+    /// neither an event nor the store holds a credential.
     package var json: JSON
 
     /// The backend's instructions when the delegation gives none.
@@ -27,7 +29,7 @@ package struct LiveResponsesDelegation: Sendable, Equatable {
 
     package static func parse(_ fields: EventFields, update: Bool = false) throws(ProtocolError) -> LiveResponsesDelegation {
         try fields.refuseUnknown(["model", "instructions", "max_output_tokens", "parallel_tool_calls", "reasoning", "service_tier", "text", "tool_choice", "tools"])
-        var delegation = LiveResponsesDelegation(model: update ? (try fields.string("model") ?? "") : try fields.requiredString("model"), json: fields.members)
+        var delegation = LiveResponsesDelegation(model: update ? (try fields.string("model") ?? "") : try fields.requiredString("model"), json: .object([]))
         if let instructions = try fields.string("instructions") {
             guard instructions.utf8.count <= SessionConfiguration.maxInstructionBytes else {
                 throw fields.invalid("instructions", "is longer than \(SessionConfiguration.maxInstructionBytes) bytes")
@@ -56,7 +58,39 @@ package struct LiveResponsesDelegation: Sendable, Equatable {
                                 param: fields.name("tool_choice"))
         }
         delegation.toolChoice = try ToolsField.choice(fields)
+        delegation.json = redacted(fields.members, servers: delegation.mcpServers)
         return delegation
+    }
+
+    /// `given` with its MCP entries (in order, `servers` parsed from them) as `session.updated`
+    /// shows them: secrets redacted.
+    private static func redacted(_ given: JSON, servers: [MCPServerEntry]) -> JSON {
+        guard case .object(var members) = given, let index = members.firstIndex(where: { $0.0 == "tools" }), let list = members[index].1.array else { return given }
+        var next = servers.makeIterator()
+        members[index].1 = .array(list.map { $0["type"]?.string == "mcp" ? (next.next()?.json ?? $0) : $0 })
+        return .object(members)
+    }
+
+    /// Whether an MCP server of this backend sends credentials (in a stored session read back,
+    /// they are `[redacted]`: they must be given again before the backend is used).
+    package var hasMCPCredentials: Bool { mcpServers.contains(where: \.hasCredentials) }
+
+    /// This backend as an update that gave `given` changes it: the fields given replace their
+    /// own, the others stay ("Omitted settings keep their existing values").
+    package func updated(by given: LiveResponsesDelegation) -> LiveResponsesDelegation {
+        var merged = self
+        let keys = Set(given.json.object?.map(\.0) ?? [])
+        if keys.contains("model") { merged.model = given.model }
+        if keys.contains("instructions") { merged.instructions = given.instructions }
+        if keys.contains("max_output_tokens") { merged.maxOutputTokens = given.maxOutputTokens }
+        if keys.contains("tools") { (merged.tools, merged.mcpServers) = (given.tools, given.mcpServers) }
+        if keys.contains("tool_choice") { merged.toolChoice = given.toolChoice }
+        var members = json.object ?? []
+        for (key, value) in given.json.object ?? [] {
+            if let index = members.firstIndex(where: { $0.0 == key }) { members[index].1 = value } else { members.append((key, value)) }
+        }
+        merged.json = .object(members)
+        return merged
     }
 
     /// The backend session's settings: text out, no turns of its own (it answers when asked).

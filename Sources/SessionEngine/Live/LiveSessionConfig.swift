@@ -131,6 +131,18 @@ package struct LiveSessionConfig: Sendable, Equatable {
     /// The front's instructions when the session gives none (OpenAI: "server defaults").
     package static let defaultInstructions = "You are a helpful voice assistant. Speak briefly and naturally. When the user asks for something that needs a lookup, a tool or an action, hand it to your backend with the delegate function and tell the user you are on it."
 
+    /// As `session.start` would give it (read back by `parse`): what a stored session keeps of
+    /// its configuration, without its history (`LiveStoredSession` keeps that).
+    package var startJSON: JSON {
+        var audio: [(String, JSON)] = format.json.map { [("format", $0)] } ?? []
+        audio.append(("output", .object([("voice", customVoice ? .object([("id", .string(voice))]) : .string(voice))])))
+        var fields: [(String, JSON)] = [("model", .string(model)), ("audio", .object(audio)), ("delegation", delegation.json), ("store", .bool(store))]
+        if let instructions { fields.append(("instructions", .string(instructions))) }
+        if let safetyIdentifier { fields.append(("safety_identifier", .string(safetyIdentifier))) }
+        if let client { fields.append(("client", client)) }
+        return .object(fields)
+    }
+
     /// As `session.started` and `.updated` write it (`SessionResource`).
     package func resource(id: String, expiresAt: Int) -> JSON {
         var fields: [(String, JSON)] = [
