@@ -3,7 +3,9 @@
 # Parley server started here on loopback: the protocol's commands and errors, then spoken turns in
 # several espeak-ng voices and speeds that the voice front delegates to the application, whose
 # commentary is spoken. The voice front's model is `parley mock-llm` (it calls the function the
-# user names); recognition, synthesis and the VAD are the server's defaults. Run by `make test`;
+# user names); recognition, synthesis and the VAD are the server's defaults. The last spoken session
+# is stored (`store: true`), forked over the fork WebSocket, and its recording downloaded (the server
+# records to a directory of this run's). Run by `make test`;
 # the checks are in scripts/tests/live_sdk_client.py.
 #
 # Usage:
@@ -44,7 +46,7 @@ start mcp scripts/tools/mcp-test-server.sh --port "$mcp_port" --events "$WORK/mc
 wait_port mcp "$mcp_port"
 
 start_mock
-start_parley server serve 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock
+start_parley server serve 0 --loops 1 --llm openai --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock --recordings "$WORK/recordings"
 wait_speech_helper server "$scheme://127.0.0.1:$port"
 status=0
 timeout 400 "$VENV/bin/python" scripts/tests/live_sdk_client.py --base-url "$scheme://127.0.0.1:$port/v1" --timeout "$SDK_TIMEOUT" \

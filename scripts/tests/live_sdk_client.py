@@ -31,6 +31,7 @@ import pydantic
 from openai import AsyncOpenAI
 from openai.types.live.server_event import ServerEvent
 from openai.types.live.connect_server_event import ConnectServerEvent
+from openai.types.live.fork_server_event import ForkServerEvent
 from checks import Abort, Checks  # scripts/tests/checks.py, beside this file
 from realtime_sdk_client import models_by_type, short
 
@@ -217,12 +218,15 @@ async def protocol_run(live: Live) -> None:
             closed.get("reason") == "close_requested" and closed.get("usage", {}).get("seconds", -1) >= 0 and closed.get("session", {}).get("id") == session.get("id"))
 
 
-async def spoken_run(live: Live, muted_speech: bytes, request: bytes, *, first: bool) -> None:
+async def spoken_run(live: Live, muted_speech: bytes, request: bytes, *, first: bool, store: bool = False) -> None:
     """`first`: the run that also checks mute (speech muted is not heard) and waits for the
-    acknowledgement; the others thinking first, so that it is cancelled (make test's budget)."""
+    acknowledgement; the others thinking first, so that it is cancelled (make test's budget).
+    `store`: the session is stored as it ends (its id in `live.stored`), for the fork run."""
     c = live.checks
-    await live.conn.session.start(session=session_config())
-    await live.expect("session.started")
+    await live.conn.session.start(session=session_config(store=True) if store else session_config())
+    started = await live.expect("session.started")
+    if store:
+        live.stored = started["session"]["id"]
     if first:
         await muted_run(live, muted_speech)
     await delegated_run(live, request, wait_for_acknowledgement=first)
@@ -374,13 +378,67 @@ async def responses_run(live: Live, request: bytes, *, mcp: str | None) -> None:
     await live.expect("session.closed", skip=("session.usage.updated", "session.output_audio.delta", "session.output_transcript.delta", "response.event"))
 
 
-async def run(checks: Checks, client: AsyncOpenAI, name: str, timeout: float, body: Any) -> None:
+async def fork_run(live: Live, parent: str) -> None:
+    """A fork of the stored session `parent` over the fork WebSocket: a wrong override refused
+    (the connection goes on), then the stored configuration and conversation inherited."""
+    c = live.checks
+    await live.raw({"type": "session.start", "event_id": "evt_fork_model", "session": {"model": "gpt-live-other"}})
+    await live.expect_error("a fork that names a model", "unknown_parameter", "evt_fork_model")
+    await live.raw({"type": "session.start", "event_id": "evt_fork_client", "session": {"client": {}}})
+    await live.expect_error("a WebSocket fork with client permissions", "invalid_value", "evt_fork_client")
+    await live.conn.session.start(session={"audio": {"format": {"type": "audio/pcm", "rate": RATE}}}, event_id="evt_fork")
+    started = await live.expect("session.started")
+    session = started["session"]
+    c.check(f"{live.name}: a new session, answering its start", session["id"] != parent and session["id"].startswith("sess_")
+            and started.get("client_event_id") == "evt_fork", short(session))
+    c.check(f"{live.name}: the stored configuration inherited",
+            session.get("instructions") == session_config()["instructions"] and session.get("store") is True
+            and session["audio"]["output"]["voice"] == "marin", short(session))
+    history = [(item["role"], item["content"][0]["text"]) for item in session.get("input", [])]
+    said = " ".join(text for role, text in history).lower()
+    c.check(f"{live.name}: the stored conversation inherited (developer, the user's words, the reply)",
+            history[:1] == [("developer", "The caller is testing the server.")] and "weather" in said and "sunny in paris" in said,
+            repr(history))
+    await live.conn.session.instructions.append(content="Mention the fork.", delegation_id=None, event_id="evt_fork_instr")
+    appended = await live.expect("session.instructions.appended")
+    c.check(f"{live.name}: the fork takes commands", appended.get("client_event_id") == "evt_fork_instr")
+    await live.conn.session.close()
+    await live.expect("session.closed", skip=("session.usage.updated",))
+
+
+async def recording_checks(checks: Checks, client: AsyncOpenAI, parent: str) -> None:
+    """The stored session's recording (Ogg Opus, both sides), and refusals for ids not stored."""
+    try:
+        content = await client.live.sessions.download_recording(parent)
+        data = content.content
+        # The last page's granule position: 48 kHz samples from the start (RFC 7845, section 4).
+        last = data.rfind(b"OggS")
+        seconds = int.from_bytes(data[last + 6:last + 14], "little") / 48_000 if last >= 0 else 0
+        checks.check("live recording: the stored session's recording downloaded, Ogg Opus",
+                     data[:4] == b"OggS" and b"OpusHead" in data[:200], f"{len(data)} bytes, starts {data[:8]!r}")
+        checks.check("live recording: it holds the session (more than 3 s)", seconds > 3, f"{seconds:.1f} s")
+    except Exception as error:
+        checks.check("live recording: downloaded", False, f"{type(error).__name__}: {error}")
+    for label, session_id in (("an unknown session", "sess_nope"), ("a path that is no session id", "../etc")):
+        try:
+            await client.live.sessions.download_recording(session_id)
+            checks.check(f"live recording: {label} -> 404", False, "it was served")
+        except openai.NotFoundError as error:
+            checks.check(f"live recording: {label} -> 404", True, str(error.status_code))
+        except Exception as error:
+            checks.check(f"live recording: {label} -> 404", False, f"{type(error).__name__}: {error}")
+
+
+async def run(checks: Checks, client: AsyncOpenAI, name: str, timeout: float, body: Any, fork_of: str | None = None) -> str | None:
+    """One session through `body`; the id it stored, if it did."""
+    live: Live | None = None
     try:
         async with asyncio.timeout(120):
-            manager = client.live.connect()
+            manager = client.live.forks.connect(session_id=fork_of) if fork_of else client.live.connect()
             conn = await asyncio.wait_for(manager.__aenter__(), timeout)
-            live = Live(name, conn, checks, timeout)
+            live = Live(name, conn, checks, timeout, union=ForkServerEvent if fork_of else ServerEvent)
             live.client = client
+            live.stored = None
             try:
                 await body(live)
             finally:
@@ -393,6 +451,7 @@ async def run(checks: Checks, client: AsyncOpenAI, name: str, timeout: float, bo
         checks.check(f"{name}: run", False, str(error))
     except TimeoutError:
         checks.check(f"{name}: run", False, "did not finish within 120 s")
+    return live.stored if live else None
 
 
 async def main() -> int:
@@ -415,8 +474,15 @@ async def main() -> int:
             muted = file.read()
         with open(request_path, "rb") as file:
             request = file.read()
-        await run(checks, client, f"live {name}", args.timeout,
-                  lambda live, m=muted, r=request, first=(index == 0): spoken_run(live, m, r, first=first))
+        # The last spoken session is stored, and forked below.
+        last = index == len(args.speech) - 1
+        stored = await run(checks, client, f"live {name}", args.timeout,
+                           lambda live, m=muted, r=request, first=(index == 0), last=last: spoken_run(live, m, r, first=first, store=last))
+    if args.speech:
+        checks.check("live store: the stored session's id", bool(stored), repr(stored))
+        if stored:
+            await run(checks, client, "live fork", args.timeout, lambda live: fork_run(live, stored), fork_of=stored)
+            await recording_checks(checks, client, stored)
     if args.order:
         with open(args.order, "rb") as file:
             order = file.read()

@@ -6,7 +6,9 @@ Creates the session with the offer in `transport` (the SDK validates the answer 
 without a session.start, a spoken question heard (input transcript deltas), the reply's words
 (output transcript deltas) and its audio on the track, not on the channel; audio appends refused on
 a call; the application's commentary spoken on the track; and a hangup through
-`client.live.sessions.hangup`, with session.closed on the channel. Every event is validated against
+`client.live.sessions.hangup`, with session.closed on the channel. The session is stored
+(`store: true`) and then forked onto a second call with `client.live.sessions.fork`, which starts
+with its conversation; a fork with a format of its own, or of an unknown id, is refused. Every event is validated against
 the SDK's ServerEvent models. Prints one line per check and "all checks passed"; exits 1 on a failed
 check.
 """
@@ -59,7 +61,8 @@ async def call(args):
     await pc.setLocalDescription(await pc.createOffer())
     started = time.monotonic()
     created = await client.live.create(
-        session={"model": MODEL, "instructions": "You are Parley's GPT-Live WebRTC test. Answer briefly.", "audio": {"output": {"voice": "cedar"}}},
+        session={"model": MODEL, "instructions": "You are Parley's GPT-Live WebRTC test. Answer briefly.", "audio": {"output": {"voice": "cedar"}},
+                 "store": True},
         transport={"type": "webrtc", "sdp": pc.localDescription.sdp})
     check(created.session.id.startswith("sess_") and created.transport.type == "webrtc", f"client.live.create answered ({created.session.id})")
     await pc.setRemoteDescription(RTCSessionDescription(sdp=created.transport.sdp, type="answer"))
@@ -101,8 +104,40 @@ async def call(args):
     for task in tasks:
         task.cancel()
     await pc.close()
+    await fork(client, created.session.id, heard, take, received)
     check(not problems, "every event validates against the SDK's ServerEvent models" + ("".join("\n       " + p for p in problems) if problems else ""))
     print("all checks passed", flush=True)
+
+
+async def fork(client, parent, heard, take, received):
+    """The stored session `parent` forked onto a new call: its conversation is the fork's input."""
+    pc, _, _, tasks, channel, events, opened = peer(take)
+    received[0] = events
+    await pc.setLocalDescription(await pc.createOffer())
+    offer = {"type": "webrtc", "sdp": pc.localDescription.sdp}
+    for label, session_id, session, error in (("a format of its own (a call's is its media's)", parent, {"audio": {"format": {"type": "audio/pcmu"}}}, openai.BadRequestError),
+                                              ("an unknown session", "sess_nope", {}, openai.NotFoundError)):
+        try:
+            await client.live.sessions.fork(session_id, transport=offer, session=session)
+            check(False, f"a fork with {label} is refused")
+        except error as refused:
+            check(True, f"a fork with {label} is refused ({refused.status_code})")
+    forked = await client.live.sessions.fork(parent, transport=offer, session={"store": False})
+    check(forked.session.id.startswith("sess_") and forked.session.id != parent, f"client.live.sessions.fork answered ({forked.session.id})")
+    await pc.setRemoteDescription(RTCSessionDescription(sdp=forked.transport.sdp, type="answer"))
+    await asyncio.wait_for(opened, 20)
+    began = await events.wait("session.started", 10)
+    session = began["session"]
+    history = " ".join(item["content"][0]["text"] for item in session.get("input", []))
+    check(session["id"] == forked.session.id and session["audio"]["output"]["voice"] == "cedar" and session["store"] is False,
+          "the fork's session.started: the stored voice, its own store setting")
+    first_word = next((word for word in heard.split() if len(word) > 3), heard.strip())
+    check(first_word.lower() in history.lower(), f"the fork starts with the stored conversation ({history[:100]!r})")
+    await client.live.sessions.hangup(forked.session.id)
+    await events.wait("session.closed", 10)
+    for task in tasks:
+        task.cancel()
+    await pc.close()
 
 
 def main():
