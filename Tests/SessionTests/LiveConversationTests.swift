@@ -118,17 +118,21 @@ import Testing
     }
 
     @Test func aFixturePlaysOutMutesTheInputAndHoldsAppends() throws {
-        var live = try started()
+        var live = try started()  // a µ-law session: the fixture is pcm16 at 24 kHz all the same
         // A reply is in flight: the fixture cuts it.
         _ = live.engine(event(.responseCreated(response("resp_1", .inProgress))), nowMs: 20)
-        let second = [UInt8](repeating: 0x55, count: 8_000)  // 1 s of µ-law
-        let play = live.command(try command(#"{"type":"session.output_audio.fixture.play","event_id":"f1","audio":"\#(Base64.encode(second))"}"#), nowMs: 100)
+        let samples: [Int16] = (0..<24_000).map { Int16(truncatingIfNeeded: $0 * 37) }  // 1 s
+        let bytes = samples.flatMap { [UInt8(truncatingIfNeeded: $0), UInt8(truncatingIfNeeded: $0 >> 8)] }
+        let play = live.command(try command(#"{"type":"session.output_audio.fixture.play","event_id":"f1","audio":"\#(Base64.encode(bytes))"}"#), nowMs: 100)
         #expect(engineEvents(play).first?.kind == .responseCancel(responseID: "resp_1"))
-        #expect(types(play) == ["session.output_audio.fixture.playing"] + Array(repeating: "session.output_audio.delta", count: 10))
-        #expect(play.last == .arm(.fixtureEnds, afterMs: 1000))
-        let deltas = sent(play).dropFirst()
-        #expect(deltas.first?["start_ms"]?.int == 100 && deltas.last?["end_ms"]?.int == 1100)
-        #expect(deltas.flatMap { Base64.decode(($0["delta"]?.string ?? "").utf8) ?? [] } == second)
+        #expect(types(play) == ["session.output_audio.fixture.playing"])
+        // Its audio goes out through the session's output, as a reply's does (in the session's
+        // format, on its carrier), not as events made here.
+        guard case .playFixture(let played, let id) = play.last else { Issue.record("no fixture played: \(play)"); return }
+        #expect(played == samples && id.hasPrefix("fixture_"))
+        // On the output timeline, where the fixture's own audio begins.
+        let audio = live.replyAudio([UInt8](repeating: 0xFF, count: 160), responseID: id, nowMs: 120)
+        #expect(audio?["start_ms"]?.int == 120 && audio?["end_ms"]?.int == 140)
 
         #expect(live.command(try command(#"{"type":"session.input_audio.append","audio":"ECAwQA=="}"#), nowMs: 200) == [.audio([0xFF, 0xFF, 0xFF, 0xFF])])
         let during = live.command(try command(#"{"type":"session.instructions.append","content":"x","delegation_id":null}"#), nowMs: 300)
@@ -136,17 +140,27 @@ import Testing
         let twice = live.command(try command(#"{"type":"session.output_audio.fixture.play","audio":"VVU="}"#), nowMs: 300)
         #expect(sent(twice).first?["error"]?["code"]?.string == "fixture_active")
 
-        let ended = live.timer(.fixtureEnds, nowMs: 1100)
+        let ended = live.fixturePlayed(true, nowMs: 1100)
         #expect(types(ended) == ["session.output_audio.fixture.played"])
         #expect(sent(ended).first?["client_event_id"]?.string == "f1")
+        #expect(live.fixturePlayed(true, nowMs: 1101).isEmpty)
         #expect(live.command(try command(#"{"type":"session.input_audio.append","audio":"ECAwQA=="}"#), nowMs: 1200) == [.audio([0x10, 0x20, 0x30, 0x40])])
+
+        // One that cannot be played (no speech workers) says so, and the input is heard again.
+        _ = live.command(try command(#"{"type":"session.output_audio.fixture.play","event_id":"f2","audio":"AAA="}"#), nowMs: 1300)
+        let failed = live.fixturePlayed(false, nowMs: 1310)
+        #expect(sent(failed).first?["error"]?["code"]?.string == "fixture_failed" && sent(failed).first?["client_event_id"]?.string == "f2")
+        #expect(!live.hearsSilence)
     }
 
-    @Test func aFixtureOverThirtySecondsIsRefused() throws {
+    @Test func aFixtureIsCheckedWholeBeforeAnythingIsCut() throws {
         var live = try started()
-        let long = [UInt8](repeating: 0x55, count: 8_000 * 31)
-        let steps = live.command(try command(#"{"type":"session.output_audio.fixture.play","audio":"\#(Base64.encode(long))"}"#), nowMs: 0)
-        #expect(sent(steps).first?["error"]?["code"]?.string == "invalid_value")
+        _ = live.engine(event(.responseCreated(response("resp_1", .inProgress))), nowMs: 20)
+        let long = [UInt8](repeating: 0x55, count: 48_000 * 30 + 2)
+        for audio in [Base64.encode(long), "VQ==", ""] {
+            let steps = live.command(try command(#"{"type":"session.output_audio.fixture.play","audio":"\#(audio)"}"#), nowMs: 30)
+            #expect(sent(steps).first?["error"]?["code"]?.string == "invalid_value" && engineEvents(steps).isEmpty && !live.hearsSilence)
+        }
     }
 
     private func delegate(_ live: inout LiveConversation, nowMs: Int) -> [LiveConversation.Step] {

@@ -2,7 +2,7 @@
 # GPT-Live over SIP: a pjsua2 phone calls `parley serve --sip-webhook-api live`; the application
 # (the openai SDK, scripts/tests/live_sip_application.py) takes `live.transport.incoming`, accepts
 # the call as a Live session, watches it on a sideband, answers the caller's delegated task with
-# commentary the caller hears, and hangs up. The voice front's model is `parley mock-llm`.
+# commentary the caller hears, plays a fixture (a tone the caller hears) through the sideband, and hangs up. The voice front's model is `parley mock-llm`.
 #
 # Usage: scripts/tests/live-sip-test.sh      (PARLEY_BIN: the server, default .build/debug/parley)
 # Exit status: 0 all checks passed; 1 a check failed; 2 setup failed.
@@ -52,8 +52,26 @@ heard = call.heard_ms(since=started)
 print(("ok   " if heard >= 1500 else "FAIL ") + f"the caller heard the answer ({heard} ms of speech)", flush=True)
 print("ok   the call ended with the application's hangup", flush=True)
 phone.close()
+# The fixture the application played: 20 ms frames of the reply's recording that are a 1 kHz tone
+# (Goertzel's power at 1 kHz over the frame's, near 1 for a tone, low for speech).
+import struct, wave
+with wave.open(log + ".reply.wav") as w:
+    rate, data = w.getframerate(), w.readframes(w.getnframes())
+samples = struct.unpack(f"<{len(data) // 2}h", data)
+n, tone = rate // 50, 0
+coefficient = 2 * __import__("math").cos(2 * __import__("math").pi * 1000 / rate)
+for start in range(0, len(samples) - n, n):
+    frame = samples[start:start + n]
+    energy = sum(x * x for x in frame)
+    s1 = s2 = 0.0
+    for x in frame:
+        s1, s2 = x + coefficient * s1 - s2, s1
+    power = (s1 * s1 + s2 * s2 - coefficient * s1 * s2) * 2 / n
+    if energy > n * 300 * 300 and power > 0.7 * energy:
+        tone += 20
+print(("ok   " if tone >= 500 else "FAIL ") + f"the caller heard the application's fixture ({tone} ms of its 1 kHz tone)", flush=True)
 import os
-os._exit(0 if heard >= 1500 else 1)  # pjsua2's calls must not be collected after close
+os._exit(0 if heard >= 1500 and tone >= 500 else 1)  # pjsua2's calls must not be collected after close
 PY
 finish app || status=$?
 sed -E "$MASK" "$LOGS/app.log" | grep -E '^(ok|FAIL|note|live sip)' >&2 || true

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
+import math
+import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +28,9 @@ from checks import Checks
 from realtime_sdk_client import models_by_type, short
 
 COMMENTARY = "It is sunny in Paris and twenty one degrees."
+# The application's own audio played on the call through the sideband: a second of a 1 kHz tone,
+# pcm16 at 24 kHz as every fixture is; the phone finds the tone in what it heard.
+FIXTURE = b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 1000 * i / 24_000))) for i in range(24_000))
 
 
 async def run_call(session_id: str, base_url: str, checks: Checks, timeout: float) -> None:
@@ -42,6 +48,7 @@ async def run_call(session_id: str, base_url: str, checks: Checks, timeout: floa
         checks.check("the sideband attached to the call's session", True)
         commented = False
         replied = False
+        fixture: list[str] = []
         async with asyncio.timeout(timeout):
             while True:
                 raw = await side.recv_bytes()
@@ -60,8 +67,15 @@ async def run_call(session_id: str, base_url: str, checks: Checks, timeout: floa
                     heard += event["delta"]
                 elif kind == "session.output_transcript.delta" and commented:
                     spoken += event["delta"]
-                elif kind == "session.usage.updated" and "degrees" in spoken.lower():
-                    await client.live.sessions.hangup(session_id)
+                elif kind == "session.usage.updated" and "degrees" in spoken.lower() and not fixture:
+                    fixture.append("asked")
+                    await side.session.output_audio.fixture.play(audio=base64.b64encode(FIXTURE).decode("ascii"), event_id="evt_fixture")
+                elif kind in ("session.output_audio.fixture.playing", "session.output_audio.fixture.played") and event.get("client_event_id") == "evt_fixture":
+                    fixture.append(kind.rsplit(".", 1)[1])
+                    if kind.endswith("played"):
+                        # Played means sent: the phone's buffer plays its last part out first.
+                        await asyncio.sleep(1.0)
+                        await client.live.sessions.hangup(session_id)
                 elif kind == "session.usage.updated" and len(heard.split()) >= 2 and not commented:
                     # The front has answered the caller: now the application's own words.
                     replied = True
@@ -73,6 +87,7 @@ async def run_call(session_id: str, base_url: str, checks: Checks, timeout: floa
     checks.check("the caller heard (input transcript on the sideband)", "paris" in heard.lower() or "weather" in heard.lower(), repr(heard))
     checks.check("the front answered the caller (its reply's usage on the sideband)", replied, ", ".join(seen[-20:]))
     checks.check("the application's commentary said on the call", "sunny in paris" in spoken.lower(), repr(spoken))
+    checks.check("the sideband's fixture played on the call (playing, then played)", fixture == ["asked", "playing", "played"], repr(fixture))
     checks.check("every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:5]))
 
 

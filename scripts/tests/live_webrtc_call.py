@@ -75,6 +75,9 @@ async def call(args):
     channel.send(json.dumps({"type": "session.input_audio.append", "audio": "AAAA", "event_id": "evt_append"}))
     refused = await events.wait("error", 10, lambda e: e.get("client_event_id") == "evt_append")
     check(refused["error"]["code"] == "invalid_value", "an audio append on a call's channel is refused (the audio is the track's)")
+    channel.send(json.dumps({"type": "session.output_audio.fixture.play", "audio": "AAAA", "event_id": "evt_fixture"}))
+    refused = await events.wait("error", 10, lambda e: e.get("client_event_id") == "evt_fixture")
+    check(refused["error"]["code"] == "invalid_value", "a fixture from the front end's data channel is refused (it is the WebSocket's or a sideband's)")
 
     await asyncio.sleep(0.5)
     microphone.say(question)

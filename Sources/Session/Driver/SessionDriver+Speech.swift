@@ -15,16 +15,10 @@ extension SessionDriver {
         switch step {
         case .text(let at, let voice, let format, let piece):
             if speechOutputs[at.responseID] == nil {
-                guard let synthesizer = endpoint.speech.synthesizer, let pool = endpoint.speech.pool,
-                      let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
-                                                     referenceRate: echoGuardOn || recorder != nil ? inputRate : nil,
-                                                     inbandFEC: wire?.carriesLossyMedia == true,
-                                                     send: { [weak self] piece in self?.sendAudio(piece, at) },
-                                                     report: { [weak self] event in self?.speechEvent(at.responseID, event) })
+                guard let synthesizer = endpoint.speech.synthesizer,
+                      let output = output(at, voice: voice, format: format, synthesizer: synthesizer, on: socket,
+                                          report: { [weak self] event in self?.speechEvent(at.responseID, event) })
                 else { return }
-                if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
-                output.leadMs = endpoint.speech.replyLeadMs
-                if echoGuardOn || recorder != nil { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
                 let stoppedAt = inFlight == nil ? nil : clock.takeReplyTurnStoppedAt()
                 output.onFirstSentence = { [weak self] in self?.mark(.firstSentence) }
                 output.onFirstSynthesized = { [weak self] in self?.mark(.firstAudio) }
@@ -68,6 +62,46 @@ extension SessionDriver {
             sessionLog.debug("reply interrupted", metadata: ["session": "\(engine.sessionID)", "response": "\(id)", "heard_ms": "\(played)"])
             speechEvent(id, .interrupted(itemID: output.location.itemID, playedMs: played, heard: heard))
         }
+    }
+
+    /// A speech output for `at`, paced and encoded on the speech workers, its audio to the wire
+    /// (and, when the echo guard or a recording listens, to them as it plays); nil without workers.
+    private func output(_ at: ContentLocation, voice: SpeechVoice, format: RealtimeAudioFormat, synthesizer: any Synthesizer, on socket: any SessionSocket,
+                        report: @escaping (SpeechOutputEvent) -> Void) -> SpeechOutput? {
+        guard let pool = endpoint.speech.pool,
+              let output = try? SpeechOutput(location: at, voice: voice, format: format, synthesizer: synthesizer, pool: pool, loop: socket.loop,
+                                             referenceRate: echoGuardOn || recorder != nil ? inputRate : nil,
+                                             inbandFEC: wire?.carriesLossyMedia == true,
+                                             send: { [weak self] piece in self?.sendAudio(piece, at) }, report: report)
+        else { return nil }
+        if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
+        output.leadMs = endpoint.speech.replyLeadMs
+        if echoGuardOn || recorder != nil { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
+        return output
+    }
+
+    /// The application's own audio (a GPT-Live fixture, `id` its own) played as a reply is, in the
+    /// session's output format through its carrier, but not the engine's: no item, no transcript,
+    /// no barge-in (the input is muted meanwhile). `done` runs once, on the loop: true when it has
+    /// all been sent, false when it cannot be played (a server without speech workers).
+    func playAudio(_ samples: [Int16], rate: Int, id: String, done: @escaping (Bool) -> Void) {
+        guard let socket,
+              let output = output(ContentLocation(responseID: id, itemID: id), voice: SpeechVoice(name: "fixture"), format: configuration.outputAudioFormat,
+                                  synthesizer: FixedAudio(samples: samples, rate: rate), on: socket,
+                                  report: { [weak self] event in
+                                      // Whichever comes first ends it (a failure stops the output, so no finish follows).
+                                      switch event {
+                                      case .finished:
+                                          if self?.speechOutputs.removeValue(forKey: id) != nil { done(true) }
+                                      case .failed:
+                                          if let output = self?.speechOutputs.removeValue(forKey: id) { _ = output.stop(); done(false) }
+                                      default: break
+                                      }
+                                  })
+        else { return done(false) }
+        speechOutputs[id] = output
+        output.add(id)
+        output.end()
     }
 
     /// The speculative reply's sound made ahead will not be heard: its synthesis is stopped.

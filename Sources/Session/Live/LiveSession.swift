@@ -15,7 +15,6 @@ package final class LiveSession: SessionWire, DirectedCall {
     private var live: LiveConversation
     private var openedAt: UInt64 = 0
     private var acknowledgementTimer: ScheduledTask?
-    private var fixtureTimer: ScheduledTask?
     private var lifeTimer: ScheduledTask?
     /// The Responses backend, made with the first task or command for it (`delegation: responses`).
     private var backend: (session: LiveBackend, delegation: LiveResponsesDelegation)?
@@ -85,14 +84,17 @@ package final class LiveSession: SessionWire, DirectedCall {
         guard origin != .primary || driver.admitEvent() else { return }
         do {
             let command = try LiveCommand.parse(message, forking: forking)
-            if case .sideband = origin {
-                // A sideband watches and steers; the audio and the start are the primary's.
-                switch command.kind {
-                case .audio, .fixture, .start:
-                    return perform(live.refuse(ProtocolError(.invalidValue, "a sideband cannot start the session or send audio: the session's primary connection does",
-                                                             param: "type", eventID: command.eventID)), from: origin)
-                default: break
-                }
+            switch (origin, command.kind) {
+            case (.sideband, .audio), (.sideband, .start):
+                // A sideband watches and steers; the microphone and the start are the primary's.
+                return perform(live.refuse(ProtocolError(.invalidValue, "a sideband cannot start the session or send audio: the session's primary connection does",
+                                                         param: "type", eventID: command.eventID)), from: origin)
+            case (.primary, .fixture) where live.format == .negotiated:
+                // A fixture comes from the primary WebSocket or a trusted sideband, never from a
+                // WebRTC front end's data channel (`OutputAudioFixturePlayEvent`).
+                return perform(live.refuse(ProtocolError(.invalidValue, "a fixture is played from a Live WebSocket or a sideband, not from a call's data channel",
+                                                         param: "type", eventID: command.eventID)), from: origin)
+            default: break
             }
             if case .audio(let bytes) = command.kind {
                 if !sidebands.isEmpty, let format = live.format { reflect(bytes, format: format) }
@@ -155,7 +157,7 @@ package final class LiveSession: SessionWire, DirectedCall {
     package func close(_ ending: SessionEnding, reason: String? = nil) {
         sayClosed(reason ?? (ending == .ended ? "close_requested" : "connection_lost"))
         keepIfStored()
-        for timer in [acknowledgementTimer, fixtureTimer, lifeTimer] { timer?.cancel() }
+        for timer in [acknowledgementTimer, lifeTimer] { timer?.cancel() }
         backend?.session.close()
         backend = nil
         if listed { CallDirectory.shared.remove(live.sessionID) }
@@ -214,17 +216,15 @@ package final class LiveSession: SessionWire, DirectedCall {
             case .audio(let bytes):
                 feed(bytes, from: origin)
             case .arm(let timer, let afterMs):
-                let task = socket.loop.schedule(after: Double(afterMs) / 1000) { [weak self] in
+                acknowledgementTimer?.cancel()
+                acknowledgementTimer = socket.loop.schedule(after: Double(afterMs) / 1000) { [weak self] in
                     guard let self else { return }
                     self.perform(self.live.timer(timer, nowMs: self.nowMs))
                 }
-                switch timer {
-                case .acknowledgement:
-                    acknowledgementTimer?.cancel()
-                    acknowledgementTimer = task
-                case .fixtureEnds:
-                    fixtureTimer?.cancel()
-                    fixtureTimer = task
+            case .playFixture(let samples, let id):
+                driver.playAudio(samples, rate: LiveConversation.fixtureRate, id: id) { [weak self] played in
+                    guard let self else { return }
+                    self.perform(self.live.fixturePlayed(played, nowMs: self.nowMs))
                 }
             case .delegate(let task, _):
                 backendSession()?.run(task: task, conversation: driver.engine.history)

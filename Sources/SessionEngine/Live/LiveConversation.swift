@@ -1,3 +1,4 @@
+import Codec
 import JSON
 import Models
 
@@ -10,7 +11,7 @@ import Models
 /// engine's `semantic_vad` turn decision with barge-in, so Live has no turn events; the engine's
 /// transcripts and reply audio become Live's deltas on one session timeline; the voice front
 /// delegates through its `delegate` function (`LiveDelegation`), and the application's
-/// commentary is spoken word for word; a fixture is played out as reply audio with the input muted.
+/// commentary is spoken word for word; a fixture is played out as reply audio is, with the input muted.
 package struct LiveConversation: Sendable {
     package enum Step: Sendable, Equatable {
         /// A Live server event for the client.
@@ -19,6 +20,9 @@ package struct LiveConversation: Sendable {
         case engine(ClientEvent)
         /// Microphone bytes for the engine, in the session's format (silence while muted).
         case audio([UInt8])
+        /// Play the application's audio (pcm16 at 24 kHz) through the session's output, as a reply
+        /// is played, in its format and on its carrier; `fixturePlayed` says when it is over.
+        case playFixture([Int16], id: String)
         /// Give the Responses backend this task (the conversation so far goes with it).
         case delegate(task: String, delegationID: String)
         /// An input for the Responses backend's session.
@@ -32,8 +36,6 @@ package struct LiveConversation: Sendable {
     package enum Timer: Sendable, Equatable {
         /// A delegation's spoken acknowledgement is due.
         case acknowledgement
-        /// The fixture has played out.
-        case fixtureEnds
     }
 
     private enum Phase: Sendable {
@@ -44,8 +46,9 @@ package struct LiveConversation: Sendable {
 
     /// The longest fixture OpenAI plays: 30 s.
     package static let maxFixtureSeconds = 30.0
-    /// Fixture audio goes out in pieces of this length, as reply audio does.
-    static let fixturePieceMs = 100
+    /// A fixture's audio is pcm16 at 24 kHz whatever the session's format ("regardless of the
+    /// session audio format", `OutputAudioFixturePlayEvent`).
+    package static let fixtureRate = 24_000
     /// What the front says when a delegation's acknowledgement is due: Parley's own words, the
     /// same on every model (the built-in agent has no phrasing of its own for it).
     package static let acknowledgement = "One moment, I'm on it."
@@ -57,8 +60,9 @@ package struct LiveConversation: Sendable {
     private var events: LiveServerEvents
     /// The client muted its microphone (`session.input_audio.mute`).
     private var muted = false
-    /// The client event that started the fixture now playing.
-    private var fixture: (eventID: String?, playing: Bool) = (nil, false)
+    /// The client event that started the fixture now playing, and the fixture's own id (its
+    /// audio's place on the output timeline).
+    private var fixture: (eventID: String?, id: String, playing: Bool) = (nil, "", false)
     private var activeResponse: String?
     /// Where the next reply audio starts on the session's timeline, and whose it is.
     private var outputCursorMs = 0
@@ -153,11 +157,7 @@ package struct LiveConversation: Sendable {
             muted = command.kind == .mute
             return [.send(events.make(muted ? "session.input_audio.muted" : "session.input_audio.unmuted", replyingTo: id))]
         case .fixture(let bytes):
-            guard config.format != .negotiated else {
-                return [.send(events.error(ProtocolError(.unsupportedValue, "fixtures are played on a Live WebSocket's session; on a call's they are not built yet (docs/protocol.md, \"GPT-Live\")",
-                                                         param: "type", eventID: id)))]
-            }
-            return playFixture(bytes, format: config.format, eventID: id, nowMs: nowMs)
+            return playFixture(bytes, eventID: id, nowMs: nowMs)
         case .instructions(let append):
             return appended("session.instructions.appended", "session.instructions.append", text: append.content, eventID: id, nowMs: nowMs)
         case .thinking(let append):
@@ -204,40 +204,40 @@ package struct LiveConversation: Sendable {
                 .send(events.make(type, [("start_ms", .int(nowMs)), ("end_ms", .int(nowMs))], replyingTo: eventID))]
     }
 
-    private mutating func playFixture(_ bytes: [UInt8], format: LiveAudioFormat, eventID: String?, nowMs: Int) -> [Step] {
+    /// The whole payload is checked before anything is cut or muted (OpenAI: "validated before
+    /// model speech is interrupted and input is muted").
+    private mutating func playFixture(_ bytes: [UInt8], eventID: String?, nowMs: Int) -> [Step] {
         if fixture.playing { return [.send(events.error(LiveRefusal.fixtureActive("session.output_audio.fixture.play", eventID: eventID)))] }
-        guard !bytes.isEmpty, format != .pcm24k || bytes.count % 2 == 0 else { return [.send(events.error(LiveRefusal.fixtureShape(eventID: eventID)))] }
-        let seconds = Double(bytes.count) / Double(format.bytesPerSecond)
+        guard !bytes.isEmpty, bytes.count % 2 == 0 else { return [.send(events.error(LiveRefusal.fixtureShape(eventID: eventID)))] }
+        let seconds = Double(bytes.count / 2) / Double(Self.fixtureRate)
         guard seconds <= Self.maxFixtureSeconds else {
             return [.send(events.error(LiveRefusal.fixtureTooLong(seconds: seconds, eventID: eventID)))]
         }
         var steps: [Step] = []
         // The application's audio takes the floor: a reply in flight is cut, as a barge-in cuts it.
         if let activeResponse { steps.append(.engine(ClientEvent(.responseCancel(responseID: activeResponse)))) }
-        fixture = (eventID, true)
+        fixture = (eventID, events.id("fixture"), true)
         steps.append(.send(events.make("session.output_audio.fixture.playing", replyingTo: eventID)))
-        outputResponse = nil
-        outputCursorMs = max(outputCursorMs, nowMs)
-        let piece = format.bytesPerSecond * Self.fixturePieceMs / 1000
-        var start = 0
-        while start < bytes.count {
-            let end = min(start + piece, bytes.count)
-            steps.append(.send(outputAudio(bytes[start..<end], format: format)))
-            start = end
-        }
-        steps.append(.arm(.fixtureEnds, afterMs: Int((seconds * 1000).rounded(.up))))
+        steps.append(.playFixture(bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }, id: fixture.id))
         return steps
+    }
+
+    /// The fixture's audio has all been sent (`played`), or could not be played: `fixture.played`,
+    /// or an error, and the input heard again.
+    package mutating func fixturePlayed(_ played: Bool, nowMs: Int) -> [Step] {
+        guard fixture.playing else { return [] }
+        let eventID = fixture.eventID
+        fixture = (nil, "", false)
+        let said = played ? events.make("session.output_audio.fixture.played", replyingTo: eventID)
+                          : events.error(ProtocolError(.init(rawValue: "fixture_failed"), "the fixture could not be played: this server has no speech workers, or they are full",
+                                                       param: "audio", eventID: eventID))
+        return [.send(said)] + speakNext(nowMs: nowMs)
     }
 
     // MARK: Time
 
     package mutating func timer(_ timer: Timer, nowMs: Int) -> [Step] {
         switch timer {
-        case .fixtureEnds:
-            guard fixture.playing else { return [] }
-            let eventID = fixture.eventID
-            fixture = (nil, false)
-            return [.send(events.make("session.output_audio.fixture.played", replyingTo: eventID))] + speakNext(nowMs: nowMs)
         case .acknowledgement:
             return speakNext(nowMs: nowMs)
         }

@@ -65,6 +65,6 @@ package enum LiveRefusal {
     }
 
     package static func fixtureShape(eventID: String?) -> ProtocolError {
-        ProtocolError(.invalidValue, "the fixture's audio must be whole 16-bit samples in the session's format, and not empty", param: "audio", eventID: eventID)
+        ProtocolError(.invalidValue, "the fixture's audio must be whole 16-bit samples (pcm16 at 24 kHz, whatever the session's format), and not empty", param: "audio", eventID: eventID)
     }
 }
