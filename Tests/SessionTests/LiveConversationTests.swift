@@ -81,11 +81,25 @@ import Testing
         #expect(sent(again).first?["error"]?["code"]?.string == "session_already_started")
     }
 
+    @Test func audioAt16kHzIsTheEnginesRateBothWays() throws {
+        var live = LiveConversation(sessionID: "sess_1", seed: 7, expiresAt: 100)
+        let steps = live.command(try command(#"{"type":"session.start","session":{"model":"m","audio":{"format":{"type":"audio/pcm","rate":16000}}}}"#), nowMs: 0)
+        guard case .sessionUpdate(let settings)? = engineEvents(steps).first?.kind else { Issue.record("no session update: \(steps)"); return }
+        #expect(settings.inputAudioFormat == .pcm16k && settings.outputAudioFormat == .pcm16k)
+        #expect(RealtimeAudioFormat.pcm16k.engineRate == 16_000 && RealtimeAudioFormat.pcm16k.sampleRate == 16_000)
+        let started = live.engine(event(.sessionUpdated(SessionInfo(id: "sess_1", model: "m", configuration: SessionConfiguration()))), nowMs: 5)
+        #expect(sent(started).first?["session"]?["audio"]?["format"]?["rate"]?.int == 16_000)
+        _ = live.command(try command(#"{"type":"session.input_audio.mute"}"#), nowMs: 6)
+        #expect(live.heard([1, 2, 3, 4]) == [0, 0, 0, 0])
+        // 32 bytes a millisecond's worth of output: 320 bytes are 10 ms on the timeline.
+        #expect(live.replyAudio([UInt8](repeating: 0, count: 320), responseID: "resp_1", nowMs: 10)?["end_ms"]?.int == 20)
+    }
+
     @Test func strictFieldsAreRefusedWithTheirPath() {
         let cases: [(String, String, String)] = [
             (#"{"type":"session.start","session":{"model":"m","voice":"x"}}"#, "unknown_parameter", "session.voice"),
             (#"{"type":"session.start","session":{"model":"m","audio":{"format":{"type":"audio/pcm","rate":24000,"bits":16}}}}"#, "unknown_parameter", "session.audio.format.bits"),
-            (#"{"type":"session.start","session":{"model":"m","audio":{"format":{"type":"audio/pcm","rate":16000}}}}"#, "unsupported_value", "session.audio.format.rate"),
+            (#"{"type":"session.start","session":{"model":"m","audio":{"format":{"type":"audio/pcm","rate":22050}}}}"#, "invalid_value", "session.audio.format.rate"),
             (#"{"type":"session.start","session":{"model":"m","delegation":{"type":"decisions","decisions":{}}}}"#, "unsupported_value", "session.delegation.type"),
             (#"{"type":"session.start","session":{"model":"m","triggers":[{"type":"x"}]}}"#, "unsupported_value", "session.triggers"),
             (#"{"type":"session.start","session":{"instructions":"x"}}"#, "missing_field", "session.model"),

@@ -41,8 +41,18 @@ CHUNK_MS = 100
 COMMENTARY = "It is sunny in Paris and twenty one degrees."
 
 
-def pcm_silence(ms: int) -> bytes:
-    return b"\x00\x00" * (RATE * ms // 1000)
+def pcm_silence(ms: int, rate: int = RATE) -> bytes:
+    return b"\x00\x00" * (rate * ms // 1000)
+
+
+def at_16k(pcm: bytes) -> bytes:
+    """24 kHz pcm16 at 16 kHz: two of every three samples' worth, each the mean of its span."""
+    samples = struct.unpack(f"<{len(pcm) // 2}h", pcm)
+    out = []
+    for i in range(0, len(samples) - 2, 3):
+        a, b, c = samples[i:i + 3]
+        out += [(2 * a + b) // 3, (b + 2 * c) // 3]
+    return struct.pack(f"<{len(out)}h", *out)
 
 
 def pcm_tone(ms: int, hz: float = 440.0) -> bytes:
@@ -62,6 +72,7 @@ class Live:
         self.shape_errors: list[str] = []
         self.received = 0
         self.seen: list[dict[str, Any]] = []
+        self.rate = RATE
 
     async def next_event(self, waiting_for: str, timeout: float | None = None) -> dict[str, Any]:
         try:
@@ -108,7 +119,7 @@ class Live:
 
     async def stream(self, audio: bytes) -> None:
         """`audio` (pcm16 at 24 kHz) through the SDK's append, at real-time pace."""
-        step = RATE * 2 * CHUNK_MS // 1000
+        step = self.rate * 2 * CHUNK_MS // 1000
         for start in range(0, len(audio), step):
             await self.conn.session.input_audio.append(audio=base64.b64encode(audio[start:start + step]).decode("ascii"))
             await asyncio.sleep(CHUNK_MS / 1000)
@@ -228,13 +239,21 @@ async def protocol_run(live: Live) -> None:
             closed.get("reason") == "close_requested" and closed.get("usage", {}).get("seconds", -1) >= 0 and closed.get("session", {}).get("id") == session.get("id"))
 
 
-async def spoken_run(live: Live, muted_speech: bytes, request: bytes, *, first: bool, store: bool = False) -> None:
+async def spoken_run(live: Live, muted_speech: bytes, request: bytes, *, first: bool, store: bool = False, rate: int = RATE) -> None:
     """`first`: the run that also checks mute (speech muted is not heard) and waits for the
     acknowledgement; the others thinking first, so that it is cancelled (make test's budget).
-    `store`: the session is stored as it ends (its id in `live.stored`), for the fork run."""
+    `store`: the session is stored as it ends (its id in `live.stored`), for the fork run.
+    `rate`: the session's audio/pcm rate, both ways (24000, or 16000)."""
     c = live.checks
-    await live.conn.session.start(session=session_config(store=True) if store else session_config())
+    config = session_config(store=True) if store else session_config()
+    if rate != RATE:
+        live.rate = rate
+        config["audio"]["format"]["rate"] = rate
+        muted_speech, request = at_16k(muted_speech), at_16k(request)
+    await live.conn.session.start(session=config)
     started = await live.expect("session.started")
+    c.check(f"{live.name}: the session's audio at {rate} Hz", started["session"]["audio"]["format"] == {"type": "audio/pcm", "rate": rate},
+            short(started["session"]["audio"]))
     if store:
         live.stored = started["session"]["id"]
     if first:
@@ -247,7 +266,7 @@ async def muted_run(live: Live, muted_speech: bytes) -> None:
     # Muted: the speech is not heard (no transcript, no reply) ...
     await live.conn.session.input_audio.mute()
     await live.expect("session.input_audio.muted")
-    await live.stream(muted_speech + pcm_silence(1500))
+    await live.stream(muted_speech + pcm_silence(1500, live.rate))
     heard_muted: list[str] = []
     try:
         while True:
@@ -263,7 +282,7 @@ async def muted_run(live: Live, muted_speech: bytes) -> None:
 async def delegated_run(live: Live, request: bytes, *, wait_for_acknowledgement: bool) -> None:
     c = live.checks
     # A request the voice front delegates to the application.
-    sender = asyncio.create_task(live.stream(request + pcm_silence(2500)))
+    sender = asyncio.create_task(live.stream(request + pcm_silence(2500, live.rate)))
     heard = ""
     delegation: dict[str, Any] = {}
     try:
@@ -318,7 +337,11 @@ async def delegated_run(live: Live, request: bytes, *, wait_for_acknowledgement:
     heard += "".join(e["delta"] for e in live.seen if e["type"] == "session.input_transcript.delta" and e["delta"] not in heard)
     c.check(f"{live.name}: the request heard (input transcript)", "weather" in heard.lower(), repr(heard))
     c.check(f"{live.name}: the application's commentary spoken word for word", "sunny in paris" in spoken.lower(), repr(spoken))
-    c.check(f"{live.name}: with its audio", audio > RATE * 2, f"{audio / (RATE * 2):.1f} s")
+    c.check(f"{live.name}: with its audio", audio > live.rate * 2, f"{audio / (live.rate * 2):.1f} s")
+    # Each delta's place on the timeline is its length at the session's rate.
+    deltas = [e for e in live.seen if e["type"] == "session.output_audio.delta"]
+    c.check(f"{live.name}: the reply audio's timeline at {live.rate} Hz",
+            all(abs((e["end_ms"] - e["start_ms"]) - len(base64.b64decode(e["delta"])) * 1000 // (live.rate * 2)) <= 1 for e in deltas), f"{len(deltas)} deltas")
     await live.conn.session.close()
     await live.expect("session.closed", skip=("session.usage.updated", "session.output_audio.delta", "session.output_transcript.delta"))
 
@@ -337,7 +360,7 @@ async def responses_run(live: Live, request: bytes, *, mcp: str | None) -> None:
     started = await live.expect("session.started")
     c.check(f"{live.name}: responses delegation started", started["session"]["delegation"]["type"] == "responses")
 
-    sender = asyncio.create_task(live.stream(request + pcm_silence(2500)))
+    sender = asyncio.create_task(live.stream(request + pcm_silence(2500, live.rate)))
     kinds: list[str] = []
     delegation_id = ""
     spoken = ""
@@ -486,8 +509,10 @@ async def main() -> int:
             request = file.read()
         # The last spoken session is stored, and forked below.
         last = index == len(args.speech) - 1
-        stored = await run(checks, client, f"live {name}", args.timeout,
-                           lambda live, m=muted, r=request, first=(index == 0), last=last: spoken_run(live, m, r, first=first, store=last))
+        # The second speaks audio/pcm at 16 kHz both ways.
+        rate = 16000 if index == 1 else RATE
+        stored = await run(checks, client, f"live {name}" + (" at 16 kHz" if rate != RATE else ""), args.timeout,
+                           lambda live, m=muted, r=request, first=(index == 0), last=last, rate=rate: spoken_run(live, m, r, first=first, store=last, rate=rate))
     if args.speech:
         checks.check("live store: the stored session's id", bool(stored), repr(stored))
         if stored:

@@ -46,7 +46,14 @@ package final class AudioInput {
     /// connection has refused anything else, and an odd pcm16 byte count, already).
     func appended(_ bytes: [UInt8], as format: RealtimeAudioFormat) throws -> [Int16] {
         if let law = format.g711Law { return g711(bytes, law) }
+        if format == .pcm16k { return pcm16k(bytes) }
         return try bytes.withUnsafeBytes { try pcm24k(littleEndian: $0) }
+    }
+
+    /// pcm16 at 16 kHz (a GPT-Live session's `audio/pcm` at 16000): the engine's rate already.
+    private func pcm16k(_ bytes: [UInt8]) -> [Int16] {
+        lastInputNanoseconds = duration(bytes.count / 2, rate: 16_000)
+        return bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }
     }
 
     /// pcm16 at 24 kHz, little-endian, resampled as it lies: on a little-endian machine with the

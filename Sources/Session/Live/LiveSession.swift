@@ -113,9 +113,12 @@ package final class LiveSession: SessionWire, DirectedCall {
     /// The primary's audio as its sidebands hear it, before any muting: `session.input_audio.append`
     /// with PCM16LE at 24 kHz, whatever the session's format.
     private func reflect(_ bytes: [UInt8], format: LiveAudioFormat) {
-        if let law = format.engineFormat?.g711Law {
-            reflect(samples: G711.decode(bytes, law), rate: G711.sampleRate)
-        } else {
+        switch format {
+        case .pcmu, .pcma:
+            if let law = format.engineFormat?.g711Law { reflect(samples: G711.decode(bytes, law), rate: G711.sampleRate) }
+        case .pcm16k:
+            reflect(samples: bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) }, rate: 16_000)
+        case .pcm24k, .negotiated:
             sidebands.send(text: Self.reflection(bytes))
         }
     }

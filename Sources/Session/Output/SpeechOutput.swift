@@ -424,8 +424,8 @@ final class ReplyEncoder: @unchecked Sendable {
             opus = try OpusEncoder(format: AudioFormat(sampleRate: .hz24000, channels: .mono), application: .voip,
                                    settings: .init(bitrate: 24_000, complexity: SpeechOutput.opusComplexity, inbandFEC: inbandFEC,
                                                    expectedPacketLossPercent: inbandFEC ? 10 : 0))
-        case .pcm16:
-            rate = 24_000
+        case .pcm16, .pcm16k:
+            rate = format.sampleRate
             frameMs = 100
             opus = nil
         case .pcmu, .pcma:

@@ -5,6 +5,8 @@ import JSON
 public enum RealtimeAudioFormat: Sendable, Equatable {
     /// 16-bit little-endian mono PCM at 24 kHz, base64 in JSON events: the Realtime API's format.
     case pcm16
+    /// The same at 16 kHz: GPT-Live's `audio/pcm` at 16000 (the Realtime API has no such format).
+    case pcm16k
     /// Opus packets at 48 kHz, one per binary WebSocket frame: Parley's `/ws` endpoint only.
     case opus
     /// G.711 µ-law at 8 kHz, one byte a sample, base64 in JSON events: the telephone's format.
@@ -16,6 +18,7 @@ public enum RealtimeAudioFormat: Sendable, Equatable {
     public var sampleRate: Int {
         switch self {
         case .pcm16: 24_000
+        case .pcm16k: 16_000
         case .opus: 48_000
         case .pcmu, .pcma: G711.sampleRate
         }
@@ -28,8 +31,18 @@ public enum RealtimeAudioFormat: Sendable, Equatable {
     /// more resamples for itself.
     public var engineRate: Int {
         switch self {
-        case .pcm16, .opus: 16_000
+        case .pcm16, .pcm16k, .opus: 16_000
         case .pcmu, .pcma: G711.sampleRate
+        }
+    }
+
+    /// Bytes of one sample on the wire, for the formats whose samples are whole bytes (PCM,
+    /// G.711); nil for Opus, whose packets are not.
+    public var bytesPerSample: Int? {
+        switch self {
+        case .pcm16, .pcm16k: 2
+        case .pcmu, .pcma: 1
+        case .opus: nil
         }
     }
 
@@ -38,7 +51,7 @@ public enum RealtimeAudioFormat: Sendable, Equatable {
         switch self {
         case .pcmu: .muLaw
         case .pcma: .aLaw
-        case .pcm16, .opus: nil
+        case .pcm16, .pcm16k, .opus: nil
         }
     }
 
@@ -46,6 +59,7 @@ public enum RealtimeAudioFormat: Sendable, Equatable {
     package var betaName: String {
         switch self {
         case .pcm16: "pcm16"
+        case .pcm16k: "pcm16 at 16 kHz"
         case .opus: "opus"
         case .pcmu: "g711_ulaw"
         case .pcma: "g711_alaw"
@@ -58,7 +72,7 @@ package extension RealtimeAudioFormat {
     /// OpenAI's objects for it carry none); beta: `"pcm16"`, `"g711_ulaw"`.
     func json(dialect: Dialect) -> JSON {
         switch (self, dialect) {
-        case (.pcm16, .ga): .object([("type", .string("audio/pcm")), ("rate", .int(sampleRate))])
+        case (.pcm16, .ga), (.pcm16k, .ga): .object([("type", .string("audio/pcm")), ("rate", .int(sampleRate))])
         case (.opus, .ga): .object([("type", .string("audio/opus")), ("rate", .int(sampleRate))])
         case (.pcmu, .ga): .object([("type", .string("audio/pcmu"))])
         case (.pcma, .ga): .object([("type", .string("audio/pcma"))])

@@ -185,7 +185,7 @@ public struct SessionConfiguration: Sendable, Equatable {
             if inputAudioFormat == .opus {
                 return ProtocolError(.invalidValue, "input_audio_buffer.append carries pcm16 or G.711, but this session's input format is opus: send each Opus packet as a binary frame, or set the input format to pcm16, g711_ulaw or g711_alaw with session.update")
             }
-            if inputAudioFormat == .pcm16, bytes % 2 != 0 {
+            if inputAudioFormat.bytesPerSample == 2, bytes % 2 != 0 {
                 return ProtocolError(.invalidValue, "'audio' must hold whole 16-bit samples (pcm16 is 2 bytes a sample), got \(bytes) bytes", param: "audio")
             }
         case .binaryFrame:

@@ -403,7 +403,7 @@ extension LiveAudioFormat {
     /// µ-law 0xFF, A-law 0xD5).
     var silenceByte: UInt8 {
         switch self {
-        case .pcm24k, .negotiated: 0
+        case .pcm24k, .pcm16k, .negotiated: 0
         case .pcmu: 0xFF
         case .pcma: 0xD5
         }

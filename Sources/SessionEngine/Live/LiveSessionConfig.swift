@@ -164,7 +164,7 @@ package struct LiveSessionConfig: Sendable, Equatable {
 /// `audio.format` on a Live WebSocket: PCM at 24 or 16 kHz, or G.711 at 8 kHz; or a call's,
 /// negotiated on its media (WebRTC's Opus, SIP's G.711), which the client does not choose here.
 package enum LiveAudioFormat: Sendable, Equatable {
-    case pcm24k, pcmu, pcma, negotiated
+    case pcm24k, pcm16k, pcmu, pcma, negotiated
 
     package static func parse(_ format: EventFields) throws(ProtocolError) -> LiveAudioFormat {
         try format.refuseUnknown(["type", "rate"])
@@ -173,14 +173,11 @@ package enum LiveAudioFormat: Sendable, Equatable {
         switch type {
         case "audio/pcm":
             guard let rate else { throw format.missing("rate") }
-            guard rate == 24_000 else {
-                if rate == 16_000 {
-                    throw ProtocolError(.unsupportedValue, "Parley's Live sessions speak audio/pcm at 24000 Hz; 16000 is not supported yet (docs/protocol.md, \"GPT-Live\")",
-                                        param: format.name("rate"))
-                }
-                throw format.invalid("rate", "must be 24000 or 16000 for audio/pcm, got \(rate)")
+            switch rate {
+            case 24_000: return .pcm24k
+            case 16_000: return .pcm16k
+            default: throw format.invalid("rate", "must be 24000 or 16000 for audio/pcm, got \(rate)")
             }
-            return .pcm24k
         case "audio/pcmu", "audio/pcma":
             if let rate, rate != 8_000 { throw format.invalid("rate", "must be 8000 for \(type), got \(rate)") }
             return type == "audio/pcmu" ? .pcmu : .pcma
@@ -193,6 +190,7 @@ package enum LiveAudioFormat: Sendable, Equatable {
     package var engineFormat: RealtimeAudioFormat? {
         switch self {
         case .pcm24k: .pcm16
+        case .pcm16k: .pcm16k
         case .pcmu: .pcmu
         case .pcma: .pcma
         case .negotiated: nil
@@ -202,6 +200,7 @@ package enum LiveAudioFormat: Sendable, Equatable {
     package var json: JSON? {
         switch self {
         case .pcm24k: .object([("type", .string("audio/pcm")), ("rate", .int(24_000))])
+        case .pcm16k: .object([("type", .string("audio/pcm")), ("rate", .int(16_000))])
         case .pcmu: .object([("type", .string("audio/pcmu")), ("rate", .int(8_000))])
         case .pcma: .object([("type", .string("audio/pcma")), ("rate", .int(8_000))])
         case .negotiated: nil
@@ -212,6 +211,7 @@ package enum LiveAudioFormat: Sendable, Equatable {
     package var bytesPerSecond: Int {
         switch self {
         case .pcm24k, .negotiated: 48_000
+        case .pcm16k: 32_000
         case .pcmu, .pcma: 8_000
         }
     }
