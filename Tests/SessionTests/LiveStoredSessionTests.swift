@@ -62,8 +62,8 @@ import Testing
 
         let overridden = try kept.fork(try fields(#"{"audio":{"format":{"type":"audio/pcma"}},"store":false}"#), media: false)
         #expect(overridden.format == .pcma && !overridden.store)
-        let call = try kept.fork(try fields(#"{"client":{"data_channel":{"commands":["session.update"]}}}"#), media: true)
-        #expect(call.format == .negotiated && call.client?["data_channel"] != nil)
+        let call = try kept.fork(try fields(#"{"client":{"data_channel":{"allowed_client_events":["session.update"]}}}"#), media: true)
+        #expect(call.format == .negotiated && call.client?["data_channel"] != nil && call.dataChannel?.clientEvents == ["session.update"])
         #expect(try kept.fork(nil, media: true).input.count == 3)
     }
 
@@ -79,7 +79,7 @@ import Testing
         #expect(try refusal(#"{"instructions":"Be loud."}"#)?.param == "session.instructions")
         // A WebRTC fork negotiates its format; a WebSocket fork has no data channel to permit.
         #expect(try refusal(#"{"audio":{"format":{"type":"audio/pcmu"}}}"#, media: true)?.code == .unknownParameter)
-        #expect(try refusal(#"{"client":{}}"#)?.param == "session.client")
+        #expect(try refusal(#"{"client":{"data_channel":{}}}"#)?.param == "session.client")
         // The delegation's owner stays the stored session's.
         #expect(try refusal(#"{"delegation":{"type":"responses","responses":{"model":"m"}}}"#)?.param == "session.delegation.type")
     }

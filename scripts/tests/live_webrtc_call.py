@@ -125,7 +125,10 @@ async def fork(client, parent, heard, take, received):
             check(False, f"a fork with {label} is refused")
         except error as refused:
             check(True, f"a fork with {label} is refused ({refused.status_code})")
-    forked = await client.live.sessions.fork(parent, transport=offer, session={"store": False})
+    # The fork's front end is held to what it may send and be sent.
+    permissions = {"data_channel": {"allowed_client_events": ["session.instructions.append"],
+                                    "allowed_server_events": [{"type": "error"}, {"type": "session.instructions.appended"}]}}
+    forked = await client.live.sessions.fork(parent, transport=offer, session={"store": False, "client": permissions})
     check(forked.session.id.startswith("sess_") and forked.session.id != parent, f"client.live.sessions.fork answered ({forked.session.id})")
     await pc.setRemoteDescription(RTCSessionDescription(sdp=forked.transport.sdp, type="answer"))
     await asyncio.wait_for(opened, 20)
@@ -136,8 +139,18 @@ async def fork(client, parent, heard, take, received):
           "the fork's session.started: the stored voice, its own store setting")
     first_word = next((word for word in heard.split() if len(word) > 3), heard.strip())
     check(first_word.lower() in history.lower(), f"the fork starts with the stored conversation ({history[:100]!r})")
+    notice = await events.wait("info", 10)
+    check(notice["code"] == "data_channel_permissions", f"the fork's channel told its permissions ({notice['message'][:90]}...)")
+    channel.send(json.dumps({"type": "session.commentary.append", "content": "Not allowed.", "delegation_id": None, "event_id": "evt_denied"}))
+    denied = await events.wait("error", 10, lambda e: e.get("client_event_id") == "evt_denied")
+    check(denied["error"]["code"] == "event_not_allowed", "a command the channel may not send is refused (event_not_allowed)")
+    channel.send(json.dumps({"type": "session.instructions.append", "content": "Be brief.", "delegation_id": None, "event_id": "evt_allowed"}))
+    await events.wait("session.instructions.appended", 10, lambda e: e.get("client_event_id") == "evt_allowed")
+    check(True, "a command it may send is taken")
     await client.live.sessions.hangup(forked.session.id)
     await events.wait("session.closed", 10)
+    check(not any(e.get("type") in ("session.input_transcript.delta", "session.output_transcript.delta", "session.usage.updated") for e in events.all),
+          "the channel was sent only the events it allows")
     for task in tasks:
         task.cancel()
     await pc.close()

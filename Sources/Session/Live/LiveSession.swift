@@ -96,6 +96,7 @@ package final class LiveSession: SessionWire, DirectedCall {
                                                          param: "type", eventID: command.eventID)), from: origin)
             default: break
             }
+            if origin == .primary, let refusal = live.refusal(ofPrimary: command) { return perform(live.refuse(refusal), from: origin) }
             if case .audio(let bytes) = command.kind {
                 if !sidebands.isEmpty, let format = live.format { reflect(bytes, format: format) }
                 // A microphone's frame: fed without the steps `command` would make for it.
@@ -193,8 +194,10 @@ package final class LiveSession: SessionWire, DirectedCall {
         driver.socket?.close(.ended, reason: "session expired")
     }
 
-    private func broadcast(_ text: String) {
-        driver.socket?.send(text: text)
+    /// To the primary connection (a front end's channel, if its permissions let `event` through)
+    /// and every sideband.
+    private func broadcast(_ text: String, _ event: JSON? = nil) {
+        if event.map(live.reachesPrimary) ?? true { driver.socket?.send(text: text) }
         sidebands.send(text: text)
     }
 
@@ -204,12 +207,14 @@ package final class LiveSession: SessionWire, DirectedCall {
             switch step {
             case .send(let event):
                 let text = event.description
-                if event["type"]?.string == "session.closed" { closedSaid = true }
-                switch (event["type"]?.string == "error", origin) {
-                case (true, .primary): socket.send(text: text)
+                let type = event["type"]?.string
+                if type == "session.closed" { closedSaid = true }
+                switch (type == "error", origin) {
+                case (true, .primary): if live.reachesPrimary(event) { socket.send(text: text) }
                 case (true, .sideband): sidebands.send(text: text)
-                default: broadcast(text)
+                default: broadcast(text, event)
                 }
+                if type == "session.started", let notice = live.permissionsNotice() { socket.send(text: notice.description) }
                 if !listed, listsItself, live.hasStarted, let loop = driver.loop {
                     CallDirectory.shared.add(live.sessionID, self, on: loop)
                     listed = true

@@ -11,7 +11,7 @@ package struct LiveCommand: Sendable, Equatable {
         case audio([UInt8])
         case mute
         case unmute
-        /// `session.output_audio.fixture.play`: the application's own audio, in the session's format.
+        /// `session.output_audio.fixture.play`: the application's own audio, pcm16 at 24 kHz.
         case fixture([UInt8])
         case instructions(Append)
         case thinking(Append)
@@ -33,6 +33,25 @@ package struct LiveCommand: Sendable, Equatable {
 
     package var eventID: String?
     package var kind: Kind
+
+    /// The event's `type`, as the client sent it.
+    package var type: String {
+        switch kind {
+        case .start: "session.start"
+        case .update: "session.update"
+        case .audio: "session.input_audio.append"
+        case .mute: "session.input_audio.mute"
+        case .unmute: "session.input_audio.unmute"
+        case .fixture: "session.output_audio.fixture.play"
+        case .instructions: "session.instructions.append"
+        case .thinking: "session.thinking.append"
+        case .commentary: "session.commentary.append"
+        case .responseCreate: "response.create"
+        case .responseItemCreate: "response.item.create"
+        case .decision(let type): type
+        case .close: "session.close"
+        }
+    }
 
     package init(eventID: String?, kind: Kind) {
         self.eventID = eventID

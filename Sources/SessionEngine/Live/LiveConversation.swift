@@ -121,6 +121,28 @@ package struct LiveConversation: Sendable {
     /// The session's audio format, once it has started.
     package var format: LiveAudioFormat? { config?.format }
 
+    /// A call's front end (a WebRTC data channel) held to `client.data_channel`: its permissions.
+    private var frontEnd: LiveDataChannelPermissions? {
+        guard let config, config.format == .negotiated else { return nil }
+        return config.dataChannel
+    }
+
+    /// Whether the primary connection is sent `event` (a front end's channel only what it allows).
+    package func reachesPrimary(_ event: JSON) -> Bool { frontEnd?.allows(serverEvent: event) ?? true }
+
+    /// A command of the primary connection's that its permissions refuse, as the error it gets.
+    package func refusal(ofPrimary command: LiveCommand) -> ProtocolError? {
+        guard let frontEnd, !frontEnd.allows(clientEvent: command.type) else { return nil }
+        return ProtocolError(.init(rawValue: "event_not_allowed"), "this data channel may not send \(command.type) (session.client.data_channel.allowed_client_events)",
+                             param: "type", eventID: command.eventID)
+    }
+
+    /// After `session.started`, on a front end with permissions: the `info` that says them.
+    package mutating func permissionsNotice() -> JSON? {
+        guard let frontEnd else { return nil }
+        return events.make("info", [("code", .string("data_channel_permissions")), ("message", .string(frontEnd.notice))])
+    }
+
     /// The session's delegation, once it has started.
     package var delegation: LiveDelegation? { config?.delegation }
 

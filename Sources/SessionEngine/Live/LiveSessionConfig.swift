@@ -24,6 +24,8 @@ package struct LiveSessionConfig: Sendable, Equatable {
     package var store = false
     /// `client` (a WebRTC front end's capabilities), kept as given: echoed in the resource.
     package var client: JSON?
+    /// What `client` allows the front end's data channel (nil: everything).
+    package var dataChannel: LiveDataChannelPermissions?
 
     package struct InitialItem: Sendable, Equatable {
         package var role: ChatMessage.Role
@@ -77,12 +79,15 @@ package struct LiveSessionConfig: Sendable, Equatable {
         }
         config.safetyIdentifier = try session.string("safety_identifier")
         config.store = try session.bool("store") ?? false
-        if let client = try session.object("client") {
-            try client.refuseUnknown(["data_channel"])
-            config.client = client.members
-        }
+        if let client = try session.object("client") { try config.setClient(client) }
         try refuseTriggers(session)
         return config
+    }
+
+    /// `client`: the front end's data channel permissions, and the object as given for the echo.
+    package mutating func setClient(_ client: EventFields) throws(ProtocolError) {
+        dataChannel = try LiveDataChannelPermissions.parse(client)
+        self.client = client.members
     }
 
     /// Decisions triggers: refused while Decisions is not built (docs/protocol.md); an empty list

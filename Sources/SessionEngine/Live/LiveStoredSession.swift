@@ -79,7 +79,7 @@ package struct LiveStoredSession: Sendable, Equatable {
         var config = config
         config.input = history
         config.format = media ? .negotiated : .pcm24k
-        if !media { config.client = nil }
+        if !media { (config.client, config.dataChannel) = (nil, nil) }
         var delegationGiven = false
         if let overrides {
             try overrides.refuseUnknown(media ? ["client", "delegation", "store"] : ["audio", "client", "delegation", "store"])
@@ -91,10 +91,7 @@ package struct LiveStoredSession: Sendable, Equatable {
                 guard media else {
                     throw ProtocolError(.invalidValue, "'client' overrides are for WebRTC forks; a WebSocket fork has no front end's data channel", param: overrides.name("client"))
                 }
-                if let client = try overrides.object("client") {
-                    try client.refuseUnknown(["data_channel"])
-                    config.client = client.members
-                }
+                if let client = try overrides.object("client") { try config.setClient(client) }
             }
             if let delegation = try overrides.object("delegation") {
                 guard try delegation.requiredString("type") == "responses", case .responses = config.delegation else {
