@@ -96,12 +96,13 @@ package final class LiveSession: SessionWire, DirectedCall {
                                                          param: "type", eventID: command.eventID)), from: origin)
             default: break
             }
-            if origin == .primary, let refusal = live.refusal(ofPrimary: command) { return perform(live.refuse(refusal), from: origin) }
             if case .audio(let bytes) = command.kind {
                 if !sidebands.isEmpty, let format = live.format { reflect(bytes, format: format) }
                 // A microphone's frame: fed without the steps `command` would make for it.
                 if let heard = live.heard(bytes) { return feed(heard, from: origin) }
             }
+            // A WebRTC front end's channel (no microphone frames: its audio is the track's).
+            if origin == .primary, let refusal = live.refusal(ofPrimary: command) { return perform(live.refuse(refusal), from: origin) }
             perform(live.command(command, nowMs: nowMs), from: origin)
         } catch {
             perform(live.refuse(error), from: origin)
