@@ -104,4 +104,17 @@ extension SIPMessage {
         for route in invite.values("Route") { ack.headers.append(SIPHeader("Route", route)) }
         return ack
     }
+
+    /// The CANCEL of `invite` as it was sent (RFC 3261 section 9.1): its Request-URI, Call-ID,
+    /// To, From and Route, its one top Via (so the CANCEL matches its transaction), and its CSeq
+    /// number with CANCEL.
+    package static func cancel(for invite: SIPMessage) -> SIPMessage {
+        var cancel = SIPMessage(.request(method: "CANCEL", uri: invite.requestURI ?? SIPURI(host: "invalid")))
+        if let via = invite.value("Via") { cancel.add("Via", via) }
+        cancel.add("Max-Forwards", "70")
+        for name in ["From", "To", "Call-ID"] { if let value = invite.value(name) { cancel.add(name, value) } }
+        if let cseq = try? invite.cseq() { cancel.add("CSeq", SIPCSeq(cseq.number, "CANCEL").description) }
+        for route in invite.values("Route") { cancel.add("Route", route) }
+        return cancel
+    }
 }

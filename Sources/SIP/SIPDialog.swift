@@ -102,6 +102,36 @@ package struct SIPDialog {
         remoteCSeq = (try? invite.cseq().number) ?? 0
     }
 
+    /// The dialog of a call Parley placed, from its INVITE and the 2xx that answered it (section
+    /// 12.1.2): Parley's From is the local URI, the INVITE's To (with the answer's tag) the
+    /// remote; the answer's Contact is the remote target and its Record-Route, reversed, the
+    /// route set; the callee's SDP is its answer to Parley's offer. Confirmed: the ACK went with it.
+    package init(uac invite: SIPMessage, answer: SIPMessage, offer: PhoneAudioOffer, local: Local, sdpSessionID: UInt64) {
+        self.invite = invite
+        inviteKey = SIPTransactionKey.client(for: invite) ?? SIPTransactionKey(branch: "", method: "INVITE")
+        callID = (try? invite.callID()) ?? ""
+        let from = try? invite.from()
+        localTag = from?.tag ?? ""
+        self.local = local
+        self.offer = offer
+        offerSDP = try? SessionDescription(parsing: answer.body)
+        self.sdpSessionID = sdpSessionID
+        let to = try? answer.to()
+        remoteTag = to?.tag
+        remoteURI = to.map { SIPNameAddress(displayName: $0.displayName, uri: $0.uri).description } ?? "<sip:anonymous@anonymous.invalid>"
+        localURI = from.map { SIPNameAddress(displayName: $0.displayName, uri: $0.uri).description } ?? "<sip:parley@invalid>"
+        remoteTarget = (try? answer.contacts())?.first?.uri.description ?? invite.requestURI?.description ?? ""
+        routeSet = Self.routeSet(uac: answer)
+        localCSeq = (try? invite.cseq().number) ?? 1
+        remoteCSeq = 0
+        state = .confirmed
+    }
+
+    /// A UAC's route set: the 2xx's Record-Route values in reverse (section 12.1.2).
+    package static func routeSet(uac answer: SIPMessage) -> [String] {
+        answer.values("Record-Route").flatMap { $0.split(separator: ",").map(Self.trimmed) }.reversed()
+    }
+
     /// When the dialog next wants `fire(now:)`: the 2xx's resend, or a transfer's end.
     package var nextDeadline: UInt64? {
         switch (unacknowledged?.at, transferEnds) {
