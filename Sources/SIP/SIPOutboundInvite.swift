@@ -177,9 +177,11 @@ package struct SIPOutboundInvite {
         return [.cancel]
     }
 
-    /// The call's dialog, once answered (RFC 3261 section 12.1.2).
+    /// The call's dialog, once answered (RFC 3261 section 12.1.2), even by an answer whose SDP
+    /// Parley cannot take (its dialog is what the BYE that ends it is sent in).
     package func dialog() -> SIPDialog? {
-        guard state == .answered, let answer, let offer = try? PhoneAudioOffer(SessionDescription(parsing: answer.body)) else { return nil }
+        guard state == .answered, let answer else { return nil }
+        let offer = (try? PhoneAudioOffer(SessionDescription(parsing: answer.body))) ?? .awaitingAnswer(from: "")
         return SIPDialog(uac: invite, answer: answer, offer: offer, local: local, sdpSessionID: sdpSessionID)
     }
 

@@ -36,12 +36,18 @@ public final class WebRTCEndpoint: Sendable {
     private let context = Mutex<DTLSContext?>(nil)
     static let callsPath = "/v1/realtime/calls"
 
-    public convenience init(sessions: RealtimeEndpoint, settings: Settings = Settings()) {
-        self.init(sessions: sessions, settings: settings, metrics: .shared)
+    /// Where a JSON body on `/v1/realtime/calls` goes: a phone call to place (SIP's `dialOut`), on
+    /// a server that places them.
+    package typealias DialOut = @Sendable (HTTPRequest, HTTPResponseStream) -> Void
+    let dialOut: DialOut?
+
+    public convenience init(sessions: RealtimeEndpoint, settings: Settings = Settings(), dialOut: (@Sendable (HTTPRequest, HTTPResponseStream) -> Void)? = nil) {
+        self.init(sessions: sessions, settings: settings, metrics: .shared, dialOut: dialOut)
     }
 
     /// With series of its own (a test's), rather than the process's.
-    init(sessions: RealtimeEndpoint, settings: Settings, metrics: WebRTCMetrics) {
+    init(sessions: RealtimeEndpoint, settings: Settings, metrics: WebRTCMetrics, dialOut: DialOut? = nil) {
+        self.dialOut = dialOut
         realtime = sessions
         self.settings = settings
         self.metrics = metrics
@@ -68,6 +74,14 @@ public final class WebRTCEndpoint: Sendable {
         let loop = stream.loop
         // Who is asking before what they ask: an unauthorised offer is not parsed.
         if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return stream.respond(Self.cors(refusal.response, request)) }
+        // A JSON body is not an offer: it places a phone call (`{"transport": {"type": "sip", …}}`).
+        if (request.header("content-type") ?? "").lowercased().hasPrefix("application/json") {
+            guard let dialOut else {
+                return stream.respond(Self.cors(.jsonError(.badRequest, code: "sip_disabled",
+                                                           message: "this server places no phone calls: start it with --sip-port and --sip-trunk NAME=URI"), request))
+            }
+            return dialOut(request, stream)
+        }
         let offer: WebRTCOffer
         let session: JSON?
         switch Self.read(request) {

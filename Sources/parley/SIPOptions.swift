@@ -59,6 +59,20 @@ struct SIPOptions: ParsableArguments {
                                                  in: Above(lower: 0, upper: 3600), about: "Seconds without RTP (not on hold) after which a call is ended with a BYE")
         static let maxInvites = Setting.whole("--sip-max-invites", "PARLEY_SIP_MAX_INVITES", default: SIPEndpoint.Settings().maxInvitesPerSecond, in: 1...100_000,
                                               about: "New calls (INVITEs) each loop begins a second; past it, 503 with Retry-After (measured: some 2,500 a second fit a core)")
+        static let outboundTrunks = Setting<[String: SIPOutboundTrunk]>("--sip-trunk", "PARLEY_SIP_TRUNK", default: [:], shown: "none: no calls out",
+                                                                       valueName: "name=uri,…",
+                                                                       about: "Trunks calls are placed through (POST /v1/realtime/calls with {\"transport\": {\"type\": \"sip\", \"destination\", \"trunk\": name}}): name=sip:[caller@]host[:port], comma-separated; host a numeric address, UDP") { text throws(SettingRejection) in
+            var trunks: [String: SIPOutboundTrunk] = [:]
+            for part in text.split(separator: ",") {
+                let pair = part.split(separator: "=", maxSplits: 1)
+                guard pair.count == 2, let trunk = SIPOutboundTrunk(name: String(pair[0].trimmingSpaces()), uri: String(pair[1].trimmingSpaces())),
+                      (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first != nil else {
+                    throw SettingRejection("holds '\(part)', which is not name=sip:[caller@]host[:port] with a numeric host")
+                }
+                trunks[trunk.name] = trunk
+            }
+            return trunks
+        }
         static let maxCalls = Setting.whole("--sip-max-calls", "PARLEY_SIP_MAX_CALLS", default: SIPEndpoint.Settings().maxCallsPerLoop, in: 1...1_000_000,
                                             about: "Calls each loop holds at once; past it, 503 with Retry-After")
     }
@@ -79,6 +93,7 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.mediaTimeout) var mediaTimeout: String?
     @Option(Settings.maxInvites) var maxInvites: String?
     @Option(Settings.maxCalls) var maxCalls: String?
+    @Option(Settings.outboundTrunks) var outboundTrunks: String?
 
     /// `--sip-routes`: each number's and trunk's session object, with its greeting.
     static func routes(_ file: String) throws -> SIPRoutes {
@@ -133,6 +148,7 @@ struct SIPOptions: ParsableArguments {
         settings.mediaTimeoutSeconds = try Settings.mediaTimeout.read(mediaTimeout)
         settings.maxInvitesPerSecond = try Settings.maxInvites.read(maxInvites)
         settings.maxCallsPerLoop = try Settings.maxCalls.read(maxCalls)
+        settings.outboundTrunks = try Settings.outboundTrunks.read(outboundTrunks)
         return settings
     }
 }

@@ -116,10 +116,10 @@ struct Serve: ParsableCommand {
         // is its supervisor's to count.
         if helper == nil, status != nil, !isWorker { SpeechMetrics.shared.helperUp.add(1) }
         let sessions = try buildSessions(settings, resume: resume, helper: status, models: models)
-        let routes = installRoutes(settings, sessions: sessions, helper: status)
         let sipCalls = try settings.sip.map { given in
             do { return try SIPEndpoint(sessions: sessions, settings: given) } catch { throw StartupError("SIP: \(error)") }
         }
+        let routes = installRoutes(settings, sessions: sessions, helper: status, sip: sipCalls)
         let (server, metricsServer) = try listen(settings, routes: routes, store: resume.store, sip: sipCalls)
         // Said once every loop runs, and so has opened what it listens on beyond the HTTP port
         // (SIP's ports are each loop's): a client that dials on this line is not refused.
@@ -244,7 +244,7 @@ struct Serve: ParsableCommand {
                                 recordings: recordings, tooling: settings.tools.0, mcpClient: settings.tools.1)
     }
 
-    private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint, helper: SpeechHelperStatus?) -> Router.Builder {
+    private func installRoutes(_ settings: ServeSettings, sessions: RealtimeEndpoint, helper: SpeechHelperStatus?, sip: SIPEndpoint?) -> Router.Builder {
         var routes = Router.Builder()
         if let helper {
             // The box's speech work at its capacity, as the helper says to every worker: this
@@ -259,7 +259,10 @@ struct Serve: ParsableCommand {
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         sessions.install(on: &routes)
         TwilioEndpoint(sessions: sessions, settings: settings.twilio).install(on: &routes)
-        WebRTCEndpoint(sessions: sessions, settings: settings.webrtc).install(on: &routes)
+        // Calls out go through SIP's trunks: a JSON body on /v1/realtime/calls places one.
+        var dialOut: (@Sendable (HTTPRequest, HTTPResponseStream) -> Void)?
+        if let sip { dialOut = { request, stream in sip.dialOut(request, stream) } }
+        WebRTCEndpoint(sessions: sessions, settings: settings.webrtc, dialOut: dialOut).install(on: &routes)
         if settings.sip != nil { SIPEndpoint.installMetrics(on: &routes) }
         return routes
     }

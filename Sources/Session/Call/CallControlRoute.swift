@@ -9,7 +9,7 @@ import SessionEngine
 /// for its webhook's answer takes them all. A body that is not what the action takes is a 400;
 /// what the call makes of the action shows on the call itself (its SIP response, its session).
 package enum CallControlRoute {
-    static let callsPath = "/v1/realtime/calls"
+    package static let callsPath = "/v1/realtime/calls"
 
     /// Whose actions they are: the Realtime API's calls (`accept` takes a Realtime session), or
     /// GPT-Live's sessions (`POST /v1/live/sessions/{id}/…`, `accept` takes a Live one).

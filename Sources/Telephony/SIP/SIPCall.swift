@@ -57,6 +57,28 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         media.call = self
     }
 
+    /// A call Parley placed, answered (`SIPDialOut`): its dialog (confirmed, the ACK sent), its
+    /// media, and the sidebands that attached while it rang.
+    init(agent: SIPUserAgent, id: String, dialed dialog: SIPDialog, media: SIPCallMedia, peer: SIPPeer, placedAt: UInt64, sidebands: CallSidebands) {
+        self.agent = agent
+        self.id = id
+        self.peer = peer
+        self.dialog = dialog
+        self.media = media
+        arrivedAt = placedAt
+        socketState = sidebands
+        media.call = self
+    }
+
+    /// The placed call's session opens with `session` on top of the server's call settings
+    /// (the callee speaks first: the session answers its "hello").
+    func answered(session: SessionUpdate?) {
+        metrics.callsOpen.add(1)
+        CallDirectory.shared.add(id, self, on: agent.loop)
+        openSession(session)
+        carry([])
+    }
+
     /// The INVITE is taken: answered at once with the server's settings for calls (a webhook, when
     /// one is configured, decides instead: `SIPEndpoint`).
     func begin() {

@@ -93,8 +93,9 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     }
 
     /// A re-INVITE moved the caller's media (or put it on hold, or took it off), or the ACK
-    /// answered Parley's own offer (the codec may be the other law then).
-    func update(_ offer: PhoneAudioOffer) {
+    /// answered Parley's own offer (the codec may be the other law then). `answer`: the first
+    /// address the far end gives, for a call Parley placed (its 183 or 2xx), taken wherever it is.
+    func update(_ offer: PhoneAudioOffer, answer: Bool = false) {
         onHold = offer.isHold
         eventPayloadType = offer.telephoneEvent
         if offer.codec != codec {
@@ -103,7 +104,7 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
             sender = RTPSender(ssrc: sender.ssrc, payloadType: offer.codec.payloadType, clockRate: 8000,
                                initialSequenceNumber: UInt16(random[0]) << 8 | UInt16(random[1]), initialTimestamp: random[2...].reduce(0) { $0 << 8 | UInt32($1) })
         }
-        if let moved = Self.address(offer.address, port: offer.port), !offer.isHold, moved != peer, !Self.isPrivate(moved) {
+        if let moved = Self.address(offer.address, port: offer.port), !offer.isHold, moved != peer, answer || !Self.isPrivate(moved) {
             // Sent there until its first packet comes, as at the start.
             peer = moved
             latched = false

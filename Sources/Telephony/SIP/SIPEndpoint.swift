@@ -53,6 +53,8 @@ public final class SIPEndpoint: Sendable {
         /// past them, 503 with Retry-After.
         public var maxInvitesPerSecond = 200
         public var maxCallsPerLoop = 5_000
+        /// The trunks calls go out through, by name (`--sip-trunk`).
+        public var outboundTrunks: [String: SIPOutboundTrunk] = [:]
 
         public init() {}
 
@@ -148,6 +150,7 @@ public final class SIPEndpoint: Sendable {
         guard let address else { throw SystemError("--sip-host \(settings.host) is not a numeric IP address") }
         let agent = SIPUserAgent(loop: loop, endpoint: self, playout: .on(loop))
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
+        loop.local { AgentSlot() }.agent = agent
         var ports = [SIPStreamProtocol.port(at: address, tls: nil, agent: agent)]
         if let tlsContext, let tls = settings.tls {
             ports.append(SIPStreamProtocol.port(at: address.withPort(UInt16(tls.port)), tls: tlsContext, agent: agent))
@@ -186,6 +189,41 @@ public final class SIPEndpoint: Sendable {
 
     func ended(_ call: SIPCall) {
         CallDirectory.shared.remove(call.id)
+    }
+
+    /// Each loop's user agent, for the calls placed from requests on that loop.
+    private final class AgentSlot {
+        weak var agent: SIPUserAgent?
+    }
+
+    // MARK: Calls Parley places
+
+    /// `POST /v1/realtime/calls` with a SIP transport (`SIPDialRequest`): the call is placed from
+    /// the request's loop through the trunk named, and answered 201 with its id (`Location`, and
+    /// `{"id"}`) at once, while it rings; its progress goes to the sidebands attached by that id.
+    public func dialOut(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
+        func answer(_ response: HTTPResponse) { stream.respond(CallControlRoute.cors(response, request)) }
+        if case .failure(let refusal) = sessions.access.identify(request, offered: []) { return answer(refusal.response) }
+        let dial: SIPDialRequest
+        do throws(ProtocolError) { dial = try SIPDialRequest.parse(request.body) } catch {
+            return answer(.jsonError(.badRequest, code: error.code.rawValue, message: error.message))
+        }
+        guard let trunk = settings.outboundTrunks[dial.trunk] else {
+            let known = settings.outboundTrunks.keys.sorted()
+            return answer(.jsonError(.badRequest, code: "unknown_trunk",
+                                     message: known.isEmpty ? "this server has no trunks to call out through (--sip-trunk NAME=URI)" : "no trunk '\(dial.trunk)': the trunks are \(known.joined(separator: ", "))"))
+        }
+        guard let agent = stream.loop.local({ AgentSlot() }).agent,
+              let address = (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first.flatMap(TransportAddress.init) else {
+            return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop, or the trunk's address does not resolve"))
+        }
+        let call: SIPDialOut
+        do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: .udp(address)) } catch {
+            return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
+        }
+        agent.dial(call)
+        answer(HTTPResponse(status: .created, headers: [("Content-Type", "application/json"), ("Location", "\(CallControlRoute.callsPath)/\(call.id)")],
+                            body: Array(#"{"id":"\#(call.id)","object":"realtime.call"}"#.utf8) + [10]))
     }
 
     // MARK: Who may call

@@ -14,6 +14,9 @@ final class SIPMetrics: Sendable {
     let rtpDropped: LabelledFamily<RTPDrop>
     let dtmf: MetricFamily
     let setup: Histogram
+    let dialed: MetricFamily
+    let dialFailures: LabelledFamily<SIPDialFailure>
+    let dialSetup: Histogram
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -26,6 +29,10 @@ final class SIPMetrics: Sendable {
         dtmf = MetricFamily(name: "parley_sip_dtmf_digits_total", help: "Keys pressed on SIP calls (RFC 4733 events and SIP INFO).", registry: registry)
         setup = Histogram(name: "parley_sip_call_setup_seconds", help: "From an INVITE's arrival to the 200 OK that answers it.",
                           bounds: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry: registry)
+        dialed = MetricFamily(name: "parley_sip_calls_placed_total", help: "SIP calls Parley placed (POST /v1/realtime/calls with a SIP transport).", registry: registry)
+        dialFailures = LabelledFamily(name: "parley_sip_calls_unanswered_total", help: "SIP calls Parley placed that were not answered, by why.", registry: registry)
+        dialSetup = Histogram(name: "parley_sip_call_answer_seconds", help: "From a placed call's INVITE to its answer (the ringing included).",
+                              bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60], registry: registry)
     }
 }
 
@@ -55,6 +62,12 @@ enum SIPDrop: String, MetricLabel, CaseIterable {
         default: self = .malformed
         }
     }
+}
+
+/// Why a call Parley placed was not answered (`reason`): `SIPCallFailure.reason`.
+enum SIPDialFailure: String, MetricLabel, CaseIterable {
+    case busy, noAnswer = "no_answer", declined, unauthorized, unavailable, unreachable, cancelled, noAcceptableAnswer = "no_acceptable_answer", failed
+    static let labelName = "reason"
 }
 
 /// Why an RTP packet of a SIP call was dropped (`reason`).

@@ -20,6 +20,13 @@ final class SIPUserAgent {
     private var client: [SIPTransactionKey: ClientTransaction] = [:]
     /// Calls by Call-ID (and, once answered, our tag: a dialog, section 12).
     private(set) var calls: [String: SIPCall] = [:]
+    /// Calls Parley placed that are still ringing, by Call-ID.
+    private var dialing: [String: SIPDialOut] = [:]
+    /// The INVITEs of those calls, in their client transactions.
+    private var inviting: [SIPTransactionKey: InviteClient] = [:]
+    /// The ACK of each call of ours answered in the last 64*T1, by Call-ID: its 2xx may come
+    /// again (section 13.2.2.4), and is acknowledged again.
+    private var acks: [String: (ack: SIPMessage, peer: SIPPeer)] = [:]
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
     /// INVITEs begun within the current second, for the flood limit.
@@ -34,6 +41,13 @@ final class SIPUserAgent {
         var machine: Machine
         let peer: SIPPeer
         var timer: ScheduledTask?
+    }
+
+    private struct InviteClient {
+        var machine: SIPClientInviteTransaction
+        let peer: SIPPeer
+        var timer: ScheduledTask?
+        let callID: String
     }
 
     private struct ClientTransaction {
@@ -293,10 +307,13 @@ final class SIPUserAgent {
 
     /// Sends `request` (a BYE, a REFER) to `peer` in its own transaction; `done` gets its final
     /// response, or nil when none came (timer F).
-    func send(request: SIPMessage, to peer: SIPPeer, done: @escaping (SIPMessage?) -> Void) {
+    /// `addingVia`: false for a CANCEL, which carries its INVITE's Via (section 9.1).
+    func send(request: SIPMessage, to peer: SIPPeer, addingVia: Bool = true, done: @escaping (SIPMessage?) -> Void) {
         // Section 8.1.1.7: the Via, with a branch of this transaction's own.
         var request = request
-        request.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
+        if addingVia {
+            request.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
+        }
         guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
         var machine = SIPClientNonInviteTransaction(request: request, reliable: peer.isReliable)
         let actions = machine.start(now: loop.nanoseconds())
@@ -305,8 +322,15 @@ final class SIPUserAgent {
     }
 
     private func response(_ response: SIPMessage) {
-        guard let key = SIPTransactionKey.client(for: response), var existing = client[key] else {
-            // A 2xx of an INVITE retransmitted, or a response to nothing of ours.
+        let key = SIPTransactionKey.client(for: response)
+        if let key, inviting[key] != nil { return inviteResponse(response, key: key) }
+        if let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
+            // A 2xx of our INVITE again, after its transaction ended: acknowledged again.
+            if let dial = dialing[callID] { return dial.received(response) }
+            if let (ack, peer) = acks[callID] { return send(ack, to: peer) }
+        }
+        guard let key, var existing = client[key] else {
+            // A response to nothing of ours.
             return metrics.messagesDropped.add(1, .unmatched)
         }
         let actions = existing.machine.receive(response: response, now: loop.nanoseconds())
@@ -345,6 +369,88 @@ final class SIPUserAgent {
         carryClient(actions, key: key)
     }
 
+    // MARK: Calls Parley places
+
+    /// Places `call`: its INVITE goes out (`SIPDialOut.start`).
+    func dial(_ call: SIPDialOut) {
+        dialing[call.callID] = call
+        call.start()
+    }
+
+    /// An INVITE of a call being placed, in a client transaction of its own (with a Via of its own).
+    func sendInvite(_ invite: SIPMessage, to peer: SIPPeer, for call: SIPDialOut) {
+        var invite = invite
+        invite.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
+        guard let key = SIPTransactionKey.client(for: invite) else { return call.timedOut() }
+        var machine = SIPClientInviteTransaction(request: invite, reliable: peer.isReliable)
+        let actions = machine.start(now: loop.nanoseconds())
+        inviting[key] = InviteClient(machine: machine, peer: peer, callID: call.callID)
+        carryInvite(actions, key: key)
+    }
+
+    /// CANCEL of the call's INVITE in flight (section 9.1): the INVITE as sent, Via and all.
+    func cancelInvite(of call: SIPDialOut) {
+        guard let (_, pending) = inviting.first(where: { $0.value.callID == call.callID && $0.value.machine.state != .terminated }) else { return }
+        send(request: SIPMessage.cancel(for: pending.machine.request), to: pending.peer, addingVia: false) { _ in }
+    }
+
+    /// The ACK of a 2xx (its own Via), kept for the 2xx's retransmissions.
+    func sendACK(_ ack: SIPMessage, to peer: SIPPeer, callID: String) {
+        var ack = ack
+        ack.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
+        send(ack, to: peer)
+        acks[callID] = (ack, peer)
+        _ = loop.schedule(after: Double(SIPTimers().transactionTimeout) / 1e9) { [weak self] in self?.acks[callID] = nil }
+    }
+
+    /// The placed call was answered: `call` is its `SIPCall` from now on.
+    func answered(_ dial: SIPDialOut, by call: SIPCall) {
+        dialing[dial.callID] = nil
+        calls[call.callID] = call
+    }
+
+    /// The placed call ended before it was answered.
+    func dialEnded(_ dial: SIPDialOut) {
+        if dialing[dial.callID] === dial { dialing[dial.callID] = nil }
+    }
+
+    private func inviteResponse(_ response: SIPMessage, key: SIPTransactionKey) {
+        guard var existing = inviting[key] else { return }
+        let actions = existing.machine.receive(response: response, now: loop.nanoseconds())
+        inviting[key] = existing
+        carryInvite(actions, key: key)
+    }
+
+    private func carryInvite(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
+        guard let existing = inviting[key] else { return }
+        let call = dialing[existing.callID]
+        for action in actions {
+            switch action {
+            case .send(let message): send(message, to: existing.peer)
+            case .deliver(let response): call?.received(response)
+            case .timeout: call?.timedOut()
+            case .terminated:
+                inviting[key]?.timer?.cancel()
+                inviting[key] = nil
+                return
+            }
+        }
+        guard var current = inviting[key] else { return }
+        current.timer?.cancel()
+        current.timer = current.machine.nextDeadline.map { at in
+            loop.schedule(at: at) { [weak self] in self?.fire(invite: key) }
+        }
+        inviting[key] = current
+    }
+
+    private func fire(invite key: SIPTransactionKey) {
+        guard var existing = inviting[key] else { return }
+        let actions = existing.machine.fire(now: loop.nanoseconds())
+        existing.timer = nil
+        inviting[key] = existing
+        carryInvite(actions, key: key)
+    }
+
     // MARK: Out
 
     func send(_ message: SIPMessage, to peer: SIPPeer) {
@@ -360,8 +466,9 @@ final class SIPUserAgent {
         OpenSSL.randomBytes(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
-    /// The server is stopping: every call ends with a BYE.
+    /// The server is stopping: every call ends with a BYE, every call ringing is cancelled.
     func stopping() {
         for call in Array(calls.values) { call.hangUp(.serverBye) }
+        for call in Array(dialing.values) { call.control(.hangUp) }
     }
 }

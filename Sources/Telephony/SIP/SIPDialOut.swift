@@ -1,0 +1,166 @@
+import JSON
+import Logging
+import Loop
+import Media
+import Server
+import Session
+import SIP
+import SessionEngine
+
+/// A phone call Parley places, while it rings (`POST /v1/realtime/calls` with a SIP transport):
+/// its `SIPOutboundInvite` carried out on the loop, its RTP port open for the offer, its progress
+/// told to the sidebands attached by its id (`transport.ringing`, `.answered`, `.failed`); answered,
+/// it hands its dialog, media and sidebands to a `SIPCall`, whose session then opens. Call control
+/// names it by its id from the start: a hangup before the answer cancels it.
+final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
+    let id: String
+    unowned let agent: SIPUserAgent
+    let peer: SIPPeer
+    private var invite: SIPOutboundInvite
+    private let media: SIPCallMedia
+    private let session: SessionUpdate?
+    private var sidebands = CallSidebands()
+    private var timer: ScheduledTask?
+    private let placedAt: UInt64
+    private var over = false
+    private var events: IDGenerator
+
+    var callID: String { invite.callID }
+
+    init(agent: SIPUserAgent, trunk: SIPOutboundTrunk, request: SIPDialRequest, peer: SIPPeer) throws(SystemError) {
+        self.agent = agent
+        self.peer = peer
+        let settings = agent.settings
+        placedAt = agent.loop.nanoseconds()
+        id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag()
+        events = IDGenerator(seed: placedAt)
+        session = request.session
+        media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
+                                 signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
+        let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort)
+        let from = SIPURI(scheme: .sip, user: trunk.caller, host: settings.advertised)
+        let destination = SIPOutboundInvite.Destination(uri: request.requestURI(at: trunk) ?? SIPURI(host: trunk.host, port: trunk.port), from: from)
+        invite = SIPOutboundInvite(destination: destination, callID: SIPUserAgent.tag() + "@parley", localTag: SIPUserAgent.tag(), local: local,
+                                   sdpSessionID: UInt64.random(in: 1..<(1 << 62)), now: placedAt, ringFor: request.ringSeconds)
+        media.call = self
+    }
+
+    /// The INVITE goes out; the call is found by its id from now on.
+    func start() {
+        CallDirectory.shared.add(id, self, on: agent.loop)
+        agent.metrics.dialed.add(1)
+        log("call placed", ["to": invite.invite.requestURI?.description ?? ""])
+        carry(invite.start())
+    }
+
+    /// A response to its INVITE (a 2xx also after its transaction ended: the ACK goes again).
+    func received(_ response: SIPMessage) { carry(invite.received(response)) }
+
+    /// The INVITE's transaction timed out with no final response.
+    func timedOut() { carry(invite.timedOut()) }
+
+    private func carry(_ actions: [SIPOutboundInvite.Action]) {
+        for action in actions {
+            switch action {
+            case .invite(let message): agent.sendInvite(message, to: peer, for: self)
+            case .cancel: agent.cancelInvite(of: self)
+            case .ack(let message): agent.sendACK(message, to: peer, callID: callID)
+            case .progress(let progress): progressed(progress)
+            }
+        }
+        timer?.cancel()
+        timer = invite.nextDeadline.map { at in
+            agent.loop.schedule(at: at) { [weak self] in
+                guard let self else { return }
+                self.carry(self.invite.fire(now: self.agent.loop.nanoseconds()))
+            }
+        }
+    }
+
+    private func progressed(_ progress: SIPOutboundInvite.Progress) {
+        switch progress {
+        case .ringing:
+            tell("transport.ringing")
+        case .earlyMedia(let offer):
+            media.update(offer, answer: true)
+            tell("transport.ringing")
+        case .answered(let offer):
+            media.update(offer, answer: true)
+            guard !over, let dialog = invite.dialog() else { return failed(.noAcceptableAnswer) }
+            over = true
+            timer?.cancel()
+            tell("transport.answered")
+            agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
+            log("call answered", ["codec": offer.codec.encoding])
+            let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands)
+            agent.answered(self, by: call)
+            call.answered(session: session)
+        case .failed(let failure):
+            failed(failure)
+        }
+    }
+
+    private func failed(_ failure: SIPCallFailure) {
+        guard !over else { return }
+        let answered = invite.dialog() != nil
+        over = true
+        timer?.cancel()
+        var error: [(String, JSON)] = [("type", .string("call_error")), ("code", .string(failure.reason)),
+                                       ("message", .string(Self.message(failure)))]
+        if let status = failure.status { error.append(("sip_status", .int(status))) }
+        tell("transport.failed", [("error", .object(error))])
+        agent.metrics.dialFailures.add(1, SIPDialFailure(rawValue: failure.reason) ?? .failed)
+        log("call not answered", ["reason": failure.reason, "status": failure.status.map { "\($0)" } ?? "none"])
+        // A 2xx that crossed our CANCEL (or brought no usable answer) is a call to hang up.
+        if answered, var dialog = invite.dialog() {
+            for case .request(let bye) in dialog.hangUp() { agent.send(request: bye, to: peer) { _ in } }
+        }
+        media.close()
+        sidebands.closeAll()
+        CallDirectory.shared.remove(id)
+        agent.dialEnded(self)
+    }
+
+    static func message(_ failure: SIPCallFailure) -> String {
+        switch failure {
+        case .busy: "the callee is busy"
+        case .noAnswer: "no one answered"
+        case .declined(let status): "the callee declined the call (\(status))"
+        case .unauthorized(let status): "the trunk refused Parley's credentials (\(status))"
+        case .unavailable(let status, let retry): "the trunk is unavailable (\(status))" + (retry.map { "; retry after \($0) s" } ?? "")
+        case .unreachable: "the trunk did not answer the INVITE"
+        case .cancelled: "the call was hung up before it was answered"
+        case .noAcceptableAnswer: "the callee answered with no G.711 audio Parley can take"
+        case .failed(let status): "the call failed with SIP status \(status)"
+        }
+    }
+
+    /// A progress event to the sidebands (GPT-Live's names and shapes, with the call's id).
+    private func tell(_ type: String, _ fields: [(String, JSON)] = []) {
+        sidebands.send(text: JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), ("call_id", .string(id))] + fields).description)
+    }
+
+    private func log(_ message: Logger.Message, _ metadata: [String: String]) {
+        var fields: Logger.Metadata = ["call": "\(id)"]
+        for (key, value) in metadata { fields[key] = "\(value)" }
+        sessionLog.info(message, metadata: fields)
+    }
+
+    // MARK: While it rings: no audio to hear yet (early media is the carrier's), and call control.
+
+    func heard(_ frame: [UInt8]) {}
+    func pressed(_ key: Character) {}
+    func mediaTimedOut() {}
+
+    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
+        guard !over else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
+        sidebands.attach(sideband, on: remote, id: id, home: agent.loop)
+    }
+
+    func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
+    func receive(sidebandText: String) {}
+
+    func control(_ action: CallControl) {
+        if case .hangUp = action { carry(invite.hangUp()) }
+    }
+}

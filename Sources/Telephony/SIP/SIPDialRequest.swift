@@ -1,0 +1,72 @@
+import JSON
+import SIP
+import SessionEngine
+
+/// `POST /v1/realtime/calls` with a JSON body that places a phone call (the shape OpenAI gives
+/// GPT-Live's outbound SIP: a transport naming the destination and the trunk):
+/// `{"transport": {"type": "sip", "destination": "+15551234567" | "sip:…", "trunk": "name"},
+/// "session": {…}}`, the session as `session.update` gives it. Parsed strictly: a field it does
+/// not define is refused, as GPT-Live's are.
+struct SIPDialRequest: Equatable {
+    /// The number (E.164, `+` and 7 to 15 digits) or SIP URI dialled.
+    var destination: String
+    var trunk: String
+    var session: SessionUpdate?
+    /// How long it rings before Parley cancels it (`transport.ring_timeout_seconds`, 5 to 120).
+    var ringSeconds = SIPOutboundInvite.defaultRingSeconds
+
+    static func parse(_ body: [UInt8]) throws(ProtocolError) -> SIPDialRequest {
+        guard let json = try? JSON(parsing: String(decoding: body, as: UTF8.self)), json.object != nil else {
+            throw ProtocolError(.invalidJSON, "the body must be a JSON object with 'transport' and 'session'")
+        }
+        let fields = EventFields(json)
+        try fields.refuseUnknown(["transport", "session"])
+        guard let transport = try fields.object("transport") else { throw fields.missing("transport") }
+        try transport.refuseUnknown(["type", "destination", "trunk", "ring_timeout_seconds"])
+        guard try transport.requiredString("type") == "sip" else { throw transport.invalid("type", "must be 'sip' for a phone call (a WebRTC call posts its SDP offer)") }
+        let destination = try transport.requiredString("destination")
+        guard isNumber(destination) || isSIPURI(destination) else {
+            throw transport.invalid("destination", "must be an E.164 number (+ and 7 to 15 digits) or a sip: URI")
+        }
+        var request = SIPDialRequest(destination: destination, trunk: try transport.requiredString("trunk"))
+        if let seconds = try transport.integer("ring_timeout_seconds", in: 5...120) { request.ringSeconds = seconds }
+        if let session = try fields.object("session") { request.session = try SessionUpdate.parse(session) }
+        return request
+    }
+
+    static func isNumber(_ text: String) -> Bool {
+        let digits = text.utf8.dropFirst()
+        return text.hasPrefix("+") && (7...15).contains(digits.count) && digits.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
+    static func isSIPURI(_ text: String) -> Bool {
+        text.utf8.count <= 256 && (text.hasPrefix("sip:") || text.hasPrefix("sips:")) && SIPURI(text) != nil
+            && !text.utf8.contains { $0 < 0x21 || $0 == 0x7F || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") }
+    }
+
+    /// The INVITE's Request-URI at `trunk`: a number as its user at the trunk's address, a SIP
+    /// URI as given (it is still sent to the trunk).
+    func requestURI(at trunk: SIPOutboundTrunk) -> SIPURI? {
+        if Self.isNumber(destination) { return SIPURI("sip:\(destination)@\(trunk.host):\(trunk.port)") }
+        return SIPURI(destination)
+    }
+}
+
+/// A trunk calls go out through (`--sip-trunk NAME=sip:[caller@]HOST[:PORT]`): its signalling
+/// address (numeric), and the caller id its From gives.
+public struct SIPOutboundTrunk: Sendable, Equatable {
+    public var name: String
+    public var host: String
+    public var port: UInt16
+    /// The From's user (the number calls show), `parley` when the URI gives none.
+    public var caller: String
+
+    /// `sip:[caller@]host[:port]`; nil when it is not that (the host must be a numeric address).
+    public init?(name: String, uri text: String) {
+        guard !name.isEmpty, let uri = SIPURI(text), text.hasPrefix("sip:") else { return nil }
+        self.name = name
+        host = uri.host
+        port = uri.port ?? 5060
+        caller = uri.user ?? "parley"
+    }
+}

@@ -1,0 +1,103 @@
+"""Calls out, as an application places them (scripts/tests/sip-dial-out-test.sh): `POST
+/v1/realtime/calls` with a SIP transport, the call's progress on its sideband (`?call_id=`), its
+session hearing the callee and answering, the application's hangup; a busy callee and one that
+never answers, told as `transport.failed`; requests refused with their reasons; the counts in
+/metrics. Prints one ok/FAIL line for each check.
+"""
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from websockets.sync.client import connect
+
+from checks import Checks  # beside this file
+
+
+def post(base: str, path: str, body: dict | None) -> tuple[int, dict, dict]:
+    data = json.dumps(body).encode() if body is not None else b""
+    request = urllib.request.Request(base + path, data=data, method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"{}")
+
+
+def place(base: str, number: str, **transport) -> tuple[int, dict, dict]:
+    return post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": number, "trunk": "test", **transport},
+                                             "session": {"instructions": "You are Parley's dial-out test. Answer briefly."}})
+
+
+def events_until(socket, wanted: set[str], timeout: float) -> list[dict]:
+    """The sideband's events up to one of `wanted` (or the timeout)."""
+    seen = []
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            event = json.loads(socket.recv(timeout=max(0.1, end - time.monotonic())))
+        except TimeoutError:
+            break
+        seen.append(event)
+        if event.get("type") in wanted:
+            break
+    return seen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
+    args = parser.parse_args()
+    base = args.url
+    ws = base.replace("http://", "ws://")
+    c = Checks()
+
+    status, headers, body = place(base, "+15550000001")
+    call_id = body.get("id", "")
+    c.check("POST /v1/realtime/calls with a SIP transport: 201 with the call's id and Location",
+            status == 201 and call_id.startswith("rtc_") and headers.get("Location", "").endswith(call_id), f"{status} {body}")
+    with connect(f"{ws}/v1/realtime?call_id={call_id}") as side:
+        seen = events_until(side, {"transport.answered", "transport.failed"}, 15)
+        answered = next((e for e in seen if e.get("type") == "transport.answered"), None)
+        c.check("the sideband: transport.answered with the call's id", answered is not None and answered.get("call_id") == call_id,
+                ", ".join(e.get("type", "?") for e in seen))
+        seen = events_until(side, {"response.done"}, 40)
+        heard = " ".join(e.get("transcript", "") for e in seen if e.get("type") == "conversation.item.input_audio_transcription.completed")
+        c.check("the session heard the callee", "hello" in heard.lower() or "who" in heard.lower(), repr(heard))
+        c.check("the session answered it (response.done)", any(e.get("type") == "response.done" for e in seen),
+                ", ".join(sorted({e.get("type", "?") for e in seen})))
+        time.sleep(2.0)  # the answer's audio plays out at the callee
+        status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
+        c.check("the application hangs the call up (200)", status == 200, str(status))
+
+    status, _, body = place(base, "+15550000002")
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        failed = events_until(side, {"transport.failed"}, 15)[-1:]
+        error = failed[0].get("error", {}) if failed else {}
+        c.check("a busy callee: transport.failed, busy, SIP 486", error.get("code") == "busy" and error.get("sip_status") == 486, json.dumps(failed))
+
+    status, _, body = place(base, "+15550000003", ring_timeout_seconds=5)
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        failed = events_until(side, {"transport.failed"}, 20)[-1:]
+        error = failed[0].get("error", {}) if failed else {}
+        c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
+
+    for label, transport, code in (("an unknown trunk", {"type": "sip", "destination": "+15550000001", "trunk": "nope"}, "unknown_trunk"),
+                                   ("a destination that is no number or SIP URI", {"type": "sip", "destination": "15550000001", "trunk": "test"}, "invalid_value"),
+                                   ("a field SIP's transport does not define", {"type": "sip", "destination": "+15550000001", "trunk": "test", "codec": "g729"},
+                                    "unknown_parameter")):
+        status, _, body = post(base, "/v1/realtime/calls", {"transport": transport})
+        c.check(f"refused: {label} (400 {code})", status == 400 and body.get("error", {}).get("code") == code, f"{status} {body}")
+
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+        metrics = response.read().decode()
+    for line in ("parley_sip_calls_placed_total 3", 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
+        c.check(f"/metrics: {line}", line in metrics)
+    print(f"dial out: {c.passed} passed, {c.failed} failed", flush=True)
+    return 0 if c.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
