@@ -4,7 +4,8 @@ import Server
 import Session
 import SessionEngine
 
-/// GPT-Live's WebRTC sessions (openai SDK 3.54.0): `POST /v1/live/sessions` (`client.live.create`)
+/// GPT-Live's WebRTC sessions (openai SDK 3.54.0): `POST /v1/live/sessions` (`client.live.create`;
+/// with a SIP transport instead, a phone call placed: `SIPEndpoint.dialOut`)
 /// with `{"session": {…}, "transport": {"type": "webrtc", "sdp": "<offer>"}}`, and a stored
 /// session's fork, `POST /v1/live/sessions/{id}/fork` (`client.live.sessions.fork`), whose
 /// `session` is optional overrides of the stored one's. Both answer
@@ -13,6 +14,14 @@ import SessionEngine
 extension WebRTCEndpoint {
     func liveOffer(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
         if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return stream.respond(Self.cors(refusal.response, request)) }
+        // A SIP transport places a phone call with the session on it (SIP's `dialOut`).
+        if let json = try? JSON(parsing: String(decoding: request.body, as: UTF8.self)), json["transport"]?["type"]?.string == "sip" {
+            guard let dialOut else {
+                return stream.respond(Self.cors(.jsonError(.badRequest, code: "sip_disabled",
+                                                           message: "this server places no phone calls: start it with --sip-port and --sip-trunk NAME=URI"), request))
+            }
+            return dialOut(request, stream)
+        }
         switch Self.readLive(request, session: { session throws(ProtocolError) in
             guard let session else { throw ProtocolError(.missingField, "missing required field 'session'", param: "session") }
             return try LiveSessionConfig.parse(session, media: true)

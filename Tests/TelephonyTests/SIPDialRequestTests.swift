@@ -14,10 +14,16 @@ import Testing
         #expect(SIPOutboundTrunk(name: "", uri: "sip:198.51.100.1") == nil && SIPOutboundTrunk(name: "x", uri: "tel:+1555") == nil)
 
         let call = try Self.parse(#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"acme","ring_timeout_seconds":12},"session":{"instructions":"Be brief."}}"#)
-        #expect(call.destination == "+15551234567" && call.trunk == "acme" && call.ringSeconds == 12 && call.session?.instructions == "Be brief.")
+        guard case .realtime(let session) = call.session else { Issue.record("not a Realtime session"); return }
+        #expect(call.destination == "+15551234567" && call.trunk == "acme" && call.ringSeconds == 12 && session?.instructions == "Be brief.")
         #expect(call.requestURI(at: trunk)?.description == "sip:+15551234567@198.51.100.1:5080")
         let uri = try Self.parse(#"{"transport":{"type":"sip","destination":"sip:bob@pbx.example.com","trunk":"acme"}}"#)
-        #expect(uri.requestURI(at: trunk)?.description == "sip:bob@pbx.example.com" && uri.ringSeconds == SIPOutboundInvite.defaultRingSeconds && uri.session == nil)
+        #expect(uri.requestURI(at: trunk)?.description == "sip:bob@pbx.example.com" && uri.ringSeconds == SIPOutboundInvite.defaultRingSeconds && uri.session == .realtime(nil))
+        // GPT-Live's: a Live configuration, required, its format the call's.
+        let live = try SIPDialRequest.parse(Array(#"{"session":{"model":"gpt-live-1","instructions":"Be brief."},"transport":{"type":"sip","destination":"+15551234567","trunk":"acme"}}"#.utf8), live: true)
+        guard case .live(let config) = live.session else { Issue.record("not a Live session"); return }
+        #expect(config.model == "gpt-live-1" && config.format == .negotiated)
+        #expect(throws: ProtocolError.self) { try SIPDialRequest.parse(Array(#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"acme"}}"#.utf8), live: true) }
     }
 
     @Test func whatIsNotACallIsRefusedWithItsPath() {

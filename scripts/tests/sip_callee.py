@@ -5,6 +5,7 @@ Parley server places through its trunk, each number its own callee:
                 agent's answer, and is hung up on by Parley (the application's hangup)
   +15550000002  rings, then is busy (486)
   +15550000003  rings and never answers (Parley cancels it)
+  +15550000004  as the first, for a GPT-Live session placed on `POST /v1/live/sessions`
 
 Prints "port N" (its SIP port) first, then pumps until every callee is done (or --seconds pass),
 and prints one ok/FAIL line for each check.
@@ -17,7 +18,8 @@ import time
 import pjsua2 as pj
 from sip_phone import Phone, PhoneCall  # beside this file
 
-ANSWER, BUSY, SILENT = "+15550000001", "+15550000002", "+15550000003"
+ANSWER, BUSY, SILENT, LIVE = "+15550000001", "+15550000002", "+15550000003", "+15550000004"
+TALKERS = (ANSWER, LIVE)
 
 
 class Callee(pj.Account):
@@ -28,21 +30,22 @@ class Callee(pj.Account):
         self.record = record
         self.calls: dict[str, PhoneCall] = {}
         self.due: list[tuple[float, str, int]] = []  # (when, number, status to answer with)
-        self.said_at = 0.0
+        self.say_at: dict[str, float] = {}
+        self.answered_at: dict[str, float] = {}
 
     def onIncomingCall(self, prm):
         try:
             call = PhoneCall(self.phone, self, "callee", record=None, call_id=prm.callId)
             self.phone.calls.append(call)
             uri = call.getInfo().localUri  # the To: the number dialled
-            number = next((n for n in (ANSWER, BUSY, SILENT) if n in uri), "?")
-            if number == ANSWER:
-                call.record_path = self.record
+            number = next((n for n in (ANSWER, BUSY, SILENT, LIVE) if n in uri), "?")
+            if number in TALKERS:
+                call.record_path = f"{self.record}.{number[-1]}.wav"
             self.calls[number] = call
             ringing = pj.CallOpParam()
             ringing.statusCode = 180
             call.answer(ringing)
-            if number == ANSWER:
+            if number in TALKERS:
                 self.due.append((time.monotonic() + 1.0, number, 200))
             elif number == BUSY:
                 self.due.append((time.monotonic() + 1.0, number, 486))
@@ -61,12 +64,17 @@ class Callee(pj.Account):
                 call.answer(prm)
             else:
                 call.hangup(prm)
-        answered = self.calls.get(ANSWER)
-        if answered is not None and answered.audio is not None and not self.said_at:
-            self.said_at = now + 0.8
-        if self.said_at and now >= self.said_at and answered is not None and not answered.ended and not getattr(answered, "spoke", False):
-            answered.spoke = True
-            answered.play(self.hello)
+        for number in TALKERS:
+            answered = self.calls.get(number)
+            if answered is None or answered.audio is None:
+                continue
+            if answered.confirmed and number not in self.answered_at:
+                self.answered_at[number] = now
+            if number not in self.say_at:
+                self.say_at[number] = now + 0.8
+            if now >= self.say_at[number] and not answered.ended and not getattr(answered, "spoke", False):
+                answered.spoke = True
+                answered.play(self.hello)
 
 
 def main() -> int:
@@ -84,14 +92,11 @@ def main() -> int:
     callee.create(config)
     print(f"port {phone.port}", flush=True)
     end = time.monotonic() + args.seconds
-    started = 0.0
     while time.monotonic() < end:
         phone.pump(0.02)
         callee.tick()
         calls = callee.calls
-        if ANSWER in calls and calls[ANSWER].confirmed and not started:
-            started = time.monotonic()
-        if len(calls) == 3 and all(call.ended for call in calls.values()):
+        if len(calls) == 4 and all(call.ended for call in calls.values()):
             break
     failed = 0
 
@@ -101,11 +106,12 @@ def main() -> int:
         print(("ok   " if ok else "FAIL ") + text, flush=True)
 
     calls = callee.calls
-    answered = calls.get(ANSWER)
-    check(answered is not None and answered.confirmed, "the call Parley placed rang, was answered and confirmed (its ACK came)")
-    heard = answered.heard_ms(since=started) if answered is not None else 0
-    check(heard >= 1000, f"the callee heard the agent answer its hello ({heard} ms of speech)")
-    check(answered is not None and answered.ended and not answered.hung_up_here, "the application's hangup reached the callee as Parley's BYE")
+    for number, kind in ((ANSWER, "Realtime"), (LIVE, "GPT-Live")):
+        answered = calls.get(number)
+        check(answered is not None and answered.confirmed, f"{kind}: the call Parley placed rang, was answered and confirmed (its ACK came)")
+        heard = answered.heard_ms(since=callee.answered_at.get(number, 0.0)) if answered is not None else 0
+        check(heard >= 1000, f"{kind}: the callee heard the agent answer its hello ({heard} ms of speech)")
+        check(answered is not None and answered.ended and not answered.hung_up_here, f"{kind}: the application's hangup reached the callee as Parley's BYE")
     busy = calls.get(BUSY)
     check(busy is not None and busy.ended, "the busy callee's 486 ended its call")
     silent = calls.get(SILENT)

@@ -1,9 +1,11 @@
 """Calls out, as an application places them (scripts/tests/sip-dial-out-test.sh): `POST
 /v1/realtime/calls` with a SIP transport, the call's progress on its sideband (`?call_id=`), its
 session hearing the callee and answering, the application's hangup; a busy callee and one that
-never answers, told as `transport.failed`; requests refused with their reasons; the counts in
-/metrics. Prints one ok/FAIL line for each check.
+never answers, told as `transport.failed`; a GPT-Live session placed on `POST /v1/live/sessions`
+and watched with the openai SDK's Live sideband (every event validated against its models);
+requests refused with their reasons; the counts in /metrics. Prints one ok/FAIL line a check.
 """
+import asyncio
 import argparse
 import json
 import sys
@@ -13,7 +15,46 @@ import urllib.request
 
 from websockets.sync.client import connect
 
+from openai import AsyncOpenAI
+from openai.types.live.connect_server_event import ConnectServerEvent
+
 from checks import Checks  # beside this file
+from realtime_sdk_client import models_by_type, short  # beside this file
+
+
+async def live_call(base: str, c: Checks) -> None:
+    """A GPT-Live session on a call Parley places, watched on its sideband through the SDK."""
+    status, _, body = post(base, "/v1/live/sessions", {"session": {"model": "gpt-live-1", "instructions": "You are Parley's dial-out test. Answer briefly."},
+                                                       "transport": {"type": "sip", "destination": "+15550000004", "trunk": "test"}})
+    session_id = body.get("session", {}).get("id", "")
+    c.check("POST /v1/live/sessions with a SIP transport: the session's id", status == 200 and session_id.startswith("sess_"), f"{status} {body}")
+    client = AsyncOpenAI(base_url=base + "/v1", api_key="sk-parley-dial-out", max_retries=0)
+    models = models_by_type(ConnectServerEvent)
+    problems: list[str] = []
+    kinds: list[str] = []
+    async with client.live.sideband.connect(session_id=session_id) as side:
+        async with asyncio.timeout(60):
+            while True:
+                event = json.loads(await side.recv_bytes())
+                kind = event.get("type", "?")
+                model = models.get(kind)
+                try:
+                    if model is None:
+                        raise ValueError("not an event of the SDK's")
+                    model.model_validate(event)
+                except Exception as error:  # noqa: BLE001
+                    problems.append(f"{kind}: {str(error)[:160]}")
+                if kind not in ("session.output_audio.delta", "session.input_audio.append"):
+                    kinds.append(kind)
+                if kind == "session.usage.updated":
+                    await asyncio.sleep(2.0)  # the reply plays out at the callee
+                    await client.live.sessions.hangup(session_id)
+                if kind in ("session.closed", "transport.failed"):
+                    break
+    c.check("GPT-Live: transport.answered, session.started, the callee heard, a reply, session.closed",
+            all(k in kinds for k in ("transport.answered", "session.started", "session.input_transcript.delta", "session.usage.updated", "session.closed")),
+            ", ".join(dict.fromkeys(kinds)))
+    c.check("GPT-Live: every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:4]))
 
 
 def post(base: str, path: str, body: dict | None) -> tuple[int, dict, dict]:
@@ -84,6 +125,8 @@ def main() -> int:
         error = failed[0].get("error", {}) if failed else {}
         c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
 
+    asyncio.run(live_call(base, c))
+
     for label, transport, code in (("an unknown trunk", {"type": "sip", "destination": "+15550000001", "trunk": "nope"}, "unknown_trunk"),
                                    ("a destination that is no number or SIP URI", {"type": "sip", "destination": "15550000001", "trunk": "test"}, "invalid_value"),
                                    ("a field SIP's transport does not define", {"type": "sip", "destination": "+15550000001", "trunk": "test", "codec": "g729"},
@@ -93,7 +136,7 @@ def main() -> int:
 
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
         metrics = response.read().decode()
-    for line in ("parley_sip_calls_placed_total 3", 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
+    for line in ("parley_sip_calls_placed_total 4", 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
         c.check(f"/metrics: {line}", line in metrics)
     print(f"dial out: {c.passed} passed, {c.failed} failed", flush=True)
     return 0 if c.failed == 0 else 1

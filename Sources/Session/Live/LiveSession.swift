@@ -311,6 +311,9 @@ package final class LiveSession: SessionWire, DirectedCall {
 
     package func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
 
+    /// Sidebands its carrier held before the session began (a placed call's, while it rang).
+    package func adopt(_ attached: CallSidebands) { sidebands = attached }
+
     package func receive(sidebandText: String) {
         var text = sidebandText
         // The sideband's identity is not carried here: its errors go to every sideband.

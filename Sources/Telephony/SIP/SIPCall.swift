@@ -70,12 +70,15 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         media.call = self
     }
 
-    /// The placed call's session opens with `session` on top of the server's call settings
-    /// (the callee speaks first: the session answers its "hello").
-    func answered(session: SessionUpdate?) {
+    /// The placed call's session opens: a Realtime one with its settings on top of the server's
+    /// call settings, or a GPT-Live one (the callee speaks first: the session answers its "hello").
+    func answered(session: SIPDialRequest.Session) {
         metrics.callsOpen.add(1)
         CallDirectory.shared.add(id, self, on: agent.loop)
-        openSession(session)
+        switch session {
+        case .realtime(let update): openSession(update)
+        case .live(let config): openLive(config)
+        }
         carry([])
     }
 
@@ -105,12 +108,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// its session's events go to the sidebands attached by its id, its audio is the call's.
     func acceptLive(_ config: LiveSessionConfig) {
         guard dialog.state == .offered else { return }
-        let options = sessionOptions()
-        let session = LiveSession(endpoint: agent.endpoint.sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
-                                  options: options, endpointName: "sip (live)", traceparent: nil, phoneCall: (id, self))
-        live = session
-        session.open(self)
-        session.start(config)
+        openLive(config)
         carry(dialog.accept(now: agent.loop.nanoseconds()))
         metrics.setup.observe(nanoseconds: agent.loop.nanoseconds() &- arrivedAt)
     }
@@ -189,6 +187,18 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         sessionLaw = codec == .pcmu ? .muLaw : .aLaw
         return SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: codec == .pcmu ? .pcmu : .pcma,
                                      sessions: [agent.settings.session, route?.session, session])
+    }
+
+    /// The call's GPT-Live session, started with `config`; sidebands already attached (while a
+    /// placed call rang) are its own from now on.
+    private func openLive(_ config: LiveSessionConfig) {
+        let session = LiveSession(endpoint: agent.endpoint.sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
+                                  options: sessionOptions(), endpointName: "sip (live)", traceparent: nil, phoneCall: (id, self))
+        live = session
+        session.adopt(socketState)
+        socketState = CallSidebands()
+        session.open(self)
+        session.start(config)
     }
 
     private func openSession(_ session: SessionUpdate?) {

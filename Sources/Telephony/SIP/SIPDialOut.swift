@@ -18,7 +18,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     let peer: SIPPeer
     private var invite: SIPOutboundInvite
     private let media: SIPCallMedia
-    private let session: SessionUpdate?
+    private let session: SIPDialRequest.Session
     private var sidebands = CallSidebands()
     private var timer: ScheduledTask?
     private let placedAt: UInt64
@@ -32,7 +32,8 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         self.peer = peer
         let settings = agent.settings
         placedAt = agent.loop.nanoseconds()
-        id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag()
+        // GPT-Live names a call by its session's id (`sess_…`), the Realtime API by its own (`rtc_…`).
+        if case .live = request.session { id = "sess_" + SIPUserAgent.tag() + SIPUserAgent.tag() } else { id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag() }
         events = IDGenerator(seed: placedAt)
         session = request.session
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
@@ -135,9 +136,11 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         }
     }
 
-    /// A progress event to the sidebands (GPT-Live's names and shapes, with the call's id).
+    /// A progress event to the sidebands (GPT-Live's names and shapes, `TransportRinging` and its
+    /// kin, with the session's id; a Realtime call's with its `call_id`).
     private func tell(_ type: String, _ fields: [(String, JSON)] = []) {
-        sidebands.send(text: JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), ("call_id", .string(id))] + fields).description)
+        let key = if case .live = session { "session_id" } else { "call_id" }
+        sidebands.send(text: JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), (key, .string(id))] + fields).description)
     }
 
     private func log(_ message: Logger.Message, _ metadata: [String: String]) {

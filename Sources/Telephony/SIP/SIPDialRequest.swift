@@ -2,20 +2,28 @@ import JSON
 import SIP
 import SessionEngine
 
-/// `POST /v1/realtime/calls` with a JSON body that places a phone call (the shape OpenAI gives
-/// GPT-Live's outbound SIP: a transport naming the destination and the trunk):
-/// `{"transport": {"type": "sip", "destination": "+15551234567" | "sip:…", "trunk": "name"},
-/// "session": {…}}`, the session as `session.update` gives it. Parsed strictly: a field it does
-/// not define is refused, as GPT-Live's are.
+/// A JSON body that places a phone call (the shape OpenAI gives GPT-Live's outbound SIP: a
+/// transport naming the destination and the trunk): `{"transport": {"type": "sip", "destination":
+/// "+15551234567" | "sip:…", "trunk": "name"}, "session": {…}}`. On `POST /v1/realtime/calls` the
+/// session is optional, as `session.update` gives it; on `POST /v1/live/sessions` it is required,
+/// a Live session's configuration (strict, no `audio.format`: the call's G.711 is negotiated).
+/// Parsed strictly: a field it does not define is refused, as GPT-Live's are.
 struct SIPDialRequest: Equatable {
+    /// The session the answered call opens.
+    enum Session: Equatable {
+        case realtime(SessionUpdate?)
+        case live(LiveSessionConfig)
+    }
+
     /// The number (E.164, `+` and 7 to 15 digits) or SIP URI dialled.
     var destination: String
     var trunk: String
-    var session: SessionUpdate?
+    var session = Session.realtime(nil)
     /// How long it rings before Parley cancels it (`transport.ring_timeout_seconds`, 5 to 120).
     var ringSeconds = SIPOutboundInvite.defaultRingSeconds
 
-    static func parse(_ body: [UInt8]) throws(ProtocolError) -> SIPDialRequest {
+    /// `live`: the body of `POST /v1/live/sessions`.
+    static func parse(_ body: [UInt8], live: Bool = false) throws(ProtocolError) -> SIPDialRequest {
         guard let json = try? JSON(parsing: String(decoding: body, as: UTF8.self)), json.object != nil else {
             throw ProtocolError(.invalidJSON, "the body must be a JSON object with 'transport' and 'session'")
         }
@@ -30,7 +38,13 @@ struct SIPDialRequest: Equatable {
         }
         var request = SIPDialRequest(destination: destination, trunk: try transport.requiredString("trunk"))
         if let seconds = try transport.integer("ring_timeout_seconds", in: 5...120) { request.ringSeconds = seconds }
-        if let session = try fields.object("session") { request.session = try SessionUpdate.parse(session) }
+        let session = try fields.object("session")
+        if live {
+            guard let session else { throw fields.missing("session") }
+            request.session = .live(try LiveSessionConfig.parse(session, media: true))
+        } else if let session {
+            request.session = .realtime(try SessionUpdate.parse(session))
+        }
         return request
     }
 

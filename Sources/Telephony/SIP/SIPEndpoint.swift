@@ -198,14 +198,17 @@ public final class SIPEndpoint: Sendable {
 
     // MARK: Calls Parley places
 
-    /// `POST /v1/realtime/calls` with a SIP transport (`SIPDialRequest`): the call is placed from
-    /// the request's loop through the trunk named, and answered 201 with its id (`Location`, and
-    /// `{"id"}`) at once, while it rings; its progress goes to the sidebands attached by that id.
+    /// `POST /v1/realtime/calls` or `POST /v1/live/sessions` with a SIP transport
+    /// (`SIPDialRequest`): the call is placed from the request's loop through the trunk named, and
+    /// answered at once, while it rings, with its id: 201 with `Location` and `{"id"}` (Realtime),
+    /// 200 with `{"session": {"id"}, "transport": {"type": "sip"}}` (Live). Its progress goes to the
+    /// sidebands attached by that id.
     public func dialOut(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
         func answer(_ response: HTTPResponse) { stream.respond(CallControlRoute.cors(response, request)) }
         if case .failure(let refusal) = sessions.access.identify(request, offered: []) { return answer(refusal.response) }
+        let live = request.path == LiveRoutes.path
         let dial: SIPDialRequest
-        do throws(ProtocolError) { dial = try SIPDialRequest.parse(request.body) } catch {
+        do throws(ProtocolError) { dial = try SIPDialRequest.parse(request.body, live: live) } catch {
             return answer(.jsonError(.badRequest, code: error.code.rawValue, message: error.message))
         }
         guard let trunk = settings.outboundTrunks[dial.trunk] else {
@@ -222,6 +225,9 @@ public final class SIPEndpoint: Sendable {
             return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
         }
         agent.dial(call)
+        if live {
+            return answer(HTTPResponse(status: .ok, contentType: "application/json", body: #"{"session":{"id":"\#(call.id)"},"transport":{"type":"sip"}}"# + "\n"))
+        }
         answer(HTTPResponse(status: .created, headers: [("Content-Type", "application/json"), ("Location", "\(CallControlRoute.callsPath)/\(call.id)")],
                             body: Array(#"{"id":"\#(call.id)","object":"realtime.call"}"#.utf8) + [10]))
     }
