@@ -172,6 +172,13 @@ package struct SIPOutboundInvite {
         return cancel(.cancelled)
     }
 
+    /// The far end sent BYE before answering (in its early dialog, as some carriers end early
+    /// media): the INVITE is cancelled, and the call ends as hung up early.
+    package mutating func hungUpEarly() -> [Action] {
+        guard state == .calling else { return [] }
+        return cancel(.hungUpEarly)
+    }
+
     private mutating func cancel(_ why: SIPCallFailure) -> [Action] {
         state = .cancelling(why)
         return [.cancel]
@@ -256,6 +263,8 @@ package enum SIPCallFailure: Sendable, Equatable {
     case cancelled
     /// Answered with no SDP Parley can take: acknowledged and hung up.
     case noAcceptableAnswer
+    /// The far end sent BYE in its early dialog (during early media), before any answer.
+    case hungUpEarly
     /// Any other final status (404, 484, 488, …).
     case failed(status: Int)
 
@@ -278,7 +287,7 @@ package enum SIPCallFailure: Sendable, Equatable {
         switch self {
         case .busy: 486
         case .declined(let status), .unauthorized(let status), .unavailable(let status, _), .failed(let status): status
-        case .noAnswer, .unreachable, .cancelled, .noAcceptableAnswer: nil
+        case .noAnswer, .unreachable, .cancelled, .noAcceptableAnswer, .hungUpEarly: nil
         }
     }
 
@@ -293,6 +302,7 @@ package enum SIPCallFailure: Sendable, Equatable {
         case .unreachable: "unreachable"
         case .cancelled: "cancelled"
         case .noAcceptableAnswer: "no_acceptable_answer"
+        case .hungUpEarly: "hung_up_early"
         case .failed: "failed"
         }
     }

@@ -73,6 +73,8 @@ struct SIPOptions: ParsableArguments {
             }
             return trunks
         }
+        static let trunkCredentials = Setting.text("--sip-trunk-credentials-file", "PARLEY_SIP_TRUNK_CREDENTIALS_FILE", valueName: "file",
+                                                   about: "A file of 'trunk:username:password' lines: what calls placed through that trunk (--sip-trunk) answer its digest challenge with")
         static let maxCalls = Setting.whole("--sip-max-calls", "PARLEY_SIP_MAX_CALLS", default: SIPEndpoint.Settings().maxCallsPerLoop, in: 1...1_000_000,
                                             about: "Calls each loop holds at once; past it, 503 with Retry-After")
     }
@@ -94,6 +96,7 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.maxInvites) var maxInvites: String?
     @Option(Settings.maxCalls) var maxCalls: String?
     @Option(Settings.outboundTrunks) var outboundTrunks: String?
+    @Option(Settings.trunkCredentials) var trunkCredentials: String?
 
     /// `--sip-routes`: each number's and trunk's session object, with its greeting.
     static func routes(_ file: String) throws -> SIPRoutes {
@@ -149,6 +152,15 @@ struct SIPOptions: ParsableArguments {
         settings.maxInvitesPerSecond = try Settings.maxInvites.read(maxInvites)
         settings.maxCallsPerLoop = try Settings.maxCalls.read(maxCalls)
         settings.outboundTrunks = try Settings.outboundTrunks.read(outboundTrunks)
+        if let file = try Settings.trunkCredentials.read(trunkCredentials) {
+            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-trunk-credentials-file", file) }
+            for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+                let parts = line.split(separator: ":", maxSplits: 2).map { String($0.trimmingSpaces()) }
+                guard parts.count == 3, !parts.contains(where: \.isEmpty) else { throw Settings.trunkCredentials.refuse(file, "holds a line that is not trunk:username:password") }
+                guard settings.outboundTrunks[parts[0]] != nil else { throw Settings.trunkCredentials.refuse(file, "names a trunk '\(parts[0])' that --sip-trunk does not") }
+                settings.outboundTrunks[parts[0]]?.credentials = (parts[1], parts[2])
+            }
+        }
         return settings
     }
 }

@@ -3,8 +3,11 @@
 # SIP, to pjsua2 callees (scripts/tests/sip_callee.py, PyPI's pjsua2-python): an application
 # (scripts/tests/sip_dial_out.py) posts each call to /v1/realtime/calls with a SIP transport and
 # watches it on its sideband. One callee answers and says hello, and the session answers it; one is
-# busy (486); one never answers (cancelled at its ring timeout). Refusals and /metrics checked too.
-# The trunk is the callees' own SIP port on loopback (no proxy in between yet). Run by `make test`.
+# busy (486); one never answers (cancelled at its ring timeout). SIPp (Debian's sip-tester) plays
+# the trunks that misbehave, one scenario each (scripts/tests/sipp/trunk-*.xml): a digest challenge
+# SIPp checks the answer to, 401 forever, 503 with Retry-After, a BYE during early media, a callee
+# that never sends RTP. Refusals and /metrics checked too. The trunks are the callees' own SIP
+# ports on loopback (no proxy in between yet). Run by `make test`.
 #
 # Environment: PARLEY_BIN (.build/debug/parley).
 # Exit status: 0 passed; 1 a check failed; 2 setup failed.
@@ -18,18 +21,47 @@ pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
 espeak-ng -v en-gb -s 150 -w "$WORK/espeak.wav" "Hello? Who is this?" || die "espeak-ng failed" 2
 sox "$WORK/espeak.wav" -r 8000 -c 1 -b 16 "$WORK/hello.wav" || die "sox failed" 2
 
+command -v sipp >/dev/null || die "no sipp (Debian: apt-get install sip-tester)" 2
+# The trunk that challenges checks the answer against credentials made for this run (in a file only).
+TRUNK_PASSWORD="pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+sed -e "s/TRUNK_USER/parley-out/; s/TRUNK_PASSWORD/$TRUNK_PASSWORD/" scripts/tests/sipp/trunk-auth.xml > "$WORK/trunk-auth.xml"
+# The trunk that refuses every answer is given credentials too: it gets one answer, then gives up.
+printf 'auth:parley-out:%s\nunauthorized:parley-out:not-%s\n' "$TRUNK_PASSWORD" "$TRUNK_PASSWORD" > "$WORK/trunk-credentials"
+trunks=""
+for scenario in auth unauthorized 503 early-bye silent; do
+    file=scripts/tests/sipp/trunk-$scenario.xml
+    [[ $scenario == auth ]] && file=$WORK/trunk-auth.xml
+    trunk_port=$(free_port)
+    start "sipp-$scenario" timeout 90 sipp -sf "$file" -i 127.0.0.1 -p "$trunk_port" -mp "$(free_port)" -m 1 -nostdin \
+        -trace_err -error_file "$WORK/sipp-$scenario.errors" -trace_msg -message_file "$WORK/sipp-$scenario.messages"
+    trunks+=",${scenario}=sip:+15557654321@127.0.0.1:$trunk_port"
+done
+
 start callee timeout 120 .venv-sip/bin/python scripts/tests/sip_callee.py --hello "$WORK/hello.wav" --log "$WORK/pjsua.log" --seconds 90
 wait_until callee "its SIP port said" grep -q '^port ' "$LOGS/callee.log"
 callee_port=$(grep -m1 '^port ' "$LOGS/callee.log" | cut -d' ' -f2)
 
 sip=$(free_port)
-start_parley server serve 0 --loops 1 --sip-port "$sip" --sip-host 127.0.0.1 --sip-trunk "test=sip:+15557654321@127.0.0.1:$callee_port"
+start_parley server serve 0 --loops 1 --sip-port "$sip" --sip-host 127.0.0.1 --sip-media-timeout 3 \
+    --sip-trunk "test=sip:+15557654321@127.0.0.1:$callee_port$trunks" --sip-trunk-credentials-file "$WORK/trunk-credentials"
 wait_speech_helper server "http://127.0.0.1:$port"
 
 status=0
 timeout 120 .venv-sdk/bin/python scripts/tests/sip_dial_out.py --url "http://127.0.0.1:$port" || status=$?
 finish callee || status=$?
 grep -E '^(ok|FAIL|note)' "$LOGS/callee.log" >&2 || true
+for scenario in auth unauthorized 503 early-bye silent; do
+    sipp_status=0
+    finish "sipp-$scenario" || sipp_status=$?
+    if [[ $sipp_status -eq 0 ]]; then
+        echo "ok   SIPp's trunk-$scenario scenario ran to its end" >&2
+    else
+        echo "FAIL SIPp's trunk-$scenario scenario did not end as written (exit $sipp_status): $(tail -3 "$WORK/sipp-$scenario.errors" 2>/dev/null | tr '\n' ' ')" >&2
+        grep -E "^(SIP/2.0|[A-Z]+ sip:|CSeq|-----)" "$WORK/sipp-$scenario.messages" >&2 || true
+        status=1
+    fi
+done
+grep -qF "$TRUNK_PASSWORD" "$LOGS/server.log" && die "the trunk's password reached the server's log"
 if [[ $status -ne 0 ]]; then
     logs server
     die "calls out failed (see the FAIL lines above)"

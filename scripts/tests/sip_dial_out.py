@@ -72,6 +72,11 @@ def place(base: str, number: str, **transport) -> tuple[int, dict, dict]:
                                              "session": {"instructions": "You are Parley's dial-out test. Answer briefly."}})
 
 
+def failure(seen: list[dict]) -> dict:
+    """The error of the last transport.failed seen, if any."""
+    return next((e.get("error", {}) for e in reversed(seen) if e.get("type") == "transport.failed"), {})
+
+
 def events_until(socket, wanted: set[str], timeout: float) -> list[dict]:
     """The sideband's events up to one of `wanted` (or the timeout)."""
     seen = []
@@ -127,6 +132,29 @@ def main() -> int:
 
     asyncio.run(live_call(base, c))
 
+    # SIPp's trunks: each call's end, as its sideband is told it.
+    for trunk, wanted, label in (
+            ("auth", lambda seen: any(e.get("type") == "transport.answered" for e in seen), "a digest challenge answered with the trunk's credentials: answered"),
+            ("unauthorized", lambda seen: failure(seen).get("code") == "unauthorized" and failure(seen).get("sip_status") == 401,
+             "401 forever: one answer, then unauthorized (401)"),
+            ("503", lambda seen: failure(seen).get("code") == "unavailable" and "retry after 120" in failure(seen).get("message", ""),
+             "503 with Retry-After: unavailable, its retry said"),
+            ("early-bye", lambda seen: any(e.get("type") == "transport.ringing" for e in seen) and failure(seen).get("code") == "hung_up_early",
+             "a BYE during early media: ringing, then hung_up_early"),
+            ("silent", lambda seen: any(e.get("type") == "transport.answered" for e in seen), "a callee that never sends RTP: answered")):
+        status, _, body = post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": "+15550000010", "trunk": trunk}})
+        with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+            seen = events_until(side, {"transport.failed", "transport.answered"}, 15)
+        c.check(f"trunk {trunk}: {label}", status == 201 and wanted(seen), json.dumps(seen)[:400])
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # the silent callee's call ends at --sip-media-timeout
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+            if 'parley_sip_calls_total{end="media_timeout"} 1' in response.read().decode():
+                break
+        time.sleep(0.5)
+    else:
+        c.check("the callee that never sent RTP: hung up at the media timeout", False)
+
     for label, transport, code in (("an unknown trunk", {"type": "sip", "destination": "+15550000001", "trunk": "nope"}, "unknown_trunk"),
                                    ("a destination that is no number or SIP URI", {"type": "sip", "destination": "15550000001", "trunk": "test"}, "invalid_value"),
                                    ("a field SIP's transport does not define", {"type": "sip", "destination": "+15550000001", "trunk": "test", "codec": "g729"},
@@ -136,7 +164,9 @@ def main() -> int:
 
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
         metrics = response.read().decode()
-    for line in ("parley_sip_calls_placed_total 4", 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
+    for line in ("parley_sip_calls_placed_total 9", 'parley_sip_calls_total{end="media_timeout"} 1',
+                 'parley_sip_calls_unanswered_total{reason="unauthorized"} 1', 'parley_sip_calls_unanswered_total{reason="unavailable"} 1',
+                 'parley_sip_calls_unanswered_total{reason="hung_up_early"} 1', 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
         c.check(f"/metrics: {line}", line in metrics)
     print(f"dial out: {c.passed} passed, {c.failed} failed", flush=True)
     return 0 if c.failed == 0 else 1

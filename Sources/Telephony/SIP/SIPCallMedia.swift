@@ -96,6 +96,8 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// answered Parley's own offer (the codec may be the other law then). `answer`: the first
     /// address the far end gives, for a call Parley placed (its 183 or 2xx), taken wherever it is.
     func update(_ offer: PhoneAudioOffer, answer: Bool = false) {
+        // A placed call's media starts with its answer: the ringing is not silence on the line.
+        if answer { lastPacketAt = loop.nanoseconds() }
         onHold = offer.isHold
         eventPayloadType = offer.telephoneEvent
         if offer.codec != codec {

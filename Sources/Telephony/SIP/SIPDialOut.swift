@@ -40,7 +40,8 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
                                  signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
         let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort)
         let from = SIPURI(scheme: .sip, user: trunk.caller, host: settings.advertised)
-        let destination = SIPOutboundInvite.Destination(uri: request.requestURI(at: trunk) ?? SIPURI(host: trunk.host, port: trunk.port), from: from)
+        let destination = SIPOutboundInvite.Destination(uri: request.requestURI(at: trunk) ?? SIPURI(host: trunk.host, port: trunk.port), from: from,
+                                                        credentials: trunk.credentials)
         invite = SIPOutboundInvite(destination: destination, callID: SIPUserAgent.tag() + "@parley", localTag: SIPUserAgent.tag(), local: local,
                                    sdpSessionID: UInt64.random(in: 1..<(1 << 62)), now: placedAt, ringFor: request.ringSeconds)
         media.call = self
@@ -59,6 +60,9 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
 
     /// The INVITE's transaction timed out with no final response.
     func timedOut() { carry(invite.timedOut()) }
+
+    /// A BYE in the call's early dialog: it ends before it was answered.
+    func hungUpEarly() { carry(invite.hungUpEarly()) }
 
     private func carry(_ actions: [SIPOutboundInvite.Action]) {
         for action in actions {
@@ -132,6 +136,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         case .unreachable: "the trunk did not answer the INVITE"
         case .cancelled: "the call was hung up before it was answered"
         case .noAcceptableAnswer: "the callee answered with no G.711 audio Parley can take"
+        case .hungUpEarly: "the far end hung up before answering (a BYE during early media)"
         case .failed(let status): "the call failed with SIP status \(status)"
         }
     }

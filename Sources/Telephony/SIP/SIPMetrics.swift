@@ -66,7 +66,8 @@ enum SIPDrop: String, MetricLabel, CaseIterable {
 
 /// Why a call Parley placed was not answered (`reason`): `SIPCallFailure.reason`.
 enum SIPDialFailure: String, MetricLabel, CaseIterable {
-    case busy, noAnswer = "no_answer", declined, unauthorized, unavailable, unreachable, cancelled, noAcceptableAnswer = "no_acceptable_answer", failed
+    case busy, noAnswer = "no_answer", declined, unauthorized, unavailable, unreachable, cancelled, noAcceptableAnswer = "no_acceptable_answer"
+    case hungUpEarly = "hung_up_early", failed
     static let labelName = "reason"
 }
 

@@ -143,6 +143,11 @@ final class SIPUserAgent {
         let inDialog = (try? request.to())?.tag != nil
         if inDialog {
             guard let call = call(for: request) else {
+                // A BYE in the early dialog of a call Parley placed: 200, and the call ends.
+                if method == "BYE", let callID = try? request.callID(), let dial = dialing[callID] {
+                    respond(.response(to: request, status: 200), key: key)
+                    return dial.hungUpEarly()
+                }
                 return respond(.response(to: request, status: 481, toTag: nil), key: key)
             }
             return call.inDialog(request, key: key)
