@@ -9,6 +9,7 @@ import asyncio
 import argparse
 import json
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -46,13 +47,14 @@ async def live_call(base: str, c: Checks) -> None:
                     problems.append(f"{kind}: {str(error)[:160]}")
                 if kind not in ("session.output_audio.delta", "session.input_audio.append"):
                     kinds.append(kind)
-                if kind == "session.usage.updated":
-                    await asyncio.sleep(2.0)  # the reply plays out at the callee
+                if kind == "session.output_transcript.delta" and "hung up" not in kinds:
+                    kinds.append("hung up")
+                    await asyncio.sleep(3.0)  # three seconds of the reply at the callee (it must hear one), then the hangup
                     await client.live.sessions.hangup(session_id)
                 if kind in ("session.closed", "transport.failed"):
                     break
     c.check("GPT-Live: transport.answered, session.started, the callee heard, a reply, session.closed",
-            all(k in kinds for k in ("transport.answered", "session.started", "session.input_transcript.delta", "session.usage.updated", "session.closed")),
+            all(k in kinds for k in ("transport.answered", "session.started", "session.input_transcript.delta", "session.output_transcript.delta", "session.closed")),
             ", ".join(dict.fromkeys(kinds)))
     c.check("GPT-Live: every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:4]))
 
@@ -92,47 +94,9 @@ def events_until(socket, wanted: set[str], timeout: float) -> list[dict]:
     return seen
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
-    args = parser.parse_args()
-    base = args.url
-    ws = base.replace("http://", "ws://")
-    c = Checks()
-
-    status, headers, body = place(base, "+15550000001")
-    call_id = body.get("id", "")
-    c.check("POST /v1/realtime/calls with a SIP transport: 201 with the call's id and Location",
-            status == 201 and call_id.startswith("rtc_") and headers.get("Location", "").endswith(call_id), f"{status} {body}")
-    with connect(f"{ws}/v1/realtime?call_id={call_id}") as side:
-        seen = events_until(side, {"transport.answered", "transport.failed"}, 15)
-        answered = next((e for e in seen if e.get("type") == "transport.answered"), None)
-        c.check("the sideband: transport.answered with the call's id", answered is not None and answered.get("call_id") == call_id,
-                ", ".join(e.get("type", "?") for e in seen))
-        seen = events_until(side, {"response.done"}, 40)
-        heard = " ".join(e.get("transcript", "") for e in seen if e.get("type") == "conversation.item.input_audio_transcription.completed")
-        c.check("the session heard the callee", "hello" in heard.lower() or "who" in heard.lower(), repr(heard))
-        c.check("the session answered it (response.done)", any(e.get("type") == "response.done" for e in seen),
-                ", ".join(sorted({e.get("type", "?") for e in seen})))
-        time.sleep(2.0)  # the answer's audio plays out at the callee
-        status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
-        c.check("the application hangs the call up (200)", status == 200, str(status))
-
-    status, _, body = place(base, "+15550000002")
-    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
-        failed = events_until(side, {"transport.failed"}, 15)[-1:]
-        error = failed[0].get("error", {}) if failed else {}
-        c.check("a busy callee: transport.failed, busy, SIP 486", error.get("code") == "busy" and error.get("sip_status") == 486, json.dumps(failed))
-
-    status, _, body = place(base, "+15550000003", ring_timeout_seconds=5)
-    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
-        failed = events_until(side, {"transport.failed"}, 20)[-1:]
-        error = failed[0].get("error", {}) if failed else {}
-        c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
-
-    asyncio.run(live_call(base, c))
-
-    # SIPp's trunks: each call's end, as its sideband is told it.
+def sipp_trunks(base: str, ws: str, c: Checks) -> None:
+    """SIPp's trunks: each call's end, as its sideband is told it (on a thread of its own, beside
+    the pjsua2 callees' calls: they share nothing but the server)."""
     for trunk, wanted, label in (
             ("auth", lambda seen: any(e.get("type") == "transport.answered" for e in seen), "a digest challenge answered with the trunk's credentials: answered"),
             ("unauthorized", lambda seen: failure(seen).get("code") == "unauthorized" and failure(seen).get("sip_status") == 401,
@@ -154,6 +118,51 @@ def main() -> int:
         time.sleep(0.5)
     else:
         c.check("the callee that never sent RTP: hung up at the media timeout", False)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
+    args = parser.parse_args()
+    base = args.url
+    ws = base.replace("http://", "ws://")
+    c = Checks()
+
+    trunks = threading.Thread(target=sipp_trunks, args=(base, ws, c))
+    trunks.start()
+    status, headers, body = place(base, "+15550000001")
+    call_id = body.get("id", "")
+    c.check("POST /v1/realtime/calls with a SIP transport: 201 with the call's id and Location",
+            status == 201 and call_id.startswith("rtc_") and headers.get("Location", "").endswith(call_id), f"{status} {body}")
+    with connect(f"{ws}/v1/realtime?call_id={call_id}") as side:
+        seen = events_until(side, {"transport.answered", "transport.failed"}, 15)
+        answered = next((e for e in seen if e.get("type") == "transport.answered"), None)
+        c.check("the sideband: transport.answered with the call's id", answered is not None and answered.get("call_id") == call_id,
+                ", ".join(e.get("type", "?") for e in seen))
+        seen = events_until(side, {"response.output_audio_transcript.delta"}, 40)
+        heard = " ".join(e.get("transcript", "") for e in seen if e.get("type") == "conversation.item.input_audio_transcription.completed")
+        c.check("the session heard the callee", "hello" in heard.lower() or "who" in heard.lower(), repr(heard))
+        c.check("the session answered it (its reply's words)", any(e.get("type") == "response.output_audio_transcript.delta" for e in seen),
+                ", ".join(sorted({e.get("type", "?") for e in seen})))
+        time.sleep(3.0)  # three seconds of the answer's audio at the callee (it must hear one), then the hangup
+        status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
+        c.check("the application hangs the call up (200)", status == 200, str(status))
+
+    status, _, body = place(base, "+15550000002")
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        failed = events_until(side, {"transport.failed"}, 15)[-1:]
+        error = failed[0].get("error", {}) if failed else {}
+        c.check("a busy callee: transport.failed, busy, SIP 486", error.get("code") == "busy" and error.get("sip_status") == 486, json.dumps(failed))
+
+    status, _, body = place(base, "+15550000003", ring_timeout_seconds=5)
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        failed = events_until(side, {"transport.failed"}, 20)[-1:]
+        error = failed[0].get("error", {}) if failed else {}
+        c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
+
+    asyncio.run(live_call(base, c))
+    trunks.join()
+
 
     for label, transport, code in (("an unknown trunk", {"type": "sip", "destination": "+15550000001", "trunk": "nope"}, "unknown_trunk"),
                                    ("a destination that is no number or SIP URI", {"type": "sip", "destination": "15550000001", "trunk": "test"}, "invalid_value"),
