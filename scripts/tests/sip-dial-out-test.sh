@@ -3,7 +3,8 @@
 # SIP, to pjsua2 callees (scripts/tests/sip_callee.py, PyPI's pjsua2-python): an application
 # (scripts/tests/sip_dial_out.py) posts each call to /v1/realtime/calls with a SIP transport and
 # watches it on its sideband. One callee answers and says hello, and the session answers it; one is
-# busy (486); one never answers (cancelled at its ring timeout). SIPp (Debian's sip-tester) plays
+# busy (486); one never answers (cancelled at its ring timeout); one is a voicemail, which the
+# answering-machine detection finds (the person is found human). SIPp (Debian's sip-tester) plays
 # the trunks that misbehave, one scenario each (scripts/tests/sipp/trunk-*.xml): a digest challenge
 # SIPp checks the answer to, 401 forever, 503 with Retry-After, a BYE during early media, a callee
 # that never sends RTP. Refusals and /metrics checked too. The trunks are the callees' own SIP
@@ -20,6 +21,11 @@ pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
 
 espeak-ng -v en-gb -s 150 -w "$WORK/espeak.wav" "Hello? Who is this?" || die "espeak-ng failed" 2
 sox "$WORK/espeak.wav" -r 8000 -c 1 -b 16 "$WORK/hello.wav" || die "sox failed" 2
+# A voicemail: its greeting in another voice, then a beep of half a second at 1 kHz.
+espeak-ng -v en-us+f3 -s 160 -w "$WORK/espeak.wav" "Hi, you have reached the voicemail of Jane Smith. Please leave a message after the tone." || die "espeak-ng failed" 2
+sox "$WORK/espeak.wav" -r 8000 -c 1 -b 16 "$WORK/greeting.wav" || die "sox failed" 2
+sox -n -r 8000 -c 1 -b 16 "$WORK/beep.wav" synth 0.5 sine 1000 vol 0.3 || die "sox failed" 2
+sox "$WORK/greeting.wav" "$WORK/beep.wav" "$WORK/voicemail.wav" || die "sox failed" 2
 
 command -v sipp >/dev/null || die "no sipp (Debian: apt-get install sip-tester)" 2
 # The trunk that challenges checks the answer against credentials made for this run (in a file only).
@@ -37,7 +43,7 @@ for scenario in auth unauthorized 503 early-bye silent; do
     trunks+=",${scenario}=sip:+15557654321@127.0.0.1:$trunk_port"
 done
 
-start callee timeout 120 .venv-sip/bin/python scripts/tests/sip_callee.py --hello "$WORK/hello.wav" --log "$WORK/pjsua.log" --seconds 90
+start callee timeout 120 .venv-sip/bin/python scripts/tests/sip_callee.py --hello "$WORK/hello.wav" --voicemail "$WORK/voicemail.wav" --log "$WORK/pjsua.log" --seconds 90
 wait_until callee "its SIP port said" grep -q '^port ' "$LOGS/callee.log"
 callee_port=$(grep -m1 '^port ' "$LOGS/callee.log" | cut -d' ' -f2)
 

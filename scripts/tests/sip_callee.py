@@ -6,6 +6,7 @@ Parley server places through its trunk, each number its own callee:
   +15550000002  rings, then is busy (486)
   +15550000003  rings and never answers (Parley cancels it)
   +15550000004  as the first, for a GPT-Live session placed on `POST /v1/live/sessions`
+  +15550000005  a voicemail: answers, plays its greeting and a beep (--voicemail)
 
 Prints "port N" (its SIP port) first, then pumps until every callee is done (or --seconds pass),
 and prints one ok/FAIL line for each check.
@@ -18,15 +19,16 @@ import time
 import pjsua2 as pj
 from sip_phone import Phone, PhoneCall  # beside this file
 
-ANSWER, BUSY, SILENT, LIVE = "+15550000001", "+15550000002", "+15550000003", "+15550000004"
-TALKERS = (ANSWER, LIVE)
+ANSWER, BUSY, SILENT, LIVE, VOICEMAIL = "+15550000001", "+15550000002", "+15550000003", "+15550000004", "+15550000005"
+TALKERS = (ANSWER, LIVE, VOICEMAIL)
 
 
 class Callee(pj.Account):
-    def __init__(self, phone: Phone, hello: str, record: str):
+    def __init__(self, phone: Phone, hello: str, voicemail: str, record: str):
         super().__init__()
         self.phone = phone
         self.hello = hello
+        self.voicemail = voicemail
         self.record = record
         self.calls: dict[str, PhoneCall] = {}
         self.due: list[tuple[float, str, int]] = []  # (when, number, status to answer with)
@@ -38,7 +40,7 @@ class Callee(pj.Account):
             call = PhoneCall(self.phone, self, "callee", record=None, call_id=prm.callId)
             self.phone.calls.append(call)
             uri = call.getInfo().localUri  # the To: the number dialled
-            number = next((n for n in (ANSWER, BUSY, SILENT, LIVE) if n in uri), "?")
+            number = next((n for n in (ANSWER, BUSY, SILENT, LIVE, VOICEMAIL) if n in uri), "?")
             if number in TALKERS:
                 call.record_path = f"{self.record}.{number[-1]}.wav"
             self.calls[number] = call
@@ -71,20 +73,22 @@ class Callee(pj.Account):
             if answered.confirmed and number not in self.answered_at:
                 self.answered_at[number] = now
             if number not in self.say_at:
-                self.say_at[number] = now + 0.8
+                # A person waits a moment and says hello; a machine starts its greeting at once.
+                self.say_at[number] = now + (0.2 if number == VOICEMAIL else 0.8)
             if now >= self.say_at[number] and not answered.ended and not getattr(answered, "spoke", False):
                 answered.spoke = True
-                answered.play(self.hello)
+                answered.play(self.voicemail if number == VOICEMAIL else self.hello)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hello", required=True, help="8 kHz WAV the callee says once the call is up")
+    parser.add_argument("--voicemail", required=True, help="8 kHz WAV of a voicemail greeting and its beep")
     parser.add_argument("--log", required=True)
     parser.add_argument("--seconds", type=float, default=90)
     args = parser.parse_args()
     phone = Phone(log=args.log)
-    callee = Callee(phone, args.hello, args.log + ".heard.wav")
+    callee = Callee(phone, args.hello, args.voicemail, args.log + ".heard.wav")
     config = pj.AccountConfig()
     config.idUri = f"sip:callee@127.0.0.1:{phone.port}"
     media = config.mediaConfig.transportConfig
@@ -96,7 +100,7 @@ def main() -> int:
         phone.pump(0.02)
         callee.tick()
         calls = callee.calls
-        if len(calls) == 4 and all(call.ended for call in calls.values()):
+        if len(calls) == 5 and all(call.ended for call in calls.values()):
             break
     failed = 0
 
@@ -112,6 +116,8 @@ def main() -> int:
         heard = answered.heard_ms(since=callee.answered_at.get(number, 0.0)) if answered is not None else 0
         check(heard >= 1000, f"{kind}: the callee heard the agent answer its hello ({heard} ms of speech)")
         check(answered is not None and answered.ended and not answered.hung_up_here, f"{kind}: the application's hangup reached the callee as Parley's BYE")
+    voicemail = calls.get(VOICEMAIL)
+    check(voicemail is not None and voicemail.confirmed and voicemail.ended, "the voicemail's call was answered, and hung up by the application")
     busy = calls.get(BUSY)
     check(busy is not None and busy.ended, "the busy callee's 486 ended its call")
     silent = calls.get(SILENT)

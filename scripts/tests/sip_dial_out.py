@@ -51,11 +51,14 @@ async def live_call(base: str, c: Checks) -> None:
                     kinds.append("hung up")
                     await asyncio.sleep(3.0)  # three seconds of the reply at the callee (it must hear one), then the hangup
                     await client.live.sessions.hangup(session_id)
+                if kind == "info" and event.get("code") == "answered_by":
+                    kinds.append("answered_by " + event.get("message", "").split(" ")[0])
                 if kind in ("session.closed", "transport.failed"):
                     break
     c.check("GPT-Live: transport.answered, session.started, the callee heard, a reply, session.closed",
             all(k in kinds for k in ("transport.answered", "session.started", "session.input_transcript.delta", "session.output_transcript.delta", "session.closed")),
             ", ".join(dict.fromkeys(kinds)))
+    c.check("GPT-Live: answering-machine detection told as an info: human", "answered_by human" in kinds, ", ".join(dict.fromkeys(kinds)))
     c.check("GPT-Live: every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:4]))
 
 
@@ -140,6 +143,10 @@ def main() -> int:
         c.check("the sideband: transport.answered with the call's id", answered is not None and answered.get("call_id") == call_id,
                 ", ".join(e.get("type", "?") for e in seen))
         seen = events_until(side, {"response.output_audio_transcript.delta"}, 40)
+        if not any(e.get("type") == "transport.answered_by" for e in seen):
+            seen += events_until(side, {"transport.answered_by"}, 5)
+        who = next((e for e in seen if e.get("type") == "transport.answered_by"), {})
+        c.check("answering-machine detection: the person who said hello is human", who.get("answered_by") == "human", json.dumps(who))
         heard = " ".join(e.get("transcript", "") for e in seen if e.get("type") == "conversation.item.input_audio_transcription.completed")
         c.check("the session heard the callee", "hello" in heard.lower() or "who" in heard.lower(), repr(heard))
         c.check("the session answered it (its reply's words)", any(e.get("type") == "response.output_audio_transcript.delta" for e in seen),
@@ -147,6 +154,14 @@ def main() -> int:
         time.sleep(3.0)  # three seconds of the answer's audio at the callee (it must hear one), then the hangup
         status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
         c.check("the application hangs the call up (200)", status == 200, str(status))
+
+    status, _, body = place(base, "+15550000005")
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        seen = events_until(side, {"transport.answered_by"}, 15)
+        who = seen[-1] if seen and seen[-1].get("type") == "transport.answered_by" else {}
+        c.check("answering-machine detection: the voicemail is a machine, decided within 2.5 s of its greeting",
+                who.get("answered_by") == "machine" and who.get("decided_after_ms", 99_999) <= 2_500 + 200, json.dumps(who))
+        post(base, f"/v1/realtime/calls/{body.get('id', '')}/hangup", None)
 
     status, _, body = place(base, "+15550000002")
     with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
@@ -173,7 +188,7 @@ def main() -> int:
 
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
         metrics = response.read().decode()
-    for line in ("parley_sip_calls_placed_total 9", 'parley_sip_calls_total{end="media_timeout"} 1',
+    for line in ("parley_sip_calls_placed_total 10", 'parley_sip_calls_answered_by_total{answer="machine"} 1', 'parley_sip_calls_total{end="media_timeout"} 1',
                  'parley_sip_calls_unanswered_total{reason="unauthorized"} 1', 'parley_sip_calls_unanswered_total{reason="unavailable"} 1',
                  'parley_sip_calls_unanswered_total{reason="hung_up_early"} 1', 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
         c.check(f"/metrics: {line}", line in metrics)

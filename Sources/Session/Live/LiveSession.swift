@@ -311,6 +311,12 @@ package final class LiveSession: SessionWire, DirectedCall {
 
     package func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
 
+    /// An `info` about the session from its carrier (who answered a placed call), to every listener.
+    package func notice(_ code: String, _ message: String) {
+        guard live.hasStarted else { return }
+        broadcast(live.info(code, message).description)
+    }
+
     /// Sidebands its carrier held before the session began (a placed call's, while it rang).
     package func adopt(_ attached: CallSidebands) { sidebands = attached }
 

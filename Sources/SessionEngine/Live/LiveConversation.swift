@@ -137,10 +137,15 @@ package struct LiveConversation: Sendable {
                              param: "type", eventID: command.eventID)
     }
 
+    /// An `info` notice (`code`, `message`).
+    package mutating func info(_ code: String, _ message: String) -> JSON {
+        events.make("info", [("code", .string(code)), ("message", .string(message))])
+    }
+
     /// After `session.started`, on a front end with permissions: the `info` that says them.
     package mutating func permissionsNotice() -> JSON? {
         guard let frontEnd else { return nil }
-        return events.make("info", [("code", .string("data_channel_permissions")), ("message", .string(frontEnd.notice))])
+        return info("data_channel_permissions", frontEnd.notice)
     }
 
     /// The session's delegation, once it has started.

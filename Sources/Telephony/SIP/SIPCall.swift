@@ -34,6 +34,9 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     var route: SIPRoutes.Route?
     private(set) var socketState = CallSidebands()
     private var keypad = KeypadEntry()
+    /// Who answered, while a placed call's first seconds decide it (nil once decided, and on
+    /// calls Parley answered).
+    private var detector: AnsweringMachineDetector?
     /// One timer for the dialog's and the keypad's next deadline.
     private var timer: ScheduledTask?
     private var metrics: SIPMetrics { agent.metrics }
@@ -74,6 +77,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// call settings, or a GPT-Live one (the callee speaks first: the session answers its "hello").
     func answered(session: SIPDialRequest.Session) {
         metrics.callsOpen.add(1)
+        detector = AnsweringMachineDetector()
         CallDirectory.shared.add(id, self, on: agent.loop)
         switch session {
         case .realtime(let update): openSession(update)
@@ -211,8 +215,24 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     func heard(_ frame: [UInt8]) {
         guard dialog.state != .ended else { return }
         let law: G711.Law = dialog.offer.codec == .pcmu ? .muLaw : .aLaw
+        if detector != nil { detectWhoAnswered(G711.decode(frame, law)) }
         if let live { return live.feedCall { $0.g711(frame, law) } }
         driver?.feedAudio { $0.g711(frame, law) }
+    }
+
+    /// A placed call's frame for the answering-machine detection; its verdict, once made, to the
+    /// sidebands (GPT-Live's as an `info`, the Realtime API's as `transport.answered_by`), the log
+    /// and /metrics. The session is not held for it: it answers whoever speaks meanwhile.
+    private func detectWhoAnswered(_ samples: [Int16]) {
+        guard let verdict = detector?.heard(samples) else { return }
+        detector = nil
+        metrics.answeredBy.add(1, verdict.answer)
+        sipLog("answered by", ["answer": verdict.answer.rawValue, "reason": verdict.reason, "after_ms": "\(verdict.afterMs)"])
+        if let live {
+            return live.notice("answered_by", "\(verdict.answer.rawValue) (\(verdict.reason)), decided \(verdict.afterMs) ms after the answer")
+        }
+        socketState.send(text: JSON.object([("type", .string("transport.answered_by")), ("call_id", .string(id)), ("answered_by", .string(verdict.answer.rawValue)),
+                                            ("reason", .string(verdict.reason)), ("decided_after_ms", .int(verdict.afterMs))]).description)
     }
 
     /// A keypad entry, a turn of the conversation.

@@ -1,5 +1,6 @@
 import Metrics
 import SIP
+import SessionEngine
 
 /// SIP's series in /metrics: calls open and how they ended, what was refused and why, the
 /// requests and RTP packets dropped, keys pressed, and how long a call took to answer.
@@ -17,6 +18,7 @@ final class SIPMetrics: Sendable {
     let dialed: MetricFamily
     let dialFailures: LabelledFamily<SIPDialFailure>
     let dialSetup: Histogram
+    let answeredBy: LabelledFamily<AnsweringMachineDetector.Answer>
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -33,6 +35,8 @@ final class SIPMetrics: Sendable {
         dialFailures = LabelledFamily(name: "parley_sip_calls_unanswered_total", help: "SIP calls Parley placed that were not answered, by why.", registry: registry)
         dialSetup = Histogram(name: "parley_sip_call_answer_seconds", help: "From a placed call's INVITE to its answer (the ringing included).",
                               bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60], registry: registry)
+        answeredBy = LabelledFamily(name: "parley_sip_calls_answered_by_total", help: "Placed calls answered, by who answered as the answering-machine detection decided it.",
+                                    registry: registry)
     }
 }
 
@@ -69,6 +73,11 @@ enum SIPDialFailure: String, MetricLabel, CaseIterable {
     case busy, noAnswer = "no_answer", declined, unauthorized, unavailable, unreachable, cancelled, noAcceptableAnswer = "no_acceptable_answer"
     case hungUpEarly = "hung_up_early", failed
     static let labelName = "reason"
+}
+
+/// Who answered a placed call (`answer`).
+extension AnsweringMachineDetector.Answer: MetricLabel {
+    public static let labelName = "answer"
 }
 
 /// Why an RTP packet of a SIP call was dropped (`reason`).
