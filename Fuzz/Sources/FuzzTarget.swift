@@ -30,5 +30,6 @@ struct FuzzTarget: Sendable {
         FuzzTarget(name: "dtls-fingerprint", maxLength: 256, run: DTLSFingerprintFuzz.run),
         FuzzTarget(name: "mcp-answer", maxLength: 4096, run: MCPAnswerFuzz.run),
         FuzzTarget(name: "sip", maxLength: 8192, run: SIPFuzz.run),
+        FuzzTarget(name: "dial-out", maxLength: 8192, run: DialOutFuzz.run),
     ]
 }
