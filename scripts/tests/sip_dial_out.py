@@ -47,8 +47,11 @@ async def live_call(base: str, c: Checks) -> None:
                     problems.append(f"{kind}: {str(error)[:160]}")
                 if kind not in ("session.output_audio.delta", "session.input_audio.append"):
                     kinds.append(kind)
+                if kind == "transport.dtmf.sent":
+                    kinds.append(f"key {event.get('event')} sent ({event.get('client_event_id')})")
                 if kind == "session.output_transcript.delta" and "hung up" not in kinds:
                     kinds.append("hung up")
+                    await side.transport.dtmf.send(event="9", event_id="evt_key_9")
                     await asyncio.sleep(3.0)  # three seconds of the reply at the callee (it must hear one), then the hangup
                     await client.live.sessions.hangup(session_id)
                 if kind == "info" and event.get("code") == "answered_by":
@@ -57,6 +60,8 @@ async def live_call(base: str, c: Checks) -> None:
                     break
     c.check("GPT-Live: transport.answered, session.started, the callee heard, a reply, session.closed",
             all(k in kinds for k in ("transport.answered", "session.started", "session.input_transcript.delta", "session.output_transcript.delta", "session.closed")),
+            ", ".join(dict.fromkeys(kinds)))
+    c.check("GPT-Live: a key pressed through the SDK's sideband (transport.dtmf.send): transport.dtmf.sent", "key 9 sent (evt_key_9)" in kinds,
             ", ".join(dict.fromkeys(kinds)))
     c.check("GPT-Live: answering-machine detection told as an info: human", "answered_by human" in kinds, ", ".join(dict.fromkeys(kinds)))
     c.check("GPT-Live: every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:4]))
@@ -151,6 +156,11 @@ def main() -> int:
         c.check("the session heard the callee", "hello" in heard.lower() or "who" in heard.lower(), repr(heard))
         c.check("the session answered it (its reply's words)", any(e.get("type") == "response.output_audio_transcript.delta" for e in seen),
                 ", ".join(sorted({e.get("type", "?") for e in seen})))
+        for key in "123":
+            side.send(json.dumps({"type": "transport.dtmf.send", "event": key, "event_id": f"evt_key_{key}"}))
+        sent = [e for e in events_until(side, {"never"}, 1.5) if e.get("type") in ("transport.dtmf.sent", "error")]
+        c.check("keys pressed on the call: transport.dtmf.sent for each", [e.get("event") for e in sent] == list("123")
+                and [e.get("client_event_id") for e in sent] == ["evt_key_1", "evt_key_2", "evt_key_3"], json.dumps(sent))
         time.sleep(3.0)  # three seconds of the answer's audio at the callee (it must hear one), then the hangup
         status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
         c.check("the application hangs the call up (200)", status == 200, str(status))

@@ -78,6 +78,7 @@ class PhoneCall(pj.Call):
         self.transfer_to: str | None = None
         self.transferred: PhoneCall | None = None
         self.transfer_statuses: list[int] = []
+        self.digits = ""  # keys the far end pressed (RFC 4733 events, as pjsua2 hears them)
         self.media_changes = 0  # SDP negotiations completed (the answer, each re-INVITE's and UPDATE's)
         self.media_status = -1  # the audio's last pjsua status (PJSUA_CALL_MEDIA_ACTIVE, ..._LOCAL_HOLD)
 
@@ -95,6 +96,12 @@ class PhoneCall(pj.Call):
                     self.recorder = None  # closes the WAV
         except Exception as error:  # noqa: BLE001
             self.phone.note(f"{self.name}: onCallState: {error!r}")
+
+    def onDtmfDigit(self, prm):
+        try:
+            self.digits += prm.digit
+        except Exception as error:  # noqa: BLE001
+            self.phone.note(f"{self.name}: onDtmfDigit: {error!r}")
 
     def onCallMediaState(self, prm):
         try:

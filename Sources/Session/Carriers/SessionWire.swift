@@ -26,6 +26,9 @@ package protocol SessionWire: AnyObject {
     /// UDP), so that its Opus carries in-band FEC for the listener to recover a lost packet from
     /// the next (RFC 6716 section 2.1.7); a WebSocket's TCP loses nothing.
     var carriesLossyMedia: Bool { get }
+    /// Presses `key` on the call (a phone call's RFC 4733 event); false where the carrier has no
+    /// keys to press, or the far end takes none.
+    func press(_ key: Character) -> Bool
 }
 
 extension SessionWire {
@@ -34,4 +37,5 @@ extension SessionWire {
     package func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
     package var resendsAfterPause: Bool { false }
     package var carriesLossyMedia: Bool { false }
+    package func press(_ key: Character) -> Bool { false }
 }

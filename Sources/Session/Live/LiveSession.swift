@@ -230,6 +230,9 @@ package final class LiveSession: SessionWire, DirectedCall {
                     guard let self else { return }
                     self.perform(self.live.timer(timer, nowMs: self.nowMs))
                 }
+            case .pressKey(let key, let eventID):
+                // Only sidebands are told (`TransportDtmfSent`: "delivered only to sideband observers").
+                sidebands.send(text: live.keyPressed(key, sent: media?.press(key) ?? false, eventID: eventID).description)
             case .playFixture(let samples, let id):
                 driver.playAudio(samples, rate: LiveConversation.fixtureRate, id: id) { [weak self] played in
                     guard let self else { return }

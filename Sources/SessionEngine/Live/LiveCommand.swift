@@ -22,6 +22,8 @@ package struct LiveCommand: Sendable, Equatable {
         case responseItemCreate(NewConversationItem)
         /// `decision.create`, `decision.item.create`, `decision.item.delete`.
         case decision(type: String)
+        /// `transport.dtmf.send`: one key to press on a SIP call (a sideband's command).
+        case dtmf(Character)
         case close
     }
 
@@ -49,6 +51,7 @@ package struct LiveCommand: Sendable, Equatable {
         case .responseCreate: "response.create"
         case .responseItemCreate: "response.item.create"
         case .decision(let type): type
+        case .dtmf: "transport.dtmf.send"
         case .close: "session.close"
         }
     }
@@ -136,6 +139,13 @@ package struct LiveCommand: Sendable, Equatable {
         case "session.close":
             try event.refuseUnknown(common)
             return .close
+        case "transport.dtmf.send":
+            try event.refuseUnknown(common.union(["event"]))
+            let key = try event.requiredString("event")
+            guard key.count == 1, let pressed = key.first, "0123456789*#ABCD".contains(pressed) else {
+                throw event.invalid("event", "must be one DTMF key: 0-9, A-D, * or #")
+            }
+            return .dtmf(pressed)
         default:
             throw ProtocolError(.unknownEvent, "unknown event type '\(type)'", param: "type")
         }

@@ -20,6 +20,8 @@ package struct LiveConversation: Sendable {
         case engine(ClientEvent)
         /// Microphone bytes for the engine, in the session's format (silence while muted).
         case audio([UInt8])
+        /// Press `key` on the session's call (RFC 4733), for the command `eventID`.
+        case pressKey(Character, eventID: String?)
         /// Play the application's audio (pcm16 at 24 kHz) through the session's output, as a reply
         /// is played, in its format and on its carrier; `fixturePlayed` says when it is over.
         case playFixture([Int16], id: String)
@@ -205,9 +207,24 @@ package struct LiveConversation: Sendable {
             return [.backend(ClientEvent(eventID: id, .conversationItemCreate(item)))]
         case .decision(let type):
             return [.send(events.error(LiveRefusal.decisions(type, eventID: id)))]
+        case .dtmf(let key):
+            guard config.format == .negotiated else {
+                return [.send(events.error(ProtocolError(.invalidValue, "transport.dtmf.send is for a SIP call's session", param: "type", eventID: id)))]
+            }
+            return [.pressKey(key, eventID: id)]
         case .close:
             return [.send(closed("close_requested", nowMs: nowMs, replyingTo: id)), .close]
         }
+    }
+
+    /// A key pressed on the call, as its sidebands are told (`transport.dtmf.sent`), or the error
+    /// when the call could not press it.
+    package mutating func keyPressed(_ key: Character, sent: Bool, eventID: String?) -> JSON {
+        guard sent else {
+            return events.error(ProtocolError(.init(rawValue: "dtmf_unavailable"), "the call's far end takes no RFC 4733 telephone-events, or too many keys wait",
+                                              param: "event", eventID: eventID))
+        }
+        return events.make("transport.dtmf.sent", [("event", .string(String(key)))], replyingTo: eventID)
     }
 
     /// An id for an event the carrier writes itself (a phone's key).

@@ -47,5 +47,7 @@ extension SIPCall: SessionSocket, SessionWire {
     }
 
     func speechStopped(responseID: String, on socket: any SessionSocket) { media.clearQueue() }
+
+    func press(_ key: Character) -> Bool { media.press(key) }
 }
 

@@ -271,7 +271,25 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// A client event from a sideband.
     func receive(sidebandText text: String) {
         if let live { return live.receive(sidebandText: text) }
+        // Keys pressed on the call: GPT-Live's sideband command, on a Realtime call's sideband too.
+        if text.contains("transport.dtmf.send"), let json = try? JSON(parsing: text), json["type"]?.string == "transport.dtmf.send" {
+            return pressFromSideband(json)
+        }
         driver?.receiveClientEvent(text: text)
+    }
+
+    /// `{"type": "transport.dtmf.send", "event": "5"}`: the key pressed on the call (RFC 4733), then
+    /// `transport.dtmf.sent`; or an `error` (not a key, or a far end that takes none).
+    private func pressFromSideband(_ json: JSON) {
+        let eventID = json["event_id"]?.string
+        guard let text = json["event"]?.string, text.count == 1, let key = text.first, media.press(key) else {
+            let error: [(String, JSON)] = [("type", .string("invalid_request_error")), ("code", .string("dtmf_unavailable")),
+                                           ("message", .string("'event' must be one DTMF key (0-9, A-D, * or #), and the far end must take RFC 4733 telephone-events")),
+                                           ("param", .string("event"))] + (eventID.map { [("event_id", JSON.string($0))] } ?? [])
+            return socketState.send(text: JSON.object([("type", .string("error")), ("error", .object(error))]).description)
+        }
+        socketState.send(text: JSON.object([("type", .string("transport.dtmf.sent")), ("event", .string(text))]
+                                           + (eventID.map { [("client_event_id", JSON.string($0))] } ?? [])).description)
     }
 
     func control(_ action: CallControl) {

@@ -32,6 +32,8 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     private var latched: Bool
     private var jitter = JitterBuffer(settings: .g711)
     private var events = TelephoneEvents()
+    /// Keys Parley presses on the call, sent in place of audio a tick at a time.
+    private var keysOut = TelephoneEventSender()
     private var sender: RTPSender
     private var outgoing = RTPOutgoingAudio()
     /// When the next 20 ms frame is due: the caller's to the session, and the call's packet to the
@@ -197,9 +199,30 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// one, and a NAT's mapping needs the traffic). Nothing while the caller holds the call.
     private func send(now: UInt64) {
         guard !onHold else { return }
+        // A key being pressed takes the tick (the reply's audio waits, it is not dropped).
+        if let eventType = eventPayloadType, !keysOut.isIdle, let event = keysOut.next(timestamp: sender.timestamp) {
+            var header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: event.payload.count, now: now)
+            header.payloadType = eventType
+            header.timestamp = event.timestamp
+            header.marker = event.marker
+            header.write(payload: event.payload, into: &packet, trailerCapacity: 0)
+            return transmit()
+        }
         let frame = outgoing.next() ?? Self.silence(codec)
         let header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: frame.count, now: now)
         header.write(payload: frame, into: &packet, trailerCapacity: 0)
+        transmit()
+    }
+
+    /// Presses `key` on the call (RFC 4733, in this stream); false when the far end's SDP had no
+    /// telephone-event, `key` is not a DTMF key, or too many wait.
+    func press(_ key: Character) -> Bool {
+        guard eventPayloadType != nil else { return false }
+        return keysOut.press(key)
+    }
+
+    /// The packet built, to the caller.
+    private func transmit() {
         guard let destination = peer.socketAddress else { return }
         let sent: Bool? = packet.withUnsafeBytes { bytes in
             do throws(SystemError) { return try send(bytes, to: destination) } catch { return nil }

@@ -24,6 +24,9 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     private let placedAt: UInt64
     private var over = false
     private var events: IDGenerator
+    /// The call it became, once answered: sidebands attached while it rang still hold this one,
+    /// and what they send goes on to it.
+    private weak var answeredCall: SIPCall?
 
     var callID: String { invite.callID }
 
@@ -98,6 +101,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
             log("call answered", ["codec": offer.codec.encoding])
             let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands)
+            answeredCall = call
             agent.answered(self, by: call)
             call.answered(session: session)
         case .failed(let failure):
@@ -154,7 +158,8 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         sessionLog.info(message, metadata: fields)
     }
 
-    // MARK: While it rings: no audio to hear yet (early media is the carrier's), and call control.
+    // MARK: While it rings: no audio to hear yet (early media is the carrier's), and call control
+    // (after the answer, the call's, for the sidebands that attached to this).
 
     func heard(_ frame: [UInt8]) {}
     func pressed(_ key: Character) {}
@@ -165,10 +170,15 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         sidebands.attach(sideband, on: remote, id: id, home: agent.loop)
     }
 
-    func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
-    func receive(sidebandText: String) {}
+    func detach(sideband id: ObjectIdentifier) {
+        if let answeredCall { return answeredCall.detach(sideband: id) }
+        sidebands.detach(id)
+    }
+
+    func receive(sidebandText: String) { answeredCall?.receive(sidebandText: sidebandText) }
 
     func control(_ action: CallControl) {
+        if let answeredCall { return answeredCall.control(action) }
         if case .hangUp = action { carry(invite.hangUp()) }
     }
 }
