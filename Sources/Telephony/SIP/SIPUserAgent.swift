@@ -20,10 +20,8 @@ final class SIPUserAgent {
     private var client: [SIPTransactionKey: ClientTransaction] = [:]
     /// Calls by Call-ID (and, once answered, our tag: a dialog, section 12).
     private(set) var calls: [String: SIPCall] = [:]
-    /// Calls Parley placed that are still ringing, by Call-ID.
+    /// Calls Parley placed that are still ringing, by Call-ID (their INVITEs are in `client`).
     private var dialing: [String: SIPDialOut] = [:]
-    /// The INVITEs of those calls, in their client transactions.
-    private var inviting: [SIPTransactionKey: InviteClient] = [:]
     /// The ACK of each call of ours answered in the last 64*T1, by Call-ID: its 2xx may come
     /// again (section 13.2.2.4), and is acknowledged again.
     private var acks: [String: (ack: SIPMessage, peer: SIPPeer)] = [:]
@@ -43,18 +41,45 @@ final class SIPUserAgent {
         var timer: ScheduledTask?
     }
 
-    private struct InviteClient {
-        var machine: SIPClientInviteTransaction
-        let peer: SIPPeer
-        var timer: ScheduledTask?
-        let callID: String
-    }
-
+    /// A request of ours in its transaction: a call's BYE or REFER (its final response to `done`),
+    /// or a placed call's INVITE (every response to the call, `dialing[callID]`).
     private struct ClientTransaction {
-        var machine: SIPClientNonInviteTransaction
+        enum Machine {
+            case invite(SIPClientInviteTransaction, callID: String)
+            case other(SIPClientNonInviteTransaction, done: (SIPMessage?) -> Void)
+        }
+        var machine: Machine
         let peer: SIPPeer
         var timer: ScheduledTask?
-        let done: (SIPMessage?) -> Void
+
+        mutating func receive(_ response: SIPMessage, now: UInt64) -> [SIPTransactionAction] {
+            switch machine {
+            case .invite(var invite, let callID):
+                defer { machine = .invite(invite, callID: callID) }
+                return invite.receive(response: response, now: now)
+            case .other(var other, let done):
+                defer { machine = .other(other, done: done) }
+                return other.receive(response: response, now: now)
+            }
+        }
+
+        mutating func fire(now: UInt64) -> [SIPTransactionAction] {
+            switch machine {
+            case .invite(var invite, let callID):
+                defer { machine = .invite(invite, callID: callID) }
+                return invite.fire(now: now)
+            case .other(var other, let done):
+                defer { machine = .other(other, done: done) }
+                return other.fire(now: now)
+            }
+        }
+
+        var nextDeadline: UInt64? {
+            switch machine {
+            case .invite(let invite, _): invite.nextDeadline
+            case .other(let other, _): other.nextDeadline
+            }
+        }
     }
 
     init(loop: EventLoop, endpoint: SIPEndpoint, playout: PlayoutClock) {
@@ -322,14 +347,13 @@ final class SIPUserAgent {
         guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
         var machine = SIPClientNonInviteTransaction(request: request, reliable: peer.isReliable)
         let actions = machine.start(now: loop.nanoseconds())
-        client[key] = ClientTransaction(machine: machine, peer: peer, done: done)
+        client[key] = ClientTransaction(machine: .other(machine, done: done), peer: peer)
         carryClient(actions, key: key)
     }
 
     private func response(_ response: SIPMessage) {
         let key = SIPTransactionKey.client(for: response)
-        if let key, inviting[key] != nil { return inviteResponse(response, key: key) }
-        if let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
+        if key.map({ client[$0] == nil }) ?? true, let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
             // A 2xx of our INVITE again, after its transaction ended: acknowledged again.
             if let dial = dialing[callID] { return dial.received(response) }
             if let (ack, peer) = acks[callID] { return send(ack, to: peer) }
@@ -338,7 +362,7 @@ final class SIPUserAgent {
             // A response to nothing of ours.
             return metrics.messagesDropped.add(1, .unmatched)
         }
-        let actions = existing.machine.receive(response: response, now: loop.nanoseconds())
+        let actions = existing.receive(response, now: loop.nanoseconds())
         client[key] = existing
         carryClient(actions, key: key)
     }
@@ -346,12 +370,14 @@ final class SIPUserAgent {
     private func carryClient(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
         guard let existing = client[key] else { return }
         for action in actions {
-            switch action {
-            case .send(let message): send(message, to: existing.peer)
-            case .deliver(let response):
-                if let status = response.status, status >= 200 { existing.done(response) }
-            case .timeout: existing.done(nil)
-            case .terminated:
+            switch (action, existing.machine) {
+            case (.send(let message), _): send(message, to: existing.peer)
+            case (.deliver(let response), .invite(_, let callID)): dialing[callID]?.received(response)
+            case (.deliver(let response), .other(_, let done)):
+                if let status = response.status, status >= 200 { done(response) }
+            case (.timeout, .invite(_, let callID)): dialing[callID]?.timedOut()
+            case (.timeout, .other(_, let done)): done(nil)
+            case (.terminated, _):
                 client[key]?.timer?.cancel()
                 client[key] = nil
                 return
@@ -359,16 +385,13 @@ final class SIPUserAgent {
         }
         guard var current = client[key] else { return }
         current.timer?.cancel()
-        current.timer = current.machine.nextDeadline.map { at in
-            let now = loop.nanoseconds()
-            return loop.schedule(after: Double(at > now ? at - now : 0) / 1e9) { [weak self] in self?.fire(client: key) }
-        }
+        current.timer = current.nextDeadline.map { at in loop.schedule(at: at) { [weak self] in self?.fire(client: key) } }
         client[key] = current
     }
 
     private func fire(client key: SIPTransactionKey) {
         guard var existing = client[key] else { return }
-        let actions = existing.machine.fire(now: loop.nanoseconds())
+        let actions = existing.fire(now: loop.nanoseconds())
         existing.timer = nil
         client[key] = existing
         carryClient(actions, key: key)
@@ -389,14 +412,16 @@ final class SIPUserAgent {
         guard let key = SIPTransactionKey.client(for: invite) else { return call.timedOut() }
         var machine = SIPClientInviteTransaction(request: invite, reliable: peer.isReliable)
         let actions = machine.start(now: loop.nanoseconds())
-        inviting[key] = InviteClient(machine: machine, peer: peer, callID: call.callID)
-        carryInvite(actions, key: key)
+        client[key] = ClientTransaction(machine: .invite(machine, callID: call.callID), peer: peer)
+        carryClient(actions, key: key)
     }
 
     /// CANCEL of the call's INVITE in flight (section 9.1): the INVITE as sent, Via and all.
     func cancelInvite(of call: SIPDialOut) {
-        guard let (_, pending) = inviting.first(where: { $0.value.callID == call.callID && $0.value.machine.state != .terminated }) else { return }
-        send(request: SIPMessage.cancel(for: pending.machine.request), to: pending.peer, addingVia: false) { _ in }
+        for pending in client.values {
+            guard case .invite(let invite, let callID) = pending.machine, callID == call.callID, invite.state != .terminated else { continue }
+            return send(request: SIPMessage.cancel(for: invite.request), to: pending.peer, addingVia: false) { _ in }
+        }
     }
 
     /// The ACK of a 2xx (its own Via), kept for the 2xx's retransmissions.
@@ -417,43 +442,6 @@ final class SIPUserAgent {
     /// The placed call ended before it was answered.
     func dialEnded(_ dial: SIPDialOut) {
         if dialing[dial.callID] === dial { dialing[dial.callID] = nil }
-    }
-
-    private func inviteResponse(_ response: SIPMessage, key: SIPTransactionKey) {
-        guard var existing = inviting[key] else { return }
-        let actions = existing.machine.receive(response: response, now: loop.nanoseconds())
-        inviting[key] = existing
-        carryInvite(actions, key: key)
-    }
-
-    private func carryInvite(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
-        guard let existing = inviting[key] else { return }
-        let call = dialing[existing.callID]
-        for action in actions {
-            switch action {
-            case .send(let message): send(message, to: existing.peer)
-            case .deliver(let response): call?.received(response)
-            case .timeout: call?.timedOut()
-            case .terminated:
-                inviting[key]?.timer?.cancel()
-                inviting[key] = nil
-                return
-            }
-        }
-        guard var current = inviting[key] else { return }
-        current.timer?.cancel()
-        current.timer = current.machine.nextDeadline.map { at in
-            loop.schedule(at: at) { [weak self] in self?.fire(invite: key) }
-        }
-        inviting[key] = current
-    }
-
-    private func fire(invite key: SIPTransactionKey) {
-        guard var existing = inviting[key] else { return }
-        let actions = existing.machine.fire(now: loop.nanoseconds())
-        existing.timer = nil
-        inviting[key] = existing
-        carryInvite(actions, key: key)
     }
 
     // MARK: Out
