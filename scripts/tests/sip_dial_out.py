@@ -136,8 +136,11 @@ def main() -> int:
     ws = base.replace("http://", "ws://")
     c = Checks()
 
+    # SIPp's trunks and the GPT-Live call beside the Realtime calls: they share only the server.
     trunks = threading.Thread(target=sipp_trunks, args=(base, ws, c))
     trunks.start()
+    live = threading.Thread(target=lambda: asyncio.run(live_call(base, c)))
+    live.start()
     status, headers, body = place(base, "+15550000001")
     call_id = body.get("id", "")
     c.check("POST /v1/realtime/calls with a SIP transport: 201 with the call's id and Location",
@@ -185,7 +188,7 @@ def main() -> int:
         error = failed[0].get("error", {}) if failed else {}
         c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
 
-    asyncio.run(live_call(base, c))
+    live.join()
     trunks.join()
 
 
