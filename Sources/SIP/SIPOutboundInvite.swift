@@ -291,19 +291,42 @@ package enum SIPCallFailure: Sendable, Equatable {
         }
     }
 
-    /// The reason's name, as events and metrics say it.
-    package var reason: String {
+    /// What kind of failure it is; its name (`reason`) is what events and metrics say.
+    package enum Kind: String, Sendable, CaseIterable {
+        case busy, noAnswer = "no_answer", declined, unauthorized, unavailable, unreachable, cancelled
+        case noAcceptableAnswer = "no_acceptable_answer", hungUpEarly = "hung_up_early", failed
+    }
+
+    package var kind: Kind {
         switch self {
-        case .busy: "busy"
-        case .noAnswer: "no_answer"
-        case .declined: "declined"
-        case .unauthorized: "unauthorized"
-        case .unavailable: "unavailable"
-        case .unreachable: "unreachable"
-        case .cancelled: "cancelled"
-        case .noAcceptableAnswer: "no_acceptable_answer"
-        case .hungUpEarly: "hung_up_early"
-        case .failed: "failed"
+        case .busy: .busy
+        case .noAnswer: .noAnswer
+        case .declined: .declined
+        case .unauthorized: .unauthorized
+        case .unavailable: .unavailable
+        case .unreachable: .unreachable
+        case .cancelled: .cancelled
+        case .noAcceptableAnswer: .noAcceptableAnswer
+        case .hungUpEarly: .hungUpEarly
+        case .failed: .failed
+        }
+    }
+
+    package var reason: String { kind.rawValue }
+
+    /// What happened, in words (a `transport.failed` event's message).
+    package var message: String {
+        switch self {
+        case .busy: "the callee is busy"
+        case .noAnswer: "no one answered"
+        case .declined(let status): "the callee declined the call (\(status))"
+        case .unauthorized(let status): "the trunk refused Parley's credentials (\(status))"
+        case .unavailable(let status, let retry): "the trunk is unavailable (\(status))" + (retry.map { "; retry after \($0) s" } ?? "")
+        case .unreachable: "the trunk did not answer the INVITE"
+        case .cancelled: "the call was hung up before it was answered"
+        case .noAcceptableAnswer: "the callee answered with no G.711 audio Parley can take"
+        case .hungUpEarly: "the far end hung up before answering (a BYE during early media)"
+        case .failed(let status): "the call failed with SIP status \(status)"
         }
     }
 }

@@ -49,7 +49,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         self.agent = agent
         self.peer = peer
         self.arrivedAt = arrivedAt
-        id = (agent.endpoint.webhook?.api == .live ? "sess_" : "rtc_") + SIPUserAgent.tag() + SIPUserAgent.tag()
+        id = Self.newID(live: agent.endpoint.webhook?.api == .live)
         let settings = agent.settings
         let offer = given?.0 ?? .awaitingAnswer(from: peer.address.description)
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer.address,
@@ -302,9 +302,16 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         }
     }
 
-    private func sipLog(_ message: Logger.Message, _ metadata: [String: String]) {
-        var fields: Logger.Metadata = ["call": "\(id)"]
-        for (key, value) in metadata { fields[key] = "\(value)" }
-        sessionLog.info(message, metadata: fields)
-    }
+    private func sipLog(_ message: Logger.Message, _ metadata: [String: String]) { Telephony.sipLog(id, message, metadata) }
+
+    /// A call's id as call control names it: `rtc_…` (OpenAI's `call_id`), or for a GPT-Live
+    /// session's call `sess_…` (its `session_id`, which the session takes).
+    static func newID(live: Bool) -> String { (live ? "sess_" : "rtc_") + SIPUserAgent.tag() + SIPUserAgent.tag() }
+}
+
+/// A line of a SIP call's log, with the call's id.
+func sipLog(_ call: String, _ message: Logger.Message, _ metadata: [String: String]) {
+    var fields: Logger.Metadata = ["call": "\(call)"]
+    for (key, value) in metadata { fields[key] = "\(value)" }
+    sessionLog.info(message, metadata: fields)
 }

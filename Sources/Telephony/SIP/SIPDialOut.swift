@@ -36,7 +36,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         let settings = agent.settings
         placedAt = agent.loop.nanoseconds()
         // GPT-Live names a call by its session's id (`sess_…`), the Realtime API by its own (`rtc_…`).
-        if case .live = request.session { id = "sess_" + SIPUserAgent.tag() + SIPUserAgent.tag() } else { id = "rtc_" + SIPUserAgent.tag() + SIPUserAgent.tag() }
+        if case .live = request.session { id = SIPCall.newID(live: true) } else { id = SIPCall.newID(live: false) }
         events = IDGenerator(seed: placedAt)
         session = request.session
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
@@ -54,7 +54,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     func start() {
         CallDirectory.shared.add(id, self, on: agent.loop)
         agent.metrics.dialed.add(1)
-        log("call placed", ["to": invite.invite.requestURI?.description ?? ""])
+        sipLog(id, "call placed", ["to": invite.invite.requestURI?.description ?? ""])
         carry(invite.start())
     }
 
@@ -99,7 +99,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             timer?.cancel()
             tell("transport.answered")
             agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
-            log("call answered", ["codec": offer.codec.encoding])
+            sipLog(id, "call answered", ["codec": offer.codec.encoding])
             let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands)
             answeredCall = call
             agent.answered(self, by: call)
@@ -111,17 +111,16 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
 
     private func failed(_ failure: SIPCallFailure) {
         guard !over else { return }
-        let answered = invite.dialog() != nil
         over = true
         timer?.cancel()
         var error: [(String, JSON)] = [("type", .string("call_error")), ("code", .string(failure.reason)),
-                                       ("message", .string(Self.message(failure)))]
+                                       ("message", .string(failure.message))]
         if let status = failure.status { error.append(("sip_status", .int(status))) }
         tell("transport.failed", [("error", .object(error))])
-        agent.metrics.dialFailures.add(1, SIPDialFailure(rawValue: failure.reason) ?? .failed)
-        log("call not answered", ["reason": failure.reason, "status": failure.status.map { "\($0)" } ?? "none"])
+        agent.metrics.dialFailures.add(1, failure.kind)
+        sipLog(id, "call not answered", ["reason": failure.reason, "status": failure.status.map { "\($0)" } ?? "none"])
         // A 2xx that crossed our CANCEL (or brought no usable answer) is a call to hang up.
-        if answered, var dialog = invite.dialog() {
+        if var dialog = invite.dialog() {
             for case .request(let bye) in dialog.hangUp() { agent.send(request: bye, to: peer) { _ in } }
         }
         media.close()
@@ -130,32 +129,11 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         agent.dialEnded(self)
     }
 
-    static func message(_ failure: SIPCallFailure) -> String {
-        switch failure {
-        case .busy: "the callee is busy"
-        case .noAnswer: "no one answered"
-        case .declined(let status): "the callee declined the call (\(status))"
-        case .unauthorized(let status): "the trunk refused Parley's credentials (\(status))"
-        case .unavailable(let status, let retry): "the trunk is unavailable (\(status))" + (retry.map { "; retry after \($0) s" } ?? "")
-        case .unreachable: "the trunk did not answer the INVITE"
-        case .cancelled: "the call was hung up before it was answered"
-        case .noAcceptableAnswer: "the callee answered with no G.711 audio Parley can take"
-        case .hungUpEarly: "the far end hung up before answering (a BYE during early media)"
-        case .failed(let status): "the call failed with SIP status \(status)"
-        }
-    }
-
     /// A progress event to the sidebands (GPT-Live's names and shapes, `TransportRinging` and its
     /// kin, with the session's id; a Realtime call's with its `call_id`).
     private func tell(_ type: String, _ fields: [(String, JSON)] = []) {
         let key = if case .live = session { "session_id" } else { "call_id" }
         sidebands.send(text: JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), (key, .string(id))] + fields).description)
-    }
-
-    private func log(_ message: Logger.Message, _ metadata: [String: String]) {
-        var fields: Logger.Metadata = ["call": "\(id)"]
-        for (key, value) in metadata { fields[key] = "\(value)" }
-        sessionLog.info(message, metadata: fields)
     }
 
     // MARK: While it rings: no audio to hear yet (early media is the carrier's), and call control

@@ -16,7 +16,7 @@ final class SIPMetrics: Sendable {
     let dtmf: MetricFamily
     let setup: Histogram
     let dialed: MetricFamily
-    let dialFailures: LabelledFamily<SIPDialFailure>
+    let dialFailures: LabelledFamily<SIPCallFailure.Kind>
     let dialSetup: Histogram
     let answeredBy: LabelledFamily<AnsweringMachineDetector.Answer>
 
@@ -68,11 +68,9 @@ enum SIPDrop: String, MetricLabel, CaseIterable {
     }
 }
 
-/// Why a call Parley placed was not answered (`reason`): `SIPCallFailure.reason`.
-enum SIPDialFailure: String, MetricLabel, CaseIterable {
-    case busy, noAnswer = "no_answer", declined, unauthorized, unavailable, unreachable, cancelled, noAcceptableAnswer = "no_acceptable_answer"
-    case hungUpEarly = "hung_up_early", failed
-    static let labelName = "reason"
+/// Why a call Parley placed was not answered (`reason`).
+extension SIPCallFailure.Kind: MetricLabel {
+    package static let labelName = "reason"
 }
 
 /// Who answered a placed call (`answer`).
