@@ -19,6 +19,9 @@ import Testing
         #expect(call.requestURI(at: trunk)?.description == "sip:+15551234567@198.51.100.1:5080")
         let uri = try Self.parse(#"{"transport":{"type":"sip","destination":"sip:bob@pbx.example.com","trunk":"acme"}}"#)
         #expect(uri.requestURI(at: trunk)?.description == "sip:bob@pbx.example.com" && uri.ringSeconds == SIPOutboundInvite.defaultRingSeconds && uri.session == .realtime(nil))
+        #expect(uri.answeringMachine == AnsweringMachinePolicy(), "by default the session answers whoever speaks and goes on with a machine")
+        let message = try Self.parse(#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"acme","answering_machine":{"on_machine":"leave_message","message":"Call us back.","until_decided":"listen"}}}"#)
+        #expect(message.answeringMachine == AnsweringMachinePolicy(onMachine: .leaveMessage, message: "Call us back.", untilDecided: .listen))
         // GPT-Live's: a Live configuration, required, its format the call's.
         let live = try SIPDialRequest.parse(Array(#"{"session":{"model":"gpt-live-1","instructions":"Be brief."},"transport":{"type":"sip","destination":"+15551234567","trunk":"acme"}}"#.utf8), live: true)
         guard case .live(let config) = live.session else { Issue.record("not a Live session"); return }
@@ -38,6 +41,14 @@ import Testing
             (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a","ring_timeout_seconds":1}}"#, "invalid_value", "transport.ring_timeout_seconds"),
             (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a","codec":"g729"}}"#, "unknown_parameter", "transport.codec"),
             (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a"},"model":"x"}"#, "unknown_parameter", "model"),
+            (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a","answering_machine":{"on_machine":"leave_message"}}}"#, "invalid_value",
+             "transport.answering_machine.message"),
+            (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a","answering_machine":{"on_machine":"hang_up","message":"hi"}}}"#, "invalid_value",
+             "transport.answering_machine.message"),
+            (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a","answering_machine":{"on_machine":"voicemail"}}}"#, "invalid_value",
+             "transport.answering_machine.on_machine"),
+            (#"{"transport":{"type":"sip","destination":"+15551234567","trunk":"a","answering_machine":{"wait":true}}}"#, "unknown_parameter",
+             "transport.answering_machine.wait"),
         ]
         for (text, code, param) in cases {
             do throws(ProtocolError) {

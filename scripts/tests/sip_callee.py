@@ -6,7 +6,10 @@ Parley server places through its trunk, each number its own callee:
   +15550000002  rings, then is busy (486)
   +15550000003  rings and never answers (Parley cancels it)
   +15550000004  as the first, for a GPT-Live session placed on `POST /v1/live/sessions`
-  +15550000005  a voicemail: answers, plays its greeting and a beep (--voicemail)
+  +15550000005  a voicemail: answers, plays its greeting and a beep (--voicemail), and records the
+                message Parley leaves after the beep (Parley hangs up once it is said)
+  +15550000006  the same voicemail, called with `hang_up` for a machine: Parley hangs up at the
+                verdict, the session never having said a word into the greeting
 
 Prints "port N" (its SIP port) first, then pumps until every callee is done (or --seconds pass),
 and prints one ok/FAIL line for each check.
@@ -19,8 +22,10 @@ import time
 import pjsua2 as pj
 from sip_phone import Phone, PhoneCall  # beside this file
 
-ANSWER, BUSY, SILENT, LIVE, VOICEMAIL = "+15550000001", "+15550000002", "+15550000003", "+15550000004", "+15550000005"
-TALKERS = (ANSWER, LIVE, VOICEMAIL)
+ANSWER, BUSY, SILENT, LIVE, VOICEMAIL, MACHINE = "+15550000001", "+15550000002", "+15550000003", "+15550000004", "+15550000005", "+15550000006"
+NUMBERS = (ANSWER, BUSY, SILENT, LIVE, VOICEMAIL, MACHINE)
+TALKERS = (ANSWER, LIVE, VOICEMAIL, MACHINE)
+MACHINES = (VOICEMAIL, MACHINE)
 
 
 class Callee(pj.Account):
@@ -34,13 +39,14 @@ class Callee(pj.Account):
         self.due: list[tuple[float, str, int]] = []  # (when, number, status to answer with)
         self.say_at: dict[str, float] = {}
         self.answered_at: dict[str, float] = {}
+        self.greeting_ends: dict[str, float] = {}
 
     def onIncomingCall(self, prm):
         try:
             call = PhoneCall(self.phone, self, "callee", record=None, call_id=prm.callId)
             self.phone.calls.append(call)
             uri = call.getInfo().localUri  # the To: the number dialled
-            number = next((n for n in (ANSWER, BUSY, SILENT, LIVE, VOICEMAIL) if n in uri), "?")
+            number = next((n for n in NUMBERS if n in uri), "?")
             if number in TALKERS:
                 call.record_path = f"{self.record}.{number[-1]}.wav"
             self.calls[number] = call
@@ -74,10 +80,10 @@ class Callee(pj.Account):
                 self.answered_at[number] = now
             if number not in self.say_at:
                 # A person waits a moment and says hello; a machine starts its greeting at once.
-                self.say_at[number] = now + (0.2 if number == VOICEMAIL else 0.8)
+                self.say_at[number] = now + (0.2 if number in MACHINES else 0.8)
             if now >= self.say_at[number] and not answered.ended and not getattr(answered, "spoke", False):
                 answered.spoke = True
-                answered.play(self.voicemail if number == VOICEMAIL else self.hello)
+                self.greeting_ends[number] = now + answered.play(self.voicemail if number in MACHINES else self.hello)
 
 
 def main() -> int:
@@ -100,7 +106,7 @@ def main() -> int:
         phone.pump(0.02)
         callee.tick()
         calls = callee.calls
-        if len(calls) == 5 and all(call.ended for call in calls.values()):
+        if len(calls) == len(NUMBERS) and all(call.ended for call in calls.values()):
             break
     failed = 0
 
@@ -119,7 +125,14 @@ def main() -> int:
         wanted = "123" if number == ANSWER else "9"
         check(answered is not None and answered.digits == wanted, f"{kind}: the keys the application pressed reached the callee as RFC 4733 events ({answered.digits if answered else None!r})")
     voicemail = calls.get(VOICEMAIL)
-    check(voicemail is not None and voicemail.confirmed and voicemail.ended, "the voicemail's call was answered, and hung up by the application")
+    left = voicemail.heard_ms(since=callee.greeting_ends.get(VOICEMAIL, 1e12)) if voicemail is not None else 0
+    check(left >= 1500, f"leave_message: the voicemail recorded the message after its beep ({left} ms of speech)")
+    check(voicemail is not None and voicemail.confirmed and voicemail.ended and not voicemail.hung_up_here,
+          "leave_message: Parley hung up once the message was said")
+    machine = calls.get(MACHINE)
+    spoken = machine.heard_ms(since=callee.answered_at.get(MACHINE, 0.0)) if machine is not None else -1
+    check(machine is not None and machine.ended and not machine.hung_up_here and spoken == 0,
+          f"hang_up: Parley hung up on the machine, never having said a word into its greeting ({spoken} ms heard)")
     busy = calls.get(BUSY)
     check(busy is not None and busy.ended, "the busy callee's 486 ended its call")
     silent = calls.get(SILENT)

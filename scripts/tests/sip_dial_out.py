@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from openai import AsyncOpenAI
@@ -67,11 +68,22 @@ async def live_call(base: str, c: Checks) -> None:
     c.check("GPT-Live: every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:4]))
 
 
+MESSAGE = "Hello, this is Parley calling about your order. Please call us back."
+
+
 def post(base: str, path: str, body: dict | None) -> tuple[int, dict, dict]:
     data = json.dumps(body).encode() if body is not None else b""
     request = urllib.request.Request(base + path, data=data, method="POST", headers={"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"{}")
+
+
+def get(base: str, path: str) -> tuple[int, dict, dict]:
+    try:
+        with urllib.request.urlopen(base + path, timeout=10) as response:
             return response.status, dict(response.headers), json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), json.loads(error.read() or b"{}")
@@ -88,13 +100,13 @@ def failure(seen: list[dict]) -> dict:
 
 
 def events_until(socket, wanted: set[str], timeout: float) -> list[dict]:
-    """The sideband's events up to one of `wanted` (or the timeout)."""
+    """The sideband's events up to one of `wanted` (or the timeout, or the call's end)."""
     seen = []
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
             event = json.loads(socket.recv(timeout=max(0.1, end - time.monotonic())))
-        except TimeoutError:
+        except (TimeoutError, ConnectionClosed):
             break
         seen.append(event)
         if event.get("type") in wanted:
@@ -168,13 +180,32 @@ def main() -> int:
         status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
         c.check("the application hangs the call up (200)", status == 200, str(status))
 
-    status, _, body = place(base, "+15550000005")
+    # A voicemail: the message left after its beep, then Parley's BYE (no hangup from here).
+    status, _, body = place(base, "+15550000005", answering_machine={"on_machine": "leave_message", "message": MESSAGE})
     with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
         seen = events_until(side, {"transport.answered_by"}, 15)
         who = seen[-1] if seen and seen[-1].get("type") == "transport.answered_by" else {}
         c.check("answering-machine detection: the voicemail is a machine, decided within 2.5 s of its greeting",
                 who.get("answered_by") == "machine" and who.get("decided_after_ms", 99_999) <= 2_500 + 200, json.dumps(who))
-        post(base, f"/v1/realtime/calls/{body.get('id', '')}/hangup", None)
+        session_id = next((e.get("session", {}).get("id", "") for e in seen if e.get("type") == "session.created"), "")
+        seen = events_until(side, {"never"}, 25)  # to the call's end: the sideband closes
+        said = " ".join(e.get("delta", "") for e in seen if e.get("type") == "response.output_audio_transcript.delta")
+        c.check("leave_message: the session said the message word for word after the beep", said.strip() == MESSAGE, repr(said[:200]))
+    report: dict = {}
+    for _ in range(50):  # written as the session closes, on its loop
+        status, _, report = get(base, f"/v1/sessions/{session_id}")
+        if status == 200:
+            break
+        time.sleep(0.1)
+    c.check("the session's report says who answered", report.get("answered_by", {}).get("answer") == "machine", json.dumps(report.get("answered_by")))
+
+    # The same voicemail with hang_up: the session listens until the verdict, then Parley hangs up.
+    status, _, body = place(base, "+15550000006", answering_machine={"on_machine": "hang_up", "until_decided": "listen"})
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        seen = events_until(side, {"never"}, 15)
+        kinds = [e.get("type") for e in seen]
+        c.check("hang_up: a machine, then the call ends with no reply begun", "transport.answered_by" in kinds and "response.created" not in kinds,
+                ", ".join(dict.fromkeys(kinds)))
 
     status, _, body = place(base, "+15550000002")
     with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
@@ -201,7 +232,7 @@ def main() -> int:
 
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
         metrics = response.read().decode()
-    for line in ("parley_sip_calls_placed_total 10", 'parley_sip_calls_answered_by_total{answer="machine"} 1', 'parley_sip_calls_total{end="media_timeout"} 1',
+    for line in ("parley_sip_calls_placed_total 11", 'parley_sip_calls_answered_by_total{answer="machine"} 2', 'parley_sip_calls_total{end="media_timeout"} 1',
                  'parley_sip_calls_unanswered_total{reason="unauthorized"} 1', 'parley_sip_calls_unanswered_total{reason="unavailable"} 1',
                  'parley_sip_calls_unanswered_total{reason="hung_up_early"} 1', 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
         c.check(f"/metrics: {line}", line in metrics)

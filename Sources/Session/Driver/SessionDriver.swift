@@ -254,6 +254,20 @@ package final class SessionDriver {
         handle(.client(ClientEvent(.responseCreate(overrides))))
     }
 
+    /// Whether a reply is being made (its response in flight).
+    package var isReplying: Bool { engine.turns.response != nil }
+
+    /// The session stops answering what it has heard (a placed call answered by a machine): its
+    /// reply in flight cancelled, the turn it was hearing dropped, as `response.cancel` and
+    /// `input_audio_buffer.clear` would.
+    package func stopAnswering() {
+        if isReplying { handle(.client(ClientEvent(.responseCancel(responseID: nil)))) }
+        handle(.client(ClientEvent(.inputAudioClear)))
+    }
+
+    /// Who answered the call Parley placed, for the report and the trace.
+    package func noteAnsweredBy(_ verdict: AnsweringMachineDetector.Verdict) { observe(.answeredBy(verdict)) }
+
     /// A client's text message (a WebSocket's, a data channel's, a sideband's): its event handled,
     /// an append's audio fed. `takesAudio` false: the session's audio is its call's, and an append
     /// is refused. `other` sees what is not an event of the API's before it is refused as one

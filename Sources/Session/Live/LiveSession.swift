@@ -11,7 +11,7 @@ import SessionEngine
 /// sidebands (`WS /v1/live/sessions/{id}/attach`). The carrier in front of it (`LiveSessionHandler`
 /// for the primary WebSocket) hands it the client's commands and audio.
 package final class LiveSession: SessionWire, DirectedCall {
-    private(set) var driver: SessionDriver!
+    package private(set) var driver: SessionDriver!
     private var live: LiveConversation
     private var openedAt: UInt64 = 0
     private var acknowledgementTimer: ScheduledTask?

@@ -58,6 +58,8 @@ final class SessionReport {
     private var backchannels = 0
     private var resumes = 0
     private var audioOutMs = 0
+    /// Who answered, on a call Parley placed.
+    private var answeredBy: AnsweringMachineDetector.Verdict?
 
     /// Whether the user has said something since the last turn began: a response after it is
     /// the answer to that turn, a response without it (a client's `response.create`) a turn of
@@ -132,6 +134,8 @@ final class SessionReport {
             if errors.count < Self.maxErrors { errors.append(error) }
         case .sessionResumed:
             resumes += 1
+        case .answeredBy(let verdict):
+            answeredBy = verdict
         case .turnTimed(let itemID, let responseID, let stages):
             if let index = turns.lastIndex(where: { ($0.itemID != nil && $0.itemID == itemID) || ($0.responseID != nil && $0.responseID == responseID) }) {
                 turns[index].stages = stages
@@ -144,7 +148,7 @@ final class SessionReport {
     /// Whether `fact` begins what a report is about (a turn): the driver makes one then.
     static func begins(_ fact: SessionFact) -> Bool {
         switch fact {
-        case .userItem, .responseBegan, .error, .sessionResumed: true
+        case .userItem, .responseBegan, .error, .sessionResumed, .answeredBy: true
         default: false
         }
     }
@@ -188,6 +192,10 @@ final class SessionReport {
     /// The report as JSON (`object: "parley.session_report"`).
     func json(sessionID: String, tenant: String?, model: String, endpoint: String, startedAt: Int, ending: Ending) -> JSON {
         let inputTokens = turns.reduce(0) { $0 + $1.inputTokens }, outputTokens = turns.reduce(0) { $0 + $1.outputTokens }
+        let answered: [(String, JSON)] = answeredBy.map { verdict in
+            [("answered_by", .object([("answer", .string(verdict.answer.rawValue)), ("reason", .string(verdict.reason)),
+                                      ("decided_after_ms", .int(verdict.afterMs))]))]
+        } ?? []
         return .object([
             ("object", .string("parley.session_report")),
             ("id", .string(sessionID)),
@@ -209,7 +217,7 @@ final class SessionReport {
             ("resumes", .int(resumes)),
             ("errors", .array(errors.map { .object([("type", .string($0.type.rawValue)), ("code", .string($0.code)), ("message", .string($0.message))]) })),
             ("errors_total", .int(errorCount)),
-        ])
+        ] + answered)
     }
 
     private static func json(_ turn: Turn) -> JSON {

@@ -70,6 +70,8 @@ final class SessionTrace {
             session.addEvent(SpanEvent(name: "error", at: WallInstant(monotonic: now), attributes: ["error.type": .string(error.code)]))
         case .sessionResumed:
             session.addEvent(SpanEvent(name: "resume", at: WallInstant(monotonic: now)))
+        case .answeredBy(let verdict):
+            session.attributes["parley.answered_by"] = verdict.answer.rawValue
         default:
             break
         }

@@ -65,10 +65,7 @@ public struct AnsweringMachineDetector: Sendable {
     public mutating func heard(_ frame: [Int16], sampleRate: Int = 8_000) -> Verdict? {
         guard verdict == nil, !frame.isEmpty else { return nil }
         elapsedMs += 20
-        var energy = 0.0
-        for sample in frame { energy += Double(sample) * Double(sample) }
-        let meanSquare = energy / Double(frame.count)
-        let db = Float(10 * log10(max(meanSquare, 1) / (32_768.0 * 32_768.0)))
+        let (db, energy) = Self.level(of: frame)
         floorDB = elapsedMs == 20 ? db : min(floorDB, db)
         let speech = db >= Self.loudDB || (db >= Self.minSpeechDB && db >= floorDB + Self.speechAboveFloorDB)
 
@@ -102,6 +99,14 @@ public struct AnsweringMachineDetector: Sendable {
         let made = Verdict(answer: answer, reason: reason, afterMs: elapsedMs)
         verdict = made
         return made
+    }
+
+    /// A frame's level in dBFS, and its energy (the sum of its squares).
+    static func level(of frame: [Int16]) -> (db: Float, energy: Double) {
+        var energy = 0.0
+        for sample in frame { energy += Double(sample) * Double(sample) }
+        let meanSquare = energy / Double(max(frame.count, 1))
+        return (Float(10 * log10(max(meanSquare, 1) / (32_768.0 * 32_768.0))), energy)
     }
 
     /// The tone bin that holds over 70 % of the frame's energy, if one does.

@@ -63,4 +63,6 @@ public enum SessionFact: Sendable, Equatable {
     case mcpApproval(requestID: String, approved: Bool)
     /// A tool ran long and the agent said its filler (`ToolFiller`) in this response.
     case fillerSaid(responseID: String)
+    /// Who answered the call Parley placed (`AnsweringMachineDetector`), from its carrier.
+    case answeredBy(AnsweringMachineDetector.Verdict)
 }

@@ -34,9 +34,11 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     var route: SIPRoutes.Route?
     private(set) var socketState = CallSidebands()
     private var keypad = KeypadEntry()
-    /// Who answered, while a placed call's first seconds decide it (nil once decided, and on
-    /// calls Parley answered).
-    private var detector: AnsweringMachineDetector?
+    /// Who answered a placed call, and what its session does about it (nil on calls Parley
+    /// answered, and once it has nothing more to do).
+    private var gate: AnsweredCallGate<[UInt8]>?
+    /// While the message left on a machine is said: the check for its end.
+    private var messageCheck: ScheduledTask?
     /// One timer for the dialog's and the keypad's next deadline.
     private var timer: ScheduledTask?
     private var metrics: SIPMetrics { agent.metrics }
@@ -74,10 +76,11 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     }
 
     /// The placed call's session opens: a Realtime one with its settings on top of the server's
-    /// call settings, or a GPT-Live one (the callee speaks first: the session answers its "hello").
-    func answered(session: SIPDialRequest.Session) {
+    /// call settings, or a GPT-Live one (the callee speaks first: the session answers its "hello"),
+    /// the answering-machine detection deciding who answered and `answeringMachine` what then.
+    func answered(session: SIPDialRequest.Session, answeringMachine: AnsweringMachinePolicy) {
         metrics.callsOpen.add(1)
-        detector = AnsweringMachineDetector()
+        gate = AnsweredCallGate(policy: answeringMachine)
         CallDirectory.shared.add(id, self, on: agent.loop)
         switch session {
         case .realtime(let update): openSession(update)
@@ -169,6 +172,8 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
 
     private func ended(_ why: SIPDialogEnd) {
         media.close()
+        messageCheck?.cancel()
+        gate = nil
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, why)
         sipLog("call ended", ["end": why.rawValue])
@@ -215,24 +220,58 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     func heard(_ frame: [UInt8]) {
         guard dialog.state != .ended else { return }
         let law: G711.Law = dialog.offer.codec == .pcmu ? .muLaw : .aLaw
-        if detector != nil { detectWhoAnswered(G711.decode(frame, law)) }
+        guard gate != nil else { return hear(frame, law) }
+        for action in gate!.heard(frame, samples: G711.decode(frame, law)) {
+            switch action {
+            case .hear(let frames): for frame in frames { hear(frame, law) }
+            case .decided(let verdict): decided(verdict)
+            case .silence:
+                sessionDriver?.stopAnswering()
+                media.clearQueue()
+            case .say(let message):
+                sipLog("leaving a message", [:])
+                sessionDriver?.say(message)
+                awaitMessageSaid()
+            case .hangUp:
+                hangUp(.serverBye)
+            }
+        }
+        if gate?.phase == .conversing { gate = nil }
+    }
+
+    private func hear(_ frame: [UInt8], _ law: G711.Law) {
         if let live { return live.feedCall { $0.g711(frame, law) } }
         driver?.feedAudio { $0.g711(frame, law) }
     }
 
-    /// A placed call's frame for the answering-machine detection; its verdict, once made, to the
-    /// sidebands (GPT-Live's as an `info`, the Realtime API's as `transport.answered_by`), the log
-    /// and /metrics. The session is not held for it: it answers whoever speaks meanwhile.
-    private func detectWhoAnswered(_ samples: [Int16]) {
-        guard let verdict = detector?.heard(samples) else { return }
-        detector = nil
+    /// The call's session's driver, a Realtime or a GPT-Live one.
+    private var sessionDriver: SessionDriver? { live?.driver ?? driver }
+
+    /// Who answered the call Parley placed: to the sidebands (GPT-Live's as an `info`, the Realtime
+    /// API's as `transport.answered_by`), the report, the log and /metrics.
+    private func decided(_ verdict: AnsweringMachineDetector.Verdict) {
         metrics.answeredBy.add(1, verdict.answer)
         sipLog("answered by", ["answer": verdict.answer.rawValue, "reason": verdict.reason, "after_ms": "\(verdict.afterMs)"])
+        sessionDriver?.noteAnsweredBy(verdict)
         if let live {
             return live.notice("answered_by", "\(verdict.answer.rawValue) (\(verdict.reason)), decided \(verdict.afterMs) ms after the answer")
         }
         socketState.send(text: JSON.object([("type", .string("transport.answered_by")), ("call_id", .string(id)), ("answered_by", .string(verdict.answer.rawValue)),
                                             ("reason", .string(verdict.reason)), ("decided_after_ms", .int(verdict.afterMs))]).description)
+    }
+
+    /// The message left on a machine is said once its reply has ended and its audio has gone out
+    /// (checked every 200 ms; 2 minutes at most): then the call ends.
+    private func awaitMessageSaid(checks: Int = 0) {
+        messageCheck = agent.loop.schedule(after: 0.2) { [weak self] in
+            guard let self, dialog.state != .ended else { return }
+            let said = sessionDriver.map { !$0.isReplying } ?? true
+            guard (said && media.isQuiet) || checks >= 600 else { return awaitMessageSaid(checks: checks + 1) }
+            sipLog("message left", [:])
+            if let actions = gate?.messageSaid() {
+                for case .hangUp in actions { hangUp(.serverBye) }
+            }
+        }
     }
 
     /// A keypad entry, a turn of the conversation.

@@ -19,6 +19,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     private var invite: SIPOutboundInvite
     private let media: SIPCallMedia
     private let session: SIPDialRequest.Session
+    private let answeringMachine: AnsweringMachinePolicy
     private var sidebands = CallSidebands()
     private var timer: ScheduledTask?
     private let placedAt: UInt64
@@ -39,6 +40,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         if case .live = request.session { id = SIPCall.newID(live: true) } else { id = SIPCall.newID(live: false) }
         events = IDGenerator(seed: placedAt)
         session = request.session
+        answeringMachine = request.answeringMachine
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
                                  signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
         let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort)
@@ -103,7 +105,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands)
             answeredCall = call
             agent.answered(self, by: call)
-            call.answered(session: session)
+            call.answered(session: session, answeringMachine: answeringMachine)
         case .failed(let failure):
             failed(failure)
         }

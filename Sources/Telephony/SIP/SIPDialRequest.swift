@@ -21,6 +21,8 @@ struct SIPDialRequest: Equatable {
     var session = Session.realtime(nil)
     /// How long it rings before Parley cancels it (`transport.ring_timeout_seconds`, 5 to 120).
     var ringSeconds = SIPOutboundInvite.defaultRingSeconds
+    /// What the session does about a machine, and until it knows (`transport.answering_machine`).
+    var answeringMachine = AnsweringMachinePolicy()
 
     /// `live`: the body of `POST /v1/live/sessions`.
     static func parse(_ body: [UInt8], live: Bool = false) throws(ProtocolError) -> SIPDialRequest {
@@ -30,7 +32,7 @@ struct SIPDialRequest: Equatable {
         let fields = EventFields(json)
         try fields.refuseUnknown(["transport", "session"])
         guard let transport = try fields.object("transport") else { throw fields.missing("transport") }
-        try transport.refuseUnknown(["type", "destination", "trunk", "ring_timeout_seconds"])
+        try transport.refuseUnknown(["type", "destination", "trunk", "ring_timeout_seconds", "answering_machine"])
         guard try transport.requiredString("type") == "sip" else { throw transport.invalid("type", "must be 'sip' for a phone call (a WebRTC call posts its SDP offer)") }
         let destination = try transport.requiredString("destination")
         guard isNumber(destination) || isSIPURI(destination) else {
@@ -38,6 +40,7 @@ struct SIPDialRequest: Equatable {
         }
         var request = SIPDialRequest(destination: destination, trunk: try transport.requiredString("trunk"))
         if let seconds = try transport.integer("ring_timeout_seconds", in: 5...120) { request.ringSeconds = seconds }
+        if let policy = try transport.object("answering_machine") { request.answeringMachine = try Self.policy(policy) }
         let session = try fields.object("session")
         if live {
             guard let session else { throw fields.missing("session") }
@@ -46,6 +49,28 @@ struct SIPDialRequest: Equatable {
             request.session = .realtime(try SessionUpdate.parse(session))
         }
         return request
+    }
+
+    /// `{"on_machine": "continue" | "hang_up" | "leave_message", "message": "…", "until_decided":
+    /// "respond" | "listen"}`; a message is required with `leave_message` and taken with it only.
+    static func policy(_ fields: EventFields) throws(ProtocolError) -> AnsweringMachinePolicy {
+        try fields.refuseUnknown(["on_machine", "message", "until_decided"])
+        var policy = AnsweringMachinePolicy()
+        if let choice = try fields.choice("on_machine", AnsweringMachinePolicy.OnMachine.allCases.map(\.rawValue)) {
+            policy.onMachine = AnsweringMachinePolicy.OnMachine(rawValue: choice) ?? .continue
+        }
+        if let choice = try fields.choice("until_decided", AnsweringMachinePolicy.UntilDecided.allCases.map(\.rawValue)) {
+            policy.untilDecided = AnsweringMachinePolicy.UntilDecided(rawValue: choice) ?? .respond
+        }
+        policy.message = try fields.string("message")
+        if policy.onMachine == .leaveMessage {
+            guard let message = policy.message, !message.isEmpty, message.utf8.count <= 4_096 else {
+                throw fields.invalid("message", "leave_message needs the message to leave (1 to 4,096 bytes of text)")
+            }
+        } else if policy.message != nil {
+            throw fields.invalid("message", "a message is left only with on_machine 'leave_message'")
+        }
+        return policy
     }
 
     static func isNumber(_ text: String) -> Bool {
