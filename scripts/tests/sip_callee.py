@@ -122,7 +122,7 @@ def main() -> int:
         heard = answered.heard_ms(since=callee.answered_at.get(number, 0.0)) if answered is not None else 0
         check(heard >= 1000, f"{kind}: the callee heard the agent answer its hello ({heard} ms of speech)")
         check(answered is not None and answered.ended and not answered.hung_up_here, f"{kind}: the application's hangup reached the callee as Parley's BYE")
-        wanted = "123" if number == ANSWER else "9"
+        wanted = "4123" if number == ANSWER else "9"  # the agent's key (its tool), then the application's
         check(answered is not None and answered.digits == wanted, f"{kind}: the keys the application pressed reached the callee as RFC 4733 events ({answered.digits if answered else None!r})")
     voicemail = calls.get(VOICEMAIL)
     left = voicemail.heard_ms(since=callee.greeting_ends.get(VOICEMAIL, 1e12)) if voicemail is not None else 0

@@ -89,9 +89,16 @@ def get(base: str, path: str) -> tuple[int, dict, dict]:
         return error.code, dict(error.headers), json.loads(error.read() or b"{}")
 
 
-def place(base: str, number: str, **transport) -> tuple[int, dict, dict]:
+def place(base: str, number: str, session: dict | None = None, **transport) -> tuple[int, dict, dict]:
     return post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": number, "trunk": "test", **transport},
-                                             "session": {"instructions": "You are Parley's dial-out test. Answer briefly."}})
+                                             "session": session or {"instructions": "You are Parley's dial-out test. Answer briefly."}})
+
+
+# The agent's key tool (run by Parley on a phone call): the built-in agent, made to call it first,
+# presses the one key its schema allows.
+KEYS_SESSION = {"instructions": "You are Parley's dial-out test. Answer briefly.", "tool_choice": "required",
+                "tools": [{"type": "function", "name": "press_keys", "description": "Press keys on the call (an IVR menu's choice).",
+                           "parameters": {"type": "object", "properties": {"keys": {"type": "string", "enum": ["4"]}}, "required": ["keys"]}}]}
 
 
 def failure(seen: list[dict]) -> dict:
@@ -153,7 +160,7 @@ def main() -> int:
     trunks.start()
     live = threading.Thread(target=lambda: asyncio.run(live_call(base, c)))
     live.start()
-    status, headers, body = place(base, "+15550000001")
+    status, headers, body = place(base, "+15550000001", KEYS_SESSION)
     call_id = body.get("id", "")
     c.check("POST /v1/realtime/calls with a SIP transport: 201 with the call's id and Location",
             status == 201 and call_id.startswith("rtc_") and headers.get("Location", "").endswith(call_id), f"{status} {body}")
@@ -171,6 +178,10 @@ def main() -> int:
         c.check("the session heard the callee", "hello" in heard.lower() or "who" in heard.lower(), repr(heard))
         c.check("the session answered it (its reply's words)", any(e.get("type") == "response.output_audio_transcript.delta" for e in seen),
                 ", ".join(sorted({e.get("type", "?") for e in seen})))
+        called = [e for e in seen if e.get("type") == "response.function_call_arguments.done"]
+        outputs = [e.get("item", {}).get("output", "") for e in seen if e.get("type") == "conversation.item.added" and e.get("item", {}).get("type") == "function_call_output"]
+        c.check("the agent's press_keys call was run by Parley and answered with what it pressed",
+                [e.get("name") for e in called] == ["press_keys"] and outputs == ['{"pressed":"4"}'], json.dumps(called + [{"outputs": outputs}])[:400])
         for key in "123":
             side.send(json.dumps({"type": "transport.dtmf.send", "event": key, "event_id": f"evt_key_{key}"}))
         sent = [e for e in events_until(side, {"never"}, 1.5) if e.get("type") in ("transport.dtmf.sent", "error")]

@@ -29,6 +29,9 @@ package protocol SessionWire: AnyObject {
     /// Presses `key` on the call (a phone call's RFC 4733 event); false where the carrier has no
     /// keys to press, or the far end takes none.
     func press(_ key: Character) -> Bool
+    /// Whether the carrier is a phone call the server presses keys on itself (`PhoneKeysTool`):
+    /// the session's `press_keys` calls are run here, not sent to a client.
+    var pressesKeys: Bool { get }
 }
 
 extension SessionWire {
@@ -38,4 +41,5 @@ extension SessionWire {
     package var resendsAfterPause: Bool { false }
     package var carriesLossyMedia: Bool { false }
     package func press(_ key: Character) -> Bool { false }
+    package var pressesKeys: Bool { false }
 }

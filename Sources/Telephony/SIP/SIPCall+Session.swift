@@ -49,5 +49,6 @@ extension SIPCall: SessionSocket, SessionWire {
     func speechStopped(responseID: String, on socket: any SessionSocket) { media.clearQueue() }
 
     func press(_ key: Character) -> Bool { media.press(key) }
+    var pressesKeys: Bool { true }
 }
 
