@@ -152,6 +152,9 @@ public struct Admitted {
         self.shares = shares
     }
 
+    /// An incoming phone call's: no tenant, no limits of one (the carrier's own limits apply).
+    public static var phoneCall: Admitted { Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil) }
+
     /// Whether the shared count must be asked (`confirm`) before the upgrade.
     public var needsConfirmation: Bool { lease != nil && shared != nil }
 

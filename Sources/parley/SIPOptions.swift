@@ -61,18 +61,19 @@ struct SIPOptions: ParsableArguments {
                                               about: "New calls (INVITEs) each loop begins a second; past it, 503 with Retry-After (measured: some 2,500 a second fit a core)")
         static let outboundTrunks = Setting<[String: SIPOutboundTrunk]>("--sip-trunk", "PARLEY_SIP_TRUNK", default: [:], shown: "none: no calls out",
                                                                        valueName: "name=uri,…",
-                                                                       about: "Trunks calls are placed through (POST /v1/realtime/calls with {\"transport\": {\"type\": \"sip\", \"destination\", \"trunk\": name}}): name=sip:[caller@]host[:port], comma-separated; host a numeric address, UDP") { text throws(SettingRejection) in
+                                                                       about: "Trunks calls are placed through (POST /v1/realtime/calls with {\"transport\": {\"type\": \"sip\", \"destination\", \"trunk\": name}}): name=sip:[caller@]host[:port][;transport=udp|tcp|tls], comma-separated; host a numeric address") { text throws(SettingRejection) in
             var trunks: [String: SIPOutboundTrunk] = [:]
             for part in text.split(separator: ",") {
                 let pair = part.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, let trunk = SIPOutboundTrunk(name: String(pair[0].trimmingSpaces()), uri: String(pair[1].trimmingSpaces())),
-                      (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first != nil else {
-                    throw SettingRejection("holds '\(part)', which is not name=sip:[caller@]host[:port] with a numeric host")
+                guard pair.count == 2, let trunk = SIPOutboundTrunk(name: String(pair[0].trimmingSpaces()), uri: String(pair[1].trimmingSpaces())) else {
+                    throw SettingRejection("holds '\(part)', which is not name=sip:[caller@]host[:port][;transport=udp|tcp|tls] with a numeric host")
                 }
                 trunks[trunk.name] = trunk
             }
             return trunks
         }
+        static let outboundTrunksFile = Setting.text("--sip-outbound-trunks", "PARLEY_SIP_OUTBOUND_TRUNKS", valueName: "file",
+                                                     about: "A JSON file of trunks to call out through, by name: {\"acme\": {\"uri\": \"sip:[caller@]host[:port][;transport=udp|tcp|tls]\", \"username\", \"password\", \"register_seconds\", \"max_calls\", \"calls_per_second\"}} (with --sip-trunk's)")
         static let trunkCredentials = Setting.text("--sip-trunk-credentials-file", "PARLEY_SIP_TRUNK_CREDENTIALS_FILE", valueName: "file",
                                                    about: "A file of 'trunk:username:password' lines: what calls placed through that trunk (--sip-trunk) answer its digest challenge with")
         static let maxCalls = Setting.whole("--sip-max-calls", "PARLEY_SIP_MAX_CALLS", default: SIPEndpoint.Settings().maxCallsPerLoop, in: 1...1_000_000,
@@ -96,6 +97,7 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.maxInvites) var maxInvites: String?
     @Option(Settings.maxCalls) var maxCalls: String?
     @Option(Settings.outboundTrunks) var outboundTrunks: String?
+    @Option(Settings.outboundTrunksFile) var outboundTrunksFile: String?
     @Option(Settings.trunkCredentials) var trunkCredentials: String?
 
     /// `--sip-routes`: each number's and trunk's session object, with its greeting.
@@ -152,6 +154,17 @@ struct SIPOptions: ParsableArguments {
         settings.maxInvitesPerSecond = try Settings.maxInvites.read(maxInvites)
         settings.maxCallsPerLoop = try Settings.maxCalls.read(maxCalls)
         settings.outboundTrunks = try Settings.outboundTrunks.read(outboundTrunks)
+        if let file = try Settings.outboundTrunksFile.read(outboundTrunksFile) {
+            guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-outbound-trunks", file) }
+            do throws(SIPOutboundTrunk.FileError) {
+                for (name, trunk) in try SIPOutboundTrunk.parse(file: String(decoding: bytes, as: UTF8.self)) {
+                    guard settings.outboundTrunks[name] == nil else { throw .invalid("trunk '\(name)' is given by --sip-trunk too") }
+                    settings.outboundTrunks[name] = trunk
+                }
+            } catch {
+                throw Settings.outboundTrunksFile.refuse(file, error.description)
+            }
+        }
         if let file = try Settings.trunkCredentials.read(trunkCredentials) {
             guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-trunk-credentials-file", file) }
             for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {

@@ -47,9 +47,16 @@ start callee timeout 120 .venv-sip/bin/python scripts/tests/sip_callee.py --hell
 wait_until callee "its SIP port said" grep -q '^port ' "$LOGS/callee.log"
 callee_port=$(grep -m1 '^port ' "$LOGS/callee.log" | cut -d' ' -f2)
 
+# Trunks with limits, from the trunks file: one call at once (to a port where nothing answers, so
+# the call it admits rings on), and one call a minute.
+cat > "$WORK/outbound-trunks.json" <<JSON
+{"one-at-a-time": {"uri": "sip:127.0.0.1:$(free_port)", "max_calls": 1},
+ "one-a-minute": {"uri": "sip:127.0.0.1:$(free_port)", "calls_per_second": 0.0167}}
+JSON
 sip=$(free_port)
 start_parley server serve 0 --loops 1 --sip-port "$sip" --sip-host 127.0.0.1 --sip-media-timeout 3 \
-    --sip-trunk "test=sip:+15557654321@127.0.0.1:$callee_port$trunks" --sip-trunk-credentials-file "$WORK/trunk-credentials"
+    --sip-trunk "test=sip:+15557654321@127.0.0.1:$callee_port$trunks" --sip-trunk-credentials-file "$WORK/trunk-credentials" \
+    --sip-outbound-trunks "$WORK/outbound-trunks.json"
 wait_speech_helper server "http://127.0.0.1:$port"
 
 status=0

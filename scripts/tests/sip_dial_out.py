@@ -241,9 +241,18 @@ def main() -> int:
         status, _, body = post(base, "/v1/realtime/calls", {"transport": transport})
         c.check(f"refused: {label} (400 {code})", status == 400 and body.get("error", {}).get("code") == code, f"{status} {body}")
 
+    # A trunk's limits: its second call at once, or a second call within its minute, is 429.
+    for trunk, code in (("one-at-a-time", "trunk_busy"), ("one-a-minute", "trunk_rate_limited")):
+        first, _, placed = post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": "+15550000020", "trunk": trunk}})
+        status, headers, body = post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": "+15550000021", "trunk": trunk}})
+        c.check(f"trunk {trunk}: the first call placed, the next 429 {code} with Retry-After",
+                first == 201 and status == 429 and body.get("error", {}).get("code") == code and int(headers.get("Retry-After", "0")) >= 1, f"{first} {status} {headers.get('Retry-After')} {body}")
+        post(base, f"/v1/realtime/calls/{placed.get('id', '')}/hangup", None)
+
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
         metrics = response.read().decode()
-    for line in ("parley_sip_calls_placed_total 11", 'parley_sip_calls_answered_by_total{answer="machine"} 2', 'parley_sip_calls_total{end="media_timeout"} 1',
+    for line in ("parley_sip_calls_placed_total 13", 'parley_sip_calls_refused_out_total{reason="trunk_busy"} 1',
+                 'parley_sip_calls_refused_out_total{reason="trunk_rate_limited"} 1', 'parley_sip_calls_answered_by_total{answer="machine"} 2', 'parley_sip_calls_total{end="media_timeout"} 1',
                  'parley_sip_calls_unanswered_total{reason="unauthorized"} 1', 'parley_sip_calls_unanswered_total{reason="unavailable"} 1',
                  'parley_sip_calls_unanswered_total{reason="hung_up_early"} 1', 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):
         c.check(f"/metrics: {line}", line in metrics)

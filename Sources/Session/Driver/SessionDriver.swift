@@ -181,8 +181,9 @@ package final class SessionDriver {
     /// the echo guard always on (a phone's echo cancellation, if any, is the handset's, which the
     /// server cannot count on: a speakerphone plays the reply straight into the call's
     /// microphone), and traced as a WebSocket session is.
-    package convenience init(phoneCall endpoint: RealtimeEndpoint, options: SessionEngine.Options, wire: any SessionWire) {
-        self.init(endpoint: endpoint, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil), options: options, wire: wire)
+    /// `admitted`: the tenant's place, for a call placed on its request (an incoming call has none).
+    package convenience init(phoneCall endpoint: RealtimeEndpoint, admitted: Admitted = .phoneCall, options: SessionEngine.Options, wire: any SessionWire) {
+        self.init(endpoint: endpoint, admitted: admitted, options: options, wire: wire)
         echoGuardAlways = true
         startTrace(traceparent: nil, endpointName: wire.endpointName)
     }

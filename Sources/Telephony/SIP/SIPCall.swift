@@ -39,6 +39,8 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     private var gate: AnsweredCallGate<[UInt8]>?
     /// While the message left on a machine is said: the check for its end.
     private var messageCheck: ScheduledTask?
+    /// A placed call's place on its trunk (`SIPTrunkLimits`), given back as it ends.
+    private var trunkPlace: SIPTrunkPlace?
     /// One timer for the dialog's and the keypad's next deadline.
     private var timer: ScheduledTask?
     private var metrics: SIPMetrics { agent.metrics }
@@ -64,7 +66,9 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
 
     /// A call Parley placed, answered (`SIPDialOut`): its dialog (confirmed, the ACK sent), its
     /// media, and the sidebands that attached while it rang.
-    init(agent: SIPUserAgent, id: String, dialed dialog: SIPDialog, media: SIPCallMedia, peer: SIPPeer, placedAt: UInt64, sidebands: CallSidebands) {
+    init(agent: SIPUserAgent, id: String, dialed dialog: SIPDialog, media: SIPCallMedia, peer: SIPPeer, placedAt: UInt64, sidebands: CallSidebands,
+         trunk: SIPTrunkPlace?) {
+        trunkPlace = trunk
         self.agent = agent
         self.id = id
         self.peer = peer
@@ -78,13 +82,14 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     /// The placed call's session opens: a Realtime one with its settings on top of the server's
     /// call settings, or a GPT-Live one (the callee speaks first: the session answers its "hello"),
     /// the answering-machine detection deciding who answered and `answeringMachine` what then.
-    func answered(session: SIPDialRequest.Session, answeringMachine: AnsweringMachinePolicy) {
+    /// `admitted`: the tenant's place, which the session holds.
+    func answered(session: SIPDialRequest.Session, answeringMachine: AnsweringMachinePolicy, admitted: Admitted) {
         metrics.callsOpen.add(1)
         gate = AnsweredCallGate(policy: answeringMachine)
         CallDirectory.shared.add(id, self, on: agent.loop)
         switch session {
-        case .realtime(let update): openSession(update)
-        case .live(let config): openLive(config)
+        case .realtime(let update): openSession(update, admitted: admitted)
+        case .live(let config): openLive(config, admitted: admitted)
         }
         carry([])
     }
@@ -174,6 +179,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         media.close()
         messageCheck?.cancel()
         gate = nil
+        trunkPlace = nil
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, why)
         sipLog("call ended", ["end": why.rawValue])
@@ -200,8 +206,8 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
 
     /// The call's GPT-Live session, started with `config`; sidebands already attached (while a
     /// placed call rang) are its own from now on.
-    private func openLive(_ config: LiveSessionConfig) {
-        let session = LiveSession(endpoint: agent.endpoint.sessions, admitted: Admitted(caller: Caller(tenant: nil, limits: TenantLimits()), lease: nil),
+    private func openLive(_ config: LiveSessionConfig, admitted: Admitted = .phoneCall) {
+        let session = LiveSession(endpoint: agent.endpoint.sessions, admitted: admitted,
                                   options: sessionOptions(), endpointName: "sip (live)", traceparent: nil, phoneCall: (id, self))
         live = session
         session.adopt(socketState)
@@ -210,9 +216,9 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         session.start(config)
     }
 
-    private func openSession(_ session: SessionUpdate?) {
+    private func openSession(_ session: SessionUpdate?, admitted: Admitted = .phoneCall) {
         let options = sessionOptions(session)
-        let driver = SessionDriver(phoneCall: agent.endpoint.sessions, options: options, wire: self)
+        let driver = SessionDriver(phoneCall: agent.endpoint.sessions, admitted: admitted, options: options, wire: self)
         self.driver = driver
         driver.open(self)
     }

@@ -1,3 +1,4 @@
+import Access
 import JSON
 import Logging
 import Loop
@@ -20,6 +21,8 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     private let media: SIPCallMedia
     private let session: SIPDialRequest.Session
     private let answeringMachine: AnsweringMachinePolicy
+    /// The tenant's place and the trunk's, held while it rings, then by the call it becomes.
+    private var holding: (admitted: Admitted, trunk: SIPTrunkPlace)?
     private var sidebands = CallSidebands()
     private var timer: ScheduledTask?
     private let placedAt: UInt64
@@ -31,7 +34,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
 
     var callID: String { invite.callID }
 
-    init(agent: SIPUserAgent, trunk: SIPOutboundTrunk, request: SIPDialRequest, peer: SIPPeer) throws(SystemError) {
+    init(agent: SIPUserAgent, trunk: SIPOutboundTrunk, request: SIPDialRequest, peer: SIPPeer, holding: (Admitted, SIPTrunkPlace)) throws(SystemError) {
         self.agent = agent
         self.peer = peer
         let settings = agent.settings
@@ -41,6 +44,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         events = IDGenerator(seed: placedAt)
         session = request.session
         answeringMachine = request.answeringMachine
+        self.holding = holding
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
                                  signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
         let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort)
@@ -102,10 +106,11 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             tell("transport.answered")
             agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
             sipLog(id, "call answered", ["codec": offer.codec.encoding])
-            let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands)
+            let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands, trunk: holding?.trunk)
             answeredCall = call
             agent.answered(self, by: call)
-            call.answered(session: session, answeringMachine: answeringMachine)
+            call.answered(session: session, answeringMachine: answeringMachine, admitted: holding?.admitted ?? .phoneCall)
+            holding = nil
         case .failed(let failure):
             failed(failure)
         }
@@ -126,6 +131,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             for case .request(let bye) in dialog.hangUp() { agent.send(request: bye, to: peer) { _ in } }
         }
         media.close()
+        holding = nil
         sidebands.closeAll()
         CallDirectory.shared.remove(id)
         agent.dialEnded(self)

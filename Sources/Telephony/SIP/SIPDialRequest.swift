@@ -90,30 +90,3 @@ struct SIPDialRequest: Equatable {
         return SIPURI(destination)
     }
 }
-
-/// A trunk calls go out through (`--sip-trunk NAME=sip:[caller@]HOST[:PORT]`): its signalling
-/// address (numeric), and the caller id its From gives.
-public struct SIPOutboundTrunk: Sendable, Equatable {
-    public var name: String
-    public var host: String
-    public var port: UInt16
-    /// The From's user (the number calls show), `parley` when the URI gives none.
-    public var caller: String
-    /// What Parley answers the trunk's digest challenge with (`--sip-trunk-credentials-file`);
-    /// never printed (the description leaves it out).
-    public var credentials: (username: String, password: String)?
-
-    public static func == (a: SIPOutboundTrunk, b: SIPOutboundTrunk) -> Bool {
-        a.name == b.name && a.host == b.host && a.port == b.port && a.caller == b.caller && a.credentials?.username == b.credentials?.username
-            && a.credentials?.password == b.credentials?.password
-    }
-
-    /// `sip:[caller@]host[:port]`; nil when it is not that (the host must be a numeric address).
-    public init?(name: String, uri text: String) {
-        guard !name.isEmpty, let uri = SIPURI(text), text.hasPrefix("sip:") else { return nil }
-        self.name = name
-        host = uri.host
-        port = uri.port ?? 5060
-        caller = uri.user ?? "parley"
-    }
-}

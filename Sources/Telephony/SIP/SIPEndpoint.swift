@@ -1,3 +1,4 @@
+import Access
 import Loop
 import Media
 import Server
@@ -91,6 +92,8 @@ public final class SIPEndpoint: Sendable {
 
     /// The TLS port's context, made from the certificate at start.
     let tlsContext: TLSContext?
+    /// The trunks' limits on calls out, across loops.
+    let trunkLimits: SIPTrunkLimits
 
     public enum Invalid: Error, CustomStringConvertible {
         case webhook
@@ -107,6 +110,7 @@ public final class SIPEndpoint: Sendable {
         self.sessions = sessions
         self.settings = settings
         authenticator = SIPDigestAuthenticator(realm: settings.realm, key: OpenSSL.randomBytes(32))
+        trunkLimits = SIPTrunkLimits(settings.outboundTrunks)
         if let tls = settings.tls {
             do throws(TLSError) { tlsContext = try TLSContext.server(certificateFile: tls.certificateFile, keyFile: tls.keyFile) } catch {
                 throw .tls("\(error)")
@@ -220,17 +224,53 @@ public final class SIPEndpoint: Sendable {
               let address = (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first.flatMap(TransportAddress.init) else {
             return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop, or the trunk's address does not resolve"))
         }
-        let call: SIPDialOut
-        do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: .udp(address)) } catch {
-            return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
+        // A call out is a session of its tenant's from the start: it takes its place (and its
+        // rate) as a WebSocket's does, held while it rings and talks.
+        let admitted: Admitted
+        switch sessions.access.admit(request, offered: []) {
+        case .success(let made): admitted = made
+        case .failure(let refusal): return answer(refusal.response)
         }
-        agent.dial(call)
-        if live {
-            return answer(HTTPResponse(status: .ok, contentType: "application/json", body: #"{"session":{"id":"\#(call.id)"},"transport":{"type":"sip"}}"# + "\n"))
+        func answerPlaced(_ call: SIPDialOut) {
+            if live {
+                return answer(HTTPResponse(status: .ok, contentType: "application/json", body: #"{"session":{"id":"\#(call.id)"},"transport":{"type":"sip"}}"# + "\n"))
+            }
+            answer(HTTPResponse(status: .created, headers: [("Content-Type", "application/json"), ("Location", "\(CallControlRoute.callsPath)/\(call.id)")],
+                                body: Array(#"{"id":"\#(call.id)","object":"realtime.call"}"#.utf8) + [10]))
         }
-        answer(HTTPResponse(status: .created, headers: [("Content-Type", "application/json"), ("Location", "\(CallControlRoute.callsPath)/\(call.id)")],
-                            body: Array(#"{"id":"\#(call.id)","object":"realtime.call"}"#.utf8) + [10]))
+        let place: SIPTrunkPlace
+        do throws(SIPTrunkLimiter.Refusal) { place = try trunkLimits.admit(trunk.name, now: stream.loop.nanoseconds()) } catch {
+            agent.metrics.dialRefused.add(1, error.label)
+            return answer(Self.refusal(error, trunk: trunk.name))
+        }
+        let placeCall = {
+            let call: SIPDialOut
+            do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: .udp(address), holding: (admitted, place)) } catch {
+                return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
+            }
+            agent.dial(call)
+            answerPlaced(call)
+        }
+        guard admitted.needsConfirmation else { return placeCall() }
+        // A tenant counted across nodes: the shared count is asked first.
+        admitted.confirm(session: nil, resuming: nil, on: stream.loop) { refusal in
+            if let refusal { return answer(refusal.response) }
+            placeCall()
+        }
     }
+
+    /// A trunk at its limit: 429 with when to try again (`trunk_busy`, `trunk_rate_limited`).
+    static func refusal(_ refusal: SIPTrunkLimiter.Refusal, trunk: String) -> HTTPResponse {
+        switch refusal {
+        case .busy(let max):
+            .jsonError(.tooManyRequests, code: refusal.label.rawValue, message: "trunk '\(trunk)' carries its most calls (\(max)); retry when one ends",
+                       headers: [("Retry-After", "5")])
+        case .rate(let perSecond, let retry):
+            .jsonError(.tooManyRequests, code: refusal.label.rawValue, message: "trunk '\(trunk)' places at most \(perSecond) calls a second; retry in \(retry) s",
+                       headers: [("Retry-After", "\(retry)")])
+        }
+    }
+
 
     // MARK: Who may call
 

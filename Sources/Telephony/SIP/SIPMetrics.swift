@@ -19,6 +19,7 @@ final class SIPMetrics: Sendable {
     let dialFailures: LabelledFamily<SIPCallFailure.Kind>
     let dialSetup: Histogram
     let answeredBy: LabelledFamily<AnsweringMachineDetector.Answer>
+    let dialRefused: LabelledFamily<SIPDialRefusal>
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -33,6 +34,8 @@ final class SIPMetrics: Sendable {
                           bounds: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registry: registry)
         dialed = MetricFamily(name: "parley_sip_calls_placed_total", help: "SIP calls Parley placed (POST /v1/realtime/calls with a SIP transport).", registry: registry)
         dialFailures = LabelledFamily(name: "parley_sip_calls_unanswered_total", help: "SIP calls Parley placed that were not answered, by why.", registry: registry)
+        dialRefused = LabelledFamily(name: "parley_sip_calls_refused_out_total", help: "Calls out refused before an INVITE went: the trunk at its limit of calls at once or a second.",
+                                     registry: registry)
         dialSetup = Histogram(name: "parley_sip_call_answer_seconds", help: "From a placed call's INVITE to its answer (the ringing included).",
                               bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60], registry: registry)
         answeredBy = LabelledFamily(name: "parley_sip_calls_answered_by_total", help: "Placed calls answered, by who answered as the answering-machine detection decided it.",
@@ -71,6 +74,12 @@ enum SIPDrop: String, MetricLabel, CaseIterable {
 /// Why a call Parley placed was not answered (`reason`).
 extension SIPCallFailure.Kind: MetricLabel {
     package static let labelName = "reason"
+}
+
+/// Why a call out was refused before it was placed (`reason`).
+enum SIPDialRefusal: String, MetricLabel, CaseIterable {
+    case trunkBusy = "trunk_busy", trunkRateLimited = "trunk_rate_limited"
+    static let labelName = "reason"
 }
 
 /// Who answered a placed call (`answer`).

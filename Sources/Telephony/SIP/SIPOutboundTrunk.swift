@@ -1,0 +1,92 @@
+import JSON
+import Loop
+import SIP
+
+/// A trunk calls go out through: its signalling address (numeric) and transport, the caller id its
+/// From gives, the credentials its digest challenges are answered with, whether Parley registers
+/// with it (RFC 3261 section 10), and its limits. Given on the command line
+/// (`--sip-trunk NAME=sip:[caller@]HOST[:PORT][;transport=tcp|tls]`) or in the trunks file
+/// (`--sip-outbound-trunks`, `parse(file:)`).
+public struct SIPOutboundTrunk: Sendable, Equatable {
+    public enum Transport: String, Sendable, CaseIterable {
+        case udp = "UDP", tcp = "TCP", tls = "TLS"
+    }
+
+    public var name: String
+    public var host: String
+    public var port: UInt16
+    public var transport = Transport.udp
+    /// The From's user (the number calls show), `parley` when the URI gives none.
+    public var caller: String
+    /// What Parley answers the trunk's digest challenge with (`--sip-trunk-credentials-file`, or
+    /// the file's `username` and `password`); never printed.
+    public var credentials: (username: String, password: String)?
+    /// REGISTER with the trunk for this long (seconds asked; the trunk's grant is refreshed at half
+    /// of it), for providers that send calls to a registered contact and check it on calls out.
+    public var registerSeconds: Int?
+    /// Calls it carries at once, and call attempts a second (`SIPTrunkLimiter`); nil: no limit.
+    public var maxCalls: Int?
+    public var callsPerSecond: Double?
+
+    public static func == (a: SIPOutboundTrunk, b: SIPOutboundTrunk) -> Bool {
+        a.name == b.name && a.host == b.host && a.port == b.port && a.transport == b.transport && a.caller == b.caller
+            && a.credentials?.username == b.credentials?.username && a.credentials?.password == b.credentials?.password
+            && a.registerSeconds == b.registerSeconds && a.maxCalls == b.maxCalls && a.callsPerSecond == b.callsPerSecond
+    }
+
+    /// `sip:[caller@]host[:port][;transport=udp|tcp|tls]`; nil when it is not that (the host must
+    /// be a numeric address). TLS's port is 5061 unless given (RFC 3261 section 19.1.2).
+    public init?(name: String, uri text: String) {
+        guard !name.isEmpty, let uri = SIPURI(text), text.hasPrefix("sip:") else { return nil }
+        let transport = uri.parameters.first { $0.name.lowercased() == "transport" }?.value?.uppercased()
+        guard (try? Sys.resolve(host: uri.host, port: 0, passive: false, numericOnly: true))?.first != nil else { return nil }
+        self.name = name
+        host = uri.host
+        if let transport {
+            guard let known = Transport(rawValue: transport) else { return nil }
+            self.transport = known
+        }
+        port = uri.port ?? (self.transport == .tls ? 5061 : 5060)
+        caller = uri.user ?? "parley"
+    }
+
+    public enum FileError: Error, CustomStringConvertible {
+        case invalid(String)
+        public var description: String { switch self { case .invalid(let why): why } }
+    }
+
+    /// The trunks file: `{"NAME": {"uri": "sip:…", "username", "password", "register_seconds",
+    /// "max_calls", "calls_per_second"}, …}` (docs/operations.md, "Calls out").
+    public static func parse(file text: String) throws(FileError) -> [String: SIPOutboundTrunk] {
+        guard let json = try? JSON(parsing: text), let entries = json.object else { throw .invalid("is not a JSON object of trunks by name") }
+        var trunks: [String: SIPOutboundTrunk] = [:]
+        for (name, entry) in entries {
+            func invalid(_ why: String) -> FileError { .invalid("trunk '\(name)': \(why)") }
+            guard let fields = entry.object else { throw invalid("is not an object") }
+            let known: Set = ["uri", "username", "password", "register_seconds", "max_calls", "calls_per_second"]
+            if let unknown = fields.first(where: { !known.contains($0.0) }) { throw invalid("has '\(unknown.0)', which a trunk does not take") }
+            guard let uri = entry["uri"]?.string, var trunk = SIPOutboundTrunk(name: name, uri: uri) else {
+                throw invalid("needs 'uri': sip:[caller@]host[:port][;transport=udp|tcp|tls], the host a numeric address")
+            }
+            switch (entry["username"]?.string, entry["password"]?.string) {
+            case (nil, nil): break
+            case (let username?, let password?) where !username.isEmpty && !password.isEmpty: trunk.credentials = (username, password)
+            default: throw invalid("'username' and 'password' go together")
+            }
+            if let seconds = entry["register_seconds"] {
+                guard let value = seconds.double, value == value.rounded(), (60...86_400).contains(value) else { throw invalid("'register_seconds' must be 60 to 86,400") }
+                trunk.registerSeconds = Int(value)
+            }
+            if let calls = entry["max_calls"] {
+                guard let value = calls.double, value == value.rounded(), (1...100_000).contains(value) else { throw invalid("'max_calls' must be 1 to 100,000") }
+                trunk.maxCalls = Int(value)
+            }
+            if let rate = entry["calls_per_second"] {
+                guard let value = rate.double, value > 0, value <= 10_000 else { throw invalid("'calls_per_second' must be above 0 and at most 10,000") }
+                trunk.callsPerSecond = value
+            }
+            trunks[name] = trunk
+        }
+        return trunks
+    }
+}
