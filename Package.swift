@@ -67,7 +67,7 @@ let package = Package(
         // The event loops (ae-shaped: descriptors, callbacks, timers), Sys, worker pools, clock, threads.
         .target(name: "Loop", dependencies: ["CLinux", "Metrics"]),
         // OpenSSL behind one wrapper: contexts and non-blocking TLS streams, for serving and upstreams.
-        .target(name: "TLS", dependencies: ["Loop", "COpenSSL", "CTLS"]),
+        .target(name: "TLS", dependencies: ["Loop", "COpenSSL", "CTLS", "CSRTP"]),
         // The HTTP/1.1 client on the loops: pool, TLS, response and server-sent-event parsers.
         .target(name: "Upstream", dependencies: ["Loop", "TLS", .product(name: "Logging", package: "swift-log")]),
         // Serving: HTTP/1.1, WebSocket (RFC 6455), TLS, routing, metrics exposition.

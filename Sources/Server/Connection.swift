@@ -195,7 +195,8 @@ final class Connection: LoopRegistrant {
         switch outcome {
         case .transferred:
             handshakeEnded(.established)
-            armWrite(false)
+            // What a connection we opened sent meanwhile goes now.
+            armWrite(!outbound.isEmpty)
             // The request head now gets the whole of its own deadline.
             loop.setDeadline(registration, afterTicks: firstTicks)
         case .wantRead:
@@ -274,7 +275,8 @@ final class Connection: LoopRegistrant {
     /// cap, and EPOLLOUT armed until the queue drains. The cork's flush and large writes come here.
     func writeNow(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) {
         guard state != .closed else { return }
-        if let tls { return writeTLS(tls, a, b) }
+        // A connection we opened sends before its TLS handshake ends: it waits (see `continueHandshake`).
+        if let tls { return tls.isEstablished ? writeTLS(tls, a, b) : enqueue(a, b) }
         let total = a.count + b.count
         var iov = (iovec(iov_base: UnsafeMutableRawPointer(mutating: a.baseAddress), iov_len: a.count),
                    iovec(iov_base: UnsafeMutableRawPointer(mutating: b.baseAddress), iov_len: b.count))

@@ -137,6 +137,7 @@ final class ServingLoop {
             do throws(SystemError) {
                 try Sys.listen(fd, on: port.address)
                 streamPorts.append((port, try Acceptor.listen(on: fd, for: self, port: streamPorts.count), 0))
+                port.dialer?(StreamDialer(serving: self, port: streamPorts.count - 1))
             } catch {
                 Sys.close(fd)
                 throw error
@@ -166,6 +167,40 @@ final class ServingLoop {
         guard case .stream(let wire) = connection.wire, let speaker = port.speak(wire.handle) else { return connection.close() }
         wire.speaker = speaker
         connection.opened()
+    }
+
+    /// A connection this loop opens on stream port `index` (`StreamDialer`): counted on the port,
+    /// its TLS session (the client's) within the handshake cap, its protocol asked to speak, its
+    /// TLS handshake begun at once (its ClientHello waits for the connect, as any write does).
+    func dial(port index: Int, to address: SocketAddress, tls context: TLSContext?, serverName: String?,
+              speak: (StreamConnection) -> (any StreamProtocol)?) -> StreamConnection? {
+        let port = streamPorts[index].port
+        guard streamPorts[index].open < port.maxConnections, let fd = try? Sys.streamSocket(family: address.family) else { return nil }
+        guard (try? Sys.connect(fd, to: address)) != nil else {
+            Sys.close(fd)
+            return nil
+        }
+        var tls: TLSStream?
+        if let context {
+            guard tlsHandshakesInProgress < maxTLSHandshakes, let session = try? TLSStream(context: context, fd: fd, serverName: serverName) else {
+                Sys.close(fd)
+                return nil
+            }
+            tls = session
+        }
+        guard let connection = register(fd, tls: tls, stream: (index, address, loop.ticks(seconds: port.idleSeconds))) else {
+            Sys.close(fd)
+            return nil
+        }
+        streamPorts[index].open += 1
+        guard case .stream(let wire) = connection.wire, let speaker = speak(wire.handle) else {
+            connection.close()
+            return nil
+        }
+        wire.speaker = speaker
+        connection.opened()
+        if tls != nil { connection.writable() }
+        return wire.handle
     }
 
     /// Counts a refused connection and says so in the log, at most once a second: a flood of

@@ -31,6 +31,9 @@ public struct StreamPort {
     public let idleSeconds: Double
     /// The protocol for a new connection, or nil to refuse it (closed before anything is read).
     public let speak: (StreamConnection) -> (any StreamProtocol)?
+    /// Given the port's way out once the loop listens on it, for a protocol that also opens
+    /// connections (SIP to a trunk over TCP or TLS).
+    public var dialer: ((StreamDialer) -> Void)?
 
     public init(address: SocketAddress, tls: TLSContext?, maxConnections: Int, idleSeconds: Double,
                 speak: @escaping (StreamConnection) -> (any StreamProtocol)?) {
@@ -39,6 +42,29 @@ public struct StreamPort {
         self.maxConnections = maxConnections
         self.idleSeconds = idleSeconds
         self.speak = speak
+    }
+}
+
+/// A stream port's way out (RFC 3261 section 18.1.1: a request to a peer over TCP or TLS opens a
+/// connection when none is open): connections the loop opens to a peer, counted on the port and
+/// served as its accepted ones are, the same transport, TLS (as the client, verifying the peer), cork
+/// and deadline. The connect is non-blocking: what is sent before it completes (or before the TLS
+/// handshake ends) waits in the connection's queue; a connect that fails closes the connection.
+public final class StreamDialer {
+    private weak var serving: ServingLoop?
+    private let port: Int
+
+    init(serving: ServingLoop, port: Int) {
+        self.serving = serving
+        self.port = port
+    }
+
+    /// A connection to `address` on this loop speaking `speak`'s protocol; TLS with `tls` (a
+    /// client context) verifying `serverName`. Nil when it could not be begun (no descriptor, the
+    /// port's count or the TLS handshakes' cap reached, or the protocol refused it).
+    public func connect(to address: SocketAddress, tls: TLSContext?, serverName: String?,
+                        speak: (StreamConnection) -> (any StreamProtocol)?) -> StreamConnection? {
+        serving?.dial(port: port, to: address, tls: tls, serverName: serverName, speak: speak)
     }
 }
 

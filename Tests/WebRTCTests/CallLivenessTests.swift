@@ -1,3 +1,4 @@
+import TLS
 import Glibc
 import Loop
 import Media

@@ -1,5 +1,5 @@
 import Testing
-import TLS
+@testable import TLS
 @testable import WebRTC
 
 /// SRTP and SRTCP through libsrtp2, as a call uses them: the server's context protects, the

@@ -75,7 +75,7 @@ public final class SIPEndpoint: Sendable {
         }
 
         func via(over transport: String, branch: String) -> String {
-            "SIP/2.0/\(transport) \(advertised):\(port);branch=\(branch);rport"
+            "SIP/2.0/\(transport) \(advertised):\(transport == "TLS" ? tls?.port ?? port : port);branch=\(branch);rport"
         }
 
         var rtpBind: SocketAddress {
@@ -94,6 +94,8 @@ public final class SIPEndpoint: Sendable {
     let tlsContext: TLSContext?
     /// The trunks' limits on calls out, across loops.
     let trunkLimits: SIPTrunkLimits
+    /// Each TLS trunk's client context (its `ca_file` beside the system's trust store).
+    let trunkTLS: [String: TLSContext]
 
     public enum Invalid: Error, CustomStringConvertible {
         case webhook
@@ -111,6 +113,15 @@ public final class SIPEndpoint: Sendable {
         self.settings = settings
         authenticator = SIPDigestAuthenticator(realm: settings.realm, key: OpenSSL.randomBytes(32))
         trunkLimits = SIPTrunkLimits(settings.outboundTrunks)
+        var clients: [String: TLSContext] = [:]
+        for trunk in settings.outboundTrunks.values where trunk.transport == .tls {
+            // The trunk sends its requests in the call to Parley's Contact, its TLS port.
+            guard settings.tls != nil else { throw .tls("trunk '\(trunk.name)' calls out over TLS: Parley needs a TLS port of its own (--tls-cert, --tls-key)") }
+            do throws(TLSError) { clients[trunk.name] = try TLSContext.client(caFile: trunk.caFile) } catch {
+                throw .tls("trunk '\(trunk.name)': \(error)")
+            }
+        }
+        trunkTLS = clients
         if let tls = settings.tls {
             do throws(TLSError) { tlsContext = try TLSContext.server(certificateFile: tls.certificateFile, keyFile: tls.keyFile) } catch {
                 throw .tls("\(error)")
@@ -155,7 +166,10 @@ public final class SIPEndpoint: Sendable {
         let agent = SIPUserAgent(loop: loop, endpoint: self, playout: .on(loop))
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
         loop.local { AgentSlot() }.agent = agent
-        var ports = [SIPStreamProtocol.port(at: address, tls: nil, agent: agent)]
+        var tcp = SIPStreamProtocol.port(at: address, tls: nil, agent: agent)
+        // Connections to trunks over TCP and TLS are opened from, and counted on, the TCP port.
+        tcp.dialer = { [unowned agent] dialer in agent.attach(dialer) }
+        var ports = [tcp]
         if let tlsContext, let tls = settings.tls {
             ports.append(SIPStreamProtocol.port(at: address.withPort(UInt16(tls.port)), tls: tlsContext, agent: agent))
         }
@@ -224,6 +238,9 @@ public final class SIPEndpoint: Sendable {
               let address = (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first.flatMap(TransportAddress.init) else {
             return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop, or the trunk's address does not resolve"))
         }
+        guard let peer = agent.peer(for: trunk, at: address) else {
+            return answer(.jsonError(.serviceUnavailable, code: "trunk_unreachable", message: "no \(trunk.transport.rawValue) connection to trunk '\(trunk.name)' could be begun"))
+        }
         // A call out is a session of its tenant's from the start: it takes its place (and its
         // rate) as a WebSocket's does, held while it rings and talks.
         let admitted: Admitted
@@ -245,7 +262,7 @@ public final class SIPEndpoint: Sendable {
         }
         let placeCall = {
             let call: SIPDialOut
-            do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: .udp(address), holding: (admitted, place)) } catch {
+            do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: peer, holding: (admitted, place)) } catch {
                 return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
             }
             agent.dial(call)

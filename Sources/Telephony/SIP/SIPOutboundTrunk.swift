@@ -27,11 +27,13 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
     /// Calls it carries at once, and call attempts a second (`SIPTrunkLimiter`); nil: no limit.
     public var maxCalls: Int?
     public var callsPerSecond: Double?
+    /// PEM CA certificates a TLS trunk's certificate is verified against, beside the system's.
+    public var caFile: String?
 
     public static func == (a: SIPOutboundTrunk, b: SIPOutboundTrunk) -> Bool {
         a.name == b.name && a.host == b.host && a.port == b.port && a.transport == b.transport && a.caller == b.caller
             && a.credentials?.username == b.credentials?.username && a.credentials?.password == b.credentials?.password
-            && a.registerSeconds == b.registerSeconds && a.maxCalls == b.maxCalls && a.callsPerSecond == b.callsPerSecond
+            && a.registerSeconds == b.registerSeconds && a.maxCalls == b.maxCalls && a.callsPerSecond == b.callsPerSecond && a.caFile == b.caFile
     }
 
     /// `sip:[caller@]host[:port][;transport=udp|tcp|tls]`; nil when it is not that (the host must
@@ -56,14 +58,14 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
     }
 
     /// The trunks file: `{"NAME": {"uri": "sip:…", "username", "password", "register_seconds",
-    /// "max_calls", "calls_per_second"}, …}` (docs/operations.md, "Calls out").
+    /// "max_calls", "calls_per_second", "ca_file"}, …}` (docs/operations.md, "Calls out").
     public static func parse(file text: String) throws(FileError) -> [String: SIPOutboundTrunk] {
         guard let json = try? JSON(parsing: text), let entries = json.object else { throw .invalid("is not a JSON object of trunks by name") }
         var trunks: [String: SIPOutboundTrunk] = [:]
         for (name, entry) in entries {
             func invalid(_ why: String) -> FileError { .invalid("trunk '\(name)': \(why)") }
             guard let fields = entry.object else { throw invalid("is not an object") }
-            let known: Set = ["uri", "username", "password", "register_seconds", "max_calls", "calls_per_second"]
+            let known: Set = ["uri", "username", "password", "register_seconds", "max_calls", "calls_per_second", "ca_file"]
             if let unknown = fields.first(where: { !known.contains($0.0) }) { throw invalid("has '\(unknown.0)', which a trunk does not take") }
             guard let uri = entry["uri"]?.string, var trunk = SIPOutboundTrunk(name: name, uri: uri) else {
                 throw invalid("needs 'uri': sip:[caller@]host[:port][;transport=udp|tcp|tls], the host a numeric address")
@@ -84,6 +86,10 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
             if let rate = entry["calls_per_second"] {
                 guard let value = rate.double, value > 0, value <= 10_000 else { throw invalid("'calls_per_second' must be above 0 and at most 10,000") }
                 trunk.callsPerSecond = value
+            }
+            if let file = entry["ca_file"] {
+                guard let path = file.string, !path.isEmpty, trunk.transport == .tls else { throw invalid("'ca_file' is a file's path, for a trunk over TLS") }
+                trunk.caFile = path
             }
             trunks[name] = trunk
         }

@@ -14,6 +14,8 @@ final class SIPStreamProtocol: StreamProtocol {
     private let peer: TransportAddress
     private unowned let agent: SIPUserAgent
     private var framer = SIPStreamFramer()
+    /// A connection Parley opened (to a trunk): kept open while a call uses it.
+    private let opened: Bool
 
     static let maxPerLoop = 2_000
     static let idleSeconds = 600.0
@@ -26,14 +28,20 @@ final class SIPStreamProtocol: StreamProtocol {
                 agent.metrics.refused.add(1, .sourceNotAllowed)
                 return nil
             }
-            return SIPStreamProtocol(connection: connection, peer: peer, agent: agent)
+            return SIPStreamProtocol(connection: connection, peer: peer, agent: agent, opened: false)
         }
     }
 
-    private init(connection: StreamConnection, peer: TransportAddress, agent: SIPUserAgent) {
+    /// SIP on a connection Parley opened to `peer` (a trunk over TCP or TLS, `StreamDialer`).
+    static func dialed(_ connection: StreamConnection, peer: TransportAddress, agent: SIPUserAgent) -> SIPStreamProtocol {
+        SIPStreamProtocol(connection: connection, peer: peer, agent: agent, opened: true)
+    }
+
+    private init(connection: StreamConnection, peer: TransportAddress, agent: SIPUserAgent, opened: Bool) {
         self.connection = connection
         self.peer = peer
         self.agent = agent
+        self.opened = opened
     }
 
     func process(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -53,7 +61,12 @@ final class SIPStreamProtocol: StreamProtocol {
         return bytes.count
     }
 
-    func deadlinePassed() { connection.close() }
-    func closed() {}
+    /// Idle: closed, unless it is one Parley opened and a call still uses it (its BYE goes on it).
+    func deadlinePassed() {
+        guard opened, agent.uses(connection) else { return connection.close() }
+        connection.setDeadline(seconds: Self.idleSeconds)
+    }
+
+    func closed() { agent.streamClosed(connection) }
     var heapBytes: Int { framer.heapBytes }
 }

@@ -1,5 +1,6 @@
 import Loop
 import Media
+import Server
 import SIP
 import TLS
 
@@ -25,6 +26,9 @@ final class SIPUserAgent {
     /// The ACK of each call of ours answered in the last 64*T1, by Call-ID: its 2xx may come
     /// again (section 13.2.2.4), and is acknowledged again.
     private var acks: [String: (ack: SIPMessage, peer: SIPPeer)] = [:]
+    /// The TCP port's way out, for trunks over TCP and TLS, and the connection open to each.
+    private var dialer: StreamDialer?
+    private var trunkConnections: [String: StreamConnection] = [:]
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
     /// INVITEs begun within the current second, for the flood limit.
@@ -89,6 +93,7 @@ final class SIPUserAgent {
     }
 
     func attach(_ port: SIPSignallingPort) { self.port = port }
+    func attach(_ dialer: StreamDialer) { self.dialer = dialer }
 
     var settings: SIPEndpoint.Settings { endpoint.settings }
 
@@ -398,6 +403,35 @@ final class SIPUserAgent {
     }
 
     // MARK: Calls Parley places
+
+    /// Where a call through `trunk` (at `address`) is signalled: UDP, or the trunk's TCP or TLS
+    /// connection, reused while it is open (RFC 3261 section 18.1.1), else opened; nil when none
+    /// could be begun.
+    func peer(for trunk: SIPOutboundTrunk, at address: TransportAddress) -> SIPPeer? {
+        guard trunk.transport != .udp else { return .udp(address) }
+        if let open = trunkConnections[trunk.name], open.isOpen { return SIPPeer(address: address, connection: open) }
+        guard let dialer, let socket = address.socketAddress else { return nil }
+        let tls = trunk.transport == .tls ? endpoint.trunkTLS[trunk.name] : nil
+        guard let connection = dialer.connect(to: socket, tls: tls, serverName: trunk.host, speak: { [unowned self] in
+            SIPStreamProtocol.dialed($0, peer: address, agent: self)
+        }) else { return nil }
+        trunkConnections[trunk.name] = connection
+        return SIPPeer(address: address, connection: connection)
+    }
+
+    /// Whether a call, ringing or answered, is signalled on `connection`.
+    func uses(_ connection: StreamConnection) -> Bool {
+        calls.values.contains { $0.peer.connection === connection } || dialing.values.contains { $0.peer.connection === connection }
+    }
+
+    /// A TCP or TLS connection ended: a request of ours waiting on it will get no response there
+    /// (a connect refused, a handshake failed, the peer gone), so its transaction ends now.
+    func streamClosed(_ connection: StreamConnection) {
+        for (key, pending) in client where pending.peer.connection === connection {
+            carryClient([.timeout, .terminated], key: key)
+        }
+        for (name, open) in trunkConnections where open === connection { trunkConnections[name] = nil }
+    }
 
     /// Places `call`: its INVITE goes out (`SIPDialOut.start`).
     func dial(_ call: SIPDialOut) {

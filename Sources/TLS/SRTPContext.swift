@@ -1,5 +1,4 @@
 import CSRTP
-import TLS
 
 /// SRTP and SRTCP protection for one call (RFC 3711), over libsrtp2: pure functions on buffers, no
 /// thread, no clock. Made from the keys the DTLS handshake exported (RFC 5764 section 4.2): what we
