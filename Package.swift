@@ -103,7 +103,7 @@ let package = Package(
         .target(name: "WebRTC", dependencies: ["SessionEngine", "Media", "Session", "Server", "TLS", "Loop", "Metrics", "JSON", "CSRTP", .product(name: "Logging", package: "swift-log")]),
         // SIP as values: messages, URIs, the stream framer, RFC 3261's transactions and digest
         // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets.
-        .target(name: "SIP", dependencies: ["Media", "TLS"]),
+        .target(name: "SIP", dependencies: ["Media", "TLS", "JSON"]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["SessionEngine", "SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.

@@ -24,6 +24,8 @@ package struct PhoneAudioOffer: Equatable, Sendable {
     package let direction: SDPDirection
     /// The offer's ptime, if given (Parley sends 20 ms whatever it says: RFC 3551 section 4.5's default).
     package let ptime: Int?
+    /// The far end's SRTP key, when its section is RTP/SAVP (SDES, RFC 4568): what it sends with.
+    package let crypto: SDESCrypto?
 
     /// Why an offer cannot be answered: each is a 488 Not Acceptable Here (RFC 3261 section 13.3.1.3).
     package enum Refusal: Error, Equatable, Sendable, CustomStringConvertible {
@@ -34,10 +36,10 @@ package struct PhoneAudioOffer: Equatable, Sendable {
 
         package var description: String {
             switch self {
-            case .noAudio: "the offer has no RTP/AVP audio section"
+            case .noAudio: "the offer has no RTP/AVP or RTP/SAVP audio section"
             case .noCommonCodec(let offered): "no codec in common: Parley answers PCMU or PCMA at 8 kHz, the offer has \(offered.isEmpty ? "none" : offered.joined(separator: ", "))"
             case .noAddress: "the offer's audio section has no connection address"
-            case .secure(let proto): "the offer asks for \(proto); Parley's SIP calls carry plain RTP (RTP/AVP), no SRTP yet"
+            case .secure(let proto): "the offer asks for \(proto); Parley takes RTP/AVP, or RTP/SAVP with an a=crypto line of \(SDESCrypto.suite) (no MKI, no session parameters)"
             }
         }
     }
@@ -45,10 +47,10 @@ package struct PhoneAudioOffer: Equatable, Sendable {
     /// What Parley assumes of a caller that sent no offer, until its answer comes in the ACK
     /// (RFC 3264 section 5): µ-law and events as Parley offers them, its address not yet known.
     package static func awaitingAnswer(from address: String) -> PhoneAudioOffer {
-        PhoneAudioOffer(index: 0, codec: .pcmu, telephoneEvent: 101, address: address, port: 0, direction: .inactive, ptime: 20)
+        PhoneAudioOffer(index: 0, codec: .pcmu, telephoneEvent: 101, address: address, port: 0, direction: .inactive, ptime: 20, crypto: nil)
     }
 
-    private init(index: Int, codec: Codec, telephoneEvent: UInt8?, address: String, port: UInt16, direction: SDPDirection, ptime: Int?) {
+    private init(index: Int, codec: Codec, telephoneEvent: UInt8?, address: String, port: UInt16, direction: SDPDirection, ptime: Int?, crypto: SDESCrypto?) {
         self.index = index
         self.codec = codec
         self.telephoneEvent = telephoneEvent
@@ -56,16 +58,17 @@ package struct PhoneAudioOffer: Equatable, Sendable {
         self.port = port
         self.direction = direction
         self.ptime = ptime
+        self.crypto = crypto
     }
 
-    /// Parley's own offer, for an INVITE that came without one: PCMU, PCMA and telephone-event,
-    /// received at `address`:`port`.
-    package static func offer(address: String, port: UInt16, sessionID: UInt64, version: UInt64) -> SessionDescription {
+    /// Parley's own offer, for an INVITE that came without one or a call it places: PCMU, PCMA
+    /// and telephone-event, received at `address`:`port`; RTP/SAVP with `crypto` (our key) when given.
+    package static func offer(address: String, port: UInt16, sessionID: UInt64, version: UInt64, crypto: SDESCrypto? = nil) -> SessionDescription {
         let connection = SDPConnection(address: address)
-        let media = MediaDescription(type: "audio", port: port, proto: "RTP/AVP", formats: ["0", "8", "101"], attributes: [
-            SDPAttribute("rtpmap", "0 PCMU/8000"), SDPAttribute("rtpmap", "8 PCMA/8000"), SDPAttribute("rtpmap", "101 telephone-event/8000"),
-            SDPAttribute("fmtp", "101 0-15"), SDPAttribute("ptime", "20"), SDPAttribute("sendrecv"),
-        ])
+        var attributes = [SDPAttribute("rtpmap", "0 PCMU/8000"), SDPAttribute("rtpmap", "8 PCMA/8000"), SDPAttribute("rtpmap", "101 telephone-event/8000"),
+                          SDPAttribute("fmtp", "101 0-15"), SDPAttribute("ptime", "20"), SDPAttribute("sendrecv")]
+        if let crypto { attributes.append(SDPAttribute("crypto", crypto.attribute)) }
+        let media = MediaDescription(type: "audio", port: port, proto: crypto == nil ? "RTP/AVP" : "RTP/SAVP", formats: ["0", "8", "101"], attributes: attributes)
         let lines = [SDPLine("v", "0"), SDPLine("o", "parley \(sessionID) \(version) IN \(connection.addressType) \(address)"),
                      SDPLine("s", "parley"), SDPLine("c", "IN \(connection.addressType) \(address)"), SDPLine("t", "0 0")]
         return SessionDescription(lines: lines, media: [media])
@@ -73,10 +76,20 @@ package struct PhoneAudioOffer: Equatable, Sendable {
 
     package init(_ offer: SessionDescription) throws(Refusal) {
         var secure: String?
-        var chosen: (index: Int, codec: Codec, event: UInt8?)?
+        var chosen: (index: Int, codec: Codec, event: UInt8?, crypto: SDESCrypto?)?
         var offeredCodecs: [String] = []
         for (index, section) in offer.media.enumerated() where section.type == "audio" && section.port != 0 {
-            guard section.proto == "RTP/AVP" || section.proto == "RTP/AVPF" else {
+            var crypto: SDESCrypto?
+            switch section.proto {
+            case "RTP/AVP", "RTP/AVPF": break
+            case "RTP/SAVP", "RTP/SAVPF":
+                // SDES: a key Parley can use, or the section is not one it can answer.
+                guard let line = SDESCrypto.first(in: section) else {
+                    secure = section.proto
+                    continue
+                }
+                crypto = line
+            default:
                 secure = section.proto
                 continue
             }
@@ -93,7 +106,7 @@ package struct PhoneAudioOffer: Equatable, Sendable {
                 guard codec == nil, rate == 8000 else { continue }
                 if name == "PCMU" { codec = .pcmu } else if name == "PCMA" { codec = .pcma }
             }
-            if let codec { chosen = (index, codec, event); break }
+            if let codec { chosen = (index, codec, event, crypto); break }
         }
         guard let chosen else {
             if let secure { throw .secure(secure) }
@@ -108,6 +121,7 @@ package struct PhoneAudioOffer: Equatable, Sendable {
         port = section.port
         direction = offer.direction(of: section)
         ptime = section.attribute("ptime")?.value.flatMap { Int($0) }
+        crypto = chosen.crypto
     }
 
     /// The caller asked to hold the call (RFC 3264 section 8.4): it sends nothing, or wants nothing sent.
@@ -116,7 +130,9 @@ package struct PhoneAudioOffer: Equatable, Sendable {
     /// The answer: `address` and `port` where Parley receives this call's RTP; the offer's other
     /// sections declined with port 0, as RFC 3264 section 6 asks (an answer has as many sections
     /// as its offer). `version` is the o= line's, bumped for each new answer in the dialog.
-    package func answer(to offer: SessionDescription, address: String, port: UInt16, sessionID: UInt64, version: UInt64) -> SessionDescription {
+    /// `crypto`: our key, for an offer with one (RTP/SAVP), under the offer's tag.
+    package func answer(to offer: SessionDescription, address: String, port: UInt16, sessionID: UInt64, version: UInt64,
+                        crypto: SDESCrypto? = nil) -> SessionDescription {
         let connection = SDPConnection(address: address)
         var media: [MediaDescription] = []
         for (index, section) in offer.media.enumerated() {
@@ -133,7 +149,10 @@ package struct PhoneAudioOffer: Equatable, Sendable {
             }
             attributes.append(SDPAttribute("ptime", "20"))
             attributes.append(SDPAttribute(direction.reversed.rawValue))
-            media.append(MediaDescription(type: "audio", port: port, proto: "RTP/AVP", formats: formats, attributes: attributes))
+            if let crypto, let theirs = self.crypto, let ours = SDESCrypto(tag: theirs.tag, keyAndSalt: crypto.keyAndSalt) {
+                attributes.append(SDPAttribute("crypto", ours.attribute))
+            }
+            media.append(MediaDescription(type: "audio", port: port, proto: self.crypto == nil ? "RTP/AVP" : "RTP/SAVP", formats: formats, attributes: attributes))
         }
         let lines = [SDPLine("v", "0"), SDPLine("o", "parley \(sessionID) \(version) IN \(connection.addressType) \(address)"),
                      SDPLine("s", "parley"), SDPLine("c", "IN \(connection.addressType) \(address)"), SDPLine("t", "0 0")]

@@ -37,11 +37,14 @@ package struct SIPDialog {
         /// The address and RTP port its SDP gives.
         package var mediaHost: String
         package var mediaPort: UInt16
+        /// Our SRTP key (SDES, RFC 4568), on a call whose media is RTP/SAVP; nil for plain RTP.
+        package var crypto: SDESCrypto?
 
-        package init(contact: String, mediaHost: String, mediaPort: UInt16) {
+        package init(contact: String, mediaHost: String, mediaPort: UInt16, crypto: SDESCrypto? = nil) {
             self.contact = contact
             self.mediaHost = mediaHost
             self.mediaPort = mediaPort
+            self.crypto = crypto
         }
     }
 
@@ -347,9 +350,10 @@ package struct SIPDialog {
     /// Parley's SDP: the answer to the caller's offer, or its own offer while it has none.
     private func answer() -> SessionDescription {
         guard let offerSDP else {
-            return PhoneAudioOffer.offer(address: local.mediaHost, port: local.mediaPort, sessionID: sdpSessionID, version: sdpVersion)
+            return PhoneAudioOffer.offer(address: local.mediaHost, port: local.mediaPort, sessionID: sdpSessionID, version: sdpVersion, crypto: local.crypto)
         }
-        return offer.answer(to: offerSDP, address: local.mediaHost, port: local.mediaPort, sessionID: sdpSessionID, version: sdpVersion)
+        return offer.answer(to: offerSDP, address: local.mediaHost, port: local.mediaPort, sessionID: sdpSessionID, version: sdpVersion,
+                            crypto: local.crypto)
     }
 
     private static func trimmed(_ text: Substring) -> String {

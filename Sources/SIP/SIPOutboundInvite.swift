@@ -103,7 +103,7 @@ package struct SIPOutboundInvite {
         invite.add("Allow", SIPDialog.allow)
         invite.add("Supported", "timer")
         invite.add("Content-Type", "application/sdp")
-        invite.body = PhoneAudioOffer.offer(address: local.mediaHost, port: local.mediaPort, sessionID: sdpSessionID, version: 1).bytes
+        invite.body = PhoneAudioOffer.offer(address: local.mediaHost, port: local.mediaPort, sessionID: sdpSessionID, version: 1, crypto: local.crypto).bytes
         self.invite = invite
     }
 
@@ -124,7 +124,8 @@ package struct SIPOutboundInvite {
         case (_, 100):
             return []
         case (.calling, 101..<200):
-            if status == 183, let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), earlyMedia != offer {
+            if status == 183, let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), earlyMedia != offer,
+               (offer.crypto == nil) == (local.crypto == nil) {
                 earlyMedia = offer
                 return [.progress(.earlyMedia(offer))]
             }
@@ -200,7 +201,8 @@ package struct SIPOutboundInvite {
         self.ack = ack
         // A 2xx that crossed our CANCEL is still a call: acknowledged, then hung up (section 9.1).
         if let cancelled { return [.ack(ack), .progress(.failed(cancelled))] }
-        guard let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp) else {
+        // An answer must take our offer's SRTP with a key of its own, and a plain offer plainly.
+        guard let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), (offer.crypto == nil) == (local.crypto == nil) else {
             return [.ack(ack), .progress(.failed(.noAcceptableAnswer))]
         }
         return [.ack(ack), .progress(.answered(offer))]

@@ -76,6 +76,9 @@ struct SIPOptions: ParsableArguments {
                                                      about: "A JSON file of trunks to call out through, by name: {\"acme\": {\"uri\": \"sip:[caller@]host[:port][;transport=udp|tcp|tls]\", \"username\", \"password\", \"register_seconds\", \"max_calls\", \"calls_per_second\"}} (with --sip-trunk's)")
         static let trunkCredentials = Setting.text("--sip-trunk-credentials-file", "PARLEY_SIP_TRUNK_CREDENTIALS_FILE", valueName: "file",
                                                    about: "A file of 'trunk:username:password' lines: what calls placed through that trunk (--sip-trunk) answer its digest challenge with")
+        static let srtp = Setting<SIPEndpoint.Settings.SRTPPolicy>.choice("--sip-srtp", "PARLEY_SIP_SRTP", default: .optional, shown: "optional",
+                                                                          among: SIPEndpoint.Settings.SRTPPolicy.allCases.map { ($0.rawValue, $0) },
+                                                                          about: "SRTP (SDES keys in the SDP, RFC 4568) on calls signalled over TLS: optional (taken when offered; plain RTP otherwise) or required (plain offers refused with 488, calls out over TLS offer SRTP)")
         static let maxCalls = Setting.whole("--sip-max-calls", "PARLEY_SIP_MAX_CALLS", default: SIPEndpoint.Settings().maxCallsPerLoop, in: 1...1_000_000,
                                             about: "Calls each loop holds at once; past it, 503 with Retry-After")
     }
@@ -96,6 +99,7 @@ struct SIPOptions: ParsableArguments {
     @Option(Settings.mediaTimeout) var mediaTimeout: String?
     @Option(Settings.maxInvites) var maxInvites: String?
     @Option(Settings.maxCalls) var maxCalls: String?
+    @Option(Settings.srtp) var srtp: String?
     @Option(Settings.outboundTrunks) var outboundTrunks: String?
     @Option(Settings.outboundTrunksFile) var outboundTrunksFile: String?
     @Option(Settings.trunkCredentials) var trunkCredentials: String?
@@ -153,6 +157,7 @@ struct SIPOptions: ParsableArguments {
         settings.mediaTimeoutSeconds = try Settings.mediaTimeout.read(mediaTimeout)
         settings.maxInvitesPerSecond = try Settings.maxInvites.read(maxInvites)
         settings.maxCallsPerLoop = try Settings.maxCalls.read(maxCalls)
+        settings.srtp = try Settings.srtp.read(srtp)
         settings.outboundTrunks = try Settings.outboundTrunks.read(outboundTrunks)
         if let file = try Settings.outboundTrunksFile.read(outboundTrunksFile) {
             guard let bytes = Sys.readFile(file) else { throw SettingError.unreadable("--sip-outbound-trunks", file) }

@@ -48,8 +48,9 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     var callID: String { dialog.callID }
     var invite: SIPMessage { dialog.invite }
 
+    /// `crypto`: our SRTP key, when the call's media is RTP/SAVP (`SIPUserAgent` decides).
     init(agent: SIPUserAgent, invite: SIPMessage, key: SIPTransactionKey, peer: SIPPeer, offer given: (PhoneAudioOffer, SessionDescription)?,
-         arrivedAt: UInt64) throws(SystemError) {
+         crypto: SDESCrypto?, arrivedAt: UInt64) throws(SystemError) {
         self.agent = agent
         self.peer = peer
         self.arrivedAt = arrivedAt
@@ -57,8 +58,8 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         let settings = agent.settings
         let offer = given?.0 ?? .awaitingAnswer(from: peer.address.description)
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer.address,
-                                 playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
-        let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort)
+                                 playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics, crypto: crypto)
+        let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort, crypto: crypto)
         dialog = SIPDialog(invite: invite, key: key, localTag: SIPUserAgent.tag(), local: local, offer: given, source: peer.address.description,
                            sdpSessionID: UInt64.random(in: 1..<(1 << 62)))
         media.call = self

@@ -2,6 +2,7 @@ import Codec
 import Loop
 import Media
 import SIP
+import Session
 import TLS
 
 /// What a SIP call's media hands its call: the caller's audio, a key pressed, the media gone quiet.
@@ -48,13 +49,20 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     private let playout: PlayoutClock
     private let metrics: SIPMetrics
     weak var call: SIPCallMediaOwner?
+    /// Our SRTP key (SDES), on a call whose media is RTP/SAVP, and the context made with the far
+    /// end's once its SDP gives it: every packet protected and checked (RFC 3711). With our key and
+    /// no context (the far end's key not yet known, or libsrtp2 refused it), nothing is sent or taken.
+    private let ourKey: SDESCrypto?
+    private var theirKey: SDESCrypto?
+    private var srtp: SRTPContext?
 
     static let frameBytes = 160
     static let frameNanoseconds: UInt64 = 20_000_000
 
     /// Opens the call's port on `host`, the first free one of `ports` (nil: the kernel's choice).
+    /// `crypto`: our SRTP key, for a call whose media is RTP/SAVP.
     init(loop: EventLoop, host: SocketAddress, ports: ClosedRange<Int>?, offer: PhoneAudioOffer, signalling: TransportAddress,
-         playout: PlayoutClock, timeoutSeconds: Double, metrics: SIPMetrics) throws(SystemError) {
+         playout: PlayoutClock, timeoutSeconds: Double, metrics: SIPMetrics, crypto: SDESCrypto? = nil) throws(SystemError) {
         // A random start within the range, so that calls spread over it (and a port just freed,
         // whose caller may still send to it, is not the next one given); 64 tries at most.
         let candidates: [Int] = ports.map { range in
@@ -79,11 +87,25 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
                            initialTimestamp: random[6...].reduce(0) { $0 << 8 | UInt32($1) })
         self.playout = playout
         self.metrics = metrics
+        ourKey = crypto
         timeoutNanoseconds = UInt64(timeoutSeconds * 1e9)
         lastPacketAt = loop.nanoseconds()
         // Bounded per pass: a flood on one call's port cannot hold the loop.
         try super.init(loop: loop, fd: fd, perPass: 64)
         nextTick = playout.add(self)
+        secure(with: offer.crypto)
+    }
+
+    /// The far end's key, from its offer or answer: the SRTP context made (again, if it changed).
+    private func secure(with theirs: SDESCrypto?) {
+        guard let ourKey, let theirs, theirs != theirKey else { return }
+        theirKey = theirs
+        do throws(SRTPError) {
+            srtp = try SRTPContext(profile: .aes128CmHmacSha1_80, outboundMasterKey: ourKey.keyAndSalt, inboundMasterKey: theirs.keyAndSalt)
+        } catch {
+            srtp = nil
+            sessionLog.error("SRTP for a SIP call could not be keyed; its media is dropped", metadata: ["error": "\(error)"])
+        }
     }
 
     /// The call's media ends: its port closes.
@@ -102,6 +124,7 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         if answer { lastPacketAt = loop.nanoseconds() }
         onHold = offer.isHold
         eventPayloadType = offer.telephoneEvent
+        secure(with: offer.crypto)
         if offer.codec != codec {
             codec = offer.codec
             let random = OpenSSL.randomBytes(6)
@@ -131,7 +154,14 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         }
         // RTCP on the same port (rtcp-mux is not offered: a PBX sends it to port + 1, where
         // nothing listens) is not audio.
-        guard !RTPPacket.isRTCP(datagram), let packet = try? RTPPacket(parsing: datagram) else { return }
+        guard !RTPPacket.isRTCP(datagram) else { return }
+        var datagram = datagram
+        if ourKey != nil {
+            // Checked and decrypted in place, in the loop's receive buffer (RFC 3711 section 3.3).
+            guard let srtp, let length = try? srtp.unprotect(rtp: UnsafeMutableRawBufferPointer(mutating: datagram)) else { return metrics.rtpDropped.add(1, .srtp) }
+            datagram = UnsafeRawBufferPointer(rebasing: datagram[..<length])
+        }
+        guard let packet = try? RTPPacket(parsing: datagram) else { return }
         lastPacketAt = now
         let type = packet.header.payloadType
         if type == codec.payloadType {
@@ -208,12 +238,12 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
             header.payloadType = eventType
             header.timestamp = event.timestamp
             header.marker = event.marker
-            header.write(payload: event.payload, into: &packet, trailerCapacity: 0)
+            header.write(payload: event.payload, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
             return transmit()
         }
         let frame = outgoing.next() ?? Self.silence(codec)
         let header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: frame.count, now: now)
-        header.write(payload: frame, into: &packet, trailerCapacity: 0)
+        header.write(payload: frame, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
         transmit()
     }
 
@@ -227,6 +257,9 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// The packet built, to the caller.
     private func transmit() {
         guard let destination = peer.socketAddress else { return }
+        if ourKey != nil {
+            guard let srtp, (try? srtp.protect(rtp: &packet)) != nil else { return }
+        }
         let sent: Bool? = packet.withUnsafeBytes { bytes in
             do throws(SystemError) { return try send(bytes, to: destination) } catch { return nil }
         }

@@ -45,9 +45,12 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         session = request.session
         answeringMachine = request.answeringMachine
         self.holding = holding
+        // SRTP on a TLS trunk that asks for it (or on a server that demands it): our key in the offer.
+        let crypto: SDESCrypto? = trunk.transport == .tls && (trunk.srtp || settings.srtp == .required) ? .fresh() : nil
         media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
-                                 signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics)
-        let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort)
+                                 signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics,
+                                 crypto: crypto)
+        let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort, crypto: crypto)
         let from = SIPURI(scheme: .sip, user: trunk.caller, host: settings.advertised)
         let destination = SIPOutboundInvite.Destination(uri: request.requestURI(at: trunk) ?? SIPURI(host: trunk.host, port: trunk.port), from: from,
                                                         credentials: trunk.credentials)

@@ -56,6 +56,13 @@ public final class SIPEndpoint: Sendable {
         public var maxCallsPerLoop = 5_000
         /// The trunks calls go out through, by name (`--sip-trunk`).
         public var outboundTrunks: [String: SIPOutboundTrunk] = [:]
+        /// SRTP (SDES, RFC 4568) on calls signalled over TLS (`--sip-srtp`): taken when offered
+        /// (`optional`), or demanded of every call, in and out (`required`).
+        public var srtp = SRTPPolicy.optional
+
+        public enum SRTPPolicy: String, Sendable, CaseIterable {
+            case optional, required
+        }
 
         public init() {}
 

@@ -53,6 +53,8 @@ enum SIPRefusal: String, MetricLabel, CaseIterable {
     case sourceNotAllowed = "source_not_allowed", unauthorized, noCommonCodec = "no_common_codec", busy, rejected, badRequest = "bad_request"
     /// Past the loop's INVITEs a second (`--sip-max-invites`); `busy` is past its calls held, or no RTP port free.
     case rateLimited = "rate_limited"
+    /// SDES keys offered over plain signalling, or a plain offer where `--sip-srtp required`.
+    case srtp
     static let labelName = "reason"
 }
 
@@ -90,5 +92,7 @@ extension AnsweringMachineDetector.Answer: MetricLabel {
 /// Why an RTP packet of a SIP call was dropped (`reason`).
 enum RTPDrop: String, MetricLabel, CaseIterable {
     case malformed, stranger, payloadType = "payload_type", sendBufferFull = "send_buffer_full", sendFailed = "send_failed"
+    /// SRTP that failed its check (a forged or replayed packet, the wrong key), or came before the key.
+    case srtp
     static let labelName = "reason"
 }

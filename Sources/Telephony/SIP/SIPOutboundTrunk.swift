@@ -29,11 +29,14 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
     public var callsPerSecond: Double?
     /// PEM CA certificates a TLS trunk's certificate is verified against, beside the system's.
     public var caFile: String?
+    /// Media as SRTP (SDES, RFC 4568), on a TLS trunk: the offer is RTP/SAVP with Parley's key,
+    /// and an answer without one is not taken.
+    public var srtp = false
 
     public static func == (a: SIPOutboundTrunk, b: SIPOutboundTrunk) -> Bool {
         a.name == b.name && a.host == b.host && a.port == b.port && a.transport == b.transport && a.caller == b.caller
             && a.credentials?.username == b.credentials?.username && a.credentials?.password == b.credentials?.password
-            && a.registerSeconds == b.registerSeconds && a.maxCalls == b.maxCalls && a.callsPerSecond == b.callsPerSecond && a.caFile == b.caFile
+            && a.registerSeconds == b.registerSeconds && a.maxCalls == b.maxCalls && a.callsPerSecond == b.callsPerSecond && a.caFile == b.caFile && a.srtp == b.srtp
     }
 
     /// `sip:[caller@]host[:port][;transport=udp|tcp|tls]`; nil when it is not that (the host must
@@ -58,14 +61,14 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
     }
 
     /// The trunks file: `{"NAME": {"uri": "sip:…", "username", "password", "register_seconds",
-    /// "max_calls", "calls_per_second", "ca_file"}, …}` (docs/operations.md, "Calls out").
+    /// "max_calls", "calls_per_second", "ca_file", "srtp"}, …}` (docs/operations.md, "Calls out").
     public static func parse(file text: String) throws(FileError) -> [String: SIPOutboundTrunk] {
         guard let json = try? JSON(parsing: text), let entries = json.object else { throw .invalid("is not a JSON object of trunks by name") }
         var trunks: [String: SIPOutboundTrunk] = [:]
         for (name, entry) in entries {
             func invalid(_ why: String) -> FileError { .invalid("trunk '\(name)': \(why)") }
             guard let fields = entry.object else { throw invalid("is not an object") }
-            let known: Set = ["uri", "username", "password", "register_seconds", "max_calls", "calls_per_second", "ca_file"]
+            let known: Set = ["uri", "username", "password", "register_seconds", "max_calls", "calls_per_second", "ca_file", "srtp"]
             if let unknown = fields.first(where: { !known.contains($0.0) }) { throw invalid("has '\(unknown.0)', which a trunk does not take") }
             guard let uri = entry["uri"]?.string, var trunk = SIPOutboundTrunk(name: name, uri: uri) else {
                 throw invalid("needs 'uri': sip:[caller@]host[:port][;transport=udp|tcp|tls], the host a numeric address")
@@ -90,6 +93,10 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
             if let file = entry["ca_file"] {
                 guard let path = file.string, !path.isEmpty, trunk.transport == .tls else { throw invalid("'ca_file' is a file's path, for a trunk over TLS") }
                 trunk.caFile = path
+            }
+            if let srtp = entry["srtp"] {
+                guard let on = srtp.bool, !on || trunk.transport == .tls else { throw invalid("'srtp' is true or false, and true only over TLS (the keys travel in the SDP)") }
+                trunk.srtp = on
             }
             trunks[name] = trunk
         }

@@ -237,9 +237,19 @@ final class SIPUserAgent {
         } catch {
             return refuse(400, .badRequest, "Bad Request (unreadable SDP)")
         }
+        // SDES keys travel in the SDP: taken and given only over TLS (RFC 4568 section 8.3).
+        let overTLS = peer.transport == "TLS"
+        if offer?.0.crypto != nil, !overTLS {
+            return refuse(488, .srtp, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"SRTP keys (a=crypto) are taken only on calls signalled over TLS\"")])
+        }
+        if settings.srtp == .required, offer.map({ $0.0.crypto == nil }) ?? !overTLS {
+            return refuse(488, .srtp, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"this server takes calls with SRTP only (RTP/SAVP, a=crypto, over TLS)\"")])
+        }
+        // Our key: for an offer with SRTP, or for our own offer over TLS where SRTP is required.
+        let crypto: SDESCrypto? = offer?.0.crypto != nil || (offer == nil && settings.srtp == .required) ? .fresh() : nil
         let call: SIPCall
         do {
-            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, arrivedAt: now)
+            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, crypto: crypto, arrivedAt: now)
         } catch {
             return refuse(503, .busy, "Service Unavailable (no RTP port)")
         }
