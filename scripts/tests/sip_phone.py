@@ -218,7 +218,10 @@ class PhoneCall(pj.Call):
 class Phone:
     """The endpoint: pjsua2 set up for tests, its calls, and the pump that runs them."""
 
-    def __init__(self, log: str, max_calls: int = 24, note: Callable[[str], None] | None = None):
+    def __init__(self, log: str, max_calls: int = 24, note: Callable[[str], None] | None = None,
+                 tls: tuple[str, str, str] | None = None):
+        """`tls`: (CA, certificate, key) PEM files: TCP and TLS transports too (`tcp_port`,
+        `tls_port`), the TLS one presenting that certificate and verifying peers against the CA."""
         _digests_loaded()
         self.note = note or (lambda text: print(f"note {text}", flush=True))
         self.calls: list[PhoneCall] = []
@@ -247,6 +250,19 @@ class Phone:
         transport.publicAddress = "127.0.0.1"
         transport_id = self.ep.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
         self.port = int(self.ep.transportGetInfo(transport_id).localName.rpartition(":")[2])
+        self.transports = {"udp": transport_id}
+        if tls is not None:
+            stream = pj.TransportConfig()
+            stream.port = 0
+            stream.boundAddress = stream.publicAddress = "127.0.0.1"
+            self.transports["tcp"] = self.ep.transportCreate(pj.PJSIP_TRANSPORT_TCP, stream)
+            secure = pj.TransportConfig()
+            secure.port = 0
+            secure.boundAddress = secure.publicAddress = "127.0.0.1"
+            secure.tlsConfig.CaListFile, secure.tlsConfig.certFile, secure.tlsConfig.privKeyFile = tls
+            secure.tlsConfig.method = pj.PJSIP_TLSV1_2_METHOD
+            secure.tlsConfig.verifyServer = True
+            self.transports["tls"] = self.ep.transportCreate(pj.PJSIP_TRANSPORT_TLS, secure)
         self.ep.libStart()
         self.codecs("PCMU")
 
@@ -257,9 +273,21 @@ class Phone:
         for rank, name in enumerate(names):
             self.ep.codecSetPriority(f"{name}/8000/1", 255 - rank)
 
-    def account(self, user: str, password: str | None = None) -> pj.Account:
+    def transport_port(self, name: str) -> int:
+        return int(self.ep.transportGetInfo(self.transports[name]).localName.rpartition(":")[2])
+
+    def account(self, user: str, password: str | None = None, transport: str = "udp", srtp: bool = False) -> pj.Account:
+        """`transport`: its calls' SIP transport ("udp", "tcp", "tls"); `srtp`: SRTP (SDES)
+        mandatory on its calls, as a phone set to secure calls only."""
         config = pj.AccountConfig()
-        config.idUri = f"sip:{user}@127.0.0.1:{self.port}"
+        suffix = "" if transport == "udp" else f";transport={transport}"
+        config.idUri = f"sip:{user}@127.0.0.1:{self.transport_port(transport)}{suffix}"
+        config.sipConfig.transportId = self.transports[transport]
+        if srtp:
+            config.mediaConfig.srtpUse = pj.PJMEDIA_SRTP_MANDATORY
+            config.mediaConfig.srtpSecureSignaling = 0
+        else:
+            config.mediaConfig.srtpUse = pj.PJMEDIA_SRTP_DISABLED
         if password is not None:
             config.sipConfig.authCreds.append(pj.AuthCredInfo("digest", "*", user, 0, password))
         media = config.mediaConfig.transportConfig
