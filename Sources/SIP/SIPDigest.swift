@@ -65,20 +65,26 @@ package struct SIPDigestChallenge: Sendable, Equatable {
     package var opaque: String?
     /// The nonce was good but old: the client may retry with the same password (RFC 2617 3.2.1).
     package var stale: Bool
+    /// Whether it offers qop "auth" (RFC 2617 section 3.2.1); a challenge without a qop is
+    /// answered in RFC 2069's form, with no nc or cnonce.
+    package var offersAuth: Bool
 
-    package init(realm: String, nonce: String, algorithm: SIPDigestAlgorithm, opaque: String? = nil, stale: Bool = false) {
+    package init(realm: String, nonce: String, algorithm: SIPDigestAlgorithm, opaque: String? = nil, stale: Bool = false, offersAuth: Bool = true) {
         self.realm = realm
         self.nonce = nonce
         self.algorithm = algorithm
         self.opaque = opaque
         self.stale = stale
+        self.offersAuth = offersAuth
     }
 
     package init?(_ value: String) {
         guard let (scheme, parameters) = SIPDigest.parseParameters(value), scheme.lowercased() == "digest",
               let realm = parameters["realm"], let nonce = parameters["nonce"],
               let algorithm = SIPDigestAlgorithm(rawValue: parameters["algorithm"]?.uppercased() ?? "MD5") else { return nil }
-        self.init(realm: realm, nonce: nonce, algorithm: algorithm, opaque: parameters["opaque"], stale: parameters["stale"]?.lowercased() == "true")
+        let qops = parameters["qop"]?.lowercased().split(separator: ",").map { String($0.filter { $0 != " " && $0 != "\t" }) } ?? []
+        self.init(realm: realm, nonce: nonce, algorithm: algorithm, opaque: parameters["opaque"], stale: parameters["stale"]?.lowercased() == "true",
+                  offersAuth: qops.contains("auth"))
     }
 
     /// The header value: always qop="auth" (RFC 8760 section 2.4 requires a qop).
@@ -115,6 +121,19 @@ package struct SIPDigestCredentials: Sendable, Equatable {
         self.nc = nc
         self.cnonce = cnonce
         self.opaque = opaque
+    }
+
+    /// Parley's answer to `challenge`, for `method` on `uri` (RFC 3261 section 22.4; MD5 or RFC
+    /// 8760's SHA-256): a trunk's challenge to a call out or a registration.
+    package static func answering(_ challenge: SIPDigestChallenge, method: String, uri: String, username: String, password: String,
+                                  cnonce: String) -> SIPDigestCredentials {
+        let ha1 = SIPDigest.ha1(username: username, realm: challenge.realm, password: password, algorithm: challenge.algorithm)
+        let qop = challenge.offersAuth ? "auth" : nil
+        let nc = qop.map { _ in "00000001" }
+        return SIPDigestCredentials(username: username, realm: challenge.realm, nonce: challenge.nonce, uri: uri,
+                                    response: SIPDigest.response(ha1: ha1, nonce: challenge.nonce, method: method, uri: uri, qop: qop, nc: nc,
+                                                                 cnonce: qop.map { _ in cnonce }, algorithm: challenge.algorithm),
+                                    algorithm: challenge.algorithm, qop: qop, nc: nc, cnonce: qop.map { _ in cnonce }, opaque: challenge.opaque)
     }
 
     /// Parses the header value; nil when it is not a digest answer with the fields every answer

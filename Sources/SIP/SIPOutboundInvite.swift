@@ -217,13 +217,8 @@ package struct SIPOutboundInvite {
             return [.progress(.failed(.unauthorized(status: proxy ? 407 : 401)))]
         }
         answeredChallenge = true
-        let uri = destination.uri.description
-        let cnonce = String(sdpSessionID, radix: 16)
-        let ha1 = SIPDigest.ha1(username: credentials.username, realm: challenge.realm, password: credentials.password, algorithm: challenge.algorithm)
-        let answer = SIPDigestCredentials(username: credentials.username, realm: challenge.realm, nonce: challenge.nonce, uri: uri,
-                                          response: SIPDigest.response(ha1: ha1, nonce: challenge.nonce, method: "INVITE", uri: uri, qop: "auth",
-                                                                       nc: "00000001", cnonce: cnonce, algorithm: challenge.algorithm),
-                                          algorithm: challenge.algorithm, qop: "auth", nc: "00000001", cnonce: cnonce, opaque: challenge.opaque)
+        let answer = SIPDigestCredentials.answering(challenge, method: "INVITE", uri: destination.uri.description, username: credentials.username,
+                                                    password: credentials.password, cnonce: String(sdpSessionID, radix: 16))
         var next = invite
         let number = ((try? invite.cseq().number) ?? 1) + 1
         next.headers.removeAll { $0.name == "CSeq" || $0.name == "Authorization" || $0.name == "Proxy-Authorization" }

@@ -73,11 +73,11 @@ public final class SIPEndpoint: Sendable {
 
         /// Parley's Contact in a dialog over `transport` ("UDP", "TCP" or "TLS"), and the Via of
         /// its requests there.
-        func contact(over transport: String) -> String {
+        func contact(over transport: String, user: String = "parley") -> String {
             switch transport {
-            case "TLS": "<sip:parley@\(advertised):\(tls?.port ?? port);transport=tls>"
-            case "TCP": "<sip:parley@\(advertised):\(port);transport=tcp>"
-            default: "<sip:parley@\(advertised):\(port)>"
+            case "TLS": "<sip:\(user)@\(advertised):\(tls?.port ?? port);transport=tls>"
+            case "TCP": "<sip:\(user)@\(advertised):\(port);transport=tcp>"
+            default: "<sip:\(user)@\(advertised):\(port)>"
             }
         }
 
@@ -173,6 +173,14 @@ public final class SIPEndpoint: Sendable {
         let agent = SIPUserAgent(loop: loop, endpoint: self, playout: .on(loop))
         _ = try SIPSignallingPort.open(on: loop, at: address, agent: agent)
         loop.local { AgentSlot() }.agent = agent
+        // Registrations with trunks: one process's, from its first loop, once its ports are open.
+        if loop.handle.index == 0 {
+            let registrar = SIPTrunkRegistrar(agent: agent, trunks: settings.outboundTrunks.values.sorted { $0.name < $1.name })
+            if !registrar.isEmpty {
+                agent.registrar = registrar
+                _ = loop.schedule(after: 0) { registrar.start() }
+            }
+        }
         var tcp = SIPStreamProtocol.port(at: address, tls: nil, agent: agent)
         // Connections to trunks over TCP and TLS are opened from, and counted on, the TCP port.
         tcp.dialer = { [unowned agent] dialer in agent.attach(dialer) }

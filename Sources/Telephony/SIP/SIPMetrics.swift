@@ -20,6 +20,7 @@ final class SIPMetrics: Sendable {
     let dialSetup: Histogram
     let answeredBy: LabelledFamily<AnsweringMachineDetector.Answer>
     let dialRefused: LabelledFamily<SIPDialRefusal>
+    let registrations: LabelledFamily<SIPRegistrationResult>
 
     init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -36,6 +37,8 @@ final class SIPMetrics: Sendable {
         dialFailures = LabelledFamily(name: "parley_sip_calls_unanswered_total", help: "SIP calls Parley placed that were not answered, by why.", registry: registry)
         dialRefused = LabelledFamily(name: "parley_sip_calls_refused_out_total", help: "Calls out refused before an INVITE went: the trunk at its limit of calls at once or a second.",
                                      registry: registry)
+        registrations = LabelledFamily(name: "parley_sip_registrations_total", help: "REGISTERs with trunks answered, by result (a refresh counts again).",
+                                       registry: registry)
         dialSetup = Histogram(name: "parley_sip_call_answer_seconds", help: "From a placed call's INVITE to its answer (the ringing included).",
                               bounds: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60], registry: registry)
         answeredBy = LabelledFamily(name: "parley_sip_calls_answered_by_total", help: "Placed calls answered, by who answered as the answering-machine detection decided it.",
@@ -82,6 +85,12 @@ extension SIPCallFailure.Kind: MetricLabel {
 enum SIPDialRefusal: String, MetricLabel, CaseIterable {
     case trunkBusy = "trunk_busy", trunkRateLimited = "trunk_rate_limited"
     static let labelName = "reason"
+}
+
+/// How a registration with a trunk went (`result`).
+enum SIPRegistrationResult: String, MetricLabel, CaseIterable {
+    case registered, failed
+    static let labelName = "result"
 }
 
 /// Who answered a placed call (`answer`).

@@ -29,6 +29,8 @@ final class SIPUserAgent {
     /// The TCP port's way out, for trunks over TCP and TLS, and the connection open to each.
     private var dialer: StreamDialer?
     private var trunkConnections: [String: StreamConnection] = [:]
+    /// The registrations with trunks, on the loop that holds them.
+    var registrar: SIPTrunkRegistrar?
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
     /// INVITEs begun within the current second, for the flood limit.
@@ -505,6 +507,7 @@ final class SIPUserAgent {
 
     /// The server is stopping: every call ends with a BYE, every call ringing is cancelled.
     func stopping() {
+        registrar?.stopping()
         for call in Array(calls.values) { call.hangUp(.serverBye) }
         for call in Array(dialing.values) { call.control(.hangUp) }
     }
