@@ -45,7 +45,7 @@ test:
 	scripts/tools/phase.sh build $(SWIFT) build --build-tests; \
 	SWIFT=$(SWIFT) scripts/tools/phase.sh swift scripts/tools/swift-test.sh --skip-build; \
 	MAKE="$(MAKE)" scripts/tools/lanes.sh "chaos webrtc live-sip twilio-carrier sip-secure otlp deploy secrets fuzz-smoke" \
-	  "realtime-sdk live-sdk agents-sdk mcp-session sip-call sip-dial-out eval e2e"
+	  "realtime-sdk live-sdk agents-sdk mcp-session sip-call sip-dial-out sip-kamailio eval e2e"
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
 # fake microphone playing speech made by espeak-ng, against a server without keys and one with a

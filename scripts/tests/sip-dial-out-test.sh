@@ -74,6 +74,16 @@ for scenario in auth unauthorized 503 early-bye silent; do
         status=1
     fi
 done
+# The message Parley left on the voicemail, as the recogniser hears it in the callee's recording.
+if [[ $status -eq 0 ]]; then
+    left=$(timeout 120 .venv-speech/bin/python scripts/tests/recognise.py "$WORK/pjsua.log.heard.wav.5.wav" | tr '[:upper:]' '[:lower:]')
+    if [[ "$left" == *order* && "$left" == *call* ]]; then
+        echo "ok   the recogniser hears the message left after the beep (\"$left\")" >&2
+    else
+        echo "FAIL the recogniser heard \"$left\" in the voicemail's recording" >&2
+        status=1
+    fi
+fi
 grep -qF "$TRUNK_PASSWORD" "$LOGS/server.log" && die "the trunk's password reached the server's log"
 if [[ $status -ne 0 ]]; then
     logs server
