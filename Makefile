@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-dial-out bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -71,6 +71,10 @@ bench: release
 # noise), 20 and 200 of each on one release server with its defaults: RSS, heap in use and CPU, and
 # what one session more costs, beside the load client's CPU and the steal (about 3 minutes; COUNTS,
 # SECONDS_HELD).
+# Calls out (issue 54): calls placed a second and their set-up time, through SIPp as the trunk.
+bench-dial-out: release
+	scripts/benchmarks/bench-dial-out.sh
+
 bench-density: release
 	scripts/benchmarks/bench-density.sh
 

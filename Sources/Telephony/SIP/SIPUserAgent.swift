@@ -1,7 +1,9 @@
 import Loop
 import Media
 import Server
+import Session
 import SIP
+import Synchronization
 import TLS
 
 /// One loop's SIP user agent (RFC 3261), over its share of the SIP port (`SIPSignallingPort`): a
@@ -116,7 +118,7 @@ final class SIPUserAgent {
 
     /// A whole message, from a datagram or a TCP connection.
     func received(_ message: SIPMessage, from peer: SIPPeer) {
-        if message.isRequest { request(message, from: peer) } else { response(message) }
+        if message.isRequest { request(message, from: peer) } else { response(message, from: peer) }
     }
 
     private func request(_ request: SIPMessage, from peer: SIPPeer) {
@@ -126,6 +128,8 @@ final class SIPUserAgent {
             if method != "ACK" { send(.response(to: request, status: 400, reason: "Missing Via Branch"), to: peer) }
             return metrics.messagesDropped.add(1, .malformed)
         }
+        // A request in the dialog of a call placed from another loop: that loop's (its transaction there).
+        if (try? request.to())?.tag != nil, call(for: request) == nil, forwarded(request, from: peer) { return }
         if var existing = server[key] {
             // A retransmission, or the ACK of a non-2xx final (section 17.2.3).
             let now = loop.nanoseconds()
@@ -278,6 +282,7 @@ final class SIPUserAgent {
     }
 
     func forget(_ call: SIPCall) {
+        SIPPlacedCalls.shared.remove(call.callID)
         if calls[call.callID] === call { calls[call.callID] = nil }
     }
 
@@ -368,7 +373,7 @@ final class SIPUserAgent {
         carryClient(actions, key: key)
     }
 
-    private func response(_ response: SIPMessage) {
+    private func response(_ response: SIPMessage, from peer: SIPPeer) {
         let key = SIPTransactionKey.client(for: response)
         if key.map({ client[$0] == nil }) ?? true, let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
             // A 2xx of our INVITE again, after its transaction ended: acknowledged again.
@@ -376,6 +381,7 @@ final class SIPUserAgent {
             if let (ack, peer) = acks[callID] { return send(ack, to: peer) }
         }
         guard let key, var existing = client[key] else {
+            if forwarded(response, from: peer) { return }
             // A response to nothing of ours.
             return metrics.messagesDropped.add(1, .unmatched)
         }
@@ -445,8 +451,19 @@ final class SIPUserAgent {
         for (name, open) in trunkConnections where open === connection { trunkConnections[name] = nil }
     }
 
+    /// A message for a call placed over UDP from another loop (`SIPPlacedCalls`), handed to it;
+    /// false when the call is not one of those.
+    private func forwarded(_ message: SIPMessage, from peer: SIPPeer) -> Bool {
+        guard peer.connection == nil, let callID = try? message.callID(), dialing[callID] == nil, calls[callID] == nil,
+              let home = SIPPlacedCalls.shared.home(of: callID), home.value !== self else { return false }
+        let address = peer.address
+        home.value.loop.handle.execute { home.value.received(message, from: .udp(address)) }
+        return true
+    }
+
     /// Places `call`: its INVITE goes out (`SIPDialOut.start`).
     func dial(_ call: SIPDialOut) {
+        if call.peer.connection == nil { SIPPlacedCalls.shared.add(call.callID, on: self) }
         dialing[call.callID] = call
         call.start()
     }
@@ -487,6 +504,7 @@ final class SIPUserAgent {
 
     /// The placed call ended before it was answered.
     func dialEnded(_ dial: SIPDialOut) {
+        SIPPlacedCalls.shared.remove(dial.callID)
         if dialing[dial.callID] === dial { dialing[dial.callID] = nil }
     }
 
@@ -511,4 +529,17 @@ final class SIPUserAgent {
         for call in Array(calls.values) { call.hangUp(.serverBye) }
         for call in Array(dialing.values) { call.control(.hangUp) }
     }
+}
+
+/// The calls this process placed over UDP, by SIP Call-ID, with the agent (and so the loop) that
+/// holds each. Every loop binds the SIP port (SO_REUSEPORT) and the kernel hands a sender's
+/// datagrams to one loop by a hash of the addresses: all of a trunk's come to one loop, whichever
+/// loop placed the call. What comes for a call held elsewhere is handed to its loop here.
+final class SIPPlacedCalls: Sendable {
+    static let shared = SIPPlacedCalls()
+    private let homes = Mutex<[String: Handoff<SIPUserAgent>]>([:])
+
+    func add(_ callID: String, on agent: SIPUserAgent) { homes.withLock { $0[callID] = Handoff(agent) } }
+    func remove(_ callID: String) { _ = homes.withLock { $0.removeValue(forKey: callID) } }
+    func home(of callID: String) -> Handoff<SIPUserAgent>? { homes.withLock { $0[callID] } }
 }
