@@ -147,6 +147,30 @@ def sipp_trunks(base: str, ws: str, c: Checks) -> None:
         c.check("the callee that never sent RTP: hung up at the media timeout", False)
 
 
+def busy_and_no_answer(base: str, ws: str, c: Checks) -> None:
+    """A busy callee, then one no one answers (beside the voicemails: they share only the server)."""
+    status, _, body = place(base, "+15550000002")
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        failed = events_until(side, {"transport.failed"}, 15)[-1:]
+        error = failed[0].get("error", {}) if failed else {}
+        c.check("a busy callee: transport.failed, busy, SIP 486", error.get("code") == "busy" and error.get("sip_status") == 486, json.dumps(failed))
+
+    status, _, body = place(base, "+15550000003", ring_timeout_seconds=5)
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        failed = events_until(side, {"transport.failed"}, 20)[-1:]
+        error = failed[0].get("error", {}) if failed else {}
+        c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
+
+
+def hang_up_on_machine(base: str, ws: str, c: Checks) -> None:
+    status, _, body = place(base, "+15550000006", answering_machine={"on_machine": "hang_up", "until_decided": "listen"})
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        seen = events_until(side, {"never"}, 15)
+        kinds = [e.get("type") for e in seen]
+        c.check("hang_up: a machine, then the call ends with no reply begun", status == 201 and "transport.answered_by" in kinds and "response.created" not in kinds,
+                ", ".join(dict.fromkeys(kinds)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
@@ -191,6 +215,11 @@ def main() -> int:
         status, _, _ = post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
         c.check("the application hangs the call up (200)", status == 200, str(status))
 
+    # The same voicemail with hang_up, beside the next: the session listens until the verdict, then Parley hangs up.
+    machine = threading.Thread(target=hang_up_on_machine, args=(base, ws, c))
+    machine.start()
+    unanswered = threading.Thread(target=busy_and_no_answer, args=(base, ws, c))
+    unanswered.start()
     # A voicemail: the message left after its beep, then Parley's BYE (no hangup from here).
     status, _, body = place(base, "+15550000005", answering_machine={"on_machine": "leave_message", "message": MESSAGE})
     with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
@@ -210,25 +239,8 @@ def main() -> int:
         time.sleep(0.1)
     c.check("the session's report says who answered", report.get("answered_by", {}).get("answer") == "machine", json.dumps(report.get("answered_by")))
 
-    # The same voicemail with hang_up: the session listens until the verdict, then Parley hangs up.
-    status, _, body = place(base, "+15550000006", answering_machine={"on_machine": "hang_up", "until_decided": "listen"})
-    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
-        seen = events_until(side, {"never"}, 15)
-        kinds = [e.get("type") for e in seen]
-        c.check("hang_up: a machine, then the call ends with no reply begun", "transport.answered_by" in kinds and "response.created" not in kinds,
-                ", ".join(dict.fromkeys(kinds)))
-
-    status, _, body = place(base, "+15550000002")
-    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
-        failed = events_until(side, {"transport.failed"}, 15)[-1:]
-        error = failed[0].get("error", {}) if failed else {}
-        c.check("a busy callee: transport.failed, busy, SIP 486", error.get("code") == "busy" and error.get("sip_status") == 486, json.dumps(failed))
-
-    status, _, body = place(base, "+15550000003", ring_timeout_seconds=5)
-    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
-        failed = events_until(side, {"transport.failed"}, 20)[-1:]
-        error = failed[0].get("error", {}) if failed else {}
-        c.check("no one answers: cancelled at its ring timeout, transport.failed no_answer", error.get("code") == "no_answer", json.dumps(failed))
+    machine.join()
+    unanswered.join()
 
     live.join()
     trunks.join()
