@@ -27,7 +27,9 @@ import Testing
             (#"{"a": {"uri": "sip:10.0.0.1", "register_seconds": 5}}"#, "'register_seconds' must be 60 to 86,400"),
             (#"{"a": {"uri": "sip:10.0.0.1", "max_calls": 0}}"#, "'max_calls'"),
             (#"{"a": {"uri": "sip:10.0.0.1", "calls_per_second": -1}}"#, "'calls_per_second'"),
-            (#"{"a": {"uri": "sip:10.0.0.1", "srtp": "maybe", "password": "hunter2"}}"#, "has 'srtp'"),
+            (#"{"a": {"uri": "sip:10.0.0.1", "codec": "g729", "password": "hunter2"}}"#, "has 'codec'"),
+            (#"{"a": {"uri": "sip:10.0.0.1", "srtp": true}}"#, "true only over TLS"),
+            (#"{"a": {"uri": "sip:10.0.0.1", "ca_file": "/etc/ca.pem"}}"#, "for a trunk over TLS"),
         ]
         for (text, wanted) in cases {
             do {
