@@ -21,6 +21,7 @@ from openai import AsyncOpenAI
 from openai.types.live.connect_server_event import ConnectServerEvent
 
 from checks import Checks  # beside this file
+from http_json import request  # beside this file
 from realtime_sdk_client import models_by_type, short  # beside this file
 
 
@@ -72,21 +73,11 @@ MESSAGE = "Hello, this is Parley calling about your order. Please call us back."
 
 
 def post(base: str, path: str, body: dict | None) -> tuple[int, dict, dict]:
-    data = json.dumps(body).encode() if body is not None else b""
-    request = urllib.request.Request(base + path, data=data, method="POST", headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), json.loads(error.read() or b"{}")
+    return request(base + path, body)
 
 
 def get(base: str, path: str) -> tuple[int, dict, dict]:
-    try:
-        with urllib.request.urlopen(base + path, timeout=10) as response:
-            return response.status, dict(response.headers), json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), json.loads(error.read() or b"{}")
+    return request(base + path, method="GET")
 
 
 def place(base: str, number: str, session: dict | None = None, **transport) -> tuple[int, dict, dict]:

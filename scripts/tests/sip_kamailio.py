@@ -11,14 +11,13 @@ with pjsua2 phones registered at it and this script as the application:
 Prints one ok/FAIL line a check; exit status 0 when all passed.
 """
 import argparse
-import json
 import os
 import sys
 import time
-import urllib.error
 import urllib.request
 
 import pjsua2 as pj
+from http_json import request  # beside this file
 from sip_phone import Phone, PhoneCall  # beside this file
 
 CALLEE = "+15550000040"
@@ -74,13 +73,8 @@ def main() -> int:
         print(("ok   " if ok else "FAIL ") + text, flush=True)
 
     def post(path: str, body: dict | None) -> tuple[int, dict]:
-        data = json.dumps(body).encode() if body is not None else b""
-        request = urllib.request.Request(args.url + path, data=data, method="POST", headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status, json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"{}")
+        status, _, answer = request(args.url + path, body)
+        return status, answer
 
     def metrics() -> str:
         with urllib.request.urlopen(args.url + "/metrics", timeout=10) as response:

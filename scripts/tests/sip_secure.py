@@ -13,15 +13,13 @@ calls through Parley's API (over https, verifying the server against the test CA
 Prints one ok/FAIL line a check; exit status 0 when all passed.
 """
 import argparse
-import json
 import os
 import ssl
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pjsua2 as pj
+from http_json import request  # beside this file
 from sip_phone import Phone, PhoneCall  # beside this file
 
 TCP_CALLEE, TLS_CALLEE = "+15550000030", "+15550000031"
@@ -124,13 +122,8 @@ def main() -> int:
     context = ssl.create_default_context(cafile=args.ca)
 
     def post(path: str, body: dict | None) -> tuple[int, dict]:
-        data = json.dumps(body).encode() if body is not None else b""
-        request = urllib.request.Request(url + path, data=data, method="POST", headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=10, context=context) as response:
-                return response.status, json.loads(response.read() or b"{}")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"{}")
+        status, _, answer = request(url + path, body, context=context)
+        return status, answer
 
     placed = {}
     for number, trunk in ((TCP_CALLEE, "tcp"), (TLS_CALLEE, "tls")):
