@@ -75,7 +75,7 @@ enum DialOutFuzz {
             precondition(SDESCrypto(attribute: crypto.attribute) == crypto, "an a=crypto line that does not write back as itself")
         }
         do throws(SIPOutboundTrunk.FileError) {
-            for (name, trunk) in try SIPOutboundTrunk.parse(file: text) {
+            for (name, trunk) in try SIPOutboundTrunk.parse(file: text, resolve: SIPOutboundTrunk.numeric) {
                 precondition(trunk.name == name && (!trunk.srtp || trunk.transport == .tls), "SRTP on a trunk that is not TLS")
             }
         } catch {

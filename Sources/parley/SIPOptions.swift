@@ -61,12 +61,12 @@ struct SIPOptions: ParsableArguments {
                                               about: "New calls (INVITEs) each loop begins a second; past it, 503 with Retry-After (measured: some 2,500 a second fit a core)")
         static let outboundTrunks = Setting<[String: SIPOutboundTrunk]>("--sip-trunk", "PARLEY_SIP_TRUNK", default: [:], shown: "none: no calls out",
                                                                        valueName: "name=uri,…",
-                                                                       about: "Trunks calls are placed through (POST /v1/realtime/calls with {\"transport\": {\"type\": \"sip\", \"destination\", \"trunk\": name}}): name=sip:[caller@]host[:port][;transport=udp|tcp|tls], comma-separated; host a numeric address") { text throws(SettingRejection) in
+                                                                       about: "Trunks calls are placed through (POST /v1/realtime/calls with {\"transport\": {\"type\": \"sip\", \"destination\", \"trunk\": name}}): name=sip:[caller@]host[:port][;transport=udp|tcp|tls], comma-separated; host an address or a name, resolved as the server starts") { text throws(SettingRejection) in
             var trunks: [String: SIPOutboundTrunk] = [:]
             for part in text.split(separator: ",") {
                 let pair = part.split(separator: "=", maxSplits: 1)
                 guard pair.count == 2, let trunk = SIPOutboundTrunk(name: String(pair[0].trimmingSpaces()), uri: String(pair[1].trimmingSpaces())) else {
-                    throw SettingRejection("holds '\(part)', which is not name=sip:[caller@]host[:port][;transport=udp|tcp|tls] with a numeric host")
+                    throw SettingRejection("holds '\(part)', which is not name=sip:[caller@]host[:port][;transport=udp|tcp|tls] with a host that resolves")
                 }
                 trunks[trunk.name] = trunk
             }

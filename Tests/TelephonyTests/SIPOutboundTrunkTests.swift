@@ -16,7 +16,13 @@ import Testing
         let lab = try #require(trunks["lab"])
         #expect(lab.transport == .tcp && lab.port == 5070 && lab.caller == "parley" && lab.credentials == nil && lab.maxCalls == nil)
         #expect(SIPOutboundTrunk(name: "x", uri: "sip:10.0.0.2;transport=sctp") == nil)
-        #expect(SIPOutboundTrunk(name: "x", uri: "sip:trunk.example.com") == nil, "a numeric host")
+        // A name is resolved once (here by a resolver of the test's): the address is where calls go,
+        // the name stays the Request-URI's host and what a TLS certificate is checked for.
+        let named = try #require(SIPOutboundTrunk(name: "x", uri: "sip:+15557654321@sip.trunk.example;transport=tls") { host, port in
+            host == "sip.trunk.example" ? SIPOutboundTrunk.numeric("198.51.100.7", port) : nil
+        })
+        #expect(named.host == "sip.trunk.example" && named.address.description == "198.51.100.7:5061")
+        #expect(SIPOutboundTrunk(name: "x", uri: "sip:nowhere.example") { _, _ in nil } == nil, "a host that does not resolve")
     }
 
     @Test func aTrunksFileThatIsWrongSaysWhereAndNeverThePassword() {
@@ -33,7 +39,7 @@ import Testing
         ]
         for (text, wanted) in cases {
             do {
-                _ = try SIPOutboundTrunk.parse(file: text)
+                _ = try SIPOutboundTrunk.parse(file: text, resolve: SIPOutboundTrunk.numeric)
                 Issue.record("\(text) was taken")
             } catch {
                 #expect(error.description.contains(wanted) && !error.description.contains("hunter2"), "\(text): \(error)")

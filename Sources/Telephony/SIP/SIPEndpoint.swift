@@ -249,11 +249,10 @@ public final class SIPEndpoint: Sendable {
             return answer(.jsonError(.badRequest, code: "unknown_trunk",
                                      message: known.isEmpty ? "this server has no trunks to call out through (--sip-trunk NAME=URI)" : "no trunk '\(dial.trunk)': the trunks are \(known.joined(separator: ", "))"))
         }
-        guard let agent = stream.loop.local({ AgentSlot() }).agent,
-              let address = (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first.flatMap(TransportAddress.init) else {
-            return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop, or the trunk's address does not resolve"))
+        guard let agent = stream.loop.local({ AgentSlot() }).agent else {
+            return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop"))
         }
-        guard let peer = agent.peer(for: trunk, at: address) else {
+        guard let peer = agent.peer(for: trunk) else {
             return answer(.jsonError(.serviceUnavailable, code: "trunk_unreachable", message: "no \(trunk.transport.rawValue) connection to trunk '\(trunk.name)' could be begun"))
         }
         // A call out is a session of its tenant's from the start: it takes its place (and its

@@ -1,8 +1,10 @@
 import JSON
 import Loop
+import Media
 import SIP
 
-/// A trunk calls go out through: its signalling address (numeric) and transport, the caller id its
+/// A trunk calls go out through: its host (a name or a numeric address) and the address it was
+/// resolved to as the server started, its transport, the caller id its
 /// From gives, the credentials its digest challenges are answered with, whether Parley registers
 /// with it (RFC 3261 section 10), and its limits. Given on the command line
 /// (`--sip-trunk NAME=sip:[caller@]HOST[:PORT][;transport=tcp|tls]`) or in the trunks file
@@ -13,8 +15,12 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
     }
 
     public var name: String
+    /// As given: the Request-URI's host, and the name a TLS trunk's certificate is checked for.
     public var host: String
     public var port: UInt16
+    /// Where its signalling goes: `host` resolved once, as the server started (its DNS records are
+    /// not followed after; no SRV or NAPTR lookup, RFC 3263: the port is the URI's or the default).
+    package var address: TransportAddress
     public var transport = Transport.udp
     /// The From's user (the number calls show), `parley` when the URI gives none.
     public var caller: String
@@ -34,25 +40,39 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
     public var srtp = false
 
     public static func == (a: SIPOutboundTrunk, b: SIPOutboundTrunk) -> Bool {
-        a.name == b.name && a.host == b.host && a.port == b.port && a.transport == b.transport && a.caller == b.caller
+        a.name == b.name && a.host == b.host && a.port == b.port && a.address == b.address && a.transport == b.transport && a.caller == b.caller
             && a.credentials?.username == b.credentials?.username && a.credentials?.password == b.credentials?.password
             && a.registerSeconds == b.registerSeconds && a.maxCalls == b.maxCalls && a.callsPerSecond == b.callsPerSecond && a.caFile == b.caFile && a.srtp == b.srtp
     }
 
-    /// `sip:[caller@]host[:port][;transport=udp|tcp|tls]`; nil when it is not that (the host must
-    /// be a numeric address). TLS's port is 5061 unless given (RFC 3261 section 19.1.2).
-    public init?(name: String, uri text: String) {
+    /// `sip:[caller@]host[:port][;transport=udp|tcp|tls]`; nil when it is not that, or `resolve`
+    /// finds no address for its host. TLS's port is 5061 unless given (RFC 3261 section 19.1.2).
+    /// `resolve`: the host's address (by default getaddrinfo, which blocks: at start-up only).
+    package init?(name: String, uri text: String, resolve: (String, UInt16) -> TransportAddress? = SIPOutboundTrunk.resolve) {
         guard !name.isEmpty, let uri = SIPURI(text), text.hasPrefix("sip:") else { return nil }
-        let transport = uri.parameters.first { $0.name.lowercased() == "transport" }?.value?.uppercased()
-        guard (try? Sys.resolve(host: uri.host, port: 0, passive: false, numericOnly: true))?.first != nil else { return nil }
+        var transport = Transport.udp
+        if let given = uri.parameters.first(where: { $0.name.lowercased() == "transport" })?.value?.uppercased() {
+            guard let known = Transport(rawValue: given) else { return nil }
+            transport = known
+        }
+        let port = uri.port ?? (transport == .tls ? 5061 : 5060)
+        guard let address = resolve(uri.host, port) else { return nil }
         self.name = name
         host = uri.host
-        if let transport {
-            guard let known = Transport(rawValue: transport) else { return nil }
-            self.transport = known
-        }
-        port = uri.port ?? (self.transport == .tls ? 5061 : 5060)
+        self.port = port
+        self.address = address
+        self.transport = transport
         caller = uri.user ?? "parley"
+    }
+
+    /// A host's first address (a name looked up, a numeric address read), for its port.
+    package static func resolve(_ host: String, _ port: UInt16) -> TransportAddress? {
+        (try? Sys.resolve(host: host, port: Int(port), passive: false, numericOnly: false))?.first.flatMap(TransportAddress.init)
+    }
+
+    /// A numeric address only, never a lookup (for tests and fuzzing).
+    package static func numeric(_ host: String, _ port: UInt16) -> TransportAddress? {
+        (try? Sys.resolve(host: host, port: Int(port), passive: false, numericOnly: true))?.first.flatMap(TransportAddress.init)
     }
 
     public enum FileError: Error, CustomStringConvertible {
@@ -62,7 +82,7 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
 
     /// The trunks file: `{"NAME": {"uri": "sip:…", "username", "password", "register_seconds",
     /// "max_calls", "calls_per_second", "ca_file", "srtp"}, …}` (docs/operations.md, "Calls out").
-    public static func parse(file text: String) throws(FileError) -> [String: SIPOutboundTrunk] {
+    package static func parse(file text: String, resolve: (String, UInt16) -> TransportAddress? = SIPOutboundTrunk.resolve) throws(FileError) -> [String: SIPOutboundTrunk] {
         guard let json = try? JSON(parsing: text), let entries = json.object else { throw .invalid("is not a JSON object of trunks by name") }
         var trunks: [String: SIPOutboundTrunk] = [:]
         for (name, entry) in entries {
@@ -70,8 +90,8 @@ public struct SIPOutboundTrunk: Sendable, Equatable {
             guard let fields = entry.object else { throw invalid("is not an object") }
             let known: Set = ["uri", "username", "password", "register_seconds", "max_calls", "calls_per_second", "ca_file", "srtp"]
             if let unknown = fields.first(where: { !known.contains($0.0) }) { throw invalid("has '\(unknown.0)', which a trunk does not take") }
-            guard let uri = entry["uri"]?.string, var trunk = SIPOutboundTrunk(name: name, uri: uri) else {
-                throw invalid("needs 'uri': sip:[caller@]host[:port][;transport=udp|tcp|tls], the host a numeric address")
+            guard let uri = entry["uri"]?.string, var trunk = SIPOutboundTrunk(name: name, uri: uri, resolve: resolve) else {
+                throw invalid("needs 'uri': sip:[caller@]host[:port][;transport=udp|tcp|tls], its host an address or a name that resolves")
             }
             switch (entry["username"]?.string, entry["password"]?.string) {
             case (nil, nil): break

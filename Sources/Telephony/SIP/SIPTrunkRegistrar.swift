@@ -15,7 +15,6 @@ final class SIPTrunkRegistrar {
 
     private struct Entry {
         let trunk: SIPOutboundTrunk
-        let address: TransportAddress
         var machine: SIPRegistration
         var timer: ScheduledTask?
     }
@@ -24,8 +23,7 @@ final class SIPTrunkRegistrar {
         self.agent = agent
         let settings = agent.settings
         entries = trunks.compactMap { trunk in
-            guard let seconds = trunk.registerSeconds,
-                  let address = (try? Sys.resolve(host: trunk.host, port: Int(trunk.port), passive: false, numericOnly: true))?.first.flatMap(TransportAddress.init) else { return nil }
+            guard let seconds = trunk.registerSeconds else { return nil }
             // The address of record is the trunk's account (its username, else the caller id);
             // the contact carries the same user, so a call routed to it names the number.
             let user = trunk.credentials?.username ?? trunk.caller
@@ -34,7 +32,7 @@ final class SIPTrunkRegistrar {
             let contact = settings.contact(over: trunk.transport.rawValue, user: user)
             let machine = SIPRegistration(registrar: registrar, addressOfRecord: SIPURI(scheme: .sip, user: user, host: trunk.host), contact: contact,
                                           callID: SIPUserAgent.tag() + "@parley", localTag: SIPUserAgent.tag(), credentials: trunk.credentials, seconds: seconds)
-            return Entry(trunk: trunk, address: address, machine: machine)
+            return Entry(trunk: trunk, machine: machine)
         }
     }
 
@@ -58,7 +56,7 @@ final class SIPTrunkRegistrar {
         for action in actions {
             switch action {
             case .send(let register):
-                guard let peer = agent.peer(for: trunk, at: entries[index].address) else {
+                guard let peer = agent.peer(for: trunk) else {
                     carry(index, entries[index].machine.received(nil, now: agent.loop.nanoseconds()))
                     continue
                 }

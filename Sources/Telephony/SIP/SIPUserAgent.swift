@@ -422,10 +422,11 @@ final class SIPUserAgent {
 
     // MARK: Calls Parley places
 
-    /// Where a call through `trunk` (at `address`) is signalled: UDP, or the trunk's TCP or TLS
+    /// Where a call through `trunk` is signalled (at its address): UDP, or the trunk's TCP or TLS
     /// connection, reused while it is open (RFC 3261 section 18.1.1), else opened; nil when none
     /// could be begun.
-    func peer(for trunk: SIPOutboundTrunk, at address: TransportAddress) -> SIPPeer? {
+    func peer(for trunk: SIPOutboundTrunk) -> SIPPeer? {
+        let address = trunk.address
         guard trunk.transport != .udp else { return .udp(address) }
         if let open = trunkConnections[trunk.name], open.isOpen { return SIPPeer(address: address, connection: open) }
         guard let dialer, let socket = address.socketAddress else { return nil }
