@@ -124,8 +124,7 @@ package struct SIPOutboundInvite {
         case (_, 100):
             return []
         case (.calling, 101..<200):
-            if status == 183, let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), earlyMedia != offer,
-               (offer.crypto == nil) == (local.crypto == nil) {
+            if status == 183, let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), earlyMedia != offer, takes(offer) {
                 earlyMedia = offer
                 return [.progress(.earlyMedia(offer))]
             }
@@ -201,12 +200,15 @@ package struct SIPOutboundInvite {
         self.ack = ack
         // A 2xx that crossed our CANCEL is still a call: acknowledged, then hung up (section 9.1).
         if let cancelled { return [.ack(ack), .progress(.failed(cancelled))] }
-        // An answer must take our offer's SRTP with a key of its own, and a plain offer plainly.
-        guard let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), (offer.crypto == nil) == (local.crypto == nil) else {
+        guard let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), takes(offer) else {
             return [.ack(ack), .progress(.failed(.noAcceptableAnswer))]
         }
         return [.ack(ack), .progress(.answered(offer))]
     }
+
+    /// Whether the far end's SDP answers ours: SRTP with a key of its own when we offered SRTP
+    /// (RFC 4568), plain RTP when we did not.
+    private func takes(_ answer: PhoneAudioOffer) -> Bool { (answer.crypto == nil) == (local.crypto == nil) }
 
     /// A 401 or 407: the INVITE again, with credentials for the challenge, once.
     private mutating func challenged(_ response: SIPMessage, proxy: Bool) -> [Action] {

@@ -73,7 +73,7 @@ struct SIPOptions: ParsableArguments {
             return trunks
         }
         static let outboundTrunksFile = Setting.text("--sip-outbound-trunks", "PARLEY_SIP_OUTBOUND_TRUNKS", valueName: "file",
-                                                     about: "A JSON file of trunks to call out through, by name: {\"acme\": {\"uri\": \"sip:[caller@]host[:port][;transport=udp|tcp|tls]\", \"username\", \"password\", \"register_seconds\", \"max_calls\", \"calls_per_second\"}} (with --sip-trunk's)")
+                                                     about: "A JSON file of trunks to call out through, by name: {\"acme\": {\"uri\": \"sip:[caller@]host[:port][;transport=udp|tcp|tls]\", \"username\", \"password\", \"register_seconds\", \"max_calls\", \"calls_per_second\", \"ca_file\", \"srtp\"}} (with --sip-trunk's)")
         static let trunkCredentials = Setting.text("--sip-trunk-credentials-file", "PARLEY_SIP_TRUNK_CREDENTIALS_FILE", valueName: "file",
                                                    about: "A file of 'trunk:username:password' lines: what calls placed through that trunk (--sip-trunk) answer its digest challenge with")
         static let srtp = Setting<SIPEndpoint.Settings.SRTPPolicy>.choice("--sip-srtp", "PARLEY_SIP_SRTP", default: .optional, shown: "optional",

@@ -6,13 +6,10 @@ import JSON
 /// call's output; on any other carrier it is the client's function like any other.
 ///
 /// Its arguments: `{"keys": "1"}`, one to 32 of 0-9, A-D, `*` and `#` (a space or comma between
-/// them is skipped). The schema to declare it with is `schema`.
+/// them is skipped). docs/protocol.md ("Keys out") gives the declaration.
 public enum PhoneKeysTool {
     public static let name = "press_keys"
     public static let maxKeys = 32
-
-    /// The parameters to declare it with (docs/protocol.md, "Keys out").
-    public static let schema = #"{"type":"object","properties":{"keys":{"type":"string","description":"The keys to press, in order: digits 0-9, *, # (A-D rarely)."}},"required":["keys"]}"#
 
     public enum Refusal: Error, Equatable {
         case notJSON

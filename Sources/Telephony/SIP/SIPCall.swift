@@ -273,7 +273,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         messageCheck = agent.loop.schedule(after: 0.2) { [weak self] in
             guard let self, dialog.state != .ended else { return }
             let said = sessionDriver.map { !$0.isReplying } ?? true
-            guard (said && media.isQuiet) || checks >= 600 else { return awaitMessageSaid(checks: checks + 1) }
+            guard (said && !media.isSending) || checks >= 600 else { return awaitMessageSaid(checks: checks + 1) }
             sipLog("message left", [:])
             if let actions = gate?.messageSaid() {
                 for case .hangUp in actions { hangUp(.serverBye) }

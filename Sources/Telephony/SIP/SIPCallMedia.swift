@@ -223,9 +223,6 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// Drops the reply audio not yet sent (a barge-in): the caller hears it stop within a packet.
     func clearQueue() { outgoing.clear() }
 
-    /// Nothing waits to be sent.
-    var isQuiet: Bool { outgoing.isEmpty }
-
     var isSending: Bool { !outgoing.isEmpty }
 
     /// One packet: the reply's next frame, or silence (a PBX may take a silent stream for a dead
