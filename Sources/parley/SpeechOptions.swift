@@ -56,6 +56,8 @@ struct SpeechOptions: ParsableArguments {
                                                    about: "For semantic_vad at eagerness auto (what clients get unless they choose): the end-of-turn model's probability at which a turn is complete (low 0.9, medium 0.8, high 0.5 stay as they are)")
         static let turnFinishedWait = Setting.whole("--turn-finished-wait-ms", "PARLEY_TURN_FINISHED_WAIT_MS", shown: "\(ServerVAD.Eagerness.auto.finishedWaitMs)", in: TurnEnding.Tuning.finishedWaitRange,
                                                     about: "For semantic_vad at eagerness auto: the silence after which finished words end a turn the end-of-turn model did not call complete (docs/benchmarks.md, \"Parley's operating point\")")
+        static let turnQuestionWait = Setting.whole("--turn-question-wait-ms", "PARLEY_TURN_QUESTION_WAIT_MS", shown: "\(ServerVAD.Eagerness.auto.askedWaitMs)", in: TurnEnding.Tuning.finishedWaitRange,
+                                                    about: "For semantic_vad at eagerness auto: the same for finished words the recognizer heard as a question (at most the finished words' wait; docs/benchmarks.md, \"Parley's operating point\")")
         static let speechCapacity = Setting.whole("--speech-capacity", "PARLEY_SPEECH_CAPACITY", shown: "\(Choice.speechWorkPerCore) per core, \(Choice.speechWorkPerCore * ServerConfiguration().loops) here", in: 0...,
                                                   about: "The box's speech work (decodes, turn verdicts and replies' first sentences queued or running at its one speech helper, for every worker) at which it is busy: partials are not made, /readyz answers 503 speech_busy so balancers send new sessions elsewhere; no session is ever refused for it; 0: no limit")
         static let echoCanceller = Setting.choice("--echo-canceller", "PARLEY_ECHO_CANCELLER", default: true, shown: "on",
@@ -99,6 +101,7 @@ struct SpeechOptions: ParsableArguments {
     @Option(Settings.turnWords) var turnWordsFlag: String?
     @Option(Settings.turnCompleteAt) var turnCompleteAtFlag: String?
     @Option(Settings.turnFinishedWait) var turnFinishedWaitFlag: String?
+    @Option(Settings.turnQuestionWait) var turnQuestionWaitFlag: String?
     @Option(Settings.speechCapacity) var speechCapacityFlag: String?
     @Option(Settings.transcriber) var transcriberFlag: String?
     @Option(Settings.synthesizer) var synthesizerFlag: String?
@@ -330,7 +333,8 @@ struct SpeechOptions: ParsableArguments {
                             speculativeReplies: try Settings.speculativeReplies.read(speculativeRepliesFlag),
                             turnWords: try Settings.turnWords.read(turnWordsFlag),
                             turnTuning: TurnEnding.Tuning(completeAt: try Settings.turnCompleteAt.read(turnCompleteAtFlag),
-                                                          finishedWaitMs: try Settings.turnFinishedWait.read(turnFinishedWaitFlag)),
+                                                          finishedWaitMs: try Settings.turnFinishedWait.read(turnFinishedWaitFlag),
+                                                          askedWaitMs: try Settings.turnQuestionWait.read(turnQuestionWaitFlag)),
                             speechCapacity: try Settings.speechCapacity.read(speechCapacityFlag))
         if choice.transcriber == "openai" || choice.synthesizer == "openai" { _ = try choice.url() }
         return choice

@@ -260,6 +260,51 @@ import SpeechContracts
         #expect(ending.audio(atMs: 2200) == .end(.words))
     }
 
+    /// A question Smart Turn does not confirm ("could you please tell me what twelve times seven
+    /// is?" scored 0.01 in nine voices) is answered at the shorter wait; a statement is not.
+    @Test func aQuestionTheAudioModelDoesNotConfirmEndsAtTheQuestionsWait() {
+        var settings = settings
+        settings.askedWaitMs = 600
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        _ = ending.wordsHeard("Could you please tell me what twelve times seven is?", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.verdict(incomplete, atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 1599) == nil)
+        #expect(ending.audio(atMs: 1600) == .end(.words))
+        // With no verdict yet, the same.
+        var early = TurnEnding(settings: settings)
+        _ = early.silenceHeard(speechEndMs: 1000)
+        _ = early.wordsHeard("What is one thousand divided by eight?", speechEndMs: 1000, atMs: 1200)
+        #expect(early.audio(atMs: 1600) == .end(.words))
+        // A fragment with a question mark holds the turn as it did.
+        var fragment = TurnEnding(settings: settings)
+        _ = fragment.silenceHeard(speechEndMs: 1000)
+        _ = fragment.wordsHeard("Can you tell me?", speechEndMs: 1000, atMs: 1200)
+        #expect(fragment.verdict(incomplete, atMs: 1230) == nil)
+        #expect(fragment.audio(atMs: 2200) == nil)
+    }
+
+    /// On a noisy input a question waits the finished words' wait, as "end now" does; and a
+    /// question never waits longer than finished words (a server that tuned those shorter).
+    @Test func aQuestionOnANoisyInputWaitsAsFinishedWordsDo() {
+        var noisy = settings
+        noisy.askedWaitMs = 600
+        noisy.noisyInput = true
+        var ending = TurnEnding(settings: noisy)
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        _ = ending.wordsHeard("What is the weather like in Paris today?", speechEndMs: 1000, atMs: 1200)
+        #expect(ending.verdict(incomplete, atMs: 1230) == nil)
+        #expect(ending.audio(atMs: 2199) == nil)
+        #expect(ending.audio(atMs: 2200) == .end(.words))
+        var short = settings
+        short.finishedWaitMs = 400
+        short.askedWaitMs = 600
+        var quick = TurnEnding(settings: short)
+        _ = quick.silenceHeard(speechEndMs: 1000)
+        _ = quick.wordsHeard("What is the weather like in Paris today?", speechEndMs: 1000, atMs: 1200)
+        #expect(quick.audio(atMs: 1400) == .end(.words))
+    }
+
     @Test func finishedWordsWithNoVerdictYetEndPastAPauseToo() {
         var ending = asked()
         _ = ending.wordsHeard("Yes.", speechEndMs: 1000, atMs: 1200)
@@ -315,7 +360,10 @@ import SpeechContracts
         let low = ServerVAD.Eagerness.low.turnEnding(readsWords: true, tuning: tuning)
         #expect(low == ServerVAD.Eagerness.low.turnEnding(readsWords: true))
         #expect(ServerVAD.Eagerness.auto.turnEnding(readsWords: true, tuning: .init()).finishedWaitMs == 1_200)
-        #expect(TurnEnding.Tuning().completeAt == nil && TurnEnding.Tuning().finishedWaitMs == nil)
+        #expect(ServerVAD.Eagerness.auto.turnEnding(readsWords: true, tuning: .init()).askedWaitMs == 600)
+        #expect(ServerVAD.Eagerness.auto.turnEnding(readsWords: true, tuning: .init(askedWaitMs: 900)).askedWaitMs == 900)
+        #expect(ServerVAD.Eagerness.low.turnEnding(readsWords: true, tuning: .init(askedWaitMs: 900)).askedWaitMs == 800)
+        #expect(TurnEnding.Tuning().completeAt == nil && TurnEnding.Tuning().finishedWaitMs == nil && TurnEnding.Tuning().askedWaitMs == nil)
     }
 
     @Test func finishedWordsTheModelDoesNotConfirmEndTheTurnAtTheTunedWait() {

@@ -22,7 +22,8 @@ import Testing
         for (category, text, finished) in corpus {
             let bare = String(text.reversed().drop { ".?!".contains($0) }.reversed())
             for form in [bare, finished ? text : bare + "."] {
-                let judged = TurnWords.judge(form) == .finished
+                // A question ends a turn as a finished sentence does, sooner.
+                let judged = [.finished, .asked].contains(TurnWords.judge(form))
                 if finished {
                     score.finished += 1
                     if judged { score.kept += 1 } else { misses.append("finished, held: \(form)") }

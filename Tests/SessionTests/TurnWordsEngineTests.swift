@@ -75,10 +75,22 @@ import SpeechContracts
         _ = engine.feed(silentMs: 320)
         let first = engine.feed(loudMs: 640) + engine.feed(silentMs: 260)
         let itemID = try #require(judged(first))
-        _ = engine.handle(.transcription(itemID: itemID, .settled("Good morning, how are you?")))
+        _ = engine.handle(.transcription(itemID: itemID, .settled("Please book me a table for two at eight.")))
         #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: false, probability: 0.3)))).turnEnds.isEmpty)
         // auto: 1.2 s after the speech ended at 960 ms.
         #expect(engine.feed(silentMs: 900).turnEnds.isEmpty)
+        #expect(engine.feed(silentMs: 100).turnEnds == [.words])
+    }
+
+    @Test func aQuestionTheModelCallsIncompleteEndsSooner() throws {
+        var engine = engine()
+        _ = engine.feed(silentMs: 320)
+        let first = engine.feed(loudMs: 640) + engine.feed(silentMs: 260)
+        let itemID = try #require(judged(first))
+        _ = engine.handle(.transcription(itemID: itemID, .settled("Good morning, how are you?")))
+        #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: false, probability: 0.3)))).turnEnds.isEmpty)
+        // auto: 600 ms after the speech ended at 960 ms.
+        #expect(engine.feed(silentMs: 300).turnEnds.isEmpty)
         #expect(engine.feed(silentMs: 100).turnEnds == [.words])
     }
 

@@ -155,7 +155,7 @@ def main():
     if arguments.recogniser == "moonshine":
         recogniser = models.Moonshine(os.path.join(ROOT, ".venv-speech", "moonshine-base"), handles=1)
     else:
-        recogniser = models.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
+        recogniser = models.Whisper(os.environ.get("WHISPER_DIR") or os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
     conditions = [
         ("clean, 16 kHz", None, None, band_limited, False),
         ("G.711, linear interpolation (before)", 8000, None, linear, False),

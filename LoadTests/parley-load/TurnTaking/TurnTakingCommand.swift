@@ -79,6 +79,10 @@ struct TurnTakingCommand: ParsableCommand {
         ("list", "I need milk, eggs,", "and bread."),
         ("hesitation", "I want to um", "book a table for two."),
         ("hesitation", "Let me think", "the second one please."),
+        // A whole question, then more of it: answered in the pause, the reply is to a question
+        // asked (TurnWords' `asked`), the cost of answering questions sooner.
+        ("question, then more", "What time does the museum open", "on Sunday?"),
+        ("question, then more", "Is there a train", "to Boston tonight?"),
     ]
     static let backchannels = ["uh huh", "mm hmm", "okay", "yeah", "right", "sure", "I see", "got it"]
     static let interruptions = ["stop", "no, no", "wait, actually I meant Paris", "okay but wait, I meant Boston"]

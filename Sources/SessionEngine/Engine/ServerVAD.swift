@@ -78,13 +78,19 @@ public struct ServerVAD: Sendable, Equatable {
             }
         }
 
-        /// The rule's settings; `tuning` (the server's, `--turn-complete-at` and
-        /// `--turn-finished-wait-ms`) moves `auto`'s operating point, the eagerness clients leave as it is.
+        /// A question the model does not confirm ends the turn after this much silence: half the
+        /// finished words' wait (docs/benchmarks.md, "Parley's operating point").
+        package var askedWaitMs: Int { finishedWaitMs / 2 }
+
+        /// The rule's settings; `tuning` (the server's, `--turn-complete-at`,
+        /// `--turn-finished-wait-ms` and `--turn-question-wait-ms`) moves `auto`'s operating point,
+        /// the eagerness clients leave as it is.
         package func turnEnding(readsWords: Bool, tuning: TurnEnding.Tuning = .init()) -> TurnEnding.Settings {
             let tuned = self == .auto ? tuning : TurnEnding.Tuning()
             var settings = TurnEnding.Settings(maxWaitMs: maxWaitMs, silenceMs: silenceMs, completeAt: tuned.completeAt ?? completeAt,
                                                readsWords: readsWords)
             settings.finishedWaitMs = tuned.finishedWaitMs ?? finishedWaitMs
+            settings.askedWaitMs = tuned.askedWaitMs ?? askedWaitMs
             // Digits read out wait past the eagerness's own pause even when the tuning waits less.
             settings.spellingOutWaitMs = min(maxWaitMs, max(settings.finishedWaitMs, finishedWaitMs) + 300)
             return settings

@@ -10,15 +10,15 @@ import SpeechContracts
 /// complete (Pipecat's Smart Turn default: a 0.2 s VAD stop, then the model), and the recogniser
 /// decodes the turn up to that silence (the words). The two are weighed together:
 ///
-/// | audio model \ words | finished         | spelling out      | unfinished | not yet (expected) |
-/// |---------------------|------------------|-------------------|------------|--------------------|
-/// | complete            | end now          | `spellingOutWaitMs` | `maxWaitMs` | `wordsWaitMs`    |
-/// | incomplete          | `finishedWaitMs` | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
-/// | not answered yet    | `finishedWaitMs` | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
-/// | failed, or none     | `silenceMs`      | `spellingOutWaitMs` | `maxWaitMs` | `silenceMs`      |
+/// | audio model \ words | finished         | asked (a question) | spelling out      | unfinished | not yet (expected) |
+/// |---------------------|------------------|--------------------|-------------------|------------|--------------------|
+/// | complete            | end now          | end now            | `spellingOutWaitMs` | `maxWaitMs` | `wordsWaitMs`    |
+/// | incomplete          | `finishedWaitMs` | `askedWaitMs`      | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
+/// | not answered yet    | `finishedWaitMs` | `askedWaitMs`      | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
+/// | failed, or none     | `silenceMs`      | `silenceMs`        | `spellingOutWaitMs` | `maxWaitMs` | `silenceMs`      |
 ///
 /// (each a wait of silence after the speech ended; on a noisy input, `Settings.noisyInput`, "end
-/// now" waits `finishedWaitMs` too). So audio and words that agree end a turn at once; words that
+/// now" and `askedWaitMs` wait `finishedWaitMs` too). So audio and words that agree end a turn at once; words that
 /// say "not over" ("I need a flight to") hold it however sure the audio model is; finished words end it past a mid-thought pause even when the audio model never says so,
 /// instead of after the eagerness's longest wait. The user speaking again before any of these
 /// withdraws the question, and the turn goes on.
@@ -60,6 +60,13 @@ public struct TurnEnding: Sendable, Equatable {
         /// Finished words that the audio model does not confirm: past a mid-thought pause (the
         /// turn-taking targets count pauses up to 1 s) the turn ends on the words.
         public var finishedWaitMs = 1_200
+        /// Finished words heard as a question (`TurnWords.Judgement.asked`) that the audio model
+        /// does not confirm. Shorter than `finishedWaitMs`: Smart Turn scores many finished
+        /// questions in synthetic voices under its cut ("could you please tell me what twelve
+        /// times seven is?" 0.01 to 0.45 in eight voices of nine), while the pauses of the
+        /// scenario set that Whisper wrote as a question are held by the words' own rules ("can
+        /// you tell me?", in nine voices of nine); docs/benchmarks.md, "Parley's operating point".
+        public var askedWaitMs = 600
         /// Digits being read out: groups are paused between, so the turn waits past such a pause.
         public var spellingOutWaitMs = 1_500
         /// A complete verdict before the words: how long they are waited for, at most. Past the
@@ -85,6 +92,9 @@ public struct TurnEnding: Sendable, Equatable {
 
         /// The silence after which the audio model's "complete" ends the turn by itself.
         var completeWaitMs: Int { noisyInput ? finishedWaitMs : 0 }
+        /// The silence after which a question the audio model does not confirm ends the turn: on a
+        /// noisy input the recogniser's question mark is no surer than its other words.
+        var questionWaitMs: Int { noisyInput ? finishedWaitMs : min(askedWaitMs, finishedWaitMs) }
 
         public init(maxWaitMs: Int, silenceMs: Int, completeAt: Double = 0.5, readsWords: Bool = false) {
             self.maxWaitMs = maxWaitMs
@@ -95,19 +105,23 @@ public struct TurnEnding: Sendable, Equatable {
     }
 
     /// A server's own operating point for `semantic_vad` at eagerness `auto`: the probability that
-    /// ends a turn, and the wait of finished words the model does not confirm; nil keeps auto's.
-    /// Held compactly (a session carries it: 4 bytes), as per mille and milliseconds.
+    /// ends a turn, and the waits of finished words and of questions the model does not confirm;
+    /// nil keeps auto's.
+    /// Held compactly (a session carries it: 6 bytes), as per mille and milliseconds.
     public struct Tuning: Sendable, Equatable {
         private var completeAtPerMille: UInt16 = 0
         private var finishedWait: UInt16 = 0
+        private var askedWait: UInt16 = 0
 
-        public init(completeAt: Double? = nil, finishedWaitMs: Int? = nil) {
+        public init(completeAt: Double? = nil, finishedWaitMs: Int? = nil, askedWaitMs: Int? = nil) {
             if let completeAt { completeAtPerMille = UInt16(clamping: max(1, Int((completeAt * 1000).rounded()))) }
             if let finishedWaitMs { finishedWait = UInt16(clamping: max(1, finishedWaitMs)) }
+            if let askedWaitMs { askedWait = UInt16(clamping: max(1, askedWaitMs)) }
         }
 
         public var completeAt: Double? { completeAtPerMille == 0 ? nil : Double(completeAtPerMille) / 1000 }
         public var finishedWaitMs: Int? { finishedWait == 0 ? nil : Int(finishedWait) }
+        public var askedWaitMs: Int? { askedWait == 0 ? nil : Int(askedWait) }
 
         package static let finishedWaitRange = 100...10_000
     }
@@ -185,11 +199,11 @@ public struct TurnEnding: Sendable, Equatable {
         switch heard {
         case .unfinished?: return (settings.maxWaitMs, .maxWait)
         case .spellingOut?: return (settings.spellingOutWaitMs, .words)
-        case .finished?:
+        case .finished?, .asked?:
             switch verdict {
             case .complete: return (settings.completeWaitMs, .model)
             case .failed: return (settings.silenceMs, .silence)
-            case .awaited, .incomplete: return (settings.finishedWaitMs, .words)
+            case .awaited, .incomplete: return (heard == .asked ? settings.questionWaitMs : settings.finishedWaitMs, .words)
             }
         case nil:
             switch verdict {

@@ -12,6 +12,13 @@ public enum TurnWords {
     public enum Judgement: String, Sendable, Equatable, CaseIterable {
         /// The words could end a thought: a content word last.
         case finished
+        /// The words could end a thought, and they are a question in form as well as heard as
+        /// one: the recogniser's question mark, and a clause opened as English opens a question
+        /// (a wh-word, or the auxiliary put first). A question hands the floor over more plainly
+        /// than any other sentence, so `TurnEnding` waits less for it (`Settings.askedWaitMs`).
+        /// Whisper puts a question mark after fragments too ("I was wondering if you could?",
+        /// "can you tell me?"): the form rules out the first, the pairs below the second.
+        case asked
         /// The words cannot end one: a function word, a filler, or a comma or dash last.
         case unfinished
         /// Digits, letters or items being read out ("my number is four five", "the code is A B",
@@ -34,14 +41,16 @@ public enum TurnWords {
         if let mark = stripped.last, ",-—".contains(mark) { return .unfinished }
         let tokens = words(String(stripped))
         guard let last = tokens.last else { return nil }
+        // A question, in form and heard as one, may end in a stranded preposition or auxiliary
+        // ("what are you looking for?", "could you tell me what twelve times seven is?"); a
+        // fragment Whisper marked as a question may not ("I was wondering if you could?").
+        let question = raw.hasSuffix("?") && isInterrogative(String(stripped))
+        let finished: Judgement = question ? .asked : .finished
         let pair = tokens.count >= 2 ? "\(tokens[tokens.count - 2]) \(last)" : ""
-        if finishedPairs.contains(pair) { return .finished }
+        if finishedPairs.contains(pair) { return finished }
         if unfinishedPairs.contains(pair) { return .unfinished }
         if tokens.count == 2, auxiliaries.contains(tokens[0]), pronouns.contains(last) { return .unfinished }
         if neverLast.contains(last) { return .unfinished }
-        // A question Whisper heard as one may end in a stranded preposition or auxiliary ("what
-        // are you looking for?", "could you tell me what twelve times seven is?").
-        let question = raw.hasSuffix("?")
         if !question, unfinishedEnds.contains(last) { return .unfinished }
         // "I would like to order", "I need to book": a verb that takes an object, after "to".
         if !question, tokens.count >= 3, tokens[tokens.count - 2] == "to", objectVerbs.contains(last) { return .unfinished }
@@ -49,7 +58,7 @@ public enum TurnWords {
         if !question, auxiliaries.contains(last), tokens.count > 2, !["yes", "no", "yeah", "nope", "yep", "not"].contains(tokens[0]) { return .unfinished }
         // A number written whole ("7:30", "555-123-4567", "forty-two") is said whole.
         if let chunk = stripped.split(separator: " ").last, chunk.contains(where: { ":-".contains($0) }), isCode(String(chunk.filter { $0.isLetter || $0.isNumber })) || chunk.contains(where: \.isNumber) {
-            return .finished
+            return finished
         }
         let run = tokens.reversed().prefix { isCode($0) || $0.count == 1 }
         let asksForDigits = tokens.dropLast().contains(where: digitCues.contains)
@@ -61,8 +70,35 @@ public enum TurnWords {
         }
         if isHouseNumber(tokens) { return .spellingOut }
         if isUnfinishedList(String(stripped)) { return .spellingOut }
-        return .finished
+        return finished
     }
+
+    /// Whether a clause of the text opens as an English question does: a wh-word, or an
+    /// auxiliary before its subject ("could you...", "is there..."), after any discourse word
+    /// ("okay, and what is..."). The first clause or the last: "if I had nine boxes, what is nine
+    /// times twelve?", "what time is it, please?".
+    package static func isInterrogative(_ text: String) -> Bool {
+        let clauses = text.split(separator: ",").map { words($0).drop(while: discourseWords.contains) }
+        return [clauses.first, clauses.last].contains { clause in
+            guard let clause, let opening = clause.first, questionOpenings.contains(opening) else { return false }
+            // A wh-word before its subject opens a clause, not a question: "so what I was
+            // thinking is", "where we live".
+            return !(clause.dropFirst().first.map { ["i", "we", "they", "he", "she"].contains($0) } ?? false)
+        }
+    }
+
+    /// The words a question opens with: wh-words and the auxiliaries and modals that go before
+    /// their subject (not "you're", "it's": a subject is in them).
+    package static let questionOpenings: Set<String> = [
+        "what", "what's", "where", "where's", "when", "who", "who's", "whom", "whose", "why", "how", "how's", "which",
+        "is", "are", "was", "were", "am", "do", "does", "did", "have", "has", "had", "will", "would", "can", "could", "shall",
+        "should", "may", "might", "must", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "haven't",
+        "hasn't", "can't", "couldn't", "won't", "wouldn't", "shouldn't",
+    ]
+
+    /// Words that may come before a question's opening ("okay, so what...", "and is it...").
+    package static let discourseWords: Set<String> = ["and", "so", "but", "okay", "ok", "oh", "well", "then", "now", "hey", "hi",
+                                                       "hello", "sorry", "also", "actually", "um", "uh", "yes", "no", "right"]
 
     /// "at" and a number no clock reads ("at 22", "at twenty two", not "at 8" or "at seven
     /// thirty"): an address being read out, its street still to come, even when the cue before
