@@ -237,6 +237,27 @@ import SpeechContracts
         #expect(ending.wordsHeard("What is the weather like in Paris today?", speechEndMs: 1000, atMs: 1310) == .end(.model))
     }
 
+    /// A server's eagerness waits a little past a clause's comma before audio and words that
+    /// agree end the turn ("Thank you very much," then more).
+    @Test func audioAndWordsThatAgreeWaitPastAComma() {
+        var settings = settings
+        settings.agreedWaitMs = 500
+        var ending = TurnEnding(settings: settings)
+        _ = ending.silenceHeard(speechEndMs: 1000)
+        #expect(ending.wordsHeard("Thank you very much.", speechEndMs: 1000, atMs: 1250) == nil)
+        #expect(ending.verdict(complete, atMs: 1280) == nil)
+        #expect(ending.audio(atMs: 1499) == nil)
+        #expect(ending.audio(atMs: 1500) == .end(.model))
+        // The speaker goes on in the comma's pause: nothing ended.
+        var comma = TurnEnding(settings: settings)
+        _ = comma.silenceHeard(speechEndMs: 1000)
+        _ = comma.wordsHeard("Thank you very much.", speechEndMs: 1000, atMs: 1250)
+        _ = comma.verdict(complete, atMs: 1280)
+        #expect(comma.speechResumed() == nil)
+        #expect(comma.audio(atMs: 1600) == nil)
+        #expect(ServerVAD.Eagerness.auto.turnEnding(readsWords: true).agreedWaitMs == 500)
+    }
+
     @Test func wordsFirstThenACompleteVerdictEndsAtOnce() {
         var ending = asked()
         #expect(ending.wordsHeard("Good morning, how are you?", speechEndMs: 1000, atMs: 1200) == nil)

@@ -66,8 +66,9 @@ import SpeechContracts
         #expect(rest.turnEnds.isEmpty && !rest.types.contains("input_audio_buffer.speech_started"), "\(rest.types)")
         #expect(quiets(rest) == [itemID])
         #expect(engine.handle(.transcription(itemID: itemID, .settled("I need a flight to Boston on Friday."))).turnEnds.isEmpty)
-        let ended = engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.97))))
-        #expect(ended.turnEnds == [.model])
+        #expect(engine.handle(.turnVerdict(itemID: itemID, .success(TurnVerdict(complete: true, probability: 0.97)))).turnEnds.isEmpty)
+        // Audio and words agree: the turn ends past a comma's pause (auto: 500 ms of silence).
+        #expect(engine.feed(silentMs: 300).turnEnds == [.model])
     }
 
     @Test func finishedWordsEndATurnTheModelCallsIncompletePastAPause() throws {

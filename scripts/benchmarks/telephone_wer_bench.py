@@ -10,7 +10,8 @@ default, four that no test here tunes on (`--voices tests` for recogniser_bench'
 A line: the clip low-passed at 3.6 kHz and taken to 8 kHz (as a phone's codec
 band-limits), pink noise (seeded, per clip) added at the clip's speech RMS less 10 dB, encoded to
 µ-law and decoded back (G.711, audioop), then handed to `Whisper.transcribe(pcm, 8000)`, which
-raises it to 16 kHz. The denoiser runs on the 8 kHz line in 20 ms frames, as the session runs it at
+raises it to 16 kHz (WHISPER_DIR names another CTranslate2 Whisper than the helper's tiny.en, as
+docs/benchmarks.md's Whisper base row was measured). The denoiser runs on the 8 kHz line in 20 ms frames, as the session runs it at
 the engine's rate (Codec/Denoiser.swift).
 """
 

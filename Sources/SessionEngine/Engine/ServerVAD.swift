@@ -78,6 +78,16 @@ public struct ServerVAD: Sendable, Equatable {
             }
         }
 
+        /// The model and the words agreeing end the turn after this much silence: past a clause's
+        /// comma (`TurnEnding.Settings.agreedWaitMs`).
+        package var agreedWaitMs: Int {
+            switch self {
+            case .low: 600
+            case .medium, .auto: 500
+            case .high: 300
+            }
+        }
+
         /// A question the model does not confirm ends the turn after this much silence: half the
         /// finished words' wait (docs/benchmarks.md, "Parley's operating point").
         package var askedWaitMs: Int { finishedWaitMs / 2 }
@@ -91,6 +101,7 @@ public struct ServerVAD: Sendable, Equatable {
                                                readsWords: readsWords)
             settings.finishedWaitMs = tuned.finishedWaitMs ?? finishedWaitMs
             settings.askedWaitMs = tuned.askedWaitMs ?? askedWaitMs
+            settings.agreedWaitMs = agreedWaitMs
             // Digits read out wait past the eagerness's own pause even when the tuning waits less.
             settings.spellingOutWaitMs = min(maxWaitMs, max(settings.finishedWaitMs, finishedWaitMs) + 300)
             return settings

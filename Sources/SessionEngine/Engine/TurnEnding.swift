@@ -12,13 +12,13 @@ import SpeechContracts
 ///
 /// | audio model \ words | finished         | asked (a question) | spelling out      | unfinished | not yet (expected) |
 /// |---------------------|------------------|--------------------|-------------------|------------|--------------------|
-/// | complete            | end now          | end now            | `spellingOutWaitMs` | `maxWaitMs` | `wordsWaitMs`    |
+/// | complete            | `agreedWaitMs`   | `agreedWaitMs`     | `spellingOutWaitMs` | `maxWaitMs` | `wordsWaitMs`    |
 /// | incomplete          | `finishedWaitMs` | `askedWaitMs`      | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
 /// | not answered yet    | `finishedWaitMs` | `askedWaitMs`      | `spellingOutWaitMs` | `maxWaitMs` | `maxWaitMs`      |
 /// | failed, or none     | `silenceMs`      | `silenceMs`        | `spellingOutWaitMs` | `maxWaitMs` | `silenceMs`      |
 ///
-/// (each a wait of silence after the speech ended; on a noisy input, `Settings.noisyInput`, "end
-/// now" and `askedWaitMs` wait `finishedWaitMs` too). So audio and words that agree end a turn at once; words that
+/// (each a wait of silence after the speech ended, `agreedWaitMs` the shortest; on a noisy input,
+/// `Settings.noisyInput`, `agreedWaitMs` and `askedWaitMs` wait `finishedWaitMs` too). So audio and words that agree end a turn soonest; words that
 /// say "not over" ("I need a flight to") hold it however sure the audio model is; finished words end it past a mid-thought pause even when the audio model never says so,
 /// instead of after the eagerness's longest wait. The user speaking again before any of these
 /// withdraws the question, and the turn goes on.
@@ -90,11 +90,21 @@ public struct TurnEnding: Sendable, Equatable {
         /// g711-noisy`, docs/benchmarks.md "Turns over phone lines"; 1 of 30 on a clean line).
         public var noisyInput = false
 
-        /// The silence after which the audio model's "complete" ends the turn by itself.
+        /// The silence after which the audio model and the words agreeing end the turn ("end
+        /// now" above): 0 ends it as they agree. A server's eagerness sets more (auto 500 ms): a
+        /// clause's comma is a pause of 300 to 460 ms in Piper's voice (below -40 dBFS), heard as
+        /// 450 to 650 ms of silence once the VAD's onset is counted, and "Thank you very much,"
+        /// reads as finished to both; at ten talkers such pauses ended 4 turns of 150 when the
+        /// words came sooner (docs/benchmarks.md, "Talkers", 2026-11-28).
+        public var agreedWaitMs = 0
+
+        /// The silence after which the audio model's "complete" ends the turn: with words that
+        /// agree, or by itself where no words come (a recogniser that does not decode whole turns).
+        var agreedEndMs: Int { noisyInput ? finishedWaitMs : agreedWaitMs }
         var completeWaitMs: Int { noisyInput ? finishedWaitMs : 0 }
         /// The silence after which a question the audio model does not confirm ends the turn: on a
         /// noisy input the recogniser's question mark is no surer than its other words.
-        var questionWaitMs: Int { noisyInput ? finishedWaitMs : min(askedWaitMs, finishedWaitMs) }
+        var questionWaitMs: Int { noisyInput ? finishedWaitMs : max(agreedWaitMs, min(askedWaitMs, finishedWaitMs)) }
 
         public init(maxWaitMs: Int, silenceMs: Int, completeAt: Double = 0.5, readsWords: Bool = false) {
             self.maxWaitMs = maxWaitMs
@@ -201,7 +211,7 @@ public struct TurnEnding: Sendable, Equatable {
         case .spellingOut?: return (settings.spellingOutWaitMs, .words)
         case .finished?, .asked?:
             switch verdict {
-            case .complete: return (settings.completeWaitMs, .model)
+            case .complete: return (settings.agreedEndMs, .model)
             case .failed: return (settings.silenceMs, .silence)
             case .awaited, .incomplete: return (heard == .asked ? settings.questionWaitMs : settings.finishedWaitMs, .words)
             }
