@@ -247,7 +247,10 @@ public final class MCPClient {
             body(.failure(.closed))
         case .none:
             state = .initializing(waiters: [body])
-            initialize(seconds: operation.remaining)
+            // Past the operation's deadline, as a request's waits are (`deadlineMargin`): the two
+            // fell due at one moment, and when the POST's fired first the list ended as "the
+            // request" timed out, not tools/list (seen once in the Swift suite, 2026-11-28).
+            initialize(seconds: operation.remaining + Self.deadlineMargin)
         }
     }
 
