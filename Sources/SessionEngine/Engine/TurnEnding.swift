@@ -18,9 +18,10 @@ import SpeechContracts
 /// | failed, or none     | `silenceMs`      | `silenceMs`        | `spellingOutWaitMs` | `maxWaitMs` | `silenceMs`      |
 ///
 /// (each a wait of silence after the speech ended, `agreedWaitMs` the shortest; on a noisy input,
-/// `Settings.noisyInput`, `agreedWaitMs` and `askedWaitMs` wait `finishedWaitMs` too). So audio and words that agree end a turn soonest; words that
-/// say "not over" ("I need a flight to") hold it however sure the audio model is; finished words end it past a mid-thought pause even when the audio model never says so,
-/// instead of after the eagerness's longest wait. The user speaking again before any of these
+/// `Settings.noisyInput`, `agreedWaitMs` and `askedWaitMs` wait `finishedWaitMs` too). So audio
+/// and words that agree end a turn soonest; words that say "not over" ("I need a flight to") hold
+/// it however sure the audio model is; finished words end it past a mid-thought pause even when
+/// the audio model never says so, instead of after the eagerness's longest wait. The user speaking again before any of these
 /// withdraws the question, and the turn goes on.
 public struct TurnEnding: Sendable, Equatable {
     public enum Cause: String, Sendable, CaseIterable {

@@ -83,7 +83,7 @@ public enum TurnWords {
             guard let clause, let opening = clause.first, questionOpenings.contains(opening) else { return false }
             // A wh-word before its subject opens a clause, not a question: "so what I was
             // thinking is", "where we live".
-            return !(clause.dropFirst().first.map { ["i", "we", "they", "he", "she"].contains($0) } ?? false)
+            return !(clause.dropFirst().first.map(subjectPronouns.contains) ?? false)
         }
     }
 
@@ -179,6 +179,10 @@ public enum TurnWords {
     ]
 
     package static let pronouns: Set<String> = ["you", "i", "we", "it", "they", "he", "she"]
+
+    /// Pronouns that are only ever a subject ("you" and "it" may be objects too): a wh-word
+    /// before one opens a clause, not a question ("what I need", "where we live").
+    package static let subjectPronouns: Set<String> = ["i", "we", "they", "he", "she"]
 
     /// Two-word endings that hold the turn: "let me think", "I mean", "I think that".
     package static let unfinishedPairs: Set<String> = [
