@@ -18,7 +18,7 @@ record_vmstat
 machine_state | tee "$OUT/machine.txt"
 
 trunk=$(free_port)
-start sipp sipp -sn uas -i 127.0.0.1 -p "$trunk" -mp "$(free_port)" -nostdin -l 2000 -max_socket 4000
+start sipp sipp -sn uas -i 127.0.0.1 -p "$trunk" -mp "$(free_port 4)" -nostdin -l 2000 -max_socket 4000
 sip=$(free_port)
 start_parley server serve 0 --loops 2 --transcriber none --synthesizer none --log-level warning \
     --sip-port "$sip" --sip-host 127.0.0.1 --sip-media-timeout 30 --sip-trunk "sipp=sip:+15557654321@127.0.0.1:$trunk"

@@ -85,29 +85,35 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 free_port() {
+    # free_port [RUN]: with RUN > 1, the first of RUN free ports in a row, from 10,000-19,999 as
+    # sip_calls.py takes SIPp's (its -mp port and the three after it, RTCP and video): one port
+    # checked where SIPp binds four met "Unable to bind video RTP socket ... Address already in
+    # use" in make test from a clean clone (2026-11-28), its third port another phase's.
     # A port the kernel picks (bind to 0) is in its ephemeral range, where the next outgoing
     # connection may be given it between this check and the server's bind: seen in make test from
     # a clean clone, a SIP port free for UDP here was "Address already in use" at the server's bind.
     # Below that range the kernel gives no connection a port of its own accord. PORT_SLICE "I/N"
     # (scripts/tools/lanes.sh): the I-th of N equal slices of it, one per lane running at once.
-    PORT_SLICE="${PORT_SLICE:-0/1}" "$PYTHON3" - <<'PORT'
+    PORT_RUN="${1:-1}" PORT_SLICE="${PORT_SLICE:-0/1}" "$PYTHON3" - <<'PORT'
 import os, random, socket
 low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
 index, count = (int(n) for n in os.environ["PORT_SLICE"].split("/"))
+run = int(os.environ["PORT_RUN"])
 # 30,000 up to the range: sip_calls.py takes 10,000-19,999, and --sip-rtp-ports 20,000-29,999.
-first = max(1024, low - 2700)
-width = (low - first) // count
+first = max(1024, low - 2700) if run == 1 else 10_000
+width = ((low if run == 1 else 20_000 - run) - first) // count
 for _ in range(500):
     port = random.randrange(first + index * width, first + (index + 1) * width)
     free = True
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        s = socket.socket(socket.AF_INET, kind)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            free = False
-        finally:
-            s.close()
+    for each in range(port, port + run):
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            s = socket.socket(socket.AF_INET, kind)
+            try:
+                s.bind(("127.0.0.1", each))
+            except OSError:
+                free = False
+            finally:
+                s.close()
     if free:
         print(port)
         break

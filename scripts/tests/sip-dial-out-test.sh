@@ -38,7 +38,7 @@ for scenario in auth unauthorized 503 early-bye silent; do
     file=scripts/tests/sipp/trunk-$scenario.xml
     [[ $scenario == auth ]] && file=$WORK/trunk-auth.xml
     trunk_port=$(free_port)
-    start "sipp-$scenario" timeout 90 sipp -sf "$file" -i 127.0.0.1 -p "$trunk_port" -mp "$(free_port)" -m 1 -nostdin \
+    start "sipp-$scenario" timeout 90 sipp -sf "$file" -i 127.0.0.1 -p "$trunk_port" -mp "$(free_port 4)" -m 1 -nostdin \
         -trace_err -error_file "$WORK/sipp-$scenario.errors" -trace_msg -message_file "$WORK/sipp-$scenario.messages"
     trunks+=",${scenario}=sip:+15557654321@127.0.0.1:$trunk_port"
 done
