@@ -73,6 +73,29 @@ struct TurnWordsFromTheBenchTests {
         #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
     }
 
+    /// Spelled letters Whisper wrote as words after a value's name (the code's pause in espeak-ng
+    /// en-us, three runs of three).
+    @Test(arguments: ["The code is upbeat.", "The code is a beat.", "My zip is nice.", "The reference number was Abby."])
+    func lettersHeardAsWordsAfterAValuesNameWaitPastAPause(_ text: String) {
+        #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
+    }
+
+    /// Two digits said apart and written with a dash (the account number's pause in Piper joe).
+    @Test(arguments: ["My account in September is 4-5.", "My account number is 4-5 6-7"])
+    func digitsWrittenWithADashAreStillBeingReadOut(_ text: String) {
+        #expect(TurnWords.judge(text) == .spellingOut, "\(text)")
+    }
+
+    @Test(arguments: ["My number is 555-123-4567.", "See you at 7:30.", "I am forty-two."])
+    func aNumberWrittenWholeIsFinished(_ text: String) {
+        #expect(TurnWords.judge(text) == .finished, "\(text)")
+    }
+
+    @Test(arguments: ["My account is locked.", "The address is old.", "The code is not working.", "My number is the same as before.", "This is great."])
+    func aValueNotBeingGivenIsStillFinished(_ text: String) {
+        #expect(TurnWords.judge(text) == .finished, "\(text)")
+    }
+
     @Test(arguments: ["See you at 7.", "I work at IBM.", "The band is ABBA.", "Wake me at 12", "Call me at six"])
     func aTimeOrANameIsStillFinished(_ text: String) {
         #expect(TurnWords.judge(text) == .finished, "\(text)")

@@ -56,10 +56,9 @@ public enum TurnWords {
         if !question, tokens.count >= 3, tokens[tokens.count - 2] == "to", objectVerbs.contains(last) { return .unfinished }
         // "I need to", not "I will" or "yes, it is".
         if !question, auxiliaries.contains(last), tokens.count > 2, !["yes", "no", "yeah", "nope", "yep", "not"].contains(tokens[0]) { return .unfinished }
-        // A number written whole ("7:30", "555-123-4567", "forty-two") is said whole.
-        if let chunk = stripped.split(separator: " ").last, chunk.contains(where: { ":-".contains($0) }), isCode(String(chunk.filter { $0.isLetter || $0.isNumber })) || chunk.contains(where: \.isNumber) {
-            return finished
-        }
+        // A number written whole ("7:30", "555-123-4567", "forty-two") is said whole; a pair
+        // of digits with a dash is not ("My account number is four five" written "…is 4-5.").
+        if let chunk = stripped.split(separator: " ").last, isWrittenWhole(String(chunk)) { return finished }
         let run = tokens.reversed().prefix { isCode($0) || $0.count == 1 }
         let asksForDigits = tokens.dropLast().contains(where: digitCues.contains)
         if run.count >= 2, run.count < tokens.count, run.contains(where: isCode) || asksForDigits { return .spellingOut }
@@ -69,6 +68,7 @@ public enum TurnWords {
             return .spellingOut
         }
         if isHouseNumber(tokens) { return .spellingOut }
+        if isValueBegun(tokens) { return .spellingOut }
         if isUnfinishedList(String(stripped)) { return .spellingOut }
         return finished
     }
@@ -111,6 +111,33 @@ public enum TurnWords {
         if let value = Int(first) { return value > 12 }
         return tensWords.contains(first)
     }
+
+    /// A clock's time, or a number of five digits or more in groups ("555-123-4567"), or a
+    /// number word joined ("forty-two"); not "4-5", which Whisper writes for two digits said.
+    package static func isWrittenWhole(_ chunk: some StringProtocol) -> Bool {
+        if chunk.contains(":") { return chunk.contains(where: \.isNumber) }
+        guard chunk.contains("-") else { return false }
+        let digits = chunk.filter(\.isNumber).count
+        if digits > 0 { return digits >= 5 }
+        return words(chunk).allSatisfy(numberWords.contains)
+    }
+
+    /// A value named, "is", then one word (or "a" and one: the letter A heard as the article):
+    /// the value's first letters, which Whisper writes as a word when they are spelled ("The
+    /// code is A B" written "The code is upbeat." and "The code is a beat.": Smart Turn scored
+    /// the first 0.89 complete; docs/benchmarks.md, "Parley's operating point", 2026-11-28,
+    /// later). A finished sentence of this shape ("the number is wrong") waits
+    /// `spellingOutWaitMs`, a wrong guess's cost.
+    package static func isValueBegun(_ tokens: [String]) -> Bool {
+        guard tokens.count >= 3, let copula = tokens.lastIndex(where: { $0 == "is" || $0 == "was" }), copula > 0,
+              valueNames.contains(tokens[copula - 1]) else { return false }
+        let value = tokens[(copula + 1)...]
+        return value.count == 1 || (value.count == 2 && ["a", "an"].contains(value.first))
+    }
+
+    /// Names of what is given by spelling it: narrower than `digitCues` ("my account is locked",
+    /// "the address is wrong" are finished).
+    package static let valueNames: Set<String> = ["code", "number", "pin", "zip", "postcode", "extension", "id", "reference", "confirmation"]
 
     package static let tensWords: Set<String> = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred"]
 
