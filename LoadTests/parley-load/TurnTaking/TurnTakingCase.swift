@@ -142,6 +142,7 @@ struct TurnTakingCase {
         let premature = events.contains { ($0.type == Self.stopped || $0.type == Self.committed) && $0.at < resumed }
         results.premature[pauseMs, default: .init()].add(premature)
         results.prematureByCategory[category, default: .init()].add(premature)
+        if category != TurnTakingCommand.wholeQuestion { results.prematureMidThought[pauseMs, default: .init()].add(premature) }
         record += [("pause_ms", .int(pauseMs)), ("premature", .bool(premature))]
         if let end = events.first(where: { $0.type == Self.stopped && $0.at >= spoken }) {
             record.append(("last_word_to_speech_stopped_ms", .number(Self.ms(spoken, end.at))))

@@ -19,7 +19,8 @@ struct TurnTakingCommand: ParsableCommand {
               end           9 finished sentences (questions, requests, short answers): the last word's last \
             sample sent → speech_stopped received
               pause         10 sentences with a pause mid-thought (--pauses; after a function word, inside a \
-            number, a code and an address, in a list, after a hesitation): turns ended in the pause
+            number, a code and an address, in a list, after a hesitation), and 2 whole questions the speaker goes on \
+            with after the pause, counted apart: turns ended in the pause
               backchannel   8 backchannels ("uh huh", "mm hmm", "okay", "yeah", "right", "sure", "I see", "got it") \
             one second into a long spoken reply: replies cut
               interruption  4 interruptions ("stop", "no, no", "wait, actually I meant Paris", "okay but wait, I \
@@ -81,9 +82,12 @@ struct TurnTakingCommand: ParsableCommand {
         ("hesitation", "Let me think", "the second one please."),
         // A whole question, then more of it: answered in the pause, the reply is to a question
         // asked (TurnWords' `asked`), the cost of answering questions sooner.
-        ("question, then more", "What time does the museum open", "on Sunday?"),
-        ("question, then more", "Is there a train", "to Boston tonight?"),
+        (wholeQuestion, "What time does the museum open", "on Sunday?"),
+        (wholeQuestion, "Is there a train", "to Boston tonight?"),
     ]
+    /// The category whose words before the pause are a whole question: not counted among the
+    /// pauses mid-thought (the issue's "0 premature replies"), reported on its own line.
+    static let wholeQuestion = "question, then more"
     static let backchannels = ["uh huh", "mm hmm", "okay", "yeah", "right", "sure", "I see", "got it"]
     static let interruptions = ["stop", "no, no", "wait, actually I meant Paris", "okay but wait, I meant Boston"]
     var pausesMs: [Int] { pauses.split(separator: ",").compactMap { Int($0) } }

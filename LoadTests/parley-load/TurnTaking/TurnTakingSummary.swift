@@ -27,6 +27,8 @@ struct TurnTakingResults {
     /// Scenario 2: premature ends (speech_stopped or committed before the second half), by pause in ms.
     var premature: [Int: Tally] = [:]
     var prematureByCategory: [String: Tally] = [:]
+    /// The same, of the pauses mid-thought only (every category but a whole question's).
+    var prematureMidThought: [Int: Tally] = [:]
     /// Scenario 2: the second half's last word → speech_stopped (the sentence finished after its pause).
     var pausedThenFinishedMs: [Double] = []
     /// Scenario 3: replies cut by a backchannel, and those whose audio went on after it.
@@ -117,6 +119,11 @@ struct TurnTakingSummary {
         return lines
     }
 
+    private static func falseCutOffs(_ byPause: [Int: TurnTakingResults.Tally]) -> String {
+        let tally = byPause.filter { $0.key <= 1_000 }.values.reduce(into: TurnTakingResults.Tally()) { $0.hits += $1.hits; $0.runs += $1.runs }
+        return tally.runs == 0 ? "n/a" : "\(tally.text) (\(Format.fixed(Double(tally.hits) * 100 / Double(tally.runs), 1)) %)"
+    }
+
     private var pauseLines: [String] {
         var lines = ["premature replies: a pause mid-thought taken for the end (semantic_vad auto)"]
         for pause in pausesMs {
@@ -127,10 +134,8 @@ struct TurnTakingSummary {
         }
         // As eot-bench reports a detector: how often it cuts in (pauses up to 1 s), and how long
         // a finished turn waits (the sentences said whole, and the paused ones once finished).
-        lines.append(row("false cut-offs, pauses ≤ 1 s", { s in
-            let tally = s.premature.filter { $0.key <= 1_000 }.values.reduce(into: TurnTakingResults.Tally()) { $0.hits += $1.hits; $0.runs += $1.runs }
-            return tally.runs == 0 ? "n/a" : "\(tally.text) (\(Format.fixed(Double(tally.hits) * 100 / Double(tally.runs), 1)) %)"
-        }))
+        lines.append(row("false cut-offs, pauses ≤ 1 s", { Self.falseCutOffs($0.premature) }))
+        lines.append(row("  mid-thought (all but a whole question)", { Self.falseCutOffs($0.prematureMidThought) }))
         lines.append(row("finished after a pause: end p50 / p90", { "\(NearestRank.text(50, of: $0.pausedThenFinishedMs)) / \(NearestRank.text(90, of: $0.pausedThenFinishedMs))" }))
         return lines
     }
@@ -173,7 +178,8 @@ struct TurnTakingSummary {
                 ("turns_never_ended", s.neverEnded.json),
                 ("turns_ended_before_last_word", s.endedEarly.json),
                 ("premature_by_pause", .array(pausesMs.map { pause in
-                    .object([("pause_ms", .int(pause)), ("premature", (s.premature[pause] ?? TurnTakingResults.Tally()).json)])
+                    .object([("pause_ms", .int(pause)), ("premature", (s.premature[pause] ?? TurnTakingResults.Tally()).json),
+                             ("premature_mid_thought", (s.prematureMidThought[pause] ?? TurnTakingResults.Tally()).json)])
                 })),
                 ("premature_by_category", .object(pauseCategories.map { ($0, (s.prematureByCategory[$0] ?? TurnTakingResults.Tally()).json) })),
                 ("paused_then_finished_end_ms", NearestRank.json(s.pausedThenFinishedMs, percents)),
