@@ -12,7 +12,8 @@ band-limits), pink noise (seeded, per clip) added at the clip's speech RMS less 
 µ-law and decoded back (G.711, audioop), then handed to `Whisper.transcribe(pcm, 8000)`, which
 raises it to 16 kHz (WHISPER_DIR names another CTranslate2 Whisper than the helper's tiny.en, as
 docs/benchmarks.md's Whisper base row was measured). The denoiser runs on the 8 kHz line in 20 ms frames, as the session runs it at
-the engine's rate (Codec/Denoiser.swift).
+the engine's rate (Codec/Denoiser.swift). A noisy line starts 3 s before the speech (LEAD_SECONDS), as a call's denoiser has heard its
+line before the caller speaks; that lead is cut before the decode.
 """
 
 import argparse
@@ -62,12 +63,21 @@ def to_8k(pcm16k):
     return np.convolve(audio, taps, mode="same")[::2]
 
 
-def line(pcm16k, snr_db, seed):
-    """The clip as a G.711 line delivers it: 8 kHz pcm16 bytes, with pink noise at `snr_db` (None: none)."""
+# The noisy line heard before the clip's speech: the server denoises a call's input only once
+# LineNoiseFloor has found its floor loud for 3 s (--phone-line-denoise auto), so the denoiser has
+# heard the noise that long when the caller speaks. The bench denoised each clip from its first
+# sample until 2026-11-28 (below), which flattered the denoiser.
+LEAD_SECONDS = 3
+
+
+def line(pcm16k, snr_db, seed, lead_seconds=0):
+    """The clip as a G.711 line delivers it: 8 kHz pcm16 bytes, with pink noise at `snr_db` (None: none),
+    after `lead_seconds` of the line alone."""
     audio = to_8k(pcm16k)
     if snr_db is not None:
         loud = np.abs(audio) > 0.02 * np.abs(audio).max()
         speech_rms = np.sqrt(np.mean(audio[loud] ** 2))
+        audio = np.concatenate([np.zeros(lead_seconds * 8000), audio])
         audio = audio + pink_noise(len(audio), seed) * speech_rms / (10 ** (snr_db / 20))
     pcm = np.clip(audio, -32768, 32767).astype("<i2").tobytes()
     return audioop.ulaw2lin(audioop.lin2ulaw(pcm, 2), 2)
@@ -132,6 +142,8 @@ def main():
     parser.add_argument("--lines", help="which lines to measure, by their row numbers from 1, comma-separated (default: all)")
     parser.add_argument("--recogniser", choices=("whisper", "moonshine"), default="whisper",
                         help="whisper: Whisper tiny.en, the default; moonshine: Moonshine base (AVX-512 only)")
+    parser.add_argument("--no-lead", dest="lead", action="store_false",
+                        help="noisy lines without the 3 s of line before the speech (the denoiser starts on the clip, as before 2026-11-28)")
     parser.add_argument("--floors", action="store_true",
                         help="print the lines' noise floors (what --phone-line-denoise auto reads) instead of word error rates")
     arguments = parser.parse_args()
@@ -178,9 +190,11 @@ def main():
             for i, text in enumerate(texts):
                 pcm = clips.pcm(voice, i, text)
                 if rate is not None:
-                    pcm = line(pcm, snr, seed=i)
+                    lead = LEAD_SECONDS if snr is not None and arguments.lead else 0
+                    pcm = line(pcm, snr, seed=i, lead_seconds=lead)
                     if denoised:
                         pcm = denoise(pcm)
+                    pcm = pcm[lead * 8000 * 2:]
                 heard = recogniser.transcribe(pcm, rate or 16000).text
                 reference = bench.words(text)
                 errors += bench.errors(reference, bench.words(heard))
