@@ -91,17 +91,18 @@ public struct TurnEnding: Sendable, Equatable {
         /// g711-noisy`, docs/benchmarks.md "Turns over phone lines"; 1 of 30 on a clean line).
         public var noisyInput = false
 
-        /// The silence after which the audio model and the words agreeing end the turn ("end
-        /// now" above): 0 ends it as they agree. A server's eagerness sets more (auto 500 ms): a
+        /// The silence after which the audio model and the words agreeing end the turn (the
+        /// table above): 0 ends it as they agree. A server's eagerness sets more (auto 500 ms): a
         /// clause's comma is a pause of 300 to 460 ms in Piper's voice (below -40 dBFS), heard as
         /// 450 to 650 ms of silence once the VAD's onset is counted, and "Thank you very much,"
         /// reads as finished to both; at ten talkers such pauses ended 4 turns of 150 when the
         /// words came sooner (docs/benchmarks.md, "Talkers", 2026-11-28).
         public var agreedWaitMs = 0
 
-        /// The silence after which the audio model's "complete" ends the turn: with words that
-        /// agree, or by itself where no words come (a recogniser that does not decode whole turns).
+        /// The silence after which the audio model's "complete" ends the turn with words that agree.
         var agreedEndMs: Int { noisyInput ? finishedWaitMs : agreedWaitMs }
+        /// The same by itself, where no words come (a recogniser that does not decode whole
+        /// turns): at once, as before the words were read.
         var completeWaitMs: Int { noisyInput ? finishedWaitMs : 0 }
         /// The silence after which a question the audio model does not confirm ends the turn: on a
         /// noisy input the recogniser's question mark is no surer than its other words.

@@ -119,7 +119,8 @@ public enum TurnWords {
         guard chunk.contains("-") else { return false }
         let digits = chunk.filter(\.isNumber).count
         if digits > 0 { return digits >= 5 }
-        return words(chunk).allSatisfy(numberWords.contains)
+        let parts = words(chunk)
+        return !parts.isEmpty && parts.allSatisfy(numberWords.contains)
     }
 
     /// A value named, "is", then one word (or "a" and one: the letter A heard as the article):
@@ -136,7 +137,7 @@ public enum TurnWords {
     }
 
     /// Names of what is given by spelling it: narrower than `digitCues` ("my account is locked",
-    /// "the address is wrong" are finished).
+    /// "the address is old" are finished).
     package static let valueNames: Set<String> = ["code", "number", "pin", "zip", "postcode", "extension", "id", "reference", "confirmation"]
 
     package static let tensWords: Set<String> = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred"]
