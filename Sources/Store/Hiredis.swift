@@ -188,10 +188,36 @@ final class HiredisConnection {
     /// Frees the context now: commands in flight fail (`connectionLost`), then `onClosed(reason)`.
     /// Inside a reply callback hiredis defers the free until the callback returns.
     func close(_ reason: RedisError = .closed) {
-        guard let ac = context else { return }
+        guard context != nil else { return }
         if closeReason == nil { closeReason = reason }
-        redisAsyncFree(ac)
+        intoHiredis { redisAsyncFree($0) }
     }
+
+    /// Runs one of hiredis's functions that may call back into Parley (replies, the connect, the
+    /// free's failed commands). Two things hold while it runs:
+    /// - A write asked for from a callback (a reply's completion sending more, `flush`) waits until
+    ///   hiredis has returned. hiredis 0.14 frees its context inside a write that fails, without
+    ///   looking whether a callback is running, and the reply loop it returns to then reads freed
+    ///   memory: a node segfaulted so at a Redis kill -9 (make chaos in CI, 2026-11-28;
+    ///   RedisClientTests' reset peer did it every time).
+    /// - This object lives until the call returns: a context freed inside tells the owner, which
+    ///   lets go of it (`RedisClient.lost`).
+    private func intoHiredis(_ call: (UnsafeMutablePointer<redisAsyncContext>) -> Void) {
+        guard let ac = context else { return }
+        let kept = Unmanaged.passRetained(self)
+        defer { kept.release() }
+        callDepth += 1
+        call(ac)
+        callDepth -= 1
+        guard callDepth == 0, flushWanted else { return }
+        flushWanted = false
+        flush()
+    }
+
+    /// How many of `intoHiredis`'s calls are under way (hiredis calls back, and Parley calls in again).
+    private var callDepth = 0
+    /// A `flush` asked for while hiredis was running: made when it has returned.
+    private var flushWanted = false
 
     // MARK: The adapter
 
@@ -218,21 +244,24 @@ final class HiredisConnection {
     }
 
     fileprivate func readable() {
-        guard reading, let ac = context else { return }
-        redisAsyncHandleRead(ac)  // may free the context (then `cleanup` has run)
+        guard reading else { return }
+        intoHiredis { redisAsyncHandleRead($0) }  // may free the context (then `cleanup` has run)
     }
 
     fileprivate func writable() {
-        guard writing, let ac = context else { return }
-        redisAsyncHandleWrite(ac)
+        guard writing else { return }
+        intoHiredis { redisAsyncHandleWrite($0) }
     }
 
     /// Writes what is queued now rather than at the loop's next pass: a store write is in the
     /// kernel before the event that says its item is done is even queued for the client, so a
     /// process killed in between does not take it along (the kernel still sends what was written).
+    /// Asked for from within hiredis (a reply's callback), it is made as hiredis returns, still
+    /// before the loop's end of pass writes the clients' events.
     func flush() {
-        guard isConnected, writing, let ac = context else { return }
-        redisAsyncHandleWrite(ac)
+        guard isConnected, writing, context != nil else { return }
+        guard callDepth == 0 else { return flushWanted = true }
+        intoHiredis { redisAsyncHandleWrite($0) }
     }
 
     private func connected() {

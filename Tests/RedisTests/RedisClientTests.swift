@@ -111,6 +111,42 @@ import TestSupport
         #expect(pingsWhenUp == 4, "three answered LOADING, the fourth PONG")
     }
 
+    /// Redis killed with replies on their way: the reply's callback sends more, and the socket is
+    /// already reset when those are written. hiredis 0.14 frees its context inside that write
+    /// (its disconnect does not look whether a callback is running), so writing there, from within
+    /// the reply's callback, freed the context under the reply loop: make chaos's node segfaulted
+    /// at a Redis kill -9 (CI, 2026-11-28). The writes wait until hiredis has returned.
+    @Test func commandsSentFromAReplyOnAConnectionJustResetFailWithoutACrash() throws {
+        // As the server does (Server.swift): hiredis writes with write(2), and a reset peer is EPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let server = try AnswerThenCloseRedis()
+        var followUps: [Result<RedisReply, RedisError>] = []
+        var first: Result<RedisReply, RedisError>?
+        var events: [RedisClient.Event] = []
+        var client: RedisClient?
+        let finished = try runLoop(seconds: 10) { loop, finish in
+            client = RedisClient(host: "127.0.0.1", port: server.port, loop: loop) { event in
+                events.append(event)
+                guard event == .up else { return }
+                client?.send(["SET", "a", "1"]) { result in
+                    first = result
+                    // The first of these meets the peer's FIN and draws its reset; the rest meet the reset.
+                    for i in 0..<8 {
+                        client?.send(["SET", "b\(i)", "2"]) { result in
+                            followUps.append(result)
+                            if followUps.count == 8 { loop.schedule(after: 0.05) { finish() } }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(finished)
+        #expect(first == .success(.status("OK")))
+        #expect(followUps.count == 8)
+        #expect(followUps.allSatisfy { if case .failure = $0 { true } else { false } }, "\(followUps)")
+        #expect(events.contains { if case .down = $0 { true } else { false } }, "\(events)")
+    }
+
     @Test func aPortThatSpeaksSomethingElseIsAnErrorNotACrash() throws {
         var result: Result<RedisReply, RedisError>?
         var client: RedisClient?
@@ -182,6 +218,31 @@ final class LoadingRedis: Sendable {
                 let reply = answered <= loadingAnswers ? "-LOADING Redis is loading the dataset in memory\r\n" : "+PONG\r\n"
                 _ = Array(reply.utf8).withUnsafeBytes { Glibc.write(client, $0.baseAddress, $0.count) }
             }
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+}
+
+/// A Redis killed just after it answered: answers its one client's PING `+PONG`, the next
+/// command `+OK`, then closes the connection. A blocking socket on a thread of its own.
+final class AnswerThenCloseRedis: Sendable {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        fd = try Sys.streamSocket(family: AF_INET, .blocking)
+        try Sys.listen(fd, on: .ipv4(127, 0, 0, 1, port: 0))
+        port = try Sys.localAddress(fd).port
+        try Thread.spawn(name: "closing-redis") { [fd] in
+            let client = Glibc.accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            var buffer = [UInt8](repeating: 0, count: 512)
+            for reply in ["+PONG\r\n", "+OK\r\n"] {
+                guard Glibc.read(client, &buffer, buffer.count) > 0 else { break }
+                _ = Array(reply.utf8).withUnsafeBytes { Glibc.write(client, $0.baseAddress, $0.count) }
+            }
+            Glibc.close(client)
         }
     }
 
