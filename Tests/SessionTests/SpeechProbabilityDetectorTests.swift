@@ -239,6 +239,53 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
         #expect(model.runs < model.windows)
     }
 
+    /// A pass that brings a second of audio before the loop's batch has scored its windows (a
+    /// loop, or the client, held up on a busy machine: make test in three lanes, 2026-11-28, heard
+    /// "like in Paris today." for "What's the weather like in Paris today?"): the audio kept
+    /// between turns reaches back from what was scored, not from what came, so the turn begins
+    /// where its speech did, with its padding, and the recogniser gets every sample of it.
+    @Test func aSecondOfAudioThatCameBeforeItsWindowsWereScoredKeepsTheTurnsBeginning() {
+        let model = ScriptedVoiceActivityModel()
+        var options = SessionEngine.Options()
+        options.voiceActivityModel = model
+        options.batchesVoiceActivity = true
+        options.transcribes = true
+        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, createResponse: false)
+        var engine = SessionEngine(seed: 5, options: options)
+        _ = engine.start()
+        let perMs = 16
+        var heard: [Int16] = []
+        var started: [Int] = []
+        func collect(_ actions: [SessionAction]) {
+            for action in actions {
+                if case .transcription(.begin(_, let audio, _)) = action { heard += audio }
+                if case .transcription(.audio(_, let audio)) = action { heard += audio }
+                if case .send(let event) = action, case .speechStarted(let ms, _) = event.kind { started.append(ms) }
+            }
+        }
+        func send(_ level: Int16, ms: Int, scoredEachFrame: Bool) {
+            for _ in 0..<(ms / 20) {
+                collect(engine.handle(.audio([Int16](repeating: level, count: 20 * perMs))))
+                if scoredEachFrame, engine.awaitsVoiceActivity {
+                    model.scoreStaged()
+                    collect(engine.handle(.voiceActivityScored))
+                }
+            }
+            if engine.awaitsVoiceActivity {
+                model.scoreStaged()
+                collect(engine.handle(.voiceActivityScored))
+            }
+        }
+        send(Self.hiss, ms: 1000, scoredEachFrame: true)
+        // One pass: a second of speech read before the batch runs.
+        send(8000, ms: 1000, scoredEachFrame: false)
+        send(Self.hiss, ms: 700, scoredEachFrame: true)
+        // Speech from 992 ms (the window of 992 to 1,024 ms is the first loud one), padded by 300.
+        #expect(started == [692])
+        #expect(heard.filter { $0 == 8000 }.count == 1000 * perMs, "\(heard.filter { $0 == 8000 }.count / perMs) ms of the 1,000 loud")
+        #expect(heard.prefix { $0 == Self.hiss }.count == (1000 - 692) * perMs, "\(heard.prefix { $0 == Self.hiss }.count / perMs) ms before the speech")
+    }
+
     @Test func theStreamIsMadeWithTheFirstAudioAndLetGoWhenAudioGoesIdle() {
         let model = ScriptedVoiceActivityModel()
         var engine = engine(model)

@@ -52,13 +52,20 @@ package extension SessionEngine {
         if turns.floor.isEndPending, let step = turns.floor.audio(atMs: audio.totalMs) { carryOut(step) }
         checkIdleTimeout()
         if let vad, turns.floor.isIdle {
-            // Between turns only the padding the next start may reach back for is worth keeping:
-            // plus the detector's look-back of up to 130 ms and the loop's VAD batch (a tick, 10 ms,
-            // and the frames that came meanwhile), 200 ms (`InputAudioBuffer.keepLast` says what that
-            // holds: 23 KiB at 16 kHz with the default 300 ms of padding).
-            audio.keepLast(ms: vad.settings.prefixPaddingMs + 200)
+            // Between turns only what the next start may reach back for is worth keeping: the
+            // audio the detector has not yet scored or placed (`reachBackMs`) and the padding
+            // before it, with a frame's slack (`InputAudioBuffer.keepLast` says what that holds:
+            // 19 KiB at 16 kHz with the default 300 ms of padding, the detector caught up).
+            // From the end of what came, a fixed 500 ms, lost a turn's first words whenever a pass
+            // brought more than that before the loop's batch scored it (make test in three lanes,
+            // 2026-11-28: "like in Paris today." for "What's the weather like in Paris today?").
+            audio.keepLast(ms: vad.settings.prefixPaddingMs + vad.reachBackMs + Self.keptSlackMs)
         }
     }
+
+    /// Audio kept between turns beyond what the detector may still reach back for: rounding to
+    /// its windows, and the frame a start is placed in.
+    static let keptSlackMs = 100
 
     /// The quiet after speech that has the recogniser decode the turn so far: shorter than any
     /// stop (semantic_vad's 200 ms probe, server_vad's 500 ms), so that the decode is under way,
