@@ -44,11 +44,10 @@ package struct InputAudioBuffer: Sendable {
     /// turn starts is not part of it, beyond the padding the detector may reach back for. Called
     /// on every append between turns, so the storage is held to what that needs: the kept audio,
     /// the quarter, and a frame of up to `frameSlackMs`. Left to grow by doubling from the first
-    /// 20 ms frame it reached 20,992 samples (41 KiB, most of a live microphone's memory) for
-    /// 500 ms; it holds 11,600 (23 KiB) for that, and about 10,000 for the engine's usual 400 to
-    /// 430 ms (the default padding, the detector caught up). The quarter moves the kept audio
-    /// (13 KB) once every 100 ms of frames, where trimming at every frame would move it fifty
-    /// times a second.
+    /// 20 ms frame it reached 20,992 samples (41 KiB, most of a live microphone's memory) for the
+    /// default 500 ms; it holds 11,600 (23 KiB). The quarter moves the kept audio (16 KB) once
+    /// every 125 ms of frames, 128 KB a second, where trimming at every frame would move it
+    /// fifty times.
     package mutating func keepLast(ms: Int) {
         let count = ms * samplesPerMs
         let limit = count + count / 4

@@ -53,19 +53,20 @@ package extension SessionEngine {
         checkIdleTimeout()
         if let vad, turns.floor.isIdle {
             // Between turns only what the next start may reach back for is worth keeping: the
-            // audio the detector has not yet scored or placed (`reachBackMs`) and the padding
-            // before it, with a frame's slack (`InputAudioBuffer.keepLast` says what that holds:
-            // 19 KiB at 16 kHz with the default 300 ms of padding, the detector caught up).
-            // From the end of what came, a fixed 500 ms, lost a turn's first words whenever a pass
-            // brought more than that before the loop's batch scored it (make test in three lanes,
-            // 2026-11-28: "like in Paris today." for "What's the weather like in Paris today?").
-            audio.keepLast(ms: vad.settings.prefixPaddingMs + vad.reachBackMs + Self.keptSlackMs)
+            // padding, the detector's look-back of up to 130 ms and a frame (200 ms), counted back
+            // from the audio it has scored: the audio after that (`unscoredMs`: windows waiting
+            // for the loop's batch) is all kept. Counted from the end of what came, it lost a
+            // turn's first words whenever a pass brought more than 500 ms before the batch scored
+            // it (make test in three lanes, 2026-11-28: "like in Paris today." for "What's the
+            // weather like in Paris today?"). `InputAudioBuffer.keepLast` says what this holds:
+            // 23 KiB at 16 kHz with the default 300 ms of padding, the detector caught up.
+            audio.keepLast(ms: vad.settings.prefixPaddingMs + Self.lookBackMs + vad.unscoredMs)
         }
     }
 
-    /// Audio kept between turns beyond what the detector may still reach back for: rounding to
-    /// its windows, and the frame a start is placed in.
-    static let keptSlackMs = 100
+    /// Audio kept between turns before the scored audio's end, beyond the padding: the detector's
+    /// look-back (a run's start before its first loud window) and a frame.
+    static let lookBackMs = 200
 
     /// The quiet after speech that has the recogniser decode the turn so far: shorter than any
     /// stop (semantic_vad's 200 ms probe, server_vad's 500 ms), so that the decode is under way,

@@ -40,10 +40,6 @@ public struct SpeechProbabilityDetector: Sendable, Equatable {
     public var isSpeaking: Bool { speaking }
     /// Milliseconds of audio scored so far.
     public var elapsedMs: Int { windows * windowMs }
-    /// How far before `elapsedMs` a start not yet reported may still be put (before its padding):
-    /// the beginning of the run of windows at the continuation level that one loud window more
-    /// would make speech. Between turns the engine keeps the audio back to there.
-    public var pendingRunMs: Int { speaking || runStart < 0 ? 0 : (windows - runStart) * windowMs }
     /// Where the current (or last) turn's speech began, before the prefix padding.
     public private(set) var speechOnsetMs = 0
     /// Where the current (or last) turn's speech last was: the end of its last window at or above

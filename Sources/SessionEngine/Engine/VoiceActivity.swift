@@ -94,15 +94,12 @@ package enum VoiceActivity: Sendable {
         }
     }
 
-    /// How far before the end of the audio given a start not yet reported may still be put,
-    /// before its padding: audio not yet scored (the neural detector's windows staged for the
-    /// loop's batch, and the window being filled), and the run it may belong to.
-    package var reachBackMs: Int {
-        switch self {
-        case .energy(let detector): detector.pendingRunMs
-        case .neural(let neural): neural.reachBackMs
-        case .modifying: 0
-        }
+    /// Audio given and not yet scored: the neural detector's windows staged for the loop's batch
+    /// (a pass can stage a second of them, a loop or a client held up on a busy machine), and
+    /// the window being filled. The energy detector measures as the audio comes: 0.
+    package var unscoredMs: Int {
+        if case .neural(let neural) = self { return neural.unscoredMs }
+        return 0
     }
 
     /// Windows staged for the loop's batch whose scores have not been taken (`scored`).
@@ -173,10 +170,8 @@ package struct NeuralVoiceActivity: Sendable {
     }
 
     package var speechOnsetMs: Int { detector.speechOnsetMs + skippedMs }
-    /// `VoiceActivity.reachBackMs`: the windows staged and not scored, the one being filled, and
-    /// the detector's run. A pass can stage a second of windows (a loop or a client held up on a
-    /// busy machine), and a start found in them reaches back before all of it.
-    package var reachBackMs: Int { detector.pendingRunMs + staged * detector.windowMs + filled * 1000 / sampleRate }
+    /// `VoiceActivity.unscoredMs`.
+    package var unscoredMs: Int { staged * detector.windowMs + filled * 1000 / sampleRate }
     package var lastSpeechEndMs: Int { detector.lastSpeechEndMs + skippedMs }
     /// The window buffer, and the model's state for the stream (a Silero instance) while one is held.
     package var heapBytes: Int { window.capacity * MemoryLayout<Float>.stride + (stream?.stateBytes ?? 0) }

@@ -98,17 +98,6 @@ public struct VoiceActivityDetector: Sendable {
 
     /// Milliseconds of audio measured so far (whole frames).
     public var elapsedMs: Int { frames * Self.frameMs }
-    /// How far before the end of the audio given a start not yet reported may still be put
-    /// (before its padding): the frame being filled, and the run it may belong to, back to its
-    /// first frame or `maxBacktrackFrames` before its first loud one (one not yet heard counts as
-    /// the next). Between turns the engine keeps the audio back to there.
-    public var pendingRunMs: Int {
-        let partialMs = filled * 1000 / sampleRate
-        guard !speaking, runStart >= 0 else { return partialMs }
-        let firstLoud = runFirstLoud >= 0 ? runFirstLoud : frames
-        let start = max(runStart, firstLoud - Self.maxBacktrackFrames)
-        return (frames - start) * Self.frameMs + partialMs
-    }
 
     /// Where the current (or last) turn's speech began, before the prefix padding.
     public private(set) var speechOnsetMs = 0
