@@ -159,11 +159,15 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
         #expect(model.windows == (736 + 500) / 32 + 1, "\(model.windows) windows scored")
     }
 
-    private func engine(_ model: ScriptedVoiceActivityModel, rate: Int = 16_000) -> SessionEngine {
+    /// `batched`: the windows wait for the loop's batch (`model.scoreStaged()`, then `.voiceActivityScored`).
+    private func engine(_ model: ScriptedVoiceActivityModel, rate: Int = 16_000, batched: Bool = false, prefixPaddingMs: Int = 0,
+                        transcribes: Bool = false) -> SessionEngine {
         var options = SessionEngine.Options()
         options.voiceActivityModel = model
+        options.batchesVoiceActivity = batched
+        options.transcribes = transcribes
         options.configuration.inputAudioFormat = rate == 8_000 ? .pcmu : .pcm16
-        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
+        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: prefixPaddingMs, silenceDurationMs: 500, createResponse: false)
         var engine = SessionEngine(seed: 5, options: options)
         _ = engine.start()
         return engine
@@ -201,13 +205,7 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
     @Test(arguments: [16_000, 8_000])
     func batchedWindowsGiveTheSameTurnsWhenScored(rate: Int) {
         let model = ScriptedVoiceActivityModel()
-        var options = SessionEngine.Options()
-        options.voiceActivityModel = model
-        options.batchesVoiceActivity = true
-        options.configuration.inputAudioFormat = rate == 8_000 ? .pcmu : .pcm16
-        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 0, silenceDurationMs: 500, createResponse: false)
-        var engine = SessionEngine(seed: 5, options: options)
-        _ = engine.start()
+        var engine = engine(model, rate: rate, batched: true)
         let perMs = rate / 1000
         let samples = [Int16](repeating: Self.hiss, count: 320 * perMs) + [Int16](repeating: 8000, count: 640 * perMs) + [Int16](repeating: Self.hiss, count: 700 * perMs)
         var found: [(String, Int)] = []
@@ -246,13 +244,7 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
     /// where its speech did, with its padding, and the recogniser gets every sample of it.
     @Test func aSecondOfAudioThatCameBeforeItsWindowsWereScoredKeepsTheTurnsBeginning() {
         let model = ScriptedVoiceActivityModel()
-        var options = SessionEngine.Options()
-        options.voiceActivityModel = model
-        options.batchesVoiceActivity = true
-        options.transcribes = true
-        options.configuration.turnDetection = ServerVAD(threshold: 0.5, prefixPaddingMs: 300, silenceDurationMs: 500, createResponse: false)
-        var engine = SessionEngine(seed: 5, options: options)
-        _ = engine.start()
+        var engine = engine(model, batched: true, prefixPaddingMs: 300, transcribes: true)
         let perMs = 16
         var heard: [Int16] = []
         var started: [Int] = []

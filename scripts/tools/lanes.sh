@@ -12,9 +12,9 @@
 #
 # Why: measured on the two cores of CI's machine (vmstat every 5 s, 2026-11-27), each script phase
 # left 47 to 69 % of the CPU idle, one core's worth: a server, a client and a helper that mostly
-# wait on each other, on real time (the chaos run's two minutes, the SDK clients' turns). Two lanes
-# fill both cores, not quite: they left 43 % of the CPU idle (vmstat, 2026-11-28: lanes of 342 and
-# 322 s, make test built in 503 s). Three left 24 % (lanes of 232 to 236 s, built in 389 to 400 s),
+# wait on each other, on real time (the chaos run's two minutes, the SDK clients' turns). So two
+# lanes; they still left 43 % of the CPU idle (vmstat, 2026-11-28: lanes of 342 and 322 s, make
+# test built in 503 s). Three left 24 % (lanes of 232 to 236 s, built in 389 to 400 s),
 # but in four runs two failed on outcomes the load moved: a spoken turn's first words lost (a bug,
 # fixed: SessionEngine's audio kept between turns) and, from a clean clone with the fuzzers' build
 # beside the SIP calls, a barge-in that did not cut its reply. A suite that must pass first time
