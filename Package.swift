@@ -102,8 +102,8 @@ let package = Package(
         // DCEP), and /v1/realtime/calls, onto the same session driver.
         .target(name: "WebRTC", dependencies: ["SessionEngine", "Media", "Session", "Server", "TLS", "Loop", "Metrics", "JSON", "CSRTP", .product(name: "Logging", package: "swift-log")]),
         // SIP as values: messages, URIs, the stream framer, RFC 3261's transactions and digest
-        // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets.
-        .target(name: "SIP", dependencies: ["Media", "TLS", "JSON"]),
+        // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets (Loop for HeapSize only).
+        .target(name: "SIP", dependencies: ["Media", "TLS", "Loop", "JSON"]),
         // Carrier media streams (Twilio's /twilio) on the same session driver.
         .target(name: "Telephony", dependencies: ["SessionEngine", "SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.

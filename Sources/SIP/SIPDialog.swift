@@ -1,3 +1,4 @@
+import Loop
 import Media
 
 /// One call's dialog, Parley being the UAS (RFC 3261 section 12), with its INVITE session (section
@@ -133,6 +134,15 @@ package struct SIPDialog {
     /// A UAC's route set: the 2xx's Record-Route values in reverse (section 12.1.2).
     package static func routeSet(uac answer: SIPMessage) -> [String] {
         answer.values("Record-Route").flatMap { $0.split(separator: ",").map(Self.trimmed) }.reversed()
+    }
+
+    /// What the dialog keeps on the heap for the call's life (`HeapSize`'s rules): the INVITE, the
+    /// answer awaiting its ACK, the caller's SDP, and the dialog's own strings.
+    package var heapBytes: Int {
+        invite.heapBytes + (unacknowledged?.response.heapBytes ?? 0) + (offerSDP?.heapBytes ?? 0)
+            + HeapSize.of(callID) + HeapSize.of(localTag) + (remoteTag.map(HeapSize.of) ?? 0) + HeapSize.of(remoteURI) + HeapSize.of(localURI)
+            + HeapSize.of(remoteTarget) + HeapSize.of(routeSet) + routeSet.reduce(0) { $0 + HeapSize.of($1) }
+            + HeapSize.of(local.contact) + HeapSize.of(local.mediaHost) + HeapSize.of(offer.address)
     }
 
     /// When the dialog next wants `fire(now:)`: the 2xx's resend, or a transfer's end.

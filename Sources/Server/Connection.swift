@@ -47,6 +47,8 @@ final class Connection: LoopRegistrant {
     private var outbound = ByteBuffer()
     /// Bytes currently reported to the loop's memory account.
     private var accounted: Int32 = 0
+    /// The endpoint `accounted` is counted under (`MemoryLedger`): 0, plain HTTP, until an upgrade.
+    private var accountedKind: Int32 = 0
     /// What malloc gave this object and its protocol's; fixed for each protocol's life.
     private var objectBytes: Int32 = 0
     /// This connection's place in the loop's list of corked connections (`OutputCork`), or -1
@@ -478,7 +480,7 @@ final class Connection: LoopRegistrant {
         handshakeEnded(.closed)
         tls = nil
         let ending = wire.ended()
-        accounted = Int32(clamping: serving.release(self, accounted: Int(accounted), closeCode: ending.closeCode, endpoint: ending.endpoint))
+        accounted = Int32(clamping: serving.release(self, accounted: Int(accounted), accountedUnder: Int(accountedKind), closeCode: ending.closeCode, endpoint: ending.endpoint))
         wire.closed()
     }
 
@@ -486,8 +488,15 @@ final class Connection: LoopRegistrant {
     func account() {
         guard state != .closed else { return }
         let now = Int32(clamping: Int(objectBytes) + Int(handlerBytes) + (tls?.heapBytes ?? 0) + pending.allocatedBytes + outbound.allocatedBytes + wire.heapBytes)
+        let kind = serving.metrics.ledger.slot(endpoint: wire.webSocket?.endpoint ?? 0, stream: wire.streamPort != nil)
+        if kind != accountedKind {
+            // An upgrade: what was counted under plain HTTP moves to the endpoint's carrier.
+            serving.metrics.ledger.counter(slot: Int(accountedKind)).add(-Int(accounted))
+            serving.metrics.ledger.counter(slot: kind).add(Int(accounted))
+            accountedKind = Int32(kind)
+        }
         if now != accounted {
-            serving.metrics.accountedBytes.add(Int(now) - Int(accounted))
+            serving.metrics.ledger.counter(slot: kind).add(Int(now) - Int(accounted))
             accounted = now
         }
     }

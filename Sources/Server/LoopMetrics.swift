@@ -33,6 +33,11 @@ struct EndpointLabel: MetricLabel {
     let labelValue: String
 }
 
+struct CarrierLabel: MetricLabel {
+    static let labelName = "carrier"
+    let labelValue: String
+}
+
 /// Why an accepted-or-attempted connection was turned away.
 enum RefusalReason: Int, CaseIterable, MetricLabel {
     static let labelName = "reason"
@@ -85,11 +90,13 @@ final class LoopMetrics: Sendable {
     let messagesOut = Counter()
     let bytesIn = Counter()
     let bytesOut = Counter()
-    let accountedBytes = Counter()
+    /// What the loop's session holders have accounted, by carrier (`MemoryLedger`).
+    let ledger: MemoryLedger
     let tlsHandshakes = TLSHandshakeResult.allCases.map { _ in Counter() }
     let tlsHandshakesInProgress = Counter()
 
     init(endpoints: Int) {
         open = (0..<endpoints).map { _ in Counter() }
+        ledger = MemoryLedger(endpoints: endpoints)
     }
 }

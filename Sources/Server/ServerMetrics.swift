@@ -43,7 +43,17 @@ enum ServerMetrics {
         counter("parley_network_received_bytes_total", "Bytes read from client sockets.") { $0.bytesIn }
         counter("parley_network_sent_bytes_total", "Bytes written to client sockets.") { $0.bytesOut }
 
-        gauge("parley_accounted_bytes", "Heap bytes held by connections, as counted by their memory accounts.") { sum { $0.accountedBytes } }
+        gauge("parley_accounted_bytes", "Heap bytes held by connections and sessions (calls too), as counted by their memory accounts.") {
+            loops.reduce(0) { $0 + $1.ledger.total }
+        }
+        _ = ComputedFamily(name: "parley_accounted_bytes_by_carrier",
+                           help: "parley_accounted_bytes by what holds them: a connection's endpoint (http until it upgrades), or a session's carrier (sip, webrtc, stream, parked, relayed).",
+                           kind: .gauge, registry: registry) { samples in
+            for (i, name) in endpointNames.enumerated() { samples.add(CarrierLabel(labelValue: name), loops.reduce(0) { $0 + $1.ledger.current(endpoint: i) }) }
+            for carrier in MemoryLedger.Carrier.allCases {
+                samples.add(CarrierLabel(labelValue: carrier.labelValue), loops.reduce(0) { $0 + $1.ledger.current(carrier) })
+            }
+        }
         gauge("parley_process_resident_memory_bytes", "Resident set size of the process.") { ProcessMemory.residentBytes() }
         gauge("parley_process_heap_in_use_bytes", "Heap bytes allocated and not freed (glibc's mallinfo2), every arena's and the blocks mapped on their own.") {
             ProcessMemory.heapInUseBytes()
@@ -59,9 +69,9 @@ enum ServerMetrics {
             let sessions = sessions()
             return sessions > 0 ? max(0, ProcessMemory.residentBytes() - baseline.bytes) / sessions : 0
         }
-        gauge("parley_accounted_bytes_per_connection", "Accounted bytes / open WebSocket sessions; 0 with none open.") {
+        gauge("parley_accounted_bytes_per_connection", "Accounted bytes of WebSocket sessions (relayed ones included; not calls, stream connections or parked sessions) / open WebSocket sessions; 0 with none open.") {
             let sessions = sessions()
-            return sessions > 0 ? sum { $0.accountedBytes } / sessions : 0
+            return sessions > 0 ? loops.reduce(0) { $0 + $1.ledger.connectionTotal } / sessions : 0
         }
 
         if let tls {

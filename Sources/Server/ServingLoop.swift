@@ -49,6 +49,7 @@ final class ServingLoop {
         self.loop = loop
         self.context = context
         self.metrics = metrics
+        metrics.ledger.install(on: loop)
         // 16 KiB is TLS's largest record; 14 bytes the largest frame header.
         tlsWriteScratch = .allocate(byteCount: context.tls == nil ? 0 : 16384 + 14, alignment: 16)
         let c = context.configuration
@@ -240,12 +241,12 @@ final class ServingLoop {
 
     /// Called by a closing connection: gives back its registration, descriptor and counters.
     /// Returns the connection's accounted bytes after release (zero).
-    func release(_ connection: Connection, accounted: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
+    func release(_ connection: Connection, accounted: Int, accountedUnder kind: Int, closeCode: WebSocketCloseCode?, endpoint: Int) -> Int {
         if let port = connection.wire.streamPort {
             loop.deregister(connection.registration)
             Sys.close(connection.fd)
             streamPorts[port].open -= 1
-            metrics.accountedBytes.add(-accounted)
+            metrics.ledger.counter(slot: kind).add(-accounted)
             return 0
         }
         if !hosts.isEmpty, let host = hosts.removeValue(forKey: connection.registration.slot) {
@@ -259,7 +260,7 @@ final class ServingLoop {
         if endpoint > 0 { context.openSessions.subtract(1, ordering: .relaxed) }
         metrics.open[endpoint].add(-1)
         metrics.closed[CloseLabel(closeCode).index].add(1)
-        metrics.accountedBytes.add(-accounted)
+        metrics.ledger.counter(slot: kind).add(-accounted)
         if endpoint > 0 { sessionsHere -= 1 }
         if shuttingDown && sessionsHere == 0 { stopWhenDrained() }
         return 0

@@ -1,3 +1,5 @@
+import Loop
+
 /// The keys a caller presses, gathered into one entry for the conversation, as a user's turn:
 /// "The caller pressed 1 2 3 # on the keypad." Keys within `pause` of each other are one entry;
 /// `#`, or a 32nd key, ends it at once. Twilio's and SIP's calls both take keys so.
@@ -11,6 +13,7 @@ struct KeypadEntry: Equatable {
 
     private var keys: [Character] = []
     private(set) var deadline: UInt64?
+    var heapBytes: Int { HeapSize.of(keys) }
 
     /// A key at `now`: the entry's sentence if this key ended it.
     mutating func pressed(_ key: Character, now: UInt64) -> String? {

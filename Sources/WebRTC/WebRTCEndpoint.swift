@@ -174,7 +174,7 @@ public final class WebRTCEndpoint: Sendable {
         ice.setupTimeout = UInt64(settings.setupTimeoutSeconds * 1e9)
         ice.consentTimeout = UInt64(settings.consentTimeoutSeconds * 1e9)
         let call = WebRTCCall(id: id, port: port, offer: offer, local: local, ice: ice, dtls: dtls, session: session, audioSSRC: ssrc,
-                              metrics: metrics, now: MonotonicClock.nanoseconds())
+                              metrics: metrics, now: loop.nanoseconds())
         _ = port.expect(call, ufrag: call.ufrag)
         CallDirectory.shared.add(id, session, on: loop)
         call.onEnd = { call in CallDirectory.shared.remove(call.id) }

@@ -1,3 +1,5 @@
+import Loop
+
 /// The receive side's playout buffer for one audio stream of fixed-duration frames (20 ms: 960
 /// samples at Opus's 48 kHz, 160 at G.711's 8 kHz), as a value: packets in with their arrival
 /// time, one output per playout tick. No clock and no socket: the caller calls `pop` once per
@@ -122,6 +124,11 @@ package struct JitterBuffer: Sendable {
     /// The least margin (frames between a packet's arrival and its playout) in this window.
     private var windowLeastMargin = Int.max
     private var windowPackets = 0
+
+    /// What the ring holds on the heap: its slots and the payloads queued in them.
+    package var heapBytes: Int {
+        HeapSize.of(slots) + slots.reduce(0) { $0 + ($1.map { HeapSize.of($0.payload) } ?? 0) }
+    }
 
     package init(settings: Settings = .opus) {
         precondition(settings.clockRate > 0 && settings.samplesPerFrame > 0, "clock rate and frame size")

@@ -10,6 +10,11 @@ package struct CallSidebands {
     package init() {}
 
     package var isEmpty: Bool { sidebands.isEmpty }
+    /// The table (its capacity's keys and values) and each sideband's relay.
+    package var heapBytes: Int {
+        (sidebands.capacity == 0 ? 0 : 32 + sidebands.capacity * MemoryLayout<(ObjectIdentifier, RelayedSocket)>.stride)
+            + sidebands.values.reduce(0) { $0 + HeapSize.of($1) }
+    }
 
     /// `sideband`, on `remote`'s loop, gets the events of a call on `home` from now on.
     package mutating func attach(_ sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier, home: EventLoop) {

@@ -15,6 +15,8 @@ package protocol SessionSocket {
     var hasClient: Bool { get }
     /// The session's home loop.
     var loop: EventLoop { get }
+    /// What the session holds (`handlerBytes`), for the socket to account with its own bytes
+    /// under its carrier; 0 once the session has left the socket (parked, resumed elsewhere).
     func account(handlerBytes: Int)
 }
 
@@ -28,34 +30,49 @@ extension WebSocket: SessionSocket {
 
 /// A session with no client: what it sends is kept only in its replay log. Closing it (a limit
 /// passed while parked) ends the session through `onClose`.
+///
+/// What the session holds while parked (its engine, its replay log) is accounted here, under
+/// `parked`, since no connection holds it: the client's went with the client.
 final class ParkedSocket: SessionSocket {
     let loop: EventLoop
     var onClose: ((SessionEnding) -> Void)?
-    init(loop: EventLoop) { self.loop = loop }
+    private var memory: MemoryAccount
+    private var closed = false
+    init(loop: EventLoop) {
+        self.loop = loop
+        memory = MemoryAccount(.parked, on: loop)
+    }
     func send(text: String) {}
     func send(binary: [UInt8]) {}
     func close(_ ending: SessionEnding, reason: String) {
+        closed = true
+        memory.close()
         let onClose = onClose
         self.onClose = nil
         onClose?(ending)
     }
     var isOpen: Bool { true }
     var hasClient: Bool { false }
-    func account(handlerBytes: Int) {}
+    func account(handlerBytes: Int) { memory.report(closed || handlerBytes == 0 ? 0 : HeapSize.of(self) + handlerBytes) }
 }
 
 /// A client's WebSocket on another loop than the session's: each write is handed to that loop,
 /// in order (its inbox is first in, first out). Only resumed sessions pay the hop.
+///
+/// The session's state stays on its home loop, so it is accounted there, under `relayed`; the
+/// client's connection on the other loop accounts only its own transport.
 package final class RelayedSocket: SessionSocket {
     package let loop: EventLoop
     private let remote: LoopHandle
     private let socket: Handoff<WebSocket>
     private var closed = false
+    private var memory: MemoryAccount
 
     package init(home: EventLoop, remote: LoopHandle, socket: Handoff<WebSocket>) {
         loop = home
         self.remote = remote
         self.socket = socket
+        memory = MemoryAccount(.relayed, on: home)
     }
 
     package func send(text: String) {
@@ -71,13 +88,16 @@ package final class RelayedSocket: SessionSocket {
     package func close(_ ending: SessionEnding, reason: String) {
         guard !closed else { return }
         closed = true
+        memory.close()
         let socket = socket
         remote.execute { socket.value.close(ending, reason: reason) }
     }
 
     package var isOpen: Bool { !closed }
     package var hasClient: Bool { true }
-    package func account(handlerBytes: Int) {}
+    package func account(handlerBytes: Int) {
+        memory.report(closed || handlerBytes == 0 ? 0 : HeapSize.of(self) + HeapSize.of(socket) + handlerBytes)
+    }
 }
 
 /// An object handed between loops whose every use stays on one loop at a time: the session to

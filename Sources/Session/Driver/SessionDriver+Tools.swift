@@ -41,7 +41,7 @@ extension SessionDriver {
         case .list(let itemID, let server):
             let shared = loop.local { MCPLoopTools() }
             let done: (Result<[MCPTool], MCPError>) -> Void = { [weak self] result in self?.handle(.mcpToolsListed(itemID: itemID, result)) }
-            if let cached = shared.cache.tools(for: server.key, now: MonotonicClock.nanoseconds()) {
+            if let cached = shared.cache.tools(for: server.key, now: loop.nanoseconds()) {
                 // Answered on the next pass, as a server's answer would be: never inside the
                 // actions that asked. The session's own MCP session opens meanwhile, so its first
                 // call does not wait for `initialize`.
@@ -54,18 +54,18 @@ extension SessionDriver {
                 return
             }
             shared.listing[server.key] = [done]
-            let started = MonotonicClock.nanoseconds()
+            let started = loop.nanoseconds()
             client(for: server, on: loop).listTools { result in
-                if case .success(let listed) = result { shared.cache.store(listed, for: server.key, now: MonotonicClock.nanoseconds()) }
-                ToolMetrics.shared.listed(result, seconds: MonotonicClock.seconds(since: started))
+                if case .success(let listed) = result { shared.cache.store(listed, for: server.key, now: loop.nanoseconds()) }
+                ToolMetrics.shared.listed(result, seconds: Double(loop.nanoseconds() &- started) / 1e9)
                 for waiter in shared.listing.removeValue(forKey: server.key) ?? [] { waiter(result) }
             }
         case .call(let itemID, let server, let tool, let arguments):
             // The engine checked the arguments are an object when the model finished them.
             let parsed = (try? JSON(parsing: arguments)) ?? .object([])
-            let started = MonotonicClock.nanoseconds()
+            let started = loop.nanoseconds()
             tools.calls[itemID] = client(for: server, on: loop).call(name: tool, arguments: parsed) { [weak self] result in
-                ToolMetrics.shared.called(result, seconds: MonotonicClock.seconds(since: started))
+                ToolMetrics.shared.called(result, seconds: Double(loop.nanoseconds() &- started) / 1e9)
                 guard let self else { return }
                 self.toolWork?.calls[itemID] = nil
                 self.handle(.mcpToolCalled(itemID: itemID, result))

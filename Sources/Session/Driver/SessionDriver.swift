@@ -334,6 +334,7 @@ package final class SessionDriver {
     package func close(_ ending: SessionEnding) {
         sessionCap?.cancel()
         metrics.sessionsOpen.add(-1)
+        socket?.account(handlerBytes: 0)
         if let loop = socket?.loop { writeReport(ending, on: loop) }
         trace?.end(code: Int(ending.code), at: loopTime)
         trace = nil
@@ -407,11 +408,15 @@ package final class SessionDriver {
         guard let socket else { return }
         let parked = ParkedSocket(loop: socket.loop)
         parked.onClose = onClose
+        socket.account(handlerBytes: 0)
         self.socket = parked
+        updateAccount()
     }
 
     /// The client is back, on `socket`.
     func attach(_ socket: any SessionSocket) {
+        // What the session holds moves with it: the socket it leaves (parked, relayed) gives it up.
+        self.socket?.account(handlerBytes: 0)
         self.socket = socket
         updateAccount()
     }
@@ -547,7 +552,7 @@ package final class SessionDriver {
     }
 
     func updateAccount() {
-        socket?.account(handlerBytes: engine.accountedBytes + (listening?.input.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0)
+        socket?.account(handlerBytes: HeapSize.of(self) + engine.accountedBytes + (listening?.input.stateBytes ?? 0) + (echo?.stateBytes ?? 0) + (denoiser?.stateBytes ?? 0)
                         + (recorder?.heldBytes ?? 0))
     }
 }

@@ -18,7 +18,7 @@ extension SIPCall: SessionSocket, SessionWire {
     }
     var isOpen: Bool { dialog.state != .ended }
     var hasClient: Bool { true }
-    func account(handlerBytes: Int) {}
+    func account(handlerBytes: Int) { account(sessionBytes: handlerBytes) }
 
     var endpointName: String { "sip" }
 

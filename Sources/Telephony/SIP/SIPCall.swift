@@ -43,6 +43,10 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     private var trunkPlace: SIPTrunkPlace?
     /// One timer for the dialog's and the keypad's next deadline.
     private var timer: ScheduledTask?
+    /// Its share of `parley_accounted_bytes`, under `sip`: the call's own state and its session's.
+    private var memory: MemoryAccount
+    /// What its session last accounted (the engine, the audio input, the echo guard...).
+    private var sessionBytes = 0
     private var metrics: SIPMetrics { agent.metrics }
 
     var callID: String { dialog.callID }
@@ -62,6 +66,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort, crypto: crypto)
         dialog = SIPDialog(invite: invite, key: key, localTag: SIPUserAgent.tag(), local: local, offer: given, source: peer.address.description,
                            sdpSessionID: UInt64.random(in: 1..<(1 << 62)))
+        memory = MemoryAccount(.sip, on: agent.loop)
         media.call = self
     }
 
@@ -77,6 +82,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         self.media = media
         arrivedAt = placedAt
         socketState = sidebands
+        memory = MemoryAccount(.sip, on: agent.loop)
         media.call = self
     }
 
@@ -158,6 +164,20 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         timer?.cancel()
         let next = [dialog.nextDeadline, keypad.deadline].compactMap { $0 }.min()
         timer = next.map { agent.loop.schedule(at: $0) { [weak self] in self?.fire() } }
+        account()
+    }
+
+    /// Reports what the call holds: itself, its dialog, its media, its keypad and sidebands, and
+    /// what its session last said it holds; nothing once it has ended.
+    func account() {
+        guard dialog.state != .ended else { return memory.close() }
+        memory.report(HeapSize.of(self) + dialog.heapBytes + media.heapBytes + keypad.heapBytes + socketState.heapBytes + sessionBytes)
+    }
+
+    /// The call's session reports what it holds (`SessionSocket.account`).
+    func account(sessionBytes bytes: Int) {
+        sessionBytes = bytes
+        account()
     }
 
     private func fire() {

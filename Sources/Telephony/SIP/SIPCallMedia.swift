@@ -96,6 +96,12 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         secure(with: offer.crypto)
     }
 
+    /// What the call's media holds on the heap (`HeapSize`'s rules): this object, the jitter
+    /// buffer, the reply waiting for its ticks, the packet being built, SRTP's contexts.
+    var heapBytes: Int {
+        HeapSize.of(self) + jitter.heapBytes + outgoing.heapBytes + HeapSize.of(packet) + (srtp?.heapBytes ?? 0)
+    }
+
     /// The far end's key, from its offer or answer: the SRTP context made (again, if it changed).
     private func secure(with theirs: SDESCrypto?) {
         guard let ourKey, let theirs, theirs != theirKey else { return }
@@ -326,6 +332,12 @@ struct RTPOutgoingAudio {
     }
 
     func sentMs(of responseID: String) -> Int { sent?.responseID == responseID ? (sent?.frames ?? 0) * 20 : 0 }
+
+    /// The queued frames' storage: the queue, and each frame's bytes, all of one size (the
+    /// reply's id is shared); counted without walking the queue, which may hold a whole reply.
+    var heapBytes: Int {
+        HeapSize.of(frames) + (frames.count - head) * (frames.first.map { HeapSize.of($0.bytes) } ?? 0) + HeapSize.of(partial)
+    }
 
     mutating func clear() {
         frames.removeAll(keepingCapacity: true)

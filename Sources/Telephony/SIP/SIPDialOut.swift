@@ -31,6 +31,9 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     /// The call it became, once answered: sidebands attached while it rang still hold this one,
     /// and what they send goes on to it.
     private weak var answeredCall: SIPCall?
+    /// What it holds while it rings (its media, its INVITE), under `sip`; the call it becomes
+    /// accounts for itself.
+    private var memory: MemoryAccount
 
     var callID: String { invite.callID }
 
@@ -56,6 +59,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
                                                         credentials: trunk.credentials)
         invite = SIPOutboundInvite(destination: destination, callID: SIPUserAgent.tag() + "@parley", localTag: SIPUserAgent.tag(), local: local,
                                    sdpSessionID: UInt64.random(in: 1..<(1 << 62)), now: placedAt, ringFor: request.ringSeconds)
+        memory = MemoryAccount(.sip, on: agent.loop)
         media.call = self
     }
 
@@ -65,6 +69,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         agent.metrics.dialed.add(1)
         sipLog(id, "call placed", ["to": invite.invite.requestURI?.description ?? ""])
         carry(invite.start())
+        memory.report(HeapSize.of(self) + media.heapBytes + invite.invite.heapBytes)
     }
 
     /// A response to its INVITE (a 2xx also after its transaction ended: the ACK goes again).
@@ -106,6 +111,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             guard !over, let dialog = invite.dialog() else { return failed(.noAcceptableAnswer) }
             over = true
             timer?.cancel()
+            memory.close()
             tell("transport.answered")
             agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
             sipLog(id, "call answered", ["codec": offer.codec.encoding])
@@ -134,6 +140,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             for case .request(let bye) in dialog.hangUp() { agent.send(request: bye, to: peer) { _ in } }
         }
         media.close()
+        memory.close()
         holding = nil
         sidebands.closeAll()
         CallDirectory.shared.remove(id)

@@ -19,7 +19,7 @@ extension WebRTCCall: SessionSocket {
 
     var isOpen: Bool { !ended }
     var hasClient: Bool { true }
-    func account(handlerBytes: Int) {}
+    func account(handlerBytes: Int) { account(sessionBytes: handlerBytes) }
 }
 
 /// The call on its loop's playout clock: its media plays each 20 ms tick until it ends.

@@ -29,6 +29,10 @@ final class WebRTCCall: MediaPortCall {
     private var timerAt: UInt64 = .max
     /// Told when the call ends, to forget it (`WebRTCCalls`).
     var onEnd: ((WebRTCCall) -> Void)?
+    /// Its share of `parley_accounted_bytes`, under `webrtc`: the call's transport and media, and
+    /// what its session last accounted.
+    private var memory: MemoryAccount
+    private var sessionBytes = 0
 
     var srtp: SRTPContext? { transport.srtp }
     var peer: TransportAddress? { transport.peer }
@@ -43,14 +47,28 @@ final class WebRTCCall: MediaPortCall {
         transport = WebRTCTransport(offer: offer, local: local, ice: settings, dtls: dtls, now: now)
         ufrag = Array(local.ufrag.utf8)
         media = WebRTCMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
+        memory = MemoryAccount(.webRTC, on: port.loop)
         rescheduleTimer(now: now)
+        account()
+    }
+
+    /// Reports what the call holds; nothing once it has ended.
+    func account() {
+        guard !ended else { return memory.close() }
+        memory.report(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes + sessionBytes)
+    }
+
+    /// The call's session reports what it holds (`SessionSocket.account`).
+    func account(sessionBytes bytes: Int) {
+        sessionBytes = bytes
+        account()
     }
 
     // MARK: In
 
     func received(_ datagram: UnsafeRawBufferPointer, kind: PacketKind, from: TransportAddress) {
         guard !ended else { return }
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         switch kind {
         case .stun: carry(transport.receive(stun: datagram, from: from, now: now), now: now)
         case .dtls: carry(transport.receive(dtls: datagram, from: from, now: now), now: now)
@@ -66,7 +84,7 @@ final class WebRTCCall: MediaPortCall {
 
     /// A session event for the data channel.
     func send(text: String) {
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         carry(transport.send(text: text, now: now), now: now)
         rescheduleTimer(now: now)
     }
@@ -86,6 +104,7 @@ final class WebRTCCall: MediaPortCall {
                 metrics.iceRefused(refusal)
             case .mediaReady:
                 media.start(now: now, call: self)
+                account()
             case .eventsOpened:
                 session.open(self)
             case .text(var event):
@@ -112,7 +131,7 @@ final class WebRTCCall: MediaPortCall {
 
     private func fire() {
         timerAt = .max
-        let now = MonotonicClock.nanoseconds()
+        let now = loop.nanoseconds()
         carry(transport.handleTimeout(now: now), now: now)
         rescheduleTimer(now: now)
     }
@@ -123,7 +142,7 @@ final class WebRTCCall: MediaPortCall {
 
     /// Ends the call once (the transport's close_notify to the peer, then `ended`).
     func end(_ reason: WebRTCCallEnd) {
-        carry(transport.end(reason), now: MonotonicClock.nanoseconds())
+        carry(transport.end(reason), now: loop.nanoseconds())
     }
 
     /// The transport has ended: the media stops, the port forgets the call, the session ends.
@@ -132,6 +151,7 @@ final class WebRTCCall: MediaPortCall {
         timer = nil
         timerAt = .max
         media.stop(call: self)
+        memory.close()
         port.forget(self, ufrag: ufrag, address: peer)
         metrics.ended(reason)
         callLog("call ended: \(reason.rawValue)")

@@ -18,6 +18,7 @@ final class WebRTCMedia {
     private var nextTick: UInt64 = 0
     private var outgoing: [UInt8] = []
     private(set) var sentPackets = 0
+    var heapBytes: Int { jitter.heapBytes + HeapSize.of(outgoing) }
     static let frameNanoseconds: UInt64 = 20_000_000
     static let reportSeconds = 5.0
 
@@ -124,7 +125,7 @@ final class WebRTCMedia {
     /// One 20 ms Opus packet of the session's reply, as SRTP to the peer ICE selected.
     func send(opus packet: [UInt8], call: WebRTCCall) {
         guard let srtp = call.srtp, let peer = call.peer else { return }
-        let header = sender.next(payloadSamples: 960, payloadBytes: packet.count, now: MonotonicClock.nanoseconds())
+        let header = sender.next(payloadSamples: 960, payloadBytes: packet.count, now: call.loop.nanoseconds())
         header.write(payload: packet, into: &outgoing, trailerCapacity: srtp.rtpTrailerLength)
         do throws(SRTPError) { try srtp.protect(rtp: &outgoing) } catch { return }
         sentPackets += 1
@@ -135,7 +136,7 @@ final class WebRTCMedia {
     /// compound packet starts with SR or RR and carries SDES CNAME).
     private func report(call: WebRTCCall) {
         guard !call.ended, let srtp = call.srtp, let peer = call.peer else { return }
-        let now = MonotonicClock.nanoseconds()
+        let now = call.loop.nanoseconds()
         let blocks = statistics.reportBlock(now: now).map { [$0] } ?? []
         let first: RTCPPacket = sentPackets > 0
             ? .senderReport(RTCPSenderReport(ssrc: sender.ssrc, info: sender.senderInfo(ntp: NTPTimestamp(unixNanoseconds: WallClock.nanoseconds()), now: now), reports: blocks))

@@ -40,6 +40,8 @@ struct WebRTCTransport {
     /// Where ICE said the peer is.
     private(set) var peer: TransportAddress?
     private(set) var ended: WebRTCCallEnd?
+    /// OpenSSL's DTLS state (counted as it was made), SRTP's contexts, the data channels' buffers.
+    var heapBytes: Int { dtls.heapBytes + (srtp?.heapBytes ?? 0) + channels.heapBytes }
 
     init(offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, now: UInt64) {
         self.dtls = dtls

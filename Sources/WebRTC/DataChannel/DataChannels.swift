@@ -50,6 +50,8 @@ package struct DataChannels {
     private(set) var association: SCTPAssociation
     let role: DTLSRole
     private(set) var channels: [UInt16: Channel] = [:]
+    /// The association's buffers and the channel table (about 128 bytes a channel, its label's included).
+    var heapBytes: Int { association.heapBytes + channels.count * 128 }
 
     package init(association: SCTPAssociation = SCTPAssociation(), role: DTLSRole = .server) {
         self.association = association

@@ -1,3 +1,4 @@
+import Loop
 import TLS
 
 /// One SCTP association (RFC 9260) over DTLS (RFC 8261), as a value: packets (DTLS plaintext)
@@ -80,6 +81,7 @@ package struct SCTPAssociation {
     /// Chunks waiting for the next packet, ahead of any SACK and DATA (section 6.10 orders
     /// control chunks first).
     var control: [SCTPChunk] = []
+    var heapBytes: Int { receiver.heapBytes + sender.heapBytes + HeapSize.of(cookieSecret) + HeapSize.of(control) }
     var sackNow = false
     var sackDeadline: UInt64?
     var dataPacketsSinceSack = 0

@@ -1,3 +1,5 @@
+import Loop
+
 /// The receiving half of an association (RFC 9260 section 6.2 and 6.5, 6.9): which TSNs have
 /// arrived (the cumulative TSN and the gaps above it), the DATA chunks held until their message is
 /// whole and, on an ordered stream, its turn, and the SACK that reports it all.
@@ -37,6 +39,8 @@ struct SCTPReceiver {
     private var ready: [UInt16: [UInt16: Message]] = [:]
     private var nextSSN: [UInt16: UInt16] = [:]
     private(set) var bufferedBytes = 0
+    /// The data held for reassembly or order (its bytes, and about 64 bytes a chunk or set entry).
+    var heapBytes: Int { bufferedBytes + (held.count + receivedAbove.count) * 64 + HeapSize.of(duplicates) }
     private var duplicates: [UInt32] = []
 
     init(peerInitialTSN: UInt32, capacity: Int, maxMessageBytes: Int) {

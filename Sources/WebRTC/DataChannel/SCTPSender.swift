@@ -1,3 +1,5 @@
+import Loop
+
 /// The sending half of an association: messages cut into DATA chunks, the chunks held until the
 /// peer acknowledges them, and which to send next under the congestion and receiver windows
 /// (RFC 9260 sections 6.1, 6.2.1, 6.3.3, 7.2).
@@ -60,6 +62,8 @@ struct SCTPSender {
     }
 
     var isIdle: Bool { held.isEmpty }
+    /// The chunks held until acknowledged: their slots and their user data.
+    var heapBytes: Int { HeapSize.of(held) + bufferedBytes }
     var hasUnsent: Bool { firstUnsent < held.count || held.contains { $0.retransmit } }
     var lastAssignedTSN: UInt32 { nextTSN &- 1 }
     var flightSize: Int { held.reduce(0) { $0 + ($1.inFlight ? $1.chunk.userData.count : 0) } }
