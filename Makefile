@@ -203,7 +203,7 @@ bench-history: release
 # Corking: system calls and server CPU per message on 2,000 connections × 50 frames/s, one frame
 # and five frames per client write, against BEFORE's parley (BEFORE=dir holding a release build of
 # main, say), this build's, and UWS=path, a uWebSockets echo server, if given (docs/benchmarks.md,
-# "Corking", says how the one measured was built); about 2 minutes, every process bounded.
+# "The anchor: uWebSockets, built by hand", says how the one measured was built); about 2 minutes, every process bounded.
 bench-cork: release
 	scripts/benchmarks/bench-cork.sh "$${BEFORE:?BEFORE=dir holding the parley binary to compare against}" $(RELEASE) $(UWS)
 
