@@ -521,6 +521,7 @@ package final class SessionDriver {
                 tokensSpent += usage.totalTokens
                 lease?.spend(usage.totalTokens, on: loop)
             }
+            wire?.replyEnded()
         case .toolCalled(_, let callID, PhoneKeysTool.name, let arguments) where wire?.pressesKeys == true:
             // After this pass: the response that called it ends first.
             _ = socket?.loop.schedule(after: 0) { [weak self] in self?.pressKeys(callID: callID, arguments: arguments) }

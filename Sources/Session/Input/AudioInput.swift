@@ -80,6 +80,12 @@ package final class AudioInput {
         return G711.decode(bytes, law)
     }
 
+    /// G.711 at 8 kHz that the carrier decoded already (its answering-machine detector heard it first).
+    package func g711(decoded samples: [Int16]) -> [Int16] {
+        lastInputNanoseconds = duration(samples.count, rate: G711.sampleRate)
+        return samples
+    }
+
     private func duration(_ samples: Int, rate: Int) -> UInt64 {
         UInt64(samples) * 1_000_000_000 / UInt64(rate)
     }

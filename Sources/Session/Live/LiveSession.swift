@@ -10,7 +10,7 @@ import SessionEngine
 /// synthesis, limits, reports, traces, metrics), its timers, its Responses backend, and its
 /// sidebands (`WS /v1/live/sessions/{id}/attach`). The carrier in front of it (`LiveSessionHandler`
 /// for the primary WebSocket) hands it the client's commands and audio.
-package final class LiveSession: SessionWire, DirectedCall {
+package final class LiveSession: CallConversation, LegCarried, DirectedCall {
     package private(set) var driver: SessionDriver!
     private var live: LiveConversation
     private var openedAt: UInt64 = 0
@@ -24,15 +24,17 @@ package final class LiveSession: SessionWire, DirectedCall {
     private let caller: Caller
     private let endpoint: RealtimeEndpoint
     package let endpointName: String
-    /// A carrier that plays the replies' audio itself (a SIP call's RTP): their audio and its
-    /// pauses go to it, as its own session's would; nil: audio as events (a WebSocket) or as the
-    /// socket's binary (a WebRTC call's track).
-    private weak var media: (any SessionWire)?
+    /// A call's leg that plays the replies' audio itself (a SIP call's RTP): their audio, its
+    /// pauses and its keys go to it; nil: audio as events (a WebSocket) or as the socket's binary
+    /// (a WebRTC call's track).
+    package private(set) weak var leg: (any MediaLeg)?
     /// Whether the session registers itself in `CallDirectory` once started; a carrier that is
     /// registered already (a SIP call, by the session's id) forwards to it instead.
     private let listsItself: Bool
     /// A fork's connection: the stored session it starts from (set before its first message).
     package var forking: LiveStoredSession?
+    /// A call's session: started with this as it opens (`CallAPI`), as its webhook or request said.
+    package var startsWith: LiveSessionConfig?
 
     /// A Live session lasts at most two hours (OpenAI's limit), or the server's limit if shorter.
     static let maxSeconds = 7_200.0
@@ -44,14 +46,14 @@ package final class LiveSession: SessionWire, DirectedCall {
         case server
     }
 
-    /// `phoneCall`: a SIP call's session, whose id the call chose (its webhook named it), whose
-    /// audio it carries (`media`), and whose echo guard is always on, as a phone call's is.
+    /// `phoneCall`: a call's session, whose id the call chose (its webhook named it), whose audio
+    /// its leg carries, and whose echo guard is always on, as a phone call's is.
     package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?,
-                 phoneCall: (id: String, media: any SessionWire)? = nil) {
+                 phoneCall: (id: String, leg: any MediaLeg)? = nil) {
         self.endpoint = endpoint
         self.endpointName = endpointName
         caller = admitted.caller
-        media = phoneCall?.media
+        leg = phoneCall?.leg
         listsItself = phoneCall == nil
         live = LiveConversation(sessionID: "", seed: 0, expiresAt: 0)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
@@ -77,6 +79,10 @@ package final class LiveSession: SessionWire, DirectedCall {
         openedAt = socket.loop.nanoseconds()
         driver.open(socket, announce: false)
         lifeTimer = socket.loop.schedule(after: Self.maxSeconds) { [weak self] in self?.expire() }
+        if let config = startsWith {
+            startsWith = nil
+            start(config)
+        }
     }
 
     /// One text message of the primary client's (or, `from` a sideband, of a sideband's).
@@ -139,7 +145,7 @@ package final class LiveSession: SessionWire, DirectedCall {
 
     /// A call's audio (`convert` decodes it), heard as the session hears a WebSocket's: silence
     /// while muted or while a fixture plays, and reflected to the sidebands before that.
-    package func feedCall(_ convert: (AudioInput) throws -> [Int16]) {
+    package func hear(_ convert: (AudioInput) throws -> [Int16]) {
         guard live.hasStarted else { return }
         driver.feedAudio { input in
             let samples = try convert(input)
@@ -232,7 +238,7 @@ package final class LiveSession: SessionWire, DirectedCall {
                 }
             case .pressKey(let key, let eventID):
                 // Only sidebands are told (`TransportDtmfSent`: "delivered only to sideband observers").
-                sidebands.send(text: live.keyPressed(key, sent: media?.press(key) ?? false, eventID: eventID).description)
+                sidebands.send(text: live.keyPressed(key, sent: leg?.press(key) ?? false, eventID: eventID).description)
             case .playFixture(let samples, let id):
                 driver.playAudio(samples, rate: LiveConversation.fixtureRate, id: id) { [weak self] played in
                     guard let self else { return }
@@ -280,7 +286,7 @@ package final class LiveSession: SessionWire, DirectedCall {
     }
 
     package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
-        if let media { return media.sendAudio(piece, at: at, on: socket) }
+        if let leg { return leg.sendAudio(piece, at: at, on: socket) }
         switch piece {
         case .opus(let packet):
             socket.send(binary: packet)  // a WebRTC call's media track
@@ -290,11 +296,8 @@ package final class LiveSession: SessionWire, DirectedCall {
         }
     }
 
-    // The carrier's view of its replies' audio, when it plays them (a SIP call).
-    package func heardMs(of responseID: String) -> Int? { media?.heardMs(of: responseID) }
-    package func speechStopped(responseID: String, on socket: any SessionSocket) { media?.speechStopped(responseID: responseID, on: socket) }
-    package func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { media?.speechPaused(responseID: responseID, on: socket) }
-    package var resendsAfterPause: Bool { media?.resendsAfterPause ?? false }
+    /// GPT-Live's client speaks first (`session.start` says what the session does): no greeting.
+    package func greet(_ text: String) {}
 
     /// A turn that came as keys (a phone's keypad), answered as a spoken one would be.
     package func userSaid(_ text: String) { driver.userSaid(text) }
@@ -314,10 +317,11 @@ package final class LiveSession: SessionWire, DirectedCall {
 
     package func detach(sideband id: ObjectIdentifier) { sidebands.detach(id) }
 
-    /// An `info` about the session from its carrier (who answered a placed call), to every listener.
-    package func notice(_ code: String, _ message: String) {
+    /// Who answered a call Parley placed: for the report and trace, and an `info` to every listener.
+    package func answered(by verdict: AnsweringMachineDetector.Verdict) {
+        driver.noteAnsweredBy(verdict)
         guard live.hasStarted else { return }
-        broadcast(live.info(code, message).description)
+        broadcast(live.info("answered_by", "\(verdict.answer.rawValue) (\(verdict.reason)), decided \(verdict.afterMs) ms after the answer").description)
     }
 
     /// Sidebands its carrier held before the session began (a placed call's, while it rang).

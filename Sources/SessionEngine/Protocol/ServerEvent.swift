@@ -66,6 +66,13 @@ public struct ServerEvent: Sendable, Equatable {
         /// WebRTC's: a reply's audio has all gone out (after its `response.done`).
         case outputAudioBufferStopped(responseID: String)
         case error(EventError)
+        /// A key the caller pressed on a phone call (`input_audio_buffer.dtmf_event_received`, as
+        /// OpenAI's SIP calls send it; `receivedAt` in Unix seconds).
+        case callKeyReceived(key: String, receivedAt: Int)
+        /// A key pressed on the call at a sideband's asking (`transport.dtmf.sent`).
+        case callKeySent(key: String, clientEventID: String?)
+        /// Who answered a call Parley placed (`transport.answered_by`).
+        case callAnsweredBy(callID: String, answer: String, reason: String, decidedAfterMs: Int)
         /// Parley's, to a client that asked for resume (docs/protocol.md, "Resume"): the token to
         /// reconnect with, and how long the session waits for it.
         case resumeToken(token: String, graceSeconds: Int, lastSeq: Int)

@@ -72,6 +72,9 @@ package extension ServerEvent {
         case .error: return "error"
         case .resumeToken: return "session.resume_token"
         case .sessionResumed: return "session.resumed"
+        case .callKeyReceived: return "input_audio_buffer.dtmf_event_received"
+        case .callKeySent: return "transport.dtmf.sent"
+        case .callAnsweredBy: return "transport.answered_by"
         case .replyPaused: return "parley.response.paused"
         case .replyResumed: return "parley.response.resumed"
         case .turnTimeline: return "parley.turn.timeline"
@@ -151,6 +154,13 @@ package extension ServerEvent {
                         ("stages_ms", .object(stages.map { ($0.name, .int($0.milliseconds)) }))]
         case .error(let error):
             members.append(("error", error.json))
+        case .callKeyReceived(let key, let receivedAt):
+            members += [("event", .string(key)), ("received_at", .int(receivedAt))]
+        case .callKeySent(let key, let clientEventID):
+            members.append(("event", .string(key)))
+            if let clientEventID { members.append(("client_event_id", .string(clientEventID))) }
+        case .callAnsweredBy(let callID, let answer, let reason, let afterMs):
+            members += [("call_id", .string(callID)), ("answered_by", .string(answer)), ("reason", .string(reason)), ("decided_after_ms", .int(afterMs))]
         case .resumeToken(let token, let graceSeconds, let lastSeq):
             members += [("token", .string(token)), ("grace_seconds", .int(graceSeconds)), ("last_seq", .int(lastSeq))]
         case .sessionResumed(let sessionID, let token, let lastSeq, let replayed):

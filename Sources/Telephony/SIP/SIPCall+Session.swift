@@ -1,15 +1,17 @@
+import Access
 import Codec
-import JSON
 import Loop
 import Server
 import Session
+import SIP
 import SessionEngine
 
-/// A SIP call is its session's socket (events to the sidebands; the session ends the call with a
-/// BYE) and wire (reply audio to the caller's RTP, paced by the media's queue).
-extension SIPCall: SessionSocket, SessionWire {
+/// A SIP call is its session's socket (the session ends the call with a BYE; the call has no
+/// client of its own: its listeners are its conversation's sidebands) and its media leg (reply
+/// audio to the caller's RTP, paced by the media's queue; keys pressed as RFC 4733 events).
+extension SIPCall: SessionSocket, MediaLeg {
     var loop: EventLoop { agent.loop }
-    func send(text: String) { socketState.send(text: text) }
+    func send(text: String) {}
     func send(binary: [UInt8]) {}
     /// The session ends the call (a limit, a drain): a BYE on the next pass, not inside the
     /// session's own call.
@@ -19,13 +21,6 @@ extension SIPCall: SessionSocket, SessionWire {
     var isOpen: Bool { dialog.state != .ended }
     var hasClient: Bool { true }
     func account(handlerBytes: Int) { account(sessionBytes: handlerBytes) }
-
-    var endpointName: String { "sip" }
-
-    func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        guard !socketState.isEmpty else { return }
-        socketState.send(text: event.json(dialect: .ga))
-    }
 
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         guard case .pcm(let bytes) = piece else { return }
@@ -50,5 +45,36 @@ extension SIPCall: SessionSocket, SessionWire {
 
     func press(_ key: Character) -> Bool { media.press(key) }
     var pressesKeys: Bool { true }
+
+    /// No RTP from the caller for `--sip-media-timeout`: the call ends.
+    func mediaTimedOut() { hangUp(.mediaTimeout) }
 }
 
+/// The call's conversation: the API `CallAPI` chose, on the call's settings.
+extension SIPCall {
+    /// The call's session settings: the server's and its route's for calls, then `session`; the
+    /// SIP leg fixes the audio: G.711 as negotiated, whatever a session says.
+    func sessionOptions(_ session: SessionUpdate? = nil) -> SessionEngine.Options {
+        let codec = dialog.offer.codec
+        sessionLaw = codec == .pcmu ? .muLaw : .aLaw
+        return SessionEngine.Options(phoneCall: agent.endpoint.sessions, format: codec == .pcmu ? .pcmu : .pcma,
+                                     sessions: [agent.settings.session, route?.session, session])
+    }
+
+    /// The call's conversation in `api` begins on this call: the sidebands that attached before
+    /// are its own from now on. `admitted`: the tenant's place, which the session holds.
+    func converse(_ api: CallAPI, admitted: Admitted = .phoneCall) {
+        let made = api.conversation(callID: id, endpoint: agent.endpoint.sessions, admitted: admitted, carrier: "sip", options: sessionOptions, leg: self)
+        conversation = made
+        made.adopt(waiting)
+        waiting = CallSidebands()
+        made.open(self)
+    }
+}
+
+extension SIPDialogEnd {
+    /// How the session ends: normally for a BYE either way, gone for anything else (a timeout).
+    var sessionEnding: SessionEnding { self == .callerBye || self == .serverBye ? .ended : .wentAway }
+    /// Why, in the words of GPT-Live's `session.closed` (the Realtime API has none).
+    var closeReason: String { self == .callerBye ? "remote_hangup" : self == .serverBye ? "close_requested" : "connection_lost" }
+}

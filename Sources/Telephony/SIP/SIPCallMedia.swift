@@ -10,6 +10,8 @@ protocol SIPCallMediaOwner: AnyObject {
     /// One 20 ms frame of the caller's G.711, in playout order (silence for a frame that never came).
     func heard(_ frame: [UInt8])
     func pressed(_ key: Character)
+    /// The reply's audio queued for the caller has all gone out.
+    func sentAll()
     /// No RTP from the caller for `--sip-media-timeout` while the call was not on hold.
     func mediaTimedOut()
 }
@@ -37,6 +39,8 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     private var keysOut = TelephoneEventSender()
     private var sender: RTPSender
     private var outgoing = RTPOutgoingAudio()
+    /// A reply frame went out on the last tick (`sentAll` is told when the queue runs dry).
+    private var wasSending = false
     /// When the next 20 ms frame is due: the caller's to the session, and the call's packet to the
     /// caller (the clock's `send` pass runs before `play` with the same `now`, so one time serves both).
     private var nextTick: UInt64 = 0
@@ -100,6 +104,20 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// buffer, the reply waiting for its ticks, the packet being built, SRTP's contexts.
     var heapBytes: Int {
         HeapSize.of(self) + jitter.heapBytes + outgoing.heapBytes + HeapSize.of(packet) + (srtp?.heapBytes ?? 0)
+    }
+
+    /// A call's media on `agent`'s loop and its settings' RTP ports: `offer` the far end's (or
+    /// awaiting its answer), `crypto` our SRTP key on a call whose media is RTP/SAVP.
+    convenience init(agent: SIPUserAgent, offer: PhoneAudioOffer, peer: SIPPeer, crypto: SDESCrypto?) throws(SystemError) {
+        let settings = agent.settings
+        try self.init(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: offer, signalling: peer.address,
+                      playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics, crypto: crypto)
+    }
+
+    /// Where the dialog says this media is: the contact over the peer's transport, our advertised
+    /// address and this port, and our key.
+    func local(agent: SIPUserAgent, peer: SIPPeer, crypto: SDESCrypto?) -> SIPDialog.Local {
+        SIPDialog.Local(contact: agent.settings.contact(over: peer.transport), mediaHost: agent.settings.advertised, mediaPort: localPort, crypto: crypto)
     }
 
     /// The far end's key, from its offer or answer: the SRTP context made (again, if it changed).
@@ -244,7 +262,14 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
             header.write(payload: event.payload, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
             return transmit()
         }
-        let frame = outgoing.next() ?? Self.silence(codec)
+        let reply = outgoing.next()
+        if reply == nil, wasSending {
+            // The reply's last frame went out on the last tick: the call may be waiting for it.
+            wasSending = false
+            call?.sentAll()
+        }
+        if reply != nil { wasSending = true }
+        let frame = reply ?? Self.silence(codec)
         let header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: frame.count, now: now)
         header.write(payload: frame, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
         transmit()

@@ -50,10 +50,8 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         self.holding = holding
         // SRTP on a TLS trunk that asks for it (or on a server that demands it): our key in the offer.
         let crypto: SDESCrypto? = trunk.transport == .tls && (trunk.srtp || settings.srtp == .required) ? .fresh() : nil
-        media = try SIPCallMedia(loop: agent.loop, host: settings.rtpBind, ports: settings.rtpPorts, offer: .awaitingAnswer(from: peer.address.description),
-                                 signalling: peer.address, playout: agent.playout, timeoutSeconds: settings.mediaTimeoutSeconds, metrics: agent.metrics,
-                                 crypto: crypto)
-        let local = SIPDialog.Local(contact: settings.contact(over: peer.transport), mediaHost: settings.advertised, mediaPort: media.localPort, crypto: crypto)
+        media = try SIPCallMedia(agent: agent, offer: .awaitingAnswer(from: peer.address.description), peer: peer, crypto: crypto)
+        let local = media.local(agent: agent, peer: peer, crypto: crypto)
         let from = SIPURI(scheme: .sip, user: trunk.caller, host: settings.advertised)
         let destination = SIPOutboundInvite.Destination(uri: request.requestURI(at: trunk) ?? SIPURI(host: trunk.host, port: trunk.port), from: from,
                                                         credentials: trunk.credentials)
@@ -159,6 +157,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
 
     func heard(_ frame: [UInt8]) {}
     func pressed(_ key: Character) {}
+    func sentAll() {}
     func mediaTimedOut() {}
 
     func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {

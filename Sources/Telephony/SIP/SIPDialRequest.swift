@@ -1,5 +1,6 @@
 import JSON
 import SIP
+import Session
 import SessionEngine
 
 /// A JSON body that places a phone call (the shape OpenAI gives GPT-Live's outbound SIP: a
@@ -10,10 +11,8 @@ import SessionEngine
 /// Parsed strictly: a field it does not define is refused, as GPT-Live's are.
 struct SIPDialRequest: Equatable {
     /// The session the answered call opens.
-    enum Session: Equatable {
-        case realtime(SessionUpdate?)
-        case live(LiveSessionConfig)
-    }
+    /// The API the call speaks once answered.
+    typealias Session = CallAPI
 
     /// The number (E.164, `+` and 7 to 15 digits) or SIP URI dialled.
     var destination: String

@@ -210,7 +210,7 @@ public final class SIPEndpoint: Sendable {
     func offered(_ call: SIPCall) {
         CallDirectory.shared.add(call.id, call, on: call.agent.loop)
         call.route = settings.routes.route(for: call.invite)
-        guard let webhook else { return call.accept(session: nil) }
+        guard let webhook else { return call.accept(.realtime(nil)) }
         call.ring()
         webhook.post(callID: call.id, invite: call.invite, on: call.agent.loop) { [weak call] delivered in
             guard let call, !delivered else { return }

@@ -38,12 +38,12 @@ package final class LiveWebRTCSession: WebRTCCallSession {
 
     package func receive(opus packet: UnsafeRawBufferPointer) {
         guard opened else { return }
-        session.feedCall { try $0.opus(packet) }
+        session.hear { try $0.opus(packet) }
     }
 
     package func lost(next: UnsafeRawBufferPointer?) {
         guard opened else { return }
-        session.feedCall { try $0.opusLost(next: next) }
+        session.hear { try $0.opusLost(next: next) }
     }
 
     package func ended(_ ending: SessionEnding) {
