@@ -4,9 +4,12 @@ import ArgumentParser
 /// measures round trips under a closed-loop load, `turns` times agent replies in many Realtime
 /// sessions at once (all three reach only loopback addresses), `turn-taking` speaks fixed scenarios
 /// to servers side by side to compare their turn-taking, `talkers` times many people talking to
-/// the embedded pipeline at once, `eval` runs scripted conversations with expectations, `webrtc` holds many WebRTC calls, `sip` many SIP calls (and `sip-ramp` times how fast SIP calls are taken),
-/// `density` holds sessions of one kind while a script reads their cost, `history` measures what a conversation's history costs, `dial-out` places calls out through the API, `live-turns` times GPT-Live's turns beside the Realtime API's, and `codec` measures Opus decoding and
-/// encoding against raw libopus.
+/// the embedded pipeline at once, `eval` runs scripted conversations with expectations, `webrtc`
+/// holds many WebRTC calls, `sip` many SIP calls (and `sip-ramp` times how fast SIP calls are
+/// taken), `density` holds sessions of one kind while a script reads their cost, `history`
+/// measures what a conversation's history costs, `dial-out` places calls out through the API,
+/// `live-turns` times GPT-Live's turns beside the Realtime API's, and `codec` measures Opus
+/// decoding and encoding against raw libopus.
 @main
 struct ParleyLoad: ParsableCommand {
     static let configuration = CommandConfiguration(
