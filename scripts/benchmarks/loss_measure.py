@@ -1,4 +1,6 @@
-"""What `make bench-webrtc-loss` measures, the same way for both clients (webrtc_loss_call.py and
+"""Not a load client: the measuring and the side-by-side table the two clients of `make bench-webrtc-loss` share.
+
+What `make bench-webrtc-loss` measures, the same way for both clients (webrtc_loss_call.py and
 websocket_loss_call.py, beside this file), and its side-by-side table.
 
 A turn: a spoken question, the moment its last sample was sent, and the reply's audio as 20 ms
