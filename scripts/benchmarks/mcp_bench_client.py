@@ -1,4 +1,6 @@
-"""What MCP tools add to a Realtime session: the time discovery adds to its start, and what a tool
+"""A Python load client (raw WebSockets) not yet moved into parley-load (issue 72): what MCP tools add to a session.
+
+What MCP tools add to a Realtime session: the time discovery adds to its start, and what a tool
 call adds beyond the MCP server's own time (issue 40's benchmark).
 
 Run by scripts/benchmarks/bench-mcp.sh (which starts Parley and scripts/benchmarks/mcp_bench_server.py);
