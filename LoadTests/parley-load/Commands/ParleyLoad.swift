@@ -10,12 +10,13 @@ import ArgumentParser
 /// measures what a conversation's history costs, `dial-out` places calls out through the API,
 /// `live-turns` times GPT-Live's turns beside the Realtime API's, `loss-call` is the WebSocket half
 /// of `make bench-webrtc-loss`, `noise` streams bad input for a long time and watches the server's
-/// memory, and `codec` measures Opus decoding and encoding against raw libopus.
+/// memory, `mcp-bench` times what MCP discovery and tool calls add to a session, and `codec`
+/// measures Opus decoding and encoding against raw libopus.
 @main
 struct ParleyLoad: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "parley-load",
         abstract: "Load tests for a parley server on this machine.",
-        subcommands: [HoldCommand.self, VadCommand.self, EchoCommand.self, EchoGuardCommand.self, TurnsCommand.self, CodecCommand.self, CompareCommand.self, VoiceCommand.self, TurnTakingCommand.self, TalkersCommand.self, EvalCommand.self, CallsCommand.self, WebRTCCommand.self, SIPCommand.self, SIPRampCommand.self, SurviveCommand.self, DensityCommand.self, HistoryCommand.self, DialOutCommand.self, LiveTurnsCommand.self, LossCallCommand.self, NoiseCommand.self, ReportCommand.self,
+        subcommands: [HoldCommand.self, VadCommand.self, EchoCommand.self, EchoGuardCommand.self, TurnsCommand.self, CodecCommand.self, CompareCommand.self, VoiceCommand.self, TurnTakingCommand.self, TalkersCommand.self, EvalCommand.self, CallsCommand.self, WebRTCCommand.self, SIPCommand.self, SIPRampCommand.self, SurviveCommand.self, DensityCommand.self, HistoryCommand.self, DialOutCommand.self, LiveTurnsCommand.self, LossCallCommand.self, NoiseCommand.self, MCPBenchCommand.self, ReportCommand.self,
                       HoldWorkerCommand.self, EchoWorkerCommand.self, TurnsWorkerCommand.self])
 }
