@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Backchannels against interruptions, as the speech helper's Whisper hears them, and the paused
+"""Not a load client: the speech helper's Whisper on synthesised clips, offline (no server, no sessions).
+
+Backchannels against interruptions, as the speech helper's Whisper hears them, and the paused
 reply's rule with and without the decode's confidence.
 
 `make bench-backchannels` runs it with .venv-speech's Python. Each utterance (hums and backchannels,

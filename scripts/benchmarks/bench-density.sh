@@ -10,11 +10,14 @@
 # count is 20, not 1, so that both loops have loaded their Silero model (14 MiB each, once) before
 # it: from 1, the second loop's model was counted as 72 KiB a session. The heap is the figure to
 # read: RSS hides what new sessions take from memory freed earlier (a model's load leaves some).
-# Talkers: `make bench-talkers`.
-#   COUNTS (20 200), SECONDS_HELD (20), KINDS (text mic room), PARLEY_BIN (.build/release/parley)
+# Talkers: `make bench-talkers`. The sessions are `parley-load density` (beside PARLEY_BIN).
+#   COUNTS (20 200), SECONDS_HELD (20), KINDS (text mic room; live-text live-mic on GPT-Live),
+#   PARLEY_BIN (.build/release/parley), PARLEY_LOAD (parley-load beside PARLEY_BIN)
 set -euo pipefail
 PARLEY_BIN=${PARLEY_BIN:-.build/release/parley}
 . "$(dirname "$0")/../lib/harness.sh"
+LOAD=${PARLEY_LOAD:-$(dirname "$PARLEY_BIN")/parley-load}
+[ -x "$LOAD" ] || die "$LOAD is missing; run 'swift build -c release'" 2
 counts=${COUNTS:-20 200}
 seconds=${SECONDS_HELD:-20}
 cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
@@ -28,7 +31,7 @@ for kind in ${KINDS:-text mic room}; do
     WAIT_SECONDS=90 start_parley server serve 0 --log-level warning
     server=$pid
     fifo="$WORK/hold-$kind-$count"; mkfifo "$fifo"
-    "$PYTHON3" scripts/benchmarks/density_load.py "$port" "$kind" "$count" "$seconds" < "$fifo" > "$WORK/out" &
+    "$LOAD" density "$kind" "$count" --url "ws://127.0.0.1:$port" --seconds "$seconds" < "$fifo" > "$WORK/out" 2> "$WORK/client.log" &
     client=$!
     exec 3>"$fifo"
     # Warm-up: the sessions open and their first audio makes their streams; then the window.
@@ -38,7 +41,8 @@ for kind in ${KINDS:-text mic room}; do
     t1=$(cpu_ticks "$server"); st1=$(vmstat 1 2 | tail -1 | awk '{print $17}')
     after=$(rss_kib "$server")
     heap=$(heap_bytes)
-    until [ -s "$WORK/out" ]; do sleep 0.2; done
+    until [ -s "$WORK/out" ] || ! kill -0 "$client" 2>/dev/null; do sleep 0.2; done
+    [ -s "$WORK/out" ] || { cat "$WORK/client.log" >&2; die "parley-load density ended without its figures"; }
     exec 3>&-
     wait "$client" || true
     opened=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["opened"])' "$WORK/out")
@@ -54,6 +58,6 @@ for kind in ${KINDS:-text mic room}; do
         'BEGIN { d = o - o0; if (d > 0) printf "%-5s a session more (%d to %d): RSS %.1f KiB, heap in use %.1f KiB\n", k, o0, o, (a - a0) / d, (h - h0) / 1024 / d }'
     fi
     stop server
-    rm -f "$fifo" "$WORK/out"
+    rm -f "$fifo" "$WORK/out" "$WORK/client.log"
   done
 done

@@ -3,7 +3,7 @@
 # through a trunk played by SIPp (its built-in UAS: 180, then 200 with SDP at once), on one release
 # server with its speech off (the signalling and the sessions' start, not the conversation). At each
 # of RATES calls a second for DURATION seconds, every call hung up HOLD s after it was placed
-# (scripts/benchmarks/dial_out_load.py): the API's answer time, the INVITE-to-answer time, the
+# (`parley-load dial-out`): the API's answer time, the INVITE-to-answer time, the
 # calls refused, the server's and the load client's CPU, and the steal. Loopback only; bounded.
 #
 #   RATES=5,10,20,40 DURATION=10 HOLD=3 scripts/benchmarks/bench-dial-out.sh [OUT_DIR]
@@ -24,7 +24,7 @@ start_parley server serve 0 --loops 2 --transcriber none --synthesizer none --lo
     --sip-port "$sip" --sip-host 127.0.0.1 --sip-media-timeout 30 --sip-trunk "sipp=sip:+15557654321@127.0.0.1:$trunk"
 server=$pid
 log "placing calls at $RATES a second, $SECONDS_EACH s each, each held $HOLD s"
-python3 scripts/benchmarks/dial_out_load.py --url "http://127.0.0.1:$port" --server-pid "$server" --rates "$RATES" \
+"$BIN/parley-load" dial-out --url "http://127.0.0.1:$port" --server-pid "$server" --rates "$RATES" \
     --seconds "$SECONDS_EACH" --hold "$HOLD" | tee "$OUT/rates.jsonl"
 stop server || true
 stop sipp || true

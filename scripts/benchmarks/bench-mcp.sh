@@ -4,7 +4,7 @@
 # --loops 2`, the built-in agent, no speech: text sessions) and one MCP server
 # (scripts/benchmarks/mcp_bench_server.py: PyPI's `mcp`, stateful, JSON answers, a fast tool, and
 # a log of its own time on every request), both on free loopback ports; the client,
-# scripts/benchmarks/mcp_bench_client.py (its opening comment says what is timed), measures
+# `parley-load mcp-bench` (its --help says what is timed), measures
 #   1. discovery: SESSIONS sessions at each of LEVELS concurrencies, no MCP, cold (a credential of
 #      their own, so nothing is cached) and warm (one credential, cached on both loops);
 #   2. calls: CALL_LEVELS sessions at once each making tool calls forced by tool_choice (CALLS_ALONE
@@ -14,15 +14,13 @@
 # by TIME_LIMIT seconds (and `timeout` a minute past that).
 #   SESSIONS (500), LEVELS (1,10,50), CALL_LEVELS (1,10,50), CALLS_ALONE (500), CALLS (20),
 #   TIME_LIMIT (600), BIN (.build/release), OUT (LoadTests/reports/bench-mcp-<UTC time>),
-#   SDK_VENV (a venv with websockets; default .venv-sdk, made here as
-#   scripts/tests/realtime-sdk-test.sh makes it), MCP_VENV (one with mcp; default .venv-mcp, made
-#   here as scripts/tools/mcp-test-server.sh makes it)
+#   MCP_VENV (a venv with mcp; default .venv-mcp, made here as scripts/tools/mcp-test-server.sh
+#   makes it)
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
 SESSIONS="${SESSIONS:-500}" LEVELS="${LEVELS:-1,10,50}" CALL_LEVELS="${CALL_LEVELS:-1,10,50}"
 CALLS_ALONE="${CALLS_ALONE:-500}" CALLS="${CALLS:-20}" TIME_LIMIT="${TIME_LIMIT:-600}"
 
-if [ -n "${SDK_VENV:-}" ]; then sdk="$SDK_VENV"; else sdk="$ROOT/.venv-sdk"; pinned_venv "$sdk" "openai[realtime]==3.54.0 websockets==15.0.1"; fi
 if [ -n "${MCP_VENV:-}" ]; then mcp="$MCP_VENV"; else mcp="$ROOT/.venv-mcp"; pinned_venv "$mcp" "mcp==2.3.0"; fi
 
 machine_state | tee "$OUT/machine.txt"
@@ -35,9 +33,9 @@ start mcp "$mcp/bin/python" scripts/benchmarks/mcp_bench_server.py --port "$mcp_
 mcp_pid=$pid
 wait_port mcp "$mcp_port"
 
-client=("$sdk/bin/python" scripts/benchmarks/mcp_bench_client.py --url "ws://127.0.0.1:$parley_port/v1/realtime"
+client=("$BIN/parley-load" mcp-bench --url "ws://127.0.0.1:$parley_port/v1/realtime"
         --mcp-url "http://127.0.0.1:$mcp_port/mcp" --server-log "$OUT/mcp-requests.jsonl" --parley-pid "$server" --mcp-pid "$mcp_pid"
-        --metrics "http://127.0.0.1:$parley_port/metrics" --out "$OUT" --sessions "$SESSIONS" --levels "$LEVELS"
+        --metrics --out "$OUT" --sessions "$SESSIONS" --levels "$LEVELS"
         --call-levels "$CALL_LEVELS" --calls-alone "$CALLS_ALONE" --calls "$CALLS" --time-limit "$TIME_LIMIT")
 {
   echo "\$ $PARLEY_BIN serve ${serve[*]}   # on 127.0.0.1:$parley_port"

@@ -2,7 +2,7 @@
 # An hour of noise or of "mm hmm" (issue 37's last bad-input target: such a session "costs what a
 # quiet one does plus the models"). One release server (`parley serve --speech-capacity 0`, the
 # default models: Silero VAD, Smart Turn, Whisper, Piper, the built-in agent) on a free loopback
-# port, and scripts/benchmarks/noise_sessions.py streaming three GA Realtime sessions at real-time
+# port, and `parley-load noise` streaming three GA Realtime sessions at real-time
 # pace in 20 ms appends, semantic_vad, spoken replies: digital silence, seeded white then pink noise
 # at -30 dBFS, and "mm hmm" / "uh huh" / "okay" in four voices (Piper joe at length-scale 1.0 and
 # 1.25, espeak-ng en-us, flite slt) with 1 to 3 s of silence between. They open one after another
@@ -14,10 +14,10 @@
 # ended or did not answer. The server and the client are stopped whatever happens, the client
 # bounded by `timeout`. make bench-noise runs it after make release; MINUTES + about 1 minute.
 #   MINUTES (10: from the quiet session's start to the end; 60 for the issue's hour), STAGE (120),
-#   SETTLE (180), MARGIN_MIB (8), HELPER_MARGIN_MIB (16), SEED (37), BIN (.build/release),
+#   SETTLE (180), MARGIN_MIB (8), HELPER_MARGIN_MIB (16), SEED (37), IDLE (30), SAMPLE (30),
+#   WARMUP (30), BIN (.build/release),
 #   SPEECH_VENV (the speech models' venv; default .venv-speech, made by scripts/tools/speech-models.sh),
-#   SDK_VENV (a venv with websockets; default .venv-sdk, made here as scripts/tests/realtime-sdk-test.sh
-#   makes it), OUT (LoadTests/reports/bench-noise-<UTC time>)
+#   OUT (LoadTests/reports/bench-noise-<UTC time>)
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
 # SETTLE: the helper's memory takes minutes to level off after the first "mm hmm" (Whisper's and
@@ -35,12 +35,6 @@ if [ -n "${SPEECH_VENV:-}" ]; then
 else
   scripts/tools/speech-models.sh > /dev/null
   venv="$ROOT/.venv-speech"
-fi
-if [ -n "${SDK_VENV:-}" ]; then
-  sdk="$SDK_VENV"
-else
-  sdk="$ROOT/.venv-sdk"
-  pinned_venv "$sdk" "openai[realtime]==3.54.0 websockets==15.0.1"
 fi
 
 # The clips, 24 kHz pcm16 mono: what a listener says to show they listen, in voices a recogniser
@@ -72,9 +66,10 @@ echo "server: $PARLEY_BIN serve --port $port --speech-capacity 0 (pid $server); 
 
 status=0
 # The client's own bound: the run, the answers at the end (60 s at most), and a margin.
-timeout $(( ${MINUTES%.*} * 60 + 30 + 240 )) "$sdk/bin/python" scripts/benchmarks/noise_sessions.py \
+timeout $(( ${MINUTES%.*} * 60 + ${IDLE:-30} + 240 )) "$BIN/parley-load" noise \
   --port "$port" --server-pid "$server" --clips "$clips" --out "$OUT" --minutes "$MINUTES" --stage "$STAGE" \
   --settle "$SETTLE" --margin-mib "${MARGIN_MIB:-8}" --helper-margin-mib "${HELPER_MARGIN_MIB:-16}" --seed "${SEED:-37}" \
+  --idle "${IDLE:-30}" --sample "${SAMPLE:-30}" --warmup "${WARMUP:-30}" \
   | tee -a "$OUT/run.txt" || status=${PIPESTATUS[0]}
 
 echo "steal (vmstat st, seconds at each %): $(steal)" | tee -a "$OUT/run.txt"

@@ -1,4 +1,6 @@
-"""The network's faults for `make chaos`, since `tc netem` is not available here: a TCP proxy of our
+"""Not a load client: the TCP proxy that puts the network's faults between `make chaos`'s clients and HAProxy.
+
+The network's faults for `make chaos`, since `tc netem` is not available here: a TCP proxy of our
 own between the clients and HAProxy. Its seeded schedule moves through windows of
   calm   bytes pass as they come;
   delay  each chunk waits 20-200 ms (per connection, in order);

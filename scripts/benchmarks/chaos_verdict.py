@@ -1,4 +1,6 @@
-"""The checks `make chaos` makes after its run, beyond the load client's own (chaos.sh):
+"""Not a load client: the verdict `make chaos` draws from its reports once its run is over.
+
+The checks `make chaos` makes after its run, beyond the load client's own (chaos.sh):
 
 - the capped tenant: the most of its sessions open at once (the load client's timeline of
   [unix seconds, open]) never above its limit before Redis's first outage, and never above the

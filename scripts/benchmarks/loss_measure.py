@@ -1,5 +1,8 @@
-"""What `make bench-webrtc-loss` measures, the same way for both clients (webrtc_loss_call.py and
-websocket_loss_call.py, beside this file), and its side-by-side table.
+"""Not a load client: the measures of `make bench-webrtc-loss` and the side-by-side table of its two reports.
+
+What `make bench-webrtc-loss` measures, the same way for both clients (webrtc_loss_call.py, beside
+this file, and `parley-load loss-call`, LoadTests/parley-load/Turns/LossCallCommand.swift, which
+writes the same report), and its side-by-side table.
 
 A turn: a spoken question, the moment its last sample was sent, and the reply's audio as 20 ms
 units, each with the moment it reached the client. From that:
@@ -12,7 +15,8 @@ units, each with the moment it reached the client. From that:
                lost, or come after its tick, is a gap (a real receiver conceals it; the words in it
                are lost either way);
              WebSocket: a stream; each tick plays the next unit if it has come, else it is a gap
-               and the rest of the reply plays 20 ms later (nothing is lost; the reply stretches).
+               and the rest of the reply plays 20 ms later (nothing is lost; the reply stretches;
+               parley-load's LossCallCommand.streamGaps).
 
   python3 loss_measure.py table WEBRTC.json WEBSOCKET.json    prints the side-by-side table
 """
@@ -87,22 +91,6 @@ def fixed_timeline_gaps(arrivals: dict[int, float], playout: float) -> tuple[int
     units = max(arrivals) + 1
     gaps = sum(1 for k in range(units) if arrivals.get(k, float("inf")) > start + k * FRAME)
     return units, gaps
-
-
-def stream_gaps(arrivals: list[float], playout: float) -> tuple[int, int]:
-    """(units, gaps) of a reply played as a stream: arrivals are the units' times in order; each
-    tick plays the next unit that has come, and is a gap when none has."""
-    if not arrivals:
-        return 0, 0
-    tick = arrivals[0] + playout
-    gaps = 0
-    for came in arrivals:
-        # Ticks with nothing to play until this unit has come; it plays on the first one after.
-        while came > tick:
-            gaps += 1
-            tick += FRAME
-        tick += FRAME
-    return len(arrivals), gaps
 
 
 def client_arguments(parser, label: str, relay: str, rate: int, drain: str) -> None:

@@ -1,4 +1,6 @@
-"""The MCP server `make bench-mcp` measures Parley against: PyPI's `mcp` (its `MCPServer`, stateful,
+"""Not a load client: the MCP server (PyPI's `mcp`, a server nobody here wrote) `make bench-mcp` measures Parley against.
+
+The MCP server `make bench-mcp` measures Parley against: PyPI's `mcp` (its `MCPServer`, stateful,
 JSON answers) at /mcp, with one fast tool, and a log of the server's own time on every request, so
 that what Parley adds can be told from what the server spends.
 

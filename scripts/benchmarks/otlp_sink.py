@@ -1,4 +1,6 @@
-"""An OTLP/HTTP collector that only counts: it reads each export request whole and answers 200,
+"""Not a load client: an OTLP/HTTP collector that only counts what Parley exports (`make bench-tracing`).
+
+An OTLP/HTTP collector that only counts: it reads each export request whole and answers 200,
 so a benchmark measures what exporting costs Parley, not what decoding costs a collector. Prints
 its port first, then, on SIGTERM, the requests and bytes it took."""
 import signal

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The speech helper's recognisers on the same clips: word error rate, CPU per decode, talkers per core.
+"""Not a load client: the speech helper's recognisers on the same clips, offline (no server, no sessions).
+
+The speech helper's recognisers on the same clips: word error rate, CPU per decode, talkers per core.
 
 `make bench-recogniser` runs it with .venv-speech's Python. It reads the helper's own classes
 (helpers/parley_speech.py's `Whisper` and `Moonshine`), each on one thread, one decode at a time:

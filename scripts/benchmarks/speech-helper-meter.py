@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Counts the bytes between Parley and its speech helper, for
+"""Not a load client: a relay that stands in the speech helper's place and counts the bytes each way.
+
+Counts the bytes between Parley and its speech helper, for
 scripts/benchmarks/bench-speech-helper.sh: run in the helper's place (`parley serve --speech-helper
 scripts/benchmarks/speech-helper-meter.py`), it starts the real helper (METER_HELPER, default
 helpers/parley_speech.py) on a socket of its own, listens on the one the server gave, and relays

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Asks a running speech helper for its `stats` (docs/protocol.md, "The speech helper") and prints
+"""Not a load client: reads a running speech helper's `stats` and prints where its CPU went.
+
+Asks a running speech helper for its `stats` (docs/protocol.md, "The speech helper") and prints
 where its CPU went, by kind of work, per turn: `speech-helper-stats.py SERVER_PID TURNS`. The helper
 is found as the server's child running parley_speech.py, its socket from its command line. Used by
 scripts/benchmarks/bench-talkers.sh after each run (a fresh helper a run, so its counts are the

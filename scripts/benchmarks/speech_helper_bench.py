@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""What scripts/benchmarks/bench-speech-helper.sh asks in Python (run with .venv-speech/bin/python):
+"""Not a load client: the speech helper's counters and the talkers' seconds of speech, for bench-speech-helper.sh.
+
+What scripts/benchmarks/bench-speech-helper.sh asks in Python (run with .venv-speech/bin/python):
 
   stats SOCKET      the helper's counters: hello (protocol 2), then `stats`, on the helper's own
                     socket SOCKET; prints "helper stats: {...}"

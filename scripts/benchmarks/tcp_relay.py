@@ -1,4 +1,6 @@
-"""The WebSocket half of `make bench-webrtc-loss` (scripts/benchmarks/webrtc-loss.sh): a TCP relay
+"""Not a load client: a TCP relay with delay and stalls, the WebSocket path of `make bench-webrtc-loss`.
+
+The WebSocket half of `make bench-webrtc-loss` (scripts/benchmarks/webrtc-loss.sh): a TCP relay
 on 127.0.0.1 that gives each chunk read the same delay as udp_relay.py gives a datagram
 (--delay-ms plus or minus --jitter-ms, uniform, seeded), and stands for the loss TCP hides.
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Telephone audio as the speech helper's Whisper hears it: word error rate on clean speech, on a
+"""Not a load client: the speech helper's Whisper on telephone audio, offline (no server, no sessions).
+
+Telephone audio as the speech helper's Whisper hears it: word error rate on clean speech, on a
 G.711 line, and on a G.711 line with pink noise at 10 dB SNR (Moonshine base's with `--recogniser moonshine`), with the helper's 8 to 16 kHz
 interpolator against linear interpolation (what it used before), and with libspeexdsp's noise
 suppressor on the line (the server's `noise_reduction`, near_field: 15 dB) and off.

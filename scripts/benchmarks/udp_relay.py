@@ -1,4 +1,6 @@
-"""A lossy, jittery UDP path between one WebRTC client and Parley's media port, for
+"""Not a load client: a lossy, jittery UDP relay, the WebRTC path of `make bench-webrtc-loss`.
+
+A lossy, jittery UDP path between one WebRTC client and Parley's media port, for
 `make bench-webrtc-loss` (scripts/benchmarks/webrtc-loss.sh), since `tc netem` is not available
 here. The client sends to --listen (the benchmark's client puts this port in the answer's
 candidate before setRemoteDescription); the relay forwards from a socket of its own to --to, the

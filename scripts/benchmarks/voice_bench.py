@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The reply voice, float32 against int8 (issue 49's helper memory): for one Piper voice file, in a
+"""Not a load client: one Piper reply voice measured in a process of its own, offline (no server, no sessions).
+
+The reply voice, float32 against int8 (issue 49's helper memory): for one Piper voice file, in a
 process of its own, the memory the voice adds once loaded and run, the CPU and wall time of a
 sentence, and how well Whisper tiny.en (the helper's recogniser, greedy) hears 20 sentences in it.
 

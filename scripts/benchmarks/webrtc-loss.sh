@@ -3,7 +3,7 @@
 # One release server with the default speech (Whisper in, Piper out, the built-in agent), then:
 #   WebRTC     an aiortc call (webrtc_loss_call.py) through udp_relay.py: LOSS of the datagrams
 #              dropped each way (never STUN), each delayed DELAY_MS +- JITTER_MS (so reordered);
-#   WebSocket  a Realtime session on /v1/realtime (websocket_loss_call.py) through tcp_relay.py:
+#   WebSocket  a Realtime session on /v1/realtime (`parley-load loss-call`) through tcp_relay.py:
 #              the same delays per chunk, in order, and a STALL_MS stall on LOSS of the chunks
 #              (TCP retransmits what is lost: its loss is delay).
 # Each asks the same spoken questions (espeak-ng en-us and en-gb+f3, Piper's joe) in turn for
@@ -87,7 +87,7 @@ run_pair() {
     wait_port "$tag-tcp-relay" "$relay"
     log "$tag: WebSocket for $MINUTES min (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     from=$(vmstat_line)
-    if ! "$PY" $HERE/websocket_loss_call.py --relay-port "$relay" --questions "$questions" \
+    if ! PARLEY_LOAD_API_KEY=bench "$BIN/parley-load" loss-call --relay-port "$relay" --questions "$questions" \
         --minutes "$MINUTES" --playout-ms "$PLAYOUT_MS" --label "WebSocket, $tag" --report "$OUT/$tag-websocket.json" 2>&1 | tee "$OUT/$tag-websocket.txt"; then
         logs server "$tag-tcp-relay"; die "the WebSocket client failed"
     fi

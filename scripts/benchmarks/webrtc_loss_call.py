@@ -1,4 +1,6 @@
-"""The WebRTC half of `make bench-webrtc-loss` (scripts/benchmarks/webrtc-loss.sh): one aiortc call
+"""Drives aiortc (a WebRTC client nobody here wrote): one call to Parley through udp_relay.py, for `make bench-webrtc-loss`.
+
+The WebRTC half of `make bench-webrtc-loss` (scripts/benchmarks/webrtc-loss.sh): one aiortc call
 to Parley through udp_relay.py, asking spoken questions in turn for --minutes, and measuring each
 reply as loss_measure.py says (latency, and gaps on a fixed 20 ms timeline).
 

@@ -1,4 +1,6 @@
-"""What the Python checkers of scripts/tests share (realtime_sdk_client.py, agents_sdk_client.py,
+"""Not a client: what the Python checkers of scripts/tests share.
+
+What the Python checkers of scripts/tests share (realtime_sdk_client.py, agents_sdk_client.py,
 otlp_trace_check.py): one line per check, `ok`/`FAIL`/`note`, and the counts for the last line and
 the exit status."""
 from __future__ import annotations

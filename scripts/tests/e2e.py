@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end test of the browser client: headless Chromium opens Parley's page with a fake
+"""Drives headless Chromium (a browser nobody here wrote) through Parley's page, over both transports.
+
+End-to-end test of the browser client: headless Chromium opens Parley's page with a fake
 microphone that plays a sentence spoken by espeak-ng, and the test checks, over Chrome's DevTools
 protocol, that the user's words and the agent's reply appear on the page: once as a WebRTC call
 (the page's default: POST /v1/realtime/calls, the reply on the call's audio track, the events on

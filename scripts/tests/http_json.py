@@ -1,4 +1,6 @@
-"""JSON over HTTP for the tests' applications (sip_dial_out.py, sip_secure.py, sip_kamailio.py): a
+"""Not a client: JSON over HTTP, a helper of the tests' applications.
+
+JSON over HTTP for the tests' applications (sip_dial_out.py, sip_secure.py, sip_kamailio.py): a
 POST or GET answered with its status, headers and JSON body, an HTTP error's included."""
 import json
 import ssl

@@ -1,4 +1,6 @@
-"""A phone call on /twilio whose agent runs a slow MCP tool, played by the simulated carrier of
+"""Drives Parley with twilio_carrier.py's carrier (Twilio's side has no client to drive): a call with a slow MCP tool.
+
+A phone call on /twilio whose agent runs a slow MCP tool, played by the simulated carrier of
 scripts/tests/twilio_carrier.py. Run by scripts/tests/mcp-session-test.sh against `parley serve
 --twilio-session FILE --tool-filler-after 1`, FILE naming mcp_test_server.py's /agent-slow (its
 get_weather answers after about 3 s, and notes when it began and ended in the MCP server's EVENTS).

@@ -1,4 +1,6 @@
-"""The OTLP round trip (issue 28): a real OTLP/HTTP receiver that decodes what Parley exports with
+"""Decodes Parley's traces with opentelemetry-proto (a collector's own messages, written by others).
+
+The OTLP round trip (issue 28): a real OTLP/HTTP receiver that decodes what Parley exports with
 the opentelemetry-proto package (the protobuf messages a collector reads), and an OpenAI-compatible
 upstream that records the `traceparent` Parley sends it. One session whose upgrade carries a
 `traceparent` asks a question and gets its answer (the upstream failing the first attempt);

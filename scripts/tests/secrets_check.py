@@ -1,4 +1,6 @@
-"""No secret in any output (issue 41): a server holding every kind of secret Parley takes (an
+"""Drives Parley with the `websockets` package and urllib, and reads every output for a secret (issue 41).
+
+No secret in any output (issue 41): a server holding every kind of secret Parley takes (an
 upstream key, client and operator keys, a JWT secret, a signing key, a Twilio token, an OTLP
 collector's key) and minting the rest (client secrets, resume tokens), at --log-level debug with
 tracing, recording and reports on, is driven down every path that handles one: an upstream that

@@ -1,4 +1,6 @@
-"""The application behind Parley's SIP webhook, as OpenAI's SIP guide has one write it with the
+"""Drives the `openai` SDK (a client nobody here wrote): the application behind Parley's SIP webhook.
+
+The application behind Parley's SIP webhook, as OpenAI's SIP guide has one write it with the
 official `openai` Python SDK: an HTTP endpoint takes `realtime.call.incoming`, checks its Standard
 Webhooks signature with `client.webhooks.unwrap` and the `whsec_` secret, and decides the call
 through call control (`client.realtime.calls.accept|reject|refer|hangup`), watching a call's

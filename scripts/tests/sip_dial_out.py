@@ -1,4 +1,6 @@
-"""Calls out, as an application places them (scripts/tests/sip-dial-out-test.sh): `POST
+"""Drives the `openai` SDK (a client nobody here wrote): calls out, placed as an application places them.
+
+Calls out, as an application places them (scripts/tests/sip-dial-out-test.sh): `POST
 /v1/realtime/calls` with a SIP transport, the call's progress on its sideband (`?call_id=`), its
 session hearing the callee and answering, the application's hangup; a busy callee and one that
 never answers, told as `transport.failed`; a GPT-Live session placed on `POST /v1/live/sessions`

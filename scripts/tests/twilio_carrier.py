@@ -1,4 +1,6 @@
-"""A simulated Twilio carrier: places calls on a Media Streams endpoint the way Twilio does.
+"""No third-party client exists for a carrier's side: Twilio's, written here from its documented messages.
+
+A simulated Twilio carrier: places calls on a Media Streams endpoint the way Twilio does.
 
 Written from Twilio's documented messages (https://www.twilio.com/docs/voice/media-streams/
 websocket-messages) and its request signature (webhooks security: base64 HMAC-SHA1 of the URL,

@@ -117,6 +117,10 @@ final class ConnectionPool {
         poller.wait(timeoutMilliseconds: wait) { token, events in dispatch(token, events) }
     }
 
+    /// The pool's epoll descriptor: readable when a step has something to do, for an owner that
+    /// waits on several pools at once with poll(2).
+    var pollDescriptor: Int32 { poller.fd }
+
     /// Every open connection, for owners that act on all of them (the echo test's first sends).
     var openConnections: [ClientConnection] { connections.compactMap { $0?.isOpen == true ? $0 : nil } }
 

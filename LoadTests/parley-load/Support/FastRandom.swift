@@ -10,6 +10,20 @@ struct FastRandom: RandomNumberGenerator {
         s = (system.next(), system.next(), system.next(), system.next() | 1)
     }
 
+    /// Seeded (SplitMix64 spreads the seed over the state), for what a run must repeat: the same
+    /// noise, the same texts.
+    init(seed: UInt64) {
+        var z = seed
+        func mix() -> UInt64 {
+            z &+= 0x9E37_79B9_7F4A_7C15
+            var x = z
+            x = (x ^ (x >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            x = (x ^ (x >> 27)) &* 0x94D0_49BB_1331_11EB
+            return x ^ (x >> 31)
+        }
+        s = (mix(), mix(), mix(), mix() | 1)
+    }
+
     mutating func next() -> UInt64 {
         let result = rotate(s.1 &* 5, 7) &* 9
         let t = s.1 << 17
