@@ -23,6 +23,7 @@ seconds=${SECONDS_HELD:-20}
 cpu_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 heap_bytes() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^parley_process_heap_in_use_bytes / {print $2}'; }
+accounted_bytes() { curl -s "http://127.0.0.1:$port/metrics" | awk '/^parley_accounted_bytes / {print $2}'; }
 hz=$(getconf CLK_TCK)
 printf "%-5s %9s %8s %9s %9s %14s %16s %12s %6s\n" kind sessions opened "rss MiB" "heap MiB" "server cores" "millicores/sess" "client cores" steal
 for kind in ${KINDS:-text mic room}; do
@@ -41,6 +42,7 @@ for kind in ${KINDS:-text mic room}; do
     t1=$(cpu_ticks "$server"); st1=$(vmstat 1 2 | tail -1 | awk '{print $17}')
     after=$(rss_kib "$server")
     heap=$(heap_bytes)
+    accounted=$(accounted_bytes)
     until [ -s "$WORK/out" ] || ! kill -0 "$client" 2>/dev/null; do sleep 0.2; done
     [ -s "$WORK/out" ] || { cat "$WORK/client.log" >&2; die "parley-load density ended without its figures"; }
     exec 3>&-
@@ -51,13 +53,16 @@ for kind in ${KINDS:-text mic room}; do
     awk -v k="$kind" -v n="$count" -v o="$opened" -v a="$after" -v h="$heap" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v w="$window" -v c="$client_cpu" -v s="$(( (st0 + st1) / 2 ))" \
       'BEGIN { cores = (t1 - t0) / hz / w; printf "%-5s %9d %8d %9.1f %9.1f %14.3f %16.3f %12.3f %5d%%\n", k, n, o, a / 1024, h / 1048576, cores, cores * 1000 / (o > 0 ? o : 1), c, s }'
     if [ -z "$first" ]; then
-      first="$opened $after $heap"
+      first="$opened $after $heap $accounted"
     else
-      read -r o0 a0 h0 <<<"$first"
-      awk -v k="$kind" -v o0="$o0" -v o="$opened" -v a0="$a0" -v a="$after" -v h0="$h0" -v h="$heap" \
-        'BEGIN { d = o - o0; if (d > 0) printf "%-5s a session more (%d to %d): RSS %.1f KiB, heap in use %.1f KiB\n", k, o0, o, (a - a0) / d, (h - h0) / 1024 / d }'
+      read -r o0 a0 h0 c0 <<<"$first"
+      awk -v k="$kind" -v o0="$o0" -v o="$opened" -v a0="$a0" -v a="$after" -v h0="$h0" -v h="$heap" -v c0="$c0" -v c="$accounted" \
+        'BEGIN { d = o - o0; if (d > 0) printf "%-5s a session more (%d to %d): RSS %.1f KiB, heap in use %.1f KiB, accounted %.1f KiB\n", k, o0, o, (a - a0) / d, (h - h0) / 1024 / d, (c - c0) / 1024 / d }'
     fi
     stop server
     rm -f "$fifo" "$WORK/out" "$WORK/client.log"
   done
 done
+
+# Calls (issue 71): SIP and WebRTC calls held, their accounted bytes beside the heap's growth.
+[[ "${CALLS_ACCOUNTED:-1}" == 0 ]] || "$(dirname "$0")/accounted-calls.sh"
