@@ -5,29 +5,34 @@ import Loop
 import Server
 import SessionEngine
 
-/// One phone call on a Twilio Media Streams WebSocket: Twilio's messages in (`start` makes the
-/// session, `media` feeds it µ-law at 8 kHz, `mark` says what played, `dtmf` and `stop`), and the
-/// session's reply out as `media` in 20 ms chunks, each followed by a `mark`; a barge-in sends
-/// `clear` and cuts the reply in the history where the marks say the caller stopped hearing it.
+/// One phone call on a Twilio Media Streams WebSocket, a media leg: Twilio's messages in (`start`
+/// makes the call's conversation, `media` feeds it µ-law at 8 kHz, `mark` says what played,
+/// `dtmf` and `stop`), and the session's reply out as `media` in 20 ms chunks, each followed by a
+/// `mark`; a barge-in sends `clear` and cuts the reply in the history where the marks say the
+/// caller stopped hearing it. The conversation is whichever API the stream asked for (its
+/// `<Parameter name="api">`: `realtime`, the default, or `live`), reached by the call's CallSid
+/// for sidebands (`/v1/realtime?call_id=CA…`, `/v1/live/sessions/CA…/attach`).
 ///
 /// Malformed messages are counted and ignored (a carrier's stream is not the caller's fault); a
 /// call whose audio format is not µ-law at 8 kHz mono is closed, saying so.
-final class TwilioCallHandler: WebSocketHandler, SessionWire {
-    let endpointName: String
+final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, DirectedCall {
     private let endpoint: TwilioEndpoint
-    private var driver: SessionDriver?
+    private var conversation: (any CallConversation)?
     private var socket: WebSocket?
     private var streamSid = ""
     private var callSid = ""
     private var playback = TwilioPlayback()
+    /// The reply whose audio went out last: a new one's first piece forgets the old marks.
+    private var playing = ""
     private var stopped = false
+    /// Call control hung the call up (its conversation's reason: `close_requested`).
+    private var hungUp = false
     private var keypad = KeypadEntry()
     private var keypadTimer: ScheduledTask?
     private let metrics = TwilioMetrics.shared
 
     init(endpoint: TwilioEndpoint) {
         self.endpoint = endpoint
-        endpointName = endpoint.settings.path
     }
 
     func webSocketDidOpen(_ socket: WebSocket) { self.socket = socket }
@@ -44,11 +49,11 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         case .connected: break
         case .start(let call): start(call, on: socket)
         case .media(let track, let payload):
-            guard let driver else { return reject(.mediaBeforeStart) }
+            guard let conversation else { return reject(.mediaBeforeStart) }
             // With both tracks streamed, the outbound one is our own voice coming back.
             guard track == nil || track == "inbound" else { return }
-            guard driver.admitEvent() else { return }
-            driver.feedAudio { $0.g711(payload, .muLaw) }
+            guard conversation.driver.admitEvent() else { return }
+            conversation.hear { $0.g711(payload, .muLaw) }
         case .mark(let name):
             // An echo covers the marks before it too.
             let before = playback.outstanding
@@ -63,19 +68,20 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
         keypadTimer?.cancel()
         metrics.marksOutstanding.add(-playback.outstanding)
-        guard let driver else { return }
+        guard let conversation else { return }
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, stopped ? .stop : .noStop)
-        sessionLog.info("call ended", metadata: ["session": "\(driver.engine.sessionID)", "call": "\(callSid)",
+        sessionLog.info("call ended", metadata: ["session": "\(conversation.driver.engine.sessionID)", "call": "\(callSid)",
                                                  "stop": "\(stopped)", "code": "\(code)"])
-        driver.close(SessionEnding(code))
-        self.driver = nil
+        CallDirectory.shared.remove(callSid)
+        conversation.close(SessionEnding(code), reason: hungUp ? "close_requested" : stopped ? "remote_hangup" : "connection_lost")
+        self.conversation = nil
     }
 
     // MARK: The call
 
     private func start(_ call: TwilioStart, on socket: WebSocket) {
-        guard driver == nil else { return reject(.missingField, "a second start") }
+        guard conversation == nil else { return reject(.missingField, "a second start") }
         guard call.encoding == "audio/x-mulaw", call.sampleRate == 8000, call.channels == 1 else {
             sessionLog.warning("call refused", metadata: ["call": "\(call.callSid ?? "")", "encoding": "\(call.encoding)", "rate": "\(call.sampleRate)"])
             return socket.close(.unsupportedData, reason: "media must be audio/x-mulaw at 8000 Hz, mono")
@@ -94,28 +100,41 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
             configuration.turnDetection = vad
         }
         options.configuration = configuration
-        let driver = SessionDriver(phoneCall: sessions, options: options, wire: self)
-        self.driver = driver
+        let api: CallAPI
+        if call.parameter("api") == "live" {
+            var config = LiveSessionConfig(model: call.parameter("model") ?? "gpt-live")
+            config.format = .negotiated
+            config.instructions = configuration.instructions
+            config.voice = configuration.voice
+            api = .live(config)
+        } else {
+            api = .realtime(nil)
+        }
+        let id = callSid.isEmpty ? streamSid : callSid
+        let made = api.conversation(callID: id, endpoint: sessions, admitted: .phoneCall, carrier: settings.path, options: { _ in options }, leg: self)
+        conversation = made
         metrics.callsOpen.add(1)
-        driver.open(socket)
+        made.open(self)
+        CallDirectory.shared.add(id, self, on: socket.loop)
         let greeting = call.parameter("greeting") ?? settings.greeting
-        if !greeting.isEmpty { driver.say(greeting) }
+        if !greeting.isEmpty { made.greet(greeting) }
     }
 
     /// Keys reach the conversation as a user turn ("The caller pressed 1 2 3 #.", `KeypadEntry`)
     /// and are answered.
     private func pressed(_ digit: Character) {
         metrics.dtmf.add(1)
-        guard let driver, let loop = socket?.loop else { return reject(.mediaBeforeStart) }
+        guard let conversation, let loop = socket?.loop else { return reject(.mediaBeforeStart) }
+        conversation.keyPressed(digit)
         keypadTimer?.cancel()
         keypadTimer = nil
-        if let entry = keypad.pressed(digit, now: loop.nanoseconds()) { return driver.userSaid(entry) }
+        if let entry = keypad.pressed(digit, now: loop.nanoseconds()) { return conversation.userSaid(entry) }
         keypadTimer = keypad.deadline.map { loop.schedule(at: $0) { [weak self] in self?.keypadPaused(loop) } }
     }
 
     private func keypadPaused(_ loop: EventLoop) {
         keypadTimer = nil
-        if let entry = keypad.fire(now: loop.nanoseconds()) { driver?.userSaid(entry) }
+        if let entry = keypad.fire(now: loop.nanoseconds()) { conversation?.userSaid(entry) }
     }
 
     private func reject(_ reason: TwilioRejection, _ why: String = "") {
@@ -123,20 +142,35 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         sessionLog.debug("twilio message ignored", metadata: ["call": "\(callSid)", "reason": "\(reason.rawValue)", "detail": "\(why)"])
     }
 
-    // MARK: SessionWire
+    // MARK: The session's socket: the stream (Twilio hears only its own messages)
 
-    func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        switch event.kind {
-        case .error(let error):
-            sessionLog.info("call error", metadata: ["call": "\(callSid)", "code": "\(error.code)", "error": "\(error.message)"])
-        case .responseCreated(let response):
-            playback.forgetAll(except: response.id)
-        default: break
-        }
+    var loop: EventLoop { socket!.loop }
+    func send(text: String) {}
+    func send(binary: [UInt8]) {}
+    func close(_ ending: SessionEnding, reason: String) { socket?.close(ending, reason: reason) }
+    var isOpen: Bool { socket?.isOpen ?? false }
+    var hasClient: Bool { true }
+    func account(handlerBytes: Int) { socket?.account(handlerBytes: handlerBytes) }
+
+    // MARK: Reached by its CallSid: sidebands, and a hangup
+
+    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) { conversation?.attach(sideband: sideband, on: remote, id: id) }
+    func detach(sideband id: ObjectIdentifier) { conversation?.detach(sideband: id) }
+    func receive(sidebandText: String) { conversation?.receive(sidebandText: sidebandText) }
+    func control(_ action: CallControl) {
+        guard case .hangUp = action else { return }
+        hungUp = true
+        socket?.close(.normal, reason: "hung up")
     }
 
-    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
-        guard case .pcm(let bytes) = piece, !streamSid.isEmpty else { return }
+    // MARK: The media leg
+
+    func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on _: any SessionSocket) {
+        guard case .pcm(let bytes) = piece, !streamSid.isEmpty, let socket else { return }
+        if at.responseID != playing {
+            playback.forgetAll(except: at.responseID)
+            playing = at.responseID
+        }
         socket.send(text: TwilioOutbound.media(streamSid: streamSid, audio: bytes))
         // 8 bytes of µ-law a millisecond.
         let ms = bytes.count / 8
@@ -150,9 +184,9 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
     /// the reply's audio from there is sent again on resume.
     var resendsAfterPause: Bool { true }
 
-    func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? {
+    func speechPaused(responseID: String, on _: any SessionSocket) -> Int? {
         let heard = playback.heard(responseID)
-        if playback.isPlaying {
+        if playback.isPlaying, let socket {
             socket.send(text: TwilioOutbound.clear(streamSid: streamSid))
             metrics.clears.add(1)
             metrics.marksOutstanding.add(-playback.cleared())
@@ -161,8 +195,8 @@ final class TwilioCallHandler: WebSocketHandler, SessionWire {
         return heard
     }
 
-    func speechStopped(responseID: String, on socket: any SessionSocket) {
-        guard playback.isPlaying else { return }
+    func speechStopped(responseID: String, on _: any SessionSocket) {
+        guard playback.isPlaying, let socket else { return }
         socket.send(text: TwilioOutbound.clear(streamSid: streamSid))
         metrics.clears.add(1)
         metrics.marksOutstanding.add(-playback.cleared())

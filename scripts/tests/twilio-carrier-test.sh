@@ -30,6 +30,10 @@ wait_speech_helper server "http://127.0.0.1:$port"
     --speech "$WORK/said.ulaw" --metrics "http://127.0.0.1:$port/metrics" | tee "$WORK/carrier.out" || { logs server; die "the carrier's checks failed"; }
 grep -q "all checks passed" "$WORK/carrier.out" || { logs server; die "the carrier's checks failed"; }
 
+# GPT-Live over the same stream (<Parameter name="api" value="live">), watched and hung up by the SDK.
+OPENAI_API_KEY=test "$VENV/bin/python" scripts/tests/twilio_live.py --url "ws://127.0.0.1:$port/twilio" --signed-url "wss://127.0.0.1:$port/twilio" \
+    --api "http://127.0.0.1:$port/v1" --speech "$WORK/said.ulaw" || { logs server; die "GPT-Live over the Twilio stream failed"; }
+
 # What the server made of it: the transcript (at debug level), and the reply cut where the caller stopped hearing it.
 # Recognition of narrowband synthetic speech is not exact (pocketsphinx, this test's recogniser
 # once, heard "would it not with like it every"); the question is asked twice, and one of its

@@ -83,6 +83,10 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
     // MARK: SessionWire: events to the sidebands, audio to the call's leg
 
     package func send(_ event: ServerEvent, on socket: any SessionSocket) {
+        // A call may have no listener: its errors are in the log.
+        if case .error(let error) = event.kind {
+            sessionLog.info("call error", metadata: ["call": "\(callID)", "code": "\(error.code)", "error": "\(error.message)"])
+        }
         guard !sidebands.isEmpty else { return }
         sidebands.send(text: event.json(dialect: .ga))
     }
