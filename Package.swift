@@ -57,6 +57,11 @@ let package = Package(
         // when the first stream needs it (Sources/CONNXRuntime/ONNXRuntimeLibrary.c).
         .target(name: "CONNXRuntime", path: "Sources/CONNXRuntime"),
 
+        // The browser page's files (page/: HTML, JS, CSS), compiled into `parley` with C23's #embed
+        // and served from memory (Sources/parley/ClientPage.swift): nothing to install beside the
+        // executable, wherever it runs from.
+        .target(name: "CClientPage", path: "Sources/CClientPage", exclude: ["page"]),
+
         // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
 
@@ -114,7 +119,7 @@ let package = Package(
             name: "parley",
             dependencies: ["SessionEngine", 
                 "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "SpeechContracts", "MCP", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
-                "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
+                "CClientPage", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
