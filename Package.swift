@@ -46,16 +46,22 @@ let package = Package(
             name: "CHiredis", path: "Sources/CHiredis",
             providers: [.apt(["libhiredis-dev"])]),
 
-        // libsrtp2: SRTP and SRTCP protection of WebRTC's media (RFC 3711), functions on buffers with no
-        // thread of their own. Its header only, no -l flags: CSRTP opens libsrtp2.so.1 with dlopen
-        // when a call first needs it (Sources/CSRTP/SRTPLibrary.c), since Debian's is built on NSS
-        // and linked it mapped five NSS libraries into every server.
+        // libsrtp2: SRTP and SRTCP protection of WebRTC's and SIP's media (RFC 3711), functions on
+        // buffers with no thread of their own, wrapped by TLS's SRTPContext. Its header only, no -l
+        // flags: CSRTP opens libsrtp2.so.1 with dlopen when a call first needs it
+        // (Sources/CSRTP/SRTPLibrary.c), since Debian's is built on NSS and linked it mapped five NSS
+        // libraries into every server.
         .target(name: "CSRTP", path: "Sources/CSRTP"),
 
         // ONNX Runtime's C API (Silero VAD, one model a loop): its header's few declarations only,
         // no -l flags; CONNXRuntime opens the onnxruntime wheel's libonnxruntime.so with dlopen
         // when the first stream needs it (Sources/CONNXRuntime/ONNXRuntimeLibrary.c).
         .target(name: "CONNXRuntime", path: "Sources/CONNXRuntime"),
+
+        // The browser page's files (page/: HTML, JS, CSS), compiled into `parley` with C23's #embed
+        // and served from memory (Sources/parley/ClientPage.swift): nothing to install beside the
+        // executable, wherever it runs from.
+        .target(name: "CClientPage", path: "Sources/CClientPage", exclude: ["page"]),
 
         // OpenSSL's loading, macros, callbacks and allocator hooks, which Swift cannot reach directly.
         .target(name: "CTLS", dependencies: ["COpenSSL"], path: "Sources/CTLS"),
@@ -66,7 +72,8 @@ let package = Package(
         .target(name: "Metrics"),
         // The event loops (ae-shaped: descriptors, callbacks, timers), Sys, worker pools, clock, threads.
         .target(name: "Loop", dependencies: ["CLinux", "Metrics"]),
-        // OpenSSL behind one wrapper: contexts and non-blocking TLS streams, for serving and upstreams.
+        // OpenSSL behind one wrapper: contexts and non-blocking TLS streams, for serving and upstreams;
+        // DTLS; and SRTP over libsrtp2 (CSRTP), keyed by WebRTC's DTLS or SIP's SDES.
         .target(name: "TLS", dependencies: ["Loop", "COpenSSL", "CTLS", "CSRTP"]),
         // The HTTP/1.1 client on the loops: pool, TLS, response and server-sent-event parsers.
         .target(name: "Upstream", dependencies: ["Loop", "TLS", .product(name: "Logging", package: "swift-log")]),
@@ -78,35 +85,39 @@ let package = Package(
         // Where conversations outlive their process: the ConversationStore protocol, and SQLite (one
         // node) and Redis (hiredis's async client on the loops, many nodes) behind it.
         .target(name: "Store", dependencies: ["Loop", "Metrics", "CSQLite", "CHiredis", .product(name: "Logging", package: "swift-log")]),
-        // The models a session talks to: LanguageModel and its providers (OpenAI-compatible,
-        // Anthropic, the built-in agent), the speech providers' protocols, chat messages, tools,
-        // usage, and the upstream metrics.
         // MCP servers as the session's tools: the client, its messages and its cache.
         .target(name: "MCP", dependencies: ["Upstream", "Loop", "JSON", .product(name: "Logging", package: "swift-log")]),
+        // The models a session talks to: LanguageModel and its providers (OpenAI-compatible,
+        // Anthropic, the built-in agent), chat messages, tools, usage, and the upstream metrics.
         .target(name: "Models", dependencies: ["Upstream", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // What a session asks of speech (a recogniser, a voice, a VAD, an end-of-turn model), the
         // speech helper's protocol table and the speech metrics: the contracts Speech implements.
         .target(name: "SpeechContracts", dependencies: ["Models", "Loop", "Metrics", "JSON"]),
-        // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
         // Traces: swift-distributed-tracing's Tracer, W3C trace context, OTLP/HTTP export over Upstream's client.
         .target(name: "Telemetry", dependencies: ["Loop", "Metrics", "Upstream", .product(name: "Tracing", package: "swift-distributed-tracing")]),
+        // Who may connect and what each may spend: API keys, JWTs, client secrets, tenants.
         .target(name: "Access", dependencies: ["Server", "Store", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
-        // The Realtime session engine (pure), its protocol dialects, VAD, the driver, its handlers and resume.
-        // The session engine and the Realtime protocol: values, events in and actions out, no loop,
-        // no socket, no store; a target of their own so that the compiler holds them to it.
+        // The session engine and its protocols (the Realtime API's, with its dialects, and GPT-Live's),
+        // turn-taking and VAD: values, events in and actions out, no loop, no socket, no store; a
+        // target of their own so that the compiler holds them to it.
         .target(name: "SessionEngine", dependencies: ["Models", "SpeechContracts", "MCP", "Codec", "JSON"]),
+        // The runtime over the engine: the session driver, the seam every carrier meets, the
+        // Realtime and GPT-Live endpoints and handlers, call control, recordings, reports and resume.
         .target(name: "Session", dependencies: ["SessionEngine", "MCP", "Models", "SpeechContracts", "Access", "Store", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"), "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // What WebRTC and SIP share, as values: RTP and RTCP packets, the jitter buffer, SDP.
         .target(name: "Media", dependencies: ["Loop"]),
         // WebRTC on the loops: ICE-lite and STUN, DTLS-SRTP, the oai-events data channel (SCTP and
         // DCEP), and /v1/realtime/calls, onto the same session driver.
-        .target(name: "WebRTC", dependencies: ["SessionEngine", "Media", "Session", "Server", "TLS", "Loop", "Metrics", "JSON", "CSRTP", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "WebRTC", dependencies: ["SessionEngine", "Media", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "JSON", .product(name: "Logging", package: "swift-log")]),
         // SIP as values: messages, URIs, the stream framer, RFC 3261's transactions and digest
         // authentication (OpenSSL's MD5 and SHA-256 through TLS). No sockets (Loop for HeapSize only).
         .target(name: "SIP", dependencies: ["Media", "TLS", "Loop", "JSON"]),
-        // Carrier media streams (Twilio's /twilio) on the same session driver.
+        // Carrier media streams (Twilio's /twilio) and SIP calls in and out (the SIP endpoint, its
+        // user agent and trunks, SIP over TCP and TLS on Server's connections), on the same session driver.
         .target(name: "Telephony", dependencies: ["SessionEngine", "SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
-        // The speech providers: pocketsphinx and espeak-ng embedded, OpenAI-compatible over HTTP.
+        // The speech providers: Silero VAD in process (ONNX Runtime), pocketsphinx and espeak-ng
+        // embedded, the speech helper's Whisper, Moonshine, Piper and Smart Turn over its socket, and
+        // OpenAI-compatible ones over HTTP.
         .target(name: "Speech", dependencies: ["Models", "SpeechContracts", "Upstream", "Loop", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.
         .target(name: "MockLLM", dependencies: ["Server", "Models", "Loop", "Codec", "JSON"]),
@@ -114,7 +125,7 @@ let package = Package(
             name: "parley",
             dependencies: ["SessionEngine", 
                 "Server", "Session", "Telephony", "WebRTC", "Access", "Models", "SpeechContracts", "MCP", "Speech", "MockLLM", "Store", "Upstream", "TLS", "Loop", "Metrics", "Codec", "JSON", "CLinux",
-                "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
+                "CClientPage", "Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -136,8 +147,8 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Loop", "TestSupport"]),
         .testTarget(name: "UpstreamTests", dependencies: ["Upstream", "Server", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "ServerTests", dependencies: ["Server", "Loop", "TLS", "TestSupport"]),
-        // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
         .testTarget(name: "MCPTests", dependencies: ["MCP", "JSON", "Loop", "Server", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        // The providers against `parley mock-llm`'s routes over real sockets, hence MockLLM and Server.
         .testTarget(name: "ModelsTests", dependencies: ["SpeechContracts", "Models", "JSON", "Loop", "Metrics", "Upstream", "Server", "MockLLM", "TestSupport"]),
         .testTarget(name: "MockLLMTests", dependencies: ["MockLLM", "Models", "Server", "Loop", "JSON", "TestSupport"]),
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),

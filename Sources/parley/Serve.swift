@@ -255,7 +255,7 @@ struct Serve: ParsableCommand {
                                kind: .gauge, registry: registry) { helper.isBusy ? 1 : 0 }
             routes.addMetrics(registry)
         }
-        routes.get("/") { _ in ClientPage.response }
+        ClientPage.install(on: &routes)
         routes.webSocket("/echo", name: "echo") { _, _ in EchoHandler.shared }
         sessions.install(on: &routes)
         TwilioEndpoint(sessions: sessions, settings: settings.twilio).install(on: &routes)

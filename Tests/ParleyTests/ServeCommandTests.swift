@@ -42,14 +42,23 @@ import TestSupport
     @Test func rootServesTheClientPageAndSessionsOpenOnWs() throws {
         let process = try ServerProcess()
         let client = try TestClient(port: process.port)
-        try client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n")
-        let page = try client.readResponse()
-        #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true)
+        // The page and the two files it loads, on one connection, each fetched again on every load.
+        var files: [String: String] = [:]
+        for (path, type) in [("/", "text/html"), ("/client.js", "text/javascript"), ("/client.css", "text/css")] {
+            try client.send("GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
+            let file = try client.readResponse()
+            #expect(file.status == 200 && file.headers["content-type"] == "\(type); charset=utf-8", "\(path)")
+            #expect(file.headers["cache-control"] == "no-cache", "\(path)")
+            files[path] = file.body
+        }
+        let page = files["/", default: ""], script = files["/client.js", default: ""]
+        #expect(page.contains("<link rel=\"stylesheet\" href=\"/client.css\">") && page.contains("<script src=\"/client.js\"></script>"))
+        #expect(page.contains("id=\"start\"") && files["/client.css", default: ""].contains("#log {"))
         // The voice client, whole: its call, its socket, its microphone paths, and nothing from elsewhere.
-        #expect(page.body.contains("\"/ws\"") && page.body.contains("AudioEncoder") && page.body.contains("autostart"))
-        #expect(page.body.contains("\"/v1/realtime/calls\"") && page.body.contains("\"oai-events\"") && page.body.contains("transport"))
-        #expect(page.body.contains("echoCancellation: true, noiseSuppression: true, autoGainControl: true"))
-        #expect(!page.body.contains("http://") && !page.body.contains("https://"))
+        #expect(script.contains("\"/ws\"") && script.contains("AudioEncoder") && script.contains("autostart"))
+        #expect(script.contains("\"/v1/realtime/calls\"") && script.contains("\"oai-events\"") && script.contains("transport"))
+        #expect(script.contains("echoCancellation: true, noiseSuppression: true, autoGainControl: true"))
+        #expect(files.values.allSatisfy { !$0.contains("http://") && !$0.contains("https://") })
         let session = try TestClient(port: process.port)
         #expect(try session.upgrade(path: "/ws").status == 101)
         #expect(String(decoding: try session.readFrame().payload, as: UTF8.self).contains("session.created"))

@@ -28,7 +28,7 @@ declare -A allowed=(
   [Telephony]="SIP Media Upstream Session SessionEngine Models Access Server TLS Loop Metrics Codec JSON Logging"
   [Speech]="Models SpeechContracts Upstream Loop Metrics Codec JSON CPocketSphinx CEspeak CONNXRuntime"
   [MockLLM]="Server Models Loop Codec JSON"
-  [parley]="Server Session SessionEngine Telephony WebRTC Access Models SpeechContracts MCP Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux ArgumentParser Logging"
+  [parley]="Server Session SessionEngine Telephony WebRTC Access Models SpeechContracts MCP Speech MockLLM Store Upstream Telemetry Tracing TLS Loop Metrics Codec JSON CLinux CClientPage ArgumentParser Logging"
   [parley-fuzz]="Server Session SessionEngine Access Telephony Media SIP WebRTC Models MCP Codec JSON Loop TLS TestSupport"
   # The session engine and the Realtime protocol are values: events in, actions out. They know the
   # models' and MCP's vocabulary (messages, tools, usage; an MCP server's tools and errors), the
@@ -39,7 +39,7 @@ declare -A allowed=(
 # Where a module's sources are when not in Sources/<module>.
 declare -A paths=([parley-fuzz]=Fuzz/Sources)
 system="Glibc Synchronization"
-ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models SpeechContracts SessionEngine MCP Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP CONNXRuntime"
+ours="Metrics JSON Codec Media SIP Loop TLS Upstream Server Store Models SpeechContracts SessionEngine MCP Telemetry Access Session WebRTC Telephony Speech MockLLM CLinux COpus CSpeexDSP COpenSSL CTLS CPocketSphinx CEspeak CSQLite CHiredis CSRTP CONNXRuntime CClientPage"
 
 failures=0
 # Every Swift module under Sources has its row above: a new module states what it may import.

@@ -1,4 +1,4 @@
-// libsrtp2's declarations, and its loading: Sources/WebRTC/SRTP/SRTPContext.swift calls libsrtp2's
+// libsrtp2's declarations, and its loading: Sources/TLS/SRTPContext.swift calls libsrtp2's
 // functions under their own names (SRTPLibrary.c forwards them to the library opened with dlopen).
 #ifndef PARLEY_CSRTP_H
 #define PARLEY_CSRTP_H
