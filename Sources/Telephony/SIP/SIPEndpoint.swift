@@ -94,7 +94,8 @@ public final class SIPEndpoint: Sendable {
 
     let settings: Settings
     let sessions: RealtimeEndpoint
-    private let authenticator: SIPDigestAuthenticator
+    /// Trunks' digest challenges and their answers checked (`SIPInviteAdmission`).
+    let authenticator: SIPDigestAuthenticator
     let webhook: SIPWebhook?
 
     /// The TLS port's context, made from the certificate at start.
@@ -299,28 +300,6 @@ public final class SIPEndpoint: Sendable {
         case .rate(let perSecond, let retry):
             .jsonError(.tooManyRequests, code: refusal.label.rawValue, message: "trunk '\(trunk)' places at most \(perSecond) calls a second; retry in \(retry) s",
                        headers: [("Retry-After", "\(retry)")])
-        }
-    }
-
-
-    // MARK: Who may call
-
-    enum Authentication {
-        case accepted
-        /// The `WWW-Authenticate` values to challenge with (section 22.1), one per algorithm.
-        case challenge([String])
-    }
-
-    func authenticate(_ request: SIPMessage) -> Authentication {
-        let now = UInt64(WallClock.seconds())
-        guard let trunks = settings.trunks, let header = request.value("Authorization"), let credentials = SIPDigestCredentials(header),
-              let password = trunks[credentials.username] else {
-            return .challenge(authenticator.challenges(now: now).map(\.headerValue))
-        }
-        switch authenticator.check(credentials, method: request.method ?? "INVITE", password: password, now: now) {
-        case .accepted: return .accepted
-        case .stale: return .challenge(authenticator.challenges(now: now, stale: true).map(\.headerValue))
-        case .rejected: return .challenge(authenticator.challenges(now: now).map(\.headerValue))
         }
     }
 }

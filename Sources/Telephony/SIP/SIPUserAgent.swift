@@ -34,9 +34,8 @@ final class SIPUserAgent {
     var registrar: SIPTrunkRegistrar?
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
-    /// INVITEs begun within the current second, for the flood limit.
-    private var invitesThisSecond = 0
-    private var secondStarted: UInt64 = 0
+    /// Who may call, and the loop's INVITEs a second.
+    private var admission: SIPInviteAdmission
 
     private struct ServerTransaction {
         enum Machine {
@@ -93,6 +92,7 @@ final class SIPUserAgent {
         self.loop = loop
         self.endpoint = endpoint
         self.playout = playout
+        admission = SIPInviteAdmission(settings: endpoint.settings, authenticator: endpoint.authenticator)
     }
 
     func attach(_ port: SIPSignallingPort) { self.port = port }
@@ -204,62 +204,29 @@ final class SIPUserAgent {
         }
     }
 
-
     private func invite(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
-        func refuse(_ status: Int, _ reason: SIPRefusal, _ phrase: String? = nil, extra: [SIPHeader] = []) {
-            metrics.refused.add(1, reason)
-            var response = SIPMessage.response(to: request, status: status, reason: phrase, toTag: Self.tag())
-            response.headers += extra
-            respond(response, key: key)
-        }
-        guard settings.allows(peer.address) else { return refuse(403, .sourceNotAllowed, "Forbidden (source address not allowed)") }
-        if let trunks = settings.trunks, !trunks.isEmpty {
-            switch endpoint.authenticate(request) {
-            case .accepted: break
-            case .challenge(let headers): return refuse(401, .unauthorized, extra: headers.map { SIPHeader("WWW-Authenticate", $0) })
+        let verdict = admission.admit(request, from: peer.address, overTLS: peer.transport == "TLS", calls: calls,
+                                      now: now, wallSeconds: UInt64(WallClock.seconds()))
+        switch verdict {
+        case .refuse(let refusal):
+            refuse(request, refusal, key: key)
+        case .accept(let callID, let offer, let crypto):
+            let call: SIPCall
+            do {
+                call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, crypto: crypto, arrivedAt: now)
+            } catch {
+                return refuse(request, .noRTPPort, key: key)
             }
+            calls[callID] = call
+            call.begin()
         }
-        if now &- secondStarted >= 1_000_000_000 {
-            secondStarted = now
-            invitesThisSecond = 0
-        }
-        invitesThisSecond += 1
-        guard invitesThisSecond <= settings.maxInvitesPerSecond else { return refuse(503, .rateLimited, extra: [SIPHeader("Retry-After", "5")]) }
-        guard calls.count < settings.maxCallsPerLoop else { return refuse(503, .busy, extra: [SIPHeader("Retry-After", "5")]) }
-        guard let callID = try? request.callID(), calls[callID] == nil else { return refuse(482, .badRequest, "Loop Detected") }
-        let offer: (PhoneAudioOffer, SessionDescription)?
-        do {
-            if request.body.isEmpty {
-                // No offer: Parley offers in its 200 and takes the answer from the ACK (RFC 3264 section 5).
-                offer = nil
-            } else {
-                guard (try? request.contentType())??.isSDP == true else { return refuse(415, .badRequest, "Unsupported Media Type", extra: [SIPHeader("Accept", "application/sdp")]) }
-                let sdp = try SessionDescription(parsing: request.body)
-                offer = (try PhoneAudioOffer(sdp), sdp)
-            }
-        } catch let refusal as PhoneAudioOffer.Refusal {
-            return refuse(488, .noCommonCodec, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"\(refusal)\"")])
-        } catch {
-            return refuse(400, .badRequest, "Bad Request (unreadable SDP)")
-        }
-        // SDES keys travel in the SDP: taken and given only over TLS (RFC 4568 section 8.3).
-        let overTLS = peer.transport == "TLS"
-        if offer?.0.crypto != nil, !overTLS {
-            return refuse(488, .srtp, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"SRTP keys (a=crypto) are taken only on calls signalled over TLS\"")])
-        }
-        if settings.srtp == .required, offer.map({ $0.0.crypto == nil }) ?? !overTLS {
-            return refuse(488, .srtp, "Not Acceptable Here", extra: [SIPHeader("Warning", "304 parley \"this server takes calls with SRTP only (RTP/SAVP, a=crypto, over TLS)\"")])
-        }
-        // Our key: for an offer with SRTP, or for our own offer over TLS where SRTP is required.
-        let crypto: SDESCrypto? = offer?.0.crypto != nil || (offer == nil && settings.srtp == .required) ? .fresh() : nil
-        let call: SIPCall
-        do {
-            call = try SIPCall(agent: self, invite: request, key: key, peer: peer, offer: offer, crypto: crypto, arrivedAt: now)
-        } catch {
-            return refuse(503, .busy, "Service Unavailable (no RTP port)")
-        }
-        calls[callID] = call
-        call.begin()
+    }
+
+    private func refuse(_ request: SIPMessage, _ refusal: SIPInviteAdmission.Refusal, key: SIPTransactionKey) {
+        metrics.refused.add(1, refusal.reason)
+        var response = SIPMessage.response(to: request, status: refusal.status, reason: refusal.phrase, toTag: Self.tag())
+        response.headers += refusal.headers
+        respond(response, key: key)
     }
 
     private func cancel(_ request: SIPMessage, from peer: SIPPeer, key: SIPTransactionKey) {
