@@ -7,22 +7,22 @@ import TLS
 
 /// One loop's SIP user agent (RFC 3261), over its share of the SIP port (`SIPSignallingPort`): a
 /// datagram in is parsed and matched to a transaction (section 17.2.3) or a dialog (section 12.2),
-/// and what is new goes to its handler: an INVITE makes a `SIPCall`; in-dialog requests go to
-/// theirs; OPTIONS is answered here; anything else is refused as RFC 3261 says. Responses to the
-/// requests our calls send (BYE, REFER) go back to those calls.
+/// and what is new goes to its handler: an INVITE that `SIPInviteAdmission` takes makes a
+/// `SIPCall`; in-dialog requests go to theirs; OPTIONS is answered here; anything else is refused
+/// as RFC 3261 says. Responses to the requests our calls send (BYE, REFER) go back to those calls.
 ///
-/// The transactions are `SIP`'s value machines; this class runs their timers on the loop and
-/// carries out their actions. Every message we send goes back to the address the request came
-/// from (RFC 3581's symmetric response routing, which every NATed phone relies on).
-final class SIPUserAgent {
+/// The transactions are `SIP`'s value machines in `SIPTransactionTable`, on the loop; who may call
+/// is `SIPInviteAdmission`, a value. Every message we send goes back to the address the request
+/// came from (RFC 3581's symmetric response routing, which every NATed phone relies on).
+final class SIPUserAgent: SIPTransactionUser {
     let loop: EventLoop
     let endpoint: SIPEndpoint
     private unowned(unsafe) var port: SIPSignallingPort!
-    private var server: [SIPTransactionKey: ServerTransaction] = [:]
-    private var client: [SIPTransactionKey: ClientTransaction] = [:]
+    private(set) lazy var table = SIPTransactionTable(loop: loop, user: self)
     /// Calls by Call-ID (and, once answered, our tag: a dialog, section 12).
     private(set) var calls: [String: SIPCall] = [:]
-    /// Calls Parley placed that are still ringing, by Call-ID (their INVITEs are in `client`).
+    private var admission: SIPInviteAdmission
+    /// Calls Parley placed that are still ringing, by Call-ID (their INVITEs are in `table`).
     private var dialing: [String: SIPDialOut] = [:]
     /// The ACK of each call of ours answered in the last 64*T1, by Call-ID: its 2xx may come
     /// again (section 13.2.2.4), and is acknowledged again.
@@ -34,59 +34,6 @@ final class SIPUserAgent {
     var registrar: SIPTrunkRegistrar?
     let playout: PlayoutClock
     var metrics: SIPMetrics { .shared }
-    /// Who may call, and the loop's INVITEs a second.
-    private var admission: SIPInviteAdmission
-
-    private struct ServerTransaction {
-        enum Machine {
-            case invite(SIPServerInviteTransaction)
-            case other(SIPServerNonInviteTransaction)
-        }
-        var machine: Machine
-        let peer: SIPPeer
-        var timer: ScheduledTask?
-    }
-
-    /// A request of ours in its transaction: a call's BYE or REFER (its final response to `done`),
-    /// or a placed call's INVITE (every response to the call, `dialing[callID]`).
-    private struct ClientTransaction {
-        enum Machine {
-            case invite(SIPClientInviteTransaction, callID: String)
-            case other(SIPClientNonInviteTransaction, done: (SIPMessage?) -> Void)
-        }
-        var machine: Machine
-        let peer: SIPPeer
-        var timer: ScheduledTask?
-
-        mutating func receive(_ response: SIPMessage, now: UInt64) -> [SIPTransactionAction] {
-            switch machine {
-            case .invite(var invite, let callID):
-                defer { machine = .invite(invite, callID: callID) }
-                return invite.receive(response: response, now: now)
-            case .other(var other, let done):
-                defer { machine = .other(other, done: done) }
-                return other.receive(response: response, now: now)
-            }
-        }
-
-        mutating func fire(now: UInt64) -> [SIPTransactionAction] {
-            switch machine {
-            case .invite(var invite, let callID):
-                defer { machine = .invite(invite, callID: callID) }
-                return invite.fire(now: now)
-            case .other(var other, let done):
-                defer { machine = .other(other, done: done) }
-                return other.fire(now: now)
-            }
-        }
-
-        var nextDeadline: UInt64? {
-            switch machine {
-            case .invite(let invite, _): invite.nextDeadline
-            case .other(let other, _): other.nextDeadline
-            }
-        }
-    }
 
     init(loop: EventLoop, endpoint: SIPEndpoint, playout: PlayoutClock) {
         self.loop = loop
@@ -129,21 +76,8 @@ final class SIPUserAgent {
         }
         // A request in the dialog of a call placed from another loop: that loop's (its transaction there).
         if (try? request.to())?.tag != nil, call(for: request) == nil, forwarded(request, from: peer) { return }
-        if var existing = server[key] {
-            // A retransmission, or the ACK of a non-2xx final (section 17.2.3).
-            let now = loop.nanoseconds()
-            let actions: [SIPTransactionAction]
-            switch existing.machine {
-            case .invite(var machine):
-                actions = machine.receive(request: request, now: now)
-                existing.machine = .invite(machine)
-            case .other(var machine):
-                actions = machine.receive(request: request, now: now)
-                existing.machine = .other(machine)
-            }
-            server[key] = existing
-            return carry(actions, key: key)
-        }
+        // A retransmission, or the ACK of a non-2xx final (section 17.2.3).
+        if table.received(request: request, key: key) { return }
         switch method {
         case "ACK":
             // The ACK of a 2xx is its own transaction (section 17.1.1.3): the dialog's.
@@ -151,27 +85,12 @@ final class SIPUserAgent {
         case "CANCEL":
             cancel(request, from: peer, key: key)
         default:
-            begin(request, key: key, from: peer)
+            table.begin(request, key: key, from: peer)
         }
-    }
-
-    private func begin(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer) {
-        let method = request.method ?? ""
-        let now = loop.nanoseconds()
-        if method == "INVITE" {
-            var machine = SIPServerInviteTransaction(request: request, reliable: peer.isReliable)
-            let actions = machine.start()
-            server[key] = ServerTransaction(machine: .invite(machine), peer: peer)
-            return carry(actions, key: key)
-        }
-        var machine = SIPServerNonInviteTransaction(request: request, reliable: peer.isReliable)
-        _ = machine.start()
-        server[key] = ServerTransaction(machine: .other(machine), peer: peer)
-        deliver(request, key: key, from: peer, now: now)
     }
 
     /// A new request, its transaction begun: to its call, or answered here.
-    private func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
+    func deliver(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
         let method = request.method ?? ""
         // An answered INVITE's transaction hands over an ACK that came on its branch: the dialog's.
         if method == "ACK" { return call(for: request)?.acknowledged(request) ?? () }
@@ -230,14 +149,14 @@ final class SIPUserAgent {
     }
 
     private func cancel(_ request: SIPMessage, from peer: SIPPeer, key: SIPTransactionKey) {
-        guard let inviteKey = SIPTransactionKey.invite(cancelledBy: request), server[inviteKey] != nil,
+        guard let inviteKey = SIPTransactionKey.invite(cancelledBy: request), table.serving(inviteKey),
               let callID = try? request.callID(), let call = calls[callID] else {
             send(.response(to: request, status: 481, toTag: nil), to: peer)
             return
         }
         // Section 9.2: the CANCEL is answered 200 (its own transaction); the INVITE, if not yet
         // answered, 487.
-        begin(request, key: key, from: peer)
+        table.begin(request, key: key, from: peer)
         respond(.response(to: request, status: 200), key: key)
         call.cancelled()
     }
@@ -252,138 +171,35 @@ final class SIPUserAgent {
         if calls[call.callID] === call { calls[call.callID] = nil }
     }
 
-    // MARK: Server transactions
-
     /// The TU's answer to the request of transaction `key`.
-    func respond(_ response: SIPMessage, key: SIPTransactionKey) {
-        guard var existing = server[key] else { return }
-        let now = loop.nanoseconds()
-        let actions: [SIPTransactionAction]
-        switch existing.machine {
-        case .invite(var machine):
-            actions = machine.respond(response, now: now)
-            existing.machine = .invite(machine)
-        case .other(var machine):
-            actions = machine.respond(response, now: now)
-            existing.machine = .other(machine)
-        }
-        server[key] = existing
-        carry(actions, key: key)
-    }
+    func respond(_ response: SIPMessage, key: SIPTransactionKey) { table.respond(response, key: key) }
 
-    private func carry(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
-        guard let peer = server[key]?.peer else { return }
-        let now = loop.nanoseconds()
-        for action in actions {
-            switch action {
-            case .send(let message): send(message, to: peer)
-            case .deliver(let request): deliver(request, key: key, from: peer, now: now)
-            case .timeout:
-                // No ACK for a final non-2xx: nothing more to do for a call that was refused.
-                break
-            case .terminated:
-                server[key]?.timer?.cancel()
-                server[key] = nil
-                return
-            }
-        }
-        schedule(server: key)
-    }
-
-    private func schedule(server key: SIPTransactionKey) {
-        guard var existing = server[key] else { return }
-        existing.timer?.cancel()
-        let deadline: UInt64? = switch existing.machine {
-        case .invite(let machine): machine.nextDeadline
-        case .other(let machine): machine.nextDeadline
-        }
-        existing.timer = deadline.map { at in
-            let now = loop.nanoseconds()
-            return loop.schedule(after: Double(at > now ? at - now : 0) / 1e9) { [weak self] in self?.fire(server: key) }
-        }
-        server[key] = existing
-    }
-
-    private func fire(server key: SIPTransactionKey) {
-        guard var existing = server[key] else { return }
-        let now = loop.nanoseconds()
-        let actions: [SIPTransactionAction]
-        switch existing.machine {
-        case .invite(var machine):
-            actions = machine.fire(now: now)
-            existing.machine = .invite(machine)
-        case .other(var machine):
-            actions = machine.fire(now: now)
-            existing.machine = .other(machine)
-        }
-        existing.timer = nil
-        server[key] = existing
-        carry(actions, key: key)
-    }
-
-    // MARK: Client transactions (the requests our calls send)
+    // MARK: Requests of ours
 
     /// Sends `request` (a BYE, a REFER) to `peer` in its own transaction; `done` gets its final
     /// response, or nil when none came (timer F).
     /// `addingVia`: false for a CANCEL, which carries its INVITE's Via (section 9.1).
     func send(request: SIPMessage, to peer: SIPPeer, addingVia: Bool = true, done: @escaping (SIPMessage?) -> Void) {
-        // Section 8.1.1.7: the Via, with a branch of this transaction's own.
-        var request = request
-        if addingVia {
-            request.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
+        let request = addingVia ? settings.stamped(request, over: peer.transport) : request
+        let sent = table.send(request: request, to: peer) { response in
+            guard let response else { return done(nil) }
+            if let status = response.status, status >= 200 { done(response) }
         }
-        guard let key = SIPTransactionKey.client(for: request) else { return done(nil) }
-        var machine = SIPClientNonInviteTransaction(request: request, reliable: peer.isReliable)
-        let actions = machine.start(now: loop.nanoseconds())
-        client[key] = ClientTransaction(machine: .other(machine, done: done), peer: peer)
-        carryClient(actions, key: key)
+        if !sent { done(nil) }
     }
 
     private func response(_ response: SIPMessage, from peer: SIPPeer) {
         let key = SIPTransactionKey.client(for: response)
-        if key.map({ client[$0] == nil }) ?? true, let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
+        if !(key.map(table.sending) ?? false), let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
             // A 2xx of our INVITE again, after its transaction ended: acknowledged again.
             if let dial = dialing[callID] { return dial.received(response) }
             if let (ack, peer) = acks[callID] { return send(ack, to: peer) }
         }
-        guard let key, var existing = client[key] else {
+        guard let key, table.received(response: response, key: key) else {
             if forwarded(response, from: peer) { return }
             // A response to nothing of ours.
             return metrics.messagesDropped.add(1, .unmatched)
         }
-        let actions = existing.receive(response, now: loop.nanoseconds())
-        client[key] = existing
-        carryClient(actions, key: key)
-    }
-
-    private func carryClient(_ actions: [SIPTransactionAction], key: SIPTransactionKey) {
-        guard let existing = client[key] else { return }
-        for action in actions {
-            switch (action, existing.machine) {
-            case (.send(let message), _): send(message, to: existing.peer)
-            case (.deliver(let response), .invite(_, let callID)): dialing[callID]?.received(response)
-            case (.deliver(let response), .other(_, let done)):
-                if let status = response.status, status >= 200 { done(response) }
-            case (.timeout, .invite(_, let callID)): dialing[callID]?.timedOut()
-            case (.timeout, .other(_, let done)): done(nil)
-            case (.terminated, _):
-                client[key]?.timer?.cancel()
-                client[key] = nil
-                return
-            }
-        }
-        guard var current = client[key] else { return }
-        current.timer?.cancel()
-        current.timer = current.nextDeadline.map { at in loop.schedule(at: at) { [weak self] in self?.fire(client: key) } }
-        client[key] = current
-    }
-
-    private func fire(client key: SIPTransactionKey) {
-        guard var existing = client[key] else { return }
-        let actions = existing.fire(now: loop.nanoseconds())
-        existing.timer = nil
-        client[key] = existing
-        carryClient(actions, key: key)
     }
 
     // MARK: Calls Parley places
@@ -409,12 +225,9 @@ final class SIPUserAgent {
         calls.values.contains { $0.peer.connection === connection } || dialing.values.contains { $0.peer.connection === connection }
     }
 
-    /// A TCP or TLS connection ended: a request of ours waiting on it will get no response there
-    /// (a connect refused, a handshake failed, the peer gone), so its transaction ends now.
+    /// A TCP or TLS connection ended: the requests of ours waiting on it, and the trunk it led to.
     func streamClosed(_ connection: StreamConnection) {
-        for (key, pending) in client where pending.peer.connection === connection {
-            carryClient([.timeout, .terminated], key: key)
-        }
+        table.closed(connection)
         for (name, open) in trunkConnections where open === connection { trunkConnections[name] = nil }
     }
 
@@ -435,29 +248,25 @@ final class SIPUserAgent {
         call.start()
     }
 
-    /// An INVITE of a call being placed, in a client transaction of its own (with a Via of its own).
+    /// An INVITE of a call being placed, in a client transaction of its own (with a Via of its own):
+    /// every response to the call while it rings, or its timeout (timer B, section 17.1.1.2).
     func sendInvite(_ invite: SIPMessage, to peer: SIPPeer, for call: SIPDialOut) {
-        var invite = invite
-        invite.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
-        guard let key = SIPTransactionKey.client(for: invite) else { return call.timedOut() }
-        var machine = SIPClientInviteTransaction(request: invite, reliable: peer.isReliable)
-        let actions = machine.start(now: loop.nanoseconds())
-        client[key] = ClientTransaction(machine: .invite(machine, callID: call.callID), peer: peer)
-        carryClient(actions, key: key)
+        let callID = call.callID
+        let sent = table.send(request: settings.stamped(invite, over: peer.transport), to: peer, dialing: callID) { [weak self] response in
+            if let response { self?.dialing[callID]?.received(response) } else { self?.dialing[callID]?.timedOut() }
+        }
+        if !sent { call.timedOut() }
     }
 
     /// CANCEL of the call's INVITE in flight (section 9.1): the INVITE as sent, Via and all.
     func cancelInvite(of call: SIPDialOut) {
-        for pending in client.values {
-            guard case .invite(let invite, let callID) = pending.machine, callID == call.callID, invite.state != .terminated else { continue }
-            return send(request: SIPMessage.cancel(for: invite.request), to: pending.peer, addingVia: false) { _ in }
-        }
+        guard let (invite, peer) = table.invite(of: call.callID) else { return }
+        send(request: SIPMessage.cancel(for: invite), to: peer, addingVia: false) { _ in }
     }
 
     /// The ACK of a 2xx (its own Via), kept for the 2xx's retransmissions.
     func sendACK(_ ack: SIPMessage, to peer: SIPPeer, callID: String) {
-        var ack = ack
-        ack.headers.insert(SIPHeader("Via", settings.via(over: peer.transport, branch: SIPVia.branch(random: OpenSSL.randomBytes(8)))), at: 0)
+        let ack = settings.stamped(ack, over: peer.transport)
         send(ack, to: peer)
         acks[callID] = (ack, peer)
         _ = loop.schedule(after: Double(SIPTimers().transactionTimeout) / 1e9) { [weak self] in self?.acks[callID] = nil }
