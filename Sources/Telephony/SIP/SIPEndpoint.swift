@@ -184,7 +184,7 @@ public final class SIPEndpoint: Sendable {
         }
         var tcp = SIPStreamProtocol.port(at: address, tls: nil, agent: agent)
         // Connections to trunks over TCP and TLS are opened from, and counted on, the TCP port.
-        tcp.dialer = { [unowned agent] dialer in agent.attach(dialer) }
+        tcp.dialer = { [unowned agent] dialer in agent.trunks.attach(dialer) }
         var ports = [tcp]
         if let tlsContext, let tls = settings.tls {
             ports.append(SIPStreamProtocol.port(at: address.withPort(UInt16(tls.port)), tls: tlsContext, agent: agent))
@@ -253,7 +253,7 @@ public final class SIPEndpoint: Sendable {
         guard let agent = stream.loop.local({ AgentSlot() }).agent else {
             return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop"))
         }
-        guard let peer = agent.peer(for: trunk) else {
+        guard let peer = agent.trunks.peer(for: trunk) else {
             return answer(.jsonError(.serviceUnavailable, code: "trunk_unreachable", message: "no \(trunk.transport.rawValue) connection to trunk '\(trunk.name)' could be begun"))
         }
         // A call out is a session of its tenant's from the start: it takes its place (and its
@@ -280,7 +280,7 @@ public final class SIPEndpoint: Sendable {
             do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: peer, holding: (admitted, place)) } catch {
                 return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
             }
-            agent.dial(call)
+            agent.trunks.dial(call)
             answerPlaced(call)
         }
         guard admitted.needsConfirmation else { return placeCall() }

@@ -11,9 +11,11 @@ import TLS
 /// `SIPCall`; in-dialog requests go to theirs; OPTIONS is answered here; anything else is refused
 /// as RFC 3261 says. Responses to the requests our calls send (BYE, REFER) go back to those calls.
 ///
-/// The transactions are `SIP`'s value machines in `SIPTransactionTable`, on the loop; who may call
-/// is `SIPInviteAdmission`, a value. Every message we send goes back to the address the request
-/// came from (RFC 3581's symmetric response routing, which every NATed phone relies on).
+/// The layers under it, as pjsip has them: the transactions (`SIPTransactionTable`, `SIP`'s value
+/// machines on the loop), who may call (`SIPInviteAdmission`, a value), the calls placed through
+/// trunks (`SIPTrunkCalls`) and the registrations with them (`SIPTrunkRegistrar`). Every message
+/// we send goes back to the address the request came from (RFC 3581's symmetric response routing,
+/// which every NATed phone relies on).
 final class SIPUserAgent: SIPTransactionUser {
     let loop: EventLoop
     let endpoint: SIPEndpoint
@@ -22,14 +24,7 @@ final class SIPUserAgent: SIPTransactionUser {
     /// Calls by Call-ID (and, once answered, our tag: a dialog, section 12).
     private(set) var calls: [String: SIPCall] = [:]
     private var admission: SIPInviteAdmission
-    /// Calls Parley placed that are still ringing, by Call-ID (their INVITEs are in `table`).
-    private var dialing: [String: SIPDialOut] = [:]
-    /// The ACK of each call of ours answered in the last 64*T1, by Call-ID: its 2xx may come
-    /// again (section 13.2.2.4), and is acknowledged again.
-    private var acks: [String: (ack: SIPMessage, peer: SIPPeer)] = [:]
-    /// The TCP port's way out, for trunks over TCP and TLS, and the connection open to each.
-    private var dialer: StreamDialer?
-    private var trunkConnections: [String: StreamConnection] = [:]
+    private(set) lazy var trunks = SIPTrunkCalls(agent: self)
     /// The registrations with trunks, on the loop that holds them.
     var registrar: SIPTrunkRegistrar?
     let playout: PlayoutClock
@@ -43,7 +38,6 @@ final class SIPUserAgent: SIPTransactionUser {
     }
 
     func attach(_ port: SIPSignallingPort) { self.port = port }
-    func attach(_ dialer: StreamDialer) { self.dialer = dialer }
 
     var settings: SIPEndpoint.Settings { endpoint.settings }
 
@@ -75,7 +69,7 @@ final class SIPUserAgent: SIPTransactionUser {
             return metrics.messagesDropped.add(1, .malformed)
         }
         // A request in the dialog of a call placed from another loop: that loop's (its transaction there).
-        if (try? request.to())?.tag != nil, call(for: request) == nil, forwarded(request, from: peer) { return }
+        if (try? request.to())?.tag != nil, call(for: request) == nil, trunks.forwarded(request, from: peer) { return }
         // A retransmission, or the ACK of a non-2xx final (section 17.2.3).
         if table.received(request: request, key: key) { return }
         switch method {
@@ -98,7 +92,7 @@ final class SIPUserAgent: SIPTransactionUser {
         if inDialog {
             guard let call = call(for: request) else {
                 // A BYE in the early dialog of a call Parley placed: 200, and the call ends.
-                if method == "BYE", let callID = try? request.callID(), let dial = dialing[callID] {
+                if method == "BYE", let callID = try? request.callID(), let dial = trunks.ringing[callID] {
                     respond(.response(to: request, status: 200), key: key)
                     return dial.hungUpEarly()
                 }
@@ -190,98 +184,37 @@ final class SIPUserAgent: SIPTransactionUser {
 
     private func response(_ response: SIPMessage, from peer: SIPPeer) {
         let key = SIPTransactionKey.client(for: response)
-        if !(key.map(table.sending) ?? false), let status = response.status, (200..<300).contains(status), (try? response.cseq().method) == "INVITE", let callID = try? response.callID() {
-            // A 2xx of our INVITE again, after its transaction ended: acknowledged again.
-            if let dial = dialing[callID] { return dial.received(response) }
-            if let (ack, peer) = acks[callID] { return send(ack, to: peer) }
-        }
+        // A 2xx of our INVITE again, after its transaction ended: acknowledged again.
+        if !(key.map(table.sending) ?? false), trunks.answeredAgain(response) { return }
         guard let key, table.received(response: response, key: key) else {
-            if forwarded(response, from: peer) { return }
+            if trunks.forwarded(response, from: peer) { return }
             // A response to nothing of ours.
             return metrics.messagesDropped.add(1, .unmatched)
         }
     }
 
-    // MARK: Calls Parley places
+    // MARK: Calls Parley places (`SIPDialOut`'s, carried by `trunks`)
 
-    /// Where a call through `trunk` is signalled (at its address): UDP, or the trunk's TCP or TLS
-    /// connection, reused while it is open (RFC 3261 section 18.1.1), else opened; nil when none
-    /// could be begun.
-    func peer(for trunk: SIPOutboundTrunk) -> SIPPeer? {
-        let address = trunk.address
-        guard trunk.transport != .udp else { return .udp(address) }
-        if let open = trunkConnections[trunk.name], open.isOpen { return SIPPeer(address: address, connection: open) }
-        guard let dialer, let socket = address.socketAddress else { return nil }
-        let tls = trunk.transport == .tls ? endpoint.trunkTLS[trunk.name] : nil
-        guard let connection = dialer.connect(to: socket, tls: tls, serverName: trunk.host, speak: { [unowned self] in
-            SIPStreamProtocol.dialed($0, peer: address, agent: self)
-        }) else { return nil }
-        trunkConnections[trunk.name] = connection
-        return SIPPeer(address: address, connection: connection)
+    func sendInvite(_ invite: SIPMessage, to peer: SIPPeer, for call: SIPDialOut) { trunks.sendInvite(invite, to: peer, for: call) }
+    func cancelInvite(of call: SIPDialOut) { trunks.cancelInvite(of: call) }
+    func sendACK(_ ack: SIPMessage, to peer: SIPPeer, callID: String) { trunks.sendACK(ack, to: peer, callID: callID) }
+    func dialEnded(_ dial: SIPDialOut) { trunks.ended(dial) }
+
+    /// The placed call was answered: `call` is its `SIPCall` from now on.
+    func answered(_ dial: SIPDialOut, by call: SIPCall) {
+        trunks.answered(dial)
+        calls[call.callID] = call
     }
 
     /// Whether a call, ringing or answered, is signalled on `connection`.
     func uses(_ connection: StreamConnection) -> Bool {
-        calls.values.contains { $0.peer.connection === connection } || dialing.values.contains { $0.peer.connection === connection }
+        calls.values.contains { $0.peer.connection === connection } || trunks.uses(connection)
     }
 
     /// A TCP or TLS connection ended: the requests of ours waiting on it, and the trunk it led to.
     func streamClosed(_ connection: StreamConnection) {
         table.closed(connection)
-        for (name, open) in trunkConnections where open === connection { trunkConnections[name] = nil }
-    }
-
-    /// A message for a call placed over UDP from another loop (`SIPPlacedCalls`), handed to it;
-    /// false when the call is not one of those.
-    private func forwarded(_ message: SIPMessage, from peer: SIPPeer) -> Bool {
-        guard peer.connection == nil, let callID = try? message.callID(), dialing[callID] == nil, calls[callID] == nil,
-              let home = SIPPlacedCalls.shared.home(of: callID), home.value !== self else { return false }
-        let address = peer.address
-        home.value.loop.handle.execute { home.value.received(message, from: .udp(address)) }
-        return true
-    }
-
-    /// Places `call`: its INVITE goes out (`SIPDialOut.start`).
-    func dial(_ call: SIPDialOut) {
-        if call.peer.connection == nil { SIPPlacedCalls.shared.add(call.callID, on: self) }
-        dialing[call.callID] = call
-        call.start()
-    }
-
-    /// An INVITE of a call being placed, in a client transaction of its own (with a Via of its own):
-    /// every response to the call while it rings, or its timeout (timer B, section 17.1.1.2).
-    func sendInvite(_ invite: SIPMessage, to peer: SIPPeer, for call: SIPDialOut) {
-        let callID = call.callID
-        let sent = table.send(request: settings.stamped(invite, over: peer.transport), to: peer, dialing: callID) { [weak self] response in
-            if let response { self?.dialing[callID]?.received(response) } else { self?.dialing[callID]?.timedOut() }
-        }
-        if !sent { call.timedOut() }
-    }
-
-    /// CANCEL of the call's INVITE in flight (section 9.1): the INVITE as sent, Via and all.
-    func cancelInvite(of call: SIPDialOut) {
-        guard let (invite, peer) = table.invite(of: call.callID) else { return }
-        send(request: SIPMessage.cancel(for: invite), to: peer, addingVia: false) { _ in }
-    }
-
-    /// The ACK of a 2xx (its own Via), kept for the 2xx's retransmissions.
-    func sendACK(_ ack: SIPMessage, to peer: SIPPeer, callID: String) {
-        let ack = settings.stamped(ack, over: peer.transport)
-        send(ack, to: peer)
-        acks[callID] = (ack, peer)
-        _ = loop.schedule(after: Double(SIPTimers().transactionTimeout) / 1e9) { [weak self] in self?.acks[callID] = nil }
-    }
-
-    /// The placed call was answered: `call` is its `SIPCall` from now on.
-    func answered(_ dial: SIPDialOut, by call: SIPCall) {
-        dialing[dial.callID] = nil
-        calls[call.callID] = call
-    }
-
-    /// The placed call ended before it was answered.
-    func dialEnded(_ dial: SIPDialOut) {
-        SIPPlacedCalls.shared.remove(dial.callID)
-        if dialing[dial.callID] === dial { dialing[dial.callID] = nil }
+        trunks.closed(connection)
     }
 
     // MARK: Out
@@ -303,6 +236,6 @@ final class SIPUserAgent: SIPTransactionUser {
     func stopping() {
         registrar?.stopping()
         for call in Array(calls.values) { call.hangUp(.serverBye) }
-        for call in Array(dialing.values) { call.control(.hangUp) }
+        trunks.stopping()
     }
 }
