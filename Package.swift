@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(name: "TelemetryTests", dependencies: ["Telemetry", .product(name: "Tracing", package: "swift-distributed-tracing")]),
         .testTarget(name: "AccessTests", dependencies: ["Access", "Store", "JSON", "Loop", "TLS", "TestSupport"]),
         .testTarget(name: "SessionTests", dependencies: ["SessionEngine", "SpeechContracts", "MCP", "Session", "Models", "Access", "MockLLM", "Server", "Upstream", "Loop", "Metrics", "Codec", "JSON", "TestSupport"]),
-        .testTarget(name: "TelephonyTests", dependencies: ["SpeechContracts", "Telephony", "SIP", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
+        .testTarget(name: "TelephonyTests", dependencies: ["SpeechContracts", "Telephony", "SIP", "Media", "Session", "Server", "Loop", "Speech", "Models", "Codec", "JSON", "TestSupport"]),
         .testTarget(name: "SpeechTests", dependencies: ["SessionEngine", "SpeechContracts", "Speech", "Session", "Models", "MockLLM", "Server", "Upstream", "Loop", "Codec", "TestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "MediaTests", dependencies: ["Media"]),

@@ -94,7 +94,8 @@ public final class SIPEndpoint: Sendable {
 
     let settings: Settings
     let sessions: RealtimeEndpoint
-    private let authenticator: SIPDigestAuthenticator
+    /// Trunks' digest challenges and their answers checked (`SIPInviteAdmission`).
+    let authenticator: SIPDigestAuthenticator
     let webhook: SIPWebhook?
 
     /// The TLS port's context, made from the certificate at start.
@@ -183,7 +184,7 @@ public final class SIPEndpoint: Sendable {
         }
         var tcp = SIPStreamProtocol.port(at: address, tls: nil, agent: agent)
         // Connections to trunks over TCP and TLS are opened from, and counted on, the TCP port.
-        tcp.dialer = { [unowned agent] dialer in agent.attach(dialer) }
+        tcp.dialer = { [unowned agent] dialer in agent.trunks.attach(dialer) }
         var ports = [tcp]
         if let tlsContext, let tls = settings.tls {
             ports.append(SIPStreamProtocol.port(at: address.withPort(UInt16(tls.port)), tls: tlsContext, agent: agent))
@@ -252,7 +253,7 @@ public final class SIPEndpoint: Sendable {
         guard let agent = stream.loop.local({ AgentSlot() }).agent else {
             return answer(.jsonError(.serviceUnavailable, code: "sip_unavailable", message: "SIP is not running on this loop"))
         }
-        guard let peer = agent.peer(for: trunk) else {
+        guard let peer = agent.trunks.peer(for: trunk) else {
             return answer(.jsonError(.serviceUnavailable, code: "trunk_unreachable", message: "no \(trunk.transport.rawValue) connection to trunk '\(trunk.name)' could be begun"))
         }
         // A call out is a session of its tenant's from the start: it takes its place (and its
@@ -279,7 +280,7 @@ public final class SIPEndpoint: Sendable {
             do { call = try SIPDialOut(agent: agent, trunk: trunk, request: dial, peer: peer, holding: (admitted, place)) } catch {
                 return answer(.jsonError(.serviceUnavailable, code: "no_rtp_port", message: "no RTP port is free for the call"))
             }
-            agent.dial(call)
+            agent.trunks.dial(call)
             answerPlaced(call)
         }
         guard admitted.needsConfirmation else { return placeCall() }
@@ -299,28 +300,6 @@ public final class SIPEndpoint: Sendable {
         case .rate(let perSecond, let retry):
             .jsonError(.tooManyRequests, code: refusal.label.rawValue, message: "trunk '\(trunk)' places at most \(perSecond) calls a second; retry in \(retry) s",
                        headers: [("Retry-After", "\(retry)")])
-        }
-    }
-
-
-    // MARK: Who may call
-
-    enum Authentication {
-        case accepted
-        /// The `WWW-Authenticate` values to challenge with (section 22.1), one per algorithm.
-        case challenge([String])
-    }
-
-    func authenticate(_ request: SIPMessage) -> Authentication {
-        let now = UInt64(WallClock.seconds())
-        guard let trunks = settings.trunks, let header = request.value("Authorization"), let credentials = SIPDigestCredentials(header),
-              let password = trunks[credentials.username] else {
-            return .challenge(authenticator.challenges(now: now).map(\.headerValue))
-        }
-        switch authenticator.check(credentials, method: request.method ?? "INVITE", password: password, now: now) {
-        case .accepted: return .accepted
-        case .stale: return .challenge(authenticator.challenges(now: now, stale: true).map(\.headerValue))
-        case .rejected: return .challenge(authenticator.challenges(now: now).map(\.headerValue))
         }
     }
 }

@@ -56,7 +56,7 @@ final class SIPTrunkRegistrar {
         for action in actions {
             switch action {
             case .send(let register):
-                guard let peer = agent.peer(for: trunk) else {
+                guard let peer = agent.trunks.peer(for: trunk) else {
                     carry(index, entries[index].machine.received(nil, now: agent.loop.nanoseconds()))
                     continue
                 }
