@@ -79,3 +79,45 @@ package struct MemoryAccount {
     /// The holder is gone: everything it accounted is taken back.
     package mutating func close() { report(0) }
 }
+
+/// A call's account (a SIP or WebRTC call): what the call holds itself, refreshed when that may
+/// have changed (a dialog's step, a transport's output, and once a second of media for the
+/// buffers), and what its session last reported, which it does after each batch of the session's
+/// work, so often that a report must cost an add: it reuses the call's last figure.
+package struct CallAccount {
+    private var account: MemoryAccount
+    private var own = 0
+    private var session = 0
+    private var ticks = 0
+    private var closed = false
+
+    package init(_ carrier: MemoryLedger.Carrier, on loop: EventLoop) {
+        account = MemoryAccount(carrier, on: loop)
+    }
+
+    package var bytes: Int { account.bytes }
+
+    /// What the call holds itself, counted anew.
+    package mutating func own(_ bytes: Int) {
+        own = bytes
+        if !closed { account.report(own + session) }
+    }
+
+    /// What the call's session holds, as it last said.
+    package mutating func session(_ bytes: Int) {
+        session = bytes
+        if !closed { account.report(own + session) }
+    }
+
+    /// One 20 ms of the call's media went by: true once a second, when its buffers are counted anew.
+    package mutating func tick() -> Bool {
+        ticks &+= 1
+        return ticks % 50 == 0
+    }
+
+    /// The call has ended: everything it accounted is taken back, and later reports are not.
+    package mutating func close() {
+        closed = true
+        account.close()
+    }
+}

@@ -40,6 +40,7 @@ extension SIPCall {
     /// listens, and to the conversation.
     func heard(_ frame: [UInt8]) {
         guard dialog.state != .ended else { return }
+        if memory.tick() { account() }
         let samples = G711.decode(frame, dialog.offer.codec == .pcmu ? .muLaw : .aLaw)
         guard screening.gate != nil else { return hear(samples) }
         for action in screening.gate!.heard(samples, samples: samples) {

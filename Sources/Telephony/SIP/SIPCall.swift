@@ -37,8 +37,8 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     private var trunkPlace: SIPTrunkPlace?
     /// One timer for the dialog's and the keypad's next deadline.
     private var timer: ScheduledTask?
-    /// Its share of `parley_accounted_bytes`, under `sip`, and its session's last report.
-    var memory: (account: MemoryAccount, sessionBytes: Int)
+    /// Its share of `parley_accounted_bytes`, under `sip`, its session's included.
+    var memory: CallAccount
     var metrics: SIPMetrics { agent.metrics }
 
     var callID: String { dialog.callID }
@@ -55,7 +55,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         let local = media.local(agent: agent, peer: peer, crypto: crypto)
         dialog = SIPDialog(invite: invite, key: key, localTag: SIPUserAgent.tag(), local: local, offer: given, source: peer.address.description,
                            sdpSessionID: UInt64.random(in: 1..<(1 << 62)))
-        memory = (MemoryAccount(.sip, on: agent.loop), 0)
+        memory = CallAccount(.sip, on: agent.loop)
         media.call = self
     }
 
@@ -71,7 +71,7 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         self.media = media
         arrivedAt = placedAt
         waiting = sidebands
-        memory = (MemoryAccount(.sip, on: agent.loop), 0)
+        memory = CallAccount(.sip, on: agent.loop)
         media.call = self
     }
 

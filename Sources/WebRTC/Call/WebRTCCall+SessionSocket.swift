@@ -25,5 +25,8 @@ extension WebRTCCall: SessionSocket {
 /// The call on its loop's playout clock: its media plays each 20 ms tick until it ends.
 extension WebRTCCall: PlayoutClient {
     var playoutEnded: Bool { ended }
-    func play(dueBy now: UInt64, nextTick: UInt64) { media.play(dueBy: now, nextTick: nextTick, call: self) }
+    func play(dueBy now: UInt64, nextTick: UInt64) {
+        media.play(dueBy: now, nextTick: nextTick, call: self)
+        if memory.tick() { account() }
+    }
 }

@@ -31,8 +31,7 @@ final class WebRTCCall: MediaPortCall {
     var onEnd: ((WebRTCCall) -> Void)?
     /// Its share of `parley_accounted_bytes`, under `webrtc`: the call's transport and media, and
     /// what its session last accounted.
-    private var memory: MemoryAccount
-    private var sessionBytes = 0
+    var memory: CallAccount
 
     var srtp: SRTPContext? { transport.srtp }
     var peer: TransportAddress? { transport.peer }
@@ -47,22 +46,20 @@ final class WebRTCCall: MediaPortCall {
         transport = WebRTCTransport(offer: offer, local: local, ice: settings, dtls: dtls, now: now)
         ufrag = Array(local.ufrag.utf8)
         media = WebRTCMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
-        memory = MemoryAccount(.webRTC, on: port.loop)
+        memory = CallAccount(.webRTC, on: port.loop)
         rescheduleTimer(now: now)
         account()
     }
 
-    /// Reports what the call holds; nothing once it has ended.
+    /// Counts what the call holds anew (as it is made, as its media starts, and once a second of
+    /// media); nothing once it has ended.
     func account() {
         guard !ended else { return memory.close() }
-        memory.report(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes + sessionBytes)
+        memory.own(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes)
     }
 
     /// The call's session reports what it holds (`SessionSocket.account`).
-    func account(sessionBytes bytes: Int) {
-        sessionBytes = bytes
-        account()
-    }
+    func account(sessionBytes bytes: Int) { memory.session(bytes) }
 
     // MARK: In
 
