@@ -20,12 +20,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pydantic
 from openai import AsyncOpenAI, OpenAI
 from openai.types.live.connect_server_event import ConnectServerEvent
 from openai.types.webhooks.live_transport_incoming_webhook_event import LiveTransportIncomingWebhookEvent
 from checks import Checks
-from realtime_sdk_client import models_by_type, short
+from realtime_sdk_client import models_by_type, short, validate
 
 COMMENTARY = "It is sunny in Paris and twenty one degrees."
 # The application's own audio played on the call through the sideband: a second of a 1 kHz tone,
@@ -54,13 +53,7 @@ async def run_call(session_id: str, base_url: str, checks: Checks, timeout: floa
                 raw = await side.recv_bytes()
                 event = json.loads(raw)
                 kind = event.get("type")
-                model = models.get(kind)
-                try:
-                    if model is None:
-                        raise ValueError("not an event of the SDK's")
-                    model.model_validate(event)
-                except (pydantic.ValidationError, ValueError) as error:
-                    problems.append(f"{kind}: {str(error)[:200]}")
+                validate(models, event, problems)
                 if kind != "session.output_audio.delta" and kind != "session.input_audio.append":
                     seen.append(kind)
                 if kind == "session.input_transcript.delta":

@@ -56,6 +56,18 @@ def models_by_type(union: Any) -> dict[str, type[pydantic.BaseModel]]:
     return table
 
 
+def validate(models: dict[str, type[pydantic.BaseModel]], event: dict[str, Any], problems: list[str]) -> None:
+    """Adds to `problems` why `event` is not an event of the SDK's, if it is not."""
+    kind = event.get("type")
+    model = models.get(kind)
+    try:
+        if model is None:
+            raise ValueError("not an event of the SDK's")
+        model.model_validate(event)
+    except (pydantic.ValidationError, ValueError) as error:
+        problems.append(f"{kind}: {str(error)[:200]}")
+
+
 def short(value: Any, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= limit else text[:limit] + "..."

@@ -20,12 +20,11 @@ import os
 import sys
 import time
 
-import pydantic
 from openai import AsyncOpenAI
 from openai.types.live.connect_server_event import ConnectServerEvent
 
 from checks import Checks
-from realtime_sdk_client import models_by_type, short
+from realtime_sdk_client import models_by_type, short, validate
 from twilio_carrier import SILENCE, Call
 
 TIMEOUT = float(os.environ.get("CARRIER_TIMEOUT", "30"))
@@ -53,13 +52,7 @@ async def run(args: argparse.Namespace, checks: Checks) -> None:
             while True:
                 event = json.loads(await side.recv_bytes())
                 kind = event.get("type")
-                model = models.get(kind)
-                try:
-                    if model is None:
-                        raise ValueError("not an event of the SDK's")
-                    model.model_validate(event)
-                except (pydantic.ValidationError, ValueError) as error:
-                    problems.append(f"{kind}: {str(error)[:200]}")
+                validate(models, event, problems)
                 if kind not in ("session.output_audio.delta", "session.input_audio.append"):
                     seen.append(kind)
                 if kind == "session.input_transcript.delta":
