@@ -8,7 +8,7 @@ import TestSupport
 @Suite struct MetricsScrapeTests {
     /// Every family of a process serving sessions, speech and calls, with SQLite behind resume.
     static let serving: Set<String> = [
-        "parley_accounted_bytes gauge", "parley_accounted_bytes_per_connection gauge", "parley_audio_input_frames_total counter",
+        "parley_accounted_bytes gauge", "parley_accounted_bytes_by_carrier gauge", "parley_accounted_bytes_per_connection gauge", "parley_audio_input_frames_total counter",
         "parley_audio_input_lag_seconds histogram", "parley_backchannels_ignored_total counter", "parley_phone_lines_denoised_total counter", "parley_interruptions_total counter",
         "parley_turn_premature_ends_total counter", "parley_turn_ends_total counter", "parley_turn_model_seconds histogram", "parley_turn_model_failures_total counter", "parley_turn_stage_seconds histogram", "parley_echo_guard_frames_total counter",
         "parley_speculative_replies_total counter", "parley_speculative_tokens_wasted_total counter",
