@@ -47,7 +47,7 @@ final class Connection: LoopRegistrant {
     private var outbound = ByteBuffer()
     /// Bytes currently reported to the loop's memory account.
     private var accounted: Int32 = 0
-    /// The endpoint `accounted` is counted under (`MemoryLedger`): 0, plain HTTP, until an upgrade.
+    /// The ledger's counter `accounted` is under (`MemoryLedger`): 0, plain HTTP, until an upgrade.
     private var accountedKind: Int32 = 0
     /// What malloc gave this object and its protocol's; fixed for each protocol's life.
     private var objectBytes: Int32 = 0
@@ -116,7 +116,8 @@ final class Connection: LoopRegistrant {
 
     /// Registered and counted: the first deadline is set and the memory account opened.
     func opened() {
-        objectBytes = Int32(malloc_usable_size(Unmanaged.passUnretained(self).toOpaque()) + wire.objectBytes)
+        objectBytes = Int32(HeapSize.of(self) + wire.objectBytes)
+        accountedKind = Int32(ledgerSlot)
         account()
         loop.setDeadline(registration, afterTicks: tls == nil ? firstTicks : serving.tlsHandshakeTicks)
     }
@@ -135,8 +136,18 @@ final class Connection: LoopRegistrant {
     func adopt(_ next: WireProtocol) {
         objectBytes += Int32(next.objectBytes - wire.objectBytes)
         wire = next
+        let slot = Int32(ledgerSlot)
+        if slot != accountedKind {
+            // An upgrade: what was counted under plain HTTP moves to the endpoint's carrier.
+            serving.metrics.ledger.counter(slot: Int(accountedKind)).add(-Int(accounted))
+            serving.metrics.ledger.counter(slot: Int(slot)).add(Int(accounted))
+            accountedKind = slot
+        }
         account()
     }
+
+    /// The ledger's counter for what the protocol speaking now holds (`MemoryLedger.slot`).
+    private var ledgerSlot: Int { serving.metrics.ledger.slot(endpoint: wire.webSocket?.endpoint ?? 0, stream: wire.streamPort != nil) }
 
     // MARK: Reading
 
@@ -488,15 +499,8 @@ final class Connection: LoopRegistrant {
     func account() {
         guard state != .closed else { return }
         let now = Int32(clamping: Int(objectBytes) + Int(handlerBytes) + (tls?.heapBytes ?? 0) + pending.allocatedBytes + outbound.allocatedBytes + wire.heapBytes)
-        let kind = serving.metrics.ledger.slot(endpoint: wire.webSocket?.endpoint ?? 0, stream: wire.streamPort != nil)
-        if kind != accountedKind {
-            // An upgrade: what was counted under plain HTTP moves to the endpoint's carrier.
-            serving.metrics.ledger.counter(slot: Int(accountedKind)).add(-Int(accounted))
-            serving.metrics.ledger.counter(slot: kind).add(Int(accounted))
-            accountedKind = Int32(kind)
-        }
         if now != accounted {
-            serving.metrics.ledger.counter(slot: kind).add(Int(now) - Int(accounted))
+            serving.metrics.ledger.counter(slot: Int(accountedKind)).add(Int(now) - Int(accounted))
             accounted = now
         }
     }

@@ -64,7 +64,7 @@ package final class MemoryLedger: Sendable {
 /// capacities.
 package struct MemoryAccount {
     private let counter: Counter
-    package private(set) var bytes = 0
+    private var bytes = 0
 
     package init(_ carrier: MemoryLedger.Carrier, on loop: EventLoop) {
         counter = MemoryLedger.on(loop).counter(carrier)
@@ -94,8 +94,6 @@ package struct CallAccount {
     package init(_ carrier: MemoryLedger.Carrier, on loop: EventLoop) {
         account = MemoryAccount(carrier, on: loop)
     }
-
-    package var bytes: Int { account.bytes }
 
     /// What the call holds itself, counted anew.
     package mutating func own(_ bytes: Int) {

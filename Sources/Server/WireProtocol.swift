@@ -1,7 +1,4 @@
-import CLinux
-#if canImport(Glibc)
-import Glibc
-#endif
+import Loop
 
 /// What speaks on a connection: the value its transport hands input, deadlines and the drain to.
 /// An upgrade swaps the value whole (as uWebSockets' WebSocket context adopts a socket from its
@@ -90,11 +87,9 @@ enum WireProtocol {
     /// What malloc gave the protocol's object; fixed for its life, so measured once, at adoption.
     var objectBytes: Int {
         switch self {
-        case .http(let http): malloc_usable_size(Unmanaged.passUnretained(http).toOpaque())
-        case .webSocket(let webSocket): malloc_usable_size(Unmanaged.passUnretained(webSocket).toOpaque())
-        case .stream(let stream): malloc_usable_size(Unmanaged.passUnretained(stream).toOpaque())
-            + malloc_usable_size(Unmanaged.passUnretained(stream.handle).toOpaque())
-            + (stream.speaker.map { malloc_usable_size(Unmanaged.passUnretained($0 as AnyObject).toOpaque()) } ?? 0)
+        case .http(let http): HeapSize.of(http)
+        case .webSocket(let webSocket): HeapSize.of(webSocket)
+        case .stream(let stream): HeapSize.of(stream) + HeapSize.of(stream.handle) + (stream.speaker.map { HeapSize.of($0 as AnyObject) } ?? 0)
         }
     }
 

@@ -10,8 +10,6 @@ package enum CallAPI: Equatable, Sendable {
     /// GPT-Live, started with `config` as the call opens.
     case live(LiveSessionConfig)
 
-    package var isLive: Bool { if case .live = self { true } else { false } }
-
     /// The conversation for a call named `callID` whose audio `leg` carries; `options` makes the
     /// session's settings from what the API was given (GPT-Live's come with its start).
     package func conversation(callID: String, endpoint: RealtimeEndpoint, admitted: Admitted, carrier: String,

@@ -75,9 +75,12 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
         tell(.callKeySent(key: text, clientEventID: eventID))
     }
 
-    private func tell(_ kind: ServerEvent.Kind) {
+    private func tell(_ kind: ServerEvent.Kind) { toSidebands(driver.event(kind)) }
+
+    /// An event in GA's dialect to every sideband; nothing is made when none listens.
+    private func toSidebands(_ event: @autoclosure () -> ServerEvent) {
         guard !sidebands.isEmpty else { return }
-        sidebands.send(text: driver.event(kind).json(dialect: .ga))
+        sidebands.send(text: event().json(dialect: .ga))
     }
 
     // MARK: SessionWire: events to the sidebands, audio to the call's leg
@@ -87,8 +90,7 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
         if case .error(let error) = event.kind {
             sessionLog.info("call error", metadata: ["call": "\(callID)", "code": "\(error.code)", "error": "\(error.message)"])
         }
-        guard !sidebands.isEmpty else { return }
-        sidebands.send(text: event.json(dialect: .ga))
+        toSidebands(event)
     }
 
     package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) { leg?.sendAudio(piece, at: at, on: socket) }

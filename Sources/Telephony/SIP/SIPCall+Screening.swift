@@ -5,7 +5,7 @@ import Server
 import Session
 import SessionEngine
 
-/// A placed call's screening: who answered it (the answering-machine screening.gate, `AnsweredCallGate`, on
+/// A placed call's screening: who answered it (the answering-machine gate, `AnsweredCallGate`, on
 /// the caller's frames decoded once), what the session does about it, and the message it leaves
 /// on a machine, ended by the reply's end and its last frame going out, not by a poll.
 extension SIPCall {

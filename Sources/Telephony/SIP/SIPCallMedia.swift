@@ -263,12 +263,9 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
             return transmit()
         }
         let reply = outgoing.next()
-        if reply == nil, wasSending {
-            // The reply's last frame went out on the last tick: the call may be waiting for it.
-            wasSending = false
-            call?.sentAll()
-        }
-        if reply != nil { wasSending = true }
+        // The reply's last frame went out on the last tick: the call may be waiting for it.
+        if reply == nil, wasSending { call?.sentAll() }
+        wasSending = reply != nil
         let frame = reply ?? Self.silence(codec)
         let header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: frame.count, now: now)
         header.write(payload: frame, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
