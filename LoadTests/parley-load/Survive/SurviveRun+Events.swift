@@ -408,6 +408,13 @@ extension SurviveRun {
             break
         }
         guard sessions[slot].token != nil else {
+            // The network dropped a session's first open (a reset, the chaos proxy's cut window
+            // during the handshake): a client opens it again, as it resumes one it had. Seen in
+            // make test when the proxy's first cut fell on the connect phase (2026-11-28).
+            if !sessions[slot].everOpened, sessions[slot].attempts < Self.openAttempts, scheduleEnd == .max || now < scheduleEnd {
+                counts.reconnectFailures[reason, default: 0] += 1
+                return scheduleRetry(slot, now)
+            }
             if sessions[slot].state == .connecting && sessions[slot].attempts == 0 && counts.created < count {
                 counts.ended["never opened: \(reason)", default: 0] += 1
             } else {

@@ -224,7 +224,8 @@ final class SurviveRun: ConnectionEvents {
         for slot in 0..<count {
             switch sessions[slot].state {
             case .backoff where sessions[slot].retryAt <= now:
-                guard let token = sessions[slot].token else { continue }
+                // A session that never opened opens anew; one that did resumes with its token.
+                guard let token = sessions[slot].token else { reconnect(slot, path: target.path, now); continue }
                 reconnect(slot, path: "\(basePath)?resume_token=\(token)&last_seq=\(sessions[slot].lastSeq)", now)
             case .tenantWait where sessions[slot].retryAt <= now:
                 // Through the turns only: after them, a session that never opened has nothing to check.
@@ -252,6 +253,10 @@ final class SurviveRun: ConnectionEvents {
             if sessions[slot].token == nil { scheduleTenantRetry(slot, now) } else { scheduleRetry(slot, now) }
         }
     }
+
+    /// How often a session whose first open the network dropped is opened again (its backoff
+    /// grows to 1 s: about 5 s in all).
+    static let openAttempts = 8
 
     func scheduleRetry(_ slot: Int, _ now: UInt64) {
         let backoff = min(UInt64(50_000_000) << UInt64(min(sessions[slot].attempts, 5)), 1_000_000_000)
