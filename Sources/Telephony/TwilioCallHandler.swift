@@ -111,7 +111,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, Direct
             api = .realtime(nil)
         }
         let id = callSid.isEmpty ? streamSid : callSid
-        let made = api.conversation(callID: id, endpoint: sessions, admitted: .phoneCall, carrier: settings.path, options: { _ in options }, leg: self)
+        let made = api.conversation(CallOpening(callID: id, endpoint: sessions, admitted: .phoneCall, carrier: settings.path, leg: self, options: { _ in options }))
         conversation = made
         metrics.callsOpen.add(1)
         made.open(self)
@@ -146,7 +146,6 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, Direct
 
     var loop: EventLoop { socket!.loop }
     func send(text: String) {}
-    func send(binary: [UInt8]) {}
     func close(_ ending: SessionEnding, reason: String) { socket?.close(ending, reason: reason) }
     var isOpen: Bool { socket?.isOpen ?? false }
     var hasClient: Bool { true }

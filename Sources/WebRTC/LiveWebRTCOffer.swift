@@ -58,20 +58,17 @@ extension WebRTCEndpoint {
 
     private func startLive(_ config: LiveSessionConfig, _ offer: WebRTCOffer, _ request: HTTPRequest, _ stream: HTTPResponseStream) {
         let loop = stream.loop
-        realtime.admitCall(request, on: loop, make: { LiveWebRTCSession(endpoint: realtime, request: request, admitted: $0, config: config) }) { admitted in
-            switch admitted {
+        admit(request, on: loop, respondingOn: stream) { admitted in
+            guard stream.isOpen else { return }  // the caller's place goes with `admitted`
+            var options = SessionEngine.Options(realtime: request, endpoint: self.realtime, caller: admitted.caller, allowsOpus: true, restoring: nil)
+            options.carryAudioOnACall(session: nil)
+            switch self.answer(offer, request, on: loop, converse: self.opening(.live(config), carrier: "webrtc", options, request, admitted)) {
+            case .success(let made):
+                let body = JSON.object([("session", .object([("id", .string(made.sessionID))])),
+                                        ("transport", .object([("type", .string("webrtc")), ("sdp", .string(String(decoding: made.sdp, as: UTF8.self)))]))])
+                stream.respond(Self.cors(HTTPResponse(status: .ok, contentType: "application/json", body: body.description + "\n"), request))
             case .failure(let refusal):
                 stream.respond(Self.cors(refusal.response, request))
-            case .success(let session):
-                guard stream.isOpen else { return session.ended(.wentAway) }
-                switch self.answer(offer, session, request, on: loop) {
-                case .success(let made):
-                    let body = JSON.object([("session", .object([("id", .string(session.sessionID))])),
-                                            ("transport", .object([("type", .string("webrtc")), ("sdp", .string(String(decoding: made.sdp, as: UTF8.self)))]))])
-                    stream.respond(Self.cors(HTTPResponse(status: .ok, contentType: "application/json", body: body.description + "\n"), request))
-                case .failure(let refusal):
-                    stream.respond(Self.cors(refusal.response, request))
-                }
             }
         }
     }

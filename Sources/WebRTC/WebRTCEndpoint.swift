@@ -1,9 +1,11 @@
 import Glibc
 import JSON
 import Loop
+import Access
 import Media
 import Server
 import Session
+import SessionEngine
 import Synchronization
 import TLS
 
@@ -90,21 +92,46 @@ public final class WebRTCEndpoint: Sendable {
             return stream.respond(Self.cors(refusal.response, request))
         case .success(let read): (offer, session) = read
         }
-        realtime.admitCall(request, session: session, on: loop) { admitted in
-            switch admitted {
+        admit(request, on: loop, respondingOn: stream) { admitted in
+            guard stream.isOpen else { return }  // the caller's place goes with `admitted`
+            var options = SessionEngine.Options(realtime: request, endpoint: self.realtime, caller: admitted.caller, allowsOpus: true, restoring: nil)
+            options.carryAudioOnACall(session: session)
+            switch self.answer(offer, request, on: loop, converse: self.opening(.realtime(nil), carrier: Self.callsPath, options, request, admitted)) {
+            case .success(let made):
+                let created = HTTPResponse(status: .created, headers: [("Content-Type", "application/sdp"), ("Location", "\(Self.callsPath)/\(made.callID)")],
+                                           body: made.sdp)
+                stream.respond(Self.cors(created, request))
             case .failure(let refusal):
                 stream.respond(Self.cors(refusal.response, request))
-            case .success(let call):
-                guard stream.isOpen else { return call.ended(.wentAway) }
-                switch self.answer(offer, call, request, on: loop) {
-                case .success(let made):
-                    let created = HTTPResponse(status: .created, headers: [("Content-Type", "application/sdp"), ("Location", "\(Self.callsPath)/\(made.callID)")],
-                                               body: made.sdp)
-                    stream.respond(Self.cors(created, request))
-                case .failure(let refusal):
-                    stream.respond(Self.cors(refusal.response, request))
-                }
             }
+        }
+    }
+
+    /// Admits a call as an upgrade on `/v1/realtime` is admitted (its key, token or client
+    /// secret, its tenant's limits), holding its tenant's place across processes when the count
+    /// is shared; `done` gets the admission (which the call's session holds) on `loop`, or answers
+    /// the refusal itself.
+    func admit(_ request: HTTPRequest, on loop: EventLoop, respondingOn stream: HTTPResponseStream, _ done: @escaping (Admitted) -> Void) {
+        switch realtime.access.admit(request, offered: []) {
+        case .failure(let refusal):
+            stream.respond(Self.cors(refusal.response, request))
+        case .success(let admitted):
+            guard admitted.needsConfirmation else { return done(admitted) }
+            // A call is not resumed: its place is held by no session id.
+            admitted.confirm(session: nil, resuming: nil, on: loop) { refusal in
+                if let refusal { stream.respond(Self.cors(refusal.response, request)) } else { done(admitted) }
+            }
+        }
+    }
+
+    /// How a call's conversation in `api` is made, the call its leg: a browser's call (the
+    /// endpoint's echo guard, the request's dialect and trace).
+    func opening(_ api: CallAPI, carrier: String, _ options: SessionEngine.Options, _ request: HTTPRequest, _ admitted: Admitted)
+        -> (String, WebRTCCall) -> any CallConversation {
+        { [realtime] id, call in
+            api.conversation(CallOpening(callID: id, endpoint: realtime, admitted: admitted, carrier: carrier, leg: call, options: { _ in options },
+                                         isPhoneLine: false, dialect: Dialect(openAIBetaHeader: request.header("openai-beta")),
+                                         traceparent: request.header("traceparent")))
         }
     }
 
@@ -150,7 +177,8 @@ public final class WebRTCEndpoint: Sendable {
     }
 
     /// Makes the call on `loop`: its answer SDP and its id, or the response that says why not.
-    func answer(_ offer: WebRTCOffer, _ session: any WebRTCCallSession, _ request: HTTPRequest, on loop: EventLoop) -> Result<CallAnswer, HTTPRefusal> {
+    /// `converse` makes its conversation.
+    func answer(_ offer: WebRTCOffer, _ request: HTTPRequest, on loop: EventLoop, converse: (String, WebRTCCall) -> any CallConversation) -> Result<CallAnswer, HTTPRefusal> {
         let calls = loop.local { LoopCalls(loop: loop) }
         let port: MediaPort
         let context: DTLSContext
@@ -162,7 +190,6 @@ public final class WebRTCEndpoint: Sendable {
             dtls = try DTLSEndpoint(context: context, remoteFingerprint: fingerprint)
         } catch {
             webrtcLog.warning("cannot take a call", metadata: ["error": "\(error)"])
-            session.ended(.serverFailed)
             return .failure(HTTPRefusal(.jsonError(.serviceUnavailable, code: "webrtc_unavailable", message: "this server cannot take WebRTC calls now: \(error)")))
         }
         var local = ICECredentials.generate()
@@ -173,25 +200,25 @@ public final class WebRTCEndpoint: Sendable {
         var ice = ICELiteAgent.Settings()
         ice.setupTimeout = UInt64(settings.setupTimeoutSeconds * 1e9)
         ice.consentTimeout = UInt64(settings.consentTimeoutSeconds * 1e9)
-        let call = WebRTCCall(id: id, port: port, offer: offer, local: local, ice: ice, dtls: dtls, session: session, audioSSRC: ssrc,
-                              metrics: metrics, now: loop.nanoseconds())
+        let call = WebRTCCall(id: id, port: port, offer: offer, local: local, ice: ice, dtls: dtls, audioSSRC: ssrc, metrics: metrics,
+                              now: loop.nanoseconds(), converse: converse)
         _ = port.expect(call, ufrag: call.ufrag)
-        CallDirectory.shared.add(id, session, on: loop)
+        CallDirectory.shared.add(id, call, on: loop)
         call.onEnd = { call in CallDirectory.shared.remove(call.id) }
-        session.onHangUp = { [weak call] in call?.end(.hangup) }
         metrics.callsOpen.add(1)
         let address = advertisedAddress(request, bound: port.local)
         let answer = WebRTCAnswer(offer: offer, iceUfrag: local.ufrag, icePwd: local.password, certificateFingerprint: context.fingerprint.bytes,
                                   candidates: [.init(address: address, port: UInt16(port.local.port))], audioSSRC: ssrc, cname: id,
                                   sessionID: random[16..<20].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         call.callLog("call answered on \(address):\(port.local.port)")
-        return .success(CallAnswer(sdp: answer.bytes, callID: id))
+        return .success(CallAnswer(sdp: answer.bytes, callID: id, sessionID: call.sessionID))
     }
 
-    /// A call made: its answer SDP and its id.
+    /// A call made: its answer SDP, its id and its session's.
     struct CallAnswer {
         let sdp: [UInt8]
         let callID: String
+        let sessionID: String
     }
 
     private func dtlsContext() throws(TLSError) -> DTLSContext {

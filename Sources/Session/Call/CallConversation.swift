@@ -3,16 +3,21 @@ import Loop
 import Server
 import SessionEngine
 
-/// The API's side of a call whose media a carrier holds (a SIP call's RTP): the dialect its
-/// listeners hear (the sidebands attached by the call's id), its driver, and the events a phone
-/// call adds. One implementation per API, `RealtimeCallConversation` and `LiveSession`; the
+/// The API's side of a call whose media a carrier holds (a WebRTC call's Opus track, a SIP call's
+/// RTP, a Twilio media stream): the dialect its listeners hear (the call's own channel, the
+/// sidebands attached by the call's id), its driver, and the events a phone call adds. One implementation per API, `RealtimeCallConversation` and `LiveSession`; the
 /// carrier holds one and never asks which, and hands it its media leg (`MediaLeg`), which the
 /// conversation's driver plays its replies on.
 package protocol CallConversation: SessionWire {
     /// The session's driver: turn-taking, speech, limits, the report.
     var driver: SessionDriver! { get }
+    /// The session's id (GPT-Live's on a phone line is the call's).
+    var sessionID: String { get }
     /// The session begins on `socket` (the call, as its session sees it).
     func open(_ socket: any SessionSocket)
+    /// A client event on the call's own channel (a WebRTC call's data channel), as the API's
+    /// primary client's.
+    func receive(clientText text: UnsafeRawBufferPointer)
     /// One frame of the caller's audio, decoded by `convert`, as the API hears it.
     func hear(_ convert: (AudioInput) throws -> [Int16])
     /// The server's greeting for the number called, said as the call is answered: the Realtime

@@ -5,30 +5,43 @@ import Loop
 import Server
 import SessionEngine
 
-/// The Realtime API's side of a phone call: its session's events to the sidebands attached by the
-/// call's id (`/v1/realtime?call_id=…`, GA's dialect, as OpenAI's SIP calls speak it), a caller's
-/// keys as `input_audio_buffer.dtmf_event_received`, a sideband's `transport.dtmf.send` pressed on
-/// the call, and who answered a placed call as `transport.answered_by`. Its audio is its call's
-/// leg's (`MediaLeg`): the driver plays replies there and reads back what the caller heard.
+/// The Realtime API's side of a call, whichever carrier holds it: its session's events to the
+/// call's own channel where it has one (a WebRTC call's `oai-events` data channel) and to the
+/// sidebands attached by the call's id (`/v1/realtime?call_id=…`), the `output_audio_buffer`
+/// events OpenAI sends on calls, a caller's keys as `input_audio_buffer.dtmf_event_received`, a
+/// sideband's `transport.dtmf.send` pressed on the call, and who answered a placed call as
+/// `transport.answered_by`. Its audio is its call's leg's (`MediaLeg`): the driver plays replies
+/// there and reads back what the caller heard.
 package final class RealtimeCallConversation: CallConversation, LegCarried {
     package private(set) var driver: SessionDriver!
     private let callID: String
+    private let dialect: Dialect
     package private(set) weak var leg: (any MediaLeg)?
     private var sidebands = CallSidebands()
+    private var audio = OutputAudioBuffer()
     package let endpointName: String
 
-    /// `admitted`: the tenant's place, which the session holds (a placed call's), or a call's own.
-    package init(callID: String, endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, leg: any MediaLeg) {
-        self.callID = callID
-        self.endpointName = endpointName
-        self.leg = leg
-        driver = SessionDriver(phoneCall: endpoint, admitted: admitted, options: options, wire: self)
+    init(_ opening: CallOpening, options: SessionEngine.Options) {
+        callID = opening.callID
+        dialect = opening.dialect
+        endpointName = opening.carrier
+        leg = opening.leg
+        driver = SessionDriver(endpoint: opening.endpoint, admitted: opening.admitted, options: options, wire: self)
+        if opening.isPhoneLine { driver.echoGuardAlways = true } else { driver.echoGuardByDefault = opening.endpoint.echoGuardByDefault }
+        driver.startTrace(traceparent: opening.traceparent, endpointName: endpointName)
     }
 
+    package var sessionID: String { driver.engine.sessionID }
     package func open(_ socket: any SessionSocket) { driver.open(socket) }
     package func hear(_ convert: (AudioInput) throws -> [Int16]) { driver.feedAudio(convert) }
     package func greet(_ text: String) { driver.say(text) }
     package func userSaid(_ text: String) { driver.userSaid(text) }
+
+    /// A client event on the call's own channel, under the session's event limits.
+    package func receive(clientText text: UnsafeRawBufferPointer) {
+        guard driver.admitEvent() else { return }
+        driver.receive(clientText: text)
+    }
 
     package func keyPressed(_ key: Character) {
         tell(.callKeyReceived(key: String(key), receivedAt: WallClock.seconds()))
@@ -40,8 +53,8 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
     }
 
     package func close(_ ending: SessionEnding, reason: String?) {
-        driver.close(ending)
         sidebands.closeAll()
+        driver.close(ending)
     }
 
     // MARK: Sidebands
@@ -75,23 +88,47 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
         tell(.callKeySent(key: text, clientEventID: eventID))
     }
 
-    private func tell(_ kind: ServerEvent.Kind) { toSidebands(driver.event(kind)) }
-
-    /// An event in GA's dialect to every sideband; nothing is made when none listens.
-    private func toSidebands(_ event: @autoclosure () -> ServerEvent) {
-        guard !sidebands.isEmpty else { return }
-        sidebands.send(text: event().json(dialect: .ga))
+    private func tell(_ kind: ServerEvent.Kind) {
+        guard let socket = driver.socket else { return }
+        send(driver.event(kind), on: socket)
     }
 
-    // MARK: SessionWire: events to the sidebands, audio to the call's leg
+    // MARK: SessionWire: events to the call's channel and sidebands, audio to its leg
 
     package func send(_ event: ServerEvent, on socket: any SessionSocket) {
-        // A call may have no listener: its errors are in the log.
-        if case .error(let error) = event.kind {
+        // Parley's turn-taking events are its own page's; a call's listeners are OpenAI's clients.
+        guard event.isSent(in: dialect), !event.isParleyTurnTaking else { return }
+        let toChannel = leg?.carriesEvents == true
+        if !toChannel, case .error(let error) = event.kind {
+            // A phone call may have no listener: its errors are in the log.
             sessionLog.info("call error", metadata: ["call": "\(callID)", "code": "\(error.code)", "error": "\(error.message)"])
         }
-        toSidebands(event)
+        // Nothing is made when none listens.
+        if toChannel || !sidebands.isEmpty {
+            let text = event.json(dialect: dialect)
+            if toChannel { socket.send(text: text) }
+            sidebands.send(text: text)
+        }
+        switch event.kind {
+        case .responseDone(let response):
+            // A cancelled reply's audio was cut, not played out: cleared, not stopped.
+            let ended = response.status == .cancelled ? audio.stopped(response.id) : audio.done(response.id)
+            if let ended { send(driver.event(ended), on: socket) }
+        case .outputAudioBufferCleared(let responseID):
+            // The engine said it (the client's clear): not said twice.
+            audio.cleared(responseID)
+        default:
+            break
+        }
     }
 
-    package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) { leg?.sendAudio(piece, at: at, on: socket) }
+    package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
+        if let started = audio.audio(of: at.responseID) { send(driver.event(started), on: socket) }
+        leg?.sendAudio(piece, at: at, on: socket)
+    }
+
+    package func speechStopped(responseID: String, on socket: any SessionSocket) {
+        if let cleared = audio.stopped(responseID) { send(driver.event(cleared), on: socket) }
+        leg?.speechStopped(responseID: responseID, on: socket)
+    }
 }

@@ -3,7 +3,8 @@ import SessionEngine
 
 /// A carrier's media, whichever API speaks over it: a reply's audio out at the carrier's pace,
 /// what the listener heard, what a pause or a stop drops, and keys pressed on the call. A
-/// WebSocket's audio travels as the API's events; a phone call's as RTP (`SIPCall`).
+/// WebSocket's audio travels as the API's events; a call's as RTP (`WebRTCCall`, `SIPCall`) or a
+/// media stream's messages (`TwilioCallHandler`).
 package protocol MediaLeg: AnyObject {
     /// One piece of a reply's audio.
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket)
@@ -23,6 +24,10 @@ package protocol MediaLeg: AnyObject {
     /// UDP), so that its Opus carries in-band FEC for the listener to recover a lost packet from
     /// the next (RFC 6716 section 2.1.7); a WebSocket's TCP loses nothing.
     var carriesLossyMedia: Bool { get }
+    /// Whether the leg has a channel of its own for the API's events (a WebRTC call's `oai-events`
+    /// data channel), which its socket's `send(text:)` writes to; a phone line's listeners are its
+    /// sidebands alone.
+    var carriesEvents: Bool { get }
     /// Presses `key` on the call (a phone call's RFC 4733 event); false where the carrier has no
     /// keys to press, or the far end takes none.
     func press(_ key: Character) -> Bool
@@ -40,6 +45,7 @@ extension MediaLeg {
     package func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { nil }
     package var resendsAfterPause: Bool { false }
     package var carriesLossyMedia: Bool { false }
+    package var carriesEvents: Bool { false }
     package func press(_ key: Character) -> Bool { false }
     package var pressesKeys: Bool { false }
     package func replyEnded() {}

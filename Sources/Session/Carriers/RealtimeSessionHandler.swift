@@ -177,7 +177,7 @@ final class RealtimeSessionHandler: WebSocketHandler, SessionWire {
     func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         switch piece {
         case .opus(let packet):
-            if let resumption { resumption.deliver(.binary(packet), on: socket) } else { socket.send(binary: packet) }
+            if let resumption { resumption.deliver(.binary(packet), on: socket) } else { (socket as? any FrameSocket)?.send(binary: packet) }
         case .pcm(let bytes): send(driver.event(.outputAudioDelta(at, audio: bytes)), on: socket)
         }
     }

@@ -5,9 +5,11 @@ import Server
 /// within the grace window), nothing, so that replies go on into the replay log; after a resume
 /// that arrived on another loop, that loop's WebSocket, reached through its inbox. The session's
 /// own work (model calls, speech, timers) always stays on `loop`, the loop it began on.
+///
+/// A call's carrier is one too (its data channel's text, or nothing, its BYE or hangup as its
+/// close); its audio is its media leg's (`MediaLeg`), not the socket's.
 package protocol SessionSocket {
     func send(text: String)
-    func send(binary: [UInt8])
     /// Ends the session's carriage as the carrier says `ending` (a close code, a BYE, a hang-up).
     func close(_ ending: SessionEnding, reason: String)
     var isOpen: Bool { get }
@@ -20,7 +22,13 @@ package protocol SessionSocket {
     func account(handlerBytes: Int)
 }
 
-extension WebSocket: SessionSocket {
+/// A session socket of a WebSocket's, directly, parked or relayed: it carries binary frames too,
+/// a WebSocket session's Opus (`RealtimeSessionHandler`, the replay log's frames).
+package protocol FrameSocket: SessionSocket {
+    func send(binary: [UInt8])
+}
+
+extension WebSocket: FrameSocket {
     package var hasClient: Bool { true }
 
     package func close(_ ending: SessionEnding, reason: String) {
@@ -33,7 +41,7 @@ extension WebSocket: SessionSocket {
 ///
 /// What the session holds while parked (its engine, its replay log) is accounted here, under
 /// `parked`, since no connection holds it: the client's went with the client.
-final class ParkedSocket: SessionSocket {
+final class ParkedSocket: FrameSocket {
     let loop: EventLoop
     var onClose: ((SessionEnding) -> Void)?
     private var memory: MemoryAccount
@@ -61,7 +69,7 @@ final class ParkedSocket: SessionSocket {
 ///
 /// The session's state stays on its home loop, so it is accounted there, under `relayed`; the
 /// client's connection on the other loop accounts only its own transport.
-package final class RelayedSocket: SessionSocket {
+package final class RelayedSocket: FrameSocket {
     package let loop: EventLoop
     private let remote: LoopHandle
     private let socket: Handoff<WebSocket>

@@ -24,12 +24,11 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
     private let caller: Caller
     private let endpoint: RealtimeEndpoint
     package let endpointName: String
-    /// A call's leg that plays the replies' audio itself (a SIP call's RTP): their audio, its
-    /// pauses and its keys go to it; nil: audio as events (a WebSocket) or as the socket's binary
-    /// (a WebRTC call's track).
+    /// A call's leg that plays the replies' audio itself (a WebRTC call's track, a SIP call's RTP):
+    /// their audio, its pauses and its keys go to it; nil: audio as events (a WebSocket).
     package private(set) weak var leg: (any MediaLeg)?
     /// Whether the session registers itself in `CallDirectory` once started; a carrier that is
-    /// registered already (a SIP call, by the session's id) forwards to it instead.
+    /// registered already (a phone line, by the session's id) forwards to it instead.
     private let listsItself: Bool
     /// A fork's connection: the stored session it starts from (set before its first message).
     package var forking: LiveStoredSession?
@@ -46,23 +45,25 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
         case server
     }
 
-    /// `phoneCall`: a call's session, whose id the call chose (its webhook named it), whose audio
-    /// its leg carries, and whose echo guard is always on, as a phone call's is.
+    /// `leg`: a call's media, which plays the replies' audio (a WebRTC call's track, a SIP call's
+    /// RTP). `callID`: a phone line's call, whose id its webhook or request named and the session
+    /// takes, which its carrier lists in `CallDirectory`, and whose echo guard is always on, as a
+    /// handset's is; nil: the session lists itself by its own id once started.
     package init(endpoint: RealtimeEndpoint, admitted: Admitted, options: SessionEngine.Options, endpointName: String, traceparent: String?,
-                 phoneCall: (id: String, leg: any MediaLeg)? = nil) {
+                 leg: (any MediaLeg)? = nil, callID: String? = nil) {
         self.endpoint = endpoint
         self.endpointName = endpointName
         caller = admitted.caller
-        leg = phoneCall?.leg
-        listsItself = phoneCall == nil
+        self.leg = leg
+        listsItself = callID == nil
         live = LiveConversation(sessionID: "", seed: 0, expiresAt: 0)
         driver = SessionDriver(endpoint: endpoint, admitted: admitted, options: options, wire: self)
         driver.echoGuardByDefault = endpoint.echoGuardByDefault
-        driver.echoGuardAlways = phoneCall != nil
+        driver.echoGuardAlways = callID != nil
         driver.startTrace(traceparent: traceparent, endpointName: endpointName)
         // The driver's limit is the tightest of the server's, the tenant's and the client secret's.
         let life = min(Self.maxSeconds, driver.maxSessionSeconds)
-        live = LiveConversation(sessionID: phoneCall?.id ?? driver.engine.sessionID, seed: MonotonicClock.nanoseconds(),
+        live = LiveConversation(sessionID: callID ?? driver.engine.sessionID, seed: MonotonicClock.nanoseconds(),
                                 expiresAt: WallClock.seconds() + Int(life), recordsStored: endpoint.recordings != nil)
     }
 
@@ -84,6 +85,9 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
             start(config)
         }
     }
+
+    /// A client event on a call's own channel (a WebRTC call's data channel): the primary's.
+    package func receive(clientText text: UnsafeRawBufferPointer) { receive(text) }
 
     /// One text message of the primary client's (or, `from` a sideband, of a sideband's).
     package func receive(_ message: UnsafeRawBufferPointer, from origin: Origin = .primary) {
@@ -287,13 +291,9 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
 
     package func sendAudio(_ piece: SpeechOutput.Piece, at: ContentLocation, on socket: any SessionSocket) {
         if let leg { return leg.sendAudio(piece, at: at, on: socket) }
-        switch piece {
-        case .opus(let packet):
-            socket.send(binary: packet)  // a WebRTC call's media track
-        case .pcm(let bytes):
-            guard let event = live.replyAudio(bytes, responseID: at.responseID, nowMs: nowMs) else { return }
-            broadcast(event.description)
-        }
+        // A WebSocket's audio, as Live's events (Opus is a call's alone).
+        guard case .pcm(let bytes) = piece, let event = live.replyAudio(bytes, responseID: at.responseID, nowMs: nowMs) else { return }
+        broadcast(event.description)
     }
 
     /// GPT-Live's client speaks first (`session.start` says what the session does): no greeting.

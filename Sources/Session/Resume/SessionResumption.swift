@@ -122,7 +122,7 @@ final class SessionResumption {
     private static func send(_ frame: KeptBeforeTold.Frame, on socket: any SessionSocket) {
         switch frame {
         case .text(let text): socket.send(text: text)
-        case .binary(let bytes): socket.send(binary: bytes)
+        case .binary(let bytes): (socket as? any FrameSocket)?.send(binary: bytes)
         }
     }
 

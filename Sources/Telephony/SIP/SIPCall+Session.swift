@@ -12,7 +12,6 @@ import SessionEngine
 extension SIPCall: SessionSocket, MediaLeg {
     var loop: EventLoop { agent.loop }
     func send(text: String) {}
-    func send(binary: [UInt8]) {}
     /// The session ends the call (a limit, a drain): a BYE on the next pass, not inside the
     /// session's own call.
     func close(_ ending: SessionEnding, reason: String) {
@@ -64,7 +63,7 @@ extension SIPCall {
     /// The call's conversation in `api` begins on this call: the sidebands that attached before
     /// are its own from now on. `admitted`: the tenant's place, which the session holds.
     func converse(_ api: CallAPI, admitted: Admitted = .phoneCall) {
-        let made = api.conversation(callID: id, endpoint: agent.endpoint.sessions, admitted: admitted, carrier: "sip", options: sessionOptions, leg: self)
+        let made = api.conversation(CallOpening(callID: id, endpoint: agent.endpoint.sessions, admitted: admitted, carrier: "sip", leg: self, options: sessionOptions))
         conversation = made
         made.adopt(waiting)
         waiting = CallSidebands()

@@ -4,14 +4,17 @@ import Logging
 import Media
 import Server
 import Session
+import SessionEngine
 import TLS
 
 let webrtcLog = Logger(label: "parley.webrtc")
 
 /// One WebRTC call on one loop: the shell that carries its transport's outputs (`WebRTCTransport`:
 /// ICE-lite, DTLS, SRTP and the `oai-events` data channel, as a value that takes the time as an
-/// input) out on the loop, with its Opus RTP both ways (`WebRTCMedia`) and the Realtime session
-/// behind it (`WebRTCSession`).
+/// input) out on the loop, with its Opus RTP both ways (`WebRTCMedia`); the conversation of
+/// whichever API the offer asked for (`CallConversation`: the Realtime API's on
+/// `/v1/realtime/calls`, GPT-Live's on `/v1/live/sessions`) speaks over it, which it never asks
+/// about: it is that conversation's socket and media leg (WebRTCCall+Leg.swift).
 ///
 /// Datagrams come from its loop's `MediaPort`; everything here runs on that loop, on one timer at
 /// the transport's next deadline. The call ends once: hung up, its peer gone (ICE consent, RFC
@@ -23,7 +26,13 @@ final class WebRTCCall: MediaPortCall {
     let metrics: WebRTCMetrics
     private(set) var transport: WebRTCTransport
     let ufrag: [UInt8]
-    let session: any WebRTCCallSession
+    /// The API's side of the call, from the offer's admission to the call's end.
+    private(set) var conversation: (any CallConversation)?
+    /// Whether the data channel has opened the conversation: until then nothing reaches it.
+    private(set) var conversing = false
+    /// Sidebands attached before the data channel opened: the conversation adopts them.
+    var waiting = CallSidebands()
+    private(set) var sessionID = ""
     var media: WebRTCMedia
     private var timer: ScheduledTask?
     private var timerAt: UInt64 = .max
@@ -37,16 +46,19 @@ final class WebRTCCall: MediaPortCall {
     var peer: TransportAddress? { transport.peer }
     var ended: Bool { transport.ended != nil }
 
-    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint, session: any WebRTCCallSession,
-         audioSSRC: UInt32, metrics: WebRTCMetrics, now: UInt64) {
+    /// `converse` makes the call's conversation, the call its leg.
+    init(id: String, port: MediaPort, offer: WebRTCOffer, local: ICECredentials, ice settings: ICELiteAgent.Settings, dtls: DTLSEndpoint,
+         audioSSRC: UInt32, metrics: WebRTCMetrics, now: UInt64, converse: (_ id: String, _ leg: WebRTCCall) -> any CallConversation) {
         self.id = id
         self.port = port
         self.metrics = metrics
-        self.session = session
         transport = WebRTCTransport(offer: offer, local: local, ice: settings, dtls: dtls, now: now)
         ufrag = Array(local.ufrag.utf8)
         media = WebRTCMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
         memory = CallAccount(.webRTC, on: port.loop)
+        let made = converse(id, self)
+        conversation = made
+        sessionID = made.sessionID
         rescheduleTimer(now: now)
         account()
     }
@@ -55,7 +67,7 @@ final class WebRTCCall: MediaPortCall {
     /// media); nothing once it has ended.
     func account() {
         guard !ended else { return memory.close() }
-        memory.own(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes)
+        memory.own(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes + waiting.heapBytes)
     }
 
     /// The call's session reports what it holds (`SessionSocket.account`).
@@ -81,6 +93,7 @@ final class WebRTCCall: MediaPortCall {
 
     /// A session event for the data channel.
     func send(text: String) {
+        guard !ended else { return }
         let now = loop.nanoseconds()
         carry(transport.send(text: text, now: now), now: now)
         rescheduleTimer(now: now)
@@ -103,15 +116,26 @@ final class WebRTCCall: MediaPortCall {
                 media.start(now: now, call: self)
                 account()
             case .eventsOpened:
-                session.open(self)
+                guard !conversing, let conversation else { continue }
+                conversing = true
+                conversation.adopt(waiting)
+                waiting = CallSidebands()
+                conversation.open(self)
             case .text(var event):
-                guard !ended else { continue }
-                event.withUTF8 { session.receive(text: UnsafeRawBufferPointer($0)) }
+                guard !ended, conversing, let conversation else { continue }
+                event.withUTF8 { conversation.receive(clientText: UnsafeRawBufferPointer($0)) }
             case .ended(let reason, let detail):
                 if let detail { callLog(detail) }
                 ended(reason)
             }
         }
+    }
+
+    /// One frame of the caller's audio (`convert` decodes it from the jitter buffer's packet, or
+    /// conceals the one lost), to the conversation once the data channel has opened it.
+    func heard(_ convert: (AudioInput) throws -> [Int16]) {
+        guard conversing, let conversation else { return }
+        conversation.hear(convert)
     }
 
     // MARK: Time
@@ -142,7 +166,8 @@ final class WebRTCCall: MediaPortCall {
         carry(transport.end(reason), now: loop.nanoseconds())
     }
 
-    /// The transport has ended: the media stops, the port forgets the call, the session ends.
+    /// The transport has ended: the media stops, the port forgets the call, the conversation ends
+    /// (and lets go of the call, its socket).
     private func ended(_ reason: WebRTCCallEnd) {
         timer?.cancel()
         timer = nil
@@ -152,12 +177,14 @@ final class WebRTCCall: MediaPortCall {
         port.forget(self, ufrag: ufrag, address: peer)
         metrics.ended(reason)
         callLog("call ended: \(reason.rawValue)")
-        session.ended(reason == .hangup ? .ended : .wentAway)
+        waiting.closeAll()
+        if conversing { conversation?.close(reason == .hangup ? .ended : .wentAway, reason: nil) }
+        conversation = nil
         onEnd?(self)
         onEnd = nil
     }
 
     func callLog(_ message: String) {
-        webrtcLog.info("\(message)", metadata: ["call": "\(id)", "session": "\(session.sessionID)"])
+        webrtcLog.info("\(message)", metadata: ["call": "\(id)", "session": "\(sessionID)"])
     }
 }

@@ -3,7 +3,7 @@ import Loop
 import Media
 import TLS
 
-/// A call's audio: the caller's Opus RTP through SRTP and the jitter buffer to the session, one
+/// A call's audio: the caller's Opus RTP through SRTP and the jitter buffer to the conversation, one
 /// 20 ms frame each playout tick; the session's Opus packets to the caller as SRTP; and RTCP both
 /// ways (RFC 3550 section 6: receiver and sender reports every 5 s, the minimum interval, which at
 /// one stream each way is far under the 5 % of bandwidth the RFC allows).
@@ -100,14 +100,14 @@ final class WebRTCMedia {
             switch jitter.pop(now: nextTick) {
             case .frame(let payload):
                 call.metrics.audioFrames.add(1, .played)
-                payload.withUnsafeBytes { call.session.receive(opus: $0) }
+                payload.withUnsafeBytes { packet in call.heard { try $0.opus(packet) } }
             case .missing(let next):
                 if let next {
                     call.metrics.audioFrames.add(1, .recovered)
-                    next.withUnsafeBytes { call.session.lost(next: $0) }
+                    next.withUnsafeBytes { packet in call.heard { try $0.opusLost(next: packet) } }
                 } else {
                     call.metrics.audioFrames.add(1, .concealed)
-                    call.session.lost(next: nil)
+                    call.heard { try $0.opusLost(next: nil) }
                 }
             case .waiting:
                 break

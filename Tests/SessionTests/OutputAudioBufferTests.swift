@@ -1,6 +1,6 @@
 import Testing
 import Session
-@testable import WebRTC
+import SessionEngine
 
 struct OutputAudioBufferTests {
     @Test func aReplyStartsOnceAndStopsAfterItsDone() {
