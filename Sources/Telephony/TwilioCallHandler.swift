@@ -15,9 +15,11 @@ import SessionEngine
 ///
 /// Malformed messages are counted and ignored (a carrier's stream is not the caller's fault); a
 /// call whose audio format is not µ-law at 8 kHz mono is closed, saying so.
-final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, DirectedCall {
+final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, CallCarrier {
     private let endpoint: TwilioEndpoint
     private var conversation: (any CallConversation)?
+    /// The call as sidebands and call control reach it by its CallSid (or its stream's id).
+    private var line: CallLine?
     private var socket: WebSocket?
     private var streamSid = ""
     private var callSid = ""
@@ -73,7 +75,8 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, Direct
         metrics.calls.add(1, stopped ? .stop : .noStop)
         sessionLog.info("call ended", metadata: ["session": "\(conversation.driver.engine.sessionID)", "call": "\(callSid)",
                                                  "stop": "\(stopped)", "code": "\(code)"])
-        CallDirectory.shared.remove(callSid)
+        line?.end()
+        line = nil
         conversation.close(SessionEnding(code), reason: hungUp ? "close_requested" : stopped ? "remote_hangup" : "connection_lost")
         self.conversation = nil
     }
@@ -115,7 +118,11 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, Direct
         conversation = made
         metrics.callsOpen.add(1)
         made.open(self)
-        CallDirectory.shared.add(id, self, on: socket.loop)
+        let line = CallLine(id: id, on: socket.loop)
+        line.carrier = self
+        line.converse(made)
+        line.list()
+        self.line = line
         let greeting = call.parameter("greeting") ?? settings.greeting
         if !greeting.isEmpty { made.greet(greeting) }
     }
@@ -153,9 +160,6 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, Direct
 
     // MARK: Reached by its CallSid: sidebands, and a hangup
 
-    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) { conversation?.attach(sideband: sideband, on: remote, id: id) }
-    func detach(sideband id: ObjectIdentifier) { conversation?.detach(sideband: id) }
-    func receive(sidebandText: String) { conversation?.receive(sidebandText: sidebandText) }
     func control(_ action: CallControl) {
         guard case .hangUp = action else { return }
         hungUp = true

@@ -203,8 +203,7 @@ public final class WebRTCEndpoint: Sendable {
         let call = WebRTCCall(id: id, port: port, offer: offer, local: local, ice: ice, dtls: dtls, audioSSRC: ssrc, metrics: metrics,
                               now: loop.nanoseconds(), converse: converse)
         _ = port.expect(call, ufrag: call.ufrag)
-        CallDirectory.shared.add(id, call, on: loop)
-        call.onEnd = { call in CallDirectory.shared.remove(call.id) }
+        call.line.list()
         metrics.callsOpen.add(1)
         let address = advertisedAddress(request, bound: port.local)
         let answer = WebRTCAnswer(offer: offer, iceUfrag: local.ufrag, icePwd: local.password, certificateFingerprint: context.fingerprint.bytes,

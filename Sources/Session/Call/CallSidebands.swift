@@ -23,6 +23,11 @@ package struct CallSidebands {
 
     package mutating func detach(_ id: ObjectIdentifier) { sidebands[id] = nil }
 
+    /// `other`'s sidebands are these' too (a call's that waited for its conversation).
+    package mutating func take(_ other: CallSidebands) {
+        sidebands.merge(other.sidebands) { held, _ in held }
+    }
+
     package func send(text: String) {
         for sideband in sidebands.values { sideband.send(text: text) }
     }

@@ -59,7 +59,7 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
 
     // MARK: Sidebands
 
-    package func adopt(_ attached: CallSidebands) { sidebands = attached }
+    package func adopt(_ attached: CallSidebands) { sidebands.take(attached) }
 
     package func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard let loop = driver.loop else { return }

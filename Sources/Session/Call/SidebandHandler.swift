@@ -11,19 +11,19 @@ final class SidebandHandler: WebSocketHandler {
     init(_ entry: CallDirectory.Entry) { self.entry = entry }
 
     func webSocketDidOpen(_ socket: WebSocket) {
-        let remote = socket.loop.handle, id = ObjectIdentifier(self), handed = Handoff(socket), call = entry.call
-        entry.home.execute { call.value.attach(sideband: handed, on: remote, id: id) }
+        let remote = socket.loop.handle, id = ObjectIdentifier(self), handed = Handoff(socket), line = entry.line
+        entry.home.execute { line.value.attach(sideband: handed, on: remote, id: id) }
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: UnsafeRawBufferPointer, kind: WebSocketMessageKind) {
         // Events only: a call's audio is on its media track.
         guard kind == .text else { return socket.close(.unsupportedData, reason: "the sideband carries JSON events only") }
-        let text = String(decoding: message, as: UTF8.self), call = entry.call
-        entry.home.execute { call.value.receive(sidebandText: text) }
+        let text = String(decoding: message, as: UTF8.self), line = entry.line
+        entry.home.execute { line.value.receive(sidebandText: text) }
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
-        let id = ObjectIdentifier(self), call = entry.call
-        entry.home.execute { call.value.detach(sideband: id) }
+        let id = ObjectIdentifier(self), line = entry.line
+        entry.home.execute { line.value.detach(sideband: id) }
     }
 }

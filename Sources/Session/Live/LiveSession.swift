@@ -10,7 +10,7 @@ import SessionEngine
 /// synthesis, limits, reports, traces, metrics), its timers, its Responses backend, and its
 /// sidebands (`WS /v1/live/sessions/{id}/attach`). The carrier in front of it (`LiveSessionHandler`
 /// for the primary WebSocket) hands it the client's commands and audio.
-package final class LiveSession: CallConversation, LegCarried, DirectedCall {
+package final class LiveSession: CallConversation, LegCarried, CallCarrier {
     package private(set) var driver: SessionDriver!
     private var live: LiveConversation
     private var openedAt: UInt64 = 0
@@ -19,8 +19,9 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
     /// The Responses backend, made with the first task or command for it (`delegation: responses`).
     private var backend: (session: LiveBackend, delegation: LiveResponsesDelegation)?
     private var sidebands = CallSidebands()
-    /// Registered in `CallDirectory` (for sidebands and call control) once started.
-    private var listed = false
+    /// Its line in `CallDirectory` (for sidebands and call control), listed once started, when it
+    /// lists itself.
+    private var line: CallLine?
     private let caller: Caller
     private let endpoint: RealtimeEndpoint
     package let endpointName: String
@@ -175,8 +176,8 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
         for timer in [acknowledgementTimer, lifeTimer] { timer?.cancel() }
         backend?.session.close()
         backend = nil
-        if listed { CallDirectory.shared.remove(live.sessionID) }
-        listed = false
+        line?.end()
+        line = nil
         sidebands.closeAll()
         driver.close(ending)
     }
@@ -226,9 +227,12 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
                 default: broadcast(text, event)
                 }
                 if type == "session.started", let notice = live.permissionsNotice() { socket.send(text: notice.description) }
-                if !listed, listsItself, live.hasStarted, let loop = driver.loop {
-                    CallDirectory.shared.add(live.sessionID, self, on: loop)
-                    listed = true
+                if line == nil, listsItself, live.hasStarted, let loop = driver.loop {
+                    let listed = CallLine(id: live.sessionID, on: loop)
+                    listed.carrier = self
+                    listed.converse(self)
+                    listed.list()
+                    line = listed
                 }
             case .engine(let event):
                 driver.handle(.client(event))
@@ -308,7 +312,7 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
                                           ("event_id", .string(live.newEventID()))]).description)
     }
 
-    // MARK: DirectedCall (sidebands and call control, on this session's loop)
+    // MARK: Sidebands and call control (its line's, or its call's), on this session's loop
 
     package func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard let loop = driver.loop else { return }
@@ -325,7 +329,7 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
     }
 
     /// Sidebands its carrier held before the session began (a placed call's, while it rang).
-    package func adopt(_ attached: CallSidebands) { sidebands = attached }
+    package func adopt(_ attached: CallSidebands) { sidebands.take(attached) }
 
     package func receive(sidebandText: String) {
         var text = sidebandText
@@ -333,13 +337,15 @@ package final class LiveSession: CallConversation, LegCarried, DirectedCall {
         text.withUTF8 { receive(UnsafeRawBufferPointer($0), from: .sideband(ObjectIdentifier(self))) }
     }
 
+    /// Call control on its own line: a WebSocket's or a WebRTC call's session has no SIP call to
+    /// answer or transfer.
     package func control(_ action: CallControl) {
         switch action {
         case .hangUp:
             sayClosed("close_requested")
             driver.socket?.close(.ended, reason: "hung up")
         case .accept, .acceptLive, .reject, .refer:
-            break  // a WebSocket's or a WebRTC call's session has no SIP call to answer or transfer
+            break
         }
     }
 }

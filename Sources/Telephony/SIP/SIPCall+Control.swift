@@ -4,8 +4,7 @@ import Session
 import SIP
 import SessionEngine
 
-/// A SIP call reached by its id (`DirectedCall`): keys pressed, sidebands attached before and after
-/// its conversation began, and call control.
+/// A SIP call's keys and call control (what reaches it on its line, `CallLine`).
 extension SIPCall {
     /// A key (RFC 4733 or SIP INFO): to the conversation (its event), and the keypad's entry,
     /// once complete, a turn of the conversation, as on `/twilio`.
@@ -17,21 +16,7 @@ extension SIPCall {
         carry([])
     }
 
-    /// A sideband WebSocket's events from now on (OpenAI's `?call_id=`).
-    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
-        guard dialog.state != .ended else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
-        guard let conversation else { return waiting.attach(sideband, on: remote, id: id, home: agent.loop) }
-        conversation.attach(sideband: sideband, on: remote, id: id)
-    }
-
-    func detach(sideband id: ObjectIdentifier) {
-        conversation?.detach(sideband: id)
-        waiting.detach(id)
-    }
-
-    /// A client event from a sideband.
-    func receive(sidebandText text: String) { conversation?.receive(sidebandText: text) }
-
+    /// Call control (on the call's line): the webhook's answer, a transfer, a hangup.
     func control(_ action: CallControl) {
         switch action {
         case .accept(let session): accept(.realtime(session))

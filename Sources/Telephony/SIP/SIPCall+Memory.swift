@@ -7,7 +7,7 @@ extension SIPCall {
     /// nothing once it has ended. After each of the dialog's steps, and once a second of media.
     func account() {
         guard dialog.state != .ended else { return memory.close() }
-        memory.own(HeapSize.of(self) + dialog.heapBytes + media.heapBytes + keypad.heapBytes + waiting.heapBytes)
+        memory.own(HeapSize.of(self) + dialog.heapBytes + media.heapBytes + keypad.heapBytes + line.heapBytes)
     }
 
     /// The call's session reports what it holds (`SessionSocket.account`).

@@ -31,7 +31,6 @@ extension SIPCall {
     func answered(session: CallAPI, answeringMachine: AnsweringMachinePolicy, admitted: Admitted) {
         metrics.callsOpen.add(1)
         screening.gate = AnsweredCallGate(policy: answeringMachine)
-        CallDirectory.shared.add(id, self, on: agent.loop)
         converse(session, admitted: admitted)
         carry([])
     }

@@ -65,8 +65,7 @@ extension SIPCall {
     func converse(_ api: CallAPI, admitted: Admitted = .phoneCall) {
         let made = api.conversation(CallOpening(callID: id, endpoint: agent.endpoint.sessions, admitted: admitted, carrier: "sip", leg: self, options: sessionOptions))
         conversation = made
-        made.adopt(waiting)
-        waiting = CallSidebands()
+        line.converse(made)
         made.open(self)
     }
 }

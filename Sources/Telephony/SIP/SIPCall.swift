@@ -11,7 +11,7 @@ import SessionEngine
 /// replies out as RTP), and the conversation of whichever API answered it (`CallConversation`:
 /// SIPCall+Session.swift), which it never asks about. Screening a placed call, call control and
 /// its memory account are in the files beside this one.
-final class SIPCall: SIPCallMediaOwner, DirectedCall {
+final class SIPCall: SIPCallMediaOwner, CallCarrier {
     /// The id call control names it by: `rtc_…`, as OpenAI's `call_id`; or, when the webhook
     /// announces calls to GPT-Live, `sess_…`, its `session_id`, which its Live session takes.
     let id: String
@@ -27,9 +27,9 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
     var conversation: (any CallConversation)?
     /// The settings for the number called or the trunk calling (`SIPRoutes`), if any.
     var route: SIPRoutes.Route?
-    /// Sidebands attached before the conversation began (while the webhook decides, or a placed
-    /// call rang): the conversation adopts them.
-    var waiting = CallSidebands()
+    /// The call as sidebands and call control reach it by its id (a placed call's, from its
+    /// dialer's ringing on).
+    let line: CallLine
     var keypad = KeypadEntry()
     /// A placed call's screening (SIPCall+Screening.swift); none on calls Parley answered.
     var screening = Screening()
@@ -56,23 +56,25 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         dialog = SIPDialog(invite: invite, key: key, localTag: SIPUserAgent.tag(), local: local, offer: given, source: peer.address.description,
                            sdpSessionID: UInt64.random(in: 1..<(1 << 62)))
         memory = CallAccount(.sip, on: agent.loop)
+        line = CallLine(id: id, on: agent.loop)
         media.call = self
+        line.carrier = self
     }
 
     /// A call Parley placed, answered (`SIPDialOut`): its dialog (confirmed, the ACK sent), its
-    /// media, and the sidebands that attached while it rang.
-    init(agent: SIPUserAgent, id: String, dialed dialog: SIPDialog, media: SIPCallMedia, peer: SIPPeer, placedAt: UInt64, sidebands: CallSidebands,
-         trunk: SIPTrunkPlace?) {
+    /// media, and its line, which sidebands found while it rang.
+    init(agent: SIPUserAgent, dialed dialog: SIPDialog, media: SIPCallMedia, peer: SIPPeer, placedAt: UInt64, line: CallLine, trunk: SIPTrunkPlace?) {
         trunkPlace = trunk
         self.agent = agent
-        self.id = id
+        id = line.id
         self.peer = peer
         self.dialog = dialog
         self.media = media
         arrivedAt = placedAt
-        waiting = sidebands
+        self.line = line
         memory = CallAccount(.sip, on: agent.loop)
         media.call = self
+        line.carrier = self
     }
 
     /// The INVITE is taken: answered at once with the server's settings for calls (a webhook, when
@@ -141,10 +143,9 @@ final class SIPCall: SIPCallMediaOwner, DirectedCall {
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, why)
         sipLog("call ended", ["end": why.rawValue])
-        waiting.closeAll()
+        line.end()
         conversation?.close(why.sessionEnding, reason: why.closeReason)
         conversation = nil
-        agent.endpoint.ended(self)
         agent.forget(self)
     }
 }

@@ -13,7 +13,7 @@ import SessionEngine
 /// told to the sidebands attached by its id (`transport.ringing`, `.answered`, `.failed`); answered,
 /// it hands its dialog, media and sidebands to a `SIPCall`, whose session then opens. Call control
 /// names it by its id from the start: a hangup before the answer cancels it.
-final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
+final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
     let id: String
     unowned let agent: SIPUserAgent
     let peer: SIPPeer
@@ -23,14 +23,13 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     private let answeringMachine: AnsweringMachinePolicy
     /// The tenant's place and the trunk's, held while it rings, then by the call it becomes.
     private var holding: (admitted: Admitted, trunk: SIPTrunkPlace)?
-    private var sidebands = CallSidebands()
+    /// The call as sidebands and call control reach it by its id, from the INVITE on: the call
+    /// it becomes takes it over.
+    let line: CallLine
     private var timer: ScheduledTask?
     private let placedAt: UInt64
     private var over = false
     private var events: IDGenerator
-    /// The call it became, once answered: sidebands attached while it rang still hold this one,
-    /// and what they send goes on to it.
-    private weak var answeredCall: SIPCall?
     /// What it holds while it rings (its media, its INVITE), under `sip`; the call it becomes
     /// accounts for itself.
     private var memory: MemoryAccount
@@ -58,16 +57,18 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         invite = SIPOutboundInvite(destination: destination, callID: SIPUserAgent.tag() + "@parley", localTag: SIPUserAgent.tag(), local: local,
                                    sdpSessionID: UInt64.random(in: 1..<(1 << 62)), now: placedAt, ringFor: request.ringSeconds)
         memory = MemoryAccount(.sip, on: agent.loop)
+        line = CallLine(id: id, on: agent.loop)
         media.call = self
+        line.carrier = self
     }
 
     /// The INVITE goes out; the call is found by its id from now on.
     func start() {
-        CallDirectory.shared.add(id, self, on: agent.loop)
+        line.list()
         agent.metrics.dialed.add(1)
         sipLog(id, "call placed", ["to": invite.invite.requestURI?.description ?? ""])
         carry(invite.start())
-        memory.report(HeapSize.of(self) + media.heapBytes + invite.invite.heapBytes)
+        memory.report(HeapSize.of(self) + media.heapBytes + invite.invite.heapBytes + line.heapBytes)
     }
 
     /// A response to its INVITE (a 2xx also after its transaction ended: the ACK goes again).
@@ -113,8 +114,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
             tell("transport.answered")
             agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
             sipLog(id, "call answered", ["codec": offer.codec.encoding])
-            let call = SIPCall(agent: agent, id: id, dialed: dialog, media: media, peer: peer, placedAt: placedAt, sidebands: sidebands, trunk: holding?.trunk)
-            answeredCall = call
+            let call = SIPCall(agent: agent, dialed: dialog, media: media, peer: peer, placedAt: placedAt, line: line, trunk: holding?.trunk)
             agent.answered(self, by: call)
             call.answered(session: session, answeringMachine: answeringMachine, admitted: holding?.admitted ?? .phoneCall)
             holding = nil
@@ -140,8 +140,7 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
         media.close()
         memory.close()
         holding = nil
-        sidebands.closeAll()
-        CallDirectory.shared.remove(id)
+        line.end()
         agent.dialEnded(self)
     }
 
@@ -149,31 +148,18 @@ final class SIPDialOut: SIPCallMediaOwner, DirectedCall {
     /// kin, with the session's id; a Realtime call's with its `call_id`).
     private func tell(_ type: String, _ fields: [(String, JSON)] = []) {
         let key = if case .live = session { "session_id" } else { "call_id" }
-        sidebands.send(text: JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), (key, .string(id))] + fields).description)
+        line.tellWaiting(JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), (key, .string(id))] + fields).description)
     }
 
     // MARK: While it rings: no audio to hear yet (early media is the carrier's), and call control
-    // (after the answer, the call's, for the sidebands that attached to this).
 
     func heard(_ frame: [UInt8]) {}
     func pressed(_ key: Character) {}
     func sentAll() {}
     func mediaTimedOut() {}
 
-    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
-        guard !over else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
-        sidebands.attach(sideband, on: remote, id: id, home: agent.loop)
-    }
-
-    func detach(sideband id: ObjectIdentifier) {
-        if let answeredCall { return answeredCall.detach(sideband: id) }
-        sidebands.detach(id)
-    }
-
-    func receive(sidebandText: String) { answeredCall?.receive(sidebandText: sidebandText) }
-
+    /// A hangup before the answer cancels the call (after it, the call answers control).
     func control(_ action: CallControl) {
-        if let answeredCall { return answeredCall.control(action) }
         if case .hangUp = action { carry(invite.hangUp()) }
     }
 }

@@ -209,7 +209,7 @@ public final class SIPEndpoint: Sendable {
     /// An INVITE was taken: answered now with the server's settings for calls, or, with a
     /// webhook, ringing until the application accepts or rejects it (or does neither in time).
     func offered(_ call: SIPCall) {
-        CallDirectory.shared.add(call.id, call, on: call.agent.loop)
+        call.line.list()
         call.route = settings.routes.route(for: call.invite)
         guard let webhook else { return call.accept(.realtime(nil)) }
         call.ring()
@@ -219,10 +219,6 @@ public final class SIPEndpoint: Sendable {
             call.reject(status: 480)
         }
         _ = call.agent.loop.schedule(after: webhook.answerSeconds) { [weak call] in call?.reject(status: 480) }
-    }
-
-    func ended(_ call: SIPCall) {
-        CallDirectory.shared.remove(call.id)
     }
 
     /// Each loop's user agent, for the calls placed from requests on that loop.

@@ -29,26 +29,9 @@ extension WebRTCCall: SessionSocket, MediaLeg {
     var carriesLossyMedia: Bool { true }
 }
 
-/// The call reached by its id (`CallDirectory`): sidebands held until the data channel opens its
-/// conversation, then the conversation's; a hangup from call control (a WebRTC call is answered
-/// by its offer's answer: nothing else applies).
-extension WebRTCCall: DirectedCall {
-    func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
-        guard !ended else { return remote.execute { sideband.value.close(.normal, reason: "the call ended") } }
-        guard conversing, let conversation else { return waiting.attach(sideband, on: remote, id: id, home: loop) }
-        conversation.attach(sideband: sideband, on: remote, id: id)
-    }
-
-    func detach(sideband id: ObjectIdentifier) {
-        conversation?.detach(sideband: id)
-        waiting.detach(id)
-    }
-
-    func receive(sidebandText text: String) {
-        guard conversing else { return }
-        conversation?.receive(sidebandText: text)
-    }
-
+/// Call control on the call's line: a WebRTC call is answered by its offer's answer, so only a
+/// hangup applies.
+extension WebRTCCall: CallCarrier {
     func control(_ action: CallControl) {
         if case .hangUp = action { end(.hangup) }
     }

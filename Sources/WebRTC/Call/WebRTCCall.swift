@@ -30,14 +30,12 @@ final class WebRTCCall: MediaPortCall {
     private(set) var conversation: (any CallConversation)?
     /// Whether the data channel has opened the conversation: until then nothing reaches it.
     private(set) var conversing = false
-    /// Sidebands attached before the data channel opened: the conversation adopts them.
-    var waiting = CallSidebands()
+    /// The call as sidebands and call control reach it by its id.
+    let line: CallLine
     private(set) var sessionID = ""
     var media: WebRTCMedia
     private var timer: ScheduledTask?
     private var timerAt: UInt64 = .max
-    /// Told when the call ends, to forget it (`WebRTCCalls`).
-    var onEnd: ((WebRTCCall) -> Void)?
     /// Its share of `parley_accounted_bytes`, under `webrtc`: the call's transport and media, and
     /// what its session last accounted.
     var memory: CallAccount
@@ -56,6 +54,8 @@ final class WebRTCCall: MediaPortCall {
         ufrag = Array(local.ufrag.utf8)
         media = WebRTCMedia(opusPayloadType: offer.opusPayloadType, ssrc: audioSSRC)
         memory = CallAccount(.webRTC, on: port.loop)
+        line = CallLine(id: id, on: port.loop)
+        line.carrier = self
         let made = converse(id, self)
         conversation = made
         sessionID = made.sessionID
@@ -67,7 +67,7 @@ final class WebRTCCall: MediaPortCall {
     /// media); nothing once it has ended.
     func account() {
         guard !ended else { return memory.close() }
-        memory.own(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes + waiting.heapBytes)
+        memory.own(HeapSize.of(self) + HeapSize.of(ufrag) + transport.heapBytes + media.heapBytes + line.heapBytes)
     }
 
     /// The call's session reports what it holds (`SessionSocket.account`).
@@ -118,8 +118,7 @@ final class WebRTCCall: MediaPortCall {
             case .eventsOpened:
                 guard !conversing, let conversation else { continue }
                 conversing = true
-                conversation.adopt(waiting)
-                waiting = CallSidebands()
+                line.converse(conversation)
                 conversation.open(self)
             case .text(var event):
                 guard !ended, conversing, let conversation else { continue }
@@ -177,11 +176,9 @@ final class WebRTCCall: MediaPortCall {
         port.forget(self, ufrag: ufrag, address: peer)
         metrics.ended(reason)
         callLog("call ended: \(reason.rawValue)")
-        waiting.closeAll()
+        line.end()
         if conversing { conversation?.close(reason == .hangup ? .ended : .wentAway, reason: nil) }
         conversation = nil
-        onEnd?(self)
-        onEnd = nil
     }
 
     func callLog(_ message: String) {
