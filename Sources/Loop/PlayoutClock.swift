@@ -12,6 +12,12 @@ package protocol PlayoutClient: AnyObject {
     func play(dueBy now: UInt64, nextTick: UInt64)
 }
 
+/// Work that waits for the end of the tick that is running (every slot due has played): the
+/// loop's VAD windows the calls' frames staged, scored in one run (`VoiceActivityPass`).
+package protocol PlayoutTickEnd: AnyObject {
+    func tickEnded()
+}
+
 extension PlayoutClient {
     /// Nothing: a call whose replies go out as they are made (WebRTC's).
     package func send(dueBy now: UInt64, nextTick: UInt64) {}
@@ -37,6 +43,8 @@ package final class PlayoutClock {
     /// In a tick: a call added now joins the running schedule, and the tick's end wakes the next.
     private var ticking = false
     private var schedule = PlayoutSchedule(startingAt: 0)
+    /// Told once as the running tick ends; kept with its capacity, so a tick allocates nothing.
+    private var atTickEnd: [any PlayoutTickEnd] = []
 
     private init(loop: EventLoop) { self.loop = loop }
 
@@ -56,6 +64,15 @@ package final class PlayoutClock {
         let first = schedule.nextRun(of: slot)
         if !ticking, task == nil || first < taskAt { wake() }
         return first
+    }
+
+    /// Whether a tick is running now (its clients playing): `whenTickEnds` then runs at its end.
+    package var isTicking: Bool { ticking }
+
+    /// `work` is told once the running tick has played every slot due (only while `isTicking`).
+    package func whenTickEnds(_ work: any PlayoutTickEnd) {
+        precondition(ticking, "whenTickEnds outside a tick")
+        atTickEnd.append(work)
     }
 
     /// Clients on the clock, and whether it will wake for them: for tests and the loop's account.
@@ -103,6 +120,13 @@ package final class PlayoutClock {
             // A client that ended without leaving is not held (nor ticked for) past its end.
             if ended { slots[slot].removeAll { $0.playoutEnded } }
         }
+        // Still in the tick: what the work starts (a reply's first pieces) joins the schedule.
+        var told = 0
+        while told < atTickEnd.count {
+            atTickEnd[told].tickEnded()
+            told += 1
+        }
+        atTickEnd.removeAll(keepingCapacity: true)
         wake()
     }
 }

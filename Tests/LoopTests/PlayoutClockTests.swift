@@ -39,4 +39,52 @@ import Testing
         #expect(short.sends == 3 && long.sends == 6)
         #expect(short.plays == 2 && long.plays == 5)
     }
+
+    /// Work a client's play leaves for the tick's end (the calls' VAD windows) runs once, after
+    /// the clients of that tick have played, and the clock is out of its tick afterwards.
+    final class Staging: PlayoutClient, PlayoutTickEnd {
+        unowned let clock: PlayoutClock
+        let record: Record
+        let name: String
+        var ticks = 0
+        init(_ name: String, clock: PlayoutClock, record: Record) {
+            self.name = name
+            self.clock = clock
+            self.record = record
+        }
+        var playoutEnded: Bool { ticks >= 1 }
+        func play(dueBy now: UInt64, nextTick: UInt64) {
+            ticks += 1
+            record.lines.append("play \(name)")
+            clock.whenTickEnds(self)
+        }
+        func tickEnded() { record.lines.append("end \(name) \(clock.isTicking)") }
+    }
+
+    final class Record {
+        var lines: [String] = []
+    }
+
+    @Test func workLeftForTheTicksEndRunsOnceAfterItsClientsPlayed() throws {
+        let loop = try EventLoop(handle: LoopHandle(index: 0))
+        let clock = PlayoutClock.on(loop)
+        let record = Record()
+        let a = Staging("a", clock: clock, record: record), b = Staging("b", clock: clock, record: record)
+        _ = clock.add(a)
+        _ = clock.add(b)
+        var looks = 0
+        func look() {
+            looks += 1
+            if a.ticks >= 1 && b.ticks >= 1 || looks > 1_000 { return loop.stop() }
+            loop.schedule(after: 0.005) { look() }
+        }
+        look()
+        loop.run()
+        #expect(!clock.isTicking)
+        // Each told once, still in its tick, after its own play.
+        #expect(record.lines.filter { $0.hasPrefix("end") }.sorted() == ["end a true", "end b true"], "\(record.lines)")
+        for (index, line) in record.lines.enumerated() where line.hasPrefix("end") {
+            #expect(record.lines[..<index].contains("play \(line.split(separator: " ")[1])"))
+        }
+    }
 }

@@ -6,13 +6,16 @@ import Models
 import SpeechContracts
 
 /// One loop's batch of neural VAD windows (issue 49, item 2). A session whose audio completed a
-/// window this pass has staged it (its engine's stream copied it beside the model) and joins here;
-/// once a pass, after the pass's events (a callback due now, run with the loop's timers, whose
-/// output is written before the loop waits), the model scores every staged window in one run per
-/// rate, and each session that joined takes its probabilities (`.voiceActivityScored`): its
-/// speech starts and stops then, as if heard with its audio. One run for a pass's windows instead
-/// of one a window: docs/benchmarks.md, "Density".
-final class VoiceActivityPass {
+/// window has staged it (its engine's stream copied it beside the model) and joins here; the
+/// model then scores every staged window in one run per rate, and each session that joined takes
+/// its probabilities (`.voiceActivityScored`): its speech starts and stops then, as if heard with
+/// its audio. One run for many windows instead of one a window: docs/benchmarks.md, "Density".
+///
+/// When: a call's frames come on the loop's `PlayoutClock` (issue 71), so windows staged in a
+/// tick are scored at that tick's end, with every call's of the tick; a WebSocket's microphone
+/// frames come as they are read, so the first window staged outside a tick waits `tickSeconds`
+/// for others.
+final class VoiceActivityPass: PlayoutTickEnd {
     private var waiting: [SessionDriver] = []
     private var model: (any VoiceActivityModel)?
     private var scheduled = false
@@ -36,8 +39,12 @@ final class VoiceActivityPass {
         self.model = model
         guard !scheduled else { return }
         scheduled = true
+        let clock = PlayoutClock.on(loop)
+        if clock.isTicking { return clock.whenTickEnds(self) }
         loop.schedule(after: Self.tickSeconds) { [self] in run() }
     }
+
+    func tickEnded() { run() }
 
     private func run() {
         scheduled = false
