@@ -7,7 +7,7 @@
 /// generator of its own.
 package struct RTPSender: Sendable, Equatable {
     package let ssrc: UInt32
-    package let payloadType: UInt8
+    package private(set) var payloadType: UInt8
     package let clockRate: Int
     /// The next packet's sequence number and timestamp.
     package private(set) var sequenceNumber: UInt16
@@ -47,6 +47,10 @@ package struct RTPSender: Sendable, Equatable {
         octetCount &+= UInt32(truncatingIfNeeded: payloadBytes)
         return header
     }
+
+    /// The stream's codec changed (a re-INVITE, an answer naming the other law): its numbers go
+    /// on (RFC 3550 section 5.1 ties them to the source, not the payload type).
+    package mutating func change(payloadType: UInt8) { self.payloadType = payloadType }
 
     /// Silence of `samples` samples that is not sent (DTX): the timestamp moves on, the sequence
     /// number does not (section 5.1: it counts packets), and the next packet is marked.

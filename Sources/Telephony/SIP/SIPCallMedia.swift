@@ -28,22 +28,16 @@ protocol SIPCallMediaOwner: AnyObject {
 final class SIPCallMedia: DatagramSocket, PlayoutClient {
     let localPort: UInt16
     private(set) var codec: PhoneAudioOffer.Codec
-    private(set) var eventPayloadType: UInt8?
     private(set) var peer: TransportAddress
     /// The caller's signalling address's IP: a NATed caller's RTP comes from it, not its offer's.
     private let signallingIP: TransportAddress.IP?
     private var latched: Bool
-    private var jitter = JitterBuffer(settings: .g711)
-    private var events = TelephoneEvents()
-    /// Keys Parley presses on the call, sent in place of audio a tick at a time.
-    private var keysOut = TelephoneEventSender()
-    private var sender: RTPSender
+    /// The RTP both ways (`RTPStream`, WebRTC's too): the jitter buffer, the frame clock, the
+    /// sender, keys in and out.
+    private var stream: RTPStream
     private var outgoing = RTPOutgoingAudio()
     /// A reply frame went out on the last tick (`sentAll` is told when the queue runs dry).
     private var wasSending = false
-    /// When the next 20 ms frame is due: the caller's to the session, and the call's packet to the
-    /// caller (the clock's `send` pass runs before `play` with the same `now`, so one time serves both).
-    private var nextTick: UInt64 = 0
     private var packet: [UInt8] = []
     private(set) var lastPacketAt: UInt64
     private let timeoutNanoseconds: UInt64
@@ -61,7 +55,6 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     private var srtp: SRTPContext?
 
     static let frameBytes = 160
-    static let frameNanoseconds: UInt64 = 20_000_000
 
     /// Opens the call's port on `host`, the first free one of `ports` (nil: the kernel's choice).
     /// `crypto`: our SRTP key, for a call whose media is RTP/SAVP.
@@ -76,7 +69,6 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         let (fd, local) = try Sys.boundDatagramSocket(host: host, ports: candidates)
         localPort = UInt16(local.port)
         codec = offer.codec
-        eventPayloadType = offer.telephoneEvent
         let offered = Self.address(offer.address, port: offer.port)
         peer = offered ?? signalling
         signallingIP = signalling.ip
@@ -85,10 +77,7 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         // address the caller does not send from).
         latched = false
         onHold = offer.isHold
-        let random = OpenSSL.randomBytes(10)
-        sender = RTPSender(ssrc: random[0..<4].reduce(0) { $0 << 8 | UInt32($1) }, payloadType: offer.codec.payloadType, clockRate: 8000,
-                           initialSequenceNumber: UInt16(random[4]) << 8 | UInt16(random[5]),
-                           initialTimestamp: random[6...].reduce(0) { $0 << 8 | UInt32($1) })
+        stream = RTPStream(payloadType: offer.codec.payloadType, jitter: .g711, eventPayloadType: offer.telephoneEvent, seed: OpenSSL.randomBytes(10))
         self.playout = playout
         self.metrics = metrics
         ourKey = crypto
@@ -96,14 +85,14 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         lastPacketAt = loop.nanoseconds()
         // Bounded per pass: a flood on one call's port cannot hold the loop.
         try super.init(loop: loop, fd: fd, perPass: 64)
-        nextTick = playout.add(self)
+        stream.start(at: playout.add(self))
         secure(with: offer.crypto)
     }
 
     /// What the call's media holds on the heap (`HeapSize`'s rules): this object, the jitter
     /// buffer, the reply waiting for its ticks, the packet being built, SRTP's contexts.
     var heapBytes: Int {
-        HeapSize.of(self) + jitter.heapBytes + outgoing.heapBytes + HeapSize.of(packet) + (srtp?.heapBytes ?? 0)
+        HeapSize.of(self) + stream.heapBytes + outgoing.heapBytes + HeapSize.of(packet) + (srtp?.heapBytes ?? 0)
     }
 
     /// A call's media on `agent`'s loop and its settings' RTP ports: `offer` the far end's (or
@@ -147,13 +136,11 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         // A placed call's media starts with its answer: the ringing is not silence on the line.
         if answer { lastPacketAt = loop.nanoseconds() }
         onHold = offer.isHold
-        eventPayloadType = offer.telephoneEvent
+        stream.eventPayloadType = offer.telephoneEvent
         secure(with: offer.crypto)
         if offer.codec != codec {
             codec = offer.codec
-            let random = OpenSSL.randomBytes(6)
-            sender = RTPSender(ssrc: sender.ssrc, payloadType: offer.codec.payloadType, clockRate: 8000,
-                               initialSequenceNumber: UInt16(random[0]) << 8 | UInt16(random[1]), initialTimestamp: random[2...].reduce(0) { $0 << 8 | UInt32($1) })
+            stream.change(payloadType: offer.codec.payloadType)
         }
         if let moved = Self.address(offer.address, port: offer.port), !offer.isHold, moved != peer, answer || !Self.isPrivate(moved) {
             // Sent there until its first packet comes, as at the start.
@@ -187,17 +174,10 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         }
         guard let packet = try? RTPPacket(parsing: datagram) else { return }
         lastPacketAt = now
-        let type = packet.header.payloadType
-        if type == codec.payloadType {
-            guard packet.payload.count > 0 else { return }
-            jitter.insert(payload: Array(datagram[packet.payload]), sequenceNumber: packet.header.sequenceNumber,
-                          timestamp: packet.header.timestamp, now: now)
-        } else if type == eventPayloadType {
-            if let key = events.received(payload: UnsafeRawBufferPointer(rebasing: datagram[packet.payload]), timestamp: packet.header.timestamp) {
-                call?.pressed(key)
-            }
-        } else {
-            metrics.rtpDropped.add(1, .payloadType)
+        switch stream.received(packet, in: datagram, audioPayloadType: codec.payloadType, now: now) {
+        case .key(let key): call?.pressed(key)
+        case .foreign: metrics.rtpDropped.add(1, .payloadType)
+        case .audio, .nothing: break
         }
     }
 
@@ -205,16 +185,11 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
 
     var playoutEnded: Bool { ended }
 
-    /// The frames due by `now` from `nextTick`: at most 10, a call further behind starts again at
-    /// the clock's next run of its slot (`play`).
-    private func framesDue(by now: UInt64) -> Int {
-        now < nextTick ? 0 : Int(min(10, (now - nextTick) / Self.frameNanoseconds + 1))
-    }
-
+    /// Every frame due (`RTPStream.nextFrame`); the clock's `send` pass ran before with the same `now`,
+    /// so one frame clock serves both ways.
     func play(dueBy now: UInt64, nextTick clockNext: UInt64) {
-        for _ in 0..<framesDue(by: now) {
-            guard !ended else { break }
-            switch jitter.pop(now: nextTick) {
+        while !ended, let output = stream.nextFrame(dueBy: now) {
+            switch output {
             case .frame(let payload):
                 call?.heard(payload)
             case .missing:
@@ -224,9 +199,8 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
             case .waiting:
                 break
             }
-            nextTick += Self.frameNanoseconds
         }
-        if nextTick <= now { nextTick = clockNext }
+        stream.tickPlayed(now: now, clockNext: clockNext)
         if !onHold, now &- lastPacketAt > timeoutNanoseconds { call?.mediaTimedOut() }
     }
 
@@ -235,7 +209,7 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// A packet for every frame due, the clock's `send` pass (before its slot's input, which moves
     /// `nextTick` on).
     func send(dueBy now: UInt64, nextTick clockNext: UInt64) {
-        for _ in 0..<framesDue(by: now) where !ended { send(now: now) }
+        for _ in 0..<stream.framesDue(by: now) where !ended { send(now: now) }
     }
 
     /// The reply's G.711, queued to go one 20 ms packet a tick.
@@ -253,31 +227,20 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
     /// one, and a NAT's mapping needs the traffic). Nothing while the caller holds the call.
     private func send(now: UInt64) {
         guard !onHold else { return }
+        let trailer = srtp?.rtpTrailerLength ?? 0
         // A key being pressed takes the tick (the reply's audio waits, it is not dropped).
-        if let eventType = eventPayloadType, !keysOut.isIdle, let event = keysOut.next(timestamp: sender.timestamp) {
-            var header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: event.payload.count, now: now)
-            header.payloadType = eventType
-            header.timestamp = event.timestamp
-            header.marker = event.marker
-            header.write(payload: event.payload, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
-            return transmit()
-        }
+        if stream.writeKey(now: now, into: &packet, trailer: trailer) { return transmit() }
         let reply = outgoing.next()
         // The reply's last frame went out on the last tick: the call may be waiting for it.
         if reply == nil, wasSending { call?.sentAll() }
         wasSending = reply != nil
-        let frame = reply ?? Self.silence(codec)
-        let header = sender.next(payloadSamples: Self.frameBytes, payloadBytes: frame.count, now: now)
-        header.write(payload: frame, into: &packet, trailerCapacity: srtp?.rtpTrailerLength ?? 0)
+        stream.write(reply ?? Self.silence(codec), now: now, into: &packet, trailer: trailer)
         transmit()
     }
 
     /// Presses `key` on the call (RFC 4733, in this stream); false when the far end's SDP had no
     /// telephone-event, `key` is not a DTMF key, or too many wait.
-    func press(_ key: Character) -> Bool {
-        guard eventPayloadType != nil else { return false }
-        return keysOut.press(key)
-    }
+    func press(_ key: Character) -> Bool { stream.press(key) }
 
     /// The packet built, to the caller.
     private func transmit() {

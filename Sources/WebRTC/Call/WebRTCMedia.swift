@@ -9,31 +9,26 @@ import TLS
 /// one stream each way is far under the 5 % of bandwidth the RFC allows).
 final class WebRTCMedia {
     let opusPayloadType: UInt8
-    private var sender: RTPSender
+    /// The RTP both ways (`RTPStream`, SIP's too): the jitter buffer, the frame clock, the sender.
+    private var stream: RTPStream
     private var statistics = RTPReceiveStatistics(clockRate: 48_000)
-    private var jitter = JitterBuffer(settings: .opus)
     private var reports: ScheduledTask?
-    /// When the next 20 ms playout tick is due: kept to the nanosecond, so the ticks do not drift
-    /// by the loop's lateness.
-    private var nextTick: UInt64 = 0
     private var outgoing: [UInt8] = []
-    private(set) var sentPackets = 0
-    var heapBytes: Int { jitter.heapBytes + HeapSize.of(outgoing) }
-    static let frameNanoseconds: UInt64 = 20_000_000
+    var sentPackets: Int { stream.sentPackets }
+    var heapBytes: Int { stream.heapBytes + HeapSize.of(outgoing) }
     static let reportSeconds = 5.0
 
+    /// `ssrc`: the one the answer's SDP names.
     init(opusPayloadType: UInt8, ssrc: UInt32) {
         self.opusPayloadType = opusPayloadType
         // RFC 3550 section 5.1: random initial sequence number and timestamp.
-        let random = OpenSSL.randomBytes(6)
-        sender = RTPSender(ssrc: ssrc, payloadType: opusPayloadType, clockRate: 48_000,
-                           initialSequenceNumber: UInt16(random[0]) << 8 | UInt16(random[1]),
-                           initialTimestamp: random[2...].reduce(0) { $0 << 8 | UInt32($1) })
+        let ssrcBytes = (0..<4).map { UInt8(truncatingIfNeeded: ssrc >> (24 - 8 * $0)) }
+        stream = RTPStream(payloadType: opusPayloadType, jitter: .opus, seed: ssrcBytes + OpenSSL.randomBytes(6))
     }
 
     /// SRTP is keyed: the call joins its loop's playout clock, and the reports start.
     func start(now: UInt64, call: WebRTCCall) {
-        nextTick = call.port.playout.add(call)
+        stream.start(at: call.port.playout.add(call))
         reports = call.loop.schedule(after: Self.reportSeconds) { [weak self, weak call] in
             guard let self, let call else { return }
             self.report(call: call)
@@ -75,10 +70,7 @@ final class WebRTCMedia {
             return true
         }
         // Only the offer's Opus: telephone-event and anything else the browser may send are not audio.
-        guard packet.header.payloadType == opusPayloadType, !packet.payload.isEmpty else { return true }
-        _ = statistics.record(packet.header, now: now)
-        jitter.insert(payload: Array(bytes[packet.payload]), sequenceNumber: packet.header.sequenceNumber,
-                      timestamp: packet.header.timestamp, now: now)
+        if stream.received(packet, in: bytes, audioPayloadType: opusPayloadType, now: now) == .audio { _ = statistics.record(packet.header, now: now) }
         return true
     }
 
@@ -93,11 +85,10 @@ final class WebRTCMedia {
     }
 
     /// Every frame due by `now`, in order (the loop's `PlayoutClock` calls this each 20 ms): a
-    /// loop that was late catches up rather than drifting.
+    /// loop that was late catches up rather than drifting (`RTPStream.nextFrame`).
     func play(dueBy now: UInt64, nextTick clockNext: UInt64, call: WebRTCCall) {
-        var frames = 0
-        while nextTick <= now, frames < 10, !call.ended {
-            switch jitter.pop(now: nextTick) {
+        while !call.ended, let output = stream.nextFrame(dueBy: now) {
+            switch output {
             case .frame(let payload):
                 call.metrics.audioFrames.add(1, .played)
                 payload.withUnsafeBytes { packet in call.heard { try $0.opus(packet) } }
@@ -112,12 +103,8 @@ final class WebRTCMedia {
             case .waiting:
                 break
             }
-            nextTick += Self.frameNanoseconds
-            frames += 1
         }
-        // Far behind (a stalled loop): the frames start again on the clock's next tick rather
-        // than play a burst.
-        if nextTick <= now { nextTick = clockNext }
+        stream.tickPlayed(now: now, clockNext: clockNext)
     }
 
     // MARK: Out
@@ -125,10 +112,8 @@ final class WebRTCMedia {
     /// One 20 ms Opus packet of the session's reply, as SRTP to the peer ICE selected.
     func send(opus packet: [UInt8], call: WebRTCCall) {
         guard let srtp = call.srtp, let peer = call.peer else { return }
-        let header = sender.next(payloadSamples: 960, payloadBytes: packet.count, now: call.loop.nanoseconds())
-        header.write(payload: packet, into: &outgoing, trailerCapacity: srtp.rtpTrailerLength)
+        stream.write(packet, now: call.loop.nanoseconds(), into: &outgoing, trailer: srtp.rtpTrailerLength)
         do throws(SRTPError) { try srtp.protect(rtp: &outgoing) } catch { return }
-        sentPackets += 1
         outgoing.withUnsafeBytes { call.port.send($0, to: peer) }
     }
 
@@ -139,10 +124,10 @@ final class WebRTCMedia {
         let now = call.loop.nanoseconds()
         let blocks = statistics.reportBlock(now: now).map { [$0] } ?? []
         let first: RTCPPacket = sentPackets > 0
-            ? .senderReport(RTCPSenderReport(ssrc: sender.ssrc, info: sender.senderInfo(ntp: NTPTimestamp(unixNanoseconds: WallClock.nanoseconds()), now: now), reports: blocks))
-            : .receiverReport(RTCPReceiverReport(ssrc: sender.ssrc, reports: blocks))
+            ? .senderReport(RTCPSenderReport(ssrc: stream.sender.ssrc, info: stream.sender.senderInfo(ntp: NTPTimestamp(unixNanoseconds: WallClock.nanoseconds()), now: now), reports: blocks))
+            : .receiverReport(RTCPReceiverReport(ssrc: stream.sender.ssrc, reports: blocks))
         var bytes: [UInt8] = []
-        RTCPPacket.writeCompound([first, .sourceDescription([RTCPSourceDescription(ssrc: sender.ssrc, cname: Array(call.id.utf8))])],
+        RTCPPacket.writeCompound([first, .sourceDescription([RTCPSourceDescription(ssrc: stream.sender.ssrc, cname: Array(call.id.utf8))])],
                                  into: &bytes, trailerCapacity: srtp.rtcpTrailerLength)
         if (try? srtp.protectRTCP(&bytes)) != nil { bytes.withUnsafeBytes { call.port.send($0, to: peer) } }
         reports = call.loop.schedule(after: Self.reportSeconds) { [weak self, weak call] in
