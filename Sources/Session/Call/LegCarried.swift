@@ -14,6 +14,7 @@ extension LegCarried {
     package func speechPaused(responseID: String, on socket: any SessionSocket) -> Int? { leg?.speechPaused(responseID: responseID, on: socket) }
     package var resendsAfterPause: Bool { leg?.resendsAfterPause ?? false }
     package var carriesLossyMedia: Bool { leg?.carriesLossyMedia ?? false }
+    package var pullsReplies: Bool { leg?.pullsReplies ?? false }
     package func press(_ key: Character) -> Bool { leg?.press(key) ?? false }
     package var pressesKeys: Bool { leg?.pressesKeys ?? false }
     package func replyEnded() { leg?.replyEnded() }

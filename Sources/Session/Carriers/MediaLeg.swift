@@ -24,6 +24,10 @@ package protocol MediaLeg: AnyObject {
     /// UDP), so that its Opus carries in-band FEC for the listener to recover a lost packet from
     /// the next (RFC 6716 section 2.1.7); a WebSocket's TCP loses nothing.
     var carriesLossyMedia: Bool { get }
+    /// Whether the leg takes the replies' pieces itself, one a tick of its own clock
+    /// (`SessionDriver.pullReply`: a SIP call's RTP), rather than being sent them paced ahead:
+    /// then the reply's queue is the only one.
+    var pullsReplies: Bool { get }
     /// Whether the leg has a channel of its own for the API's events (a WebRTC call's `oai-events`
     /// data channel), which its socket's `send(text:)` writes to; a phone line's listeners are its
     /// sidebands alone.
@@ -46,6 +50,7 @@ extension MediaLeg {
     package var resendsAfterPause: Bool { false }
     package var carriesLossyMedia: Bool { false }
     package var carriesEvents: Bool { false }
+    package var pullsReplies: Bool { false }
     package func press(_ key: Character) -> Bool { false }
     package var pressesKeys: Bool { false }
     package func replyEnded() {}

@@ -75,6 +75,7 @@ extension SessionDriver {
                                              send: { [weak self] piece in self?.sendAudio(piece, at) }, report: report)
         else { return nil }
         if wire?.resendsAfterPause == true { output.retainedMs = SpeechOutput.resendWindowMs }
+        output.pulledByLeg = wire?.pullsReplies == true
         output.leadMs = endpoint.speech.replyLeadMs
         if echoGuardOn || recorder != nil { output.onPlayed = { [weak self] samples, playsAt in self?.replyPlayed(samples, at: playsAt) } }
         return output
@@ -133,5 +134,15 @@ extension SessionDriver {
         observe(.turnTimed(itemID: turn.itemID, responseID: turn.responseID, stages: turn.namedStages))
         trace?.stages(turn)
         if configuration.includesTimeline, let socket { wire?.send(engine.makeEvent(turn.eventKind), on: socket) }
+    }
+}
+
+extension SessionDriver {
+    /// For a leg that takes the replies' pieces itself, a tick at a time (`MediaLeg.pullsReplies`):
+    /// the next piece of the speech playing goes now, through the wire as any piece does; false
+    /// when none is ready (the leg sends silence).
+    package func pullReply() -> Bool {
+        for output in speechOutputs.values where output.pull() { return true }
+        return false
     }
 }

@@ -76,6 +76,10 @@ package final class SpeechOutput: PlayoutClient {
     /// on a pause (Twilio), none for the others (2 s of pcm16 in base64 would be 128 KB a reply).
     var retainedMs = 0
     static let resendWindowMs = 2000
+    /// The listener's leg takes the pieces itself, one a tick of its own clock (`pull`: a SIP
+    /// call's RTP, a packet every 20 ms), so the reply's queue is the only one: nothing is sent
+    /// ahead into a second queue at the leg, and the reply is not on the clock itself (issue 71).
+    var pulledByLeg = false
     private var startedAt: UInt64?
     private var sentMs = 0
     /// On the loop's playout clock: while it has pieces to send and is neither paused nor over.
@@ -224,6 +228,8 @@ package final class SpeechOutput: PlayoutClient {
     }
 
     private var playedMs: Int {
+        // Pulled a piece a tick, what was sent is what has played (but the piece going out now).
+        if pulledByLeg { return sentMs }
         guard let startedAt else { return 0 }
         // Paused or not, the client plays what it was sent in real time.
         return min(sentMs, Int((loop.nanoseconds() &- startedAt) / 1_000_000))
@@ -305,27 +311,52 @@ package final class SpeechOutput: PlayoutClient {
         finishIfDone()
     }
 
-    /// Sends what real time plus the lead allows, and comes back in 20 ms for the rest.
+    /// Sends what real time plus the lead allows, and comes back in 20 ms for the rest (a reply
+    /// its leg pulls only makes ready: `pull` sends).
     private func pace() {
         guard !over, pausedAt == nil else { return }
-        if startedAt == nil, queueHead < queue.count {
+        if !pulledByLeg {
+            let allowed = (startedAt.map { Int((loop.nanoseconds() &- $0) / 1_000_000) } ?? 0) + leadMs
+            while queueHead < queue.count, sentMs < allowed { sendNext() }
+        }
+        speakNext()
+        letGoOfSent()
+        if !pulledByLeg, !onClock, queueHead < queue.count {
+            onClock = true
+            _ = PlayoutClock.on(loop).add(self)
+        }
+    }
+
+    /// The next piece of a reply its leg pulls (`pulledByLeg`), sent now through `send`; false
+    /// when none is ready (paused, over, or not yet made: the leg sends silence).
+    func pull() -> Bool {
+        guard pulledByLeg, !over, pausedAt == nil, queueHead < queue.count else { return false }
+        sendNext()
+        speakNext()
+        letGoOfSent()
+        finishIfDone()
+        return true
+    }
+
+    /// The queue's head piece goes out.
+    private func sendNext() {
+        if startedAt == nil {
             startedAt = loop.nanoseconds()
             onFirstAudio?()
         }
-        let allowed = (startedAt.map { Int((loop.nanoseconds() &- $0) / 1_000_000) } ?? 0) + leadMs
-        while queueHead < queue.count, sentMs < allowed {
-            send(queue[queueHead].piece)
-            if let reference = queue[queueHead].reference {
-                // Kept with the pieces kept for sending again (Twilio), whose echo comes again too.
-                if retainedMs == 0 { queue[queueHead].reference = nil }
-                // It plays when the pace's clock reaches it, and never before it is sent.
-                let now = loop.nanoseconds()
-                onPlayed?(reference, max(now, (startedAt ?? now) &+ UInt64(sentMs) * 1_000_000))
-            }
-            sentMs += queue[queueHead].ms
-            queueHead += 1
+        send(queue[queueHead].piece)
+        if let reference = queue[queueHead].reference {
+            // Kept with the pieces kept for sending again (Twilio), whose echo comes again too.
+            if retainedMs == 0 { queue[queueHead].reference = nil }
+            // It plays when the pace's clock reaches it, and never before it is sent.
+            let now = loop.nanoseconds()
+            onPlayed?(reference, max(now, (startedAt ?? now) &+ UInt64(sentMs) * 1_000_000))
         }
-        speakNext()
+        sentMs += queue[queueHead].ms
+        queueHead += 1
+    }
+
+    private func letGoOfSent() {
         // Sent pieces older than `retainedMs` are let go.
         var drop = 0
         var dropMs = 0
@@ -337,10 +368,6 @@ package final class SpeechOutput: PlayoutClient {
             queue.removeFirst(drop)
             queueHead -= drop
             queueBaseMs += dropMs
-        }
-        if !onClock, queueHead < queue.count {
-            onClock = true
-            _ = PlayoutClock.on(loop).add(self)
         }
     }
 

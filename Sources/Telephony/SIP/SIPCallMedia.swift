@@ -14,6 +14,8 @@ protocol SIPCallMediaOwner: AnyObject {
     func sentAll()
     /// No RTP from the caller for `--sip-media-timeout` while the call was not on hold.
     func mediaTimedOut()
+    /// This tick's reply frame is wanted: `queue` gets it, if one is ready.
+    func pullReplyFrame()
 }
 
 /// A SIP call's RTP: its own UDP port (the answer's `m=` port), the caller's G.711 through the
@@ -230,6 +232,8 @@ final class SIPCallMedia: DatagramSocket, PlayoutClient {
         let trailer = srtp?.rtpTrailerLength ?? 0
         // A key being pressed takes the tick (the reply's audio waits, it is not dropped).
         if stream.writeKey(now: now, into: &packet, trailer: trailer) { return transmit() }
+        // One queue, the reply's (`SpeechOutput`): its next frame is pulled for this packet.
+        if outgoing.isEmpty { call?.pullReplyFrame() }
         let reply = outgoing.next()
         // The reply's last frame went out on the last tick: the call may be waiting for it.
         if reply == nil, wasSending { call?.sentAll() }

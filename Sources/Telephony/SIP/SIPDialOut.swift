@@ -157,6 +157,7 @@ final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
     func pressed(_ key: Character) {}
     func sentAll() {}
     func mediaTimedOut() {}
+    func pullReplyFrame() {}
 
     /// A hangup before the answer cancels the call (after it, the call answers control).
     func control(_ action: CallControl) {
