@@ -64,14 +64,7 @@ final class SIPCall: SIPCallMediaOwner, CallCarrier {
     /// A call Parley placed, answered (`SIPDialOut`): its dialog (confirmed, the ACK sent), its
     /// media, and its line, which sidebands found while it rang.
     init(agent: SIPUserAgent, dialed dialog: SIPDialog, media: SIPCallMedia, peer: SIPPeer, placedAt: UInt64, line: CallLine, trunk: SIPTrunkPlace?) {
-        trunkPlace = trunk
-        self.agent = agent
-        id = line.id
-        self.peer = peer
-        self.dialog = dialog
-        self.media = media
-        arrivedAt = placedAt
-        self.line = line
+        (trunkPlace, self.agent, id, self.peer, self.dialog, self.media, arrivedAt, self.line) = (trunk, agent, line.id, peer, dialog, media, placedAt, line)
         memory = CallAccount(.sip, on: agent.loop)
         media.call = self
         line.carrier = self
