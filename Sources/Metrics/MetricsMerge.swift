@@ -54,9 +54,9 @@ public enum MetricsMerge {
         if sessions > 0 {
             let grown = (sums["parley_process_resident_memory_bytes"] ?? 0) - (sums["parley_process_startup_resident_memory_bytes"] ?? 0)
             sums[ratios[0]] = (max(0, grown) / sessions).rounded(.down)
-            // As one process computes it: what calls, stream connections and parked sessions hold
+            // As one process computes it: what calls (ended ones kept included), stream connections and parked sessions hold
             // is not a WebSocket session's.
-            let apart = ["sip", "webrtc", "stream", "parked"].reduce(0.0) { $0 + (sums["parley_accounted_bytes_by_carrier{carrier=\"\($1)\"}"] ?? 0) }
+            let apart = ["sip", "webrtc", "stream", "parked", "ended_calls"].reduce(0.0) { $0 + (sums["parley_accounted_bytes_by_carrier{carrier=\"\($1)\"}"] ?? 0) }
             sums[ratios[1]] = (max(0, (sums["parley_accounted_bytes"] ?? 0) - apart) / sessions).rounded(.down)
         } else {
             for ratio in ratios where sums[ratio] != nil { sums[ratio] = 0 }

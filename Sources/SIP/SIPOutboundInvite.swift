@@ -5,7 +5,14 @@ import Media
 /// early media to hear, a 2xx is acknowledged (section 13.2.2.4, again for each retransmission) and
 /// makes the call's `SIPDialog`, a 3xx-6xx ends it with the reason the callee's side gave; a digest
 /// challenge is answered once (section 22.2); and CANCEL (section 9.1) when no one answers within
-/// `ringFor`, or Parley hangs up first.
+/// `ringFor`, or Parley hangs up first, but never before a provisional response: section 9.1 says
+/// a client SHOULD NOT send one until then. With none yet, the CANCEL waits for the first 1xx; a
+/// call that hears nothing at all until timer B is `unreachable`, whatever its ring time.
+///
+/// What the application is told, it is told once and as soon as it is decided: a hangup is
+/// `cancelled` at once, though the INVITE's transaction goes on by the rules (a 2xx that comes
+/// after it is acknowledged, and the call it makes is hung up: `isFinished` says when nothing
+/// more can come).
 ///
 /// A value, as `SIPDialog` is: responses, commands and the time (monotonic nanoseconds) in,
 /// `Action`s out, with `nextDeadline`. The INVITE's client transaction (resends, timer B) is the
@@ -55,6 +62,8 @@ package struct SIPOutboundInvite {
 
     private enum State: Equatable {
         case calling
+        /// Given up, with no provisional response yet: the CANCEL waits for one (section 9.1).
+        case cancelPending(SIPCallFailure)
         /// CANCEL sent: a 487 (or a 2xx, which crossed it) is what comes next.
         case cancelling(SIPCallFailure)
         case answered
@@ -70,6 +79,10 @@ package struct SIPOutboundInvite {
     package private(set) var invite: SIPMessage
     private var state = State.calling
     private var rang = false
+    /// A provisional response came (a 100 included): a CANCEL may be sent.
+    private var provisional = false
+    /// The call's failure was told (`.progress(.failed)`): it is told once.
+    private var told = false
     private var earlyMedia: PhoneAudioOffer?
     /// The challenge answered: a second one for the same realm is a wrong password, not a nonce.
     private var answeredChallenge = false
@@ -109,6 +122,9 @@ package struct SIPOutboundInvite {
 
     package var nextDeadline: UInt64? { state == .calling ? ringsUntil : nil }
 
+    /// Nothing more can come of the INVITE: answered (a 2xx, taken or hung up), or ended.
+    package var isFinished: Bool { state == .answered || state == .ended }
+
     package func start() -> [Action] { [.invite(invite)] }
 
     /// A response to the INVITE.
@@ -121,9 +137,16 @@ package struct SIPOutboundInvite {
             return ack.map { [.ack($0)] } ?? []
         case (.answered, _):
             return []
+        case (.cancelPending(let why), 100..<200):
+            // The first provisional: the CANCEL that waited goes now.
+            provisional = true
+            state = .cancelling(why)
+            return [.cancel] + tell(why)
         case (_, 100):
+            provisional = true
             return []
         case (.calling, 101..<200):
+            provisional = true
             if status == 183, let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), earlyMedia != offer, takes(offer) {
                 earlyMedia = offer
                 return [.progress(.earlyMedia(offer))]
@@ -137,24 +160,32 @@ package struct SIPOutboundInvite {
             return answered(response)
         case (.cancelling(let why), 487):
             state = .ended
-            return [.progress(.failed(why))]
+            return tell(why)
         case (.calling, 401), (.calling, 407):
             return challenged(response, proxy: status == 407)
         default:
             state = .ended
-            return [.progress(.failed(SIPCallFailure(status: status, response: response)))]
+            return tell(SIPCallFailure(status: status, response: response))
         }
+    }
+
+    /// The failure told, unless one was told already.
+    private mutating func tell(_ failure: SIPCallFailure) -> [Action] {
+        guard !told else { return [] }
+        told = true
+        return [.progress(.failed(failure))]
     }
 
     /// The INVITE's transaction ended with no final response (timer B): nothing answered at all.
     package mutating func timedOut() -> [Action] {
         switch state {
-        case .calling:
+        case .calling, .cancelPending:
+            // Nothing answered at all, however long it was to ring.
             state = .ended
-            return [.progress(.failed(.unreachable))]
+            return tell(.unreachable)
         case .cancelling(let why):
             state = .ended
-            return [.progress(.failed(why))]
+            return tell(why)
         case .answered, .ended:
             return []
         }
@@ -168,6 +199,11 @@ package struct SIPOutboundInvite {
 
     /// Parley gives up before the answer (the session closed, a hangup asked for).
     package mutating func hangUp() -> [Action] {
+        // Rung out with nothing heard yet: the hangup is what the application is told.
+        if case .cancelPending = state, !told {
+            state = .cancelPending(.cancelled)
+            return tell(.cancelled)
+        }
         guard state == .calling else { return [] }
         return cancel(.cancelled)
     }
@@ -179,9 +215,17 @@ package struct SIPOutboundInvite {
         return cancel(.hungUpEarly)
     }
 
+    /// Gives up on the call: CANCEL once a provisional response has come, else when one does
+    /// (section 9.1). A hangup is told at once; a call that rang out is `no_answer` once it is
+    /// known to have rung, `unreachable` if it never did (told at timer B).
     private mutating func cancel(_ why: SIPCallFailure) -> [Action] {
+        let told = why == .noAnswer && !provisional ? [] : tell(why)
+        guard provisional else {
+            state = .cancelPending(why)
+            return told
+        }
         state = .cancelling(why)
-        return [.cancel]
+        return [.cancel] + told
     }
 
     /// The call's dialog, once answered (RFC 3261 section 12.1.2), even by an answer whose SDP
@@ -193,13 +237,16 @@ package struct SIPOutboundInvite {
     }
 
     private mutating func answered(_ response: SIPMessage) -> [Action] {
-        let cancelled: SIPCallFailure? = if case .cancelling(let why) = state { why } else { nil }
+        let cancelled: SIPCallFailure? = switch state {
+        case .cancelling(let why), .cancelPending(let why): why
+        default: nil
+        }
         state = .answered
         answer = response
         let ack = Self.ack(for: invite, answer: response)
         self.ack = ack
         // A 2xx that crossed our CANCEL is still a call: acknowledged, then hung up (section 9.1).
-        if let cancelled { return [.ack(ack), .progress(.failed(cancelled))] }
+        if let cancelled { return [.ack(ack)] + tell(cancelled) }
         guard let sdp = try? SessionDescription(parsing: response.body), let offer = try? PhoneAudioOffer(sdp), takes(offer) else {
             return [.ack(ack), .progress(.failed(.noAcceptableAnswer))]
         }

@@ -19,8 +19,10 @@ package final class MemoryLedger: Sendable {
         case parked
         /// A session resumed from another loop: its state stays here, its socket there.
         case relayed
+        /// Ended calls kept readable for a while (their story, for late sidebands and `GET`).
+        case endedCalls
 
-        var labelValue: String { ["stream", "sip", "webrtc", "parked", "relayed"][rawValue] }
+        var labelValue: String { ["stream", "sip", "webrtc", "parked", "relayed", "ended_calls"][rawValue] }
     }
 
     private let counters: [Counter]
@@ -52,7 +54,7 @@ package final class MemoryLedger: Sendable {
     var total: Int { counters.reduce(0) { $0 + $1.current } }
     /// What connections and their sessions hold, relayed ones included: the total less calls,
     /// stream connections and parked sessions (`parley_accounted_bytes_per_connection`'s part).
-    var connectionTotal: Int { total - [Carrier.sip, .webRTC, .stream, .parked].reduce(0) { $0 + current($1) } }
+    var connectionTotal: Int { total - [Carrier.sip, .webRTC, .stream, .parked, .endedCalls].reduce(0) { $0 + current($1) } }
     func current(endpoint: Int) -> Int { counters[endpoint].current }
     func current(_ carrier: Carrier) -> Int { counter(carrier).current }
 }

@@ -47,7 +47,7 @@ enum ServerMetrics {
             loops.reduce(0) { $0 + $1.ledger.total }
         }
         _ = ComputedFamily(name: "parley_accounted_bytes_by_carrier",
-                           help: "parley_accounted_bytes by what holds them: a connection's endpoint (http until it upgrades), or a session's carrier (sip, webrtc, stream, parked, relayed).",
+                           help: "parley_accounted_bytes by what holds them: a connection's endpoint (http until it upgrades), or a session's carrier (sip, webrtc, stream, parked, relayed), or ended calls kept readable (ended_calls).",
                            kind: .gauge, registry: registry) { samples in
             for (i, name) in endpointNames.enumerated() { samples.add(CarrierLabel(labelValue: name), loops.reduce(0) { $0 + $1.ledger.current(endpoint: i) }) }
             for carrier in MemoryLedger.Carrier.allCases {
@@ -69,7 +69,7 @@ enum ServerMetrics {
             let sessions = sessions()
             return sessions > 0 ? max(0, ProcessMemory.residentBytes() - baseline.bytes) / sessions : 0
         }
-        gauge("parley_accounted_bytes_per_connection", "Accounted bytes of WebSocket sessions (relayed ones included; not calls, stream connections or parked sessions) / open WebSocket sessions; 0 with none open.") {
+        gauge("parley_accounted_bytes_per_connection", "Accounted bytes of WebSocket sessions (relayed ones included; not calls, ended calls kept, stream connections or parked sessions) / open WebSocket sessions; 0 with none open.") {
             let sessions = sessions()
             return sessions > 0 ? loops.reduce(0) { $0 + $1.ledger.connectionTotal } / sessions : 0
         }

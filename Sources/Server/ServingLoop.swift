@@ -39,6 +39,9 @@ final class ServingLoop {
     /// Each connection's client address, by slot, while per-address limits are on (empty otherwise).
     private var hosts: [Int32: HostKey] = [:]
     private(set) var shuttingDown = false
+    /// A check for the end of the drain is scheduled (one at a time).
+    private var waitingToStop = false
+    private var stopped = false
     /// Upgraded sessions on this loop: a drain ends when none is left.
     private var sessionsHere = 0
     /// Connections refused since the last warning about it, and when that was (in loop ticks).
@@ -283,31 +286,43 @@ final class ServingLoop {
     /// Drains: `/readyz` goes 503 and upgrades are refused, but the listener stays open so that a
     /// balancer's checks get that answer rather than a refused connection. Every connection is
     /// asked to close (a session handler may first finish its reply, then closes with 1012 and
-    /// its resume token); once this loop holds no session, or at `shutdownTimeout` with whatever
-    /// is left closed with 1001, the loop stops.
+    /// its resume token); calls are let finish, new ones refused (`LoopDrain`: SIP's 503 with
+    /// Retry-After). Once this loop holds no session and no call, or at `shutdownTimeout` with
+    /// whatever is left closed with 1001 and every call ended (a SIP call's BYE), the loop stops.
     private func beginShutdown() {
         shuttingDown = true
         context.drain.begin()
+        LoopDrain.on(loop).begin()
         loop.forEachRegistrant { ($0 as? Connection)?.shutdown() }
-        if sessionsHere == 0 { return stopWhenDrained() }
+        if sessionsHere == 0 { stopWhenDrained() }
         loop.schedule(after: context.configuration.shutdownTimeout) { [weak self] in
             guard let self else { return }
             loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
-            // The close handshakes get a moment; then the loop stops whatever is left.
+            LoopDrain.on(loop).bound()
+            // The close handshakes and the BYEs get a moment; then the loop stops whatever is left.
             loop.schedule(after: 1) { [weak self] in self?.stopNow() }
         }
     }
 
-    /// This loop holds no session: it stops once no loop does. Until then its listener stays open
-    /// and answers (a probe's 503): a loop that stopped early closed its listener with connections
-    /// in its backlog, which SO_REUSEPORT had given it, and those met a reset (most likely what a
-    /// drain test's reads met, once, in a clean clone's `make test`, 2026-11-28).
+    /// This loop holds no session: it stops once no loop does and it holds no call. Until then
+    /// its listener stays open and answers (a probe's 503): a loop that stopped early closed its
+    /// listener with connections in its backlog, which SO_REUSEPORT had given it, and those met a
+    /// reset (most likely what a drain test's reads met, once, in a clean clone's `make test`,
+    /// 2026-11-28).
     private func stopWhenDrained() {
-        guard context.openSessions.load(ordering: .relaxed) > 0 else { return stopNow() }
-        loop.schedule(after: 0.05) { [weak self] in self?.stopWhenDrained() }
+        guard !waitingToStop else { return }
+        guard context.openSessions.load(ordering: .relaxed) > 0 || LoopDrain.on(loop).callsHeld > 0 else { return stopNow() }
+        waitingToStop = true
+        loop.schedule(after: 0.05) { [weak self] in
+            self?.waitingToStop = false
+            self?.stopWhenDrained()
+        }
     }
 
     private func stopNow() {
+        // Once: the drain's end and its bound may both come.
+        guard !stopped else { return }
+        stopped = true
         acceptor?.close()
         acceptor = nil
         for port in streamPorts { port.acceptor.close() }

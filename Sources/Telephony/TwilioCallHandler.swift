@@ -75,7 +75,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, CallCa
         metrics.calls.add(1, stopped ? .stop : .noStop)
         sessionLog.info("call ended", metadata: ["session": "\(conversation.driver.engine.sessionID)", "call": "\(callSid)",
                                                  "stop": "\(stopped)", "code": "\(code)"])
-        line?.end()
+        line?.end(reason: hungUp ? "hangup" : stopped ? "remote_hangup" : "connection_lost")
         line = nil
         conversation.close(SessionEnding(code), reason: hungUp ? "close_requested" : stopped ? "remote_hangup" : "connection_lost")
         self.conversation = nil
@@ -121,6 +121,7 @@ final class TwilioCallHandler: WebSocketHandler, SessionSocket, MediaLeg, CallCa
         let line = CallLine(id: id, on: socket.loop)
         line.carrier = self
         line.converse(made)
+        line.moved(to: .answered)
         line.list()
         self.line = line
         let greeting = call.parameter("greeting") ?? settings.greeting

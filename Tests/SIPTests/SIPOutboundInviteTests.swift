@@ -122,21 +122,28 @@ import Testing
         #expect(Self.progress(silent.timedOut()) == [.failed(.unreachable)])
     }
 
-    @Test func aCallThatRingsOutIsCancelledAndEndsWhenThe487Comes() throws {
+    @Test func aCallThatRingsOutIsCancelledAndToldAtOnce() throws {
         var call = try Self.call(now: 5 * Self.s, ringFor: 20)
         _ = call.received(try Self.response(180))
         #expect(call.nextDeadline == 25 * Self.s)
         #expect(call.fire(now: 24 * Self.s).isEmpty)
-        #expect(call.fire(now: 25 * Self.s) == [.cancel])
+        // It rang: CANCEL now, and the application told `no_answer` now, not at the 487.
+        let rangOut = call.fire(now: 25 * Self.s)
+        #expect(rangOut.first == .cancel && Self.progress(rangOut) == [.failed(.noAnswer)])
         #expect(call.nextDeadline == nil && call.fire(now: 60 * Self.s).isEmpty)
-        #expect(Self.progress(call.received(try Self.response(487))) == [.failed(.noAnswer)])
+        #expect(!call.isFinished)
+        #expect(call.received(try Self.response(487)).isEmpty)
+        #expect(call.isFinished)
 
-        // Parley hangs up first; the 2xx that crossed the CANCEL is acknowledged, and it ends.
+        // Parley hangs up after a 100; the 2xx that crossed the CANCEL is acknowledged, and it ends.
         var crossed = try Self.call()
-        #expect(crossed.hangUp() == [.cancel])
+        _ = crossed.received(try Self.response(100, tag: nil))
+        let hungUp = crossed.hangUp()
+        #expect(hungUp.first == .cancel && Self.progress(hungUp) == [.failed(.cancelled)])
         let answered = crossed.received(try Self.response(200, body: Self.sdp()))
-        #expect(answered.count == 2 && Self.progress(answered) == [.failed(.cancelled)])
+        #expect(answered.count == 1 && Self.progress(answered).isEmpty)
         if case .ack = answered.first {} else { Issue.record("the crossing 2xx was not acknowledged") }
+        #expect(crossed.isFinished && crossed.dialog() != nil)
 
         // The CANCEL of the INVITE as sent: its Via, its CSeq number.
         let sent = try SIPMessage(datagram: Array(["INVITE sip:+15551234567@trunk.example.com SIP/2.0", "Via: SIP/2.0/UDP 203.0.113.5:5060;branch=z9hG4bKout1",
@@ -146,5 +153,46 @@ import Testing
         #expect(cancel.method == "CANCEL" && cancel.value("Via") == sent.value("Via") && cancel.value("CSeq") == "2 CANCEL")
         // The callee matches it to the INVITE's server transaction (section 9.2).
         #expect(SIPTransactionKey.invite(cancelledBy: cancel) == SIPTransactionKey.server(for: sent))
+    }
+
+    /// RFC 3261 section 9.1: no CANCEL until a provisional response has come.
+    @Test func noCancelGoesBeforeAProvisionalResponse() throws {
+        // A hangup with nothing heard: told at once, no CANCEL; the first 1xx brings it.
+        var hungUp = try Self.call()
+        let first = hungUp.hangUp()
+        #expect(first == [.progress(.failed(.cancelled))])
+        #expect(hungUp.received(try Self.response(100, tag: nil)) == [.cancel])
+        #expect(hungUp.received(try Self.response(487)).isEmpty && hungUp.isFinished)
+
+        // A hangup with nothing heard, then the callee answers: acknowledged, to be hung up.
+        var answeredLate = try Self.call()
+        _ = answeredLate.hangUp()
+        let late = answeredLate.received(try Self.response(200, body: Self.sdp()))
+        #expect(late.count == 1 && Self.progress(late).isEmpty && answeredLate.isFinished && answeredLate.dialog() != nil)
+
+        // A hangup with nothing ever heard: timer B ends the transaction, nothing more to tell.
+        var silent = try Self.call()
+        _ = silent.hangUp()
+        #expect(silent.timedOut().isEmpty && silent.isFinished)
+    }
+
+    /// A callee that takes the INVITE and says nothing is `unreachable`, whatever the ring time,
+    /// with no CANCEL sent; one that rings after the ring time is over is `no_answer`, cancelled.
+    @Test func nothingHeardAtAllIsUnreachableAtAnyRingTime() throws {
+        var quiet = try Self.call(now: 0, ringFor: 5)
+        #expect(quiet.fire(now: 5 * Self.s).isEmpty)
+        #expect(quiet.nextDeadline == nil)
+        #expect(Self.progress(quiet.timedOut()) == [.failed(.unreachable)])
+
+        var slow = try Self.call(now: 0, ringFor: 5)
+        #expect(slow.fire(now: 5 * Self.s).isEmpty)
+        let rang = slow.received(try Self.response(180))
+        #expect(rang.first == .cancel && Self.progress(rang) == [.failed(.noAnswer)])
+
+        // Rung out unheard, then hung up: `cancelled` is what the application hears.
+        var both = try Self.call(now: 0, ringFor: 5)
+        _ = both.fire(now: 5 * Self.s)
+        #expect(Self.progress(both.hangUp()) == [.failed(.cancelled)])
+        #expect(both.timedOut().isEmpty)
     }
 }

@@ -147,4 +147,17 @@ import Testing
         }
         #expect(try #require(Self.taken(Self.admit(&required, try Self.invite(body: nil), overTLS: true))).crypto != nil)
     }
+
+    /// A draining server takes no new call: 503 with Retry-After (issue 73), after who may call
+    /// (a stranger is still 403), and the refused INVITE does not count towards the rate.
+    @Test func aDrainingServerRefusesNewCallsWith503AndRetryAfter() throws {
+        var admission = Self.admission()
+        let refused = try #require(Self.refusal(admission.admit(try Self.invite(), from: Self.caller, overTLS: false, calls: [String: Int](),
+                                                                now: 0, wallSeconds: 1_000, draining: true)))
+        #expect(refused.status == 503 && refused.reason == .draining && refused.headers.contains { $0.name == "Retry-After" })
+        #expect(admission.rate.count == 0)
+        let stranger = try #require(Self.refusal(admission.admit(try Self.invite(), from: Self.stranger, overTLS: false, calls: [String: Int](),
+                                                                 now: 0, wallSeconds: 1_000, draining: true)))
+        #expect(stranger.status == 403)
+    }
 }

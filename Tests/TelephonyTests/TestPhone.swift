@@ -107,6 +107,33 @@ final class TestPhone {
         try send(sip: request("BYE", cseq: 2))
     }
 
+    /// `method` (an INVITE with the phone's offer, or OPTIONS) out of any dialog, moving the
+    /// clock until its final response comes: that response's status line and its headers.
+    func ask(_ method: String, _ clock: any TestClock) throws -> (status: String, headers: [String]) {
+        let sdp = "v=0\r\no=phone 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio \(rtpPort) RTP/AVP 0\r\na=rtpmap:0 PCMU/8000\r\n"
+        try send(sip: request(method, cseq: 1, body: method == "INVITE" ? sdp : ""))
+        for _ in 0..<500 {
+            for message in try receivedSIP() where message.hasPrefix("SIP/2.0 ") && !message.hasPrefix("SIP/2.0 1") {
+                let lines = message.split(separator: "\r\n").map(String.init)
+                if method == "INVITE" { try send(sip: request("ACK", cseq: 1)) }
+                return (lines[0], Array(lines.dropFirst()))
+            }
+            guard clock.advance(milliseconds: 20) else { throw Failed(description: "the server did not settle") }
+        }
+        throw Failed(description: "no final response to the \(method) within 10 s of the test's clock")
+    }
+
+    /// Whether a BYE came for the phone's call (answered 200, as a phone would).
+    func receivedBye() throws -> Bool {
+        for message in try receivedSIP() where message.hasPrefix("BYE ") {
+            let lines = message.split(separator: "\r\n").map(String.init)
+            let keep = lines.filter { line in ["via:", "from:", "to:", "call-id:", "cseq:"].contains { line.lowercased().hasPrefix($0) } }
+            try send(sip: (["SIP/2.0 200 OK"] + keep + ["Content-Length: 0", "", ""]).joined(separator: "\r\n"))
+            return true
+        }
+        return false
+    }
+
     static func rms(_ samples: [Int16]) -> Double {
         (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
     }

@@ -7,7 +7,10 @@
 # answering-machine detection finds (the person is found human). SIPp (Debian's sip-tester) plays
 # the trunks that misbehave, one scenario each (scripts/tests/sipp/trunk-*.xml): a digest challenge
 # SIPp checks the answer to, 401 forever, 503 with Retry-After, a BYE during early media, a callee
-# that never sends RTP. Refusals and /metrics checked too. The trunks are the callees' own SIP
+# that never sends RTP. Refusals and /metrics checked too. Issue 73: callees that answer at once
+# (a sideband attached seconds after the 201 hears the call's story first; 30 sidebands opened as
+# the call is answered, six rounds, none closed), a call that fails at once (its sideband, late,
+# hears why), and a trunk that never answers (unreachable at timer B, no CANCEL sent). The trunks are the callees' own SIP
 # ports on loopback (no proxy in between yet). Run by `make test`.
 #
 # Environment: PARLEY_BIN (.build/debug/parley).
@@ -53,6 +56,10 @@ cat > "$WORK/outbound-trunks.json" <<JSON
 {"one-at-a-time": {"uri": "sip:127.0.0.1:$(free_port)", "max_calls": 1},
  "one-a-minute": {"uri": "sip:127.0.0.1:$(free_port)", "calls_per_second": 0.0167}}
 JSON
+# A trunk that takes INVITEs and never answers (sip_dial_out.py listens on its port): unreachable at
+# timer B, and no CANCEL sent (issue 73).
+blackhole=$(free_port)
+trunks+=",blackhole=sip:+15557654321@127.0.0.1:$blackhole"
 sip=$(free_port)
 start_parley server serve 0 --loops 1 --sip-port "$sip" --sip-host 127.0.0.1 --sip-media-timeout 3 \
     --sip-trunk "test=sip:+15557654321@127.0.0.1:$callee_port$trunks" --sip-trunk-credentials-file "$WORK/trunk-credentials" \
@@ -60,7 +67,7 @@ start_parley server serve 0 --loops 1 --sip-port "$sip" --sip-host 127.0.0.1 --s
 wait_speech_helper server "http://127.0.0.1:$port"
 
 status=0
-timeout 120 .venv-sdk/bin/python scripts/tests/sip_dial_out.py --url "http://127.0.0.1:$port" || status=$?
+timeout 120 .venv-sdk/bin/python scripts/tests/sip_dial_out.py --url "http://127.0.0.1:$port" --blackhole-port "$blackhole" || status=$?
 finish callee || status=$?
 grep -E '^(ok|FAIL|note)' "$LOGS/callee.log" >&2 || true
 for scenario in auth unauthorized 503 early-bye silent; do

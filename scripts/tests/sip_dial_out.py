@@ -10,6 +10,7 @@ requests refused with their reasons; the counts in /metrics. Prints one ok/FAIL 
 import asyncio
 import argparse
 import json
+import socket
 import sys
 import threading
 import time
@@ -114,6 +115,111 @@ def events_until(socket, wanted: set[str], timeout: float) -> list[dict]:
     return seen
 
 
+# The callee's numbers that answer at once and say nothing (sip_callee.py): +15550000100 and on.
+QUICK = "+1555000010"
+
+
+def sideband_story(ws: str, call_id: str, seconds: float) -> tuple[list[dict], tuple[int, str] | None]:
+    """What a sideband attached now hears within `seconds`, and its close (code, reason) if the
+    server closed it meanwhile."""
+    seen: list[dict] = []
+    end = time.monotonic() + seconds
+    with connect(f"{ws}/v1/realtime?call_id={call_id}") as side:
+        while time.monotonic() < end:
+            try:
+                seen.append(json.loads(side.recv(timeout=max(0.05, end - time.monotonic()))))
+            except TimeoutError:
+                break
+            except ConnectionClosed as closed:
+                return seen, ((closed.rcvd.code, closed.rcvd.reason) if closed.rcvd else (1006, ""))
+    return seen, None
+
+
+def late_listener(base: str, ws: str, c: Checks) -> None:
+    """Issue 73: a callee that answers as fast as loopback lets it; a sideband attached seconds
+    after the 201 still hears the call's progress first, in order and once; GET tells the same;
+    once the call is over, a sideband hears the story and a close that says how it ended."""
+    status, _, body = place(base, QUICK + "0")
+    call_id = body.get("id", "")
+    time.sleep(4.5)  # rung, answered, and the answering-machine verdict (at 4 s at the latest) given
+    seen, closed = sideband_story(ws, call_id, 1.0)
+    progress = [e.get("type") for e in seen if e.get("type", "").startswith("transport.")]
+    c.check("a sideband attached 4.5 s after the 201 hears the call's story first: ringing, answered, answered_by, in order, once",
+            status == 201 and progress == ["transport.ringing", "transport.answered", "transport.answered_by"] and closed is None,
+            f"{progress} {closed}")
+    status, _, call = get(base, f"/v1/realtime/calls/{call_id}")
+    c.check("GET /v1/realtime/calls/{id}: answered, with its story", status == 200 and call.get("status") == "answered"
+            and [e.get("type") for e in call.get("events", [])] == progress, json.dumps(call)[:300])
+    post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
+    time.sleep(0.5)
+    status, _, call = get(base, f"/v1/realtime/calls/{call_id}")
+    c.check("GET after the hangup: ended (server_bye), its story kept", status == 200 and call.get("status") == "ended"
+            and call.get("ended_reason") == "server_bye" and len(call.get("events", [])) == 3, json.dumps(call)[:300])
+    seen, closed = sideband_story(ws, call_id, 3.0)
+    c.check("a sideband attached to the ended call: its story, then closed (1000) saying how it ended",
+            [e.get("type") for e in seen] == progress and closed is not None and closed[0] == 1000 and "server_bye" in closed[1], f"{[e.get('type') for e in seen]} {closed}")
+
+
+def attach_race(base: str, ws: str, c: Checks) -> None:
+    """Issue 73: 30 sidebands opened 0-29 ms after the 201, as a callee that answers at once
+    answers, in six rounds: none is closed while the call is up, each hears it answered once."""
+    problems: list[str] = []
+    for round in range(6):
+        _, _, body = place(base, QUICK + str(1 + round))
+        call_id = body.get("id", "")
+        heard: list[tuple[list[dict], tuple[int, str] | None] | None] = [None] * 30
+
+        def attach(i: int) -> None:
+            time.sleep(i / 1000)
+            heard[i] = sideband_story(ws, call_id, 2.5 - i / 1000)
+
+        threads = [threading.Thread(target=attach, args=(i,)) for i in range(30)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        post(base, f"/v1/realtime/calls/{call_id}/hangup", None)
+        for i, result in enumerate(heard):
+            seen, closed = result or ([], (0, "no result"))
+            answered = sum(1 for e in seen if e.get("type") == "transport.answered")
+            if closed is not None or answered != 1:
+                problems.append(f"round {round + 1}, sideband {i}: closed {closed}, answered {answered} times")
+    c.check("30 sidebands opened 0-29 ms after the 201, six rounds: none closed while the call was up, each told answered once",
+            not problems, "; ".join(problems[:5]))
+
+
+def unreachable(base: str, ws: str, c: Checks, port: int) -> None:
+    """Issue 73: a trunk that takes the INVITE and never answers (a socket that only listens):
+    `unreachable` at timer B though the call was to ring 5 s, and no CANCEL sent (RFC 3261
+    section 9.1: none before a provisional response)."""
+    hole = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    hole.bind(("127.0.0.1", port))
+    hole.settimeout(0.5)
+    status, _, body = post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": "+15550000030", "trunk": "blackhole",
+                                                                       "ring_timeout_seconds": 5}})
+    methods: list[str] = []
+    failed: dict = {}
+    with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+        end = time.monotonic() + 45
+        while time.monotonic() < end and not failed:
+            try:
+                methods.append(hole.recv(65536).split(b" ", 1)[0].decode(errors="replace"))
+            except TimeoutError:
+                pass
+            try:
+                event = json.loads(side.recv(timeout=0.01))
+                if event.get("type") == "transport.failed":
+                    failed = event.get("error", {})
+            except TimeoutError:
+                pass
+            except ConnectionClosed:
+                break
+    hole.close()
+    c.check("a trunk that never answers: unreachable (not no_answer) though it was to ring 5 s, and no CANCEL sent",
+            status == 201 and failed.get("code") == "unreachable" and "CANCEL" not in methods and "INVITE" in methods,
+            f"{failed} sent: {sorted(set(methods))}")
+
+
 def sipp_trunks(base: str, ws: str, c: Checks) -> None:
     """SIPp's trunks: each call's end, as its sideband is told it (on a thread of its own, beside
     the pjsua2 callees' calls: they share nothing but the server)."""
@@ -127,8 +233,16 @@ def sipp_trunks(base: str, ws: str, c: Checks) -> None:
              "a BYE during early media: ringing, then hung_up_early"),
             ("silent", lambda seen: any(e.get("type") == "transport.answered" for e in seen), "a callee that never sends RTP: answered")):
         status, _, body = post(base, "/v1/realtime/calls", {"transport": {"type": "sip", "destination": "+15550000010", "trunk": trunk}})
-        with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
-            seen = events_until(side, {"transport.failed", "transport.answered"}, 15)
+        if trunk == "503":
+            # A call that fails at once: a sideband attached a second later hears why, from its
+            # story, and then the close (issue 73).
+            time.sleep(1.0)
+            seen, closed = sideband_story(ws, body.get("id", ""), 5.0)
+            c.check("a call that failed before its sideband attached: transport.failed from its story, then a close saying why",
+                    closed is not None and closed[0] == 1000 and "unavailable" in closed[1], f"{closed}")
+        else:
+            with connect(f"{ws}/v1/realtime?call_id={body.get('id', '')}") as side:
+                seen = events_until(side, {"transport.failed", "transport.answered"}, 15)
         c.check(f"trunk {trunk}: {label}", status == 201 and wanted(seen), json.dumps(seen)[:400])
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:  # the silent callee's call ends at --sip-media-timeout
@@ -167,6 +281,7 @@ def hang_up_on_machine(base: str, ws: str, c: Checks) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
+    parser.add_argument("--blackhole-port", type=int, required=True, help="the port of the trunk that never answers, to listen on")
     args = parser.parse_args()
     base = args.url
     ws = base.replace("http://", "ws://")
@@ -177,6 +292,11 @@ def main() -> int:
     trunks.start()
     live = threading.Thread(target=lambda: asyncio.run(live_call(base, c)))
     live.start()
+    # Issue 73's calls beside the rest: the late listener, the attach race, the unanswering trunk.
+    stories = threading.Thread(target=lambda: (late_listener(base, ws, c), attach_race(base, ws, c)))
+    stories.start()
+    silent_trunk = threading.Thread(target=unreachable, args=(base, ws, c, args.blackhole_port))
+    silent_trunk.start()
     status, headers, body = place(base, "+15550000001", KEYS_SESSION)
     call_id = body.get("id", "")
     c.check("POST /v1/realtime/calls with a SIP transport: 201 with the call's id and Location",
@@ -237,6 +357,8 @@ def main() -> int:
 
     live.join()
     trunks.join()
+    stories.join()
+    silent_trunk.join()
 
 
     for label, transport, code in (("an unknown trunk", {"type": "sip", "destination": "+15550000001", "trunk": "nope"}, "unknown_trunk"),
@@ -256,7 +378,7 @@ def main() -> int:
 
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
         metrics = response.read().decode()
-    for line in ("parley_sip_calls_placed_total 13", 'parley_sip_calls_refused_out_total{reason="trunk_busy"} 1',
+    for line in ("parley_sip_calls_placed_total 21", 'parley_sip_calls_unanswered_total{reason="unreachable"} 1', 'parley_sip_calls_refused_out_total{reason="trunk_busy"} 1',
                  'parley_sip_calls_refused_out_total{reason="trunk_rate_limited"} 1', 'parley_sip_calls_answered_by_total{answer="machine"} 2', 'parley_sip_calls_total{end="media_timeout"} 1',
                  'parley_sip_calls_unanswered_total{reason="unauthorized"} 1', 'parley_sip_calls_unanswered_total{reason="unavailable"} 1',
                  'parley_sip_calls_unanswered_total{reason="hung_up_early"} 1', 'parley_sip_calls_unanswered_total{reason="busy"} 1', 'parley_sip_calls_unanswered_total{reason="no_answer"} 1'):

@@ -1,5 +1,6 @@
 import Access
 import JSON
+import Loop
 import Server
 import SessionEngine
 
@@ -20,6 +21,24 @@ package enum CallControlRoute {
     static func install(on routes: inout Router.Builder, access: Access, under base: String = callsPath, api: API = .realtime) {
         routes.streamUnder(base + "/", method: "POST") { request, stream in stream.respond(control(request, access: access, base: base, api: api)) }
         routes.streamUnder(base + "/", method: "OPTIONS") { request, stream in stream.respond(preflight(request)) }
+        if api == .realtime { routes.streamUnder(base + "/") { request, stream in read(request, stream, access: access, base: base) } }
+    }
+
+    /// `GET /v1/realtime/calls/{call_id}`: the call's status and story (`CallLine.document`), read
+    /// on the call's loop; an ended call's while it is kept (`KeptCalls`), then 404.
+    static func read(_ request: HTTPRequest, _ stream: HTTPResponseStream, access: Access, base: String) {
+        let rest = request.path.dropFirst(base.count + 1).split(separator: "/")
+        guard rest.count == 1 else { return stream.respond(cors(.jsonError(.notFound, code: "not_found", message: "no such route"), request)) }
+        if case .failure(let refusal) = access.identify(request, offered: []) { return stream.respond(cors(refusal.response, request)) }
+        let id = String(rest[0])
+        guard let entry = CallDirectory.shared.find(id) else {
+            return stream.respond(cors(.jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request))
+        }
+        let here = stream.loop.handle, line = entry.line, answer = Handoff(stream)
+        entry.home.execute {
+            let body = line.value.document.description + "\n"
+            here.execute { answer.value.respond(cors(HTTPResponse(status: .ok, contentType: "application/json", body: body), request)) }
+        }
     }
 
     static func control(_ request: HTTPRequest, access: Access, base: String = callsPath, api: API = .realtime) -> HTTPResponse {

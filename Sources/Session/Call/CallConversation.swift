@@ -32,6 +32,9 @@ package protocol CallConversation: SessionWire {
     func answered(by verdict: AnsweringMachineDetector.Verdict)
     /// Sidebands the call held before its session began (while it rang, or waited for its webhook).
     func adopt(_ attached: CallSidebands)
+    /// The call's line (`CallLine`), which keeps its story: the progress the conversation tells
+    /// its listeners (who answered, keys sent, GPT-Live's end) is kept there too.
+    func joined(_ line: CallLine)
     func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier)
     func detach(sideband id: ObjectIdentifier)
     /// A client event from a sideband, as text.

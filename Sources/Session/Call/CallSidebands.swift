@@ -32,8 +32,8 @@ package struct CallSidebands {
         for sideband in sidebands.values { sideband.send(text: text) }
     }
 
-    package mutating func closeAll() {
-        for sideband in sidebands.values { sideband.close(.ended, reason: "the call ended") }
+    package mutating func closeAll(reason: String = "the call ended") {
+        for sideband in sidebands.values { sideband.close(.ended, reason: reason) }
         sidebands = [:]
     }
 }

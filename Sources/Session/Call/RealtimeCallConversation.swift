@@ -19,6 +19,7 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
     package private(set) weak var leg: (any MediaLeg)?
     private var sidebands = CallSidebands()
     private var audio = OutputAudioBuffer()
+    private weak var line: CallLine?
     package let endpointName: String
 
     init(_ opening: CallOpening, options: SessionEngine.Options) {
@@ -49,7 +50,7 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
 
     package func answered(by verdict: AnsweringMachineDetector.Verdict) {
         driver.noteAnsweredBy(verdict)
-        tell(.callAnsweredBy(callID: callID, answer: verdict.answer.rawValue, reason: verdict.reason, decidedAfterMs: verdict.afterMs))
+        tell(.callAnsweredBy(callID: callID, answer: verdict.answer.rawValue, reason: verdict.reason, decidedAfterMs: verdict.afterMs), kept: true)
     }
 
     package func close(_ ending: SessionEnding, reason: String?) {
@@ -60,6 +61,7 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
     // MARK: Sidebands
 
     package func adopt(_ attached: CallSidebands) { sidebands.take(attached) }
+    package func joined(_ line: CallLine) { self.line = line }
 
     package func attach(sideband: Handoff<WebSocket>, on remote: LoopHandle, id: ObjectIdentifier) {
         guard let loop = driver.loop else { return }
@@ -85,12 +87,15 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
                                           message: "'event' must be one DTMF key (0-9, A-D, * or #), and the far end must take RFC 4733 telephone-events",
                                           param: "event", eventID: eventID)))
         }
-        tell(.callKeySent(key: text, clientEventID: eventID))
+        tell(.callKeySent(key: text, clientEventID: eventID), kept: true)
     }
 
-    private func tell(_ kind: ServerEvent.Kind) {
+    /// An event of the call's to its listeners; `kept`: progress, kept in the line's story too.
+    private func tell(_ kind: ServerEvent.Kind, kept: Bool = false) {
         guard let socket = driver.socket else { return }
-        send(driver.event(kind), on: socket)
+        let event = driver.event(kind)
+        if kept { line?.keep(event.json(dialect: dialect)) }
+        send(event, on: socket)
     }
 
     // MARK: SessionWire: events to the call's channel and sidebands, audio to its leg

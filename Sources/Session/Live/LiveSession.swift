@@ -19,9 +19,11 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
     /// The Responses backend, made with the first task or command for it (`delegation: responses`).
     private var backend: (session: LiveBackend, delegation: LiveResponsesDelegation)?
     private var sidebands = CallSidebands()
-    /// Its line in `CallDirectory` (for sidebands and call control), listed once started, when it
-    /// lists itself.
-    private var line: CallLine?
+    /// Its own line in `CallDirectory` (for sidebands and call control), listed once started,
+    /// when it lists itself.
+    private var ownLine: CallLine?
+    /// The line that keeps its call's story: its own, or its carrier's (a phone line).
+    private weak var callLine: CallLine?
     private let caller: Caller
     private let endpoint: RealtimeEndpoint
     package let endpointName: String
@@ -176,8 +178,8 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
         for timer in [acknowledgementTimer, lifeTimer] { timer?.cancel() }
         backend?.session.close()
         backend = nil
-        line?.end()
-        line = nil
+        ownLine?.end(reason: closedReason ?? (ending == .ended ? "close_requested" : "connection_lost"))
+        ownLine = nil
         sidebands.closeAll()
         driver.close(ending)
     }
@@ -193,11 +195,16 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
 
     /// Whether `session.closed` went out: it is the session's last event, said once.
     private var closedSaid = false
+    /// Its reason, for the line's end.
+    private var closedReason: String?
 
     private func sayClosed(_ reason: String) {
         guard !closedSaid, live.hasStarted else { return }
         closedSaid = true
-        broadcast(live.closed(reason, nowMs: nowMs).description)
+        closedReason = reason
+        let text = live.closed(reason, nowMs: nowMs).description
+        callLine?.keep(text)
+        broadcast(text)
     }
 
     /// The session's two hours are over: its last event, then a normal close.
@@ -220,19 +227,24 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
             case .send(let event):
                 let text = event.description
                 let type = event["type"]?.string
-                if type == "session.closed" { closedSaid = true }
+                if type == "session.closed" {
+                    closedSaid = true
+                    closedReason = event["reason"]?.string
+                    callLine?.keep(text)
+                }
                 switch (type == "error", origin) {
                 case (true, .primary): if live.reachesPrimary(event) { socket.send(text: text) }
                 case (true, .sideband): sidebands.send(text: text)
                 default: broadcast(text, event)
                 }
                 if type == "session.started", let notice = live.permissionsNotice() { socket.send(text: notice.description) }
-                if line == nil, listsItself, live.hasStarted, let loop = driver.loop {
+                if ownLine == nil, listsItself, live.hasStarted, let loop = driver.loop {
                     let listed = CallLine(id: live.sessionID, on: loop)
                     listed.carrier = self
                     listed.converse(self)
+                    listed.moved(to: .answered)
                     listed.list()
-                    line = listed
+                    ownLine = listed
                 }
             case .engine(let event):
                 driver.handle(.client(event))
@@ -246,7 +258,9 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
                 }
             case .pressKey(let key, let eventID):
                 // Only sidebands are told (`TransportDtmfSent`: "delivered only to sideband observers").
-                sidebands.send(text: live.keyPressed(key, sent: leg?.press(key) ?? false, eventID: eventID).description)
+                let text = live.keyPressed(key, sent: leg?.press(key) ?? false, eventID: eventID).description
+                callLine?.keep(text)
+                sidebands.send(text: text)
             case .playFixture(let samples, let id):
                 driver.playAudio(samples, rate: LiveConversation.fixtureRate, id: id) { [weak self] played in
                     guard let self else { return }
@@ -325,11 +339,14 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
     package func answered(by verdict: AnsweringMachineDetector.Verdict) {
         driver.noteAnsweredBy(verdict)
         guard live.hasStarted else { return }
-        broadcast(live.info("answered_by", "\(verdict.answer.rawValue) (\(verdict.reason)), decided \(verdict.afterMs) ms after the answer").description)
+        let text = live.info("answered_by", "\(verdict.answer.rawValue) (\(verdict.reason)), decided \(verdict.afterMs) ms after the answer").description
+        callLine?.keep(text)
+        broadcast(text)
     }
 
     /// Sidebands its carrier held before the session began (a placed call's, while it rang).
     package func adopt(_ attached: CallSidebands) { sidebands.take(attached) }
+    package func joined(_ line: CallLine) { callLine = line }
 
     package func receive(sidebandText: String) {
         var text = sidebandText

@@ -80,13 +80,17 @@ final class SIPCall: SIPCallMediaOwner, CallCarrier {
     }
 
     /// 180 Ringing, while the application decides (the webhook).
-    func ring() { carry(dialog.ring()) }
+    func ring() {
+        line.moved(to: .ringing)
+        carry(dialog.ring())
+    }
 
     /// The call is answered: its conversation opens in `api`, the 200 OK with the SDP answer goes
     /// out, and the conversation is given the greeting for the number called, if there is one.
     func accept(_ api: CallAPI) {
         guard dialog.state == .offered else { return }
         converse(api)
+        line.moved(to: .answered)
         carry(dialog.accept(now: agent.loop.nanoseconds()))
         metrics.setup.observe(nanoseconds: agent.loop.nanoseconds() &- arrivedAt)
         if let greeting = route?.greeting ?? agent.settings.greeting, !greeting.isEmpty { conversation?.greet(greeting) }
@@ -136,7 +140,7 @@ final class SIPCall: SIPCallMediaOwner, CallCarrier {
         metrics.callsOpen.add(-1)
         metrics.calls.add(1, why)
         sipLog("call ended", ["end": why.rawValue])
-        line.end()
+        line.end(reason: why.rawValue)
         conversation?.close(why.sessionEnding, reason: why.closeReason)
         conversation = nil
         agent.forget(self)

@@ -28,7 +28,11 @@ final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
     let line: CallLine
     private var timer: ScheduledTask?
     private let placedAt: UInt64
+    /// The application was told how the call ended (failed, or handed to the call it became).
     private var over = false
+    /// Its INVITE is finished too (the transaction may outlive what the application was told:
+    /// a hangup before any response, RFC 3261 section 9.1): its media closed, the agent told.
+    private var released = false
     private var events: IDGenerator
     /// What it holds while it rings (its media, its INVITE), under `sip`; the call it becomes
     /// accounts for itself.
@@ -96,14 +100,17 @@ final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
                 self.carry(self.invite.fire(now: self.agent.loop.nanoseconds()))
             }
         }
+        releaseIfFinished()
     }
 
     private func progressed(_ progress: SIPOutboundInvite.Progress) {
         switch progress {
         case .ringing:
+            line.moved(to: .ringing)
             tell("transport.ringing")
         case .earlyMedia(let offer):
             media.update(offer, answer: true)
+            line.moved(to: .ringing)
             tell("transport.ringing")
         case .answered(let offer):
             media.update(offer, answer: true)
@@ -111,10 +118,13 @@ final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
             over = true
             timer?.cancel()
             memory.close()
+            line.moved(to: .answered)
             tell("transport.answered")
             agent.metrics.dialSetup.observe(nanoseconds: agent.loop.nanoseconds() &- placedAt)
             sipLog(id, "call answered", ["codec": offer.codec.encoding])
             let call = SIPCall(agent: agent, dialed: dialog, media: media, peer: peer, placedAt: placedAt, line: line, trunk: holding?.trunk)
+            // Its media and dialog are the call's now: nothing here to release.
+            released = true
             agent.answered(self, by: call)
             call.answered(session: session, answeringMachine: answeringMachine, admitted: holding?.admitted ?? .phoneCall)
             holding = nil
@@ -133,14 +143,23 @@ final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
         tell("transport.failed", [("error", .object(error))])
         agent.metrics.dialFailures.add(1, failure.kind)
         sipLog(id, "call not answered", ["reason": failure.reason, "status": failure.status.map { "\($0)" } ?? "none"])
-        // A 2xx that crossed our CANCEL (or brought no usable answer) is a call to hang up.
+        holding = nil
+        line.end(reason: failure.reason)
+        releaseIfFinished()
+    }
+
+    /// Once the application was told and the INVITE can bring nothing more: a 2xx that crossed
+    /// our CANCEL (or came after a hangup, or brought no usable answer) is a call to hang up; the
+    /// media closes, and the agent forgets the call.
+    private func releaseIfFinished() {
+        guard over, !released, invite.isFinished else { return }
+        released = true
+        timer?.cancel()
         if var dialog = invite.dialog() {
             for case .request(let bye) in dialog.hangUp() { agent.send(request: bye, to: peer) { _ in } }
         }
         media.close()
         memory.close()
-        holding = nil
-        line.end()
         agent.dialEnded(self)
     }
 
@@ -148,7 +167,7 @@ final class SIPDialOut: SIPCallMediaOwner, CallCarrier {
     /// kin, with the session's id; a Realtime call's with its `call_id`).
     private func tell(_ type: String, _ fields: [(String, JSON)] = []) {
         let key = if case .live = session { "session_id" } else { "call_id" }
-        line.tellWaiting(JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), (key, .string(id))] + fields).description)
+        line.progress(JSON.object([("type", .string(type)), ("event_id", .string(events.make("event"))), (key, .string(id))] + fields).description)
     }
 
     // MARK: While it rings: no audio to hear yet (early media is the carrier's), and call control

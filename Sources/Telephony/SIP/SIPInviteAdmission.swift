@@ -28,6 +28,9 @@ struct SIPInviteAdmission {
 
         /// After admission, the one refusal left: no RTP port could be bound for the call.
         static let noRTPPort = Refusal(status: 503, reason: .busy, phrase: "Service Unavailable (no RTP port)")
+        /// The server drains (SIGTERM): its calls finish, new ones go to another node (section
+        /// 21.5.4: 503 with Retry-After; a proxy's OPTIONS probe is answered the same).
+        static let draining = Refusal(status: 503, reason: .draining, phrase: "Service Unavailable (draining)", headers: [SIPHeader("Retry-After", "60")])
         /// Past the calls held or begun a second: try again later (section 21.5.4).
         static func busy(_ reason: SIPRefusal) -> Refusal { Refusal(status: 503, reason: reason, headers: [SIPHeader("Retry-After", "5")]) }
         /// An offer Parley cannot answer (section 13.3.1.1: 488 with a Warning, 304 being
@@ -75,14 +78,16 @@ struct SIPInviteAdmission {
     /// The verdict on `invite` from `source` (over TLS or not), with `calls` held by Call-ID, at
     /// `now` (the loop's nanoseconds, for the rate) and `wallSeconds` (the digest nonces' time).
     /// An INVITE that passes who may call counts towards the rate, taken or not.
+    /// `draining`: the server drains, and takes no new call.
     mutating func admit<Call>(_ invite: SIPMessage, from source: TransportAddress, overTLS: Bool, calls: [String: Call],
-                              now: UInt64, wallSeconds: UInt64) -> Verdict {
+                              now: UInt64, wallSeconds: UInt64, draining: Bool = false) -> Verdict {
         guard allowedSources.contains(where: { $0.contains(source) }) else {
             return .refuse(Refusal(status: 403, reason: .sourceNotAllowed, phrase: "Forbidden (source address not allowed)"))
         }
         if !trunks.isEmpty, let challenges = challenges(invite, wallSeconds: wallSeconds) {
             return .refuse(Refusal(status: 401, reason: .unauthorized, headers: challenges.map { SIPHeader("WWW-Authenticate", $0) }))
         }
+        if draining { return .refuse(.draining) }
         guard rate.admit(now: now, limit: maxInvitesPerSecond) else { return .refuse(.busy(.rateLimited)) }
         guard calls.count < maxCalls else { return .refuse(.busy(.busy)) }
         guard let callID = try? invite.callID(), calls[callID] == nil else {

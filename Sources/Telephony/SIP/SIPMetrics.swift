@@ -58,6 +58,8 @@ enum SIPRefusal: String, MetricLabel, CaseIterable {
     case rateLimited = "rate_limited"
     /// SDES keys offered over plain signalling, or a plain offer where `--sip-srtp required`.
     case srtp
+    /// The server drains: 503 with Retry-After (issue 73).
+    case draining
     static let labelName = "reason"
 }
 

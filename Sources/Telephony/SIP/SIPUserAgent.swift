@@ -16,7 +16,7 @@ import TLS
 /// trunks (`SIPTrunkCalls`) and the registrations with them (`SIPTrunkRegistrar`). Every message
 /// we send goes back to the address the request came from (RFC 3581's symmetric response routing,
 /// which every NATed phone relies on).
-final class SIPUserAgent: SIPTransactionUser {
+final class SIPUserAgent: SIPTransactionUser, DrainHolder {
     let loop: EventLoop
     let endpoint: SIPEndpoint
     private unowned(unsafe) var port: SIPSignallingPort!
@@ -35,6 +35,17 @@ final class SIPUserAgent: SIPTransactionUser {
         self.endpoint = endpoint
         self.playout = playout
         admission = SIPInviteAdmission(settings: endpoint.settings, authenticator: endpoint.authenticator)
+        LoopDrain.on(loop).hold(self)
+    }
+
+    /// A draining loop waits for these (`LoopDrain`): the calls up or ringing, and those placed.
+    var callsHeld: Int { calls.count + trunks.ringing.count }
+
+    /// The drain's bound: every call ends as the server ends one (a BYE, or 480 before the
+    /// answer; a placed call still ringing is cancelled).
+    func endCallsForDrain() {
+        for call in Array(calls.values) { call.hangUp(.serverBye) }
+        for dial in Array(trunks.ringing.values) { dial.control(.hangUp) }
     }
 
     func attach(_ port: SIPSignallingPort) { self.port = port }
@@ -103,6 +114,11 @@ final class SIPUserAgent: SIPTransactionUser {
         switch method {
         case "INVITE":
             invite(request, key: key, from: peer, now: now)
+        case "OPTIONS" where LoopDrain.on(loop).isDraining:
+            // A proxy's probe (Kamailio's dispatcher) takes this node out of its set.
+            var draining = SIPMessage.response(to: request, status: 503, reason: "Service Unavailable (draining)", toTag: Self.tag())
+            draining.headers += SIPInviteAdmission.Refusal.draining.headers
+            respond(draining, key: key)
         case "OPTIONS":
             var ok = SIPMessage.response(to: request, status: 200, toTag: Self.tag())
             ok.add("Allow", SIPDialog.allow)
@@ -119,7 +135,7 @@ final class SIPUserAgent: SIPTransactionUser {
 
     private func invite(_ request: SIPMessage, key: SIPTransactionKey, from peer: SIPPeer, now: UInt64) {
         let verdict = admission.admit(request, from: peer.address, overTLS: peer.transport == "TLS", calls: calls,
-                                      now: now, wallSeconds: UInt64(WallClock.seconds()))
+                                      now: now, wallSeconds: UInt64(WallClock.seconds()), draining: LoopDrain.on(loop).isDraining)
         switch verdict {
         case .refuse(let refusal):
             refuse(request, refusal, key: key)

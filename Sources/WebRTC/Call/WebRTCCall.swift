@@ -119,6 +119,7 @@ final class WebRTCCall: MediaPortCall {
                 guard !conversing, let conversation else { continue }
                 conversing = true
                 line.converse(conversation)
+                line.moved(to: .answered)
                 conversation.open(self)
             case .text(var event):
                 guard !ended, conversing, let conversation else { continue }
@@ -176,7 +177,7 @@ final class WebRTCCall: MediaPortCall {
         port.forget(self, ufrag: ufrag, address: peer)
         metrics.ended(reason)
         callLog("call ended: \(reason.rawValue)")
-        line.end()
+        line.end(reason: reason.rawValue)
         if conversing { conversation?.close(reason == .hangup ? .ended : .wentAway, reason: nil) }
         conversation = nil
     }
