@@ -13,6 +13,7 @@ import SessionEngine
 /// admitted as a Live WebSocket's is and started as the call's data channel opens.
 extension WebRTCEndpoint {
     func liveOffer(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
+        if LoopDrain.on(stream.loop).isDraining { return stream.respond(Self.cors(Self.draining, request)) }
         if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return stream.respond(Self.cors(refusal.response, request)) }
         // A SIP transport places a phone call with the session on it (SIP's `dialOut`).
         if let json = try? JSON(parsing: String(decoding: request.body, as: UTF8.self)), json["transport"]?["type"]?.string == "sip" {

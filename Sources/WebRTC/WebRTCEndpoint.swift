@@ -74,6 +74,7 @@ public final class WebRTCEndpoint: Sendable {
 
     private func offer(_ request: HTTPRequest, _ stream: HTTPResponseStream) {
         let loop = stream.loop
+        if LoopDrain.on(loop).isDraining { return stream.respond(Self.cors(Self.draining, request)) }
         // Who is asking before what they ask: an unauthorised offer is not parsed.
         if case .failure(let refusal) = realtime.access.identify(request, offered: []) { return stream.respond(Self.cors(refusal.response, request)) }
         // A JSON body is not an offer: it places a phone call (`{"transport": {"type": "sip", …}}`).
@@ -249,6 +250,13 @@ public final class WebRTCEndpoint: Sendable {
     }
 
     static func cors(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse { CallControlRoute.cors(response, request) }
+
+    /// A draining node takes no new call (its calls go on to the drain's bound): another node will.
+    static var draining: HTTPResponse {
+        var response = HTTPResponse.jsonError(.serviceUnavailable, code: "draining", message: "this server is draining; place the call on another")
+        response.headers.append(("Retry-After", "1"))
+        return response
+    }
     static func preflight(_ request: HTTPRequest) -> HTTPResponse { CallControlRoute.preflight(request) }
 }
 

@@ -5,7 +5,8 @@ import TestSupport
 /// A SIP node that drains (SIGTERM) with a call up (issue 73): the call goes on, a new INVITE is
 /// refused 503 with Retry-After and a proxy's OPTIONS probe gets the same, and at the drain's
 /// bound (`--drain-seconds`, on the test's clock) the call is ended with Parley's BYE and the
-/// process exits; before, the loop stopped at once and the call was dropped without a BYE.
+/// process exits; before, the loop stopped at once and the call was dropped without a BYE. A
+/// WebRTC offer meanwhile is refused 503 `draining`.
 @Suite(.serialized) struct SIPDrainTests {
     @Test func aDrainingNodeRefusesNewCallsLetsItsCallGoOnAndEndsItWithABye() throws {
         let port = try RedisServer.freePort()
@@ -30,6 +31,11 @@ import TestSupport
         #expect(refused.status.hasPrefix("SIP/2.0 503") && refused.headers.contains { $0.lowercased().hasPrefix("retry-after:") }, "\(refused)")
         let probe = try TestPhone(sipPort: port).ask("OPTIONS", clock)
         #expect(probe.status.hasPrefix("SIP/2.0 503"), "\(probe)")
+        // A browser's call likewise (a WebRTC offer: 503 draining, before its SDP is read).
+        let browser = try TestClient(port: server.port)
+        try browser.send("POST /v1/realtime/calls HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nContent-Length: 4\r\n\r\nv=0\n")
+        let offer = try browser.readResponse()
+        #expect(offer.status == 503 && offer.body.contains("draining"), "\(offer.status) \(offer.body)")
 
         // The call goes on: its media flows, no BYE, for the drain's three seconds.
         var heard = 0

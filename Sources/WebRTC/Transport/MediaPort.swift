@@ -1,5 +1,6 @@
 import Glibc
 import Loop
+import Server
 import Media
 
 /// What a media port hands a datagram to: one WebRTC call.
@@ -38,6 +39,7 @@ final class MediaPort: DatagramSocket {
         playout = .on(loop)
         // Bounded per pass so that one flooded port cannot hold the loop.
         try super.init(loop: loop, fd: fd, perPass: 256)
+        LoopDrain.on(loop).hold(self)
     }
 
     /// A call waiting for its peer's checks under our ufrag; false if the ufrag is taken (the
@@ -110,4 +112,13 @@ final class MediaPort: DatagramSocket {
     }
 
     func close() { closeSocket() }
+}
+
+/// A draining loop waits for its WebRTC calls (`LoopDrain`), and at the drain's bound ends them as
+/// a stopping loop does: DTLS's close_notify, so browsers hang up at once.
+extension MediaPort: DrainHolder {
+    var callsHeld: Int { byUfrag.count }
+    func endCallsForDrain() {
+        for call in Array(byUfrag.values) { call.portClosing() }
+    }
 }
