@@ -61,9 +61,7 @@ extension WebRTCEndpoint {
         let loop = stream.loop
         admit(request, on: loop, respondingOn: stream) { admitted in
             guard stream.isOpen else { return }  // the caller's place goes with `admitted`
-            var options = SessionEngine.Options(realtime: request, endpoint: self.realtime, caller: admitted.caller, allowsOpus: true, restoring: nil)
-            options.carryAudioOnACall(session: nil)
-            switch self.answer(offer, request, on: loop, converse: self.opening(.live(config), carrier: "webrtc", options, request, admitted)) {
+            switch self.answer(offer, request, on: loop, converse: self.opening(.live(config), carrier: "webrtc", session: nil, request, admitted)) {
             case .success(let made):
                 let body = JSON.object([("session", .object([("id", .string(made.sessionID))])),
                                         ("transport", .object([("type", .string("webrtc")), ("sdp", .string(String(decoding: made.sdp, as: UTF8.self)))]))])

@@ -95,9 +95,7 @@ public final class WebRTCEndpoint: Sendable {
         }
         admit(request, on: loop, respondingOn: stream) { admitted in
             guard stream.isOpen else { return }  // the caller's place goes with `admitted`
-            var options = SessionEngine.Options(realtime: request, endpoint: self.realtime, caller: admitted.caller, allowsOpus: true, restoring: nil)
-            options.carryAudioOnACall(session: session)
-            switch self.answer(offer, request, on: loop, converse: self.opening(.realtime(nil), carrier: Self.callsPath, options, request, admitted)) {
+            switch self.answer(offer, request, on: loop, converse: self.opening(.realtime(nil), carrier: Self.callsPath, session: session, request, admitted)) {
             case .success(let made):
                 let created = HTTPResponse(status: .created, headers: [("Content-Type", "application/sdp"), ("Location", "\(Self.callsPath)/\(made.callID)")],
                                            body: made.sdp)
@@ -126,10 +124,13 @@ public final class WebRTCEndpoint: Sendable {
     }
 
     /// How a call's conversation in `api` is made, the call its leg: a browser's call (the
-    /// endpoint's echo guard, the request's dialect and trace).
-    func opening(_ api: CallAPI, carrier: String, _ options: SessionEngine.Options, _ request: HTTPRequest, _ admitted: Admitted)
+    /// endpoint's echo guard, the request's dialect and trace), its audio the call's Opus, with
+    /// `session` (an offer's `session` part) on top of the request's settings.
+    func opening(_ api: CallAPI, carrier: String, session: JSON?, _ request: HTTPRequest, _ admitted: Admitted)
         -> (String, WebRTCCall) -> any CallConversation {
-        { [realtime] id, call in
+        var options = SessionEngine.Options(realtime: request, endpoint: realtime, caller: admitted.caller, allowsOpus: true, restoring: nil)
+        options.carryAudioOnACall(session: session)
+        return { [realtime, options] id, call in
             api.conversation(CallOpening(callID: id, endpoint: realtime, admitted: admitted, carrier: carrier, leg: call, options: { _ in options },
                                          isPhoneLine: false, dialect: Dialect(openAIBetaHeader: request.header("openai-beta")),
                                          traceparent: request.header("traceparent")))

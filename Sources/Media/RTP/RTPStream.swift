@@ -129,8 +129,4 @@ package struct RTPStream: Sendable {
         header.write(payload: payload, into: &packet, trailerCapacity: trailer)
         sentPackets += 1
     }
-
-    /// Whether a key is being sent: a stream that sends only when it has audio (WebRTC's) sends
-    /// on the tick meanwhile.
-    package var isPressing: Bool { !keysOut.isIdle }
 }

@@ -27,9 +27,9 @@ package final class CallLine {
     /// Sidebands attached before the conversation began (while the webhook decides, a placed
     /// call rings, a browser's data channel opens).
     private var waiting = CallSidebands()
-    package private(set) var hasEnded = false
     /// Where the call is, as `GET` says it.
     package private(set) var status = Status.offered
+    package var hasEnded: Bool { status == .ended }
     /// Why it ended, in the carrier's word (`hangup`, `remote_hangup`, `busy`, `unreachable`, …).
     package private(set) var endedReason: String?
     /// Its progress events, in the API's dialect, in order; at most `storyLimit`.
@@ -89,7 +89,6 @@ package final class CallLine {
     /// conversation, with the reason its carrier knows.)
     package func end(reason: String) {
         guard !hasEnded else { return }
-        hasEnded = true
         status = .ended
         endedReason = reason
         waiting.closeAll(reason: closeReason)

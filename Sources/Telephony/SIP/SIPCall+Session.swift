@@ -43,8 +43,8 @@ extension SIPCall: SessionSocket, MediaLeg {
     func speechStopped(responseID: String, on socket: any SessionSocket) { media.clearQueue() }
 
     func press(_ key: Character) -> Bool { media.press(key) }
-    /// The media's send tick takes the reply's next frame itself (`replyFrame`): one queue, the
-    /// reply's, not a second one here.
+    /// The media's send tick takes the reply's next frame itself (`pullReplyFrame`): one queue,
+    /// the reply's, not a second one here.
     var pullsReplies: Bool { true }
 
     /// The reply's next frame, for this tick's packet: pulled from the conversation's speech, it

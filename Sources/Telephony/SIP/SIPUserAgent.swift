@@ -116,8 +116,9 @@ final class SIPUserAgent: SIPTransactionUser, DrainHolder {
             invite(request, key: key, from: peer, now: now)
         case "OPTIONS" where LoopDrain.on(loop).isDraining:
             // A proxy's probe (Kamailio's dispatcher) takes this node out of its set.
-            var draining = SIPMessage.response(to: request, status: 503, reason: "Service Unavailable (draining)", toTag: Self.tag())
-            draining.headers += SIPInviteAdmission.Refusal.draining.headers
+            let refusal = SIPInviteAdmission.Refusal.draining
+            var draining = SIPMessage.response(to: request, status: refusal.status, reason: refusal.phrase, toTag: Self.tag())
+            draining.headers += refusal.headers
             respond(draining, key: key)
         case "OPTIONS":
             var ok = SIPMessage.response(to: request, status: 200, toTag: Self.tag())
