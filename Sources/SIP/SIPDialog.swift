@@ -383,4 +383,6 @@ package enum SIPDialogEnd: String, Sendable, CaseIterable {
     case cancelled, rejected, noAck = "no_ack", mediaTimeout = "media_timeout"
     /// Transferred away (REFER accepted).
     case transferred
+    /// Parley's BYE at a drain's bound (`--drain-seconds`): the node was stopping.
+    case drained
 }

@@ -297,8 +297,10 @@ final class ServingLoop {
         if sessionsHere == 0 { stopWhenDrained() }
         loop.schedule(after: context.configuration.shutdownTimeout) { [weak self] in
             guard let self else { return }
-            loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
+            // Calls first: their sidebands are told how each ended (`drained`) before the force
+            // closes whatever is left with 1001 (make chaos saw a sideband closed 1001 first).
             LoopDrain.on(loop).bound()
+            loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
             // The close handshakes and the BYEs get a moment; then the loop stops whatever is left.
             loop.schedule(after: 1) { [weak self] in self?.stopNow() }
         }

@@ -42,7 +42,9 @@ final class WebRTCMetrics: Sendable {
 }
 
 enum WebRTCCallEnd: String, MetricLabel, CaseIterable {
-    case hangup, peer_gone, dtls_failed, data_channel_failed, server
+    /// `server`: the server ended it (its session closed, or the server stopped); `drained`: a
+    /// drain's bound passed with the call still up (`--drain-seconds`).
+    case hangup, peer_gone, dtls_failed, data_channel_failed, server, drained
     static let labelName = "reason"
 }
 

@@ -15,8 +15,13 @@
 # does the capped tenant holding more than its limit outside Redis's outages (each node counts
 # alone while Redis is away, docs/operations.md). Every node's RSS and accounted bytes are sampled
 # every 10 s; after the load ends and its sessions close, each node's is compared with its start.
-# The report: $OUT/report.txt (faults, sessions, turns, resumes, items, memory, the load client's
-# CPU, steal). Exit 0 when nothing was lost, 1 otherwise, 2 on a setup failure.
+# Calls beside the sessions (issue 73, CALL_EVERY seconds apart, 0 for none): SIP calls in from
+# pjsua2 (chaos_phones.py) to the nodes' SIP ports, calls out placed on the nodes' call API to the
+# same pjsua2 as callee, and aiortc's WebRTC calls (chaos_calls.py), each talking for CALL_HOLD s;
+# every call must end for a reason the faults explain, no node keeps one open, and each node's
+# /metrics tells the same story as the callers (chaos_calls_verdict.py).
+# The report: $OUT/report.txt (faults, sessions, turns, resumes, items, calls, memory, the load
+# client's CPU, steal). Exit 0 when nothing was lost, 1 otherwise, 2 on a setup failure.
 #
 #   CHAOS_MINUTES=30 SESSIONS=3000 SPOKEN=24 CUT_EVERY=3 TENANT_SESSIONS=60 TENANT_LIMIT=40 \
 #   INTERVAL=85 FAULT_EVERY=45 FAULT_SECONDS=15 SEED=1 APPENDFSYNC=always scripts/benchmarks/chaos.sh [OUT_DIR]
@@ -37,6 +42,8 @@ TENANT_LIMIT="${TENANT_LIMIT:-40}"
 # Redis fsyncs every write by default: with everysec a kill -9 of Redis loses up to a second of
 # writes it had acknowledged (make chaos lost 221 items so in 5 minutes; docs/benchmarks.md).
 APPENDFSYNC="${APPENDFSYNC:-always}"
+CALL_EVERY="${CALL_EVERY:-20}"
+CALL_HOLD="${CALL_HOLD:-20}"
 OUT="${1:-LoadTests/reports/chaos-$(date -u +%Y%m%dT%H%M%SZ)}"
 # A command that fails ends the run (set -e); say which, since a 30-minute run that stops without
 # a word cannot be told from one killed from outside.
@@ -44,6 +51,16 @@ trap 'echo "chaos.sh: line $LINENO failed with status $?" >&2' ERR
 scripts/tools/install-deps.sh haproxy redis-server redis-tools
 . "$(dirname "$0")/../lib/bench.sh"
 scripts/tools/speech-models.sh > /dev/null
+if [ "$CALL_EVERY" -gt 0 ]; then
+  scripts/tools/install-deps.sh espeak-ng sox
+  pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
+  pinned_venv "$ROOT/.venv-webrtc" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+  espeak-ng -v en-us -s 150 -w "$OUT/said.wav" "What is twelve times seven?"
+  sox "$OUT/said.wav" -r 8000 -c 1 -b 16 "$OUT/question-8k.wav"
+  sox "$OUT/said.wav" -r 48000 -c 1 -b 16 "$OUT/question-48k.wav"
+  espeak-ng -v en-gb+f3 -s 160 -w "$OUT/said.wav" "Hello? Who is calling, please?"
+  sox "$OUT/said.wav" -r 8000 -c 1 -b 16 "$OUT/hello-8k.wav"
+fi
 record_vmstat
 ulimit -n "$(ulimit -Hn)"
 RANDOM=$SEED
@@ -78,23 +95,38 @@ key=$("$PARLEY_BIN" token --secret-file "$secret" --sub chaos --ttl 86400)
 capped_key=""
 [ "$TENANT_SESSIONS" -eq 0 ] || capped_key=$("$PARLEY_BIN" token --secret-file "$secret" --sub capped --ttl 86400 --max-sessions "$TENANT_LIMIT")
 
-declare -a node_pid node_port node_name node_starts
+declare -a node_pid node_port node_name node_starts node_sip callee_port
 mkdir -p "$OUT/pids"
+# The calls' far end (pjsua2), one process a node (chaos_phones.py says why): its SIP port is
+# the node's trunk, so it starts before the node.
+if [ "$CALL_EVERY" -gt 0 ]; then
+  for i in 1 2 3; do
+    node_sip[$i]=$(free_port)
+    start "phones$i" "$ROOT/.venv-sip/bin/python" -u scripts/benchmarks/chaos_phones.py --sip-port "${node_sip[$i]}" --node $((i - 1)) \
+      --every $((3 * CALL_EVERY)) --offset $(((i - 1) * CALL_EVERY + 1)) --hold "$CALL_HOLD" --question "$OUT/question-8k.wav" \
+      --hello "$OUT/hello-8k.wav" --seconds $((seconds - 60)) --report "$OUT/phones.jsonl" --log "$OUT/pjsua-$i.log" --start-file "$OUT/calls.start"
+    wait_until "phones$i" "its SIP port said" grep -q '^port ' "$LOGS/phones$i.log"
+    callee_port[$i]=$(grep -m1 '^port ' "$LOGS/phones$i.log" | cut -d' ' -f2)
+  done
+fi
 start_node() {
   local i=$1
   node_starts[$i]=$(( ${node_starts[$i]:-0} + 1 ))
   node_name[$i]="node$i-${node_starts[$i]}"
   # Speech for every session that asks: the capacity is above the node's share of the load, as
   # text sessions take a seat too.
+  local calls=()
+  [ "$CALL_EVERY" -eq 0 ] || calls=(--sip-port "${node_sip[$i]}" --sip-host 127.0.0.1 --sip-trunk "chaos=sip:+15550000000@127.0.0.1:${callee_port[$i]}")
   OPENAI_API_KEY=sk-chaos WAIT_SECONDS=60 start_parley "${node_name[$i]}" serve "${node_port[$i]}" --loops 1 --store "redis://127.0.0.1:$RP" \
     --llm openai --llm-base-url "http://127.0.0.1:$MP/v1" --llm-model m --jwt-secret-file "$secret" \
-    --speech-capacity $((SESSIONS + 100)) --drain-seconds 5 --log-level warning
+    --speech-capacity $((SESSIONS + 100)) --drain-seconds 5 --log-level warning "${calls[@]}"
   node_pid[$i]=$pid
   wait_healthy "${node_name[$i]}" "http://127.0.0.1:${node_port[$i]}/readyz"
   wait_until "${node_name[$i]}" "its speech helper up" helper_up "${node_port[$i]}"
   echo "$pid" > "$OUT/pids/node$i"
   # This incarnation's memory before any session: what it is compared with at the end.
   echo "$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status") $(metric "${node_port[$i]}" parley_accounted_bytes)" | tee "$OUT/pids/node$i.start" >> "$OUT/pids/starts"
+  echo "$i $(date +%s.%N)" >> "$OUT/node-starts.txt"
 }
 for i in 1 2 3; do node_port[$i]=$(free_port); start_node "$i"; done
 FRONT=$(free_port)
@@ -133,6 +165,12 @@ start survive timeout $((seconds + 600)) "$BIN/parley-load" survive "${survive_a
 started=$(date +%s)
 sleep 2
 kill -0 "$pid" 2>/dev/null || { cat "$OUT/survive.log" >&2; die "the load client did not start" 2; }
+if [ "$CALL_EVERY" -gt 0 ]; then
+  touch "$OUT/calls.start"
+  start calls "$ROOT/.venv-webrtc/bin/python" -u scripts/benchmarks/chaos_calls.py \
+    --nodes "http://127.0.0.1:${node_port[1]},http://127.0.0.1:${node_port[2]},http://127.0.0.1:${node_port[3]}" \
+    --every "$CALL_EVERY" --hold "$CALL_HOLD" --question "$OUT/question-48k.wav" --seconds $((seconds - 60)) --report "$OUT/calls.jsonl"
+fi
 
 # The schedule: one fault every FAULT_EVERY s until a minute before the load ends, so the last
 # resumes settle while it still runs; the kinds dealt from a deck shuffled by SEED each round, so
@@ -152,9 +190,13 @@ while (( $(date +%s) - started < seconds - 60 )); do
   deal
   case $card in
     0) fault "kill -9 node$i"
-       kill -9 "${node_pid[$i]}"; stop "${node_name[$i]}" 5 || true; start_node "$i" ;;
+       from=$(date +%s.%N)
+       kill -9 "${node_pid[$i]}"; stop "${node_name[$i]}" 5 || true; start_node "$i"
+       echo "$from $(date +%s.%N) kill $i" >> "$OUT/node-faults.txt" ;;
     1) fault "SIGTERM node$i (drain, then start again)"
-       stop "${node_name[$i]}" 30 || true; start_node "$i" ;;
+       from=$(date +%s.%N)
+       stop "${node_name[$i]}" 30 || true; start_node "$i"
+       echo "$from $(date +%s.%N) term $i" >> "$OUT/node-faults.txt" ;;
     2) fault "kill -9 redis, restart from its append-only file after 3 s"
        echo "$(date +%s) down" >> "$OUT/redis-outages.txt"
        kill -9 "${harness_pids[redis]}"; stop redis 5 || true; sleep 3; start_redis_persistent
@@ -176,12 +218,21 @@ log "faults stopped"
 
 finish survive || true
 cat "$OUT/survive.log" >> "$OUT/survive.txt" 2>/dev/null || true
+if [ "$CALL_EVERY" -gt 0 ]; then
+  finish calls || true
+  for i in 1 2 3; do finish "phones$i" || true; done
+fi
+touch "$OUT/node-faults.txt"
 load_cpu=$(awk '/client CPU/ { print }' "$OUT/survive.txt" | tail -1)
 vm_to=$(wc -l < "$OUT/vmstat.log")
 log "load ended; its sessions closed, memory settles for 40 s (parked copies expire after 30)"
 sleep 40
 kill "$sampler" 2>/dev/null || true
 stop proxy 5 || true
+for i in 1 2 3; do
+  curl -fsS "http://127.0.0.1:${node_port[$i]}/metrics" | grep -E '^parley_(sip_calls_open|sip_calls_total|webrtc_calls_open|webrtc_calls_ended_total|accounted_bytes_by_carrier)' \
+    > "$OUT/metrics-node$i.txt" || true
+done
 
 [ -s "$OUT/survive.json" ] || die "the load client wrote no report (its output: $OUT/survive.txt)" 1
 lost=$(json_field "$OUT/survive.json" items_lost)
@@ -200,9 +251,13 @@ dups=$(json_field "$OUT/survive.json" seq_duplicates)
     p=$(cat "$OUT/pids/node$i"); read -r start_kb start_acc < "$OUT/pids/node$i.start"
     end_kb=$(awk '/VmRSS/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo "?")
     end_acc=$(metric "${node_port[$i]}" parley_accounted_bytes 2>/dev/null || echo "?")
+    # Ended calls' stories are kept 5 minutes on purpose (docs/protocol.md, "The call's story"):
+    # accounted under ended_calls, and left out of what must be back by now.
+    kept=$(metric "${node_port[$i]}" 'parley_accounted_bytes_by_carrier{carrier="ended_calls"}' 2>/dev/null || echo 0)
+    [ "$end_acc" = "?" ] || end_acc=$(awk -v a="$end_acc" -v k="${kept:-0}" 'BEGIN { printf "%d", a - k }')
     peak=$(awk -v p="$p" '$3 == p && $4 != "down" { if ($4 > m) m = $4 } END { print m + 0 }' "$OUT/memory.txt")
     peak_acc=$(awk -v p="$p" '$3 == p && $5 != "?" { if ($5 > m) m = $5 } END { print m + 0 }' "$OUT/memory.txt")
-    echo "  node$i (pid $p, started ${node_starts[$i]} times): RSS start $start_kb, peak $peak, end $end_kb; accounted start $start_acc, peak $peak_acc, end $end_acc"
+    echo "  node$i (pid $p, started ${node_starts[$i]} times): RSS start $start_kb, peak $peak, end $end_kb; accounted start $start_acc, peak $peak_acc, end $end_acc (and ${kept:-0} of ended calls' stories, kept 5 minutes)"
     echo "node$i $p $start_kb $end_kb $start_acc $end_acc" >> "$OUT/memory-ends.txt"
   done
   echo "every incarnation's RSS at its start (KiB): $(cut -d' ' -f1 "$OUT/pids/starts" | sort -n | tr '\n' ' ')"
@@ -210,6 +265,9 @@ dups=$(json_field "$OUT/survive.json" seq_duplicates)
   echo "steal (vmstat st) over the run: $(steal "$vm_from" "$vm_to")"
   echo "items lost $lost, seq gaps $gaps, seq duplicates $dups"
   python3 scripts/benchmarks/chaos_verdict.py "$OUT" "$TENANT_LIMIT" 3 > "$OUT/verdict.txt" && verdict=ok || verdict=failed
+  if [ "$CALL_EVERY" -gt 0 ]; then
+    python3 scripts/benchmarks/chaos_calls_verdict.py "$OUT" >> "$OUT/verdict.txt" || verdict=failed
+  fi
   cat "$OUT/verdict.txt"
   echo "$verdict" > "$OUT/verdict.status"
 } | tee "$OUT/report.txt"

@@ -232,8 +232,11 @@ final class SurviveRun: ConnectionEvents {
                 guard scheduleEnd == .max || now < scheduleEnd else { continue }
                 reconnect(slot, path: target.path, now)
             case .connecting, .opening:
-                // An attempt that hangs is given up after 5 s and made again.
-                if sessions[slot].attemptStartedAt != 0, now - sessions[slot].attemptStartedAt > 5_000_000_000, let connection = sessions[slot].connection {
+                // An attempt that hangs is given up after 10 s and made again. Longer than the
+                // chaos proxy's stalls (2-6 s): a resume the server took but whose answer a stall
+                // held has rotated the token, so a client that gives up on it first cannot resume
+                // again (make chaos lost 6 sessions so with 5 s, 2026-11-28: resume_token_invalid).
+                if sessions[slot].attemptStartedAt != 0, now - sessions[slot].attemptStartedAt > 10_000_000_000, let connection = sessions[slot].connection {
                     pool.abandon(connection, "attempt timed out")
                 }
             default:

@@ -97,7 +97,9 @@ package final class CallLine {
         KeptCalls.on(loop).keep(self)
     }
 
-    private var closeReason: String { "the call ended" + (endedReason.map { ": \($0)" } ?? "") }
+    /// What a sideband's close says once the call is over: how it ended, in the carrier's word
+    /// (`the call ended: caller_bye`), for a sideband attached then as for one attached later.
+    package var closeReason: String { "the call ended" + (endedReason.map { ": \($0)" } ?? "") }
 
     /// The call as `GET` on its URL answers it: its id, status, story and, once over, how it ended.
     package var document: JSON {

@@ -54,7 +54,8 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
     }
 
     package func close(_ ending: SessionEnding, reason: String?) {
-        sidebands.closeAll()
+        // The carrier ended the line first, so its close says how the call ended.
+        sidebands.closeAll(reason: line?.closeReason ?? "the call ended")
         driver.close(ending)
     }
 

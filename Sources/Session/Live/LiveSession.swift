@@ -179,8 +179,9 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
         backend?.session.close()
         backend = nil
         ownLine?.end(reason: closedReason ?? (ending == .ended ? "close_requested" : "connection_lost"))
+        let closing = ownLine ?? callLine
         ownLine = nil
-        sidebands.closeAll()
+        sidebands.closeAll(reason: closing?.closeReason ?? "the call ended")
         driver.close(ending)
     }
 

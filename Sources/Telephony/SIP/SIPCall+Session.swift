@@ -79,7 +79,7 @@ extension SIPCall {
 
 extension SIPDialogEnd {
     /// How the session ends: normally for a BYE either way, gone for anything else (a timeout).
-    var sessionEnding: SessionEnding { self == .callerBye || self == .serverBye ? .ended : .wentAway }
+    var sessionEnding: SessionEnding { self == .callerBye || self == .serverBye || self == .drained ? .ended : .wentAway }
     /// Why, in the words of GPT-Live's `session.closed` (the Realtime API has none).
     var closeReason: String { self == .callerBye ? "remote_hangup" : self == .serverBye ? "close_requested" : "connection_lost" }
 }

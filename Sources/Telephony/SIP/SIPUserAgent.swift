@@ -44,7 +44,7 @@ final class SIPUserAgent: SIPTransactionUser, DrainHolder {
     /// The drain's bound: every call ends as the server ends one (a BYE, or 480 before the
     /// answer; a placed call still ringing is cancelled).
     func endCallsForDrain() {
-        for call in Array(calls.values) { call.hangUp(.serverBye) }
+        for call in Array(calls.values) { call.hangUp(.drained) }
         for dial in Array(trunks.ringing.values) { dial.control(.hangUp) }
     }
 

@@ -159,7 +159,7 @@ final class WebRTCCall: MediaPortCall {
 
     // MARK: Ending
 
-    func portClosing() { end(.server) }
+    func portClosing(_ reason: WebRTCCallEnd) { end(reason) }
 
     /// Ends the call once (the transport's close_notify to the peer, then `ended`).
     func end(_ reason: WebRTCCallEnd) {

@@ -8,8 +8,9 @@ protocol MediaPortCall: AnyObject {
     /// A datagram from `from` (its RFC 7983 kind already read from its first byte), in the loop's
     /// shared read buffer: valid only during the call.
     func received(_ datagram: UnsafeRawBufferPointer, kind: PacketKind, from: TransportAddress)
-    /// The port is closing (its loop stops): the call ends now, telling its peer while it can.
-    func portClosing()
+    /// The port is closing (its loop stops, `server`, or a drain reached its bound, `drained`): the
+    /// call ends now, telling its peer while it can.
+    func portClosing(_ reason: WebRTCCallEnd)
 }
 
 /// One UDP socket per event loop, shared by every call that loop answered (ICE-lite's host
@@ -107,7 +108,7 @@ final class MediaPort: DatagramSocket {
     /// The server is stopping: every call ends with DTLS's close_notify (so browsers hang up at
     /// once rather than after ICE's 30 s), then the socket closes.
     override func loopStopped() {
-        for call in Array(byUfrag.values) { call.portClosing() }
+        for call in Array(byUfrag.values) { call.portClosing(.server) }
         close()
     }
 
@@ -119,6 +120,6 @@ final class MediaPort: DatagramSocket {
 extension MediaPort: DrainHolder {
     var callsHeld: Int { byUfrag.count }
     func endCallsForDrain() {
-        for call in Array(byUfrag.values) { call.portClosing() }
+        for call in Array(byUfrag.values) { call.portClosing(.drained) }
     }
 }
