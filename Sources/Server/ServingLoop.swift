@@ -297,10 +297,13 @@ final class ServingLoop {
         if sessionsHere == 0 { stopWhenDrained() }
         loop.schedule(after: context.configuration.shutdownTimeout) { [weak self] in
             guard let self else { return }
-            // Calls first: their sidebands are told how each ended (`drained`) before the force
-            // closes whatever is left with 1001 (make chaos saw a sideband closed 1001 first).
+            // Calls first, and the rest a moment later: a call's end reaches its sidebands through
+            // their loops' queues (`the call ended: drained`), so a force close made at once got
+            // there before it (make chaos: sidebands closed 1001 with their calls still up).
             LoopDrain.on(loop).bound()
-            loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
+            loop.schedule(after: 0.1) { [weak self] in
+                self?.loop.forEachRegistrant { ($0 as? Connection)?.shutdown(force: true) }
+            }
             // The close handshakes and the BYEs get a moment; then the loop stops whatever is left.
             loop.schedule(after: 1) { [weak self] in self?.stopNow() }
         }

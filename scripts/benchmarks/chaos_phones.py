@@ -70,9 +70,7 @@ class Callee(pj.Account):
             uri = call.getInfo().localUri
             number = uri.split("sip:", 1)[-1].split("@", 1)[0]
             self.records.append(Record("sip_out", number, call))
-            ringing = pj.CallOpParam()
-            ringing.statusCode = 180
-            call.answer(ringing)
+            call.respond(180)
             self.due.append((time.monotonic() + 0.3, call))
         except Exception as error:  # noqa: BLE001  (never into PJSIP)
             self.phone.note(f"onIncomingCall: {error!r}")
@@ -82,9 +80,7 @@ class Callee(pj.Account):
         for item in [d for d in self.due if d[0] <= now]:
             self.due.remove(item)
             if not item[1].ended:
-                answer = pj.CallOpParam()
-                answer.statusCode = 200
-                item[1].answer(answer)
+                item[1].respond(200)
 
 
 def main() -> int:
@@ -151,9 +147,12 @@ def main() -> int:
                 record.hang_up_at = now + limit
             if record.answered and call.audio is not None and not record.said and not call.ended:
                 record.said = True
-                call.play(args.question if record.kind == "sip_in" else args.hello)
-                # The bridge measures what a port hears only while something listens to it.
-                call.audio.startTransmit(phone.ep.audDevManager().getPlaybackDevMedia())
+                try:
+                    call.play(args.question if record.kind == "sip_in" else args.hello)
+                    # The bridge measures what a port hears only while something listens to it.
+                    call.audio.startTransmit(phone.ep.audDevManager().getPlaybackDevMedia())
+                except pj.Error as error:
+                    phone.note(f"{call.name}: play: {getattr(error, 'reason', error)}")
             if record.hang_up_at and now >= record.hang_up_at and not call.ended and not call.hung_up_here:
                 try:
                     call.hangup_here()
@@ -161,6 +160,8 @@ def main() -> int:
                     phone.note(f"{call.name}: hangup: {error!r}")
             if call.ended and record.ended is None:
                 record.ended = now
+                # Its player is a port of the conference bridge, which holds a few dozen: let go.
+                call.players.clear()
             if record.ended and not record.written:
                 record.written = True
                 report.write(record.line() + "\n")

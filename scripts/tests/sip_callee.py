@@ -54,17 +54,13 @@ class Callee(pj.Account):
             if QUICK in uri:
                 self.quick.append(call)
                 for status in (180, 200):
-                    answer = pj.CallOpParam()
-                    answer.statusCode = status
-                    call.answer(answer)
+                    call.respond(status)
                 return
             number = next((n for n in NUMBERS if n in uri), "?")
             if number in TALKERS:
                 call.record_path = f"{self.record}.{number[-1]}.wav"
             self.calls[number] = call
-            ringing = pj.CallOpParam()
-            ringing.statusCode = 180
-            call.answer(ringing)
+            call.respond(180)
             if number in TALKERS:
                 self.due.append((time.monotonic() + 1.0, number, 200))
             elif number == BUSY:
@@ -77,13 +73,7 @@ class Callee(pj.Account):
         for item in [d for d in self.due if d[0] <= now]:
             self.due.remove(item)
             _, number, status = item
-            call = self.calls[number]
-            prm = pj.CallOpParam()
-            prm.statusCode = status
-            if status == 200:
-                call.answer(prm)
-            else:
-                call.hangup(prm)
+            self.calls[number].respond(status)
         for number in TALKERS:
             answered = self.calls.get(number)
             if answered is None or answered.audio is None:

@@ -70,6 +70,17 @@ async def live_call(base: str, c: Checks) -> None:
             ", ".join(dict.fromkeys(kinds)))
     c.check("GPT-Live: answering-machine detection told as an info: human", "answered_by human" in kinds, ", ".join(dict.fromkeys(kinds)))
     c.check("GPT-Live: every sideband event validates against the SDK's ConnectServerEvent models", not problems, "; ".join(problems[:4]))
+    # Its state and story, read as a call's (GET on the session's URL), once it has ended.
+    read: dict = {}
+    for _ in range(20):
+        status, _, read = get(base, f"/v1/live/sessions/{session_id}")
+        if status != 200 or read.get("status") == "ended":
+            break
+        await asyncio.sleep(0.2)
+    story = [e.get("type") for e in read.get("events", [])]
+    c.check("GPT-Live: GET /v1/live/sessions/{id}: ended, its story kept (answered, answered_by, the key sent)",
+            status == 200 and read.get("object") == "live.session" and read.get("status") == "ended"
+            and "transport.answered" in story and "transport.dtmf.sent" in story, json.dumps(read)[:400])
 
 
 MESSAGE = "Hello, this is Parley calling about your order. Please call us back."

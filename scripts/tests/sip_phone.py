@@ -145,6 +145,15 @@ class PhoneCall(pj.Call):
         self.players.append(player)
         return wav_seconds(wav)
 
+    def respond(self, status: int) -> None:
+        """A response to the INVITE taken: provisional (180), the answer (200), or a refusal."""
+        prm = pj.CallOpParam()
+        prm.statusCode = status
+        if status < 300:
+            self.answer(prm)
+        else:
+            self.hangup(prm)
+
     def hangup_here(self, code: int = 0) -> None:
         """BYE (or CANCEL before the answer)."""
         self.hung_up_here = True

@@ -24,19 +24,21 @@ package enum CallControlRoute {
         if api == .realtime { routes.streamUnder(base + "/") { request, stream in read(request, stream, access: access, base: base) } }
     }
 
-    /// `GET /v1/realtime/calls/{call_id}`: the call's status and story (`CallLine.document`), read
-    /// on the call's loop; an ended call's while it is kept (`KeptCalls`), then 404.
-    static func read(_ request: HTTPRequest, _ stream: HTTPResponseStream, access: Access, base: String) {
+    /// `GET /v1/realtime/calls/{call_id}` (and a GPT-Live session's, `GET /v1/live/sessions/{id}`):
+    /// the call's status and story (`CallLine.document`), read on the call's loop; an ended call's
+    /// while it is kept (`KeptCalls`), then 404.
+    static func read(_ request: HTTPRequest, _ stream: HTTPResponseStream, access: Access, base: String, api: API = .realtime) {
         let rest = request.path.dropFirst(base.count + 1).split(separator: "/")
         guard rest.count == 1 else { return stream.respond(cors(.jsonError(.notFound, code: "not_found", message: "no such route"), request)) }
         if case .failure(let refusal) = access.identify(request, offered: []) { return stream.respond(cors(refusal.response, request)) }
         let id = String(rest[0])
         guard let entry = CallDirectory.shared.find(id) else {
-            return stream.respond(cors(.jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request))
+            return stream.respond(cors(api == .live ? .jsonError(.notFound, code: "session_not_found", message: "no Live session '\(id)' on this server")
+                                                    : .jsonError(.notFound, code: "call_not_found", message: "no call '\(id)' on this server"), request))
         }
-        let here = stream.loop.handle, line = entry.line, answer = Handoff(stream)
+        let here = stream.loop.handle, line = entry.line, answer = Handoff(stream), object = api == .live ? "live.session" : "realtime.call"
         entry.home.execute {
-            let body = line.value.document.description + "\n"
+            let body = line.value.document(object: object).description + "\n"
             here.execute { answer.value.respond(cors(HTTPResponse(status: .ok, contentType: "application/json", body: body), request)) }
         }
     }

@@ -102,8 +102,9 @@ package final class CallLine {
     package var closeReason: String { "the call ended" + (endedReason.map { ": \($0)" } ?? "") }
 
     /// The call as `GET` on its URL answers it: its id, status, story and, once over, how it ended.
-    package var document: JSON {
-        var fields: [(String, JSON)] = [("id", .string(id)), ("object", .string("realtime.call")), ("status", .string(status.rawValue))]
+    /// (`object`: `realtime.call`, or `live.session` for a GPT-Live session's line.)
+    package func document(object: String = "realtime.call") -> JSON {
+        var fields: [(String, JSON)] = [("id", .string(id)), ("object", .string(object)), ("status", .string(status.rawValue))]
         if let endedReason { fields.append(("ended_reason", .string(endedReason))) }
         fields.append(("events", .array(story.map { (try? JSON(parsing: $0)) ?? .string($0) })))
         return .object(fields)

@@ -22,6 +22,11 @@ final class SidebandHandler: WebSocketHandler {
         entry.home.execute { line.value.receive(sidebandText: text) }
     }
 
+    /// A drain leaves a sideband to its call: calls go on through a drain, and at its bound the
+    /// call's end closes the sideband with how it ended (`the call ended: drained`). Closed at the
+    /// drain's start, it lost the rest of a call that went on (make chaos, 2026-11-28).
+    func webSocketDrain(_ socket: WebSocket) -> Bool { true }
+
     func webSocketDidClose(_ socket: WebSocket, code: WebSocketCloseCode) {
         let id = ObjectIdentifier(self), line = entry.line
         entry.home.execute { line.value.detach(sideband: id) }

@@ -5,7 +5,8 @@ import SessionEngine
 /// GPT-Live's routes (docs/protocol.md, "GPT-Live"), for the same keys, tokens and client secrets
 /// as the Realtime API's: the primary WebSocket `/v1/live/sessions`; under it, by session id, the
 /// sideband (`WS …/{id}/attach`), a stored session's fork (`WS …/{id}/fork`, and `POST …/{id}/fork`
-/// with a WebRTC offer), its recording (`GET …/{id}/content`) and the session-scoped call control
+/// with a WebRTC offer), its state and story (`GET …/{id}`), its recording (`GET …/{id}/content`)
+/// and the session-scoped call control
 /// (`POST …/{id}/hangup`, and for SIP calls accept, reject and refer).
 package enum LiveRoutes {
     package static let path = "/v1/live/sessions"
@@ -24,6 +25,10 @@ package enum LiveRoutes {
         installPost(on: &routes, endpoint: endpoint, fork: nil)
         routes.streamUnder(path + "/", method: "OPTIONS") { request, stream in stream.respond(CallControlRoute.preflight(request)) }
         routes.streamUnder(path + "/") { request, stream in
+            // `GET …/{id}`: a placed or called session's state and story, as a call's.
+            if !request.path.dropFirst(path.count + 1).contains("/") {
+                return CallControlRoute.read(request, stream, access: endpoint.access, base: path, api: .live)
+            }
             guard let (id, action) = idAndAction(request), action == "content" else { return stream.respond(notFound(request)) }
             LiveStoredSessions.download(id, request: request, stream: stream, endpoint: endpoint)
         }
