@@ -38,7 +38,7 @@ struct CallLineTests {
         line.moved(to: .answered)  // an ended call stays ended
         // Kept readable (`KeptCalls`): found, its story and its end in the document `GET` answers.
         #expect(CallDirectory.shared.find(line.id) != nil)
-        let document = line.document
+        let document = line.document()
         #expect(document["status"]?.string == "ended" && document["ended_reason"]?.string == "busy")
         #expect(document["events"]?.array?.map { $0["type"]?.string ?? "" } == ["transport.ringing", "transport.answered"])
     }
@@ -48,7 +48,7 @@ struct CallLineTests {
         let line = CallLine(id: "rtc_line_long", on: loop)
         let before = line.heapBytes
         for n in 0..<200 { line.keep(#"{"type":"transport.dtmf.sent","event":"\#(n % 10)"}"#) }
-        #expect(line.document["events"]?.array?.count == 64)
+        #expect(line.document()["events"]?.array?.count == 64)
         #expect(line.heapBytes > before)
     }
 
