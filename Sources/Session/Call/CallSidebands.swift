@@ -32,8 +32,9 @@ package struct CallSidebands {
         for sideband in sidebands.values { sideband.send(text: text) }
     }
 
-    package mutating func closeAll(reason: String = "the call ended") {
-        for sideband in sidebands.values { sideband.close(.ended, reason: reason) }
+    /// `reason`: how the call ended (`CallLine.closeReason`), when its line is known.
+    package mutating func closeAll(reason: String? = nil) {
+        for sideband in sidebands.values { sideband.close(.ended, reason: reason ?? "the call ended") }
         sidebands = [:]
     }
 }

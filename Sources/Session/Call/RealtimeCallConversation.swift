@@ -55,7 +55,7 @@ package final class RealtimeCallConversation: CallConversation, LegCarried {
 
     package func close(_ ending: SessionEnding, reason: String?) {
         // The carrier ended the line first, so its close says how the call ended.
-        sidebands.closeAll(reason: line?.closeReason ?? "the call ended")
+        sidebands.closeAll(reason: line?.closeReason)
         driver.close(ending)
     }
 

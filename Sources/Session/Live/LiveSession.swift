@@ -181,7 +181,7 @@ package final class LiveSession: CallConversation, LegCarried, CallCarrier {
         ownLine?.end(reason: closedReason ?? (ending == .ended ? "close_requested" : "connection_lost"))
         let closing = ownLine ?? callLine
         ownLine = nil
-        sidebands.closeAll(reason: closing?.closeReason ?? "the call ended")
+        sidebands.closeAll(reason: closing?.closeReason)
         driver.close(ending)
     }
 
