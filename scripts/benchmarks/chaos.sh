@@ -113,6 +113,10 @@ start_node() {
   local i=$1
   node_starts[$i]=$(( ${node_starts[$i]:-0} + 1 ))
   node_name[$i]="node$i-${node_starts[$i]}"
+  # When this incarnation is spawned, not when it is ready: a call can reach it in between (its
+  # /readyz answers before the helper and the RSS sample below), and its /metrics count that call.
+  local spawned
+  spawned=$(date +%s.%N)
   # Speech for every session that asks: the capacity is above the node's share of the load, as
   # text sessions take a seat too.
   local calls=()
@@ -126,7 +130,7 @@ start_node() {
   echo "$pid" > "$OUT/pids/node$i"
   # This incarnation's memory before any session: what it is compared with at the end.
   echo "$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status") $(metric "${node_port[$i]}" parley_accounted_bytes)" | tee "$OUT/pids/node$i.start" >> "$OUT/pids/starts"
-  echo "$i $(date +%s.%N)" >> "$OUT/node-starts.txt"
+  echo "$i $spawned" >> "$OUT/node-starts.txt"
 }
 for i in 1 2 3; do node_port[$i]=$(free_port); start_node "$i"; done
 FRONT=$(free_port)

@@ -38,7 +38,7 @@ windows = []
 for line in open(f"{out}/node-faults.txt"):
     start, end, kind, node = line.split()
     windows.append((int(node) - 1, kind, float(start), float(end)))
-starts = {}  # node (0-based) -> its last incarnation's start (Unix seconds, once ready)
+starts = {}  # node (0-based) -> when its last incarnation was spawned (Unix seconds)
 for line in open(f"{out}/node-starts.txt"):
     node, at = line.split()
     starts[int(node) - 1] = float(at)
