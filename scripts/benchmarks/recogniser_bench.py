@@ -4,7 +4,7 @@
 The speech helper's recognisers on the same clips: word error rate, CPU per decode, talkers per core.
 
 `make bench-recogniser` runs it with .venv-speech's Python. It reads the helper's own classes
-(helpers/parley_speech.py's `Whisper` and `Moonshine`), each on one thread, one decode at a time:
+(helpers/parley_speech.py's `Whisper`, tiny.en and base), each on one thread, one decode at a time:
 
   * word error rate on WordErrorRate.swift's 30 sentences (read from that file) in the voices of
     `make bench-wer` (espeak-ng en-us at 175 and 140 wpm, en-gb+f3 at 160, flite slt and rms, Piper
@@ -81,12 +81,51 @@ def spelled(n):
     return str(n)
 
 
-def words(text):
-    out = []
-    for word in re.split(r"[^\w']+|_", text.lower()):
-        if not word:
+NUMBER_WORDS = {word: value for value, word in enumerate(ONES)} | {word: 10 * i for i, word in enumerate(TENS) if word}
+SCALES = {"hundred": 100, "thousand": 1000}
+
+
+def spoken_numbers(tokens):
+    """Runs of number words as the digits they say: "twenty five" is 25, "four five six seven" is
+    4 5 6 7 (a word under twenty after a unit starts a new number), "two hundred and eight" 208."""
+    out, value, current = [], None, 0
+
+    def flush():
+        nonlocal value, current
+        if value is not None:
+            out.append(str(value + current))
+        value, current = None, 0
+
+    for i, token in enumerate(tokens):
+        if token in NUMBER_WORDS:
+            n = NUMBER_WORDS[token]
+            after_scale = current == 0 and bool(value)
+            after_tens = current >= 20 and current % 10 == 0 and n < 10
+            if value is not None and not (after_scale or after_tens):
+                flush()
+            if value is None:
+                value = 0
+            current += n
+        elif token in SCALES and value is not None:
+            scale = SCALES[token]
+            value, current = (value + current) * scale if scale > 100 else value + current * scale, 0
+        elif token == "and" and value is not None and i + 1 < len(tokens) and tokens[i + 1] in NUMBER_WORDS:
             continue
-        out += spelled(int(word)).split() if word.isdigit() else [word]
+        else:
+            flush()
+            out.append(token)
+    flush()
+    return out
+
+
+def words(text):
+    """A text as the words a word error rate counts: lower case, punctuation dropped, and every
+    number, spelled or in digits, as its digits one by one, so that "4567", "4 5 6 7" and "four
+    five six seven" read alike, and "208" against "2 at 8" is one error, not three (issue 74)."""
+    tokens = [word for word in re.split(r"[^\w']+|_", text.lower()) if word]
+    out = []
+    for token in spoken_numbers(tokens):
+        out += list(token) if token.isdigit() else [token]
     return out
 
 
@@ -196,7 +235,7 @@ def main():
     parser.add_argument("--sentences", type=int, default=30)
     parser.add_argument("--reps", type=int, default=5, help="decodes timed per length (the median is kept)")
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "parley-recogniser-bench"))
-    parser.add_argument("--skip-moonshine", action="store_true")
+    parser.add_argument("--skip-base", action="store_true", help="Whisper tiny.en alone, not Whisper base beside it")
     arguments = parser.parse_args()
     os.chdir(ROOT)
 
@@ -208,9 +247,9 @@ def main():
         Recogniser("Whisper tiny.en, beam 5, 15 s window (partials today, `fast`)", whisper, beam=5, fast=True),
         Recogniser("Whisper tiny.en, greedy, 15 s window", whisper, beam=1, fast=True),
     ]
-    if not arguments.skip_moonshine:
-        moonshine = speech.Moonshine(os.path.join(ROOT, ".venv-speech", "moonshine-base"), handles=1)
-        recognisers.append(Recogniser("Moonshine base (moonshine-cpp 0.1.4, int8)", moonshine))
+    if not arguments.skip_base:
+        base = speech.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-base"), threads=1, name="whisper-base")
+        recognisers.append(Recogniser("Whisper base, beam 5, 30 s window (--transcriber whisper-base)", base, beam=5))
 
     voices = list(VOICES) if arguments.voices == "all" else list(QUICK)
     texts = sentences()[: arguments.sentences]

@@ -2,7 +2,7 @@
 """Not a load client: the speech helper's Whisper on telephone audio, offline (no server, no sessions).
 
 Telephone audio as the speech helper's Whisper hears it: word error rate on clean speech, on a
-G.711 line, and on a G.711 line with pink noise at 10 dB SNR (Moonshine base's with `--recogniser moonshine`), with the helper's 8 to 16 kHz
+G.711 line, and on a G.711 line with pink noise at 10 dB SNR (Whisper base's with `--recogniser whisper-base`), with the helper's 8 to 16 kHz
 interpolator against linear interpolation (what it used before), and with libspeexdsp's noise
 suppressor on the line (the server's `noise_reduction`, near_field: 15 dB) and off.
 
@@ -142,8 +142,8 @@ def main():
     parser.add_argument("--sentences", type=int, default=30)
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "parley-recogniser-bench"))
     parser.add_argument("--lines", help="which lines to measure, by their row numbers from 1, comma-separated (default: all)")
-    parser.add_argument("--recogniser", choices=("whisper", "moonshine"), default="whisper",
-                        help="whisper: Whisper tiny.en, the default; moonshine: Moonshine base (AVX-512 only)")
+    parser.add_argument("--recogniser", choices=("whisper", "whisper-base"), default="whisper",
+                        help="whisper: Whisper tiny.en, the default; whisper-base: Whisper base")
     parser.add_argument("--no-lead", dest="lead", action="store_false",
                         help="noisy lines without the 3 s of line before the speech (the denoiser starts on the clip, as before 2026-11-28)")
     parser.add_argument("--floors", action="store_true",
@@ -167,8 +167,8 @@ def main():
     clips = bench.Clips(arguments.cache)
     if arguments.floors:
         return floors(bench, clips, voices, texts[:10])
-    if arguments.recogniser == "moonshine":
-        recogniser = models.Moonshine(os.path.join(ROOT, ".venv-speech", "moonshine-base"), handles=1)
+    if arguments.recogniser == "whisper-base":
+        recogniser = models.Whisper(os.path.join(ROOT, ".venv-speech", "whisper-base"), threads=1, name="whisper-base")
     else:
         recogniser = models.Whisper(os.environ.get("WHISPER_DIR") or os.path.join(ROOT, ".venv-speech", "whisper-tiny.en"), threads=1)
     conditions = [

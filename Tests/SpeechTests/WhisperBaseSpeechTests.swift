@@ -8,26 +8,22 @@ import TestSupport
 import Loop
 import SpeechContracts
 
-/// Moonshine base (`--transcriber moonshine`) through a real server and a real speech helper
-/// started with `--moonshine`: sentences in several voices come back as their words. Skipped only
-/// when moonshine-cpp is not installed (scripts/tools/speech-models.sh installs it).
-@Suite(.serialized) struct MoonshineSpeechTests {
-    static let directory = ".venv-speech/moonshine-base"
-    static let installed = Sys.canRead(directory + "/libmoonshine.so")
-    /// Its library is built for AVX-512: on a CPU without it, it cannot run at all (the server
-    /// then starts Whisper instead, saying why).
-    static let runnable = CPUFeatures.missing(WhisperTranscriber.Model.moonshine.cpuFlags).isEmpty
-    /// One helper for the suite (Moonshine loads in about a second), nil when it cannot start.
-    static let helper = installed && runnable ? RunningSpeechHelper(["--moonshine", directory]) : nil
+/// Whisper base (`--transcriber whisper-base`) through a real server and a real speech helper
+/// started with `--whisper-base`: sentences in several voices come back as their words. Skipped
+/// only when it is not installed (scripts/tools/speech-models.sh assembles it).
+@Suite(.serialized) struct WhisperBaseSpeechTests {
+    static let directory = ".venv-speech/whisper-base"
+    static let installed = Sys.canRead(directory + "/model.bin")
+    /// One helper for the suite (Whisper base loads in about a second), nil when it cannot start.
+    static let helper = installed ? RunningSpeechHelper(["--whisper-base", directory]) : nil
 
-    @Test(.enabled(if: installed, "moonshine-cpp is not installed in .venv-speech: run scripts/tools/speech-models.sh (make test does)"),
-          .enabled(if: runnable, "this CPU lacks the AVX-512 that moonshine-cpp 0.1.4's library is built for"))
+    @Test(.enabled(if: installed, "Whisper base is not installed in .venv-speech: run scripts/tools/speech-models.sh (make test does)"))
     func sentencesInSeveralVoicesComeBackAsTheirWords() throws {
-        let helper = try #require(Self.helper, "the speech helper did not start with --moonshine \(Self.directory) although it is installed")
+        let helper = try #require(Self.helper, "the speech helper did not start with --whisper-base \(Self.directory) although it is installed")
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         defer { pool.stop() }
-        let transcriber = WhisperTranscriber(helper: helper.status, model: .moonshine)
-        #expect(transcriber.name == "moonshine-base")
+        let transcriber = WhisperTranscriber(helper: helper.status, model: .whisperBase)
+        #expect(transcriber.name == "whisper-base")
         let speech = SpeechServices(transcriber: transcriber, synthesizer: nil, pool: pool)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
             RealtimeEndpoint(model: FixedReplyModel(reply: "Yes."), modelName: "test", speech: speech).install(on: &routes)
@@ -58,16 +54,16 @@ import SpeechContracts
                 voiceWrong += n
                 if n > 0 { misheard.append("\(voice): \"\(sentence)\" heard \"\(heard)\"") }
             }
-            print("WER moonshine, \(voice): \(Double(voiceWrong) / Double(voiceWords)) (\(voiceWrong) of \(voiceWords) words)")
+            print("WER whisper-base, \(voice): \(Double(voiceWrong) / Double(voiceWords)) (\(voiceWrong) of \(voiceWords) words)")
             // Each voice is heard, not one carrying the others (a broken model hears nothing).
             #expect(Double(voiceWrong) / Double(voiceWords) <= 0.3, "\(voice): \(misheard)")
             total += voiceWords
             wrong += voiceWrong
         }
         let rate = Double(wrong) / Double(total)
-        print("WER moonshine, all: \(rate) (\(wrong) of \(total) words); misheard: \(misheard)")
-        // Measured by `make bench-recogniser` (docs/benchmarks.md, "Moonshine base against Whisper
-        // tiny.en"); the bound catches a recogniser that has broken, as HelperSpeechTests' does.
+        print("WER whisper-base, all: \(rate) (\(wrong) of \(total) words); misheard: \(misheard)")
+        // Measured by `make bench-hearing` (docs/benchmarks.md, "Hearing"); the bound catches a
+        // recogniser that has broken, as HelperSpeechTests' does.
         #expect(rate <= 0.15, "WER \(rate): \(misheard)")
     }
 }

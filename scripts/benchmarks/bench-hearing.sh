@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# What a running server hears (issue 74): scripts/benchmarks/hearing_bench.py against one release
+# server on the defaults (`parley serve`, the speech models installed), in four voices no test
+# tunes on, 20 sentences each, at five start phases: the word error rate's median and spread per
+# carrier and line. Two passes: the box idle (the noisy line on /v1/realtime pcm16, one phase's
+# four sessions at once), then under the load of every run at once (LOAD, 20 sessions) on every
+# carrier and line: /v1/realtime pcm16 at 24 kHz (clean, G.711, noisy) and µ-law (noisy), and
+# /twilio (noisy). About 20 minutes.
+#   IDLE_CARRIERS (pcm), IDLE_LINES (noisy), CARRIERS (pcm,pcmu,twilio), LINES (clean,g711,noisy),
+#   PHASES (0,6,12,18,24), VOICES (4), SENTENCES (20), LOAD (20; 0 skips the pass), IDLE (1; 0
+#   skips it), SERVE_ARGS (more `parley serve` options, as `--transcriber whisper-base`), BIN
+#   (.build/release), OUT (LoadTests/reports/bench-hearing-<UTC>)
+set -euo pipefail
+. "$(dirname "$0")/../lib/bench.sh"
+
+pinned_venv "$ROOT/.venv-webrtc" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+machine_state | tee "$OUT/machine.txt"
+record_vmstat
+# shellcheck disable=SC2086
+serve_speech server ${SERVE_ARGS:-}
+echo "server: $PARLEY_BIN serve --port $port ${SERVE_ARGS:-} (pid $server)" | tee "$OUT/run.txt"
+status=0
+# pass NAME SESSIONS CARRIERS LINES: one bench run, its CPU and steal beside it.
+pass() {
+  local name=$1 sessions=$2 carriers=$3 lines=$4 cpu_before helper helper_before line_start
+  helper=$(pgrep -P "$server" -f parley_speech | head -1)
+  cpu_before=$(cpu "$server") helper_before=$(cpu "$helper") line_start=$(wc -l < "$OUT/vmstat.log")
+  log "$name: $sessions sessions at once, $carriers, $lines"
+  timeout 7200 "$ROOT/.venv-webrtc/bin/python" -u scripts/benchmarks/hearing_bench.py --url "http://127.0.0.1:$port" \
+    --carriers "$carriers" --lines "$lines" --phases "${PHASES:-0,6,12,18,24}" --voices "${VOICES:-4}" \
+    --sentences "${SENTENCES:-20}" --sessions "$sessions" --json "$OUT/hearing-$name.json" | tee -a "$OUT/run.txt" || status=$?
+  echo "$name: server CPU $(awk -v a="$cpu_before" -v b="$(cpu "$server")" 'BEGIN { printf "%.0f", b - a }') s," \
+    "helper CPU $(awk -v a="$helper_before" -v b="$(cpu "$helper")" 'BEGIN { printf "%.0f", b - a }') s;" \
+    "steal (vmstat st, seconds at each %): $(steal "$line_start" "$(wc -l < "$OUT/vmstat.log")")" | tee -a "$OUT/run.txt"
+}
+[ "${IDLE:-1}" = 0 ] || pass idle "${VOICES:-4}" "${IDLE_CARRIERS:-pcm}" "${IDLE_LINES:-noisy}"
+[ "${LOAD:-20}" = 0 ] || pass loaded "${LOAD:-20}" "${CARRIERS:-pcm,pcmu,twilio}" "${LINES:-clean,g711,noisy}"
+echo "helper RSS at the end: $(awk '/VmRSS/ { print $2 }' "/proc/$(pgrep -P "$server" -f parley_speech | head -1)/status") KiB" | tee -a "$OUT/run.txt"
+stop server || true
+echo "bench-hearing: $OUT/{run.txt,hearing-*.json,server.log,vmstat.log}"
+exit "$status"
