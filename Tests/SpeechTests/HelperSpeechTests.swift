@@ -31,13 +31,6 @@ import Glibc
         return (server, pool)
     }
 
-    func send(_ samples: [Int16], _ client: TestClient) throws {
-        for start in stride(from: 0, to: samples.count, by: 4_800) {
-            let chunk = Array(samples[start..<min(samples.count, start + 4_800)])
-            try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#.utf8)))
-        }
-    }
-
     /// Manual turns (no VAD): `WordErrorRate`'s sentences are appended and committed, and each
     /// transcript read back; pocketsphinx, the embedded recogniser, on the same clips beside it.
     /// `make test` reads each of the 30 sentences once, in one of three voices in turn (ten
@@ -65,15 +58,10 @@ import Glibc
                 try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"turn_detection":null}}}}"#.utf8)))
                 _ = try client.readEvents(until: "session.updated")
                 for sentence in WordErrorRate.sentences[first..<min(first + 10, WordErrorRate.sentences.count)] {
-                    try send(try voice.say(sentence), client)
-                    try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.commit"}"#.utf8)))
-                    let events = try client.readEvents(until: "conversation.item.input_audio_transcription.completed").events
-                    let heard = events.last?["transcript"]?.string ?? ""
-                    let reference = WordErrorRate.words(sentence)
-                    let n = WordErrorRate.errors(reference, WordErrorRate.words(heard))
-                    voiceWords += reference.count
-                    voiceWrong += n
-                    if n > 0 { worst.append("\(voice): \"\(sentence)\" heard \"\(heard)\"") }
+                    let turn = try CommittedTurn.heard(try voice.say(sentence), saying: sentence, on: client)
+                    voiceWords += turn.words
+                    voiceWrong += turn.errors
+                    if turn.errors > 0 { worst.append("\(voice): \"\(sentence)\" heard \"\(turn.text)\"") }
                 }
             }
             print("WER \(recogniser), \(voice): \(Double(voiceWrong) / Double(voiceWords)) (\(voiceWrong) of \(voiceWords) words)")

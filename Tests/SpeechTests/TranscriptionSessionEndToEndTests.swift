@@ -52,7 +52,7 @@ import Glibc
         #expect(created.last?["session"]?["type"]?.string == "transcription")
         try client.send(TestClient.frame(0x1, Array(update.utf8)))
         let updated = try client.readEvents(until: "session.updated").events
-        try speech.send(samples, client)
+        try CommittedTurn.append(samples, on: client)
         var events = created + updated
         // Each turn's text is decoded on its own, so a short second turn's may come first (the API
         // orders the completions of different items no more than Parley does): they are put back

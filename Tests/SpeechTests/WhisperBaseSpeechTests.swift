@@ -40,19 +40,10 @@ import SpeechContracts
             _ = try client.readEvents(until: "session.updated")
             var voiceWords = 0, voiceWrong = 0
             for sentence in sentences {
-                let samples = try voice.say(sentence)
-                for start in stride(from: 0, to: samples.count, by: 4_800) {
-                    let chunk = Array(samples[start..<min(samples.count, start + 4_800)])
-                    try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.append","audio":"\#(Base64.encode(PCM.littleEndianBytes(chunk)))"}"#.utf8)))
-                }
-                try client.send(TestClient.frame(0x1, Array(#"{"type":"input_audio_buffer.commit"}"#.utf8)))
-                let events = try client.readEvents(until: "conversation.item.input_audio_transcription.completed").events
-                let heard = events.last?["transcript"]?.string ?? ""
-                let reference = WordErrorRate.words(sentence)
-                let n = WordErrorRate.errors(reference, WordErrorRate.words(heard))
-                voiceWords += reference.count
-                voiceWrong += n
-                if n > 0 { misheard.append("\(voice): \"\(sentence)\" heard \"\(heard)\"") }
+                let turn = try CommittedTurn.heard(try voice.say(sentence), saying: sentence, on: client)
+                voiceWords += turn.words
+                voiceWrong += turn.errors
+                if turn.errors > 0 { misheard.append("\(voice): \"\(sentence)\" heard \"\(turn.text)\"") }
             }
             print("WER whisper-base, \(voice): \(Double(voiceWrong) / Double(voiceWords)) (\(voiceWrong) of \(voiceWords) words)")
             // Each voice is heard, not one carrying the others (a broken model hears nothing).
