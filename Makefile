@@ -120,8 +120,8 @@ bench-recogniser: deps
 
 # What a running server hears (issue 74): real sessions on /v1/realtime (pcm16 24 kHz and µ-law)
 # and /twilio, clean, G.711 and noisy lines, four voices no test tunes on, 20 sentences, five start
-# phases: the word error rate's median and spread per carrier and line, at two loads (about 25
-# minutes; CARRIERS, LINES, PHASES, VOICES, SENTENCES, LOADS, SERVE_ARGS="--transcriber whisper-base").
+# phases: the word error rate's median and spread per carrier and line, idle and at 10 sessions (about 40
+# minutes; CARRIERS, LINES, PHASES, VOICES, SENTENCES, IDLE, LOAD, SERVE_ARGS="--transcriber whisper-base").
 bench-hearing: release
 	scripts/benchmarks/bench-hearing.sh
 

@@ -3,11 +3,12 @@
 # server on the defaults (`parley serve`, the speech models installed), in four voices no test
 # tunes on, 20 sentences each, at five start phases: the word error rate's median and spread per
 # carrier and line. Two passes: the box idle (the noisy line on /v1/realtime pcm16, one phase's
-# four sessions at once), then under the load of every run at once (LOAD, 20 sessions) on every
-# carrier and line: /v1/realtime pcm16 at 24 kHz (clean, G.711, noisy) and µ-law (noisy), and
-# /twilio (noisy). About 20 minutes.
+# four sessions at once), then loaded (LOAD, 10 sessions at once: at 20 the helper's decodes passed
+# their 10 s and turns failed, `transcription_failed`, which the bench reports) on every
+# carrier and line: /v1/realtime pcm16 at 24 kHz (clean, G.711, noisy) and µ-law (G.711, noisy), and
+# /twilio (G.711, noisy). About 40 minutes.
 #   IDLE_CARRIERS (pcm), IDLE_LINES (noisy), CARRIERS (pcm,pcmu,twilio), LINES (clean,g711,noisy),
-#   PHASES (0,6,12,18,24), VOICES (4), SENTENCES (20), LOAD (20; 0 skips the pass), IDLE (1; 0
+#   PHASES (0,6,12,18,24), VOICES (4), SENTENCES (20), LOAD (10; 0 skips the pass), IDLE (1; 0
 #   skips it), SERVE_ARGS (more `parley serve` options, as `--transcriber whisper-base`), BIN
 #   (.build/release), OUT (LoadTests/reports/bench-hearing-<UTC>)
 set -euo pipefail
@@ -34,7 +35,7 @@ pass() {
     "steal (vmstat st, seconds at each %): $(steal "$line_start" "$(wc -l < "$OUT/vmstat.log")")" | tee -a "$OUT/run.txt"
 }
 [ "${IDLE:-1}" = 0 ] || pass idle "${VOICES:-4}" "${IDLE_CARRIERS:-pcm}" "${IDLE_LINES:-noisy}"
-[ "${LOAD:-20}" = 0 ] || pass loaded "${LOAD:-20}" "${CARRIERS:-pcm,pcmu,twilio}" "${LINES:-clean,g711,noisy}"
+[ "${LOAD:-10}" = 0 ] || pass loaded "${LOAD:-10}" "${CARRIERS:-pcm,pcmu,twilio}" "${LINES:-clean,g711,noisy}"
 echo "helper RSS at the end: $(awk '/VmRSS/ { print $2 }' "/proc/$(pgrep -P "$server" -f parley_speech | head -1)/status") KiB" | tee -a "$OUT/run.txt"
 stop server || true
 echo "bench-hearing: $OUT/{run.txt,hearing-*.json,server.log,vmstat.log}"
