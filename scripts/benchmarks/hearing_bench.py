@@ -113,7 +113,6 @@ class Segment:
             ulaw_source = stream
         self.pcm = np.clip(pcm24, -32768, 32767).astype("<i2").tobytes()
         self.ulaw = audioop.lin2ulaw(np.clip(ulaw_source, -32768, 32767).astype("<i2").tobytes(), 2)
-        self.seconds = total / rate
 
     def frames(self, encoding):
         data, size = (self.pcm, 24000 * 2 * FRAME_MS // 1000) if encoding == "pcm" else (self.ulaw, 8000 * FRAME_MS // 1000)
@@ -300,10 +299,10 @@ class Bench:
                 await say_on_realtime(self.client, carrier, segments, heard)
         errors = words = 0
         for i, text in enumerate(self.texts):
-            reference = scorer.words(text)
-            errors += scorer.errors(reference, scorer.words(heard.said(i)))
+            reference, hypothesis = scorer.words(text), scorer.words(heard.said(i))
+            errors += scorer.errors(reference, hypothesis)
             words += len(reference)
-            if self.arguments.verbose and scorer.words(heard.said(i)) != reference:
+            if self.arguments.verbose and hypothesis != reference:
                 print(f"  {carrier} {line} {phase_ms} ms {voice}: {text!r} heard {heard.said(i)!r}", file=sys.stderr)
         return errors, words, heard.errors, len(heard.turns)
 
