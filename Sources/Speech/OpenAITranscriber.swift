@@ -26,18 +26,24 @@ public struct OpenAITranscriber: Transcriber {
         self.apiKey = apiKey
     }
 
-    public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        UploadTranscription(transcriber: self, loop: loop, sampleRate: sampleRate, onEvent: onEvent)
+    /// A session's model goes upstream as it named it (the API's own names are the ones it knows);
+    /// none named, the server's (`--transcription-model`).
+    public func model(for choice: TranscriptionChoice) -> String { choice.model ?? model }
+
+    public func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        UploadTranscription(transcriber: self, choice: choice, loop: loop, sampleRate: sampleRate, onEvent: onEvent)
     }
 
-    /// The request for `samples`: a multipart form with the WAV file and the model name.
-    func request(_ samples: [Int16], sampleRate: Int) -> HTTPClientRequest {
+    /// The request for `samples`: a multipart form with the WAV file, the model's name and the
+    /// session's language when it set one.
+    func request(_ samples: [Int16], sampleRate: Int, choice: TranscriptionChoice) -> HTTPClientRequest {
         let boundary = "parley-\(samples.count)-\(MonotonicClock.nanoseconds())"
         var body: [UInt8] = []
         func field(_ name: String, _ value: String) {
             body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
         }
-        field("model", model)
+        field("model", model(for: choice))
+        if let language = choice.language { field("language", language) }
         field("response_format", "json")
         body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"turn.wav\"\r\nContent-Type: audio/wav\r\n\r\n".utf8)
         body += WAVFile(sampleRate: sampleRate, channels: 1, samples: samples).encoded()
@@ -51,6 +57,7 @@ public struct OpenAITranscriber: Transcriber {
 /// One turn: audio gathered on the loop, one upload at `finish`.
 private final class UploadTranscription: TranscriptionSession {
     private let transcriber: OpenAITranscriber
+    private let choice: TranscriptionChoice
     private let loop: EventLoop
     private let onEvent: (TranscriptionEvent) -> Void
     private let sampleRate: Int
@@ -58,8 +65,9 @@ private final class UploadTranscription: TranscriptionSession {
     private var call: HTTPClientCall?
     private var over = false
 
-    init(transcriber: OpenAITranscriber, loop: EventLoop, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
+    init(transcriber: OpenAITranscriber, choice: TranscriptionChoice, loop: EventLoop, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.transcriber = transcriber
+        self.choice = choice
         self.loop = loop
         self.sampleRate = sampleRate
         self.onEvent = onEvent
@@ -75,7 +83,7 @@ private final class UploadTranscription: TranscriptionSession {
         var status = 0
         var response: [UInt8] = []
         let started = MonotonicClock.nanoseconds(), seconds = Double(samples.count) / Double(sampleRate)
-        call = loop.httpClient.send(transcriber.request(samples, sampleRate: sampleRate), onHead: { status = $0.status }, onBody: { response += $0 }) { [weak self] result in
+        call = loop.httpClient.send(transcriber.request(samples, sampleRate: sampleRate, choice: choice), onHead: { status = $0.status }, onBody: { response += $0 }) { [weak self] result in
             guard let self, !over else { return }
             over = true
             switch result {

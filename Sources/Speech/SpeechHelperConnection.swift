@@ -86,13 +86,17 @@ final class SpeechHelperConnection {
 
     // MARK: Streams
 
-    /// Opens a stream at `rate` on the socket: nil while the helper cannot be reached. `failed` is
-    /// called once if the stream is lost (the connection ends) or the helper refuses it.
-    func openStream(rate: Int, failed: @escaping (ModelError) -> Void) -> UInt64? {
+    /// Opens a stream at `rate` on the socket, decoded as `choice` says: nil while the helper
+    /// cannot be reached. `failed` is called once if the stream is lost (the connection ends) or
+    /// the helper refuses it.
+    func openStream(rate: Int, _ choice: SpeechHelperStreamChoice = SpeechHelperStreamChoice(), failed: @escaping (ModelError) -> Void) -> UInt64? {
         guard let socket = connected() else { return nil }
         let id = newID()
         streams[id] = SpeechHelperStream(rate: rate, socket: ObjectIdentifier(socket), failed: failed)
-        socket.send(SpeechHelperFrame(.open, id: id, [("rate", .int(rate))]).encoded())
+        var fields: [(String, JSON)] = [("rate", .int(rate))]
+        if let model = choice.model { fields.append(("model", .string(model))) }
+        if let language = choice.language { fields.append(("language", .string(language))) }
+        socket.send(SpeechHelperFrame(.open, id: id, fields).encoded())
         return id
     }
 

@@ -47,7 +47,7 @@ public final class SphinxTranscriber: Transcriber {
         self.model = model
     }
 
-    public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+    public func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
         let reserved = state.withLock { s -> Bool in
             guard s.lent < decoders else { return false }
             s.lent += 1

@@ -15,14 +15,20 @@ import SpeechContracts
 /// unless nothing but silence came after the last quiet, in which case that decode is the final
 /// text at once: the final words are then ready as soon as the turn ends, off the critical path.
 public struct WhisperTranscriber: Transcriber {
-    /// The helper's recognisers, by the name its `hello` lists under `transcribe` (one is loaded,
-    /// chosen by its flag).
+    /// The helper's recognisers, by the names its `hello` lists under `recognisers`: the server's
+    /// default is loaded when the helper starts, another the first time a session asks for it.
     public enum Model: String, Sendable, CaseIterable {
         case whisper = "whisper-tiny.en"
         case whisperBase = "whisper-base"
+
+        /// Whether it hears languages other than English.
+        public var multilingual: Bool { self == .whisperBase }
     }
 
+    /// The server's default (`--transcriber`).
     public let model: Model
+    /// Those the helper was given (the default among them): what sessions may choose.
+    public let installed: [Model]
     public var name: String { model.rawValue }
     public let settledWords = SettledWords.decode
     let status: SpeechHelperStatus
@@ -47,13 +53,32 @@ public struct WhisperTranscriber: Transcriber {
     /// turn fails with a clear event instead of hanging.
     static let timeoutSeconds = 10.0
 
-    public init(helper status: SpeechHelperStatus, model: Model = .whisper) {
+    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = []) {
         self.status = status
         self.model = model
+        self.installed = installed.contains(model) ? installed : [model] + installed
     }
 
-    public func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate, onEvent: onEvent)
+    /// The model that hears a session's choice: the one it names, if installed; else, for a
+    /// language other than English, a multilingual one if installed (tiny.en would hear it as
+    /// English guesses); else the default.
+    func serving(_ choice: TranscriptionChoice) -> Model {
+        if let named = choice.model.flatMap(Model.init(rawValue:)), installed.contains(named),
+           named.multilingual || choice.language == nil || choice.language == "en" {
+            return named
+        }
+        if let language = choice.language, language != "en", !model.multilingual,
+           let multilingual = installed.first(where: \.multilingual) {
+            return multilingual
+        }
+        return model
+    }
+
+    public func model(for choice: TranscriptionChoice) -> String { serving(choice).rawValue }
+
+    public func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate,
+                             stream: SpeechHelperStreamChoice(model: serving(choice).rawValue, language: choice.language), onEvent: onEvent)
     }
 }
 
@@ -64,6 +89,7 @@ public struct WhisperTranscriber: Transcriber {
 final class WhisperTranscription: TranscriptionSession {
     private let connection: SpeechHelperConnection
     private let sampleRate: Int
+    private let choice: SpeechHelperStreamChoice
     private let onEvent: (TranscriptionEvent) -> Void
     /// The stream at the helper: nil until opened, and after the final decode was asked.
     private var stream: UInt64?
@@ -97,9 +123,10 @@ final class WhisperTranscription: TranscriptionSession {
         case final
     }
 
-    init(connection: SpeechHelperConnection, sampleRate: Int, onEvent: @escaping (TranscriptionEvent) -> Void) {
+    init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: SpeechHelperStreamChoice, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.connection = connection
         self.sampleRate = sampleRate
+        self.choice = choice
         self.onEvent = onEvent
     }
 
@@ -144,7 +171,7 @@ final class WhisperTranscription: TranscriptionSession {
 
     /// Opens the turn's stream; a helper that cannot be reached fails the turn at once.
     private func open() -> Bool {
-        stream = connection.openStream(rate: sampleRate) { [weak self] error in self?.failed(error) }
+        stream = connection.openStream(rate: sampleRate, choice) { [weak self] error in self?.failed(error) }
         if stream == nil { failed(ModelError(speechHelper: .unavailable, message: "the speech helper is not running")) }
         return stream != nil
     }

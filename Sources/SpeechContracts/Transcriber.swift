@@ -66,13 +66,42 @@ public protocol Transcriber: Sendable {
     var name: String { get }
     /// What its sessions answer `quiet` with.
     var settledWords: SettledWords { get }
+    /// The model a session's choice is heard by (`session.created`'s `transcription.model`): one
+    /// this recogniser offers, or its default.
+    func model(for choice: TranscriptionChoice) -> String
     /// A turn whose audio comes at `sampleRate` (16,000, or 8,000 from G.711): a recogniser that
     /// needs another rate converts it itself, so audio is resampled only where it must be.
-    func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession
+    func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession
 }
 
 extension Transcriber {
     public var settledWords: SettledWords { .none }
+    /// A recogniser of one model hears every choice with it.
+    public func model(for choice: TranscriptionChoice) -> String { name }
+}
+
+/// What a session asks of the recogniser: the Realtime API's `audio.input.transcription` `model`
+/// and `language`. A model the server does not offer (an SDK's default such as
+/// `gpt-4o-transcribe`) is heard by the server's own, as `session.created` then says.
+public struct TranscriptionChoice: Sendable, Equatable {
+    /// A model by name; nil: the server's.
+    public var model: String?
+    /// ISO-639-1 (`en`, `es`, ...); nil: the recogniser finds it, or hears the one it knows.
+    public var language: String?
+
+    public init(model: String? = nil, language: String? = nil) {
+        self.model = model
+        self.language = language
+    }
+
+    /// The longest model name taken: the API's are under 30 bytes.
+    public static let maxModelBytes = 64
+
+    /// Whether `code` has the shape of an ISO-639-1 code (two lowercase letters; Whisper's
+    /// three-letter `haw` and `yue` too): which languages a recogniser knows is its own to say.
+    public static func isLanguageCode(_ code: String) -> Bool {
+        (2...3).contains(code.utf8.count) && code.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
+    }
 }
 
 extension TranscriptionSession {

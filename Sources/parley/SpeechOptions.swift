@@ -178,8 +178,12 @@ struct SpeechOptions: ParsableArguments {
         /// are there; one missing is said here once, in one line, with what serves instead.
         struct HelperModels {
             var turn = false, piper = false
-            /// The one recogniser the helper loads: the chosen one, or tiny.en for a missing Whisper base.
+            /// The recogniser the helper loads at start: the chosen one, or tiny.en for a missing
+            /// Whisper base.
             var recogniser: WhisperTranscriber.Model?
+            /// Every recogniser installed, the default among them: a session may ask for another
+            /// (`audio.input.transcription`), which the helper loads the first time one does.
+            var recognisers: [WhisperTranscriber.Model] = []
             var any: Bool { turn || recogniser != nil || piper }
         }
 
@@ -205,6 +209,9 @@ struct SpeechOptions: ParsableArguments {
                     say("\(chosen.title) not started, \(fallback?.title ?? "pocketsphinx") hears", problem)
                 } else {
                     models.recogniser = chosen
+                }
+                if models.recogniser != nil {
+                    models.recognisers = WhisperTranscriber.Model.allCases.filter { missing(recogniserFile($0).0, recogniserFile($0).1) == nil }
                 }
             }
             if synthesizer == "piper" {
@@ -235,7 +242,10 @@ struct SpeechOptions: ParsableArguments {
             guard models.any else { return nil }
             var arguments: [String] = []
             if models.turn { arguments += ["--smart-turn", turnModelFile] }
-            if let recogniser = models.recogniser { arguments += [recogniser.helperFlag, recogniserDirectory(recogniser)] }
+            if let recogniser = models.recogniser {
+                for installed in models.recognisers { arguments += [installed.helperFlag, recogniserDirectory(installed)] }
+                arguments += ["--recogniser", recogniser.rawValue]
+            }
             if models.piper { arguments += ["--piper", piperVoice] }
             arguments += ["--capacity", String(boxSpeechCapacity)]
             do {
@@ -272,7 +282,7 @@ struct SpeechOptions: ParsableArguments {
             let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
             let key = Environment.string(apiKeyEnv)
             let transcribing: (any Transcriber)? = switch transcriber {
-            case "whisper", "whisper-base": helper.map { WhisperTranscriber(helper: $0, model: models.recogniser ?? .whisper) }
+            case "whisper", "whisper-base": helper.map { WhisperTranscriber(helper: $0, model: models.recogniser ?? .whisper, installed: models.recognisers) }
             case "openai": OpenAITranscriber(baseURL: try url(), model: transcriptionModel, apiKey: key)
             case "pocketsphinx": try SphinxTranscriber(decoders: recognizers ?? 3 * workers, pool: pool)
             default: nil

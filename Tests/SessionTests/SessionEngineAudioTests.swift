@@ -80,7 +80,7 @@ import SessionEngine
         // The recogniser is told the rate, and gets 8 kHz samples: the turn's length at 8 per ms.
         var heard = 0
         for action in actions {
-            if case .transcription(.begin(_, let audio, let rate)) = action {
+            if case .transcription(.begin(_, let audio, let rate, _)) = action {
                 #expect(rate == 8000)
                 heard += audio.count
             }

@@ -129,7 +129,7 @@ import SessionEngine
         var chunks = Self.burst(ms: 900)[...]
         var actions: [SessionAction] = []
         while let chunk = chunks.popFirst(), !actions.types.contains("transcribe.begin") { actions += h.audio(chunk) }
-        guard case .transcription(.begin(let itemID, _, _))? = actions.first(where: { if case .transcription(.begin) = $0 { true } else { false } })
+        guard case .transcription(.begin(let itemID, _, _, _))? = actions.first(where: { if case .transcription(.begin) = $0 { true } else { false } })
         else { Issue.record("\(actions.types)"); return }
         #expect(actions.types.contains("speak.pause"))
         #expect(h.engine.handle(.transcription(itemID: itemID, .partial("uh huh"))).isEmpty)
@@ -147,7 +147,7 @@ import SessionEngine
         var chunks = Self.burst(ms: 1500)[...]
         var actions: [SessionAction] = []
         while let chunk = chunks.popFirst(), !actions.types.contains("transcribe.begin") { actions += h.audio(chunk) }
-        guard case .transcription(.begin(let itemID, _, _))? = actions.first(where: { if case .transcription(.begin) = $0 { true } else { false } })
+        guard case .transcription(.begin(let itemID, _, _, _))? = actions.first(where: { if case .transcription(.begin) = $0 { true } else { false } })
         else { Issue.record("\(actions.types)"); return }
         // The recogniser put the paused speech's decodes first while the reply waited on them.
         #expect(actions.contains(.transcription(.replyWaits(itemID: itemID, true))))

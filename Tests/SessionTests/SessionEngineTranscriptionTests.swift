@@ -29,7 +29,7 @@ import SessionEngine
         // What the recogniser got is the speech with its padding, and no audio from before.
         var heard = 0
         for action in actions {
-            if case .transcription(.begin(_, let audio, _)) = action { heard += audio.count }
+            if case .transcription(.begin(_, let audio, _, _)) = action { heard += audio.count }
             if case .transcription(.audio(_, let audio)) = action { heard += audio.count }
         }
         let spokenMs = clip.speechEndMs - clip.speechStartMs

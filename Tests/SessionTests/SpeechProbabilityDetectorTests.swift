@@ -250,7 +250,7 @@ final class ScriptedVoiceActivityModel: VoiceActivityModel, @unchecked Sendable 
         var started: [Int] = []
         func collect(_ actions: [SessionAction]) {
             for action in actions {
-                if case .transcription(.begin(_, let audio, _)) = action { heard += audio }
+                if case .transcription(.begin(_, let audio, _, _)) = action { heard += audio }
                 if case .transcription(.audio(_, let audio)) = action { heard += audio }
                 if case .send(let event) = action, case .speechStarted(let ms, _) = event.kind { started.append(ms) }
             }

@@ -12,7 +12,7 @@ import Testing
     static func harness(transcribes: Bool = true) throws -> EngineHarness {
         var options = SessionEngine.Options(transcribes: transcribes)
         options.configuration.type = .transcription
-        options.transcriptionModel = "whisper-tiny.en"
+        options.transcriptionModel = { _ in "whisper-tiny.en" }
         return try EngineHarness(options: options)
     }
 

@@ -59,11 +59,24 @@ import Glibc
     @Test func aTurnIsUploadedAsAWAVAtItsOwnRate() throws {
         let transcriber = OpenAITranscriber(baseURL: UpstreamURL("http://127.0.0.1:9/v1")!, model: "m", apiKey: nil)
         let samples = (0..<800).map { Int16($0) }
-        let body = transcriber.request(samples, sampleRate: 8000).body
+        let body = transcriber.request(samples, sampleRate: 8000, choice: TranscriptionChoice()).body
         let riff = try #require(body.indices.first { body[$0...].starts(with: Array("RIFF".utf8)) })
         let length = 44 + samples.count * 2
         let wav = try WAVFile(bytes: Array(body[riff..<(riff + length)]))
         #expect(wav == WAVFile(sampleRate: 8000, channels: 1, samples: samples))
+    }
+
+    /// A session's model and language go upstream as it named them (the API knows its own names).
+    @Test func theSessionsModelAndLanguageGoUpstream() throws {
+        let transcriber = OpenAITranscriber(baseURL: UpstreamURL("http://127.0.0.1:9/v1")!, model: "gpt-4o-mini-transcribe", apiKey: nil)
+        func form(_ choice: TranscriptionChoice) -> String {
+            String(decoding: transcriber.request([0, 1], sampleRate: 16_000, choice: choice).body.prefix(400), as: UTF8.self)
+        }
+        let chosen = form(TranscriptionChoice(model: "whisper-1", language: "es"))
+        #expect(chosen.contains("name=\"model\"\r\n\r\nwhisper-1\r\n") && chosen.contains("name=\"language\"\r\n\r\nes\r\n"))
+        let server = form(TranscriptionChoice())
+        #expect(server.contains("name=\"model\"\r\n\r\ngpt-4o-mini-transcribe\r\n") && !server.contains("name=\"language\""))
+        #expect(transcriber.model(for: TranscriptionChoice(model: "whisper-1")) == "whisper-1")
     }
 
     @Test func anUnreachableTranscriptionAPIFailsTheTurnWithItsReason() throws {
@@ -104,8 +117,8 @@ final class SpeechBox: Transcriber, Synthesizer, @unchecked Sendable {
         self.synthesizer = synthesizer
     }
 
-    func begin(on loop: EventLoop, sampleRate: Int, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        transcriber!.begin(on: loop, sampleRate: sampleRate, onEvent)
+    func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
+        transcriber!.begin(on: loop, sampleRate: sampleRate, choice: choice, onEvent)
     }
 
     func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {

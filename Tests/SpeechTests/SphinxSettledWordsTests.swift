@@ -34,7 +34,7 @@ import SpeechContracts
         #expect(transcriber.settledWords == .hypothesis)
         let events = Events()
         let finished = try runLoop(seconds: 30) { loop, finish in
-            let turn = transcriber.begin(on: loop, sampleRate: rate) { event in
+            let turn = transcriber.begin(on: loop, sampleRate: rate, choice: TranscriptionChoice()) { event in
                 events.list.withLock { $0.append(event) }
                 if case .final = event { finish() }
             }

@@ -27,7 +27,7 @@ import SpeechContracts
         var sent: Result<TurnVerdict, ModelError>?
         var held: HeldAudio?
         let finished = try runLoop(seconds: 40) { loop, finish in
-            let transcription = WhisperTranscriber(helper: helper.status).begin(on: loop, sampleRate: 16_000) { _ in }
+            let transcription = WhisperTranscriber(helper: helper.status).begin(on: loop, sampleRate: 16_000, choice: TranscriptionChoice()) { _ in }
             for start in stride(from: 0, to: turn.count, by: 320) { transcription.append(Array(turn[start..<min(turn.count, start + 320)])) }
             held = transcription.heldAudio
             guard let held else { return finish() }

@@ -22,8 +22,16 @@ per sentence, so every run hears the same noise). Carriers: `pcm` (/v1/realtime,
 kHz), `pcmu` (/v1/realtime, audio/pcmu), `twilio` (/twilio's Media Streams, read on the call's
 sideband). On the G.711 carriers `clean` is `g711`.
 
-Prints a table per carrier and line (each phase's WER, the median, the spread) and, with --json,
-writes them; with --baseline FILE, exits 1 when a median rises past the recorded one by more than
+Models (`--models`): `default` leaves the session's recogniser to the server; a name (whisper-tiny.en,
+whisper-base) asks for it in `audio.input.transcription.model`, so two recognisers are measured
+side by side on one server in one run.
+
+Each turn's latency is read too: from the end of the sentence's speech (when the frame that holds
+its last sample was sent) to its transcript's `completed` event, which takes in the VAD's 500 ms
+of silence and the final decode (the median over the run's sentences, of the last turn of each).
+
+Prints a table per carrier, line and model (each phase's WER, the median, the spread, the
+transcript's latency) and, with --json, writes them; with --baseline FILE, exits 1 when a median rises past the recorded one by more than
 the recorded spread (and --margin points).
 """
 
@@ -111,6 +119,8 @@ class Segment:
         else:
             pcm24 = resample(stream, 3, 1)
             ulaw_source = stream
+        # Where the speech ends, in ms from the segment's start.
+        self.speech_end_ms = (before + len(audio)) * 1000 / rate
         self.pcm = np.clip(pcm24, -32768, 32767).astype("<i2").tobytes()
         self.ulaw = audioop.lin2ulaw(np.clip(ulaw_source, -32768, 32767).astype("<i2").tobytes(), 2)
 
@@ -129,6 +139,9 @@ class Heard:
     def __init__(self):
         self.sentence = -1
         self.turns = {}  # item id -> (sentence, transcript or None)
+        # Sentence -> when its speech's last frame was sent, and when its last transcript came.
+        self.spoken_until = {}
+        self.transcribed_at = {}
         self.changed = asyncio.Event()
         self.errors = []
 
@@ -136,7 +149,9 @@ class Heard:
         if kind == "input_audio_buffer.speech_started":
             self.turns.setdefault(data["item_id"], [self.sentence, None])
         elif kind == "conversation.item.input_audio_transcription.completed":
-            self.turns.setdefault(data["item_id"], [self.sentence, None])[1] = data.get("transcript") or ""
+            turn = self.turns.setdefault(data["item_id"], [self.sentence, None])
+            turn[1] = data.get("transcript") or ""
+            self.transcribed_at[turn[0]] = time.monotonic()
         elif kind == "conversation.item.input_audio_transcription.failed":
             self.turns.setdefault(data["item_id"], [self.sentence, None])[1] = ""
             self.errors.append(f"transcription failed: {data.get('error')}")
@@ -166,6 +181,18 @@ class Heard:
     def said(self, sentence):
         return " ".join(text for s, text in self.turns.values() if s == sentence and text)
 
+    def latencies_ms(self):
+        """Per sentence heard, from its speech's end to its last transcript."""
+        return [1000 * (self.transcribed_at[s] - end) for s, end in self.spoken_until.items() if s in self.transcribed_at]
+
+
+async def say(send, segment, encoding, heard, index):
+    """One sentence at real-time pace, then its turns transcribed."""
+    heard.sentence = index
+    heard.spoken_until[index] = time.monotonic() + segment.speech_end_ms / 1000
+    await paced(send, segment.frames(encoding))
+    await heard.settled()
+
 
 async def paced(send, frames):
     """`frames` through `send`, one every FRAME_MS on an absolute clock."""
@@ -186,14 +213,20 @@ async def read_events(connection, heard):
 # reopened turn in some runs and not others (as the reply was slower or faster under load), and
 # the words of a turn depend on its window. The turn detection is the server's default otherwise
 # (server_vad: threshold 0.5, 300 ms of padding, 500 ms of silence), which a partial update keeps.
-TEXT_ONLY = {"type": "realtime", "output_modalities": ["text"],
-             "audio": {"input": {"turn_detection": {"type": "server_vad", "create_response": False}}}}
+def hearing_only(model, audio_format=None):
+    """The session's update: text only, no replies, the recogniser `model` (`default`: the server's)."""
+    audio_input = {"turn_detection": {"type": "server_vad", "create_response": False}}
+    if model != "default":
+        audio_input["transcription"] = {"model": model}
+    if audio_format:
+        audio_input["format"] = audio_format
+    return {"type": "realtime", "output_modalities": ["text"], "audio": {"input": audio_input}}
 
 
-async def say_on_realtime(client, encoding, segments, heard):
+async def say_on_realtime(client, encoding, model, segments, heard):
     audio_format = {"type": "audio/pcm", "rate": 24000} if encoding == "pcm" else {"type": "audio/pcmu"}
     async with client.realtime.connect(model="gpt-realtime") as connection:
-        await connection.session.update(session={**TEXT_ONLY, "audio": {"input": {**TEXT_ONLY["audio"]["input"], "format": audio_format}}})
+        await connection.session.update(session=hearing_only(model, audio_format))
         reader = asyncio.create_task(read_events(connection, heard))
 
         async def send(frame):
@@ -201,14 +234,12 @@ async def say_on_realtime(client, encoding, segments, heard):
 
         try:
             for i, segment in enumerate(segments):
-                heard.sentence = i
-                await paced(send, segment.frames(encoding))
-                await heard.settled()
+                await say(send, segment, encoding, heard, i)
         finally:
             reader.cancel()
 
 
-async def say_on_twilio(client, url, segments, heard):
+async def say_on_twilio(client, url, model, segments, heard):
     call_sid = "CA" + uuid.uuid4().hex
     stream_sid = "MZ" + uuid.uuid4().hex
     async with websockets.connect(url.replace("http", "ws", 1) + "/twilio", max_size=None) as stream:
@@ -218,7 +249,7 @@ async def say_on_twilio(client, url, segments, heard):
             "customParameters": {}, "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}}))
         drain = asyncio.create_task(drain_stream(stream))
         async with Sideband(client, call_sid) as sideband:
-            await sideband.session.update(session=TEXT_ONLY)
+            await sideband.session.update(session=hearing_only(model))
             reader = asyncio.create_task(read_events(sideband, heard))
             sequence, sent_ms = 2, 0
 
@@ -232,9 +263,7 @@ async def say_on_twilio(client, url, segments, heard):
 
             try:
                 for i, segment in enumerate(segments):
-                    heard.sentence = i
-                    await paced(send, segment.frames("ulaw"))
-                    await heard.settled()
+                    await say(send, segment, "ulaw", heard, i)
             finally:
                 reader.cancel()
         await stream.send(json.dumps({"event": "stop", "sequenceNumber": str(sequence), "streamSid": stream_sid,
@@ -287,24 +316,24 @@ class Bench:
         return [Segment(self.clips.pcm(voice, i, text), line, phase_ms, seed=1000 * self.voices.index(voice) + i)
                 for i, text in enumerate(self.texts)]
 
-    async def session(self, carrier, line, phase_ms, _run, voice, limit):
+    async def session(self, carrier, line, model, phase_ms, _run, voice, limit):
         heard = Heard()
         async with limit:
             # Made when its turn comes, off the event loop: made for every session at the start,
             # they held the loop long enough for the first sessions' handshakes to time out.
             segments = await asyncio.to_thread(self.segments, voice, line, phase_ms)
             if carrier == "twilio":
-                await say_on_twilio(self.client, self.arguments.url, segments, heard)
+                await say_on_twilio(self.client, self.arguments.url, model, segments, heard)
             else:
-                await say_on_realtime(self.client, carrier, segments, heard)
+                await say_on_realtime(self.client, carrier, model, segments, heard)
         errors = words = 0
         for i, text in enumerate(self.texts):
             reference, hypothesis = scorer.words(text), scorer.words(heard.said(i))
             errors += scorer.errors(reference, hypothesis)
             words += len(reference)
             if self.arguments.verbose and hypothesis != reference:
-                print(f"  {carrier} {line} {phase_ms} ms {voice}: {text!r} heard {heard.said(i)!r}", file=sys.stderr)
-        return errors, words, heard.errors, len(heard.turns)
+                print(f"  {carrier} {line} {model} {phase_ms} ms {voice}: {text!r} heard {heard.said(i)!r}", file=sys.stderr)
+        return errors, words, heard.errors, len(heard.turns), heard.latencies_ms()
 
     async def all(self, runs):
         limit = asyncio.Semaphore(self.arguments.sessions)
@@ -315,7 +344,7 @@ class Bench:
             errors = sum(d[0] for d in done)
             words = sum(d[1] for d in done)
             problems = [p for d in done for p in d[2]]
-            results[run] = (errors / words, problems, sum(d[3] for d in done))
+            results[run] = (errors / words, problems, sum(d[3] for d in done), [ms for d in done for ms in d[4]])
         return results
 
 
@@ -324,6 +353,8 @@ def main():
     parser.add_argument("--url", required=True, help="the server, http://host:port")
     parser.add_argument("--carriers", default="pcm,pcmu,twilio")
     parser.add_argument("--lines", default="clean,g711,noisy")
+    parser.add_argument("--models", default="default", help="recognisers asked for by name (audio.input.transcription.model), "
+                        "comma-separated; default: the server's")
     parser.add_argument("--phases", default="0,6,12,18,24", help="each run's start phase in ms, comma-separated")
     parser.add_argument("--voices", type=int, default=4, help="how many of telephone_wer_bench's four fresh voices "
                         "(flite kal, espeak-ng en+m3, flite awb, espeak-ng en-us+f4)")
@@ -342,29 +373,34 @@ def main():
         for line in arguments.lines.split(","):
             if carrier != "pcm" and line == "clean":
                 continue  # a G.711 carrier's clean line is the g711 line
-            cases.append((carrier, line))
+            cases += [(carrier, line, model) for model in arguments.models.split(",")]
     # A phase may be named twice: the same audio twice, which should be heard alike.
-    runs = [(carrier, line, phase, k) for carrier, line in cases for k, phase in enumerate(phases)]
+    runs = [(carrier, line, model, phase, k) for carrier, line, model in cases for k, phase in enumerate(phases)]
     started = time.monotonic()
     results = asyncio.run(bench.all(runs))
     report = {"voices": bench.voices, "sentences": len(bench.texts), "phases": phases, "sessions": arguments.sessions,
               "seconds": round(time.monotonic() - started, 1), "cases": {}}
-    print(f"| carrier | line | {' | '.join(f'{p} ms' for p in phases)} | median | spread | turns a run |")
-    print("| --- | --- |" + " ---: |" * (len(phases) + 3))
+    print(f"| carrier | line | model | {' | '.join(f'{p} ms' for p in phases)} | median | spread | turns a run | transcript after the speech, p50 / p90 |")
+    print("| --- | --- | --- |" + " ---: |" * (len(phases) + 4))
     problems = []
-    for carrier, line in cases:
-        rates = [results[(carrier, line, p, k)][0] for k, p in enumerate(phases)]
+    for carrier, line, model in cases:
+        rates = [results[(carrier, line, model, p, k)][0] for k, p in enumerate(phases)]
         for k, p in enumerate(phases):
-            problems += [f"{carrier} {line} {p} ms: {e}" for e in results[(carrier, line, p, k)][1]]
+            problems += [f"{carrier} {line} {model} {p} ms: {e}" for e in results[(carrier, line, model, p, k)][1]]
         median, spread = statistics.median(rates), max(rates) - min(rates)
         # How many turns the server made of the sentences in each run: a sentence heard as two turns
         # in one run and one in another is decoded in other windows (semantic_vad's verdicts come
         # when the helper answers, so a pause inside a sentence may end the turn or not).
-        turns = [results[(carrier, line, p, k)][2] for k, p in enumerate(phases)]
-        report["cases"][f"{carrier} {line}"] = {"wer": [round(100 * r, 2) for r in rates], "median": round(100 * median, 2),
-                                                "spread": round(100 * spread, 2), "turns": turns}
-        print(f"| {carrier} | {line} | " + " | ".join(f"{100 * r:.1f} %" for r in rates) + f" | **{100 * median:.1f} %** | {100 * spread:.1f} | "
-              + " ".join(str(t) for t in turns) + " |")
+        turns = [results[(carrier, line, model, p, k)][2] for k, p in enumerate(phases)]
+        latencies = sorted(ms for k, p in enumerate(phases) for ms in results[(carrier, line, model, p, k)][3])
+        p50, p90 = (latencies[len(latencies) // 2], latencies[len(latencies) * 9 // 10]) if latencies else (0, 0)
+        # A case's name: carrier and line, and the model when one was asked for by name.
+        name = f"{carrier} {line}" + ("" if model == "default" else f" {model}")
+        report["cases"][name] = {"wer": [round(100 * r, 2) for r in rates], "median": round(100 * median, 2),
+                                 "spread": round(100 * spread, 2), "turns": turns,
+                                 "transcript_ms_p50": round(p50), "transcript_ms_p90": round(p90)}
+        print(f"| {carrier} | {line} | {model} | " + " | ".join(f"{100 * r:.1f} %" for r in rates) + f" | **{100 * median:.1f} %** | {100 * spread:.1f} | "
+              + " ".join(str(t) for t in turns) + f" | {p50:.0f} / {p90:.0f} ms |")
     print(f"{len(bench.voices)} voices x {len(bench.texts)} sentences a run, {arguments.sessions} sessions at once, "
           f"{report['seconds']:.0f} s", flush=True)
     for problem in problems:

@@ -48,9 +48,9 @@ extension SessionDriver {
 
     func transcribe(_ step: TranscriptionStep, on loop: EventLoop) {
         switch step {
-        case .begin(let itemID, let audio, let sampleRate):
+        case .begin(let itemID, let audio, let sampleRate, let choice):
             guard let transcriber = endpoint.speech.transcriber else { return }
-            let session = transcriber.begin(on: loop, sampleRate: sampleRate) { [weak self] event in self?.transcriptionEvent(itemID, event) }
+            let session = transcriber.begin(on: loop, sampleRate: sampleRate, choice: choice) { [weak self] event in self?.transcriptionEvent(itemID, event) }
             transcriptions[itemID] = session
             session.append(audio)
         case .audio(let itemID, let samples):

@@ -70,7 +70,9 @@ extension SessionEngine.Options {
     /// What the endpoint's speech services give every session it opens, a call's or a client's:
     /// the recogniser and what it answers a quiet with, the VAD, the end-of-turn model.
     private mutating func hear(with endpoint: RealtimeEndpoint) {
-        transcriptionModel = endpoint.speech.transcriber?.name
+        if let transcriber = endpoint.speech.transcriber {
+            transcriptionModel = { @Sendable choice in transcriber.model(for: choice) }
+        }
         voiceActivityModel = endpoint.speech.voiceActivity
         // A session on a loop: its VAD windows are scored with the loop's others (`VoiceActivityPass`).
         batchesVoiceActivity = true

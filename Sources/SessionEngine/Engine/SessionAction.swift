@@ -96,8 +96,9 @@ public enum SpeechOutputEvent: Sendable, Equatable {
 /// final text can come soon after speech stops.
 public enum TranscriptionStep: Sendable, Equatable {
     /// Mono samples of the turn so far, at `sampleRate` (the session's: 16 kHz, or 8 kHz for
-    /// G.711 input), as is every `audio` after it.
-    case begin(itemID: String, audio: [Int16], sampleRate: Int)
+    /// G.711 input), as is every `audio` after it; heard as the session chose
+    /// (`audio.input.transcription`'s model and language).
+    case begin(itemID: String, audio: [Int16], sampleRate: Int, choice: TranscriptionChoice)
     /// More of the turn `itemID`'s audio.
     case audio(itemID: String, [Int16])
     /// The speaker has gone quiet (`SessionEngine.quietMs` after their last speech): what the

@@ -1,4 +1,5 @@
 import Models
+import SpeechContracts
 /// A session's settings: what `session.created` and `session.updated` report and `session.update`
 /// changes.
 ///
@@ -55,6 +56,9 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// `noise_reduction`: the input is denoised before the VAD and the recogniser hear it
     /// (`Denoiser`); nil: it is not.
     public var noiseReduction: NoiseReduction?
+    /// `audio.input.transcription`'s `model` and `language`: which of the server's recognisers
+    /// hears the session's turns, and in which language (`Transcriber.model(for:)`).
+    public var transcription = TranscriptionChoice()
 
     /// `truncation` (GA): what goes when the conversation outgrows its budget (see
     /// `ConversationHistory`).
@@ -156,6 +160,7 @@ public struct SessionConfiguration: Sendable, Equatable {
         if let recording = update.recording { next.recording = recording }
         if let truncation = update.truncation { next.truncation = truncation }
         if let bytes = update.maxHistoryBytes { next.maxHistoryBytes = bytes }
+        if let choice = update.transcription { next.transcription = choice }
         switch update.noiseReduction {
         case nil: break
         case .off: next.noiseReduction = nil

@@ -38,8 +38,9 @@ public struct SessionEngine: Sendable {
         public var maxHistoryTextBytes: Int
         /// A recogniser is there: spoken turns are transcribed, and answered once their text is in.
         public var transcribes: Bool
-        /// Its name, as `session.created` reports it (`transcription.model`).
-        public var transcriptionModel: String?
+        /// The model that hears a session's choice, as `session.created` reports it
+        /// (`transcription.model`: `Transcriber.model(for:)`).
+        public var transcriptionModel: (@Sendable (TranscriptionChoice) -> String)?
         /// Settings the client may not change (a client secret pinned them).
         public var pinned: Pinned = []
         /// A synthesiser is there: replies with the audio modality are spoken.
@@ -106,7 +107,7 @@ public struct SessionEngine: Sendable {
     // bytes together after `lastSpokenReply`'s odd 25, so that no field pads (an idle session is
     // mostly this struct and the objects around it).
     public let model: String
-    package let transcriptionModel: String?
+    package let transcriptionModel: @Sendable (TranscriptionChoice) -> String
     /// The session's settings. Out of line, and absent while they are the Realtime API's defaults,
     /// as every `/v1/realtime` session's are until its first `session.update` (216 bytes each).
     public var configuration: SessionConfiguration { _read { yield settings.value } }
@@ -234,7 +235,7 @@ public struct SessionEngine: Sendable {
         allowsOpus = options.allowsOpus
         transcribes = options.transcribes
         pinned = options.pinned
-        transcriptionModel = options.transcriptionModel ?? "parley"
+        transcriptionModel = options.transcriptionModel ?? { _ in "parley" }
         synthesizes = options.synthesizes
         settings.value = options.configuration
         settings.settle()
@@ -413,7 +414,7 @@ public struct SessionEngine: Sendable {
     }
 
     package var sessionInfo: SessionInfo {
-        SessionInfo(id: sessionID, model: model, configuration: configuration, transcriptionModel: transcribes ? transcriptionModel : nil)
+        SessionInfo(id: sessionID, model: model, configuration: configuration, transcriptionModel: transcribes ? transcriptionModel(configuration.transcription) : nil)
     }
 
     package mutating func emit(_ kind: ServerEvent.Kind) {

@@ -67,8 +67,13 @@ public struct SessionInfo: Sendable, Equatable {
         }
     }
 
-    /// `transcription`: the server's recogniser (`{"model": …}`), or null without one.
-    private var transcription: JSON { transcriptionModel.map { .object([("model", .string($0))]) } ?? .null }
+    /// `transcription`: the recogniser that hears the session (`{"model": …}`, with the
+    /// `language` the session set), or null without one.
+    private var transcription: JSON {
+        guard let transcriptionModel else { return .null }
+        let language = configuration.transcription.language.map { [("language", JSON.string($0))] } ?? []
+        return .object([("model", .string(transcriptionModel))] + language)
+    }
 
     private var noiseReduction: JSON { configuration.noiseReduction.map { .object([("type", .string($0.rawValue))]) } ?? .null }
 

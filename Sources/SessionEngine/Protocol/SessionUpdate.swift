@@ -1,5 +1,6 @@
 import JSON
 import Models
+import SpeechContracts
 
 /// The fields a `session.update` sets; nil leaves a setting as it is.
 ///
@@ -87,6 +88,10 @@ public struct SessionUpdate: Sendable, Equatable {
     /// The update came as the beta's `transcription_session.update` (for the error that names it).
     public var fromTranscriptionEvent = false
     public var noiseReduction: NoiseReductionChange?
+    /// `audio.input.transcription` (the beta's `input_audio_transcription`): the recogniser's model
+    /// and the session's language; an object given replaces the last (`null` is ignored: a
+    /// session's turns are always transcribed).
+    public var transcription: TranscriptionChoice?
     public var truncation: SessionConfiguration.Truncation?
     /// Parley's extension: the session's history budget in bytes, at most the server's.
     public var maxHistoryBytes: Int?
@@ -150,7 +155,7 @@ public struct SessionUpdate: Sendable, Equatable {
         update.recording = try session.bool("recording")
         update.echoGuard = try session.bool("input_audio_echo_guard")
         update.noiseReduction = try noiseReduction(session, "input_audio_noise_reduction")
-        try transcription(session, "input_audio_transcription")
+        update.transcription = try transcription(session, "input_audio_transcription")
 
         if let audio = try session.object("audio") {
             if let input = try audio.object("input") {
@@ -161,7 +166,7 @@ public struct SessionUpdate: Sendable, Equatable {
                 if let change = try turnDetection(input) { update.turnDetection = change }
                 if let guarded = try input.bool("echo_guard") { update.echoGuard = guarded }
                 if let change = try noiseReduction(input, "noise_reduction") { update.noiseReduction = change }
-                try transcription(input, "transcription")
+                if let choice = try transcription(input, "transcription") { update.transcription = choice }
             }
             if let output = try audio.object("output") {
                 if let format = try format(output, "format") {
@@ -219,9 +224,20 @@ public struct SessionUpdate: Sendable, Equatable {
 
     /// `transcription` / `input_audio_transcription`: the server's recogniser does the work, so its
     /// `model`, `language` and `prompt` choose nothing; they are only checked to be strings.
-    private static func transcription(_ fields: EventFields, _ key: String) throws(ProtocolError) {
-        guard let object = try fields.object(key) else { return }
-        for member in ["model", "language", "prompt"] { _ = try object.string(member) }
+    /// `model` (any name: one the server does not offer is heard by its own) and `language`
+    /// (ISO-639-1); `prompt` is checked and ignored.
+    private static func transcription(_ fields: EventFields, _ key: String) throws(ProtocolError) -> TranscriptionChoice? {
+        guard let object = try fields.object(key) else { return nil }
+        _ = try object.string("prompt")
+        let model = try object.string("model")
+        if let model, model.isEmpty || model.utf8.count > TranscriptionChoice.maxModelBytes {
+            throw object.invalid("model", "must be a model name of 1 to \(TranscriptionChoice.maxModelBytes) bytes")
+        }
+        let language = try object.string("language")
+        if let language, !TranscriptionChoice.isLanguageCode(language) {
+            throw object.invalid("language", "must be an ISO-639-1 code such as 'en', 'es' or 'de', got '\(language)'")
+        }
+        return TranscriptionChoice(model: model, language: language)
     }
 
     package static func modalities(_ fields: EventFields, _ key: String) throws(ProtocolError) -> OutputModalities? {
