@@ -27,6 +27,9 @@ public struct WhisperTranscriber: Transcriber {
 
     /// The server's default (`--transcriber`).
     public let model: Model
+    /// The language of a session that sets none (`--language`): nil, found from its first turns
+    /// by a multilingual model when one is installed (English on tiny.en when none is).
+    public let language: String?
     /// Those the helper was given (the default among them): what sessions may choose.
     public let installed: [Model]
     public var name: String { model.rawValue }
@@ -53,32 +56,41 @@ public struct WhisperTranscriber: Transcriber {
     /// turn fails with a clear event instead of hanging.
     static let timeoutSeconds = 10.0
 
-    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = []) {
+    /// How sure Whisper must be of the language it found for the session to keep it: below, the
+    /// turn's words still come (in the language Whisper thought likeliest) and the next turn is
+    /// asked again. Whisper base gave 0.6 to 0.7 to espeak-ng's French and German, heard as Thai
+    /// and English, and 0.8 to 0.9 to languages it heard right.
+    public static let languageProbability = 0.75
+
+    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = [], language: String? = "en") {
         self.status = status
         self.model = model
+        self.language = language
         self.installed = installed.contains(model) ? installed : [model] + installed
     }
 
-    /// The model that hears a session's choice: the one it names, if installed; else, for a
-    /// language other than English, a multilingual one if installed (tiny.en would hear it as
-    /// English guesses); else the default.
-    func serving(_ choice: TranscriptionChoice) -> Model {
+    /// The model that hears a session's choice, and in which language (nil: found from the audio):
+    /// the one it names, if installed; else, for a language other than English or one to be
+    /// found, a multilingual one if installed (tiny.en would hear it as English guesses); else the
+    /// default. A session that sets no language has the server's (`language`).
+    func serving(_ choice: TranscriptionChoice) -> (model: Model, language: String?) {
+        let language = choice.language ?? language
+        let english = language == "en"
+        let multilingual = installed.first(where: \.multilingual)
         if let named = choice.model.flatMap(Model.init(rawValue:)), installed.contains(named),
-           named.multilingual || choice.language == nil || choice.language == "en" {
-            return named
+           named.multilingual || english || choice.language == nil {
+            return (named, named.multilingual ? language : "en")
         }
-        if let language = choice.language, language != "en", !model.multilingual,
-           let multilingual = installed.first(where: \.multilingual) {
-            return multilingual
-        }
-        return model
+        if !english, !model.multilingual, let multilingual { return (multilingual, language) }
+        return (model, model.multilingual ? language : "en")
     }
 
-    public func model(for choice: TranscriptionChoice) -> String { serving(choice).rawValue }
+    public func model(for choice: TranscriptionChoice) -> String { serving(choice).model.rawValue }
 
     public func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
-        WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate,
-                             stream: SpeechHelperStreamChoice(model: serving(choice).rawValue, language: choice.language), onEvent: onEvent)
+        let (model, language) = serving(choice)
+        return WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate,
+                                    stream: SpeechHelperStreamChoice(model: model.rawValue, language: language), onEvent: onEvent)
     }
 }
 
@@ -100,8 +112,9 @@ final class WhisperTranscription: TranscriptionSession {
     /// The last decode answered (or shed at a busy helper, with the text before): its text and how
     /// many samples it covered.
     private var decoded: (text: String, upTo: Int)?
-    /// The last decode on the whole window (not `fast`): only its text may be the final one.
-    private var exact: (text: String, upTo: Int)?
+    /// The last decode on the whole window (not `fast`): only its text may be the final one, with
+    /// the language it was found in when the stream asked for it to be found.
+    private var exact: (text: String, upTo: Int, language: String?)?
     /// How many samples the stream held when the VAD last said the user went quiet; whether that
     /// quiet still waits for its decode; and whether the user spoke again after it.
     private var quietAt: Int?
@@ -213,6 +226,7 @@ final class WhisperTranscription: TranscriptionSession {
         if let exact, let quietAt, exact.upTo >= quietAt {
             over = true
             if let stream { connection.closeStream(stream, tell: true) }
+            if let language = exact.language { onEvent(.language(language)) }
             return onEvent(.final(exact.text))
         }
         decode(.final)
@@ -277,9 +291,11 @@ final class WhisperTranscription: TranscriptionSession {
             let text = frame.header["text"]?.string ?? ""
             let confidence = Self.confidence(frame)
             decoded = (text, upTo)
-            if kind != .fast { exact = (text, upTo) }
+            let language = choice.language == nil ? Self.language(frame) : nil
+            if kind != .fast { exact = (text, upTo, language) }
             if kind == .final {
                 over = true
+                if let language { onEvent(.language(language)) }
                 return onEvent(.final(text))
             }
             if kind == .quiet, upTo == quietAt {
@@ -291,6 +307,14 @@ final class WhisperTranscription: TranscriptionSession {
             // Audio that came while this decode ran is worth another.
             append([])
         }
+    }
+
+    /// The language the decode found, when Whisper was sure enough of it.
+    static func language(_ frame: SpeechHelperFrame) -> String? {
+        guard let language = frame.header["language"]?.string, TranscriptionChoice.isLanguageCode(language),
+              let probability = frame.header["language_probability"]?.double,
+              probability >= WhisperTranscriber.languageProbability else { return nil }
+        return language
     }
 
     /// The decode's confidence, where the helper's recogniser gives one (Whisper does).

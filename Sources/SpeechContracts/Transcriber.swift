@@ -11,6 +11,10 @@ public enum TranscriptionEvent: Sendable, Equatable {
     /// a partial that is the final text unless more speech comes.
     case settled(String, DecodeConfidence? = nil)
     case final(String)
+    /// The language the recogniser found the turn in (ISO-639-1), before its `final`: given only
+    /// by one asked to find it (`TranscriptionChoice.language` nil, Whisper base), and only when
+    /// it is sure enough (`WhisperTranscriber.languageProbability`).
+    case language(String)
     case failed(ModelError)
 }
 

@@ -40,6 +40,29 @@ import SpeechContracts
         #expect(now.json(dialect: .ga)["audio"]?["input"]?["transcription"] == .object([("model", .string("whisper-tiny.en"))]))
     }
 
+    /// A language the recogniser found is kept for the turns after, until the session sets one.
+    @Test func aLanguageHeardIsKeptUntilTheSessionSetsOne() throws {
+        var h = try Self.harness()
+        let clip = try SpeechClip.make(SessionEngineAudioTests.question)
+        func turn(_ heard: String?) -> TranscriptionChoice? {
+            let actions = h.audio(clip.chunks(ms: 20) + [[Int16]](repeating: [Int16](repeating: 0, count: 320), count: 60))
+            var choice: TranscriptionChoice?, itemID: String?
+            for action in actions {
+                if case .transcription(.begin(let item, _, _, let asked)) = action { (itemID, choice) = (item, asked) }
+            }
+            if let itemID {
+                if let heard { _ = h.engine.handle(.transcription(itemID: itemID, .language(heard))) }
+                _ = h.engine.handle(.transcription(itemID: itemID, .final("hola")))
+            }
+            return choice
+        }
+        #expect(turn("es") == TranscriptionChoice())
+        #expect(turn("de") == TranscriptionChoice(language: "es"))
+        #expect(h.engine.configuration.heardLanguage == "es")
+        _ = h.client(#"{"type":"session.update","session":{"audio":{"input":{"transcription":{"language":"fr"}}}}}"#)
+        #expect(turn(nil) == TranscriptionChoice(language: "fr"))
+    }
+
     @Test func aLanguageThatIsNoCodeOrAnEmptyModelIsRefused() throws {
         var h = try Self.harness()
         for (session, param) in [(#"{"audio":{"input":{"transcription":{"language":"Spanish"}}}}"#, "session.audio.input.transcription.language"),

@@ -26,6 +26,7 @@ import SpeechContracts
         let status = SpeechHelperStatus(socketPath: "/nonexistent")
         let both = WhisperTranscriber(helper: status, model: .whisper, installed: [.whisper, .whisperBase])
         let tinyOnly = WhisperTranscriber(helper: status, model: .whisper)
+        let auto = WhisperTranscriber(helper: status, model: .whisper, installed: [.whisper, .whisperBase], language: nil)
         let cases: [(WhisperTranscriber, TranscriptionChoice, String)] = [
             (both, TranscriptionChoice(), "whisper-tiny.en"),
             (both, TranscriptionChoice(model: "whisper-base"), "whisper-base"),
@@ -34,10 +35,17 @@ import SpeechContracts
             (both, TranscriptionChoice(language: "es"), "whisper-base"),
             (both, TranscriptionChoice(model: "whisper-tiny.en", language: "de"), "whisper-base"),
             (tinyOnly, TranscriptionChoice(model: "whisper-base", language: "fr"), "whisper-tiny.en"),
+            // `--language auto`: a session that sets none is found out by Whisper base, unless it
+            // asked for tiny.en (English) by name.
+            (auto, TranscriptionChoice(), "whisper-base"),
+            (auto, TranscriptionChoice(language: "en"), "whisper-tiny.en"),
+            (auto, TranscriptionChoice(model: "whisper-tiny.en"), "whisper-tiny.en"),
         ]
         for (transcriber, choice, model) in cases {
             #expect(transcriber.model(for: choice) == model, "\(choice) on \(transcriber.installed)")
         }
+        #expect(auto.serving(TranscriptionChoice()).language == nil && both.serving(TranscriptionChoice()).language == "en")
+        #expect(auto.serving(TranscriptionChoice(model: "whisper-tiny.en")).language == "en")
     }
 
     @Test(.enabled(if: installed, "Whisper base is not installed in .venv-speech: run scripts/tools/speech-models.sh (make test does)"))

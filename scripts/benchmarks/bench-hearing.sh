@@ -8,8 +8,9 @@
 # carrier and line: /v1/realtime pcm16 at 24 kHz (clean, G.711, noisy) and µ-law (G.711, noisy), and
 # /twilio (G.711, noisy). About 40 minutes.
 #   IDLE_CARRIERS (pcm), IDLE_LINES (noisy), CARRIERS (pcm,pcmu,twilio), LINES (clean,g711,noisy),
-#   PHASES (0,6,12,18,24), VOICES (4), SENTENCES (20), LOAD (10; 0 skips the pass), IDLE (1; 0
-#   skips it), SERVE_ARGS (more `parley serve` options, as `--transcriber whisper-base`), BIN
+#   PHASES (0,6,12,18,24), VOICES (4), SENTENCES (20), MODELS (default: the server's; a list such as
+#   whisper-tiny.en,whisper-base measures each, asked for by the sessions, side by side on one
+#   server), LOAD (10; 0 skips the pass), IDLE (1; 0 skips it), SERVE_ARGS (more `parley serve` options, as `--transcriber whisper-base`), BIN
 #   (.build/release), OUT (LoadTests/reports/bench-hearing-<UTC>)
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
@@ -29,7 +30,7 @@ pass() {
   log "$name: $sessions sessions at once, $carriers, $lines"
   timeout 7200 "$ROOT/.venv-webrtc/bin/python" -u scripts/benchmarks/hearing_bench.py --url "http://127.0.0.1:$port" \
     --carriers "$carriers" --lines "$lines" --phases "${PHASES:-0,6,12,18,24}" --voices "${VOICES:-4}" \
-    --sentences "${SENTENCES:-20}" --sessions "$sessions" --json "$OUT/hearing-$name.json" | tee -a "$OUT/run.txt" || status=$?
+    --sentences "${SENTENCES:-20}" --models "${MODELS:-default}" --sessions "$sessions" --json "$OUT/hearing-$name.json" | tee -a "$OUT/run.txt" || status=$?
   echo "$name: server CPU $(awk -v a="$cpu_before" -v b="$(cpu "$server")" 'BEGIN { printf "%.0f", b - a }') s," \
     "helper CPU $(awk -v a="$helper_before" -v b="$(cpu "$helper")" 'BEGIN { printf "%.0f", b - a }') s;" \
     "steal (vmstat st, seconds at each %): $(steal "$line_start" "$(wc -l < "$OUT/vmstat.log")")" | tee -a "$OUT/run.txt"

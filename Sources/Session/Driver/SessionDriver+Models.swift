@@ -73,6 +73,7 @@ extension SessionDriver {
         switch event {
         case .final(let text): sessionLog.debug("transcript", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
         case .settled(let text, _): sessionLog.debug("words at a quiet", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "text": "\(text)"])
+        case .language(let language): sessionLog.debug("language heard", metadata: ["session": "\(engine.sessionID)", "item": "\(itemID)", "language": "\(language)"])
         case .partial, .failed: break
         }
         if case .failed(let error) = event {
@@ -84,7 +85,7 @@ extension SessionDriver {
                 SpeechMetrics.shared.transcription.observe(nanoseconds: took)
             }
             transcriptions[itemID] = nil
-        case .partial, .settled: break
+        case .partial, .settled, .language: break
         }
         perform(engine.handle(.transcription(itemID: itemID, event)))
     }

@@ -59,6 +59,16 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// `audio.input.transcription`'s `model` and `language`: which of the server's recognisers
     /// hears the session's turns, and in which language (`Transcriber.model(for:)`).
     public var transcription = TranscriptionChoice()
+    /// The language the recogniser found the session's turns in when it set none
+    /// (`TranscriptionEvent.language`): the turns after it are heard in it, until the session sets
+    /// one. Not reported (`transcription.language` is what the client set).
+    public var heardLanguage: String?
+
+    /// What each turn asks of the recogniser: the session's choice, in the language it set or,
+    /// failing that, the one found.
+    public var hearing: TranscriptionChoice {
+        TranscriptionChoice(model: transcription.model, language: transcription.language ?? heardLanguage)
+    }
 
     /// `truncation` (GA): what goes when the conversation outgrows its budget (see
     /// `ConversationHistory`).

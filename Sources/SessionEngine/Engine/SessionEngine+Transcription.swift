@@ -39,6 +39,11 @@ package extension SessionEngine {
             fact(.transcript(itemID: itemID, text: text))
             if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
             transcriptArrived(itemID, answer: true)
+        case .language(let language):
+            // Kept from the first turn it was found in; a language the session sets wins.
+            if configuration.transcription.language == nil, configuration.heardLanguage == nil {
+                settings.value.heardLanguage = language
+            }
         case .failed where streaming && !turns.pendingTranscripts.contains(itemID):
             // The turn is still going (the recogniser failed mid-stream: a helper that died): it
             // is sent whole again when it ends, and only a failure then is the item's to report,

@@ -164,7 +164,7 @@ package extension SessionEngine {
         turns.heardWordsSettled = false
         turns.quietSpeechEndMs = nil
         turns.spokeAgainAfterMs = nil
-        outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate, choice: configuration.transcription)))
+        outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate, choice: configuration.hearing)))
     }
 
     /// Whether the reply in the making answers the item `itemID` and nothing of it has reached the
@@ -344,7 +344,7 @@ package extension SessionEngine {
             // A turn committed by hand was not streaming: all its audio goes now.
             if turns.transcribing != itemID {
                 cancelTranscription()
-                outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate, choice: configuration.transcription)))
+                outbox.append(.transcription(.begin(itemID: itemID, audio: audio.samples, sampleRate: audio.sampleRate, choice: configuration.hearing)))
             }
             outbox.append(.transcription(.finish(itemID: itemID)))
             turns.transcribing = nil
