@@ -46,7 +46,7 @@ import SessionEngine
         let final = h.engine.handle(.transcription(itemID: itemID, .final("what is twelve times seven")))
         #expect(final.types == ["conversation.item.input_audio_transcription.completed", "response.created", "startModel"])
         // Its usage is the turn's length, as a transcription billed by duration reports it.
-        guard case .inputAudioTranscriptionCompleted(_, _, _, let seconds) = final.events[0].kind else { return }
+        guard case .inputAudioTranscriptionCompleted(_, _, _, let seconds, _) = final.events[0].kind else { return }
         #expect(abs(seconds * 1000 - Double(spokenMs)) <= 300, "\(seconds) s for \(spokenMs) ms spoken")
         #expect(final.events[0].json(dialect: .ga).contains(#""usage":{"type":"duration","seconds":"#))
         let model = try final.model()

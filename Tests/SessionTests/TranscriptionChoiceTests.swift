@@ -44,6 +44,7 @@ import SpeechContracts
     @Test func aLanguageHeardIsKeptUntilTheSessionSetsOne() throws {
         var h = try Self.harness()
         let clip = try SpeechClip.make(SessionEngineAudioTests.question)
+        var reported: [String?] = []
         func turn(_ heard: String?) -> TranscriptionChoice? {
             let actions = h.audio(clip.chunks(ms: 20) + [[Int16]](repeating: [Int16](repeating: 0, count: 320), count: 60))
             var choice: TranscriptionChoice?, itemID: String?
@@ -52,7 +53,10 @@ import SpeechContracts
             }
             if let itemID {
                 if let heard { _ = h.engine.handle(.transcription(itemID: itemID, .language(heard))) }
-                _ = h.engine.handle(.transcription(itemID: itemID, .final("hola")))
+                let final = h.engine.handle(.transcription(itemID: itemID, .final("hola")))
+                // The turn's language is on its transcript, as Parley's extension.
+                let completed = final.events.first { $0.type(in: .ga) == "conversation.item.input_audio_transcription.completed" }
+                reported.append(completed?.jsonValue(dialect: .ga)["language"]?.string)
             }
             return choice
         }
@@ -61,6 +65,7 @@ import SpeechContracts
         #expect(h.engine.configuration.heardLanguage == "es")
         _ = h.client(#"{"type":"session.update","session":{"audio":{"input":{"transcription":{"language":"fr"}}}}}"#)
         #expect(turn(nil) == TranscriptionChoice(language: "fr"))
+        #expect(reported == ["es", "es", "fr"])
     }
 
     @Test func aLanguageThatIsNoCodeOrAnEmptyModelIsRefused() throws {

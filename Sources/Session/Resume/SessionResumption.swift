@@ -138,7 +138,7 @@ final class SessionResumption {
         switch event.kind {
         case .conversationItemDone(let item, _):
             kept(item.id, item.json(dialect: .ga).description)
-        case .inputAudioTranscriptionCompleted(let itemID, _, let transcript, _):
+        case .inputAudioTranscriptionCompleted(let itemID, _, let transcript, _, _):
             let item = ConversationItem(id: itemID, role: .user, status: .completed, content: [.inputAudio(transcript: transcript)])
             kept(itemID, item.json(dialect: .ga).description)
         case .responseDone(let response):

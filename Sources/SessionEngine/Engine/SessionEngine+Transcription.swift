@@ -35,7 +35,8 @@ package extension SessionEngine {
             // Providers pad their text differently (an API's leading space); the user's message does not.
             let text = words.trimmed
             let spokenMs = conversation.entry(itemID)?.message.spokenMilliseconds ?? 0
-            emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text, audioSeconds: Double(spokenMs) / 1000))
+            emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text, audioSeconds: Double(spokenMs) / 1000,
+                                                   language: configuration.hearing.language))
             fact(.transcript(itemID: itemID, text: text))
             if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
             transcriptArrived(itemID, answer: true)

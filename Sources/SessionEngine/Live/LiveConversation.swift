@@ -333,7 +333,7 @@ package struct LiveConversation: Sendable {
             turns[itemID] = turn
             guard let space = turn.heard.lastIndex(of: " ") else { return [] }
             return transcript(itemID, upTo: String(turn.heard[..<space]), nowMs: nowMs)
-        case .inputAudioTranscriptionCompleted(let itemID, _, let text, _):
+        case .inputAudioTranscriptionCompleted(let itemID, _, let text, _, _):
             let steps = transcript(itemID, upTo: text, nowMs: nowMs)
             turns[itemID] = nil
             return steps

@@ -52,7 +52,9 @@ public struct ServerEvent: Sendable, Equatable {
         case inputAudioTranscriptionDelta(itemID: String, contentIndex: Int, delta: String)
         /// The turn's words, and how long it was spoken for: the usage the Realtime API reports
         /// for a transcription billed by duration (the SDKs require a `usage`).
-        case inputAudioTranscriptionCompleted(itemID: String, contentIndex: Int, transcript: String, audioSeconds: Double)
+        /// `language`: Parley's extension, the turn's language when the session set one or the
+        /// recogniser found one (`SessionConfiguration.hearing`); left out otherwise.
+        case inputAudioTranscriptionCompleted(itemID: String, contentIndex: Int, transcript: String, audioSeconds: Double, language: String? = nil)
         case inputAudioTranscriptionFailed(itemID: String, contentIndex: Int, error: EventError)
         /// A spoken reply cut short (barge-in, cancel): the audio the client had been sent time
         /// to play, so it can drop the rest; the item's transcript stays whole.

@@ -133,9 +133,10 @@ package extension ServerEvent {
             members += at.members + [("transcript", .string(transcript))]
         case .inputAudioTranscriptionDelta(let itemID, let index, let delta):
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("delta", .string(delta))]
-        case .inputAudioTranscriptionCompleted(let itemID, let index, let transcript, let seconds):
+        case .inputAudioTranscriptionCompleted(let itemID, let index, let transcript, let seconds, let language):
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("transcript", .string(transcript)),
                         ("usage", .object([("type", .string("duration")), ("seconds", .number(seconds))]))]
+            if let language { members.append(("language", .string(language))) }
         case .inputAudioTranscriptionFailed(let itemID, let index, let error):
             members += [("item_id", .string(itemID)), ("content_index", .int(index)), ("error", error.json)]
         case .conversationItemTruncated(let itemID, let index, let ms):
