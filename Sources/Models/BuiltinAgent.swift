@@ -14,6 +14,9 @@ import JSON
 public struct BuiltinAgent: Sendable {
     /// How to replace this agent with a real model, quoted in its replies.
     public static let realModelCommand = "parley serve --llm openai --llm-base-url URL --llm-model NAME"
+    /// Its answer to a user who speaks another language (`ModelRequest.language`): its rules read
+    /// English words only, so it says so, in English, rather than guess.
+    public static let onlyEnglish = "Sorry, I speak only English. A real model answers in your language: \(realModelCommand)."
 
     /// What the agent does with a conversation: say something, or call one of the client's
     /// functions with these arguments (a JSON object's text).

@@ -14,7 +14,11 @@ public struct BuiltinModel: LanguageModel {
     }
 
     public func stream(_ request: ModelRequest, on loop: EventLoop, _ onEvent: @escaping (ModelEvent) -> Void) -> any ModelCall {
-        let action = BuiltinAgent().respond(to: request.messages, tools: request.tools?.tools ?? [], choice: request.toolChoice)
+        let action: BuiltinAgent.Action = if let language = request.language, language != "en" {
+            .say(BuiltinAgent.onlyEnglish)
+        } else {
+            BuiltinAgent().respond(to: request.messages, tools: request.tools?.tools ?? [], choice: request.toolChoice)
+        }
         let events: [ModelEvent]
         let reason: FinishReason
         switch action {

@@ -10,6 +10,10 @@ public struct ModelRequest: Sendable {
     /// The W3C `traceparent` of the call's span, sent to an upstream so that its trace joins the
     /// session's; nil without tracing.
     public var traceparent: String?
+    /// The user's language, set by the session or found from its turns (ISO-639-1); nil: English
+    /// or not known. An upstream model reads it in the instructions (`LanguageInstruction`); the
+    /// built-in agent, which speaks only English, says so.
+    public var language: String?
 
     public init(messages: [ChatMessage], maxOutputTokens: Int? = nil, tools: ToolSet? = nil, toolChoice: ToolChoice = .auto) {
         self.messages = messages

@@ -21,19 +21,23 @@ public struct EspeakSynthesizer: Synthesizer {
         try SpeechLibrary.espeak.load()
     }
 
-    /// The Realtime API's voice names, mapped onto espeak-ng's English variants.
-    static func espeakVoice(_ voice: String) -> String {
-        switch voice {
-        case "nova", "shimmer", "coral", "sage": "en-us+f3"
-        case "fable": "en-gb"
-        case "onyx", "ash", "verse": "en-us+m3"
-        default: "en-us"
+    /// The Realtime API's voice names, mapped onto espeak-ng's English variants; in another
+    /// language, onto that language's voice with the variant of the same kind (espeak-ng names
+    /// most of its hundred languages by their ISO-639-1 code; these few by a region).
+    static func espeakVoice(_ voice: String, language: String? = nil) -> String {
+        let variant = switch voice {
+        case "nova", "shimmer", "coral", "sage": "+f3"
+        case "onyx", "ash", "verse": "+m3"
+        default: ""
         }
+        guard let language, language != "en" else { return voice == "fable" ? "en-gb" : "en-us" + variant }
+        let regional = ["fr": "fr-fr", "pt": "pt-br", "zh": "cmn", "yue": "yue"]
+        return (regional[language] ?? language) + variant
     }
 
     public func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
         // espeak-ng speaks 80 to 450 words a minute.
-        let espeakVoice = Self.espeakVoice(voice.name), rate = min(450, max(80, Int((Double(wordsPerMinute) * voice.speed).rounded())))
+        let espeakVoice = Self.espeakVoice(voice.name, language: voice.language), rate = min(450, max(80, Int((Double(wordsPerMinute) * voice.speed).rounded())))
         let ticket = loop.offload(to: pool, { () -> Result<SynthesizedSpeech, Espeak.Failure> in
             let clock = ThreadCPUClock()
             return Espeak.shared.synthesize(text, voice: espeakVoice, wordsPerMinute: rate)

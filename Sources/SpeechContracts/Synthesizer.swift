@@ -26,14 +26,20 @@ public enum SynthesisUrgency: Sendable, Equatable {
     case ahead
 }
 
-/// Who speaks a reply and how fast: the session's `voice` (the Realtime API's names, which each
-/// synthesiser maps onto its own voices) and `speed` (0.25 to 1.5, 1 the voice's own pace).
+/// Who speaks a reply, how fast and in which language: the session's `voice` (the Realtime API's
+/// names, which each synthesiser maps onto its own voices), `speed` (0.25 to 1.5, 1 the voice's
+/// own pace) and the session's language, set or found (ISO-639-1; nil: English).
 public struct SpeechVoice: Sendable, Equatable {
     public var name: String
     public var speed: Double
+    public var language: String?
 
-    public init(name: String, speed: Double = 1) {
+    public init(name: String, speed: Double = 1, language: String? = nil) {
         self.name = name
         self.speed = speed
+        self.language = language
     }
+
+    /// Whether the reply is to be spoken in a language other than English.
+    public var foreign: Bool { language.map { $0 != "en" } ?? false }
 }

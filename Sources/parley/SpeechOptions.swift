@@ -293,7 +293,11 @@ struct SpeechOptions: ParsableArguments {
             default: nil
             }
             let speaking: (any Synthesizer)? = switch synthesizer {
-            case "piper": helper.map { PiperSynthesizer(helper: $0) }
+            case "piper": helper.map { helper in
+                // Piper's joe speaks English; a session in another language hears espeak-ng's voice of it.
+                let joe = PiperSynthesizer(helper: helper)
+                return espeak(pool: pool).map { LanguageVoices(english: joe, others: $0) } ?? joe
+            }
             case "openai": OpenAISynthesizer(baseURL: try url(), model: speechModel, apiKey: key)
             case "espeak-ng": espeak(pool: pool)
             default: nil

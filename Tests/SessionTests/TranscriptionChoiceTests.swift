@@ -68,6 +68,24 @@ import SpeechContracts
         #expect(reported == ["es", "es", "fr"])
     }
 
+    /// The session's language goes to the model: said after the instructions, and in the options
+    /// (the built-in agent's cue); English adds nothing.
+    @Test func theLanguageIsToldToTheModel() throws {
+        var h = try Self.harness()
+        _ = h.client(#"{"type":"session.update","session":{"instructions":"Be brief.","audio":{"input":{"transcription":{"language":"es"}}}}}"#)
+        _ = h.client(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Hola"}]}}"#)
+        let spanish = try h.client(#"{"type":"response.create"}"#).model()
+        #expect(spanish.messages.first?.text == "Be brief.\n\nThe user speaks Spanish (es); answer in Spanish.")
+        #expect(spanish.options.language == "es")
+
+        var english = try Self.harness()
+        _ = english.client(#"{"type":"session.update","session":{"instructions":"Be brief.","audio":{"input":{"transcription":{"language":"en"}}}}}"#)
+        _ = english.client(#"{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"Hi"}]}}"#)
+        let asked = try english.client(#"{"type":"response.create"}"#).model()
+        #expect(asked.messages.first?.text == "Be brief." && asked.options.language == "en")
+        #expect(LanguageInstruction.appended(to: "", language: "xx") == "The user speaks the language whose ISO-639-1 code is xx; answer in that language.")
+    }
+
     @Test func aLanguageThatIsNoCodeOrAnEmptyModelIsRefused() throws {
         var h = try Self.harness()
         for (session, param) in [(#"{"audio":{"input":{"transcription":{"language":"Spanish"}}}}"#, "session.audio.input.transcription.language"),

@@ -90,3 +90,16 @@ import SpeechContracts
         #expect(rate <= 0.15, "WER \(rate): \(misheard)")
     }
 }
+
+/// A reply in another language is spoken by espeak-ng's voice of it, the API's voice kept as the
+/// variant of the same kind; English as before.
+@Suite struct LanguageVoiceTests {
+    @Test func espeakNgVoicesFollowTheLanguage() {
+        #expect(EspeakSynthesizer.espeakVoice("alloy") == "en-us" && EspeakSynthesizer.espeakVoice("fable") == "en-gb")
+        #expect(EspeakSynthesizer.espeakVoice("coral", language: "en") == "en-us+f3")
+        #expect(EspeakSynthesizer.espeakVoice("coral", language: "es") == "es+f3")
+        #expect(EspeakSynthesizer.espeakVoice("ash", language: "fr") == "fr-fr+m3")
+        #expect(EspeakSynthesizer.espeakVoice("alloy", language: "pt") == "pt-br")
+        #expect(SpeechVoice(name: "alloy", language: "de").foreign && !SpeechVoice(name: "alloy", language: "en").foreign && !SpeechVoice(name: "alloy").foreign)
+    }
+}

@@ -142,6 +142,8 @@ class Heard:
         # Sentence -> when its speech's last frame was sent, and when its last transcript came.
         self.spoken_until = {}
         self.transcribed_at = {}
+        # Sentence -> the language its last transcript was said to be in (Parley's `language`).
+        self.languages = {}
         self.changed = asyncio.Event()
         self.errors = []
 
@@ -152,6 +154,7 @@ class Heard:
             turn = self.turns.setdefault(data["item_id"], [self.sentence, None])
             turn[1] = data.get("transcript") or ""
             self.transcribed_at[turn[0]] = time.monotonic()
+            self.languages[turn[0]] = data.get("language")
         elif kind == "conversation.item.input_audio_transcription.failed":
             self.turns.setdefault(data["item_id"], [self.sentence, None])[1] = ""
             self.errors.append(f"transcription failed: {data.get('error')}")
@@ -213,20 +216,22 @@ async def read_events(connection, heard):
 # reopened turn in some runs and not others (as the reply was slower or faster under load), and
 # the words of a turn depend on its window. The turn detection is the server's default otherwise
 # (server_vad: threshold 0.5, 300 ms of padding, 500 ms of silence), which a partial update keeps.
-def hearing_only(model, audio_format=None):
-    """The session's update: text only, no replies, the recogniser `model` (`default`: the server's)."""
+def hearing_only(model, audio_format=None, language=None):
+    """The session's update: text only, no replies, the recogniser `model` (`default`: the server's)
+    in `language` (None: the server's, or found)."""
     audio_input = {"turn_detection": {"type": "server_vad", "create_response": False}}
-    if model != "default":
-        audio_input["transcription"] = {"model": model}
+    transcription = ({} if model == "default" else {"model": model}) | ({"language": language} if language else {})
+    if transcription:
+        audio_input["transcription"] = transcription
     if audio_format:
         audio_input["format"] = audio_format
     return {"type": "realtime", "output_modalities": ["text"], "audio": {"input": audio_input}}
 
 
-async def say_on_realtime(client, encoding, model, segments, heard):
+async def say_on_realtime(client, encoding, model, segments, heard, language=None):
     audio_format = {"type": "audio/pcm", "rate": 24000} if encoding == "pcm" else {"type": "audio/pcmu"}
     async with client.realtime.connect(model="gpt-realtime") as connection:
-        await connection.session.update(session=hearing_only(model, audio_format))
+        await connection.session.update(session=hearing_only(model, audio_format, language))
         reader = asyncio.create_task(read_events(connection, heard))
 
         async def send(frame):

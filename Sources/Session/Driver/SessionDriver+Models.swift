@@ -94,6 +94,7 @@ extension SessionDriver {
     func callModel(_ id: String, _ messages: [ChatMessage], _ options: ModelOptions, on loop: EventLoop) {
         var request = ModelRequest(messages: messages, maxOutputTokens: options.maxOutputTokens, tools: options.tools, toolChoice: options.toolChoice)
         request.traceparent = trace?.modelCall(id, model: endpoint.modelName, at: loopTime)
+        request.language = options.language
         calls[id] = endpoint.model.stream(request, on: loop) { [weak self] event in self?.modelEvent(id, event) }
     }
 
