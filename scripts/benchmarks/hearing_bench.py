@@ -20,7 +20,10 @@ Lines (the issue's noisy line): `clean`, the clip as made (16 kHz); `g711`, low-
 through µ-law and back; `noisy`, that and then pink noise at 10 dB under the clip's speech (seeded
 per sentence, so every run hears the same noise). Carriers: `pcm` (/v1/realtime, audio/pcm at 24
 kHz), `pcmu` (/v1/realtime, audio/pcmu), `twilio` (/twilio's Media Streams, read on the call's
-sideband). On the G.711 carriers `clean` is `g711`.
+sideband), `sip` (a call placed through Parley's trunk, `--sip-trunk`, to a pjsua2 phone that
+answers and plays the session's sentences into the line: hearing_sip_callee.py, which
+bench-hearing.sh starts; read on the call's sideband; 4 at once at most, PJSIP's limit). On the
+G.711 carriers `clean` is `g711`.
 
 Models (`--models`): `default` leaves the session's recogniser to the server; a name (whisper-tiny.en,
 whisper-base) asks for it in `audio.input.transcription.model`, so two recognisers are measured
@@ -50,10 +53,11 @@ import sys
 import tempfile
 import time
 import uuid
+import wave
 
 import numpy as np
 import websockets
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, NotFoundError
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FRAME_MS = 20
@@ -276,6 +280,58 @@ async def say_on_twilio(client, url, model, segments, heard):
         drain.cancel()
 
 
+async def say_on_sip(client, arguments, model, segments, heard):
+    """The sentences as a phone says them: written where the callee reads them, the call placed to
+    its number (the session's settings in the request, so nothing is heard before they hold), the
+    story read on its sideband from the answer, when the callee starts to play."""
+    number = "+1555" + str(uuid.uuid4().int % 10 ** 7).zfill(7)
+    pcm8k = b"".join(audioop.ulaw2lin(segment.ulaw, 2) for segment in segments)
+    path = os.path.join(arguments.sip_wav_dir, number + ".wav")
+    with wave.open(path, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(pcm8k)
+    answered = await client.post("/realtime/calls", cast_to=dict, body={
+        "transport": {"type": "sip", "destination": number, "trunk": arguments.sip_trunk, "ring_timeout_seconds": 10},
+        "session": hearing_only(model)})
+    call_id = answered["id"]
+    try:
+        async with Sideband(client, call_id) as sideband:
+            up = asyncio.Event()
+
+            async def read():
+                async for event in sideband:
+                    if event.type == "transport.answered":
+                        up.set()
+                    elif event.type == "transport.failed":
+                        heard.errors.append(f"the call failed: {event.model_dump().get('error')}")
+                        up.set()
+                    heard.event(event.type, event.model_dump())
+
+            reader = asyncio.create_task(read())
+            try:
+                await asyncio.wait_for(up.wait(), 15)
+                # The callee plays from its media's start, a few ms after its 200: each sentence
+                # begins at its offset in the file, whichever frame the VAD hears first.
+                start = time.monotonic()
+                offset = 0.0
+                for i, segment in enumerate(segments):
+                    heard.sentence = i
+                    heard.spoken_until[i] = start + offset + segment.speech_end_ms / 1000
+                    offset += len(segment.ulaw) / 8000
+                    await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
+                    await heard.settled()
+            finally:
+                reader.cancel()
+    finally:
+        try:
+            await client.post(f"/realtime/calls/{call_id}/hangup", cast_to=dict, body={})
+        except NotFoundError:
+            pass  # the call had ended (its failure is in `heard`)
+        os.unlink(path)
+
+
 class Sideband:
     """The call's sideband (`client.realtime.connect(call_id=...)`), once the stream's `start` has
     made its session: 404 `call_not_found` until then, tried again every 100 ms for 5 s."""
@@ -315,6 +371,8 @@ class Bench:
         self.voices = [kal, m3, awb, f4][: arguments.voices]
         self.texts = scorer.sentences()[: arguments.sentences]
         self.clips = scorer.Clips(arguments.cache)
+        # PJSIP as PyPI builds it holds 4 calls: the callee's limit.
+        self.sip_limit = asyncio.Semaphore(4)
         self.client = AsyncOpenAI(base_url=arguments.url + "/v1", api_key=os.environ.get("PARLEY_API_KEY", "unused"), max_retries=0)
 
     def segments(self, voice, line, phase_ms):
@@ -329,6 +387,9 @@ class Bench:
             segments = await asyncio.to_thread(self.segments, voice, line, phase_ms)
             if carrier == "twilio":
                 await say_on_twilio(self.client, self.arguments.url, model, segments, heard)
+            elif carrier == "sip":
+                async with self.sip_limit:
+                    await say_on_sip(self.client, self.arguments, model, segments, heard)
             else:
                 await say_on_realtime(self.client, carrier, model, segments, heard)
         errors = words = 0
@@ -360,6 +421,8 @@ def main():
     parser.add_argument("--lines", default="clean,g711,noisy")
     parser.add_argument("--models", default="default", help="recognisers asked for by name (audio.input.transcription.model), "
                         "comma-separated; default: the server's")
+    parser.add_argument("--sip-trunk", help="for the sip carrier: the trunk (--sip-trunk NAME=URI) whose far end is hearing_sip_callee.py")
+    parser.add_argument("--sip-wav-dir", help="for the sip carrier: where hearing_sip_callee.py reads each number's WAV")
     parser.add_argument("--phases", default="0,6,12,18,24", help="each run's start phase in ms, comma-separated")
     parser.add_argument("--voices", type=int, default=4, help="how many of telephone_wer_bench's four fresh voices "
                         "(flite kal, espeak-ng en+m3, flite awb, espeak-ng en-us+f4)")

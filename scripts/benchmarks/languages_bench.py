@@ -23,7 +23,6 @@ end (p50); with --json, writes them.
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import statistics
@@ -40,14 +39,10 @@ ESPEAK = {"en": "en-us", "es": "es", "de": "de", "fr": "fr-fr", "it": "it", "pt"
 WAYS = (("", 165), ("+f3", 140), ("+m4", 190))
 
 
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# hearing_bench (beside this file) makes the segments, sends them and reads the events.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hearing_bench as hearing  # noqa: E402
 
-
-hearing = load("hearing_bench", os.path.join(ROOT, "scripts", "benchmarks", "hearing_bench.py"))
 scorer = hearing.scorer
 
 

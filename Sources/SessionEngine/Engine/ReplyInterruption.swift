@@ -90,13 +90,17 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// The speech comes over a phone line (8 kHz): a word that asks for the floor counts however
     /// unsure the decode (`weighed`).
     public let narrowband: Bool
+    /// The session's language: its backchannels and words that ask for the floor are read in it
+    /// (`TurnLexicon`), English's where it has none.
+    let language: String?
     /// Words recognised so far: real ones, and backchannels; and whether one asks for the floor.
     public private(set) var words = 0
     public private(set) var backchannels = 0
     public private(set) var asksForTheFloor = false
 
-    private init(settings: Settings, expectsWords: Bool, settledWords: SettledWords, narrowband: Bool) {
+    private init(settings: Settings, expectsWords: Bool, settledWords: SettledWords, narrowband: Bool, language: String?) {
         self.settledWords = settledWords
+        self.language = language
         self.narrowband = narrowband
         self.settings = settings
         self.expectsWords = expectsWords
@@ -106,14 +110,16 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// (nil unless the decision is `.pause`) and the decision (nil: nothing to do).
     /// `interruptResponse` false means the reply is never interrupted, and so never paused.
     public static func speechStarted(during reply: Reply, interruptResponse: Bool, settings: Settings,
-                                     expectsWords: Bool = false, settledWords: SettledWords = .decode, narrowband: Bool = false) -> (ReplyInterruption?, Decision?) {
+                                     expectsWords: Bool = false, settledWords: SettledWords = .decode, narrowband: Bool = false,
+                                     language: String? = nil) -> (ReplyInterruption?, Decision?) {
         guard interruptResponse else { return (nil, nil) }
         switch reply {
         case .none: return (nil, nil)
         case .text: return (nil, .bargeIn)
         case .spoken:
             if settings.minDurationMs == 0 { return (nil, .bargeIn) }
-            return (ReplyInterruption(settings: settings, expectsWords: expectsWords, settledWords: settledWords, narrowband: narrowband), .pause)
+            return (ReplyInterruption(settings: settings, expectsWords: expectsWords, settledWords: settledWords, narrowband: narrowband,
+                                      language: language), .pause)
         }
     }
 
@@ -134,7 +140,7 @@ public struct ReplyInterruption: Sendable, Equatable {
     /// The recogniser's hypothesis of the whole speech so far (partial or final), with its
     /// confidence in it where it gives one: words it was unsure of count as none (`weighed`).
     public mutating func recognised(_ text: String, confidence: DecodeConfidence? = nil) -> Decision? {
-        (words, backchannels, asksForTheFloor) = Self.weighed(Self.count(text), confidence, narrowband: narrowband)
+        (words, backchannels, asksForTheFloor) = Self.weighed(Self.count(text, lexicon: TurnLexicon.of(language)), confidence, narrowband: narrowband)
         guard settings.minWords > 0, asksForTheFloor || words >= (settledWords == .decode ? settings.minWords : 1) else { return nil }
         return .bargeIn
     }
@@ -201,12 +207,17 @@ public struct ReplyInterruption: Sendable, Equatable {
 
     /// Letters with no vowel: how Whisper spells a hum it has no word for ("MMH", "MCHM", the
     /// "M-M-H-M" it wrote for flite's "mm hmm"). Never a word that asks for anything.
+    /// Accented vowels are vowels: Italian's "è" is a word, not a hum.
     package static func isHum(_ token: Substring) -> Bool {
-        token.allSatisfy(\.isLetter) && !token.contains { "aeiouy".contains($0) }
+        token.allSatisfy(\.isLetter) && !token.contains { "aeiouyàáâäãåèéêëìíîïòóôöõùúûüœæ".contains($0) }
     }
 
     /// Words that are not backchannels, backchannel phrases, and whether a word asks for the floor, in `text`.
-    package static func count(_ text: String) -> (words: Int, backchannels: Int, asksForTheFloor: Bool) {
+    /// `lexicon`: the session's language's lists (Spanish, German, French, Italian); nil: English's.
+    package static func count(_ text: String, lexicon: TurnLexicon? = nil) -> (words: Int, backchannels: Int, asksForTheFloor: Bool) {
+        let backchannelWords = lexicon?.backchannelWords ?? backchannelWords
+        let backchannelPhrases = lexicon?.backchannelPhrases ?? backchannelPhrases
+        let interruptionWords = lexicon?.interruptionWords ?? interruptionWords
         var tokens: [Substring] = []
         var normalized = ""
         for c in text.lowercased() {

@@ -197,8 +197,8 @@ public struct TurnEnding: Sendable, Equatable {
 
     /// The recogniser's words for the speech that ended at `endMs` (decoded when it went quiet,
     /// which may be a little before the VAD's stop, or after it).
-    public mutating func wordsHeard(_ text: String, speechEndMs endMs: Int, atMs nowMs: Int) -> Decision? {
-        guard let judgement = TurnWords.judge(text) else { return nil }
+    public mutating func wordsHeard(_ text: String, language: String? = nil, speechEndMs endMs: Int, atMs nowMs: Int) -> Decision? {
+        guard let judgement = TurnWords.judge(text, language: language) else { return nil }
         words = Words(judgement: judgement, speechEndMs: endMs)
         guard verdict != nil, endMs == speechEndMs else { return nil }
         return audio(atMs: nowMs)

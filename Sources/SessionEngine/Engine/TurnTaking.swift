@@ -124,6 +124,9 @@ public struct TurnTaking: Sendable, Equatable {
     }
 
     private var earlyWords: EarlyWords?
+    /// The session's language when the current speech began (ISO-639-1; nil: English): its words
+    /// are judged in it (`TurnWords.judge`, `TurnLexicon`).
+    private var language: String?
 
     public init() {}
 
@@ -144,7 +147,8 @@ public struct TurnTaking: Sendable, Equatable {
     /// has reached the listener yet.
     public mutating func speechStarted(_ new: Turn, during reply: ReplyInterruption.Reply, interruptResponse: Bool,
                                        settings: ReplyInterruption.Settings, expectsWords: Bool, settledWords: SettledWords = .decode,
-                                       narrowband: Bool = false, replyUnheard: Bool = false) -> Start {
+                                       narrowband: Bool = false, replyUnheard: Bool = false, language: String? = nil) -> Start {
+        self.language = language
         if turn != nil, var pending = ending, pending.isPending {
             let decision = pending.speechResumed()
             ending = pending
@@ -166,7 +170,7 @@ public struct TurnTaking: Sendable, Equatable {
         turn = new
         let (machine, decision) = ReplyInterruption.speechStarted(during: reply, interruptResponse: interruptResponse,
                                                                   settings: settings, expectsWords: expectsWords, settledWords: settledWords,
-                                                                  narrowband: narrowband)
+                                                                  narrowband: narrowband, language: language)
         if decision == .pause {
             releasePauseState()
             pause = machine
@@ -190,7 +194,7 @@ public struct TurnTaking: Sendable, Equatable {
         guard let semantic else { return .step(.end(end(current, atMs: ms, .silence))) }
         var pending = ending ?? TurnEnding(settings: semantic)
         _ = pending.silenceHeard(speechEndMs: ms)
-        if let early = earlyWords, early.speechEndMs == ms { _ = pending.wordsHeard(early.text, speechEndMs: ms, atMs: ms) }
+        if let early = earlyWords, early.speechEndMs == ms { _ = pending.wordsHeard(early.text, language: language, speechEndMs: ms, atMs: ms) }
         earlyWords = nil
         ending = pending
         return .step(.ask(itemID: current.itemID))
@@ -315,7 +319,7 @@ public struct TurnTaking: Sendable, Equatable {
             earlyWords = EarlyWords(text: text, speechEndMs: speechEndMs)
             return nil
         }
-        let decision = pending.wordsHeard(text, speechEndMs: speechEndMs, atMs: nowMs)
+        let decision = pending.wordsHeard(text, language: language, speechEndMs: speechEndMs, atMs: nowMs)
         ending = pending
         return decision.flatMap { step($0) }
     }

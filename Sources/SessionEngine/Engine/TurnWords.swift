@@ -32,7 +32,10 @@ public enum TurnWords {
     /// A wrong "unfinished" costs a finished turn the eagerness's longest wait, a wrong "finished"
     /// only a reply in a pause the audio model also took for the end: so the lists hold only what
     /// almost never ends an English sentence, and anything else is finished.
-    public static func judge(_ text: String) -> Judgement? {
+    /// `language`: the session's (ISO-639-1); these rules are English's, and another language is
+    /// judged by its `TurnLexicon` or, without one, not at all (nil: the audio alone decides).
+    public static func judge(_ text: String, language: String? = nil) -> Judgement? {
+        if let language, language != "en" { return TurnLexicon.of(language)?.judge(text) }
         let raw = text.trimmed
         // Whisper writes an ellipsis, a comma or a dash where it hears the voice carry on (and
         // may put its period after them: "milk, eggs,.").
