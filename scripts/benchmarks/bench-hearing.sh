@@ -24,15 +24,22 @@ if [[ ",${CARRIERS:-pcm,pcmu,twilio,sip}," == *,sip,* ]]; then
   # The phones the SIP carrier calls (pjsua2), and a trunk to them.
   pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
   mkdir -p "$OUT/sip-wav"
-  coproc CALLEE { exec "$ROOT/.venv-sip/bin/python" -u scripts/benchmarks/hearing_sip_callee.py --wav-dir "$OUT/sip-wav" --log "$OUT/pjsua.log" 2>&1; }
-  read -r _ callee_port <&"${CALLEE[0]}"
-  [[ $callee_port =~ ^[0-9]+$ ]] || die "the SIP callee did not start (pjsua2)"
+  "$ROOT/.venv-sip/bin/python" -u scripts/benchmarks/hearing_sip_callee.py --wav-dir "$OUT/sip-wav" --log "$OUT/pjsua.log" \
+    > "$OUT/callee.log" 2>&1 &
+  callee=$!
+  # PJSIP says its start-up on stdout before its log is set up: its port line comes after.
+  for _ in $(seq 300); do
+    callee_port=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$OUT/callee.log" | head -1)
+    [ -n "$callee_port" ] && break
+    sleep 0.1
+  done
+  [ -n "$callee_port" ] || die "the SIP callee did not start (pjsua2): $OUT/callee.log"
   sip_args=(--sip-port "$(free_port)" --sip-host 127.0.0.1 --sip-trunk "hearing=sip:127.0.0.1:$callee_port")
   bench_sip=(--sip-trunk hearing --sip-wav-dir "$OUT/sip-wav")
 fi
 # shellcheck disable=SC2086
 serve_speech server "${sip_args[@]}" ${SERVE_ARGS:-}
-echo "server: $PARLEY_BIN serve --port $port ${SERVE_ARGS:-} (pid $server)" | tee "$OUT/run.txt"
+echo "server: $PARLEY_BIN serve --port $port ${sip_args[*]} ${SERVE_ARGS:-} (pid $server)" | tee "$OUT/run.txt"
 status=0
 # pass NAME SESSIONS CARRIERS LINES: one bench run, its CPU and steal beside it.
 pass() {
@@ -51,6 +58,6 @@ pass() {
 [ "${LOAD:-10}" = 0 ] || pass loaded "${LOAD:-10}" "${CARRIERS:-pcm,pcmu,twilio,sip}" "${LINES:-clean,g711,noisy}"
 echo "helper RSS at the end: $(awk '/VmRSS/ { print $2 }' "/proc/$(pgrep -P "$server" -f parley_speech | head -1)/status") KiB" | tee -a "$OUT/run.txt"
 stop server || true
-[ -z "${CALLEE_PID:-}" ] || { exec {CALLEE[1]}>&-; wait "$CALLEE_PID" || true; }
+[ -z "${callee:-}" ] || { kill "$callee" 2>/dev/null; wait "$callee" 2>/dev/null || true; }
 echo "bench-hearing: $OUT/{run.txt,hearing-*.json,server.log,vmstat.log}"
 exit "$status"

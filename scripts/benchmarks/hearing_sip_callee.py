@@ -9,15 +9,14 @@ every INVITE at once and, once the call's media is up, plays the number's file i
 done with the call. PJSIP as PyPI builds it holds 4 calls at most: the bench's SIP sessions are
 4 at once at most.
 
-Prints "port N" (its SIP port) first, then pumps for --seconds (or until stdin closes), with a
-line per call answered and played.
+Prints "port N" (its SIP port) first, then pumps for --seconds or until it is killed (as
+bench-hearing.sh does at its end), with a line per call answered and played.
 
     .venv-sip/bin/python hearing_sip_callee.py --wav-dir DIR --log FILE --seconds N
 """
 import argparse
 import os
 import re
-import select
 import sys
 import time
 
@@ -73,8 +72,6 @@ def main():
     while time.monotonic() < end:
         phone.pump(0.02)
         callee.tick()
-        if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.readline():
-            break  # the bench is done
     phone.close()
     os._exit(0)  # pjsua2's calls must not be collected after close
 
