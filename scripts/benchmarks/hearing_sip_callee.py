@@ -62,12 +62,7 @@ def main():
     args = parser.parse_args()
     phone = Phone(log=args.log, max_calls=4)
     callee = Callee(phone, args.wav_dir)
-    config = pj.AccountConfig()
-    config.idUri = f"sip:hearing@127.0.0.1:{phone.port}"
-    media = config.mediaConfig.transportConfig
-    media.boundAddress = media.publicAddress = "127.0.0.1"
-    callee.create(config)
-    print(f"port {phone.port}", flush=True)
+    phone.answer_as(callee, "hearing")
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
         phone.pump(0.02)

@@ -97,12 +97,7 @@ def main() -> int:
     args = parser.parse_args()
     phone = Phone(log=args.log)
     callee = Callee(phone, args.hello, args.voicemail, args.log + ".heard.wav")
-    config = pj.AccountConfig()
-    config.idUri = f"sip:callee@127.0.0.1:{phone.port}"
-    media = config.mediaConfig.transportConfig
-    media.boundAddress = media.publicAddress = "127.0.0.1"
-    callee.create(config)
-    print(f"port {phone.port}", flush=True)
+    phone.answer_as(callee, "callee")
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
         phone.pump(0.02)

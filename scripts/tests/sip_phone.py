@@ -308,6 +308,17 @@ class Phone:
         self.accounts.append(account)
         return account
 
+    def answer_as(self, account: pj.Account, user: str) -> None:
+        """`account` (a subclass that takes calls in its onIncomingCall) made `user` on the UDP
+        transport, its media on 127.0.0.1; then "port N" on stdout, what the callers wait for."""
+        config = pj.AccountConfig()
+        config.idUri = f"sip:{user}@127.0.0.1:{self.port}"
+        media = config.mediaConfig.transportConfig
+        media.boundAddress = media.publicAddress = "127.0.0.1"
+        account.create(config)
+        self.accounts.append(account)
+        print(f"port {self.port}", flush=True)
+
     def call(self, account: pj.Account, uri: str, name: str, record: str | None = None) -> PhoneCall:
         call = PhoneCall(self, account, name, record)
         self.calls.append(call)
