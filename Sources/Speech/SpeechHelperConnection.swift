@@ -86,10 +86,11 @@ final class SpeechHelperConnection {
 
     // MARK: Streams
 
-    /// Opens a stream at `rate` on the socket, decoded as `choice` says: nil while the helper
-    /// cannot be reached. `failed` is called once if the stream is lost (the connection ends) or
+    /// Opens a stream at `rate` on the socket, decoded as `choice` says (its `open`'s `model` and
+    /// `language`; nil, the helper's default recogniser, and the language it finds): nil while the
+    /// helper cannot be reached. `failed` is called once if the stream is lost (the connection ends) or
     /// the helper refuses it.
-    func openStream(rate: Int, _ choice: SpeechHelperStreamChoice = SpeechHelperStreamChoice(), failed: @escaping (ModelError) -> Void) -> UInt64? {
+    func openStream(rate: Int, _ choice: TranscriptionChoice = TranscriptionChoice(), failed: @escaping (ModelError) -> Void) -> UInt64? {
         guard let socket = connected() else { return nil }
         let id = newID()
         streams[id] = SpeechHelperStream(rate: rate, socket: ObjectIdentifier(socket), failed: failed)

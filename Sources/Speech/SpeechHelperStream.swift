@@ -8,11 +8,3 @@ struct SpeechHelperStream {
     let socket: ObjectIdentifier
     let failed: (ModelError) -> Void
 }
-
-/// Which of the helper's recognisers decodes a stream and in which language (its `open`'s `model`
-/// and `language`): nil, the helper's default recogniser, and the language it finds (English on
-/// tiny.en).
-struct SpeechHelperStreamChoice: Equatable {
-    var model: String?
-    var language: String?
-}

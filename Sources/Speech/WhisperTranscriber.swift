@@ -90,7 +90,7 @@ public struct WhisperTranscriber: Transcriber {
     public func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
         let (model, language) = serving(choice)
         return WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate,
-                                    stream: SpeechHelperStreamChoice(model: model.rawValue, language: language), onEvent: onEvent)
+                                    stream: TranscriptionChoice(model: model.rawValue, language: language), onEvent: onEvent)
     }
 }
 
@@ -101,7 +101,8 @@ public struct WhisperTranscriber: Transcriber {
 final class WhisperTranscription: TranscriptionSession {
     private let connection: SpeechHelperConnection
     private let sampleRate: Int
-    private let choice: SpeechHelperStreamChoice
+    /// The model and language resolved (`WhisperTranscriber.serving`): what the stream opens with.
+    private let choice: TranscriptionChoice
     private let onEvent: (TranscriptionEvent) -> Void
     /// The stream at the helper: nil until opened, and after the final decode was asked.
     private var stream: UInt64?
@@ -136,7 +137,7 @@ final class WhisperTranscription: TranscriptionSession {
         case final
     }
 
-    init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: SpeechHelperStreamChoice, onEvent: @escaping (TranscriptionEvent) -> Void) {
+    init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: TranscriptionChoice, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.connection = connection
         self.sampleRate = sampleRate
         self.choice = choice

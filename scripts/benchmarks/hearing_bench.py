@@ -148,6 +148,8 @@ class Heard:
         self.transcribed_at = {}
         # Sentence -> the language its last transcript was said to be in (Parley's `language`).
         self.languages = {}
+        # A placed call's answer (or its failure): when its phone starts to say the sentences.
+        self.answered = asyncio.Event()
         self.changed = asyncio.Event()
         self.errors = []
 
@@ -164,6 +166,11 @@ class Heard:
             self.errors.append(f"transcription failed: {data.get('error')}")
         elif kind == "error":
             self.errors.append(f"error: {data.get('error')}")
+        elif kind == "transport.answered":
+            self.answered.set()
+        elif kind == "transport.failed":
+            self.errors.append(f"the call failed: {data.get('error')}")
+            self.answered.set()
         self.changed.set()
 
     def pending(self):
@@ -298,20 +305,9 @@ async def say_on_sip(client, arguments, model, segments, heard):
     call_id = answered["id"]
     try:
         async with Sideband(client, call_id) as sideband:
-            up = asyncio.Event()
-
-            async def read():
-                async for event in sideband:
-                    if event.type == "transport.answered":
-                        up.set()
-                    elif event.type == "transport.failed":
-                        heard.errors.append(f"the call failed: {event.model_dump().get('error')}")
-                        up.set()
-                    heard.event(event.type, event.model_dump())
-
-            reader = asyncio.create_task(read())
+            reader = asyncio.create_task(read_events(sideband, heard))
             try:
-                await asyncio.wait_for(up.wait(), 15)
+                await asyncio.wait_for(heard.answered.wait(), 15)
                 # The callee plays from its media's start, a few ms after its 200: each sentence
                 # begins at its offset in the file, whichever frame the VAD hears first.
                 start = time.monotonic()

@@ -12,8 +12,8 @@ enum LanguageInstruction {
 
     static func appended(to instructions: String, language: String?) -> String {
         guard let language, language != "en" else { return instructions }
-        let name = names[language].map { "\($0) (\(language))" } ?? "the language whose ISO-639-1 code is \(language)"
-        let said = "The user speaks \(name); answer in \(names[language] ?? "that language")."
+        let said = names[language].map { "The user speaks \($0) (\(language)); answer in \($0)." }
+            ?? "The user speaks the language whose ISO-639-1 code is \(language); answer in that language."
         return instructions.isEmpty ? said : instructions + "\n\n" + said
     }
 }

@@ -127,7 +127,7 @@ public struct ModelOptions: Sendable, Equatable {
     /// The functions the model may call for this response, and whether it must.
     public var tools: ToolSet?
     public var toolChoice: ToolChoice
-    /// The user's language, set or found (`SessionConfiguration.hearing`); nil: English or not known.
+    /// The user's language, set or found (`SessionConfiguration.language`); nil: English or not known.
     public var language: String?
 
     public init(maxOutputTokens: Int? = nil, outputModalities: OutputModalities = .text, voice: String = "alloy", outputAudioFormat: RealtimeAudioFormat = .pcm16,

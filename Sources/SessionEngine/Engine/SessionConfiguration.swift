@@ -64,11 +64,11 @@ public struct SessionConfiguration: Sendable, Equatable {
     /// one. Not reported (`transcription.language` is what the client set).
     public var heardLanguage: String?
 
-    /// What each turn asks of the recogniser: the session's choice, in the language it set or,
-    /// failing that, the one found.
-    public var hearing: TranscriptionChoice {
-        TranscriptionChoice(model: transcription.model, language: transcription.language ?? heardLanguage)
-    }
+    /// The session's language: the one it set or, failing that, the one found (nil: neither).
+    public var language: String? { transcription.language ?? heardLanguage }
+
+    /// What each turn asks of the recogniser: the session's choice, in its `language`.
+    public var hearing: TranscriptionChoice { TranscriptionChoice(model: transcription.model, language: language) }
 
     /// `truncation` (GA): what goes when the conversation outgrows its budget (see
     /// `ConversationHistory`).

@@ -86,7 +86,7 @@ package extension SessionEngine {
         }
         var messages = history
         if let input = overrides.input { messages = input.compactMap { inputMessage($0) } }
-        let language = configuration.hearing.language
+        let language = configuration.language
         let told = LanguageInstruction.appended(to: instructions, language: language)
         if !told.isEmpty { messages.insert(ChatMessage(role: .system, text: told), at: 0) }
         let modalities = overrides.outputModalities ?? configuration.outputModalities
@@ -155,7 +155,7 @@ package extension SessionEngine {
               let piece = SpokenSentences.firstPiece(of: speculation.text, complete: speculation.finished) else { return }
         speculation.speechPrepared = true
         turns.speculation = speculation
-        outbox.append(.speech(.prepare(responseID: speculation.responseID, voice: SpeechVoice(name: configuration.voice, speed: configuration.speed, language: configuration.hearing.language), piece)))
+        outbox.append(.speech(.prepare(responseID: speculation.responseID, voice: SpeechVoice(name: configuration.voice, speed: configuration.speed, language: configuration.language), piece)))
     }
 
     /// The speculative reply will not be used: its call is stopped, and it is counted with the
@@ -200,7 +200,7 @@ package extension SessionEngine {
             let at = ContentLocation(responseID: id, itemID: itemID, outputIndex: turns.response?.messageOutputIndex ?? 0)
             emit(modalities.contains(.audio) ? .outputAudioTranscriptDelta(at, delta: piece) : .outputTextDelta(at, delta: piece))
             if let r = turns.response, r.speaks {
-                outbox.append(.speech(.text(at, voice: SpeechVoice(name: r.voice, speed: r.speed, language: configuration.hearing.language), format: r.outputAudioFormat, piece)))
+                outbox.append(.speech(.text(at, voice: SpeechVoice(name: r.voice, speed: r.speed, language: configuration.language), format: r.outputAudioFormat, piece)))
             }
             // Appended in place: no copy of the response is held, so the reply so far is not
             // copied on every delta.

@@ -36,7 +36,7 @@ package extension SessionEngine {
             let text = words.trimmed
             let spokenMs = conversation.entry(itemID)?.message.spokenMilliseconds ?? 0
             emit(.inputAudioTranscriptionCompleted(itemID: itemID, contentIndex: 0, transcript: text, audioSeconds: Double(spokenMs) / 1000,
-                                                   language: configuration.hearing.language))
+                                                   language: configuration.language))
             fact(.transcript(itemID: itemID, text: text))
             if !text.isEmpty { conversation.setTranscript(text, of: itemID) }
             transcriptArrived(itemID, answer: true)

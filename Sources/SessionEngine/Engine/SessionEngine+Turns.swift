@@ -123,7 +123,7 @@ package extension SessionEngine {
         let start = turns.floor.speechStarted(new, during: reply, interruptResponse: settings.interruptResponse,
                                               settings: settings.interruption, expectsWords: transcribes,
                                               settledWords: settledWords, narrowband: configuration.inputAudioFormat.g711Law != nil,
-                                              replyUnheard: reopenable != nil, language: configuration.hearing.language)
+                                              replyUnheard: reopenable != nil, language: configuration.language)
         if case .reopened(let turn, let withdrawn) = start, let reopenable {
             return reopen(turn, withdrawing: withdrawn, audio: reopenable.samples, speechStartMs: ms)
         }

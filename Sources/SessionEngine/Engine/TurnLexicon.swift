@@ -31,14 +31,11 @@ public struct TurnLexicon: Sendable, Equatable {
     }
 
     /// The words' verdict on the turn's end, as `TurnWords.judge`'s simpler half: a trailing
-    /// ellipsis, comma or dash, or a last word no sentence ends on, is unfinished; a question mark
-    /// is asked (these four languages mark their questions, Spanish at both ends); anything else
-    /// is finished. nil: no words.
+    /// ellipsis, comma or dash (`TurnWords.closed`), or a last word no sentence ends on, is
+    /// unfinished; a question mark is asked (these four languages mark their questions, Spanish at
+    /// both ends); anything else is finished. nil: no words.
     public func judge(_ text: String) -> TurnWords.Judgement? {
-        let raw = text.trimmed
-        if raw.hasSuffix("...") || raw.hasSuffix("…") { return .unfinished }
-        let stripped = String(raw.reversed().drop { ".?!".contains($0) }.reversed())
-        if let mark = stripped.last, ",-—".contains(mark) { return .unfinished }
+        guard let (raw, stripped) = TurnWords.closed(text) else { return .unfinished }
         guard let last = TurnWords.words(stripped).last else { return nil }
         if neverLast.contains(last) { return .unfinished }
         return raw.hasSuffix("?") ? .asked : .finished

@@ -36,18 +36,13 @@ public enum TurnWords {
     /// judged by its `TurnLexicon` or, without one, not at all (nil: the audio alone decides).
     public static func judge(_ text: String, language: String? = nil) -> Judgement? {
         if let language, language != "en" { return TurnLexicon.of(language)?.judge(text) }
-        let raw = text.trimmed
-        // Whisper writes an ellipsis, a comma or a dash where it hears the voice carry on (and
-        // may put its period after them: "milk, eggs,.").
-        if raw.hasSuffix("...") || raw.hasSuffix("…") { return .unfinished }
-        let stripped = raw.reversed().drop { ".?!".contains($0) }.reversed()
-        if let mark = stripped.last, ",-—".contains(mark) { return .unfinished }
-        let tokens = words(String(stripped))
+        guard let (raw, stripped) = closed(text) else { return .unfinished }
+        let tokens = words(stripped)
         guard let last = tokens.last else { return nil }
         // A question, in form and heard as one, may end in a stranded preposition or auxiliary
         // ("what are you looking for?", "could you tell me what twelve times seven is?"); a
         // fragment Whisper marked as a question may not ("I was wondering if you could?").
-        let question = raw.hasSuffix("?") && isInterrogative(String(stripped))
+        let question = raw.hasSuffix("?") && isInterrogative(stripped)
         let finished: Judgement = question ? .asked : .finished
         let pair = tokens.count >= 2 ? "\(tokens[tokens.count - 2]) \(last)" : ""
         if finishedPairs.contains(pair) { return finished }
@@ -72,8 +67,19 @@ public enum TurnWords {
         }
         if isHouseNumber(tokens) { return .spellingOut }
         if isValueBegun(tokens) { return .spellingOut }
-        if isUnfinishedList(String(stripped)) { return .spellingOut }
+        if isUnfinishedList(stripped) { return .spellingOut }
         return finished
+    }
+
+    /// The text trimmed (`raw`) and without its closing periods, question and exclamation marks
+    /// (`stripped`); nil when its marks say the voice carried on, in any language: Whisper writes
+    /// an ellipsis, a comma or a dash there (and may put its period after them: "milk, eggs,.").
+    package static func closed(_ text: String) -> (raw: String, stripped: String)? {
+        let raw = text.trimmed
+        if raw.hasSuffix("...") || raw.hasSuffix("…") { return nil }
+        let stripped = String(raw.reversed().drop { ".?!".contains($0) }.reversed())
+        if let mark = stripped.last, ",-—".contains(mark) { return nil }
+        return (raw, stripped)
     }
 
     /// Whether a clause of the text opens as an English question does: a wh-word, or an

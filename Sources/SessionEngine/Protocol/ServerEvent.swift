@@ -53,7 +53,7 @@ public struct ServerEvent: Sendable, Equatable {
         /// The turn's words, and how long it was spoken for: the usage the Realtime API reports
         /// for a transcription billed by duration (the SDKs require a `usage`).
         /// `language`: Parley's extension, the turn's language when the session set one or the
-        /// recogniser found one (`SessionConfiguration.hearing`); left out otherwise.
+        /// recogniser found one (`SessionConfiguration.language`); left out otherwise.
         case inputAudioTranscriptionCompleted(itemID: String, contentIndex: Int, transcript: String, audioSeconds: Double, language: String? = nil)
         case inputAudioTranscriptionFailed(itemID: String, contentIndex: Int, error: EventError)
         /// A spoken reply cut short (barge-in, cancel): the audio the client had been sent time

@@ -222,9 +222,7 @@ public struct SessionUpdate: Sendable, Equatable {
         return .retentionRatio(ratio, postInstructionsTokens: limit)
     }
 
-    /// `transcription` / `input_audio_transcription`: the server's recogniser does the work, so its
-    /// `model`, `language` and `prompt` choose nothing; they are only checked to be strings.
-    /// `model` (any name: one the server does not offer is heard by its own) and `language`
+    /// `transcription` / `input_audio_transcription`: `model` (any name: one the server does not offer is heard by its own) and `language`
     /// (ISO-639-1); `prompt` is checked and ignored.
     private static func transcription(_ fields: EventFields, _ key: String) throws(ProtocolError) -> TranscriptionChoice? {
         guard let object = try fields.object(key) else { return nil }
