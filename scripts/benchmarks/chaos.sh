@@ -138,7 +138,8 @@ STATS_PORT=$(free_port) scripts/tools/haproxy-config.sh "$FRONT" "${node_port[1]
 start haproxy haproxy -f "$OUT/haproxy.cfg" -db
 wait_healthy haproxy "http://127.0.0.1:$FRONT/readyz"
 PROXY=$(free_port)
-start proxy "${PYTHON3:-python3}" -u scripts/benchmarks/chaos_proxy.py --listen "$PROXY" --to "$FRONT" --seed "$SEED" --seconds $((seconds + 120))
+start proxy "${PYTHON3:-python3}" -u scripts/benchmarks/chaos_proxy.py --listen "$PROXY" --to "$FRONT" --seed "$SEED" --seconds $((seconds + 120)) \
+    --faults-seconds "$seconds"
 wait_port proxy "$PROXY"
 log "redis :$RP, nodes :${node_port[1]} :${node_port[2]} :${node_port[3]}, haproxy :$FRONT, proxy :$PROXY, mock-llm :$MP; seed $SEED"
 

@@ -8,9 +8,12 @@ own between the clients and HAProxy. Its seeded schedule moves through windows o
   cut    a twentieth of the connections are closed at once, both sides, with no close frame
          (what a phone leaving Wi-Fi does to a session);
 and prints one line per window and, at the end, its counts as JSON (connections, bytes, cut,
-stalled, delayed). Bounded: it exits after --seconds.
+stalled, delayed). Faults come for the first --faults-seconds (all of the run by default); then it
+is calm, so that the run's verdict (the clients' final check of every session) is taken on a line
+that holds: a cut during it was counted as items lost (41 sessions in one `make test`, when the
+run's length put a cut window there). Bounded: it exits after --seconds.
 
-  chaos_proxy.py --listen PORT --to PORT --seed N --seconds S [--calm-only]"""
+  chaos_proxy.py --listen PORT --to PORT --seed N --seconds S [--faults-seconds F] [--calm-only]"""
 import argparse
 import asyncio
 import json
@@ -44,9 +47,10 @@ class Proxy:
         link.close()
         self.links.discard(link)
 
-    async def schedule(self, seconds: float) -> None:
+    async def schedule(self, seconds: float, faults_seconds: float) -> None:
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        faults_end = time.monotonic() + faults_seconds
+        while time.monotonic() < faults_end:
             self.mode = "calm" if self.calm_only else self.random.choice(WINDOWS)
             length = self.random.uniform(10, 30)
             self.counts["windows"].append(self.mode)
@@ -59,8 +63,10 @@ class Proxy:
                 for link in self.random.sample(sorted(self.links, key=id), len(self.links) // 10):
                     self.counts["stalled"] += 1
                     link.stall_until = time.monotonic() + self.random.uniform(2, 6)
-            await asyncio.sleep(min(length, max(0, end - time.monotonic())))
+            await asyncio.sleep(min(length, max(0, faults_end - time.monotonic())))
             self.mode = "calm"
+        print(f"proxy: calm until the end ({len(self.links)} connections)", flush=True)
+        await asyncio.sleep(max(0, end - time.monotonic()))
 
 
 class Link:
@@ -100,13 +106,15 @@ async def main() -> None:
     parser.add_argument("--to", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--faults-seconds", type=float, help="faults only this long from the start, then calm (default: --seconds)")
     parser.add_argument("--calm-only", action="store_true")
     arguments = parser.parse_args()
     proxy = Proxy(arguments.to, arguments.seed, arguments.calm_only)
     server = await asyncio.start_server(proxy.serve, "127.0.0.1", arguments.listen, backlog=4096)
     print(f"proxy: listening on 127.0.0.1:{arguments.listen} for 127.0.0.1:{arguments.to}", flush=True)
     # Stopped early (the run is over), it still says what it did.
-    schedule = asyncio.ensure_future(proxy.schedule(arguments.seconds))
+    faults = arguments.seconds if arguments.faults_seconds is None else min(arguments.faults_seconds, arguments.seconds)
+    schedule = asyncio.ensure_future(proxy.schedule(arguments.seconds, faults))
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, schedule.cancel)
     async with server:
         try:
