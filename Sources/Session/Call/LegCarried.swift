@@ -16,6 +16,5 @@ extension LegCarried {
     package var carriesLossyMedia: Bool { leg?.carriesLossyMedia ?? false }
     package var pullsReplies: Bool { leg?.pullsReplies ?? false }
     package func press(_ key: Character) -> Bool { leg?.press(key) ?? false }
-    package var pressesKeys: Bool { leg?.pressesKeys ?? false }
-    package func replyEnded() { leg?.replyEnded() }
+    package func observed(_ fact: SessionFact) { leg?.observed(fact) }
 }

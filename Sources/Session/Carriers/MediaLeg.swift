@@ -35,12 +35,10 @@ package protocol MediaLeg: AnyObject {
     /// Presses `key` on the call (a phone call's RFC 4733 event); false where the carrier has no
     /// keys to press, or the far end takes none.
     func press(_ key: Character) -> Bool
-    /// Whether the carrier is a phone call the server presses keys on itself (`PhoneKeysTool`):
-    /// the session's `press_keys` calls are run here, not sent to a client.
-    var pressesKeys: Bool { get }
-    /// A reply of the session's has ended (its words are all made; its audio may still be going
-    /// out): a leg that waits for a reply to be said (a message left on a machine) checks now.
-    func replyEnded()
+    /// A fact of the session's, after its observers have it: a leg that acts on the session's
+    /// course does so here (a SIP call ends the message it leaves on a machine when the reply
+    /// ends, and runs the agent's `press_keys` itself), so the driver knows no carrier's ways.
+    func observed(_ fact: SessionFact)
 }
 
 extension MediaLeg {
@@ -52,6 +50,5 @@ extension MediaLeg {
     package var carriesEvents: Bool { false }
     package var pullsReplies: Bool { false }
     package func press(_ key: Character) -> Bool { false }
-    package var pressesKeys: Bool { false }
-    package func replyEnded() {}
+    package func observed(_ fact: SessionFact) {}
 }

@@ -97,22 +97,3 @@ extension SessionDriver {
         return made
     }
 }
-
-extension SessionDriver {
-    /// The agent's `press_keys` call on a phone call (`PhoneKeysTool`): the keys pressed on the
-    /// line, the call answered with what was pressed (or why nothing was), and the agent's next
-    /// reply begun, as a voice agent goes on after its tools (there is no client to ask it to).
-    func pressKeys(callID: String, arguments: String) {
-        guard let wire else { return }
-        let output: String
-        do throws(PhoneKeysTool.Refusal) {
-            let keys = try PhoneKeysTool.keys(in: arguments)
-            guard keys.allSatisfy({ wire.press($0) }) else { throw .noTelephoneEvents }
-            output = PhoneKeysTool.output(pressed: keys)
-        } catch {
-            output = PhoneKeysTool.output(refused: error.message)
-        }
-        handle(.client(ClientEvent(.conversationItemCreate(NewConversationItem(role: .tool, text: "", function: .output(callID: callID, output: output))))))
-        if !isReplying { createResponse() }
-    }
-}

@@ -269,6 +269,14 @@ package final class SessionDriver {
     /// Who answered the call Parley placed, for the report and the trace.
     package func noteAnsweredBy(_ verdict: AnsweringMachineDetector.Verdict) { observe(.answeredBy(verdict)) }
 
+    /// A function call the server ran itself (a call leg's `press_keys`) answered: its output
+    /// added to the conversation and the agent's next reply begun, as a voice agent goes on after
+    /// its tools (there is no client to ask it to).
+    package func answerTool(callID: String, output: String) {
+        handle(.client(ClientEvent(.conversationItemCreate(NewConversationItem(role: .tool, text: "", function: .output(callID: callID, output: output))))))
+        if !isReplying { createResponse() }
+    }
+
     /// A client's text message (a WebSocket's, a data channel's, a sideband's): its event handled,
     /// an append's audio fed. `takesAudio` false: the session's audio is its call's, and an append
     /// is refused. `other` sees what is not an event of the API's before it is refused as one
@@ -521,12 +529,9 @@ package final class SessionDriver {
                 tokensSpent += usage.totalTokens
                 lease?.spend(usage.totalTokens, on: loop)
             }
-            wire?.replyEnded()
-        case .toolCalled(_, let callID, PhoneKeysTool.name, let arguments) where wire?.pressesKeys == true:
-            // After this pass: the response that called it ends first.
-            _ = socket?.loop.schedule(after: 0) { [weak self] in self?.pressKeys(callID: callID, arguments: arguments) }
         default: break
         }
+        wire?.observed(fact)
     }
 
     /// The turn-taking times measured from facts (`TurnClock`).

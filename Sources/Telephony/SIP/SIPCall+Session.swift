@@ -50,7 +50,32 @@ extension SIPCall: SessionSocket, MediaLeg {
     /// The reply's next frame, for this tick's packet: pulled from the conversation's speech, it
     /// comes back through `sendAudio` into the media's one-frame slot.
     func pullReplyFrame() { _ = conversation?.driver.pullReply() }
-    var pressesKeys: Bool { true }
+
+    /// What the call does on its session's course: a message left on a machine ends with its
+    /// reply; the agent's `press_keys` is pressed here, on the line.
+    func observed(_ fact: SessionFact) {
+        switch fact {
+        case .responseEnded: replyEnded()
+        case .toolCalled(_, let callID, PhoneKeysTool.name, let arguments):
+            // After this pass: the response that called it ends first.
+            _ = agent.loop.schedule(after: 0) { [weak self] in self?.pressKeys(callID: callID, arguments: arguments) }
+        default: break
+        }
+    }
+
+    /// The agent's `press_keys` (`PhoneKeysTool`): the keys pressed as RFC 4733 events, the call
+    /// answered with what was pressed (or why nothing was).
+    func pressKeys(callID: String, arguments: String) {
+        let output: String
+        do throws(PhoneKeysTool.Refusal) {
+            let keys = try PhoneKeysTool.keys(in: arguments)
+            guard keys.allSatisfy({ press($0) }) else { throw .noTelephoneEvents }
+            output = PhoneKeysTool.output(pressed: keys)
+        } catch {
+            output = PhoneKeysTool.output(refused: error.message)
+        }
+        conversation?.driver.answerTool(callID: callID, output: output)
+    }
 
     /// No RTP from the caller for `--sip-media-timeout`: the call ends.
     func mediaTimedOut() { hangUp(.mediaTimeout) }
