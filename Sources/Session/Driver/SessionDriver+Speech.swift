@@ -142,6 +142,8 @@ extension SessionDriver {
     /// the next piece of the speech playing goes now, through the wire as any piece does; false
     /// when none is ready (the leg sends silence).
     package func pullReply() -> Bool {
+        // Most ticks of most calls: no reply is playing.
+        if speechOutputs.isEmpty { return false }
         for output in speechOutputs.values where output.pull() { return true }
         return false
     }

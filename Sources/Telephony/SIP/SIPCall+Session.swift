@@ -49,7 +49,7 @@ extension SIPCall: SessionSocket, MediaLeg {
 
     /// The reply's next frame, for this tick's packet: pulled from the conversation's speech, it
     /// comes back through `sendAudio` into the media's one-frame slot.
-    func pullReplyFrame() { _ = conversation?.driver.pullReply() }
+    func pullReplyFrame() { _ = replies?.pullReply() }
 
     /// What the call does on its session's course: a message left on a machine ends with its
     /// reply; the agent's `press_keys` is pressed here, on the line.

@@ -23,8 +23,10 @@ final class SIPCall: SIPCallMediaOwner, CallCarrier {
     /// The law the session's audio is in: the codec first agreed (an answer in the ACK may choose
     /// the other, and the call's audio is then converted).
     var sessionLaw: G711.Law = .muLaw
-    /// The API's side of the call (`CallAPI` chose it): its session, its listeners' dialect.
-    var conversation: (any CallConversation)?
+    /// The API's side of the call (`CallAPI` chose it): its session, its listeners' dialect; and
+    /// its driver, read once here: the send tick pulls the reply's frames from it 50 times a second.
+    var conversation: (any CallConversation)? { didSet { replies = conversation?.driver } }
+    private(set) var replies: SessionDriver?
     /// The settings for the number called or the trunk calling (`SIPRoutes`), if any.
     var route: SIPRoutes.Route?
     /// The call as sidebands and call control reach it by its id (a placed call's, from its
