@@ -19,9 +19,10 @@ answered {"op": "hello", "error": "version_mismatch", "version": PROTOCOL_VERSIO
 connection closed. Audio crosses once: a turn is a stream, opened, appended to as it arrives, and
 decoded from what the helper holds (its last STREAM_SECONDS):
   {"op": "open", "id": S, "rate": 16000|8000,         a stream (no answer unless an error), decoded by
-   "model": M, "language": L}                           recogniser M (hello's `recognisers`; absent: the
-                                                           default) in language L (ISO-639-1; absent:
-                                                           found from the audio, English on tiny.en)
+   "model": M, "language": L,                           recogniser M (hello's `recognisers`; absent: the
+   "languages": [C...]}                                  default) in language L (ISO-639-1; absent:
+                                                           found from the audio, among the codes C if
+                                                           given, English on tiny.en)
   {"op": "append", "id": S} + pcm16                     more of its audio (no answer unless an error)
   {"op": "partial", "id": N, "stream": S, "fast": b,    -> {"id": N, "text": "...", "ms": ..., "language":
                                                            "es", "language_probability": p}
@@ -125,16 +126,24 @@ def contract():
 # MARK: Protocol
 
 
+def is_language_code(code):
+    """ISO-639-1's shape (Whisper's three-letter `haw` and `yue` too); which languages a model
+    knows is the model's to say."""
+    return isinstance(code, str) and 2 <= len(code) <= 3 and code.isascii() and code.isalpha() and code.islower()
+
+
 class Stream:
     """One turn's audio, appended as it arrives and kept to its last STREAM_SECONDS, so that a
     partial, the final text and the turn's verdict decode what is already here."""
 
-    def __init__(self, rate, recogniser=None, language=None):
+    def __init__(self, rate, recogniser=None, language=None, candidates=None):
         self.rate = rate
         # Which recogniser decodes it (a name of `Recognisers`; None: the default) and in which
-        # language (None: English on tiny.en, found from the audio on a multilingual model).
+        # language (None: English on tiny.en, found from the audio on a multilingual model, among
+        # `candidates` when the server names the languages it expects).
         self.recogniser = recogniser
         self.language = language
+        self.candidates = candidates
         self.pcm = bytearray()
         self.limit = STREAM_SECONDS * rate * 2
         self.samples = 0  # appended since the stream opened, trimmed or not
@@ -710,16 +719,19 @@ class Helper:
             connection.send({"op": "hello", "id": ident, "version": PROTOCOL_VERSION, "models": self.models(), "pid": os.getpid()})
         elif op == "open":
             rate, recogniser, language = request.get("rate"), request.get("model"), request.get("language")
+            candidates = request.get("languages")
             if rate not in RATES:
                 connection.refuse(ident, "bad_request", f"rate {rate!r} is not one of {list(RATES)}")
             elif recogniser is not None and recogniser not in self.recognisers.names():
                 connection.refuse(ident, "no_model", f"no recogniser {recogniser!r} here (this helper has {', '.join(self.recognisers.names()) or 'none'})")
-            elif language is not None and not (isinstance(language, str) and 2 <= len(language) <= 3 and language.isalpha() and language.islower()):
+            elif language is not None and not is_language_code(language):
                 connection.refuse(ident, "bad_request", f"language {language!r} is not an ISO-639-1 code")
+            elif candidates is not None and not (isinstance(candidates, list) and 0 < len(candidates) <= 100 and all(is_language_code(code) for code in candidates)):
+                connection.refuse(ident, "bad_request", "languages must be a list of ISO-639-1 codes")
             elif len(connection.streams) >= STREAMS_PER_CONNECTION and ident not in connection.streams:
                 connection.refuse(ident, "too_many_streams", f"{STREAMS_PER_CONNECTION} streams are open on this connection")
             else:
-                connection.streams[ident] = Stream(rate, recogniser, language)
+                connection.streams[ident] = Stream(rate, recogniser, language, candidates)
         elif op == "append":
             stream = connection.streams.get(ident)
             if stream is None:
@@ -782,7 +794,7 @@ class Helper:
             recogniser = self.recognisers.get(stream.recogniser)
             started = time.perf_counter()
             self.count("decodes")
-            decoded = recogniser.transcribe(audio, stream.rate, fast, stream.language)
+            decoded = recogniser.transcribe(audio, stream.rate, fast, stream.language, stream.candidates)
         except Refusal as refusal:
             return job.connection.answer(job, {"error": refusal.code, "message": str(refusal)})
         answer = {"text": decoded.text, "ms": round((time.perf_counter() - started) * 1000, 2)}

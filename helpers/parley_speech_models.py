@@ -217,33 +217,73 @@ class Whisper:
     # text is bounded by the audio's length (six tokens a second is past fast speech) and a
     # repeat of what was already said is cut (without_repeats).
     TOKENS_PER_SECOND = 6
+    # The whole window's bound, in every language: Whisper's tokens of Spanish, German, French and
+    # Italian run two to three times English's a second, and a decode that loops ("Maiden, Maiden,
+    # …", Whisper base on espeak-ng's Italian) ran to Whisper's 448 and past the server's 10 s
+    # (issue 75); at twelve a second no sentence is cut, and a loop ends where the speech does.
+    WHOLE_TOKENS_PER_SECOND = 12
+    # faster-whisper's own temperatures, tried in turn while a decode reads as a loop or unsure.
+    FALLBACK = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     # Beam search's width. Greedy decoding (1) was measured on the same 210 clips (docs/benchmarks.md,
     # "Moonshine base against Whisper tiny.en"): 11.9 % WER against 8.4 % for about 7 % less CPU.
     BEAM_SIZE = 5
 
-    def transcribe(self, pcm, rate, fast=False, language=None):
+    def found(self, encoded, candidates):
+        """The language Whisper's language tokens find on `encoded` (faster-whisper's own way),
+        and how sure: among `candidates` only when a server names the languages it expects, with
+        the probability as a share of theirs. On espeak-ng's voices of seven languages, Whisper
+        base's own pick was right on 34 of 63 clips (Thai and Japanese for French and Italian);
+        among en, es, de, fr and it, on 125 of 150 (en 30, es 26, de 25, fr 21, it 23), and at a
+        share of 0.8 or more on 87 of 88 (docs/benchmarks.md, "Languages")."""
+        ranked = self.model.model.detect_language(encoded)[0]
+        if not candidates:
+            token, probability = ranked[0]
+            return token[2:-2], probability
+        probabilities = {token[2:-2]: probability for token, probability in ranked}
+        best = max(candidates, key=lambda code: probabilities.get(code, 0.0))
+        total = sum(probabilities.get(code, 0.0) for code in candidates)
+        return best, (probabilities.get(best, 0.0) / total if total > 0 else 0.0)
+
+    def transcribe(self, pcm, rate, fast=False, language=None, candidates=None):
         language = self.language_of(language)
         audio = Onset.cut(to_16k(pcm, rate))
         if len(audio) < RATE // 10:
             return Decoded("", None)
         seconds = len(audio) / RATE
-        if not fast or seconds > self.WINDOW_SECONDS - 1:
+        whole = not fast or seconds > self.WINDOW_SECONDS - 1
+        found = None
+        if whole and language is None and candidates and self.multilingual:
+            # Found among the server's languages first (an encode of the window's first 30 s, as
+            # faster-whisper's own finding does), then decoded in it.
+            features = self.model.feature_extractor(np.concatenate([audio[: 30 * RATE], np.zeros(max(0, 30 * RATE - len(audio)), np.float32)]))
+            encoded = self.model.model.encode(self.storage.from_array(np.ascontiguousarray(features[:, :3000][None])), to_cpu=False)
+            language, probability = self.found(encoded, candidates)
+            found = (language, round(probability, 3))
+        if whole:
             # The whole window, by faster-whisper (its own 30 s chunking past one). No VAD of its
             # own (Parley's has cut the turn), no carried context (each request is a whole turn).
             # Its own rules matter: the same decode made here (its features padded as it pads them,
             # its suppressed tokens and beam, without its temperature fallback and no-speech rule)
             # cost the same on 210 clips (8.7 % WER either way) and heard a hum and a breath as
             # "Okay." where faster-whisper hears nothing (docs/benchmarks.md, "Talkers").
+            most = min(220, 8 + int(min(seconds, 30) * self.WHOLE_TOKENS_PER_SECOND))
+            # Beam search alone in a language other than English: faster-whisper's fallback samples
+            # at rising temperatures when a decode's log-probability is low, as it is on espeak-ng's
+            # voices of other languages, and the same clip read differently from run to run (one
+            # German turn 0.6 and 1.0 WER; offline, beam alone erred as much: es 50.5 % against
+            # 49.0, de 32.9 either way). English keeps the fallback its figures were measured with.
+            temperature = [0.0] if self.multilingual and language != "en" else self.FALLBACK
             segments, info = self.model.transcribe(audio, language=language, beam_size=self.BEAM_SIZE, vad_filter=False,
-                                                   condition_on_previous_text=False, without_timestamps=True)
+                                                   condition_on_previous_text=False, without_timestamps=True, max_new_tokens=most,
+                                                   temperature=temperature)
             segments = list(segments)
             tokens = sum(len(segment.tokens) for segment in segments)
             confidence = None
             if tokens:
                 confidence = Confidence(sum(segment.avg_logprob * len(segment.tokens) for segment in segments) / tokens,
                                         segments[0].no_speech_prob)
-            return Decoded("".join(segment.text for segment in segments).strip(), confidence, info.language,
-                           round(info.language_probability, 3))
+            heard_in = found or (info.language, round(info.language_probability, 3))
+            return Decoded("".join(segment.text for segment in segments).strip(), confidence, *heard_in)
         # Padded as audio, not as features, so the log-mel's level is the clip's own.
         padded = np.zeros(self.WINDOW_SECONDS * RATE, dtype=np.float32)
         padded[: len(audio)] = audio
@@ -251,9 +291,7 @@ class Whisper:
         encoded = self.model.model.encode(self.storage.from_array(features), to_cpu=False)
         probability = 1.0
         if language is None:
-            # Whisper's language tokens on the encoder's output (faster-whisper's own way), best first.
-            token, probability = self.model.model.detect_language(encoded)[0][0]
-            language = token[2:-2]
+            language, probability = self.found(encoded, candidates)
         prompt = self.prompt(language)
         limit = min(224, len(prompt) + 8 + int(seconds * self.TOKENS_PER_SECOND))
         result = self.model.model.generate(encoded, [prompt], beam_size=self.BEAM_SIZE, max_length=limit,

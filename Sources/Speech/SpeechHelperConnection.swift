@@ -87,16 +87,18 @@ final class SpeechHelperConnection {
     // MARK: Streams
 
     /// Opens a stream at `rate` on the socket, decoded as `choice` says (its `open`'s `model` and
-    /// `language`; nil, the helper's default recogniser, and the language it finds): nil while the
-    /// helper cannot be reached. `failed` is called once if the stream is lost (the connection ends) or
+    /// `language`; nil, the helper's default recogniser, and the language it finds, among
+    /// `foundAmong` if any): nil while the helper cannot be reached. `failed` is called once if the stream is lost (the connection ends) or
     /// the helper refuses it.
-    func openStream(rate: Int, _ choice: TranscriptionChoice = TranscriptionChoice(), failed: @escaping (ModelError) -> Void) -> UInt64? {
+    func openStream(rate: Int, _ choice: TranscriptionChoice = TranscriptionChoice(), foundAmong: [String] = [],
+                    failed: @escaping (ModelError) -> Void) -> UInt64? {
         guard let socket = connected() else { return nil }
         let id = newID()
         streams[id] = SpeechHelperStream(rate: rate, socket: ObjectIdentifier(socket), failed: failed)
         var fields: [(String, JSON)] = [("rate", .int(rate))]
         if let model = choice.model { fields.append(("model", .string(model))) }
         if let language = choice.language { fields.append(("language", .string(language))) }
+        if choice.language == nil, !foundAmong.isEmpty { fields.append(("languages", .array(foundAmong.map(JSON.string)))) }
         socket.send(SpeechHelperFrame(.open, id: id, fields).encoded())
         return id
     }

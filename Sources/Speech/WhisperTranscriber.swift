@@ -30,6 +30,8 @@ public struct WhisperTranscriber: Transcriber {
     /// The language of a session that sets none (`--language`): nil, found from its first turns
     /// by a multilingual model when one is installed (English on tiny.en when none is).
     public let language: String?
+    /// The languages a session's is found among (`--language auto:en,es,...`); none: any of Whisper's.
+    public let foundAmong: [String]
     /// Those the helper was given (the default among them): what sessions may choose.
     public let installed: [Model]
     public var name: String { model.rawValue }
@@ -62,10 +64,11 @@ public struct WhisperTranscriber: Transcriber {
     /// and English, and 0.8 to 0.9 to languages it heard right.
     public static let languageProbability = 0.75
 
-    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = [], language: String? = "en") {
+    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = [], language: String? = "en", foundAmong: [String] = []) {
         self.status = status
         self.model = model
         self.language = language
+        self.foundAmong = foundAmong
         self.installed = installed.contains(model) ? installed : [model] + installed
     }
 
@@ -90,7 +93,8 @@ public struct WhisperTranscriber: Transcriber {
     public func begin(on loop: EventLoop, sampleRate: Int, choice: TranscriptionChoice, _ onEvent: @escaping (TranscriptionEvent) -> Void) -> any TranscriptionSession {
         let (model, language) = serving(choice)
         return WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate,
-                                    stream: TranscriptionChoice(model: model.rawValue, language: language), onEvent: onEvent)
+                                    stream: TranscriptionChoice(model: model.rawValue, language: language),
+                                    foundAmong: language == nil ? foundAmong : [], onEvent: onEvent)
     }
 }
 
@@ -103,6 +107,8 @@ final class WhisperTranscription: TranscriptionSession {
     private let sampleRate: Int
     /// The model and language resolved (`WhisperTranscriber.serving`): what the stream opens with.
     private let choice: TranscriptionChoice
+    /// The languages the turn's is found among, when the choice names none.
+    private let foundAmong: [String]
     private let onEvent: (TranscriptionEvent) -> Void
     /// The stream at the helper: nil until opened, and after the final decode was asked.
     private var stream: UInt64?
@@ -137,7 +143,9 @@ final class WhisperTranscription: TranscriptionSession {
         case final
     }
 
-    init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: TranscriptionChoice, onEvent: @escaping (TranscriptionEvent) -> Void) {
+    init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: TranscriptionChoice, foundAmong: [String] = [],
+         onEvent: @escaping (TranscriptionEvent) -> Void) {
+        self.foundAmong = foundAmong
         self.connection = connection
         self.sampleRate = sampleRate
         self.choice = choice
@@ -185,7 +193,7 @@ final class WhisperTranscription: TranscriptionSession {
 
     /// Opens the turn's stream; a helper that cannot be reached fails the turn at once.
     private func open() -> Bool {
-        stream = connection.openStream(rate: sampleRate, choice) { [weak self] error in self?.failed(error) }
+        stream = connection.openStream(rate: sampleRate, choice, foundAmong: foundAmong) { [weak self] error in self?.failed(error) }
         if stream == nil { failed(ModelError(speechHelper: .unavailable, message: "the speech helper is not running")) }
         return stream != nil
     }

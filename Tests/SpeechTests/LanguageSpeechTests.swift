@@ -27,13 +27,11 @@ import SpeechContracts
 /// these languages (`make bench-languages` measures them; docs/benchmarks.md, "Languages"), and a
 /// bound catches a path that is broken (English guesses, no language, no voice), not a point worse.
 ///
-/// Not yet in `make test` (run with PARLEY_LANGUAGE_TESTS=1): not steady enough. A decode of
-/// espeak-ng's speech that Whisper base hears as a loop of words ("Maiden, Maiden, …") ran past the
-/// helper's 10 s and failed its turn in one run of three, and espeak-ng's French reply was heard
-/// back at 0.1 offline and 0.8 through the server (issue 75's next step).
+/// In `make test` since its decodes are bounded: a decode of espeak-ng's speech that Whisper base
+/// heard as a loop of words ("Maiden, Maiden, …") ran to Whisper's 448 tokens and past the
+/// helper's 10 s; the whole window's decode now stops at twelve tokens a second of speech.
 @Suite(.serialized) struct LanguageSpeechTests {
     static let installed = Sys.canRead(".venv-speech/whisper-base/model.bin")
-    static let asked = getenv("PARLEY_LANGUAGE_TESTS").map { String(cString: $0) } == "1"
     static let helper = installed ? RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--whisper-base", ".venv-speech/whisper-base"]) : nil
     /// The bench's sentences (scripts/benchmarks/language_sentences.json), by language.
     static let sentences: [String: [String]] = {
@@ -49,15 +47,26 @@ import SpeechContracts
                           "fr": "Bien sûr, je peux changer la date de votre vol.",
                           "it": "Certo, stasera ho un tavolo libero per due persone."]
     static let espeak = ["es": "es", "de": "de", "fr": "fr-fr", "it": "it"]
-    /// The most a language's transcripts may err, over its two speakers' turns: English guesses at
-    /// Spanish, or no words, err on nearly every word. Whisper base reads espeak-ng's voices of
-    /// these languages at 33 to 69 % (`make bench-languages`, 2026-11-29): the voices, formant
-    /// synthesis, are what it hears worst; the bound is no target.
-    static let bound = 0.8
+    /// The languages the found sessions' server expects.
+    static let expected = ["en", "es", "de", "fr", "it"]
+    /// The most a language's median turn may err, over its two speakers' four turns, and its best
+    /// turn: English guesses at Spanish, or no words, err on nearly every word of every turn.
+    /// Whisper base reads espeak-ng's voices of these languages at 33 to 69 % (`make
+    /// bench-languages`, 2026-11-29), French worst (the median turns here: es 0.36, de 0.66, it
+    /// 0.73, fr 0.87; best turns 0.17 to 0.5): the voices, formant synthesis, are what it hears
+    /// worst; the bounds are no target.
+    static let bound = 0.9
+    static let bestBound = 0.6
+    /// The reply heard back: espeak-ng's French reply reads at 0.8 every run (2026-11-29), the
+    /// others at 0.1 to 0.4; an English voice, or English guesses, err on every word.
+    static let replyBound = 0.9
 
     func server(_ helper: RunningSpeechHelper, language: String, serverLanguage: String?) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
-        let transcriber = WhisperTranscriber(helper: helper.status, model: .whisper, installed: [.whisper, .whisperBase], language: serverLanguage)
+        // A server that finds a session's language does so among the languages it expects
+        // (`--language auto:en,es,de,fr,it`), as docs/operations.md advises.
+        let transcriber = WhisperTranscriber(helper: helper.status, model: .whisper, installed: [.whisper, .whisperBase], language: serverLanguage,
+                                             foundAmong: serverLanguage == nil ? Self.expected : [])
         let speech = SpeechServices(transcriber: transcriber, synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
             RealtimeEndpoint(model: FixedReplyModel(reply: Self.replies[language] ?? ""), modelName: "test", speech: speech).install(on: &routes)
@@ -96,7 +105,7 @@ import SpeechContracts
         }
     }
 
-    @Test(.enabled(if: installed && asked, "PARLEY_LANGUAGE_TESTS=1 and Whisper base installed (scripts/tools/speech-models.sh)"),
+    @Test(.enabled(if: installed, "Whisper base is not installed (scripts/tools/speech-models.sh)"),
           arguments: ["es", "de", "fr", "it"])
     func aSessionThatSetsItsLanguageIsHeardAndAnsweredInIt(language: String) throws {
         let helper = try #require(Self.helper, "the speech helper did not start with Whisper base although it is installed")
@@ -104,7 +113,7 @@ import SpeechContracts
         defer { pool.stop() }
         let sentences = Array((Self.sentences[language] ?? []).prefix(2))
         #expect(sentences.count == 2, "scripts/benchmarks/language_sentences.json has no \(language)")
-        var words = 0, wrong = 0, heard: [String] = []
+        var rates: [Double] = [], heard: [String] = []
         var reply: [Int16] = []
         for voice in voices(language) {
             let client = try session(server, #"{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"turn_detection":null,"transcription":{"language":"\#(language)"}}}}"#)
@@ -112,8 +121,7 @@ import SpeechContracts
                 let (text, said) = try turn(try voice.say(sentence), on: client)
                 #expect(said == language, "\(voice): the transcript's language is \(said ?? "none")")
                 let reference = WordErrorRate.words(sentence)
-                words += reference.count
-                wrong += WordErrorRate.errors(reference, WordErrorRate.words(text))
+                rates.append(Double(WordErrorRate.errors(reference, WordErrorRate.words(text))) / Double(max(1, reference.count)))
                 heard.append("\(voice): \"\(sentence)\" heard \"\(text)\"")
             }
             if reply.isEmpty {
@@ -125,9 +133,14 @@ import SpeechContracts
                 }
             }
         }
-        let rate = Double(wrong) / Double(max(1, words))
-        print("WER \(language), set: \(rate) (\(wrong) of \(words) words): \(heard)")
-        #expect(rate <= Self.bound, "WER \(rate): \(heard)")
+        // The median turn's, and the best one's: a broken path (English guesses) errs on every
+        // turn, while Whisper base hears one turn of four at least fairly even where espeak-ng's
+        // voice is hardest for it (French: 0.3, 0.6, 1.14, 1.14; the same every run since its
+        // decodes are beam search alone).
+        rates.sort()
+        let rate = (rates[1] + rates[2]) / 2
+        print("WER \(language), set: the median turn's \(rate) (\(rates)): \(heard)")
+        #expect(rates.count == 4 && rate <= Self.bound && rates[0] <= Self.bestBound, "WER \(rates): \(heard)")
 
         // The reply, spoken by espeak-ng's voice of the language, heard back in it.
         #expect(reply.count > 24_000, "the reply's audio: \(reply.count) samples")
@@ -136,14 +149,15 @@ import SpeechContracts
         let reference = WordErrorRate.words(Self.replies[language] ?? "")
         let replyRate = Double(WordErrorRate.errors(reference, WordErrorRate.words(echoed))) / Double(reference.count)
         print("the reply in \(language), heard back: \(replyRate): \"\(echoed)\"")
-        #expect(replyRate <= Self.bound, "the reply heard back as \"\(echoed)\"")
+        #expect(replyRate <= Self.replyBound, "the reply heard back as \"\(echoed)\"")
     }
 
-    /// Found from the first turn, or not said: Whisper base is sure enough (0.75) of these clips'
-    /// Spanish, German and French for one speaker of two at least, and of none of the Italian ones
-    /// (espeak-ng's Italian reads to it as Spanish, Polish or Thai at 0.2 to 0.7: `make
-    /// bench-languages`); it never keeps another language for them.
-    @Test(.enabled(if: installed && asked, "PARLEY_LANGUAGE_TESTS=1 and Whisper base installed (scripts/tools/speech-models.sh)"),
+    /// Found from the first turn, or not said, on a server that finds languages among the five it
+    /// expects: Whisper base is sure enough (a share of 0.75 of those five) of these clips'
+    /// Spanish, German and French for one speaker of two at least (2026-11-29: both), and of none
+    /// of the Italian ones (`make bench-languages`: Italian found on 30 % of first turns); it never
+    /// keeps another language for them.
+    @Test(.enabled(if: installed, "Whisper base is not installed (scripts/tools/speech-models.sh)"),
           arguments: ["es", "de", "fr", "it"])
     func aSessionThatSetsNoneHasItsLanguageFound(language: String) throws {
         let helper = try #require(Self.helper, "the speech helper did not start with Whisper base although it is installed")

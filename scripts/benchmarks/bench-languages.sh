@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What a running server hears beyond English (issue 75): scripts/benchmarks/languages_bench.py
-# against one release server started with `--language auto` (the speech models installed), for
+# against one release server started with `--language $LANGUAGE` (auto, or auto:en,es,... to find
+# a session's language among those; the speech models installed), for
 # English, Spanish, German, French, Italian, Portuguese and Dutch, each in three of espeak-ng's
 # voices of the language: the word error rate with the language set, and found (a session per
 # sentence, none set), then the helper's CPU per spoken turn and its memory with Whisper base
 # loaded. One pass per language, so that each language's CPU is its own. About 15 minutes.
-#   LANGUAGES (en,es,de,fr,it,pt,nl), MODES (set,found), SENTENCES (10), SESSIONS (6), SERVE_ARGS,
+#   LANGUAGE (auto), LANGUAGES (en,es,de,fr,it,pt,nl), MODES (set,found), SENTENCES (10), SESSIONS (6), SERVE_ARGS,
 #   BIN (.build/release), OUT (LoadTests/reports/bench-languages-<UTC>)
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
@@ -14,8 +15,8 @@ pinned_venv "$ROOT/.venv-webrtc" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1
 machine_state | tee "$OUT/machine.txt"
 record_vmstat
 # shellcheck disable=SC2086
-serve_speech server --language auto ${SERVE_ARGS:-}
-echo "server: $PARLEY_BIN serve --port $port --language auto ${SERVE_ARGS:-} (pid $server)" | tee "$OUT/run.txt"
+serve_speech server --language "${LANGUAGE:-auto}" ${SERVE_ARGS:-}
+echo "server: $PARLEY_BIN serve --port $port --language ${LANGUAGE:-auto} ${SERVE_ARGS:-} (pid $server)" | tee "$OUT/run.txt"
 helper=$(pgrep -P "$server" -f parley_speech | head -1)
 helper_rss() { awk '/VmRSS/ { printf "%.0f MiB", $2 / 1024 }' "/proc/$helper/status"; }
 echo "helper RSS at start (tiny.en, Smart Turn, Piper): $(helper_rss)" | tee -a "$OUT/run.txt"
