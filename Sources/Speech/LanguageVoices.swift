@@ -5,8 +5,8 @@ import SpeechContracts
 /// A synthesiser of English voices (Piper's joe) with espeak-ng for every other language: a reply
 /// in a session whose language is not English (set, or found from its turns) is spoken by
 /// espeak-ng's voice of that language, since joe would read Spanish as English sounds; an English
-/// one by the English voice, as before. The only multilingual voices packaged here are espeak-ng's
-/// (issue 75).
+/// one by the English voice, as before; a sentence the model wrote in another language than the
+/// session's, by that one's. The only multilingual voices packaged here are espeak-ng's (issue 75).
 public struct LanguageVoices: Synthesizer {
     public let english: any Synthesizer
     public let others: EspeakSynthesizer
@@ -17,7 +17,11 @@ public struct LanguageVoices: Synthesizer {
         self.others = others
     }
 
+    /// A sentence plainly in another language than the session's (`TextLanguage`) is spoken by
+    /// that language's voice: the model answered it in another one.
     public func speak(_ text: String, voice: SpeechVoice, urgency: SynthesisUrgency, on loop: EventLoop, _ onEvent: @escaping (SynthesisEvent) -> Void) -> any ModelCall {
-        (voice.foreign ? others : english).speak(text, voice: voice, urgency: urgency, on: loop, onEvent)
+        var voice = voice
+        if let written = TextLanguage.plainly(text, current: voice.language) { voice.language = written }
+        return (voice.foreign ? others : english).speak(text, voice: voice, urgency: urgency, on: loop, onEvent)
     }
 }

@@ -61,15 +61,18 @@ import SpeechContracts
     /// others at 0.1 to 0.4; an English voice, or English guesses, err on every word.
     static let replyBound = 0.9
 
-    func server(_ helper: RunningSpeechHelper, language: String, serverLanguage: String?) throws -> (TestServer, WorkerPool) {
+    /// `reply`: what the model answers (the language's own, by default).
+    func server(_ helper: RunningSpeechHelper, language: String, serverLanguage: String?, reply: String? = nil) throws -> (TestServer, WorkerPool) {
         let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
         // A server that finds a session's language does so among the languages it expects
         // (`--language auto:en,es,de,fr,it`), as docs/operations.md advises.
         let transcriber = WhisperTranscriber(helper: helper.status, model: .whisper, installed: [.whisper, .whisperBase], language: serverLanguage,
                                              foundAmong: serverLanguage == nil ? Self.expected : [])
-        let speech = SpeechServices(transcriber: transcriber, synthesizer: EspeakSynthesizer(pool: pool), pool: pool)
+        // As `parley serve` has it, with espeak-ng's English voice for Piper's joe.
+        let espeak = EspeakSynthesizer(pool: pool)
+        let speech = SpeechServices(transcriber: transcriber, synthesizer: LanguageVoices(english: espeak, others: espeak), pool: pool)
         let server = try TestServer({ $0.loops = 1 }, routes: { routes in
-            RealtimeEndpoint(model: FixedReplyModel(reply: Self.replies[language] ?? ""), modelName: "test", speech: speech).install(on: &routes)
+            RealtimeEndpoint(model: FixedReplyModel(reply: reply ?? Self.replies[language] ?? ""), modelName: "test", speech: speech).install(on: &routes)
         })
         return (server, pool)
     }
@@ -172,5 +175,29 @@ import SpeechContracts
         print("the language of \(language) sessions found as \(found)")
         if language != "it" { #expect(found.contains(language), "\(found)") }
         #expect(found.allSatisfy { $0 == nil || $0 == language }, "\(found)")
+    }
+
+    /// A Spanish session whose model answers in English: the reply is spoken by the English voice
+    /// (`TextLanguage` in `LanguageVoices`), and heard back as English; read by espeak-ng's Spanish
+    /// voice, its English words are Spanish sounds.
+    @Test(.enabled(if: installed, "Whisper base is not installed (scripts/tools/speech-models.sh)"))
+    func aReplyTheModelWroteInAnotherLanguageIsSpokenInIt() throws {
+        let helper = try #require(Self.helper, "the speech helper did not start with Whisper base although it is installed")
+        let english = "Of course, the table is yours for tonight, and we will see you at eight."
+        let (server, pool) = try server(helper, language: "es", serverLanguage: "en", reply: english)
+        defer { pool.stop() }
+        let client = try session(server, #"{"type":"realtime","output_modalities":["audio"],"audio":{"input":{"turn_detection":null,"transcription":{"language":"es"}}}}"#)
+        try client.send(TestClient.frame(0x1, Array(#"{"type":"response.create"}"#.utf8)))
+        var reply: [Int16] = []
+        for event in try client.readEvents(until: "response.done").events where event["type"]?.string == "response.output_audio.delta" {
+            if let bytes = Base64.decode(Array((event["delta"]?.string ?? "").utf8)) { reply += bytes.withUnsafeBytes { PCM.int16s(littleEndian: $0) } }
+        }
+        #expect(reply.count > 24_000, "the reply's audio: \(reply.count) samples")
+        let listener = try session(server, #"{"type":"realtime","audio":{"input":{"turn_detection":null}}}"#)
+        let (heard, _) = try turn(reply, on: listener)
+        let reference = WordErrorRate.words(english)
+        let rate = Double(WordErrorRate.errors(reference, WordErrorRate.words(heard))) / Double(reference.count)
+        print("an English reply in a Spanish session, heard back by tiny.en: \(rate): \"\(heard)\"")
+        #expect(rate <= 0.3, "heard back as \"\(heard)\"")
     }
 }
