@@ -125,15 +125,17 @@ bench-recogniser: deps
 bench-hearing: release
 	scripts/benchmarks/bench-hearing.sh
 
-# The speech helper's memory over 1,000 decodes with each recogniser it offers (Whisper tiny.en and
-# base; about 15 minutes; DECODES).
 # Beyond English (issue 75): what the server hears in six more languages, set and found, in
 # espeak-ng's voices of each, with the helper's CPU a turn and its memory with Whisper base.
 bench-languages: release
 	scripts/benchmarks/bench-languages.sh
 
+# The speech helper's memory over 1,000 decodes with each recogniser it offers (Whisper tiny.en and
+# base; about 15 minutes; DECODES, RECOGNISERS), and with LANGUAGES=es,de,fr,it Whisper base in
+# those languages one after another.
 bench-helper-memory: deps
-	.venv-speech/bin/python scripts/benchmarks/helper_memory_bench.py --decodes $${DECODES:-1000}
+	.venv-speech/bin/python scripts/benchmarks/helper_memory_bench.py --decodes $${DECODES:-1000} \
+	  --recognisers "$${RECOGNISERS-whisper-tiny.en,whisper-base}" --languages "$${LANGUAGES:-}"
 
 # Backchannels (hums, "uh huh") and real interruptions in 8 voices at 3 paces, as the helper's
 # Whisper hears them: how many would cut a playing reply, and how many interruptions would not,

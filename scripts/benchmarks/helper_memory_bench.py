@@ -9,7 +9,9 @@ decode: open a stream, append the clip, finish), makes DECODES final decodes one
 20 sentences in two voices (flite kal and espeak-ng en+m3, 16 kHz, 1 to 4 s), reading the helper's
 RSS (/proc/PID/status) every 100. Prints a row per recogniser: RSS after the first decode, after
 100, at the end, and the growth from 100 to the end (MiB), which is the leak if there is one (the
-first hundred fill the allocator's arenas and CTranslate2's caches), with CPU a decode.
+first hundred fill the allocator's arenas and CTranslate2's caches), with CPU a decode. With
+--languages (issue 75), a row more: Whisper base decoding the languages' sentences one language
+after another, each stream's language set (`LANGUAGES=es,de,fr,it RECOGNISERS= make bench-helper-memory`).
 """
 
 import argparse
@@ -81,10 +83,10 @@ class Helper:
             if answer.get("id") == self.ident:
                 return answer
 
-    def decode(self, pcm):
+    def decode(self, pcm, language=None):
         self.ident += 1
         stream = self.ident
-        self.send({"op": "open", "id": stream, "rate": 16000})
+        self.send({"op": "open", "id": stream, "rate": 16000, **({"language": language} if language else {})})
         self.send({"op": "append", "id": stream}, pcm)
         answer = self.request({"op": "finish", "stream": stream})
         if "error" in answer:
@@ -114,6 +116,9 @@ def main():
     parser.add_argument("--decodes", type=int, default=1000)
     parser.add_argument("--recognisers", default=",".join(RECOGNISERS))
     parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "parley-recogniser-bench"))
+    parser.add_argument("--languages", default="",
+                        help="also Whisper base in these languages, one after another (es,de,fr,it): the bench's "
+                             "sentences of each (language_sentences.json) in espeak-ng's voice of it, the stream's language set")
     arguments = parser.parse_args()
     bench = load("recogniser_bench", os.path.join(ROOT, "scripts", "benchmarks", "recogniser_bench.py"))
     telephone = load("telephone_wer_bench", os.path.join(ROOT, "scripts", "benchmarks", "telephone_wer_bench.py"))
@@ -121,23 +126,40 @@ def main():
     clips = bench.Clips(arguments.cache)
     texts = bench.sentences()[:20]
     audio = [clips.pcm(voice, i, text) for voice in ("flite kal", "espeak-ng en+m3 165") for i, text in enumerate(texts)]
+    # Each run: a label, the recogniser, and its decodes in order (a clip, the stream's language).
+    runs = [(name, name, [(audio[n % len(audio)], None) for n in range(1, arguments.decodes + 1)])
+            for name in arguments.recognisers.split(",") if name]
+    if arguments.languages:
+        with open(os.path.join(ROOT, "scripts", "benchmarks", "language_sentences.json")) as file:
+            table = json.load(file)
+        languages = arguments.languages.split(",")
+        # Spoken as languages_bench speaks them: espeak-ng's voice of each, as itself at 165 words a minute.
+        espeak = {"es": "es", "de": "de", "fr": "fr-fr", "it": "it", "pt": "pt-br", "nl": "nl", "en": "en-us"}
+        decodes = []
+        # One language after another, each for its share, so that memory a new language takes shows.
+        for language in languages:
+            voice = f"espeak-ng {espeak[language]} 165"
+            bench.VOICES[voice] = ("espeak", espeak[language], 165)
+            spoken = [clips.pcm(voice, i, text) for i, text in enumerate(table[language])]
+            decodes += [(spoken[k % len(spoken)], language) for k in range(arguments.decodes // len(languages))]
+        runs.append((f"whisper-base ({arguments.languages})", "whisper-base", decodes))
     print("| recogniser | decodes | RSS after 1 | after 100 | at the end | growth from 100 to the end | CPU a decode |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name in arguments.recognisers.split(","):
+    for label, name, decodes in runs:
         flag, directory = RECOGNISERS[name]
         with tempfile.TemporaryDirectory(prefix="parley-helper-memory-") as folder:
             helper = Helper(flag, directory, folder)
             samples, started = {}, helper.cpu_seconds()
-            for n in range(1, arguments.decodes + 1):
-                helper.decode(audio[n % len(audio)])
-                if n == 1 or n % 100 == 0 or n == arguments.decodes:
+            for n, (pcm, language) in enumerate(decodes, 1):
+                helper.decode(pcm, language)
+                if n == 1 or n % 100 == 0 or n == len(decodes):
                     samples[n] = helper.rss_mib()
-                    print(f"helper-memory: {name}: {n} decodes, RSS {samples[n]:.1f} MiB", file=sys.stderr, flush=True)
-            cpu = (helper.cpu_seconds() - started) / arguments.decodes
+                    print(f"helper-memory: {label}: {n} decodes ({language or 'en'}), RSS {samples[n]:.1f} MiB", file=sys.stderr, flush=True)
+            cpu = (helper.cpu_seconds() - started) / len(decodes)
             helper.stop()
         hundred = samples.get(100, samples[1])
-        end = samples[arguments.decodes]
-        print(f"| {name} | {arguments.decodes} | {samples[1]:.1f} MiB | {hundred:.1f} MiB | {end:.1f} MiB | "
+        end = samples[len(decodes)]
+        print(f"| {label} | {len(decodes)} | {samples[1]:.1f} MiB | {hundred:.1f} MiB | {end:.1f} MiB | "
               f"**{end - hundred:+.1f} MiB** | {1000 * cpu:.0f} ms |", flush=True)
 
 
