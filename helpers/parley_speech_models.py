@@ -231,10 +231,10 @@ class Whisper:
     def found(self, encoded, candidates):
         """The language Whisper's language tokens find on `encoded` (faster-whisper's own way),
         and how sure: among `candidates` only when a server names the languages it expects, with
-        the probability as a share of theirs. On espeak-ng's voices of seven languages, Whisper
-        base's own pick was right on 34 of 63 clips (Thai and Japanese for French and Italian);
-        among en, es, de, fr and it, on 125 of 150 (en 30, es 26, de 25, fr 21, it 23), and at a
-        share of 0.8 or more on 87 of 88 (docs/benchmarks.md, "Languages")."""
+        the probability as a share of theirs. Over all its languages Whisper base took espeak-ng's
+        French and Italian for Thai and Japanese; among en, es, de, fr and it it was right on 125
+        of 150 clips (en 30, es 26, de 25, fr 21, it 23), and at the server's share of 0.75 on 91,
+        wrong on 5 (docs/benchmarks.md, "Languages")."""
         ranked = self.model.model.detect_language(encoded)[0]
         if not candidates:
             token, probability = ranked[0]
