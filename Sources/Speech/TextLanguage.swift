@@ -16,7 +16,8 @@ public enum TextLanguage {
     /// Words that mark a language, lower case; a word several languages share counts for each.
     static let words: [String: Set<String>] = [
         "en": ["the", "and", "is", "are", "you", "your", "to", "of", "it", "that", "this", "for", "with", "what",
-               "have", "be", "can", "will", "would", "please", "thank", "thanks", "i", "we", "my", "how", "there"],
+               "have", "be", "can", "will", "would", "please", "thank", "thanks", "i", "we", "my", "how", "there",
+               "a", "an", "i'm", "it's", "in", "on", "at", "than", "not", "but", "or", "from", "by", "do"],
         "es": ["el", "la", "los", "las", "que", "de", "y", "es", "en", "un", "una", "por", "para", "con", "no", "su",
                "al", "lo", "como", "pero", "está", "hola", "gracias", "usted", "quiero", "puedo", "tengo", "esta", "hoy"],
         "de": ["der", "die", "das", "und", "ist", "nicht", "ich", "sie", "es", "ein", "eine", "zu", "mit", "für",
@@ -43,9 +44,12 @@ public enum TextLanguage {
     }
 
     /// The language `text` is plainly written in, if it is not `current`'s (nil: the session's
-    /// voice stays). `current` nil is English, as a session that sets none is heard.
+    /// voice stays); never for an English session (`current` nil or `en`).
     public static func plainly(_ text: String, current: String?) -> String? {
-        let current = current ?? "en"
+        // An English session's replies keep their voice, as before issue 75: Piper's joe, whose
+        // sentences ("a small rule-based program rather than a language model") hold few of these
+        // words and read as Portuguese on the two a's alone.
+        guard let current, current != "en" else { return nil }
         let lowered = text.lowercased()
         var scores: [String: Double] = [:]
         for word in lowered.split(whereSeparator: { !$0.isLetter && $0 != "'" }) {

@@ -26,25 +26,23 @@ struct TextLanguageTests {
         for sentence in Self.sentences["en"] ?? [] { #expect(TextLanguage.plainly(sentence, current: nil) == nil, "\(sentence)") }
     }
 
-    /// Spanish, German, French, Italian, Portuguese and Dutch sentences in an English session,
-    /// and English ones in each of those: never another language's voice, and some of them their
-    /// own (73 of 120 in all, 2026-11-29; short sentences often hold too few of a language's words).
+    /// English sentences in a Spanish, German, French, Italian, Portuguese or Dutch session: never
+    /// another language's voice, and most of them English's; and an English session never changes
+    /// voice, whatever its sentences hold (the built-in agent's read as Portuguese on two a's).
     @Test(arguments: ["es", "de", "fr", "it", "pt", "nl"])
-    func aSentenceInAnotherLanguageIsSpokenInIt(language: String) {
-        let foreign = Self.sentences[language] ?? []
-        let found = foreign.map { TextLanguage.plainly($0, current: "en") }
-        #expect(found.allSatisfy { $0 == nil || $0 == language }, "\(language): \(found)")
-        #expect(found.filter { $0 == language }.count >= 2, "\(language): \(found)")
+    func anEnglishSentenceInAnotherLanguagesSessionIsSpokenInEnglish(language: String) {
         let english = (Self.sentences["en"] ?? []).map { TextLanguage.plainly($0, current: language) }
         #expect(english.allSatisfy { $0 == nil || $0 == "en" }, "English in a \(language) session: \(english)")
         #expect(english.filter { $0 == "en" }.count >= english.count / 2, "English in a \(language) session: \(english)")
-        print("\(language): \(found.filter { $0 == language }.count) of \(found.count) found in an English session; English in it: \(english.filter { $0 == "en" }.count) of \(english.count)")
+        print("\(language): English in it found \(english.filter { $0 == "en" }.count) of \(english.count)")
+        for sentence in Self.sentences[language] ?? [] { #expect(TextLanguage.plainly(sentence, current: "en") == nil) }
+        #expect(TextLanguage.plainly("Hello! I'm Parley's built-in agent, a small rule-based program rather than a language model.", current: nil) == nil)
     }
 
     @Test func aNameOrABorrowedWordIsNoSwitch() {
-        #expect(TextLanguage.plainly("Your table at La Pergola is booked.", current: nil) == nil)
-        #expect(TextLanguage.plainly("Buen provecho!", current: nil) == nil)
+        #expect(TextLanguage.plainly("Su mesa en The Ivy está reservada.", current: "es") == nil)
+        #expect(TextLanguage.plainly("Enjoy!", current: "es") == nil)
         #expect(TextLanguage.plainly("Claro, la reserva está hecha para el sábado.", current: "es") == nil)
-        #expect(TextLanguage.plainly("Claro, la reserva está hecha para el sábado.", current: nil) == "es")
+        #expect(TextLanguage.plainly("Of course, the booking is made for Saturday.", current: "es") == "en")
     }
 }
