@@ -102,6 +102,10 @@ def judge(r: dict) -> str | None:
             if phone is None or phone["hung_up_here"]:
                 return None  # the callee never heard Parley's BYE
             if read.get("ended_reason") != "server_bye":
+                # Its node drained or died between the hangup and the read (`GET` found no node):
+                # the callee heard the BYE, which is the end that was meant.
+                if read.get("http") in (0, 404) and (fault(node, "term", placed, ended + 2) or fault(node, "kill", placed, ended + 2)):
+                    return "ended as meant (the application's hangup), its node gone before it was read"
                 return None
             if r["placed"] >= starts.get(node, 0):
                 meant[(node, kind)] += 1
