@@ -88,8 +88,8 @@ final class SpeechHelperConnection {
 
     /// Opens a stream at `rate` on the socket, decoded as `choice` says (its `open`'s `model` and
     /// `language`; nil, the helper's default recogniser, and the language it finds, among
-    /// `foundAmong` if any): nil while the helper cannot be reached. `failed` is called once if the stream is lost (the connection ends) or
-    /// the helper refuses it.
+    /// `foundAmong` if any): nil while the helper cannot be reached. `failed` is called once if the
+    /// stream is lost (the connection ends) or the helper refuses it.
     func openStream(rate: Int, _ choice: TranscriptionChoice = TranscriptionChoice(), foundAmong: [String] = [],
                     failed: @escaping (ModelError) -> Void) -> UInt64? {
         guard let socket = connected() else { return nil }
