@@ -35,17 +35,21 @@ else
 endif
 
 # Each step is a phase (scripts/tools/phase.sh): its time is said as it ends, and the run ends with
-# every phase's time and share, passed or not (issue 50). After the Swift phase, the script phases
-# run in two lanes side by side (scripts/tools/lanes.sh says why two, and why not three).
+# every phase's time and share, passed or not (issue 50). What the phases install for themselves
+# (models, venvs, Kamailio, HAProxy, Chromium) is installed while Parley builds
+# (scripts/tools/prepare-tests.sh; its output follows the build's). After the Swift phase, the
+# script phases run in two lanes side by side (scripts/tools/lanes.sh says why two, and why not three).
 test:
 	@scripts/tools/phase.sh --start
 	@trap 'scripts/tools/phase.sh --report' EXIT; set -e; \
-	scripts/tools/phase.sh deps $(MAKE) deps; \
+	scripts/tools/phase.sh deps scripts/tools/install-deps.sh; \
 	scripts/tools/phase.sh layers scripts/tools/check-layers.sh; \
-	scripts/tools/phase.sh build $(SWIFT) build --build-tests; \
+	scripts/tools/phase.sh prepare scripts/tools/prepare-tests.sh > .build/test-prepare.log 2>&1 & prepare=$$!; \
+	scripts/tools/phase.sh build $(SWIFT) build --build-tests || { kill $$prepare 2>/dev/null; exit 1; }; \
+	wait $$prepare || { cat .build/test-prepare.log; exit 1; }; cat .build/test-prepare.log; \
 	SWIFT=$(SWIFT) scripts/tools/phase.sh swift scripts/tools/swift-test.sh --skip-build; \
-	MAKE="$(MAKE)" scripts/tools/lanes.sh "chaos hearing webrtc live-sip twilio-carrier sip-secure otlp deploy secrets fuzz-smoke" \
-	  "realtime-sdk live-sdk agents-sdk mcp-session sip-call sip-dial-out sip-kamailio eval e2e"
+	MAKE="$(MAKE)" scripts/tools/lanes.sh "chaos hearing webrtc live-sip sip-secure otlp deploy secrets fuzz-smoke" \
+	  "realtime-sdk live-sdk agents-sdk mcp-session sip-call sip-dial-out sip-kamailio twilio-carrier eval e2e"
 
 # The browser client end to end in headless Chromium (installed here, for this target only), with a
 # fake microphone playing speech made by espeak-ng, against a server without keys and one with a

@@ -16,13 +16,13 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
 
-pinned_venv "$ROOT/.venv-webrtc" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+venv_webrtc
 machine_state | tee "$OUT/machine.txt"
 record_vmstat
 sip_args=() bench_sip=()
 if [[ ",${CARRIERS:-pcm,pcmu,twilio,sip}," == *,sip,* ]]; then
   # The phones the SIP carrier calls (pjsua2), and a trunk to them.
-  pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
+  venv_sip
   mkdir -p "$OUT/sip-wav"
   "$ROOT/.venv-sip/bin/python" -u scripts/benchmarks/hearing_sip_callee.py --wav-dir "$OUT/sip-wav" --log "$OUT/pjsua.log" \
     > "$OUT/callee.log" 2>&1 &

@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/bench.sh"
 
-pinned_venv "$ROOT/.venv-webrtc" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+venv_webrtc
 machine_state | tee "$OUT/machine.txt"
 record_vmstat
 # shellcheck disable=SC2086

@@ -21,7 +21,7 @@ set -euo pipefail
 SESSIONS="${SESSIONS:-500}" LEVELS="${LEVELS:-1,10,50}" CALL_LEVELS="${CALL_LEVELS:-1,10,50}"
 CALLS_ALONE="${CALLS_ALONE:-500}" CALLS="${CALLS:-20}" TIME_LIMIT="${TIME_LIMIT:-600}"
 
-if [ -n "${MCP_VENV:-}" ]; then mcp="$MCP_VENV"; else mcp="$ROOT/.venv-mcp"; pinned_venv "$mcp" "mcp==2.3.0"; fi
+if [ -n "${MCP_VENV:-}" ]; then mcp="$MCP_VENV"; else mcp="$ROOT/.venv-mcp"; venv_mcp; fi
 
 machine_state | tee "$OUT/machine.txt"
 record_vmstat

@@ -53,8 +53,8 @@ scripts/tools/install-deps.sh haproxy redis-server redis-tools
 scripts/tools/speech-models.sh > /dev/null
 if [ "$CALL_EVERY" -gt 0 ]; then
   scripts/tools/install-deps.sh espeak-ng sox
-  pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
-  pinned_venv "$ROOT/.venv-webrtc" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+  venv_sip
+  venv_webrtc
   espeak-ng -v en-us -s 150 -w "$OUT/said.wav" "What is twelve times seven?"
   sox "$OUT/said.wav" -r 8000 -c 1 -b 16 "$OUT/question-8k.wav"
   sox "$OUT/said.wav" -r 48000 -c 1 -b 16 "$OUT/question-48k.wav"

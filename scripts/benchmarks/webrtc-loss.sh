@@ -30,7 +30,7 @@ PLAYOUT_MS="${PLAYOUT_MS:-60}"
 . "$(dirname "$0")/../lib/bench.sh"
 
 VENV=.venv-webrtc
-pinned_venv "$VENV" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+venv_webrtc
 PY="$VENV/bin/python"
 HERE=scripts/benchmarks
 COMMAND="make bench-webrtc-loss MINUTES=$MINUTES SEED=$SEED LOSS=$LOSS DELAY_MS=$DELAY_MS JITTER_MS=$JITTER_MS STALL_MS=$STALL_MS PLAYOUT_MS=$PLAYOUT_MS CONTROL=${CONTROL:-1}"

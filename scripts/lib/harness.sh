@@ -256,3 +256,6 @@ pcm_speech() {
     espeak-ng -v "${3:-en-us}" -s "${4:-140}" -w "$2.wav" "$1" || die "espeak-ng could not make the speech" 2
     sox "$2.wav" -r 24000 -c 1 -b 16 -e signed-integer -L -t raw "$2" || die "sox could not make pcm16 (Debian: apt-get install sox)" 2
 }
+
+# The tests' Python environments, pinned in one place: venv_sdk, venv_sip, venv_webrtc, ...
+. "$ROOT/scripts/lib/venvs.sh"

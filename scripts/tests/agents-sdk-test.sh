@@ -22,13 +22,10 @@ set -euo pipefail
 
 AGENTS_TIMEOUT="${AGENTS_TIMEOUT:-20}"
 
-# openai-agents 0.24.0, with the openai and websockets releases it resolved to when this was written
-# pinned as well (the SDK validates server events against openai's models and dials with websockets).
-AGENTS_VERSION="0.24.0"
-OPENAI_VERSION="3.54.0"
-WEBSOCKETS_VERSION="16.1.1"
+# openai-agents, with the openai and websockets releases it resolved to when this was written pinned
+# as well (the SDK validates server events against openai's models and dials with websockets).
 VENV="$ROOT/.venv-agents"
-pinned_venv "$VENV" "openai-agents==$AGENTS_VERSION openai==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
+venv_agents
 
 # --- mock-llm and the server ----------------------------------------------------------------------
 start_mock

@@ -12,7 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 VENV="$ROOT/.venv-webrtc"
-pinned_venv "$VENV" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+venv_webrtc
 baseline=scripts/tests/hearing-baseline.json
 start_parley server serve 0
 wait_speech_helper server "http://127.0.0.1:$port"

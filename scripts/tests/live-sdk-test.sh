@@ -20,10 +20,8 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
 SDK_TIMEOUT="${SDK_TIMEOUT:-10}"
-OPENAI_VERSION="3.54.0"
-WEBSOCKETS_VERSION="15.0.1"
 VENV="$ROOT/.venv-sdk"
-pinned_venv "$VENV" "openai[realtime]==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
+venv_sdk
 
 # Voices and speeds no other test of delegation uses; each says something while muted (never heard)
 # and then asks for a task to be delegated.

@@ -10,8 +10,8 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
 scripts/tools/install-deps.sh || die "the packages could not be installed" 2
-pinned_venv "$ROOT/.venv-sdk" "openai[realtime]==3.54.0 websockets==15.0.1"
-pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
+venv_sdk
+venv_sip
 API_KEY="sk-live-sip-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 WEBHOOK_SECRET="whsec_$(head -c 24 /dev/urandom | base64 | tr -d "\n" | tr "+/" "AB")"
 echo "$WEBHOOK_SECRET" > "$WORK/webhook-secret"

@@ -18,7 +18,7 @@ set -euo pipefail
 
 # The SDK's venv, as realtime-sdk-test.sh pins it; the MCP server's, as the Swift tests' (made once).
 VENV="$ROOT/.venv-sdk"
-pinned_venv "$VENV" "openai[realtime]==3.54.0 websockets==15.0.1"
+venv_sdk
 scripts/tools/mcp-test-server.sh --install-only || die "the MCP server's venv could not be made" 2
 [[ -z "${KEEP_LOG:-}" ]] || on_exit 'mkdir -p "$KEEP_LOG" && cp "$LOGS"/*.log "$KEEP_LOG"/'
 

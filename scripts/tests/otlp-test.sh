@@ -8,6 +8,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 VENV="$ROOT/.venv-otlp"
-pinned_venv "$VENV" "opentelemetry-proto==1.45.2 websockets==15.0.1"
+venv_otlp
 [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
 timeout 120 "$VENV/bin/python" scripts/tests/otlp_trace_check.py "$PARLEY_BIN" || die "the OTLP round trip failed (see the FAIL lines above)" $?

@@ -20,11 +20,9 @@ set -euo pipefail
 
 SDK_TIMEOUT="${SDK_TIMEOUT:-10}"
 
-# The newest openai release at the time of writing; websockets is its `realtime` extra, pinned too.
-OPENAI_VERSION="3.54.0"
-WEBSOCKETS_VERSION="15.0.1"
+# The newest openai release at the time of writing, with its `realtime` extra (scripts/lib/venvs.sh).
 VENV="$ROOT/.venv-sdk"
-pinned_venv "$VENV" "openai[realtime]==$OPENAI_VERSION websockets==$WEBSOCKETS_VERSION"
+venv_sdk
 
 # round_trip SCHEME [client options] -- [serve options]: starts a server, waits for it, runs the
 # SDK clients against it, stops it. SCHEME is http or https (what the server must say it serves).

@@ -9,6 +9,6 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 VENV="$ROOT/.venv-otlp"
-pinned_venv "$VENV" "opentelemetry-proto==1.45.2 websockets==15.0.1"
+venv_otlp
 [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build)" 2
 timeout 180 "$VENV/bin/python" scripts/tests/secrets_check.py "$PARLEY_BIN" || die "a secret reached an output (see the FAIL lines above)" $?

@@ -26,8 +26,8 @@ set -euo pipefail
 # SIPp, and the venvs: the SDK's as realtime-sdk-test.sh pins it; the phone's (pjsua2 bundles PJSIP).
 scripts/tools/install-deps.sh || die "the packages (sip-tester among them) could not be installed" 2
 command -v sipp >/dev/null || die "no sipp (Debian: apt-get install sip-tester)" 2
-pinned_venv "$ROOT/.venv-sdk" "openai[realtime]==3.54.0 websockets==15.0.1"
-pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
+venv_sdk
+venv_sip
 [[ -x .venv-speech/bin/python ]] || die "no .venv-speech (make deps makes it): the replies cannot be recognised" 2
 mkdir -p "$WORK/out" "$WORK/speech"
 [[ -z "${KEEP_LOG:-}" ]] || on_exit 'mkdir -p "$KEEP_LOG" && cp -r "$LOGS"/*.log "$WORK/out"/. "$KEEP_LOG"/'

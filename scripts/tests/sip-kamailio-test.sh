@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
 scripts/tools/install-deps.sh kamailio || die "the packages could not be installed" 2
-pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
+venv_sip
 [[ -x .venv-speech/bin/python ]] || die "no .venv-speech (the speech helper's venv, made as the server first starts)" 2
 
 espeak-ng -v en-gb+f2 -s 150 -w "$WORK/espeak.wav" "Hello? Who is this?" || die "espeak-ng failed" 2

@@ -13,7 +13,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
 scripts/tools/install-deps.sh || die "the packages could not be installed" 2
-pinned_venv "$ROOT/.venv-sip" "pjsua2-python==2.15.1"
+venv_sip
 
 espeak-ng -v en-us -s 140 -w "$WORK/espeak.wav" "Hello? Who is calling?" || die "espeak-ng failed" 2
 sox "$WORK/espeak.wav" -r 8000 -c 1 -b 16 "$WORK/hello.wav" || die "sox failed" 2

@@ -10,7 +10,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 # The same pinned venv as realtime-sdk-test.sh (websockets is the openai SDK's realtime extra).
 VENV="$ROOT/.venv-sdk"
-pinned_venv "$VENV" "openai[realtime]==3.54.0 websockets==15.0.1"
+venv_sdk
 # KEEP_LOG=FILE keeps the server's log.
 [[ -z "${KEEP_LOG:-}" ]] || on_exit 'cp "$LOGS/server.log" "$KEEP_LOG"'
 

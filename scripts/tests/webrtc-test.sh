@@ -16,7 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 unset PARLEY_API_KEY PARLEY_API_KEYS PARLEY_API_KEYS_FILE PARLEY_CONFIG
 VENV="$ROOT/.venv-webrtc"
-pinned_venv "$VENV" "aiortc==1.16.0 numpy==2.4.6 websockets==15.0.1 openai==3.54.0"
+venv_webrtc
 # Whisper (tiny.en, the speech helper's) hears what the call heard: make deps installed it.
 scripts/tools/speech-models.sh >/dev/null
 

@@ -13,10 +13,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
-KV_VERSION=1.37.0      # kubernetes-validate on PyPI
 K8S_VERSION=1.35.0     # the Kubernetes API the manifests are checked against
 venv=.venv-deploy
-pinned_venv "$venv" "kubernetes-validate==$KV_VERSION"
+venv_deploy
 command -v haproxy >/dev/null || scripts/tools/install-deps.sh haproxy
 
 # Kubernetes manifests (the kustomization is kustomize's, not an API object: checked below).

@@ -13,10 +13,8 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib/harness.sh"
 
-# The newest mcp release at the time of writing (it names the server class `MCPServer`).
-MCP_VERSION="2.3.0"
 VENV="$ROOT/.venv-mcp"
-pinned_venv "$VENV" "mcp==$MCP_VERSION"
+venv_mcp
 
 [[ "${1:-}" == "--install-only" ]] && exit 0
 rm -rf "$WORK"  # exec skips the harness's clean-up

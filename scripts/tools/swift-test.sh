@@ -42,7 +42,7 @@ case " $* " in *" --skip-build "*) ;; *) shards=1 ;; esac
 
 status=0
 if [ "$shards" -le 1 ]; then
-  log=$WORK/swift-test.log
+  log=$LOGS/swift-test.log
   "${SWIFT:-swift}" test "$@" 2>&1 | tee "$log" || status=$?
   logs=("$log")
 else
@@ -55,10 +55,10 @@ else
   for ((i = 0; i < shards; i++)); do
     pattern=""
     for ((j = i; j < ${#suites[@]}; j += shards)); do pattern+="${pattern:+|}${suites[j]//./\\.}"; done
-    logs+=("$WORK/swift-test-$i.log")
+    logs+=("$LOGS/swift-test-$i.log")
     # --ignore-lock: SwiftPM holds .build's lock for a whole `swift test`, so the shards would run
     # one after another; with --skip-build none of them writes there.
-    "${SWIFT:-swift}" test "$@" --ignore-lock --filter "^($pattern)/" > "$WORK/swift-test-$i.log" 2>&1 &
+    "${SWIFT:-swift}" test "$@" --ignore-lock --filter "^($pattern)/" > "$LOGS/swift-test-$i.log" 2>&1 &
     pids+=($!)
   done
   say "${#suites[@]} suites in $shards processes"
