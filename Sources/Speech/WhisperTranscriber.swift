@@ -37,6 +37,9 @@ public struct WhisperTranscriber: Transcriber {
     public var name: String { model.rawValue }
     public let settledWords = SettledWords.decode
     let status: SpeechHelperStatus
+    /// How long a decode may take before its turn fails (`defaultTimeoutSeconds`; a test on two
+    /// shared cores that judges the words, not their speed, gives its decodes longer).
+    let timeoutSeconds: Double
 
     /// How much new audio brings a new partial decode (one at a time per turn): 0.3 s while the
     /// turn is young, so a short "mm-hmm" over a reply is known for a backchannel before it has
@@ -56,7 +59,7 @@ public struct WhisperTranscriber: Transcriber {
     static let partialsInFlight = 1
     /// A decode of 10 s of audio takes about a second on this machine's busy cores; past 10 s the
     /// turn fails with a clear event instead of hanging.
-    static let timeoutSeconds = 10.0
+    public static let defaultTimeoutSeconds = 10.0
 
     /// How sure Whisper must be of the language it found for the session to keep it: below, the
     /// turn's words still come (in the language Whisper thought likeliest) and the next turn is
@@ -64,8 +67,10 @@ public struct WhisperTranscriber: Transcriber {
     /// and English, and 0.8 to 0.9 to languages it heard right.
     public static let languageProbability = 0.75
 
-    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = [], language: String? = "en", foundAmong: [String] = []) {
+    public init(helper status: SpeechHelperStatus, model: Model = .whisper, installed: [Model] = [], language: String? = "en", foundAmong: [String] = [],
+                timeoutSeconds: Double = WhisperTranscriber.defaultTimeoutSeconds) {
         self.status = status
+        self.timeoutSeconds = timeoutSeconds
         self.model = model
         self.language = language
         self.foundAmong = foundAmong
@@ -94,7 +99,7 @@ public struct WhisperTranscriber: Transcriber {
         let (model, language) = serving(choice)
         return WhisperTranscription(connection: SpeechHelperConnection.on(loop, status), sampleRate: sampleRate,
                                     stream: TranscriptionChoice(model: model.rawValue, language: language),
-                                    foundAmong: language == nil ? foundAmong : [], onEvent: onEvent)
+                                    foundAmong: language == nil ? foundAmong : [], timeoutSeconds: timeoutSeconds, onEvent: onEvent)
     }
 }
 
@@ -109,6 +114,7 @@ final class WhisperTranscription: TranscriptionSession {
     private let choice: TranscriptionChoice
     /// The languages the turn's is found among, when the choice names none.
     private let foundAmong: [String]
+    private let timeoutSeconds: Double
     private let onEvent: (TranscriptionEvent) -> Void
     /// The stream at the helper: nil until opened, and after the final decode was asked.
     private var stream: UInt64?
@@ -144,8 +150,9 @@ final class WhisperTranscription: TranscriptionSession {
     }
 
     init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: TranscriptionChoice, foundAmong: [String] = [],
-         onEvent: @escaping (TranscriptionEvent) -> Void) {
+         timeoutSeconds: Double = WhisperTranscriber.defaultTimeoutSeconds, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.foundAmong = foundAmong
+        self.timeoutSeconds = timeoutSeconds
         self.connection = connection
         self.sampleRate = sampleRate
         self.choice = choice
@@ -264,7 +271,7 @@ final class WhisperTranscription: TranscriptionSession {
         let fields: [(String, JSON)] = [("stream", .int(Int(stream)))] + (kind == .fast ? [("fast", .bool(true))] : [])
             + (upTo < count ? [("samples", .int(upTo))] : [])
             + (replyWaiting && kind != .fast ? [("reply", .bool(true))] : [])
-        let id = connection.request(timeout: WhisperTranscriber.timeoutSeconds, { id in
+        let id = connection.request(timeout: timeoutSeconds, { id in
             SpeechHelperFrame(op, id: id, fields)
         }) { [weak self] result in
             status.transcriptionEnded()

@@ -16,6 +16,13 @@ import SpeechContracts
     /// tiny.en the default, as `parley serve` starts it; base loaded when a session first asks.
     static let helper = Sys.canRead(".venv-speech/whisper-base/model.bin")
         ? RunningSpeechHelper(["--whisper", ".venv-speech/whisper-tiny.en", "--whisper-base", ".venv-speech/whisper-base"]) : nil
+    /// How long a decode may take (the server's default is 10 s), and a client's wait for an event:
+    /// in one full `make test` of four a Spanish turn's decode passed 10 s under the whole suite's
+    /// load and failed the turn (2026-11-29). What these suites judge is the words and the language,
+    /// not how fast two shared cores find them (`make bench-languages` and `make bench-hearing`
+    /// measure that).
+    static let decodeSeconds = 30.0
+    static let eventSeconds = 60
 }
 
 extension WhisperBaseSuites {
@@ -62,7 +69,8 @@ extension WhisperBaseSuites {
             let helper = try #require(Self.helper, "the speech helper did not start with --whisper-base \(Self.directory) although it is installed")
             let pool = try WorkerPool(name: "test-speech", threads: 2, queueLimit: 64)
             defer { pool.stop() }
-            let transcriber = WhisperTranscriber(helper: helper.status, model: .whisper, installed: [.whisper, .whisperBase])
+            let transcriber = WhisperTranscriber(helper: helper.status, model: .whisper, installed: [.whisper, .whisperBase],
+                                                 timeoutSeconds: WhisperBaseSuites.decodeSeconds)
             let speech = SpeechServices(transcriber: transcriber, synthesizer: nil, pool: pool)
             let server = try TestServer({ $0.loops = 1 }, routes: { routes in
                 RealtimeEndpoint(model: FixedReplyModel(reply: "Yes."), modelName: "test", speech: speech).install(on: &routes)
@@ -73,7 +81,7 @@ extension WhisperBaseSuites {
             let sentences = WordErrorRate.sentences.prefix(10)
             var total = 0, wrong = 0, misheard: [String] = []
             for voice in WordErrorRate.Voice.quick {
-                let client = try TestClient(port: server.port, timeoutSeconds: 20)
+                let client = try TestClient(port: server.port, timeoutSeconds: WhisperBaseSuites.eventSeconds)
                 #expect(try client.upgrade(path: "/v1/realtime").status == 101)
                 _ = try client.readEvents(until: "session.created")
                 try client.send(TestClient.frame(0x1, Array(#"{"type":"session.update","session":{"type":"realtime","audio":{"input":{"turn_detection":null,"transcription":{"model":"whisper-base"}}}}}"#.utf8)))
