@@ -175,6 +175,11 @@ start_parley() {
     local name=$1 command=$2 wanted=$3; shift 3
     [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build$([[ $PARLEY_BIN == *release* ]] && echo ' -c release'))" 2
     start "$name" "$PARLEY_BIN" "$command" --host 127.0.0.1 --port "$wanted" "$@"
+    # `serve` listens once its speech helper has loaded its models, which it waits for up to 60 s
+    # (SpeechOptions.startHelper): under make test's load, the chaos run's three nodes loading theirs
+    # beside it, one took more than the harness's 30 s and live-sdk-test failed to start (2026-11-29).
+    local WAIT_SECONDS=${WAIT_SECONDS:-30}
+    [[ $command != serve ]] || WAIT_SECONDS=$(( WAIT_SECONDS > 90 ? WAIT_SECONDS : 90 ))
     wait_listening "$name" 'listening on https?://127\.0\.0\.1:([0-9]+)/'
     scheme=$(grep -m1 -oE 'listening on https?' "$LOGS/$name.log"); scheme=${scheme##* }
     # -k: a probe only; the clients check the certificate.
