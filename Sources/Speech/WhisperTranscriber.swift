@@ -150,7 +150,7 @@ final class WhisperTranscription: TranscriptionSession {
     }
 
     init(connection: SpeechHelperConnection, sampleRate: Int, stream choice: TranscriptionChoice, foundAmong: [String] = [],
-         timeoutSeconds: Double = WhisperTranscriber.defaultTimeoutSeconds, onEvent: @escaping (TranscriptionEvent) -> Void) {
+         timeoutSeconds: Double, onEvent: @escaping (TranscriptionEvent) -> Void) {
         self.foundAmong = foundAmong
         self.timeoutSeconds = timeoutSeconds
         self.connection = connection

@@ -167,7 +167,9 @@ harness_healthy() { curl -fsS --max-time 1 -o /dev/null "${@:2}" "$1" 2>/dev/nul
 wait_healthy() { local name=$1 url=$2; shift 2; wait_until "$name" "answering $url" harness_healthy "$url" "$@"; }
 
 harness_accepts() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-wait_speech_helper() { WAIT_SECONDS=90 wait_until "$1" "its speech helper up" harness_speech_helper_up "$2"; }
+# How long a server may take to have its speech helper up: the server itself waits up to 60 s for it.
+harness_helper_seconds=90
+wait_speech_helper() { WAIT_SECONDS=$harness_helper_seconds wait_until "$1" "its speech helper up" harness_speech_helper_up "$2"; }
 harness_speech_helper_up() { curl -s "$1/metrics" | grep -qx 'parley_speech_helper_up 1'; }
 wait_port() { wait_until "$1" "accepting on port $2" harness_accepts "$2"; }
 
@@ -175,11 +177,12 @@ start_parley() {
     local name=$1 command=$2 wanted=$3; shift 3
     [[ -x "$PARLEY_BIN" ]] || die "no server binary at $PARLEY_BIN (build it with: swift build$([[ $PARLEY_BIN == *release* ]] && echo ' -c release'))" 2
     start "$name" "$PARLEY_BIN" "$command" --host 127.0.0.1 --port "$wanted" "$@"
-    # `serve` listens once its speech helper has loaded its models, which it waits for up to 60 s
-    # (SpeechOptions.startHelper): under make test's load, the chaos run's three nodes loading theirs
-    # beside it, one took more than the harness's 30 s and live-sdk-test failed to start (2026-11-29).
+    # `serve` listens once its speech helper has loaded its models (SpeechOptions.startHelper), so
+    # its listening line gets the helper's time: under make test's load, the chaos run's three nodes
+    # loading theirs beside it, one took more than the harness's 30 s and live-sdk-test failed to
+    # start (2026-11-29).
     local WAIT_SECONDS=${WAIT_SECONDS:-30}
-    [[ $command != serve ]] || WAIT_SECONDS=$(( WAIT_SECONDS > 90 ? WAIT_SECONDS : 90 ))
+    [[ $command != serve ]] || WAIT_SECONDS=$(( WAIT_SECONDS > harness_helper_seconds ? WAIT_SECONDS : harness_helper_seconds ))
     wait_listening "$name" 'listening on https?://127\.0\.0\.1:([0-9]+)/'
     scheme=$(grep -m1 -oE 'listening on https?' "$LOGS/$name.log"); scheme=${scheme##* }
     # -k: a probe only; the clients check the certificate.
